@@ -1,0 +1,1 @@
+"""Store writer, scorers, determinism metrics, datasets, replay and the release gate."""

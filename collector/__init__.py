@@ -1,0 +1,1 @@
+"""OTLP receivers (gRPC, HTTP), validation, redaction and publishing to Kafka."""

@@ -1,0 +1,1 @@
+"""Deterministic detectors: pure functions (trace, params) -> findings, with stable codes."""

@@ -1,0 +1,1 @@
+"""The pathgrade command line and the wiring of the embedded stack."""

@@ -1,0 +1,1 @@
+"""Kafka consumers for live traffic: trace assembly, detectors, alerts, sampling."""

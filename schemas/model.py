@@ -1,0 +1,126 @@
+"""The canonical span and trace: what every consumer of `pathgrade.spans` sees.
+
+Plain slotted dataclasses, not pydantic: they are built on the hot path for every span.
+Attribute values keep their OTLP types (str, bool, int, float, bytes, list, dict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+Attributes = dict[str, Any]
+
+
+@dataclass(slots=True)
+class GenAIFields:
+    """GenAI semantic-convention view of one span, whatever convention it was written in."""
+
+    operation: str = ""  # chat, execute_tool, invoke_agent, create_agent, embeddings, ...
+    provider_name: str = ""
+    agent_name: str = ""
+    agent_id: str = ""
+    tool_name: str = ""
+    tool_call_id: str = ""
+    tool_type: str = ""
+    tool_arguments: str = ""  # JSON text when captured, "" otherwise
+    tool_result: str = ""  # text or JSON text when captured, "" otherwise
+    conversation_id: str = ""
+    request_model: str = ""
+    response_model: str = ""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    error_type: str = ""
+    input_messages: str = ""  # JSON text of the input messages when captured
+    output_messages: str = ""  # JSON text of the output messages when captured
+    finish_reasons: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class EvalContext:
+    """pathgrade's own evaluation context (`pathgrade.*` attributes of the root span)."""
+
+    dataset_item_id: str = ""
+    run_id: str = ""
+    replay_index: int | None = None
+    variant_id: str = ""
+    suite_version: str = ""
+
+
+@dataclass(slots=True)
+class SpanEvent:
+    time_ns: int
+    name: str
+    attributes: Attributes
+
+
+@dataclass(slots=True)
+class SpanLink:
+    trace_id: str
+    span_id: str
+    trace_state: str
+    attributes: Attributes
+
+
+@dataclass(slots=True)
+class Span:
+    """One span in canonical form. Ids are lowercase hex; times are ns since the epoch."""
+
+    tenant: str
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    kind: str  # Unspecified, Internal, Server, Client, Producer, Consumer (as otel_traces)
+    start_ns: int
+    end_ns: int
+    service_name: str = ""
+    trace_state: str = ""
+    resource_attributes: Attributes = field(default_factory=dict)
+    scope_name: str = ""
+    scope_version: str = ""
+    attributes: Attributes = field(default_factory=dict)
+    status_code: str = "Unset"  # Unset, Ok, Error (as otel_traces)
+    status_message: str = ""
+    events: list[SpanEvent] = field(default_factory=list)
+    links: list[SpanLink] = field(default_factory=list)
+    genai: GenAIFields = field(default_factory=GenAIFields)
+    eval: EvalContext = field(default_factory=EvalContext)
+    received_at_ns: int = 0
+
+    @property
+    def duration_ns(self) -> int:
+        return max(0, self.end_ns - self.start_ns)
+
+    @property
+    def is_root(self) -> bool:
+        return not self.parent_span_id
+
+
+@dataclass(slots=True)
+class Trace:
+    """The spans of one trace of one tenant, in start-time order."""
+
+    tenant: str
+    trace_id: str
+    spans: list[Span]
+
+    def __post_init__(self) -> None:
+        self.spans.sort(key=lambda s: (s.start_ns, s.span_id))
+
+    @property
+    def root(self) -> Span | None:
+        """The root span (no parent, or a parent not in the trace), earliest first."""
+        ids = {s.span_id for s in self.spans}
+        for span in self.spans:
+            if not span.parent_span_id or span.parent_span_id not in ids:
+                return span
+        return None
+
+    def children(self, span_id: str) -> list[Span]:
+        return [s for s in self.spans if s.parent_span_id == span_id]
+
+    def by_operation(self, operation: str) -> Iterator[Span]:
+        return (s for s in self.spans if s.genai.operation == operation)
