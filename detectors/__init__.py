@@ -1,1 +1,30 @@
-"""Deterministic detectors: pure functions (trace, params) -> findings, with stable codes."""
+"""Deterministic detectors: pure functions (trace, params) -> findings, with stable codes.
+
+Importing the package registers every detector family (the modules below) in `REGISTRY`.
+"""
+
+from detectors import completeness, output, side_effects, tool_calls  # noqa: F401  (register)
+from detectors.finding import Finding, finding_key
+from detectors.policy import Policy, PolicyError, ResolvedPolicy, default_policy, load_policy
+from detectors.prices import PriceTable, cost_usd, load_price_table
+from detectors.registry import REGISTRY, Rule
+from detectors.run import run_detectors
+from detectors.view import DetectorContext, TraceView
+
+__all__ = [
+    "REGISTRY",
+    "DetectorContext",
+    "Finding",
+    "Policy",
+    "PolicyError",
+    "PriceTable",
+    "ResolvedPolicy",
+    "Rule",
+    "TraceView",
+    "cost_usd",
+    "default_policy",
+    "finding_key",
+    "load_policy",
+    "load_price_table",
+    "run_detectors",
+]

@@ -1,0 +1,183 @@
+"""The store writer: consumer group `pathgrade-store` copying `pathgrade.spans` into ClickHouse.
+
+Batches are bounded by span count and age; offsets are committed only after the insert
+returned, so a crash between the two re-delivers a batch whose duplicates the
+ReplacingMergeTree `spans` table absorbs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.structs import OffsetAndMetadata
+
+from batch_plane.span_rows import SPAN_COLUMNS, span_row
+from schemas.model import Span
+from schemas.otlp import decode_spans_message
+from schemas.topics import (
+    DEFAULT_TENANT,
+    RECEIVED_AT_HEADER,
+    SPANS_TOPIC,
+    STORE_GROUP,
+    TENANT_HEADER,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StoreWriterConfig:
+    """Where to read and how to batch."""
+
+    bootstrap_servers: str
+    topic: str = SPANS_TOPIC
+    group_id: str = STORE_GROUP
+    max_batch_spans: int = 50_000
+    max_batch_age_s: float = 0.5
+    session_timeout_ms: int = 6000
+    consumer_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StoreWriterStats:
+    messages: int = 0
+    spans: int = 0
+    inserts: int = 0
+    undecodable_messages: int = 0
+
+
+def message_tenant_and_time(message: Any) -> tuple[str, int]:
+    """Tenant and receive time (ns) from a message's headers, defaulting for foreign
+    producers (an OTel Collector's Kafka exporter sets neither)."""
+    tenant, received_at = DEFAULT_TENANT, 0
+    for key, value in message.headers or ():
+        if key == TENANT_HEADER:
+            tenant = value.decode()
+        elif key == RECEIVED_AT_HEADER:
+            received_at = int(value)
+    return tenant, received_at or message.timestamp * 1_000_000
+
+
+class _Batch:
+    """Rows pending insert and the offsets they cover."""
+
+    def __init__(self) -> None:
+        self.rows: list[list[Any]] = []
+        self.next_offsets: dict[TopicPartition, int] = {}
+        self.started = 0.0
+
+    def add(self, partition: TopicPartition, offset: int, spans: list[Span]) -> None:
+        if not self.next_offsets:
+            self.started = time.monotonic()
+        self.rows.extend(span_row(span) for span in spans)
+        self.next_offsets[partition] = offset + 1
+
+
+class StoreWriter:
+    """Consume, decode, insert, then commit. `run` until `stop` is set."""
+
+    def __init__(self, config: StoreWriterConfig, client: Any) -> None:
+        self.config = config
+        self.client = client
+        self.stats = StoreWriterStats()
+        self._batch = _Batch()
+        self._lock = threading.Lock()
+        self.consumer = KafkaConsumer(
+            bootstrap_servers=config.bootstrap_servers,
+            group_id=config.group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=config.session_timeout_ms,
+            heartbeat_interval_ms=max(500, config.session_timeout_ms // 3),
+            max_poll_records=5000,
+            fetch_max_bytes=64 * 1024 * 1024,
+            max_partition_fetch_bytes=16 * 1024 * 1024,
+            **config.consumer_options,
+        )
+        self.consumer.subscribe([config.topic], listener=_FlushOnRevoke(self))
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self.poll_once()
+        self.flush()
+
+    def poll_once(self, timeout_ms: int = 100) -> None:
+        """One poll, then a flush when the batch is full or old enough."""
+        records = self.consumer.poll(timeout_ms=timeout_ms)
+        for partition, messages in records.items():
+            for message in messages:
+                self._add(partition, message)
+        batch = self._batch
+        if batch.next_offsets and (
+            len(batch.rows) >= self.config.max_batch_spans
+            or time.monotonic() - batch.started >= self.config.max_batch_age_s
+        ):
+            self.flush()
+
+    def _add(self, partition: TopicPartition, message: Any) -> None:
+        self.stats.messages += 1
+        tenant, received_at = message_tenant_and_time(message)
+        try:
+            spans = decode_spans_message(message.value, tenant, received_at)
+        except ValueError as exc:
+            self.stats.undecodable_messages += 1
+            log.error(
+                "skipping undecodable message at %s[%d] offset %d: %s",
+                partition.topic, partition.partition, message.offset, exc,
+            )  # fmt: skip
+            spans = []
+        self._batch.add(partition, message.offset, spans)
+
+    def flush(self) -> None:
+        """Insert the pending rows, then commit the offsets they cover."""
+        with self._lock:
+            batch, self._batch = self._batch, _Batch()
+            if not batch.next_offsets:
+                return
+            if batch.rows:
+                self.client.insert("spans", batch.rows, column_names=SPAN_COLUMNS)
+                self.stats.inserts += 1
+                self.stats.spans += len(batch.rows)
+            self.consumer.commit(
+                {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in batch.next_offsets.items()}
+            )
+
+    def caught_up(self, targets: dict[int, int]) -> bool:
+        """Whether every partition's position has passed `targets` (partition -> next offset)."""
+        assigned = {tp.partition: tp for tp in self.consumer.assignment()}
+        for partition, target in targets.items():
+            tp = assigned.get(partition)
+            if tp is None or self.consumer.position(tp) < target:
+                return False
+        return True
+
+    def drain_to(self, targets: dict[int, int], timeout_s: float) -> bool:
+        """Consume until `targets` are reached (or timeout), flush; True when reached."""
+        deadline = time.monotonic() + timeout_s
+        while not self.caught_up(targets) and time.monotonic() < deadline:
+            self.poll_once()
+        self.flush()
+        return self.caught_up(targets)
+
+    def close(self) -> None:
+        self.flush()
+        self.consumer.close()
+
+
+class _FlushOnRevoke(ConsumerRebalanceListener):
+    """Store and commit what is pending before partitions move to another consumer."""
+
+    def __init__(self, writer: StoreWriter) -> None:
+        self.writer = writer
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self.writer.flush()
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        pass

@@ -1,0 +1,116 @@
+"""The collector as one component: config, start, stop.
+
+Receivers (gRPC, HTTP) -> IngestPipeline (validate, redact, group) -> KafkaPublisher
+(acks=all, spill-to-disk fallback).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from kafka.errors import KafkaError
+from pydantic import BaseModel, ConfigDict, Field
+
+from collector.auth import TokenAuth
+from collector.grouping import DEFAULT_MAX_MESSAGE_BYTES
+from collector.grpc_receiver import TraceServiceHandler, start_grpc_server
+from collector.http_receiver import OtlpHttpServer
+from collector.limits import DEFAULT_MAX_BODY_BYTES
+from collector.pipeline import IngestPipeline
+from collector.publisher import KafkaPublisher, producer_for
+from collector.redact import RedactionConfig, Redactor
+from collector.spill import DEFAULT_SPILL_BYTES, SpillFile
+from schemas.topics import SPANS_TOPIC
+
+log = logging.getLogger(__name__)
+
+
+class CollectorConfig(BaseModel):
+    """Everything the collector needs; every field has a documented default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kafka_bootstrap: str = Field(description="Kafka bootstrap servers, host:port[,host:port]")
+    spill_dir: Path = Field(description="Directory of the local spill file")
+    listen_host: str = "127.0.0.1"
+    grpc_port: int = Field(4317, ge=0, le=65535, description="OTLP/gRPC port (0: any free)")
+    http_port: int = Field(4318, ge=0, le=65535, description="OTLP/HTTP port (0: any free)")
+    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, gt=0)
+    max_message_bytes: int = Field(DEFAULT_MAX_MESSAGE_BYTES, gt=0)
+    spill_max_bytes: int = Field(DEFAULT_SPILL_BYTES, gt=0)
+    ack_timeout_s: float = Field(5.0, gt=0, description="Wait for Kafka before spilling")
+    tokens_file: Path | None = Field(None, description="YAML mapping bearer token -> tenant")
+    topic: str = SPANS_TOPIC
+    redaction: RedactionConfig = Field(default_factory=RedactionConfig)
+
+
+class KafkaUnavailable(RuntimeError):
+    """The configured Kafka could not be reached at start."""
+
+
+class Collector:
+    """Both receivers over one pipeline. `start()`, then `stop()`."""
+
+    def __init__(self, config: CollectorConfig) -> None:
+        self.config = config
+        self.auth = TokenAuth.from_file(config.tokens_file)
+        self.grpc_port = 0
+        self.http_port = 0
+        self.publisher: KafkaPublisher | None = None
+        self.pipeline: IngestPipeline | None = None
+        self._grpc = None
+        self._http: OtlpHttpServer | None = None
+        self._http_thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        config = self.config
+        try:
+            producer = producer_for(config.kafka_bootstrap, config.ack_timeout_s)
+        except KafkaError as exc:
+            raise KafkaUnavailable(
+                f"cannot reach Kafka at {config.kafka_bootstrap}: {exc}"
+            ) from exc
+        spill = SpillFile(config.spill_dir, config.spill_max_bytes)
+        self.publisher = KafkaPublisher(producer, spill, config.topic, config.ack_timeout_s)
+        self.publisher.start()
+        self.pipeline = IngestPipeline(
+            Redactor(config.redaction), self.publisher, config.max_message_bytes
+        )
+        try:
+            self._http = OtlpHttpServer(
+                (config.listen_host, config.http_port), self.pipeline, self.auth,
+                config.max_body_bytes,
+            )  # fmt: skip
+        except OSError as exc:
+            self.publisher.close()
+            raise OSError(
+                f"cannot listen for OTLP/HTTP on {config.listen_host}:{config.http_port}: "
+                f"{exc.strerror or exc}; pass another --http-port"
+            ) from exc
+        self.http_port = self._http.server_address[1]
+        try:
+            self._grpc, self.grpc_port = start_grpc_server(
+                TraceServiceHandler(self.pipeline, self.auth),
+                config.listen_host, config.grpc_port, config.max_body_bytes,
+            )  # fmt: skip
+        except OSError as exc:
+            self._http.server_close()
+            self.publisher.close()
+            raise OSError(f"{exc}; pass another --grpc-port") from exc
+        self._http_thread = threading.Thread(
+            target=self._http.serve_forever, name="otlp-http", daemon=True
+        )
+        self._http_thread.start()
+        log.info("collector listening: grpc %d, http %d", self.grpc_port, self.http_port)
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Stop accepting, finish in-flight requests, flush to Kafka (or keep in spill)."""
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+        if self._grpc is not None:
+            self._grpc.stop(grace_s).wait()
+        if self.publisher is not None:
+            self.publisher.close()

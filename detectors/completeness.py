@@ -1,0 +1,263 @@
+"""Trace shape and run health: PG100 completeness, PG101 tool error, PG113 termination,
+PG114 budgets."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field
+
+from detectors.finding import Finding
+from detectors.prices import cost_usd
+from detectors.registry import Params, Rule
+from detectors.view import DetectorContext, TraceView
+from schemas import genai
+
+
+class CompletenessParams(Params):
+    """What a complete trace must have."""
+
+    require_root_agent: bool = True
+    require_tool_spans: bool = True
+    require_token_usage: bool = True
+
+
+COMPLETENESS = Rule(
+    code="PG100",
+    name="trace-completeness",
+    severity="medium",
+    doc=(
+        "A trace must be complete enough to grade: a root `invoke_agent` span, an "
+        "`execute_tool` span (matched by `gen_ai.tool.call.id`) for every tool call a model "
+        "requested in `gen_ai.output.messages`, and token usage on every inference span. "
+        "A gap means lost spans or broken instrumentation, and every other verdict on the "
+        "trace is weaker for it."
+    ),
+    params=CompletenessParams,
+    policy_key="completeness",
+    reads="root span operation; chat spans: output messages (tool calls), token usage; "
+    "execute_tool spans: tool call id",
+)
+
+
+@COMPLETENESS.check
+def trace_completeness(
+    view: TraceView, params: CompletenessParams, context: DetectorContext
+) -> list[Finding]:
+    """Missing root agent span, unmatched requested tool calls, missing token usage."""
+    findings = []
+    if params.require_root_agent and (
+        view.root is None or view.root.genai.operation != genai.OP_INVOKE_AGENT
+    ):
+        operation = view.root.genai.operation if view.root else "none"
+        findings.append(
+            COMPLETENESS.violation(
+                view,
+                f"The root span is not an invoke_agent span (operation: {operation}).",
+                details={"problem": "root_not_agent"},
+                identifying=("problem",),
+            )
+        )
+    if params.require_tool_spans:
+        executed = {c.span.genai.tool_call_id for c in view.tool_calls}
+        findings += [
+            COMPLETENESS.violation(
+                view,
+                f"Tool call {call.call_id} ({call.name}) was requested but has no "
+                "execute_tool span.",
+                span.span_id,
+                {"problem": "missing_tool_span", "tool_call_id": call.call_id, "tool": call.name},
+                ("problem", "tool_call_id"),
+            )
+            for span, call in view.requested_tool_calls
+            if call.call_id and call.call_id not in executed
+        ]
+    if params.require_token_usage:
+        findings += [
+            COMPLETENESS.violation(
+                view,
+                f"Inference span {span.name!r} has no token usage.",
+                span.span_id,
+                {"problem": "missing_token_usage"},
+                ("problem",),
+            )
+            for span in view.chat_spans
+            if span.genai.input_tokens is None or span.genai.output_tokens is None
+        ]
+    return findings
+
+
+class ToolErrorParams(Params):
+    """Error types that are expected and not reported (e.g. a lookup that found nothing)."""
+
+    ignore_error_types: frozenset[str] = frozenset()
+
+
+TOOL_ERROR = Rule(
+    code="PG101",
+    name="tool-error",
+    severity="medium",
+    doc=(
+        "A tool call ended in error (span status Error or an `error.type`). Agents that "
+        "carry on after a failed tool often answer from nothing; the error is reported on "
+        "the tool span so it can be read next to the answer."
+    ),
+    params=ToolErrorParams,
+    policy_key="tool_errors",
+    reads="execute_tool spans: status code, error.type, tool name",
+)
+
+
+@TOOL_ERROR.check
+def tool_error(view: TraceView, params: ToolErrorParams, context: DetectorContext) -> list[Finding]:
+    """Each failed tool call whose error type is not ignored."""
+    return [
+        TOOL_ERROR.violation(
+            view,
+            f"Tool {call.name} failed ({call.span.genai.error_type or call.span.status_message}).",
+            call.span.span_id,
+            {"tool": call.name, "error_type": call.span.genai.error_type},
+        )
+        for call in view.tool_calls
+        if call.failed and call.span.genai.error_type not in params.ignore_error_types
+    ]
+
+
+STEP_CAP_FINISH_REASONS = frozenset({"length", "max_tokens", "max_steps", "max_turns"})
+STEP_CAP_ERROR = re.compile(
+    r"max[_ ]?(steps|turns|iterations)|recursion[_ ]?limit|step[_ ]?limit", re.IGNORECASE
+)
+
+
+class TerminationParams(Params):
+    """Finish reasons and error types that mean the run hit a cap instead of finishing."""
+
+    cap_finish_reasons: frozenset[str] = STEP_CAP_FINISH_REASONS
+
+
+TERMINATION = Rule(
+    code="PG113",
+    name="no-clean-termination",
+    severity="medium",
+    doc=(
+        "The run did not end cleanly: there is no final text response, the last model call "
+        "stopped on a cap (finish reason `length`/`max_tokens`, or an error such as "
+        "MaxTurnsExceeded or GraphRecursionError), or the root span ended in error. Cannot "
+        "decide when no output messages were captured."
+    ),
+    params=TerminationParams,
+    policy_key="termination",
+    reads="root span status and error.type; chat spans: finish reasons, output messages",
+)
+
+
+@TERMINATION.check
+def no_clean_termination(
+    view: TraceView, params: TerminationParams, context: DetectorContext
+) -> list[Finding]:
+    """Root in error, a capped run, or no final answer."""
+    root = view.root
+    if root is not None and (root.status_code == "Error" or root.genai.error_type):
+        problem = "step_cap" if STEP_CAP_ERROR.search(root.genai.error_type) else "error"
+        return [_termination(view, problem, f"The run ended in error ({root.genai.error_type}).")]
+    last_chat = max(view.chat_spans, key=lambda s: s.end_ns, default=None)
+    if last_chat is not None and params.cap_finish_reasons & set(last_chat.genai.finish_reasons):
+        return [_termination(view, "step_cap", "The last model call stopped on a cap.")]
+    if view.final_answer is None:
+        return [
+            TERMINATION.cannot_decide(
+                view, "output_messages", "No output messages were captured to find a final answer."
+            )
+        ]
+    if not view.final_answer.strip():
+        return [_termination(view, "no_final_answer", "The run ended without a final response.")]
+    return []
+
+
+def _termination(view: TraceView, problem: str, reason: str) -> Finding:
+    return TERMINATION.violation(
+        view, reason, details={"problem": problem}, identifying=("problem",)
+    )
+
+
+class BudgetParams(Params):
+    """Per-turn budgets; an unset budget is not checked."""
+
+    max_steps: int | None = Field(default=None, ge=0)
+    max_tool_calls: int | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=0)
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    max_latency_ms: float | None = Field(default=None, ge=0)
+
+
+BUDGET = Rule(
+    code="PG114",
+    name="budget-exceeded",
+    severity="low",
+    doc=(
+        "The turn used more than its budget: model calls (steps), tool calls, tokens, cost "
+        "or root-span latency. Cost is token usage joined with pathgrade's versioned list "
+        "price table (overridable), never a cost the agent reports; an inference span whose "
+        "model is not in the table makes the cost check cannot-decide."
+    ),
+    params=BudgetParams,
+    policy_key="budgets",
+    reads="chat spans: count, token usage, response/request model, provider; execute_tool "
+    "span count; root span duration",
+)
+
+
+@BUDGET.check
+def budget_exceeded(
+    view: TraceView, params: BudgetParams, context: DetectorContext
+) -> list[Finding]:
+    """One finding per exceeded budget."""
+    tokens = sum(
+        (s.genai.input_tokens or 0) + (s.genai.output_tokens or 0) for s in view.chat_spans
+    )
+    usage: dict[str, float | None] = {
+        "max_steps": len(view.chat_spans),
+        "max_tool_calls": len(view.tool_calls),
+        "max_tokens": tokens,
+        "max_latency_ms": view.root.duration_ns / 1e6 if view.root else 0.0,
+    }
+    findings = []
+    if params.max_cost_usd is not None:
+        usage["max_cost_usd"], unpriced = _cost(view, context)
+        if unpriced:
+            findings.append(
+                BUDGET.cannot_decide(
+                    view, "model_price", f"No list price for model(s) {', '.join(unpriced)}."
+                )
+            )
+    for budget, used in usage.items():
+        limit = getattr(params, budget)
+        if limit is not None and used is not None and used > limit:
+            findings.append(
+                BUDGET.violation(
+                    view,
+                    f"The turn used {used:g} against a budget of {limit:g} ({budget}).",
+                    details={"budget": budget, "used": used, "limit": limit},
+                    identifying=("budget",),
+                )
+            )
+    return findings
+
+
+def _cost(view: TraceView, context: DetectorContext) -> tuple[float | None, list[str]]:
+    """Total list-price cost of the turn, and the models with no price (cost None then)."""
+    total, unpriced = 0.0, []
+    for span in view.chat_spans:
+        model = span.genai.response_model or span.genai.request_model
+        cost = cost_usd(
+            model,
+            span.genai.provider_name,
+            span.genai.input_tokens or 0,
+            span.genai.output_tokens or 0,
+            context.prices,
+        )
+        if cost is None:
+            unpriced.append(model or "<unnamed>")
+        else:
+            total += cost
+    return (None if unpriced else total), unpriced

@@ -1,0 +1,233 @@
+"""The YAML policy: which detectors run, with which params, per service, agent and risk tier.
+
+```yaml
+version: 1
+price_table: my-prices.json        # optional, relative to this file; overrides entries
+defaults: {<section>}              # applies everywhere
+tiers: {high: {<section>}}         # per risk tier (low, medium, high)
+services:
+  billing:
+    <section fields>
+    agents: {billing-agent: {<section>}}
+agents: {triage-agent: {<section>}}
+```
+
+A section holds `risk_tier`, `tools` (reads/writes/irreversible), `identity`,
+`idempotency`, `enable`/`disable`/`required` (detector codes or names), `severity`
+overrides, and each detector's params under its policy key (`budgets`, `ordering`, ...).
+Sections merge field by field: defaults, then tier, then service, then agent. Errors name
+the file, line and field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, create_model
+
+from detectors.conventions import Conventions, IdempotencyConfig, IdentityConfig, ToolEffects
+from detectors.finding import Finding, Severity
+from detectors.prices import PriceTable, load_price_table, shipped_price_table
+from detectors.registry import REGISTRY, Params, rule_by_code_or_name
+from detectors.view import DetectorContext
+from schemas.model import Trace
+
+RiskTier = Literal["low", "medium", "high"]
+DEFAULT_RISK_TIER: RiskTier = "medium"
+
+# Built-in tier defaults: which checks' cannot-decide findings alert (user tiers add to it).
+TIER_REQUIRED: dict[str, frozenset[str]] = {
+    "low": frozenset(),
+    "medium": frozenset({"PG111", "PG112"}),
+    "high": frozenset({"PG100", "PG104", "PG108", "PG110", "PG111", "PG112", "PG117"}),
+}
+
+
+def _detector_code(key: str) -> str:
+    try:
+        return rule_by_code_or_name(key).code
+    except KeyError as error:
+        raise ValueError(error.args[0]) from error
+
+
+DetectorRef = Annotated[str, AfterValidator(_detector_code)]
+
+
+class SectionBase(BaseModel):
+    """Fields every policy section has, besides the detectors' params."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    risk_tier: RiskTier | None = None
+    tools: ToolEffects | None = None
+    identity: IdentityConfig | None = None
+    idempotency: IdempotencyConfig | None = None
+    enable: list[DetectorRef] = []
+    disable: list[DetectorRef] = []
+    required: list[DetectorRef] = []
+    severity: dict[DetectorRef, Severity] = {}
+
+
+@cache
+def section_model() -> type[SectionBase]:
+    """`SectionBase` plus one optional field per registered detector's policy key."""
+    fields: dict[str, Any] = {
+        rule.policy_key: (rule.params | None, None) for rule in REGISTRY.values()
+    }
+    return create_model("PolicySection", __base__=SectionBase, **fields)
+
+
+@cache
+def policy_document_model() -> type[BaseModel]:
+    """The whole policy file's model (built after the registry is populated)."""
+    section = section_model()
+    service = create_model(
+        "ServicePolicy",
+        __base__=section,
+        agents=(dict[str, section], {}),  # type: ignore[valid-type]
+    )
+    return create_model(
+        "PolicyDocument",
+        __config__=ConfigDict(extra="forbid"),
+        version=(Literal[1], 1),
+        price_table=(str | None, None),
+        defaults=(section, section()),
+        tiers=(dict[RiskTier, section], {}),  # type: ignore[valid-type]
+        services=(dict[str, service], {}),  # type: ignore[valid-type]
+        agents=(dict[str, section], {}),  # type: ignore[valid-type]
+    )
+
+
+class PolicyError(ValueError):
+    """An invalid policy file; the message has one `file:line: field: reason` per problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedPolicy:
+    """The policy for one (service, agent, risk tier): enabled detectors and their params."""
+
+    risk_tier: RiskTier
+    conventions: Conventions
+    params: dict[str, Params]  # enabled detector code -> params, in code order
+    required: frozenset[str]
+    severities: dict[str, Severity] = field(default_factory=dict)
+    prices: PriceTable = field(default_factory=shipped_price_table)
+
+    def context(self, history: Iterable[Trace] = ()) -> DetectorContext:
+        """A detector context for this policy with earlier turns of the conversation."""
+        return DetectorContext(self.conventions, self.prices, list(history))
+
+    def should_alert(self, finding: Finding) -> bool:
+        """Violations alert; cannot-decide findings alert only for required checks."""
+        return finding.kind == "violation" or finding.code in self.required
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A validated policy document; `resolve` picks the sections that apply."""
+
+    document: BaseModel
+    prices: PriceTable
+
+    def resolve(
+        self, service: str = "", agent: str = "", risk_tier: RiskTier | None = None
+    ) -> ResolvedPolicy:
+        """Merge defaults, tier, service and agent sections for this service and agent."""
+        doc: Any = self.document
+        service_section = doc.services.get(service)
+        scoped = [doc.defaults, service_section, doc.agents.get(agent)]
+        if service_section is not None:
+            scoped.append(service_section.agents.get(agent))
+        scoped = [s for s in scoped if s is not None]
+        tier = risk_tier or next(
+            (s.risk_tier for s in reversed(scoped) if s.risk_tier), DEFAULT_RISK_TIER
+        )
+        tier_sections = [doc.tiers[tier]] if tier in doc.tiers else []
+        sections = [scoped[0], *tier_sections, *scoped[1:]]
+        return _merge(sections, tier, self.prices)
+
+
+# Section fields that select detectors rather than carry settings merged field by field.
+SELECTION_FIELDS = frozenset({"risk_tier", "enable", "disable", "required", "severity", "agents"})
+
+
+def _merge(sections: list[Any], tier: RiskTier, prices: PriceTable) -> ResolvedPolicy:
+    enabled = set(REGISTRY)
+    required = set(TIER_REQUIRED[tier])
+    severities: dict[str, Severity] = {}
+    merged: dict[str, dict[str, Any]] = {}
+    for section in sections:
+        enabled = (enabled - set(section.disable)) | set(section.enable)
+        required |= set(section.required)
+        severities.update(section.severity)
+        for name in section.model_fields_set - SELECTION_FIELDS:
+            value = getattr(section, name)
+            if value is not None:
+                merged.setdefault(name, {}).update(value.model_dump(exclude_unset=True))
+    conventions = Conventions(
+        tools=ToolEffects(**merged.pop("tools", {})),
+        identity=IdentityConfig(**merged.pop("identity", {})),
+        idempotency=IdempotencyConfig(**merged.pop("idempotency", {})),
+    )
+    params = {
+        code: rule.params(**merged.get(rule.policy_key, {}))
+        for code, rule in sorted(REGISTRY.items())
+        if code in enabled
+    }
+    return ResolvedPolicy(tier, conventions, params, frozenset(required), severities, prices)
+
+
+def default_policy() -> Policy:
+    """The policy used with no file: every detector on, conventions read from span hints."""
+    return Policy(policy_document_model()(), shipped_price_table())
+
+
+def load_policy(path: str | Path | None = None) -> Policy:
+    """Read and validate a YAML policy file; PolicyError names line and field of each error."""
+    if path is None:
+        return default_policy()
+    path = Path(path)
+    text = path.read_text()
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise PolicyError(f"{path.name}: invalid YAML: {error}") from error
+    lines = _line_map(node) if node is not None else {}
+    try:
+        document = policy_document_model().model_validate(data or {})
+    except ValidationError as error:
+        raise PolicyError(_describe(error, lines, path.name)) from None
+    table_path: Any = getattr(document, "price_table", None)
+    prices = load_price_table(path.parent / table_path) if table_path else shipped_price_table()
+    return Policy(document, prices)
+
+
+def _line_map(node: yaml.Node, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
+    """1-based line of every mapping key / sequence item, by its path of strings."""
+    lines = {path: node.start_mark.line + 1}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            child = (*path, str(key_node.value))
+            lines.update(_line_map(value_node, child))
+            lines[child] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            lines.update(_line_map(item, (*path, str(index))))
+    return lines
+
+
+def _describe(error: ValidationError, lines: dict[tuple[str, ...], int], filename: str) -> str:
+    """One `file:line: dotted.field: message` per pydantic error."""
+    out = []
+    for item in error.errors():
+        loc = tuple(str(part) for part in item["loc"])
+        known = next(loc[:n] for n in range(len(loc), -1, -1) if loc[:n] in lines or n == 0)
+        line = lines.get(known, 1)
+        out.append(f"{filename}:{line}: {'.'.join(loc) or '<root>'}: {item['msg']}")
+    return "\n".join(out)

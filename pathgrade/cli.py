@@ -1,0 +1,219 @@
+"""The `pathgrade` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DATA_DIR = Path("pathgrade-data")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose)
+    try:
+        return int(args.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except CliError as exc:
+        print(f"pathgrade: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def configure_logging(verbose: bool) -> None:
+    """Warnings by default; the Kafka client's connection chatter only with -v."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not verbose:
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)
+
+
+class CliError(Exception):
+    """A message for the user, and the exit code."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pathgrade", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    up = commands.add_parser("up", help="run the embedded stack (collector, broker, store)")
+    _store_args(up)
+    up.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (default 4317)")
+    up.add_argument("--http-port", type=int, default=4318, help="OTLP/HTTP port (default 4318)")
+    up.add_argument("--listen-host", default="127.0.0.1", help="address the receivers bind")
+    up.add_argument(
+        "--kafka", metavar="HOST:PORT", help="use this Kafka instead of the bundled broker"
+    )
+    up.add_argument("--tokens-file", type=Path, help="YAML mapping bearer token -> tenant")
+    up.add_argument(
+        "--capture-tools", default="", metavar="NAMES",
+        help="comma-separated tool names whose arguments/results are kept ('*' = all)",
+    )  # fmt: skip
+    up.add_argument("--capture-messages", action="store_true", help="keep message content")
+    up.add_argument("--demo", action="store_true", help="also send demo agent traffic")
+    up.set_defaults(run=_cmd_up)
+
+    demo = commands.add_parser("demo", help="send demo agent traces over OTLP")
+    demo.add_argument(
+        "--otlp", required=True, metavar="URL", help="http://host:4318 or grpc://host:4317"
+    )
+    demo.add_argument("--traces", type=int, default=50)
+    demo.add_argument("--seed", type=int, default=7)
+    demo.add_argument(
+        "--flavor", choices=["genai", "openinference", "openllmetry"], default="genai"
+    )
+    demo.add_argument("--token", help="bearer token for the collector")
+    demo.set_defaults(run=_cmd_demo)
+
+    sql = commands.add_parser("sql", help="run a read-only query against the store")
+    _store_args(sql)
+    sql.add_argument("--format", choices=["table", "json"], default="table")
+    sql.add_argument("query", help='the SQL, e.g. "SELECT count() FROM spans"')
+    sql.set_defaults(run=_cmd_sql)
+
+    migrate = commands.add_parser("migrate", help="apply the ClickHouse migrations")
+    _store_args(migrate)
+    migrate.set_defaults(run=_cmd_migrate)
+    return parser
+
+
+def _store_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir", type=Path, default=DEFAULT_DATA_DIR,
+        help="embedded store and spill directory (default ./pathgrade-data)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--clickhouse", metavar="DSN|URL",
+        help="a ClickHouse server (http://user:pass@host:8123/db) instead of the embedded store",
+    )  # fmt: skip
+
+
+def _cmd_up(args: argparse.Namespace) -> int:
+    from batch_plane.store import StoreUnavailable
+    from pathgrade.broker import BrokerError
+    from pathgrade.ownership import DataDirBusy
+    from pathgrade.stack import Stack, StackOptions
+
+    capture = [name.strip() for name in args.capture_tools.split(",") if name.strip()]
+    collector: dict[str, Any] = {
+        "redaction": {"capture_tools": capture, "capture_messages": args.capture_messages}
+    }
+    if args.tokens_file:
+        collector["tokens_file"] = str(args.tokens_file)
+    stack = Stack(
+        StackOptions(
+            data_dir=args.data_dir,
+            grpc_port=args.grpc_port,
+            http_port=args.http_port,
+            listen_host=args.listen_host,
+            kafka=args.kafka,
+            clickhouse=args.clickhouse,
+            demo=args.demo,
+            collector=collector,
+        ),
+        out=lambda text: print(text, flush=True),
+    )
+    try:
+        stack.start()
+    except (DataDirBusy, BrokerError, StoreUnavailable, OSError, RuntimeError) as exc:
+        raise CliError(str(exc)) from exc
+    stack.run_until_signalled()
+    print("stopped", flush=True)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from pathgrade.demo import DemoExportError, run_demo
+
+    headers = {"authorization": f"Bearer {args.token}"} if args.token else None
+    try:
+        summary = run_demo(
+            args.otlp, traces=args.traces, seed=args.seed, flavor=args.flavor, headers=headers
+        )
+    except (ValueError, DemoExportError) as exc:
+        raise CliError(str(exc)) from exc
+    print(f"sent {summary.traces} traces ({summary.spans} spans) to {args.otlp}")
+    return 0
+
+
+def _cmd_sql(args: argparse.Namespace) -> int:
+    from pathgrade.query import QueryError, format_json, format_table
+
+    try:
+        result = _with_store(
+            args, lambda client: _readonly(client, args.query), remote_sql=args.query
+        )
+    except QueryError as exc:
+        raise CliError(str(exc), exit_code=1) from exc
+    print(format_table(result) if args.format == "table" else format_json(result))
+    return 0
+
+
+def _readonly(client: Any, sql: str) -> Any:
+    from pathgrade.query import run_readonly
+
+    return run_readonly(client, sql)
+
+
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    from schemas.migrations import migrate
+
+    applied = _with_store(args, migrate, remote_sql=None)
+    names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none (up to date)"
+    print(f"applied migrations: {names}")
+    return 0
+
+
+def _with_store(args: argparse.Namespace, work: Any, remote_sql: str | None) -> Any:
+    """Run `work(client)` on the store: a server, the embedded store when no stack owns
+    it, or (for queries) through the running stack that owns it."""
+    from batch_plane.store import StoreUnavailable, connect, embedded_dsn
+    from pathgrade.ownership import DataDirLock, read_state
+    from pathgrade.query import query_remote
+
+    try:
+        if args.clickhouse:
+            return work(connect(args.clickhouse))
+        data_dir = args.data_dir.resolve()
+        lock = DataDirLock(data_dir)
+        if lock.try_acquire():
+            try:
+                if not (data_dir / "clickhouse").exists() and remote_sql is not None:
+                    raise CliError(
+                        f"no store in {data_dir}: start one with "
+                        f"`pathgrade up --data-dir {args.data_dir}`"
+                    )
+                client = connect(embedded_dsn(str(data_dir)))
+                try:
+                    return work(client)
+                finally:
+                    client.close()
+            finally:
+                lock.release()
+        state = read_state(data_dir)
+        if remote_sql is None:
+            raise CliError(
+                f"{data_dir} is owned by a running stack; it applied the migrations at start"
+            )
+        if not state or not state.get("query_url"):
+            raise CliError(
+                f"{data_dir} is owned by a running stack that is still starting; try again"
+            )
+        return query_remote(state["query_url"], remote_sql)
+    except StoreUnavailable as exc:
+        raise CliError(str(exc)) from exc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,395 @@
+"""Map the attributes of one span, whatever convention wrote them, onto the GenAI view.
+
+`genai_fields(span_name, attributes)` reads the current OpenTelemetry GenAI names first,
+then deprecated GenAI aliases, then OpenInference (Arize) and OpenLLMetry (Traceloop)
+names, then the span name. The first non-empty value in each chain wins. It is pure over
+its inputs and runs once per span on the hot path: dict lookups only, no regex; the
+flattened message keys are scanned only on model-call spans without `gen_ai.*.messages`.
+
+field            sources, highest precedence first
+---------------  ----------------------------------------------------------------------------
+operation        gen_ai.operation.name; openinference.span.kind (LLM->chat,
+                 TOOL->execute_tool, AGENT->invoke_agent, CHAIN->chain, RETRIEVER->retrieval,
+                 EMBEDDING->embeddings, RERANKER->rerank, GUARDRAIL->guardrail,
+                 EVALUATOR->evaluator, PROMPT->prompt, other->lowercased);
+                 traceloop.span.kind (workflow->invoke_agent, agent->invoke_agent,
+                 tool->execute_tool, task->task); llm.request.type (chat->chat,
+                 completion->text_completion, embedding(s)->embeddings, rerank->rerank);
+                 first word of the span name when it is a GenAI operation
+provider_name    gen_ai.provider.name; gen_ai.system (deprecated); llm.provider; llm.system
+agent_name       gen_ai.agent.name; agent.name; traceloop.entity.name on workflow/agent
+                 spans; span-name target of invoke_agent/create_agent
+agent_id         gen_ai.agent.id
+tool_name        gen_ai.tool.name; tool.name; traceloop.entity.name on tool spans;
+                 span-name target of execute_tool
+tool_call_id     gen_ai.tool.call.id; tool_call.id; tool.id
+tool_type        gen_ai.tool.type
+tool_arguments   gen_ai.tool.call.arguments; on execute_tool spans: input.value,
+                 traceloop.entity.input
+tool_result      gen_ai.tool.call.result; on execute_tool spans: output.value,
+                 traceloop.entity.output
+conversation_id  gen_ai.conversation.id; session.id
+request_model    gen_ai.request.model; llm.request.model_name; llm.model_name;
+                 llm.request.model; span-name target of a model operation
+response_model   gen_ai.response.model; llm.response.model_name; llm.response.model
+input_tokens     gen_ai.usage.input_tokens; gen_ai.usage.prompt_tokens (deprecated);
+                 llm.token_count.prompt; llm.usage.prompt_tokens
+output_tokens    gen_ai.usage.output_tokens; gen_ai.usage.completion_tokens (deprecated);
+                 llm.token_count.completion; llm.usage.completion_tokens
+total_tokens     llm.token_count.total; llm.usage.total_tokens; input + output when both known
+error_type       error.type only (see below)
+input_messages   gen_ai.input.messages; on chat/text_completion/generate_content spans:
+                 llm.input_messages.N.*; gen_ai.prompt.N.*; gen_ai.prompt (deprecated);
+                 input.value on OpenInference LLM spans
+output_messages  gen_ai.output.messages; on those spans: llm.output_messages.N.*;
+                 gen_ai.completion.N.*; gen_ai.completion; output.value on OpenInference LLM
+finish_reasons   gen_ai.response.finish_reasons; llm.finish_reason; finish_reason of the
+                 flattened output messages
+
+Decisions:
+- The span-name target ("chat gpt-4o" -> "gpt-4o") fills the model / tool / agent name only
+  when the name's first word equals the span's operation and the field is otherwise empty.
+- OpenInference CHAIN and OpenLLMetry task are generic steps, not agents: they keep their
+  own operation names ("chain", "task"). An OpenLLMetry workflow is the agent's entry point,
+  so it maps to invoke_agent with `traceloop.entity.name` as the agent name. A span that
+  says `gen_ai.operation.name = invoke_workflow` keeps it.
+- OpenInference `tool.parameters` is the tool's parameter schema, not the call's arguments,
+  so it is not mapped (it is still a content key for redaction).
+- Flattened messages (`llm.input_messages.N.message.*`, `gen_ai.prompt.N.*`, ...) become GenAI
+  JSON: `[{"role", "parts": [{"type": "text", "content"}, {"type": "tool_call", "id", "name",
+  "arguments"}, {"type": "tool_call_response", "id", "response"}], "finish_reason"?}]`.
+  Tool-call arguments that are JSON text are parsed into the part; other text stays text.
+- Token counts accept ints, integral floats and numeric strings; anything else is treated
+  as absent (telemetry from the field must not make a span undecodable).
+- Non-string values of text fields (arrays, maps) are serialised as JSON text.
+- error_type is read from `error.type` only, so the function stays pure over attributes. A
+  span with status Error and no `error.type` is the caller's business: `schemas.otlp` then
+  sets "_OTHER", the convention's fallback value.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from schemas import genai as g
+from schemas.model import EvalContext, GenAIFields
+
+_OPENINFERENCE_OPERATIONS: dict[str, str] = {
+    "LLM": g.OP_CHAT,
+    "TOOL": g.OP_EXECUTE_TOOL,
+    "AGENT": g.OP_INVOKE_AGENT,
+    "CHAIN": "chain",
+    "RETRIEVER": g.OP_RETRIEVAL,
+    "EMBEDDING": g.OP_EMBEDDINGS,
+    "RERANKER": "rerank",
+    "GUARDRAIL": "guardrail",
+    "EVALUATOR": "evaluator",
+    "PROMPT": "prompt",
+}
+_TRACELOOP_OPERATIONS: dict[str, str] = {
+    "workflow": g.OP_INVOKE_AGENT,
+    "agent": g.OP_INVOKE_AGENT,
+    "tool": g.OP_EXECUTE_TOOL,
+    "task": "task",
+}
+_LLM_REQUEST_TYPE_OPERATIONS: dict[str, str] = {
+    "chat": g.OP_CHAT,
+    "completion": g.OP_TEXT_COMPLETION,
+    "embedding": g.OP_EMBEDDINGS,
+    "embeddings": g.OP_EMBEDDINGS,
+    "rerank": "rerank",
+}
+_AGENT_OPERATIONS = frozenset({g.OP_INVOKE_AGENT, g.OP_CREATE_AGENT})
+_TRACELOOP_AGENT_KINDS = frozenset({"workflow", "agent"})
+# Operations whose spans may carry chat messages in flattened form.
+_MESSAGE_OPERATIONS = frozenset({g.OP_CHAT, g.OP_TEXT_COMPLETION, g.OP_GENERATE_CONTENT})
+
+_PROVIDER_KEYS = (g.PROVIDER_NAME, g.SYSTEM_DEPRECATED, g.OI_LLM_PROVIDER, g.OI_LLM_SYSTEM)
+_AGENT_NAME_KEYS = (g.AGENT_NAME, g.OI_AGENT_NAME)
+_TOOL_NAME_KEYS = (g.TOOL_NAME, g.OI_TOOL_NAME)
+_TOOL_CALL_ID_KEYS = (g.TOOL_CALL_ID, g.OI_TOOL_CALL_ID, g.OI_TOOL_ID)
+_TOOL_ARGUMENT_FALLBACK_KEYS = (g.OI_INPUT_VALUE, g.TL_ENTITY_INPUT)
+_TOOL_RESULT_FALLBACK_KEYS = (g.OI_OUTPUT_VALUE, g.TL_ENTITY_OUTPUT)
+_CONVERSATION_KEYS = (g.CONVERSATION_ID, g.OI_SESSION_ID)
+_REQUEST_MODEL_KEYS = (
+    g.REQUEST_MODEL,
+    g.OI_LLM_REQUEST_MODEL_NAME,
+    g.OI_LLM_MODEL_NAME,
+    g.TL_LLM_REQUEST_MODEL,
+)
+_RESPONSE_MODEL_KEYS = (g.RESPONSE_MODEL, g.OI_LLM_RESPONSE_MODEL_NAME, g.TL_LLM_RESPONSE_MODEL)
+_INPUT_TOKEN_KEYS = (
+    g.USAGE_INPUT_TOKENS,
+    g.USAGE_PROMPT_TOKENS_DEPRECATED,
+    g.OI_TOKEN_COUNT_PROMPT,
+    g.TL_LLM_USAGE_PROMPT_TOKENS,
+)
+_OUTPUT_TOKEN_KEYS = (
+    g.USAGE_OUTPUT_TOKENS,
+    g.USAGE_COMPLETION_TOKENS_DEPRECATED,
+    g.OI_TOKEN_COUNT_COMPLETION,
+    g.TL_LLM_USAGE_COMPLETION_TOKENS,
+)
+_TOTAL_TOKEN_KEYS = (g.OI_TOKEN_COUNT_TOTAL, g.TL_LLM_USAGE_TOTAL_TOKENS)
+_FINISH_REASON_KEYS = (g.RESPONSE_FINISH_REASONS, g.OI_LLM_FINISH_REASON)
+
+_INPUT_MESSAGE_PREFIXES = (g.OI_INPUT_MESSAGES_PREFIX, g.TL_PROMPT_PREFIX)
+_OUTPUT_MESSAGE_PREFIXES = (g.OI_OUTPUT_MESSAGES_PREFIX, g.TL_COMPLETION_PREFIX)
+_FLATTENED_PREFIXES = _INPUT_MESSAGE_PREFIXES + _OUTPUT_MESSAGE_PREFIXES
+# Key segments that only namespace a leaf (OpenInference's "message.", "tool_call.", ...).
+# Keys of a first flattened message; the scan of all keys runs only when one is present.
+_FLATTENED_PROBE_KEYS = (
+    "llm.input_messages.0.message.role",
+    "llm.output_messages.0.message.role",
+    "gen_ai.prompt.0.role",
+    "gen_ai.prompt.0.content",
+    "gen_ai.completion.0.role",
+    "gen_ai.completion.0.content",
+)
+_NAMESPACE_SEGMENTS = frozenset({"message", "tool_call", "function", "message_content"})
+_INDEXED_LISTS = frozenset({"tool_calls", "contents"})
+
+
+def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
+    """The GenAI view of a span from its name and attributes (see the module table)."""
+    get = attributes.get
+    traceloop_kind = get(g.TL_SPAN_KIND)
+    operation = _operation(attributes)
+    name_operation, _, name_target = span_name.partition(" ")
+    if not operation and name_operation in g.OPERATIONS:
+        operation = name_operation
+    target = name_target if name_operation == operation else ""
+    is_tool = operation == g.OP_EXECUTE_TOOL
+    is_openinference_llm = get(g.OI_SPAN_KIND) == "LLM"
+
+    entity_name = _text(get(g.TL_ENTITY_NAME))
+    agent_name = _first_text(attributes, _AGENT_NAME_KEYS)
+    if not agent_name and traceloop_kind in _TRACELOOP_AGENT_KINDS:
+        agent_name = entity_name
+    if not agent_name and operation in _AGENT_OPERATIONS:
+        agent_name = target
+    tool_name = _first_text(attributes, _TOOL_NAME_KEYS)
+    if not tool_name and traceloop_kind == "tool":
+        tool_name = entity_name
+    if not tool_name and is_tool:
+        tool_name = target
+    request_model = _first_text(attributes, _REQUEST_MODEL_KEYS)
+    if not request_model and operation in g.MODEL_OPERATIONS:
+        request_model = target
+
+    tool_arguments = _text(get(g.TOOL_CALL_ARGUMENTS))
+    tool_result = _text(get(g.TOOL_CALL_RESULT))
+    if is_tool:
+        tool_arguments = tool_arguments or _first_text(attributes, _TOOL_ARGUMENT_FALLBACK_KEYS)
+        tool_result = tool_result or _first_text(attributes, _TOOL_RESULT_FALLBACK_KEYS)
+
+    input_messages = _text(get(g.INPUT_MESSAGES))
+    output_messages = _text(get(g.OUTPUT_MESSAGES))
+    finish_reasons = _string_list(_first(attributes, _FINISH_REASON_KEYS))
+    if operation in _MESSAGE_OPERATIONS and not (input_messages and output_messages):
+        if _first(attributes, _FLATTENED_PROBE_KEYS) is not None:
+            flat_inputs, flat_outputs = _flattened_messages(attributes)
+            input_messages = input_messages or _messages_json(flat_inputs)
+            output_messages = output_messages or _messages_json(flat_outputs)
+            if not finish_reasons:
+                finish_reasons = [m["finish_reason"] for m in flat_outputs if "finish_reason" in m]
+        input_messages = input_messages or _text(get(g.PROMPT_DEPRECATED))
+        output_messages = output_messages or _text(get(g.COMPLETION_DEPRECATED))
+        if is_openinference_llm:
+            input_messages = input_messages or _text(get(g.OI_INPUT_VALUE))
+            output_messages = output_messages or _text(get(g.OI_OUTPUT_VALUE))
+
+    input_tokens = _token_count(_first(attributes, _INPUT_TOKEN_KEYS))
+    output_tokens = _token_count(_first(attributes, _OUTPUT_TOKEN_KEYS))
+    total_tokens = _token_count(_first(attributes, _TOTAL_TOKEN_KEYS))
+    if total_tokens is None and input_tokens is not None and output_tokens is not None:
+        total_tokens = input_tokens + output_tokens
+
+    return GenAIFields(
+        operation=operation,
+        provider_name=_first_text(attributes, _PROVIDER_KEYS),
+        agent_name=agent_name,
+        agent_id=_text(get(g.AGENT_ID)),
+        tool_name=tool_name,
+        tool_call_id=_first_text(attributes, _TOOL_CALL_ID_KEYS),
+        tool_type=_text(get(g.TOOL_TYPE)),
+        tool_arguments=tool_arguments,
+        tool_result=tool_result,
+        conversation_id=_first_text(attributes, _CONVERSATION_KEYS),
+        request_model=request_model,
+        response_model=_first_text(attributes, _RESPONSE_MODEL_KEYS),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=total_tokens,
+        error_type=_text(get(g.ERROR_TYPE)),
+        input_messages=input_messages,
+        output_messages=output_messages,
+        finish_reasons=finish_reasons,
+    )
+
+
+def eval_context(attributes: Mapping[str, Any]) -> EvalContext:
+    """pathgrade's evaluation context from the `pathgrade.*` attributes of a span."""
+    get = attributes.get
+    return EvalContext(
+        dataset_item_id=_text(get(g.PG_DATASET_ITEM_ID)),
+        run_id=_text(get(g.PG_RUN_ID)),
+        replay_index=_token_count(get(g.PG_REPLAY_INDEX)),
+        variant_id=_text(get(g.PG_VARIANT_ID)),
+        suite_version=_text(get(g.PG_SUITE_VERSION)),
+    )
+
+
+def _operation(attributes: Mapping[str, Any]) -> str:
+    """The operation named by attributes, or "" when none names one."""
+    get = attributes.get
+    operation = _text(get(g.OPERATION_NAME))
+    if operation:
+        return operation
+    openinference_kind = get(g.OI_SPAN_KIND)
+    if openinference_kind:
+        kind = str(openinference_kind).upper()
+        return _OPENINFERENCE_OPERATIONS.get(kind, "" if kind == "UNKNOWN" else kind.lower())
+    traceloop_kind = get(g.TL_SPAN_KIND)
+    if traceloop_kind in _TRACELOOP_OPERATIONS:
+        return _TRACELOOP_OPERATIONS[traceloop_kind]
+    return _LLM_REQUEST_TYPE_OPERATIONS.get(_text(get(g.TL_LLM_REQUEST_TYPE)), "")
+
+
+def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    """The value of the first key present with a non-empty value, else None."""
+    for key in keys:
+        value = attributes.get(key)
+        if value is not None and value != "":
+            return value
+    return None
+
+
+def _first_text(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> str:
+    """The text of the first key present with a non-empty value, else ""."""
+    for key in keys:
+        value = attributes.get(key)
+        if value:
+            return value if value.__class__ is str else _text(value)
+    return ""
+
+
+def _text(value: Any) -> str:
+    """A text field from an attribute value: str as is, containers as JSON, None as ""."""
+    if value.__class__ is str:
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def _token_count(value: Any) -> int | None:
+    """An int from an int, an integral float or a numeric string; None otherwise."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return int(text)
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        return int(number) if number.is_integer() else None
+    return None
+
+
+def _string_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return [str(item) for item in value]
+    return [str(value)]
+
+
+def _flattened_messages(attributes: Mapping[str, Any]) -> tuple[list[dict], list[dict]]:
+    """GenAI input and output messages rebuilt from OpenInference/OpenLLMetry flattened keys."""
+    collected: dict[str, dict[int, dict[str, Any]]] = {}
+    for key, value in attributes.items():
+        if key.startswith(_FLATTENED_PREFIXES):
+            prefix = next(p for p in _FLATTENED_PREFIXES if key.startswith(p))
+            _collect_leaf(collected.setdefault(prefix, {}), key[len(prefix) :], value)
+    inputs = _first_collected(collected, _INPUT_MESSAGE_PREFIXES)
+    outputs = _first_collected(collected, _OUTPUT_MESSAGE_PREFIXES)
+    return [_genai_message(m) for _, m in sorted(inputs.items())], [
+        _genai_message(m) for _, m in sorted(outputs.items())
+    ]
+
+
+def _first_collected(
+    collected: dict[str, dict[int, dict[str, Any]]], prefixes: tuple[str, ...]
+) -> dict[int, dict[str, Any]]:
+    for prefix in prefixes:
+        if prefix in collected:
+            return collected[prefix]
+    return {}
+
+
+def _collect_leaf(messages: dict[int, dict[str, Any]], path: str, value: Any) -> None:
+    """Store one flattened leaf ("0.message.role", "1.tool_calls.0.name", ...) in `messages`."""
+    segments = [s for s in path.split(".") if s not in _NAMESPACE_SEGMENTS]
+    if len(segments) < 2 or not segments[0].isdigit():
+        return
+    message = messages.setdefault(int(segments[0]), {})
+    leaf = segments[1:]
+    if len(leaf) == 1:
+        message[leaf[0]] = value
+    elif len(leaf) == 3 and leaf[0] in _INDEXED_LISTS and leaf[1].isdigit():
+        message.setdefault(leaf[0], {}).setdefault(int(leaf[1]), {})[leaf[2]] = value
+
+
+def _genai_message(flat: dict[str, Any]) -> dict[str, Any]:
+    """One GenAI-convention message from its collected flattened fields."""
+    role = _text(flat.get("role"))
+    content = flat.get("content")
+    parts: list[dict[str, Any]] = []
+    if role == "tool" and flat.get("tool_call_id"):
+        parts.append(
+            {"type": "tool_call_response", "id": flat["tool_call_id"], "response": content}
+        )
+    elif content not in (None, ""):
+        parts.append({"type": "text", "content": content})
+    for _, item in sorted(flat.get("contents", {}).items()):
+        if item.get("type", "text") == "text" and "text" in item:
+            parts.append({"type": "text", "content": item["text"]})
+    for _, call in sorted(flat.get("tool_calls", {}).items()):
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": _text(call.get("id")),
+                "name": _text(call.get("name")),
+                "arguments": _json_or_text(call.get("arguments")),
+            }
+        )
+    message: dict[str, Any] = {"role": role, "parts": parts}
+    if "finish_reason" in flat:
+        message["finish_reason"] = _text(flat["finish_reason"])
+    return message
+
+
+def _json_or_text(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _messages_json(messages: list[dict[str, Any]]) -> str:
+    return json.dumps(messages) if messages else ""

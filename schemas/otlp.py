@@ -1,0 +1,137 @@
+"""Decode OTLP protobuf traces into canonical spans (the reader side of `pathgrade.spans`).
+
+Ids become lowercase hex (an absent parent becomes ""), kinds and status codes become the
+strings of the OTel Collector's `otel_traces` table, attribute values keep their OTLP types
+(str, bool, int, float, bytes, list, dict). Each span gets its GenAI view from
+`conventions.genai_fields` and its evaluation context from `conventions.eval_context`. A
+span whose status is Error and that has no `error.type` gets `genai.error_type = "_OTHER"`,
+the GenAI convention's fallback value, so every failed span has an error type.
+
+Spans of one resource share one `resource_attributes` dict: treat it as read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, TracesData
+
+from schemas import genai
+from schemas.conventions import eval_context, genai_fields
+from schemas.model import Span, SpanEvent, SpanLink
+
+# OTLP enum numbers (Span.SpanKind, Status.StatusCode) -> otel_traces strings. Numbers
+# outside the enum (proto3 enums are open) read as Unspecified / Unset.
+_SPAN_KINDS = dict(
+    enumerate(("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer"))
+)
+_STATUS_CODES = dict(enumerate(("Unset", "Ok", "Error")))
+_UNSPECIFIED = "Unspecified"
+_UNSET = "Unset"
+_ERROR = "Error"
+
+
+def any_value(value: AnyValue) -> Any:
+    """The Python value of an OTLP AnyValue (recursively for arrays and key-value lists)."""
+    which = value.WhichOneof("value")
+    if which in _SCALAR_FIELDS:
+        return getattr(value, which)
+    if which == "array_value":
+        return [any_value(item) for item in value.array_value.values]
+    if which == "kvlist_value":
+        return attributes_dict(value.kvlist_value.values)
+    return None
+
+
+def attributes_dict(key_values: Iterable[KeyValue]) -> dict[str, Any]:
+    """OTLP key-values as a dict; a repeated key keeps its last value, as the SDK does."""
+    result: dict[str, Any] = {}
+    for key_value in key_values:
+        value = key_value.value
+        which = value.WhichOneof("value")
+        # Scalars inline: this loop is the hottest of the decoder.
+        result[key_value.key] = (
+            getattr(value, which) if which in _SCALAR_FIELDS else any_value(value)
+        )
+    return result
+
+
+_SCALAR_FIELDS = frozenset(
+    {"string_value", "bool_value", "int_value", "double_value", "bytes_value"}
+)
+
+
+def decode_resource_spans(
+    resource_spans: Iterable[ResourceSpans], tenant: str, received_at_ns: int
+) -> list[Span]:
+    """Canonical spans of OTLP ResourceSpans, in the order they appear."""
+    spans: list[Span] = []
+    for resource_span in resource_spans:
+        resource_attributes = attributes_dict(resource_span.resource.attributes)
+        service_name = resource_attributes.get(genai.SERVICE_NAME, "")
+        if not isinstance(service_name, str):
+            service_name = str(service_name)
+        for scope_span in resource_span.scope_spans:
+            scope_name, scope_version = scope_span.scope.name, scope_span.scope.version
+            for span in scope_span.spans:
+                attributes = attributes_dict(span.attributes)
+                status = span.status
+                status_code = _STATUS_CODES.get(status.code, _UNSET)
+                fields = genai_fields(span.name, attributes)
+                if status_code == _ERROR and not fields.error_type:
+                    fields.error_type = genai.ERROR_TYPE_OTHER
+                spans.append(
+                    Span(
+                        tenant=tenant,
+                        trace_id=span.trace_id.hex(),
+                        span_id=span.span_id.hex(),
+                        parent_span_id=span.parent_span_id.hex(),
+                        name=span.name,
+                        kind=_SPAN_KINDS.get(span.kind, _UNSPECIFIED),
+                        start_ns=span.start_time_unix_nano,
+                        end_ns=span.end_time_unix_nano,
+                        service_name=service_name,
+                        trace_state=span.trace_state,
+                        resource_attributes=resource_attributes,
+                        scope_name=scope_name,
+                        scope_version=scope_version,
+                        attributes=attributes,
+                        status_code=status_code,
+                        status_message=status.message,
+                        events=[
+                            SpanEvent(e.time_unix_nano, e.name, attributes_dict(e.attributes))
+                            for e in span.events
+                        ],
+                        links=[
+                            SpanLink(
+                                link.trace_id.hex(),
+                                link.span_id.hex(),
+                                link.trace_state,
+                                attributes_dict(link.attributes),
+                            )
+                            for link in span.links
+                        ],
+                        genai=fields,
+                        eval=eval_context(attributes),
+                        received_at_ns=received_at_ns,
+                    )
+                )
+    return spans
+
+
+def decode_spans_message(value: bytes, tenant: str, received_at_ns: int) -> list[Span]:
+    """Canonical spans of a `pathgrade.spans` message value.
+
+    The value is an OTLP `TracesData` or `ExportTraceServiceRequest`; both hold
+    `resource_spans` as field 1, so one parser reads either. Raises ValueError on bytes
+    that are not such a message.
+    """
+    traces = TracesData()
+    try:
+        traces.ParseFromString(value)
+    except DecodeError as error:
+        raise ValueError(f"pathgrade.spans message value: not OTLP TracesData: {error}") from error
+    return decode_resource_spans(traces.resource_spans, tenant, received_at_ns)
