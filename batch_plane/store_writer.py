@@ -94,7 +94,7 @@ class StoreWriter:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             session_timeout_ms=config.session_timeout_ms,
-            heartbeat_interval_ms=max(500, config.session_timeout_ms // 3),
+            heartbeat_interval_ms=max(500, config.session_timeout_ms // 4),
             max_poll_records=5000,
             fetch_max_bytes=64 * 1024 * 1024,
             max_partition_fetch_bytes=16 * 1024 * 1024,

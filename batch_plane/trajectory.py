@@ -298,7 +298,9 @@ def _check_count(value: Any, where: str) -> int:
     return value
 
 
-def _task_counts(successes: Sequence[int], trials: int | Sequence[int], k: int) -> list[tuple[int, int]]:
+def _task_counts(
+    successes: Sequence[int], trials: int | Sequence[int], k: int
+) -> list[tuple[int, int]]:
     """Validated (successes, trials) per task for a pass-k estimate."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k: must be an integer >= 1, got {k!r}")

@@ -136,31 +136,33 @@ def _locate_parse_error(value: Any, descriptor: Descriptor, path: str) -> str:
     message_class = GetMessageClass(descriptor)
     for key, item in value.items():
         field = descriptor.fields_by_camelcase_name.get(key) or descriptor.fields_by_name.get(key)
-        if field is None or _parses(message_class, {key: item}):
+        if field is None or _parse_failure(message_class, {key: item}) is None:
             continue
         field_path = f"{path}.{field.json_name}" if path else field.json_name
         return _locate_in_field(field, item, field_path, message_class, key)
-    return f"{where}: {_parse_failure(message_class, value)}"
+    return f"{where}: {_parse_failure(message_class, value) or 'invalid value'}"
 
 
 def _locate_in_field(
     field: FieldDescriptor, item: Any, field_path: str, message_class: type[Message], key: str
 ) -> str:
     """Narrow a failing field down to its bad element (repeated) or sub-field (message)."""
-    is_message = field.type == FieldDescriptor.TYPE_MESSAGE
     if field.is_repeated:
         if not isinstance(item, list):
             return f"{field_path}: expected a JSON array, got {_json_type(item)}"
-        index, element = next(
-            (i, e) for i, e in enumerate(item) if not _parses(message_class, {key: [e]})
+        bad = next(
+            (i for i, e in enumerate(item) if _parse_failure(message_class, {key: [e]})), None
         )
-        field_path = f"{field_path}[{index}]"
-        item, value = element, {key: [element]}
+        if bad is not None:
+            field_path, item = f"{field_path}[{bad}]", item[bad]
+            value: dict[str, Any] = {key: [item]}
+        else:
+            value = {key: item}
     else:
         value = {key: item}
-    if is_message:
+    if field.type == FieldDescriptor.TYPE_MESSAGE and not isinstance(item, list):
         return _locate_parse_error(item, field.message_type, field_path)
-    return f"{field_path}: {_parse_failure(message_class, value)}"
+    return f"{field_path}: {_parse_failure(message_class, value) or 'invalid value'}"
 
 
 def _json_type(value: Any) -> str:
@@ -169,22 +171,13 @@ def _json_type(value: Any) -> str:
     return names.get(type(value), "number")
 
 
-def _parses(message_class: type[Message], value: dict[str, Any]) -> bool:
-    """True when ParseDict accepts `value` for `message_class`."""
-    try:
-        json_format.ParseDict(value, message_class(), ignore_unknown_fields=True)
-    except json_format.ParseError:
-        return False
-    return True
-
-
-def _parse_failure(message_class: type[Message], value: Any) -> str:
-    """The cleaned-up ParseError reason for `value` (which is known to fail)."""
+def _parse_failure(message_class: type[Message], value: Any) -> str | None:
+    """The cleaned-up ParseError reason for `value`, or None when ParseDict accepts it."""
     try:
         json_format.ParseDict(value, message_class(), ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         return _reason(exc)
-    return "invalid value"
+    return None
 
 
 def _reason(error: json_format.ParseError) -> str:

@@ -30,22 +30,20 @@ from schemas.genai import (
     OI_INPUT_VALUE,
     OI_OUTPUT_VALUE,
     OI_SPAN_KIND,
+    OI_SPAN_KIND_TOOL,
     OI_TOOL_NAME,
     OP_EXECUTE_TOOL,
     OPERATION_NAME,
+    PG_REDACTED_KEYS,
     TL_ENTITY_INPUT,
     TL_ENTITY_NAME,
     TL_ENTITY_OUTPUT,
     TL_SPAN_KIND,
+    TL_SPAN_KIND_TOOL,
     TOOL_CONTENT_KEYS,
     TOOL_NAME,
     is_content_key,
 )
-
-# TODO(schemas.genai): move these names to schemas/genai.py and import them from there.
-PG_REDACTED_KEYS: Final = "pathgrade.redacted.keys"
-OI_SPAN_KIND_TOOL: Final = "TOOL"  # value of openinference.span.kind on tool spans
-TL_SPAN_KIND_TOOL: Final = "tool"  # value of traceloop.span.kind on tool spans
 
 EMAIL_MARK: Final = "[REDACTED:email]"
 CARD_MARK: Final = "[REDACTED:card]"

@@ -59,9 +59,6 @@ class TraceView:
         self.chat_spans: list[Span] = [
             s for s in trace.spans if s.genai.operation in genai.MODEL_OPERATIONS
         ]
-        self._agents = {
-            s.span_id: s for s in trace.spans if s.genai.operation == genai.OP_INVOKE_AGENT
-        }
         self._by_id = {s.span_id: s for s in trace.spans}
         self.tool_calls: list[ToolCall] = [
             self._tool_call(s) for s in trace.spans if s.genai.operation == genai.OP_EXECUTE_TOOL
@@ -103,12 +100,6 @@ class TraceView:
             return []
         arguments = value.get("arguments")
         return [ConfirmedAction(value["name"], arguments if isinstance(arguments, dict) else {})]
-
-    @cached_property
-    def content_captured(self) -> bool:
-        """True when any model or agent span carries output messages."""
-        spans = self.chat_spans + list(self._agents.values())
-        return any(s.genai.output_messages for s in spans)
 
     @cached_property
     def final_answer(self) -> str | None:

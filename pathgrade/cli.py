@@ -49,20 +49,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     up = commands.add_parser("up", help="run the embedded stack (collector, broker, store)")
     _store_args(up)
-    up.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (default 4317)")
-    up.add_argument("--http-port", type=int, default=4318, help="OTLP/HTTP port (default 4318)")
-    up.add_argument("--listen-host", default="127.0.0.1", help="address the receivers bind")
+    _collector_args(up)
     up.add_argument(
         "--kafka", metavar="HOST:PORT", help="use this Kafka instead of the bundled broker"
     )
-    up.add_argument("--tokens-file", type=Path, help="YAML mapping bearer token -> tenant")
-    up.add_argument(
-        "--capture-tools", default="", metavar="NAMES",
-        help="comma-separated tool names whose arguments/results are kept ('*' = all)",
-    )  # fmt: skip
-    up.add_argument("--capture-messages", action="store_true", help="keep message content")
     up.add_argument("--demo", action="store_true", help="also send demo agent traffic")
     up.set_defaults(run=_cmd_up)
+
+    collector = commands.add_parser("collector", help="run only the collector (production box)")
+    _collector_args(collector)
+    collector.add_argument("--kafka", metavar="HOST:PORT", required=True)
+    collector.add_argument(
+        "--spill-dir", type=Path, default=Path("pathgrade-spill"),
+        help="local spill directory used while Kafka is unavailable",
+    )  # fmt: skip
+    collector.set_defaults(run=_cmd_collector)
+
+    writer = commands.add_parser("store-writer", help="run only the store writer (production box)")
+    _store_args(writer)
+    writer.add_argument("--kafka", metavar="HOST:PORT", required=True)
+    writer.set_defaults(run=_cmd_store_writer)
 
     demo = commands.add_parser("demo", help="send demo agent traces over OTLP")
     demo.add_argument(
@@ -99,28 +105,69 @@ def _store_args(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _collector_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE",
+        help="collector settings as YAML (see README); the flags below override it",
+    )  # fmt: skip
+    parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (default 4317)")
+    parser.add_argument("--http-port", type=int, help="OTLP/HTTP port (default 4318)")
+    parser.add_argument("--listen-host", help="address the receivers bind (default 127.0.0.1)")
+    parser.add_argument("--tokens-file", type=Path, help="YAML mapping bearer token -> tenant")
+    parser.add_argument("--max-body-bytes", type=int, help="decompressed request limit")
+    parser.add_argument(
+        "--capture-tools", metavar="NAMES",
+        help="comma-separated tool names whose arguments/results are kept ('*' = all)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--capture-messages", action="store_true", default=None, help="keep message content"
+    )
+
+
+def _collector_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Collector config fields from --config and the flags (flags win)."""
+    import yaml
+
+    settings: dict[str, Any] = {}
+    if args.config:
+        try:
+            loaded = yaml.safe_load(args.config.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise CliError(f"{args.config}: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise CliError(f"{args.config}: expected a mapping of collector settings")
+        settings.update(loaded)
+    flags = {
+        "grpc_port": args.grpc_port,
+        "http_port": args.http_port,
+        "listen_host": args.listen_host,
+        "tokens_file": args.tokens_file and str(args.tokens_file),
+        "max_body_bytes": args.max_body_bytes,
+    }
+    settings.update({key: value for key, value in flags.items() if value is not None})
+    redaction = dict(settings.get("redaction") or {})
+    if args.capture_tools is not None:
+        redaction["capture_tools"] = [n.strip() for n in args.capture_tools.split(",") if n.strip()]
+    if args.capture_messages is not None:
+        redaction["capture_messages"] = args.capture_messages
+    if redaction:
+        settings["redaction"] = redaction
+    return settings
+
+
 def _cmd_up(args: argparse.Namespace) -> int:
     from batch_plane.store import StoreUnavailable
     from pathgrade.broker import BrokerError
     from pathgrade.ownership import DataDirBusy
     from pathgrade.stack import Stack, StackOptions
 
-    capture = [name.strip() for name in args.capture_tools.split(",") if name.strip()]
-    collector: dict[str, Any] = {
-        "redaction": {"capture_tools": capture, "capture_messages": args.capture_messages}
-    }
-    if args.tokens_file:
-        collector["tokens_file"] = str(args.tokens_file)
     stack = Stack(
         StackOptions(
             data_dir=args.data_dir,
-            grpc_port=args.grpc_port,
-            http_port=args.http_port,
-            listen_host=args.listen_host,
             kafka=args.kafka,
             clickhouse=args.clickhouse,
             demo=args.demo,
-            collector=collector,
+            collector=_collector_settings(args),
         ),
         out=lambda text: print(text, flush=True),
     )
@@ -131,6 +178,57 @@ def _cmd_up(args: argparse.Namespace) -> int:
     stack.run_until_signalled()
     print("stopped", flush=True)
     return 0
+
+
+def _cmd_collector(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from collector.service import Collector, CollectorConfig, KafkaUnavailable
+
+    settings = {"kafka_bootstrap": args.kafka, "spill_dir": str(args.spill_dir)}
+    settings.update(_collector_settings(args))
+    try:
+        collector = Collector(CollectorConfig.model_validate(settings))
+        collector.start()
+    except ValidationError as exc:
+        raise CliError(f"invalid collector settings: {exc}") from exc
+    except (KafkaUnavailable, OSError) as exc:
+        raise CliError(str(exc)) from exc
+    print(
+        f"collector: OTLP/gRPC :{collector.grpc_port}, OTLP/HTTP :{collector.http_port}", flush=True
+    )
+    _wait_for_signal()
+    collector.stop()
+    return 0
+
+
+def _cmd_store_writer(args: argparse.Namespace) -> int:
+    from batch_plane.store import StoreUnavailable
+    from pathgrade.ownership import DataDirBusy
+    from pathgrade.store_owner import StoreOwner
+
+    owner = StoreOwner(args.kafka, args.data_dir, args.clickhouse)
+    try:
+        owner.start()
+    except (DataDirBusy, StoreUnavailable) as exc:
+        raise CliError(str(exc)) from exc
+    owner.publish_state({})
+    print(f"store writer: {args.kafka} -> {owner.dsn}", flush=True)
+    _wait_for_signal()
+    owner.stop()
+    return 0
+
+
+def _wait_for_signal() -> None:
+    """Block until SIGINT or SIGTERM."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

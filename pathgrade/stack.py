@@ -34,9 +34,6 @@ class StackOptions:
     """Options of `pathgrade up`."""
 
     data_dir: Path
-    grpc_port: int = 4317
-    http_port: int = 4318
-    listen_host: str = "127.0.0.1"
     kafka: str | None = None
     clickhouse: str | None = None
     demo: bool = False
@@ -113,9 +110,6 @@ class Stack:
         config = {
             "kafka_bootstrap": self.bootstrap,
             "spill_dir": str(self.data_dir / "spill"),
-            "listen_host": self.options.listen_host,
-            "grpc_port": self.options.grpc_port,
-            "http_port": self.options.http_port,
             **self.options.collector,
         }
         self._collector = self._ctx.Process(
@@ -146,7 +140,7 @@ class Stack:
     def _print_endpoints(self) -> None:
         assert self.store is not None
         kafka = f"{self.bootstrap} (bundled Tansu, memory-only)" if self.broker else self.bootstrap
-        host = self.options.listen_host
+        host = self.options.collector.get("listen_host", "127.0.0.1")
         self.out(
             "\n".join(
                 [

@@ -100,10 +100,18 @@ def test_user_price_file_overrides_and_adds_models(tmp_path) -> None:
         "version": "acme-2026-01",
         "effective_date": "2026-01-01",
         "models": [
-            {"provider": "openai", "model": "gpt-4o", "input_usd_per_mtok": 1.0,
-             "output_usd_per_mtok": 1.0},
-            {"provider": "acme", "model": "house", "input_usd_per_mtok": 2.0,
-             "output_usd_per_mtok": 0.0},
+            {
+                "provider": "openai",
+                "model": "gpt-4o",
+                "input_usd_per_mtok": 1.0,
+                "output_usd_per_mtok": 1.0,
+            },
+            {
+                "provider": "acme",
+                "model": "house",
+                "input_usd_per_mtok": 2.0,
+                "output_usd_per_mtok": 0.0,
+            },
         ],
     }
     path = tmp_path / "prices.json"
@@ -122,7 +130,21 @@ def test_user_price_file_overrides_and_adds_models(tmp_path) -> None:
 
 def test_invalid_price_file_names_the_field(tmp_path) -> None:
     path = tmp_path / "prices.json"
-    path.write_text(json.dumps({"version": "x", "effective_date": "2026-01-01", "models": [
-        {"provider": "p", "model": "m", "input_usd_per_mtok": -1, "output_usd_per_mtok": 0}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "version": "x",
+                "effective_date": "2026-01-01",
+                "models": [
+                    {
+                        "provider": "p",
+                        "model": "m",
+                        "input_usd_per_mtok": -1,
+                        "output_usd_per_mtok": 0,
+                    }
+                ],
+            }
+        )
+    )
     with pytest.raises(ValueError, match="input_usd_per_mtok"):
         load_price_table(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from detectors import REGISTRY, Finding, default_policy, run_detectors
@@ -55,7 +56,9 @@ class TraceBuilder:
         input_messages: list[dict[str, Any]] | None = None,
     ) -> Span:
         """A chat span requesting `calls` ((call id, tool name)) and/or answering `text`."""
-        parts = [{"type": "tool_call", "id": cid, "name": name, "arguments": {}} for cid, name in calls]
+        parts = [
+            {"type": "tool_call", "id": cid, "name": name, "arguments": {}} for cid, name in calls
+        ]
         if text is not None:
             parts.append(_text(text))
         fields = GenAIFields(
@@ -107,7 +110,9 @@ class TraceBuilder:
         self.root.end_ns = self.clock + 10
         return Trace("default", self.trace_id, list(self.spans))
 
-    def _span(self, name: str, fields: GenAIFields, attributes: dict[str, Any], parent: str = "r") -> Span:
+    def _span(
+        self, name: str, fields: GenAIFields, attributes: dict[str, Any], parent: str = "r"
+    ) -> Span:
         span_id = f"{len(self.spans) + 1:016x}"
         span = Span(
             tenant="default",
@@ -144,20 +149,32 @@ def detect(
     rule = REGISTRY[code]
     context = context or DetectorContext()
     assert rule.function is not None
-    return rule.function(TraceView(trace, context.conventions), rule.params.model_validate(params or {}), context)
+    return rule.function(
+        TraceView(trace, context.conventions), rule.params.model_validate(params or {}), context
+    )
 
 
 def clean_refund_trace(trace_id: str = "a" * 32) -> Trace:
     """A well-behaved 10-span turn: lookup, confirm-free write, final answer."""
     b = TraceBuilder(trace_id, answer="I have refunded order ORD-123456 to your card.")
     b.chat(calls=[("c1", "lookup_order")])
-    b.tool("lookup_order", {"order_id": "ORD-123456", "customer_id": "cust-1"}, call_id="c1",
-           effect="read", result='{"status": "delivered"}')
+    b.tool(
+        "lookup_order",
+        {"order_id": "ORD-123456", "customer_id": "cust-1"},
+        call_id="c1",
+        effect="read",
+        result='{"status": "delivered"}',
+    )
     b.chat(calls=[("c2", "get_policy")])
     b.tool("get_policy", {"topic": "refunds"}, call_id="c2", effect="read", result="30 days")
     b.chat(calls=[("c3", "issue_refund")])
-    b.tool("issue_refund", {"order_id": "ORD-123456", "customer_id": "cust-1", "amount": 20},
-           call_id="c3", effect="write", idempotency_key="k1")
+    b.tool(
+        "issue_refund",
+        {"order_id": "ORD-123456", "customer_id": "cust-1", "amount": 20},
+        call_id="c3",
+        effect="write",
+        idempotency_key="k1",
+    )
     b.chat(calls=[("c4", "send_receipt")])
     b.tool("send_receipt", {"order_id": "ORD-123456"}, call_id="c4", effect="read")
     b.chat(text="I have refunded order ORD-123456 to your card.")
@@ -233,3 +250,10 @@ def test_eighteen_detectors_over_ten_spans_take_well_under_a_millisecond() -> No
         batches.append((time.perf_counter() - started) / 100 * 1000)
     print(f"run_detectors, 18 detectors over 10 spans: {min(batches):.3f} ms per trace")
     assert min(batches) < 1.0
+
+
+def test_catalogue_documents_every_rule() -> None:
+    catalogue = (Path(__file__).parents[2] / "docs" / "detectors.md").read_text()
+    for code, rule in REGISTRY.items():
+        assert f"## {code} `{rule.name}` ({rule.severity})" in catalogue
+        assert f"`{rule.policy_key}`" in catalogue

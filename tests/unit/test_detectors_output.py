@@ -21,7 +21,10 @@ def test_luhn_checksum() -> None:
 
 def test_pg115_fires_on_email_and_card_but_not_on_clean_answer() -> None:
     leaked = answer_trace("Mail jane.doe@example.com; card 4111-1111-1111-1111 is on file.")
-    assert sorted(f.details["problem"] for f in detect("PG115", leaked)) == ["pii_card", "pii_email"]
+    assert sorted(f.details["problem"] for f in detect("PG115", leaked)) == [
+        "pii_card",
+        "pii_email",
+    ]
     assert detect("PG115", answer_trace("Order 4111111111111112 shipped.")) == []
     assert detect("PG115", clean_refund_trace()) == []
 
@@ -43,9 +46,10 @@ def test_pg115_cannot_decide_without_captured_answer() -> None:
 
 def test_pg116_fires_on_claim_without_matching_tool() -> None:
     (finding,) = detect("PG116", answer_trace("I have cancelled your order.", ("lookup_order",)))
-    assert finding.details["claim"] == "I have cancelled" and "cancel" in finding.details[
-        "expected_tools"
-    ]
+    assert (
+        finding.details["claim"] == "I have cancelled"
+        and "cancel" in finding.details["expected_tools"]
+    )
     assert detect("PG116", answer_trace("I've cancelled your order.", ("cancel_order",))) == []
     assert detect("PG116", answer_trace("Would you like me to cancel it?")) == []
 

@@ -7,8 +7,8 @@ import json
 
 from detectors.jsonschema_subset import validate
 from detectors.view import DetectorContext
-from tests.unit.test_detectors_fixtures import TraceBuilder, clean_refund_trace, detect
 from schemas import genai
+from tests.unit.test_detectors_fixtures import TraceBuilder, clean_refund_trace, detect
 
 REFUND_SCHEMA = {
     "type": "object",
@@ -66,7 +66,9 @@ def test_pg104_reads_tool_definitions_and_cannot_decide_without_schema_or_argume
         ("cannot_decide", "tool_schema"),
         ("violation", ""),
     ]
-    assert "mystery_tool" in next(f.reason for f in findings if f.details.get("missing") == "tool_schema")
+    assert "mystery_tool" in next(
+        f.reason for f in findings if f.details.get("missing") == "tool_schema"
+    )
 
 
 def test_pg104_quiet_when_no_schema_is_known() -> None:
@@ -74,10 +76,14 @@ def test_pg104_quiet_when_no_schema_is_known() -> None:
 
 
 def test_schema_subset_types_items_and_required() -> None:
-    schema = {"type": "object", "required": ["ids"], "properties": {
-        "ids": {"type": "array", "items": {"type": "integer"}},
-        "flag": {"type": ["boolean", "null"]},
-    }}
+    schema = {
+        "type": "object",
+        "required": ["ids"],
+        "properties": {
+            "ids": {"type": "array", "items": {"type": "integer"}},
+            "flag": {"type": ["boolean", "null"]},
+        },
+    }
     assert validate({"ids": [1, 2.0], "flag": None}, schema) == []
     assert validate({"ids": [1, True, "x"]}, schema) == [
         "$.ids[1]: expected integer, got bool",
@@ -88,7 +94,9 @@ def test_schema_subset_types_items_and_required() -> None:
 
 
 def test_pg105_fires_outside_values_and_bounds() -> None:
-    rules = {"tools": {"issue_refund": {"amount": {"maximum": 500}, "reason": {"values": ["late"]}}}}
+    rules = {
+        "tools": {"issue_refund": {"amount": {"maximum": 500}, "reason": {"values": ["late"]}}}
+    }
     b = TraceBuilder()
     b.tool("issue_refund", {"amount": 900, "reason": "late"})
     b.tool("issue_refund", {"amount": 10, "reason": "whim"})

@@ -88,13 +88,25 @@ def test_unknown_keys_and_detectors_are_errors_with_lines(tmp_path: Path) -> Non
 def test_invalid_yaml_and_regex_are_reported(tmp_path: Path) -> None:
     with pytest.raises(PolicyError, match="invalid YAML"):
         load_policy(write(tmp_path, "defaults: [unclosed"))
-    with pytest.raises(PolicyError, match=r"policy.yaml:3: .*forbidden_patterns.0: .*regular"):
-        load_policy(write(tmp_path, "defaults:\n  output_patterns:\n    forbidden_patterns: ['(']\n"))
+    with pytest.raises(PolicyError, match=r"policy.yaml:3: .*forbidden_patterns: .*regular"):
+        load_policy(
+            write(tmp_path, "defaults:\n  output_patterns:\n    forbidden_patterns: ['(']\n")
+        )
 
 
 def test_price_table_path_is_relative_to_policy(tmp_path: Path) -> None:
-    table = {"version": "v", "effective_date": "2026-01-01", "models": [
-        {"provider": "acme", "model": "house", "input_usd_per_mtok": 1, "output_usd_per_mtok": 1}]}
+    table = {
+        "version": "v",
+        "effective_date": "2026-01-01",
+        "models": [
+            {
+                "provider": "acme",
+                "model": "house",
+                "input_usd_per_mtok": 1,
+                "output_usd_per_mtok": 1,
+            }
+        ],
+    }
     (tmp_path / "prices.json").write_text(json.dumps(table))
     policy = load_policy(write(tmp_path, "price_table: prices.json\n"))
     assert policy.resolve().prices.price_of("house") is not None

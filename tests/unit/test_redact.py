@@ -16,7 +16,6 @@ from collector.redact import (
     CARD_MARK,
     EMAIL_MARK,
     PATTERN_MARK,
-    PG_REDACTED_KEYS,
     RedactionConfig,
     Redactor,
     luhn_valid,
@@ -91,8 +90,8 @@ CONTEXT_KEYS = {
 def test_tool_content_removed_by_default(attributes: dict[str, str]) -> None:
     kept = _redact(_span(attributes))
     content = set(attributes) - CONTEXT_KEYS
-    assert set(kept) == (set(attributes) - content) | {PG_REDACTED_KEYS}
-    assert kept[PG_REDACTED_KEYS] == len(content)
+    assert set(kept) == (set(attributes) - content) | {genai.PG_REDACTED_KEYS}
+    assert kept[genai.PG_REDACTED_KEYS] == len(content)
 
 
 @pytest.mark.parametrize("attributes", TOOL_SPANS)
@@ -104,7 +103,7 @@ def test_captured_tool_keeps_content(attributes: dict[str, str], capture_tools: 
 @pytest.mark.parametrize("attributes", TOOL_SPANS)
 def test_other_tool_captured_does_not_keep_content(attributes: dict[str, str]) -> None:
     kept = _redact(_span(attributes), capture_tools=["calculator"], capture_messages=True)
-    assert PG_REDACTED_KEYS in kept
+    assert genai.PG_REDACTED_KEYS in kept
     assert not set(kept) & {genai.TOOL_CALL_RESULT, genai.OI_OUTPUT_VALUE, genai.TL_ENTITY_OUTPUT}
 
 
@@ -136,7 +135,7 @@ def test_message_content_removed_by_default_even_with_all_tools() -> None:
     assert kept == {
         genai.OPERATION_NAME: genai.OP_CHAT,
         genai.REQUEST_MODEL: "gpt-4o",
-        PG_REDACTED_KEYS: len(MESSAGE_SPAN) - 2,
+        genai.PG_REDACTED_KEYS: len(MESSAGE_SPAN) - 2,
     }
 
 
@@ -155,7 +154,7 @@ def test_content_event_attributes_dropped_but_event_kept() -> None:
     assert [e.name for e in span.events] == [genai.EVENT_USER_MESSAGE, "exception"]
     assert len(span.events[0].attributes) == 0
     assert _attributes(span.events[1].attributes) == {"exception.type": "E"}
-    assert _attributes(span.attributes) == {"a": 1, PG_REDACTED_KEYS: 2}
+    assert _attributes(span.attributes) == {"a": 1, genai.PG_REDACTED_KEYS: 2}
     assert stats.removed_attributes == 2
 
 

@@ -1,0 +1,110 @@
+"""Integration fixtures: the real Tansu broker, real chDB stores behind real `pathgrade`
+processes, and the official OTLP exporters. Nothing here is mocked."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pathgrade.broker import LocalBroker, ensure_topics, free_port
+from pathgrade.query import QueryResult, query_remote
+
+pytestmark = pytest.mark.integration
+
+
+def wait_until(check: Callable[[], Any], timeout_s: float = 60, interval_s: float = 0.25) -> Any:
+    """Poll `check` until it returns a truthy value; fail with its last value."""
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval_s)
+    raise AssertionError(f"condition not met within {timeout_s} s (last value: {last!r})")
+
+
+class PathgradeProcess:
+    """One `pathgrade <command>` process, its output captured line by line."""
+
+    def __init__(self, args: list[str], ready_text: str, data_dir: Path | None = None) -> None:
+        self.args = args
+        self.data_dir = data_dir
+        self.lines: list[str] = []
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "pathgrade.cli", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        wait_until(
+            lambda: self.output_has(ready_text) or self.process.poll() is not None, timeout_s=90
+        )
+        if not self.output_has(ready_text):
+            raise AssertionError(f"pathgrade {args[0]} did not start:\n{self.output}")
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def output_has(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
+
+    def sql(self, query: str) -> QueryResult:
+        assert self.data_dir is not None
+        state = json.loads((self.data_dir / "stack.json").read_text())
+        return query_remote(state["query_url"], query)
+
+    def scalar(self, query: str) -> Any:
+        return self.sql(query).rows[0][0]
+
+    def terminate(self, timeout_s: float = 120) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout=timeout_s)
+        self._reader.join(timeout=5)
+        return code
+
+    def kill(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+
+def start_stack(data_dir: Path, *extra: str) -> tuple[PathgradeProcess, int, int]:
+    """`pathgrade up` on free ports; returns the process and its gRPC and HTTP ports."""
+    grpc_port, http_port = free_port(), free_port()
+    stack = PathgradeProcess(
+        ["up", "--data-dir", str(data_dir), "--grpc-port", str(grpc_port),
+         "--http-port", str(http_port), *extra],
+        ready_text="pathgrade is up",
+        data_dir=data_dir,
+    )  # fmt: skip
+    return stack, grpc_port, http_port
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[LocalBroker]:
+    """A Tansu broker of the test's own, with pathgrade's topics."""
+    local = LocalBroker(log_path=tmp_path / "broker.log")
+    local.start()
+    ensure_topics(local.bootstrap)
+    yield local
+    local.stop()
