@@ -144,10 +144,12 @@ def test_official_http_exporter_gzip_protobuf(stack: Stack) -> None:
 @pytest.mark.parametrize("gzip_body", [False, True])
 def test_raw_otlp_json_with_string_and_number_int64(stack: Stack, gzip_body: bool) -> None:
     trace_id = ("ab" if gzip_body else "cd") * 16
-    spans = [
-        json_span(trace_id, "00f067aa0ba902b7", "chat gpt-4o-mini", "1700000000000000000", 1700000000500000000),
-        json_span(trace_id, "00f067aa0ba902b8", "chat gpt-4o-mini", 1700000001000000000, "1700000001250000000"),
-    ]  # fmt: skip
+    t0 = 1_700_000_000_000_000_000
+    name = "chat gpt-4o-mini"
+    spans = [  # 64-bit integers as strings and as numbers: both are OTLP/JSON
+        json_span(trace_id, "00f067aa0ba902b7", name, str(t0), t0 + 500_000_000),
+        json_span(trace_id, "00f067aa0ba902b8", name, t0 + 10**9, str(t0 + 1_250_000_000)),
+    ]
     status, body = post(
         stack.http_url, json_request(trace_id, spans), "application/json", gzip_body
     )

@@ -1,0 +1,109 @@
+"""Nothing acknowledged is lost: broker outages, a killed store writer, a stopped stack."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+from pathgrade.broker import LocalBroker, free_port
+from pathgrade.demo import send_demo_traces
+from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def distinct_and_final(process: PathgradeProcess, trace_ids: list[str]) -> tuple[int, int]:
+    ids = ",".join(f"'{t}'" for t in trace_ids)
+    row = process.sql(
+        f"SELECT count(), uniqExact(TraceId, SpanId) FROM spans FINAL WHERE TraceId IN ({ids})"
+    ).rows[0]
+    return row[0], row[1]
+
+
+def test_broker_outage_spills_then_drains_without_loss_or_duplicates(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    config = tmp_path / "collector.yaml"
+    config.write_text("ack_timeout_s: 1.0\n")
+    stack, _, http_port = start_stack(
+        tmp_path / "store", "--kafka", broker.bootstrap, "--config", str(config)
+    )
+    url = f"http://127.0.0.1:{http_port}/v1/traces"
+    try:
+        before = send_demo_traces(OTLPSpanExporter(endpoint=url), traces=20, seed=1)
+        wait_until(lambda: distinct_and_final(stack, before.trace_ids) == (before.spans,) * 2)
+
+        assert broker.process is not None
+        os.kill(broker.process.pid, signal.SIGSTOP)  # the broker stops answering
+        try:
+            during = send_demo_traces(OTLPSpanExporter(endpoint=url, timeout=60), traces=20, seed=2)
+            spill = tmp_path / "store" / "spill" / "spill.log"
+            assert spill.stat().st_size > 0  # acknowledged from the fsynced spill
+        finally:
+            os.kill(broker.process.pid, signal.SIGCONT)
+
+        after = send_demo_traces(OTLPSpanExporter(endpoint=url), traces=20, seed=3)
+        every = before.trace_ids + during.trace_ids + after.trace_ids
+        total = before.spans + during.spans + after.spans
+        wait_until(lambda: distinct_and_final(stack, every) == (total, total), timeout_s=120)
+        wait_until(lambda: spill.stat().st_size == 0, timeout_s=30)
+    finally:
+        assert stack.terminate() == 0, stack.output
+
+
+def test_store_writer_killed_mid_stream_and_restarted_loses_nothing(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    grpc_port, http_port = free_port(), free_port()
+    collector = PathgradeProcess(
+        ["collector", "--kafka", broker.bootstrap, "--spill-dir", str(tmp_path / "spill"),
+         "--grpc-port", str(grpc_port), "--http-port", str(http_port)],
+        ready_text="collector: OTLP/gRPC",
+    )  # fmt: skip
+    store = tmp_path / "store"
+    writer_args = ["store-writer", "--kafka", broker.bootstrap, "--data-dir", str(store)]
+    writer = PathgradeProcess(writer_args, ready_text="store writer:", data_dir=store)
+    url = f"http://127.0.0.1:{http_port}/v1/traces"
+    sent: list = []
+    sender = threading.Thread(
+        target=lambda: sent.append(
+            send_demo_traces(OTLPSpanExporter(endpoint=url), traces=600, seed=9, rate_per_s=100)
+        )
+    )
+    try:
+        sender.start()
+        wait_until(lambda: writer.scalar("SELECT count() FROM spans") > 200, timeout_s=60)
+        writer.kill()  # SIGKILL: no flush, no commit
+        writer = PathgradeProcess(writer_args, ready_text="store writer:", data_dir=store)
+        sender.join(timeout=120)
+        summary = sent[0]
+        wait_until(
+            lambda: distinct_and_final(writer, summary.trace_ids) == (summary.spans,) * 2,
+            timeout_s=120,
+        )
+    finally:
+        assert writer.terminate() == 0, writer.output
+        assert collector.terminate() == 0, collector.output
+
+
+def test_up_demo_then_sigterm_then_sql_finds_the_demo_spans(tmp_path: Path) -> None:
+    stack, _, _ = start_stack(tmp_path, "--demo")
+    wait_until(lambda: stack.scalar("SELECT count() FROM spans") > 0, timeout_s=60)
+    assert stack.terminate() == 0, stack.output
+    sent = re.search(r"demo sent (\d+) traces \((\d+) spans\)", stack.output)
+    assert sent, stack.output
+    result = subprocess.run(
+        [sys.executable, "-m", "pathgrade.cli", "sql", "--data-dir", str(tmp_path),
+         "--format", "json", "SELECT count() AS n, uniqExact(TraceId) AS t FROM spans FINAL"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f'{{"n": {sent[2]}, "t": {sent[1]}}}'
