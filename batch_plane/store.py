@@ -2,9 +2,96 @@
 
 from __future__ import annotations
 
-from typing import Any
+import datetime
+import decimal
+import ipaddress
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import clickhouse_connect
+
+READONLY = {"readonly": 1}
+
+
+@dataclass
+class QueryResult:
+    """Rows as lists of JSON-ready values, with their column names and ClickHouse types."""
+
+    columns: list[str]
+    types: list[str]
+    rows: list[list[Any]]
+
+    def dicts(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+class QueryError(RuntimeError):
+    """The query failed; the message is ClickHouse's or the transport's."""
+
+
+class Store(Protocol):
+    """What batch jobs need of the store, whoever owns it (see pathgrade.store_access)."""
+
+    def query(self, sql: str, parameters: dict[str, Any] | None = None) -> QueryResult: ...
+
+    def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None: ...
+
+
+class ClientStore:
+    """A `Store` over a clickhouse-connect client (server or chDB), optionally serialised
+    with other users of the same client by `lock`."""
+
+    def __init__(self, client: Any, lock: threading.Lock | None = None) -> None:
+        self.client = client
+        self.lock = lock or threading.Lock()
+
+    def query(
+        self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = False
+    ) -> QueryResult:
+        try:
+            with self.lock:
+                result = self.client.query(
+                    sql, parameters=parameters, settings=READONLY if readonly else None
+                )
+        except Exception as exc:  # clickhouse-connect and chDB raise several types
+            raise QueryError(str(exc).strip()) from exc
+        return QueryResult(
+            list(result.column_names),
+            [t.name for t in result.column_types],
+            [[json_ready(v) for v in row] for row in result.result_rows],
+        )
+
+    def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:
+        if not rows:
+            return
+        try:
+            with self.lock:
+                self.client.insert(table, rows, column_names=column_names)
+        except Exception as exc:
+            raise QueryError(f"insert into {table} failed: {str(exc).strip()}") from exc
+
+    def command(self, sql: str) -> Any:
+        with self.lock:
+            return self.client.command(sql)
+
+
+def json_ready(value: Any) -> Any:
+    """A JSON-ready form of one ClickHouse value."""
+    if isinstance(value, datetime.datetime | datetime.date):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal | uuid.UUID | ipaddress.IPv4Address):
+        return str(value)
+    if isinstance(value, ipaddress.IPv6Address):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    return value
 
 
 class StoreUnavailable(RuntimeError):

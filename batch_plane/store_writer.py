@@ -18,6 +18,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
 
 from batch_plane.span_rows import SPAN_COLUMNS, span_row
+from batch_plane.store import QueryError, Store
 from schemas.model import Span
 from schemas.otlp import decode_spans_message
 from schemas.topics import (
@@ -82,9 +83,9 @@ class _Batch:
 class StoreWriter:
     """Consume, decode, insert, then commit. `run` until `stop` is set."""
 
-    def __init__(self, config: StoreWriterConfig, client: Any) -> None:
+    def __init__(self, config: StoreWriterConfig, store: Store) -> None:
         self.config = config
-        self.client = client
+        self.store = store
         self.stats = StoreWriterStats()
         self._batch = _Batch()
         self._lock = threading.Lock()
@@ -102,9 +103,19 @@ class StoreWriter:
         )
         self.consumer.subscribe([config.topic], listener=_FlushOnRevoke(self))
 
-    def run(self, stop: threading.Event) -> None:
+    def run(self, stop: threading.Event, retry_s: float = 1.0) -> None:
+        """Poll and store until `stop`. While the store refuses inserts, consumption is
+        paused and the pending batch retried, never dropped or committed."""
         while not stop.is_set():
-            self.poll_once()
+            try:
+                self.poll_once()
+            except QueryError as exc:
+                log.error("store insert failed, retrying in %.0f s: %s", retry_s, exc)
+                self.consumer.pause(*self.consumer.assignment())
+                stop.wait(retry_s)
+                continue
+            if self.consumer.paused():
+                self.consumer.resume(*self.consumer.paused())
         self.flush()
 
     def poll_once(self, timeout_ms: int = 100) -> None:
@@ -137,13 +148,14 @@ class StoreWriter:
     def flush(self) -> None:
         """Insert the pending rows, then commit the offsets they cover."""
         with self._lock:
-            batch, self._batch = self._batch, _Batch()
+            batch = self._batch
             if not batch.next_offsets:
                 return
             if batch.rows:
-                self.client.insert("spans", batch.rows, column_names=SPAN_COLUMNS)
+                self.store.insert("spans", batch.rows, column_names=list(SPAN_COLUMNS))
                 self.stats.inserts += 1
                 self.stats.spans += len(batch.rows)
+            self._batch = _Batch()
             self.consumer.commit(
                 {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in batch.next_offsets.items()}
             )

@@ -246,71 +246,35 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
-    from pathgrade.query import QueryError, format_json, format_table
+    from batch_plane.store import QueryError, StoreUnavailable
+    from pathgrade.query import format_json, format_table
+    from pathgrade.store_access import NoStore, open_store
 
     try:
-        result = _with_store(
-            args, lambda client: _readonly(client, args.query), remote_sql=args.query
-        )
+        with open_store(args.data_dir, args.clickhouse) as store:
+            result = store.query(args.query, readonly=True)
+    except (NoStore, StoreUnavailable) as exc:
+        raise CliError(str(exc)) from exc
     except QueryError as exc:
         raise CliError(str(exc), exit_code=1) from exc
     print(format_table(result) if args.format == "table" else format_json(result))
     return 0
 
 
-def _readonly(client: Any, sql: str) -> Any:
-    from pathgrade.query import run_readonly
-
-    return run_readonly(client, sql)
-
-
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    from schemas.migrations import migrate
-
-    applied = _with_store(args, migrate, remote_sql=None)
-    names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none (up to date)"
-    print(f"applied migrations: {names}")
-    return 0
-
-
-def _with_store(args: argparse.Namespace, work: Any, remote_sql: str | None) -> Any:
-    """Run `work(client)` on the store: a server, the embedded store when no stack owns
-    it, or (for queries) through the running stack that owns it."""
-    from batch_plane.store import StoreUnavailable, connect, embedded_dsn
-    from pathgrade.ownership import DataDirLock, read_state
-    from pathgrade.query import query_remote
+    from batch_plane.store import StoreUnavailable
+    from pathgrade.store_access import NoStore, open_store
+    from schemas.migrations import MIGRATIONS_TABLE
 
     try:
-        if args.clickhouse:
-            return work(connect(args.clickhouse))
-        data_dir = args.data_dir.resolve()
-        lock = DataDirLock(data_dir)
-        if lock.try_acquire():
-            try:
-                if not (data_dir / "clickhouse").exists() and remote_sql is not None:
-                    raise CliError(
-                        f"no store in {data_dir}: start one with "
-                        f"`pathgrade up --data-dir {args.data_dir}`"
-                    )
-                client = connect(embedded_dsn(str(data_dir)))
-                try:
-                    return work(client)
-                finally:
-                    client.close()
-            finally:
-                lock.release()
-        state = read_state(data_dir)
-        if remote_sql is None:
-            raise CliError(
-                f"{data_dir} is owned by a running stack; it applied the migrations at start"
-            )
-        if not state or not state.get("query_url"):
-            raise CliError(
-                f"{data_dir} is owned by a running stack that is still starting; try again"
-            )
-        return query_remote(state["query_url"], remote_sql)
-    except StoreUnavailable as exc:
+        with open_store(args.data_dir, args.clickhouse, must_exist=False) as store:
+            rows = store.query(
+                f"SELECT Version, Name FROM {MIGRATIONS_TABLE} FINAL ORDER BY Version"
+            ).rows
+    except (NoStore, StoreUnavailable) as exc:
         raise CliError(str(exc)) from exc
+    print("migrations applied: " + ", ".join(f"{v:04d}_{n}" for v, n in rows))
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,85 +1,37 @@
-"""Read-only SQL against the store: directly, or through the running stack's loopback
-query endpoint when the stack owns the embedded store."""
+"""The store owner's loopback endpoint, and the client other commands use to reach it.
+
+`POST /sql {"sql", "parameters"?, "readonly"?}` answers a query (read-only unless asked
+otherwise by a pathgrade command); `POST /insert {"table", "columns", "rows"}` inserts
+rows. It listens on 127.0.0.1 only: it is how commands share the one embedded store.
+"""
 
 from __future__ import annotations
 
-import datetime
-import decimal
-import ipaddress
 import json
-import threading
 import urllib.error
 import urllib.request
-import uuid
-from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-READONLY = {"readonly": 1}
-
-
-class QueryError(RuntimeError):
-    """The query failed; the message is ClickHouse's or the transport's."""
-
-
-@dataclass
-class QueryResult:
-    columns: list[str]
-    types: list[str]
-    rows: list[list[Any]]
-
-
-def run_readonly(client: Any, sql: str, lock: threading.Lock | None = None) -> QueryResult:
-    """Run `sql` with ClickHouse's readonly setting: writes and DDL are refused."""
-    try:
-        if lock is None:
-            result = client.query(sql, settings=READONLY)
-        else:
-            with lock:
-                result = client.query(sql, settings=READONLY)
-    except Exception as exc:  # clickhouse-connect and chDB raise several types
-        raise QueryError(str(exc).strip()) from exc
-    return QueryResult(
-        list(result.column_names),
-        [t.name for t in result.column_types],
-        [[_plain(v) for v in row] for row in result.result_rows],
-    )
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-ready form of one ClickHouse value."""
-    if isinstance(value, datetime.datetime | datetime.date):
-        return value.isoformat()
-    if isinstance(
-        value, decimal.Decimal | uuid.UUID | ipaddress.IPv4Address | ipaddress.IPv6Address
-    ):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
+from batch_plane.store import ClientStore, QueryError, QueryResult
 
 
 class QueryServer(ThreadingHTTPServer):
-    """`POST /sql` with `{"sql": ...}` on loopback, answered by the store's owner."""
+    """Serves `/sql` and `/insert` over the owner's store on loopback."""
 
     daemon_threads = True
 
-    def __init__(self, client: Any, lock: threading.Lock, port: int = 0) -> None:
-        self.client = client
-        self.lock = lock
-        super().__init__(("127.0.0.1", port), _QueryHandler)
+    def __init__(self, store: ClientStore, port: int = 0) -> None:
+        self.store = store
+        super().__init__(("127.0.0.1", port), _StoreHandler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/sql"
+        return f"http://127.0.0.1:{self.server_address[1]}"
 
 
-class _QueryHandler(BaseHTTPRequestHandler):
+class _StoreHandler(BaseHTTPRequestHandler):
     server: QueryServer
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -88,8 +40,8 @@ class _QueryHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         try:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            result = run_readonly(self.server.client, body["sql"], self.server.lock)
-            status, payload = HTTPStatus.OK, result.__dict__
+            payload = self._dispatch(body)
+            status = HTTPStatus.OK
         except (ValueError, KeyError, TypeError) as exc:
             status, payload = HTTPStatus.BAD_REQUEST, {"error": f"bad request: {exc}"}
         except QueryError as exc:
@@ -101,20 +53,50 @@ class _QueryHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _dispatch(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.path == "/sql":
+            result = self.server.store.query(
+                body["sql"], body.get("parameters"), readonly=body.get("readonly", True)
+            )
+            return result.__dict__
+        if self.path == "/insert":
+            self.server.store.insert(body["table"], body["rows"], body["columns"])
+            return {"inserted": len(body["rows"])}
+        raise KeyError(f"no such endpoint {self.path}")
 
-def query_remote(url: str, sql: str, timeout_s: float = 60.0) -> QueryResult:
-    """Ask a running stack's query endpoint."""
-    request = urllib.request.Request(
-        url, data=json.dumps({"sql": sql}).encode(), headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            payload = json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        raise QueryError(json.loads(exc.read()).get("error", str(exc))) from exc
-    except urllib.error.URLError as exc:
-        raise QueryError(f"the running stack did not answer at {url}: {exc.reason}") from exc
-    return QueryResult(payload["columns"], payload["types"], payload["rows"])
+
+class RemoteStore:
+    """A `Store` reached through the running stack's loopback endpoint."""
+
+    def __init__(self, url: str, timeout_s: float = 120.0) -> None:
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+
+    def query(
+        self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = False
+    ) -> QueryResult:
+        payload = self._post("/sql", {"sql": sql, "parameters": parameters, "readonly": readonly})
+        return QueryResult(payload["columns"], payload["types"], payload["rows"])
+
+    def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:
+        if rows:
+            self._post("/insert", {"table": table, "columns": column_names, "rows": rows})
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(
+            self.url + path,
+            data=json.dumps(body, default=str).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise QueryError(json.loads(exc.read()).get("error", str(exc))) from exc
+        except urllib.error.URLError as exc:
+            raise QueryError(
+                f"the running stack did not answer at {self.url}: {exc.reason}"
+            ) from exc
 
 
 def format_table(result: QueryResult) -> str:
@@ -133,4 +115,4 @@ def _cell(value: Any) -> str:
 
 def format_json(result: QueryResult) -> str:
     """One JSON object a row, keyed by column."""
-    return "\n".join(json.dumps(dict(zip(result.columns, row, strict=True))) for row in result.rows)
+    return "\n".join(json.dumps(row) for row in result.dicts())

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from batch_plane.store import connect, embedded_dsn
+from batch_plane.store import ClientStore, connect, embedded_dsn
 from batch_plane.store_writer import StoreWriter, StoreWriterConfig
 from pathgrade.ownership import DataDirLock
 from pathgrade.query import QueryServer
@@ -28,6 +28,7 @@ class StoreOwner:
         self.dsn = clickhouse or embedded_dsn(str(self.data_dir))
         self.lock = DataDirLock(self.data_dir)
         self.client: Any = None
+        self.store: ClientStore | None = None
         self.writer: StoreWriter | None = None
         self.query_server: QueryServer | None = None
         self.applied: list[Migration] = []
@@ -46,12 +47,11 @@ class StoreOwner:
         self.lock.acquire()
         self.client = connect(self.dsn)
         self.applied = migrate(self.client)
-        self.writer = StoreWriter(
-            StoreWriterConfig(self.bootstrap), _LockedClient(self.client, self._client_lock)
-        )
+        self.store = ClientStore(self.client, self._client_lock)
+        self.writer = StoreWriter(StoreWriterConfig(self.bootstrap), self.store)
         self._spawn("store-writer", self._run_writer)
         if self.embedded:
-            self.query_server = QueryServer(self.client, self._client_lock)
+            self.query_server = QueryServer(self.store)
             self._spawn("query", self.query_server.serve_forever)
 
     def _spawn(self, name: str, target: Any) -> None:
@@ -91,15 +91,3 @@ class StoreOwner:
             with self._client_lock:
                 self.client.close()
         self.lock.release()
-
-
-class _LockedClient:
-    """Serialises the writer's inserts with the query endpoint's reads on one client."""
-
-    def __init__(self, client: Any, lock: threading.Lock) -> None:
-        self._client = client
-        self._lock = lock
-
-    def insert(self, *args: Any, **kwargs: Any) -> Any:
-        with self._lock:
-            return self._client.insert(*args, **kwargs)

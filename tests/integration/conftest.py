@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from pathgrade.broker import LocalBroker, ensure_topics, free_port
-from pathgrade.query import QueryResult, query_remote
+from batch_plane.store import QueryResult
+from pathgrade.query import RemoteStore
 
 pytestmark = pytest.mark.integration
 
@@ -71,7 +72,7 @@ class PathgradeProcess:
     def sql(self, query: str) -> QueryResult:
         assert self.data_dir is not None
         state = json.loads((self.data_dir / "stack.json").read_text())
-        return query_remote(state["query_url"], query)
+        return RemoteStore(state["query_url"]).query(query, readonly=True)
 
     def scalar(self, query: str) -> Any:
         return self.sql(query).rows[0][0]

@@ -1,0 +1,53 @@
+"""How a command reaches the store: a ClickHouse server directly, the embedded store
+directly when no stack owns it, or through the running stack that owns it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from batch_plane.store import ClientStore, Store, connect, embedded_dsn
+from pathgrade.ownership import DataDirLock, read_state
+from pathgrade.query import RemoteStore
+from schemas.migrations import migrate
+
+
+class NoStore(RuntimeError):
+    """There is no store to open (nothing at the data dir, or its owner is starting)."""
+
+
+@contextmanager
+def open_store(
+    data_dir: Path, clickhouse: str | None = None, must_exist: bool = True
+) -> Iterator[Store]:
+    """The store for a command, migrated, released on exit."""
+    if clickhouse:
+        client = connect(clickhouse)
+        try:
+            migrate(client)
+            yield ClientStore(client)
+        finally:
+            client.close()
+        return
+    data_dir = data_dir.resolve()
+    lock = DataDirLock(data_dir)
+    if lock.try_acquire():
+        try:
+            if must_exist and not (data_dir / "clickhouse").exists():
+                raise NoStore(
+                    f"no store in {data_dir}: start one with `pathgrade up --data-dir {data_dir}`"
+                )
+            client = connect(embedded_dsn(str(data_dir)))
+            try:
+                migrate(client)
+                yield ClientStore(client)
+            finally:
+                client.close()
+        finally:
+            lock.release()
+        return
+    state = read_state(data_dir)
+    if not state or not state.get("query_url"):
+        raise NoStore(f"{data_dir} is owned by a running stack that is still starting; try again")
+    yield RemoteStore(state["query_url"])
