@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DATA_DIR = Path("pathgrade-data")
+from pathgrade.cli_support import CliError, store_args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,21 +34,13 @@ def configure_logging(verbose: bool) -> None:
         logging.getLogger("kafka").setLevel(logging.CRITICAL)
 
 
-class CliError(Exception):
-    """A message for the user, and the exit code."""
-
-    def __init__(self, message: str, exit_code: int = 2) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pathgrade", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     commands = parser.add_subparsers(dest="command", required=True)
 
     up = commands.add_parser("up", help="run the embedded stack (collector, broker, store)")
-    _store_args(up)
+    store_args(up)
     _collector_args(up)
     up.add_argument(
         "--kafka", metavar="HOST:PORT", help="use this Kafka instead of the bundled broker"
@@ -66,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     collector.set_defaults(run=_cmd_collector)
 
     writer = commands.add_parser("store-writer", help="run only the store writer (production box)")
-    _store_args(writer)
+    store_args(writer)
     writer.add_argument("--kafka", metavar="HOST:PORT", required=True)
     writer.set_defaults(run=_cmd_store_writer)
 
@@ -83,26 +75,33 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_cmd_demo)
 
     sql = commands.add_parser("sql", help="run a read-only query against the store")
-    _store_args(sql)
+    store_args(sql)
     sql.add_argument("--format", choices=["table", "json"], default="table")
     sql.add_argument("query", help='the SQL, e.g. "SELECT count() FROM spans"')
     sql.set_defaults(run=_cmd_sql)
 
     migrate = commands.add_parser("migrate", help="apply the ClickHouse migrations")
-    _store_args(migrate)
+    store_args(migrate)
     migrate.set_defaults(run=_cmd_migrate)
+    for module in command_modules():
+        module.register(commands)
     return parser
 
 
-def _store_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--data-dir", type=Path, default=DEFAULT_DATA_DIR,
-        help="embedded store and spill directory (default ./pathgrade-data)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--clickhouse", metavar="DSN|URL",
-        help="a ClickHouse server (http://user:pass@host:8123/db) instead of the embedded store",
-    )  # fmt: skip
+def command_modules() -> list[Any]:
+    """Every `pathgrade/cli_<area>.py` with a `register(commands)` function, by name."""
+    import importlib
+    import pkgutil
+
+    import pathgrade
+
+    modules = []
+    for info in sorted(pkgutil.iter_modules(pathgrade.__path__), key=lambda i: i.name):
+        if info.name.startswith("cli_"):
+            module = importlib.import_module(f"pathgrade.{info.name}")
+            if hasattr(module, "register"):
+                modules.append(module)
+    return modules
 
 
 def _collector_args(parser: argparse.ArgumentParser) -> None:
