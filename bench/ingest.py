@@ -1,0 +1,178 @@
+"""End-to-end ingest rate of the embedded stack: OTLP/HTTP in -> queryable in ClickHouse.
+
+Starts `pathgrade up` (bundled Tansu broker, chDB store) on free ports, sends pre-encoded
+OTLP protobuf requests of realistic GenAI agent spans (the demo support agent, produced
+by the official OTel SDK) over keep-alive HTTP from a few threads, and measures the time
+until `SELECT count() FROM spans` shows every span. In the same run it measures the
+parse-only rate of the same request bodies (protobuf parse, and parse + canonical decode)
+and prints end-to-end / parse-only as the ratio.
+
+    python bench/ingest.py [--spans 200000] [--batch 512] [--senders 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from pathgrade.broker import free_port
+from pathgrade.demo import send_demo_traces
+from pathgrade.query import RemoteStore
+from schemas.otlp import decode_resource_spans
+
+
+def template_spans() -> list:
+    """~10k spans of the demo agent, captured from the OTel SDK."""
+    exporter = InMemorySpanExporter()
+    send_demo_traces(exporter, traces=2000, seed=1)
+    return list(exporter.get_finished_spans())
+
+
+def request_bodies(total_spans: int, batch: int) -> list[bytes]:
+    """Request bodies of `batch` spans each; every copy gets fresh trace ids."""
+    template = encode_spans(template_spans())
+    spans_per_copy = sum(len(ss.spans) for rs in template.resource_spans for ss in rs.scope_spans)
+    rng = random.Random(3)
+    bodies = []
+    made = 0
+    while made < total_spans:
+        copy = ExportTraceServiceRequest()
+        copy.CopyFrom(template)
+        remap: dict[bytes, bytes] = {}
+        for rs in copy.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    span.trace_id = remap.setdefault(span.trace_id, rng.randbytes(16))
+        bodies.extend(_split(copy, batch))
+        made += spans_per_copy
+    return bodies
+
+
+def _split(request: ExportTraceServiceRequest, batch: int) -> list[bytes]:
+    out = []
+    spans = [
+        (rs, ss, s) for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans
+    ]
+    for start in range(0, len(spans), batch):
+        part = ExportTraceServiceRequest()
+        rs_out = part.resource_spans.add()
+        rs_out.resource.CopyFrom(spans[0][0].resource)
+        ss_out = rs_out.scope_spans.add()
+        ss_out.scope.CopyFrom(spans[0][1].scope)
+        ss_out.spans.extend(s for _, _, s in spans[start : start + batch])
+        out.append(part.SerializeToString())
+    return out
+
+
+def span_count(bodies: list[bytes]) -> int:
+    return sum(
+        len(ss.spans)
+        for body in bodies
+        for rs in ExportTraceServiceRequest.FromString(body).resource_spans
+        for ss in rs.scope_spans
+    )
+
+
+def parse_rates(bodies: list[bytes], spans: int) -> tuple[float, float]:
+    """(protobuf parse spans/s, parse + canonical decode spans/s) on one core."""
+    started = time.perf_counter()
+    for body in bodies:
+        ExportTraceServiceRequest.FromString(body)
+    parse = spans / (time.perf_counter() - started)
+    started = time.perf_counter()
+    for body in bodies:
+        decode_resource_spans(ExportTraceServiceRequest.FromString(body).resource_spans, "t", 1)
+    decode = spans / (time.perf_counter() - started)
+    return parse, decode
+
+
+def send_all(port: int, bodies: list[bytes], senders: int) -> None:
+    queue = list(reversed(bodies))
+    lock = threading.Lock()
+    failures: list[str] = []
+
+    def sender() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        while True:
+            with lock:
+                if not queue:
+                    break
+                body = queue.pop()
+            connection.request(
+                "POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"}
+            )
+            response = connection.getresponse()
+            response.read()
+            if response.status != 200:
+                failures.append(f"HTTP {response.status}")
+        connection.close()
+
+    threads = [threading.Thread(target=sender) for _ in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise SystemExit(f"{len(failures)} requests failed, first: {failures[0]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--spans", type=int, default=200_000)
+    parser.add_argument("--batch", type=int, default=512)
+    parser.add_argument("--senders", type=int, default=4)
+    args = parser.parse_args()
+
+    print("preparing requests ...", flush=True)
+    bodies = request_bodies(args.spans, args.batch)
+    spans = span_count(bodies)
+    parse, decode = parse_rates(bodies, spans)
+
+    data_dir = Path(tempfile.mkdtemp(prefix="pathgrade-bench-"))
+    http_port = free_port()
+    stack = subprocess.Popen(
+        [sys.executable, "-m", "pathgrade.cli", "up", "--data-dir", str(data_dir),
+         "--grpc-port", "0", "--http-port", str(http_port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert stack.stdout is not None
+        for line in stack.stdout:
+            if "pathgrade is up" in line:
+                break
+        store = RemoteStore(json.loads((data_dir / "stack.json").read_text())["query_url"])
+        print(f"sending {spans} spans in {len(bodies)} requests ...", flush=True)
+        started = time.perf_counter()
+        send_all(http_port, bodies, args.senders)
+        acked = time.perf_counter() - started
+        while store.query("SELECT count() FROM spans").rows[0][0] < spans:
+            time.sleep(0.05)
+        elapsed = time.perf_counter() - started
+    finally:
+        stack.terminate()
+        stack.wait(timeout=120)
+
+    end_to_end = spans / elapsed
+    print(f"spans                          {spans}")
+    print(f"acknowledged by the collector  {spans / acked:,.0f} spans/s")
+    print(f"end to end (queryable)         {end_to_end:,.0f} spans/s")
+    print(f"parse only (protobuf)          {parse:,.0f} spans/s")
+    print(f"parse + canonical decode       {decode:,.0f} spans/s")
+    print(f"ratio end-to-end / parse-only  {end_to_end / parse:.3f}")
+    print(f"ratio end-to-end / decode      {end_to_end / decode:.3f}")
+
+
+if __name__ == "__main__":
+    main()
