@@ -28,7 +28,7 @@ tool_arguments   gen_ai.tool.call.arguments; on execute_tool spans: input.value,
                  traceloop.entity.input
 tool_result      gen_ai.tool.call.result; on execute_tool spans: output.value,
                  traceloop.entity.output
-conversation_id  gen_ai.conversation.id; session.id
+conversation_id  gen_ai.conversation.id; session.id; traceloop.association.properties.session_id
 request_model    gen_ai.request.model; llm.request.model_name; llm.model_name;
                  llm.request.model; span-name target of a model operation
 response_model   gen_ai.response.model; llm.response.model_name; llm.response.model
@@ -112,7 +112,7 @@ _TOOL_NAME_KEYS = (g.TOOL_NAME, g.OI_TOOL_NAME)
 _TOOL_CALL_ID_KEYS = (g.TOOL_CALL_ID, g.OI_TOOL_CALL_ID, g.OI_TOOL_ID)
 _TOOL_ARGUMENT_FALLBACK_KEYS = (g.OI_INPUT_VALUE, g.TL_ENTITY_INPUT)
 _TOOL_RESULT_FALLBACK_KEYS = (g.OI_OUTPUT_VALUE, g.TL_ENTITY_OUTPUT)
-_CONVERSATION_KEYS = (g.CONVERSATION_ID, g.OI_SESSION_ID)
+_CONVERSATION_KEYS = (g.CONVERSATION_ID, g.OI_SESSION_ID, g.TL_SESSION_ID)
 _REQUEST_MODEL_KEYS = (
     g.REQUEST_MODEL,
     g.OI_LLM_REQUEST_MODEL_NAME,
