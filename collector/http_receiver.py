@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 TRACES_PATH = "/v1/traces"
+MAX_DISCARD_BYTES = 1 << 30  # a refused body larger than this closes the connection instead
 
 _RPC_CODES = {
     HTTPStatus.BAD_REQUEST: code_pb2.INVALID_ARGUMENT,
@@ -130,7 +131,7 @@ class _OtlpHandler(BaseHTTPRequestHandler):
             raise _HttpError(HTTPStatus.LENGTH_REQUIRED, "Content-Length is required")
         length = int(length_header)
         if length > limit:
-            self.close_connection = True  # do not read a body we refuse
+            self._discard_body(length)
             raise _HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, str(BodyTooLarge(limit)))
         raw = self.rfile.read(length)
         try:
@@ -150,6 +151,18 @@ class _OtlpHandler(BaseHTTPRequestHandler):
         except DecodeError as exc:
             raise _HttpError(HTTPStatus.BAD_REQUEST, f"invalid OTLP protobuf: {exc}") from exc
         return request
+
+    def _discard_body(self, length: int) -> None:
+        """Read and drop a refused body in small chunks, so the client sees the answer
+        rather than a broken pipe; a body beyond MAX_DISCARD_BYTES closes the connection."""
+        if length > MAX_DISCARD_BYTES:
+            self.close_connection = True
+            return
+        while length > 0:
+            chunk = self.rfile.read(min(length, 1 << 16))
+            if not chunk:
+                break
+            length -= len(chunk)
 
     def _send_status(
         self, status: HTTPStatus, message: str, answer_type: str, headers: dict[str, str]
