@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pathgrade.broker import LocalBroker, ensure_topics, free_port
 from batch_plane.store import QueryResult
+from pathgrade.broker import LocalBroker, ensure_topics, free_port
 from pathgrade.query import RemoteStore
 
 pytestmark = pytest.mark.integration
