@@ -20,13 +20,10 @@ from kafka.structs import OffsetAndMetadata
 from batch_plane.span_rows import SPAN_COLUMNS, span_row
 from batch_plane.store import QueryError, Store
 from schemas.model import Span
-from schemas.otlp import decode_spans_message
+from schemas.otlp import decode_spans_message, message_tenant_and_time
 from schemas.topics import (
-    DEFAULT_TENANT,
-    RECEIVED_AT_HEADER,
     SPANS_TOPIC,
     STORE_GROUP,
-    TENANT_HEADER,
 )
 
 log = logging.getLogger(__name__)
@@ -51,18 +48,6 @@ class StoreWriterStats:
     spans: int = 0
     inserts: int = 0
     undecodable_messages: int = 0
-
-
-def message_tenant_and_time(message: Any) -> tuple[str, int]:
-    """Tenant and receive time (ns) from a message's headers, defaulting for foreign
-    producers (an OTel Collector's Kafka exporter sets neither)."""
-    tenant, received_at = DEFAULT_TENANT, 0
-    for key, value in message.headers or ():
-        if key == TENANT_HEADER:
-            tenant = value.decode()
-        elif key == RECEIVED_AT_HEADER:
-            received_at = int(value)
-    return tenant, received_at or message.timestamp * 1_000_000
 
 
 class _Batch:

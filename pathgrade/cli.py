@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--kafka", metavar="HOST:PORT", help="use this Kafka instead of the bundled broker"
     )
     up.add_argument("--demo", action="store_true", help="also send demo agent traffic")
+    up.add_argument("--policy", metavar="FILE", help="detector policy YAML (docs/detectors.md)")
+    up.add_argument("--alert-webhook", metavar="URL", help="POST each alert here as JSON")
     up.set_defaults(run=_cmd_up)
 
     collector = commands.add_parser("collector", help="run only the collector (production box)")
@@ -166,6 +168,8 @@ def _cmd_up(args: argparse.Namespace) -> int:
             kafka=args.kafka,
             clickhouse=args.clickhouse,
             demo=args.demo,
+            policy=args.policy,
+            alert_webhook=args.alert_webhook,
             collector=_collector_settings(args),
         ),
         out=lambda text: print(text, flush=True),

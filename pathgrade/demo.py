@@ -121,6 +121,7 @@ class TurnPlan:
     user_text: str
     answer: str
     chats: tuple[ChatCall, ...]
+    confirmed_action: str = ""  # JSON {"name", "arguments"} the user confirmed this turn
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
@@ -183,6 +184,11 @@ class _TurnBuilder:
         self.history: list[Message] = []
         self.history_json: list[str] = []  # each history message encoded once
         self.chats: list[ChatCall] = []
+        self.confirmed_action = ""
+
+    def confirm(self, tool: str, arguments: dict[str, Any]) -> None:
+        """The user explicitly confirmed this action (recorded on the root span)."""
+        self.confirmed_action = _dumps({"name": tool, "arguments": arguments})
 
     def user(self, text: str) -> None:
         """The customer's message that opens the turn (sometimes with contact details)."""
@@ -220,6 +226,7 @@ class _TurnBuilder:
             user_text=self.user_text,
             answer=text,
             chats=tuple(self.chats),
+            confirmed_action=self.confirmed_action,
         )
 
     def _remember(self, message: Message) -> None:
@@ -350,7 +357,7 @@ def _refund(t: _TurnBuilder, others: _Customer) -> TurnPlan:
     t.tools(("lookup_order", {"order_id": c.order_id}, {"status": "delivered", "charges": 2}, ""))
     args = {"order_id": c.order_id, "amount": 49.0, "reason": "duplicate_charge"}
     t.tools(("issue_refund", args, {"refund_id": f"rf-{t.rng.randrange(10**6)}"}, ""))
-    return t.answer(f"Refunded $49.00; a confirmation goes to {c.email}.")
+    return t.answer("Refunded $49.00; a confirmation goes to the e-mail address on file.")
 
 
 def _requested_ticket(t: _TurnBuilder, others: _Customer) -> TurnPlan:
@@ -363,8 +370,9 @@ def _requested_ticket(t: _TurnBuilder, others: _Customer) -> TurnPlan:
 
 def _requested_reset(t: _TurnBuilder, others: _Customer) -> TurnPlan:
     c = t.customer
-    t.user("My router is frozen. Can you reset it remotely?")
+    t.user("My router is frozen. Yes, I confirm: reset it remotely.")
     args = {"customer_id": c.customer_id, "device": "router"}
+    t.confirm("reset_equipment", args)
     t.tools(("reset_equipment", args, {"status": "reset_started"}, ""))
     return t.answer("Reset started; the router will be back in about 5 minutes.")
 
@@ -412,12 +420,16 @@ SCENARIOS: dict[str, tuple[str, Script]] = {  # name -> (turn kind, script)
     SCENARIO_PROMPT_INJECTION: ("read", _prompt_injection),
     SCENARIO_CROSS_ACCOUNT: ("action", _cross_account),
 }
+TOOL_ERROR_SCENARIOS = ("tool_error_timeout", "tool_error_unavailable")
+# Turns that should raise no alert at all under the default policy.
+CLEAN_SCENARIOS = tuple(
+    name for name in SCENARIOS if name not in FAILURE_SCENARIOS + TOOL_ERROR_SCENARIOS
+)
 # A deck of 20 turns, reshuffled per deal: every 20 traces hold each failure once (20%),
 # two tool errors (10%) and 14 clean turns (70%).
 DECK: tuple[str, ...] = (
     *FAILURE_SCENARIOS,
-    "tool_error_timeout",
-    "tool_error_unavailable",
+    *TOOL_ERROR_SCENARIOS,
     *("order_status",) * 3,
     *("bill_explanation",) * 3,
     *("kb_question",) * 2,
@@ -681,6 +693,8 @@ def emit_turn(tracer: Tracer, writer: ConventionWriter, turn: TurnPlan, end_ns: 
     name, attributes = writer.agent(turn)
     attributes["pathgrade.demo.scenario"] = turn.scenario
     attributes["pathgrade.turn.kind"] = turn.turn_kind
+    if turn.confirmed_action:
+        attributes["pathgrade.confirmed_action"] = turn.confirmed_action
     clock = end_ns - turn_duration_ns(turn)
     root = tracer.start_span(
         name, context=Context(), kind=SpanKind.INTERNAL, attributes=attributes, start_time=clock

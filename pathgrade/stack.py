@@ -25,6 +25,7 @@ from batch_plane.store import redact_dsn
 from collector.service import Collector, CollectorConfig
 from pathgrade.broker import LocalBroker, ensure_topics, wait_for_kafka
 from pathgrade.store_owner import StoreOwner
+from realtime_plane import RealtimeConfig
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,8 @@ class StackOptions:
     clickhouse: str | None = None
     demo: bool = False
     demo_rate_per_s: float = 2.0
+    policy: str | None = None
+    alert_webhook: str | None = None
     collector: dict[str, Any] = field(default_factory=dict)
 
 
@@ -83,7 +86,14 @@ class Stack:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         try:
             self._start_kafka()
-            self.store = StoreOwner(self.bootstrap, self.data_dir, self.options.clickhouse)
+            realtime = RealtimeConfig(
+                bootstrap_servers=self.bootstrap,
+                policy_path=self.options.policy,
+                webhook_url=self.options.alert_webhook,
+            )
+            self.store = StoreOwner(
+                self.bootstrap, self.data_dir, self.options.clickhouse, realtime
+            )
             self.store.start()
             if self.store.applied:
                 names = ", ".join(f"{m.version:04d}_{m.name}" for m in self.store.applied)
@@ -141,6 +151,9 @@ class Stack:
         assert self.store is not None
         kafka = f"{self.bootstrap} (bundled Tansu, memory-only)" if self.broker else self.bootstrap
         host = self.options.collector.get("listen_host", "127.0.0.1")
+        webhook = (
+            f"webhook {self.options.alert_webhook}" if self.options.alert_webhook else "no webhook"
+        )
         self.out(
             "\n".join(
                 [
@@ -149,6 +162,8 @@ class Stack:
                     f"  OTLP/HTTP   http://{host}:{self.http_port}/v1/traces",
                     f"  Kafka       {kafka}",
                     f"  ClickHouse  {redact_dsn(self.store.dsn)}",
+                    f"  alerts      table alerts, topic pathgrade.alerts, {webhook}",
+                    f"  policy      {self.options.policy or '(default: hints from the spans)'}",
                     f"  query       pathgrade sql --data-dir {self.data_dir} "
                     '"SELECT count() FROM spans"',
                     "Ctrl-C stops it; what was acknowledged is stored before it exits.",

@@ -13,17 +13,27 @@ from batch_plane.store import ClientStore, connect, embedded_dsn
 from batch_plane.store_writer import StoreWriter, StoreWriterConfig
 from pathgrade.ownership import DataDirLock
 from pathgrade.query import QueryServer
+from realtime_plane import RealtimeConfig, RealtimePlane
 from schemas.migrations import Migration, migrate
 
 log = logging.getLogger(__name__)
 
 
 class StoreOwner:
-    """`start()` opens and migrates the store and starts the writer; `stop(targets)`
+    """`start()` opens and migrates the store and starts the writer (and the realtime
+    plane, given its config, with the `alerts` table in this store); `stop(targets)`
     consumes up to `targets` (partition -> next offset) before closing."""
 
-    def __init__(self, bootstrap: str, data_dir: Path, clickhouse: str | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        data_dir: Path,
+        clickhouse: str | None = None,
+        realtime: RealtimeConfig | None = None,
+    ) -> None:
         self.bootstrap = bootstrap
+        self.realtime_config = realtime
+        self.realtime: RealtimePlane | None = None
         self.data_dir = data_dir.resolve()
         self.dsn = clickhouse or embedded_dsn(str(self.data_dir))
         self.lock = DataDirLock(self.data_dir)
@@ -50,6 +60,9 @@ class StoreOwner:
         self.store = ClientStore(self.client, self._client_lock)
         self.writer = StoreWriter(StoreWriterConfig(self.bootstrap), self.store)
         self._spawn("store-writer", self._run_writer)
+        if self.realtime_config is not None:
+            self.realtime = RealtimePlane(self.realtime_config, self.store)
+            self.realtime.start()
         if self.embedded:
             self.query_server = QueryServer(self.store)
             self._spawn("query", self.query_server.serve_forever)
@@ -84,6 +97,8 @@ class StoreOwner:
         if self.writer is not None:
             self._targets.put(targets or {})
             self._done.wait(timeout=timeout_s)
+        if self.realtime is not None:
+            self.realtime.stop()
         if self.query_server is not None:
             self.query_server.shutdown()
             self.query_server.server_close()

@@ -22,6 +22,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, TracesData
 from schemas import genai
 from schemas.conventions import eval_context, genai_fields
 from schemas.model import Span, SpanEvent, SpanLink
+from schemas.topics import DEFAULT_TENANT, RECEIVED_AT_HEADER, TENANT_HEADER
 
 # OTLP enum numbers (Span.SpanKind, Status.StatusCode) -> otel_traces strings. Numbers
 # outside the enum (proto3 enums are open) read as Unspecified / Unset.
@@ -135,3 +136,15 @@ def decode_spans_message(value: bytes, tenant: str, received_at_ns: int) -> list
     except DecodeError as error:
         raise ValueError(f"pathgrade.spans message value: not OTLP TracesData: {error}") from error
     return decode_resource_spans(traces.resource_spans, tenant, received_at_ns)
+
+
+def message_tenant_and_time(message: Any) -> tuple[str, int]:
+    """Tenant and receive time (ns) of a `pathgrade.spans` Kafka message, from its headers;
+    defaults for foreign producers (an OTel Collector's Kafka exporter sets neither)."""
+    tenant, received_at = DEFAULT_TENANT, 0
+    for key, value in message.headers or ():
+        if key == TENANT_HEADER:
+            tenant = value.decode()
+        elif key == RECEIVED_AT_HEADER:
+            received_at = int(value)
+    return tenant, received_at or message.timestamp * 1_000_000

@@ -1,0 +1,142 @@
+"""`pathgrade alerts` (list stored alerts) and `pathgrade realtime` (the realtime plane as a
+production box: consumer + alert sinks)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import re
+import sys
+import threading
+from typing import Any
+
+from pathgrade.cli_support import CliError, store_args
+
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+STATUS_EVERY_S = 2.0
+
+
+def register(commands: Any) -> None:
+    alerts = commands.add_parser("alerts", help="list alerts from the realtime plane")
+    store_args(alerts)
+    alerts.add_argument(
+        "--since", metavar="DURATION|ISO",
+        help="only alerts detected since then: 15m, 2h, 1d, or 2025-07-01T12:00:00",
+    )  # fmt: skip
+    alerts.add_argument("--code", metavar="PGxxx", help="only this detector code")
+    alerts.add_argument("--limit", type=int, default=1000)
+    alerts.add_argument("--format", choices=["table", "json"], default="table")
+    alerts.set_defaults(run=_cmd_alerts)
+
+    realtime = commands.add_parser("realtime", help="run only the realtime plane (production box)")
+    store_args(realtime)
+    realtime.add_argument("--kafka", metavar="HOST:PORT", required=True)
+    realtime.add_argument("--policy", metavar="FILE", help="detector policy YAML")
+    realtime.add_argument("--alert-webhook", metavar="URL", help="POST each alert as JSON here")
+    realtime.add_argument(
+        "--quiet-window", type=float, default=1.0, metavar="S",
+        help="evaluate a trace this long after its last span (default 1 s)",
+    )  # fmt: skip
+    realtime.set_defaults(run=_cmd_realtime)
+
+
+def since_timestamp(text: str, now: datetime.datetime | None = None) -> datetime.datetime:
+    """A UTC datetime from a duration back from now (`15m`) or an ISO timestamp."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    match = _DURATION.match(text)
+    if match:
+        return now - datetime.timedelta(seconds=int(match[1]) * _UNITS[match[2]])
+    try:
+        parsed = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        message = f"--since: expected a duration like 15m/2h/1d or an ISO time, got {text!r}"
+        raise CliError(message) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
+
+
+def alerts_query(since: str | None, code: str | None, limit: int) -> tuple[str, dict[str, Any]]:
+    """The SQL (over `alerts_view`) and parameters for `pathgrade alerts`."""
+    where, parameters = [], {}
+    if since:
+        where.append("DetectedAtNs >= {since:Int64}")
+        parameters["since"] = int(since_timestamp(since).timestamp() * 1e9)
+    if code:
+        if not re.fullmatch(r"PG\d{3}", code):
+            raise CliError(f"--code: expected a detector code like PG110, got {code!r}")
+        where.append("Code = {code:String}")
+        parameters["code"] = code
+    sql = (
+        "SELECT DetectedAt, Tenant, Code, Severity, Service, TraceId, SpanId, Reason "
+        "FROM alerts_view"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + f" ORDER BY DetectedAtNs DESC, AlertKey LIMIT {int(limit)}"
+    )
+    return sql, parameters
+
+
+def _cmd_alerts(args: argparse.Namespace) -> int:
+    from batch_plane.store import QueryError, StoreUnavailable
+    from pathgrade.query import format_json, format_table
+    from pathgrade.store_access import NoStore, open_store
+
+    sql, parameters = alerts_query(args.since, args.code, args.limit)
+    try:
+        with open_store(args.data_dir, args.clickhouse) as store:
+            result = store.query(sql, parameters, readonly=True)
+    except (NoStore, StoreUnavailable, QueryError) as exc:
+        raise CliError(str(exc)) from exc
+    print(format_table(result) if args.format == "table" else format_json(result))
+    return 0
+
+
+def _cmd_realtime(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from batch_plane.store import StoreUnavailable
+    from detectors import PolicyError
+    from pathgrade.cli import _wait_for_signal
+    from pathgrade.store_access import NoStore, open_store
+    from realtime_plane import RealtimeConfig, RealtimePlane
+
+    try:
+        config = RealtimeConfig(
+            bootstrap_servers=args.kafka,
+            policy_path=args.policy and str(args.policy),
+            webhook_url=args.alert_webhook,
+            quiet_window_s=args.quiet_window,
+        )
+    except ValidationError as exc:
+        raise CliError(f"invalid realtime settings: {exc}") from exc
+    try:
+        with open_store(args.data_dir, args.clickhouse, must_exist=False) as store:
+            plane = RealtimePlane(config, store)
+            plane.start()
+            print(f"realtime: {args.kafka} -> alerts ({config.group_id})", flush=True)
+            stop = threading.Event()
+            threading.Thread(target=_report, args=(plane, stop), daemon=True).start()
+            _wait_for_signal()
+            stop.set()
+            plane.stop()
+    except (NoStore, StoreUnavailable, PolicyError, OSError) as exc:
+        raise CliError(str(exc)) from exc
+    print(f"realtime stopped: {_status(plane)}", flush=True)
+    return 0
+
+
+def _status(plane: Any) -> str:
+    c = plane.counters()
+    return (
+        f"{c['spans']} spans read, {c['traces_held']} traces / {c['spans_held']} spans "
+        f"buffered, {c['traces_evaluated']} evaluated, {c['alerts']} alerts"
+    )
+
+
+def _report(plane: Any, stop: threading.Event) -> None:
+    """A progress line on stderr whenever the counters moved."""
+    last = ""
+    while not stop.wait(STATUS_EVERY_S):
+        line = _status(plane)
+        if line != last:
+            print(f"realtime: {line}", file=sys.stderr, flush=True)
+            last = line

@@ -1,0 +1,154 @@
+"""TraceEvaluator: runs the detectors over one due trace and turns new findings into alerts.
+
+It resolves the policy for the trace's service, agent and risk tier, hands the detectors
+earlier turns of the same conversation (a bounded cache), and remembers which finding keys
+each trace already alerted on (bounded), so a re-evaluated trace never alerts twice.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from detectors import Finding, Policy, ResolvedPolicy, run_detectors
+from detectors.policy import DEFAULT_RISK_TIER, RiskTier
+from realtime_plane.assembler import DueTrace
+from schemas.alerts import Alert
+from schemas.model import Span, Trace
+
+RISK_TIER_ATTRIBUTE = "pathgrade.risk_tier"
+RISK_TIERS: tuple[RiskTier, ...] = ("low", "medium", "high")
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """What one detector run over one trace found, and the alerts not sent before."""
+
+    due: DueTrace
+    service: str
+    agent: str
+    conversation_id: str
+    risk_tier: RiskTier
+    findings: list[Finding]  # every finding the policy alerts on
+    new_alerts: list[Alert]  # those whose key this trace has not alerted on before
+
+
+def policy_risk_tier(policy: Policy, service: str, agent: str) -> RiskTier | None:
+    """The tier the policy sets for this service or agent (most specific wins), if any."""
+    doc = policy.document
+    service_section = doc.services.get(service)  # type: ignore[attr-defined]
+    sections = [
+        service_section.agents.get(agent) if service_section else None,
+        doc.agents.get(agent),  # type: ignore[attr-defined]
+        service_section,
+        doc.defaults,  # type: ignore[attr-defined]
+    ]
+    return next((s.risk_tier for s in sections if s is not None and s.risk_tier), None)
+
+
+def _head(trace: Trace) -> Span:
+    """The root span, else the earliest span (a trace evaluated before its root arrived)."""
+    return trace.root or trace.spans[0]
+
+
+class _Lru(OrderedDict):
+    """An OrderedDict that forgets its oldest entries beyond `limit`."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: object, value: object) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
+
+class TraceEvaluator:
+    """Policy resolution, conversation history, detector run and alert de-duplication."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        policy_name: str = "default",
+        conversations: int = 10_000,
+        turns_per_conversation: int = 8,
+        traces_remembered: int = 10_000,
+    ) -> None:
+        self.policy = policy
+        self.policy_name = policy_name
+        self.turns_per_conversation = turns_per_conversation
+        self._resolved: dict[tuple[str, str, RiskTier], ResolvedPolicy] = {}
+        self._conversations = _Lru(conversations)  # (tenant, id) -> list[Trace]
+        self._alerted = _Lru(traces_remembered)  # (tenant, trace id) -> set of finding keys
+        self.duplicates_suppressed = 0
+
+    def risk_tier(self, root: Span, service: str, agent: str) -> RiskTier:
+        """Policy tier, else a valid `pathgrade.risk_tier` on the root span, else medium."""
+        tier = policy_risk_tier(self.policy, service, agent)
+        if tier is not None:
+            return tier
+        hinted = root.attributes.get(RISK_TIER_ATTRIBUTE)
+        return hinted if hinted in RISK_TIERS else DEFAULT_RISK_TIER
+
+    def resolve(self, service: str, agent: str, tier: RiskTier) -> ResolvedPolicy:
+        key = (service, agent, tier)
+        if key not in self._resolved:
+            self._resolved[key] = self.policy.resolve(service, agent, tier)
+        return self._resolved[key]
+
+    def evaluate(self, due: DueTrace, now_ns: int) -> Evaluation:
+        """Run the detectors over `due.trace`; alerts only for findings not alerted before."""
+        trace = due.trace
+        head = _head(trace)
+        service, agent = head.service_name, head.genai.agent_name
+        conversation = next(
+            (s.genai.conversation_id for s in trace.spans if s.genai.conversation_id), ""
+        )
+        tier = self.risk_tier(head, service, agent)
+        resolved = self.resolve(service, agent, tier)
+        history = self._history(trace, conversation)
+        findings = [
+            f for f in run_detectors(trace, resolved, resolved.context(history))
+            if resolved.should_alert(f)
+        ]  # fmt: skip
+        seen = self._alerted.get((trace.tenant, trace.trace_id)) or set()
+        fresh = [f for f in findings if f.key not in seen]
+        self.duplicates_suppressed += len(findings) - len(fresh)
+        self._alerted.put((trace.tenant, trace.trace_id), seen | {f.key for f in fresh})
+        end_ns = head.end_ns if trace.root else max(s.end_ns for s in trace.spans)
+        alerts = [
+            Alert(
+                alert_key=f.key,
+                code=f.code,
+                name=f.name,
+                severity=f.severity,
+                kind=f.kind,
+                reason=f.reason,
+                trace_id=trace.trace_id,
+                span_id=f.span_id,
+                tenant=trace.tenant,
+                service=service,
+                agent=agent,
+                conversation_id=conversation,
+                risk_tier=tier,
+                policy=self.policy_name,
+                details=f.details,
+                incomplete=due.incomplete,
+                trace_start_ns=min(s.start_ns for s in trace.spans),
+                trace_end_ns=end_ns,
+                detected_at_ns=now_ns,
+            )
+            for f in fresh
+        ]
+        return Evaluation(due, service, agent, conversation, tier, findings, alerts)
+
+    def _history(self, trace: Trace, conversation: str) -> list[Trace]:
+        """Earlier turns of the conversation; records this trace as its latest turn."""
+        if not conversation:
+            return []
+        key = (trace.tenant, conversation)
+        turns = [t for t in self._conversations.get(key, []) if t.trace_id != trace.trace_id]
+        self._conversations.put(key, [*turns, trace][-self.turns_per_conversation :])
+        return turns

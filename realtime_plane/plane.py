@@ -1,0 +1,227 @@
+"""RealtimePlane: consumer group `pathgrade-realtime` on `pathgrade.spans`.
+
+poll -> decode -> assemble -> (due traces) detectors -> alerts (Kafka topic, `alerts`
+table, webhook, log line) and samples (Kafka topic) -> commit. Offsets are committed only
+up to the lowest offset still buffered per partition, and only once the alerts are stored,
+so a crash or a rebalance re-reads unfinished traces. Re-read traces alert again only in
+the webhook and topic; the `alerts` table is idempotent on (tenant, alert key).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.structs import OffsetAndMetadata
+
+from detectors import load_policy
+from realtime_plane.assembler import TraceAssembler
+from realtime_plane.config import RealtimeConfig
+from realtime_plane.evaluate import Evaluation, TraceEvaluator
+from realtime_plane.sampler import Sampler
+from realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
+from schemas.otlp import decode_spans_message, message_tenant_and_time
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RealtimeCounters:
+    messages: int = 0
+    spans: int = 0
+    undecodable_messages: int = 0
+    traces_evaluated: int = 0
+    alerts: int = 0
+    sampled: int = 0
+    commits: int = 0
+    store_failures: int = 0
+
+
+class RealtimePlane:
+    """`start()` runs the plane in a thread; `stop()` flushes sinks, commits, closes."""
+
+    def __init__(
+        self,
+        config: RealtimeConfig,
+        alert_store: Any | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        policy = load_policy(config.policy_path)
+        name = Path(config.policy_path).name if config.policy_path else "default"
+        self.assembler = TraceAssembler(
+            config.quiet_window_s, config.max_age_s, config.max_traces, config.max_spans,
+            config.recent_traces,
+        )  # fmt: skip
+        self.evaluator = TraceEvaluator(
+            policy, name, config.conversation_cache_size, config.conversation_turns,
+            config.recent_traces,
+        )  # fmt: skip
+        self.sampler = Sampler(config.sampler)
+        self.store_sink = StoreAlertSink(alert_store) if alert_store is not None else None
+        self.webhook: WebhookSink | None = None
+        self.counters_ = RealtimeCounters()
+        self.assigned: set[int] = set()
+        self._committed: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.consumer: KafkaConsumer | None = None
+        self.producer: KafkaProducer | None = None
+
+    def start(self) -> None:
+        """Connect to Kafka and run the plane in a daemon thread."""
+        config = self.config
+        self.consumer = KafkaConsumer(
+            bootstrap_servers=config.bootstrap_servers,
+            group_id=config.group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=config.session_timeout_ms,
+            heartbeat_interval_ms=max(500, config.session_timeout_ms // 4),
+            max_poll_records=2000,
+        )
+        self.consumer.subscribe([config.spans_topic], listener=_CommitOnRevoke(self))
+        if config.alerts_topic or config.sampled_topic:
+            self.producer = KafkaProducer(
+                bootstrap_servers=config.bootstrap_servers, linger_ms=5, acks=1
+            )
+        if config.webhook_url:
+            self.webhook = WebhookSink(
+                config.webhook_url, config.webhook_queue_size, config.webhook_retries,
+                config.webhook_timeout_s,
+            )  # fmt: skip
+        self._thread = threading.Thread(target=self._run, name="realtime-plane", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.poll_once()
+            except Exception:  # keep the plane alive; the offsets were not committed
+                log.exception("realtime plane: poll failed; retrying")
+                self._stop.wait(1.0)
+
+    def poll_once(self) -> None:
+        """One poll: buffer the spans, evaluate due traces, emit, commit."""
+        assert self.consumer is not None
+        records = self.consumer.poll(timeout_ms=self.config.poll_timeout_ms)
+        now = self.clock()
+        for partition, messages in records.items():
+            for message in messages:
+                self._add(partition, message, now)
+        for due in self.assembler.due(now):
+            self._emit(self.evaluator.evaluate(due, time.time_ns()))
+        self._flush_and_commit()
+
+    def _add(self, partition: TopicPartition, message: Any, now: float) -> None:
+        self.counters_.messages += 1
+        tenant, received_at = message_tenant_and_time(message)
+        try:
+            spans = decode_spans_message(message.value, tenant, received_at)
+        except ValueError as exc:
+            self.counters_.undecodable_messages += 1
+            log.error("skipping undecodable message at %s[%d] offset %d: %s",
+                      partition.topic, partition.partition, message.offset, exc)  # fmt: skip
+            spans = []
+        self.counters_.spans += len(spans)
+        self.assembler.add(partition.partition, message.offset, spans, now)
+
+    def _emit(self, evaluation: Evaluation) -> None:
+        self.counters_.traces_evaluated += 1
+        alerts = evaluation.new_alerts
+        self.counters_.alerts += len(alerts)
+        for alert in alerts:
+            log_alert(alert)
+            if self.producer and self.config.alerts_topic:
+                self.producer.send(
+                    self.config.alerts_topic, alert.to_json(), alert.trace_id.encode()
+                )
+        if self.store_sink is not None:
+            self.store_sink.add(alerts)
+        if self.webhook is not None:
+            self.webhook.add(alerts)
+        if evaluation.due.re_evaluation and not alerts:
+            return  # sampled when first evaluated; only new findings re-sample it
+        sample = self.sampler.decide(evaluation, time.time_ns())
+        if sample is not None and self.producer and self.config.sampled_topic:
+            self.counters_.sampled += 1
+            self.producer.send(
+                self.config.sampled_topic, sample.to_json(), sample.trace_id.encode()
+            )
+
+    def _flush_and_commit(self, partitions: set[int] | None = None) -> None:
+        """Store pending alerts, flush the producer, then commit what may be committed."""
+        assert self.consumer is not None
+        if self.store_sink is not None:
+            try:
+                self.store_sink.flush()
+            except Exception as exc:  # the store's QueryError or transport errors
+                self.counters_.store_failures += 1
+                log.error("storing alerts failed, offsets not committed: %s", exc)
+                return
+        targets = {
+            p: o for p, o in self.assembler.committable().items()
+            if self._committed.get(p) != o and (partitions is None or p in partitions)
+        }  # fmt: skip
+        if not targets:
+            return
+        if self.producer is not None:
+            self.producer.flush()
+        topic = self.config.spans_topic
+        self.consumer.commit(
+            {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in targets.items()}
+        )
+        self._committed.update(targets)
+        self.counters_.commits += 1
+
+    def revoke(self, partitions: set[int]) -> None:
+        """Commit up to the held traces of `partitions`, then forget them (their next owner
+        re-reads them)."""
+        self._flush_and_commit(partitions)
+        self.assembler.forget_partitions(partitions)
+        for partition in partitions:
+            self._committed.pop(partition, None)
+        self.assigned -= partitions
+
+    def counters(self) -> dict[str, int]:
+        """Plane, assembler and webhook counters in one flat mapping."""
+        out = {**asdict(self.counters_), **asdict(self.assembler.stats)}
+        out.update(traces_held=self.assembler.traces_held, spans_held=self.assembler.spans_held)
+        out["duplicates_suppressed"] = self.evaluator.duplicates_suppressed
+        if self.webhook is not None:
+            stats = asdict(self.webhook.stats)
+            out.update({f"webhook_{k}": v for k, v in stats.items() if k != "latest_error"})
+        return out
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop polling, store and commit what is done, deliver queued webhooks, close."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        if self.consumer is not None:
+            self._flush_and_commit()
+            self.consumer.close()
+        if self.producer is not None:
+            self.producer.flush()
+            self.producer.close()
+        if self.webhook is not None:
+            self.webhook.close()
+
+
+class _CommitOnRevoke(ConsumerRebalanceListener):
+    def __init__(self, plane: RealtimePlane) -> None:
+        self.plane = plane
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self.plane.revoke({tp.partition for tp in revoked})
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        self.plane.assigned |= {tp.partition for tp in assigned}

@@ -1,0 +1,70 @@
+"""Sampler: which evaluated traces go to `pathgrade.sampled` for the batch plane, and why.
+
+Base sampling is a deterministic hash of the trace id below the tier's rate, so a lower
+rate samples a subset of what a higher rate samples, and every consumer decides alike.
+Flagged traces (any alerting finding, a failed tool call, a long trajectory, negative user
+feedback) are sampled at their own rates against the same hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from realtime_plane.config import SamplerRates
+from realtime_plane.evaluate import Evaluation
+from schemas.genai import OP_EXECUTE_TOOL
+from schemas.model import Span, Trace
+from schemas.sampled import SampledTrace
+
+FEEDBACK_ATTRIBUTE = "pathgrade.feedback"  # "negative"/"thumbs_down", or a score below 0
+NEGATIVE_FEEDBACK = frozenset({"negative", "thumbs_down", "bad"})
+
+
+def hash_unit(trace_id: str) -> float:
+    """A uniform number in [0, 1) fixed by the trace id."""
+    digest = hashlib.blake2b(trace_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def _negative(span: Span) -> bool:
+    value = span.attributes.get(FEEDBACK_ATTRIBUTE)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value < 0
+    return isinstance(value, str) and value.lower() in NEGATIVE_FEEDBACK
+
+
+def _flags(trace: Trace, rates: SamplerRates) -> dict[str, float]:
+    """The trace's flags (besides findings) and their rates."""
+    tools = list(trace.by_operation(OP_EXECUTE_TOOL))
+    flags = {}
+    if any(s.status_code == "Error" or s.genai.error_type for s in tools):
+        flags["tool_error"] = rates.tool_error
+    if len(tools) > rates.long_trajectory_tool_calls:
+        flags["long_trajectory"] = rates.long_trajectory
+    if any(_negative(s) for s in trace.spans):
+        flags["negative_feedback"] = rates.negative_feedback
+    return flags
+
+
+class Sampler:
+    """Decides per evaluated trace; None when it is not sampled."""
+
+    def __init__(self, rates: SamplerRates) -> None:
+        self.rates = rates
+
+    def decide(self, evaluation: Evaluation, now_ns: int) -> SampledTrace | None:
+        trace = evaluation.due.trace
+        unit = hash_unit(trace.trace_id)
+        base = self.rates.tiers.get(evaluation.risk_tier, self.rates.tiers.get("medium", 0.0))
+        candidates = {"base_rate": base}
+        for code in sorted({f.code for f in evaluation.findings}):
+            candidates[f"finding:{code}"] = self.rates.finding
+        candidates.update(_flags(trace, self.rates))
+        reasons = [reason for reason, rate in candidates.items() if unit < rate]
+        if not reasons:
+            return None
+        return SampledTrace(
+            trace_id=trace.trace_id, tenant=trace.tenant, service=evaluation.service,
+            agent=evaluation.agent, risk_tier=evaluation.risk_tier, reasons=reasons,
+            conversation_id=evaluation.conversation_id, sampled_at_ns=now_ns,
+        )  # fmt: skip

@@ -1,0 +1,68 @@
+"""Alert: one JSON document on topic `pathgrade.alerts`, one row of table `alerts`, one
+webhook body."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+AlertSeverity = Literal["low", "medium", "high", "critical"]
+
+# Column order of table `alerts` (schemas/migrations/0003_alerts.sql).
+ALERT_COLUMNS: tuple[str, ...] = (
+    "AlertKey", "Tenant", "Code", "Name", "Severity", "Kind", "Reason", "TraceId", "SpanId",
+    "Service", "Agent", "ConversationId", "RiskTier", "Policy", "Details", "Incomplete",
+    "TraceStartNs", "TraceEndNs", "DetectedAtNs",
+)  # DetectedAt is derived from DetectedAtNs by the table  # fmt: skip
+
+
+class Alert(BaseModel):
+    """A detector finding that the policy says to alert on, with where and when it happened.
+
+    `alert_key` is the finding's stable key (`detectors.Finding.key`): a re-evaluated trace
+    or a second consumer yields the same key, so sinks can de-duplicate on (tenant, key).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = 1
+    alert_key: str
+    code: str = Field(pattern=r"^PG\d{3}$")
+    name: str
+    severity: AlertSeverity
+    kind: Literal["violation", "cannot_decide"]
+    reason: str
+    trace_id: str = Field(pattern=r"^[0-9a-f]{32}$")
+    span_id: str
+    tenant: str
+    service: str
+    agent: str
+    conversation_id: str
+    risk_tier: str
+    policy: str  # the policy file's name, or "default"
+    details: dict[str, Any] = {}
+    incomplete: bool = False  # evaluated before the trace was complete (max age, memory)
+    trace_start_ns: int
+    trace_end_ns: int  # end of the root span (or of the latest span when there is none)
+    detected_at_ns: int
+
+    def to_json(self) -> bytes:
+        """The wire form: UTF-8 JSON."""
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Alert:
+        """Parse the wire form; raises pydantic.ValidationError naming the bad field."""
+        return cls.model_validate_json(data)
+
+    def row(self) -> list[Any]:
+        """This alert as a row of table `alerts`, in `ALERT_COLUMNS` order."""
+        return [
+            self.alert_key, self.tenant, self.code, self.name, self.severity, self.kind,
+            self.reason, self.trace_id, self.span_id, self.service, self.agent,
+            self.conversation_id, self.risk_tier, self.policy,
+            json.dumps(self.details, sort_keys=True, default=str), int(self.incomplete),
+            self.trace_start_ns, self.trace_end_ns, self.detected_at_ns,
+        ]  # fmt: skip

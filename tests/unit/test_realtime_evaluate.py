@@ -1,0 +1,177 @@
+"""TraceEvaluator and Sampler over demo traces produced by the official OTel SDK."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import defaultdict
+
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from detectors import default_policy, load_policy
+from pathgrade.demo import CLEAN_SCENARIOS, plan_turns, send_demo_traces
+from realtime_plane.assembler import DueTrace
+from realtime_plane.config import SamplerRates
+from realtime_plane.evaluate import TraceEvaluator
+from realtime_plane.sampler import Sampler, hash_unit
+from schemas.alerts import Alert
+from schemas.model import Trace
+from schemas.otlp import decode_spans_message
+from schemas.sampled import SampledTrace
+
+
+class _Keep(InMemorySpanExporter):
+    def shutdown(self) -> None:  # keep the spans after the demo shuts the provider down
+        pass
+
+
+@pytest.fixture(scope="module")
+def demo() -> list[tuple[str, Trace]]:
+    """20 demo turns (each production failure once) as (scenario, decoded trace)."""
+    exporter = _Keep()
+    summary = send_demo_traces(exporter, traces=20, seed=5)
+    spans = decode_spans_message(
+        encode_spans(exporter.get_finished_spans()).SerializeToString(), "acme", 1
+    )
+    by_trace = defaultdict(list)
+    for span in spans:
+        by_trace[span.trace_id].append(span)
+    scenarios = [turn.scenario for turn in plan_turns(20, seed=5)]
+    return [
+        (s, Trace("acme", t, by_trace[t]))
+        for s, t in zip(scenarios, summary.trace_ids, strict=True)
+    ]
+
+
+FAILURES = {
+    "unrequested_billing_ticket": "PG110",
+    "plan_change_retry_storm": "PG108",
+    "kb_injection_equipment_reset": "PG117",
+    "cross_account_plan_change": "PG112",
+}
+CLEAN = set(CLEAN_SCENARIOS)
+
+
+def test_production_failures_alert_and_clean_turns_do_not(demo: list) -> None:
+    evaluator = TraceEvaluator(default_policy())
+    for scenario, trace in demo:
+        evaluation = evaluator.evaluate(DueTrace(trace, "quiet", False), now_ns=7)
+        codes = {a.code for a in evaluation.new_alerts}
+        if scenario in FAILURES:
+            assert FAILURES[scenario] in codes, scenario
+        elif scenario in CLEAN:
+            assert codes == set(), scenario
+        for alert in evaluation.new_alerts:
+            assert Alert.from_json(alert.to_json()) == alert
+            assert alert.tenant == "acme" and alert.service == "support-agent"
+            assert alert.trace_end_ns == trace.root.end_ns and alert.detected_at_ns == 7
+
+
+def test_re_evaluation_never_alerts_twice(demo: list) -> None:
+    evaluator = TraceEvaluator(default_policy())
+    trace = next(t for s, t in demo if s == "plan_change_retry_storm")
+    first = evaluator.evaluate(DueTrace(trace, "quiet", False), 1)
+    again = evaluator.evaluate(DueTrace(trace, "quiet", True), 2)
+    assert first.new_alerts and again.new_alerts == []
+    assert again.findings == first.findings
+    assert evaluator.duplicates_suppressed == len(first.findings)
+
+
+def test_risk_tier_policy_then_root_attribute_then_medium(demo: list, tmp_path) -> None:
+    trace = demo[0][1]
+    assert (
+        TraceEvaluator(default_policy()).evaluate(DueTrace(trace, "quiet", False), 0).risk_tier
+        == "medium"
+    )
+    trace.root.attributes["pathgrade.risk_tier"] = "high"
+    try:
+        assert (
+            TraceEvaluator(default_policy()).evaluate(DueTrace(trace, "quiet", False), 0).risk_tier
+            == "high"
+        )
+        policy = tmp_path / "policy.yaml"
+        policy.write_text("services:\n  support-agent:\n    risk_tier: low\n")
+        evaluator = TraceEvaluator(load_policy(policy), "policy.yaml")
+        evaluation = evaluator.evaluate(DueTrace(trace, "quiet", False), 0)
+        assert evaluation.risk_tier == "low"
+    finally:
+        del trace.root.attributes["pathgrade.risk_tier"]
+
+
+def test_earlier_turn_confirmation_reaches_the_detectors(demo: list) -> None:
+    """PG111: an irreversible reset confirmed on the previous turn of the conversation."""
+    confirmed_here = next(t for s, t in demo if s == "requested_reset")
+    trace = _without_confirmation(confirmed_here)
+    clean = TraceEvaluator(default_policy()).evaluate(DueTrace(confirmed_here, "quiet", False), 0)
+    assert "PG111" not in {a.code for a in clean.new_alerts}
+    tool = next(s for s in trace.spans if s.genai.tool_name == "reset_equipment")
+    confirmed = {
+        "name": "reset_equipment",
+        "arguments": __import__("json").loads(tool.genai.tool_arguments),
+    }
+    earlier = Trace("acme", "e" * 32, [_copy_root(trace, confirmed)])
+    evaluator = TraceEvaluator(default_policy())
+    alone = TraceEvaluator(default_policy()).evaluate(DueTrace(trace, "quiet", False), 0)
+    assert "PG111" in {a.code for a in alone.new_alerts}
+    evaluator.evaluate(DueTrace(earlier, "quiet", False), 0)
+    after = evaluator.evaluate(DueTrace(trace, "quiet", False), 0)
+    assert "PG111" not in {a.code for a in after.new_alerts}
+
+
+def _without_confirmation(trace: Trace) -> Trace:
+    """The same turn as if the user had not confirmed anything on it."""
+    root = trace.root
+    attributes = {k: v for k, v in root.attributes.items() if k != "pathgrade.confirmed_action"}
+    spans = [dataclasses.replace(s, attributes=attributes) if s is root else s for s in trace.spans]
+    return Trace(trace.tenant, trace.trace_id, spans)
+
+
+def _copy_root(trace: Trace, confirmed: dict) -> object:
+    root = trace.root
+    attributes = {**root.attributes, "pathgrade.confirmed_action": json.dumps(confirmed)}
+    return dataclasses.replace(
+        root, span_id="e" * 16, start_ns=root.start_ns - 10**9, end_ns=root.start_ns - 1,
+        trace_id="e" * 32, attributes=attributes,
+    )  # fmt: skip
+
+
+def test_hash_sampling_lower_rate_is_a_subset_and_flags_add_reasons(demo: list) -> None:
+    ids = [f"{i:032x}" for i in range(2000)]
+    low = {t for t in ids if hash_unit(t) < 0.05}
+    high = {t for t in ids if hash_unit(t) < 0.2}
+    assert low < high and 0.1 < len(high) / len(ids) < 0.3
+    evaluator = TraceEvaluator(default_policy())
+    sampler = Sampler(SamplerRates(tiers={"medium": 0.0}, tool_error=1.0))
+    reasons = {}
+    for scenario, trace in demo:
+        sample = sampler.decide(evaluator.evaluate(DueTrace(trace, "quiet", False), 0), 9)
+        reasons[scenario] = sample.reasons if sample else None
+        if sample:
+            assert SampledTrace.from_json(sample.to_json()) == sample
+    assert reasons["order_status"] is None
+    assert reasons["tool_error_timeout"] == ["finding:PG101", "tool_error"]
+    assert "finding:PG110" in reasons["unrequested_billing_ticket"]
+    everything = Sampler(SamplerRates(tiers={"medium": 1.0}))
+    clean = next(t for s, t in demo if s == "order_status")
+    assert everything.decide(evaluator.evaluate(DueTrace(clean, "quiet", True), 0), 0).reasons == [
+        "base_rate"
+    ]
+
+
+def test_alerts_cli_query_filters_and_errors_name_the_flag() -> None:
+    import datetime
+
+    from pathgrade.cli_alerts import alerts_query, since_timestamp
+    from pathgrade.cli_support import CliError
+
+    now = datetime.datetime(2025, 7, 1, 12, tzinfo=datetime.UTC)
+    assert since_timestamp("15m", now) == now - datetime.timedelta(minutes=15)
+    assert since_timestamp("2025-07-01T11:00:00", now).hour == 11
+    sql, parameters = alerts_query("1h", "PG110", 10)
+    assert "FROM alerts_view WHERE" in sql and parameters["code"] == "PG110"
+    with pytest.raises(CliError, match="--code"):
+        alerts_query(None, "110", 10)
+    with pytest.raises(CliError, match="--since"):
+        since_timestamp("yesterday")
