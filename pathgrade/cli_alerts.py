@@ -133,9 +133,14 @@ def _status(plane: Any) -> str:
 
 
 def _report(plane: Any, stop: threading.Event) -> None:
-    """A progress line on stderr whenever the counters moved."""
-    last = ""
+    """A progress line on stderr whenever the counters moved, and a line on stdout whenever
+    the group assigned this consumer other partitions."""
+    last, assigned = "", ""
     while not stop.wait(STATUS_EVERY_S):
+        partitions = ",".join(map(str, sorted(plane.assigned.copy()))) or "none"
+        if partitions != assigned:
+            print(f"realtime: assigned partitions {partitions}", flush=True)
+            assigned = partitions
         line = _status(plane)
         if line != last:
             print(f"realtime: {line}", file=sys.stderr, flush=True)

@@ -5,10 +5,17 @@ is due when its root span is present (spans are exported when they end) and no s
 for the quiet window, or when it is older than the maximum age (then `incomplete`). At the
 memory bound the oldest traces are handed out early, also marked incomplete. Offsets that
 may be committed stop at the lowest offset still held for each partition.
+
+Due detection and committable offsets are incremental, so a poll costs what changed, not
+the number of traces held: `_pending` is in opening order (max age and memory bound take
+from its front), quiet deadlines sit in a heap pushed on add, and held offsets in a heap
+per partition; stale heap entries are skipped lazily and the offset heaps are compacted
+when mostly stale.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Literal
@@ -66,6 +73,8 @@ class TraceAssembler:
         self._recent: OrderedDict[TraceKey, tuple[list[Span], int]] = OrderedDict()
         self._next_offset: dict[int, int] = {}
         self._span_count = 0
+        self._deadlines: list[tuple[float, TraceKey]] = []  # may hold stale entries
+        self._held: dict[int, list[tuple[int, TraceKey]]] = {}  # partition -> offset heap
 
     @property
     def traces_held(self) -> int:
@@ -79,14 +88,21 @@ class TraceAssembler:
         """Buffer the spans of one message (read at `partition`, `offset`)."""
         self._next_offset[partition] = max(self._next_offset.get(partition, 0), offset + 1)
         self.stats.spans_added += len(spans)
+        touched: dict[TraceKey, _Pending] = {}
         for span in spans:
             key = (span.tenant, span.trace_id)
-            pending = self._pending.get(key) or self._open(key, now)
+            pending = touched.get(key) or self._pending.get(key) or self._open(key, now)
+            touched[key] = pending
             pending.spans.append(span)
-            pending.last_seen = now
             pending.has_root = pending.has_root or span.is_root
-            pending.offsets[partition] = min(pending.offsets.get(partition, offset), offset)
             self._span_count += 1
+        for key, pending in touched.items():
+            pending.last_seen = now
+            if pending.has_root:
+                heapq.heappush(self._deadlines, (now + self.quiet_window_s, key))
+            if offset < pending.offsets.get(partition, offset + 1):
+                pending.offsets[partition] = offset
+                heapq.heappush(self._held.setdefault(partition, []), (offset, key))
 
     def _open(self, key: TraceKey, now: float) -> _Pending:
         earlier, evaluations = self._recent.pop(key, ([], 0))
@@ -98,18 +114,31 @@ class TraceAssembler:
 
     def due(self, now: float) -> list[DueTrace]:
         """Traces to evaluate now: quiet ones, too old ones, and the oldest beyond the bound."""
-        ready: list[tuple[TraceKey, DueReason]] = []
-        for key, pending in self._pending.items():
-            if now - pending.first_seen >= self.max_age_s:
-                ready.append((key, "max_age"))
-            elif pending.has_root and now - pending.last_seen >= self.quiet_window_s:
-                ready.append((key, "quiet"))
-        out = [self._release(key, reason) for key, reason in ready]
+        out = []
+        while self._pending and now - self._oldest()[1].first_seen >= self.max_age_s:
+            out.append(self._release(self._oldest()[0], "max_age"))
+        while self._deadlines and self._deadlines[0][0] <= now:
+            key = heapq.heappop(self._deadlines)[1]
+            if self._quiet(key, now):
+                out.append(self._release(key, "quiet"))
         while self._pending and (
             len(self._pending) > self.max_traces or self._span_count > self.max_spans
         ):
-            out.append(self._release(next(iter(self._pending)), "memory"))
+            out.append(self._release(self._oldest()[0], "memory"))
         return out
+
+    def _oldest(self) -> tuple[TraceKey, _Pending]:
+        """The trace opened first (`_pending` is in opening order, the clock is monotonic)."""
+        return next(iter(self._pending.items()))
+
+    def _quiet(self, key: TraceKey, now: float) -> bool:
+        """The trace at `key` is still held, has its root, and got no span for the window."""
+        pending = self._pending.get(key)
+        return (
+            pending is not None
+            and pending.has_root
+            and now - pending.last_seen >= self.quiet_window_s
+        )
 
     def forget_partitions(self, partitions: set[int]) -> int:
         """Drop every trace held for `partitions` (moved to another consumer, which re-reads
@@ -119,6 +148,7 @@ class TraceAssembler:
             self._span_count -= len(self._pending.pop(key).spans)
         for partition in partitions:
             self._next_offset.pop(partition, None)
+            self._held.pop(partition, None)
         return len(keys)
 
     def _release(self, key: TraceKey, reason: DueReason) -> DueTrace:
@@ -137,7 +167,24 @@ class TraceAssembler:
         """Per partition, the next offset to commit: the lowest offset still held, else one
         past the last offset read."""
         out = dict(self._next_offset)
-        for pending in self._pending.values():
-            for partition, offset in pending.offsets.items():
-                out[partition] = min(out.get(partition, offset), offset)
+        if sum(map(len, self._held.values())) > 4 * len(self._pending) + 1024:
+            self._compact_held()
+        for partition, held in self._held.items():
+            while held and not self._holds(held[0][1], partition, held[0][0]):
+                heapq.heappop(held)
+            if held:
+                out[partition] = held[0][0]
         return out
+
+    def _compact_held(self) -> None:
+        """Rebuild the offset heaps from the traces still held."""
+        self._held = {partition: [] for partition in self._held}
+        for key, pending in self._pending.items():
+            for partition, offset in pending.offsets.items():
+                self._held.setdefault(partition, []).append((offset, key))
+        for held in self._held.values():
+            heapq.heapify(held)
+
+    def _holds(self, key: TraceKey, partition: int, offset: int) -> bool:
+        pending = self._pending.get(key)
+        return pending is not None and pending.offsets.get(partition) == offset

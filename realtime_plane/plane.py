@@ -30,6 +30,7 @@ from realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
 from schemas.otlp import decode_spans_message, message_tenant_and_time
 
 log = logging.getLogger(__name__)
+COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts are costly
 
 
 @dataclass
@@ -71,6 +72,7 @@ class RealtimePlane:
         self.counters_ = RealtimeCounters()
         self.assigned: set[int] = set()
         self._committed: dict[int, int] = {}
+        self._last_commit = float("-inf")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.consumer: KafkaConsumer | None = None
@@ -110,7 +112,9 @@ class RealtimePlane:
                 self._stop.wait(1.0)
 
     def poll_once(self) -> None:
-        """One poll: buffer the spans, evaluate due traces, emit, commit."""
+        """One poll: buffer the spans, evaluate due traces, emit (Kafka, webhook, log line);
+        every COMMIT_INTERVAL_S store the alerts and commit, so a slow insert never holds
+        up detection for long."""
         assert self.consumer is not None
         records = self.consumer.poll(timeout_ms=self.config.poll_timeout_ms)
         now = self.clock()
@@ -119,7 +123,9 @@ class RealtimePlane:
                 self._add(partition, message, now)
         for due in self.assembler.due(now):
             self._emit(self.evaluator.evaluate(due, time.time_ns()))
-        self._flush_and_commit()
+        if now - self._last_commit >= COMMIT_INTERVAL_S:
+            self._last_commit = now
+            self._flush_and_commit()
 
     def _add(self, partition: TopicPartition, message: Any, now: float) -> None:
         self.counters_.messages += 1

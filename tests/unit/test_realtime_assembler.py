@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
+
 from realtime_plane.assembler import TraceAssembler
 from schemas.model import Span
 
@@ -77,3 +80,65 @@ def test_forget_partitions_drops_only_their_traces() -> None:
     a.add(1, 1, [span("b", "c", "r")], now=0.0)
     assert a.forget_partitions({0}) == 1
     assert a.traces_held == 1 and a.committable() == {1: 1}
+
+
+def test_later_span_pushes_the_quiet_deadline_back() -> None:
+    a = TraceAssembler(quiet_window_s=1.0)
+    a.add(0, 0, [span("a", "r")], now=0.0)
+    a.add(0, 1, [span("a", "c", "r")], now=0.8)
+    assert a.due(1.0) == [] and a.due(1.7) == []
+    (due,) = a.due(1.8)
+    assert len(due.trace.spans) == 2
+
+
+@dataclass
+class _Held:
+    first: float
+    last: float
+    root: bool
+    offsets: dict[int, int]  # partition -> lowest offset
+
+
+def _full_scan_due(held: dict[str, _Held], now: float) -> dict[str, str]:
+    """What scanning every held trace finds due (the reference the assembler must match)."""
+    return {
+        trace: "max_age" if now - h.first >= 5.0 else "quiet"
+        for trace, h in held.items()
+        if now - h.first >= 5.0 or (h.root and now - h.last >= 1.0)
+    }
+
+
+def _full_scan_committable(held: dict[str, _Held], read: dict[int, int]) -> dict[int, int]:
+    return {
+        p: min([h.offsets[p] for h in held.values() if p in h.offsets] + [next_offset])
+        for p, next_offset in read.items()
+    }
+
+
+def test_due_and_committable_match_a_full_scan_under_random_traffic() -> None:
+    """The incremental bookkeeping gives what scanning every held trace would give."""
+    rng = random.Random(4)
+    a = TraceAssembler(quiet_window_s=1.0, max_age_s=5.0, max_traces=40)
+    held: dict[str, _Held] = {}
+    read: dict[int, int] = {}
+    rooted: dict[str, bool] = {}
+    for step in range(3000):
+        now = step * 0.05
+        trace, partition, root = (
+            rng.choice("0123456789abcdef"),
+            rng.randrange(2),
+            rng.random() < 0.3,
+        )
+        offset = read.get(partition, 0)
+        a.add(partition, offset, [span(trace, "r" if root else "c", "" if root else "r")], now)
+        read[partition] = offset + 1
+        rooted[trace] = rooted.get(trace, False) or root  # a re-opened trace keeps its spans
+        h = held.setdefault(trace, _Held(now, now, False, {}))
+        h.last, h.root = now, rooted[trace]
+        h.offsets.setdefault(partition, offset)
+        released = {d.trace.trace_id[0]: d.reason for d in a.due(now)}
+        expected = _full_scan_due(held, now)
+        assert {t: r for t, r in released.items() if r != "memory"} == expected
+        for trace in released:
+            del held[trace]
+        assert a.committable() == _full_scan_committable(held, read)

@@ -1,0 +1,392 @@
+"""Alert latency of the realtime plane under load: a root span's end -> its alert on a webhook.
+
+Starts `pathgrade up` (bundled Tansu broker, chDB store, collector child, realtime plane
+with the default 1 s quiet window) with a webhook pointing at a receiver in this process,
+then sends whole demo agent traces (OTel SDK spans, pre-encoded as OTLP protobuf with fresh
+trace ids) at a target span rate from a few threads. Just before each request is sent, its
+traces are shifted in time so every root span ends "now"; the latency of an alert is its
+receive time minus that root end (`trace_end_ns` in the alert). It prints, per target rate,
+the achieved ingest rate, achieved/target, p50/p99/max latency over the alerts of failure
+scenarios, and the CPU each process of the stack used; and the in-process cost of one
+detector run over a 10-span trace (the baseline measured in the same run).
+
+    python bench/realtime.py [--rates 10000,5000,2500] [--seconds 20] [--senders 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import itertools
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from ingest import template_spans
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+
+from detectors import load_policy, run_detectors
+from pathgrade.broker import free_port
+from pathgrade.demo import FAILURE_SCENARIOS
+from schemas.model import Trace
+from schemas.otlp import decode_resource_spans
+
+SCENARIO_ATTRIBUTE = "pathgrade.demo.scenario"
+TRACES_PER_REQUEST = 20
+SUSTAINED = 0.95  # achieved/target at or above this counts as sustained
+
+
+class Receiver(ThreadingHTTPServer):
+    """The alert webhook: records (receive time ns, alert document) per POST."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.received: list[tuple[int, dict]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Receiver
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.received.append((time.time_ns(), json.loads(body)))
+        self.send_response(204)
+        self.end_headers()
+
+
+@dataclass
+class TemplateTrace:
+    """One demo trace (resource, scope, spans with the root first), whether it is a failure
+    scenario, and its span count."""
+
+    resource_spans: ResourceSpans
+    failure: bool
+    spans: int
+
+
+def template_traces() -> list[TemplateTrace]:
+    """The demo traces as OTLP, one ResourceSpans per trace."""
+    request = encode_spans(template_spans())
+    by_trace: dict[bytes, ResourceSpans] = {}
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                if span.trace_id not in by_trace:
+                    out = ResourceSpans(resource=rs.resource)
+                    out.scope_spans.add(scope=ss.scope)
+                    by_trace[span.trace_id] = out
+                by_trace[span.trace_id].scope_spans[0].spans.append(span)
+    for rs in by_trace.values():  # root first: its end time anchors the trace
+        spans = rs.scope_spans[0].spans
+        spans.sort(key=lambda span: bool(span.parent_span_id))
+    return [
+        TemplateTrace(rs, _scenario(rs) in FAILURE_SCENARIOS, _spans(rs))
+        for rs in by_trace.values()
+    ]
+
+
+def _spans(rs: ResourceSpans) -> int:
+    return len(rs.scope_spans[0].spans)
+
+
+def _scenario(rs: ResourceSpans) -> str:
+    root = rs.scope_spans[0].spans[0]
+    return next((a.value.string_value for a in root.attributes if a.key == SCENARIO_ATTRIBUTE), "")
+
+
+def requests(templates: list[TemplateTrace], rng: random.Random) -> Iterator[tuple[list, int]]:
+    """Endless requests of TRACES_PER_REQUEST copies of demo traces with fresh trace ids:
+    (the ResourceSpans to send, their span count)."""
+    for start in itertools.count(step=TRACES_PER_REQUEST):
+        batch = [templates[(start + i) % len(templates)] for i in range(TRACES_PER_REQUEST)]
+        copies = []
+        for template in batch:
+            copy = ResourceSpans()
+            copy.CopyFrom(template.resource_spans)
+            trace_id = rng.randbytes(16)
+            for span in copy.scope_spans[0].spans:
+                span.trace_id = trace_id
+            copies.append(copy)
+        yield copies, sum(t.spans for t in batch)
+
+
+def stamp(copies: list[ResourceSpans], now_ns: int) -> bytes:
+    """The request body with every trace shifted so its root span ends at `now_ns`."""
+    for rs in copies:
+        spans = rs.scope_spans[0].spans
+        delta = now_ns - spans[0].end_time_unix_nano
+        for span in spans:
+            span.start_time_unix_nano += delta
+            span.end_time_unix_nano += delta
+    return ExportTraceServiceRequest(resource_spans=copies).SerializeToString()
+
+
+@dataclass
+class Stage:
+    """One target rate: what was sent, the alert latencies, and the CPU it took."""
+
+    target: float
+    spans: int
+    seconds: float
+    failure_traces: int
+    alerted_traces: int
+    latencies_s: list[float]  # root end -> webhook receive
+    detection_s: list[float]  # root end -> the plane's detection (`detected_at_ns`)
+    cpu_s: dict[str, float]
+
+    @property
+    def achieved(self) -> float:
+        return self.spans / self.seconds
+
+
+def send_at_rate(
+    port: int, templates: list[TemplateTrace], rate: float, seconds: float, senders: int
+) -> tuple[int, float, set[str]]:
+    """Send at `rate` spans/s for `seconds`; (spans sent, elapsed s, failure trace ids)."""
+    stream = requests(templates, random.Random(int(rate)))
+    lock = threading.Lock()
+    schedule = {"spans": 0, "offset_s": 0.0}
+    failing: set[str] = set()
+    errors: list[str] = []
+    started = time.monotonic()
+
+    def sender() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        while True:
+            with lock:
+                if schedule["offset_s"] >= seconds:
+                    break
+                copies, spans = next(stream)
+                due = started + schedule["offset_s"]
+                schedule["offset_s"] += spans / rate
+                schedule["spans"] += spans
+            time.sleep(max(0.0, due - time.monotonic()))
+            failing.update(
+                rs.scope_spans[0].spans[0].trace_id.hex()
+                for rs in copies
+                if _scenario(rs) in FAILURE_SCENARIOS
+            )
+            body = stamp(copies, time.time_ns())
+            headers = {"Content-Type": "application/x-protobuf"}
+            connection.request("POST", "/v1/traces", body, headers)
+            response = connection.getresponse()
+            response.read()
+            if response.status != 200:
+                errors.append(f"HTTP {response.status}")
+        connection.close()
+
+    threads = [threading.Thread(target=sender) for _ in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise SystemExit(f"{len(errors)} requests failed, first: {errors[0]}")
+    return int(schedule["spans"]), time.monotonic() - started, failing
+
+
+def process_tree(root: int) -> dict[int, str]:
+    """pid -> short command line of `root` and all its descendants (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    tree, frontier = {root}, [root]
+    while frontier:
+        current = frontier.pop()
+        children = [pid for pid, parent in parents.items() if parent == current]
+        tree.update(children)
+        frontier.extend(children)
+    return {pid: _command(pid) for pid in tree}
+
+
+def _command(pid: int) -> str:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    words = [Path(w.decode()).name for w in argv if w and not w.startswith(b"-")]
+    return " ".join(words[:3])[:40]
+
+
+def cpu_seconds(pids: dict[int, str]) -> dict[str, float]:
+    """User + system CPU seconds so far, per process (this bench included)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid, name in pids.items():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[f"{name} [{pid}]"] = (int(fields[11]) + int(fields[12])) / tick
+    times = os.times()
+    out["bench senders + webhook"] = times.user + times.system
+    return out
+
+
+def wait_for_quiet(receiver: Receiver, quiet_s: float = 5.0, limit_s: float = 120.0) -> None:
+    """Until no alert arrived for `quiet_s` (or `limit_s` passed)."""
+    started = time.monotonic()
+    count, changed = -1, time.monotonic()
+    while time.monotonic() - changed < quiet_s and time.monotonic() - started < limit_s:
+        if len(receiver.received) != count:
+            count, changed = len(receiver.received), time.monotonic()
+        time.sleep(0.2)
+
+
+def run_stage(
+    port: int, stack_pid: int, receiver: Receiver, templates: list[TemplateTrace],
+    rate: float, seconds: float, senders: int,
+) -> Stage:  # fmt: skip
+    """Send at one rate, wait for its alerts, and measure."""
+    pids = process_tree(stack_pid)
+    cpu_before = cpu_seconds(pids)
+    first_alert = len(receiver.received)
+    spans, elapsed, failing = send_at_rate(port, templates, rate, seconds, senders)
+    cpu_after = cpu_seconds(pids)
+    wait_for_quiet(receiver)
+    first_by_trace: dict[str, tuple[float, float]] = {}
+    for received_ns, alert in receiver.received[first_alert:]:
+        if alert["trace_id"] in failing and alert["trace_id"] not in first_by_trace:
+            end_ns = alert["trace_end_ns"]
+            first_by_trace[alert["trace_id"]] = (
+                (received_ns - end_ns) / 1e9, (alert["detected_at_ns"] - end_ns) / 1e9,
+            )  # fmt: skip
+    cpu = {name: cpu_after[name] - cpu_before.get(name, 0.0) for name in cpu_after}
+    return Stage(
+        rate, spans, elapsed, len(failing), len(first_by_trace),
+        sorted(t for t, _ in first_by_trace.values()),
+        sorted(d for _, d in first_by_trace.values()), cpu,
+    )  # fmt: skip
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """The q-quantile (0..1) by nearest rank; NaN when empty."""
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def detector_cost_us(templates: list[TemplateTrace], runs: int = 2000) -> tuple[int, float, float]:
+    """(spans, p50 µs, p99 µs) of one `run_detectors` over a demo trace of ~10 spans."""
+    template = min(templates, key=lambda t: abs(t.spans - 10))
+    spans = decode_resource_spans([template.resource_spans], "t", 0)
+    trace = Trace("t", spans[0].trace_id, spans)
+    root = trace.root or spans[0]
+    resolved = load_policy(None).resolve(root.service_name, root.genai.agent_name, "medium")
+    context = resolved.context([])
+    costs = []
+    for _ in range(runs):
+        started = time.perf_counter_ns()
+        run_detectors(trace, resolved, context)
+        costs.append((time.perf_counter_ns() - started) / 1e3)
+    costs.sort()
+    return len(spans), percentile(costs, 0.5), percentile(costs, 0.99)
+
+
+def start_stack(data_dir: Path, http_port: int, webhook: str) -> subprocess.Popen:
+    """`pathgrade up` with the webhook; its output drained to a log file in `data_dir`."""
+    log = (data_dir / "stack.log").open("w")
+    stack = subprocess.Popen(
+        [sys.executable, "-m", "pathgrade.cli", "up", "--data-dir", str(data_dir),
+         "--grpc-port", "0", "--http-port", str(http_port), "--capture-tools", "*",
+         "--alert-webhook", webhook],
+        stdout=log, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    while "pathgrade is up" not in (data_dir / "stack.log").read_text():
+        if stack.poll() is not None:
+            raise SystemExit(f"pathgrade up exited:\n{(data_dir / 'stack.log').read_text()}")
+        time.sleep(0.2)
+    return stack
+
+
+def report(stages: list[Stage], detector: tuple[int, float, float]) -> None:
+    print()
+    print("latency = root span end -> alert received on the webhook (detected: -> detection)")
+    print(
+        "target  achieved  ratio  failure traces  alerted   p50 s   p99 s   max s"
+        "  detected p50/p99 s"
+    )
+    for s in stages:
+        lat = s.latencies_s
+        print(
+            f"{s.target:>6,.0f}  {s.achieved:>8,.0f}  {s.achieved / s.target:5.2f}  "
+            f"{s.failure_traces:>14}  {s.alerted_traces:>7}  {percentile(lat, 0.5):6.2f}  "
+            f"{percentile(lat, 0.99):6.2f}  {max(lat, default=float('nan')):6.2f}  "
+            f"{percentile(s.detection_s, 0.5):8.2f} / {percentile(s.detection_s, 0.99):.2f}"
+        )
+    sustained = [s for s in stages if s.achieved / s.target >= SUSTAINED]
+    if sustained:
+        best = max(sustained, key=lambda s: s.target)
+        print(
+            f"highest sustained rate: {best.target:,.0f} spans/s, "
+            f"p99 {percentile(best.latencies_s, 0.99):.2f} s"
+        )
+    for s in stages:
+        busiest = sorted(s.cpu_s.items(), key=lambda item: -item[1])
+        usage = ", ".join(f"{name} {cpu / s.seconds:.0%}" for name, cpu in busiest if cpu > 0.05)
+        print(f"CPU at {s.target:,.0f} spans/s (of one core): {usage}")
+    spans, p50, p99 = detector
+    print(f"detector run over a {spans}-span trace: p50 {p50:.0f} µs, p99 {p99:.0f} µs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--rates", default="10000", help="target spans/s, comma-separated (each a stage)"
+    )
+    parser.add_argument("--seconds", type=float, default=20.0, help="send time per stage")
+    parser.add_argument("--senders", type=int, default=4)
+    args = parser.parse_args()
+    rates = [float(r) for r in args.rates.split(",")]
+
+    print("preparing demo traces ...", file=sys.stderr, flush=True)
+    templates = template_traces()
+    detector = detector_cost_us(templates)
+    receiver = Receiver()
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    data_dir = Path(tempfile.mkdtemp(prefix="pathgrade-bench-realtime-"))
+    http_port = free_port()
+    stack = start_stack(data_dir, http_port, receiver.url)
+    stages = []
+    try:
+        for rate in rates:
+            print(f"stage: {rate:,.0f} spans/s for {args.seconds:.0f} s ...", file=sys.stderr,
+                  flush=True)  # fmt: skip
+            stages.append(
+                run_stage(http_port, stack.pid, receiver, templates, rate, args.seconds,
+                          args.senders)
+            )  # fmt: skip
+    finally:
+        stack.terminate()
+        stack.wait(timeout=180)
+        receiver.shutdown()
+    report(stages, detector)
+
+
+if __name__ == "__main__":
+    main()
