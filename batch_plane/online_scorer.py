@@ -1,0 +1,154 @@
+"""The online scorer: consumer group `pathgrade-scorer` on `pathgrade.sampled`.
+
+Each message is a `SampledTrace`. The scorer loads the trace's spans from the store
+(waiting a little for the store writer), scores it with the metrics its risk tier is
+assigned, writes the scores and only then commits the offset. Each score is also handed
+to `on_event` in the GenAI `gen_ai.evaluation.result` shape, for users who export scores
+back as span events.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaConsumer
+from kafka.structs import OffsetAndMetadata
+from pydantic import ValidationError
+
+from batch_plane.judge import BudgetExhausted, Judge, JudgeError
+from batch_plane.offline_scoring import JUDGE_METRICS, TraceScorer
+from batch_plane.scores import evaluation_event, write_scores
+from batch_plane.store import Store
+from batch_plane.trace_rows import load_trace
+from schemas.model import Trace
+from schemas.sampled import SampledTrace
+from schemas.topics import SAMPLED_TOPIC
+
+log = logging.getLogger(__name__)
+
+SCORER_GROUP = "pathgrade-scorer"
+
+TIER_METRICS: dict[str, tuple[str, ...]] = {
+    "low": ("claimed_actions",),
+    "medium": ("claimed_actions", "task_completion"),
+    "high": ("claimed_actions", "task_completion", "faithfulness", "unsupported_claims"),
+    "critical": (
+        "claimed_actions", "task_completion", "faithfulness", "unsupported_claims",
+        "plan_quality",
+    ),
+}  # fmt: skip
+"""The scoring policy: metrics per risk tier (judge metrics only when a judge is set)."""
+
+
+@dataclass
+class OnlineScorerConfig:
+    """Where to read, what each tier gets, and how long to wait for a trace to be stored."""
+
+    bootstrap_servers: str
+    topic: str = SAMPLED_TOPIC
+    group_id: str = SCORER_GROUP
+    tier_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: TIER_METRICS)
+    trace_wait_s: float = 30.0
+    session_timeout_ms: int = 6000
+    consumer_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class OnlineScorerStats:
+    messages: int = 0
+    scored: int = 0
+    scores: int = 0
+    skipped: int = 0  # undecodable, never stored, or the judge failed
+
+
+class OnlineScorer:
+    """Consume, load, score, write, then commit. `run` until `stop` is set."""
+
+    def __init__(
+        self,
+        config: OnlineScorerConfig,
+        store: Store,
+        judge: Judge | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.on_event = on_event
+        self.stats = OnlineScorerStats()
+        self.scorers = {
+            tier: TraceScorer(
+                tuple(m for m in metrics if judge is not None or m not in JUDGE_METRICS), judge
+            )
+            for tier, metrics in config.tier_metrics.items()
+        }
+        self.consumer = KafkaConsumer(
+            config.topic,
+            bootstrap_servers=config.bootstrap_servers,
+            group_id=config.group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=config.session_timeout_ms,
+            heartbeat_interval_ms=max(500, config.session_timeout_ms // 4),
+            max_poll_records=50,
+            **config.consumer_options,
+        )
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self.poll_once(stop)
+
+    def poll_once(self, stop: threading.Event | None = None, timeout_ms: int = 200) -> None:
+        """Score each polled message and commit it once its scores are stored."""
+        for partition, messages in self.consumer.poll(timeout_ms=timeout_ms).items():
+            for message in messages:
+                self.stats.messages += 1
+                self.handle(message.value, stop)
+                self.consumer.commit({partition: OffsetAndMetadata(message.offset + 1, "", -1)})
+
+    def handle(self, value: bytes, stop: threading.Event | None = None) -> None:
+        """Score one `pathgrade.sampled` message (logs and skips what cannot be scored)."""
+        try:
+            sampled = SampledTrace.from_json(value)
+        except ValidationError as exc:
+            self.stats.skipped += 1
+            log.error("skipping undecodable pathgrade.sampled message: %s", exc)
+            return
+        scorer = self.scorers.get(sampled.risk_tier)
+        if scorer is None:
+            self.stats.skipped += 1
+            log.error("trace %s: no scorers for risk tier %r", sampled.trace_id, sampled.risk_tier)
+            return
+        trace = self._wait_for_trace(sampled, stop)
+        if trace is None:
+            self.stats.skipped += 1
+            log.error("trace %s of %s was not stored within %.0f s", sampled.trace_id,
+                      sampled.tenant, self.config.trace_wait_s)  # fmt: skip
+            return
+        try:
+            scores = scorer.score(trace)
+        except (JudgeError, BudgetExhausted) as exc:
+            self.stats.skipped += 1
+            log.error("trace %s: judge failed: %s", sampled.trace_id, exc)
+            return
+        write_scores(self.store, scores)
+        self.stats.scored += 1
+        self.stats.scores += len(scores)
+        if self.on_event:
+            for score in scores:
+                self.on_event(evaluation_event(score))
+
+    def _wait_for_trace(self, sampled: SampledTrace, stop: threading.Event | None) -> Trace | None:
+        deadline = time.monotonic() + self.config.trace_wait_s
+        while True:
+            trace = load_trace(self.store, sampled.tenant, sampled.trace_id)
+            if trace is not None or time.monotonic() >= deadline or (stop and stop.is_set()):
+                return trace
+            time.sleep(0.5)
+
+    def close(self) -> None:
+        self.consumer.close()

@@ -1,0 +1,225 @@
+"""`pathgrade judge calibrate`, `pathgrade score` and `pathgrade scorer` (the online box)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pathgrade.cli_support import CliError, store_args
+
+
+def register(commands: Any) -> None:
+    judge = commands.add_parser("judge", help="judge tools: calibration against human labels")
+    judge_commands = judge.add_subparsers(dest="judge_command", required=True)
+    calibrate = judge_commands.add_parser(
+        "calibrate", help="run the judge over a human-labelled set and store its agreement"
+    )
+    store_args(calibrate)
+    _judge_args(calibrate, required=True)
+    calibrate.add_argument("--labels", type=Path, required=True, metavar="human.jsonl")
+    calibrate.add_argument("--rubric", required=True, metavar="ID@VERSION")
+    calibrate.add_argument("--repeats", type=int, default=3, help="judgements per item (k)")
+    calibrate.set_defaults(run=_cmd_calibrate)
+
+    score = commands.add_parser("score", help="score every trace of a run with a suite's metrics")
+    store_args(score)
+    _judge_args(score, required=False)
+    score.add_argument("--run", dest="run_id", required=True, metavar="RUN_ID")
+    score.add_argument("--suite", type=Path, required=True, metavar="suite.yaml")
+    score.add_argument("--budget-calls", type=int, help="stop after this many judge calls")
+    score.add_argument("--budget-tokens", type=int, help="stop after this many judge tokens")
+    score.add_argument("--budget-usd", type=float, help="stop after this judge cost (USD)")
+    score.set_defaults(run=_cmd_score)
+
+    scorer = commands.add_parser("scorer", help="run the online scorer on pathgrade.sampled")
+    store_args(scorer)
+    _judge_args(scorer, required=False)
+    scorer.add_argument("--kafka", required=True, metavar="HOST:PORT")
+    scorer.add_argument(
+        "--events-out", type=Path, metavar="FILE",
+        help="append each score as a gen_ai.evaluation.result event (JSONL)",
+    )  # fmt: skip
+    scorer.set_defaults(run=_cmd_scorer)
+
+
+def _judge_args(parser: argparse.ArgumentParser, required: bool) -> None:
+    parser.add_argument(
+        "--judge-url", required=required, metavar="URL",
+        help="OpenAI-compatible base URL, e.g. https://api.openai.com/v1",
+    )  # fmt: skip
+    parser.add_argument(
+        "--judge-model", metavar="MODEL",
+        help="pinned judge model id (score: defaults to the suite's judge model)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
+        help="environment variable holding the judge API key",
+    )  # fmt: skip
+    parser.add_argument("--concurrency", type=int, default=8, help="judge requests in flight")
+
+
+@contextmanager
+def _store(args: argparse.Namespace) -> Iterator[Any]:
+    from batch_plane.store import QueryError, StoreUnavailable
+    from pathgrade.store_access import NoStore, open_store
+
+    try:
+        with open_store(args.data_dir, args.clickhouse, must_exist=True) as store:
+            yield store
+    except (NoStore, StoreUnavailable, QueryError) as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _judge(args: argparse.Namespace, store: Any, model: str, budget: Any = None) -> Any:
+    from batch_plane.judge import Judge, JudgeEndpoint
+
+    if not model:
+        raise CliError("--judge-model is required with --judge-url")
+    endpoint = JudgeEndpoint(
+        args.judge_url, model, api_key_env=args.api_key_env, concurrency=args.concurrency
+    )
+    return Judge(endpoint, store=store, budget=budget)
+
+
+def _progress(what: str) -> Callable[[int, int], None]:
+    """A stderr progress line `what done/total (pct)`, ended by a newline when complete."""
+
+    def show(done: int, total: int) -> None:
+        end = "\n" if done >= total else ""
+        pct = 100 * done // max(total, 1)
+        print(f"\r{what} {done}/{total} ({pct}%)", end=end, file=sys.stderr, flush=True)
+
+    return show
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from batch_plane.calibration import (
+        LabelsError,
+        calibrate,
+        labels_digest,
+        load_labels,
+        store_calibration,
+    )
+    from batch_plane.judge import JudgeError
+    from batch_plane.rubrics import RubricError, load_rubric
+
+    if args.repeats < 1:
+        raise CliError(f"--repeats must be at least 1, got {args.repeats}")
+    try:
+        rubric = load_rubric(args.rubric)
+        labels = load_labels(args.labels, rubric)
+    except (RubricError, LabelsError) as exc:
+        raise CliError(str(exc)) from exc
+    with _store(args) as store:
+        judge = _judge(args, store, args.judge_model)
+        try:
+            result = calibrate(
+                judge, rubric, labels, args.repeats, labels_digest(labels), _progress("judging")
+            )
+        except JudgeError as exc:
+            raise CliError(str(exc), exit_code=1) from exc
+        finally:
+            judge.close()
+        store_calibration(store, result)
+    print(
+        f"calibration of {result.model} with {result.rubric_version} on {result.items} items "
+        f"x {result.repeats} repeats: agreement {result.agreement:.3f}, kappa "
+        f"{result.kappa:.3f}, false-pass rate {result.false_pass_rate:.3f}, judge variance "
+        f"{result.judge_variance:.4f}"
+    )
+    return 0
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from batch_plane.calibration import calibration_status
+    from batch_plane.judge import JudgeBudget, JudgeError
+    from batch_plane.offline_scoring import (
+        JUDGE_METRICS,
+        TRACE_METRICS,
+        TraceScorer,
+        UnknownMetric,
+        score_run,
+    )
+    from batch_plane.rubrics import load_rubric
+    from batch_plane.suite import SuiteError, load_suite
+
+    try:
+        suite = load_suite(args.suite)
+    except SuiteError as exc:
+        raise CliError(str(exc)) from exc
+    metrics = tuple(m.id for m in suite.metrics if m.id in TRACE_METRICS)
+    others = [m.id for m in suite.metrics if m.id not in TRACE_METRICS]
+    if others:
+        print(f"not scored from traces (need references): {', '.join(others)}", file=sys.stderr)
+    if not metrics:
+        raise CliError(f"{args.suite}: no metric pathgrade scores from traces alone")
+    model = args.judge_model or (suite.judge.model if suite.judge else "")
+    budget = JudgeBudget(args.budget_calls, args.budget_tokens, args.budget_usd)
+    with _store(args) as store:
+        judge = _judge(args, store, model, budget) if args.judge_url else None
+        try:
+            scorer = TraceScorer(metrics, judge, tuple(suite.slices))
+            outcome = score_run(
+                store,
+                args.run_id,
+                scorer,
+                args.concurrency,
+                _progress(f"scoring run {args.run_id}"),
+            )
+        except (UnknownMetric, JudgeError) as exc:
+            raise CliError(str(exc), exit_code=1 if isinstance(exc, JudgeError) else 2) from exc
+        finally:
+            if judge:
+                judge.close()
+        for metric in metrics:
+            if judge and metric in JUDGE_METRICS:
+                ref = load_rubric(metric).ref
+                if not calibration_status(store, model, ref):
+                    print(f"{metric}: judge {model} with {ref} is uncalibrated (cannot gate)")
+    if outcome.traces == 0:
+        raise CliError(f"run {args.run_id!r} has no traces in the store")
+    if judge:
+        print(f"judge: {budget.calls} calls, {budget.tokens} tokens, ${budget.usd:.4f}")
+    print(outcome.summary())
+    return 0
+
+
+def _cmd_scorer(args: argparse.Namespace) -> int:
+    from batch_plane.online_scorer import OnlineScorer, OnlineScorerConfig
+
+    with _store(args) as store:
+        judge = _judge(args, store, args.judge_model) if args.judge_url else None
+        events = args.events_out.open("a", encoding="utf-8") if args.events_out else None
+
+        def on_event(event: dict[str, Any]) -> None:
+            assert events is not None
+            events.write(json.dumps(event) + "\n")
+            events.flush()
+
+        scorer = OnlineScorer(
+            OnlineScorerConfig(args.kafka), store, judge, on_event if events else None
+        )
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        print(f"scorer: {args.kafka} pathgrade.sampled -> scores", flush=True)
+        try:
+            scorer.run(stop)
+        finally:
+            scorer.close()
+            if judge:
+                judge.close()
+            if events:
+                events.close()
+        print(
+            f"scored {scorer.stats.scored} of {scorer.stats.messages} sampled traces "
+            f"({scorer.stats.scores} scores, {scorer.stats.skipped} skipped)"
+        )
+    return 0
