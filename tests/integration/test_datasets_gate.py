@@ -1,0 +1,173 @@
+"""Datasets, triage, replay and the release gate against a real `pathgrade up` (Tansu,
+chDB, collector), driven through the `pathgrade` command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kafka import KafkaConsumer
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+from examples.seeded_defects.agent import BUILDS, CATCHING_METRICS
+from pathgrade.demo import send_demo_traces
+from schemas.topics import SPANS_TOPIC
+from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
+
+pytestmark = pytest.mark.integration
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "seeded_defects"
+
+
+class Stack:
+    def __init__(self, process: PathgradeProcess, data_dir: Path, http_port: int) -> None:
+        self.process = process
+        self.data_dir = data_dir
+        self.http_port = http_port
+
+    def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """`pathgrade ARGS --data-dir <the stack's>`: commands reach the store through it."""
+        return subprocess.run(
+            [sys.executable, "-m", "pathgrade.cli", *args, "--data-dir", str(self.data_dir)],
+            capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+
+    def messages_for(self, trace_ids: list[str]) -> int:
+        """pathgrade.spans messages (read from the start) keyed by one of `trace_ids`."""
+        state = json.loads((self.data_dir / "stack.json").read_text())
+        consumer = KafkaConsumer(
+            SPANS_TOPIC, bootstrap_servers=state["kafka"], auto_offset_reset="earliest",
+            enable_auto_commit=False, consumer_timeout_ms=3000,
+        )  # fmt: skip
+        keys = {t.encode() for t in trace_ids}
+        try:
+            return sum(1 for message in consumer if message.key in keys)
+        finally:
+            consumer.close()
+
+    def demo_traces(self, traces: int, seed: int) -> list[str]:
+        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{self.http_port}/v1/traces")
+        summary = send_demo_traces(exporter, traces=traces, seed=seed)
+        ids = ",".join(f"'{t}'" for t in summary.trace_ids)
+        wait_until(
+            lambda: (
+                self.process.scalar(f"SELECT count() FROM spans FINAL WHERE TraceId IN ({ids})")
+                == summary.spans
+            )
+        )
+        return summary.trace_ids
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    data_dir = tmp_path_factory.mktemp("datasets")
+    process, _, http_port = start_stack(data_dir, "--capture-tools", "*", "--capture-messages")
+    yield Stack(process, data_dir, http_port)
+    assert process.terminate() == 0, process.output
+
+
+def test_import_publish_export_round_trip_and_immutability(stack: Stack, tmp_path: Path) -> None:
+    golden = EXAMPLE / "golden.jsonl"
+    done = stack.cli("dataset", "import", "golden/round-trip", str(golden), "--owner", "qa",
+                     "--publish")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "golden/round-trip@1 (golden, published, 8 items, owner qa)" in done.stdout
+    out = tmp_path / "export.jsonl"
+    assert stack.cli("dataset", "export", "golden/round-trip", "--out", str(out)).returncode == 0
+    exported = [json.loads(line) for line in out.read_text().splitlines()]
+    original = [json.loads(line) for line in golden.read_text().splitlines()]
+    assert [e["item_id"] for e in exported] == sorted(o["item_id"] for o in original)
+    by_id = {e["item_id"]: e for e in exported}
+    for item in original:
+        assert {k: by_id[item["item_id"]][k] for k in item} == item
+    refused = stack.cli("dataset", "add", "golden/round-trip", str(golden))
+    assert refused.returncode == 1
+    assert "golden/round-trip@1 is published and immutable" in refused.stderr
+
+
+def test_triage_keeps_the_source_trace_and_replay_stores_each_span_once(stack: Stack) -> None:
+    trace_ids = stack.demo_traces(traces=12, seed=21)
+    triaged = stack.cli("triage", trace_ids[0], "--to", "regression/demo")
+    assert triaged.returncode == 0, triaged.stderr
+    exported = stack.cli("dataset", "export", "regression/demo")
+    items = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert [i["source_trace_id"] for i in items] == [trace_ids[0]]
+    assert items[0]["expected_tool_calls"] and items[0]["input"]["user"]
+
+    ids = ",".join(f"'{t}'" for t in trace_ids)
+    spans_before = stack.process.scalar(f"SELECT count() FROM spans FINAL WHERE TraceId IN ({ids})")
+    messages_before = stack.messages_for(trace_ids)
+    replayed = stack.cli("replay", "--where", f"TraceId IN ({ids})", "--rate", "50")
+    assert replayed.returncode == 0, replayed.stderr
+    assert f"replayed {len(trace_ids)} traces ({spans_before} spans)" in replayed.stdout
+    assert "replay: 12/12" in replayed.stderr  # progress
+    assert stack.messages_for(trace_ids) - messages_before == len(trace_ids)
+    wait_until(
+        lambda: (
+            stack.process.scalar(f"SELECT count() FROM spans WHERE TraceId IN ({ids})")
+            >= 2 * spans_before
+        )
+    )  # the replayed copies reached the store ...
+    assert stack.process.sql(
+        f"SELECT count(), uniqExact(TraceId, SpanId) FROM spans FINAL WHERE TraceId IN ({ids})"
+    ).rows[0] == [spans_before, spans_before]  # ... and FINAL still holds one row per span
+
+
+def test_seeded_defects_fail_the_gate_on_their_metric_and_healthy_passes(
+    stack: Stack, tmp_path: Path
+) -> None:
+    suite = str(EXAMPLE / "suite.yaml")
+    imported = stack.cli("dataset", "import", "golden/support-seeded",
+                         str(EXAMPLE / "golden.jsonl"), "--publish")  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+
+    def evaluate(build: str) -> str:
+        run_id = f"run-{build}-{tmp_path.name[-6:]}"
+        done = stack.cli("eval", suite, "--agent", f"{EXAMPLE / 'agent.py'}:{build}",
+                         "--run-id", run_id)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"run {run_id} finished: 16 attempts, 16 traces" in done.stdout
+        return run_id
+
+    baseline = evaluate("healthy")
+    for build in sorted(BUILDS):
+        report = tmp_path / f"{build}.json"
+        gated = stack.cli("gate", suite, "--candidate", evaluate(build), "--baseline", baseline,
+                          "--output", str(report), "--output", str(tmp_path / "j.xml"))  # fmt: skip
+        verdict = json.loads(report.read_text())
+        failed = {r["metric"] for r in verdict["rows"] if not r["passed"] and r["slice"] is None}
+        assert failed == CATCHING_METRICS[build], gated.stdout
+        assert gated.returncode == (0 if build == "healthy" else 1), gated.stderr
+        assert "<testsuite" in (tmp_path / "j.xml").read_text()
+
+    candidate = tmp_path / "c.jsonl"
+    exported = stack.cli("scores", "export", "--run", baseline, "--out", str(candidate))
+    assert exported.returncode == 0, exported.stderr
+    offline = stack.cli("gate", suite, "--candidate-scores", str(candidate),
+                        "--baseline-scores", str(candidate), "--format", "markdown")  # fmt: skip
+    assert offline.returncode == 1  # no budget observations in score files: fail closed
+    assert "no observations for p95_latency_s" in offline.stdout
+    missing = stack.cli("gate", suite, "--candidate", "run-nope", "--baseline", baseline)
+    assert missing.returncode == 2 and "run 'run-nope': not in the store" in missing.stderr
+
+
+def test_stored_conversations_replay_against_an_agent_as_a_new_run(stack: Stack) -> None:
+    trace_ids = stack.demo_traces(traces=6, seed=33)
+    ids = ",".join(f"'{t}'" for t in trace_ids)
+    made = stack.cli("dataset", "from-traces", "benchmark/convs", "--where",
+                     f"TraceId IN ({ids})", "--kind", "benchmark")  # fmt: skip
+    assert made.returncode == 0 and "added 6 traces as items" in made.stdout, made.stderr
+    replayed = stack.cli("replay", "conversations", "--dataset", "benchmark/convs", "--agent",
+                         f"{EXAMPLE / 'agent.py'}:healthy", "--run-id", "run-conv")  # fmt: skip
+    assert "run run-conv finished: 6 attempts, 6 traces" in replayed.stdout, replayed.stderr
+    assert (
+        stack.process.scalar(
+            "SELECT uniqExact(TraceId) FROM spans FINAL WHERE EvalRunId = 'run-conv'"
+        )
+        == 6
+    )
+    assert stack.process.scalar("SELECT count() FROM scores FINAL WHERE RunId = 'run-conv'") > 0
