@@ -24,8 +24,9 @@ from typing import Any
 from batch_plane.store import redact_dsn
 from collector.service import Collector, CollectorConfig
 from pathgrade.broker import LocalBroker, ensure_topics, wait_for_kafka
+from pathgrade.query import RemoteStore
 from pathgrade.store_owner import StoreOwner
-from realtime_plane import RealtimeConfig
+from realtime_plane import RealtimeConfig, RealtimePlane
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +47,7 @@ class StackOptions:
 
 def _collector_main(config: dict[str, Any], events: Any, stop: Any) -> None:
     """Child process: run the collector until `stop`, then report produced offsets."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s collector %(message)s")
-    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    _child_setup("collector")
     collector = Collector(CollectorConfig.model_validate(config))
     try:
         collector.start()
@@ -61,6 +59,75 @@ def _collector_main(config: dict[str, Any], events: Any, stop: Any) -> None:
     collector.stop()
     assert collector.publisher is not None
     events.put(("stopped", collector.publisher.produced_offsets()))
+
+
+def _child_setup(name: str) -> None:
+    """Signals belong to the parent (it stops children in order); quiet Kafka logging."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    logging.basicConfig(level=logging.WARNING, format=f"%(asctime)s {name} %(message)s")
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+
+
+def _realtime_main(config: dict[str, Any], store_url: str, events: Any, stop: Any) -> None:
+    """Child process: the realtime plane (its own interpreter, so detection never waits
+    on the store writer), storing alerts through the store owner's endpoint."""
+    _child_setup("realtime")
+    plane = RealtimePlane(RealtimeConfig.model_validate(config), RemoteStore(store_url))
+    try:
+        plane.start()
+    except Exception as exc:
+        events.put(("error", str(exc)))
+        return
+    events.put(("ready", None))
+    stop.wait()
+    plane.stop()
+    events.put(("stopped", None))
+
+
+class _Child:
+    """One child process that reports ("ready"|"error"|"stopped", payload) on a queue and
+    stops when its event is set."""
+
+    def __init__(self, ctx: Any, name: str, target: Any, *args: Any) -> None:
+        self.name = name
+        self.events = ctx.Queue()
+        self.stop_event = ctx.Event()
+        self.process = ctx.Process(
+            target=target, args=(*args, self.events, self.stop_event), name=name
+        )
+
+    def start(self, timeout_s: float = 60) -> Any:
+        """Start and wait for "ready"; returns its payload, raises with the child's error."""
+        self.process.start()
+        try:
+            kind, payload = self.events.get(timeout=timeout_s)
+        except queue.Empty:
+            message = f"the {self.name} process did not start in {timeout_s:.0f} s"
+            raise RuntimeError(message) from None
+        if kind == "error":
+            raise RuntimeError(payload)
+        return payload
+
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def stop(self, timeout_s: float = 60) -> Any:
+        """Ask it to stop; returns the "stopped" payload (None if it died without one)."""
+        self.stop_event.set()
+        deadline = time.monotonic() + timeout_s
+        payload = None
+        while time.monotonic() < deadline:
+            try:
+                kind, payload = self.events.get(timeout=1)
+            except queue.Empty:
+                if not self.process.is_alive():
+                    break
+                continue
+            if kind == "stopped":
+                break
+        self.process.join(timeout=30)
+        return payload
 
 
 class Stack:
@@ -75,9 +142,8 @@ class Stack:
         self.store: StoreOwner | None = None
         self.stop_event = threading.Event()
         self._ctx = mp.get_context("spawn")
-        self._collector_stop = self._ctx.Event()
-        self._collector_events = self._ctx.Queue()
-        self._collector: Any = None
+        self._collector: _Child | None = None
+        self._realtime: _Child | None = None
         self._demo: threading.Thread | None = None
         self.grpc_port = 0
         self.http_port = 0
@@ -86,18 +152,12 @@ class Stack:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         try:
             self._start_kafka()
-            realtime = RealtimeConfig(
-                bootstrap_servers=self.bootstrap,
-                policy_path=self.options.policy,
-                webhook_url=self.options.alert_webhook,
-            )
-            self.store = StoreOwner(
-                self.bootstrap, self.data_dir, self.options.clickhouse, realtime
-            )
+            self.store = StoreOwner(self.bootstrap, self.data_dir, self.options.clickhouse)
             self.store.start()
             if self.store.applied:
                 names = ", ".join(f"{m.version:04d}_{m.name}" for m in self.store.applied)
                 self.out(f"applied migrations: {names}")
+            self._start_realtime()
             self._start_collector()
         except BaseException:
             self.stop()
@@ -122,16 +182,20 @@ class Stack:
             "spill_dir": str(self.data_dir / "spill"),
             **self.options.collector,
         }
-        self._collector = self._ctx.Process(
-            target=_collector_main,
-            args=(config, self._collector_events, self._collector_stop),
-            name="pathgrade-collector",
+        self._collector = _Child(self._ctx, "collector", _collector_main, config)
+        self.grpc_port, self.http_port = self._collector.start()
+
+    def _start_realtime(self) -> None:
+        assert self.store is not None and self.store.query_server is not None
+        config = RealtimeConfig(
+            bootstrap_servers=self.bootstrap,
+            policy_path=self.options.policy,
+            webhook_url=self.options.alert_webhook,
         )
-        self._collector.start()
-        kind, payload = self._collector_events.get(timeout=60)
-        if kind == "error":
-            raise RuntimeError(payload)
-        self.grpc_port, self.http_port = payload
+        self._realtime = _Child(
+            self._ctx, "realtime", _realtime_main, config.model_dump(), self.store.query_server.url
+        )
+        self._realtime.start()
 
     def _start_demo(self) -> None:
         from pathgrade.demo import run_demo
@@ -186,8 +250,9 @@ class Stack:
         previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             while not self.stop_event.wait(1.0):
-                if self._collector is not None and not self._collector.is_alive():
-                    self.out("the collector process exited unexpectedly; stopping")
+                dead = [c.name for c in (self._collector, self._realtime) if c and not c.alive()]
+                if dead:
+                    self.out(f"the {dead[0]} process exited unexpectedly; stopping")
                     break
             self.out("stopping: flushing the collector and the store writer...")
             self.stop()
@@ -196,29 +261,18 @@ class Stack:
                 signal.signal(sig, handler)
 
     def stop(self) -> None:
-        """Flush everything in order and release the data directory."""
+        """Flush everything in order and release the data directory: the demo, the
+        collector (its produced offsets), the realtime plane, the store writer up to
+        those offsets, the broker."""
         self.stop_event.set()
         if self._demo is not None:
             self._demo.join(timeout=30)
         offsets: dict[int, int] = {}
         if self._collector is not None:
-            self._collector_stop.set()
-            offsets = self._await_collector_offsets()
-            self._collector.join(timeout=30)
+            offsets = self._collector.stop() or {}
+        if self._realtime is not None:
+            self._realtime.stop()
         if self.store is not None:
             self.store.stop(offsets)
         if self.broker is not None:
             self.broker.stop()
-
-    def _await_collector_offsets(self) -> dict[int, int]:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                kind, payload = self._collector_events.get(timeout=1)
-            except queue.Empty:
-                if not self._collector.is_alive():
-                    return {}
-                continue
-            if kind == "stopped":
-                return payload
-        return {}

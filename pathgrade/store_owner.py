@@ -1,5 +1,6 @@
-"""The single owner of the store: migrations, the store writer, and (for the embedded
-chDB store) the loopback query endpoint other commands go through."""
+"""The single owner of the store: migrations, the store writer, and the loopback
+endpoint other commands and the stack's other processes go through (for the embedded
+chDB store it is the only way in: one process per data directory)."""
 
 from __future__ import annotations
 
@@ -13,27 +14,17 @@ from batch_plane.store import ClientStore, connect, embedded_dsn
 from batch_plane.store_writer import StoreWriter, StoreWriterConfig
 from pathgrade.ownership import DataDirLock
 from pathgrade.query import QueryServer
-from realtime_plane import RealtimeConfig, RealtimePlane
 from schemas.migrations import Migration, migrate
 
 log = logging.getLogger(__name__)
 
 
 class StoreOwner:
-    """`start()` opens and migrates the store and starts the writer (and the realtime
-    plane, given its config, with the `alerts` table in this store); `stop(targets)`
+    """`start()` opens and migrates the store and starts the writer; `stop(targets)`
     consumes up to `targets` (partition -> next offset) before closing."""
 
-    def __init__(
-        self,
-        bootstrap: str,
-        data_dir: Path,
-        clickhouse: str | None = None,
-        realtime: RealtimeConfig | None = None,
-    ) -> None:
+    def __init__(self, bootstrap: str, data_dir: Path, clickhouse: str | None = None) -> None:
         self.bootstrap = bootstrap
-        self.realtime_config = realtime
-        self.realtime: RealtimePlane | None = None
         self.data_dir = data_dir.resolve()
         self.dsn = clickhouse or embedded_dsn(str(self.data_dir))
         self.lock = DataDirLock(self.data_dir)
@@ -48,10 +39,6 @@ class StoreOwner:
         self._done = threading.Event()
         self._threads: list[threading.Thread] = []
 
-    @property
-    def embedded(self) -> bool:
-        return self.dsn.startswith("chdb://")
-
     def start(self) -> None:
         """Take the data directory, connect, migrate, start consuming and serving."""
         self.lock.acquire()
@@ -60,12 +47,8 @@ class StoreOwner:
         self.store = ClientStore(self.client, self._client_lock)
         self.writer = StoreWriter(StoreWriterConfig(self.bootstrap), self.store)
         self._spawn("store-writer", self._run_writer)
-        if self.realtime_config is not None:
-            self.realtime = RealtimePlane(self.realtime_config, self.store)
-            self.realtime.start()
-        if self.embedded:
-            self.query_server = QueryServer(self.store)
-            self._spawn("query", self.query_server.serve_forever)
+        self.query_server = QueryServer(self.store)
+        self._spawn("query", self.query_server.serve_forever)
 
     def _spawn(self, name: str, target: Any) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -97,8 +80,6 @@ class StoreOwner:
         if self.writer is not None:
             self._targets.put(targets or {})
             self._done.wait(timeout=timeout_s)
-        if self.realtime is not None:
-            self.realtime.stop()
         if self.query_server is not None:
             self.query_server.shutdown()
             self.query_server.server_close()
