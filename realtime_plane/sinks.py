@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import urllib.error
-import urllib.request
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
+
+import httpx
 
 from schemas.alerts import ALERT_COLUMNS, Alert
 
@@ -58,7 +58,8 @@ class WebhookStats:
 
 
 class WebhookSink:
-    """POSTs each alert as a JSON body to `url` from its own thread."""
+    """POSTs each alert as a JSON body to `url` from a few worker threads, each keeping
+    its connection open, so a slow receiver delays alerts less than one by one."""
 
     def __init__(
         self,
@@ -68,6 +69,7 @@ class WebhookSink:
         timeout_s: float = 5.0,
         backoff_s: float = 0.2,
         max_backoff_s: float = 10.0,
+        workers: int = 4,
     ) -> None:
         self.url = url
         self.retries = retries
@@ -81,8 +83,13 @@ class WebhookSink:
         self._stop = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
-        self._thread = threading.Thread(target=self._run, name="alert-webhook", daemon=True)
-        self._thread.start()
+        self._in_flight = 0
+        self._threads = [
+            threading.Thread(target=self._run, name=f"alert-webhook-{n}", daemon=True)
+            for n in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def add(self, alerts: list[Alert]) -> None:
         """Queue alerts; never blocks (drops and counts the oldest when the queue is full)."""
@@ -96,22 +103,31 @@ class WebhookSink:
                 self._queue.append(alert.to_json())
             if self._queue:
                 self._idle.clear()
-            self._ready.notify()
+            self._ready.notify(len(alerts))
 
     def _run(self) -> None:
-        while True:
-            with self._ready:
-                while not self._queue and not self._stop.is_set():
-                    self._idle.set()
-                    self._ready.wait()
-                if not self._queue:
-                    return
-                body = self._queue.popleft()
-            self._deliver(body)
+        with httpx.Client(timeout=self.timeout_s) as client:
+            while True:
+                with self._ready:
+                    while not self._queue and not self._stop.is_set():
+                        if self._in_flight == 0:
+                            self._idle.set()
+                        self._ready.wait()
+                    if not self._queue:
+                        return
+                    body = self._queue.popleft()
+                    self._in_flight += 1
+                try:
+                    self._deliver(client, body)
+                finally:
+                    with self._ready:
+                        self._in_flight -= 1
+                        if not self._queue and self._in_flight == 0:
+                            self._idle.set()
 
-    def _deliver(self, body: bytes) -> None:
+    def _deliver(self, client: httpx.Client, body: bytes) -> None:
         for attempt in range(self.retries + 1):
-            retry, error = self._post(body)
+            retry, error = self._post(client, body)
             if error is None:
                 self.stats.sent += 1
                 return
@@ -124,24 +140,24 @@ class WebhookSink:
         self.stats.failed += 1
         log.error("alert webhook %s failed: %s", self.url, self.stats.latest_error)
 
-    def _post(self, body: bytes) -> tuple[bool, str | None]:
+    def _post(self, client: httpx.Client, body: bytes) -> tuple[bool, str | None]:
         """(retryable, error or None) for one POST."""
-        request = urllib.request.Request(
-            self.url, data=body, method="POST", headers={"Content-Type": "application/json"}
-        )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                response.read()
+            response = client.post(
+                self.url, content=body, headers={"Content-Type": "application/json"}
+            )
+        except httpx.HTTPError as exc:  # connection refused, reset, timeout
+            return True, str(exc) or type(exc).__name__
+        if response.is_success:
             return False, None
-        except urllib.error.HTTPError as exc:
-            return exc.code >= 500 or exc.code == 429, f"HTTP {exc.code}"
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            return True, str(getattr(exc, "reason", exc))
+        status = response.status_code
+        return status >= 500 or status == 429, f"HTTP {status}"
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Deliver what is queued (up to `timeout_s`), then stop the thread."""
         self._idle.wait(timeout_s)
         with self._ready:
             self._stop.set()
-            self._ready.notify()
-        self._thread.join(timeout_s)
+            self._ready.notify_all()
+        for thread in self._threads:
+            thread.join(timeout_s)
