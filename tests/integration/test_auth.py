@@ -140,3 +140,27 @@ def test_port_in_use_is_a_clear_error(
     assert result.returncode == 2
     assert f"cannot listen for OTLP/HTTP on 127.0.0.1:{secured[2]}" in result.stderr
     assert "--http-port" in result.stderr
+
+
+def test_unreachable_kafka_and_clickhouse_are_clear_errors(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from pathgrade.broker import free_port
+
+    nobody = f"127.0.0.1:{free_port()}"
+    kafka = subprocess.run(
+        [sys.executable, "-m", "pathgrade.cli", "up", "--data-dir", str(tmp_path / "a"),
+         "--grpc-port", "0", "--http-port", "0", "--kafka", nobody],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert kafka.returncode == 2
+    assert f"cannot reach Kafka at {nobody}" in kafka.stderr
+    clickhouse = subprocess.run(
+        [sys.executable, "-m", "pathgrade.cli", "sql", "--clickhouse",
+         f"http://user:secret@{nobody}/db", "SELECT 1"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert clickhouse.returncode == 2
+    assert "cannot reach ClickHouse at http://user:***@" in clickhouse.stderr
+    assert "secret" not in clickhouse.stderr
