@@ -1,6 +1,9 @@
 """The store writer: consumer group `pathgrade-store` copying `pathgrade.spans` into ClickHouse.
 
-Batches are bounded by span count and age; offsets are committed only after the insert
+Batches are bounded by span count and age: a busy stream is inserted every `max_batch_age_s`
+(each chDB insert has a fixed cost of tens of ms, so few large inserts keep up with far more
+spans than many small ones), a stream that went quiet after `idle_flush_s` so its last spans
+become queryable quickly. Offsets are committed only after the insert
 returned, so a crash between the two re-delivers a batch whose duplicates the
 ReplacingMergeTree `spans` table absorbs.
 """
@@ -37,7 +40,8 @@ class StoreWriterConfig:
     topic: str = SPANS_TOPIC
     group_id: str = STORE_GROUP
     max_batch_spans: int = 50_000
-    max_batch_age_s: float = 0.5
+    max_batch_age_s: float = 2.0
+    idle_flush_s: float = 0.25
     session_timeout_ms: int = 6000
     consumer_options: dict[str, Any] = field(default_factory=dict)
 
@@ -104,15 +108,21 @@ class StoreWriter:
         self.flush()
 
     def poll_once(self, timeout_ms: int = 100) -> None:
-        """One poll, then a flush when the batch is full or old enough."""
+        """One poll, then a flush when the batch is full, old enough, or the poll found
+        nothing new and the batch has waited `idle_flush_s`."""
         records = self.consumer.poll(timeout_ms=timeout_ms)
         for partition, messages in records.items():
             for message in messages:
                 self._add(partition, message)
         batch = self._batch
-        if batch.next_offsets and (
-            len(batch.rows) >= self.config.max_batch_spans
-            or time.monotonic() - batch.started >= self.config.max_batch_age_s
+        if not batch.next_offsets:
+            return
+        age = time.monotonic() - batch.started
+        config = self.config
+        if (
+            len(batch.rows) >= config.max_batch_spans
+            or age >= config.max_batch_age_s
+            or (not records and age >= config.idle_flush_s)
         ):
             self.flush()
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, MutableSequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -68,6 +68,9 @@ _CARD_CANDIDATE = re.compile(r"(?<!\d)\d(?:[ -]?\d){12,18}(?!\d)")
 # Luhn: a doubled digit contributes the sum of its digits (e.g. 7 -> 14 -> 5).
 _LUHN_DOUBLED = {str(d): (2 * d) // 10 + (2 * d) % 10 for d in range(10)}
 _ANY_DIGIT = re.compile(r"\d")  # cheap pre-check before the card regex
+_MAX_CACHED_KEYS = 4096
+_MAX_CACHED_TEXTS = 16_384
+_MAX_CACHED_TEXT_CHARS = 256
 
 
 class RedactionConfig(BaseModel):
@@ -121,25 +124,36 @@ def luhn_valid(digits: str) -> bool:
 
 
 class Redactor:
-    """Applies a `RedactionConfig` to export requests, in place."""
+    """Applies a `RedactionConfig` to export requests, in place.
+
+    One pass per attribute list: each key's content verdict and each short string's scrubbed
+    form are remembered (bounded), since agents repeat the same keys and many of the values.
+    """
 
     def __init__(self, config: RedactionConfig) -> None:
         self.config = config
         self._all_tools = CAPTURE_ALL_TOOLS in config.capture_tools
         self._captured_tools = frozenset(config.capture_tools)
         self._extra_patterns = [re.compile(pattern) for pattern in config.extra_patterns]
+        self._content_keys = _BoundedCache(_MAX_CACHED_KEYS)
+        self._scrubbed_texts = _BoundedCache(_MAX_CACHED_TEXTS)
+        self._policies = {
+            (tool_span, captured): _ContentPolicy(tool_span, captured, config.capture_messages)
+            for tool_span in (False, True)
+            for captured in (False, True)
+        }
 
     def redact(self, request: ExportTraceServiceRequest) -> RedactionStats:
         """Remove content that is not opted in, then scrub every remaining string value."""
         stats = RedactionStats()
+        scrub = self._scrub_attributes
         for resource_spans in request.resource_spans:
-            stats.scrubbed_values += self._scrub_attributes(resource_spans.resource.attributes)
+            stats.scrubbed_values += scrub(resource_spans.resource.attributes)
             for scope_spans in resource_spans.scope_spans:
-                stats.scrubbed_values += self._scrub_attributes(scope_spans.scope.attributes)
+                stats.scrubbed_values += scrub(scope_spans.scope.attributes)
                 for span in scope_spans.spans:
                     stats.spans += 1
-                    stats.removed_attributes += self._remove_content(span)
-                    stats.scrubbed_values += self._scrub_span(span)
+                    self._redact_span(span, stats)
         return stats
 
     def scrub_text(self, text: str) -> str:
@@ -152,56 +166,122 @@ class Redactor:
             text = pattern.sub(PATTERN_MARK, text)
         return text
 
-    def _remove_content(self, span: trace_pb2.Span) -> int:
-        """Drop the content attributes of `span` and its events that are not opted in."""
-        if not _has_content(span):
-            return 0
-        context = {
-            kv.key: kv.value.string_value for kv in span.attributes if kv.key in _SPAN_CONTEXT_KEYS
-        }
-        keep = _ContentPolicy(
-            is_tool_span=_is_tool_span(context),
-            tool_captured=self._all_tools or _tool_name(context) in self._captured_tools,
-            messages_captured=self.config.capture_messages,
-        )
-        removed = _delete(span.attributes, keep.unkept(span.attributes))
-        for event in span.events:
-            removed += _delete(event.attributes, keep.unkept_in_event(event))
-        if removed:
-            span.attributes.add(key=PG_REDACTED_KEYS).value.int_value = removed
-        return removed
+    def _redact_span(self, span: trace_pb2.Span, stats: RedactionStats) -> None:
+        """Remove the span's unkept content (span and events), scrub everything left.
 
-    def _scrub_span(self, span: trace_pb2.Span) -> int:
-        """Scrub the string values of a span's attributes, event attributes and link attributes."""
-        scrubbed = self._scrub_attributes(span.attributes)
+        One pass per attribute list scrubs the non-content values and notes the content
+        ones; those are then kept (and scrubbed) or removed once the span's policy is known.
+        """
+        attributes = span.attributes
+        context: dict[str, str] = {}
+        content, scrubbed = self._scan(attributes, context)
+        keep = self._policy(context)
+        removed = self._settle(attributes, content, keep, stats)
         for event in span.events:
-            scrubbed += self._scrub_attributes(event.attributes)
+            event_attributes = event.attributes
+            if event.name in CONTENT_EVENTS and not keep.messages_captured:
+                removed += _delete(event_attributes, range(len(event_attributes)))
+                continue
+            event_content, event_scrubbed = self._scan(event_attributes, None)
+            scrubbed += event_scrubbed
+            removed += self._settle(event_attributes, event_content, keep, stats)
         for link in span.links:
             scrubbed += self._scrub_attributes(link.attributes)
-        return scrubbed
+        if removed:
+            attributes.add(key=PG_REDACTED_KEYS).value.int_value = removed
+        stats.removed_attributes += removed
+        stats.scrubbed_values += scrubbed
+
+    def _scan(
+        self, attributes: Iterable[KeyValue], context: dict[str, str] | None
+    ) -> tuple[list[int], int]:
+        """Scrub the non-content values; return the content indexes and how many values
+        changed. Fills `context` with the (unscrubbed) policy keys when given."""
+        verdicts = self._content_keys
+        scrub = self._scrub_value
+        content = []
+        scrubbed = 0
+        for index, kv in enumerate(attributes):
+            key = kv.key
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = verdicts.put(key, is_content_key(key))
+            if verdict:
+                content.append(index)
+                continue
+            value = kv.value
+            if context is not None and key in _SPAN_CONTEXT_KEYS:
+                context[key] = value.string_value
+            scrubbed += scrub(value)
+        return content, scrubbed
+
+    def _settle(
+        self,
+        attributes: MutableSequence[KeyValue],
+        content: list[int],
+        keep: _ContentPolicy,
+        stats: RedactionStats,
+    ) -> int:
+        """Scrub the kept content values, delete the others; returns how many were deleted."""
+        unkept = []
+        for index in content:
+            kv = attributes[index]
+            if keep.keeps(kv.key):
+                stats.scrubbed_values += self._scrub_value(kv.value)
+            else:
+                unkept.append(index)
+        return _delete(attributes, unkept)
+
+    def _policy(self, context: dict[str, str]) -> _ContentPolicy:
+        """What the span may keep, from its operation / kind / tool-name attributes."""
+        tool_captured = self._all_tools or _tool_name(context) in self._captured_tools
+        return self._policies[_is_tool_span(context), tool_captured]
 
     def _scrub_attributes(self, attributes: Iterable[KeyValue]) -> int:
         """Scrub every string value in `attributes`; returns how many values changed."""
-        scrubbed = 0
-        for kv in attributes:
-            scrubbed += self._scrub_value(kv.value)
-        return scrubbed
+        scrub = self._scrub_value
+        return sum([scrub(kv.value) for kv in attributes])
 
     def _scrub_value(self, value: AnyValue) -> int:
         """Scrub one value, descending into arrays and key-value lists."""
         kind = value.WhichOneof("value")
         if kind == "string_value":
             text = value.string_value
-            scrubbed = self.scrub_text(text)
-            if scrubbed == text:
+            clean = self._scrubbed(text)
+            if clean == text:
                 return 0
-            value.string_value = scrubbed
+            value.string_value = clean
             return 1
         if kind == "array_value":
-            return sum(self._scrub_value(item) for item in value.array_value.values)
+            return sum([self._scrub_value(item) for item in value.array_value.values])
         if kind == "kvlist_value":
             return self._scrub_attributes(value.kvlist_value.values)
         return 0
+
+    def _scrubbed(self, text: str) -> str:
+        """`scrub_text(text)`, remembered for short texts (ids, names, models repeat)."""
+        if len(text) > _MAX_CACHED_TEXT_CHARS:
+            return self.scrub_text(text)
+        clean = self._scrubbed_texts.get(text)
+        if clean is None:
+            clean = self._scrubbed_texts.put(text, self.scrub_text(text))
+        return clean
+
+
+class _BoundedCache(dict):
+    """A dict that forgets everything once it holds `limit` entries (hostile input cannot
+    grow it without bound; the hot entries come back at once)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: Any, value: Any) -> Any:
+        """Remember `value` under `key` and return it."""
+        if len(self) >= self.limit:
+            self.clear()
+        self[key] = value
+        return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,24 +299,6 @@ class _ContentPolicy:
         if key in TOOL_CONTENT_KEYS or (self.is_tool_span and key in _TOOL_OR_MESSAGE_KEYS):
             return self.tool_captured
         return self.messages_captured
-
-    def unkept(self, attributes: Iterable[KeyValue]) -> list[int]:
-        """Ascending indexes of the `attributes` to remove."""
-        return [index for index, kv in enumerate(attributes) if not self.keeps(kv.key)]
-
-    def unkept_in_event(self, event: trace_pb2.Span.Event) -> Iterable[int]:
-        """Indexes of an event's attributes to remove: all of a content event's, unless opted in."""
-        if event.name in CONTENT_EVENTS and not self.messages_captured:
-            return range(len(event.attributes))
-        return self.unkept(event.attributes)
-
-
-def _has_content(span: trace_pb2.Span) -> bool:
-    """Cheap pre-check: does the span or one of its events carry any content at all?"""
-    return any(is_content_key(kv.key) for kv in span.attributes) or any(
-        event.name in CONTENT_EVENTS or any(is_content_key(kv.key) for kv in event.attributes)
-        for event in span.events
-    )
 
 
 def _is_tool_span(context: dict[str, str]) -> bool:

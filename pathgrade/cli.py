@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pathgrade.cli_support import CliError, store_args
+from pathgrade.cli_support import CliError, cli_store, store_args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,33 +249,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_sql(args: argparse.Namespace) -> int:
-    from batch_plane.store import QueryError, StoreUnavailable
     from pathgrade.query import format_json, format_table
-    from pathgrade.store_access import NoStore, open_store
 
-    try:
-        with open_store(args.data_dir, args.clickhouse) as store:
-            result = store.query(args.query, readonly=True)
-    except (NoStore, StoreUnavailable) as exc:
-        raise CliError(str(exc)) from exc
-    except QueryError as exc:
-        raise CliError(str(exc), exit_code=1) from exc
+    with cli_store(args) as store:
+        result = store.query(args.query, readonly=True)
     print(format_table(result) if args.format == "table" else format_json(result))
     return 0
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    from batch_plane.store import StoreUnavailable
-    from pathgrade.store_access import NoStore, open_store
     from schemas.migrations import MIGRATIONS_TABLE
 
-    try:
-        with open_store(args.data_dir, args.clickhouse, must_exist=False) as store:
-            rows = store.query(
-                f"SELECT Version, Name FROM {MIGRATIONS_TABLE} FINAL ORDER BY Version"
-            ).rows
-    except (NoStore, StoreUnavailable) as exc:
-        raise CliError(str(exc)) from exc
+    with cli_store(args, must_exist=False) as store:
+        query = f"SELECT Version, Name FROM {MIGRATIONS_TABLE} FINAL ORDER BY Version"
+        rows = store.query(query).rows
     print("migrations applied: " + ", ".join(f"{v:04d}_{n}" for v, n in rows))
     return 0
 

@@ -10,7 +10,7 @@ import sys
 import threading
 from typing import Any
 
-from pathgrade.cli_support import CliError, store_args
+from pathgrade.cli_support import CliError, cli_store, store_args
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -76,16 +76,11 @@ def alerts_query(since: str | None, code: str | None, limit: int) -> tuple[str, 
 
 
 def _cmd_alerts(args: argparse.Namespace) -> int:
-    from batch_plane.store import QueryError, StoreUnavailable
     from pathgrade.query import format_json, format_table
-    from pathgrade.store_access import NoStore, open_store
 
     sql, parameters = alerts_query(args.since, args.code, args.limit)
-    try:
-        with open_store(args.data_dir, args.clickhouse) as store:
-            result = store.query(sql, parameters, readonly=True)
-    except (NoStore, StoreUnavailable, QueryError) as exc:
-        raise CliError(str(exc)) from exc
+    with cli_store(args) as store:
+        result = store.query(sql, parameters, readonly=True)
     print(format_table(result) if args.format == "table" else format_json(result))
     return 0
 

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pathgrade.cli_support import CliError, store_args
+from pathgrade.cli_support import CliError, cli_store, progress_line, store_args
 
 WHERE_HELP = (
     "a ClickHouse boolean expression over the `spans` columns, e.g. "
@@ -120,18 +120,14 @@ def store_for(args: argparse.Namespace) -> Iterator[Any]:
     """The store of `--data-dir`/`--clickhouse`, with store and dataset errors as CliErrors."""
     from batch_plane.datasets import DatasetError
     from batch_plane.replay import FilterError
-    from batch_plane.store import QueryError, StoreUnavailable
-    from pathgrade.store_access import NoStore, open_store
 
     try:
-        with open_store(args.data_dir, args.clickhouse) as store:
+        with cli_store(args) as store:
             yield store
-    except (NoStore, StoreUnavailable, FilterError) as exc:
+    except FilterError as exc:
         raise CliError(str(exc)) from exc
     except DatasetError as exc:
         raise CliError(str(exc), exit_code=1) from exc
-    except QueryError as exc:
-        raise CliError(f"store: {exc}", exit_code=1) from exc
 
 
 def _read_items(path: Path) -> list[Any]:
@@ -283,7 +279,6 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     from batch_plane.replay import ACK_TIMEOUT_S, find_trace_ids, replay_traces
     from collector.publisher import producer_for
-    from pathgrade.cli_edge import progress_line
 
     if not args.where:
         raise CliError("replay: --where is required (or use `pathgrade replay conversations`)")

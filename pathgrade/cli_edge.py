@@ -5,14 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from pathgrade.cli_support import CliError, store_args
+from pathgrade.cli_support import (
+    CliError,
+    agent_tracer_provider,
+    cli_store,
+    progress_line,
+    store_args,
+)
 
 DEFAULT_OTLP = "http://127.0.0.1:4318"
 
@@ -148,41 +153,6 @@ def _user_simulator(args: argparse.Namespace) -> Any:
     )
 
 
-def progress_line(label: str) -> Any:
-    """A progress callback drawing `label: done/total [####....]` on stderr."""
-
-    def show(done: int, total: int) -> None:
-        filled = int(30 * done / total) if total else 30
-        bar = "#" * filled + "." * (30 - filled)
-        end = "\n" if done >= total else ""
-        print(f"\r{label}: {done}/{total} [{bar}]", end=end, file=sys.stderr, flush=True)
-
-    return show
-
-
-def _tracer_provider(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The global TracerProvider for in-process agents: eval context + OTLP to --otlp."""
-    from opentelemetry import trace
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    from batch_plane.adapters import EvalContextSpanProcessor
-    from pathgrade.demo import RecordingExporter, exporter_for_url
-
-    headers = {"authorization": f"Bearer {args.token}"} if args.token else None
-    try:
-        recorder = RecordingExporter(exporter_for_url(args.otlp, headers))
-    except ValueError as exc:
-        raise CliError(f"--otlp: {exc}") from exc
-    name = os.environ.get("OTEL_SERVICE_NAME", "pathgrade-edge-agent")
-    provider = TracerProvider(resource=Resource.create({"service.name": name}))
-    provider.add_span_processor(EvalContextSpanProcessor())
-    provider.add_span_processor(BatchSpanProcessor(recorder))
-    trace.set_tracer_provider(provider)
-    return provider, recorder
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
     from batch_plane.adapters import AdapterError, load_adapter
     from batch_plane.simulation import RunManifest, Simulation, SimulationConfig, emit_manifest
@@ -198,7 +168,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )  # fmt: skip
     except ValueError as exc:
         raise CliError(str(exc)) from exc
-    provider, recorder = _tracer_provider(args)
+    provider, recorder = agent_tracer_provider(args)
     try:
         adapter = load_adapter(args.agent)
         manifest = RunManifest(
@@ -232,16 +202,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from batch_plane.edge_report import write_report
     from batch_plane.edge_store import EdgeRunNotFound, run_metrics
     from batch_plane.graph import load_graph
-    from batch_plane.store import QueryError, StoreUnavailable
-    from pathgrade.store_access import NoStore, open_store
 
     try:
-        with open_store(args.data_dir, args.clickhouse, must_exist=True) as store:
+        with cli_store(args) as store:
             metrics = run_metrics(store, args.run_id)
     except EdgeRunNotFound as exc:
         raise CliError(str(exc), exit_code=1) from exc
-    except (NoStore, StoreUnavailable, QueryError) as exc:
-        raise CliError(str(exc)) from exc
     written = write_report(metrics, load_graph(metrics["graph"]), args.out)
     replay, variant = metrics["replay"], metrics["variant"]
     print(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pathgrade.cli_datasets import agent_args, store_for
-from pathgrade.cli_support import CliError, store_args
+from pathgrade.cli_support import CliError, agent_tracer_provider, progress_line, store_args
 
 FORMATS = ("table", "markdown", "json", "junit")
 SUFFIX_FORMATS = {".md": "markdown", ".json": "json", ".xml": "junit"}
@@ -96,7 +96,6 @@ def run_agent(
     when every attempt was answered and traced, else 1."""
     from batch_plane.adapters import AdapterError, load_adapter
     from batch_plane.runs import run_eval
-    from pathgrade.cli_edge import _tracer_provider, progress_line
     from pathgrade.ownership import read_state
 
     try:
@@ -108,7 +107,7 @@ def run_agent(
         if not state.get("http_port"):
             raise CliError(f"--otlp: no running stack at {args.data_dir} to send spans to")
         args.otlp = f"http://127.0.0.1:{state['http_port']}"
-    provider, _ = _tracer_provider(args)
+    provider, _ = agent_tracer_provider(args)
     print(f"run {run.run_id}: {len(items)} items x {runs_per_item}", file=sys.stderr)
     summary = run_eval(
         store, adapter, items, run, runs_per_item,

@@ -7,12 +7,10 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pathgrade.cli_support import CliError, store_args
+from pathgrade.cli_support import CliError, cli_store, progress_line, store_args
 
 
 def register(commands: Any) -> None:
@@ -65,18 +63,6 @@ def _judge_args(parser: argparse.ArgumentParser, required: bool) -> None:
     parser.add_argument("--concurrency", type=int, default=8, help="judge requests in flight")
 
 
-@contextmanager
-def _store(args: argparse.Namespace) -> Iterator[Any]:
-    from batch_plane.store import QueryError, StoreUnavailable
-    from pathgrade.store_access import NoStore, open_store
-
-    try:
-        with open_store(args.data_dir, args.clickhouse, must_exist=True) as store:
-            yield store
-    except (NoStore, StoreUnavailable, QueryError) as exc:
-        raise CliError(str(exc)) from exc
-
-
 def _judge(args: argparse.Namespace, store: Any, model: str, budget: Any = None) -> Any:
     from batch_plane.judge import Judge, JudgeEndpoint
 
@@ -86,17 +72,6 @@ def _judge(args: argparse.Namespace, store: Any, model: str, budget: Any = None)
         args.judge_url, model, api_key_env=args.api_key_env, concurrency=args.concurrency
     )
     return Judge(endpoint, store=store, budget=budget)
-
-
-def _progress(what: str) -> Callable[[int, int], None]:
-    """A stderr progress line `what done/total (pct)`, ended by a newline when complete."""
-
-    def show(done: int, total: int) -> None:
-        end = "\n" if done >= total else ""
-        pct = 100 * done // max(total, 1)
-        print(f"\r{what} {done}/{total} ({pct}%)", end=end, file=sys.stderr, flush=True)
-
-    return show
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
@@ -117,11 +92,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         labels = load_labels(args.labels, rubric)
     except (RubricError, LabelsError) as exc:
         raise CliError(str(exc)) from exc
-    with _store(args) as store:
+    with cli_store(args) as store:
         judge = _judge(args, store, args.judge_model)
         try:
             result = calibrate(
-                judge, rubric, labels, args.repeats, labels_digest(labels), _progress("judging")
+                judge, rubric, labels, args.repeats, labels_digest(labels), progress_line("judging")
             )
         except JudgeError as exc:
             raise CliError(str(exc), exit_code=1) from exc
@@ -162,7 +137,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         raise CliError(f"{args.suite}: no metric pathgrade scores from traces alone")
     model = args.judge_model or (suite.judge.model if suite.judge else "")
     budget = JudgeBudget(args.budget_calls, args.budget_tokens, args.budget_usd)
-    with _store(args) as store:
+    with cli_store(args) as store:
         judge = _judge(args, store, model, budget) if args.judge_url else None
         try:
             scorer = TraceScorer(metrics, judge, tuple(suite.slices))
@@ -171,7 +146,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
                 args.run_id,
                 scorer,
                 args.concurrency,
-                _progress(f"scoring run {args.run_id}"),
+                progress_line(f"scoring run {args.run_id}"),
             )
         except (UnknownMetric, JudgeError) as exc:
             raise CliError(str(exc), exit_code=1 if isinstance(exc, JudgeError) else 2) from exc
@@ -194,7 +169,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 def _cmd_scorer(args: argparse.Namespace) -> int:
     from batch_plane.online_scorer import OnlineScorer, OnlineScorerConfig
 
-    with _store(args) as store:
+    with cli_store(args) as store:
         judge = _judge(args, store, args.judge_model) if args.judge_url else None
         events = args.events_out.open("a", encoding="utf-8") if args.events_out else None
 

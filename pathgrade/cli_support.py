@@ -1,10 +1,16 @@
-"""Pieces every `pathgrade` subcommand module shares: the user-facing error and the
-store arguments."""
+"""Pieces the `pathgrade` subcommand modules share: the user-facing error, the store
+arguments and the store itself, progress lines, and the tracer provider of in-process
+agents."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 DEFAULT_DATA_DIR = Path("pathgrade-data")
 
@@ -27,3 +33,54 @@ def store_args(parser: argparse.ArgumentParser) -> None:
         "--clickhouse", metavar="DSN|URL",
         help="a ClickHouse server (http://user:pass@host:8123/db) instead of the embedded store",
     )  # fmt: skip
+
+
+@contextmanager
+def cli_store(args: argparse.Namespace, must_exist: bool = True) -> Iterator[Any]:
+    """The store of `--data-dir`/`--clickhouse`; store errors become CliErrors
+    (exit 2 when the store cannot be opened, 1 when a query fails)."""
+    from batch_plane.store import QueryError, StoreUnavailable
+    from pathgrade.store_access import NoStore, open_store
+
+    try:
+        with open_store(args.data_dir, args.clickhouse, must_exist=must_exist) as store:
+            yield store
+    except (NoStore, StoreUnavailable) as exc:
+        raise CliError(str(exc)) from exc
+    except QueryError as exc:
+        raise CliError(f"store: {exc}", exit_code=1) from exc
+
+
+def progress_line(label: str) -> Callable[[int, int], None]:
+    """A progress callback drawing `label: done/total [####....]` on stderr."""
+
+    def show(done: int, total: int) -> None:
+        filled = int(30 * done / total) if total else 30
+        bar = "#" * filled + "." * (30 - filled)
+        end = "\n" if done >= total else ""
+        print(f"\r{label}: {done}/{total} [{bar}]", end=end, file=sys.stderr, flush=True)
+
+    return show
+
+
+def agent_tracer_provider(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The global TracerProvider for in-process agents: eval context + OTLP to --otlp."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from batch_plane.adapters import EvalContextSpanProcessor
+    from pathgrade.demo import RecordingExporter, exporter_for_url
+
+    headers = {"authorization": f"Bearer {args.token}"} if args.token else None
+    try:
+        recorder = RecordingExporter(exporter_for_url(args.otlp, headers))
+    except ValueError as exc:
+        raise CliError(f"--otlp: {exc}") from exc
+    name = os.environ.get("OTEL_SERVICE_NAME", "pathgrade-edge-agent")
+    provider = TracerProvider(resource=Resource.create({"service.name": name}))
+    provider.add_span_processor(EvalContextSpanProcessor())
+    provider.add_span_processor(BatchSpanProcessor(recorder))
+    trace.set_tracer_provider(provider)
+    return provider, recorder

@@ -270,3 +270,17 @@ def test_scrub_stays_fast_on_hostile_text() -> None:
     started = time.perf_counter()
     assert Redactor(RedactionConfig()).scrub_text(hostile) == hostile
     assert time.perf_counter() - started < 1.0
+
+
+def test_repeated_texts_are_scrubbed_every_time_and_past_the_cache_bound() -> None:
+    """The scrub cache never lets a repeat through, also after it was cleared when full."""
+    redactor = Redactor(RedactionConfig())
+    texts = [f"note {n}: reach ana.{n}@example.com" for n in range(20_000)]  # > cache bound
+    spans = [_span({"note": text}) for text in texts + texts[:5]]
+    request = _request(*spans)
+    redactor.redact(request)
+    kept = [
+        _attributes(s.attributes)["note"] for s in request.resource_spans[0].scope_spans[0].spans
+    ]
+    assert all("@" not in value and "[REDACTED:email]" in value for value in kept)
+    assert kept[-5:] == kept[:5]
