@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pathgrade.cli_datasets import agent_args, store_for
+from pathgrade.cli_scoring import score_suite_run, scoring_args
 from pathgrade.cli_support import CliError, agent_tracer_provider, progress_line, store_args
 
 FORMATS = ("table", "markdown", "json", "junit")
@@ -22,6 +23,7 @@ def register(commands: Any) -> None:
     store_args(evaluate)
     evaluate.add_argument("suite", type=Path, metavar="SUITE.yaml")
     agent_args(evaluate)
+    scoring_args(evaluate)
     evaluate.set_defaults(run=_cmd_eval)
 
     gate = commands.add_parser(
@@ -145,13 +147,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             params={"runs_per_item": suite.runs_per_item, "suite_file": str(args.suite)},
         )
         code = run_agent(args, store, items, run, suite.runs_per_item)
-    judged = [m.id for m in suite.metrics if m.is_judge]
-    if judged:
-        print(
-            f"judge metrics {', '.join(judged)}: score them with "
-            f"`pathgrade score --run {run.run_id} --suite {args.suite}`",
-            file=sys.stderr,
-        )
+        judged = [m.id for m in suite.metrics if m.is_judge]
+        if judged and args.judge_url:
+            score_suite_run(args, store, suite, run.run_id)
+        elif judged:
+            print(
+                f"judge metrics {', '.join(judged)}: pass --judge-url, or score them with "
+                f"`pathgrade score --run {run.run_id} --suite {args.suite} --judge-url URL`",
+                file=sys.stderr,
+            )
     return code
 
 

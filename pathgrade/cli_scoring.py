@@ -28,12 +28,9 @@ def register(commands: Any) -> None:
 
     score = commands.add_parser("score", help="score every trace of a run with a suite's metrics")
     store_args(score)
-    _judge_args(score, required=False)
+    scoring_args(score)
     score.add_argument("--run", dest="run_id", required=True, metavar="RUN_ID")
     score.add_argument("--suite", type=Path, required=True, metavar="suite.yaml")
-    score.add_argument("--budget-calls", type=int, help="stop after this many judge calls")
-    score.add_argument("--budget-tokens", type=int, help="stop after this many judge tokens")
-    score.add_argument("--budget-usd", type=float, help="stop after this judge cost (USD)")
     score.set_defaults(run=_cmd_score)
 
     scorer = commands.add_parser("scorer", help="run the online scorer on pathgrade.sampled")
@@ -45,6 +42,14 @@ def register(commands: Any) -> None:
         help="append each score as a gen_ai.evaluation.result event (JSONL)",
     )  # fmt: skip
     scorer.set_defaults(run=_cmd_scorer)
+
+
+def scoring_args(parser: argparse.ArgumentParser) -> None:
+    """The judge (optional) and the judge budget of a scoring job."""
+    _judge_args(parser, required=False)
+    parser.add_argument("--budget-calls", type=int, help="stop after this many judge calls")
+    parser.add_argument("--budget-tokens", type=int, help="stop after this many judge tokens")
+    parser.add_argument("--budget-usd", type=float, help="stop after this judge cost (USD)")
 
 
 def _judge_args(parser: argparse.ArgumentParser, required: bool) -> None:
@@ -113,6 +118,19 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
+    from batch_plane.suite import SuiteError, load_suite
+
+    try:
+        suite = load_suite(args.suite)
+    except SuiteError as exc:
+        raise CliError(str(exc)) from exc
+    with cli_store(args) as store:
+        return score_suite_run(args, store, suite, args.run_id)
+
+
+def score_suite_run(args: argparse.Namespace, store: Any, suite: Any, run_id: str) -> int:
+    """Score every trace of `run_id` with the suite's trace metrics (the judge ones when
+    --judge-url is given), within the judge budget; prints what was scored and spent."""
     from batch_plane.calibration import calibration_status
     from batch_plane.judge import JudgeBudget, JudgeError
     from batch_plane.offline_scoring import (
@@ -123,12 +141,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         score_run,
     )
     from batch_plane.rubrics import load_rubric
-    from batch_plane.suite import SuiteError, load_suite
 
-    try:
-        suite = load_suite(args.suite)
-    except SuiteError as exc:
-        raise CliError(str(exc)) from exc
     metrics = tuple(m.id for m in suite.metrics if m.id in TRACE_METRICS)
     others = [m.id for m in suite.metrics if m.id not in TRACE_METRICS]
     if others:
@@ -137,29 +150,24 @@ def _cmd_score(args: argparse.Namespace) -> int:
         raise CliError(f"{args.suite}: no metric pathgrade scores from traces alone")
     model = args.judge_model or (suite.judge.model if suite.judge else "")
     budget = JudgeBudget(args.budget_calls, args.budget_tokens, args.budget_usd)
-    with cli_store(args) as store:
-        judge = _judge(args, store, model, budget) if args.judge_url else None
-        try:
-            scorer = TraceScorer(metrics, judge, tuple(suite.slices))
-            outcome = score_run(
-                store,
-                args.run_id,
-                scorer,
-                args.concurrency,
-                progress_line(f"scoring run {args.run_id}"),
-            )
-        except (UnknownMetric, JudgeError) as exc:
-            raise CliError(str(exc), exit_code=1 if isinstance(exc, JudgeError) else 2) from exc
-        finally:
-            if judge:
-                judge.close()
-        for metric in metrics:
-            if judge and metric in JUDGE_METRICS:
-                ref = load_rubric(metric).ref
-                if not calibration_status(store, model, ref):
-                    print(f"{metric}: judge {model} with {ref} is uncalibrated (cannot gate)")
+    judge = _judge(args, store, model, budget) if args.judge_url else None
+    try:
+        scorer = TraceScorer(metrics, judge, tuple(suite.slices))
+        outcome = score_run(
+            store, run_id, scorer, args.concurrency, progress_line(f"scoring run {run_id}")
+        )
+    except (UnknownMetric, JudgeError) as exc:
+        raise CliError(str(exc), exit_code=1 if isinstance(exc, JudgeError) else 2) from exc
+    finally:
+        if judge:
+            judge.close()
+    for metric in metrics:
+        if judge and metric in JUDGE_METRICS:
+            ref = load_rubric(metric).ref
+            if not calibration_status(store, model, ref):
+                print(f"{metric}: judge {model} with {ref} is uncalibrated (cannot gate)")
     if outcome.traces == 0:
-        raise CliError(f"run {args.run_id!r} has no traces in the store")
+        raise CliError(f"run {run_id!r} has no traces in the store")
     if judge:
         print(f"judge: {budget.calls} calls, {budget.tokens} tokens, ${budget.usd:.4f}")
     print(outcome.summary())

@@ -171,3 +171,44 @@ def test_stored_conversations_replay_against_an_agent_as_a_new_run(stack: Stack)
         == 6
     )
     assert stack.process.scalar("SELECT count() FROM scores FINAL WHERE RunId = 'run-conv'") > 0
+
+
+JUDGED_SUITE = """
+suite: support-agent-judged
+risk_tier: medium
+datasets:
+  - name: golden/support-judged
+runs_per_item: 1
+judge:
+  model: gpt-4o-mini
+  rubric_version: faithfulness-1
+  calibration_set: human-labels/support-v1
+metrics:
+  - id: tool_correctness
+    threshold: 0.9
+  - id: faithfulness
+    threshold: 0.9
+"""
+
+
+def test_eval_with_a_judge_scores_the_judge_metrics_of_the_run(
+    stack: Stack, tmp_path: Path
+) -> None:
+    from tests.support.openai_standin import OpenAIStandIn
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(JUDGED_SUITE)
+    imported = stack.cli("dataset", "import", "golden/support-judged",
+                         str(EXAMPLE / "golden.jsonl"), "--publish")  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    run_id = f"run-judged-{tmp_path.name[-6:]}"
+    with OpenAIStandIn() as judge:
+        done = stack.cli("eval", str(suite), "--agent", f"{EXAMPLE / 'agent.py'}:healthy",
+                         "--run-id", run_id, "--judge-url", judge.url)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert judge.requests, "the judge was never called"
+    assert "judge: " in done.stdout and "uncalibrated" in done.stdout
+    metrics = stack.process.sql(
+        f"SELECT Metric, count() FROM scores FINAL WHERE RunId = '{run_id}' GROUP BY 1 ORDER BY 1"
+    ).rows
+    assert {m for m, _ in metrics} >= {"faithfulness", "tool_correctness"}
