@@ -27,7 +27,7 @@ from batch_plane.store import Store
 from batch_plane.trace_rows import load_trace
 from schemas.model import Trace
 from schemas.sampled import SampledTrace
-from schemas.topics import SAMPLED_TOPIC
+from schemas.topics import SAMPLED_TOPIC, consumer_settings
 
 log = logging.getLogger(__name__)
 
@@ -88,15 +88,11 @@ class OnlineScorer:
         }
         self.consumer = KafkaConsumer(
             config.topic,
-            bootstrap_servers=config.bootstrap_servers,
-            group_id=config.group_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=config.session_timeout_ms,
-            heartbeat_interval_ms=max(500, config.session_timeout_ms // 4),
-            max_poll_records=50,
-            **config.consumer_options,
-        )
+            **consumer_settings(
+                config.bootstrap_servers, config.group_id, config.session_timeout_ms,
+                max_poll_records=50, **config.consumer_options,
+            ),
+        )  # fmt: skip
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():

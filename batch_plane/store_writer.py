@@ -27,6 +27,7 @@ from schemas.otlp import decode_spans_message, message_tenant_and_time
 from schemas.topics import (
     SPANS_TOPIC,
     STORE_GROUP,
+    consumer_settings,
 )
 
 log = logging.getLogger(__name__)
@@ -79,17 +80,12 @@ class StoreWriter:
         self._batch = _Batch()
         self._lock = threading.Lock()
         self.consumer = KafkaConsumer(
-            bootstrap_servers=config.bootstrap_servers,
-            group_id=config.group_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=config.session_timeout_ms,
-            heartbeat_interval_ms=max(500, config.session_timeout_ms // 4),
-            max_poll_records=5000,
-            fetch_max_bytes=64 * 1024 * 1024,
-            max_partition_fetch_bytes=16 * 1024 * 1024,
-            **config.consumer_options,
-        )
+            **consumer_settings(
+                config.bootstrap_servers, config.group_id, config.session_timeout_ms,
+                max_poll_records=5000, fetch_max_bytes=64 * 1024 * 1024,
+                max_partition_fetch_bytes=16 * 1024 * 1024, **config.consumer_options,
+            )
+        )  # fmt: skip
         self.consumer.subscribe([config.topic], listener=_FlushOnRevoke(self))
 
     def run(self, stop: threading.Event, retry_s: float = 1.0) -> None:

@@ -28,6 +28,7 @@ from realtime_plane.evaluate import Evaluation, TraceEvaluator
 from realtime_plane.sampler import Sampler
 from realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
 from schemas.otlp import decode_spans_message, message_tenant_and_time
+from schemas.topics import consumer_settings
 
 log = logging.getLogger(__name__)
 COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts are costly
@@ -82,14 +83,11 @@ class RealtimePlane:
         """Connect to Kafka and run the plane in a daemon thread."""
         config = self.config
         self.consumer = KafkaConsumer(
-            bootstrap_servers=config.bootstrap_servers,
-            group_id=config.group_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=config.session_timeout_ms,
-            heartbeat_interval_ms=max(500, config.session_timeout_ms // 4),
-            max_poll_records=2000,
-        )
+            **consumer_settings(
+                config.bootstrap_servers, config.group_id, config.session_timeout_ms,
+                max_poll_records=2000,
+            )
+        )  # fmt: skip
         self.consumer.subscribe([config.spans_topic], listener=_CommitOnRevoke(self))
         if config.alerts_topic or config.sampled_topic:
             self.producer = KafkaProducer(

@@ -1,4 +1,9 @@
-"""Kafka topic, consumer-group and header names: the wire contract between the boxes."""
+"""Kafka topic, consumer-group and header names: the wire contract between the boxes, and
+the consumer settings every pathgrade consumer group shares."""
+
+from __future__ import annotations
+
+from typing import Any
 
 SPANS_TOPIC = "pathgrade.spans"
 ALERTS_TOPIC = "pathgrade.alerts"
@@ -14,3 +19,21 @@ TENANT_HEADER = "pathgrade.tenant"
 RECEIVED_AT_HEADER = "pathgrade.received_at_ns"  # decimal nanoseconds since the epoch
 
 DEFAULT_TENANT = "default"
+
+
+def consumer_settings(
+    bootstrap_servers: str, group_id: str, session_timeout_ms: int = 6000, **overrides: Any
+) -> dict[str, Any]:
+    """kafka-python consumer settings of a pathgrade group: commits only after the work is
+    stored (no auto-commit), a new group starts at the earliest offset (brokers' end-offset
+    answers are not relied on), and a short session so a joining member waits seconds, not
+    the default 23 s."""
+    return {
+        "bootstrap_servers": bootstrap_servers,
+        "group_id": group_id,
+        "enable_auto_commit": False,
+        "auto_offset_reset": "earliest",
+        "session_timeout_ms": session_timeout_ms,
+        "heartbeat_interval_ms": max(500, session_timeout_ms // 4),
+        **overrides,
+    }
