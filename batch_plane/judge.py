@@ -121,9 +121,12 @@ class JudgeBudget:
         return ""
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value: Any) -> str:
     """Sorted-key, compact JSON: the same inputs always give the same text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def cache_key(model: str, rubric_ref: str, inputs: dict[str, Any]) -> str:

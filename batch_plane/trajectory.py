@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from batch_plane.trajectory_calls import ToolCall, normalize_tool_call, normalize_tool_calls
@@ -31,6 +31,25 @@ __all__ = [
 
 
 # --- DeepEval ToolCorrectnessMetric -------------------------------------------------------
+
+
+def _shared_count(left: Iterable[Hashable], right: Iterable[Hashable]) -> int:
+    """Size of the multiset intersection of ``left`` and ``right``."""
+    remaining: dict[Hashable, int] = {}
+    for item in left:
+        remaining[item] = remaining.get(item, 0) + 1
+    shared = 0
+    for item in right:
+        count = remaining.get(item)
+        if count:
+            remaining[item] = count - 1
+            shared += 1
+    return shared
+
+
+def _name_and_type(call: ToolCall) -> tuple[str, str]:
+    """What the default DeepEval score compares: tool name and type."""
+    return call.name, call.type
 
 
 def _args_overlap(expected: Mapping[str, Any], called: Mapping[str, Any]) -> float:
@@ -131,6 +150,10 @@ def tool_correctness(
         return _exact_sequence_score(called_calls, expected_calls, compare_args, compare_output)
     if not expected_calls:
         return 1.0 if not called_calls else 0.0
+    if not (ordering or compare_args or compare_output):
+        # Pair scores are 0 or 1 by (name, type), so the greedy match is the multiset overlap.
+        called_keys = map(_name_and_type, called_calls)
+        return _shared_count(called_keys, map(_name_and_type, expected_calls)) / len(expected_calls)
     scorer = _weighted_lcs if ordering else _greedy_best_match
     return scorer(called_calls, expected_calls, compare_args, compare_output) / len(expected_calls)
 
@@ -175,9 +198,22 @@ def tool_call_accuracy(
     return math.fsum(scores) / len(reference_calls)
 
 
+_STR_TYPE = frozenset({str})
+# Values that _frozen returns unchanged.
+_ATOMIC_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def _is_flat(mapping: Mapping[Any, Any]) -> bool:
+    """Only string keys and atomic values (checked without a Python-level loop)."""
+    keys_ok = _STR_TYPE.issuperset(map(type, mapping))
+    return keys_ok and _ATOMIC_TYPES.issuperset(map(type, mapping.values()))
+
+
 def _frozen(value: Any) -> Hashable:
     """A hashable stand-in for a JSON-like value (dicts and lists included)."""
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
+        if _is_flat(value):  # the same tuple as the general case below, built cheaper
+            return tuple(sorted(value.items()))
         return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
         return tuple(_frozen(item) for item in value)
@@ -195,15 +231,15 @@ def tool_call_f1(predicted: Sequence[Any], reference: Sequence[Any]) -> float:
     Calls are counted as a multiset (a duplicate call is a false positive) and the score is
     not rounded; both lists empty scores 1.0. See docs/trajectory.md.
     """
-    predicted_counts = Counter(map(_call_key, normalize_tool_calls(predicted, "predicted")))
-    reference_counts = Counter(map(_call_key, normalize_tool_calls(reference, "reference")))
-    if not predicted_counts and not reference_counts:
+    predicted_keys = list(map(_call_key, normalize_tool_calls(predicted, "predicted")))
+    reference_keys = list(map(_call_key, normalize_tool_calls(reference, "reference")))
+    if not predicted_keys and not reference_keys:
         return 1.0
-    true_positives = (predicted_counts & reference_counts).total()
+    true_positives = _shared_count(predicted_keys, reference_keys)
     if true_positives == 0:
         return 0.0
-    precision = true_positives / predicted_counts.total()
-    recall = true_positives / reference_counts.total()
+    precision = true_positives / len(predicted_keys)
+    recall = true_positives / len(reference_keys)
     return 2 * precision * recall / (precision + recall)
 
 
@@ -277,7 +313,7 @@ def path_scores(
         optimal_steps = len(expected_names)
     if isinstance(optimal_steps, bool) or not isinstance(optimal_steps, int) or optimal_steps < 0:
         raise ValueError(f"optimal_steps: must be a non-negative integer, got {optimal_steps!r}")
-    shared = (Counter(expected_names) & Counter(actual_names)).total()
+    shared = _shared_count(expected_names, actual_names)
     return {
         "coverage": shared / len(expected_names) if expected_names else 1.0,
         "precision": shared / len(actual_names) if actual_names else 1.0,

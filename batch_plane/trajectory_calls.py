@@ -22,7 +22,7 @@ _DICT_MARKER_TYPES = {"tool_call": DEFAULT_TOOL_TYPE}
 _ROLE_ALIASES = {"human": "user", "ai": "assistant"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One tool invocation: tool name, decoded arguments, optional output and tool type."""
 
@@ -32,7 +32,7 @@ class ToolCall:
     type: str = DEFAULT_TOOL_TYPE
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     """One chat message reduced to what trajectory matching reads: role and tool calls."""
 
@@ -44,7 +44,7 @@ def normalize_tool_call(raw: Any, where: str) -> ToolCall:
     """Turn any accepted tool-call form into a :class:`ToolCall`; ``where`` names it in errors."""
     if isinstance(raw, ToolCall):
         return raw
-    if not isinstance(raw, Mapping):
+    if not _is_mapping(raw):
         raise TypeError(f"{where}: expected a tool-call dict, got {type(raw).__name__}")
     if "function" in raw:
         return _openai_tool_call(raw, where)
@@ -54,7 +54,7 @@ def normalize_tool_call(raw: Any, where: str) -> ToolCall:
     args = raw.get("args")
     if args is None:
         args = {}
-    if not isinstance(args, Mapping):
+    elif not _is_mapping(args):
         raise ValueError(f"{where}.args: must be a dict, got {type(args).__name__}")
     tool_type = raw.get("type", DEFAULT_TOOL_TYPE)
     if not isinstance(tool_type, str):
@@ -70,7 +70,7 @@ def normalize_tool_call(raw: Any, where: str) -> ToolCall:
 def _openai_tool_call(raw: Mapping[str, Any], where: str) -> ToolCall:
     """Decode an OpenAI ``tool_calls`` entry (arguments are a JSON object string)."""
     function = raw["function"]
-    if not isinstance(function, Mapping):
+    if not _is_mapping(function):
         raise ValueError(f"{where}.function: must be a dict, got {type(function).__name__}")
     name = function.get("name")
     if not isinstance(name, str) or not name:
@@ -81,35 +81,57 @@ def _openai_tool_call(raw: Mapping[str, Any], where: str) -> ToolCall:
             arguments = json.loads(arguments)
         except json.JSONDecodeError as error:
             raise ValueError(f"{where}.function.arguments: not valid JSON ({error})") from None
-    if not isinstance(arguments, Mapping):
+    if not _is_mapping(arguments):
         raise ValueError(f"{where}.function.arguments: must decode to a JSON object")
     return ToolCall(name=name, args=dict(arguments), output=raw.get("output"))
 
 
+def _is_mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, answering plain dicts without the slow abstract check."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+def _is_sequence(value: Any) -> bool:
+    """A list, tuple or other non-string ``Sequence`` (plain lists answered first)."""
+    if type(value) is list:
+        return True
+    return not isinstance(value, str | bytes) and isinstance(value, Sequence)
+
+
 def normalize_tool_calls(raw: Any, where: str) -> list[ToolCall]:
-    """Normalise a list of tool calls; ``where`` names the argument in errors."""
+    """Normalise a list of tool calls; ``where`` names the argument in errors.
+
+    Already normalised :class:`ToolCall` items are kept as they are, so metrics sharing one
+    normalised trajectory pay only a type check per call.
+    """
     if raw is None:
         return []
-    if isinstance(raw, str | bytes) or not isinstance(raw, Sequence):
+    if not _is_sequence(raw):
         raise TypeError(f"{where}: expected a list of tool calls, got {type(raw).__name__}")
+    try:
+        return [
+            item if isinstance(item, ToolCall) else normalize_tool_call(item, where) for item in raw
+        ]
+    except (TypeError, ValueError):
+        pass  # normalise again below, naming each item so the error says which one
     return [normalize_tool_call(item, f"{where}[{index}]") for index, item in enumerate(raw)]
 
 
 def normalize_messages(raw: Any, where: str) -> list[Message]:
     """Normalise a message list (or a ``{"messages": [...]}`` dict) into :class:`Message`s."""
-    if isinstance(raw, Mapping):
+    if _is_mapping(raw):
         if "messages" not in raw:
             raise ValueError(f"{where}: a dict must hold the message list under 'messages'")
         raw = raw["messages"]
         where = f"{where}.messages"
-    if isinstance(raw, str | bytes) or not isinstance(raw, Sequence):
+    if not _is_sequence(raw):
         raise TypeError(f"{where}: expected a list of messages, got {type(raw).__name__}")
     return [_normalize_message(item, f"{where}[{index}]") for index, item in enumerate(raw)]
 
 
 def _normalize_message(raw: Any, where: str) -> Message:
     """Normalise one OpenAI-style dict or LangChain message object."""
-    if isinstance(raw, Mapping):
+    if _is_mapping(raw):
         role = raw.get("role")
         if not isinstance(role, str) or not role:
             raise ValueError(f"{where}.role: must be a non-empty string, got {role!r}")
