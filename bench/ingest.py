@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -105,18 +106,16 @@ def parse_rates(bodies: list[bytes], spans: int) -> tuple[float, float]:
     return parse, decode
 
 
-def send_all(port: int, bodies: list[bytes], senders: int) -> None:
-    queue = list(reversed(bodies))
-    lock = threading.Lock()
+def post_from_threads(
+    port: int, senders: int, next_body: Callable[[], bytes | None], timeout_s: float = 120
+) -> None:
+    """POST OTLP protobuf bodies to /v1/traces from `senders` keep-alive connections until
+    `next_body` (called from every sender thread) returns None; exits on any non-200."""
     failures: list[str] = []
 
     def sender() -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        while True:
-            with lock:
-                if not queue:
-                    break
-                body = queue.pop()
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
+        while (body := next_body()) is not None:
             connection.request(
                 "POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"}
             )
@@ -133,6 +132,18 @@ def send_all(port: int, bodies: list[bytes], senders: int) -> None:
         thread.join()
     if failures:
         raise SystemExit(f"{len(failures)} requests failed, first: {failures[0]}")
+
+
+def send_all(port: int, bodies: list[bytes], senders: int) -> None:
+    """Send every body once, as fast as the collector answers."""
+    queue = list(reversed(bodies))
+    lock = threading.Lock()
+
+    def next_body() -> bytes | None:
+        with lock:
+            return queue.pop() if queue else None
+
+    post_from_threads(port, senders, next_body)
 
 
 def main() -> None:

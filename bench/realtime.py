@@ -16,7 +16,6 @@ detector run over a 10-span trace (the baseline measured in the same run).
 from __future__ import annotations
 
 import argparse
-import http.client
 import itertools
 import json
 import os
@@ -31,7 +30,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from ingest import template_spans
+from ingest import post_from_threads, template_spans
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
@@ -167,41 +166,25 @@ def send_at_rate(
     lock = threading.Lock()
     schedule = {"spans": 0, "offset_s": 0.0}
     failing: set[str] = set()
-    errors: list[str] = []
     started = time.monotonic()
 
-    def sender() -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        while True:
-            with lock:
-                if schedule["offset_s"] >= seconds:
-                    break
-                copies, spans = next(stream)
-                due = started + schedule["offset_s"]
-                schedule["offset_s"] += spans / rate
-                schedule["spans"] += spans
-            time.sleep(max(0.0, due - time.monotonic()))
-            failing.update(
-                rs.scope_spans[0].spans[0].trace_id.hex()
-                for rs in copies
-                if _scenario(rs) in FAILURE_SCENARIOS
-            )
-            body = stamp(copies, time.time_ns())
-            headers = {"Content-Type": "application/x-protobuf"}
-            connection.request("POST", "/v1/traces", body, headers)
-            response = connection.getresponse()
-            response.read()
-            if response.status != 200:
-                errors.append(f"HTTP {response.status}")
-        connection.close()
+    def next_body() -> bytes | None:
+        with lock:
+            if schedule["offset_s"] >= seconds:
+                return None
+            copies, spans = next(stream)
+            due = started + schedule["offset_s"]
+            schedule["offset_s"] += spans / rate
+            schedule["spans"] += spans
+        time.sleep(max(0.0, due - time.monotonic()))
+        failing.update(
+            rs.scope_spans[0].spans[0].trace_id.hex()
+            for rs in copies
+            if _scenario(rs) in FAILURE_SCENARIOS
+        )
+        return stamp(copies, time.time_ns())
 
-    threads = [threading.Thread(target=sender) for _ in range(senders)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise SystemExit(f"{len(errors)} requests failed, first: {errors[0]}")
+    post_from_threads(port, senders, next_body, timeout_s=60)
     return int(schedule["spans"]), time.monotonic() - started, failing
 
 

@@ -162,18 +162,36 @@ class RealtimePlane:
             )
 
     def _flush_and_commit(self, partitions: set[int] | None = None) -> None:
-        """Store pending alerts, flush the producer, then commit what may be committed."""
-        assert self.consumer is not None
-        if self.store_sink is not None:
+        """Commit what may be committed: offsets whose traces' alerts are stored.
+
+        In the polling loop (`partitions` None) alerts are stored in the background and
+        the offsets of the previous background insert are committed; on a revoke or at
+        stop, everything pending is stored now and then committed.
+        """
+        sink = self.store_sink
+        if sink is None:
+            self._commit(self.assembler.committable(), partitions)
+        elif partitions is None and not self._stop.is_set():
+            stored = sink.stored_token()
+            if stored is not None:
+                self._commit(stored, None)
+            sink.flush_async(self.assembler.committable())
+        else:
             try:
-                self.store_sink.flush()
+                sink.flush()
             except Exception as exc:  # the store's QueryError or transport errors
                 self.counters_.store_failures += 1
                 log.error("storing alerts failed, offsets not committed: %s", exc)
                 return
+            self._commit(self.assembler.committable(), partitions)
+
+    def _commit(self, committable: dict[int, int], partitions: set[int] | None) -> None:
+        """Commit `committable` offsets (of `partitions`, when given) not yet committed."""
+        assert self.consumer is not None
         targets = {
-            p: o for p, o in self.assembler.committable().items()
+            p: o for p, o in committable.items()
             if self._committed.get(p) != o and (partitions is None or p in partitions)
+            and p in self.assigned
         }  # fmt: skip
         if not targets:
             return

@@ -30,22 +30,72 @@ def log_alert(alert: Alert) -> None:
 
 
 class StoreAlertSink:
-    """Buffers alert rows and inserts them into table `alerts` on `flush`."""
+    """Buffers alert rows and inserts them into table `alerts`, either now (`flush`) or in
+    the background (`flush_async`), so the consuming loop never waits on the store.
+
+    A background flush carries a token (the offsets the caller may commit once these
+    alerts are stored); `stored_token()` hands it back after the insert succeeded.
+    """
 
     def __init__(self, store: Any) -> None:
         self.store = store
         self.pending: list[list[Any]] = []
         self.inserted = 0
+        self.failures = 0
+        self._lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self._stored: Any = None
 
     def add(self, alerts: list[Alert]) -> None:
-        self.pending.extend(alert.row() for alert in alerts)
+        with self._lock:
+            self.pending.extend(alert.row() for alert in alerts)
 
     def flush(self) -> None:
-        """Insert what is pending; on failure (QueryError) the rows stay pending."""
-        if self.pending:
-            self.store.insert("alerts", self.pending, column_names=list(ALERT_COLUMNS))
-            self.inserted += len(self.pending)
-            self.pending = []
+        """Insert what is pending now; on failure (QueryError) the rows stay pending."""
+        self.wait()
+        self._insert_pending()
+
+    def _insert_pending(self) -> None:
+        with self._lock:
+            rows, self.pending = self.pending, []
+        if not rows:
+            return
+        try:
+            self.store.insert("alerts", rows, column_names=list(ALERT_COLUMNS))
+        except Exception:
+            with self._lock:
+                self.pending = rows + self.pending
+            raise
+        self.inserted += len(rows)
+
+    def flush_async(self, token: Any) -> bool:
+        """Start inserting what is pending in the background unless an insert is still
+        running (then False); `token` comes back from `stored_token()` once stored."""
+        if self._worker is not None and self._worker.is_alive():
+            return False
+
+        def work() -> None:
+            try:
+                self._insert_pending()
+            except Exception as exc:  # the store's QueryError or transport errors
+                self.failures += 1
+                log.error("storing alerts failed, offsets not committed: %s", exc)
+                return
+            self._stored = token
+
+        self._worker = threading.Thread(target=work, name="alert-store", daemon=True)
+        self._worker.start()
+        return True
+
+    def stored_token(self) -> Any:
+        """The token of the last background insert that succeeded (once), else None."""
+        token, self._stored = self._stored, None
+        return token
+
+    def wait(self) -> None:
+        """Wait for a background insert to finish."""
+        if self._worker is not None:
+            self._worker.join()
 
 
 @dataclass
