@@ -72,10 +72,6 @@ class ClientStore:
         except Exception as exc:
             raise QueryError(f"insert into {table} failed: {str(exc).strip()}") from exc
 
-    def command(self, sql: str) -> Any:
-        with self.lock:
-            return self.client.command(sql)
-
 
 def json_ready(value: Any) -> Any:
     """A JSON-ready form of one ClickHouse value."""
