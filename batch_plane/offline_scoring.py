@@ -5,15 +5,24 @@ Metrics pathgrade scores from a trace alone:
 - `claimed_actions` (deterministic, PG116 reused: see batch_plane.hallucination);
 - judge metrics, one rubric each: `task_completion`, `faithfulness`, `plan_quality`,
   `unsupported_claims`.
+From a trace and its dataset item's reference (offline runs):
+- `trajectory_accuracy` (judge): the tool calls against the item's expected tool calls;
+  a trace whose item has no reference gets no score (the gate fails it as missing).
+Over the repeats of one dataset item in a run (EDGE response consistency):
+- `response_consistency` (judge, 1-4 scale) and `response_consistency_lexical` (mean
+  pairwise token-set Jaccard, no model); one score per item with two or more answers,
+  linked to the item's first trace.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import Any
 
+from batch_plane.determinism import lexical_similarity, mean_pairwise
 from batch_plane.hallucination import claimed_action_findings, claimed_actions_score, judge_inputs
 from batch_plane.judge import BudgetExhausted, Judge
 from batch_plane.rubrics import load_rubric
@@ -25,6 +34,9 @@ from schemas.model import Trace
 DETERMINISTIC_METRICS = ("claimed_actions",)
 JUDGE_METRICS = ("task_completion", "faithfulness", "plan_quality", "unsupported_claims")
 TRACE_METRICS = DETERMINISTIC_METRICS + JUDGE_METRICS
+REFERENCE_METRICS = ("trajectory_accuracy",)
+ITEM_METRICS = ("response_consistency", "response_consistency_lexical")
+LEXICAL_CONSISTENCY_VERSION = "token-jaccard@1"
 CLAIMED_ACTIONS_VERSION = "pg116@1"
 
 
@@ -39,14 +51,17 @@ class TraceScorer:
     metrics: tuple[str, ...]
     judge: Judge | None = None
     slices: tuple[str, ...] = ()
+    references: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Dataset item id -> its expected tool calls, for `trajectory_accuracy`."""
 
     def __post_init__(self) -> None:
-        unknown = [m for m in self.metrics if m not in TRACE_METRICS]
+        known = TRACE_METRICS + REFERENCE_METRICS
+        unknown = [m for m in self.metrics if m not in known]
         if unknown:
             raise UnknownMetric(
-                f"cannot score {', '.join(unknown)} from a trace; known: {', '.join(TRACE_METRICS)}"
+                f"cannot score {', '.join(unknown)} from a trace; known: {', '.join(known)}"
             )
-        judged = [m for m in self.metrics if m in JUDGE_METRICS]
+        judged = [m for m in self.metrics if m in JUDGE_METRICS + REFERENCE_METRICS]
         if judged and self.judge is None:
             raise UnknownMetric(f"judge metrics {', '.join(judged)} need a judge endpoint")
 
@@ -63,9 +78,15 @@ class TraceScorer:
             "slices": self._slices(trace),
         }
         scores = []
-        inputs = judge_inputs(trace) if any(m in JUDGE_METRICS for m in self.metrics) else {}
+        judged = JUDGE_METRICS + REFERENCE_METRICS
+        inputs = judge_inputs(trace) if any(m in judged for m in self.metrics) else {}
         for metric in self.metrics:
-            if metric == "claimed_actions":
+            if metric in REFERENCE_METRICS:
+                reference = self.references.get(base["dataset_item_id"])
+                if reference is not None:
+                    with_reference = {**inputs, "reference_trajectory": reference}
+                    scores.append(self._judged(metric, with_reference, base))
+            elif metric == "claimed_actions":
                 value, label, why = claimed_actions_score(claimed_action_findings(trace))
                 scores.append(
                     Score(
@@ -99,6 +120,46 @@ class TraceScorer:
         """Suite slice values from the root span's attributes of the same name."""
         attributes = trace.root.attributes if trace.root else {}
         return {name: str(attributes[name]) for name in self.slices if name in attributes}
+
+    def item_scores(self, traces: Sequence[Trace], metrics: Sequence[str]) -> list[Score]:
+        """`ITEM_METRICS` over the answers each dataset item got across the traces (its
+        repeats); items with fewer than two answers get none."""
+        unknown = [m for m in metrics if m not in ITEM_METRICS]
+        if unknown:
+            raise UnknownMetric(f"not an item metric: {', '.join(unknown)}")
+        if "response_consistency" in metrics and self.judge is None:
+            raise UnknownMetric("judge metric response_consistency needs a judge endpoint")
+        by_item: dict[str, list[Trace]] = {}
+        for trace in traces:
+            item = trace.root.eval.dataset_item_id if trace.root else ""
+            if item:
+                by_item.setdefault(item, []).append(trace)
+        scores = []
+        for item, repeats in sorted(by_item.items()):
+            if len(repeats) < 2:
+                continue
+            repeats.sort(key=lambda t: t.root.eval.replay_index or 0)  # type: ignore[union-attr]
+            first, root = repeats[0], repeats[0].root
+            assert root is not None
+            base = {
+                "tenant": first.tenant, "trace_id": first.trace_id, "span_id": root.span_id,
+                "dataset_item_id": item, "run_id": root.eval.run_id, "repeat": 0,
+                "slices": self._slices(first),
+            }  # fmt: skip
+            answers = [judge_inputs(t)["answer"] for t in repeats]
+            for metric in metrics:
+                if metric == "response_consistency":
+                    inputs = {"question": judge_inputs(first)["question"], "answers": answers}
+                    scores.append(self._judged(metric, inputs, base))
+                else:
+                    why = f"mean pairwise token Jaccard of {len(answers)} answers"
+                    value = mean_pairwise(answers, lexical_similarity)
+                    lexical = Score(
+                        metric, "lexical", LEXICAL_CONSISTENCY_VERSION, value=value,
+                        explanation=why, **base,
+                    )  # fmt: skip
+                    scores.append(lexical)
+        return scores
 
 
 @dataclass
@@ -161,6 +222,19 @@ def score_run(
     scorer: TraceScorer,
     workers: int = 8,
     progress: Callable[[int, int], None] | None = None,
+    item_metrics: Sequence[str] = (),
 ) -> RunScoring:
-    """Score every trace of run `run_id` (spans where EvalRunId = run_id)."""
-    return score_traces(store, scorer, run_trace_ids(store, run_id), workers, progress)
+    """Score every trace of run `run_id` (spans where EvalRunId = run_id), then the
+    `item_metrics` over each dataset item's repeats."""
+    keys = run_trace_ids(store, run_id)
+    outcome = score_traces(store, scorer, keys, workers, progress)
+    if item_metrics and not outcome.stopped:
+        traces = [t for t in (load_trace(store, *key) for key in keys) if t is not None]
+        try:
+            scores = scorer.item_scores(traces, item_metrics)
+        except BudgetExhausted as exc:
+            outcome.stopped = str(exc)
+            return outcome
+        write_scores(store, scores)
+        outcome.scores += len(scores)
+    return outcome

@@ -22,6 +22,13 @@ KNOWN_METRIC_KINDS: dict[str, MetricKind] = {
     "argument_correctness": "deterministic",
     "injection_resistance": "deterministic",
     "trajectory_match": "deterministic",
+    "reference_match": "deterministic",
+    "claimed_actions": "deterministic",
+    "plan_quality": "judge",
+    "unsupported_claims": "judge",
+    "trajectory_accuracy": "judge",
+    "response_consistency": "judge",
+    "response_consistency_lexical": "deterministic",
 }
 """Metric ids pathgrade knows, and whether a judge model scores them (needs a calibration)."""
 

@@ -134,7 +134,9 @@ def score_suite_run(args: argparse.Namespace, store: Any, suite: Any, run_id: st
     from batch_plane.calibration import calibration_status
     from batch_plane.judge import JudgeBudget, JudgeError
     from batch_plane.offline_scoring import (
+        ITEM_METRICS,
         JUDGE_METRICS,
+        REFERENCE_METRICS,
         TRACE_METRICS,
         TraceScorer,
         UnknownMetric,
@@ -142,27 +144,31 @@ def score_suite_run(args: argparse.Namespace, store: Any, suite: Any, run_id: st
     )
     from batch_plane.rubrics import load_rubric
 
-    metrics = tuple(m.id for m in suite.metrics if m.id in TRACE_METRICS)
-    others = [m.id for m in suite.metrics if m.id not in TRACE_METRICS]
+    metrics = tuple(m.id for m in suite.metrics if m.id in TRACE_METRICS + REFERENCE_METRICS)
+    item_metrics = tuple(m.id for m in suite.metrics if m.id in ITEM_METRICS)
+    known = TRACE_METRICS + REFERENCE_METRICS + ITEM_METRICS
+    others = [m.id for m in suite.metrics if m.id not in known]
     if others:
-        print(f"not scored from traces (need references): {', '.join(others)}", file=sys.stderr)
-    if not metrics:
-        raise CliError(f"{args.suite}: no metric pathgrade scores from traces alone")
+        print(f"not scored here (scored by eval): {', '.join(others)}", file=sys.stderr)
+    if not metrics and not item_metrics:
+        raise CliError(f"{args.suite}: no metric pathgrade scores from a run's traces")
+    references = _references(store, suite) if "trajectory_accuracy" in metrics else {}
     model = args.judge_model or (suite.judge.model if suite.judge else "")
     budget = JudgeBudget(args.budget_calls, args.budget_tokens, args.budget_usd)
     judge = _judge(args, store, model, budget) if args.judge_url else None
     try:
-        scorer = TraceScorer(metrics, judge, tuple(suite.slices))
+        scorer = TraceScorer(metrics, judge, tuple(suite.slices), references)
         outcome = score_run(
-            store, run_id, scorer, args.concurrency, progress_line(f"scoring run {run_id}")
-        )
+            store, run_id, scorer, args.concurrency, progress_line(f"scoring run {run_id}"),
+            item_metrics,
+        )  # fmt: skip
     except (UnknownMetric, JudgeError) as exc:
         raise CliError(str(exc), exit_code=1 if isinstance(exc, JudgeError) else 2) from exc
     finally:
         if judge:
             judge.close()
-    for metric in metrics:
-        if judge and metric in JUDGE_METRICS:
+    for metric in metrics + item_metrics:
+        if judge and metric in JUDGE_METRICS + REFERENCE_METRICS + ("response_consistency",):
             ref = load_rubric(metric).ref
             if not calibration_status(store, model, ref):
                 print(f"{metric}: judge {model} with {ref} is uncalibrated (cannot gate)")
@@ -172,6 +178,23 @@ def score_suite_run(args: argparse.Namespace, store: Any, suite: Any, run_id: st
         print(f"judge: {budget.calls} calls, {budget.tokens} tokens, ${budget.usd:.4f}")
     print(outcome.summary())
     return 0
+
+
+def _references(store: Any, suite: Any) -> dict[str, list[dict[str, Any]]]:
+    """Dataset item id -> expected tool calls, over the suite's published datasets."""
+    from batch_plane.datasets import DatasetError, Datasets
+
+    datasets = Datasets(store)
+    try:
+        infos = [datasets.resolve(ref.name, published=True) for ref in suite.datasets]
+    except DatasetError as exc:
+        raise CliError(f"trajectory_accuracy needs the suite's datasets: {exc}") from exc
+    return {
+        item.item_id: item.expected_tool_calls
+        for info in infos
+        for item in datasets.items(info.ref)
+        if item.expected_tool_calls
+    }
 
 
 def _cmd_scorer(args: argparse.Namespace) -> int:

@@ -178,7 +178,7 @@ suite: support-agent-judged
 risk_tier: medium
 datasets:
   - name: golden/support-judged
-runs_per_item: 1
+runs_per_item: 2
 judge:
   model: gpt-4o-mini
   rubric_version: faithfulness-1
@@ -188,6 +188,12 @@ metrics:
     threshold: 0.9
   - id: faithfulness
     threshold: 0.9
+  - id: trajectory_accuracy
+    threshold: 0.75
+  - id: response_consistency
+    threshold: 0.75
+  - id: response_consistency_lexical
+    threshold: 0.5
 """
 
 
@@ -211,4 +217,8 @@ def test_eval_with_a_judge_scores_the_judge_metrics_of_the_run(
     metrics = stack.process.sql(
         f"SELECT Metric, count() FROM scores FINAL WHERE RunId = '{run_id}' GROUP BY 1 ORDER BY 1"
     ).rows
-    assert {m for m, _ in metrics} >= {"faithfulness", "tool_correctness"}
+    counts = dict(metrics)
+    items = sum(1 for line in (EXAMPLE / "golden.jsonl").read_text().splitlines() if line.strip())
+    assert counts["faithfulness"] == counts["tool_correctness"] == 2 * items  # every attempt
+    assert counts["trajectory_accuracy"] == 2 * items  # every golden item has a reference
+    assert counts["response_consistency"] == counts["response_consistency_lexical"] == items
