@@ -4,8 +4,11 @@ started on a free loopback port, plus topic creation for any Kafka."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 from schemas.topics import ALL_TOPICS
 
 DEFAULT_PARTITIONS = 4
+_PR_SET_PDEATHSIG = 1
 
 
 class BrokerError(RuntimeError):
@@ -58,6 +62,11 @@ class LocalBroker:
             [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url],
             stdout=log,
             stderr=subprocess.STDOUT,
+            # Out of the terminal's process group: Ctrl-C goes to pathgrade, which flushes
+            # the broker's messages into the store before stopping it; the broker still
+            # ends with its parent.
+            start_new_session=True,
+            preexec_fn=_end_with_parent,
         )
         wait_for_kafka(self.bootstrap, timeout_s, self.process)
 
@@ -69,6 +78,13 @@ class LocalBroker:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+def _end_with_parent() -> None:
+    """In the child before exec (Linux): deliver SIGTERM when the parent dies."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def wait_for_kafka(

@@ -162,6 +162,12 @@ def _cmd_up(args: argparse.Namespace) -> int:
     from pathgrade.ownership import DataDirBusy
     from pathgrade.stack import Stack, StackOptions
 
+    collector = _collector_settings(args)
+    if args.demo and "capture_tools" not in collector.get("redaction", {}):
+        from pathgrade.demo import TOOL_EFFECTS
+
+        # The detectors need the demo's tool arguments; they are still scrubbed.
+        collector.setdefault("redaction", {})["capture_tools"] = sorted(TOOL_EFFECTS)
     stack = Stack(
         StackOptions(
             data_dir=args.data_dir,
@@ -170,7 +176,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
             demo=args.demo,
             policy=args.policy,
             alert_webhook=args.alert_webhook,
-            collector=_collector_settings(args),
+            collector=collector,
         ),
         out=lambda text: print(text, flush=True),
     )

@@ -84,6 +84,13 @@ class PathgradeProcess:
         self._reader.join(timeout=5)
         return code
 
+    def interrupt(self, timeout_s: float = 120) -> int:
+        """Ctrl-C as a terminal sends it: SIGINT to the whole process group."""
+        os.killpg(self.process.pid, signal.SIGINT)
+        code = self.process.wait(timeout=timeout_s)
+        self._reader.join(timeout=5)
+        return code
+
     def kill(self) -> None:
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=30)
