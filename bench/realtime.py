@@ -344,6 +344,11 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=20.0, help="send time per stage")
     parser.add_argument("--senders", type=int, default=4)
+    parser.add_argument(
+        "--warmup", type=float, default=5.0,
+        help="seconds of traffic at 100 spans/s before the stages, not measured (the "
+        "first seconds after start pay one-off connection and metadata set-up)",
+    )  # fmt: skip
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
 
@@ -357,6 +362,9 @@ def main() -> None:
     stack = start_stack(data_dir, http_port, receiver.url)
     stages = []
     try:
+        if args.warmup > 0:
+            print(f"warm-up: 100 spans/s for {args.warmup:.0f} s ...", file=sys.stderr, flush=True)
+            run_stage(http_port, stack.pid, receiver, templates, 100, args.warmup, args.senders)
         for rate in rates:
             print(f"stage: {rate:,.0f} spans/s for {args.seconds:.0f} s ...", file=sys.stderr,
                   flush=True)  # fmt: skip
