@@ -53,6 +53,8 @@ class TraceScorer:
     slices: tuple[str, ...] = ()
     references: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Dataset item id -> its expected tool calls, for `trajectory_accuracy`."""
+    rubric_refs: Mapping[str, str] = field(default_factory=dict)
+    """Metric -> pinned rubric ref (`faithfulness@1`); others use the newest version."""
 
     def __post_init__(self) -> None:
         known = TRACE_METRICS + REFERENCE_METRICS
@@ -105,7 +107,7 @@ class TraceScorer:
 
     def _judged(self, metric: str, inputs: dict, base: dict) -> Score:
         assert self.judge is not None
-        rubric = load_rubric(metric)
+        rubric = load_rubric(self.rubric_refs.get(metric, metric))
         result = self.judge.evaluate(rubric, {k: inputs[k] for k in rubric.inputs})
         score = result.verdict.score
         return Score(

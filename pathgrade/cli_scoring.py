@@ -153,11 +153,12 @@ def score_suite_run(args: argparse.Namespace, store: Any, suite: Any, run_id: st
     if not metrics and not item_metrics:
         raise CliError(f"{args.suite}: no metric pathgrade scores from a run's traces")
     references = _references(store, suite) if "trajectory_accuracy" in metrics else {}
+    rubric_refs = pinned_rubric(suite, metrics + item_metrics)
     model = args.judge_model or (suite.judge.model if suite.judge else "")
     budget = JudgeBudget(args.budget_calls, args.budget_tokens, args.budget_usd)
     judge = _judge(args, store, model, budget) if args.judge_url else None
     try:
-        scorer = TraceScorer(metrics, judge, tuple(suite.slices), references)
+        scorer = TraceScorer(metrics, judge, tuple(suite.slices), references, rubric_refs)
         outcome = score_run(
             store, run_id, scorer, args.concurrency, progress_line(f"scoring run {run_id}"),
             item_metrics,
@@ -169,7 +170,7 @@ def score_suite_run(args: argparse.Namespace, store: Any, suite: Any, run_id: st
             judge.close()
     for metric in metrics + item_metrics:
         if judge and metric in JUDGE_METRICS + REFERENCE_METRICS + ("response_consistency",):
-            ref = load_rubric(metric).ref
+            ref = load_rubric(rubric_refs.get(metric, metric)).ref
             if not calibration_status(store, model, ref):
                 print(f"{metric}: judge {model} with {ref} is uncalibrated (cannot gate)")
     if outcome.traces == 0:
@@ -178,6 +179,26 @@ def score_suite_run(args: argparse.Namespace, store: Any, suite: Any, run_id: st
         print(f"judge: {budget.calls} calls, {budget.tokens} tokens, ${budget.usd:.4f}")
     print(outcome.summary())
     return 0
+
+
+def pinned_rubric(suite: Any, metrics: tuple[str, ...]) -> dict[str, str]:
+    """The suite's `judge.rubric_version` (a shipped rubric ref such as `faithfulness@1`)
+    pins that rubric's metric; a version pathgrade does not ship is a configuration error,
+    never silently replaced by another version."""
+    from batch_plane.rubrics import RubricError, load_rubric
+
+    if suite.judge is None or not suite.judge.rubric_version:
+        return {}
+    try:
+        rubric = load_rubric(suite.judge.rubric_version)
+    except RubricError as exc:
+        raise CliError(f"{suite.suite}: judge.rubric_version: {exc}") from exc
+    if rubric.id not in metrics:
+        raise CliError(
+            f"{suite.suite}: judge.rubric_version {rubric.ref} is not the rubric of any "
+            f"metric scored here ({', '.join(metrics)})"
+        )
+    return {rubric.id: rubric.ref}
 
 
 def _references(store: Any, suite: Any) -> dict[str, list[dict[str, Any]]]:

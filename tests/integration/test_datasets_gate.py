@@ -181,7 +181,7 @@ datasets:
 runs_per_item: 2
 judge:
   model: gpt-4o-mini
-  rubric_version: faithfulness-1
+  rubric_version: faithfulness@1
   calibration_set: human-labels/support-v1
 metrics:
   - id: tool_correctness
