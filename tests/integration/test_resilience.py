@@ -110,3 +110,51 @@ def test_up_demo_stopped_then_sql_finds_the_demo_spans(tmp_path: Path, stop: str
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f'{{"n": {sent[2]}, "t": {sent[1]}}}'
+
+
+def test_full_spill_answers_503_retry_after_and_grpc_unavailable(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    import urllib.error
+    import urllib.request
+
+    import grpc
+    from google.rpc import status_pb2
+
+    from tests.integration.test_ingest import EXPORT_METHOD, mixed_request, post
+
+    grpc_port, http_port = free_port(), free_port()
+    config = tmp_path / "collector.yaml"
+    config.write_text("ack_timeout_s: 0.5\nspill_max_bytes: 2000\n")
+    collector = PathgradeProcess(
+        ["collector", "--kafka", broker.bootstrap, "--spill-dir", str(tmp_path / "spill"),
+         "--grpc-port", str(grpc_port), "--http-port", str(http_port), "--config", str(config)],
+        ready_text="collector: OTLP/gRPC",
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{http_port}/v1/traces"
+    body = mixed_request(bytes.fromhex("ab" * 16)).SerializeToString()
+    assert broker.process is not None
+    os.kill(broker.process.pid, signal.SIGSTOP)
+    try:
+        statuses = [post(url, body, "application/x-protobuf") for _ in range(40)]
+        codes = [code for code, _ in statuses]
+        assert 200 in codes and 503 in codes  # spilled until the bound, then refused
+        refused = status_pb2.Status.FromString(statuses[codes.index(503)][1])
+        assert "spill is full" in refused.message
+        request = urllib.request.Request(
+            url, data=body, headers={"Content-Type": "application/x-protobuf"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as http_error:
+            urllib.request.urlopen(request, timeout=30)
+        assert http_error.value.code == 503
+        assert int(http_error.value.headers["Retry-After"]) > 0
+        with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+            export = channel.unary_unary(EXPORT_METHOD)
+            with pytest.raises(grpc.RpcError) as error:
+                export(body, timeout=30)
+        assert error.value.code() == grpc.StatusCode.UNAVAILABLE
+        details = dict(error.value.trailing_metadata() or ())
+        assert "grpc-status-details-bin" in details  # google.rpc.RetryInfo for the client
+    finally:
+        os.kill(broker.process.pid, signal.SIGCONT)
+        assert collector.terminate() == 0, collector.output
