@@ -21,10 +21,11 @@ from kafka.structs import OffsetAndMetadata
 from pydantic import ValidationError
 
 from batch_plane.judge import BudgetExhausted, Judge, JudgeError
-from batch_plane.offline_scoring import JUDGE_METRICS, TraceScorer
+from batch_plane.offline_scoring import JUDGE_METRICS, TraceScorer, UnknownMetric
 from batch_plane.scores import evaluation_event, write_scores
 from batch_plane.store import Store
 from batch_plane.trace_rows import load_trace
+from detectors.policy import RISK_TIERS, Policy
 from schemas.model import Trace
 from schemas.sampled import SampledTrace
 from schemas.topics import SAMPLED_TOPIC, consumer_settings
@@ -53,9 +54,23 @@ class OnlineScorerConfig:
     topic: str = SAMPLED_TOPIC
     group_id: str = SCORER_GROUP
     tier_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: TIER_METRICS)
+    policy: Policy | None = None  # its `scorers:` (per tier/service/agent) override the above
     trace_wait_s: float = 30.0
     session_timeout_ms: int = 6000
     consumer_options: dict[str, Any] = field(default_factory=dict)
+
+
+def metrics_for(
+    sampled: SampledTrace, policy: Policy | None, tier_metrics: Mapping[str, tuple[str, ...]]
+) -> tuple[str, ...] | None:
+    """The metrics for a sampled trace: the policy's `scorers` for its service, agent and
+    risk tier when the policy sets them, else the tier default (None: unknown tier)."""
+    if policy is not None:
+        tier = sampled.risk_tier if sampled.risk_tier in RISK_TIERS else None
+        assigned = policy.resolve(sampled.service, sampled.agent, tier).scorers
+        if assigned is not None:
+            return assigned
+    return tier_metrics.get(sampled.risk_tier)
 
 
 @dataclass
@@ -80,12 +95,8 @@ class OnlineScorer:
         self.store = store
         self.on_event = on_event
         self.stats = OnlineScorerStats()
-        self.scorers = {
-            tier: TraceScorer(
-                tuple(m for m in metrics if judge is not None or m not in JUDGE_METRICS), judge
-            )
-            for tier, metrics in config.tier_metrics.items()
-        }
+        self.judge = judge
+        self._scorers: dict[tuple[str, ...], TraceScorer] = {}
         self.consumer = KafkaConsumer(
             config.topic,
             **consumer_settings(
@@ -93,6 +104,13 @@ class OnlineScorer:
                 max_poll_records=50, **config.consumer_options,
             ),
         )  # fmt: skip
+
+    def _scorer(self, metrics: tuple[str, ...]) -> TraceScorer:
+        """One TraceScorer per metric set (judge metrics only when a judge is set)."""
+        if metrics not in self._scorers:
+            usable = tuple(m for m in metrics if self.judge is not None or m not in JUDGE_METRICS)
+            self._scorers[metrics] = TraceScorer(usable, self.judge)
+        return self._scorers[metrics]
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -114,10 +132,16 @@ class OnlineScorer:
             self.stats.skipped += 1
             log.error("skipping undecodable pathgrade.sampled message: %s", exc)
             return
-        scorer = self.scorers.get(sampled.risk_tier)
-        if scorer is None:
+        metrics = metrics_for(sampled, self.config.policy, self.config.tier_metrics)
+        if metrics is None:
             self.stats.skipped += 1
             log.error("trace %s: no scorers for risk tier %r", sampled.trace_id, sampled.risk_tier)
+            return
+        try:
+            scorer = self._scorer(metrics)
+        except UnknownMetric as exc:  # a policy naming a metric pathgrade does not score
+            self.stats.skipped += 1
+            log.error("trace %s: %s", sampled.trace_id, exc)
             return
         trace = self._wait_for_trace(sampled, stop)
         if trace is None:

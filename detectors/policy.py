@@ -38,6 +38,7 @@ from detectors.view import DetectorContext
 from schemas.model import Trace
 
 RiskTier = Literal["low", "medium", "high"]
+RISK_TIERS: tuple[RiskTier, ...] = ("low", "medium", "high")
 DEFAULT_RISK_TIER: RiskTier = "medium"
 
 # Built-in tier defaults: which checks' cannot-decide findings alert (user tiers add to it).
@@ -71,6 +72,7 @@ class SectionBase(BaseModel):
     disable: list[DetectorRef] = []
     required: list[DetectorRef] = []
     severity: dict[DetectorRef, Severity] = {}
+    scorers: list[str] | None = None  # metrics the online scorer runs on sampled traces
 
 
 @cache
@@ -117,6 +119,7 @@ class ResolvedPolicy:
     required: frozenset[str]
     severities: dict[str, Severity] = field(default_factory=dict)
     prices: PriceTable = field(default_factory=shipped_price_table)
+    scorers: tuple[str, ...] | None = None  # None: the online scorer's tier default
 
     def context(self, history: Iterable[Trace] = ()) -> DetectorContext:
         """A detector context for this policy with earlier turns of the conversation."""
@@ -153,7 +156,9 @@ class Policy:
 
 
 # Section fields that select detectors rather than carry settings merged field by field.
-SELECTION_FIELDS = frozenset({"risk_tier", "enable", "disable", "required", "severity", "agents"})
+SELECTION_FIELDS = frozenset(
+    {"risk_tier", "enable", "disable", "required", "severity", "agents", "scorers"}
+)
 
 
 def _merge(sections: list[Any], tier: RiskTier, prices: PriceTable) -> ResolvedPolicy:
@@ -161,7 +166,10 @@ def _merge(sections: list[Any], tier: RiskTier, prices: PriceTable) -> ResolvedP
     required = set(TIER_REQUIRED[tier])
     severities: dict[str, Severity] = {}
     merged: dict[str, dict[str, Any]] = {}
+    scorers: tuple[str, ...] | None = None
     for section in sections:
+        if section.scorers is not None:
+            scorers = tuple(section.scorers)
         enabled = (enabled - set(section.disable)) | set(section.enable)
         required |= set(section.required)
         severities.update(section.severity)
@@ -179,7 +187,9 @@ def _merge(sections: list[Any], tier: RiskTier, prices: PriceTable) -> ResolvedP
         for code, rule in sorted(REGISTRY.items())
         if code in enabled
     }
-    return ResolvedPolicy(tier, conventions, params, frozenset(required), severities, prices)
+    return ResolvedPolicy(
+        tier, conventions, params, frozenset(required), severities, prices, scorers
+    )
 
 
 def default_policy() -> Policy:

@@ -38,6 +38,10 @@ def register(commands: Any) -> None:
     _judge_args(scorer, required=False)
     scorer.add_argument("--kafka", required=True, metavar="HOST:PORT")
     scorer.add_argument(
+        "--policy", type=Path, metavar="FILE",
+        help="policy YAML whose `scorers:` assign metrics per tier, service or agent",
+    )  # fmt: skip
+    scorer.add_argument(
         "--events-out", type=Path, metavar="FILE",
         help="append each score as a gen_ai.evaluation.result event (JSONL)",
     )  # fmt: skip
@@ -220,7 +224,12 @@ def _references(store: Any, suite: Any) -> dict[str, list[dict[str, Any]]]:
 
 def _cmd_scorer(args: argparse.Namespace) -> int:
     from batch_plane.online_scorer import OnlineScorer, OnlineScorerConfig
+    from detectors import PolicyError, load_policy
 
+    try:
+        policy = load_policy(args.policy) if args.policy else None
+    except (PolicyError, OSError) as exc:
+        raise CliError(f"--policy: {exc}") from exc
     with cli_store(args) as store:
         judge = _judge(args, store, args.judge_model) if args.judge_url else None
         events = args.events_out.open("a", encoding="utf-8") if args.events_out else None
@@ -231,8 +240,9 @@ def _cmd_scorer(args: argparse.Namespace) -> int:
             events.flush()
 
         scorer = OnlineScorer(
-            OnlineScorerConfig(args.kafka), store, judge, on_event if events else None
-        )
+            OnlineScorerConfig(args.kafka, policy=policy), store, judge,
+            on_event if events else None,
+        )  # fmt: skip
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
