@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import textwrap
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from opentelemetry import baggage
 from opentelemetry.sdk.trace import TracerProvider
@@ -88,28 +91,51 @@ def test_span_processor_copies_the_context_onto_root_spans_only() -> None:
     assert spans["invoke_agent root"]["pathgrade.edge.attempt"] == "1"
 
 
+class _Agent(BaseHTTPRequestHandler):
+    """A tiny agent over HTTP: records each turn, answers with a fixed AgentTurn."""
+
+    turns: list[tuple[dict[str, Any], dict[str, str]]]
+    status = 200
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).turns.append((body, dict(self.headers)))
+        answer = json.dumps({"response": "hello", "nodes": ["a", "b"], "done": True}).encode()
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def agent_server(status: int = 200) -> Iterator[tuple[str, type[_Agent]]]:
+    handler = type("Agent", (_Agent,), {"turns": [], "status": status})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/turn", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_http_adapter_posts_the_turn_with_baggage_and_reads_the_answer() -> None:
-    requests: list[httpx.Request] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        requests.append(request)
-        return httpx.Response(200, json={"response": "hello", "nodes": ["a", "b"], "done": True})
-
-    adapter = HttpAdapter(
-        "http://agent/turn", client=httpx.Client(transport=httpx.MockTransport(handler))
-    )
-    turn = adapter.respond({"seed": 1}, "hi", CONTEXT)
-    assert turn.nodes == ["a", "b"] and turn.done
-    body = json.loads(requests[0].content)
+    with agent_server() as (url, agent):
+        turn = HttpAdapter(url).respond({"seed": 1}, "hi", CONTEXT)
+    assert turn.nodes == ["a", "b"] and turn.done and turn.response == "hello"
+    body, headers = agent.turns[0]
     assert body == {"conversation_state": {"seed": 1}, "user_message": "hi",
                     "eval_context": EXPECTED_ATTRIBUTES}  # fmt: skip
-    assert "pathgrade.run.id=run-9" in requests[0].headers["baggage"]
+    assert "pathgrade.run.id=run-9" in {k.lower(): v for k, v in headers.items()}["baggage"]
 
 
 def test_http_adapter_errors_name_the_url() -> None:
-    client = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(500)))
-    with pytest.raises(AdapterError, match="http://agent/turn"):
-        HttpAdapter("http://agent/turn", client=client).respond({}, "hi", CONTEXT)
+    with agent_server(status=500) as (url, _), pytest.raises(AdapterError, match=url):
+        HttpAdapter(url).respond({}, "hi", CONTEXT)
 
 
 def test_load_adapter_from_a_file_a_module_a_class_and_a_url(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-import httpx
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -30,6 +29,7 @@ from batch_plane.simulation import (
     next_target,
     plan_variants,
 )
+from tests.support.openai_standin import OpenAIStandIn, Reply
 
 GRAPH = load_graph(
     {
@@ -147,18 +147,13 @@ def test_config_errors_name_the_field(kwargs: dict[str, Any], field: str) -> Non
 
 
 def test_openai_user_prompts_persona_and_goal_with_swapped_roles() -> None:
-    bodies: list[dict[str, Any]] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        bodies.append(json.loads(request.content))
-        return httpx.Response(200, json={"choices": [{"message": {"content": " yo, jobs? "}}]})
-
-    client = httpx.Client(transport=httpx.MockTransport(handler))
-    user = OpenAIUser("http://llm/v1/", "sim-model", temperature=0.3, client=client)
-    transcript = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-    request = UserRequest(PATH_A, "ask about jobs", transcript, Variant("v1", "rude", True), 5)
-    assert user.message(request) == "yo, jobs?"
-    body = bodies[0]
+    """Against the local OpenAI stand-in server, as a real endpoint is called."""
+    with OpenAIStandIn(answer=lambda request: " yo, jobs? ") as llm:
+        user = OpenAIUser(llm.url + "/", "sim-model", temperature=0.3)
+        transcript = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+        request = UserRequest(PATH_A, "ask about jobs", transcript, Variant("v1", "rude", True), 5)
+        assert user.message(request) == "yo, jobs?"
+        body = llm.requests[0]
     assert (body["model"], body["temperature"], body["seed"]) == ("sim-model", 0.3, 5)
     assert "rude" in body["messages"][0]["content"]
     assert "ask about jobs" in body["messages"][0]["content"]
@@ -167,10 +162,11 @@ def test_openai_user_prompts_persona_and_goal_with_swapped_roles() -> None:
 
 
 def test_openai_user_errors_name_the_endpoint() -> None:
-    client = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(200, json={})))
-    user = OpenAIUser("http://llm/v1", "m", client=client)
-    with pytest.raises(AdapterError, match="http://llm/v1/chat/completions"):
-        user.message(UserRequest(PATH_A, "x", [], Variant("base"), 0))
+    with OpenAIStandIn() as llm:
+        llm.enqueue(Reply(status=400))
+        user = OpenAIUser(llm.url, "m")
+        with pytest.raises(AdapterError, match=f"{llm.url}/chat/completions"):
+            user.message(UserRequest(PATH_A, "x", [], Variant("base"), 0))
 
 
 def test_manifest_span_round_trips() -> None:
