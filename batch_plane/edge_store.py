@@ -30,6 +30,8 @@ from batch_plane.determinism import (
     variant_metrics,
 )
 from batch_plane.graph import AgentGraph, load_graph
+from batch_plane.judge import Judge, JudgeError
+from batch_plane.rubrics import load_rubric
 from batch_plane.simulation import (
     BASE_VARIANT,
     MANIFEST_ATTRIBUTE,
@@ -40,10 +42,26 @@ from batch_plane.simulation import (
 )
 from batch_plane.store import Store
 
-# The judged response-consistency hook: the responses of one scenario's exact replays in,
-# a 1-4 consistency grade out (None: the judge could not decide). batch_plane.judge plugs
-# in here; without one, only the lexical score is reported.
-ResponseConsistencyJudge = Callable[[Sequence[str]], float | None]
+# The judged response-consistency hook: a scenario's intent and the responses of its exact
+# replays in, a 1-4 consistency grade out (None: the judge could not decide). Without
+# one, only the lexical score is reported.
+ResponseConsistencyJudge = Callable[[str, Sequence[str]], float | None]
+
+
+def rubric_consistency_judge(judge: Judge) -> ResponseConsistencyJudge:
+    """The hook backed by a judge model and the shipped `response_consistency` rubric
+    (EDGE's 1-4 scale); a judge that gives no valid verdict leaves the grade undecided."""
+    rubric = load_rubric("response_consistency")
+
+    def grade(intent: str, responses: Sequence[str]) -> float | None:
+        try:
+            verdict = judge.evaluate(rubric, {"question": intent, "answers": list(responses)})
+        except JudgeError:
+            return None
+        return float(verdict.verdict.score)
+
+    return grade
+
 
 _ROOTS_SQL = (
     "SELECT TraceId, EvalDatasetItemId, EvalVariantId, EvalReplayIndex, "
@@ -211,7 +229,8 @@ def edge_metrics(
         row["replay"] = replay_metrics(base)
         row["variant"] = variant_metrics(base, variants) if variants else {}
         if judge is not None:
-            row["replay"]["response_consistency_judged"] = judge([r["response"] for r in base])
+            responses = [r["response"] for r in base]
+            row["replay"]["response_consistency_judged"] = judge(scenario.intent, responses)
         per_scenario.append(row)
     return {
         "run_id": manifest.run_id,

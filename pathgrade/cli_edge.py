@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pathgrade.cli_scoring import judge_args
 from pathgrade.cli_support import (
     CliError,
     agent_tracer_provider,
@@ -71,6 +72,7 @@ def register(commands: Any) -> None:
     report.add_argument("run_id", metavar="RUN_ID")
     store_args(report)
     report.add_argument("--out", type=Path, default=Path("edge-report.html"))
+    judge_args(report, required=False)
     report.set_defaults(run=_cmd_report)
 
 
@@ -200,12 +202,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from batch_plane.edge_report import write_report
-    from batch_plane.edge_store import EdgeRunNotFound, run_metrics
+    from batch_plane.edge_store import EdgeRunNotFound, rubric_consistency_judge, run_metrics
     from batch_plane.graph import load_graph
+    from pathgrade.cli_scoring import make_judge
 
     try:
         with cli_store(args) as store:
-            metrics = run_metrics(store, args.run_id)
+            judge = make_judge(args, store, args.judge_model) if args.judge_url else None
+            try:
+                grade = rubric_consistency_judge(judge) if judge else None
+                metrics = run_metrics(store, args.run_id, grade)
+            finally:
+                if judge:
+                    judge.close()
     except EdgeRunNotFound as exc:
         raise CliError(str(exc), exit_code=1) from exc
     written = write_report(metrics, load_graph(metrics["graph"]), args.out)

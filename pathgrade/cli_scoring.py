@@ -20,7 +20,7 @@ def register(commands: Any) -> None:
         "calibrate", help="run the judge over a human-labelled set and store its agreement"
     )
     store_args(calibrate)
-    _judge_args(calibrate, required=True)
+    judge_args(calibrate, required=True)
     calibrate.add_argument("--labels", type=Path, required=True, metavar="human.jsonl")
     calibrate.add_argument("--rubric", required=True, metavar="ID@VERSION")
     calibrate.add_argument("--repeats", type=int, default=3, help="judgements per item (k)")
@@ -35,7 +35,7 @@ def register(commands: Any) -> None:
 
     scorer = commands.add_parser("scorer", help="run the online scorer on pathgrade.sampled")
     store_args(scorer)
-    _judge_args(scorer, required=False)
+    judge_args(scorer, required=False)
     scorer.add_argument("--kafka", required=True, metavar="HOST:PORT")
     scorer.add_argument(
         "--policy", type=Path, metavar="FILE",
@@ -50,13 +50,13 @@ def register(commands: Any) -> None:
 
 def scoring_args(parser: argparse.ArgumentParser) -> None:
     """The judge (optional) and the judge budget of a scoring job."""
-    _judge_args(parser, required=False)
+    judge_args(parser, required=False)
     parser.add_argument("--budget-calls", type=int, help="stop after this many judge calls")
     parser.add_argument("--budget-tokens", type=int, help="stop after this many judge tokens")
     parser.add_argument("--budget-usd", type=float, help="stop after this judge cost (USD)")
 
 
-def _judge_args(parser: argparse.ArgumentParser, required: bool) -> None:
+def judge_args(parser: argparse.ArgumentParser, required: bool) -> None:
     parser.add_argument(
         "--judge-url", required=required, metavar="URL",
         help="OpenAI-compatible base URL, e.g. https://api.openai.com/v1",
@@ -72,7 +72,7 @@ def _judge_args(parser: argparse.ArgumentParser, required: bool) -> None:
     parser.add_argument("--concurrency", type=int, default=8, help="judge requests in flight")
 
 
-def _judge(args: argparse.Namespace, store: Any, model: str, budget: Any = None) -> Any:
+def make_judge(args: argparse.Namespace, store: Any, model: str, budget: Any = None) -> Any:
     from batch_plane.judge import Judge, JudgeEndpoint
 
     if not model:
@@ -102,7 +102,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     except (RubricError, LabelsError) as exc:
         raise CliError(str(exc)) from exc
     with cli_store(args) as store:
-        judge = _judge(args, store, args.judge_model)
+        judge = make_judge(args, store, args.judge_model)
         try:
             result = calibrate(
                 judge, rubric, labels, args.repeats, labels_digest(labels), progress_line("judging")
@@ -160,7 +160,7 @@ def score_suite_run(args: argparse.Namespace, store: Any, suite: Any, run_id: st
     rubric_refs = pinned_rubric(suite, metrics + item_metrics)
     model = args.judge_model or (suite.judge.model if suite.judge else "")
     budget = JudgeBudget(args.budget_calls, args.budget_tokens, args.budget_usd)
-    judge = _judge(args, store, model, budget) if args.judge_url else None
+    judge = make_judge(args, store, model, budget) if args.judge_url else None
     try:
         scorer = TraceScorer(metrics, judge, tuple(suite.slices), references, rubric_refs)
         outcome = score_run(
@@ -231,7 +231,7 @@ def _cmd_scorer(args: argparse.Namespace) -> int:
     except (PolicyError, OSError) as exc:
         raise CliError(f"--policy: {exc}") from exc
     with cli_store(args) as store:
-        judge = _judge(args, store, args.judge_model) if args.judge_url else None
+        judge = make_judge(args, store, args.judge_model) if args.judge_url else None
         events = args.events_out.open("a", encoding="utf-8") if args.events_out else None
 
         def on_event(event: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ import pytest
 from batch_plane.edge_store import run_metrics
 from pathgrade.query import RemoteStore
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
+from tests.support.openai_standin import OpenAIStandIn
 
 pytestmark = pytest.mark.integration
 
@@ -75,10 +76,14 @@ def test_constrained_recruitment_is_more_deterministic(
             "--replays", "4", "--variants", "2", "--max-restarts", "2",
         )  # fmt: skip
         report = tmp_path / f"{variant}.html"
-        printed = pathgrade("edge", "report", run_id, "--data-dir", str(process.data_dir),
-                            "--out", str(report))  # fmt: skip
+        with OpenAIStandIn() as judge:  # judged 1-4 response consistency per scenario
+            printed = pathgrade("edge", "report", run_id, "--data-dir", str(process.data_dir),
+                                "--out", str(report), "--judge-url", judge.url,
+                                "--judge-model", "judge-m")  # fmt: skip
+            assert 0 < len(judge.requests) <= 6  # per scenario; identical inputs hit the cache
         assert "node trajectory consistency" in printed
         html = report.read_text()
+        assert "response_consistency_judged" in html and "not judged" not in html
         assert "<svg" in html and "EDGE report" in html and f"Seed {SEED}" in html
         assert report.with_suffix(".svg").read_text().startswith("<svg")
         assert report.with_suffix(".png").read_bytes().startswith(PNG_SIGNATURE)

@@ -75,7 +75,7 @@ def test_edge_metrics_score_runs_attempts_and_utility() -> None:
 def test_judged_response_consistency_hook() -> None:
     seen: list[list[str]] = []
     metrics = edge_metrics(
-        MANIFEST, TURNS, judge=lambda responses: seen.append(list(responses)) or 4.0
+        MANIFEST, TURNS, judge=lambda intent, responses: seen.append(list(responses)) or 4.0
     )
     assert seen == [["booked", "booked"]]
     assert metrics["replay"]["response_consistency_judged"] == 4.0
@@ -124,3 +124,18 @@ def test_write_report_writes_self_contained_html_svg_and_png(tmp_path: Path) -> 
     assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing fetched from outside
     assert "Seed 7" in html and "3 conversations" in html and "not judged" in html
     assert "node_trajectory_consistency" in html and "b&lt;&amp;&gt;" in html
+
+
+def test_rubric_consistency_judge_grades_on_the_edge_scale_and_fails_undecided() -> None:
+    from batch_plane.edge_store import rubric_consistency_judge
+    from batch_plane.judge import Judge, JudgeEndpoint
+    from tests.support.openai_standin import OpenAIStandIn, Reply
+
+    with OpenAIStandIn() as llm:
+        grade = rubric_consistency_judge(Judge(JudgeEndpoint(llm.url, "m", max_attempts=1)))
+        llm.enqueue(Reply(content={"score": 3, "explanation": "same substance"}))
+        assert grade("book a test drive", ["Booked for 3pm.", "Booked at 3 pm."]) == 3.0
+        prompt = llm.requests[0]["messages"][0]["content"]
+        assert "book a test drive" in prompt and "Booked at 3 pm." in prompt
+        llm.enqueue(Reply(content="not json"))
+        assert grade("book a test drive", ["a", "b"]) is None  # undecided, never a pass
