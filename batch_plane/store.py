@@ -77,9 +77,9 @@ def json_ready(value: Any) -> Any:
     """A JSON-ready form of one ClickHouse value."""
     if isinstance(value, datetime.datetime | datetime.date):
         return value.isoformat()
-    if isinstance(value, decimal.Decimal | uuid.UUID | ipaddress.IPv4Address):
-        return str(value)
-    if isinstance(value, ipaddress.IPv6Address):
+    if isinstance(
+        value, decimal.Decimal | uuid.UUID | ipaddress.IPv4Address | ipaddress.IPv6Address
+    ):
         return str(value)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")

@@ -50,23 +50,7 @@ def test_http_without_or_with_unknown_token_is_401(
     url = f"http://127.0.0.1:{secured[2]}/v1/traces"
     body = tenant_request("aa" * 16)
     assert post(url, body, "application/x-protobuf")[0] == 401
-    assert post_with_token(url, body, "wrong")[0] == 401
-
-
-def post_with_token(url: str, body: bytes, token: str) -> tuple[int, bytes]:
-    import urllib.error
-    import urllib.request
-
-    request = urllib.request.Request(
-        url,
-        data=body,
-        headers={"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {token}"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+    assert post(url, body, "application/x-protobuf", token="wrong")[0] == 401
 
 
 def test_grpc_without_token_is_unauthenticated(secured: tuple[PathgradeProcess, int, int]) -> None:
@@ -86,7 +70,7 @@ def test_token_sets_tenant_and_span_attribute_does_not(
     stack, _, http_port = secured
     url = f"http://127.0.0.1:{http_port}/v1/traces"
     trace_id = "cc" * 16
-    status, _ = post_with_token(url, tenant_request(trace_id), "s3cret-acme")
+    status, _ = post(url, tenant_request(trace_id), "application/x-protobuf", token="s3cret-acme")
     assert status == 200
     tenant = wait_until(
         lambda: stack.sql(f"SELECT Tenant FROM spans WHERE TraceId = '{trace_id}'").rows, 60

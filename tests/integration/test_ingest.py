@@ -65,8 +65,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     assert process.terminate() == 0, process.output
 
 
-def post(url: str, body: bytes, content_type: str, gzip_body: bool = False) -> tuple[int, bytes]:
+def post(
+    url: str, body: bytes, content_type: str, gzip_body: bool = False, token: str | None = None
+) -> tuple[int, bytes]:
     headers = {"Content-Type": content_type}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
     if gzip_body:
         body = gzip.compress(body)
         headers["Content-Encoding"] = "gzip"
