@@ -108,6 +108,19 @@ def start_stack(data_dir: Path, *extra: str) -> tuple[PathgradeProcess, int, int
     return stack, grpc_port, http_port
 
 
+def start_collector(
+    bootstrap: str, spill_dir: Path, *extra: str
+) -> tuple[PathgradeProcess, int, int]:
+    """`pathgrade collector` on free ports; returns the process and its gRPC and HTTP ports."""
+    grpc_port, http_port = free_port(), free_port()
+    collector = PathgradeProcess(
+        ["collector", "--kafka", bootstrap, "--spill-dir", str(spill_dir),
+         "--grpc-port", str(grpc_port), "--http-port", str(http_port), *extra],
+        ready_text="collector: OTLP/gRPC",
+    )  # fmt: skip
+    return collector, grpc_port, http_port
+
+
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[LocalBroker]:
     """A Tansu broker of the test's own, with pathgrade's topics."""

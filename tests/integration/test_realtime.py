@@ -17,10 +17,10 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from pathgrade.broker import LocalBroker, free_port
+from pathgrade.broker import LocalBroker
 from pathgrade.demo import CLEAN_SCENARIOS, plan_turns, send_demo_traces
 from realtime_plane import RealtimeConfig, RealtimePlane
-from tests.integration.conftest import PathgradeProcess, wait_until
+from tests.integration.conftest import PathgradeProcess, start_collector, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -68,13 +68,9 @@ def webhook() -> Iterator[Webhook]:
 @pytest.fixture
 def collector(broker: LocalBroker, tmp_path: Path) -> Iterator[str]:
     """A `pathgrade collector` keeping tool arguments; yields its OTLP/HTTP traces URL."""
-    grpc_port, http_port = free_port(), free_port()
-    process = PathgradeProcess(
-        ["collector", "--kafka", broker.bootstrap, "--spill-dir", str(tmp_path / "spill"),
-         "--grpc-port", str(grpc_port), "--http-port", str(http_port),
-         "--capture-tools", "*", "--capture-messages"],
-        ready_text="collector: OTLP/gRPC",
-    )  # fmt: skip
+    process, _, http_port = start_collector(
+        broker.bootstrap, tmp_path / "spill", "--capture-tools", "*", "--capture-messages"
+    )
     yield f"http://127.0.0.1:{http_port}/v1/traces"
     assert process.terminate() == 0, process.output
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from pathgrade.broker import LocalBroker, free_port
+from pathgrade.broker import LocalBroker
 from pathgrade.demo import send_demo_traces
-from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
+from tests.integration.conftest import PathgradeProcess, start_collector, start_stack, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -62,12 +62,7 @@ def test_broker_outage_spills_then_drains_without_loss_or_duplicates(
 def test_store_writer_killed_mid_stream_and_restarted_loses_nothing(
     broker: LocalBroker, tmp_path: Path
 ) -> None:
-    grpc_port, http_port = free_port(), free_port()
-    collector = PathgradeProcess(
-        ["collector", "--kafka", broker.bootstrap, "--spill-dir", str(tmp_path / "spill"),
-         "--grpc-port", str(grpc_port), "--http-port", str(http_port)],
-        ready_text="collector: OTLP/gRPC",
-    )  # fmt: skip
+    collector, _, http_port = start_collector(broker.bootstrap, tmp_path / "spill")
     store = tmp_path / "store"
     writer_args = ["store-writer", "--kafka", broker.bootstrap, "--data-dir", str(store)]
     writer = PathgradeProcess(writer_args, ready_text="store writer:", data_dir=store)
@@ -123,14 +118,11 @@ def test_full_spill_answers_503_retry_after_and_grpc_unavailable(
 
     from tests.integration.test_ingest import EXPORT_METHOD, mixed_request, post
 
-    grpc_port, http_port = free_port(), free_port()
     config = tmp_path / "collector.yaml"
     config.write_text("ack_timeout_s: 0.5\nspill_max_bytes: 2000\n")
-    collector = PathgradeProcess(
-        ["collector", "--kafka", broker.bootstrap, "--spill-dir", str(tmp_path / "spill"),
-         "--grpc-port", str(grpc_port), "--http-port", str(http_port), "--config", str(config)],
-        ready_text="collector: OTLP/gRPC",
-    )  # fmt: skip
+    collector, grpc_port, http_port = start_collector(
+        broker.bootstrap, tmp_path / "spill", "--config", str(config)
+    )
     url = f"http://127.0.0.1:{http_port}/v1/traces"
     body = mixed_request(bytes.fromhex("ab" * 16)).SerializeToString()
     assert broker.process is not None
