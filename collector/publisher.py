@@ -4,6 +4,9 @@
 not acknowledged in time are fsynced in the spill file. While the spill holds anything,
 new messages go to the spill too, so a trace's messages keep their order; a drainer
 thread moves the spill to Kafka when the broker is back.
+
+`hold()` diverts everything to the spill on purpose (the embedded stack does so while it
+swaps its memory-only broker for a fresh one) and `resume()` lets the drainer send it on.
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ class KafkaPublisher:
         self.drain_backoff_s = drain_backoff_s
         self.next_offsets: dict[int, int] = {}  # partition -> offset after the last acked
         self._offsets_lock = threading.Lock()
+        self._held = False
+        self._sending = 0  # publish/drain calls talking to Kafka right now
+        self._sending_done = threading.Condition()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._drainer = threading.Thread(target=self._drain_loop, name="spill-drainer", daemon=True)
@@ -70,15 +76,56 @@ class KafkaPublisher:
         """Return once every message is acked by Kafka or fsynced; raises SpillFull."""
         if not messages:
             return
-        if self.spill.pending():
+        if not self._begin_sending():
             self.spill.append(messages)
-            self._wake.set()
             return
-        failed = self._send_and_wait(messages)
-        if failed:
-            log.warning("Kafka did not acknowledge %d messages; spilling them", len(failed))
-            self.spill.append(failed)
-            self._wake.set()
+        try:
+            if self.spill.pending():
+                self.spill.append(messages)
+                self._wake.set()
+                return
+            failed = self._send_and_wait(messages)
+            if failed:
+                log.warning("Kafka did not acknowledge %d messages; spilling them", len(failed))
+                self.spill.append(failed)
+                self._wake.set()
+        finally:
+            self._end_sending()
+
+    def _begin_sending(self) -> bool:
+        """Register a call that will talk to Kafka; False while held (spill instead)."""
+        with self._sending_done:
+            if self._held:
+                return False
+            self._sending += 1
+            return True
+
+    def _end_sending(self) -> None:
+        with self._sending_done:
+            self._sending -= 1
+            self._sending_done.notify_all()
+
+    def hold(self, timeout_s: float = 60.0) -> dict[int, int]:
+        """Send nothing more to Kafka: wait for the sends under way, then return the
+        produced offsets (partition -> next offset) and start counting afresh (the next
+        broker numbers its log from 0). Until `resume()`, publish() only spills."""
+        with self._sending_done:
+            self._held = True
+            self._sending_done.wait_for(lambda: self._sending == 0, timeout=timeout_s)
+        with self._offsets_lock:
+            produced, self.next_offsets = self.next_offsets, {}
+        return produced
+
+    def resume(self, producer: KafkaProducer | None = None) -> None:
+        """Undo `hold()`: the drainer sends what was spilled meanwhile, in order. Pass a
+        new `producer` when the broker was replaced (an idempotent producer's id means
+        nothing to a new broker)."""
+        with self._sending_done:
+            if producer is not None:
+                self.producer.close(timeout=0)
+                self.producer = producer
+            self._held = False
+        self._wake.set()
 
     def _send_and_wait(self, messages: list[OutgoingMessage]) -> list[OutgoingMessage]:
         """Send all, wait for acks; return the messages not acknowledged in time."""
@@ -119,12 +166,17 @@ class KafkaPublisher:
         while not self._stop.is_set():
             self._wake.wait(timeout=self.drain_backoff_s)
             self._wake.clear()
-            while self.spill.pending() and not self._stop.is_set():
-                messages, position = self.spill.read_batch()
-                if self._send_and_wait(messages):
+            while self.spill.pending() and not self._stop.is_set() and self._begin_sending():
+                try:
+                    messages, position = self.spill.read_batch()
+                    sent = not self._send_and_wait(messages)
+                    if sent:
+                        self.spill.mark_drained(position)
+                finally:
+                    self._end_sending()
+                if not sent:
                     self._stop.wait(self.drain_backoff_s)  # broker still away: retry later
                     break
-                self.spill.mark_drained(position)
                 log.info("drained %d spilled messages to Kafka", len(messages))
 
     def close(self, drain_timeout_s: float = 5.0) -> None:

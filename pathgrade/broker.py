@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import signal
 import socket
 import subprocess
@@ -20,6 +21,7 @@ from schemas.topics import ALL_TOPICS
 
 DEFAULT_PARTITIONS = 4
 _PR_SET_PDEATHSIG = 1
+_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 class BrokerError(RuntimeError):
@@ -69,6 +71,23 @@ class LocalBroker:
             preexec_fn=_end_with_parent,
         )
         wait_for_kafka(self.bootstrap, timeout_s, self.process)
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the broker process (Linux; 0 where unknown or not running).
+        Tansu keeps every message in memory with no retention, so this only grows."""
+        if self.process is None or self.process.poll() is not None:
+            return 0
+        try:
+            resident_pages = int(Path(f"/proc/{self.process.pid}/statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            return 0
+        return resident_pages * _PAGE_BYTES
+
+    def restart(self, timeout_s: float = 15.0) -> None:
+        """Replace the broker with a fresh, empty one on the same port (its clients
+        reconnect to the same address); the topics must be created again."""
+        self.stop()
+        self.start(timeout_s)
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pathgrade.cli_support import CliError, cli_store, store_args
+from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB, CliError, cli_store, store_args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,6 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--demo", action="store_true", help="also send demo agent traffic")
     up.add_argument("--policy", metavar="FILE", help="detector policy YAML (docs/detectors.md)")
     up.add_argument("--alert-webhook", metavar="URL", help="POST each alert here as JSON")
+    up.add_argument(
+        "--broker-max-mb", type=int, default=DEFAULT_BROKER_MAX_MB, metavar="MB",
+        help="swap the bundled memory-only broker for a fresh one (nothing is lost) once it "
+        f"holds this much resident memory; 0 never swaps (default {DEFAULT_BROKER_MAX_MB})",
+    )  # fmt: skip
     up.set_defaults(run=_cmd_up)
 
     collector = commands.add_parser("collector", help="run only the collector (production box)")
@@ -177,6 +182,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
             policy=args.policy,
             alert_webhook=args.alert_webhook,
             collector=collector,
+            broker_max_mb=args.broker_max_mb,
         ),
         out=lambda text: print(text, flush=True),
     )

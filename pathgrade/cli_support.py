@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_DATA_DIR = Path("pathgrade-data")
+DEFAULT_BROKER_MAX_MB = 1024
+"""Resident memory of the bundled broker past which `pathgrade up` swaps in a fresh one."""
 
 
 class CliError(Exception):

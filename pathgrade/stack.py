@@ -5,8 +5,12 @@ store writer and the loopback query endpoint. The collector runs in a child proc
 own core). With no `--kafka`, the bundled Tansu broker runs as a third process.
 
 Shutdown (SIGINT/SIGTERM): the collector stops accepting and flushes to Kafka (or its
-spill), reports the offsets it produced, and the store writer consumes up to them before
-exiting, so what was acknowledged is in the store after exit.
+spill), reports the offsets it produced, and the realtime plane and the store writer
+consume up to them before exiting, so what was acknowledged is in the store after exit.
+
+The bundled broker keeps everything in memory with no retention; past `broker_max_mb`
+resident it is swapped for a fresh one the same way (`Stack.swap_broker`), so a
+long-running stack stays bounded.
 """
 
 from __future__ import annotations
@@ -22,13 +26,18 @@ from pathlib import Path
 from typing import Any
 
 from batch_plane.store import redact_dsn
+from collector.publisher import producer_for
 from collector.service import Collector, CollectorConfig
 from pathgrade.broker import LocalBroker, ensure_topics, wait_for_kafka
+from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB
 from pathgrade.query import RemoteStore
 from pathgrade.store_owner import StoreOwner
 from realtime_plane import RealtimeConfig, RealtimePlane
 
 log = logging.getLogger(__name__)
+
+BROKER_SWAP_MIN_INTERVAL_S = 30.0
+_MB = 1024 * 1024
 
 
 @dataclass
@@ -43,10 +52,13 @@ class StackOptions:
     policy: str | None = None
     alert_webhook: str | None = None
     collector: dict[str, Any] = field(default_factory=dict)
+    broker_max_mb: int = DEFAULT_BROKER_MAX_MB
 
 
-def _collector_main(config: dict[str, Any], events: Any, stop: Any) -> None:
-    """Child process: run the collector until `stop`, then report produced offsets."""
+def _collector_main(config: dict[str, Any], events: Any, commands: Any) -> None:
+    """Child process: run the collector; "hold"/"resume" divert it to its spill and back
+    (answering "held" with the offsets produced so far; resuming on a replaced broker
+    with a new producer); "stop" reports them last."""
     _child_setup("collector")
     collector = Collector(CollectorConfig.model_validate(config))
     try:
@@ -54,11 +66,22 @@ def _collector_main(config: dict[str, Any], events: Any, stop: Any) -> None:
     except Exception as exc:
         events.put(("error", str(exc)))
         return
+    publisher = collector.publisher
+    assert publisher is not None
     events.put(("ready", (collector.grpc_port, collector.http_port)))
-    stop.wait()
+    while (command := commands.get())[0] != "stop":
+        kind, broker_replaced = command
+        if kind == "hold":
+            events.put(("held", publisher.hold()))
+        elif kind == "resume":
+            settings = collector.config
+            publisher.resume(
+                producer_for(settings.kafka_bootstrap, settings.ack_timeout_s)
+                if broker_replaced
+                else None
+            )
     collector.stop()
-    assert collector.publisher is not None
-    events.put(("stopped", collector.publisher.produced_offsets()))
+    events.put(("stopped", publisher.produced_offsets()))
 
 
 def _child_setup(name: str) -> None:
@@ -69,9 +92,10 @@ def _child_setup(name: str) -> None:
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
 
 
-def _realtime_main(config: dict[str, Any], store_url: str, events: Any, stop: Any) -> None:
+def _realtime_main(config: dict[str, Any], store_url: str, events: Any, commands: Any) -> None:
     """Child process: the realtime plane (its own interpreter, so detection never waits
-    on the store writer), storing alerts through the store owner's endpoint."""
+    on the store writer), storing alerts through the store owner's endpoint. "suspend"
+    and "stop" carry (offsets to read up to, whether to evaluate every held trace)."""
     _child_setup("realtime")
     plane = RealtimePlane(RealtimeConfig.model_validate(config), RemoteStore(store_url))
     try:
@@ -80,21 +104,28 @@ def _realtime_main(config: dict[str, Any], store_url: str, events: Any, stop: An
         events.put(("error", str(exc)))
         return
     events.put(("ready", None))
-    stop.wait()
-    plane.stop()
-    events.put(("stopped", None))
+    while True:
+        command, payload = commands.get()
+        if command == "suspend":
+            events.put(("suspended", plane.suspend(*payload)))
+        elif command == "resume":
+            plane.start()
+            events.put(("resumed", None))
+        elif command == "stop":
+            events.put(("stopped", plane.stop(*payload)))
+            return
 
 
 class _Child:
-    """One child process that reports ("ready"|"error"|"stopped", payload) on a queue and
-    stops when its event is set."""
+    """One child process that reports (kind, payload) events on a queue and takes
+    (command, payload) commands on another; every child understands "stop"."""
 
     def __init__(self, ctx: Any, name: str, target: Any, *args: Any) -> None:
         self.name = name
         self.events = ctx.Queue()
-        self.stop_event = ctx.Event()
+        self.commands = ctx.Queue()
         self.process = ctx.Process(
-            target=target, args=(*args, self.events, self.stop_event), name=name
+            target=target, args=(*args, self.events, self.commands), name=name
         )
 
     def start(self, timeout_s: float = 60) -> Any:
@@ -112,22 +143,30 @@ class _Child:
     def alive(self) -> bool:
         return self.process.is_alive()
 
-    def stop(self, timeout_s: float = 60) -> Any:
-        """Ask it to stop; returns the "stopped" payload (None if it died without one)."""
-        self.stop_event.set()
+    def send(self, command: str, payload: Any = None) -> None:
+        self.commands.put((command, payload))
+
+    def request(self, command: str, payload: Any, reply: str, timeout_s: float = 120) -> Any:
+        """Send a command and return the payload of its `reply` event (None if the child
+        died or did not answer in time)."""
+        self.send(command, payload)
         deadline = time.monotonic() + timeout_s
-        payload = None
         while time.monotonic() < deadline:
             try:
-                kind, payload = self.events.get(timeout=1)
+                kind, answer = self.events.get(timeout=1)
             except queue.Empty:
                 if not self.process.is_alive():
-                    break
+                    return None
                 continue
-            if kind == "stopped":
-                break
+            if kind == reply:
+                return answer
+        return None
+
+    def stop(self, payload: Any = None, timeout_s: float = 120) -> Any:
+        """Ask it to stop; returns the "stopped" payload (None if it died without one)."""
+        answer = self.request("stop", payload, "stopped", timeout_s)
         self.process.join(timeout=30)
-        return payload
+        return answer
 
 
 class Stack:
@@ -147,6 +186,8 @@ class Stack:
         self._demo: threading.Thread | None = None
         self.grpc_port = 0
         self.http_port = 0
+        self.swaps = 0
+        self._last_swap = float("-inf")
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -213,7 +254,12 @@ class Stack:
 
     def _print_endpoints(self) -> None:
         assert self.store is not None
-        kafka = f"{self.bootstrap} (bundled Tansu, memory-only)" if self.broker else self.bootstrap
+        kafka = (
+            f"{self.bootstrap} (bundled Tansu, memory-only; swapped for a fresh one above "
+            f"{self.options.broker_max_mb} MB)"
+            if self.broker
+            else self.bootstrap
+        )
         host = self.options.collector.get("listen_host", "127.0.0.1")
         webhook = (
             f"webhook {self.options.alert_webhook}" if self.options.alert_webhook else "no webhook"
@@ -254,6 +300,8 @@ class Stack:
                 if dead:
                     self.out(f"the {dead[0]} process exited unexpectedly; stopping")
                     break
+                if self._broker_too_big():
+                    self.swap_broker()
             self.out("stopping: flushing the collector and the store writer...")
             self.stop()
         finally:
@@ -271,8 +319,59 @@ class Stack:
         if self._collector is not None:
             offsets = self._collector.stop() or {}
         if self._realtime is not None:
-            self._realtime.stop()
+            # The bundled broker's data ends with it: nothing held can be re-read later.
+            self._realtime.stop((offsets, self.broker is not None))
         if self.store is not None:
             self.store.stop(offsets)
         if self.broker is not None:
             self.broker.stop()
+
+    def _broker_too_big(self) -> bool:
+        """The bundled broker outgrew `broker_max_mb` (and was not just swapped)."""
+        limit = self.options.broker_max_mb * _MB
+        return (
+            self.broker is not None
+            and limit > 0
+            and time.monotonic() - self._last_swap >= BROKER_SWAP_MIN_INTERVAL_S
+            and self.broker.rss_bytes() > limit
+        )
+
+    def swap_broker(self) -> bool:
+        """Replace the bundled memory-only broker with a fresh one, losing nothing.
+
+        The collector holds new spans in its fsynced spill and reports what it produced;
+        the realtime plane and the store writer read up to exactly that (the realtime
+        plane evaluates every trace it still holds), store and commit; then the broker
+        restarts empty on the same port, the readers resume on it and the collector
+        drains its spill into it. If a reader does not reach the offsets, the old broker
+        is kept. Returns whether the broker was swapped."""
+        assert self.broker is not None and self._collector is not None
+        assert self._realtime is not None and self.store is not None
+        self._last_swap = time.monotonic()
+        before = self.broker.rss_bytes()
+        produced = self._collector.request("hold", None, "held") or {}
+        realtime_reached: list[Any] = []
+        reader = threading.Thread(
+            target=lambda: realtime_reached.append(
+                self._realtime.request("suspend", (produced, True), "suspended")
+            )
+        )
+        reader.start()
+        store_reached = self.store.suspend_writer(produced)
+        reader.join()
+        swapped = store_reached and realtime_reached == [True]
+        if swapped:
+            self.broker.restart()
+            ensure_topics(self.bootstrap)
+            self.swaps += 1
+        else:
+            log.warning("broker swap abandoned: the readers did not reach %s", produced)
+        self.store.resume_writer()
+        self._realtime.request("resume", None, "resumed")
+        self._collector.send("resume", swapped)
+        if swapped:
+            self.out(
+                f"broker swapped for a fresh one ({before / _MB:.0f} MB -> "
+                f"{self.broker.rss_bytes() / _MB:.0f} MB resident); nothing was dropped"
+            )
+        return swapped

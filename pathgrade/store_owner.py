@@ -21,7 +21,8 @@ log = logging.getLogger(__name__)
 
 class StoreOwner:
     """`start()` opens and migrates the store and starts the writer; `stop(targets)`
-    consumes up to `targets` (partition -> next offset) before closing."""
+    consumes up to `targets` (partition -> next offset) before closing;
+    `suspend_writer(targets)` / `resume_writer()` do the same around a broker swap."""
 
     def __init__(self, bootstrap: str, data_dir: Path, clickhouse: str | None = None) -> None:
         self.bootstrap = bootstrap
@@ -34,10 +35,7 @@ class StoreOwner:
         self.query_server: QueryServer | None = None
         self.applied: list[Migration] = []
         self._client_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._targets: queue.Queue[dict[int, int]] = queue.Queue()
-        self._done = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._writer_run: _WriterRun | None = None
 
     def start(self) -> None:
         """Take the data directory, connect, migrate, start consuming and serving."""
@@ -45,29 +43,21 @@ class StoreOwner:
         self.client = connect(self.dsn)
         self.applied = migrate(self.client)
         self.store = ClientStore(self.client, self._client_lock)
-        self.writer = StoreWriter(StoreWriterConfig(self.bootstrap), self.store)
-        self._spawn("store-writer", self._run_writer)
+        self.resume_writer()
         self.query_server = QueryServer(self.store)
-        self._spawn("query", self.query_server.serve_forever)
+        threading.Thread(target=self.query_server.serve_forever, name="query", daemon=True).start()
 
-    def _spawn(self, name: str, target: Any) -> None:
-        thread = threading.Thread(target=target, name=name, daemon=True)
-        thread.start()
-        self._threads.append(thread)
+    def resume_writer(self) -> None:
+        """Start a store writer (a fresh consumer) on the broker at `bootstrap`."""
+        assert self.store is not None
+        self.writer = StoreWriter(StoreWriterConfig(self.bootstrap), self.store)
+        self._writer_run = _WriterRun(self.writer)
 
-    def _run_writer(self) -> None:
-        assert self.writer is not None
-        try:
-            self.writer.run(self._stop)
-            try:
-                targets = self._targets.get(timeout=120)
-            except queue.Empty:
-                targets = {}
-            if not self.writer.drain_to(targets, timeout_s=60):
-                log.warning("store writer stopped before reaching offsets %s", targets)
-            self.writer.close()
-        finally:
-            self._done.set()
+    def suspend_writer(self, targets: dict[int, int], timeout_s: float = 180) -> bool:
+        """Consume up to `targets`, insert, commit and close the writer's consumer; True
+        when the targets were reached."""
+        run, self._writer_run = self._writer_run, None
+        return run.finish(targets, timeout_s) if run is not None else True
 
     def publish_state(self, state: dict[str, Any]) -> None:
         """Tell other commands where to send queries (and whatever else is useful)."""
@@ -76,10 +66,7 @@ class StoreOwner:
 
     def stop(self, targets: dict[int, int] | None = None, timeout_s: float = 180) -> None:
         """Consume up to `targets`, flush, commit, close, release the directory."""
-        self._stop.set()
-        if self.writer is not None:
-            self._targets.put(targets or {})
-            self._done.wait(timeout=timeout_s)
+        self.suspend_writer(targets or {}, timeout_s)
         if self.query_server is not None:
             self.query_server.shutdown()
             self.query_server.server_close()
@@ -87,3 +74,36 @@ class StoreOwner:
             with self._client_lock:
                 self.client.close()
         self.lock.release()
+
+
+class _WriterRun:
+    """One store writer polling in its own thread until `finish`."""
+
+    def __init__(self, writer: StoreWriter) -> None:
+        self.writer = writer
+        self._stop = threading.Event()
+        self._targets: queue.Queue[dict[int, int]] = queue.Queue()
+        self._reached = False
+        self._done = threading.Event()
+        threading.Thread(target=self._run, name="store-writer", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self.writer.run(self._stop)
+            try:
+                targets = self._targets.get(timeout=120)
+            except queue.Empty:
+                targets = {}
+            self._reached = self.writer.drain_to(targets, timeout_s=60)
+            if not self._reached:
+                log.warning("store writer stopped before reaching offsets %s", targets)
+            self.writer.close()
+        finally:
+            self._done.set()
+
+    def finish(self, targets: dict[int, int], timeout_s: float) -> bool:
+        """Stop polling, consume up to `targets`, flush, commit, close the consumer."""
+        self._stop.set()
+        self._targets.put(targets)
+        self._done.wait(timeout=timeout_s)
+        return self._reached

@@ -22,7 +22,7 @@ from typing import Literal
 
 from schemas.model import Span, Trace
 
-DueReason = Literal["quiet", "max_age", "memory"]
+DueReason = Literal["quiet", "max_age", "memory", "drain"]
 TraceKey = tuple[str, str]  # (tenant, trace id)
 
 
@@ -127,6 +127,15 @@ class TraceAssembler:
             out.append(self._release(self._oldest()[0], "memory"))
         return out
 
+    def release_all(self) -> list[DueTrace]:
+        """Every held trace, now: the consumer is closing and its broker may be replaced,
+        so nothing held can wait for a re-read. A trace with its root counts as complete
+        (reason "quiet"), one without is marked incomplete (reason "drain")."""
+        return [
+            self._release(key, "quiet" if pending.has_root else "drain")
+            for key, pending in list(self._pending.items())
+        ]
+
     def _oldest(self) -> tuple[TraceKey, _Pending]:
         """The trace opened first (`_pending` is in opening order, the clock is monotonic)."""
         return next(iter(self._pending.items()))
@@ -158,7 +167,7 @@ class TraceAssembler:
         while len(self._recent) > self.recent_traces:
             self._recent.popitem(last=False)
         self.stats.traces_due += 1
-        self.stats.early_evaluations += reason in ("max_age", "memory")
+        self.stats.early_evaluations += reason != "quiet"
         self.stats.re_evaluations += pending.evaluations > 0
         trace = Trace(key[0], key[1], list(pending.spans))
         return DueTrace(trace, reason, pending.evaluations > 0)

@@ -80,8 +80,9 @@ class RealtimePlane:
         self.producer: KafkaProducer | None = None
 
     def start(self) -> None:
-        """Connect to Kafka and run the plane in a daemon thread."""
+        """Connect to Kafka and run the plane in a daemon thread (again after `suspend`)."""
         config = self.config
+        self._stop.clear()
         self.consumer = KafkaConsumer(
             **consumer_settings(
                 config.bootstrap_servers, config.group_id, config.session_timeout_ms,
@@ -93,7 +94,7 @@ class RealtimePlane:
             self.producer = KafkaProducer(
                 bootstrap_servers=config.bootstrap_servers, linger_ms=5, acks=1
             )
-        if config.webhook_url:
+        if config.webhook_url and self.webhook is None:
             self.webhook = WebhookSink(
                 config.webhook_url, config.webhook_queue_size, config.webhook_retries,
                 config.webhook_timeout_s,
@@ -223,19 +224,61 @@ class RealtimePlane:
             out.update({f"webhook_{k}": v for k, v in stats.items() if k != "latest_error"})
         return out
 
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """Stop polling, store and commit what is done, deliver queued webhooks, close."""
+    def caught_up(self, targets: dict[int, int]) -> bool:
+        """Whether every partition's position has passed `targets` (partition -> next offset)."""
+        assert self.consumer is not None
+        topic = self.config.spans_topic
+        return all(
+            p in self.assigned and self.consumer.position(TopicPartition(topic, p)) >= o
+            for p, o in targets.items()
+        )
+
+    def suspend(
+        self,
+        targets: dict[int, int] | None = None,
+        release_held: bool = False,
+        timeout_s: float = 60.0,
+    ) -> bool:
+        """Stop polling, read on up to `targets` (partition -> next offset; what the
+        collector produced), store the alerts, commit and close the Kafka clients;
+        `start()` resumes on whatever broker is there then. True when the targets were
+        reached. Traces still held stay uncommitted, to be re-read on a lasting Kafka;
+        with `release_held` (the broker's data is about to be discarded) they are
+        evaluated now instead (`TraceAssembler.release_all`)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
+        reached = True
         if self.consumer is not None:
+            deadline = self.clock() + timeout_s
+            while not self.caught_up(targets or {}) and self.clock() < deadline:
+                self.poll_once()
+            reached = self.caught_up(targets or {})
+            for due in self.assembler.release_all() if release_held else ():
+                self._emit(self.evaluator.evaluate(due, time.time_ns()))
             self._flush_and_commit()
+            self.assembler.forget_partitions(set(self.assigned))  # re-read when resumed
             self.consumer.close()
+            self.consumer = None
+            self.assigned.clear()
+            self._committed.clear()
         if self.producer is not None:
             self.producer.flush()
             self.producer.close()
+            self.producer = None
+        return reached
+
+    def stop(
+        self,
+        targets: dict[int, int] | None = None,
+        release_held: bool = False,
+        timeout_s: float = 60.0,
+    ) -> bool:
+        """`suspend`, then deliver queued webhooks and close for good."""
+        reached = self.suspend(targets, release_held, timeout_s)
         if self.webhook is not None:
             self.webhook.close()
+        return reached
 
 
 class _CommitOnRevoke(ConsumerRebalanceListener):

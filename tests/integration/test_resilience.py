@@ -150,3 +150,35 @@ def test_full_spill_answers_503_retry_after_and_grpc_unavailable(
     finally:
         os.kill(broker.process.pid, signal.SIGCONT)
         assert collector.terminate() == 0, collector.output
+
+
+def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> None:
+    """Past --broker-max-mb the memory-only broker is replaced while traffic flows: every
+    span is stored once, and the realtime plane evaluated traces from both sides."""
+    stack, _, http_port = start_stack(
+        tmp_path, "--broker-max-mb", "24", "--capture-tools", "*"
+    )
+    url = f"http://127.0.0.1:{http_port}/v1/traces"
+    sent: list = []
+    try:
+        first = threading.Thread(
+            target=lambda: sent.append(
+                send_demo_traces(OTLPSpanExporter(endpoint=url, timeout=60), traces=3000, seed=4)
+            )
+        )
+        first.start()
+        wait_until(lambda: stack.output_has("broker swapped"), timeout_s=180)
+        first.join(timeout=180)
+        sent.append(send_demo_traces(OTLPSpanExporter(endpoint=url), traces=200, seed=5))
+        every = [trace_id for summary in sent for trace_id in summary.trace_ids]
+        total = sum(summary.spans for summary in sent)
+        wait_until(lambda: distinct_and_final(stack, every) == (total, total), timeout_s=180)
+        for summary in sent:
+            ids = ",".join(f"'{t}'" for t in summary.trace_ids)
+            alerted = f"SELECT uniqExact(TraceId) FROM alerts WHERE TraceId IN ({ids})"
+            wait_until(lambda q=alerted: stack.scalar(q) > 0, timeout_s=60)
+    finally:
+        assert stack.terminate() == 0, stack.output
+    swapped = re.search(r"broker swapped .*\((\d+) MB -> (\d+) MB resident\)", stack.output)
+    assert swapped, stack.output
+    assert int(swapped[1]) > 24 > int(swapped[2])

@@ -46,6 +46,17 @@ def test_memory_bound_evaluates_oldest_early_never_drops() -> None:
     assert a2.spans_held == 2
 
 
+def test_release_all_hands_out_everything_rooted_ones_complete() -> None:
+    a = TraceAssembler(quiet_window_s=1.0)
+    a.add(0, 5, [span("a", "r"), span("a", "c1", "r")], now=0.0)  # root, still in window
+    a.add(1, 7, [span("b", "c1", "r")], now=0.0)  # root not seen yet
+    assert a.due(0.5) == [] and a.committable() == {0: 5, 1: 7}
+    released = {d.trace.trace_id[0]: (d.reason, d.incomplete) for d in a.release_all()}
+    assert released == {"a": ("quiet", False), "b": ("drain", True)}
+    assert a.traces_held == 0 and a.spans_held == 0
+    assert a.committable() == {0: 6, 1: 8}
+
+
 def test_late_span_reopens_trace_with_its_earlier_spans() -> None:
     a = TraceAssembler(quiet_window_s=1.0)
     a.add(0, 0, [span("a", "r"), span("a", "c1", "r")], now=0.0)
