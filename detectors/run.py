@@ -7,7 +7,7 @@ import dataclasses
 from detectors.finding import Finding
 from detectors.policy import ResolvedPolicy
 from detectors.registry import REGISTRY
-from detectors.view import DetectorContext, TraceView
+from detectors.view import DetectorContext
 from schemas.model import Trace
 
 
@@ -19,7 +19,7 @@ def run_detectors(
     `context` carries earlier turns of the conversation; None means no history.
     """
     context = context or policy.context()
-    view = TraceView(trace, context.conventions)
+    view = context.view_of(trace)
     findings: list[Finding] = []
     for code, params in policy.params.items():
         rule = REGISTRY[code]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -182,22 +183,51 @@ def _assistant_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(t for t in texts if t)
 
 
+class ViewCache:
+    """TraceViews built once per (trace, conventions); the latest `limit` are kept. A
+    conversation's turns come back as history on every later turn, so the realtime plane
+    shares one cache across evaluations instead of re-indexing each earlier turn."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.limit = limit
+        self._views: OrderedDict[tuple[int, int], TraceView] = OrderedDict()
+
+    def view(self, trace: Trace, conventions: Conventions) -> TraceView:
+        key = (id(trace), id(conventions))
+        view = self._views.get(key)
+        if view is not None and view.trace is trace and view.conventions is conventions:
+            self._views.move_to_end(key)
+            return view
+        view = self._views[key] = TraceView(trace, conventions)
+        self._views.move_to_end(key)
+        if len(self._views) > self.limit:
+            self._views.popitem(last=False)
+        return view
+
+
 @dataclass(slots=True)
 class DetectorContext:
     """What a detector may know beyond the trace: earlier turns, conventions, price table.
 
     `history` holds earlier traces of the same conversation, oldest first, bounded by the
-    caller.
+    caller; `views`, when given, lends views already built for those traces.
     """
 
     conventions: Conventions = field(default_factory=Conventions)
     prices: PriceTable = field(default_factory=shipped_price_table)
     history: list[Trace] = field(default_factory=list)
+    views: ViewCache | None = None
     _history_views: list[TraceView] | None = None
+
+    def view_of(self, trace: Trace) -> TraceView:
+        """The view of `trace` under these conventions (from `views` when given)."""
+        if self.views is None:
+            return TraceView(trace, self.conventions)
+        return self.views.view(trace, self.conventions)
 
     @property
     def history_views(self) -> list[TraceView]:
         """Views of the earlier turns, built on first use."""
         if self._history_views is None:
-            self._history_views = [TraceView(t, self.conventions) for t in self.history]
+            self._history_views = [self.view_of(t) for t in self.history]
         return self._history_views

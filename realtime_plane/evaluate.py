@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from detectors import Finding, Policy, ResolvedPolicy, run_detectors
 from detectors.policy import DEFAULT_RISK_TIER, RiskTier
+from detectors.view import ViewCache
 from realtime_plane.assembler import DueTrace
 from schemas.alerts import Alert
 from schemas.model import Span, Trace
@@ -82,6 +83,7 @@ class TraceEvaluator:
         self._resolved: dict[tuple[str, str, RiskTier], ResolvedPolicy] = {}
         self._conversations = _Lru(conversations)  # (tenant, id) -> list[Trace]
         self._alerted = _Lru(traces_remembered)  # (tenant, trace id) -> set of finding keys
+        self._views = ViewCache(traces_remembered)  # each turn indexed once, reused as history
         self.duplicates_suppressed = 0
 
     def risk_tier(self, root: Span, service: str, agent: str) -> RiskTier:
@@ -110,7 +112,7 @@ class TraceEvaluator:
         resolved = self.resolve(service, agent, tier)
         history = self._history(trace, conversation)
         findings = [
-            f for f in run_detectors(trace, resolved, resolved.context(history))
+            f for f in run_detectors(trace, resolved, resolved.context(history, self._views))
             if resolved.should_alert(f)
         ]  # fmt: skip
         seen = self._alerted.get((trace.tenant, trace.trace_id)) or set()

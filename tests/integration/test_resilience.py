@@ -155,9 +155,7 @@ def test_full_spill_answers_503_retry_after_and_grpc_unavailable(
 def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> None:
     """Past --broker-max-mb the memory-only broker is replaced while traffic flows: every
     span is stored once, and the realtime plane evaluated traces from both sides."""
-    stack, _, http_port = start_stack(
-        tmp_path, "--broker-max-mb", "24", "--capture-tools", "*"
-    )
+    stack, _, http_port = start_stack(tmp_path, "--broker-max-mb", "24", "--capture-tools", "*")
     url = f"http://127.0.0.1:{http_port}/v1/traces"
     sent: list = []
     try:

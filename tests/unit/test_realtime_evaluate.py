@@ -11,6 +11,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from detectors import default_policy, load_policy
+from detectors.conventions import Conventions
+from detectors.view import ViewCache
 from pathgrade.demo import CLEAN_SCENARIOS, plan_turns, send_demo_traces
 from realtime_plane.assembler import DueTrace
 from realtime_plane.config import SamplerRates
@@ -175,3 +177,17 @@ def test_alerts_cli_query_filters_and_errors_name_the_flag() -> None:
         alerts_query(None, "110", 10)
     with pytest.raises(CliError, match="--since"):
         since_timestamp("yesterday")
+
+
+def test_view_cache_indexes_each_turn_once_per_conventions(
+    demo: list[tuple[str, Trace]],
+) -> None:
+    first, second = demo[0][1], demo[1][1]
+    cache, conventions = ViewCache(limit=2), Conventions()
+    view = cache.view(first, conventions)
+    assert cache.view(first, conventions) is view and view.trace is first
+    assert cache.view(first, Conventions()) is not view  # other conventions, other view
+    copy = Trace(first.tenant, first.trace_id, list(first.spans))
+    assert cache.view(copy, conventions) is not view  # a re-assembled trace is re-indexed
+    cache.view(second, conventions)
+    assert cache.view(first, conventions) is not view  # evicted beyond the limit
