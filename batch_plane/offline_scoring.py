@@ -24,9 +24,9 @@ from typing import Any
 
 from batch_plane.determinism import lexical_similarity, mean_pairwise
 from batch_plane.hallucination import claimed_action_findings, claimed_actions_score, judge_inputs
-from batch_plane.judge import BudgetExhausted, Judge
+from batch_plane.judge import BudgetExhausted, Judge, JudgeError
 from batch_plane.rubrics import load_rubric
-from batch_plane.scores import Score, write_scores
+from batch_plane.scores import JUDGE_ERROR_LABEL, Score, write_scores
 from batch_plane.store import Store
 from batch_plane.trace_rows import load_trace, run_trace_ids
 from schemas.model import Trace
@@ -55,6 +55,9 @@ class TraceScorer:
     """Dataset item id -> its expected tool calls, for `trajectory_accuracy`."""
     rubric_refs: Mapping[str, str] = field(default_factory=dict)
     """Metric -> pinned rubric ref (`faithfulness@1`); others use the newest version."""
+    record_judge_failures: bool = False
+    """On a failed judge call write a `judge_error` score without a value (the gate counts
+    it as missing) and keep the trace's other scores, instead of raising."""
 
     def __post_init__(self) -> None:
         known = TRACE_METRICS + REFERENCE_METRICS
@@ -108,7 +111,16 @@ class TraceScorer:
     def _judged(self, metric: str, inputs: dict, base: dict) -> Score:
         assert self.judge is not None
         rubric = load_rubric(self.rubric_refs.get(metric, metric))
-        result = self.judge.evaluate(rubric, {k: inputs[k] for k in rubric.inputs})
+        try:
+            result = self.judge.evaluate(rubric, {k: inputs[k] for k in rubric.inputs})
+        except (JudgeError, BudgetExhausted) as exc:
+            if not self.record_judge_failures:
+                raise
+            return Score(
+                metric, f"judge:{rubric.id}", rubric.ref, value=None, label=JUDGE_ERROR_LABEL,
+                explanation=f"judge failed: {exc}", judge_model=self.judge.endpoint.model,
+                rubric_version=rubric.ref, **base,
+            )  # fmt: skip
         score = result.verdict.score
         return Score(
             metric, f"judge:{rubric.id}", rubric.ref,

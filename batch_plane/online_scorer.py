@@ -20,9 +20,9 @@ from kafka import KafkaConsumer
 from kafka.structs import OffsetAndMetadata
 from pydantic import ValidationError
 
-from batch_plane.judge import BudgetExhausted, Judge, JudgeError
+from batch_plane.judge import Judge
 from batch_plane.offline_scoring import JUDGE_METRICS, TraceScorer, UnknownMetric
-from batch_plane.scores import evaluation_event, write_scores
+from batch_plane.scores import JUDGE_ERROR_LABEL, evaluation_event, write_scores
 from batch_plane.store import Store
 from batch_plane.trace_rows import load_trace
 from detectors.policy import RISK_TIERS, Policy
@@ -78,7 +78,8 @@ class OnlineScorerStats:
     messages: int = 0
     scored: int = 0
     scores: int = 0
-    skipped: int = 0  # undecodable, never stored, or the judge failed
+    skipped: int = 0  # undecodable, never stored, or no scorers for it
+    judge_failures: int = 0  # judge scores written as `judge_error` (no value)
 
 
 class OnlineScorer:
@@ -109,7 +110,7 @@ class OnlineScorer:
         """One TraceScorer per metric set (judge metrics only when a judge is set)."""
         if metrics not in self._scorers:
             usable = tuple(m for m in metrics if self.judge is not None or m not in JUDGE_METRICS)
-            self._scorers[metrics] = TraceScorer(usable, self.judge)
+            self._scorers[metrics] = TraceScorer(usable, self.judge, record_judge_failures=True)
         return self._scorers[metrics]
 
     def run(self, stop: threading.Event) -> None:
@@ -149,15 +150,14 @@ class OnlineScorer:
             log.error("trace %s of %s was not stored within %.0f s", sampled.trace_id,
                       sampled.tenant, self.config.trace_wait_s)  # fmt: skip
             return
-        try:
-            scores = scorer.score(trace)
-        except (JudgeError, BudgetExhausted) as exc:
-            self.stats.skipped += 1
-            log.error("trace %s: judge failed: %s", sampled.trace_id, exc)
-            return
+        scores = scorer.score(trace)
         write_scores(self.store, scores)
         self.stats.scored += 1
         self.stats.scores += len(scores)
+        failed = [s for s in scores if s.label == JUDGE_ERROR_LABEL]
+        self.stats.judge_failures += len(failed)
+        for score in failed:
+            log.error("trace %s: %s: %s", sampled.trace_id, score.metric, score.explanation)
         if self.on_event:
             for score in scores:
                 self.on_event(evaluation_event(score))

@@ -18,6 +18,8 @@ SCORE_COLUMNS = (
 )  # fmt: skip
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
+JUDGE_ERROR_LABEL = "judge_error"
+"""Label of a judge score whose judge call failed (written without a value)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ def evaluation_event(score: Score) -> dict[str, Any]:
         attributes["gen_ai.evaluation.score.label"] = score.label
     if score.explanation:
         attributes["gen_ai.evaluation.explanation"] = score.explanation
+    if score.label == JUDGE_ERROR_LABEL:
+        attributes["error.type"] = JUDGE_ERROR_LABEL
     return {
         "name": EVALUATION_EVENT,
         "trace_id": score.trace_id,

@@ -257,6 +257,7 @@ def _cmd_scorer(args: argparse.Namespace) -> int:
                 events.close()
         print(
             f"scored {scorer.stats.scored} of {scorer.stats.messages} sampled traces "
-            f"({scorer.stats.scores} scores, {scorer.stats.skipped} skipped)"
+            f"({scorer.stats.scores} scores, {scorer.stats.skipped} skipped, "
+            f"{scorer.stats.judge_failures} judge failures)"
         )
     return 0

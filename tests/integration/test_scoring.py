@@ -167,8 +167,10 @@ def test_online_scorer_scores_sampled_traces_by_tier(tmp_path: Path, broker: Loc
         # The stack's realtime sampler may also have sampled these traces (its own tier):
         # the low-tier trace is judged only if it did, the high-tier one always is.
         assert len(judge.requests) >= 3  # the high-tier trace's three judge metrics
-        summary = re.search(r"scored (\d+) of (\d+) sampled traces \((\d+) scores, 0 skipped\)",
-                            scorer.output)  # fmt: skip
+        summary = re.search(
+            r"scored (\d+) of (\d+) sampled traces \((\d+) scores, 0 skipped, 0 judge failures\)",
+            scorer.output,
+        )
         assert summary, scorer.output
         exported = [json.loads(line) for line in events.read_text().splitlines()]
         assert len(exported) == int(summary[3])

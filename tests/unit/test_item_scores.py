@@ -11,8 +11,9 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from batch_plane.hallucination import judge_inputs
-from batch_plane.judge import Judge, JudgeEndpoint
+from batch_plane.judge import Judge, JudgeEndpoint, JudgeError
 from batch_plane.offline_scoring import TraceScorer, UnknownMetric
+from batch_plane.scores import evaluation_event
 from pathgrade.demo import send_demo_traces
 from schemas.model import Trace
 from schemas.otlp import decode_spans_message
@@ -97,3 +98,22 @@ def test_item_metrics_refuse_unknown_names_and_a_missing_judge() -> None:
         TraceScorer(()).item_scores([], ["faithfulness"])
     with pytest.raises(UnknownMetric, match="needs a judge"):
         TraceScorer(()).item_scores([], ["response_consistency"])
+
+
+def test_recorded_judge_failure_keeps_the_other_scores(standin: OpenAIStandIn) -> None:
+    [trace] = demo_traces(1, 9)
+    metrics = ("claimed_actions", "faithfulness", "task_completion")
+    standin.enqueue(Reply(status=400))  # not retryable: the first judge call fails
+    raising = TraceScorer(metrics, judge_for(standin))
+    with pytest.raises(JudgeError):
+        raising.score(trace)
+    standin.enqueue(Reply(status=400))
+    recording = TraceScorer(metrics, judge_for(standin), record_judge_failures=True)
+    scores = {s.metric: s for s in recording.score(trace)}
+    assert set(scores) == set(metrics)
+    failed = scores["faithfulness"]
+    assert (failed.value, failed.label) == (None, "judge_error")
+    assert failed.explanation.startswith("judge failed:") and failed.judge_model == "gpt-4o-mini"
+    assert evaluation_event(failed)["attributes"]["error.type"] == "judge_error"
+    assert scores["task_completion"].value is not None  # the next call succeeded
+    assert scores["claimed_actions"].label in ("pass", "fail")
