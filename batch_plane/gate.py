@@ -17,7 +17,7 @@ regression check, or missing budget observations are failures.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
 from pydantic_core import ErrorDetails
 
+from batch_plane.offline_scoring import ITEM_METRICS
 from batch_plane.suite import ConfigurationError, MetricSpec, Suite
 
 DEFAULT_RESAMPLES = 10_000
@@ -77,6 +78,9 @@ class GateRow(BaseModel):
     n_items: int = 0  # candidate items (budget rows: observations)
     n_paired: int = 0
     n_unpaired: int = 0  # items scored in only one of the two runs
+    missing_items: list[str] = Field(default_factory=list)  # in the baseline, not the candidate
+    short_items: list[str] = Field(default_factory=list)  # candidate items with too few repeats
+    expected_repeats: int = 1  # the suite's runs_per_item
     candidate_mean: float | None = None  # budget rows: the observed p95 latency or mean cost
     baseline_mean: float | None = None
     delta: float | None = None  # mean over paired items of candidate - baseline
@@ -276,7 +280,13 @@ def _measure_all(
     candidate_by_metric = _group_by_metric(candidate)
     baseline_by_metric = _group_by_metric(baseline)
     measurements = [
-        _measure(metric, None, candidate_by_metric[metric.id], baseline_by_metric[metric.id])
+        _measure(
+            metric,
+            None,
+            candidate_by_metric[metric.id],
+            baseline_by_metric[metric.id],
+            _expected_repeats(metric, suite),
+        )
         for metric in suite.metrics
     ]
     for slice_name in suite.slices:
@@ -284,10 +294,22 @@ def _measure_all(
             cand_parts = _split_by_slice(candidate_by_metric[metric.id], slice_name)
             base_parts = _split_by_slice(baseline_by_metric[metric.id], slice_name)
             measurements.extend(
-                _measure(metric, f"{slice_name}={value}", cand_parts[value], base_parts[value])
+                _measure(
+                    metric,
+                    f"{slice_name}={value}",
+                    cand_parts[value],
+                    base_parts[value],
+                    _expected_repeats(metric, suite),
+                )
                 for value in sorted(cand_parts.keys() | base_parts.keys())
             )
     return measurements
+
+
+def _expected_repeats(metric: MetricSpec, suite: Suite) -> int:
+    """Scored repeats each item needs: `runs_per_item`, except for item metrics (one score
+    over all of an item's repeats)."""
+    return 1 if metric.id in ITEM_METRICS else suite.runs_per_item
 
 
 def _group_by_metric(records: Iterable[ScoreRecord]) -> defaultdict[str, list[ScoreRecord]]:
@@ -314,8 +336,11 @@ def _measure(
     slice_label: str | None,
     candidate: Sequence[ScoreRecord],
     baseline: Sequence[ScoreRecord],
+    runs_per_item: int = 1,
 ) -> _Measurement:
-    """Item counts, means and paired deltas of one metric over one set of records."""
+    """Item counts, means, paired deltas and coverage (items the baseline scored that the
+    candidate did not, candidate items with fewer than `runs_per_item` repeats) of one
+    metric over one set of records."""
     row = GateRow(
         check="metric",
         metric=metric.id,
@@ -332,6 +357,10 @@ def _measure(
     row.n_items = len(cand_items)
     row.n_paired = len(paired)
     row.n_unpaired = len(cand_items.keys() ^ base_items.keys())
+    row.missing_items = sorted(base_items.keys() - cand_items.keys())
+    repeats = Counter(record.item_id for record in candidate)
+    row.short_items = sorted(item for item, count in repeats.items() if count < runs_per_item)
+    row.expected_repeats = runs_per_item
     row.candidate_mean = _mean(cand_items.values()) if cand_items else None
     row.baseline_mean = _mean(base_items.values()) if base_items else None
     row.delta = float(deltas.mean()) if paired else None
@@ -342,7 +371,7 @@ def _decide(metric: MetricSpec, row: GateRow, calibrated: bool, confidence: floa
     """Pass or fail a measured row: scores present, judge calibrated, threshold, regression."""
     if row.candidate_mean is None:
         return row  # already failed with NO_SCORES
-    failures: list[str] = []
+    failures = _coverage_failures(row)
     if metric.is_judge and not calibrated:
         failures.append(UNCALIBRATED)
     if row.candidate_mean < metric.threshold:
@@ -352,6 +381,29 @@ def _decide(metric: MetricSpec, row: GateRow, calibrated: bool, confidence: floa
     row.passed = not failures
     row.reason = "; ".join(failures) or "ok"
     return row
+
+
+def _coverage_failures(row: GateRow) -> list[str]:
+    """Scores the candidate lacks: whole items the baseline has, or repeats of an item (a
+    crashed or unscored repeat must not vanish from the mean)."""
+    failures = []
+    if row.missing_items:
+        failures.append(
+            f"{len(row.missing_items)} items scored in the baseline have no candidate score "
+            f"({_examples(row.missing_items)})"
+        )
+    if row.short_items:
+        failures.append(
+            f"{len(row.short_items)} items have fewer than {row.expected_repeats} scored "
+            f"repeats ({_examples(row.short_items)})"
+        )
+    return failures
+
+
+def _examples(items: Sequence[str], shown: int = 3) -> str:
+    """The first `shown` items, then how many more."""
+    more = f", +{len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
 
 
 def _regression_failures(row: GateRow, max_regression: float, confidence: float) -> list[str]:

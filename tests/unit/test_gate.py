@@ -351,3 +351,29 @@ def test_bad_bootstrap_settings_are_rejected() -> None:
         gate(ACCURACY, [], [], resamples=0)
     with pytest.raises(ValueError, match="confidence"):
         gate(ACCURACY, [], [], confidence=1.0)
+
+
+def test_items_the_candidate_lost_or_scored_too_few_times_fail() -> None:
+    suite = make_suite(
+        "  - {id: accuracy, kind: deterministic, threshold: 0.5}\n"
+        "  - {id: response_consistency_lexical, threshold: 0.5}\n"
+        "runs_per_item: 3"
+    )
+    base = scores(constant(6, 0.9))
+    good = constant(6, 0.9)
+    assert only_row(gate(suite, scores(good), base)).passed
+
+    lost = {item: values for item, values in good.items() if item not in ("i1", "i4")}
+    row = only_row(gate(suite, scores(lost), base))  # the mean of the rest is still 0.9
+    assert not row.passed and row.missing_items == ["i1", "i4"]
+    assert "2 items scored in the baseline have no candidate score (i1, i4)" in row.reason
+
+    short = {**good, "i2": [0.9, 0.9]}  # a repeat crashed or its judge call failed
+    row = only_row(gate(suite, scores(short), base))
+    assert not row.passed and row.short_items == ["i2"] and row.expected_repeats == 3
+    assert "1 items have fewer than 3 scored repeats (i2)" in row.reason
+
+    # An item metric has one score per item over all its repeats.
+    consistency = scores({f"i{k}": [0.8] for k in range(6)}, "response_consistency_lexical")
+    verdict = gate(suite, scores(good) + consistency, base + consistency)
+    assert only_row(verdict, "response_consistency_lexical").passed
