@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -279,6 +279,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     from batch_plane.replay import ACK_TIMEOUT_S, find_trace_ids, replay_traces
     from collector.publisher import producer_for
+    from pathgrade.ownership import broker_lease
 
     if not args.where:
         raise CliError("replay: --where is required (or use `pathgrade replay conversations`)")
@@ -289,18 +290,22 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         trace_ids = find_trace_ids(store, args.where, args.limit)
         if not trace_ids:
             raise CliError("no stored trace matches --where", exit_code=1)
-        try:
-            producer = producer_for(bootstrap, ACK_TIMEOUT_S)
-        except KafkaError as exc:
-            raise CliError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
-        try:
-            summary = replay_traces(
-                store, producer, trace_ids, rate_per_s=args.rate, progress=progress_line("replay")
-            )
-        except KafkaError as exc:
-            raise CliError(f"Kafka did not accept the replay: {exc}", exit_code=1) from exc
-        finally:
-            producer.close()
+        # Into a running stack's broker: never while the stack swaps it for a fresh one.
+        lease = nullcontext() if args.kafka else broker_lease(args.data_dir.resolve(), False)
+        with lease:
+            try:
+                producer = producer_for(bootstrap, ACK_TIMEOUT_S)
+            except KafkaError as exc:
+                raise CliError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
+            try:
+                summary = replay_traces(
+                    store, producer, trace_ids, rate_per_s=args.rate,
+                    progress=progress_line("replay"),
+                )  # fmt: skip
+            except KafkaError as exc:
+                raise CliError(f"Kafka did not accept the replay: {exc}", exit_code=1) from exc
+            finally:
+                producer.close()
     print(
         f"replayed {summary.traces} traces ({summary.spans} spans) to pathgrade.spans "
         f"in {summary.elapsed_s:.1f} s"

@@ -1,16 +1,20 @@
 """One owner of an embedded store: an exclusive lock on the data directory, and a
-`stack.json` telling other commands where the owner answers queries."""
+`stack.json` telling other commands where the owner answers queries. Also the broker lease
+that keeps direct producers (replay) and a broker swap of the stack apart."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 LOCK_FILE = "stack.lock"
 STATE_FILE = "stack.json"
+BROKER_LEASE_FILE = "broker.lease"
 
 
 class DataDirBusy(RuntimeError):
@@ -63,3 +67,25 @@ def read_state(data_dir: Path) -> dict[str, Any] | None:
         return json.loads((data_dir / STATE_FILE).read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         return None
+
+
+@contextmanager
+def broker_lease(data_dir: Path, exclusive: bool, wait: bool = True) -> Iterator[bool]:
+    """flock on the data directory's broker lease; yields whether it was taken.
+
+    A command that publishes to the stack's bundled broker itself (replay) holds it shared
+    until Kafka acknowledged everything; the stack holds it exclusive while it swaps the
+    broker for a fresh one, so nothing is published into a broker about to be discarded.
+    """
+    data_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(data_dir / BROKER_LEASE_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        try:
+            fcntl.flock(fd, mode if wait else mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # releases the lock

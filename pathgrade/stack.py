@@ -30,6 +30,7 @@ from collector.publisher import producer_for
 from collector.service import Collector, CollectorConfig
 from pathgrade.broker import LocalBroker, ensure_topics, wait_for_kafka
 from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB
+from pathgrade.ownership import broker_lease
 from pathgrade.query import RemoteStore
 from pathgrade.store_owner import StoreOwner
 from realtime_plane import RealtimeConfig, RealtimePlane
@@ -344,10 +345,18 @@ class Stack:
         plane evaluates every trace it still holds), store and commit; then the broker
         restarts empty on the same port, the readers resume on it and the collector
         drains its spill into it. If a reader does not reach the offsets, the old broker
-        is kept. Returns whether the broker was swapped."""
+        is kept. A replay publishing into the broker (it holds the broker lease) defers
+        the swap. Returns whether the broker was swapped."""
+        self._last_swap = time.monotonic()
+        with broker_lease(self.data_dir, exclusive=True, wait=False) as leased:
+            if not leased:
+                log.warning("broker swap deferred: a replay is publishing into the broker")
+                return False
+            return self._swap_broker()
+
+    def _swap_broker(self) -> bool:
         assert self.broker is not None and self._collector is not None
         assert self._realtime is not None and self.store is not None
-        self._last_swap = time.monotonic()
         before = self.broker.rss_bytes()
         produced = self._collector.request("hold", None, "held") or {}
         realtime_reached: list[Any] = []
