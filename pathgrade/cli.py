@@ -9,12 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB, CliError, cli_store, store_args
+from pathgrade.gc_schedule import schedule_full_collections
+
+LONG_RUNNING_COMMANDS = frozenset({"up", "collector", "store-writer", "realtime", "scorer"})
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_logging(args.verbose)
+    if args.command in LONG_RUNNING_COMMANDS:
+        schedule_full_collections()
     try:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:

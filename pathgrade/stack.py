@@ -30,6 +30,7 @@ from collector.publisher import producer_for
 from collector.service import Collector, CollectorConfig
 from pathgrade.broker import LocalBroker, ensure_topics, wait_for_kafka
 from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB
+from pathgrade.gc_schedule import schedule_full_collections
 from pathgrade.ownership import broker_lease
 from pathgrade.query import RemoteStore
 from pathgrade.store_owner import StoreOwner
@@ -86,7 +87,9 @@ def _collector_main(config: dict[str, Any], events: Any, commands: Any) -> None:
 
 
 def _child_setup(name: str) -> None:
-    """Signals belong to the parent (it stops children in order); quiet Kafka logging."""
+    """Signals belong to the parent (it stops children in order); quiet Kafka logging;
+    full garbage collections on a timer (`pathgrade.gc_schedule`)."""
+    schedule_full_collections()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(level=logging.WARNING, format=f"%(asctime)s {name} %(message)s")

@@ -82,3 +82,41 @@ def test_unreachable_webhook_never_blocks_and_drops_oldest() -> None:
     assert sink.stats.dropped >= 7
     sink.close(timeout_s=1)
     assert sink.stats.sent == 0
+
+
+class _KeepAliveHandler(_Handler):
+    """HTTP/1.1 with keep-alive; closes the connection after every second request, as a
+    receiver with a short idle timeout would."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.server.connections.add(self.client_address)  # type: ignore[attr-defined]
+        super().do_POST()
+        if self.server.calls % 2 == 0:
+            self.close_connection = True
+
+    def end_headers(self) -> None:
+        self.send_header("Content-Length", "0")
+        super().end_headers()
+
+
+def test_connections_are_kept_alive_and_reopened_when_the_receiver_closes() -> None:
+    server = Receiver([])
+    server.RequestHandlerClass = _KeepAliveHandler
+    server.connections = set()  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        sink = WebhookSink(url(server), workers=1, backoff_s=5.0)  # a retry would show
+        sink.add([alert(f"PG1{n:02d}") for n in range(6)])
+        sink.close(timeout_s=5)
+        assert [b["code"] for b in server.bodies] == [f"PG1{n:02d}" for n in range(6)]
+        assert (sink.stats.sent, sink.stats.retried, sink.stats.failed) == (6, 0, 0)
+        assert len(server.connections) == 3  # type: ignore[attr-defined]
+    finally:
+        server.shutdown()
+
+
+def test_malformed_webhook_url_fails_at_construction() -> None:
+    with pytest.raises(ValueError, match="alert webhook URL 'localhost:9/x'"):
+        WebhookSink("localhost:9/x")
