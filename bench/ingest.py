@@ -9,12 +9,12 @@ and prints end-to-end / parse-only as the ratio.
 
     python bench/ingest.py [--spans 200000] [--batch 512] [--senders 4]
 
-What limits it (2-core machine, 200k demo spans, ~5 spans per trace): the main process.
-It holds the store writer (Kafka fetch, decode ~40-60 µs/span, span rows ~25-35 µs/span,
-chDB insert ~30 µs/span at >10k rows per insert but ~120 µs/span at 500) and the realtime
-plane (a second full decode plus detectors) under one GIL, next to the collector process
-(validate + redact + group + produce, ~60 µs/span) on the same two cores. Per-stage figures:
-bench/ingest_stages.py.
+What limits it (2-core machine, ~5 spans per trace): CPU per span in three Python
+processes sharing the two cores with the bench's senders (per-process CPU over a 100k-span
+run): the store owner ~145 µs (decode ~50, span rows ~29, clickhouse-connect Native
+serialisation + chDB insert ~35), the collector ~70 µs (validate, redact, group, produce)
+and the realtime process ~190 µs (a second full decode, detectors, alerts; it lags during
+the burst and catches up after). Per-stage figures: bench/ingest_stages.py.
 """
 
 from __future__ import annotations
