@@ -105,16 +105,15 @@ class KafkaPublisher:
             self._sending -= 1
             self._sending_done.notify_all()
 
-    def hold(self, timeout_s: float = 60.0) -> dict[int, int]:
+    def hold(self, timeout_s: float = 60.0) -> dict[int, int] | None:
         """Send nothing more to Kafka: wait for the sends under way, then return the
-        produced offsets (partition -> next offset) and start counting afresh (the next
-        broker numbers its log from 0). Until `resume()`, publish() only spills."""
+        produced offsets (partition -> next offset); None when sends were still under way
+        after `timeout_s` (the offsets are not final then). Until `resume()`, publish()
+        only spills."""
         with self._sending_done:
             self._held = True
-            self._sending_done.wait_for(lambda: self._sending == 0, timeout=timeout_s)
-        with self._offsets_lock:
-            produced, self.next_offsets = self.next_offsets, {}
-        return produced
+            settled = self._sending_done.wait_for(lambda: self._sending == 0, timeout=timeout_s)
+        return self.produced_offsets() if settled else None
 
     def resume(self, producer: KafkaProducer | None = None) -> None:
         """Undo `hold()`: the drainer sends what was spilled meanwhile, in order. Pass a
@@ -124,6 +123,8 @@ class KafkaPublisher:
             if producer is not None:
                 self.producer.close(timeout=0)
                 self.producer = producer
+                with self._offsets_lock:
+                    self.next_offsets = {}  # the new broker numbers its log from 0
             self._held = False
         self._wake.set()
 

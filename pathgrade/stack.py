@@ -361,7 +361,11 @@ class Stack:
         assert self.broker is not None and self._collector is not None
         assert self._realtime is not None and self.store is not None
         before = self.broker.rss_bytes()
-        produced = self._collector.request("hold", None, "held") or {}
+        produced = self._collector.request("hold", None, "held")
+        if produced is None:  # sends still under way, or no answer: offsets unknown
+            log.warning("broker swap abandoned: the collector did not settle its sends")
+            self._collector.send("resume", False)
+            return False
         realtime_reached: list[Any] = []
         reader = threading.Thread(
             target=lambda: realtime_reached.append(
