@@ -72,6 +72,17 @@ class LocalBroker:
         )
         wait_for_kafka(self.bootstrap, timeout_s, self.process)
 
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.process.returncode if self.process else None
+
     def rss_bytes(self) -> int:
         """Resident memory of the broker process (Linux; 0 where unknown or not running).
         Tansu keeps every message in memory with no retention, so this only grows."""

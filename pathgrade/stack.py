@@ -39,6 +39,9 @@ from realtime_plane import RealtimeConfig, RealtimePlane
 log = logging.getLogger(__name__)
 
 BROKER_SWAP_MIN_INTERVAL_S = 30.0
+MAX_RESTARTS = 3
+"""Child processes restarted within RESTART_WINDOW_S before the stack gives up and stops."""
+RESTART_WINDOW_S = 300.0
 _MB = 1024 * 1024
 
 
@@ -147,6 +150,10 @@ class _Child:
     def alive(self) -> bool:
         return self.process.is_alive()
 
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
     def send(self, command: str, payload: Any = None) -> None:
         self.commands.put((command, payload))
 
@@ -192,6 +199,7 @@ class Stack:
         self.http_port = 0
         self.swaps = 0
         self._last_swap = float("-inf")
+        self._restarts: list[float] = []
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -207,7 +215,7 @@ class Stack:
         except BaseException:
             self.stop()
             raise
-        self.store.publish_state({"grpc_port": self.grpc_port, "http_port": self.http_port})
+        self._publish_state()
         self._print_endpoints()
         if self.options.demo:
             self._start_demo()
@@ -221,12 +229,26 @@ class Stack:
             self.bootstrap = self.broker.bootstrap
         ensure_topics(self.bootstrap)
 
+    def _publish_state(self) -> None:
+        """Ports and process ids in `stack.json` for other commands and operators."""
+        assert self.store is not None
+        children = {c.name: c.pid for c in (self._collector, self._realtime) if c is not None}
+        self.store.publish_state(
+            {
+                "grpc_port": self.grpc_port,
+                "http_port": self.http_port,
+                "pids": {**children, "broker": self.broker.pid if self.broker else None},
+            }
+        )
+
     def _start_collector(self) -> None:
         config = {
             "kafka_bootstrap": self.bootstrap,
             "spill_dir": str(self.data_dir / "spill"),
             **self.options.collector,
         }
+        if self.http_port:  # a restart: the endpoints stay where clients point
+            config.update(grpc_port=self.grpc_port, http_port=self.http_port)
         self._collector = _Child(self._ctx, "collector", _collector_main, config)
         self.grpc_port, self.http_port = self._collector.start()
 
@@ -286,7 +308,8 @@ class Stack:
         )
 
     def run_until_signalled(self) -> None:
-        """Serve until SIGINT/SIGTERM (or the collector dying), then stop in order.
+        """Serve until SIGINT/SIGTERM (or a failure `_supervise` cannot mend), then stop
+        in order.
 
         The handlers stay installed through the shutdown, so a second Ctrl-C cannot cut
         the flush short.
@@ -300,9 +323,9 @@ class Stack:
         previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             while not self.stop_event.wait(1.0):
-                dead = [c.name for c in (self._collector, self._realtime) if c and not c.alive()]
-                if dead:
-                    self.out(f"the {dead[0]} process exited unexpectedly; stopping")
+                problem = self._supervise()
+                if problem:
+                    self.out(f"{problem}; stopping")
                     break
                 if self._broker_too_big():
                     self.swap_broker()
@@ -329,6 +352,40 @@ class Stack:
             self.store.stop(offsets)
         if self.broker is not None:
             self.broker.stop()
+
+    def _supervise(self) -> str | None:
+        """Restart a child process that died (what it had not committed is re-read, its
+        endpoints stay); returns why the stack must stop instead: the bundled broker died
+        (its memory is gone), or a child keeps dying."""
+        if self.broker is not None and not self.broker.alive():
+            return (
+                f"the bundled broker exited unexpectedly (code {self.broker.exit_code}); "
+                "messages it held that were not stored yet are lost"
+            )
+        now = time.monotonic()
+        for child, start in (
+            (self._collector, self._start_collector),
+            (self._realtime, self._start_realtime),
+        ):
+            if child is None or child.alive():
+                continue
+            self._restarts = [t for t in self._restarts if now - t < RESTART_WINDOW_S]
+            if len(self._restarts) >= MAX_RESTARTS:
+                return (
+                    f"the {child.name} process exited again ({MAX_RESTARTS} restarts in "
+                    f"{RESTART_WINDOW_S / 60:.0f} min)"
+                )
+            self._restarts.append(now)
+            self.out(
+                f"the {child.name} process exited unexpectedly (code "
+                f"{child.process.exitcode}); restarting it"
+            )
+            try:
+                start()
+            except RuntimeError as exc:
+                return f"the {child.name} process could not be restarted: {exc}"
+            self._publish_state()
+        return None
 
     def _broker_too_big(self) -> bool:
         """The bundled broker outgrew `broker_max_mb` (and was not just swapped)."""
@@ -380,6 +437,7 @@ class Stack:
             self.broker.restart()
             ensure_topics(self.bootstrap)
             self.swaps += 1
+            self._publish_state()
         else:
             log.warning("broker swap abandoned: the readers did not reach %s", produced)
         self.store.resume_writer()

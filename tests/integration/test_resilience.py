@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -180,3 +181,34 @@ def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> No
     swapped = re.search(r"broker swapped .*\((\d+) MB -> (\d+) MB resident\)", stack.output)
     assert swapped, stack.output
     assert int(swapped[1]) > 24 > int(swapped[2])
+
+
+def test_dead_collector_and_realtime_processes_are_restarted(tmp_path: Path) -> None:
+    """SIGKILLed children come back (the collector on the same port) and nothing the
+    collector acknowledged is lost; the realtime plane alerts on traffic after its restart."""
+    stack, _, http_port = start_stack(tmp_path, "--capture-tools", "*")
+    url = f"http://127.0.0.1:{http_port}/v1/traces"
+    try:
+        sent = [send_demo_traces(OTLPSpanExporter(endpoint=url), traces=20, seed=11)]
+        for name in ("realtime", "collector"):
+            pid = json.loads((tmp_path / "stack.json").read_text())["pids"][name]
+            os.kill(pid, signal.SIGKILL)
+            wait_until(lambda n=name: stack.output_has(f"the {n} process exited"), timeout_s=30)
+            wait_until(lambda p=pid, n=name: _pid_of(tmp_path, n) not in (None, p), timeout_s=90)
+        sent.append(send_demo_traces(OTLPSpanExporter(endpoint=url), traces=20, seed=12))
+        every = [trace_id for summary in sent for trace_id in summary.trace_ids]
+        total = sum(summary.spans for summary in sent)
+        wait_until(lambda: distinct_and_final(stack, every) == (total, total), timeout_s=120)
+        ids = ",".join(f"'{t}'" for t in sent[1].trace_ids)
+        alerted = f"SELECT uniqExact(TraceId) FROM alerts WHERE TraceId IN ({ids})"
+        wait_until(lambda: stack.scalar(alerted) > 0, timeout_s=90)
+    finally:
+        assert stack.terminate() == 0, stack.output
+    assert stack.output.count("restarting it") == 2, stack.output
+
+
+def _pid_of(data_dir: Path, name: str) -> int | None:
+    try:
+        return json.loads((data_dir / "stack.json").read_text())["pids"][name]
+    except (OSError, ValueError, KeyError):
+        return None
