@@ -10,6 +10,7 @@ from typing import Any
 
 from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB, CliError, cli_store, store_args
 from pathgrade.gc_schedule import schedule_full_collections
+from schemas.topics import ALERT_LOGGER
 
 LONG_RUNNING_COMMANDS = frozenset({"up", "collector", "store-writer", "realtime", "scorer"})
 
@@ -37,6 +38,7 @@ def configure_logging(verbose: bool) -> None:
     )
     if not verbose:
         logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    logging.getLogger(ALERT_LOGGER).setLevel(logging.INFO)  # the alert log line is a sink
 
 
 def build_parser() -> argparse.ArgumentParser:

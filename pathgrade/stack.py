@@ -35,6 +35,7 @@ from pathgrade.ownership import broker_lease
 from pathgrade.query import RemoteStore
 from pathgrade.store_owner import StoreOwner
 from realtime_plane import RealtimeConfig, RealtimePlane
+from schemas.topics import ALERT_LOGGER
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,7 @@ def _child_setup(name: str) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(level=logging.WARNING, format=f"%(asctime)s {name} %(message)s")
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    logging.getLogger(ALERT_LOGGER).setLevel(logging.INFO)  # the alert log line is a sink
 
 
 def _realtime_main(config: dict[str, Any], store_url: str, events: Any, commands: Any) -> None:

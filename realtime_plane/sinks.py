@@ -19,9 +19,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from schemas.alerts import ALERT_COLUMNS, Alert
+from schemas.topics import ALERT_LOGGER
 
 log = logging.getLogger(__name__)
-alert_log = logging.getLogger("pathgrade.alerts")
+alert_log = logging.getLogger(ALERT_LOGGER)
 
 
 def log_alert(alert: Alert) -> None:

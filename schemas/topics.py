@@ -1,5 +1,6 @@
-"""Kafka topic, consumer-group and header names: the wire contract between the boxes, and
-the consumer settings every pathgrade consumer group shares."""
+"""Kafka topic, consumer-group and header names (and the alert log line's logger): the wire
+contract between the boxes, and the consumer settings every pathgrade consumer group
+shares."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 
 SPANS_TOPIC = "pathgrade.spans"
 ALERTS_TOPIC = "pathgrade.alerts"
+ALERT_LOGGER = "pathgrade.alerts"
+"""Logger of the structured alert log line `alert {json}` (INFO; shown by default)."""
 SAMPLED_TOPIC = "pathgrade.sampled"
 
 ALL_TOPICS = (SPANS_TOPIC, ALERTS_TOPIC, SAMPLED_TOPIC)
