@@ -3,6 +3,11 @@
 `POST /sql {"sql", "parameters"?, "readonly"?}` answers a query (read-only unless asked
 otherwise by a pathgrade command); `POST /insert {"table", "columns", "rows"}` inserts
 rows. It listens on 127.0.0.1 only: it is how commands share the one embedded store.
+`GET /` and `GET /trace/<id>` are the read-only browser view (`pathgrade.ui`).
+
+A web page the user visits cannot drive it: POSTs must be `application/json` (a
+cross-site form cannot send that without a preflight this server never grants) and every
+request must name a loopback host (a rebound DNS name is refused).
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from batch_plane.store import ClientStore, QueryError, QueryResult
+from pathgrade import ui
+
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 class QueryServer(ThreadingHTTPServer):
@@ -38,14 +46,53 @@ class _StoreHandler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        refusal = self._refusal()
+        if refusal is None and self.headers.get_content_type() != "application/json":
+            refusal = "Content-Type must be application/json"
+        if refusal is not None:
+            self._send(HTTPStatus.FORBIDDEN, {"error": refusal})
+            return
         try:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            payload = self._dispatch(body)
+            payload = self._dispatch(json.loads(body))
             status = HTTPStatus.OK
         except (ValueError, KeyError, TypeError) as exc:
             status, payload = HTTPStatus.BAD_REQUEST, {"error": f"bad request: {exc}"}
         except QueryError as exc:
             status, payload = HTTPStatus.BAD_REQUEST, {"error": str(exc)}
+        self._send(status, payload)
+
+    def do_GET(self) -> None:
+        refusal = self._refusal()
+        if refusal is not None:
+            self._send(HTTPStatus.FORBIDDEN, {"error": refusal})
+            return
+        path = self.path.split("?", 1)[0]
+        store = self.server.store
+        try:
+            if path == "/":
+                status, page = HTTPStatus.OK, ui.overview_page(store)
+            elif path.startswith("/trace/") and ui.TRACE_ID.fullmatch(path[7:]):
+                page = ui.trace_page(store, path[7:])
+                status = HTTPStatus.OK if page else HTTPStatus.NOT_FOUND
+                page = page or ui.not_found_page(f"no stored span of trace {path[7:]}")
+            else:
+                status, page = HTTPStatus.NOT_FOUND, ui.not_found_page(f"no page {path}")
+        except QueryError as exc:
+            status, page = HTTPStatus.INTERNAL_SERVER_ERROR, ui.not_found_page(str(exc))
+        data = page.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _refusal(self) -> str | None:
+        """Why this request is refused: a Host header that is not loopback."""
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]")
+        return None if host in _LOOPBACK_HOSTS else f"Host {host!r} is not loopback"
+
+    def _send(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

@@ -281,7 +281,7 @@ class Stack:
         self._demo.start()
 
     def _print_endpoints(self) -> None:
-        assert self.store is not None
+        assert self.store is not None and self.store.query_server is not None
         kafka = (
             f"{self.bootstrap} (bundled Tansu, memory-only; swapped for a fresh one above "
             f"{self.options.broker_max_mb} MB)"
@@ -301,6 +301,7 @@ class Stack:
                     f"  Kafka       {kafka}",
                     f"  ClickHouse  {redact_dsn(self.store.dsn)}",
                     f"  alerts      table alerts, topic pathgrade.alerts, {webhook}",
+                    f"  browser     {self.store.query_server.url}/ (alerts and their traces)",
                     f"  policy      {self.options.policy or '(default: hints from the spans)'}",
                     f"  query       pathgrade sql --data-dir {self.data_dir} "
                     '"SELECT count() FROM spans"',

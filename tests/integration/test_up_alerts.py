@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ def test_up_demo_alerts_on_webhook_and_in_table(tmp_path: Path) -> None:
     try:
         wait_until(lambda: {a["code"] for a in server.alerts} >= {"PG108", "PG110"}, 90)
         assert not [a for a in server.alerts if a["kind"] == "cannot_decide"]
+        check_browser_view(tmp_path, server.alerts[0]["trace_id"])
     finally:
         assert stack.terminate() == 0, stack.output
         server.shutdown()
@@ -38,3 +41,27 @@ def test_up_demo_alerts_on_webhook_and_in_table(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     stored = {(row["TraceId"], row["Code"]) for row in map(json.loads, listed.stdout.splitlines())}
     assert {(a["trace_id"], a["code"]) for a in server.alerts} <= stored
+
+
+def check_browser_view(data_dir: Path, trace_id: str) -> None:
+    """The store owner's loopback pages show the alerts and their trace; a web page on
+    another origin cannot reach the SQL endpoint."""
+    base = json.loads((data_dir / "stack.json").read_text())["query_url"]
+    wait_until(lambda: trace_id[:12] in (page := fetch(base + "/")) and "PG110" in page)
+    trace = fetch(f"{base}/trace/{trace_id}")
+    assert trace_id in trace and "execute_tool" in trace
+    forged = urllib.request.Request(
+        base + "/sql", data=b'{"sql": "SELECT 1"}', headers={"Content-Type": "text/plain"}
+    )
+    rebound = urllib.request.Request(base + "/", headers={"Host": "attacker.example"})
+    for request in (forged, rebound):
+        try:
+            urllib.request.urlopen(request, timeout=10)
+            raise AssertionError(f"{request.full_url} was not refused")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 403
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return response.read().decode()
