@@ -2,10 +2,12 @@
 
 Starts `pathgrade up` (bundled Tansu broker, chDB store, collector child, realtime plane
 with the default 1 s quiet window) with a webhook pointing at a receiver in this process,
-then sends whole demo agent traces (OTel SDK spans, pre-encoded as OTLP protobuf with fresh
-trace ids) at a target span rate from a few threads. Just before each request is sent, its
-traces are shifted in time so every root span ends "now"; the latency of an alert is its
-receive time minus that root end (`trace_end_ns` in the alert). It prints, per target rate,
+then sends whole demo agent traces (OTel SDK spans with fresh trace ids) at a target span
+rate from a few threads. Each stage's requests are encoded before it starts, every trace
+shifted so its root span ends at its request's scheduled send time, so sending costs the
+bench almost nothing; the latency of an alert is its receive time minus that root end
+(`trace_end_ns` in the alert), so a sender running late adds to it. The receiver keeps
+connections open, as webhook services do. It prints, per target rate,
 the achieved ingest rate, achieved/target, p50/p99/max latency over the alerts of failure
 scenarios, and the CPU each process of the stack used; and the in-process cost of one
 detector run over a 10-span trace (the baseline measured in the same run).
@@ -62,6 +64,7 @@ class Receiver(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: Receiver
+    protocol_version = "HTTP/1.1"  # keeps connections open, as webhook services do
 
     def log_message(self, *args: object) -> None:
         pass
@@ -113,31 +116,62 @@ def _scenario(rs: ResourceSpans) -> str:
     return next((a.value.string_value for a in root.attributes if a.key == SCENARIO_ATTRIBUTE), "")
 
 
-def requests(templates: list[TemplateTrace], rng: random.Random) -> Iterator[tuple[list, int]]:
-    """Endless requests of TRACES_PER_REQUEST copies of demo traces with fresh trace ids:
-    (the ResourceSpans to send, their span count)."""
+def copies(templates: list[TemplateTrace], rng: random.Random) -> Iterator[list[ResourceSpans]]:
+    """Endless requests of TRACES_PER_REQUEST copies of demo traces with fresh trace ids."""
     for start in itertools.count(step=TRACES_PER_REQUEST):
-        batch = [templates[(start + i) % len(templates)] for i in range(TRACES_PER_REQUEST)]
-        copies = []
-        for template in batch:
+        batch = []
+        for i in range(TRACES_PER_REQUEST):
             copy = ResourceSpans()
-            copy.CopyFrom(template.resource_spans)
+            copy.CopyFrom(templates[(start + i) % len(templates)].resource_spans)
             trace_id = rng.randbytes(16)
             for span in copy.scope_spans[0].spans:
                 span.trace_id = trace_id
-            copies.append(copy)
-        yield copies, sum(t.spans for t in batch)
+            batch.append(copy)
+        yield batch
 
 
-def stamp(copies: list[ResourceSpans], now_ns: int) -> bytes:
-    """The request body with every trace shifted so its root span ends at `now_ns`."""
-    for rs in copies:
+def stamp(batch: list[ResourceSpans], end_ns: int) -> bytes:
+    """The request body with every trace shifted so its root span ends at `end_ns`."""
+    for rs in batch:
         spans = rs.scope_spans[0].spans
-        delta = now_ns - spans[0].end_time_unix_nano
+        delta = end_ns - spans[0].end_time_unix_nano
         for span in spans:
             span.start_time_unix_nano += delta
             span.end_time_unix_nano += delta
-    return ExportTraceServiceRequest(resource_spans=copies).SerializeToString()
+    return ExportTraceServiceRequest(resource_spans=batch).SerializeToString()
+
+
+@dataclass(frozen=True)
+class PlannedRequest:
+    """One request of a stage, encoded ahead of time: sent `due_s` after the stage starts,
+    its traces' roots stamped to end exactly then."""
+
+    due_s: float
+    body: bytes
+    spans: int
+    failing: tuple[str, ...]  # trace ids of failure scenarios
+
+
+def plan(
+    templates: list[TemplateTrace], rate: float, seconds: float, start_ns: int, seed: int
+) -> list[PlannedRequest]:
+    """Every request of a stage at `rate` spans/s, stamped for a start at `start_ns`, so
+    sending costs the bench no protobuf work (its CPU is not the stack's to lose)."""
+    planned: list[PlannedRequest] = []
+    due_s = 0.0
+    for batch in copies(templates, random.Random(seed)):
+        if due_s >= seconds:
+            return planned
+        spans = sum(len(rs.scope_spans[0].spans) for rs in batch)
+        failing = tuple(
+            rs.scope_spans[0].spans[0].trace_id.hex()
+            for rs in batch
+            if _scenario(rs) in FAILURE_SCENARIOS
+        )
+        body = stamp(batch, start_ns + int(due_s * 1e9))
+        planned.append(PlannedRequest(due_s, body, spans, failing))
+        due_s += spans / rate
+    return planned
 
 
 @dataclass
@@ -158,34 +192,47 @@ class Stage:
         return self.spans / self.seconds
 
 
-def send_at_rate(
-    port: int, templates: list[TemplateTrace], rate: float, seconds: float, senders: int
+def schedule_stage(
+    templates: list[TemplateTrace], rate: float, seconds: float
+) -> tuple[list[PlannedRequest], int]:
+    """The stage's requests and their start (wall ns), far enough ahead to finish planning
+    (a sample of ~20 requests measures the cost)."""
+    sample_started = time.perf_counter()
+    sample = plan(templates, rate, 20 * TRACES_PER_REQUEST * 5 / rate, time.time_ns(), seed=0)
+    per_request_s = (time.perf_counter() - sample_started) / max(1, len(sample))
+    expected = rate * seconds / max(1, sample[0].spans) if sample else 0
+    start_ns = time.time_ns() + int((1.0 + 1.3 * per_request_s * expected) * 1e9)
+    planned = plan(templates, rate, seconds, start_ns, seed=int(rate))
+    late_s = (time.time_ns() - start_ns) / 1e9
+    if late_s > 0:
+        print(f"  planning overran the start by {late_s:.1f} s (counted as latency)",
+              file=sys.stderr, flush=True)  # fmt: skip
+    return planned, start_ns
+
+
+def send_planned(
+    port: int, planned: list[PlannedRequest], start_ns: int, senders: int
 ) -> tuple[int, float, set[str]]:
-    """Send at `rate` spans/s for `seconds`; (spans sent, elapsed s, failure trace ids)."""
-    stream = requests(templates, random.Random(int(rate)))
+    """Send each request at its time; (spans sent, elapsed s, failure trace ids). A sender
+    that falls behind the schedule adds its lag to the measured latency, never hides it."""
+    queue = list(reversed(planned))
     lock = threading.Lock()
-    schedule = {"spans": 0, "offset_s": 0.0}
-    failing: set[str] = set()
-    started = time.monotonic()
+    start_s = start_ns / 1e9
 
     def next_body() -> bytes | None:
         with lock:
-            if schedule["offset_s"] >= seconds:
+            if not queue:
                 return None
-            copies, spans = next(stream)
-            due = started + schedule["offset_s"]
-            schedule["offset_s"] += spans / rate
-            schedule["spans"] += spans
-        time.sleep(max(0.0, due - time.monotonic()))
-        failing.update(
-            rs.scope_spans[0].spans[0].trace_id.hex()
-            for rs in copies
-            if _scenario(rs) in FAILURE_SCENARIOS
-        )
-        return stamp(copies, time.time_ns())
+            request = queue.pop()
+        time.sleep(max(0.0, start_s + request.due_s - time.time()))
+        return request.body
 
+    time.sleep(max(0.0, start_s - time.time()))
+    started = time.monotonic()
     post_from_threads(port, senders, next_body, timeout_s=60)
-    return int(schedule["spans"]), time.monotonic() - started, failing
+    elapsed = max(time.monotonic() - started, planned[-1].due_s if planned else 0.0)
+    failing = {trace_id for request in planned for trace_id in request.failing}
+    return sum(r.spans for r in planned), elapsed, failing
 
 
 def process_tree(root: int) -> dict[int, str]:
@@ -246,10 +293,11 @@ def run_stage(
     rate: float, seconds: float, senders: int,
 ) -> Stage:  # fmt: skip
     """Send at one rate, wait for its alerts, and measure."""
+    planned, start_ns = schedule_stage(templates, rate, seconds)
     pids = process_tree(stack_pid)
     cpu_before = cpu_seconds(pids)
     first_alert = len(receiver.received)
-    spans, elapsed, failing = send_at_rate(port, templates, rate, seconds, senders)
+    spans, elapsed, failing = send_planned(port, planned, start_ns, senders)
     cpu_after = cpu_seconds(pids)
     wait_for_quiet(receiver)
     first_by_trace: dict[str, tuple[float, float]] = {}
