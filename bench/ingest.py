@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import random
 import subprocess
 import sys
@@ -146,6 +147,54 @@ def send_all(port: int, bodies: list[bytes], senders: int) -> None:
     post_from_threads(port, senders, next_body)
 
 
+def process_tree(root: int, data_dir: Path | None = None) -> dict[int, str]:
+    """pid -> name of `root` and all its descendants (from /proc): the stack's role names
+    from `stack.json` in `data_dir` where known, else a short command line."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    tree, frontier = {root}, [root]
+    while frontier:
+        current = frontier.pop()
+        children = [pid for pid, parent in parents.items() if parent == current]
+        tree.update(children)
+        frontier.extend(children)
+    roles = {root: "store owner (pathgrade up)"}
+    if data_dir is not None:
+        state = json.loads((data_dir / "stack.json").read_text())
+        roles.update({pid: role for role, pid in state.get("pids", {}).items() if pid})
+    return {pid: roles.get(pid) or _command(pid) for pid in tree}
+
+
+def _command(pid: int) -> str:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    words = [Path(w.decode()).name for w in argv if w and not w.startswith(b"-")]
+    return " ".join(words[:3])[:40]
+
+
+def cpu_seconds(pids: dict[int, str]) -> dict[str, float]:
+    """User + system CPU seconds so far, per process (this bench included)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid, name in pids.items():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[f"{name} [{pid}]"] = (int(fields[11]) + int(fields[12])) / tick
+    times = os.times()
+    out["bench senders + webhook"] = times.user + times.system
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--spans", type=int, default=200_000)
@@ -170,14 +219,19 @@ def main() -> None:
         for line in stack.stdout:
             if "pathgrade is up" in line:
                 break
+        # Keep reading: the stack logs every alert, and a full pipe would stall it.
+        threading.Thread(target=stack.stdout.read, daemon=True).start()
         store = RemoteStore(json.loads((data_dir / "stack.json").read_text())["query_url"])
         print(f"sending {spans} spans in {len(bodies)} requests ...", flush=True)
+        pids = process_tree(stack.pid, data_dir)
+        cpu_before = cpu_seconds(pids)
         started = time.perf_counter()
         send_all(http_port, bodies, args.senders)
         acked = time.perf_counter() - started
         while store.query("SELECT count() FROM spans").rows[0][0] < spans:
             time.sleep(0.05)
         elapsed = time.perf_counter() - started
+        cpu_after = cpu_seconds(pids)
     finally:
         stack.terminate()
         stack.wait(timeout=120)
@@ -190,6 +244,12 @@ def main() -> None:
     print(f"parse + canonical decode       {decode:,.0f} spans/s")
     print(f"ratio end-to-end / parse-only  {end_to_end / parse:.3f}")
     print(f"ratio end-to-end / decode      {end_to_end / decode:.3f}")
+    used = {name: cpu_after[name] - cpu_before.get(name, 0.0) for name in cpu_after}
+    busiest = sorted(used.items(), key=lambda item: -item[1])
+    print("CPU until queryable, µs per span (the realtime process may still be catching up):")
+    for name, seconds in busiest:
+        if seconds > 0.05:
+            print(f"  {name:<45} {seconds / spans * 1e6:6.1f}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import random
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from ingest import post_from_threads, template_spans
+from ingest import cpu_seconds, post_from_threads, process_tree, template_spans
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
@@ -235,49 +234,6 @@ def send_planned(
     return sum(r.spans for r in planned), elapsed, failing
 
 
-def process_tree(root: int) -> dict[int, str]:
-    """pid -> short command line of `root` and all its descendants (from /proc)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    tree, frontier = {root}, [root]
-    while frontier:
-        current = frontier.pop()
-        children = [pid for pid, parent in parents.items() if parent == current]
-        tree.update(children)
-        frontier.extend(children)
-    return {pid: _command(pid) for pid in tree}
-
-
-def _command(pid: int) -> str:
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return "?"
-    words = [Path(w.decode()).name for w in argv if w and not w.startswith(b"-")]
-    return " ".join(words[:3])[:40]
-
-
-def cpu_seconds(pids: dict[int, str]) -> dict[str, float]:
-    """User + system CPU seconds so far, per process (this bench included)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out = {}
-    for pid, name in pids.items():
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[f"{name} [{pid}]"] = (int(fields[11]) + int(fields[12])) / tick
-    times = os.times()
-    out["bench senders + webhook"] = times.user + times.system
-    return out
-
-
 def wait_for_quiet(receiver: Receiver, quiet_s: float = 5.0, limit_s: float = 120.0) -> None:
     """Until no alert arrived for `quiet_s` (or `limit_s` passed)."""
     started = time.monotonic()
@@ -289,12 +245,12 @@ def wait_for_quiet(receiver: Receiver, quiet_s: float = 5.0, limit_s: float = 12
 
 
 def run_stage(
-    port: int, stack_pid: int, receiver: Receiver, templates: list[TemplateTrace],
-    rate: float, seconds: float, senders: int,
+    port: int, stack_pid: int, data_dir: Path, receiver: Receiver,
+    templates: list[TemplateTrace], rate: float, seconds: float, senders: int,
 ) -> Stage:  # fmt: skip
     """Send at one rate, wait for its alerts, and measure."""
     planned, start_ns = schedule_stage(templates, rate, seconds)
-    pids = process_tree(stack_pid)
+    pids = process_tree(stack_pid, data_dir)
     cpu_before = cpu_seconds(pids)
     first_alert = len(receiver.received)
     spans, elapsed, failing = send_planned(port, planned, start_ns, senders)
@@ -412,13 +368,16 @@ def main() -> None:
     try:
         if args.warmup > 0:
             print(f"warm-up: 100 spans/s for {args.warmup:.0f} s ...", file=sys.stderr, flush=True)
-            run_stage(http_port, stack.pid, receiver, templates, 100, args.warmup, args.senders)
+            run_stage(
+                http_port, stack.pid, data_dir, receiver, templates, 100, args.warmup,
+                args.senders,
+            )  # fmt: skip
         for rate in rates:
             print(f"stage: {rate:,.0f} spans/s for {args.seconds:.0f} s ...", file=sys.stderr,
                   flush=True)  # fmt: skip
             stages.append(
-                run_stage(http_port, stack.pid, receiver, templates, rate, args.seconds,
-                          args.senders)
+                run_stage(http_port, stack.pid, data_dir, receiver, templates, rate,
+                          args.seconds, args.senders)
             )  # fmt: skip
     finally:
         stack.terminate()
