@@ -10,11 +10,12 @@ and prints end-to-end / parse-only as the ratio.
     python bench/ingest.py [--spans 200000] [--batch 512] [--senders 4]
 
 What limits it (2-core machine, ~5 spans per trace): CPU per span in three Python
-processes sharing the two cores with the bench's senders (per-process CPU over a 100k-span
-run): the store owner ~145 µs (decode ~50, span rows ~29, clickhouse-connect Native
-serialisation + chDB insert ~35), the collector ~70 µs (validate, redact, group, produce)
-and the realtime process ~190 µs (a second full decode, detectors, alerts; it lags during
-the burst and catches up after). Per-stage figures: bench/ingest_stages.py.
+processes sharing the two cores, which the bench prints per process. On 100k spans: the
+store owner ~93-104 µs (decode ~50, span rows ~29, clickhouse-connect Native
+serialisation + chDB insert ~35), the collector ~62-68 µs (validate, redact, group,
+produce), the realtime process ~92-107 µs while the burst lasts (a second full decode,
+detectors, alerts: ~190 µs per span in all, so it lags and catches up after), the broker
+~10 µs. Per-stage figures: bench/ingest_stages.py.
 """
 
 from __future__ import annotations
