@@ -24,11 +24,7 @@ from batch_plane.span_rows import SPAN_COLUMNS, span_row
 from batch_plane.store import QueryError, Store
 from schemas.model import Span
 from schemas.otlp import decode_spans_message, message_tenant_and_time
-from schemas.topics import (
-    SPANS_TOPIC,
-    STORE_GROUP,
-    consumer_settings,
-)
+from schemas.topics import SPANS_TOPIC, STORE_GROUP, IdleReads, consumer_settings
 
 log = logging.getLogger(__name__)
 
@@ -103,16 +99,17 @@ class StoreWriter:
                 self.consumer.resume(*self.consumer.paused())
         self.flush()
 
-    def poll_once(self, timeout_ms: int = 100) -> None:
+    def poll_once(self, timeout_ms: int = 100) -> int:
         """One poll, then a flush when the batch is full, old enough, or the poll found
-        nothing new and the batch has waited `idle_flush_s`."""
+        nothing new and the batch has waited `idle_flush_s`; returns the messages read."""
         records = self.consumer.poll(timeout_ms=timeout_ms)
         for partition, messages in records.items():
             for message in messages:
                 self._add(partition, message)
+        read = sum(map(len, records.values()))
         batch = self._batch
         if not batch.next_offsets:
-            return
+            return read
         age = time.monotonic() - batch.started
         config = self.config
         if (
@@ -121,6 +118,7 @@ class StoreWriter:
             or (not records and age >= config.idle_flush_s)
         ):
             self.flush()
+        return read
 
     def _add(self, partition: TopicPartition, message: Any) -> None:
         self.stats.messages += 1
@@ -160,11 +158,17 @@ class StoreWriter:
                 return False
         return True
 
-    def drain_to(self, targets: dict[int, int], timeout_s: float) -> bool:
-        """Consume until `targets` are reached (or timeout), flush; True when reached."""
+    def drain_to(self, targets: dict[int, int], timeout_s: float, idle_s: float = 0.0) -> bool:
+        """Consume until `targets` are reached, then (with `idle_s`) on until nothing new
+        came for `idle_s`, so messages of other producers are not left behind; flush.
+        Gives up at `timeout_s`; True when the targets were reached."""
         deadline = time.monotonic() + timeout_s
-        while not self.caught_up(targets) and time.monotonic() < deadline:
-            self.poll_once()
+        idle = IdleReads(idle_s)
+        while time.monotonic() < deadline:
+            if not self.caught_up(targets) or (idle_s and not self.consumer.assignment()):
+                self.poll_once()
+            elif not idle_s or idle.over(self.poll_once()):
+                break
         self.flush()
         return self.caught_up(targets)
 

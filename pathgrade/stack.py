@@ -436,9 +436,11 @@ class Stack:
         store_reached = self.store.suspend_writer(produced)
         reader.join()
         swapped = store_reached and realtime_reached == [True]
+        after = before
         if swapped:
             self.broker.restart()
             ensure_topics(self.bootstrap)
+            after = self.broker.rss_bytes()
             self.swaps += 1
             self._publish_state()
         else:
@@ -449,6 +451,6 @@ class Stack:
         if swapped:
             self.out(
                 f"broker swapped for a fresh one ({before / _MB:.0f} MB -> "
-                f"{self.broker.rss_bytes() / _MB:.0f} MB resident); nothing was dropped"
+                f"{after / _MB:.0f} MB resident); nothing was dropped"
             )
         return swapped

@@ -15,6 +15,7 @@ from batch_plane.store_writer import StoreWriter, StoreWriterConfig
 from pathgrade.ownership import DataDirLock
 from pathgrade.query import QueryServer
 from schemas.migrations import Migration, migrate
+from schemas.topics import DRAIN_IDLE_S
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ class _WriterRun:
                 targets = self._targets.get(timeout=120)
             except queue.Empty:
                 targets = {}
-            self._reached = self.writer.drain_to(targets, timeout_s=60)
+            self._reached = self.writer.drain_to(targets, timeout_s=60, idle_s=DRAIN_IDLE_S)
             if not self._reached:
                 log.warning("store writer stopped before reaching offsets %s", targets)
             self.writer.close()

@@ -28,7 +28,7 @@ from realtime_plane.evaluate import Evaluation, TraceEvaluator
 from realtime_plane.sampler import Sampler
 from realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
 from schemas.otlp import decode_spans_message, message_tenant_and_time
-from schemas.topics import consumer_settings
+from schemas.topics import DRAIN_IDLE_S, IdleReads, consumer_settings
 
 log = logging.getLogger(__name__)
 COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts are costly
@@ -110,10 +110,10 @@ class RealtimePlane:
                 log.exception("realtime plane: poll failed; retrying")
                 self._stop.wait(1.0)
 
-    def poll_once(self) -> None:
+    def poll_once(self) -> int:
         """One poll: buffer the spans, evaluate due traces, emit (Kafka, webhook, log line);
         every COMMIT_INTERVAL_S store the alerts and commit, so a slow insert never holds
-        up detection for long."""
+        up detection for long. Returns the messages read."""
         assert self.consumer is not None
         records = self.consumer.poll(timeout_ms=self.config.poll_timeout_ms)
         now = self.clock()
@@ -125,6 +125,7 @@ class RealtimePlane:
         if now - self._last_commit >= COMMIT_INTERVAL_S:
             self._last_commit = now
             self._flush_and_commit()
+        return sum(map(len, records.values()))
 
     def _add(self, partition: TopicPartition, message: Any, now: float) -> None:
         self.counters_.messages += 1
@@ -254,6 +255,10 @@ class RealtimePlane:
             while not self.caught_up(targets or {}) and self.clock() < deadline:
                 self.poll_once()
             reached = self.caught_up(targets or {})
+            idle = IdleReads(DRAIN_IDLE_S)  # what other producers wrote, before it is gone
+            while release_held and self.clock() < deadline:
+                if idle.over(self.poll_once()):
+                    break
             for due in self.assembler.release_all() if release_held else ():
                 self._emit(self.evaluator.evaluate(due, time.time_ns()))
             self._flush_and_commit()

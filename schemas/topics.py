@@ -4,6 +4,7 @@ shares."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 SPANS_TOPIC = "pathgrade.spans"
@@ -40,3 +41,24 @@ def consumer_settings(
         "heartbeat_interval_ms": max(500, session_timeout_ms // 4),
         **overrides,
     }
+
+
+DRAIN_IDLE_S = 0.5
+"""Before a broker's data ends (the embedded stack stopping or swapping it), consumers
+read on after their targets until nothing came for this long."""
+
+
+class IdleReads:
+    """Whether a consumer's reads have stopped for `seconds`: call `over(read)` after each
+    poll with how many messages it returned (used to drain what other producers wrote
+    before a consumer closes)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._since: float | None = None
+
+    def over(self, read: int) -> bool:
+        now = time.monotonic()
+        if read or self._since is None:
+            self._since = now
+        return not read and now - self._since >= self.seconds
