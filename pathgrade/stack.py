@@ -35,7 +35,7 @@ from pathgrade.ownership import broker_lease
 from pathgrade.query import RemoteStore
 from pathgrade.store_owner import StoreOwner
 from realtime_plane import RealtimeConfig, RealtimePlane
-from schemas.topics import ALERT_LOGGER
+from schemas.topics import ALERT_LOGGER, DRAIN_IDLE_S
 
 log = logging.getLogger(__name__)
 
@@ -352,7 +352,7 @@ class Stack:
             # The bundled broker's data ends with it: nothing held can be re-read later.
             self._realtime.stop((offsets, self.broker is not None))
         if self.store is not None:
-            self.store.stop(offsets)
+            self.store.stop(offsets, DRAIN_IDLE_S if self.broker is not None else 0.0)
         if self.broker is not None:
             self.broker.stop()
 
@@ -433,7 +433,7 @@ class Stack:
             )
         )
         reader.start()
-        store_reached = self.store.suspend_writer(produced)
+        store_reached = self.store.suspend_writer(produced, DRAIN_IDLE_S)
         reader.join()
         swapped = store_reached and realtime_reached == [True]
         after = before

@@ -15,7 +15,6 @@ from batch_plane.store_writer import StoreWriter, StoreWriterConfig
 from pathgrade.ownership import DataDirLock
 from pathgrade.query import QueryServer
 from schemas.migrations import Migration, migrate
-from schemas.topics import DRAIN_IDLE_S
 
 log = logging.getLogger(__name__)
 
@@ -54,20 +53,25 @@ class StoreOwner:
         self.writer = StoreWriter(StoreWriterConfig(self.bootstrap), self.store)
         self._writer_run = _WriterRun(self.writer)
 
-    def suspend_writer(self, targets: dict[int, int], timeout_s: float = 180) -> bool:
-        """Consume up to `targets`, insert, commit and close the writer's consumer; True
-        when the targets were reached."""
+    def suspend_writer(
+        self, targets: dict[int, int], idle_s: float = 0.0, timeout_s: float = 180
+    ) -> bool:
+        """Consume up to `targets` (then on until the topic was quiet for `idle_s`, when
+        the broker's data is about to end), insert, commit and close the writer's
+        consumer; True when the targets were reached."""
         run, self._writer_run = self._writer_run, None
-        return run.finish(targets, timeout_s) if run is not None else True
+        return run.finish(targets, idle_s, timeout_s) if run is not None else True
 
     def publish_state(self, state: dict[str, Any]) -> None:
         """Tell other commands where to send queries (and whatever else is useful)."""
         url = self.query_server.url if self.query_server else None
         self.lock.publish_state({"query_url": url, "kafka": self.bootstrap, **state})
 
-    def stop(self, targets: dict[int, int] | None = None, timeout_s: float = 180) -> None:
-        """Consume up to `targets`, flush, commit, close, release the directory."""
-        self.suspend_writer(targets or {}, timeout_s)
+    def stop(
+        self, targets: dict[int, int] | None = None, idle_s: float = 0.0, timeout_s: float = 180
+    ) -> None:
+        """`suspend_writer`, then close the store and release the directory."""
+        self.suspend_writer(targets or {}, idle_s, timeout_s)
         if self.query_server is not None:
             self.query_server.shutdown()
             self.query_server.server_close()
@@ -83,7 +87,7 @@ class _WriterRun:
     def __init__(self, writer: StoreWriter) -> None:
         self.writer = writer
         self._stop = threading.Event()
-        self._targets: queue.Queue[dict[int, int]] = queue.Queue()
+        self._targets: queue.Queue[tuple[dict[int, int], float]] = queue.Queue()
         self._reached = False
         self._done = threading.Event()
         threading.Thread(target=self._run, name="store-writer", daemon=True).start()
@@ -92,19 +96,20 @@ class _WriterRun:
         try:
             self.writer.run(self._stop)
             try:
-                targets = self._targets.get(timeout=120)
+                targets, idle_s = self._targets.get(timeout=120)
             except queue.Empty:
-                targets = {}
-            self._reached = self.writer.drain_to(targets, timeout_s=60, idle_s=DRAIN_IDLE_S)
+                targets, idle_s = {}, 0.0
+            self._reached = self.writer.drain_to(targets, timeout_s=60, idle_s=idle_s)
             if not self._reached:
                 log.warning("store writer stopped before reaching offsets %s", targets)
             self.writer.close()
         finally:
             self._done.set()
 
-    def finish(self, targets: dict[int, int], timeout_s: float) -> bool:
-        """Stop polling, consume up to `targets`, flush, commit, close the consumer."""
+    def finish(self, targets: dict[int, int], idle_s: float, timeout_s: float) -> bool:
+        """Stop polling, consume up to `targets` (and until quiet for `idle_s`), flush,
+        commit, close the consumer."""
         self._stop.set()
-        self._targets.put(targets)
+        self._targets.put((targets, idle_s))
         self._done.wait(timeout=timeout_s)
         return self._reached
