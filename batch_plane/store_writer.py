@@ -24,7 +24,7 @@ from batch_plane.span_rows import SPAN_COLUMNS, span_row
 from batch_plane.store import QueryError, Store
 from schemas.model import Span
 from schemas.otlp import decode_spans_message, message_tenant_and_time
-from schemas.topics import SPANS_TOPIC, STORE_GROUP, IdleReads, consumer_settings
+from schemas.topics import SPANS_TOPIC, STORE_GROUP, consumer_settings, read_until_drained
 
 log = logging.getLogger(__name__)
 
@@ -162,13 +162,13 @@ class StoreWriter:
         """Consume until `targets` are reached, then (with `idle_s`) on until nothing new
         came for `idle_s`, so messages of other producers are not left behind; flush.
         Gives up at `timeout_s`; True when the targets were reached."""
-        deadline = time.monotonic() + timeout_s
-        idle = IdleReads(idle_s)
-        while time.monotonic() < deadline:
-            if not self.caught_up(targets) or (idle_s and not self.consumer.assignment()):
-                self.poll_once()
-            elif not idle_s or idle.over(self.poll_once()):
-                break
+        read_until_drained(
+            self.poll_once,
+            # draining what others wrote needs partitions first (a new member joins late)
+            lambda: self.caught_up(targets) and (not idle_s or bool(self.consumer.assignment())),
+            timeout_s,
+            idle_s,
+        )
         self.flush()
         return self.caught_up(targets)
 

@@ -75,17 +75,15 @@ class _StoreHandler(BaseHTTPRequestHandler):
             elif path.startswith("/trace/") and ui.TRACE_ID.fullmatch(path[7:]):
                 page = ui.trace_page(store, path[7:])
                 status = HTTPStatus.OK if page else HTTPStatus.NOT_FOUND
-                page = page or ui.not_found_page(f"no stored span of trace {path[7:]}")
+                page = page or ui.message_page("not found", f"no stored span of trace {path[7:]}")
             else:
-                status, page = HTTPStatus.NOT_FOUND, ui.not_found_page(f"no page {path}")
+                status, page = HTTPStatus.NOT_FOUND, ui.message_page("not found", f"no page {path}")
         except QueryError as exc:
-            status, page = HTTPStatus.INTERNAL_SERVER_ERROR, ui.not_found_page(str(exc))
-        data = page.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            status, page = (
+                HTTPStatus.INTERNAL_SERVER_ERROR,
+                ui.message_page("store error", str(exc)),
+            )
+        self._reply(status, page.encode(), "text/html; charset=utf-8")
 
     def _refusal(self) -> str | None:
         """Why this request is refused: a Host header that is not loopback."""
@@ -93,9 +91,11 @@ class _StoreHandler(BaseHTTPRequestHandler):
         return None if host in _LOOPBACK_HOSTS else f"Host {host!r} is not loopback"
 
     def _send(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
+        self._reply(status, json.dumps(payload).encode(), "application/json")
+
+    def _reply(self, status: HTTPStatus, data: bytes, content_type: str) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

@@ -5,7 +5,6 @@ chDB store it is the only way in: one process per data directory)."""
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,6 @@ class StoreOwner:
         self.lock = DataDirLock(self.data_dir)
         self.client: Any = None
         self.store: ClientStore | None = None
-        self.writer: StoreWriter | None = None
         self.query_server: QueryServer | None = None
         self.applied: list[Migration] = []
         self._client_lock = threading.Lock()
@@ -50,8 +48,7 @@ class StoreOwner:
     def resume_writer(self) -> None:
         """Start a store writer (a fresh consumer) on the broker at `bootstrap`."""
         assert self.store is not None
-        self.writer = StoreWriter(StoreWriterConfig(self.bootstrap), self.store)
-        self._writer_run = _WriterRun(self.writer)
+        self._writer_run = _WriterRun(StoreWriter(StoreWriterConfig(self.bootstrap), self.store))
 
     def suspend_writer(
         self, targets: dict[int, int], idle_s: float = 0.0, timeout_s: float = 180
@@ -87,7 +84,8 @@ class _WriterRun:
     def __init__(self, writer: StoreWriter) -> None:
         self.writer = writer
         self._stop = threading.Event()
-        self._targets: queue.Queue[tuple[dict[int, int], float]] = queue.Queue()
+        self._targets: dict[int, int] = {}  # set by `finish` before it sets `_stop`
+        self._idle_s = 0.0
         self._reached = False
         self._done = threading.Event()
         threading.Thread(target=self._run, name="store-writer", daemon=True).start()
@@ -95,13 +93,9 @@ class _WriterRun:
     def _run(self) -> None:
         try:
             self.writer.run(self._stop)
-            try:
-                targets, idle_s = self._targets.get(timeout=120)
-            except queue.Empty:
-                targets, idle_s = {}, 0.0
-            self._reached = self.writer.drain_to(targets, timeout_s=60, idle_s=idle_s)
+            self._reached = self.writer.drain_to(self._targets, timeout_s=60, idle_s=self._idle_s)
             if not self._reached:
-                log.warning("store writer stopped before reaching offsets %s", targets)
+                log.warning("store writer stopped before reaching offsets %s", self._targets)
             self.writer.close()
         finally:
             self._done.set()
@@ -109,7 +103,7 @@ class _WriterRun:
     def finish(self, targets: dict[int, int], idle_s: float, timeout_s: float) -> bool:
         """Stop polling, consume up to `targets` (and until quiet for `idle_s`), flush,
         commit, close the consumer."""
+        self._targets, self._idle_s = targets, idle_s
         self._stop.set()
-        self._targets.put((targets, idle_s))
         self._done.wait(timeout=timeout_s)
         return self._reached

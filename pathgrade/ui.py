@@ -131,8 +131,9 @@ def trace_page(store: Store, trace_id: str) -> str | None:
     return _page(f"trace {trace_id}", body)
 
 
-def not_found_page(what: str) -> str:
-    return _page("not found", f"<p><a href='/'>&larr; alerts</a></p><p>{_text(what)}</p>")
+def message_page(title: str, text: str) -> str:
+    """A page that only says `text` (not found, a store error)."""
+    return _page(title, f"<p><a href='/'>&larr; alerts</a></p><p>{_text(text)}</p>")
 
 
 def _depth_first(spans: Sequence[Sequence[Any]]) -> list[tuple[int, Sequence[Any]]]:

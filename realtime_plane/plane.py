@@ -28,7 +28,7 @@ from realtime_plane.evaluate import Evaluation, TraceEvaluator
 from realtime_plane.sampler import Sampler
 from realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
 from schemas.otlp import decode_spans_message, message_tenant_and_time
-from schemas.topics import DRAIN_IDLE_S, IdleReads, consumer_settings
+from schemas.topics import DRAIN_IDLE_S, consumer_settings, read_until_drained
 
 log = logging.getLogger(__name__)
 COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts are costly
@@ -251,14 +251,13 @@ class RealtimePlane:
             self._thread.join(timeout_s)
         reached = True
         if self.consumer is not None:
-            deadline = self.clock() + timeout_s
-            while not self.caught_up(targets or {}) and self.clock() < deadline:
-                self.poll_once()
+            read_until_drained(
+                self.poll_once,
+                lambda: self.caught_up(targets or {}),
+                timeout_s,
+                DRAIN_IDLE_S if release_held else 0.0,
+            )
             reached = self.caught_up(targets or {})
-            idle = IdleReads(DRAIN_IDLE_S)  # what other producers wrote, before it is gone
-            while release_held and self.clock() < deadline:
-                if idle.over(self.poll_once()):
-                    break
             for due in self.assembler.release_all() if release_held else ():
                 self._emit(self.evaluator.evaluate(due, time.time_ns()))
             self._flush_and_commit()

@@ -223,18 +223,15 @@ class _WebhookConnection:
     def post(self, body: bytes) -> tuple[bool, str | None]:
         """(retryable, error or None) for one POST; a stale kept-alive connection is
         reopened once on the spot."""
-        reused = self._used
-        try:
-            status = self._send(body)
-        except (OSError, http.client.HTTPException) as exc:
-            self._connection.close()
-            if not reused:
-                return True, str(exc) or type(exc).__name__
+        for _attempt in range(2 if self._used else 1):
             try:
                 status = self._send(body)
-            except (OSError, http.client.HTTPException) as again:
+                break
+            except (OSError, http.client.HTTPException) as exc:
                 self._connection.close()
-                return True, str(again) or type(again).__name__
+                error = str(exc) or type(exc).__name__
+        else:
+            return True, error
         if 200 <= status < 300:
             return False, None
         return status >= 500 or status == 429, f"HTTP {status}"

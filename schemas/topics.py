@@ -5,6 +5,7 @@ shares."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 SPANS_TOPIC = "pathgrade.spans"
@@ -48,17 +49,23 @@ DRAIN_IDLE_S = 0.5
 read on after their targets until nothing came for this long."""
 
 
-class IdleReads:
-    """Whether a consumer's reads have stopped for `seconds`: call `over(read)` after each
-    poll with how many messages it returned (used to drain what other producers wrote
-    before a consumer closes)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._since: float | None = None
-
-    def over(self, read: int) -> bool:
+def read_until_drained(
+    poll: Callable[[], int], caught_up: Callable[[], bool], timeout_s: float, idle_s: float = 0.0
+) -> None:
+    """Call `poll` (it returns how many messages it read) until `caught_up()`, then, with
+    `idle_s`, on until its polls read nothing for `idle_s` (what other producers wrote,
+    before a broker's data ends); gives up after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    quiet_since: float | None = None
+    while time.monotonic() < deadline:
+        if not caught_up():
+            poll()
+            continue
+        if not idle_s:
+            return
+        read = poll()
         now = time.monotonic()
-        if read or self._since is None:
-            self._since = now
-        return not read and now - self._since >= self.seconds
+        if read or quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= idle_s:
+            return
