@@ -4,8 +4,9 @@ pathgrade's long-running processes keep large, churning structures (the realtime
 trace buffers, recent traces, conversation turns and their views; the store writer's
 batches). CPython then runs a full (generation 2) collection every few seconds, each one
 scanning every tracked object while holding the interpreter lock: on 100k demo spans the
-realtime plane paused 13 times for up to 0.73 s, 20% of its CPU, and those pauses were
-the tail of the alert latency. Young generations stay automatic (a few ms each); the full
+realtime plane's work paused 8 times for up to 0.8 s, ~20% of the pass, and those pauses
+were the tail of the alert latency (bench/realtime_gc.py: on the timer the same pass takes
+0.77-0.92 of the time). Young generations stay automatic (a few ms each); the full
 collection runs every `FULL_COLLECTION_INTERVAL_S` from a daemon thread, so cyclic garbage
 (rare here: the data is acyclic and reference counting frees it) waits at most that long.
 """
