@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pathgrade.alert_log import configure_alert_log
 from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB, CliError, cli_store, store_args
 from pathgrade.gc_schedule import schedule_full_collections
-from schemas.topics import ALERT_LOGGER
 
 LONG_RUNNING_COMMANDS = frozenset({"up", "collector", "store-writer", "realtime", "scorer"})
 
@@ -38,7 +38,7 @@ def configure_logging(verbose: bool) -> None:
     )
     if not verbose:
         logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    logging.getLogger(ALERT_LOGGER).setLevel(logging.INFO)  # the alert log line is a sink
+    configure_alert_log("%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def build_parser() -> argparse.ArgumentParser:

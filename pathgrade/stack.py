@@ -28,6 +28,7 @@ from typing import Any
 from batch_plane.store import redact_dsn
 from collector.publisher import producer_for
 from collector.service import Collector, CollectorConfig
+from pathgrade.alert_log import configure_alert_log
 from pathgrade.broker import LocalBroker, ensure_topics, wait_for_kafka
 from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB
 from pathgrade.gc_schedule import schedule_full_collections
@@ -35,7 +36,7 @@ from pathgrade.ownership import broker_lease
 from pathgrade.query import RemoteStore
 from pathgrade.store_owner import StoreOwner
 from realtime_plane import RealtimeConfig, RealtimePlane
-from schemas.topics import ALERT_LOGGER, DRAIN_IDLE_S
+from schemas.topics import DRAIN_IDLE_S
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def _child_setup(name: str) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     logging.basicConfig(level=logging.WARNING, format=f"%(asctime)s {name} %(message)s")
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    logging.getLogger(ALERT_LOGGER).setLevel(logging.INFO)  # the alert log line is a sink
+    configure_alert_log(f"%(asctime)s {name} %(message)s")
 
 
 def _realtime_main(config: dict[str, Any], store_url: str, events: Any, commands: Any) -> None:

@@ -27,7 +27,7 @@ alert_log = logging.getLogger(ALERT_LOGGER)
 
 def log_alert(alert: Alert) -> None:
     """The structured log line of one alert: `alert <JSON document>`."""
-    alert_log.info("alert %s", alert.model_dump_json())
+    alert_log.info("alert %s", alert.json_text)
 
 
 class StoreAlertSink:

@@ -4,6 +4,7 @@ webhook body."""
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,9 +49,15 @@ class Alert(BaseModel):
     trace_end_ns: int  # end of the root span (or of the latest span when there is none)
     detected_at_ns: int
 
+    @cached_property
+    def json_text(self) -> str:
+        """The wire form as text, serialised once: the log line, the topic and the webhook
+        share it."""
+        return self.model_dump_json()
+
     def to_json(self) -> bytes:
         """The wire form: UTF-8 JSON."""
-        return self.model_dump_json().encode()
+        return self.json_text.encode()
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Alert:

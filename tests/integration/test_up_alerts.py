@@ -33,6 +33,12 @@ def test_up_demo_alerts_on_webhook_and_in_table(tmp_path: Path) -> None:
         server.shutdown()
     for alert in server.alerts:
         assert alert["schema_version"] == 1 and len(alert["trace_id"]) == 32
+    logged = {
+        json.loads(line.split(" alert ", 1)[1])["alert_key"]
+        for line in stack.output.splitlines()
+        if " alert {" in line
+    }
+    assert {a["alert_key"] for a in server.alerts} <= logged  # the log line sink, flushed
     listed = subprocess.run(
         [sys.executable, "-m", "pathgrade.cli", "alerts", "--data-dir", str(tmp_path),
          "--format", "json", "--limit", "1000"],

@@ -1,0 +1,67 @@
+"""The alert log handler writes lines in order, in bursts, and never blocks its caller."""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+import time
+
+from pathgrade.alert_log import AlertLogHandler, configure_alert_log
+from schemas.topics import ALERT_LOGGER
+
+
+class BlockingStream(io.StringIO):
+    """A stream whose writes wait until `release` is set (a pipe nobody reads)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.release.wait()
+        self.writes += 1
+        return super().write(text)
+
+
+def test_lines_are_written_in_order_in_one_write_per_burst() -> None:
+    stream = BlockingStream()
+    stream.release.set()
+    handler = configure_alert_log("%(message)s", stream)
+    try:
+        logger = logging.getLogger(ALERT_LOGGER)
+        for n in range(50):
+            logger.info("alert %d", n)
+        handler.flush()
+        assert stream.getvalue().splitlines() == [f"alert {n}" for n in range(50)]
+        assert stream.writes == 1
+        logger.info("alert late")
+        deadline = time.monotonic() + 5
+        while "alert late" not in stream.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert stream.getvalue().endswith("alert late\n")  # the timer thread wrote it
+    finally:
+        logging.getLogger(ALERT_LOGGER).removeHandler(handler)
+        handler.close()
+
+
+def test_an_unread_output_never_blocks_and_dropped_lines_are_counted() -> None:
+    stream = BlockingStream()
+    handler = AlertLogHandler(stream, interval_s=0.01, max_pending=10)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    record = logging.LogRecord(ALERT_LOGGER, logging.INFO, __file__, 1, "alert %d", (0,), None)
+    first = logging.LogRecord(ALERT_LOGGER, logging.INFO, __file__, 1, "first", None, None)
+    handler.handle(first)
+    time.sleep(0.1)  # the timer thread is now stuck writing "first"
+    started = time.monotonic()
+    for _ in range(25):
+        handler.handle(record)
+    assert time.monotonic() - started < 0.5
+    assert handler.dropped == 15
+    stream.release.set()
+    handler.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "first"
+    assert lines[1:11] == ["alert 0"] * 10
+    assert lines[11] == "alert log: 15 lines dropped (the output was not read)"
