@@ -28,6 +28,7 @@ from realtime_plane.evaluate import Evaluation, TraceEvaluator
 from realtime_plane.sampler import Sampler
 from realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
 from schemas.otlp import decode_spans_message, message_tenant_and_time
+from schemas.partitioning import Murmur2Partitioner
 from schemas.topics import DRAIN_IDLE_S, consumer_settings, read_until_drained
 
 log = logging.getLogger(__name__)
@@ -92,8 +93,9 @@ class RealtimePlane:
         self.consumer.subscribe([config.spans_topic], listener=_CommitOnRevoke(self))
         if config.alerts_topic or config.sampled_topic:
             self.producer = KafkaProducer(
-                bootstrap_servers=config.bootstrap_servers, linger_ms=5, acks=1
-            )
+                bootstrap_servers=config.bootstrap_servers, linger_ms=5, acks=1,
+                partitioner=Murmur2Partitioner(),
+            )  # fmt: skip
         if config.webhook_url and self.webhook is None:
             self.webhook = WebhookSink(
                 config.webhook_url, config.webhook_queue_size, config.webhook_retries,
