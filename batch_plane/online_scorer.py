@@ -28,11 +28,10 @@ from batch_plane.trace_rows import load_trace
 from detectors.policy import RISK_TIERS, Policy
 from schemas.model import Trace
 from schemas.sampled import SampledTrace
-from schemas.topics import SAMPLED_TOPIC, consumer_settings
+from schemas.topics import SAMPLED_TOPIC, SCORER_GROUP, consumer_settings
 
 log = logging.getLogger(__name__)
 
-SCORER_GROUP = "pathgrade-scorer"
 
 TIER_METRICS: dict[str, tuple[str, ...]] = {
     "low": ("claimed_actions",),

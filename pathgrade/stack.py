@@ -25,18 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka.errors import KafkaError
+
 from batch_plane.store import redact_dsn
 from collector.publisher import producer_for
 from collector.service import Collector, CollectorConfig
 from pathgrade.alert_log import configure_alert_log
 from pathgrade.broker import LocalBroker, ensure_topics, wait_for_kafka
+from pathgrade.carry import CarriedMessage, republish, unread_messages
 from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB
 from pathgrade.gc_schedule import schedule_full_collections
 from pathgrade.ownership import broker_lease
 from pathgrade.query import RemoteStore
 from pathgrade.store_owner import StoreOwner
 from realtime_plane import RealtimeConfig, RealtimePlane
-from schemas.topics import DRAIN_IDLE_S
+from schemas.topics import DRAIN_IDLE_S, SAMPLED_TOPIC, SCORER_GROUP
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +243,7 @@ class Stack:
             {
                 "grpc_port": self.grpc_port,
                 "http_port": self.http_port,
+                "kafka": self.bootstrap,
                 "pids": {**children, "broker": self.broker.pid if self.broker else None},
             }
         )
@@ -407,8 +411,9 @@ class Stack:
         The collector holds new spans in its fsynced spill and reports what it produced;
         the realtime plane and the store writer read up to exactly that (the realtime
         plane evaluates every trace it still holds), store and commit; then the broker
-        restarts empty on the same port, the readers resume on it and the collector
-        drains its spill into it. If a reader does not reach the offsets, the old broker
+        restarts empty on the same port with the samples the online scorer has not read
+        yet (`pathgrade.carry`), the readers resume on it and the collector drains its
+        spill into it. If a reader does not reach the offsets, the old broker
         is kept. A replay publishing into the broker (it holds the broker lease) defers
         the swap. Returns whether the broker was swapped."""
         self._last_swap = time.monotonic()
@@ -438,20 +443,32 @@ class Stack:
         reader.join()
         swapped = store_reached and realtime_reached == [True]
         after = before
+        unread: list[CarriedMessage] = []
+        if not swapped:
+            log.warning("broker swap abandoned: the readers did not reach %s", produced)
+        else:
+            try:
+                unread = unread_messages(self.bootstrap, SAMPLED_TOPIC, SCORER_GROUP)
+            except KafkaError as exc:
+                log.warning("broker swap abandoned: reading the unscored samples failed: %s", exc)
+                swapped = False
         if swapped:
             self.broker.restart()
             ensure_topics(self.bootstrap)
+            try:
+                republish(self.bootstrap, SAMPLED_TOPIC, unread)
+            except KafkaError as exc:
+                log.error("%d unscored samples were lost in the broker swap: %s", len(unread), exc)
             after = self.broker.rss_bytes()
             self.swaps += 1
             self._publish_state()
-        else:
-            log.warning("broker swap abandoned: the readers did not reach %s", produced)
         self.store.resume_writer()
         self._realtime.request("resume", None, "resumed")
         self._collector.send("resume", swapped)
         if swapped:
             self.out(
                 f"broker swapped for a fresh one ({before / _MB:.0f} MB -> "
-                f"{after / _MB:.0f} MB resident); nothing was dropped"
+                f"{after / _MB:.0f} MB resident); nothing was dropped ({len(unread)} samples "
+                "the scorer had not read were carried over)"
             )
         return swapped

@@ -18,6 +18,7 @@ ALL_TOPICS = (SPANS_TOPIC, ALERTS_TOPIC, SAMPLED_TOPIC)
 
 STORE_GROUP = "pathgrade-store"
 REALTIME_GROUP = "pathgrade-realtime"
+SCORER_GROUP = "pathgrade-scorer"
 
 # Headers on every pathgrade.spans message.
 TENANT_HEADER = "pathgrade.tenant"

@@ -12,10 +12,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from kafka import KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from pathgrade.broker import LocalBroker
 from pathgrade.demo import send_demo_traces
+from schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
 from tests.integration.conftest import PathgradeProcess, start_collector, start_stack, wait_until
 
 pytestmark = pytest.mark.integration
@@ -158,6 +161,8 @@ def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> No
     span is stored once, and the realtime plane evaluated traces from both sides."""
     stack, _, http_port = start_stack(tmp_path, "--broker-max-mb", "24", "--capture-tools", "*")
     url = f"http://127.0.0.1:{http_port}/v1/traces"
+    bootstrap = json.loads((tmp_path / "stack.json").read_text())["kafka"]
+    scorer_has_read_nothing(bootstrap)
     sent: list = []
     try:
         first = threading.Thread(
@@ -176,12 +181,38 @@ def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> No
             ids = ",".join(f"'{t}'" for t in summary.trace_ids)
             alerted = f"SELECT uniqExact(TraceId) FROM alerts WHERE TraceId IN ({ids})"
             wait_until(lambda q=alerted: stack.scalar(q) > 0, timeout_s=60)
+        samples_now = sampled_count(bootstrap)
     finally:
         assert stack.terminate() == 0, stack.output
-    swapped = re.search(r"broker swapped .*\((\d+) MB -> (\d+) MB resident\)", stack.output)
+    swapped = re.search(
+        r"broker swapped .*\((\d+) MB -> (\d+) MB resident\).* \((\d+) samples", stack.output
+    )
     assert swapped, stack.output
-    before, after = int(swapped[1]), int(swapped[2])
+    before, after, carried = int(swapped[1]), int(swapped[2]), int(swapped[3])
     assert before > 24 and after < before  # a fresh broker (~16-24 MB idle) took its place
+    assert 0 < carried <= samples_now  # the unscored samples came along
+
+
+def scorer_has_read_nothing(bootstrap: str) -> None:
+    """Commit offset 0 on every partition of pathgrade.sampled for the scorer group: a
+    scorer that is behind, so everything sampled before the swap is unread."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=SCORER_GROUP)
+    partitions = consumer.partitions_for_topic(SAMPLED_TOPIC) or set()
+    consumer.commit(
+        {TopicPartition(SAMPLED_TOPIC, p): OffsetAndMetadata(0, "", -1) for p in partitions}
+    )
+    consumer.close(autocommit=False)
+
+
+def sampled_count(bootstrap: str) -> int:
+    """How many messages pathgrade.sampled holds (read from the start)."""
+    consumer = KafkaConsumer(
+        SAMPLED_TOPIC, bootstrap_servers=bootstrap, group_id=None,
+        auto_offset_reset="earliest", consumer_timeout_ms=3000,
+    )  # fmt: skip
+    count = sum(1 for _ in consumer)
+    consumer.close()
+    return count
 
 
 def test_dead_collector_and_realtime_processes_are_restarted(tmp_path: Path) -> None:
