@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from pathgrade.alert_log import configure_alert_log
-from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB, CliError, cli_store, store_args
+from pathgrade.cli_support import (
+    DEFAULT_BROKER_MAX_MB,
+    DEFAULT_STORE_WRITER_NICENESS,
+    CliError,
+    cli_store,
+    store_args,
+)
 from pathgrade.gc_schedule import schedule_full_collections
 
 LONG_RUNNING_COMMANDS = frozenset({"up", "collector", "store-writer", "realtime", "scorer"})
@@ -41,6 +47,14 @@ def configure_logging(verbose: bool) -> None:
     configure_alert_log("%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+def niceness(text: str) -> int:
+    """An argparse type: a nice increment, 0..19."""
+    value = int(text)
+    if not 0 <= value <= 19:
+        raise argparse.ArgumentTypeError(f"expected 0..19 (a nice increment), got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pathgrade", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -59,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--broker-max-mb", type=int, default=DEFAULT_BROKER_MAX_MB, metavar="MB",
         help="swap the bundled memory-only broker for a fresh one (nothing is lost) once it "
         f"holds this much resident memory; 0 never swaps (default {DEFAULT_BROKER_MAX_MB})",
+    )  # fmt: skip
+    up.add_argument(
+        "--store-writer-nice", type=niceness, default=DEFAULT_STORE_WRITER_NICENESS, metavar="N",
+        help="run the store writer this much nicer than the rest (Linux), so alerts stay fast "
+        "on a saturated machine and the store catches up after; 0 same priority "
+        f"(default {DEFAULT_STORE_WRITER_NICENESS})",
     )  # fmt: skip
     up.set_defaults(run=_cmd_up)
 
@@ -190,6 +210,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
             alert_webhook=args.alert_webhook,
             collector=collector,
             broker_max_mb=args.broker_max_mb,
+            store_writer_niceness=args.store_writer_nice,
         ),
         out=lambda text: print(text, flush=True),
     )

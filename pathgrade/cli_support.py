@@ -15,6 +15,8 @@ from typing import Any
 DEFAULT_DATA_DIR = Path("pathgrade-data")
 DEFAULT_BROKER_MAX_MB = 1024
 """Resident memory of the bundled broker past which `pathgrade up` swaps in a fresh one."""
+DEFAULT_STORE_WRITER_NICENESS = 19
+"""How much nicer than the rest `pathgrade up` runs its store writer (pathgrade.priority)."""
 
 
 class CliError(Exception):

@@ -33,7 +33,7 @@ from collector.service import Collector, CollectorConfig
 from pathgrade.alert_log import configure_alert_log
 from pathgrade.broker import LocalBroker, ensure_topics, wait_for_kafka
 from pathgrade.carry import CarriedMessage, republish, unread_messages
-from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB
+from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB, DEFAULT_STORE_WRITER_NICENESS
 from pathgrade.gc_schedule import schedule_full_collections
 from pathgrade.ownership import broker_lease
 from pathgrade.query import RemoteStore
@@ -63,6 +63,7 @@ class StackOptions:
     alert_webhook: str | None = None
     collector: dict[str, Any] = field(default_factory=dict)
     broker_max_mb: int = DEFAULT_BROKER_MAX_MB
+    store_writer_niceness: int = DEFAULT_STORE_WRITER_NICENESS
 
 
 def _collector_main(config: dict[str, Any], events: Any, commands: Any) -> None:
@@ -211,7 +212,10 @@ class Stack:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         try:
             self._start_kafka()
-            self.store = StoreOwner(self.bootstrap, self.data_dir, self.options.clickhouse)
+            self.store = StoreOwner(
+                self.bootstrap, self.data_dir, self.options.clickhouse,
+                self.options.store_writer_niceness,
+            )  # fmt: skip
             self.store.start()
             if self.store.applied:
                 names = ", ".join(f"{m.version:04d}_{m.name}" for m in self.store.applied)
@@ -243,7 +247,6 @@ class Stack:
             {
                 "grpc_port": self.grpc_port,
                 "http_port": self.http_port,
-                "kafka": self.bootstrap,
                 "pids": {**children, "broker": self.broker.pid if self.broker else None},
             }
         )

@@ -12,6 +12,7 @@ from typing import Any
 from batch_plane.store import ClientStore, connect, embedded_dsn
 from batch_plane.store_writer import StoreWriter, StoreWriterConfig
 from pathgrade.ownership import DataDirLock
+from pathgrade.priority import lower_thread_priority
 from pathgrade.query import QueryServer
 from schemas.migrations import Migration, migrate
 
@@ -23,8 +24,15 @@ class StoreOwner:
     consumes up to `targets` (partition -> next offset) before closing;
     `suspend_writer(targets)` / `resume_writer()` do the same around a broker swap."""
 
-    def __init__(self, bootstrap: str, data_dir: Path, clickhouse: str | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        data_dir: Path,
+        clickhouse: str | None = None,
+        writer_niceness: int = 0,
+    ) -> None:
         self.bootstrap = bootstrap
+        self.writer_niceness = writer_niceness  # see pathgrade.priority
         self.data_dir = data_dir.resolve()
         self.dsn = clickhouse or embedded_dsn(str(self.data_dir))
         self.lock = DataDirLock(self.data_dir)
@@ -48,7 +56,8 @@ class StoreOwner:
     def resume_writer(self) -> None:
         """Start a store writer (a fresh consumer) on the broker at `bootstrap`."""
         assert self.store is not None
-        self._writer_run = _WriterRun(StoreWriter(StoreWriterConfig(self.bootstrap), self.store))
+        writer = StoreWriter(StoreWriterConfig(self.bootstrap), self.store)
+        self._writer_run = _WriterRun(writer, self.writer_niceness)
 
     def suspend_writer(
         self, targets: dict[int, int], idle_s: float = 0.0, timeout_s: float = 180
@@ -79,10 +88,12 @@ class StoreOwner:
 
 
 class _WriterRun:
-    """One store writer polling in its own thread until `finish`."""
+    """One store writer polling in its own thread (at `niceness` above the process's)
+    until `finish`."""
 
-    def __init__(self, writer: StoreWriter) -> None:
+    def __init__(self, writer: StoreWriter, niceness: int) -> None:
         self.writer = writer
+        self.niceness = niceness
         self._stop = threading.Event()
         self._targets: dict[int, int] = {}  # set by `finish` before it sets `_stop`
         self._idle_s = 0.0
@@ -91,6 +102,7 @@ class _WriterRun:
         threading.Thread(target=self._run, name="store-writer", daemon=True).start()
 
     def _run(self) -> None:
+        lower_thread_priority(self.niceness)
         try:
             self.writer.run(self._stop)
             self._reached = self.writer.drain_to(self._targets, timeout_s=60, idle_s=self._idle_s)
