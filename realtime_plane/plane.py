@@ -92,8 +92,11 @@ class RealtimePlane:
         )  # fmt: skip
         self.consumer.subscribe([config.spans_topic], listener=_CommitOnRevoke(self))
         if config.alerts_topic or config.sampled_topic:
+            # Alerts and samples are not on the webhook's path: lingering 100 ms fills
+            # batches instead of waking the sender for nearly every message (at 3,000
+            # spans/s, 57% of a core for the whole plane against 65-69% at 5 ms).
             self.producer = KafkaProducer(
-                bootstrap_servers=config.bootstrap_servers, linger_ms=5, acks=1,
+                bootstrap_servers=config.bootstrap_servers, linger_ms=100, acks=1,
                 partitioner=Murmur2Partitioner(),
             )  # fmt: skip
         if config.webhook_url and self.webhook is None:
