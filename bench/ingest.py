@@ -38,6 +38,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from pathgrade.broker import free_port
+from pathgrade.cli_support import DEFAULT_STORE_WRITER_NICENESS
 from pathgrade.demo import send_demo_traces
 from pathgrade.query import RemoteStore
 from schemas.otlp import decode_resource_spans
@@ -201,6 +202,11 @@ def main() -> None:
     parser.add_argument("--spans", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--senders", type=int, default=4)
+    parser.add_argument(
+        "--store-writer-nice", type=int, default=DEFAULT_STORE_WRITER_NICENESS,
+        help="passed to pathgrade up: 0 lets the store writer compete with the realtime "
+        "plane instead of yielding to it",
+    )  # fmt: skip
     args = parser.parse_args()
 
     print("preparing requests ...", flush=True)
@@ -212,7 +218,8 @@ def main() -> None:
     http_port = free_port()
     stack = subprocess.Popen(
         [sys.executable, "-m", "pathgrade.cli", "up", "--data-dir", str(data_dir),
-         "--grpc-port", "0", "--http-port", str(http_port)],
+         "--grpc-port", "0", "--http-port", str(http_port),
+         "--store-writer-nice", str(args.store_writer_nice)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
