@@ -8,14 +8,17 @@ parse-only rate of the same request bodies (protobuf parse, and parse + canonica
 and prints end-to-end / parse-only as the ratio.
 
     python bench/ingest.py [--spans 200000] [--batch 512] [--senders 4]
+                           [--store-writer-nice N]
 
 What limits it (2-core machine, ~5 spans per trace): CPU per span in three Python
-processes sharing the two cores, which the bench prints per process. On 100k spans: the
-store owner ~93-104 µs (decode ~50, span rows ~29, clickhouse-connect Native
-serialisation + chDB insert ~35), the collector ~62-68 µs (validate, redact, group,
-produce), the realtime process ~92-107 µs while the burst lasts (a second full decode,
-detectors, alerts: ~190 µs per span in all, so it lags and catches up after), the broker
-~10 µs. Per-stage figures: bench/ingest_stages.py.
+processes sharing the two cores, which the bench prints per process. On 80-100k spans
+(stop 9): the store owner ~84-123 µs (decode ~25-35, span rows ~8, clickhouse-connect
+Native serialisation + chDB's insert ~30-35, Kafka fetch), the collector ~62-83 µs
+(validate, redact, group, produce), the realtime process ~93-179 µs (a second full
+decode, detectors, alerts), the broker ~9-11 µs. End to end 4,661-6,659 spans/s with
+the store writer at its default nice 19 (it yields the CPU to the realtime plane, which
+then finishes its work inside the measured window), 6,895-7,205 spans/s with
+`--store-writer-nice 0`. Per-stage figures: bench/ingest_stages.py.
 """
 
 from __future__ import annotations
