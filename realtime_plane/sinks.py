@@ -9,15 +9,14 @@ errors.
 
 from __future__ import annotations
 
-import http.client
 import logging
 import random
 import threading
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
+from realtime_plane.webhook_http import WebhookConnection, WebhookProtocolError
 from schemas.alerts import ALERT_COLUMNS, Alert
 from schemas.topics import ALERT_LOGGER
 
@@ -122,7 +121,7 @@ class WebhookSink:
         max_backoff_s: float = 10.0,
         workers: int = 4,
     ) -> None:
-        _WebhookConnection(url, timeout_s).close()  # a malformed URL fails here, not later
+        WebhookConnection(url, timeout_s)  # a malformed URL fails here, not later
         self.url = url
         self.retries = retries
         self.timeout_s = timeout_s
@@ -158,7 +157,7 @@ class WebhookSink:
             self._ready.notify(len(alerts))
 
     def _run(self) -> None:
-        connection = _WebhookConnection(self.url, self.timeout_s)
+        connection = WebhookConnection(self.url, self.timeout_s)
         try:
             while True:
                 with self._ready:
@@ -180,9 +179,9 @@ class WebhookSink:
         finally:
             connection.close()
 
-    def _deliver(self, connection: _WebhookConnection, body: bytes) -> None:
+    def _deliver(self, connection: WebhookConnection, body: bytes) -> None:
         for attempt in range(self.retries + 1):
-            retry, error = connection.post(body)
+            retry, error = post_once(connection, body)
             if error is None:
                 self.stats.sent += 1
                 return
@@ -205,50 +204,17 @@ class WebhookSink:
             thread.join(timeout_s)
 
 
-class _WebhookConnection:
-    """One kept-alive connection to the webhook (the standard library's client: a quarter
-    of httpx's CPU per request, which counts at hundreds of alerts a second)."""
-
-    def __init__(self, url: str, timeout_s: float) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"alert webhook URL {url!r}: expected http(s)://host[:port]/path")
-        kind = (
-            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        )
-        self._connection = kind(parts.hostname, parts.port, timeout=timeout_s)
-        self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self._used = False  # a reused connection may have been closed by the receiver
-
-    def post(self, body: bytes) -> tuple[bool, str | None]:
-        """(retryable, error or None) for one POST; a stale kept-alive connection is
-        reopened once on the spot."""
-        for _attempt in range(2 if self._used else 1):
-            try:
-                status = self._send(body)
-                break
-            except (OSError, http.client.HTTPException) as exc:
-                self._connection.close()
-                error = str(exc) or type(exc).__name__
-        else:
-            return True, error
-        if 200 <= status < 300:
-            return False, None
-        return status >= 500 or status == 429, f"HTTP {status}"
-
-    def _send(self, body: bytes) -> int:
-        self._used = False
-        self._connection.request("POST", self._target, body, _JSON_HEADERS)
-        response = self._connection.getresponse()
-        response.read()
-        if response.will_close:
-            self._connection.close()
-        else:
-            self._used = True
-        return response.status
-
-    def close(self) -> None:
-        self._connection.close()
-
-
-_JSON_HEADERS = {"Content-Type": "application/json"}
+def post_once(connection: WebhookConnection, body: bytes) -> tuple[bool, str | None]:
+    """(retryable, error or None) of one POST; a kept-alive connection that the receiver
+    closed meanwhile is reopened once on the spot."""
+    for _attempt in range(2 if connection.reused else 1):
+        try:
+            status = connection.post(body)
+            break
+        except (OSError, WebhookProtocolError) as exc:
+            error = str(exc) or type(exc).__name__
+    else:
+        return True, error
+    if 200 <= status < 300:
+        return False, None
+    return status >= 500 or status == 429, f"HTTP {status}"
