@@ -73,11 +73,20 @@ class AlertLogHandler(logging.Handler):
             if dropped:
                 lines.append(f"alert log: {dropped} lines dropped (the output was not read)")
             if lines:
-                stream = self.stream or sys.stderr
-                stream.write("\n".join(lines) + "\n")
-                stream.flush()
+                self._write(lines)
         finally:
             self._write_lock.release()
+
+    def _write(self, lines: list[str]) -> None:
+        """One write of `lines`; a stream that is gone (closed, a broken pipe) counts them
+        as dropped instead of killing the writer thread."""
+        stream = self.stream or sys.stderr
+        try:
+            stream.write("\n".join(lines) + "\n")
+            stream.flush()
+        except (OSError, ValueError):
+            with self._pending_lock:
+                self.dropped += len(lines)
 
     def close(self) -> None:
         self._stop.set()

@@ -65,3 +65,14 @@ def test_an_unread_output_never_blocks_and_dropped_lines_are_counted() -> None:
     assert lines[0] == "first"
     assert lines[1:11] == ["alert 0"] * 10
     assert lines[11] == "alert log: 15 lines dropped (the output was not read)"
+
+
+def test_a_closed_output_counts_lines_as_dropped() -> None:
+    stream = io.StringIO()
+    handler = AlertLogHandler(stream, interval_s=60)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    stream.close()
+    handler.handle(logging.LogRecord(ALERT_LOGGER, logging.INFO, __file__, 1, "a", None, None))
+    handler.flush()  # no exception: the line is counted instead
+    assert handler.dropped == 1
+    handler.close()
