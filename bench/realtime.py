@@ -18,6 +18,7 @@ detector run over a 10-span trace (the baseline measured in the same run).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import random
@@ -279,9 +280,15 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 
 def detector_cost_us(templates: list[TemplateTrace], runs: int = 2000) -> tuple[int, float, float]:
-    """(spans, p50 µs, p99 µs) of one `run_detectors` over a demo trace of ~10 spans."""
-    template = min(templates, key=lambda t: abs(t.spans - 10))
+    """(spans, p50 µs, p99 µs) of one `run_detectors` over a 10-span demo trace: the
+    largest demo trace (8 spans), its last child spans copied with fresh span ids (more
+    tool calls of the same turn) until it has 10."""
+    template = max(templates, key=lambda t: t.spans)
     spans = decode_resource_spans([template.resource_spans], "t", 0)
+    children = [span for span in spans if span.parent_span_id]
+    while len(spans) < 10:
+        copied = children[-1 - (len(spans) % len(children))]
+        spans.append(dataclasses.replace(copied, span_id=f"{len(spans):016x}"))
     trace = Trace("t", spans[0].trace_id, spans)
     root = trace.root or spans[0]
     resolved = load_policy(None).resolve(root.service_name, root.genai.agent_name, "medium")
