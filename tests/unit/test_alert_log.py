@@ -17,9 +17,11 @@ class BlockingStream(io.StringIO):
     def __init__(self) -> None:
         super().__init__()
         self.release = threading.Event()
+        self.entered = threading.Event()  # a write is under way (and waits for `release`)
         self.writes = 0
 
     def write(self, text: str) -> int:
+        self.entered.set()
         self.release.wait()
         self.writes += 1
         return super().write(text)
@@ -53,7 +55,7 @@ def test_an_unread_output_never_blocks_and_dropped_lines_are_counted() -> None:
     record = logging.LogRecord(ALERT_LOGGER, logging.INFO, __file__, 1, "alert %d", (0,), None)
     first = logging.LogRecord(ALERT_LOGGER, logging.INFO, __file__, 1, "first", None, None)
     handler.handle(first)
-    time.sleep(0.1)  # the timer thread is now stuck writing "first"
+    assert stream.entered.wait(5)  # the timer thread is now stuck writing "first"
     started = time.monotonic()
     for _ in range(25):
         handler.handle(record)
