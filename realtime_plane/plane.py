@@ -22,7 +22,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
 
 from detectors import load_policy
-from realtime_plane.assembler import TraceAssembler
+from realtime_plane.assembler import DueTrace, TraceAssembler
 from realtime_plane.config import RealtimeConfig
 from realtime_plane.evaluate import Evaluation, TraceEvaluator
 from realtime_plane.sampler import Sampler
@@ -45,6 +45,7 @@ class RealtimeCounters:
     sampled: int = 0
     commits: int = 0
     store_failures: int = 0
+    evaluation_failures: int = 0  # traces whose evaluation raised (logged, then skipped)
 
 
 class RealtimePlane:
@@ -126,7 +127,7 @@ class RealtimePlane:
             for message in messages:
                 self._add(partition, message, now)
         for due in self.assembler.due(now):
-            self._emit(self.evaluator.evaluate(due, time.time_ns()))
+            self._evaluate(due)
         if now - self._last_commit >= COMMIT_INTERVAL_S:
             self._last_commit = now
             self._flush_and_commit()
@@ -144,6 +145,20 @@ class RealtimePlane:
             spans = []
         self.counters_.spans += len(spans)
         self.assembler.add(partition.partition, message.offset, spans, now)
+
+    def _evaluate(self, due: DueTrace) -> None:
+        """Evaluate one released trace and emit what it found. A trace whose evaluation
+        raises (a detector's bug, or ids a foreign producer malformed so that its alerts
+        fail validation) is logged with the error and skipped: the assembler has already
+        released it and the traces due with it, so raising would lose those too."""
+        try:
+            evaluation = self.evaluator.evaluate(due, time.time_ns())
+        except Exception:
+            self.counters_.evaluation_failures += 1
+            log.exception("evaluating trace %s of tenant %s failed; skipped",
+                          due.trace.trace_id, due.trace.tenant)  # fmt: skip
+            return
+        self._emit(evaluation)
 
     def _emit(self, evaluation: Evaluation) -> None:
         self.counters_.traces_evaluated += 1
@@ -264,7 +279,7 @@ class RealtimePlane:
             )
             reached = self.caught_up(targets or {})
             for due in self.assembler.release_all() if release_held else ():
-                self._emit(self.evaluator.evaluate(due, time.time_ns()))
+                self._evaluate(due)
             self._flush_and_commit()
             self.assembler.forget_partitions(set(self.assigned))  # re-read when resumed
             self.consumer.close()

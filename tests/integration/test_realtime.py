@@ -5,21 +5,34 @@ killed mid-trace evaluates that trace after a restart."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from kafka import KafkaProducer
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import (
+    ResourceSpans,
+    ScopeSpans,
+    Span,
+    Status,
+    TracesData,
+)
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from pathgrade.broker import LocalBroker
 from pathgrade.demo import CLEAN_SCENARIOS, plan_turns, send_demo_traces
 from realtime_plane import RealtimeConfig, RealtimePlane
+from schemas.topics import SPANS_TOPIC
 from tests.integration.conftest import PathgradeProcess, start_collector, wait_until
 
 pytestmark = pytest.mark.integration
@@ -148,3 +161,50 @@ def test_consumer_killed_mid_trace_evaluates_it_after_restart(
     assert listed.returncode == 0, listed.stderr
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert [r["SpanId"] for r in rows] == [tool_span_id]
+
+
+def failing_tool_trace(trace_id: bytes, start_ns: int) -> ResourceSpans:
+    """One root span: a tool call that failed (PG101), with the given trace id."""
+    span = Span(
+        trace_id=trace_id, span_id=os.urandom(8), name="execute_tool lookup_order",
+        start_time_unix_nano=start_ns, end_time_unix_nano=start_ns + 1_000_000,
+        status=Status(code=Status.STATUS_CODE_ERROR),
+        attributes=[
+            KeyValue(key="gen_ai.operation.name", value=AnyValue(string_value="execute_tool")),
+            KeyValue(key="gen_ai.tool.name", value=AnyValue(string_value="lookup_order")),
+        ],
+    )  # fmt: skip
+    resource = Resource(
+        attributes=[KeyValue(key="service.name", value=AnyValue(string_value="foreign"))]
+    )
+    return ResourceSpans(resource=resource, scope_spans=[ScopeSpans(spans=[span])])
+
+
+def test_a_trace_whose_evaluation_fails_does_not_take_others_with_it(
+    broker: LocalBroker, webhook: Webhook
+) -> None:
+    """A foreign producer's message holds a trace with a 4-byte trace id (its alerts fail
+    validation) and a good trace: the bad one is counted and skipped, the good one alerts."""
+    good_id = os.urandom(16)
+    now = time.time_ns()
+    message = TracesData(
+        resource_spans=[
+            failing_tool_trace(b"\x01\x02\x03\x04", now),
+            failing_tool_trace(good_id, now),
+        ]
+    )
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    producer.send(SPANS_TOPIC, message.SerializeToString(), good_id.hex().encode())
+    producer.flush()
+    producer.close()
+    plane = RealtimePlane(
+        RealtimeConfig(bootstrap_servers=broker.bootstrap, webhook_url=webhook.url)
+    )
+    plane.start()
+    try:
+        wait_until(lambda: plane.counters()["evaluation_failures"] == 1, timeout_s=60)
+        wait_until(lambda: good_id.hex() in codes_by_trace(webhook.alerts), timeout_s=30)
+    finally:
+        plane.stop()
+    assert "PG101" in codes_by_trace(webhook.alerts)[good_id.hex()]
+    assert set(codes_by_trace(webhook.alerts)) == {good_id.hex()}
