@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import clickhouse_connect
+from clickhouse_connect.driver.exceptions import DataError
 
 READONLY = {"readonly": 1}
 
@@ -29,6 +30,11 @@ class QueryResult:
 
 class QueryError(RuntimeError):
     """The query failed; the message is ClickHouse's or the transport's."""
+
+
+class RowsRejected(QueryError):
+    """An insert's rows could not be encoded for their columns (a value outside its column
+    type's range): inserting the same rows again cannot succeed."""
 
 
 class Store(Protocol):
@@ -69,6 +75,8 @@ class ClientStore:
         try:
             with self.lock:
                 self.client.insert(table, rows, column_names=column_names)
+        except DataError as exc:
+            raise RowsRejected(f"insert into {table} failed: {str(exc).strip()}") from exc
         except Exception as exc:
             raise QueryError(f"insert into {table} failed: {str(exc).strip()}") from exc
 

@@ -21,12 +21,13 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
 
 from batch_plane.span_rows import SPAN_COLUMNS, span_row
-from batch_plane.store import QueryError, Store
+from batch_plane.store import QueryError, RowsRejected, Store
 from schemas.model import Span
 from schemas.otlp import decode_spans_message, message_tenant_and_time
 from schemas.topics import SPANS_TOPIC, STORE_GROUP, consumer_settings, read_until_drained
 
 log = logging.getLogger(__name__)
+_TENANT, _TRACE_ID, _SPAN_ID = (SPAN_COLUMNS.index(c) for c in ("Tenant", "TraceId", "SpanId"))
 
 
 @dataclass
@@ -49,6 +50,7 @@ class StoreWriterStats:
     spans: int = 0
     inserts: int = 0
     undecodable_messages: int = 0
+    rejected_spans: int = 0  # spans the store could not encode (logged, then skipped)
 
 
 class _Batch:
@@ -141,13 +143,35 @@ class StoreWriter:
             if not batch.next_offsets:
                 return
             if batch.rows:
-                self.store.insert("spans", batch.rows, column_names=list(SPAN_COLUMNS))
-                self.stats.inserts += 1
-                self.stats.spans += len(batch.rows)
+                self._insert(batch.rows)
             self._batch = _Batch()
             self.consumer.commit(
                 {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in batch.next_offsets.items()}
             )
+
+    def _insert(self, rows: list[list[Any]]) -> None:
+        """Insert `rows`; when the store rejects some of them as unencodable (RowsRejected:
+        a value outside its column's range, from a producer pathgrade's collector did not
+        validate), halve the batch until those rows are found, log and count them, and store
+        the rest, so one bad span never holds up the stream. Other errors propagate (the
+        batch is retried)."""
+        try:
+            self.store.insert("spans", rows, column_names=list(SPAN_COLUMNS))
+        except RowsRejected as exc:
+            if len(rows) > 1:
+                middle = len(rows) // 2
+                self._insert(rows[:middle])
+                self._insert(rows[middle:])
+                return
+            self.stats.rejected_spans += 1
+            row = rows[0]
+            log.error(
+                "span %s/%s of tenant %s cannot be stored, skipped: %s",
+                row[_TRACE_ID], row[_SPAN_ID], row[_TENANT], exc,
+            )  # fmt: skip
+            return
+        self.stats.inserts += 1
+        self.stats.spans += len(rows)
 
     def caught_up(self, targets: dict[int, int]) -> bool:
         """Whether every partition's position has passed `targets` (partition -> next offset)."""

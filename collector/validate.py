@@ -28,6 +28,8 @@ _ZERO_SPAN_ID = bytes(_SPAN_ID_BYTES)
 _MAX_SPAN_KIND = max(trace_pb2.Span.SpanKind.values())
 _MAX_STATUS_CODE = max(trace_pb2.Status.StatusCode.values())
 _UTF8_MAX_BYTES_PER_CHAR = 4
+MAX_TIME_UNIX_NANO = 2**63 - 1  # the largest DateTime64(9) (ns since the epoch in an Int64)
+MAX_TIME_TEXT = "2262-04-11T23:47:16Z"
 
 
 @dataclass(slots=True)
@@ -113,6 +115,16 @@ def _content_problem(span: trace_pb2.Span, limits: SpanLimits) -> str | None:
         return "endTimeUnixNano is 0 (span not ended; OTLP exports ended spans)"
     if end < start:
         return "endTimeUnixNano before startTimeUnixNano"
+    if end > MAX_TIME_UNIX_NANO:
+        return f"endTimeUnixNano {end} is after {MAX_TIME_TEXT} (the store's time range)"
+    late_event = next(
+        (k for k, event in enumerate(span.events) if event.time_unix_nano > MAX_TIME_UNIX_NANO),
+        None,
+    )
+    if late_event is not None:
+        return (
+            f"events[{late_event}].timeUnixNano is after {MAX_TIME_TEXT} (the store's time range)"
+        )
     if not 0 <= span.kind <= _MAX_SPAN_KIND:
         return f"kind {span.kind} is not a SpanKind (0..{_MAX_SPAN_KIND})"
     if not 0 <= span.status.code <= _MAX_STATUS_CODE:

@@ -59,8 +59,10 @@ Decisions:
   JSON: `[{"role", "parts": [{"type": "text", "content"}, {"type": "tool_call", "id", "name",
   "arguments"}, {"type": "tool_call_response", "id", "response"}], "finish_reason"?}]`.
   Tool-call arguments that are JSON text are parsed into the part; other text stays text.
-- Token counts accept ints, integral floats and numeric strings; anything else is treated
-  as absent (telemetry from the field must not make a span undecodable).
+- Token counts accept ints, integral floats and numeric strings from 0 to 2^64-1 (the
+  store's UInt64); anything else, a negative count included, is treated as absent
+  (telemetry from the field must not make a span undecodable or unstorable). The same
+  holds for `pathgrade.replay.index` up to 2^32-1.
 - Non-string values of text fields (arrays, maps) are serialised as JSON text.
 - error_type is read from `error.type` only, so the function stays pure over attributes. A
   span with status Error and no `error.type` is the caller's business: `schemas.otlp` then
@@ -205,7 +207,7 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
     output_tokens = _token_count(_first(attributes, _OUTPUT_TOKEN_KEYS))
     total_tokens = _token_count(_first(attributes, _TOTAL_TOKEN_KEYS))
     if total_tokens is None and input_tokens is not None and output_tokens is not None:
-        total_tokens = input_tokens + output_tokens
+        total_tokens = _token_count(input_tokens + output_tokens)
 
     return GenAIFields(
         operation=operation,
@@ -236,7 +238,7 @@ def eval_context(attributes: Mapping[str, Any]) -> EvalContext:
     return EvalContext(
         dataset_item_id=_text(get(g.PG_DATASET_ITEM_ID)),
         run_id=_text(get(g.PG_RUN_ID)),
-        replay_index=_token_count(get(g.PG_REPLAY_INDEX)),
+        replay_index=_count(get(g.PG_REPLAY_INDEX), _MAX_UINT32),
         variant_id=_text(get(g.PG_VARIANT_ID)),
         suite_version=_text(get(g.PG_SUITE_VERSION)),
     )
@@ -290,6 +292,18 @@ def _text(value: Any) -> str:
 
 
 def _token_count(value: Any) -> int | None:
+    """A token count: `_count` up to the largest UInt64 (the store's column type)."""
+    return _count(value, _MAX_UINT64)
+
+
+def _count(value: Any, upper: int) -> int | None:
+    """A count in 0..`upper` from an int, an integral float or a numeric string; None
+    otherwise (a negative or too large count from the field is treated as absent)."""
+    number = _integral(value)
+    return number if number is not None and 0 <= number <= upper else None
+
+
+def _integral(value: Any) -> int | None:
     """An int from an int, an integral float or a numeric string; None otherwise."""
     if value is None or isinstance(value, bool):
         return None
@@ -307,6 +321,10 @@ def _token_count(value: Any) -> int | None:
             return None
         return int(number) if number.is_integer() else None
     return None
+
+
+_MAX_UINT32 = 2**32 - 1
+_MAX_UINT64 = 2**64 - 1
 
 
 def _string_list(value: Any) -> list[str]:

@@ -41,3 +41,29 @@ def test_drain_without_targets_stores_what_other_producers_wrote(
         "SELECT count(), uniqExact(TraceId) FROM spans FINAL WHERE Tenant = 'acme'"
     ).rows[0]
     assert stored == [summary.spans, summary.traces]
+
+
+def test_a_span_the_store_cannot_encode_is_skipped_and_the_rest_stored(
+    broker: LocalBroker, store: ClientStore
+) -> None:
+    """A foreign producer (no pathgrade collector validating it) writes a span starting
+    after 2262, beyond DateTime64(9): that span is logged and counted, the others of its
+    batch and of the stream are stored, and the writer does not retry forever."""
+    exporter = InMemorySpanExporter()
+    summary = send_demo_traces(exporter, traces=10, seed=32)
+    request = encode_spans(exporter.get_finished_spans())
+    poison = request.resource_spans[0].scope_spans[0].spans[3]
+    poison.start_time_unix_nano = poison.end_time_unix_nano = 2**63 + 5
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    producer.send(SPANS_TOPIC, request.SerializeToString(), headers=[(TENANT_HEADER, b"poison")])
+    producer.flush()
+    producer.close()
+
+    writer = StoreWriter(StoreWriterConfig(broker.bootstrap), store)
+    try:
+        assert writer.drain_to({}, timeout_s=60, idle_s=1.0)
+    finally:
+        writer.close()
+    assert writer.stats.rejected_spans == 1
+    stored = store.query("SELECT count() FROM spans FINAL WHERE Tenant = 'poison'").rows[0][0]
+    assert stored == summary.spans - 1

@@ -316,15 +316,27 @@ def test_span_name_that_is_not_an_operation_leaves_operation_empty() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "expected"),
-    [(42, 42), ("42", 42), (" 7 ", 7), (12.0, 12), ("12.0", 12), ("-3", -3)],
+    [(42, 42), ("42", 42), (" 7 ", 7), (12.0, 12), ("12.0", 12), (0, 0), (2**64 - 1, 2**64 - 1)],
 )
 def test_token_counts_parse_numbers_and_numeric_strings(raw: object, expected: int) -> None:
     assert genai_fields("x", {"gen_ai.usage.input_tokens": raw}).input_tokens == expected
 
 
-@pytest.mark.parametrize("raw", ["many", "1.5", 2.5, True, [1]])
+@pytest.mark.parametrize("raw", ["many", "1.5", 2.5, True, [1], -1, "-3", 2**64, -2.0])
 def test_token_counts_that_are_not_integers_are_absent(raw: object) -> None:
     assert genai_fields("x", {"gen_ai.usage.input_tokens": raw}).input_tokens is None
+
+
+def test_total_tokens_beyond_the_store_column_are_absent() -> None:
+    big = {"gen_ai.usage.input_tokens": 2**64 - 1, "gen_ai.usage.output_tokens": 1}
+    assert genai_fields("x", big).total_tokens is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"), [(7, 7), (2**32 - 1, 2**32 - 1), (2**32, None), (-1, None)]
+)
+def test_replay_index_is_a_uint32_or_absent(raw: int, expected: int | None) -> None:
+    assert eval_context({"pathgrade.replay.index": raw}).replay_index == expected
 
 
 def test_total_tokens_absent_when_one_side_is_unknown() -> None:

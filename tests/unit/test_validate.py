@@ -83,6 +83,14 @@ def test_bad_ids_are_named_by_index_path(fields: dict[str, Any], reason: str) ->
         ({"start_time_unix_nano": 0}, "startTimeUnixNano is 0"),
         ({"end_time_unix_nano": 0}, "endTimeUnixNano is 0"),
         ({"end_time_unix_nano": 999}, "endTimeUnixNano before startTimeUnixNano"),
+        (
+            {"end_time_unix_nano": 2**63},
+            f"endTimeUnixNano {2**63} is after 2262-04-11T23:47:16Z (the store's time range)",
+        ),
+        (
+            {"events": [trace_pb2.Span.Event(time_unix_nano=2**64 - 1, name="e")]},
+            "events[0].timeUnixNano is after 2262-04-11T23:47:16Z (the store's time range)",
+        ),
         ({"kind": 6}, "kind 6 is not a SpanKind (0..5)"),
         ({"status": trace_pb2.Status(code=3)}, "status.code 3 is not a StatusCode (0..2)"),
         (
