@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 AlertSeverity = Literal["low", "medium", "high", "critical"]
+MAX_TIME_NS = 2**63 - 1
 
 # Column order of table `alerts` (schemas/migrations/0003_alerts.sql).
 ALERT_COLUMNS: tuple[str, ...] = (
@@ -45,9 +46,10 @@ class Alert(BaseModel):
     policy: str  # the policy file's name, or "default"
     details: dict[str, Any] = {}
     incomplete: bool = False  # evaluated before the trace was complete (max age, memory)
-    trace_start_ns: int
-    trace_end_ns: int  # end of the root span (or of the latest span when there is none)
-    detected_at_ns: int
+    # Times fit the alerts table's Int64 columns (a foreign producer may send any uint64).
+    trace_start_ns: int = Field(ge=0, le=MAX_TIME_NS)
+    trace_end_ns: int = Field(ge=0, le=MAX_TIME_NS)  # root's end (else the latest span's)
+    detected_at_ns: int = Field(ge=0, le=MAX_TIME_NS)
 
     @cached_property
     def json_text(self) -> str:

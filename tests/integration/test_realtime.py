@@ -183,13 +183,15 @@ def failing_tool_trace(trace_id: bytes, start_ns: int) -> ResourceSpans:
 def test_a_trace_whose_evaluation_fails_does_not_take_others_with_it(
     broker: LocalBroker, webhook: Webhook
 ) -> None:
-    """A foreign producer's message holds a trace with a 4-byte trace id (its alerts fail
-    validation) and a good trace: the bad one is counted and skipped, the good one alerts."""
+    """A foreign producer's message holds a trace with a 4-byte trace id and one starting
+    after 2262 (their alerts fail validation) and a good trace: the bad ones are counted
+    and skipped, the good one alerts."""
     good_id = os.urandom(16)
     now = time.time_ns()
     message = TracesData(
         resource_spans=[
             failing_tool_trace(b"\x01\x02\x03\x04", now),
+            failing_tool_trace(os.urandom(16), 2**63 + 5),  # after 2262: no Int64 time
             failing_tool_trace(good_id, now),
         ]
     )
@@ -202,7 +204,7 @@ def test_a_trace_whose_evaluation_fails_does_not_take_others_with_it(
     )
     plane.start()
     try:
-        wait_until(lambda: plane.counters()["evaluation_failures"] == 1, timeout_s=60)
+        wait_until(lambda: plane.counters()["evaluation_failures"] == 2, timeout_s=60)
         wait_until(lambda: good_id.hex() in codes_by_trace(webhook.alerts), timeout_s=30)
     finally:
         plane.stop()
