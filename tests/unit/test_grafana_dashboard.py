@@ -30,9 +30,14 @@ DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "pathgr
 PLUGIN = "grafana-clickhouse-datasource"
 
 
-def expand_macros(sql: str, start_s: int, end_s: int, interval_s: int = 60) -> str:
-    """The plugin's macros: $__timeFilter(col), $__timeInterval(col), $__fromTime,
-    $__toTime, $__interval_s."""
+def expand_macros(
+    sql: str, start_s: int, end_s: int, tenants: tuple[str, ...] = ("default",)
+) -> str:
+    """The plugin's macros ($__timeFilter(col), $__timeInterval(col), $__fromTime,
+    $__toTime, $__interval_s) and Grafana's `${tenant:singlequote}` (the selected tenants,
+    quoted, comma-separated)."""
+    interval_s = 60
+    sql = sql.replace("${tenant:singlequote}", ", ".join(f"'{t}'" for t in tenants))
     sql = re.sub(
         r"\$__timeFilter\((\w+)\)",
         rf"\1 >= toDateTime({start_s}) AND \1 <= toDateTime({end_s})",
@@ -85,8 +90,12 @@ def panels() -> list[dict[str, Any]]:
 
 def test_every_panel_targets_the_clickhouse_plugin_through_the_variable() -> None:
     dashboard = json.loads(DASHBOARD.read_text())
-    (variable,) = dashboard["templating"]["list"]
-    assert (variable["type"], variable["query"]) == ("datasource", PLUGIN)
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert (variables["datasource"]["type"], variables["datasource"]["query"]) == (
+        "datasource",
+        PLUGIN,
+    )
+    assert variables["tenant"]["multi"] and variables["tenant"]["includeAll"]
     assert len(panels()) >= 8
     for panel in panels():
         for target in [panel, *panel["targets"]]:
@@ -105,3 +114,14 @@ def test_panel_sql_finds_the_data(loaded: ClientStore, panel: dict[str, Any]) ->
         assert all(row[0] is not None for row in result.rows)
     outside = loaded.query(expand_macros(target["rawSql"], now - 7200, now - 3600))
     assert not outside.rows, f"{panel['title']}: rows outside the time range"
+    other = loaded.query(expand_macros(target["rawSql"], now - 3600, now + 3600, ("acme",)))
+    assert not other.rows, f"{panel['title']}: rows of another tenant"
+
+
+def test_the_tenant_variable_lists_the_tenants(loaded: ClientStore) -> None:
+    (tenant,) = [v for v in json.loads(DASHBOARD.read_text())["templating"]["list"]
+                 if v["name"] == "tenant"]  # fmt: skip
+    now = int(time.time())
+    assert loaded.query(expand_macros(tenant["query"], now - 3600, now + 3600)).rows == [
+        ["default"]
+    ]
