@@ -19,7 +19,6 @@ from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
 from collector.spill import OutgoingMessage, SpillFile
-from schemas.partitioning import Murmur2Partitioner
 from schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
 
 log = logging.getLogger(__name__)
@@ -38,7 +37,6 @@ def producer_for(bootstrap_servers: str, ack_timeout_s: float, **options: Any) -
         "request_timeout_ms": max(timeout_ms, 1000),
         "delivery_timeout_ms": max(30_000, 2 * timeout_ms + 1000),
         "retry_backoff_ms": 200,
-        "partitioner": Murmur2Partitioner(),
     }
     settings.update(options)
     return KafkaProducer(**settings)

@@ -28,7 +28,6 @@ from realtime_plane.evaluate import Evaluation, TraceEvaluator
 from realtime_plane.sampler import Sampler
 from realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
 from schemas.otlp import decode_spans_message, message_tenant_and_time
-from schemas.partitioning import Murmur2Partitioner
 from schemas.topics import DRAIN_IDLE_S, consumer_settings, read_until_drained
 
 log = logging.getLogger(__name__)
@@ -97,9 +96,8 @@ class RealtimePlane:
             # batches instead of waking the sender for nearly every message (at 3,000
             # spans/s, 57% of a core for the whole plane against 65-69% at 5 ms).
             self.producer = KafkaProducer(
-                bootstrap_servers=config.bootstrap_servers, linger_ms=100, acks=1,
-                partitioner=Murmur2Partitioner(),
-            )  # fmt: skip
+                bootstrap_servers=config.bootstrap_servers, linger_ms=100, acks=1
+            )
         if config.webhook_url and self.webhook is None:
             self.webhook = WebhookSink(
                 config.webhook_url, config.webhook_queue_size, config.webhook_retries,
