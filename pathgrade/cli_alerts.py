@@ -121,9 +121,11 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
 
 def _status(plane: Any) -> str:
     c = plane.counters()
+    failed = c["evaluation_failures"]
     return (
         f"{c['spans']} spans read, {c['traces_held']} traces / {c['spans_held']} spans "
         f"buffered, {c['traces_evaluated']} evaluated, {c['alerts']} alerts"
+        + (f", {failed} traces skipped (evaluation failed; see the log)" if failed else "")
     )
 
 

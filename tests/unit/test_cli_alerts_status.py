@@ -1,0 +1,25 @@
+"""`pathgrade realtime`'s status line says when traces were skipped, and only then."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pathgrade.cli_alerts import _status
+
+
+class Counters:
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+
+    def counters(self) -> dict[str, Any]:
+        return {
+            "spans": 10, "traces_held": 1, "spans_held": 2, "traces_evaluated": 3, "alerts": 4,
+            "evaluation_failures": self.failures,
+        }  # fmt: skip
+
+
+def test_status_names_skipped_traces_only_when_there_are_some() -> None:
+    assert _status(Counters(0)) == (
+        "10 spans read, 1 traces / 2 spans buffered, 3 evaluated, 4 alerts"
+    )
+    assert _status(Counters(2)).endswith(", 2 traces skipped (evaluation failed; see the log)")
