@@ -470,8 +470,8 @@ class Stack:
         self._collector.send("resume", swapped)
         if swapped:
             self.out(
-                f"broker swapped for a fresh one ({before / _MB:.0f} MB -> "
-                f"{after / _MB:.0f} MB resident); nothing was dropped ({len(unread)} samples "
+                f"broker swapped for a fresh one ({before / _MB:.1f} MB -> "
+                f"{after / _MB:.1f} MB resident); nothing was dropped ({len(unread)} samples "
                 "the scorer had not read were carried over)"
             )
         return swapped

@@ -185,10 +185,11 @@ def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> No
     finally:
         assert stack.terminate() == 0, stack.output
     swapped = re.search(
-        r"broker swapped .*\((\d+) MB -> (\d+) MB resident\).* \((\d+) samples", stack.output
+        r"broker swapped .*\(([\d.]+) MB -> ([\d.]+) MB resident\).* \((\d+) samples",
+        stack.output,
     )
     assert swapped, stack.output
-    before, after, carried = int(swapped[1]), int(swapped[2]), int(swapped[3])
+    before, after, carried = float(swapped[1]), float(swapped[2]), int(swapped[3])
     assert before > 24 and after < before  # a fresh broker (~16-24 MB idle) took its place
     assert 0 < carried <= samples_now  # the unscored samples came along
 
