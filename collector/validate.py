@@ -7,10 +7,13 @@ never takes the good spans of its request down with it (OTLP partial success).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1 import trace_pb2
+
+from schemas.model import MAX_TIME_NS
 
 MAX_ATTRIBUTES_PER_SPAN = 1024
 """Most attributes one span may carry; a span with more is rejected."""
@@ -28,8 +31,7 @@ _ZERO_SPAN_ID = bytes(_SPAN_ID_BYTES)
 _MAX_SPAN_KIND = max(trace_pb2.Span.SpanKind.values())
 _MAX_STATUS_CODE = max(trace_pb2.Status.StatusCode.values())
 _UTF8_MAX_BYTES_PER_CHAR = 4
-MAX_TIME_UNIX_NANO = 2**63 - 1  # the largest DateTime64(9) (ns since the epoch in an Int64)
-MAX_TIME_TEXT = "2262-04-11T23:47:16Z"
+_MAX_TIME_TEXT = datetime.fromtimestamp(MAX_TIME_NS // 10**9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(slots=True)
@@ -115,15 +117,15 @@ def _content_problem(span: trace_pb2.Span, limits: SpanLimits) -> str | None:
         return "endTimeUnixNano is 0 (span not ended; OTLP exports ended spans)"
     if end < start:
         return "endTimeUnixNano before startTimeUnixNano"
-    if end > MAX_TIME_UNIX_NANO:
-        return f"endTimeUnixNano {end} is after {MAX_TIME_TEXT} (the store's time range)"
+    if end > MAX_TIME_NS:
+        return f"endTimeUnixNano {end} is after {_MAX_TIME_TEXT} (the store's time range)"
     late_event = next(
-        (k for k, event in enumerate(span.events) if event.time_unix_nano > MAX_TIME_UNIX_NANO),
+        (k for k, event in enumerate(span.events) if event.time_unix_nano > MAX_TIME_NS),
         None,
     )
     if late_event is not None:
         return (
-            f"events[{late_event}].timeUnixNano is after {MAX_TIME_TEXT} (the store's time range)"
+            f"events[{late_event}].timeUnixNano is after {_MAX_TIME_TEXT} (the store's time range)"
         )
     if not 0 <= span.kind <= _MAX_SPAN_KIND:
         return f"kind {span.kind} is not a SpanKind (0..{_MAX_SPAN_KIND})"

@@ -27,7 +27,8 @@ class AlertLogHandler(logging.Handler):
     unwritten lines, new ones are dropped and counted, and the count is logged once the
     output moves again. Lines still unwritten when the process is killed are lost; the
     alerts themselves are on the topic and in the table. `stream` None: the current
-    `sys.stderr`, looked up at each write.
+    `sys.stderr`, looked up at each write. The writer thread starts with the first line,
+    so a process that never alerts (most commands, the collector) runs none.
     """
 
     def __init__(
@@ -42,8 +43,7 @@ class AlertLogHandler(logging.Handler):
         self._write_lock = threading.Lock()
         self._stop = threading.Event()
         self._interval_s = interval_s
-        self._thread = threading.Thread(target=self._run, name="alert-log", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -56,6 +56,9 @@ class AlertLogHandler(logging.Handler):
                 self.dropped += 1
             else:
                 self._lines.append(line)
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._run, name="alert-log", daemon=True)
+                self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval_s):

@@ -38,13 +38,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def configure_logging(verbose: bool) -> None:
     """Warnings by default; the Kafka client's connection chatter only with -v."""
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    line_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format=line_format)
     if not verbose:
         logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    configure_alert_log("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_alert_log(line_format)
 
 
 def niceness(text: str) -> int:

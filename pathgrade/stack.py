@@ -101,9 +101,10 @@ def _child_setup(name: str) -> None:
     schedule_full_collections()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    logging.basicConfig(level=logging.WARNING, format=f"%(asctime)s {name} %(message)s")
+    line_format = f"%(asctime)s {name} %(message)s"
+    logging.basicConfig(level=logging.WARNING, format=line_format)
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    configure_alert_log(f"%(asctime)s {name} %(message)s")
+    configure_alert_log(line_format)
 
 
 def _realtime_main(config: dict[str, Any], store_url: str, events: Any, commands: Any) -> None:

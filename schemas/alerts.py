@@ -9,8 +9,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schemas.model import MAX_TIME_NS
+
 AlertSeverity = Literal["low", "medium", "high", "critical"]
-MAX_TIME_NS = 2**63 - 1
 
 # Column order of table `alerts` (schemas/migrations/0003_alerts.sql).
 ALERT_COLUMNS: tuple[str, ...] = (

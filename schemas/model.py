@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Attributes = dict[str, Any]
+MAX_TIME_NS = 2**63 - 1
+"""The latest time the store holds, in ns since the epoch: its DateTime64(9) and Int64 time
+columns are signed 64-bit (2262-04-11T23:47:16Z)."""
 
 
 @dataclass(slots=True)

@@ -78,3 +78,16 @@ def test_a_closed_output_counts_lines_as_dropped() -> None:
     handler.flush()  # no exception: the line is counted instead
     assert handler.dropped == 1
     handler.close()
+
+
+def test_the_writer_thread_starts_with_the_first_line() -> None:
+    def writers() -> set[threading.Thread]:
+        return {thread for thread in threading.enumerate() if thread.name == "alert-log"}
+
+    before = writers()
+    handler = AlertLogHandler(io.StringIO(), interval_s=60)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    assert not writers() - before  # a process that never alerts runs no writer
+    handler.handle(logging.LogRecord(ALERT_LOGGER, logging.INFO, __file__, 1, "a", None, None))
+    assert len(writers() - before) == 1
+    handler.close()
