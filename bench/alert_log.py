@@ -1,0 +1,83 @@
+"""CPU per alert log line: pathgrade's burst-writing handler against a plain StreamHandler.
+
+Both write real alert JSON lines (formatted as `pathgrade up`'s realtime child formats
+them) into a pipe that another process drains, as when `pathgrade up`'s output is piped.
+The baseline is logging's StreamHandler (a write and a flush per line: what the realtime
+plane did before); the other is `pathgrade.alert_log.AlertLogHandler` (lines queued, one
+write per burst from its own thread, whose CPU is counted too). Alternating rounds in one
+run; prints CPU µs per line of each and the ratio.
+
+    python bench/alert_log.py [--lines 20000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import subprocess
+import sys
+import time
+
+from pathgrade.alert_log import AlertLogHandler
+from schemas.alerts import Alert
+
+LINE_FORMAT = "%(asctime)s realtime %(message)s"
+
+
+def sample_alert() -> Alert:
+    return Alert(
+        alert_key="k" * 32, code="PG108", name="retry-storm", severity="high",
+        kind="violation", reason="Write change_plan was retried after a failure (3 attempts).",
+        trace_id="ab" * 16, span_id="cd" * 8, tenant="default", service="support-agent",
+        agent="support-agent", conversation_id="conv-1", risk_tier="medium", policy="default",
+        details={"tool": "change_plan", "attempts": 3}, trace_start_ns=1, trace_end_ns=2,
+        detected_at_ns=3,
+    )  # fmt: skip
+
+
+def cpu_per_line_us(handler: logging.Handler, lines: int, text: str) -> float:
+    """Log `lines` alert lines through `handler` and flush; CPU µs per line (all threads)."""
+    logger = logging.getLogger(f"bench.alert_log.{id(handler)}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    started = time.process_time()
+    for _ in range(lines):
+        logger.info("alert %s", text)
+    handler.flush()
+    used = time.process_time() - started
+    logger.removeHandler(handler)
+    return used / lines * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lines", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    drain = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nwhile sys.stdin.buffer.read(65536): pass"],
+        stdin=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert drain.stdin is not None
+    text = sample_alert().json_text
+    totals = {"StreamHandler": 0.0, "AlertLogHandler": 0.0}
+    try:
+        for _ in range(args.rounds):
+            plain = logging.StreamHandler(drain.stdin)
+            bursts = AlertLogHandler(drain.stdin)
+            for name, handler in (("StreamHandler", plain), ("AlertLogHandler", bursts)):
+                handler.setFormatter(logging.Formatter(LINE_FORMAT))
+                totals[name] += cpu_per_line_us(handler, args.lines, text) / args.rounds
+            bursts.close()
+    finally:
+        drain.stdin.close()
+        drain.wait()
+    for name, us in totals.items():
+        print(f"{name:<16} {us:6.1f} µs CPU per alert line")
+    ratio = totals["AlertLogHandler"] / totals["StreamHandler"]
+    print(f"ratio AlertLogHandler / StreamHandler  {ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()
