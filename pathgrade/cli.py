@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,16 @@ def configure_logging(verbose: bool) -> None:
     configure_alert_log(line_format)
 
 
-def niceness(text: str) -> int:
-    """An argparse type: a nice increment, 0..19."""
-    value = int(text)
-    if not 0 <= value <= 19:
-        raise argparse.ArgumentTypeError(f"expected 0..19 (a nice increment), got {value}")
-    return value
+def int_between(low: int, high: int, meaning: str) -> Callable[[str], int]:
+    """An argparse type: an integer in low..high (`meaning` names it in the error)."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected {low}..{high} ({meaning}), got {value}")
+        return value
+
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,10 +78,18 @@ def build_parser() -> argparse.ArgumentParser:
         f"holds this much resident memory; 0 never swaps (default {DEFAULT_BROKER_MAX_MB})",
     )  # fmt: skip
     up.add_argument(
-        "--store-writer-nice", type=niceness, default=DEFAULT_STORE_WRITER_NICENESS, metavar="N",
+        "--store-writer-nice", type=int_between(0, 19, "a nice increment"),
+        default=DEFAULT_STORE_WRITER_NICENESS, metavar="N",
         help="run the store writer this much nicer than the rest (Linux), so alerts stay fast "
         "on a saturated machine and the store catches up after; 0 same priority "
         f"(default {DEFAULT_STORE_WRITER_NICENESS})",
+    )  # fmt: skip
+    up.add_argument(
+        "--realtime-workers", type=int_between(1, 64, "realtime processes"), default=1,
+        metavar="N",
+        help="realtime processes in the consumer group (at most the partitions of "
+        "pathgrade.spans); with more than one they share conversation turns through "
+        "pathgrade.turns (default 1)",
     )  # fmt: skip
     up.set_defaults(run=_cmd_up)
 
@@ -209,6 +222,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
             collector=collector,
             broker_max_mb=args.broker_max_mb,
             store_writer_niceness=args.store_writer_nice,
+            realtime_workers=args.realtime_workers,
         ),
         out=lambda text: print(text, flush=True),
     )

@@ -38,6 +38,12 @@ def register(commands: Any) -> None:
         "--quiet-window", type=float, default=1.0, metavar="S",
         help="evaluate a trace this long after its last span (default 1 s)",
     )  # fmt: skip
+    realtime.add_argument(
+        "--no-shared-history", action="store_true",
+        help="do not share conversation turns with the group's other consumers through "
+        "pathgrade.turns (a lone consumer needs no sharing; without the topic, a turn only "
+        "sees earlier turns this consumer evaluated)",
+    )  # fmt: skip
     realtime.set_defaults(run=_cmd_realtime)
 
 
@@ -100,6 +106,7 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
             policy_path=args.policy and str(args.policy),
             webhook_url=args.alert_webhook,
             quiet_window_s=args.quiet_window,
+            **({"turns_topic": None} if args.no_shared_history else {}),
         )
     except ValidationError as exc:
         raise CliError(f"invalid realtime settings: {exc}") from exc
@@ -113,7 +120,7 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
             _wait_for_signal()
             stop.set()
             plane.stop()
-    except (NoStore, StoreUnavailable, PolicyError, OSError) as exc:
+    except (NoStore, StoreUnavailable, PolicyError, OSError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc
     print(f"realtime stopped: {_status(plane)}", flush=True)
     return 0

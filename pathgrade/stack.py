@@ -21,6 +21,7 @@ import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from pathgrade.ownership import broker_lease
 from pathgrade.query import RemoteStore
 from pathgrade.store_owner import StoreOwner
 from realtime_plane import RealtimeConfig, RealtimePlane
-from schemas.topics import DRAIN_IDLE_S, SAMPLED_TOPIC, SCORER_GROUP
+from schemas.topics import DRAIN_IDLE_S, SAMPLED_TOPIC, SCORER_GROUP, TURNS_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ class StackOptions:
     collector: dict[str, Any] = field(default_factory=dict)
     broker_max_mb: int = DEFAULT_BROKER_MAX_MB
     store_writer_niceness: int = DEFAULT_STORE_WRITER_NICENESS
+    realtime_workers: int = 1  # realtime processes in the group; >1 shares conversation turns
 
 
 def _collector_main(config: dict[str, Any], events: Any, commands: Any) -> None:
@@ -201,7 +203,7 @@ class Stack:
         self.stop_event = threading.Event()
         self._ctx = mp.get_context("spawn")
         self._collector: _Child | None = None
-        self._realtime: _Child | None = None
+        self._realtime: list[_Child] = []
         self._demo: threading.Thread | None = None
         self.grpc_port = 0
         self.http_port = 0
@@ -221,7 +223,8 @@ class Stack:
             if self.store.applied:
                 names = ", ".join(f"{m.version:04d}_{m.name}" for m in self.store.applied)
                 self.out(f"applied migrations: {names}")
-            self._start_realtime()
+            for index in range(self.options.realtime_workers):
+                self._start_realtime(index)
             self._start_collector()
         except BaseException:
             self.stop()
@@ -243,7 +246,7 @@ class Stack:
     def _publish_state(self) -> None:
         """Ports and process ids in `stack.json` for other commands and operators."""
         assert self.store is not None
-        children = {c.name: c.pid for c in (self._collector, self._realtime) if c is not None}
+        children = {c.name: c.pid for c in self._children() if c is not None}
         self.store.publish_state(
             {
                 "grpc_port": self.grpc_port,
@@ -263,17 +266,28 @@ class Stack:
         self._collector = _Child(self._ctx, "collector", _collector_main, config)
         self.grpc_port, self.http_port = self._collector.start()
 
-    def _start_realtime(self) -> None:
+    def _children(self) -> list[_Child | None]:
+        return [self._collector, *self._realtime]
+
+    def _start_realtime(self, index: int) -> None:
+        """Start (or restart) realtime process `index`; with several, they share turns."""
         assert self.store is not None and self.store.query_server is not None
+        shared = self.options.realtime_workers > 1
         config = RealtimeConfig(
             bootstrap_servers=self.bootstrap,
             policy_path=self.options.policy,
             webhook_url=self.options.alert_webhook,
+            turns_topic=TURNS_TOPIC if shared else None,
         )
-        self._realtime = _Child(
-            self._ctx, "realtime", _realtime_main, config.model_dump(), self.store.query_server.url
+        name = f"realtime-{index + 1}" if shared else "realtime"
+        child = _Child(
+            self._ctx, name, _realtime_main, config.model_dump(), self.store.query_server.url
         )
-        self._realtime.start()
+        if index < len(self._realtime):
+            self._realtime[index] = child
+        else:
+            self._realtime.append(child)
+        child.start()
 
     def _start_demo(self) -> None:
         from pathgrade.demo import run_demo
@@ -357,9 +371,11 @@ class Stack:
         offsets: dict[int, int] = {}
         if self._collector is not None:
             offsets = self._collector.stop() or {}
-        if self._realtime is not None:
-            # The bundled broker's data ends with it: nothing held can be re-read later.
-            self._realtime.stop((offsets, self.broker is not None))
+        # The bundled broker's data ends with it: nothing held can be re-read later.
+        _in_parallel([
+            lambda child=child: child.stop((offsets, self.broker is not None))
+            for child in self._realtime
+        ])  # fmt: skip
         if self.store is not None:
             self.store.stop(offsets, DRAIN_IDLE_S if self.broker is not None else 0.0)
         if self.broker is not None:
@@ -375,10 +391,11 @@ class Stack:
                 "messages it held that were not stored yet are lost"
             )
         now = time.monotonic()
-        for child, start in (
-            (self._collector, self._start_collector),
-            (self._realtime, self._start_realtime),
-        ):
+        restarts = [(self._collector, self._start_collector)] + [
+            (child, lambda index=index: self._start_realtime(index))
+            for index, child in enumerate(self._realtime)
+        ]
+        for child, start in restarts:
             if child is None or child.alive():
                 continue
             self._restarts = [t for t in self._restarts if now - t < RESTART_WINDOW_S]
@@ -429,23 +446,20 @@ class Stack:
 
     def _swap_broker(self) -> bool:
         assert self.broker is not None and self._collector is not None
-        assert self._realtime is not None and self.store is not None
+        assert self.store is not None
         before = self.broker.rss_bytes()
         produced = self._collector.request("hold", None, "held")
         if produced is None:  # sends still under way, or no answer: offsets unknown
             log.warning("broker swap abandoned: the collector did not settle its sends")
             self._collector.send("resume", False)
             return False
-        realtime_reached: list[Any] = []
-        reader = threading.Thread(
-            target=lambda: realtime_reached.append(
-                self._realtime.request("suspend", (produced, True), "suspended")
-            )
-        )
-        reader.start()
-        store_reached = self.store.suspend_writer(produced, DRAIN_IDLE_S)
-        reader.join()
-        swapped = store_reached and realtime_reached == [True]
+        store = self.store
+        store_reached, *realtime_reached = _in_parallel([
+            lambda: store.suspend_writer(produced, DRAIN_IDLE_S),
+            *(lambda child=child: child.request("suspend", (produced, True), "suspended")
+              for child in self._realtime),
+        ])  # fmt: skip
+        swapped = store_reached and _all_reached(realtime_reached, produced)
         after = before
         unread: list[CarriedMessage] = []
         if not swapped:
@@ -467,7 +481,10 @@ class Stack:
             self.swaps += 1
             self._publish_state()
         self.store.resume_writer()
-        self._realtime.request("resume", None, "resumed")
+        _in_parallel([
+            lambda child=child: child.request("resume", None, "resumed")
+            for child in self._realtime
+        ])  # fmt: skip
         self._collector.send("resume", swapped)
         if swapped:
             self.out(
@@ -476,3 +493,26 @@ class Stack:
                 "the scorer had not read were carried over)"
             )
         return swapped
+
+
+def _all_reached(reached: list[Any], targets: dict[int, int]) -> bool:
+    """Whether the realtime processes' answers (the partitions each read up to its target,
+    None for one that did not answer) cover every partition of `targets`."""
+    if any(answer is None for answer in reached):
+        return False
+    return set().union(*reached) >= targets.keys()
+
+
+def _in_parallel(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Call each of `calls` in its own thread; their results, in order."""
+    results: list[Any] = [None] * len(calls)
+
+    def run(index: int) -> None:
+        results[index] = calls[index]()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results

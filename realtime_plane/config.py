@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
-from schemas.topics import ALERTS_TOPIC, REALTIME_GROUP, SAMPLED_TOPIC, SPANS_TOPIC
+from schemas.topics import ALERTS_TOPIC, REALTIME_GROUP, SAMPLED_TOPIC, SPANS_TOPIC, TURNS_TOPIC
 
 
 class SamplerRates(BaseModel):
@@ -42,6 +42,10 @@ class RealtimeConfig(BaseModel):
     recent_traces: PositiveInt = 10_000  # evaluated traces kept for late spans
     conversation_cache_size: PositiveInt = 10_000  # conversations kept for later turns
     conversation_turns: PositiveInt = 8  # earlier turns kept per conversation
+    # Conversation turns shared with the other consumers of the group (None: each consumer
+    # sees only the turns it evaluated), read from this far back when the plane starts.
+    turns_topic: str | None = TURNS_TOPIC
+    turns_lookback_s: PositiveFloat = 3600.0
     policy_path: str | None = None  # YAML policy file; None = the default policy
     webhook_url: str | None = None
     webhook_queue_size: PositiveInt = 10_000

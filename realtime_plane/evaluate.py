@@ -1,21 +1,27 @@
 """TraceEvaluator: runs the detectors over one due trace and turns new findings into alerts.
 
 It resolves the policy for the trace's service, agent and risk tier, hands the detectors
-earlier turns of the same conversation (a bounded cache), and remembers which finding keys
+earlier turns of the same conversation (a bounded cache of the turns it evaluated and, with
+shared history, the turns other consumers evaluated), and remembers which finding keys
 each trace already alerted on (bounded), so a re-evaluated trace never alerts twice.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from detectors import Finding, Policy, ResolvedPolicy, run_detectors
 from detectors.policy import DEFAULT_RISK_TIER, RiskTier
 from detectors.view import ViewCache
 from realtime_plane.assembler import DueTrace
+from realtime_plane.turns import RemoteTurn
 from schemas.alerts import Alert
 from schemas.model import Span, Trace
+
+log = logging.getLogger(__name__)
 
 RISK_TIER_ATTRIBUTE = "pathgrade.risk_tier"
 RISK_TIERS: tuple[RiskTier, ...] = ("low", "medium", "high")
@@ -81,7 +87,7 @@ class TraceEvaluator:
         self.policy_name = policy_name
         self.turns_per_conversation = turns_per_conversation
         self._resolved: dict[tuple[str, str, RiskTier], ResolvedPolicy] = {}
-        self._conversations = _Lru(conversations)  # (tenant, id) -> list[Trace]
+        self._conversations = _Lru(conversations)  # (tenant, id) -> [Trace | RemoteTurn]
         self._alerted = _Lru(traces_remembered)  # (tenant, trace id) -> set of finding keys
         self._views = ViewCache(traces_remembered)  # each turn indexed once, reused as history
         self.duplicates_suppressed = 0
@@ -146,11 +152,43 @@ class TraceEvaluator:
         ]
         return Evaluation(due, service, agent, conversation, tier, findings, alerts)
 
+    def remember(self, turn: RemoteTurn) -> None:
+        """Keep a turn another consumer evaluated, for later turns of its conversation."""
+        key = (turn.tenant, turn.conversation_id)
+        others = [t for t in self._conversations.get(key, []) if t.trace_id != turn.trace_id]
+        self._keep(key, others, turn)
+
     def _history(self, trace: Trace, conversation: str) -> list[Trace]:
-        """Earlier turns of the conversation; records this trace as its latest turn."""
+        """Turns of the conversation that started before this one, oldest first; records
+        this trace as the conversation's latest turn (remote turns are decoded once, here)."""
         if not conversation:
             return []
         key = (trace.tenant, conversation)
-        turns = [t for t in self._conversations.get(key, []) if t.trace_id != trace.trace_id]
-        self._conversations.put(key, [*turns, trace][-self.turns_per_conversation :])
-        return turns
+        others = [
+            t for t in map(_decoded, self._conversations.get(key, []))
+            if t is not None and t.trace_id != trace.trace_id
+        ]  # fmt: skip
+        self._keep(key, others, trace)
+        start = trace.spans[0].start_ns
+        return sorted(
+            (t for t in others if t.spans and t.spans[0].start_ns < start),
+            key=lambda t: t.spans[0].start_ns,
+        )
+
+    def _keep(
+        self, key: tuple[str, str], others: Sequence[Trace | RemoteTurn], latest: Trace | RemoteTurn
+    ) -> None:
+        """The conversation's turns: `others`, then `latest`, at most the configured count."""
+        self._conversations.put(key, [*others, latest][-self.turns_per_conversation :])
+
+
+def _decoded(turn: Trace | RemoteTurn) -> Trace | None:
+    """A cached turn as a trace; None (logged) for a remote turn that does not decode."""
+    if isinstance(turn, Trace):
+        return turn
+    try:
+        return turn.decode()
+    except ValueError as exc:
+        log.error("conversation %s: turn %s from pathgrade.turns skipped: %s",
+                  turn.conversation_id, turn.trace_id, exc)  # fmt: skip
+        return None

@@ -4,7 +4,9 @@ poll -> decode -> assemble -> (due traces) detectors -> alerts (Kafka topic, `al
 table, webhook, log line) and samples (Kafka topic) -> commit. Offsets are committed only
 up to the lowest offset still buffered per partition, and only once the alerts are stored,
 so a crash or a rebalance re-reads unfinished traces. Re-read traces alert again only in
-the webhook and topic; the `alerts` table is idempotent on (tenant, alert key).
+the webhook and topic; the `alerts` table is idempotent on (tenant, alert key). With a
+turns topic, conversation turns are shared with the group's other consumers
+(`realtime_plane.turns`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,6 +30,7 @@ from realtime_plane.config import RealtimeConfig
 from realtime_plane.evaluate import Evaluation, TraceEvaluator
 from realtime_plane.sampler import Sampler
 from realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
+from realtime_plane.turns import TurnFeed, turn_message
 from schemas.otlp import decode_spans_message, message_tenant_and_time
 from schemas.topics import DRAIN_IDLE_S, consumer_settings, read_until_drained
 
@@ -45,6 +49,8 @@ class RealtimeCounters:
     commits: int = 0
     store_failures: int = 0
     evaluation_failures: int = 0  # traces whose evaluation raised (logged, then skipped)
+    turns_shared: int = 0  # conversation turns published for the group's other consumers
+    turns_received: int = 0  # turns other consumers published
 
 
 class RealtimePlane:
@@ -79,11 +85,19 @@ class RealtimePlane:
         self._thread: threading.Thread | None = None
         self.consumer: KafkaConsumer | None = None
         self.producer: KafkaProducer | None = None
+        self.worker = uuid.uuid4().hex[:16]  # tells this consumer's turns from the others'
+        self.turn_feed = (
+            TurnFeed(config.bootstrap_servers, config.turns_topic, self.worker,
+                     config.turns_lookback_s)
+            if config.turns_topic else None
+        )  # fmt: skip
 
     def start(self) -> None:
         """Connect to Kafka and run the plane in a daemon thread (again after `suspend`)."""
         config = self.config
         self._stop.clear()
+        if self.turn_feed is not None:
+            self.turn_feed.start()
         self.consumer = KafkaConsumer(
             **consumer_settings(
                 config.bootstrap_servers, config.group_id, config.session_timeout_ms,
@@ -91,8 +105,8 @@ class RealtimePlane:
             )
         )  # fmt: skip
         self.consumer.subscribe([config.spans_topic], listener=_CommitOnRevoke(self))
-        if config.alerts_topic or config.sampled_topic:
-            # Alerts and samples are not on the webhook's path: lingering 100 ms fills
+        if config.alerts_topic or config.sampled_topic or config.turns_topic:
+            # Alerts, samples and turns are not on the webhook's path: lingering 100 ms fills
             # batches instead of waking the sender for nearly every message (at 3,000
             # spans/s, 57% of a core for the whole plane against 65-69% at 5 ms).
             self.producer = KafkaProducer(
@@ -124,6 +138,11 @@ class RealtimePlane:
         for partition, messages in records.items():
             for message in messages:
                 self._add(partition, message, now)
+        if self.turn_feed is not None:
+            turns = self.turn_feed.poll()
+            self.counters_.turns_received += len(turns)
+            for turn in turns:
+                self.evaluator.remember(turn)
         for due in self.assembler.due(now):
             self._evaluate(due)
         if now - self._last_commit >= COMMIT_INTERVAL_S:
@@ -142,7 +161,7 @@ class RealtimePlane:
                       partition.topic, partition.partition, message.offset, exc)  # fmt: skip
             spans = []
         self.counters_.spans += len(spans)
-        self.assembler.add(partition.partition, message.offset, spans, now)
+        self.assembler.add(partition.partition, message.offset, spans, now, message.value)
 
     def _evaluate(self, due: DueTrace) -> None:
         """Evaluate one released trace and emit what it found. A trace whose evaluation
@@ -172,6 +191,7 @@ class RealtimePlane:
             self.store_sink.add(alerts)
         if self.webhook is not None:
             self.webhook.add(alerts)
+        self._share_turn(evaluation)
         if evaluation.due.re_evaluation and not alerts:
             return  # sampled when first evaluated; only new findings re-sample it
         sample = self.sampler.decide(evaluation, time.time_ns())
@@ -180,6 +200,16 @@ class RealtimePlane:
             self.producer.send(
                 self.config.sampled_topic, sample.to_json(), sample.trace_id.encode()
             )
+
+    def _share_turn(self, evaluation: Evaluation) -> None:
+        """Publish a conversation turn for the group's other consumers (shared history)."""
+        topic, due = self.config.turns_topic, evaluation.due
+        if topic and self.producer and evaluation.conversation_id and due.values:
+            self.counters_.turns_shared += 1
+            self.producer.send(
+                topic, **turn_message(due.trace, evaluation.conversation_id, due.values,
+                                      self.worker),
+            )  # fmt: skip
 
     def _flush_and_commit(self, partitions: set[int] | None = None) -> None:
         """Commit what may be committed: offsets whose traces' alerts are stored.
@@ -243,39 +273,43 @@ class RealtimePlane:
             out.update({f"webhook_{k}": v for k, v in stats.items() if k != "latest_error"})
         return out
 
-    def caught_up(self, targets: dict[int, int]) -> bool:
-        """Whether every partition's position has passed `targets` (partition -> next offset)."""
+    def reached(self, targets: dict[int, int]) -> set[int]:
+        """The partitions of `targets` (partition -> next offset) this consumer is assigned
+        and has read past."""
         assert self.consumer is not None
         topic = self.config.spans_topic
-        return all(
-            p in self.assigned and self.consumer.position(TopicPartition(topic, p)) >= o
-            for p, o in targets.items()
-        )
+        return {
+            p for p, o in targets.items()
+            if p in self.assigned and self.consumer.position(TopicPartition(topic, p)) >= o
+        }  # fmt: skip
 
     def suspend(
         self,
         targets: dict[int, int] | None = None,
         release_held: bool = False,
         timeout_s: float = 60.0,
-    ) -> bool:
+    ) -> set[int]:
         """Stop polling, read on up to `targets` (partition -> next offset; what the
-        collector produced), store the alerts, commit and close the Kafka clients;
-        `start()` resumes on whatever broker is there then. True when the targets were
-        reached. Traces still held stay uncommitted, to be re-read on a lasting Kafka;
-        with `release_held` (the broker's data is about to be discarded) they are
-        evaluated now instead (`TraceAssembler.release_all`)."""
+        collector produced) on the partitions assigned to this consumer, store the alerts,
+        commit and close the Kafka clients; `start()` resumes on whatever broker is there
+        then. Returns the partitions of `targets` it reached (with consumers in a group,
+        the caller checks that together they reached all). Traces still held stay
+        uncommitted, to be re-read on a lasting Kafka; with `release_held` (the broker's
+        data is about to be discarded) they are evaluated now instead
+        (`TraceAssembler.release_all`)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
-        reached = True
+        targets = targets or {}
+        reached: set[int] = set()
         if self.consumer is not None:
             read_until_drained(
                 self.poll_once,
-                lambda: self.caught_up(targets or {}),
+                lambda: self.reached(targets) >= targets.keys() & self.assigned,
                 timeout_s,
                 DRAIN_IDLE_S if release_held else 0.0,
             )
-            reached = self.caught_up(targets or {})
+            reached = self.reached(targets)
             for due in self.assembler.release_all() if release_held else ():
                 self._evaluate(due)
             self._flush_and_commit()
@@ -288,6 +322,8 @@ class RealtimePlane:
             self.producer.flush()
             self.producer.close()
             self.producer = None
+        if self.turn_feed is not None:
+            self.turn_feed.close()
         return reached
 
     def stop(
@@ -295,7 +331,7 @@ class RealtimePlane:
         targets: dict[int, int] | None = None,
         release_held: bool = False,
         timeout_s: float = 60.0,
-    ) -> bool:
+    ) -> set[int]:
         """`suspend`, then deliver queued webhooks and close for good."""
         reached = self.suspend(targets, release_held, timeout_s)
         if self.webhook is not None:

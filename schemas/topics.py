@@ -13,8 +13,13 @@ ALERTS_TOPIC = "pathgrade.alerts"
 ALERT_LOGGER = "pathgrade.alerts"
 """Logger of the structured alert log line `alert {json}` (INFO; shown by default)."""
 SAMPLED_TOPIC = "pathgrade.sampled"
+TURNS_TOPIC = "pathgrade.turns"
+"""Conversation turns the realtime consumers evaluated, shared so that each consumer of the
+group sees earlier turns that other consumers evaluated: value = the turn's OTLP
+`TracesData` (the `pathgrade.spans` values that held its spans, concatenated), key = the
+conversation id, headers: tenant, receive time, TRACE_ID_HEADER and WORKER_HEADER."""
 
-ALL_TOPICS = (SPANS_TOPIC, ALERTS_TOPIC, SAMPLED_TOPIC)
+ALL_TOPICS = (SPANS_TOPIC, ALERTS_TOPIC, SAMPLED_TOPIC, TURNS_TOPIC)
 
 STORE_GROUP = "pathgrade-store"
 REALTIME_GROUP = "pathgrade-realtime"
@@ -23,6 +28,9 @@ SCORER_GROUP = "pathgrade-scorer"
 # Headers on every pathgrade.spans message.
 TENANT_HEADER = "pathgrade.tenant"
 RECEIVED_AT_HEADER = "pathgrade.received_at_ns"  # decimal nanoseconds since the epoch
+# Headers on pathgrade.turns messages, beside the two above.
+TRACE_ID_HEADER = "pathgrade.trace_id"  # the turn's trace id (the value may hold others)
+WORKER_HEADER = "pathgrade.worker"  # the realtime consumer that published the turn
 
 DEFAULT_TENANT = "default"
 

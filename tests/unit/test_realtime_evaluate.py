@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import defaultdict
+from types import SimpleNamespace
 
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from batch_plane.replay import traces_data
 from detectors import default_policy, load_policy
 from detectors.conventions import Conventions
 from detectors.view import ViewCache
@@ -18,8 +20,9 @@ from realtime_plane.assembler import DueTrace
 from realtime_plane.config import SamplerRates
 from realtime_plane.evaluate import TraceEvaluator
 from realtime_plane.sampler import Sampler, hash_unit
+from realtime_plane.turns import RemoteTurn, remote_turn, turn_message
 from schemas.alerts import Alert
-from schemas.model import Trace
+from schemas.model import Span, Trace
 from schemas.otlp import decode_spans_message
 from schemas.sampled import SampledTrace
 
@@ -111,7 +114,7 @@ def test_earlier_turn_confirmation_reaches_the_detectors(demo: list) -> None:
     tool = next(s for s in trace.spans if s.genai.tool_name == "reset_equipment")
     confirmed = {
         "name": "reset_equipment",
-        "arguments": __import__("json").loads(tool.genai.tool_arguments),
+        "arguments": json.loads(tool.genai.tool_arguments),
     }
     earlier = Trace("acme", "e" * 32, [_copy_root(trace, confirmed)])
     evaluator = TraceEvaluator(default_policy())
@@ -120,6 +123,54 @@ def test_earlier_turn_confirmation_reaches_the_detectors(demo: list) -> None:
     evaluator.evaluate(DueTrace(earlier, "quiet", False), 0)
     after = evaluator.evaluate(DueTrace(trace, "quiet", False), 0)
     assert "PG111" not in {a.code for a in after.new_alerts}
+
+
+def test_a_turn_another_consumer_evaluated_reaches_the_detectors_decoded(
+    demo: list, caplog: pytest.LogCaptureFixture
+) -> None:
+    """PG111 with the confirming turn from `pathgrade.turns`: decoded from its OTLP value
+    (another trace in the same value is left out); an undecodable turn is logged and
+    skipped; a confirmation on a turn that started later does not count."""
+    trace = _without_confirmation(next(t for s, t in demo if s == "requested_reset"))
+    tool = next(s for s in trace.spans if s.genai.tool_name == "reset_equipment")
+    confirmed = {"name": "reset_equipment", "arguments": json.loads(tool.genai.tool_arguments)}
+    earlier = Trace("acme", "e" * 32, [_copy_root(trace, confirmed)])
+    foreign = next(t for s, t in demo if s != "requested_reset")
+    value = traces_data(earlier).SerializeToString() + traces_data(foreign).SerializeToString()
+    conversation = trace.root.genai.conversation_id
+    assert conversation and foreign.root.genai.conversation_id != conversation
+
+    evaluator = TraceEvaluator(default_policy())
+    evaluator.remember(RemoteTurn("acme", conversation, "f" * 32, b"\xff\xff not otlp", 1))
+    evaluator.remember(RemoteTurn("acme", conversation, earlier.trace_id, value, 1))
+    after = evaluator.evaluate(DueTrace(trace, "quiet", False), 0)
+    assert "PG111" not in {a.code for a in after.new_alerts}
+    assert "f" * 32 in caplog.text
+
+    root = earlier.spans[0]
+    later_root = dataclasses.replace(
+        root, start_ns=trace.root.start_ns + 1, end_ns=trace.root.end_ns
+    )
+    later = Trace("acme", "e" * 32, [later_root])
+    evaluator = TraceEvaluator(default_policy())
+    turn = RemoteTurn(
+        "acme", conversation, later.trace_id, traces_data(later).SerializeToString(), 1
+    )
+    evaluator.remember(turn)
+    alone = evaluator.evaluate(DueTrace(trace, "quiet", False), 0)
+    assert "PG111" in {a.code for a in alone.new_alerts}
+
+
+def test_turn_messages_round_trip_and_a_consumer_skips_its_own() -> None:
+    trace = Trace("acme", "a" * 32, [Span("acme", "a" * 32, "b" * 16, "", "s", "Internal", 1, 2,
+                                          received_at_ns=7)])  # fmt: skip
+    sent = turn_message(trace, "conv-1", [b"x", b"y"], worker="w1")
+    message = SimpleNamespace(key=sent["key"], value=sent["value"], headers=sent["headers"],
+                              timestamp=0)  # fmt: skip
+    assert remote_turn(message, "w1") is None
+    assert remote_turn(message, "w2") == RemoteTurn("acme", "conv-1", "a" * 32, b"xy", 7)
+    foreign = SimpleNamespace(key=None, value=b"", headers=[], timestamp=0)
+    assert remote_turn(foreign, "w2") is None
 
 
 def _without_confirmation(trace: Trace) -> Trace:

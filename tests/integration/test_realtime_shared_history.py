@@ -1,0 +1,114 @@
+"""Two realtime consumers in one group on the real broker share conversation turns through
+`pathgrade.turns`: a reset confirmed on turn 1 (read by one consumer) and executed on turn 2
+(read by the other) does not alert PG111; without the shared topic it does."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from kafka import KafkaProducer
+from opentelemetry.context import Context
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import set_span_in_context
+
+from pathgrade.broker import DEFAULT_PARTITIONS, LocalBroker
+from realtime_plane import RealtimeConfig, RealtimePlane
+from schemas.topics import SPANS_TOPIC, TURNS_TOPIC
+from tests.integration import test_realtime
+from tests.integration.conftest import wait_until
+from tests.integration.test_realtime import Webhook, codes_by_trace
+
+pytestmark = pytest.mark.integration
+
+webhook = test_realtime.webhook  # the fixture: a webhook receiver keeping each alert
+
+CONVERSATION = "conv-shared-1"
+RESET_ARGUMENTS = {"customer_id": "C-1001", "device": "router"}
+
+
+def turn_spans(confirm: bool, execute: bool, start_ns: int) -> list[ReadableSpan]:
+    """One turn of CONVERSATION through the OTel SDK: the user's confirmation of a router
+    reset on its root span (`confirm`) and/or the irreversible reset itself (`execute`)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("support-agent")
+    attributes = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "support",
+        "gen_ai.conversation.id": CONVERSATION,
+        "pathgrade.turn.kind": "action",
+    }
+    if confirm:
+        attributes["pathgrade.confirmed_action"] = json.dumps(
+            {"name": "reset_equipment", "arguments": RESET_ARGUMENTS}
+        )
+    root = tracer.start_span("invoke_agent support", context=Context(), attributes=attributes,
+                             start_time=start_ns)  # fmt: skip
+    if execute:
+        tool = tracer.start_span(
+            "execute_tool reset_equipment", context=set_span_in_context(root),
+            attributes={"gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": "reset_equipment", "gen_ai.tool.call.id": "call-1",
+                        "gen_ai.tool.call.arguments": json.dumps(RESET_ARGUMENTS),
+                        "pathgrade.tool.effect": "irreversible"},
+            start_time=start_ns + 1_000_000,
+        )  # fmt: skip
+        tool.end(end_time=start_ns + 2_000_000)
+    root.end(end_time=start_ns + 3_000_000)
+    provider.shutdown()
+    return list(exporter.get_finished_spans())
+
+
+def send(producer: KafkaProducer, spans: list[ReadableSpan], partition: int) -> str:
+    """Publish one turn as the collector would (one message, keyed by trace id) to the
+    given partition; returns its trace id."""
+    trace_id = f"{spans[0].context.trace_id:032x}"
+    producer.send(SPANS_TOPIC, encode_spans(spans).SerializeToString(), trace_id.encode(),
+                  partition=partition)  # fmt: skip
+    producer.flush()
+    return trace_id
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared", "per-consumer"])
+def test_a_confirmation_read_by_one_consumer_reaches_the_next_turn_on_the_other(
+    broker: LocalBroker, webhook: Webhook, shared: bool
+) -> None:
+    config = RealtimeConfig(
+        bootstrap_servers=broker.bootstrap, webhook_url=webhook.url,
+        turns_topic=TURNS_TOPIC if shared else None,
+    )  # fmt: skip
+    planes = [RealtimePlane(config), RealtimePlane(config)]
+    for plane in planes:
+        plane.start()
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    try:
+        wait_until(
+            lambda: (
+                all(p.assigned for p in planes)
+                and sorted(n for p in planes for n in p.assigned) == list(range(DEFAULT_PARTITIONS))
+            ),
+            timeout_s=45,
+        )
+        first, second = planes
+        now = time.time_ns()
+        turn_1 = send(producer, turn_spans(True, False, now - 10**9), min(first.assigned))
+        wait_until(lambda: first.counters()["traces_evaluated"] == 1, timeout_s=30)
+        if shared:
+            wait_until(lambda: second.counters()["turns_received"] == 1, timeout_s=30)
+        turn_2 = send(producer, turn_spans(False, True, now), min(second.assigned))
+        wait_until(lambda: second.counters()["traces_evaluated"] == 1, timeout_s=30)
+    finally:
+        producer.close()
+        for plane in planes:
+            plane.stop()  # delivers the queued webhooks
+    codes = codes_by_trace(webhook.alerts)
+    assert ("PG111" in codes.get(turn_2, set())) is not shared, codes
+    assert turn_1 not in codes or "PG111" not in codes[turn_1]
+    assert [p.counters()["turns_shared"] for p in planes] == [int(shared)] * 2
+    assert second.counters()["turns_received"] == int(shared)  # not its own turn 2 back
