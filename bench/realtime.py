@@ -13,6 +13,7 @@ scenarios, and the CPU each process of the stack used; and the in-process cost o
 detector run over a 10-span trace (the baseline measured in the same run).
 
     python bench/realtime.py [--rates 10000,5000,2500] [--seconds 20] [--senders 4]
+                             [--realtime-workers N]
 """
 
 from __future__ import annotations
@@ -302,13 +303,15 @@ def detector_cost_us(templates: list[TemplateTrace], runs: int = 2000) -> tuple[
     return len(spans), percentile(costs, 0.5), percentile(costs, 0.99)
 
 
-def start_stack(data_dir: Path, http_port: int, webhook: str) -> subprocess.Popen:
+def start_stack(
+    data_dir: Path, http_port: int, webhook: str, realtime_workers: int
+) -> subprocess.Popen:
     """`pathgrade up` with the webhook; its output drained to a log file in `data_dir`."""
     log = (data_dir / "stack.log").open("w")
     stack = subprocess.Popen(
         [sys.executable, "-m", "pathgrade.cli", "up", "--data-dir", str(data_dir),
          "--grpc-port", "0", "--http-port", str(http_port), "--capture-tools", "*",
-         "--alert-webhook", webhook],
+         "--alert-webhook", webhook, "--realtime-workers", str(realtime_workers)],
         stdout=log, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     while "pathgrade is up" not in (data_dir / "stack.log").read_text():
@@ -360,6 +363,10 @@ def main() -> None:
         help="seconds of traffic at 100 spans/s before the stages, not measured (the "
         "first seconds after start pay one-off connection and metadata set-up)",
     )  # fmt: skip
+    parser.add_argument(
+        "--realtime-workers", type=int, default=1,
+        help="realtime processes `pathgrade up` runs (more than one share conversation turns)",
+    )  # fmt: skip
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
 
@@ -370,7 +377,7 @@ def main() -> None:
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     data_dir = Path(tempfile.mkdtemp(prefix="pathgrade-bench-realtime-"))
     http_port = free_port()
-    stack = start_stack(data_dir, http_port, receiver.url)
+    stack = start_stack(data_dir, http_port, receiver.url, args.realtime_workers)
     stages = []
     try:
         if args.warmup > 0:

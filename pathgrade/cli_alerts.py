@@ -133,6 +133,12 @@ def _status(plane: Any) -> str:
         f"{c['spans']} spans read, {c['traces_held']} traces / {c['spans_held']} spans "
         f"buffered, {c['traces_evaluated']} evaluated, {c['alerts']} alerts"
         + (f", {failed} traces skipped (evaluation failed; see the log)" if failed else "")
+        + (
+            f", conversation turns {c['turns_shared']} shared / {c['turns_received']} from "
+            "other consumers"
+            if c.get("turns_shared") or c.get("turns_received")
+            else ""
+        )
     )
 
 

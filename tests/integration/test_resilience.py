@@ -158,10 +158,15 @@ def test_full_spill_answers_503_retry_after_and_grpc_unavailable(
 
 def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> None:
     """Past --broker-max-mb the memory-only broker is replaced while traffic flows: every
-    span is stored once, and the realtime plane evaluated traces from both sides."""
-    stack, _, http_port = start_stack(tmp_path, "--broker-max-mb", "24", "--capture-tools", "*")
+    span is stored once, and the realtime plane (two processes in the group, which split
+    the partitions) evaluated traces from both sides."""
+    stack, _, http_port = start_stack(
+        tmp_path, "--broker-max-mb", "24", "--capture-tools", "*", "--realtime-workers", "2"
+    )
     url = f"http://127.0.0.1:{http_port}/v1/traces"
-    bootstrap = json.loads((tmp_path / "stack.json").read_text())["kafka"]
+    state = json.loads((tmp_path / "stack.json").read_text())
+    bootstrap = state["kafka"]
+    assert {"realtime-1", "realtime-2"} <= state["pids"].keys()
     scorer_has_read_nothing(bootstrap)
     sent: list = []
     try:
