@@ -127,6 +127,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     migrate = commands.add_parser("migrate", help="apply the ClickHouse migrations")
     store_args(migrate)
+    migrate.add_argument(
+        "--cluster", metavar="NAME",
+        help="a replicated ClickHouse cluster (with --clickhouse): every table ON CLUSTER "
+        "with a Replicated engine; later migrations follow it",
+    )  # fmt: skip
+    migrate.add_argument(
+        "--print-sql", action="store_true",
+        help="print the DDL for an empty database instead of applying it (no store needed)",
+    )  # fmt: skip
     migrate.set_defaults(run=_cmd_migrate)
     for module in command_modules():
         module.register(commands)
@@ -310,12 +319,46 @@ def _cmd_sql(args: argparse.Namespace) -> int:
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    from schemas.migrations import MIGRATIONS_TABLE
+    from schemas.migrations import MIGRATIONS_TABLE, migration_ddl
 
+    if args.print_sql:
+        try:
+            print(migration_ddl(args.cluster), end="")
+        except ValueError as exc:
+            raise CliError(f"--{exc}") from exc
+        return 0
+    if args.cluster:
+        return _migrate_cluster(args.clickhouse, args.cluster)
     with cli_store(args, must_exist=False) as store:
         query = f"SELECT Version, Name FROM {MIGRATIONS_TABLE} FINAL ORDER BY Version"
         rows = store.query(query).rows
     print("migrations applied: " + ", ".join(f"{v:04d}_{n}" for v, n in rows))
+    return 0
+
+
+def _migrate_cluster(clickhouse: str | None, cluster: str) -> int:
+    """`pathgrade migrate --cluster`: straight to the server, every statement ON CLUSTER."""
+    from clickhouse_connect.driver.exceptions import ClickHouseError
+
+    from batch_plane.store import StoreUnavailable, connect
+    from schemas.migrations import ClusterMismatch, migrate
+
+    if not clickhouse:
+        raise CliError("--cluster needs --clickhouse URL: the embedded store is one server")
+    try:
+        client = connect(clickhouse)
+    except StoreUnavailable as exc:
+        raise CliError(str(exc)) from exc
+    try:
+        applied = migrate(client, cluster=cluster)
+    except (ClusterMismatch, ValueError) as exc:
+        raise CliError(str(exc)) from exc
+    except ClickHouseError as exc:
+        raise CliError(f"migrating on cluster {cluster} failed: {exc}") from exc
+    finally:
+        client.close()
+    names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none (up to date)"
+    print(f"migrations applied on cluster {cluster}: {names}")
     return 0
 
 

@@ -29,6 +29,21 @@ ORDER BY Version
 """
 
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+CLUSTER_COMMENT = "pathgrade migrations, replicated on cluster "
+"""The migrations table's comment on a cluster, followed by the cluster's name."""
+REPLICA_PATH = "/clickhouse/tables/{shard}/{database}/{table}"
+"""ZooKeeper/Keeper path of each replicated table ({shard}, {replica}: server macros)."""
+_CLUSTER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_CREATED = re.compile(
+    r"^(\s*(?:CREATE\s+(?:TABLE|(?:MATERIALIZED\s+)?VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+    r"|ALTER\s+TABLE\s+)[\w.`]+)",
+    re.I,
+)
+_ENGINE = re.compile(r"\bENGINE\s*=\s*(?!Replicated)(\w*MergeTree)\b(?:\(([^()]*)\))?", re.I)
+
+
+class ClusterMismatch(RuntimeError):
+    """The store was migrated for another cluster (or none) than the one asked for."""
 
 
 class ClickHouseClient(Protocol):
@@ -54,6 +69,56 @@ class Migration:
         return [s.strip() for s in re.split(r";\s*$", body, flags=re.M) if s.strip()]
 
 
+def on_cluster(statement: str, cluster: str) -> str:
+    """`statement` for a replicated cluster: `ON CLUSTER` after the name of the table or
+    view it creates or alters, and each MergeTree engine as its Replicated twin at
+    REPLICA_PATH. Raises ValueError for a cluster name that is not an identifier."""
+    if not _CLUSTER_NAME.match(cluster):
+        raise ValueError(f"cluster: expected a ClickHouse cluster name, got {cluster!r}")
+    if not _CREATED.match(statement):
+        return statement  # inserts and selects run where the client is connected
+    statement = _CREATED.sub(rf"\1 ON CLUSTER '{cluster}'", statement, count=1)
+
+    def replicated(engine: re.Match[str]) -> str:
+        arguments = [f"'{REPLICA_PATH}'", "'{replica}'"] + ([engine[2]] if engine[2] else [])
+        return f"ENGINE = Replicated{engine[1]}({', '.join(arguments)})"
+
+    return _ENGINE.sub(replicated, statement)
+
+
+def migrations_table_ddl(cluster: str | None) -> str:
+    """The migrations table's DDL, for one server or (replicated, commented) a cluster."""
+    if cluster is None:
+        return _MIGRATIONS_TABLE_DDL
+    return on_cluster(_MIGRATIONS_TABLE_DDL, cluster) + f"COMMENT '{CLUSTER_COMMENT}{cluster}'"
+
+
+def migration_ddl(cluster: str | None = None, migrations: list[Migration] | None = None) -> str:
+    """Every DDL statement `migrate(client, cluster=cluster)` runs on an empty database."""
+    migrations = bundled_migrations() if migrations is None else migrations
+    statements = [migrations_table_ddl(cluster).strip()] + [
+        on_cluster(s, cluster) if cluster else s for m in migrations for s in m.statements()
+    ]
+    return "".join(f"{s};\n\n" for s in statements)
+
+
+def recorded_cluster(comment: str | None) -> str | None:
+    """The cluster a store was migrated for, from its migrations table's comment (None: one
+    server, or not migrated yet)."""
+    if comment and comment.startswith(CLUSTER_COMMENT):
+        return comment[len(CLUSTER_COMMENT) :]
+    return None
+
+
+def migrations_table_comment(client: ClickHouseClient) -> str | None:
+    """The migrations table's comment; None when the table does not exist yet."""
+    rows = client.query(
+        "SELECT comment FROM system.tables WHERE database = currentDatabase() "
+        f"AND name = '{MIGRATIONS_TABLE}'"
+    ).result_rows
+    return rows[0][0] if rows else None
+
+
 def bundled_migrations() -> list[Migration]:
     """The migrations shipped with pathgrade, ordered by version."""
     found = []
@@ -64,21 +129,36 @@ def bundled_migrations() -> list[Migration]:
     return sorted(found, key=lambda m: m.version)
 
 
-def applied_versions(client: ClickHouseClient) -> dict[int, str]:
+def applied_versions(client: ClickHouseClient, cluster: str | None = None) -> dict[int, str]:
     """Version -> checksum of every migration already applied."""
-    client.command(_MIGRATIONS_TABLE_DDL)
+    client.command(migrations_table_ddl(cluster))
     rows = client.query(f"SELECT Version, Checksum FROM {MIGRATIONS_TABLE} FINAL").result_rows
     return {int(version): checksum for version, checksum in rows}
 
 
-def migrate(client: ClickHouseClient, migrations: list[Migration] | None = None) -> list[Migration]:
-    """Apply every migration not yet applied, in order; return the ones applied now.
+def migrate(
+    client: ClickHouseClient,
+    migrations: list[Migration] | None = None,
+    cluster: str | None = None,
+) -> list[Migration]:
+    """Apply every migration not yet applied, in order; return the ones applied now. With
+    `cluster`, or on a store migrated for a cluster, every statement runs `on_cluster`.
 
     A migration whose recorded checksum differs from the shipped file is an error: shipped
-    migrations are immutable, a change is a new migration.
+    migrations are immutable, a change is a new migration. So is a `cluster` other than
+    the one the store was migrated for (ClusterMismatch).
     """
     migrations = bundled_migrations() if migrations is None else migrations
-    done = applied_versions(client)
+    comment = migrations_table_comment(client)
+    recorded = recorded_cluster(comment)
+    if cluster is not None and recorded != cluster and comment is not None:
+        where = f"cluster {recorded}" if recorded else "one server (no cluster)"
+        raise ClusterMismatch(
+            f"--cluster {cluster}: this database was migrated for {where}; "
+            "its tables cannot be moved onto a cluster by migrating again"
+        )
+    cluster = cluster or recorded
+    done = applied_versions(client, cluster)
     applied = []
     for migration in migrations:
         recorded = done.get(migration.version)
@@ -91,7 +171,7 @@ def migrate(client: ClickHouseClient, migrations: list[Migration] | None = None)
                 )
             continue
         for statement in migration.statements():
-            client.command(statement)
+            client.command(on_cluster(statement, cluster) if cluster else statement)
         client.command(
             f"INSERT INTO {MIGRATIONS_TABLE} (Version, Name, Checksum) VALUES "
             f"({migration.version}, '{migration.name}', '{migration.checksum}')"

@@ -1,0 +1,242 @@
+CREATE TABLE IF NOT EXISTS pathgrade_migrations ON CLUSTER 'pathgrade'
+(
+    Version UInt32,
+    Name String,
+    Checksum String,
+    AppliedAt DateTime64(3) DEFAULT now64(3)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', AppliedAt)
+ORDER BY Version
+COMMENT 'pathgrade migrations, replicated on cluster pathgrade';
+
+CREATE TABLE IF NOT EXISTS spans ON CLUSTER 'pathgrade'
+(
+    Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
+    TraceId String CODEC(ZSTD(1)),
+    SpanId String CODEC(ZSTD(1)),
+    ParentSpanId String CODEC(ZSTD(1)),
+    TraceState String CODEC(ZSTD(1)),
+    SpanName LowCardinality(String) CODEC(ZSTD(1)),
+    SpanKind LowCardinality(String) CODEC(ZSTD(1)),
+    ServiceName LowCardinality(String) CODEC(ZSTD(1)),
+    ResourceAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+    ScopeName String CODEC(ZSTD(1)),
+    ScopeVersion String CODEC(ZSTD(1)),
+    SpanAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+    Duration UInt64 CODEC(ZSTD(1)),
+    StatusCode LowCardinality(String) CODEC(ZSTD(1)),
+    StatusMessage String CODEC(ZSTD(1)),
+    Events Nested
+    (
+        Timestamp DateTime64(9),
+        Name LowCardinality(String),
+        Attributes Map(LowCardinality(String), String)
+    ) CODEC(ZSTD(1)),
+    Links Nested
+    (
+        TraceId String,
+        SpanId String,
+        TraceState String,
+        Attributes Map(LowCardinality(String), String)
+    ) CODEC(ZSTD(1)),
+    Tenant LowCardinality(String) CODEC(ZSTD(1)),
+    GenAIOperation LowCardinality(String) CODEC(ZSTD(1)),
+    GenAIProvider LowCardinality(String) CODEC(ZSTD(1)),
+    GenAIAgentName LowCardinality(String) CODEC(ZSTD(1)),
+    GenAIAgentId String CODEC(ZSTD(1)),
+    GenAIToolName LowCardinality(String) CODEC(ZSTD(1)),
+    GenAIToolCallId String CODEC(ZSTD(1)),
+    GenAIToolType LowCardinality(String) CODEC(ZSTD(1)),
+    GenAIToolArguments String CODEC(ZSTD(3)),
+    GenAIToolResult String CODEC(ZSTD(3)),
+    GenAIConversationId String CODEC(ZSTD(1)),
+    GenAIRequestModel LowCardinality(String) CODEC(ZSTD(1)),
+    GenAIResponseModel LowCardinality(String) CODEC(ZSTD(1)),
+    GenAIInputTokens Nullable(UInt64) CODEC(ZSTD(1)),
+    GenAIOutputTokens Nullable(UInt64) CODEC(ZSTD(1)),
+    GenAITotalTokens Nullable(UInt64) CODEC(ZSTD(1)),
+    GenAIErrorType LowCardinality(String) CODEC(ZSTD(1)),
+    GenAIInputMessages String CODEC(ZSTD(3)),
+    GenAIOutputMessages String CODEC(ZSTD(3)),
+    EvalDatasetItemId String CODEC(ZSTD(1)),
+    EvalRunId LowCardinality(String) CODEC(ZSTD(1)),
+    EvalReplayIndex Nullable(UInt32) CODEC(ZSTD(1)),
+    EvalVariantId LowCardinality(String) CODEC(ZSTD(1)),
+    EvalSuiteVersion LowCardinality(String) CODEC(ZSTD(1)),
+    ReceivedAt DateTime64(9) CODEC(Delta, ZSTD(1)),
+    INDEX idx_res_attr_key mapKeys(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_span_attr_key mapKeys(SpanAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_conversation GenAIConversationId TYPE bloom_filter(0.001) GRANULARITY 1,
+    INDEX idx_run EvalRunId TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_duration Duration TYPE minmax GRANULARITY 1
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ReceivedAt)
+PARTITION BY toDate(Timestamp)
+ORDER BY (Tenant, TraceId, SpanId)
+SETTINGS index_granularity = 8192;
+
+CREATE TABLE IF NOT EXISTS spans_trace_id_ts ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    TraceId String CODEC(ZSTD(1)),
+    Start SimpleAggregateFunction(min, DateTime64(9)),
+    End SimpleAggregateFunction(max, DateTime64(9))
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+ORDER BY (Tenant, TraceId);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS spans_trace_id_ts_mv ON CLUSTER 'pathgrade' TO spans_trace_id_ts AS
+SELECT Tenant, TraceId, min(Timestamp) AS Start, max(Timestamp) AS End
+FROM spans
+GROUP BY Tenant, TraceId;
+
+CREATE TABLE IF NOT EXISTS scores ON CLUSTER 'pathgrade'
+(
+    ScoreId String,
+    Tenant LowCardinality(String),
+    Metric LowCardinality(String),
+    Value Nullable(Float64),
+    Label String,
+    Explanation String,
+    Scorer LowCardinality(String),
+    ScorerVersion LowCardinality(String),
+    JudgeModel LowCardinality(String),
+    RubricVersion LowCardinality(String),
+    DatasetItemId String,
+    RunId LowCardinality(String),
+    Repeat UInt32,
+    TraceId String,
+    SpanId String,
+    Slices Map(LowCardinality(String), String),
+    CreatedAt DateTime64(3),
+    INDEX idx_run RunId TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_trace TraceId TYPE bloom_filter(0.001) GRANULARITY 1
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', CreatedAt)
+ORDER BY (Tenant, Metric, ScoreId);
+
+CREATE TABLE IF NOT EXISTS alerts ON CLUSTER 'pathgrade'
+(
+    AlertKey String,
+    Tenant LowCardinality(String),
+    Code LowCardinality(String),
+    Name LowCardinality(String),
+    Severity LowCardinality(String),
+    Kind LowCardinality(String),
+    Reason String,
+    TraceId String,
+    SpanId String,
+    Service LowCardinality(String),
+    Agent LowCardinality(String),
+    ConversationId String,
+    RiskTier LowCardinality(String),
+    Policy LowCardinality(String),
+    Details String,
+    Incomplete UInt8,
+    TraceStartNs Int64,
+    TraceEndNs Int64,
+    DetectedAtNs Int64,
+    DetectedAt DateTime64(3) DEFAULT fromUnixTimestamp64Nano(DetectedAtNs),
+    INDEX idx_trace TraceId TYPE bloom_filter(0.001) GRANULARITY 1
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', DetectedAtNs)
+ORDER BY (Tenant, AlertKey);
+
+CREATE VIEW IF NOT EXISTS alerts_view ON CLUSTER 'pathgrade' AS SELECT * FROM alerts FINAL;
+
+CREATE TABLE IF NOT EXISTS judge_cache ON CLUSTER 'pathgrade'
+(
+    CacheKey String,
+    Model LowCardinality(String),
+    RubricVersion LowCardinality(String),
+    Output String CODEC(ZSTD(3)),
+    InputTokens UInt64,
+    OutputTokens UInt64,
+    CostUsd Nullable(Float64),
+    CreatedAt DateTime64(3)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', CreatedAt)
+ORDER BY CacheKey;
+
+CREATE TABLE IF NOT EXISTS judge_calls ON CLUSTER 'pathgrade'
+(
+    CallId String,
+    CacheKey String,
+    Model LowCardinality(String),
+    RubricVersion LowCardinality(String),
+    InputTokens UInt64,
+    OutputTokens UInt64,
+    CostUsd Nullable(Float64),
+    LatencyMs Float64,
+    Attempts UInt32,
+    CreatedAt DateTime64(3)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', CreatedAt)
+ORDER BY (Model, RubricVersion, CallId);
+
+CREATE TABLE IF NOT EXISTS judge_calibrations ON CLUSTER 'pathgrade'
+(
+    Model LowCardinality(String),
+    RubricVersion LowCardinality(String),
+    LabelsSha256 String,
+    Items UInt32,
+    Repeats UInt32,
+    Agreement Float64,
+    Kappa Float64,
+    FalsePassRate Float64,
+    JudgeVariance Float64,
+    CreatedAt DateTime64(3)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', CreatedAt)
+ORDER BY (Model, RubricVersion);
+
+CREATE TABLE IF NOT EXISTS datasets ON CLUSTER 'pathgrade'
+(
+    Name String,
+    Version UInt32,
+    Kind LowCardinality(String),
+    Owner String,
+    Description String,
+    Status LowCardinality(String),
+    CreatedAt DateTime64(3),
+    PublishedAt Nullable(DateTime64(3)),
+    UpdatedAt DateTime64(3)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', UpdatedAt)
+ORDER BY (Name, Version);
+
+CREATE TABLE IF NOT EXISTS dataset_items ON CLUSTER 'pathgrade'
+(
+    Dataset String,
+    Version UInt32,
+    ItemId String,
+    Input String,
+    ReferenceAnswer Nullable(String),
+    ExpectedToolCalls String,
+    AlternativeTrajectories String,
+    Slices Map(LowCardinality(String), String),
+    SourceTraceId String,
+    Tags Array(String),
+    AddedAt DateTime64(3),
+    INDEX idx_source SourceTraceId TYPE bloom_filter(0.01) GRANULARITY 1
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', AddedAt)
+ORDER BY (Dataset, Version, ItemId);
+
+CREATE TABLE IF NOT EXISTS runs ON CLUSTER 'pathgrade'
+(
+    RunId String,
+    Suite String,
+    SuiteVersion String,
+    Agent String,
+    DatasetVersions Map(String, UInt32),
+    StartedAt DateTime64(3),
+    FinishedAt Nullable(DateTime64(3)),
+    Status LowCardinality(String),
+    Seed UInt64,
+    Params String,
+    UpdatedAt DateTime64(3)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', UpdatedAt)
+ORDER BY RunId;
+
