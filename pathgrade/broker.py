@@ -135,14 +135,22 @@ def wait_for_kafka(
     raise BrokerError(f"cannot reach Kafka at {bootstrap} within {timeout_s:.0f} s: {last_error}")
 
 
-def ensure_topics(bootstrap: str, partitions: int = DEFAULT_PARTITIONS) -> None:
-    """Create pathgrade's topics where missing (existing topics are left as they are)."""
+def ensure_topics(
+    bootstrap: str, partitions: int = DEFAULT_PARTITIONS, replication_factor: int = 1
+) -> list[str]:
+    """Create pathgrade's topics where missing (existing topics are left as they are);
+    returns the names it created."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
     try:
         existing = set(admin.list_topics())
-        missing = [NewTopic(name, partitions, 1) for name in ALL_TOPICS if name not in existing]
+        missing = [
+            NewTopic(name, partitions, replication_factor)
+            for name in ALL_TOPICS
+            if name not in existing
+        ]
         if missing:
             with contextlib.suppress(TopicAlreadyExistsError):  # created meanwhile
                 admin.create_topics(missing)
     finally:
         admin.close()
+    return [topic.name for topic in missing]

@@ -125,6 +125,18 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("query", help='the SQL, e.g. "SELECT count() FROM spans"')
     sql.set_defaults(run=_cmd_sql)
 
+    topics = commands.add_parser("topics", help="create pathgrade's Kafka topics where missing")
+    topics.add_argument("--kafka", metavar="HOST:PORT", required=True)
+    topics.add_argument(
+        "--partitions", type=int_between(1, 10_000, "partitions"), default=None,
+        help="partitions of each new topic: at least the consumers of one group (default 4)",
+    )  # fmt: skip
+    topics.add_argument(
+        "--replication-factor", type=int_between(1, 100, "replicas"), default=1,
+        help="replicas of each new topic (default 1; 3 on a production cluster)",
+    )  # fmt: skip
+    topics.set_defaults(run=_cmd_topics)
+
     migrate = commands.add_parser("migrate", help="apply the ClickHouse migrations")
     store_args(migrate)
     migrate.add_argument(
@@ -315,6 +327,24 @@ def _cmd_sql(args: argparse.Namespace) -> int:
     with cli_store(args) as store:
         result = store.query(args.query, readonly=True)
     print(format_table(result) if args.format == "table" else format_json(result))
+    return 0
+
+
+def _cmd_topics(args: argparse.Namespace) -> int:
+    from kafka.errors import KafkaError
+
+    from pathgrade.broker import DEFAULT_PARTITIONS, BrokerError, ensure_topics, wait_for_kafka
+    from schemas.topics import ALL_TOPICS
+
+    partitions = args.partitions or DEFAULT_PARTITIONS
+    try:
+        wait_for_kafka(args.kafka, timeout_s=10)
+        created = ensure_topics(args.kafka, partitions, args.replication_factor)
+    except (BrokerError, KafkaError) as exc:
+        raise CliError(f"creating topics on {args.kafka} failed: {exc}") from exc
+    existing = [t for t in ALL_TOPICS if t not in created]
+    print(f"topics created: {', '.join(created) or 'none'}; "
+          f"already there (left as they are): {', '.join(existing) or 'none'}")  # fmt: skip
     return 0
 
 

@@ -36,6 +36,7 @@ from schemas.topics import DRAIN_IDLE_S, consumer_settings, read_until_drained
 
 log = logging.getLogger(__name__)
 COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts are costly
+TURNS_POLL_INTERVAL_S = 0.2  # read other consumers' turns at most this often
 
 
 @dataclass
@@ -81,6 +82,7 @@ class RealtimePlane:
         self.assigned: set[int] = set()
         self._committed: dict[int, int] = {}
         self._last_commit = float("-inf")
+        self._last_turns_poll = float("-inf")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.consumer: KafkaConsumer | None = None
@@ -138,17 +140,25 @@ class RealtimePlane:
         for partition, messages in records.items():
             for message in messages:
                 self._add(partition, message, now)
-        if self.turn_feed is not None:
-            turns = self.turn_feed.poll()
-            self.counters_.turns_received += len(turns)
-            for turn in turns:
-                self.evaluator.remember(turn)
+        if self.turn_feed is not None and now - self._last_turns_poll >= TURNS_POLL_INTERVAL_S:
+            self._last_turns_poll = now
+            self._read_turns()
         for due in self.assembler.due(now):
             self._evaluate(due)
         if now - self._last_commit >= COMMIT_INTERVAL_S:
             self._last_commit = now
             self._flush_and_commit()
         return sum(map(len, records.values()))
+
+    def _read_turns(self) -> None:
+        """Keep the turns other consumers published since the last read (a poll of a
+        consumer costs the same with nothing new, so it runs every
+        TURNS_POLL_INTERVAL_S, not on every poll of the spans)."""
+        assert self.turn_feed is not None
+        turns = self.turn_feed.poll()
+        self.counters_.turns_received += len(turns)
+        for turn in turns:
+            self.evaluator.remember(turn)
 
     def _add(self, partition: TopicPartition, message: Any, now: float) -> None:
         self.counters_.messages += 1

@@ -1,0 +1,127 @@
+"""deploy/: the compose file, the Kubernetes manifests and the Dockerfile run pathgrade
+commands that exist with flags that parse, on the ports the collector listens on, with
+the realtime plane scaled out (its consumers share conversation turns)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from collector.service import CollectorConfig
+from pathgrade.cli import build_parser
+
+DEPLOY = Path(__file__).parents[2] / "deploy"
+COMPOSE_DEFAULT = re.compile(r"\$\{[A-Z_]+:-([^}]*)\}")  # ${VAR:-default}
+K8S_VARIABLE = re.compile(r"\$\(([A-Z_]+)\)")  # $(VAR), expanded by Kubernetes from env
+COLLECTOR_PORTS = tuple(CollectorConfig.model_fields[f].default for f in ("grpc_port", "http_port"))
+K8S_VALUES = {"KAFKA_BOOTSTRAP": "kafka-0:9092", "CLICKHOUSE_URL": "http://u:p@ch:8123/db"}
+
+
+def compose_services() -> dict[str, Any]:
+    return yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+
+
+def kubernetes_objects() -> list[dict[str, Any]]:
+    return list(yaml.safe_load_all((DEPLOY / "kubernetes" / "pathgrade.yaml").read_text()))
+
+
+def pathgrade_containers() -> list[dict[str, Any]]:
+    return [
+        container
+        for obj in kubernetes_objects()
+        if obj["kind"] in ("Job", "Deployment", "StatefulSet")
+        for container in obj["spec"]["template"]["spec"]["containers"]
+    ]
+
+
+def parsed(argv: list[str]) -> Any:
+    """The pathgrade command line `argv` as the CLI parses it (SystemExit if it does not)."""
+    return build_parser().parse_args(argv)
+
+
+def compose_argv(service: dict[str, Any]) -> list[str]:
+    return [COMPOSE_DEFAULT.sub(r"\1", str(word)) for word in service["command"]]
+
+
+def kubernetes_argv(container: dict[str, Any]) -> list[str]:
+    declared = {e["name"] for e in container.get("env", [])}
+    for word in container["args"]:
+        for name in K8S_VARIABLE.findall(word):
+            assert name in declared, f"{container['name']}: $({name}) is not in its env"
+    return [K8S_VARIABLE.sub(lambda m: K8S_VALUES[m[1]], word) for word in container["args"]]
+
+
+def test_every_compose_box_runs_a_pathgrade_command_that_parses() -> None:
+    services = compose_services()
+    boxes = {name: s for name, s in services.items() if s.get("image") == "pathgrade:latest"}
+    commands = {name: parsed(compose_argv(s)).command for name, s in boxes.items()}
+    assert commands == {
+        "topics": "topics", "migrate": "migrate", "collector": "collector",
+        "store-writer": "store-writer", "realtime": "realtime", "scorer": "scorer",
+    }  # fmt: skip
+    for name, service in boxes.items():
+        args = parsed(compose_argv(service))
+        if hasattr(args, "kafka"):
+            assert args.kafka == "kafka:9092", name
+        if getattr(args, "clickhouse", None):
+            assert args.clickhouse.startswith("http://pathgrade:pathgrade@clickhouse:8123/")
+    collector = parsed(compose_argv(services["collector"]))
+    grpc, http = COLLECTOR_PORTS
+    assert collector.listen_host == "0.0.0.0"
+    assert services["collector"]["ports"] == [f"{grpc}:{grpc}", f"{http}:{http}"]
+    spill = services["collector"]["volumes"][0].split(":")[1]
+    assert str(collector.spill_dir) == spill  # the spill survives a container restart
+
+
+def test_every_kubernetes_container_runs_a_pathgrade_command_that_parses() -> None:
+    commands = {c["name"]: parsed(kubernetes_argv(c)).command for c in pathgrade_containers()}
+    assert commands == {
+        "topics": "topics", "migrate": "migrate", "collector": "collector",
+        "store-writer": "store-writer", "realtime": "realtime", "scorer": "scorer",
+    }  # fmt: skip
+    collector = next(c for c in pathgrade_containers() if c["name"] == "collector")
+    ports = {p["name"]: p["containerPort"] for p in collector["ports"]}
+    assert ports == dict(zip(("otlp-grpc", "otlp-http"), COLLECTOR_PORTS, strict=True))
+    (service,) = [o for o in kubernetes_objects() if o["kind"] == "Service"]
+    assert {p["targetPort"]: p["port"] for p in service["spec"]["ports"]} == ports
+    args = parsed(kubernetes_argv(collector))
+    assert args.listen_host == "0.0.0.0"
+    (mount,) = collector["volumeMounts"]
+    assert str(args.spill_dir) == mount["mountPath"]  # the spill is on a persistent volume
+    (statefulset,) = [o for o in kubernetes_objects() if o["kind"] == "StatefulSet"]
+    assert [t["metadata"]["name"] for t in statefulset["spec"]["volumeClaimTemplates"]] == [
+        mount["name"]
+    ]
+
+
+def test_the_realtime_plane_is_scaled_out_with_shared_conversation_history() -> None:
+    realtime = compose_services()["realtime"]
+    assert realtime["deploy"]["replicas"] >= 2
+    assert not parsed(compose_argv(realtime)).no_shared_history
+    (deployment,) = [
+        o for o in kubernetes_objects() if o["metadata"]["name"] == "pathgrade-realtime"
+    ]
+    assert deployment["spec"]["replicas"] >= 2
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert not parsed(kubernetes_argv(container)).no_shared_history
+    topics = next(c for c in pathgrade_containers() if c["name"] == "topics")
+    assert parsed(kubernetes_argv(topics)).partitions >= deployment["spec"]["replicas"]
+
+
+def test_the_image_holds_every_package_the_distribution_installs() -> None:
+    pyproject = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text())
+    include = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    assert set(re.findall(r"^COPY (\w+) \1$", dockerfile, re.M)) == {p.rstrip("*") for p in include}
+    assert '\nENTRYPOINT ["pathgrade"]\n' in dockerfile
+
+
+@pytest.mark.parametrize("argv", [["topics"], ["realtime", "--kafka", "k:1", "--bogus"]])
+def test_the_checks_have_teeth(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        parsed(argv)
