@@ -45,7 +45,7 @@ class RealtimeConfig(BaseModel):
     # Conversation turns shared with the other consumers of the group (None: each consumer
     # sees only the turns it evaluated), read from this far back when the plane starts.
     turns_topic: str | None = TURNS_TOPIC
-    turns_lookback_s: PositiveFloat = 3600.0
+    turns_lookback_s: PositiveFloat = 600.0
     policy_path: str | None = None  # YAML policy file; None = the default policy
     webhook_url: str | None = None
     webhook_queue_size: PositiveInt = 10_000

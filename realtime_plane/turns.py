@@ -95,7 +95,7 @@ class TurnFeed:
         """Assign every partition and seek `lookback_s` back. Raises RuntimeError when the
         topic does not exist."""
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers, group_id=None,
-                                 enable_auto_commit=False)  # fmt: skip
+                                 enable_auto_commit=False, max_poll_records=5000)  # fmt: skip
         deadline = time.monotonic() + TOPIC_WAIT_S
         while not (partitions := consumer.partitions_for_topic(self.topic)):
             if time.monotonic() >= deadline:
