@@ -34,7 +34,10 @@ class QueryError(RuntimeError):
 
 class RowsRejected(QueryError):
     """An insert's rows could not be encoded for their columns (a value outside its column
-    type's range): inserting the same rows again cannot succeed."""
+    type's range): inserting the same rows again cannot succeed. `rows_rejected` marks it
+    for callers that may not import this module (the realtime plane's alert sink)."""
+
+    rows_rejected = True
 
 
 class Store(Protocol):

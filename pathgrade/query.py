@@ -2,7 +2,8 @@
 
 `POST /sql {"sql", "parameters"?, "readonly"?}` answers a query (read-only unless asked
 otherwise by a pathgrade command); `POST /insert {"table", "columns", "rows"}` inserts
-rows. It listens on 127.0.0.1 only: it is how commands share the one embedded store.
+rows (422 with `rows_rejected` when the store cannot encode them: `RowsRejected`). It
+listens on 127.0.0.1 only: it is how commands share the one embedded store.
 `GET /` and `GET /trace/<id>` are the read-only browser view (`pathgrade.ui`).
 
 A web page the user visits cannot drive it: POSTs must be `application/json` (a
@@ -19,7 +20,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from batch_plane.store import ClientStore, QueryError, QueryResult
+from batch_plane.store import ClientStore, QueryError, QueryResult, RowsRejected
 from pathgrade import ui
 
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -58,6 +59,9 @@ class _StoreHandler(BaseHTTPRequestHandler):
             status = HTTPStatus.OK
         except (ValueError, KeyError, TypeError) as exc:
             status, payload = HTTPStatus.BAD_REQUEST, {"error": f"bad request: {exc}"}
+        except RowsRejected as exc:
+            status = HTTPStatus.UNPROCESSABLE_ENTITY
+            payload = {"error": str(exc), "rows_rejected": True}
         except QueryError as exc:
             status, payload = HTTPStatus.BAD_REQUEST, {"error": str(exc)}
         self._send(status, payload)
@@ -139,7 +143,9 @@ class RemoteStore:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as exc:
-            raise QueryError(json.loads(exc.read()).get("error", str(exc))) from exc
+            answer = json.loads(exc.read())
+            error = RowsRejected if answer.get("rows_rejected") else QueryError
+            raise error(answer.get("error", str(exc))) from exc
         except urllib.error.URLError as exc:
             raise QueryError(
                 f"the running stack did not answer at {self.url}: {exc.reason}"

@@ -278,6 +278,8 @@ class RealtimePlane:
         out = {**asdict(self.counters_), **asdict(self.assembler.stats)}
         out.update(traces_held=self.assembler.traces_held, spans_held=self.assembler.spans_held)
         out["duplicates_suppressed"] = self.evaluator.duplicates_suppressed
+        if self.store_sink is not None:
+            out["alerts_rejected"] = self.store_sink.rejected
         if self.webhook is not None:
             stats = asdict(self.webhook.stats)
             out.update({f"webhook_{k}": v for k, v in stats.items() if k != "latest_error"})

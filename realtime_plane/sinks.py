@@ -1,7 +1,9 @@
 """Alert sinks: the `alerts` table, a webhook, and a structured log line.
 
 (Kafka topics are written by the plane's producer directly.) The table sink keeps rows
-until an insert succeeds, so offsets are committed only for stored alerts. The webhook
+until an insert succeeds, so offsets are committed only for stored alerts; rows the store
+rejects as unencodable (its error has `rows_rejected`) are found by halving the batch,
+logged, counted and dropped, so one bad row cannot hold back every later alert. The webhook
 sink never blocks the plane: a bounded queue (oldest dropped and counted when full) drained
 by its own thread, with exponential backoff and jitter on 5xx, timeouts and connection
 errors.
@@ -42,6 +44,7 @@ class StoreAlertSink:
         self.pending: list[list[Any]] = []
         self.inserted = 0
         self.failures = 0
+        self.rejected = 0  # rows the store could not encode: logged and dropped
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._stored: Any = None
@@ -61,11 +64,31 @@ class StoreAlertSink:
         if not rows:
             return
         try:
-            self.store.insert("alerts", rows, column_names=list(ALERT_COLUMNS))
+            self._insert(rows)
         except Exception:
             with self._lock:
                 self.pending = rows + self.pending
             raise
+
+    def _insert(self, rows: list[list[Any]]) -> None:
+        """Insert `rows`, halving a rejected batch until the rejected rows are found. Any
+        other failure propagates and the caller keeps all of `rows` pending; halves stored
+        before it are stored again later, which the table absorbs (one row per alert key)."""
+        try:
+            self.store.insert("alerts", rows, column_names=list(ALERT_COLUMNS))
+        except Exception as exc:
+            if not getattr(exc, "rows_rejected", False):
+                raise
+            if len(rows) > 1:
+                middle = len(rows) // 2
+                self._insert(rows[:middle])
+                self._insert(rows[middle:])
+                return
+            self.rejected += 1
+            row = dict(zip(ALERT_COLUMNS, rows[0], strict=True))
+            log.error("alert %s of trace %s rejected by the store and dropped: %s",
+                      row["AlertKey"], row["TraceId"], exc)  # fmt: skip
+            return
         self.inserted += len(rows)
 
     def flush_async(self, token: Any) -> bool:
