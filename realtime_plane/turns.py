@@ -101,8 +101,9 @@ class TurnFeed:
             if time.monotonic() >= deadline:
                 consumer.close()
                 raise RuntimeError(
-                    f"Kafka topic {self.topic} does not exist: create it (as many partitions "
-                    "as pathgrade.spans) or run the realtime plane without shared history"
+                    f"Kafka topic {self.topic} does not exist: create it (`pathgrade topics "
+                    f"--kafka {self.bootstrap_servers}`) or run the realtime plane without "
+                    "shared conversation history (`--no-shared-history`)"
                 )
             time.sleep(0.2)
         assigned = [TopicPartition(self.topic, p) for p in sorted(partitions)]

@@ -5,10 +5,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import NewTopic
 from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -112,3 +116,22 @@ def test_a_confirmation_read_by_one_consumer_reaches_the_next_turn_on_the_other(
     assert turn_1 not in codes or "PG111" not in codes[turn_1]
     assert [p.counters()["turns_shared"] for p in planes] == [int(shared)] * 2
     assert second.counters()["turns_received"] == int(shared)  # not its own turn 2 back
+
+
+def test_a_missing_turns_topic_is_a_clear_error(tmp_path: Path) -> None:
+    broker = LocalBroker(log_path=tmp_path / "broker.log")
+    broker.start()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        admin.create_topics([NewTopic(SPANS_TOPIC, DEFAULT_PARTITIONS, 1)])
+        admin.close()
+        realtime = subprocess.run(
+            [sys.executable, "-m", "pathgrade.cli", "realtime", "--kafka", broker.bootstrap,
+             "--data-dir", str(tmp_path / "store")],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        broker.stop()
+    assert realtime.returncode == 2, realtime.stderr
+    assert f"Kafka topic {TURNS_TOPIC} does not exist" in realtime.stderr
+    assert "--no-shared-history" in realtime.stderr
