@@ -171,7 +171,9 @@ class RealtimePlane:
                       partition.topic, partition.partition, message.offset, exc)  # fmt: skip
             spans = []
         self.counters_.spans += len(spans)
-        self.assembler.add(partition.partition, message.offset, spans, now, message.value)
+        # The message values are kept with their traces only to share conversation turns.
+        value = message.value if self.turn_feed is not None else b""
+        self.assembler.add(partition.partition, message.offset, spans, now, value)
 
     def _evaluate(self, due: DueTrace) -> None:
         """Evaluate one released trace and emit what it found. A trace whose evaluation
