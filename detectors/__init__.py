@@ -9,7 +9,7 @@ from detectors.policy import Policy, PolicyError, ResolvedPolicy, default_policy
 from detectors.prices import PriceTable, cost_usd, load_price_table
 from detectors.registry import REGISTRY, Rule
 from detectors.run import run_detectors
-from detectors.view import DetectorContext, TraceView
+from detectors.view import DetectorContext, TraceView, turn_digest
 
 __all__ = [
     "REGISTRY",
@@ -27,4 +27,5 @@ __all__ = [
     "load_policy",
     "load_price_table",
     "run_detectors",
+    "turn_digest",
 ]

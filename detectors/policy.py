@@ -34,8 +34,8 @@ from detectors.conventions import Conventions, IdempotencyConfig, IdentityConfig
 from detectors.finding import Finding, Severity
 from detectors.prices import PriceTable, load_price_table, shipped_price_table
 from detectors.registry import REGISTRY, Params, rule_by_code_or_name
-from detectors.view import DetectorContext, ViewCache
-from schemas.model import Trace
+from detectors.view import DetectorContext
+from schemas.turns import TurnDigest
 
 RiskTier = Literal["low", "medium", "high"]
 RISK_TIERS: tuple[RiskTier, ...] = ("low", "medium", "high")
@@ -121,12 +121,10 @@ class ResolvedPolicy:
     prices: PriceTable = field(default_factory=shipped_price_table)
     scorers: tuple[str, ...] | None = None  # None: the online scorer's tier default
 
-    def context(
-        self, history: Iterable[Trace] = (), views: ViewCache | None = None
-    ) -> DetectorContext:
-        """A detector context for this policy with earlier turns of the conversation
-        (their views lent by `views`, when given)."""
-        return DetectorContext(self.conventions, self.prices, list(history), views)
+    def context(self, history: Iterable[TurnDigest] = ()) -> DetectorContext:
+        """A detector context for this policy with (digests of) earlier turns of the
+        conversation."""
+        return DetectorContext(self.conventions, self.prices, list(history))
 
     def should_alert(self, finding: Finding) -> bool:
         """Violations alert; cannot-decide findings alert only for required checks."""

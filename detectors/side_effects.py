@@ -16,9 +16,10 @@ from pydantic import Field, field_validator
 from detectors.finding import Finding
 from detectors.messages import parse_messages
 from detectors.registry import Params, Rule, regex_list
-from detectors.view import ConfirmedAction, DetectorContext, ToolCall, TraceView
+from detectors.view import DetectorContext, ToolCall, TraceView
 from schemas import genai
 from schemas.model import Span
+from schemas.turns import ConfirmedAction
 
 
 class RetryParams(Params):
@@ -222,7 +223,7 @@ def unconfirmed_irreversible_action(
 ) -> list[Finding]:
     """Each irreversible call with no matching confirmation."""
     confirmations = view.confirmed_actions + [
-        c for h in context.history_views for c in h.confirmed_actions
+        c for turn in context.history for c in turn.confirmed_actions
     ]
     findings, uncaptured = [], []
     for call in (c for c in view.tool_calls if c.effect == "irreversible"):

@@ -259,7 +259,7 @@ def ordering_broken(
     view: TraceView, params: OrderingParams, context: DetectorContext
 ) -> list[Finding]:
     """Each call of an `after` tool with no successful earlier `before` call."""
-    earlier = {c.name for h in context.history_views for c in h.tool_calls if not c.failed}
+    earlier = {name for turn in context.history for name in turn.succeeded_tools}
     findings = []
     for rule in params.rules:
         for call in (c for c in view.tool_calls if c.name == rule.after):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -19,6 +18,7 @@ from detectors.messages import (
 from detectors.prices import PriceTable, shipped_price_table
 from schemas import genai
 from schemas.model import Span, Trace
+from schemas.turns import ConfirmedAction, TurnDigest
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +40,6 @@ class ToolCall:
     @property
     def failed(self) -> bool:
         return self.span.status_code == "Error" or bool(self.span.genai.error_type)
-
-
-@dataclass(frozen=True, slots=True)
-class ConfirmedAction:
-    """A `pathgrade.confirmed_action` the user approved: a tool name and its arguments."""
-
-    name: str
-    arguments: dict[str, Any]
 
 
 class TraceView:
@@ -100,7 +92,8 @@ class TraceView:
         if not isinstance(value, dict) or not isinstance(value.get("name"), str):
             return []
         arguments = value.get("arguments")
-        return [ConfirmedAction(value["name"], arguments if isinstance(arguments, dict) else {})]
+        arguments = arguments if isinstance(arguments, dict) else {}
+        return [ConfirmedAction(name=value["name"], arguments=arguments)]
 
     @cached_property
     def final_answer(self) -> str | None:
@@ -183,51 +176,35 @@ def _assistant_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(t for t in texts if t)
 
 
-class ViewCache:
-    """TraceViews built once per (trace, conventions); the latest `limit` are kept. A
-    conversation's turns come back as history on every later turn, so the realtime plane
-    shares one cache across evaluations instead of re-indexing each earlier turn."""
-
-    def __init__(self, limit: int = 10_000) -> None:
-        self.limit = limit
-        self._views: OrderedDict[tuple[int, int], TraceView] = OrderedDict()
-
-    def view(self, trace: Trace, conventions: Conventions) -> TraceView:
-        key = (id(trace), id(conventions))
-        view = self._views.get(key)
-        if view is not None and view.trace is trace and view.conventions is conventions:
-            self._views.move_to_end(key)
-            return view
-        view = self._views[key] = TraceView(trace, conventions)
-        self._views.move_to_end(key)
-        if len(self._views) > self.limit:
-            self._views.popitem(last=False)
-        return view
+def turn_digest(view: TraceView, conversation_id: str) -> TurnDigest:
+    """What later turns of the conversation may know about the turn `view` indexes."""
+    trace = view.trace
+    return TurnDigest(
+        tenant=trace.tenant,
+        conversation_id=conversation_id,
+        trace_id=trace.trace_id,
+        start_ns=trace.spans[0].start_ns if trace.spans else 0,
+        succeeded_tools=[c.name for c in view.tool_calls if not c.failed],
+        confirmed_actions=view.confirmed_actions,
+    )
 
 
 @dataclass(slots=True)
 class DetectorContext:
     """What a detector may know beyond the trace: earlier turns, conventions, price table.
 
-    `history` holds earlier traces of the same conversation, oldest first, bounded by the
-    caller; `views`, when given, lends views already built for those traces.
+    `history` holds digests of earlier turns of the same conversation, oldest first,
+    bounded by the caller (`turn_digest`: a detector reads earlier turns only through
+    what a digest carries).
     """
 
     conventions: Conventions = field(default_factory=Conventions)
     prices: PriceTable = field(default_factory=shipped_price_table)
-    history: list[Trace] = field(default_factory=list)
-    views: ViewCache | None = None
-    _history_views: list[TraceView] | None = None
+    history: list[TurnDigest] = field(default_factory=list)
+    _view: TraceView | None = None  # the view of the last trace asked for
 
     def view_of(self, trace: Trace) -> TraceView:
-        """The view of `trace` under these conventions (from `views` when given)."""
-        if self.views is None:
-            return TraceView(trace, self.conventions)
-        return self.views.view(trace, self.conventions)
-
-    @property
-    def history_views(self) -> list[TraceView]:
-        """Views of the earlier turns, built on first use."""
-        if self._history_views is None:
-            self._history_views = [self.view_of(t) for t in self.history]
-        return self._history_views
+        """The view of `trace` under these conventions (built once per trace)."""
+        if self._view is None or self._view.trace is not trace:
+            self._view = TraceView(trace, self.conventions)
+        return self._view

@@ -34,7 +34,6 @@ class _Pending:
     offsets: dict[int, int]  # partition -> lowest offset holding one of these spans
     has_root: bool
     evaluations: int  # times this trace was handed out before (late spans re-open it)
-    values: list[bytes]  # the Kafka message values that held these spans, in read order
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +43,6 @@ class DueTrace:
     trace: Trace
     reason: DueReason
     re_evaluation: bool  # spans came after an earlier evaluation of this trace
-    values: tuple[bytes, ...] = ()  # the message values that held its spans (OTLP TracesData)
 
     @property
     def incomplete(self) -> bool:
@@ -72,7 +70,7 @@ class TraceAssembler:
 
     def __post_init__(self) -> None:
         self._pending: OrderedDict[TraceKey, _Pending] = OrderedDict()  # oldest first
-        self._recent: OrderedDict[TraceKey, _Pending] = OrderedDict()  # evaluated, kept
+        self._recent: OrderedDict[TraceKey, tuple[list[Span], int]] = OrderedDict()
         self._next_offset: dict[int, int] = {}
         self._span_count = 0
         self._deadlines: list[tuple[float, TraceKey]] = []  # may hold stale entries
@@ -86,11 +84,8 @@ class TraceAssembler:
     def spans_held(self) -> int:
         return self._span_count
 
-    def add(
-        self, partition: int, offset: int, spans: list[Span], now: float, value: bytes = b""
-    ) -> None:
-        """Buffer the spans of one message (read at `partition`, `offset`; its `value` is
-        kept with each trace it holds spans of)."""
+    def add(self, partition: int, offset: int, spans: list[Span], now: float) -> None:
+        """Buffer the spans of one message (read at `partition`, `offset`)."""
         self._next_offset[partition] = max(self._next_offset.get(partition, 0), offset + 1)
         self.stats.spans_added += len(spans)
         touched: dict[TraceKey, _Pending] = {}
@@ -103,8 +98,6 @@ class TraceAssembler:
             self._span_count += 1
         for key, pending in touched.items():
             pending.last_seen = now
-            if value:
-                pending.values.append(value)
             if pending.has_root:
                 heapq.heappush(self._deadlines, (now + self.quiet_window_s, key))
             if offset < pending.offsets.get(partition, offset + 1):
@@ -112,14 +105,11 @@ class TraceAssembler:
                 heapq.heappush(self._held.setdefault(partition, []), (offset, key))
 
     def _open(self, key: TraceKey, now: float) -> _Pending:
-        """A buffer for `key`, re-opened with its spans when it was evaluated recently."""
-        pending = self._recent.pop(key, None)
-        if pending is None:
-            pending = _Pending([], now, now, {}, False, 0, [])
-        else:
-            pending.first_seen, pending.offsets = now, {}
+        earlier, evaluations = self._recent.pop(key, ([], 0))
+        has_root = any(span.is_root for span in earlier)
+        pending = _Pending(list(earlier), now, now, {}, has_root, evaluations)
         self._pending[key] = pending
-        self._span_count += len(pending.spans)
+        self._span_count += len(earlier)
         return pending
 
     def due(self, now: float) -> list[DueTrace]:
@@ -173,18 +163,14 @@ class TraceAssembler:
     def _release(self, key: TraceKey, reason: DueReason) -> DueTrace:
         pending = self._pending.pop(key)
         self._span_count -= len(pending.spans)
-        due = DueTrace(
-            Trace(key[0], key[1], list(pending.spans)), reason, pending.evaluations > 0,
-            tuple(pending.values),
-        )  # fmt: skip
-        self.stats.traces_due += 1
-        self.stats.early_evaluations += reason != "quiet"
-        self.stats.re_evaluations += due.re_evaluation
-        pending.evaluations += 1
-        self._recent[key] = pending
+        self._recent[key] = (pending.spans, pending.evaluations + 1)
         while len(self._recent) > self.recent_traces:
             self._recent.popitem(last=False)
-        return due
+        self.stats.traces_due += 1
+        self.stats.early_evaluations += reason != "quiet"
+        self.stats.re_evaluations += pending.evaluations > 0
+        trace = Trace(key[0], key[1], list(pending.spans))
+        return DueTrace(trace, reason, pending.evaluations > 0)
 
     def committable(self) -> dict[int, int]:
         """Per partition, the next offset to commit: the lowest offset still held, else one

@@ -1,27 +1,23 @@
 """TraceEvaluator: runs the detectors over one due trace and turns new findings into alerts.
 
 It resolves the policy for the trace's service, agent and risk tier, hands the detectors
-earlier turns of the same conversation (a bounded cache of the turns it evaluated and, with
-shared history, the turns other consumers evaluated), and remembers which finding keys
-each trace already alerted on (bounded), so a re-evaluated trace never alerts twice.
+digests of earlier turns of the same conversation (a bounded cache of the turns it
+evaluated and, with shared history, of those other consumers evaluated), and remembers
+which finding keys each trace already alerted on (bounded), so a re-evaluated trace never
+alerts twice.
 """
 
 from __future__ import annotations
 
-import logging
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from detectors import Finding, Policy, ResolvedPolicy, run_detectors
+from detectors import Finding, Policy, ResolvedPolicy, run_detectors, turn_digest
 from detectors.policy import DEFAULT_RISK_TIER, RiskTier
-from detectors.view import ViewCache
 from realtime_plane.assembler import DueTrace
-from realtime_plane.turns import RemoteTurn
 from schemas.alerts import Alert
 from schemas.model import Span, Trace
-
-log = logging.getLogger(__name__)
+from schemas.turns import TurnDigest
 
 RISK_TIER_ATTRIBUTE = "pathgrade.risk_tier"
 RISK_TIERS: tuple[RiskTier, ...] = ("low", "medium", "high")
@@ -38,6 +34,7 @@ class Evaluation:
     risk_tier: RiskTier
     findings: list[Finding]  # every finding the policy alerts on
     new_alerts: list[Alert]  # those whose key this trace has not alerted on before
+    digest: TurnDigest | None  # what later turns may know of this one (None: no conversation)
 
 
 def policy_risk_tier(policy: Policy, service: str, agent: str) -> RiskTier | None:
@@ -87,9 +84,8 @@ class TraceEvaluator:
         self.policy_name = policy_name
         self.turns_per_conversation = turns_per_conversation
         self._resolved: dict[tuple[str, str, RiskTier], ResolvedPolicy] = {}
-        self._conversations = _Lru(conversations)  # (tenant, id) -> [Trace | RemoteTurn]
+        self._conversations = _Lru(conversations)  # (tenant, id) -> [TurnDigest], by arrival
         self._alerted = _Lru(traces_remembered)  # (tenant, trace id) -> set of finding keys
-        self._views = ViewCache(traces_remembered)  # each turn indexed once, reused as history
         self.duplicates_suppressed = 0
 
     def risk_tier(self, root: Span, service: str, agent: str) -> RiskTier:
@@ -116,11 +112,11 @@ class TraceEvaluator:
         )
         tier = self.risk_tier(head, service, agent)
         resolved = self.resolve(service, agent, tier)
-        history = self._history(trace, conversation)
-        findings = [
-            f for f in run_detectors(trace, resolved, resolved.context(history, self._views))
-            if resolved.should_alert(f)
-        ]  # fmt: skip
+        context = resolved.context(self._history(trace, conversation))
+        findings = [f for f in run_detectors(trace, resolved, context) if resolved.should_alert(f)]
+        digest = turn_digest(context.view_of(trace), conversation) if conversation else None
+        if digest is not None:
+            self.remember(digest)
         seen = self._alerted.get((trace.tenant, trace.trace_id)) or set()
         fresh = [f for f in findings if f.key not in seen]
         self.duplicates_suppressed += len(findings) - len(fresh)
@@ -150,45 +146,23 @@ class TraceEvaluator:
             )
             for f in fresh
         ]
-        return Evaluation(due, service, agent, conversation, tier, findings, alerts)
+        return Evaluation(due, service, agent, conversation, tier, findings, alerts, digest)
 
-    def remember(self, turn: RemoteTurn) -> None:
-        """Keep a turn another consumer evaluated, for later turns of its conversation."""
-        key = (turn.tenant, turn.conversation_id)
-        others = [t for t in self._conversations.get(key, []) if t.trace_id != turn.trace_id]
-        self._keep(key, others, turn)
+    def remember(self, digest: TurnDigest) -> None:
+        """Keep a turn's digest for later turns of its conversation (replacing an earlier
+        digest of the same trace): turns this evaluator evaluated and, with shared history,
+        turns other consumers evaluated."""
+        key = (digest.tenant, digest.conversation_id)
+        others = [d for d in self._conversations.get(key, []) if d.trace_id != digest.trace_id]
+        self._conversations.put(key, [*others, digest][-self.turns_per_conversation :])
 
-    def _history(self, trace: Trace, conversation: str) -> list[Trace]:
-        """Turns of the conversation that started before this one, oldest first; records
-        this trace as the conversation's latest turn (remote turns are decoded once, here)."""
+    def _history(self, trace: Trace, conversation: str) -> list[TurnDigest]:
+        """Digests of the conversation's turns that started before this one, oldest first."""
         if not conversation:
             return []
-        key = (trace.tenant, conversation)
-        others = [
-            t for t in map(_decoded, self._conversations.get(key, []))
-            if t is not None and t.trace_id != trace.trace_id
-        ]  # fmt: skip
-        self._keep(key, others, trace)
         start = trace.spans[0].start_ns
-        return sorted(
-            (t for t in others if t.spans and t.spans[0].start_ns < start),
-            key=lambda t: t.spans[0].start_ns,
-        )
-
-    def _keep(
-        self, key: tuple[str, str], others: Sequence[Trace | RemoteTurn], latest: Trace | RemoteTurn
-    ) -> None:
-        """The conversation's turns: `others`, then `latest`, at most the configured count."""
-        self._conversations.put(key, [*others, latest][-self.turns_per_conversation :])
-
-
-def _decoded(turn: Trace | RemoteTurn) -> Trace | None:
-    """A cached turn as a trace; None (logged) for a remote turn that does not decode."""
-    if isinstance(turn, Trace):
-        return turn
-    try:
-        return turn.decode()
-    except ValueError as exc:
-        log.error("conversation %s: turn %s from pathgrade.turns skipped: %s",
-                  turn.conversation_id, turn.trace_id, exc)  # fmt: skip
-        return None
+        earlier = [
+            d for d in self._conversations.get((trace.tenant, conversation), [])
+            if d.trace_id != trace.trace_id and d.start_ns < start
+        ]  # fmt: skip
+        return sorted(earlier, key=lambda d: d.start_ns)

@@ -155,10 +155,10 @@ class RealtimePlane:
         consumer costs the same with nothing new, so it runs every
         TURNS_POLL_INTERVAL_S, not on every poll of the spans)."""
         assert self.turn_feed is not None
-        turns = self.turn_feed.poll()
-        self.counters_.turns_received += len(turns)
-        for turn in turns:
-            self.evaluator.remember(turn)
+        digests = self.turn_feed.poll()
+        self.counters_.turns_received += len(digests)
+        for digest in digests:
+            self.evaluator.remember(digest)
 
     def _add(self, partition: TopicPartition, message: Any, now: float) -> None:
         self.counters_.messages += 1
@@ -171,9 +171,7 @@ class RealtimePlane:
                       partition.topic, partition.partition, message.offset, exc)  # fmt: skip
             spans = []
         self.counters_.spans += len(spans)
-        # The message values are kept with their traces only to share conversation turns.
-        value = message.value if self.turn_feed is not None else b""
-        self.assembler.add(partition.partition, message.offset, spans, now, value)
+        self.assembler.add(partition.partition, message.offset, spans, now)
 
     def _evaluate(self, due: DueTrace) -> None:
         """Evaluate one released trace and emit what it found. A trace whose evaluation
@@ -214,14 +212,11 @@ class RealtimePlane:
             )
 
     def _share_turn(self, evaluation: Evaluation) -> None:
-        """Publish a conversation turn for the group's other consumers (shared history)."""
-        topic, due = self.config.turns_topic, evaluation.due
-        if topic and self.producer and evaluation.conversation_id and due.values:
+        """Publish a conversation turn's digest for the group's other consumers."""
+        topic, digest = self.config.turns_topic, evaluation.digest
+        if topic and self.producer and digest is not None:
             self.counters_.turns_shared += 1
-            self.producer.send(
-                topic, **turn_message(due.trace, evaluation.conversation_id, due.values,
-                                      self.worker),
-            )  # fmt: skip
+            self.producer.send(topic, **turn_message(digest, self.worker))
 
     def _flush_and_commit(self, partitions: set[int] | None = None) -> None:
         """Commit what may be committed: offsets whose traces' alerts are stored.

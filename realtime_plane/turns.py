@@ -2,87 +2,56 @@
 
 The turns of a conversation are separate traces, keyed by trace id, so they land on
 different partitions of `pathgrade.spans` and, with several consumers in the group, on
-different consumers. Each consumer publishes every conversation turn it evaluated (the
-`pathgrade.spans` values that held the turn's spans, concatenated: concatenated protobuf
-messages parse as one `TracesData` holding them all) and reads every partition of the
-topic without a group, keeping the other consumers' turns still encoded until a later
-turn of that conversation needs them. A turn published fewer than a poll interval before
-the next turn of its conversation is evaluated elsewhere can be missed; turns of one
-conversation are normally seconds apart (a user answers), and each waits its quiet window.
+different consumers. Each consumer publishes the digest of every conversation turn it
+evaluated (`schemas.turns.TurnDigest`: what later turns' detectors read) and reads every
+partition of the topic without a group. A turn published less than a read interval
+before the next turn of its conversation is evaluated elsewhere can be missed; turns of
+one conversation are normally seconds apart (a user answers), and each waits its quiet
+window.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
+from pydantic import ValidationError
 
-from schemas.model import Trace
-from schemas.otlp import decode_spans_message, message_tenant_and_time
-from schemas.topics import (
-    RECEIVED_AT_HEADER,
-    TENANT_HEADER,
-    TRACE_ID_HEADER,
-    WORKER_HEADER,
-)
+from schemas.topics import WORKER_HEADER
+from schemas.turns import TurnDigest
 
 log = logging.getLogger(__name__)
 TOPIC_WAIT_S = 10.0  # how long `TurnFeed.start` waits for the topic's partitions
 
 
-@dataclass(frozen=True, slots=True)
-class RemoteTurn:
-    """A turn another consumer evaluated, still encoded: decoded on first use."""
-
-    tenant: str
-    conversation_id: str
-    trace_id: str
-    value: bytes
-    received_at_ns: int
-
-    def decode(self) -> Trace:
-        """The turn's trace (spans of other traces a foreign message held are left out).
-        Raises ValueError when the value is not OTLP TracesData."""
-        spans = decode_spans_message(self.value, self.tenant, self.received_at_ns)
-        return Trace(self.tenant, self.trace_id, [s for s in spans if s.trace_id == self.trace_id])
-
-
-def turn_message(
-    trace: Trace, conversation_id: str, values: Sequence[bytes], worker: str
-) -> dict[str, Any]:
-    """`KafkaProducer.send` keyword arguments publishing one evaluated turn."""
-    received_at = max(span.received_at_ns for span in trace.spans)
+def turn_message(digest: TurnDigest, worker: str) -> dict[str, Any]:
+    """`KafkaProducer.send` keyword arguments publishing one turn's digest."""
     return {
-        "value": b"".join(values),
-        "key": conversation_id.encode(),
-        "headers": [
-            (TENANT_HEADER, trace.tenant.encode()),
-            (RECEIVED_AT_HEADER, str(received_at).encode()),
-            (TRACE_ID_HEADER, trace.trace_id.encode()),
-            (WORKER_HEADER, worker.encode()),
-        ],
+        "value": digest.to_json(),
+        "key": digest.conversation_id.encode(),
+        "headers": [(WORKER_HEADER, worker.encode())],
     }
 
 
-def remote_turn(message: Any, worker: str) -> RemoteTurn | None:
-    """The turn a `pathgrade.turns` message carries; None for `worker`'s own turns and for
-    messages without a conversation key or trace id header (not published by pathgrade)."""
-    headers = dict(message.headers or ())
-    trace_id = headers.get(TRACE_ID_HEADER, b"").decode()
-    if headers.get(WORKER_HEADER, b"").decode() == worker or not trace_id or not message.key:
+def remote_digest(message: Any, worker: str) -> TurnDigest | None:
+    """The digest a `pathgrade.turns` message carries; None for `worker`'s own turns and
+    (logged) for a value that is not a digest."""
+    if dict(message.headers or ()).get(WORKER_HEADER, b"").decode() == worker:
         return None
-    tenant, received_at = message_tenant_and_time(message)
-    return RemoteTurn(tenant, message.key.decode(), trace_id, message.value, received_at)
+    try:
+        return TurnDigest.from_json(message.value)
+    except ValidationError as exc:
+        log.error("skipping a pathgrade.turns message that is not a turn digest (offset %s): "
+                  "%s", message.offset, exc)  # fmt: skip
+        return None
 
 
 class TurnFeed:
     """Reads every partition of the turns topic, without a consumer group, from
     `lookback_s` ago (by timestamp; a partition with nothing that recent starts at its
-    end), and hands out the turns other consumers published."""
+    end), and hands out the digests other consumers published."""
 
     def __init__(self, bootstrap_servers: str, topic: str, worker: str, lookback_s: float):
         self.bootstrap_servers = bootstrap_servers
@@ -118,16 +87,16 @@ class TurnFeed:
                 consumer.seek(tp, found.offset)
         self.consumer = consumer
 
-    def poll(self) -> list[RemoteTurn]:
-        """Turns that arrived since the last call, without waiting."""
+    def poll(self) -> list[TurnDigest]:
+        """Digests that arrived since the last call, without waiting."""
         if self.consumer is None:
             return []
         records = self.consumer.poll(timeout_ms=0)
         return [
-            turn
+            digest
             for messages in records.values()
             for message in messages
-            if (turn := remote_turn(message, self.worker)) is not None
+            if (digest := remote_digest(message, self.worker)) is not None
         ]
 
     def close(self) -> None:

@@ -14,10 +14,9 @@ ALERT_LOGGER = "pathgrade.alerts"
 """Logger of the structured alert log line `alert {json}` (INFO; shown by default)."""
 SAMPLED_TOPIC = "pathgrade.sampled"
 TURNS_TOPIC = "pathgrade.turns"
-"""Conversation turns the realtime consumers evaluated, shared so that each consumer of the
-group sees earlier turns that other consumers evaluated: value = the turn's OTLP
-`TracesData` (the `pathgrade.spans` values that held its spans, concatenated), key = the
-conversation id, headers: tenant, receive time, TRACE_ID_HEADER and WORKER_HEADER."""
+"""Digests of the conversation turns the realtime consumers evaluated (JSON
+`schemas.turns.TurnDigest`, key = conversation id, WORKER_HEADER = the publishing
+consumer), so each consumer of the group sees earlier turns that others evaluated."""
 
 ALL_TOPICS = (SPANS_TOPIC, ALERTS_TOPIC, SAMPLED_TOPIC, TURNS_TOPIC)
 
@@ -28,9 +27,7 @@ SCORER_GROUP = "pathgrade-scorer"
 # Headers on every pathgrade.spans message.
 TENANT_HEADER = "pathgrade.tenant"
 RECEIVED_AT_HEADER = "pathgrade.received_at_ns"  # decimal nanoseconds since the epoch
-# Headers on pathgrade.turns messages, beside the two above.
-TRACE_ID_HEADER = "pathgrade.trace_id"  # the turn's trace id (the value may hold others)
-WORKER_HEADER = "pathgrade.worker"  # the realtime consumer that published the turn
+WORKER_HEADER = "pathgrade.worker"  # on pathgrade.turns: the consumer that published it
 
 DEFAULT_TENANT = "default"
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from detectors import REGISTRY, Finding, default_policy, run_detectors
 from detectors.conventions import Conventions, ToolEffects
-from detectors.view import DetectorContext, TraceView
+from detectors.view import DetectorContext, TraceView, turn_digest
 from schemas import genai
 from schemas.model import GenAIFields, Span, Trace
 
@@ -152,6 +152,11 @@ def detect(
     return rule.function(
         TraceView(trace, context.conventions), rule.params.model_validate(params or {}), context
     )
+
+
+def history_of(*earlier: Trace) -> DetectorContext:
+    """A detector context whose history is the digests of the `earlier` turns."""
+    return DetectorContext(history=[turn_digest(TraceView(t, Conventions()), "c") for t in earlier])
 
 
 def clean_refund_trace(trace_id: str = "a" * 32) -> Trace:

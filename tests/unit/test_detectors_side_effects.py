@@ -8,7 +8,12 @@ import json
 from detectors.conventions import Conventions, IdentityConfig
 from detectors.view import DetectorContext
 from schemas import genai
-from tests.unit.test_detectors_fixtures import TraceBuilder, clean_refund_trace, detect
+from tests.unit.test_detectors_fixtures import (
+    TraceBuilder,
+    clean_refund_trace,
+    detect,
+    history_of,
+)
 
 PLAN = {"account_id": "cust-1", "plan": "unlimited"}
 
@@ -98,7 +103,7 @@ def test_pg111_accepts_confirmation_from_an_earlier_turn() -> None:
     earlier = TraceBuilder("b" * 32, root_attributes=confirmed("cancel_order", {"order_id": "1"}))
     now = TraceBuilder()
     now.tool("cancel_order", {"order_id": "1"}, effect="irreversible")
-    assert detect("PG111", now.build(), context=DetectorContext(history=[earlier.build()])) == []
+    assert detect("PG111", now.build(), context=history_of(earlier.build())) == []
     uncaptured = TraceBuilder(root_attributes=confirmed("cancel_order", {"order_id": "1"}))
     uncaptured.tool("cancel_order", None, effect="irreversible")
     assert detect("PG111", uncaptured.build())[0].kind == "cannot_decide"

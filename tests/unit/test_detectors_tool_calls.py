@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 
 from detectors.jsonschema_subset import validate
-from detectors.view import DetectorContext
 from schemas import genai
-from tests.unit.test_detectors_fixtures import TraceBuilder, clean_refund_trace, detect
+from tests.unit.test_detectors_fixtures import (
+    TraceBuilder,
+    clean_refund_trace,
+    detect,
+    history_of,
+)
 
 REFUND_SCHEMA = {
     "type": "object",
@@ -130,7 +134,7 @@ def test_pg106_accepts_lookup_in_an_earlier_turn() -> None:
     earlier.tool("lookup_order", {"order_id": "1"})
     now = TraceBuilder()
     now.tool("issue_refund", {"order_id": "1"})
-    context = DetectorContext(history=[earlier.build()])
+    context = history_of(earlier.build())
     shorthand = [{"before": "lookup_order", "after": "issue_refund"}]
     assert detect("PG106", now.build(), shorthand, context) == []
 

@@ -67,18 +67,6 @@ def test_late_span_reopens_trace_with_its_earlier_spans() -> None:
     assert a.stats.re_evaluations == 1
 
 
-def test_due_trace_carries_the_message_values_that_held_it_across_re_evaluation() -> None:
-    a = TraceAssembler(quiet_window_s=1.0)
-    a.add(0, 0, [span("a", "r"), span("b", "r")], now=0.0, value=b"ab")
-    a.add(0, 1, [span("a", "c", "r")], now=0.5, value=b"a2")
-    first = {d.trace.trace_id[0]: d.values for d in a.due(2.0)}
-    assert first == {"a": (b"ab", b"a2"), "b": (b"ab",)}
-    a.add(0, 2, [span("a", "late", "r")], now=3.0, value=b"a3")
-    (again,) = a.due(4.0)
-    assert again.re_evaluation and again.values == (b"ab", b"a2", b"a3")
-    assert len(again.trace.spans) == 3
-
-
 def test_tenants_never_share_a_trace() -> None:
     a = TraceAssembler()
     a.add(0, 0, [span("a", "r", tenant="x"), span("a", "r", tenant="y")], now=0.0)

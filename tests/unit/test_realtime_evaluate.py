@@ -11,20 +11,18 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from batch_plane.replay import traces_data
 from detectors import default_policy, load_policy
-from detectors.conventions import Conventions
-from detectors.view import ViewCache
 from pathgrade.demo import CLEAN_SCENARIOS, plan_turns, send_demo_traces
 from realtime_plane.assembler import DueTrace
 from realtime_plane.config import SamplerRates
 from realtime_plane.evaluate import TraceEvaluator
 from realtime_plane.sampler import Sampler, hash_unit
-from realtime_plane.turns import RemoteTurn, remote_turn, turn_message
+from realtime_plane.turns import remote_digest, turn_message
 from schemas.alerts import Alert
-from schemas.model import Span, Trace
+from schemas.model import Trace
 from schemas.otlp import decode_spans_message
 from schemas.sampled import SampledTrace
+from schemas.turns import ConfirmedAction, TurnDigest
 
 
 class _Keep(InMemorySpanExporter):
@@ -125,52 +123,55 @@ def test_earlier_turn_confirmation_reaches_the_detectors(demo: list) -> None:
     assert "PG111" not in {a.code for a in after.new_alerts}
 
 
-def test_a_turn_another_consumer_evaluated_reaches_the_detectors_decoded(
-    demo: list, caplog: pytest.LogCaptureFixture
-) -> None:
-    """PG111 with the confirming turn from `pathgrade.turns`: decoded from its OTLP value
-    (another trace in the same value is left out); an undecodable turn is logged and
-    skipped; a confirmation on a turn that started later does not count."""
+def test_a_digest_another_consumer_published_reaches_the_detectors(demo: list) -> None:
+    """PG111 with the confirming turn's digest from `pathgrade.turns`: it counts when that
+    turn started earlier, not when it started later; the evaluator digests each turn it
+    evaluates (tools that succeeded, the confirmation) for later turns."""
     trace = _without_confirmation(next(t for s, t in demo if s == "requested_reset"))
     tool = next(s for s in trace.spans if s.genai.tool_name == "reset_equipment")
-    confirmed = {"name": "reset_equipment", "arguments": json.loads(tool.genai.tool_arguments)}
-    earlier = Trace("acme", "e" * 32, [_copy_root(trace, confirmed)])
-    foreign = next(t for s, t in demo if s != "requested_reset")
-    value = traces_data(earlier).SerializeToString() + traces_data(foreign).SerializeToString()
+    confirmed = ConfirmedAction(
+        name="reset_equipment", arguments=json.loads(tool.genai.tool_arguments)
+    )
     conversation = trace.root.genai.conversation_id
-    assert conversation and foreign.root.genai.conversation_id != conversation
-
+    earlier = TurnDigest(
+        tenant="acme", conversation_id=conversation, trace_id="e" * 32,
+        start_ns=trace.spans[0].start_ns - 10**9, succeeded_tools=[],
+        confirmed_actions=[confirmed],
+    )  # fmt: skip
     evaluator = TraceEvaluator(default_policy())
-    evaluator.remember(RemoteTurn("acme", conversation, "f" * 32, b"\xff\xff not otlp", 1))
-    evaluator.remember(RemoteTurn("acme", conversation, earlier.trace_id, value, 1))
+    evaluator.remember(earlier)
     after = evaluator.evaluate(DueTrace(trace, "quiet", False), 0)
     assert "PG111" not in {a.code for a in after.new_alerts}
-    assert "f" * 32 in caplog.text
+    assert after.digest == TurnDigest(
+        tenant="acme", conversation_id=conversation, trace_id=trace.trace_id,
+        start_ns=trace.spans[0].start_ns, confirmed_actions=[],
+        succeeded_tools=[c.genai.tool_name for c in trace.by_operation("execute_tool")
+                         if c.status_code != "Error" and not c.genai.error_type],
+    )  # fmt: skip
+    assert "reset_equipment" in after.digest.succeeded_tools
 
-    root = earlier.spans[0]
-    later_root = dataclasses.replace(
-        root, start_ns=trace.root.start_ns + 1, end_ns=trace.root.end_ns
-    )
-    later = Trace("acme", "e" * 32, [later_root])
     evaluator = TraceEvaluator(default_policy())
-    turn = RemoteTurn(
-        "acme", conversation, later.trace_id, traces_data(later).SerializeToString(), 1
-    )
-    evaluator.remember(turn)
+    evaluator.remember(earlier.model_copy(update={"start_ns": trace.spans[0].start_ns + 1}))
     alone = evaluator.evaluate(DueTrace(trace, "quiet", False), 0)
     assert "PG111" in {a.code for a in alone.new_alerts}
 
 
-def test_turn_messages_round_trip_and_a_consumer_skips_its_own() -> None:
-    trace = Trace("acme", "a" * 32, [Span("acme", "a" * 32, "b" * 16, "", "s", "Internal", 1, 2,
-                                          received_at_ns=7)])  # fmt: skip
-    sent = turn_message(trace, "conv-1", [b"x", b"y"], worker="w1")
-    message = SimpleNamespace(key=sent["key"], value=sent["value"], headers=sent["headers"],
-                              timestamp=0)  # fmt: skip
-    assert remote_turn(message, "w1") is None
-    assert remote_turn(message, "w2") == RemoteTurn("acme", "conv-1", "a" * 32, b"xy", 7)
-    foreign = SimpleNamespace(key=None, value=b"", headers=[], timestamp=0)
-    assert remote_turn(foreign, "w2") is None
+def test_turn_messages_round_trip_and_a_consumer_skips_its_own(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    digest = TurnDigest(
+        tenant="acme", conversation_id="conv-1", trace_id="a" * 32, start_ns=1,
+        succeeded_tools=["lookup_order"],
+        confirmed_actions=[ConfirmedAction(name="reset", arguments={"device": "router"})],
+    )  # fmt: skip
+    sent = turn_message(digest, worker="w1")
+    message = SimpleNamespace(value=sent["value"], headers=sent["headers"], offset=3)
+    assert sent["key"] == b"conv-1"
+    assert remote_digest(message, "w1") is None
+    assert remote_digest(message, "w2") == digest
+    garbage = SimpleNamespace(value=b'{"tenant": 1}', headers=[], offset=4)
+    assert remote_digest(garbage, "w2") is None
+    assert "offset 4" in caplog.text and "trace_id" in caplog.text
 
 
 def _without_confirmation(trace: Trace) -> Trace:
@@ -228,17 +229,3 @@ def test_alerts_cli_query_filters_and_errors_name_the_flag() -> None:
         alerts_query(None, "110", 10)
     with pytest.raises(CliError, match="--since"):
         since_timestamp("yesterday")
-
-
-def test_view_cache_indexes_each_turn_once_per_conventions(
-    demo: list[tuple[str, Trace]],
-) -> None:
-    first, second = demo[0][1], demo[1][1]
-    cache, conventions = ViewCache(limit=2), Conventions()
-    view = cache.view(first, conventions)
-    assert cache.view(first, conventions) is view and view.trace is first
-    assert cache.view(first, Conventions()) is not view  # other conventions, other view
-    copy = Trace(first.tenant, first.trace_id, list(first.spans))
-    assert cache.view(copy, conventions) is not view  # a re-assembled trace is re-indexed
-    cache.view(second, conventions)
-    assert cache.view(first, conventions) is not view  # evicted beyond the limit
