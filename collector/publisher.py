@@ -19,7 +19,12 @@ from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
 from collector.spill import OutgoingMessage, SpillFile
-from schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
+from schemas.topics import (
+    RECEIVED_AT_HEADER,
+    SPANS_TOPIC,
+    TENANT_HEADER,
+    kafka_client_settings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +33,7 @@ def producer_for(bootstrap_servers: str, ack_timeout_s: float, **options: Any) -
     """A producer tuned for trace messages: acks=all, batching, bounded blocking."""
     timeout_ms = int(ack_timeout_s * 1000)
     settings: dict[str, Any] = {
-        "bootstrap_servers": bootstrap_servers,
+        **kafka_client_settings(bootstrap_servers),
         "acks": "all",
         "linger_ms": 5,
         "batch_size": 512 * 1024,

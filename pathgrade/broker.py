@@ -17,7 +17,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
-from schemas.topics import ALL_TOPICS
+from schemas.topics import ALL_TOPICS, kafka_client_settings
 
 DEFAULT_PARTITIONS = 4
 _PR_SET_PDEATHSIG = 1
@@ -127,7 +127,7 @@ def wait_for_kafka(
         if process is not None and process.poll() is not None:
             raise BrokerError(f"the local broker exited with code {process.returncode}")
         try:
-            KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=2000).close()
+            KafkaAdminClient(**kafka_client_settings(bootstrap), request_timeout_ms=2000).close()
             return
         except KafkaError as exc:
             last_error = exc
@@ -140,7 +140,7 @@ def ensure_topics(
 ) -> list[str]:
     """Create pathgrade's topics where missing (existing topics are left as they are);
     returns the names it created."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    admin = KafkaAdminClient(**kafka_client_settings(bootstrap), request_timeout_ms=10_000)
     try:
         existing = set(admin.list_topics())
         missing = [

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from schemas.topics import DRAIN_IDLE_S, read_until_drained
+from schemas.topics import DRAIN_IDLE_S, kafka_client_settings, read_until_drained
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +33,7 @@ class CarriedMessage:
 
 def committed_offsets(bootstrap: str, topic: str, group: str) -> dict[int, int | None]:
     """Partition -> the group's committed offset on `topic` (None where it has none)."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group)
+    consumer = KafkaConsumer(**kafka_client_settings(bootstrap), group_id=group)
     try:
         partitions = sorted(consumer.partitions_for_topic(topic) or ())
         return {p: consumer.committed(TopicPartition(topic, p)) for p in partitions}
@@ -50,7 +50,7 @@ def unread_messages(
     if all(offset is None for offset in offsets.values()):
         return []
     reader = KafkaConsumer(
-        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+        **kafka_client_settings(bootstrap), group_id=None, enable_auto_commit=False,
         auto_offset_reset="earliest",
     )  # fmt: skip
     carried: list[CarriedMessage] = []
@@ -86,7 +86,7 @@ def republish(
     if not messages:
         return
     producer = KafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", linger_ms=5,
+        **kafka_client_settings(bootstrap), acks="all", linger_ms=5,
         max_in_flight_requests_per_connection=1,  # a retry must not reorder a partition
     )  # fmt: skip
     deadline = time.monotonic() + timeout_s

@@ -18,6 +18,7 @@ from pathgrade.cli_support import (
     store_args,
 )
 from pathgrade.gc_schedule import schedule_full_collections
+from schemas.topics import KafkaSettingsError, kafka_client_settings
 
 LONG_RUNNING_COMMANDS = frozenset({"up", "collector", "store-writer", "realtime", "scorer"})
 
@@ -29,9 +30,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in LONG_RUNNING_COMMANDS:
         schedule_full_collections()
     try:
+        if getattr(args, "kafka", None):
+            kafka_client_settings(args.kafka)  # a bad PATHGRADE_KAFKA_* fails before any work
         return int(args.run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except KafkaSettingsError as exc:
+        print(f"pathgrade: {exc}", file=sys.stderr)
+        return 2
     except CliError as exc:
         print(f"pathgrade: {exc}", file=sys.stderr)
         return exc.exit_code

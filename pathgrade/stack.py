@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+import os
 import queue
 import signal
 import threading
@@ -40,7 +41,13 @@ from pathgrade.ownership import broker_lease
 from pathgrade.query import RemoteStore
 from pathgrade.store_owner import StoreOwner
 from realtime_plane import RealtimeConfig, RealtimePlane
-from schemas.topics import DRAIN_IDLE_S, SAMPLED_TOPIC, SCORER_GROUP, TURNS_TOPIC
+from schemas.topics import (
+    DRAIN_IDLE_S,
+    KAFKA_SETTINGS_PREFIX,
+    SAMPLED_TOPIC,
+    SCORER_GROUP,
+    TURNS_TOPIC,
+)
 
 log = logging.getLogger(__name__)
 
@@ -238,6 +245,7 @@ class Stack:
         if self.options.kafka:
             wait_for_kafka(self.options.kafka, timeout_s=10)
         else:
+            _ignore_kafka_security_settings()
             self.broker = LocalBroker(log_path=self.data_dir / "broker.log")
             self.broker.start()
             self.bootstrap = self.broker.bootstrap
@@ -516,3 +524,13 @@ def _in_parallel(calls: list[Callable[[], Any]]) -> list[Any]:
     for thread in threads:
         thread.join()
     return results
+
+
+def _ignore_kafka_security_settings() -> None:
+    """The bundled broker speaks plaintext on loopback: PATHGRADE_KAFKA_* settings (meant
+    for a real cluster) are dropped from this process and its children, with a warning."""
+    names = sorted(name for name in os.environ if name.startswith(KAFKA_SETTINGS_PREFIX))
+    if names:
+        log.warning("ignoring %s: the bundled broker is plaintext on loopback", ", ".join(names))
+    for name in names:
+        del os.environ[name]

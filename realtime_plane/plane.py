@@ -32,7 +32,12 @@ from realtime_plane.sampler import Sampler
 from realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
 from realtime_plane.turns import TurnFeed, turn_message
 from schemas.otlp import decode_spans_message, message_tenant_and_time
-from schemas.topics import DRAIN_IDLE_S, consumer_settings, read_until_drained
+from schemas.topics import (
+    DRAIN_IDLE_S,
+    consumer_settings,
+    kafka_client_settings,
+    read_until_drained,
+)
 
 log = logging.getLogger(__name__)
 COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts are costly
@@ -112,7 +117,7 @@ class RealtimePlane:
             # batches instead of waking the sender for nearly every message (at 3,000
             # spans/s, 57% of a core for the whole plane against 65-69% at 5 ms).
             self.producer = KafkaProducer(
-                bootstrap_servers=config.bootstrap_servers, linger_ms=100, acks=1
+                **kafka_client_settings(config.bootstrap_servers), linger_ms=100, acks=1
             )
         if config.webhook_url and self.webhook is None:
             self.webhook = WebhookSink(

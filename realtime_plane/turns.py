@@ -19,7 +19,7 @@ from typing import Any
 from kafka import KafkaConsumer, TopicPartition
 from pydantic import ValidationError
 
-from schemas.topics import WORKER_HEADER
+from schemas.topics import WORKER_HEADER, kafka_client_settings
 from schemas.turns import TurnDigest
 
 log = logging.getLogger(__name__)
@@ -63,8 +63,9 @@ class TurnFeed:
     def start(self) -> None:
         """Assign every partition and seek `lookback_s` back. Raises RuntimeError when the
         topic does not exist."""
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers, group_id=None,
-                                 enable_auto_commit=False, max_poll_records=5000)  # fmt: skip
+        consumer = KafkaConsumer(**kafka_client_settings(self.bootstrap_servers),
+                                 group_id=None, enable_auto_commit=False,
+                                 max_poll_records=5000)  # fmt: skip
         deadline = time.monotonic() + TOPIC_WAIT_S
         while not (partitions := consumer.partitions_for_topic(self.topic)):
             if time.monotonic() >= deadline:
