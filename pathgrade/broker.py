@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
@@ -133,6 +133,15 @@ def wait_for_kafka(
             last_error = exc
             time.sleep(0.1)
     raise BrokerError(f"cannot reach Kafka at {bootstrap} within {timeout_s:.0f} s: {last_error}")
+
+
+def topic_partitions(bootstrap: str, topic: str) -> int:
+    """How many partitions `topic` has (0 when it does not exist)."""
+    consumer = KafkaConsumer(**kafka_client_settings(bootstrap))
+    try:
+        return len(consumer.partitions_for_topic(topic) or ())
+    finally:
+        consumer.close()
 
 
 def ensure_topics(

@@ -33,7 +33,7 @@ from batch_plane.store import redact_dsn
 from collector.publisher import producer_for
 from collector.service import Collector, CollectorConfig
 from pathgrade.alert_log import configure_alert_log
-from pathgrade.broker import LocalBroker, ensure_topics, wait_for_kafka
+from pathgrade.broker import LocalBroker, ensure_topics, topic_partitions, wait_for_kafka
 from pathgrade.carry import CarriedMessage, republish, unread_messages
 from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB, DEFAULT_STORE_WRITER_NICENESS
 from pathgrade.gc_schedule import schedule_full_collections
@@ -46,6 +46,7 @@ from schemas.topics import (
     KAFKA_SETTINGS_PREFIX,
     SAMPLED_TOPIC,
     SCORER_GROUP,
+    SPANS_TOPIC,
     TURNS_TOPIC,
 )
 
@@ -250,6 +251,12 @@ class Stack:
             self.broker.start()
             self.bootstrap = self.broker.bootstrap
         ensure_topics(self.bootstrap)
+        workers = self.options.realtime_workers
+        if workers > 1 and workers > (partitions := topic_partitions(self.bootstrap, SPANS_TOPIC)):
+            raise RuntimeError(
+                f"--realtime-workers {workers}: {SPANS_TOPIC} has {partitions} partitions, so "
+                f"at most {partitions} realtime processes would get any work"
+            )
 
     def _publish_state(self) -> None:
         """Ports and process ids in `stack.json` for other commands and operators."""

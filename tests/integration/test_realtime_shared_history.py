@@ -135,3 +135,14 @@ def test_a_missing_turns_topic_is_a_clear_error(tmp_path: Path) -> None:
     assert realtime.returncode == 2, realtime.stderr
     assert f"Kafka topic {TURNS_TOPIC} does not exist" in realtime.stderr
     assert "--no-shared-history" in realtime.stderr
+
+
+def test_more_realtime_processes_than_partitions_is_refused(tmp_path: Path) -> None:
+    up = subprocess.run(
+        [sys.executable, "-m", "pathgrade.cli", "up", "--data-dir", str(tmp_path),
+         "--grpc-port", "0", "--http-port", "0",
+         "--realtime-workers", str(DEFAULT_PARTITIONS + 1)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert up.returncode == 2, up.stdout + up.stderr
+    assert f"{SPANS_TOPIC} has {DEFAULT_PARTITIONS} partitions" in up.stderr
