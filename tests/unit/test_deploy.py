@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -19,6 +20,7 @@ DEPLOY = Path(__file__).parents[2] / "deploy"
 COMPOSE_DEFAULT = re.compile(r"\$\{[A-Z_]+:-([^}]*)\}")  # ${VAR:-default}
 K8S_VARIABLE = re.compile(r"\$\(([A-Z_]+)\)")  # $(VAR), expanded by Kubernetes from env
 COLLECTOR_PORTS = tuple(CollectorConfig.model_fields[f].default for f in ("grpc_port", "http_port"))
+K8S_VERSION = "1.30"  # the oldest Kubernetes the manifests are meant for
 K8S_VALUES = {"KAFKA_BOOTSTRAP": "kafka-0:9092", "CLICKHOUSE_URL": "http://u:p@ch:8123/db"}
 
 
@@ -97,6 +99,17 @@ def test_every_kubernetes_container_runs_a_pathgrade_command_that_parses() -> No
     assert [t["metadata"]["name"] for t in statefulset["spec"]["volumeClaimTemplates"]] == [
         mount["name"]
     ]
+
+
+def test_the_kubernetes_objects_match_the_kubernetes_api_schemas() -> None:
+    """Strict validation (unknown fields are errors) against the API's OpenAPI schemas
+    shipped with kubernetes-validate: what `kubectl apply` would reject, caught here."""
+    objects = kubernetes_objects()
+    for obj in objects:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    broken = {**objects[-1], "spec": {**objects[-1]["spec"], "replica": 2}}  # a typo
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, K8S_VERSION, strict=True)
 
 
 def test_the_realtime_plane_is_scaled_out_with_shared_conversation_history() -> None:
