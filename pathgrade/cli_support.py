@@ -27,6 +27,9 @@ class CliError(Exception):
         self.exit_code = exit_code
 
 
+CLICKHOUSE_ENV = "PATHGRADE_CLICKHOUSE"
+
+
 def store_args(parser: argparse.ArgumentParser) -> None:
     """`--data-dir` and `--clickhouse`: where the command finds the store."""
     parser.add_argument(
@@ -34,8 +37,10 @@ def store_args(parser: argparse.ArgumentParser) -> None:
         help="embedded store and spill directory (default ./pathgrade-data)",
     )  # fmt: skip
     parser.add_argument(
-        "--clickhouse", metavar="DSN|URL",
-        help="a ClickHouse server (http://user:pass@host:8123/db) instead of the embedded store",
+        "--clickhouse", metavar="DSN|URL", default=os.environ.get(CLICKHOUSE_ENV) or None,
+        help="a ClickHouse server (http://user:pass@host:8123/db; https://...:8443/db?ca_cert="
+        f"FILE for TLS) instead of the embedded store; default ${CLICKHOUSE_ENV}, which keeps "
+        "the password off the command line",
     )  # fmt: skip
 
 

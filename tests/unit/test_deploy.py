@@ -4,10 +4,12 @@ the realtime plane scaled out (its consumers share conversation turns)."""
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import kubernetes_validate
 import pytest
@@ -21,7 +23,8 @@ COMPOSE_DEFAULT = re.compile(r"\$\{[A-Z_]+:-([^}]*)\}")  # ${VAR:-default}
 K8S_VARIABLE = re.compile(r"\$\(([A-Z_]+)\)")  # $(VAR), expanded by Kubernetes from env
 COLLECTOR_PORTS = tuple(CollectorConfig.model_fields[f].default for f in ("grpc_port", "http_port"))
 K8S_VERSION = "1.30"  # the oldest Kubernetes the manifests are meant for
-K8S_VALUES = {"KAFKA_BOOTSTRAP": "kafka-0:9092", "CLICKHOUSE_URL": "http://u:p@ch:8123/db"}
+K8S_VALUES = {"KAFKA_BOOTSTRAP": "kafka-0:9092", "PATHGRADE_CLICKHOUSE": "http://u:p@ch:8123/db"}
+STORE_BOXES = {"migrate", "store-writer", "realtime", "scorer"}
 
 
 def compose_services() -> dict[str, Any]:
@@ -41,38 +44,46 @@ def pathgrade_containers() -> list[dict[str, Any]]:
     ]
 
 
-def parsed(argv: list[str]) -> Any:
-    """The pathgrade command line `argv` as the CLI parses it (SystemExit if it does not)."""
-    return build_parser().parse_args(argv)
+def parsed(argv: list[str], environ: dict[str, str] | None = None) -> Any:
+    """The pathgrade command line `argv` as the CLI parses it in a process with `environ`
+    (SystemExit if it does not parse)."""
+    with mock.patch.dict(os.environ, environ or {}, clear=True):
+        return build_parser().parse_args(argv)
 
 
-def compose_argv(service: dict[str, Any]) -> list[str]:
-    return [COMPOSE_DEFAULT.sub(r"\1", str(word)) for word in service["command"]]
+def compose_args(service: dict[str, Any]) -> Any:
+    """A compose service's command, parsed with its environment (defaults resolved)."""
+    environ = {k: COMPOSE_DEFAULT.sub(r"\1", str(v)) for k, v in service["environment"].items()}
+    return parsed([COMPOSE_DEFAULT.sub(r"\1", str(w)) for w in service["command"]], environ)
 
 
-def kubernetes_argv(container: dict[str, Any]) -> list[str]:
-    declared = {e["name"] for e in container.get("env", [])}
+def kubernetes_args(container: dict[str, Any]) -> Any:
+    """A container's args, `$(VAR)` expanded from its env, parsed with that env."""
+    environ = {e["name"]: K8S_VALUES[e["name"]] for e in container.get("env", [])}
     for word in container["args"]:
         for name in K8S_VARIABLE.findall(word):
-            assert name in declared, f"{container['name']}: $({name}) is not in its env"
-    return [K8S_VARIABLE.sub(lambda m: K8S_VALUES[m[1]], word) for word in container["args"]]
+            assert name in environ, f"{container['name']}: $({name}) is not in its env"
+    argv = [K8S_VARIABLE.sub(lambda m: environ[m[1]], word) for word in container["args"]]
+    assert "--clickhouse" not in argv  # the URL holds a password: from the environment
+    return parsed(argv, environ)
 
 
 def test_every_compose_box_runs_a_pathgrade_command_that_parses() -> None:
     services = compose_services()
     boxes = {name: s for name, s in services.items() if s.get("image") == "pathgrade:latest"}
-    commands = {name: parsed(compose_argv(s)).command for name, s in boxes.items()}
+    commands = {name: compose_args(s).command for name, s in boxes.items()}
     assert commands == {
         "topics": "topics", "migrate": "migrate", "collector": "collector",
         "store-writer": "store-writer", "realtime": "realtime", "scorer": "scorer",
     }  # fmt: skip
     for name, service in boxes.items():
-        args = parsed(compose_argv(service))
+        args = compose_args(service)
         if hasattr(args, "kafka"):
             assert args.kafka == "kafka:9092", name
-        if getattr(args, "clickhouse", None):
-            assert args.clickhouse.startswith("http://pathgrade:pathgrade@clickhouse:8123/")
-    collector = parsed(compose_argv(services["collector"]))
+        assert "--clickhouse" not in service["command"], name
+        if name in STORE_BOXES:
+            assert args.clickhouse == "http://pathgrade:pathgrade@clickhouse:8123/pathgrade"
+    collector = compose_args(services["collector"])
     grpc, http = COLLECTOR_PORTS
     assert collector.listen_host == "0.0.0.0"
     assert services["collector"]["ports"] == [f"{grpc}:{grpc}", f"{http}:{http}"]
@@ -81,7 +92,10 @@ def test_every_compose_box_runs_a_pathgrade_command_that_parses() -> None:
 
 
 def test_every_kubernetes_container_runs_a_pathgrade_command_that_parses() -> None:
-    commands = {c["name"]: parsed(kubernetes_argv(c)).command for c in pathgrade_containers()}
+    commands = {c["name"]: kubernetes_args(c).command for c in pathgrade_containers()}
+    for container in pathgrade_containers():
+        if container["name"] in STORE_BOXES:  # the store's URL comes from the Secret
+            assert kubernetes_args(container).clickhouse == K8S_VALUES["PATHGRADE_CLICKHOUSE"]
     assert commands == {
         "topics": "topics", "migrate": "migrate", "collector": "collector",
         "store-writer": "store-writer", "realtime": "realtime", "scorer": "scorer",
@@ -91,7 +105,7 @@ def test_every_kubernetes_container_runs_a_pathgrade_command_that_parses() -> No
     assert ports == dict(zip(("otlp-grpc", "otlp-http"), COLLECTOR_PORTS, strict=True))
     (service,) = [o for o in kubernetes_objects() if o["kind"] == "Service"]
     assert {p["targetPort"]: p["port"] for p in service["spec"]["ports"]} == ports
-    args = parsed(kubernetes_argv(collector))
+    args = kubernetes_args(collector)
     assert args.listen_host == "0.0.0.0"
     (mount,) = collector["volumeMounts"]
     assert str(args.spill_dir) == mount["mountPath"]  # the spill is on a persistent volume
@@ -115,15 +129,15 @@ def test_the_kubernetes_objects_match_the_kubernetes_api_schemas() -> None:
 def test_the_realtime_plane_is_scaled_out_with_shared_conversation_history() -> None:
     realtime = compose_services()["realtime"]
     assert realtime["deploy"]["replicas"] >= 2
-    assert not parsed(compose_argv(realtime)).no_shared_history
+    assert not compose_args(realtime).no_shared_history
     (deployment,) = [
         o for o in kubernetes_objects() if o["metadata"]["name"] == "pathgrade-realtime"
     ]
     assert deployment["spec"]["replicas"] >= 2
     container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert not parsed(kubernetes_argv(container)).no_shared_history
+    assert not kubernetes_args(container).no_shared_history
     topics = next(c for c in pathgrade_containers() if c["name"] == "topics")
-    assert parsed(kubernetes_argv(topics)).partitions >= deployment["spec"]["replicas"]
+    assert kubernetes_args(topics).partitions >= deployment["spec"]["replicas"]
 
 
 def test_the_image_holds_every_package_the_distribution_installs() -> None:
