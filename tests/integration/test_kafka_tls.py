@@ -20,42 +20,28 @@ from pathgrade.broker import free_port, tansu_binary, wait_for_kafka
 from pathgrade.demo import send_demo_traces
 from schemas.topics import SPANS_TOPIC, kafka_client_settings
 from tests.integration.conftest import start_collector
+from tests.support import LoopbackServer
 from tests.unit.test_webhook_http import self_signed
 
 pytestmark = pytest.mark.integration
 
 
-class TlsRelay:
+class TlsRelay(LoopbackServer):
     """Accepts TLS on a loopback port and relays each connection, decrypted, to `target`."""
 
     def __init__(self, context: ssl.SSLContext, target: int) -> None:
         self.context, self.target = context, target
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.connections = 0
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
-
-    def _serve(self, client: socket.socket) -> None:
+    def serve(self, client: socket.socket, number: int) -> None:
         try:
             secure = self.context.wrap_socket(client, server_side=True)
         except (ssl.SSLError, OSError):
             client.close()  # a plaintext client: the handshake fails
             return
-        self.connections += 1
         upstream = socket.create_connection(("127.0.0.1", self.target))
         threading.Thread(target=_pump, args=(upstream, secure), daemon=True).start()
         _pump(secure, upstream)
-
-    def close(self) -> None:
-        self.listener.close()
 
 
 def _pump(source: socket.socket, sink: socket.socket) -> None:

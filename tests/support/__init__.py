@@ -1,4 +1,5 @@
-"""Test helpers: the OpenAI stand-in and a module-scoped embedded store fixture.
+"""Test helpers: the OpenAI stand-in, a module-scoped embedded store fixture, and a
+loopback TCP server base.
 
 chDB allows one embedded store path per process at a time, so each test module opens its
 store for its own duration and closes it: import `store_fixture` into the test module,
@@ -7,6 +8,8 @@ then ask for `store`.
 
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -22,3 +25,30 @@ def store_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClientSt
     migrate(client)
     yield ClientStore(client)
     client.close()
+
+
+class LoopbackServer:
+    """A TCP listener on a free loopback port serving each accepted connection on its own
+    thread: subclasses define `serve(connection, number)` (connections numbered from 1)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self.listener.getsockname()[1]
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            args = (connection, self.connections)
+            threading.Thread(target=self.serve, args=args, daemon=True).start()
+
+    def serve(self, connection: socket.socket, number: int) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.listener.close()

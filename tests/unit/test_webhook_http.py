@@ -7,7 +7,6 @@ from __future__ import annotations
 import socket
 import ssl
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,9 +14,10 @@ import pytest
 
 from realtime_plane.sinks import post_once
 from realtime_plane.webhook_http import WebhookConnection, WebhookProtocolError
+from tests.support import LoopbackServer
 
 
-class ScriptedReceiver:
+class ScriptedReceiver(LoopbackServer):
     """Answers each request with the next scripted bytes; an answer ending the script's
     `close` marker closes the connection after it. Records (connection number, body)."""
 
@@ -26,22 +26,9 @@ class ScriptedReceiver:
         self.requests: list[tuple[int, bytes]] = []
         self.heads: list[bytes] = []
         self.tls = tls
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.connections = 0
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                raw, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            number = self.connections
-            threading.Thread(target=self._serve, args=(raw, number), daemon=True).start()
-
-    def _serve(self, raw: socket.socket, number: int) -> None:
+    def serve(self, raw: socket.socket, number: int) -> None:
         try:
             sock = self.tls.wrap_socket(raw, server_side=True) if self.tls else raw
         except (ssl.SSLError, OSError):
@@ -66,9 +53,6 @@ class ScriptedReceiver:
 
     def url(self, scheme: str = "http") -> str:
         return f"{scheme}://127.0.0.1:{self.port}/hook?x=1"
-
-    def close(self) -> None:
-        self.listener.close()
 
 
 CLOSE = b"<close>"
