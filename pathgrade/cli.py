@@ -15,6 +15,7 @@ from pathgrade.cli_support import (
     DEFAULT_STORE_WRITER_NICENESS,
     CliError,
     cli_store,
+    realtime_settings,
     store_args,
 )
 from pathgrade.gc_schedule import schedule_full_collections
@@ -89,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the store writer this much nicer than the rest (Linux), so alerts stay fast "
         "on a saturated machine and the store catches up after; 0 same priority "
         f"(default {DEFAULT_STORE_WRITER_NICENESS})",
+    )  # fmt: skip
+    up.add_argument(
+        "--realtime-config", type=Path, metavar="FILE",
+        help="realtime settings as YAML (docs/realtime.md); --policy and --alert-webhook "
+        "override it",
     )  # fmt: skip
     up.add_argument(
         "--realtime-workers", type=int_between(1, 64, "realtime processes"), default=1,
@@ -238,14 +244,18 @@ def _cmd_up(args: argparse.Namespace) -> int:
 
         # The detectors need the demo's tool arguments; they are still scrubbed.
         collector.setdefault("redaction", {})["capture_tools"] = sorted(TOOL_EFFECTS)
+    realtime = realtime_settings(
+        args.realtime_config, policy_path=args.policy, webhook_url=args.alert_webhook
+    )
     stack = Stack(
         StackOptions(
             data_dir=args.data_dir,
             kafka=args.kafka,
             clickhouse=args.clickhouse,
             demo=args.demo,
-            policy=args.policy,
-            alert_webhook=args.alert_webhook,
+            policy=realtime.get("policy_path"),
+            alert_webhook=realtime.get("webhook_url"),
+            realtime=realtime,
             collector=collector,
             broker_max_mb=args.broker_max_mb,
             store_writer_niceness=args.store_writer_nice,

@@ -8,9 +8,10 @@ import datetime
 import re
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
-from pathgrade.cli_support import CliError, cli_store, store_args
+from pathgrade.cli_support import CliError, cli_store, realtime_settings, store_args
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -35,8 +36,13 @@ def register(commands: Any) -> None:
     realtime.add_argument("--policy", metavar="FILE", help="detector policy YAML")
     realtime.add_argument("--alert-webhook", metavar="URL", help="POST each alert as JSON here")
     realtime.add_argument(
-        "--quiet-window", type=float, default=1.0, metavar="S",
+        "--quiet-window", type=float, metavar="S",
         help="evaluate a trace this long after its last span (default 1 s)",
+    )  # fmt: skip
+    realtime.add_argument(
+        "--config", type=Path, metavar="FILE",
+        help="realtime settings as YAML (docs/realtime.md: bounds, sampler rates, webhook "
+        "retries, conversation cache, ...); the flags override it",
     )  # fmt: skip
     realtime.add_argument(
         "--no-shared-history", action="store_true",
@@ -92,24 +98,19 @@ def _cmd_alerts(args: argparse.Namespace) -> int:
 
 
 def _cmd_realtime(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
     from batch_plane.store import StoreUnavailable
     from detectors import PolicyError
     from pathgrade.cli import _wait_for_signal
     from pathgrade.store_access import NoStore, open_store
     from realtime_plane import RealtimeConfig, RealtimePlane
 
-    try:
-        config = RealtimeConfig(
-            bootstrap_servers=args.kafka,
-            policy_path=args.policy and str(args.policy),
-            webhook_url=args.alert_webhook,
-            quiet_window_s=args.quiet_window,
-            **({"turns_topic": None} if args.no_shared_history else {}),
-        )
-    except ValidationError as exc:
-        raise CliError(f"invalid realtime settings: {exc}") from exc
+    settings = realtime_settings(
+        args.config, policy_path=args.policy and str(args.policy),
+        webhook_url=args.alert_webhook, quiet_window_s=args.quiet_window,
+    )  # fmt: skip
+    if args.no_shared_history:
+        settings["turns_topic"] = None
+    config = RealtimeConfig(bootstrap_servers=args.kafka, **settings)
     try:
         with open_store(args.data_dir, args.clickhouse, must_exist=False) as store:
             plane = RealtimePlane(config, store)

@@ -1,6 +1,6 @@
 """Pieces the `pathgrade` subcommand modules share: the user-facing error, the store
-arguments and the store itself, progress lines, and the tracer provider of in-process
-agents."""
+arguments and the store itself, the realtime plane's settings file, progress lines, and
+the tracer provider of in-process agents."""
 
 from __future__ import annotations
 
@@ -42,6 +42,36 @@ def store_args(parser: argparse.ArgumentParser) -> None:
         f"FILE for TLS) instead of the embedded store; default ${CLICKHOUSE_ENV}, which keeps "
         "the password off the command line",
     )  # fmt: skip
+
+
+def realtime_settings(path: Path | None, **flags: Any) -> dict[str, Any]:
+    """Realtime plane settings (`RealtimeConfig` fields but `bootstrap_servers`, which
+    `--kafka` gives): the YAML mapping at `path`, then the `flags` that are not None on
+    top. Validated here, so a bad file fails before anything starts (CliError naming the
+    file and the field)."""
+    import yaml
+    from pydantic import ValidationError
+
+    from realtime_plane import RealtimeConfig
+
+    settings: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise CliError(f"{path}: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise CliError(f"{path}: expected a mapping of realtime settings")
+        if "bootstrap_servers" in loaded:
+            raise CliError(f"{path}: bootstrap_servers: set the broker with --kafka instead")
+        settings.update(loaded)
+    settings.update({key: value for key, value in flags.items() if value is not None})
+    try:
+        RealtimeConfig(bootstrap_servers="-", **settings)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise CliError(f"{path or 'realtime settings'}: {problems}") from None
+    return settings
 
 
 @contextmanager

@@ -74,6 +74,7 @@ class StackOptions:
     broker_max_mb: int = DEFAULT_BROKER_MAX_MB
     store_writer_niceness: int = DEFAULT_STORE_WRITER_NICENESS
     realtime_workers: int = 1  # realtime processes in the group; >1 shares conversation turns
+    realtime: dict[str, Any] = field(default_factory=dict)  # RealtimeConfig fields (a file)
 
 
 def _collector_main(config: dict[str, Any], events: Any, commands: Any) -> None:
@@ -281,6 +282,19 @@ class Stack:
         self._collector = _Child(self._ctx, "collector", _collector_main, config)
         self.grpc_port, self.http_port = self._collector.start()
 
+    def realtime_config(self) -> RealtimeConfig:
+        """The realtime processes' settings: the settings file's, this stack's broker,
+        policy and webhook, and shared turns when there are several processes."""
+        return RealtimeConfig(
+            **{
+                **self.options.realtime,
+                "bootstrap_servers": self.bootstrap,
+                "policy_path": self.options.policy,
+                "webhook_url": self.options.alert_webhook,
+                "turns_topic": TURNS_TOPIC if self.options.realtime_workers > 1 else None,
+            }
+        )
+
     def _children(self) -> list[_Child | None]:
         return [self._collector, *self._realtime]
 
@@ -288,16 +302,11 @@ class Stack:
         """Start (or restart) realtime process `index`; with several, they share turns."""
         assert self.store is not None and self.store.query_server is not None
         shared = self.options.realtime_workers > 1
-        config = RealtimeConfig(
-            bootstrap_servers=self.bootstrap,
-            policy_path=self.options.policy,
-            webhook_url=self.options.alert_webhook,
-            turns_topic=TURNS_TOPIC if shared else None,
-        )
         name = f"realtime-{index + 1}" if shared else "realtime"
         child = _Child(
-            self._ctx, name, _realtime_main, config.model_dump(), self.store.query_server.url
-        )
+            self._ctx, name, _realtime_main, self.realtime_config().model_dump(),
+            self.store.query_server.url,
+        )  # fmt: skip
         if index < len(self._realtime):
             self._realtime[index] = child
         else:
