@@ -7,6 +7,7 @@ import decimal
 import ipaddress
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -34,10 +35,11 @@ class QueryError(RuntimeError):
 
 class RowsRejected(QueryError):
     """An insert's rows could not be encoded for their columns (a value outside its column
-    type's range): inserting the same rows again cannot succeed. `rows_rejected` marks it
-    for callers that may not import this module (the realtime plane's alert sink)."""
+    type's range): inserting the same rows again cannot succeed."""
 
-    rows_rejected = True
+
+RejectedRow = tuple[list[Any], str]
+"""A row the store could not encode, and the store's reason."""
 
 
 class Store(Protocol):
@@ -46,6 +48,27 @@ class Store(Protocol):
     def query(self, sql: str, parameters: dict[str, Any] | None = None) -> QueryResult: ...
 
     def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None: ...
+
+    def insert_encodable(
+        self, table: str, rows: list[list[Any]], column_names: list[str]
+    ) -> list[RejectedRow]: ...
+
+
+def insert_halving(
+    insert: Callable[[list[list[Any]]], None], rows: list[list[Any]]
+) -> list[RejectedRow]:
+    """Insert `rows` with `insert`, halving a batch the store rejects (RowsRejected) until
+    the rows it cannot encode are found; returns those with the store's reason, so one bad
+    row never holds up the others. Other errors propagate (halves already inserted are
+    inserted again on a retry, which the idempotent tables absorb)."""
+    try:
+        insert(rows)
+    except RowsRejected as exc:
+        if len(rows) == 1:
+            return [(rows[0], str(exc))]
+        middle = len(rows) // 2
+        return insert_halving(insert, rows[:middle]) + insert_halving(insert, rows[middle:])
+    return []
 
 
 class ClientStore:
@@ -82,6 +105,12 @@ class ClientStore:
             raise RowsRejected(f"insert into {table} failed: {str(exc).strip()}") from exc
         except Exception as exc:
             raise QueryError(f"insert into {table} failed: {str(exc).strip()}") from exc
+
+    def insert_encodable(
+        self, table: str, rows: list[list[Any]], column_names: list[str]
+    ) -> list[RejectedRow]:
+        """Insert the rows the store can encode (`insert_halving`); returns the others."""
+        return insert_halving(lambda part: self.insert(table, part, column_names), rows)
 
 
 def json_ready(value: Any) -> Any:

@@ -21,7 +21,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
 
 from batch_plane.span_rows import SPAN_COLUMNS, span_row
-from batch_plane.store import QueryError, RowsRejected, Store
+from batch_plane.store import QueryError, Store
 from schemas.model import Span
 from schemas.otlp import decode_spans_message, message_tenant_and_time
 from schemas.topics import SPANS_TOPIC, STORE_GROUP, consumer_settings, read_until_drained
@@ -150,28 +150,19 @@ class StoreWriter:
             )
 
     def _insert(self, rows: list[list[Any]]) -> None:
-        """Insert `rows`; when the store rejects some of them as unencodable (RowsRejected:
-        a value outside its column's range, from a producer pathgrade's collector did not
-        validate), halve the batch until those rows are found, log and count them, and store
-        the rest, so one bad span never holds up the stream. Other errors propagate (the
-        batch is retried)."""
-        try:
-            self.store.insert("spans", rows, column_names=list(SPAN_COLUMNS))
-        except RowsRejected as exc:
-            if len(rows) > 1:
-                middle = len(rows) // 2
-                self._insert(rows[:middle])
-                self._insert(rows[middle:])
-                return
+        """Insert `rows`; spans the store cannot encode (a value outside its column's
+        range, from a producer pathgrade's collector did not validate) are logged, counted
+        and left out, so one bad span never holds up the stream. Other errors propagate
+        (the batch is retried)."""
+        rejected = self.store.insert_encodable("spans", rows, list(SPAN_COLUMNS))
+        for row, reason in rejected:
             self.stats.rejected_spans += 1
-            row = rows[0]
             log.error(
                 "span %s/%s of tenant %s cannot be stored, skipped: %s",
-                row[_TRACE_ID], row[_SPAN_ID], row[_TENANT], exc,
+                row[_TRACE_ID], row[_SPAN_ID], row[_TENANT], reason,
             )  # fmt: skip
-            return
         self.stats.inserts += 1
-        self.stats.spans += len(rows)
+        self.stats.spans += len(rows) - len(rejected)
 
     def caught_up(self, targets: dict[int, int]) -> bool:
         """Whether every partition's position has passed `targets` (partition -> next offset)."""

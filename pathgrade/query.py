@@ -2,8 +2,9 @@
 
 `POST /sql {"sql", "parameters"?, "readonly"?}` answers a query (read-only unless asked
 otherwise by a pathgrade command); `POST /insert {"table", "columns", "rows"}` inserts
-rows (422 with `rows_rejected` when the store cannot encode them: `RowsRejected`). It
-listens on 127.0.0.1 only: it is how commands share the one embedded store.
+rows (422 with `rows_rejected` when the store cannot encode them: `RowsRejected`; with
+`"skip_rejected": true` the others are stored and the rejected ones listed). It listens on
+127.0.0.1 only: it is how commands share the one embedded store.
 `GET /` and `GET /trace/<id>` are the read-only browser view (`pathgrade.ui`).
 
 A web page the user visits cannot drive it: POSTs must be `application/json` (a
@@ -20,7 +21,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from batch_plane.store import ClientStore, QueryError, QueryResult, RowsRejected
+from batch_plane.store import ClientStore, QueryError, QueryResult, RejectedRow, RowsRejected
 from pathgrade import ui
 
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -111,8 +112,12 @@ class _StoreHandler(BaseHTTPRequestHandler):
             )
             return result.__dict__
         if self.path == "/insert":
-            self.server.store.insert(body["table"], body["rows"], body["columns"])
-            return {"inserted": len(body["rows"])}
+            store, rows = self.server.store, body["rows"]
+            if body.get("skip_rejected"):
+                rejected = store.insert_encodable(body["table"], rows, body["columns"])
+                return {"inserted": len(rows) - len(rejected), "rejected": rejected}
+            store.insert(body["table"], rows, body["columns"])
+            return {"inserted": len(rows)}
         raise KeyError(f"no such endpoint {self.path}")
 
 
@@ -132,6 +137,18 @@ class RemoteStore:
     def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:
         if rows:
             self._post("/insert", {"table": table, "columns": column_names, "rows": rows})
+
+    def insert_encodable(
+        self, table: str, rows: list[list[Any]], column_names: list[str]
+    ) -> list[RejectedRow]:
+        """`ClientStore.insert_encodable` in the store owner's process."""
+        if not rows:
+            return []
+        answer = self._post(
+            "/insert",
+            {"table": table, "columns": column_names, "rows": rows, "skip_rejected": True},
+        )
+        return [(row, reason) for row, reason in answer["rejected"]]
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         request = urllib.request.Request(

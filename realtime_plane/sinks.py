@@ -2,8 +2,8 @@
 
 (Kafka topics are written by the plane's producer directly.) The table sink keeps rows
 until an insert succeeds, so offsets are committed only for stored alerts; rows the store
-rejects as unencodable (its error has `rows_rejected`) are found by halving the batch,
-logged, counted and dropped, so one bad row cannot hold back every later alert. The webhook
+cannot encode (it finds them by halving the batch) are logged, counted and dropped, so one
+bad row cannot hold back every later alert. The webhook
 sink never blocks the plane: a bounded queue (oldest dropped and counted when full) drained
 by its own thread, with exponential backoff and jitter on 5xx, timeouts and connection
 errors.
@@ -71,25 +71,16 @@ class StoreAlertSink:
             raise
 
     def _insert(self, rows: list[list[Any]]) -> None:
-        """Insert `rows`, halving a rejected batch until the rejected rows are found. Any
-        other failure propagates and the caller keeps all of `rows` pending; halves stored
-        before it are stored again later, which the table absorbs (one row per alert key)."""
-        try:
-            self.store.insert("alerts", rows, column_names=list(ALERT_COLUMNS))
-        except Exception as exc:
-            if not getattr(exc, "rows_rejected", False):
-                raise
-            if len(rows) > 1:
-                middle = len(rows) // 2
-                self._insert(rows[:middle])
-                self._insert(rows[middle:])
-                return
+        """Insert `rows`; those the store cannot encode (it halves the batch to find them:
+        `insert_encodable`) are logged, counted and dropped. Any other failure propagates
+        and the caller keeps all of `rows` pending."""
+        rejected = self.store.insert_encodable("alerts", rows, list(ALERT_COLUMNS))
+        for row, reason in rejected:
             self.rejected += 1
-            row = dict(zip(ALERT_COLUMNS, rows[0], strict=True))
+            fields = dict(zip(ALERT_COLUMNS, row, strict=True))
             log.error("alert %s of trace %s rejected by the store and dropped: %s",
-                      row["AlertKey"], row["TraceId"], exc)  # fmt: skip
-            return
-        self.inserted += len(rows)
+                      fields["AlertKey"], fields["TraceId"], reason)  # fmt: skip
+        self.inserted += len(rows) - len(rejected)
 
     def flush_async(self, token: Any) -> bool:
         """Start inserting what is pending in the background unless an insert is still
