@@ -23,6 +23,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -291,9 +292,14 @@ class Stack:
                 "bootstrap_servers": self.bootstrap,
                 "policy_path": self.options.policy,
                 "webhook_url": self.options.alert_webhook,
-                "turns_topic": TURNS_TOPIC if self.options.realtime_workers > 1 else None,
+                "turns_topic": TURNS_TOPIC if self._shares_turns else None,
             }
         )
+
+    @property
+    def _shares_turns(self) -> bool:
+        """Several realtime processes share conversation turns (one needs no sharing)."""
+        return self.options.realtime_workers > 1
 
     def _children(self) -> list[_Child | None]:
         return [self._collector, *self._realtime]
@@ -301,8 +307,7 @@ class Stack:
     def _start_realtime(self, index: int) -> None:
         """Start (or restart) realtime process `index`; with several, they share turns."""
         assert self.store is not None and self.store.query_server is not None
-        shared = self.options.realtime_workers > 1
-        name = f"realtime-{index + 1}" if shared else "realtime"
+        name = f"realtime-{index + 1}" if self._shares_turns else "realtime"
         child = _Child(
             self._ctx, name, _realtime_main, self.realtime_config().model_dump(),
             self.store.query_server.url,
@@ -529,17 +534,8 @@ def _all_reached(reached: list[Any], targets: dict[int, int]) -> bool:
 
 def _in_parallel(calls: list[Callable[[], Any]]) -> list[Any]:
     """Call each of `calls` in its own thread; their results, in order."""
-    results: list[Any] = [None] * len(calls)
-
-    def run(index: int) -> None:
-        results[index] = calls[index]()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
+    with ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
+        return list(pool.map(lambda call: call(), calls))
 
 
 def _ignore_kafka_security_settings() -> None:
