@@ -1,0 +1,114 @@
+"""CPU per conversation turn of sharing turn digests (`pathgrade.turns`), against the
+evaluation the realtime plane does for that turn anyway, in one run.
+
+Starts the bundled Tansu broker with pathgrade's topics, decodes demo traffic, then
+alternates rounds over the same turns: the baseline evaluates each turn (a
+`TraceEvaluator`, as the plane does); the shared round evaluates it too, publishes its
+digest with the plane's producer settings and reads every digest back through a
+`TurnFeed` of another consumer into a second evaluator's cache, as the group's other
+consumers do. Prints CPU µs per turn of each (Kafka client threads counted) and the ratio.
+
+    python bench/turn_sharing.py [--turns 2000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+
+from kafka import KafkaProducer
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from detectors import default_policy
+from pathgrade.broker import LocalBroker, ensure_topics
+from pathgrade.demo import send_demo_traces
+from realtime_plane.assembler import DueTrace
+from realtime_plane.evaluate import TraceEvaluator
+from realtime_plane.turns import TurnFeed, turn_message
+from schemas.model import Trace
+from schemas.otlp import decode_spans_message
+from schemas.topics import TURNS_TOPIC, kafka_client_settings
+
+
+class _Keep(InMemorySpanExporter):
+    def shutdown(self) -> None:  # keep the spans after the demo shuts its provider down
+        pass
+
+
+def demo_turns(count: int) -> list[DueTrace]:
+    exporter = _Keep()
+    send_demo_traces(exporter, traces=count, seed=3)
+    spans = decode_spans_message(
+        encode_spans(exporter.get_finished_spans()).SerializeToString(), "bench", 1
+    )
+    by_trace = defaultdict(list)
+    for span in spans:
+        by_trace[span.trace_id].append(span)
+    return [DueTrace(Trace("bench", t, s), "quiet", False) for t, s in by_trace.items()]
+
+
+def baseline_round(turns: list[DueTrace]) -> float:
+    evaluator = TraceEvaluator(default_policy())
+    started = time.process_time()
+    for due in turns:
+        evaluator.evaluate(due, time.time_ns())
+    return time.process_time() - started
+
+
+def shared_round(turns: list[DueTrace], producer: KafkaProducer, feed: TurnFeed) -> float:
+    evaluator, other = TraceEvaluator(default_policy()), TraceEvaluator(default_policy())
+    started = time.process_time()
+    published = 0
+    for due in turns:
+        digest = evaluator.evaluate(due, time.time_ns()).digest
+        if digest is not None:
+            producer.send(TURNS_TOPIC, **turn_message(digest, "publisher"))
+            published += 1
+    producer.flush()
+    received, deadline = 0, time.monotonic() + 60
+    while received < published and time.monotonic() < deadline:
+        digests = feed.poll()
+        for digest in digests:
+            other.remember(digest)
+        received += len(digests)
+        if not digests:
+            time.sleep(0.01)  # the plane reads every 0.2 s; waiting here costs no CPU
+    if received < published:
+        raise SystemExit(f"read back {received} of {published} digests within 60 s")
+    return time.process_time() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--turns", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    turns = demo_turns(args.turns)
+    broker = LocalBroker()
+    broker.start()
+    try:
+        ensure_topics(broker.bootstrap)
+        producer = KafkaProducer(
+            **kafka_client_settings(broker.bootstrap), linger_ms=100, acks=1
+        )  # the plane's settings for what is not on the webhook's path
+        feed = TurnFeed(broker.bootstrap, TURNS_TOPIC, "reader", lookback_s=60)
+        feed.start()
+        baseline, shared = [], []
+        for _ in range(args.rounds):
+            baseline.append(baseline_round(turns) / len(turns) * 1e6)
+            shared.append(shared_round(turns, producer, feed) / len(turns) * 1e6)
+        feed.close()
+        producer.close()
+    finally:
+        broker.stop()
+    base, with_sharing = min(baseline), min(shared)
+    print(f"turns per round               {len(turns)}")
+    print(f"evaluate (baseline)           {base:8.1f} µs CPU per turn")
+    print(f"evaluate + share + read back  {with_sharing:8.1f} µs CPU per turn")
+    print(f"ratio shared / baseline       {with_sharing / base:.2f}")
+
+
+if __name__ == "__main__":
+    main()
