@@ -3,12 +3,14 @@ evaluation the realtime plane does for that turn anyway, in one run.
 
 Starts the bundled Tansu broker with pathgrade's topics, decodes demo traffic, then
 alternates rounds over the same turns: the baseline evaluates each turn (a
-`TraceEvaluator`, as the plane does); the shared round evaluates it too, publishes its
-digest with the plane's producer settings and reads every digest back through a
-`TurnFeed` of another consumer into a second evaluator's cache, as the group's other
-consumers do. Prints CPU µs per turn of each (Kafka client threads counted) and the ratio.
+`TraceEvaluator`, as the plane does); the shared rounds evaluate it too, publish its
+digest with the plane's producer settings in batches (`TurnBatcher`; the plane publishes
+every 0.2 s, so a batch holds a fifth of a consumer's turns per second) and read every
+digest back through a `TurnFeed` of another consumer into a second evaluator's cache, as
+the group's other consumers do. Prints CPU µs per turn of each (Kafka client threads
+counted) and the ratios, for batches of one turn and of `--batch` turns.
 
-    python bench/turn_sharing.py [--turns 2000] [--rounds 3]
+    python bench/turn_sharing.py [--turns 2000] [--rounds 3] [--batch 50]
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathgrade.broker import LocalBroker, ensure_topics
 from pathgrade.demo import send_demo_traces
 from realtime_plane.assembler import DueTrace
 from realtime_plane.evaluate import TraceEvaluator
-from realtime_plane.turns import TurnFeed, turn_message
+from realtime_plane.turns import TurnBatcher, TurnFeed
 from schemas.model import Trace
 from schemas.otlp import decode_spans_message
 from schemas.topics import TURNS_TOPIC, kafka_client_settings
@@ -57,15 +59,20 @@ def baseline_round(turns: list[DueTrace]) -> float:
     return time.process_time() - started
 
 
-def shared_round(turns: list[DueTrace], producer: KafkaProducer, feed: TurnFeed) -> float:
+def shared_round(
+    turns: list[DueTrace], producer: KafkaProducer, feed: TurnFeed, batch: int
+) -> float:
     evaluator, other = TraceEvaluator(default_policy()), TraceEvaluator(default_policy())
+    batcher = TurnBatcher("publisher")
     started = time.process_time()
     published = 0
-    for due in turns:
+    for count, due in enumerate(turns, 1):
         digest = evaluator.evaluate(due, time.time_ns()).digest
-        if digest is not None:
-            producer.send(TURNS_TOPIC, **turn_message(digest, "publisher"))
+        if digest is not None and batcher.add(digest):
             published += 1
+        if count % batch == 0 or count == len(turns):
+            for message in batcher.take():
+                producer.send(TURNS_TOPIC, **message)
     producer.flush()
     received, deadline = 0, time.monotonic() + 60
     while received < published and time.monotonic() < deadline:
@@ -84,6 +91,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=50, help="turns per published batch")
     args = parser.parse_args()
     turns = demo_turns(args.turns)
     broker = LocalBroker()
@@ -95,19 +103,22 @@ def main() -> None:
         )  # the plane's settings for what is not on the webhook's path
         feed = TurnFeed(broker.bootstrap, TURNS_TOPIC, "reader", lookback_s=60)
         feed.start()
-        baseline, shared = [], []
+        baseline, single, batched = [], [], []
         for _ in range(args.rounds):
             baseline.append(baseline_round(turns) / len(turns) * 1e6)
-            shared.append(shared_round(turns, producer, feed) / len(turns) * 1e6)
+            single.append(shared_round(turns, producer, feed, 1) / len(turns) * 1e6)
+            batched.append(shared_round(turns, producer, feed, args.batch) / len(turns) * 1e6)
         feed.close()
         producer.close()
     finally:
         broker.stop()
-    base, with_sharing = min(baseline), min(shared)
-    print(f"turns per round               {len(turns)}")
-    print(f"evaluate (baseline)           {base:8.1f} µs CPU per turn")
-    print(f"evaluate + share + read back  {with_sharing:8.1f} µs CPU per turn")
-    print(f"ratio shared / baseline       {with_sharing / base:.2f}")
+    base = min(baseline)
+    print(f"turns per round                         {len(turns)}")
+    print(f"evaluate (baseline)                     {base:8.1f} µs CPU per turn")
+    for label, costs in ((1, single), (args.batch, batched)):
+        cost = min(costs)
+        print(f"+ share + read back, {label:3d} turns/message {cost:8.1f} µs CPU per turn"
+              f"   ratio to baseline {cost / base:.2f}")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from realtime_plane.config import RealtimeConfig
 from realtime_plane.evaluate import Evaluation, TraceEvaluator
 from realtime_plane.sampler import Sampler
 from realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
-from realtime_plane.turns import TurnFeed, turn_message
+from realtime_plane.turns import TurnBatcher, TurnFeed
 from schemas.otlp import decode_spans_message, message_tenant_and_time
 from schemas.topics import (
     DRAIN_IDLE_S,
@@ -41,7 +41,7 @@ from schemas.topics import (
 
 log = logging.getLogger(__name__)
 COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts are costly
-TURNS_POLL_INTERVAL_S = 0.2  # read other consumers' turns at most this often
+TURNS_POLL_INTERVAL_S = 0.2  # publish own turns and read the others' at most this often
 
 
 @dataclass
@@ -93,6 +93,7 @@ class RealtimePlane:
         self.consumer: KafkaConsumer | None = None
         self.producer: KafkaProducer | None = None
         self.worker = uuid.uuid4().hex[:16]  # tells this consumer's turns from the others'
+        self.turn_batcher = TurnBatcher(self.worker)
         self.turn_feed = (
             TurnFeed(config.bootstrap_servers, config.turns_topic, self.worker,
                      config.turns_lookback_s)
@@ -145,15 +146,27 @@ class RealtimePlane:
         for partition, messages in records.items():
             for message in messages:
                 self._add(partition, message, now)
-        if self.turn_feed is not None and now - self._last_turns_poll >= TURNS_POLL_INTERVAL_S:
+        share_turns = (
+            self.turn_feed is not None and now - self._last_turns_poll >= TURNS_POLL_INTERVAL_S
+        )
+        if share_turns:
             self._last_turns_poll = now
             self._read_turns()
         for due in self.assembler.due(now):
             self._evaluate(due)
+        if share_turns:
+            self._publish_turns()
         if now - self._last_commit >= COMMIT_INTERVAL_S:
             self._last_commit = now
             self._flush_and_commit()
         return sum(map(len, records.values()))
+
+    def _publish_turns(self) -> None:
+        """Publish the digests of the turns evaluated since the last publish, batched (a
+        Kafka record per turn cost more than evaluating it)."""
+        assert self.producer is not None
+        for message in self.turn_batcher.take():
+            self.producer.send(self.config.turns_topic, **message)
 
     def _read_turns(self) -> None:
         """Keep the turns other consumers published since the last read (a poll of a
@@ -217,11 +230,10 @@ class RealtimePlane:
             )
 
     def _share_turn(self, evaluation: Evaluation) -> None:
-        """Publish a conversation turn's digest for the group's other consumers."""
-        topic, digest = self.config.turns_topic, evaluation.digest
-        if topic and self.producer and digest is not None:
+        """Queue a conversation turn's digest for the group's other consumers."""
+        digest = evaluation.digest
+        if self.turn_feed is not None and digest is not None and self.turn_batcher.add(digest):
             self.counters_.turns_shared += 1
-            self.producer.send(topic, **turn_message(digest, self.worker))
 
     def _flush_and_commit(self, partitions: set[int] | None = None) -> None:
         """Commit what may be committed: offsets whose traces' alerts are stored.
@@ -326,6 +338,8 @@ class RealtimePlane:
             reached = self.reached(targets)
             for due in self.assembler.release_all() if release_held else ():
                 self._evaluate(due)
+            if self.turn_feed is not None:
+                self._publish_turns()
             self._flush_and_commit()
             self.assembler.forget_partitions(set(self.assigned))  # re-read when resumed
             self.consumer.close()

@@ -3,11 +3,12 @@
 The turns of a conversation are separate traces, keyed by trace id, so they land on
 different partitions of `pathgrade.spans` and, with several consumers in the group, on
 different consumers. Each consumer publishes the digest of every conversation turn it
-evaluated (`schemas.turns.TurnDigest`: what later turns' detectors read) and reads every
-partition of the topic without a group. A turn published less than a read interval
-before the next turn of its conversation is evaluated elsewhere can be missed; turns of
-one conversation are normally seconds apart (a user answers), and each waits its quiet
-window.
+evaluated (`schemas.turns.TurnDigest`: what later turns' detectors read), gathered into
+one message per publish interval (`schemas.turns.TurnBatch`, at most MAX_BATCH_BYTES),
+and reads every partition of the topic without a group. A turn evaluated less than a
+publish plus a read interval before the next turn of its conversation is evaluated
+elsewhere can be missed; turns of one conversation are normally seconds apart (a user
+answers), and each waits its quiet window.
 """
 
 from __future__ import annotations
@@ -20,32 +21,67 @@ from kafka import KafkaConsumer, TopicPartition
 from pydantic import ValidationError
 
 from schemas.topics import WORKER_HEADER, kafka_client_settings
-from schemas.turns import TurnDigest
+from schemas.turns import TurnBatch, TurnDigest
 
 log = logging.getLogger(__name__)
 TOPIC_WAIT_S = 10.0  # how long `TurnFeed.start` waits for the topic's partitions
+MAX_BATCH_BYTES = 256 * 1024  # per message, well under Kafka's default 1 MiB record limit
+_ENVELOPE_BYTES = len(TurnBatch.encode([]))
 
 
-def turn_message(digest: TurnDigest, worker: str) -> dict[str, Any]:
-    """`KafkaProducer.send` keyword arguments publishing one turn's digest."""
+class TurnBatcher:
+    """Gathers the digests of the turns one consumer evaluated into `pathgrade.turns`
+    messages of at most MAX_BATCH_BYTES. A digest larger than that on its own (a confirmed
+    action with huge arguments) is not shared, and logged."""
+
+    def __init__(self, worker: str) -> None:
+        self.worker = worker
+        self._batches: list[list[bytes]] = [[]]
+        self._size = _ENVELOPE_BYTES
+
+    def add(self, digest: TurnDigest) -> bool:
+        """Queue `digest`; False (logged) when it is too large to share."""
+        encoded = digest.model_dump_json().encode()
+        if _ENVELOPE_BYTES + len(encoded) > MAX_BATCH_BYTES:
+            log.error("turn %s of conversation %s not shared: its digest is %d bytes, over "
+                      "the %d-byte limit", digest.trace_id, digest.conversation_id,
+                      len(encoded), MAX_BATCH_BYTES)  # fmt: skip
+            return False
+        if self._size + len(encoded) > MAX_BATCH_BYTES:
+            self._batches.append([])
+            self._size = _ENVELOPE_BYTES
+        self._batches[-1].append(encoded)
+        self._size += len(encoded) + 1
+        return True
+
+    def take(self) -> list[dict[str, Any]]:
+        """`KafkaProducer.send` keyword arguments of the queued batches; empties the queue."""
+        batches = [batch for batch in self._batches if batch]
+        self._batches, self._size = [[]], _ENVELOPE_BYTES
+        return [turn_message(batch, self.worker) for batch in batches]
+
+
+def turn_message(digests_json: list[bytes], worker: str) -> dict[str, Any]:
+    """`KafkaProducer.send` keyword arguments publishing one batch of digests (key = the
+    worker, so one consumer's batches stay in order on one partition)."""
     return {
-        "value": digest.to_json(),
-        "key": digest.conversation_id.encode(),
+        "value": TurnBatch.encode(digests_json),
+        "key": worker.encode(),
         "headers": [(WORKER_HEADER, worker.encode())],
     }
 
 
-def remote_digest(message: Any, worker: str) -> TurnDigest | None:
-    """The digest a `pathgrade.turns` message carries; None for `worker`'s own turns and
-    (logged) for a value that is not a digest."""
+def remote_digests(message: Any, worker: str) -> list[TurnDigest]:
+    """The digests a `pathgrade.turns` message carries; none for `worker`'s own turns nor
+    (logged) for a value that is not a batch of digests."""
     if dict(message.headers or ()).get(WORKER_HEADER, b"").decode() == worker:
-        return None
+        return []
     try:
-        return TurnDigest.from_json(message.value)
+        return TurnBatch.from_json(message.value).turns
     except ValidationError as exc:
-        log.error("skipping a pathgrade.turns message that is not a turn digest (offset %s): "
-                  "%s", message.offset, exc)  # fmt: skip
-        return None
+        log.error("skipping a pathgrade.turns message that is not a batch of turn digests "
+                  "(offset %s): %s", message.offset, exc)  # fmt: skip
+        return []
 
 
 class TurnFeed:
@@ -97,7 +133,7 @@ class TurnFeed:
             digest
             for messages in records.values()
             for message in messages
-            if (digest := remote_digest(message, self.worker)) is not None
+            for digest in remote_digests(message, self.worker)
         ]
 
     def close(self) -> None:

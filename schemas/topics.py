@@ -17,8 +17,8 @@ ALERT_LOGGER = "pathgrade.alerts"
 SAMPLED_TOPIC = "pathgrade.sampled"
 TURNS_TOPIC = "pathgrade.turns"
 """Digests of the conversation turns the realtime consumers evaluated (JSON
-`schemas.turns.TurnDigest`, key = conversation id, WORKER_HEADER = the publishing
-consumer), so each consumer of the group sees earlier turns that others evaluated."""
+`schemas.turns.TurnBatch`, key and WORKER_HEADER = the publishing consumer), so each
+consumer of the group sees earlier turns that others evaluated."""
 
 ALL_TOPICS = (SPANS_TOPIC, ALERTS_TOPIC, SAMPLED_TOPIC, TURNS_TOPIC)
 

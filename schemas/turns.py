@@ -1,10 +1,11 @@
-"""TurnDigest: one JSON document on topic `pathgrade.turns`, what a later turn of a
-conversation may know about an earlier one.
+"""TurnDigest: what a later turn of a conversation may know about an earlier one; TurnBatch:
+the JSON document on topic `pathgrade.turns`, the digests one consumer published at once.
 
 The realtime consumers of one group publish a digest of every conversation turn they
 evaluate and read the others', so a turn sees its conversation's earlier turns whichever
 consumer evaluated them. The detectors read earlier turns only through these digests
-(`detectors.view.DetectorContext.history`).
+(`detectors.view.DetectorContext.history`). A batch carries many digests because a Kafka
+record costs the client far more than a digest's bytes (`bench/turn_sharing.py`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+TURNS_SCHEMA_VERSION = 1
 
 
 class ConfirmedAction(BaseModel):
@@ -30,7 +33,6 @@ class TurnDigest(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    schema_version: int = 1
     tenant: str
     conversation_id: str
     trace_id: str
@@ -38,11 +40,22 @@ class TurnDigest(BaseModel):
     succeeded_tools: list[str]  # names of its tool calls that did not fail, in start order
     confirmed_actions: list[ConfirmedAction]
 
-    def to_json(self) -> bytes:
-        """The wire form: UTF-8 JSON."""
-        return self.model_dump_json().encode()
+
+class TurnBatch(BaseModel):
+    """One `pathgrade.turns` message: digests of turns one consumer evaluated, in the order
+    it evaluated them."""
+
+    schema_version: int = TURNS_SCHEMA_VERSION
+    turns: list[TurnDigest]
+
+    @staticmethod
+    def encode(digests_json: list[bytes]) -> bytes:
+        """The wire form (UTF-8 JSON) of a batch, from its digests' own JSON
+        (`TurnDigest.model_dump_json`), so a publisher sizes its batch as it goes."""
+        head = b'{"schema_version":%d,"turns":[' % TURNS_SCHEMA_VERSION
+        return head + b",".join(digests_json) + b"]}"
 
     @classmethod
-    def from_json(cls, data: bytes | str) -> TurnDigest:
+    def from_json(cls, data: bytes | str) -> TurnBatch:
         """Parse the wire form; raises pydantic.ValidationError naming the bad field."""
         return cls.model_validate_json(data)

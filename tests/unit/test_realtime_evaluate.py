@@ -17,7 +17,7 @@ from realtime_plane.assembler import DueTrace
 from realtime_plane.config import SamplerRates
 from realtime_plane.evaluate import TraceEvaluator
 from realtime_plane.sampler import Sampler, hash_unit
-from realtime_plane.turns import remote_digest, turn_message
+from realtime_plane.turns import MAX_BATCH_BYTES, TurnBatcher, remote_digests
 from schemas.alerts import Alert
 from schemas.model import Trace
 from schemas.otlp import decode_spans_message
@@ -156,22 +156,48 @@ def test_a_digest_another_consumer_published_reaches_the_detectors(demo: list) -
     assert "PG111" in {a.code for a in alone.new_alerts}
 
 
-def test_turn_messages_round_trip_and_a_consumer_skips_its_own(
+def test_turn_batches_round_trip_and_a_consumer_skips_its_own(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    digest = TurnDigest(
-        tenant="acme", conversation_id="conv-1", trace_id="a" * 32, start_ns=1,
-        succeeded_tools=["lookup_order"],
-        confirmed_actions=[ConfirmedAction(name="reset", arguments={"device": "router"})],
-    )  # fmt: skip
-    sent = turn_message(digest, worker="w1")
+    digests = [
+        TurnDigest(
+            tenant="acme", conversation_id=f"conv-{n}", trace_id=f"{n:032x}", start_ns=n,
+            succeeded_tools=["lookup_order"],
+            confirmed_actions=[ConfirmedAction(name="reset", arguments={"device": "router"})],
+        )
+        for n in range(3)
+    ]  # fmt: skip
+    batcher = TurnBatcher("w1")
+    assert all(batcher.add(d) for d in digests)
+    (sent,) = batcher.take()
+    assert batcher.take() == []  # taken once
     message = SimpleNamespace(value=sent["value"], headers=sent["headers"], offset=3)
-    assert sent["key"] == b"conv-1"
-    assert remote_digest(message, "w1") is None
-    assert remote_digest(message, "w2") == digest
-    garbage = SimpleNamespace(value=b'{"tenant": 1}', headers=[], offset=4)
-    assert remote_digest(garbage, "w2") is None
+    assert sent["key"] == b"w1"
+    assert remote_digests(message, "w1") == []
+    assert remote_digests(message, "w2") == digests  # in the order they were evaluated
+    garbage = SimpleNamespace(value=b'{"turns": [{"tenant": 1}]}', headers=[], offset=4)
+    assert remote_digests(garbage, "w2") == []
     assert "offset 4" in caplog.text and "trace_id" in caplog.text
+
+
+def test_turn_batches_stay_under_the_size_limit_and_an_oversized_digest_is_not_shared(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def digest(n: int, note_bytes: int) -> TurnDigest:
+        action = ConfirmedAction(name="reset", arguments={"note": "x" * note_bytes})
+        return TurnDigest(tenant="acme", conversation_id="c", trace_id=f"{n:032x}",
+                          start_ns=n, succeeded_tools=[], confirmed_actions=[action])  # fmt: skip
+
+    batcher = TurnBatcher("w1")
+    third = MAX_BATCH_BYTES // 3
+    sent = [digest(n, third) for n in range(7)]
+    assert all(batcher.add(d) for d in sent)
+    assert not batcher.add(digest(99, MAX_BATCH_BYTES))
+    assert f"{99:032x}" in caplog.text and "not shared" in caplog.text
+    messages = batcher.take()
+    assert len(messages) == 4 and all(len(m["value"]) <= MAX_BATCH_BYTES for m in messages)
+    received = [d for m in messages for d in remote_digests(SimpleNamespace(**m, offset=0), "w2")]
+    assert received == sent
 
 
 def _without_confirmation(trace: Trace) -> Trace:
