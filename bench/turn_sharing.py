@@ -117,8 +117,10 @@ def main() -> None:
     print(f"evaluate (baseline)                     {base:8.1f} µs CPU per turn")
     for label, costs in ((1, single), (args.batch, batched)):
         cost = min(costs)
-        print(f"+ share + read back, {label:3d} turns/message {cost:8.1f} µs CPU per turn"
-              f"   ratio to baseline {cost / base:.2f}")
+        print(
+            f"+ share + read back, {label:3d} turns/message {cost:8.1f} µs CPU per turn"
+            f"   ratio to baseline {cost / base:.2f}"
+        )
 
 
 if __name__ == "__main__":
