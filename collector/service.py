@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import asdict
 from pathlib import Path
 
 from kafka.errors import KafkaError
@@ -104,6 +105,14 @@ class Collector:
         )
         self._http_thread.start()
         log.info("collector listening: grpc %d, http %d", self.grpc_port, self.http_port)
+
+    def counters(self) -> dict[str, int]:
+        """Requests and spans since `start()`, and the spill's bytes not yet in Kafka."""
+        assert self.pipeline is not None and self.publisher is not None
+        return {
+            **asdict(self.pipeline.counters),
+            "spill_bytes": self.publisher.spill.pending_bytes(),
+        }
 
     def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting, finish in-flight requests, flush to Kafka (or keep in spill)."""

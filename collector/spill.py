@@ -85,6 +85,11 @@ class SpillFile:
         with self._lock:
             return self._read_pos < self.size
 
+    def pending_bytes(self) -> int:
+        """Bytes spilled and not yet drained to Kafka."""
+        with self._lock:
+            return self.size - self._read_pos
+
     def append(self, messages: list[OutgoingMessage]) -> None:
         """Append and fsync; raises SpillFull when it would exceed the bound."""
         frames = b"".join(encode_message(m) for m in messages)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Callable
@@ -12,6 +13,8 @@ from typing import Any
 from pathgrade.alert_log import configure_alert_log
 from pathgrade.cli_support import (
     DEFAULT_BROKER_MAX_MB,
+    DEFAULT_DATA_DIR,
+    DEFAULT_STATUS_EVERY_S,
     DEFAULT_STORE_WRITER_NICENESS,
     CliError,
     cli_store,
@@ -103,7 +106,21 @@ def build_parser() -> argparse.ArgumentParser:
         "pathgrade.spans); with more than one they share conversation turns through "
         "pathgrade.turns (default 1)",
     )  # fmt: skip
+    up.add_argument(
+        "--status-every", type=int_between(0, 86_400, "seconds"), default=DEFAULT_STATUS_EVERY_S,
+        metavar="SECONDS",
+        help="print a status line (spans in and stored, traces evaluated, alerts, spill, "
+        "broker memory) this often when traffic moved, and serve it to `pathgrade status`; "
+        f"0 never (default {DEFAULT_STATUS_EVERY_S})",
+    )  # fmt: skip
     up.set_defaults(run=_cmd_up)
+
+    status = commands.add_parser("status", help="what the running `pathgrade up` has done")
+    status.add_argument(
+        "--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="the stack's data directory"
+    )
+    status.add_argument("--format", choices=["table", "json"], default="table")
+    status.set_defaults(run=_cmd_status)
 
     collector = commands.add_parser("collector", help="run only the collector (production box)")
     _collector_args(collector)
@@ -260,6 +277,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
             broker_max_mb=args.broker_max_mb,
             store_writer_niceness=args.store_writer_nice,
             realtime_workers=args.realtime_workers,
+            status_every_s=args.status_every,
         ),
         out=lambda text: print(text, flush=True),
     )
@@ -269,6 +287,18 @@ def _cmd_up(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     stack.run_until_signalled()
     print("stopped", flush=True)
+    return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from pathgrade.query import StatusUnavailable, stack_status
+    from pathgrade.status import status_report
+
+    try:
+        document = stack_status(args.data_dir.resolve())
+    except StatusUnavailable as exc:
+        raise CliError(str(exc)) from exc
+    print(status_report(document) if args.format == "table" else json.dumps(document, indent=2))
     return 0
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 DEFAULT_DATA_DIR = Path("pathgrade-data")
 DEFAULT_BROKER_MAX_MB = 1024
+DEFAULT_STATUS_EVERY_S = 30
 """Resident memory of the bundled broker past which `pathgrade up` swaps in a fresh one."""
 DEFAULT_STORE_WRITER_NICENESS = 19
 """How much nicer than the rest `pathgrade up` runs its store writer (pathgrade.priority)."""

@@ -19,10 +19,12 @@ import urllib.error
 import urllib.request
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from batch_plane.store import ClientStore, QueryError, QueryResult, RejectedRow, RowsRejected
 from pathgrade import ui
+from pathgrade.ownership import read_state
 
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -34,6 +36,7 @@ class QueryServer(ThreadingHTTPServer):
 
     def __init__(self, store: ClientStore, port: int = 0) -> None:
         self.store = store
+        self.status: dict[str, Any] | None = None  # `pathgrade up`'s latest, for /status
         super().__init__(("127.0.0.1", port), _StoreHandler)
 
     @property
@@ -73,6 +76,9 @@ class _StoreHandler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.FORBIDDEN, {"error": refusal})
             return
         path = self.path.split("?", 1)[0]
+        if path == "/status":
+            self._send_status()
+            return
         store = self.server.store
         try:
             if path == "/":
@@ -89,6 +95,14 @@ class _StoreHandler(BaseHTTPRequestHandler):
                 ui.message_page("store error", str(exc)),
             )
         self._reply(status, page.encode(), "text/html; charset=utf-8")
+
+    def _send_status(self) -> None:
+        status = self.server.status
+        if status is None:
+            message = "no status yet: `pathgrade up` takes one every --status-every seconds"
+            self._send(HTTPStatus.SERVICE_UNAVAILABLE, {"error": message})
+        else:
+            self._send(HTTPStatus.OK, status)
 
     def _refusal(self) -> str | None:
         """Why this request is refused: a Host header that is not loopback."""
@@ -119,6 +133,29 @@ class _StoreHandler(BaseHTTPRequestHandler):
             store.insert(body["table"], rows, body["columns"])
             return {"inserted": len(rows)}
         raise KeyError(f"no such endpoint {self.path}")
+
+
+class StatusUnavailable(RuntimeError):
+    """No running stack answered with its status."""
+
+
+def stack_status(data_dir: Path, timeout_s: float = 10.0) -> dict[str, Any]:
+    """The status document (`pathgrade.status`) of the stack running on `data_dir`."""
+    state = read_state(data_dir)
+    if not state or not state.get("query_url"):
+        raise StatusUnavailable(
+            f"no running `pathgrade up` in {data_dir} (no stack.json with its query address)"
+        )
+    url = state["query_url"].rstrip("/") + "/status"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        raise StatusUnavailable(json.loads(exc.read()).get("error", str(exc))) from exc
+    except urllib.error.URLError as exc:
+        raise StatusUnavailable(
+            f"the stack of {data_dir} did not answer at {url}: {exc.reason} (is it running?)"
+        ) from exc
 
 
 class RemoteStore:

@@ -36,10 +36,15 @@ from collector.service import Collector, CollectorConfig
 from pathgrade.alert_log import configure_alert_log
 from pathgrade.broker import LocalBroker, ensure_topics, topic_partitions, wait_for_kafka
 from pathgrade.carry import CarriedMessage, republish, unread_messages
-from pathgrade.cli_support import DEFAULT_BROKER_MAX_MB, DEFAULT_STORE_WRITER_NICENESS
+from pathgrade.cli_support import (
+    DEFAULT_BROKER_MAX_MB,
+    DEFAULT_STATUS_EVERY_S,
+    DEFAULT_STORE_WRITER_NICENESS,
+)
 from pathgrade.gc_schedule import schedule_full_collections
 from pathgrade.ownership import broker_lease
 from pathgrade.query import RemoteStore
+from pathgrade.status import Snapshot, status_line
 from pathgrade.store_owner import StoreOwner
 from realtime_plane import RealtimeConfig, RealtimePlane
 from schemas.topics import (
@@ -57,6 +62,7 @@ BROKER_SWAP_MIN_INTERVAL_S = 30.0
 MAX_RESTARTS = 3
 """Child processes restarted within RESTART_WINDOW_S before the stack gives up and stops."""
 RESTART_WINDOW_S = 300.0
+STATUS_TIMEOUT_S = 5.0  # a child slower than this to report its counters shows as null
 _MB = 1024 * 1024
 
 
@@ -76,6 +82,7 @@ class StackOptions:
     store_writer_niceness: int = DEFAULT_STORE_WRITER_NICENESS
     realtime_workers: int = 1  # realtime processes in the group; >1 shares conversation turns
     realtime: dict[str, Any] = field(default_factory=dict)  # RealtimeConfig fields (a file)
+    status_every_s: float = DEFAULT_STATUS_EVERY_S  # status line and `pathgrade status`; 0 never
 
 
 def _collector_main(config: dict[str, Any], events: Any, commands: Any) -> None:
@@ -94,7 +101,9 @@ def _collector_main(config: dict[str, Any], events: Any, commands: Any) -> None:
     events.put(("ready", (collector.grpc_port, collector.http_port)))
     while (command := commands.get())[0] != "stop":
         kind, broker_replaced = command
-        if kind == "hold":
+        if kind == "stats":
+            events.put(("stats", collector.counters()))
+        elif kind == "hold":
             events.put(("held", publisher.hold()))
         elif kind == "resume":
             settings = collector.config
@@ -138,6 +147,8 @@ def _realtime_main(config: dict[str, Any], store_url: str, events: Any, commands
         elif command == "resume":
             plane.start()
             events.put(("resumed", None))
+        elif command == "stats":
+            events.put(("stats", plane.counters()))
         elif command == "stop":
             events.put(("stopped", plane.stop(*payload)))
             return
@@ -220,6 +231,7 @@ class Stack:
         self.swaps = 0
         self._last_swap = float("-inf")
         self._restarts: list[float] = []
+        self._last_status: Snapshot | None = None
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -376,6 +388,8 @@ class Stack:
             self.stop_event.set()
 
         previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        every = self.options.status_every_s
+        next_status = time.monotonic() + every
         try:
             while not self.stop_event.wait(1.0):
                 problem = self._supervise()
@@ -384,11 +398,39 @@ class Stack:
                     break
                 if self._broker_too_big():
                     self.swap_broker()
+                if every and time.monotonic() >= next_status:
+                    next_status = time.monotonic() + every
+                    self.report_status()
             self.out("stopping: flushing the collector and the store writer...")
             self.stop()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+    def snapshot(self) -> Snapshot:
+        """Every process's counters now (`pathgrade.status`); a child that does not answer
+        within STATUS_TIMEOUT_S shows as None."""
+        assert self.store is not None and self._collector is not None
+        return {
+            "taken_at": time.time(),
+            "collector": self._collector.request("stats", None, "stats", STATUS_TIMEOUT_S),
+            "store_writer": self.store.writer_stats(),
+            "realtime": [
+                child.request("stats", None, "stats", STATUS_TIMEOUT_S) for child in self._realtime
+            ],
+            "broker_rss_bytes": self.broker.rss_bytes() if self.broker else None,
+        }
+
+    def report_status(self) -> None:
+        """Print a status line when traffic moved since the last one, and serve the
+        snapshot to `pathgrade status` (the store owner's `/status`)."""
+        assert self.store is not None and self.store.query_server is not None
+        now = self.snapshot()
+        line = status_line(now, self._last_status)
+        if line:
+            self.out(line)
+        self._last_status = now
+        self.store.query_server.status = {"snapshot": now, "line": line or status_line(now)}
 
     def stop(self) -> None:
         """Flush everything in order and release the data directory: the demo, the

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from batch_plane.store import ClientStore, connect, embedded_dsn
-from batch_plane.store_writer import StoreWriter, StoreWriterConfig
+from batch_plane.store_writer import StoreWriter, StoreWriterConfig, StoreWriterStats
 from pathgrade.ownership import DataDirLock
 from pathgrade.priority import lower_thread_priority
 from pathgrade.query import QueryServer
@@ -42,6 +43,7 @@ class StoreOwner:
         self.applied: list[Migration] = []
         self._client_lock = threading.Lock()
         self._writer_run: _WriterRun | None = None
+        self._finished_runs = asdict(StoreWriterStats())  # counts of writers before a swap
 
     def start(self) -> None:
         """Take the data directory, connect, migrate, start consuming and serving."""
@@ -66,7 +68,20 @@ class StoreOwner:
         the broker's data is about to end), insert, commit and close the writer's
         consumer; True when the targets were reached."""
         run, self._writer_run = self._writer_run, None
-        return run.finish(targets, idle_s, timeout_s) if run is not None else True
+        if run is None:
+            return True
+        reached = run.finish(targets, idle_s, timeout_s)
+        for key, value in asdict(run.writer.stats).items():
+            self._finished_runs[key] += value
+        return reached
+
+    def writer_stats(self) -> dict[str, int]:
+        """The store writer's counters since `start()`, across broker swaps."""
+        totals = dict(self._finished_runs)
+        if self._writer_run is not None:
+            for key, value in asdict(self._writer_run.writer.stats).items():
+                totals[key] += value
+        return totals
 
     def publish_state(self, state: dict[str, Any]) -> None:
         """Tell other commands where to send queries (and whatever else is useful)."""

@@ -18,6 +18,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 
 from pathgrade.broker import LocalBroker
 from pathgrade.demo import send_demo_traces
+from pathgrade.query import stack_status
 from schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
 from tests.integration.conftest import PathgradeProcess, start_collector, start_stack, wait_until
 
@@ -159,10 +160,12 @@ def test_full_spill_answers_503_retry_after_and_grpc_unavailable(
 def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> None:
     """Past --broker-max-mb the memory-only broker is replaced while traffic flows: every
     span is stored once, and the realtime plane (two processes in the group, which split
-    the partitions) evaluated traces from both sides."""
+    the partitions) evaluated traces from both sides. The status counts every span across
+    the swap."""
     stack, _, http_port = start_stack(
-        tmp_path, "--broker-max-mb", "24", "--capture-tools", "*", "--realtime-workers", "2"
-    )
+        tmp_path, "--broker-max-mb", "24", "--capture-tools", "*", "--realtime-workers", "2",
+        "--status-every", "1",
+    )  # fmt: skip
     url = f"http://127.0.0.1:{http_port}/v1/traces"
     state = json.loads((tmp_path / "stack.json").read_text())
     bootstrap = state["kafka"]
@@ -182,6 +185,7 @@ def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> No
         every = [trace_id for summary in sent for trace_id in summary.trace_ids]
         total = sum(summary.spans for summary in sent)
         wait_until(lambda: distinct_and_final(stack, every) == (total, total), timeout_s=180)
+        wait_until(lambda: counted_across_the_swap(tmp_path, total), timeout_s=30)
         for summary in sent:
             ids = ",".join(f"'{t}'" for t in summary.trace_ids)
             alerted = f"SELECT uniqExact(TraceId) FROM alerts WHERE TraceId IN ({ids})"
@@ -197,6 +201,17 @@ def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> No
     before, after, carried = float(swapped[1]), float(swapped[2]), int(swapped[3])
     assert before > 24 and after < before  # a fresh broker (~16-24 MB idle) took its place
     assert 0 < carried <= samples_now  # the unscored samples came along
+
+
+def counted_across_the_swap(data_dir: Path, total: int) -> bool:
+    """`pathgrade status` counts every span the collector accepted and the store writers
+    stored, before and after the swap, and both realtime processes answer."""
+    snapshot = stack_status(data_dir)["snapshot"]
+    return (
+        snapshot["collector"]["accepted_spans"] == total
+        and snapshot["store_writer"]["spans"] >= total
+        and all(worker is not None for worker in snapshot["realtime"])
+    )
 
 
 def scorer_has_read_nothing(bootstrap: str) -> None:

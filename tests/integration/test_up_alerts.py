@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import start_stack, wait_until
+from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.integration.test_realtime import Webhook
 
 pytestmark = pytest.mark.integration
@@ -23,11 +23,14 @@ def test_up_demo_alerts_on_webhook_and_in_table(tmp_path: Path) -> None:
     server = Webhook()
     threading.Thread(target=server.serve_forever, daemon=True).start()
     # --demo captures the demo tools' arguments by itself, so PG108/PG112 can decide.
-    stack, _, _ = start_stack(tmp_path, "--demo", "--alert-webhook", server.url)
+    stack, _, _ = start_stack(
+        tmp_path, "--demo", "--alert-webhook", server.url, "--status-every", "1"
+    )
     try:
         wait_until(lambda: {a["code"] for a in server.alerts} >= {"PG108", "PG110"}, 90)
         assert not [a for a in server.alerts if a["kind"] == "cannot_decide"]
         check_browser_view(tmp_path, server.alerts[0]["trace_id"])
+        check_status(tmp_path, stack)
         if sys.platform.startswith("linux"):  # the store writer yields to the alert path
             nice = thread_nice_values(stack.process.pid)
             assert nice[stack.process.pid] == 0 and 19 in nice.values(), nice
@@ -50,6 +53,28 @@ def test_up_demo_alerts_on_webhook_and_in_table(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     stored = {(row["TraceId"], row["Code"]) for row in map(json.loads, listed.stdout.splitlines())}
     assert {(a["trace_id"], a["code"]) for a in server.alerts} <= stored
+
+
+def check_status(data_dir: Path, stack: PathgradeProcess) -> None:
+    """The stack prints status lines while traffic moves, and `pathgrade status` reports
+    every process's counters."""
+    wait_until(lambda: any(line.startswith("status: in ") for line in stack.lines), 30)
+    status = subprocess.run(
+        [sys.executable, "-m", "pathgrade.cli", "status", "--data-dir", str(data_dir),
+         "--format", "json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert status.returncode == 0, status.stderr
+    snapshot = json.loads(status.stdout)["snapshot"]
+    assert snapshot["collector"]["accepted_spans"] > 0
+    assert snapshot["store_writer"]["spans"] > 0
+    assert [w["traces_evaluated"] > 0 for w in snapshot["realtime"]] == [True]
+    assert snapshot["broker_rss_bytes"] > 0
+    table = subprocess.run(
+        [sys.executable, "-m", "pathgrade.cli", "status", "--data-dir", str(data_dir)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert table.stdout.startswith("status: in ") and "realtime-1" in table.stdout
 
 
 def check_browser_view(data_dir: Path, trace_id: str) -> None:
