@@ -82,7 +82,8 @@ class _StoreHandler(BaseHTTPRequestHandler):
         store = self.server.store
         try:
             if path == "/":
-                status, page = HTTPStatus.OK, ui.overview_page(store)
+                latest = self.server.status
+                status, page = HTTPStatus.OK, ui.overview_page(store, latest and latest["line"])
             elif path.startswith("/trace/") and ui.TRACE_ID.fullmatch(path[7:]):
                 page = ui.trace_page(store, path[7:])
                 status = HTTPStatus.OK if page else HTTPStatus.NOT_FOUND

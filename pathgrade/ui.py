@@ -29,8 +29,9 @@ border-bottom:1px solid #e3e6ec;vertical-align:top}th{background:#f4f6f9}
 """
 
 
-def overview_page(store: Store) -> str:
-    """The latest alerts, newest first, and how much the store holds."""
+def overview_page(store: Store, status: str | None = None) -> str:
+    """The latest alerts, newest first, how much the store holds and, from a running
+    `pathgrade up`, its latest status line."""
     spans, traces = store.query("SELECT count(), uniqExact(Tenant, TraceId) FROM spans").rows[0]
     (alerts,) = store.query("SELECT count() FROM alerts FINAL").rows[0]
     rows = store.query(
@@ -58,6 +59,8 @@ def overview_page(store: Store) -> str:
         f"<p class=counts><span>{spans:,} spans</span><span>{traces:,} traces</span>"
         f"<span>{alerts:,} alerts</span></p>"
     )
+    if status:
+        counts += f"<p class=muted>{_text(status)}</p>"
     shown = f"<h2>Latest alerts ({len(rows)} of {alerts:,})</h2>"
     return _page("pathgrade", counts + shown + table, refresh_s=REFRESH_S)
 

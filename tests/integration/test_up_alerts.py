@@ -75,6 +75,8 @@ def check_status(data_dir: Path, stack: PathgradeProcess) -> None:
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert table.stdout.startswith("status: in ") and "realtime-1" in table.stdout
+    base = json.loads((data_dir / "stack.json").read_text())["query_url"]
+    assert "status: in " in fetch(base + "/")  # the browser view shows it too
 
 
 def check_browser_view(data_dir: Path, trace_id: str) -> None:
