@@ -18,6 +18,7 @@ from pathgrade.cli_support import (
     DEFAULT_STORE_WRITER_NICENESS,
     CliError,
     cli_store,
+    metrics_arg,
     realtime_settings,
     store_args,
 )
@@ -129,11 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--spill-dir", type=Path, default=Path("pathgrade-spill"),
         help="local spill directory used while Kafka is unavailable",
     )  # fmt: skip
+    metrics_arg(collector)
     collector.set_defaults(run=_cmd_collector)
 
     writer = commands.add_parser("store-writer", help="run only the store writer (production box)")
     store_args(writer)
     writer.add_argument("--kafka", metavar="HOST:PORT", required=True)
+    metrics_arg(writer)
     writer.set_defaults(run=_cmd_store_writer)
 
     demo = commands.add_parser("demo", help="send demo agent traces over OTLP")
@@ -306,6 +309,7 @@ def _cmd_collector(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from collector.service import Collector, CollectorConfig, KafkaUnavailable
+    from pathgrade.metrics import serve_metrics
 
     settings = {"kafka_bootstrap": args.kafka, "spill_dir": str(args.spill_dir)}
     settings.update(_collector_settings(args))
@@ -316,16 +320,24 @@ def _cmd_collector(args: argparse.Namespace) -> int:
         raise CliError(f"invalid collector settings: {exc}") from exc
     except (KafkaUnavailable, OSError) as exc:
         raise CliError(str(exc)) from exc
+    try:
+        metrics = serve_metrics(args.metrics_listen, "collector", collector.counters)
+    except OSError as exc:
+        collector.stop()
+        raise CliError(str(exc)) from exc
     print(
         f"collector: OTLP/gRPC :{collector.grpc_port}, OTLP/HTTP :{collector.http_port}", flush=True
     )
     _wait_for_signal()
+    if metrics is not None:
+        metrics.stop()
     collector.stop()
     return 0
 
 
 def _cmd_store_writer(args: argparse.Namespace) -> int:
     from batch_plane.store import StoreUnavailable
+    from pathgrade.metrics import serve_metrics
     from pathgrade.ownership import DataDirBusy
     from pathgrade.store_owner import StoreOwner
 
@@ -334,9 +346,16 @@ def _cmd_store_writer(args: argparse.Namespace) -> int:
         owner.start()
     except (DataDirBusy, StoreUnavailable) as exc:
         raise CliError(str(exc)) from exc
+    try:
+        metrics = serve_metrics(args.metrics_listen, "store_writer", owner.writer_stats)
+    except OSError as exc:
+        owner.stop()
+        raise CliError(str(exc)) from exc
     owner.publish_state({})
     print(f"store writer: {args.kafka} -> {owner.dsn}", flush=True)
     _wait_for_signal()
+    if metrics is not None:
+        metrics.stop()
     owner.stop()
     return 0
 

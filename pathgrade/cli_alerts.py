@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pathgrade.cli_support import CliError, cli_store, realtime_settings, store_args
+from pathgrade.cli_support import CliError, cli_store, metrics_arg, realtime_settings, store_args
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -33,6 +33,7 @@ def register(commands: Any) -> None:
     realtime = commands.add_parser("realtime", help="run only the realtime plane (production box)")
     store_args(realtime)
     realtime.add_argument("--kafka", metavar="HOST:PORT", required=True)
+    metrics_arg(realtime)
     realtime.add_argument("--policy", metavar="FILE", help="detector policy YAML")
     realtime.add_argument("--alert-webhook", metavar="URL", help="POST each alert as JSON here")
     realtime.add_argument(
@@ -101,6 +102,7 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
     from batch_plane.store import StoreUnavailable
     from detectors import PolicyError
     from pathgrade.cli import _wait_for_signal
+    from pathgrade.metrics import serve_metrics
     from pathgrade.store_access import NoStore, open_store
     from realtime_plane import RealtimeConfig, RealtimePlane
 
@@ -115,11 +117,18 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
         with open_store(args.data_dir, args.clickhouse, must_exist=False) as store:
             plane = RealtimePlane(config, store)
             plane.start()
+            try:
+                metrics = serve_metrics(args.metrics_listen, "realtime", plane.counters)
+            except OSError:
+                plane.stop()
+                raise
             print(f"realtime: {args.kafka} -> alerts ({config.group_id})", flush=True)
             stop = threading.Event()
             threading.Thread(target=_report, args=(plane, stop), daemon=True).start()
             _wait_for_signal()
             stop.set()
+            if metrics is not None:
+                metrics.stop()
             plane.stop()
     except (NoStore, StoreUnavailable, PolicyError, OSError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc

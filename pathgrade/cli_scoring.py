@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pathgrade.cli_support import CliError, cli_store, progress_line, store_args
+from pathgrade.cli_support import CliError, cli_store, metrics_arg, progress_line, store_args
 
 
 def register(commands: Any) -> None:
@@ -37,6 +37,7 @@ def register(commands: Any) -> None:
     store_args(scorer)
     judge_args(scorer, required=False)
     scorer.add_argument("--kafka", required=True, metavar="HOST:PORT")
+    metrics_arg(scorer)
     scorer.add_argument(
         "--policy", type=Path, metavar="FILE",
         help="policy YAML whose `scorers:` assign metrics per tier, service or agent",
@@ -223,8 +224,11 @@ def _references(store: Any, suite: Any) -> dict[str, list[dict[str, Any]]]:
 
 
 def _cmd_scorer(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
     from batch_plane.online_scorer import OnlineScorer, OnlineScorerConfig
     from detectors import PolicyError, load_policy
+    from pathgrade.metrics import serve_metrics
 
     try:
         policy = load_policy(args.policy) if args.policy else None
@@ -243,6 +247,11 @@ def _cmd_scorer(args: argparse.Namespace) -> int:
             OnlineScorerConfig(args.kafka, policy=policy), store, judge,
             on_event if events else None,
         )  # fmt: skip
+        try:
+            metrics = serve_metrics(args.metrics_listen, "scorer", lambda: asdict(scorer.stats))
+        except OSError as exc:
+            scorer.close()
+            raise CliError(str(exc)) from exc
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
@@ -250,6 +259,8 @@ def _cmd_scorer(args: argparse.Namespace) -> int:
         try:
             scorer.run(stop)
         finally:
+            if metrics is not None:
+                metrics.stop()
             scorer.close()
             if judge:
                 judge.close()

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pathgrade.metrics import parse_listen
+
 DEFAULT_DATA_DIR = Path("pathgrade-data")
 DEFAULT_BROKER_MAX_MB = 1024
 DEFAULT_STATUS_EVERY_S = 30
@@ -29,6 +31,22 @@ class CliError(Exception):
 
 
 CLICKHOUSE_ENV = "PATHGRADE_CLICKHOUSE"
+
+
+def _listen_address(text: str) -> tuple[str, int]:
+    try:
+        return parse_listen(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def metrics_arg(parser: argparse.ArgumentParser) -> None:
+    """`--metrics-listen HOST:PORT`: serve the process's counters to Prometheus."""
+    parser.add_argument(
+        "--metrics-listen", metavar="HOST:PORT", type=_listen_address,
+        help="serve this process's counters at http://HOST:PORT/metrics in Prometheus's text "
+        "format (e.g. 0.0.0.0:9464 for a scraper in the cluster); off by default",
+    )  # fmt: skip
 
 
 def store_args(parser: argparse.ArgumentParser) -> None:

@@ -24,7 +24,10 @@ from typing import Any
 
 from batch_plane.store import ClientStore, QueryError, QueryResult, RejectedRow, RowsRejected
 from pathgrade import ui
+from pathgrade.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from pathgrade.metrics import prometheus_text
 from pathgrade.ownership import read_state
+from pathgrade.status import snapshot_samples
 
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -79,6 +82,9 @@ class _StoreHandler(BaseHTTPRequestHandler):
         if path == "/status":
             self._send_status()
             return
+        if path == "/metrics":
+            self._send_metrics()
+            return
         store = self.server.store
         try:
             if path == "/":
@@ -104,6 +110,12 @@ class _StoreHandler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.SERVICE_UNAVAILABLE, {"error": message})
         else:
             self._send(HTTPStatus.OK, status)
+
+    def _send_metrics(self) -> None:
+        """The latest status snapshot in Prometheus's text format (none before the first)."""
+        status = self.server.status
+        text = prometheus_text(snapshot_samples(status["snapshot"])) if status else ""
+        self._reply(HTTPStatus.OK, text.encode(), METRICS_CONTENT_TYPE)
 
     def _refusal(self) -> str | None:
         """Why this request is refused: a Host header that is not loopback."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pathgrade.metrics import Sample
+
 Snapshot = dict[str, Any]
 _MB = 1024 * 1024
 
@@ -123,3 +125,19 @@ def status_report(document: dict[str, Any]) -> str:
         )  # fmt: skip
         lines.append(f"  {name:<13} {shown}")
     return "\n".join(lines)
+
+
+def snapshot_samples(snapshot: Snapshot) -> list[Sample]:
+    """A snapshot as metric samples (`pathgrade.metrics`): realtime processes labelled
+    `worker`, the bundled broker's memory as `pathgrade_broker_rss_bytes`."""
+    samples: list[Sample] = [("store_writer", {}, snapshot["store_writer"])]
+    if snapshot.get("collector") is not None:
+        samples.append(("collector", {}, snapshot["collector"]))
+    samples += [
+        ("realtime", {"worker": str(n)}, counters)
+        for n, counters in enumerate(snapshot.get("realtime", []), 1)
+        if counters is not None
+    ]
+    if snapshot.get("broker_rss_bytes") is not None:
+        samples.append(("broker", {}, {"rss_bytes": snapshot["broker_rss_bytes"]}))
+    return samples

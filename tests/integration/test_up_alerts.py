@@ -77,6 +77,9 @@ def check_status(data_dir: Path, stack: PathgradeProcess) -> None:
     assert table.stdout.startswith("status: in ") and "realtime-1" in table.stdout
     base = json.loads((data_dir / "stack.json").read_text())["query_url"]
     assert "status: in " in fetch(base + "/")  # the browser view shows it too
+    metrics = fetch(base + "/metrics")  # and Prometheus, in its text format
+    assert "pathgrade_collector_accepted_spans_total" in metrics
+    assert 'pathgrade_realtime_traces_evaluated_total{worker="1"}' in metrics
 
 
 def check_browser_view(data_dir: Path, trace_id: str) -> None:

@@ -91,6 +91,24 @@ def test_every_compose_box_runs_a_pathgrade_command_that_parses() -> None:
     assert str(collector.spill_dir) == spill  # the spill survives a container restart
 
 
+def test_long_running_boxes_serve_metrics_where_their_pods_say_prometheus_scrapes() -> None:
+    served = {}
+    for obj in kubernetes_objects():
+        if obj["kind"] not in ("Deployment", "StatefulSet"):
+            continue
+        annotations = obj["spec"]["template"]["metadata"].get("annotations", {})
+        for container in obj["spec"]["template"]["spec"]["containers"]:
+            listen = kubernetes_args(container).metrics_listen
+            if listen is None:
+                continue
+            ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+            assert listen == ("0.0.0.0", ports["metrics"]), container["name"]
+            assert annotations["prometheus.io/scrape"] == "true"
+            assert int(annotations["prometheus.io/port"]) == ports["metrics"]
+            served[container["name"]] = listen[1]
+    assert served.keys() == {"collector", "store-writer", "realtime", "scorer"}
+
+
 def test_every_kubernetes_container_runs_a_pathgrade_command_that_parses() -> None:
     commands = {c["name"]: kubernetes_args(c).command for c in pathgrade_containers()}
     for container in pathgrade_containers():
@@ -101,7 +119,7 @@ def test_every_kubernetes_container_runs_a_pathgrade_command_that_parses() -> No
         "store-writer": "store-writer", "realtime": "realtime", "scorer": "scorer",
     }  # fmt: skip
     collector = next(c for c in pathgrade_containers() if c["name"] == "collector")
-    ports = {p["name"]: p["containerPort"] for p in collector["ports"]}
+    ports = {p["name"]: p["containerPort"] for p in collector["ports"] if p["name"] != "metrics"}
     assert ports == dict(zip(("otlp-grpc", "otlp-http"), COLLECTOR_PORTS, strict=True))
     (service,) = [o for o in kubernetes_objects() if o["kind"] == "Service"]
     assert {p["targetPort"]: p["port"] for p in service["spec"]["ports"]} == ports
