@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pathgrade.broker import LocalBroker, free_port
 from pathgrade.demo import send_demo_traces
-from tests.integration.conftest import start_collector
+from tests.integration.conftest import PathgradeProcess, start_collector
 
 pytestmark = pytest.mark.integration
 
@@ -44,3 +46,35 @@ def test_collector_metrics_count_the_accepted_spans(broker: LocalBroker, tmp_pat
         assert after["pathgrade_collector_spill_bytes"] == 0
     finally:
         assert collector.terminate() == 0, collector.output
+
+
+@pytest.mark.parametrize(
+    ("command", "ready", "metric"),
+    [
+        (["store-writer"], "store writer: ", "pathgrade_store_writer_spans_total"),
+        (
+            ["realtime", "--no-shared-history"], "realtime: ",
+            "pathgrade_realtime_traces_evaluated_total",
+        ),
+        (["scorer"], "scorer: ", "pathgrade_scorer_messages_total"),
+    ],
+    ids=["store-writer", "realtime", "scorer"],
+)  # fmt: skip
+def test_every_production_box_serves_its_metrics(
+    broker: LocalBroker, tmp_path: Path, command: list[str], ready: str, metric: str
+) -> None:
+    migrated = subprocess.run(
+        [sys.executable, "-m", "pathgrade.cli", "migrate", "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip  # the scorer needs an existing store
+    assert migrated.returncode == 0, migrated.stderr
+    port = free_port()
+    box = PathgradeProcess(
+        [*command, "--kafka", broker.bootstrap, "--data-dir", str(tmp_path),
+         "--metrics-listen", f"127.0.0.1:{port}"],
+        ready_text=ready,
+    )  # fmt: skip
+    try:
+        assert scrape(f"http://127.0.0.1:{port}/metrics")[metric] == 0
+    finally:
+        assert box.terminate() == 0, box.output
