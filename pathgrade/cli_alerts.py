@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import re
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -28,6 +29,11 @@ def register(commands: Any) -> None:
     alerts.add_argument("--code", metavar="PGxxx", help="only this detector code")
     alerts.add_argument("--limit", type=int, default=1000)
     alerts.add_argument("--format", choices=["table", "json"], default="table")
+    alerts.add_argument(
+        "--follow", action="store_true",
+        help="print alerts as they are stored, oldest first, until Ctrl-C: those detected "
+        "since --since (default: from now on), then every new one once (--limit ignored)",
+    )  # fmt: skip
     alerts.set_defaults(run=_cmd_alerts)
 
     realtime = commands.add_parser("realtime", help="run only the realtime plane (production box)")
@@ -93,9 +99,36 @@ def _cmd_alerts(args: argparse.Namespace) -> int:
 
     sql, parameters = alerts_query(args.since, args.code, args.limit)
     with cli_store(args) as store:
+        if args.follow:
+            _follow_alerts(args, store)
+            return 0
         result = store.query(sql, parameters, readonly=True)
     print(format_table(result) if args.format == "table" else format_json(result))
     return 0
+
+
+def _follow_alerts(args: argparse.Namespace, store: Any) -> None:
+    """`pathgrade alerts --follow`: until SIGINT/SIGTERM."""
+    from pathgrade.alert_follow import COLUMNS, follow
+    from pathgrade.query import format_json
+
+    start = since_timestamp(args.since) if args.since else datetime.datetime.now(datetime.UTC)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    if args.format == "table":
+        print("  ".join(COLUMNS.split(", ")), flush=True)
+
+    def emit(result: Any) -> None:
+        if args.format == "json":
+            print(format_json(result), flush=True)
+        else:
+            print("\n".join("  ".join(str(v) for v in row) for row in result.rows), flush=True)
+
+    follow(
+        lambda sql, parameters: store.query(sql, parameters, readonly=True),
+        args.code, int(start.timestamp() * 1e9), emit, stop.wait,
+    )  # fmt: skip
 
 
 def _cmd_realtime(args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ def test_up_demo_alerts_on_webhook_and_in_table(tmp_path: Path) -> None:
         assert not [a for a in server.alerts if a["kind"] == "cannot_decide"]
         check_browser_view(tmp_path, server.alerts[0]["trace_id"])
         check_status(tmp_path, stack)
+        check_follow(tmp_path, {a["alert_key"] for a in server.alerts})
         if sys.platform.startswith("linux"):  # the store writer yields to the alert path
             nice = thread_nice_values(stack.process.pid)
             assert nice[stack.process.pid] == 0 and 19 in nice.values(), nice
@@ -53,6 +54,20 @@ def test_up_demo_alerts_on_webhook_and_in_table(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     stored = {(row["TraceId"], row["Code"]) for row in map(json.loads, listed.stdout.splitlines())}
     assert {(a["trace_id"], a["code"]) for a in server.alerts} <= stored
+
+
+def check_follow(data_dir: Path, already: set[str]) -> None:
+    """`pathgrade alerts --follow` through the running stack prints alerts as they are
+    stored, each once, and stops cleanly on Ctrl-C."""
+    follower = PathgradeProcess(
+        ["alerts", "--data-dir", str(data_dir), "--follow", "--since", "10m", "--format", "json"],
+        ready_text='"Code": "PG',
+    )
+    wait_until(lambda: len(follower.lines) > len(already), 60)  # and new ones keep coming
+    assert follower.interrupt() == 0, follower.output
+    printed = [json.loads(line) for line in follower.lines]
+    keys = [(a["TraceId"], a["Code"], a["SpanId"], a["Reason"]) for a in printed]
+    assert len(keys) == len(set(keys))
 
 
 def check_status(data_dir: Path, stack: PathgradeProcess) -> None:
