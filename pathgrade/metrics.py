@@ -26,10 +26,15 @@ Sample = tuple[str, Mapping[str, str], Mapping[str, Any]]
 """(process, labels, counter name -> number); values that are not numbers are skipped."""
 
 
+def metric_name(process: str, counter: str) -> str:
+    """`pathgrade_<process>_<counter>`, with `_total` unless the counter is a level."""
+    return f"pathgrade_{process}_{counter}" + ("" if counter in GAUGES else "_total")
+
+
 def _metric(process: str, counter: str) -> tuple[str, str]:
     """The metric's name and its HELP and TYPE lines."""
     gauge = counter in GAUGES
-    name = f"pathgrade_{process}_{counter}" + ("" if gauge else "_total")
+    name = metric_name(process, counter)
     help_text = f"{counter.replace('_', ' ')} of the pathgrade {process.replace('_', ' ')}"
     kind = "gauge" if gauge else "counter"
     return name, f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n"

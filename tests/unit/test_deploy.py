@@ -7,11 +7,13 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import kubernetes_validate
+import promql_parser
 import pytest
 import yaml
 
@@ -170,3 +172,46 @@ def test_the_image_holds_every_package_the_distribution_installs() -> None:
 def test_the_checks_have_teeth(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         parsed(argv)
+
+
+def exported_metrics() -> set[str]:
+    """Every metric name the production boxes serve: their counters' dataclass fields and
+    the levels each `counters()` adds (kept in step with RealtimePlane.counters and
+    Collector.counters by hand)."""
+    from batch_plane.online_scorer import OnlineScorerStats
+    from batch_plane.store_writer import StoreWriterStats
+    from collector.pipeline import IngestCounters
+    from pathgrade.metrics import metric_name
+    from realtime_plane.assembler import AssemblerStats
+    from realtime_plane.plane import RealtimeCounters
+    from realtime_plane.sinks import WebhookStats
+
+    webhook = {f"webhook_{k}" for k in asdict(WebhookStats()) if k != "latest_error"}
+    counters = {
+        "collector": {*asdict(IngestCounters()), "spill_bytes"},
+        "store_writer": set(asdict(StoreWriterStats())),
+        "realtime": {
+            *asdict(RealtimeCounters()), *asdict(AssemblerStats()), *webhook,
+            "traces_held", "spans_held", "duplicates_suppressed", "alerts_rejected",
+        },
+        "scorer": set(asdict(OnlineScorerStats())),
+    }  # fmt: skip
+    return {metric_name(process, c) for process, names in counters.items() for c in names}
+
+
+def test_prometheus_rules_parse_and_name_only_exported_metrics() -> None:
+    document = yaml.safe_load((DEPLOY / "prometheus" / "pathgrade-rules.yaml").read_text())
+    (group,) = document["groups"]
+    exported = exported_metrics()
+    assert {
+        "pathgrade_collector_spill_bytes",
+        "pathgrade_realtime_webhook_failed_total",
+    } <= exported
+    names = [rule["alert"] for rule in group["rules"]]
+    assert len(names) == len(set(names)) >= 6
+    for rule in group["rules"]:
+        promql_parser.parse(rule["expr"])  # raises ValueError naming the syntax error
+        used = set(re.findall(r"pathgrade_\w+", rule["expr"]))
+        assert used and used <= exported, (rule["alert"], used - exported)
+        assert rule["labels"]["severity"] in {"info", "warning", "critical"}
+        assert rule["annotations"]["summary"] and rule["annotations"]["description"]
