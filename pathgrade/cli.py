@@ -20,6 +20,8 @@ from pathgrade.cli_support import (
     cli_store,
     metrics_arg,
     realtime_settings,
+    served_metrics,
+    stop_on_signal,
     store_args,
 )
 from pathgrade.gc_schedule import schedule_full_collections
@@ -309,7 +311,6 @@ def _cmd_collector(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from collector.service import Collector, CollectorConfig, KafkaUnavailable
-    from pathgrade.metrics import serve_metrics
 
     settings = {"kafka_bootstrap": args.kafka, "spill_dir": str(args.spill_dir)}
     settings.update(_collector_settings(args))
@@ -321,23 +322,19 @@ def _cmd_collector(args: argparse.Namespace) -> int:
     except (KafkaUnavailable, OSError) as exc:
         raise CliError(str(exc)) from exc
     try:
-        metrics = serve_metrics(args.metrics_listen, "collector", collector.counters)
-    except OSError as exc:
+        with served_metrics(args.metrics_listen, "collector", collector.counters):
+            print(
+                f"collector: OTLP/gRPC :{collector.grpc_port}, OTLP/HTTP :{collector.http_port}",
+                flush=True,
+            )
+            _wait_for_signal()
+    finally:
         collector.stop()
-        raise CliError(str(exc)) from exc
-    print(
-        f"collector: OTLP/gRPC :{collector.grpc_port}, OTLP/HTTP :{collector.http_port}", flush=True
-    )
-    _wait_for_signal()
-    if metrics is not None:
-        metrics.stop()
-    collector.stop()
     return 0
 
 
 def _cmd_store_writer(args: argparse.Namespace) -> int:
     from batch_plane.store import StoreUnavailable
-    from pathgrade.metrics import serve_metrics
     from pathgrade.ownership import DataDirBusy
     from pathgrade.store_owner import StoreOwner
 
@@ -347,27 +344,18 @@ def _cmd_store_writer(args: argparse.Namespace) -> int:
     except (DataDirBusy, StoreUnavailable) as exc:
         raise CliError(str(exc)) from exc
     try:
-        metrics = serve_metrics(args.metrics_listen, "store_writer", owner.writer_stats)
-    except OSError as exc:
+        with served_metrics(args.metrics_listen, "store_writer", owner.writer_stats):
+            owner.publish_state({})
+            print(f"store writer: {args.kafka} -> {owner.dsn}", flush=True)
+            _wait_for_signal()
+    finally:
         owner.stop()
-        raise CliError(str(exc)) from exc
-    owner.publish_state({})
-    print(f"store writer: {args.kafka} -> {owner.dsn}", flush=True)
-    _wait_for_signal()
-    if metrics is not None:
-        metrics.stop()
-    owner.stop()
     return 0
 
 
 def _wait_for_signal() -> None:
     """Block until SIGINT or SIGTERM."""
-    import signal
-    import threading
-
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signal()
     while not stop.wait(1.0):
         pass
 

@@ -6,13 +6,20 @@ from __future__ import annotations
 import argparse
 import datetime
 import re
-import signal
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
-from pathgrade.cli_support import CliError, cli_store, metrics_arg, realtime_settings, store_args
+from pathgrade.cli_support import (
+    CliError,
+    cli_store,
+    metrics_arg,
+    realtime_settings,
+    served_metrics,
+    stop_on_signal,
+    store_args,
+)
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -113,9 +120,7 @@ def _follow_alerts(args: argparse.Namespace, store: Any) -> None:
     from pathgrade.query import format_json
 
     start = since_timestamp(args.since) if args.since else datetime.datetime.now(datetime.UTC)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signal()
     if args.format == "table":
         print("  ".join(COLUMNS.split(", ")), flush=True)
 
@@ -135,7 +140,6 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
     from batch_plane.store import StoreUnavailable
     from detectors import PolicyError
     from pathgrade.cli import _wait_for_signal
-    from pathgrade.metrics import serve_metrics
     from pathgrade.store_access import NoStore, open_store
     from realtime_plane import RealtimeConfig, RealtimePlane
 
@@ -151,18 +155,14 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
             plane = RealtimePlane(config, store)
             plane.start()
             try:
-                metrics = serve_metrics(args.metrics_listen, "realtime", plane.counters)
-            except OSError:
+                with served_metrics(args.metrics_listen, "realtime", plane.counters):
+                    print(f"realtime: {args.kafka} -> alerts ({config.group_id})", flush=True)
+                    stop = threading.Event()
+                    threading.Thread(target=_report, args=(plane, stop), daemon=True).start()
+                    _wait_for_signal()
+                    stop.set()
+            finally:
                 plane.stop()
-                raise
-            print(f"realtime: {args.kafka} -> alerts ({config.group_id})", flush=True)
-            stop = threading.Event()
-            threading.Thread(target=_report, args=(plane, stop), daemon=True).start()
-            _wait_for_signal()
-            stop.set()
-            if metrics is not None:
-                metrics.stop()
-            plane.stop()
     except (NoStore, StoreUnavailable, PolicyError, OSError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc
     print(f"realtime stopped: {_status(plane)}", flush=True)

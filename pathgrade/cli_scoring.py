@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
-from pathgrade.cli_support import CliError, cli_store, metrics_arg, progress_line, store_args
+from pathgrade.cli_support import (
+    CliError,
+    cli_store,
+    metrics_arg,
+    progress_line,
+    served_metrics,
+    stop_on_signal,
+    store_args,
+)
 
 
 def register(commands: Any) -> None:
@@ -228,7 +234,6 @@ def _cmd_scorer(args: argparse.Namespace) -> int:
 
     from batch_plane.online_scorer import OnlineScorer, OnlineScorerConfig
     from detectors import PolicyError, load_policy
-    from pathgrade.metrics import serve_metrics
 
     try:
         policy = load_policy(args.policy) if args.policy else None
@@ -247,20 +252,12 @@ def _cmd_scorer(args: argparse.Namespace) -> int:
             OnlineScorerConfig(args.kafka, policy=policy), store, judge,
             on_event if events else None,
         )  # fmt: skip
+        stop = stop_on_signal()
         try:
-            metrics = serve_metrics(args.metrics_listen, "scorer", lambda: asdict(scorer.stats))
-        except OSError as exc:
-            scorer.close()
-            raise CliError(str(exc)) from exc
-        stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
-        print(f"scorer: {args.kafka} pathgrade.sampled -> scores", flush=True)
-        try:
-            scorer.run(stop)
+            with served_metrics(args.metrics_listen, "scorer", lambda: asdict(scorer.stats)):
+                print(f"scorer: {args.kafka} pathgrade.sampled -> scores", flush=True)
+                scorer.run(stop)
         finally:
-            if metrics is not None:
-                metrics.stop()
             scorer.close()
             if judge:
                 judge.close()

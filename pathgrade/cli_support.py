@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pathgrade.metrics import parse_listen
+from pathgrade.metrics import parse_listen, serve_metrics
 
 DEFAULT_DATA_DIR = Path("pathgrade-data")
 DEFAULT_BROKER_MAX_MB = 1024
-DEFAULT_STATUS_EVERY_S = 30
 """Resident memory of the bundled broker past which `pathgrade up` swaps in a fresh one."""
+DEFAULT_STATUS_EVERY_S = 30
+"""How often `pathgrade up` takes a status snapshot (pathgrade.status)."""
 DEFAULT_STORE_WRITER_NICENESS = 19
 """How much nicer than the rest `pathgrade up` runs its store writer (pathgrade.priority)."""
 
@@ -38,6 +41,33 @@ def _listen_address(text: str) -> tuple[str, int]:
         return parse_listen(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def stop_on_signal() -> threading.Event:
+    """An event SIGINT or SIGTERM sets (handlers installed now, in the main thread)."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
+@contextmanager
+def served_metrics(
+    listen: tuple[str, int] | None, process: str, counters: Callable[[], Any]
+) -> Iterator[None]:
+    """`--metrics-listen`: `counters()` served as `process`'s metrics while the block runs
+    (nothing without an address); a port that cannot be had is a CliError."""
+    if listen is None:
+        yield
+        return
+    try:
+        server = serve_metrics(listen, process, counters)
+    except OSError as exc:
+        raise CliError(str(exc)) from exc
+    try:
+        yield
+    finally:
+        server.stop()
 
 
 def metrics_arg(parser: argparse.ArgumentParser) -> None:

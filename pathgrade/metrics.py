@@ -110,12 +110,10 @@ class _MetricsHandler(BaseHTTPRequestHandler):
 
 
 def serve_metrics(
-    listen: tuple[str, int] | None, process: str, counters: Callable[[], Mapping[str, Any]]
-) -> MetricsServer | None:
-    """Serve `counters()` as `process`'s metrics at `listen` (`parse_listen`); None
-    without it. Raises OSError naming the address when it cannot listen there."""
-    if listen is None:
-        return None
+    listen: tuple[str, int], process: str, counters: Callable[[], Mapping[str, Any]]
+) -> MetricsServer:
+    """Serve `counters()` as `process`'s metrics at `listen` (`parse_listen`) until
+    `stop()`. Raises OSError naming the address when it cannot listen there."""
     host, port = listen
     try:
         server = MetricsServer(host, port, lambda: prometheus_text([(process, {}, counters())]))

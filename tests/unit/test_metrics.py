@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -10,6 +11,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from pathgrade.cli_support import CliError, served_metrics
 from pathgrade.metrics import CONTENT_TYPE, MetricsServer, parse_listen, prometheus_text
 from pathgrade.status import snapshot_samples
 
@@ -95,3 +97,23 @@ def test_listen_addresses_are_checked() -> None:
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert refused.returncode == 2 and "--metrics-listen 'nonsense'" in refused.stderr
+
+
+def test_a_port_in_use_is_a_clear_error_and_the_server_stops_after_the_block() -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        refused = pytest.raises(CliError, match=f"cannot serve metrics on 127.0.0.1:{port}")
+        with refused, served_metrics(("127.0.0.1", port), "collector", dict):
+            pass
+    finally:
+        taken.close()
+    url = f"http://127.0.0.1:{port}/metrics"
+    counters = {"accepted_spans": 1}
+    with served_metrics(("127.0.0.1", port), "collector", lambda: counters), \
+            urllib.request.urlopen(url, timeout=10) as answer:  # fmt: skip
+        assert b"pathgrade_collector_accepted_spans_total 1" in answer.read()
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(url, timeout=10)
