@@ -13,8 +13,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from pathgrade.http_handler import QuietHandler
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +85,8 @@ class MetricsServer(ThreadingHTTPServer):
         self.server_close()
 
 
-class _MetricsHandler(BaseHTTPRequestHandler):
+class _MetricsHandler(QuietHandler):
     server: MetricsServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def do_GET(self) -> None:
         if self.path.split("?", 1)[0] != "/metrics":
@@ -100,13 +99,6 @@ class _MetricsHandler(BaseHTTPRequestHandler):
             self._reply(500, b"collecting metrics failed; see the log\n", "text/plain")
             return
         self._reply(200, body, CONTENT_TYPE)
-
-    def _reply(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
 
 def serve_metrics(

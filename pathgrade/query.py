@@ -18,12 +18,13 @@ import json
 import urllib.error
 import urllib.request
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from batch_plane.store import ClientStore, QueryError, QueryResult, RejectedRow, RowsRejected
 from pathgrade import ui
+from pathgrade.http_handler import QuietHandler
 from pathgrade.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from pathgrade.metrics import prometheus_text
 from pathgrade.ownership import read_state
@@ -47,11 +48,8 @@ class QueryServer(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}"
 
 
-class _StoreHandler(BaseHTTPRequestHandler):
+class _StoreHandler(QuietHandler):
     server: QueryServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
@@ -124,13 +122,6 @@ class _StoreHandler(BaseHTTPRequestHandler):
 
     def _send(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
         self._reply(status, json.dumps(payload).encode(), "application/json")
-
-    def _reply(self, status: HTTPStatus, data: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def _dispatch(self, body: dict[str, Any]) -> dict[str, Any]:
         if self.path == "/sql":

@@ -10,6 +10,7 @@ answer in time shows as null in the snapshot and "not answering" in the line.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pathgrade.metrics import Sample
@@ -28,13 +29,20 @@ def _rate(current: dict[str, Any] | None, previous: dict[str, Any] | None, key: 
     return f" ({delta / seconds:,.0f}/s)" if delta >= 0 else ""
 
 
+def summed(counters: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Counter sets added key by key (values that are not ints are left out)."""
+    totals: dict[str, int] = {}
+    for counts in counters:
+        for key, value in counts.items():
+            if isinstance(value, int):
+                totals[key] = totals.get(key, 0) + value
+    return totals
+
+
 def _realtime_totals(workers: list[dict[str, Any] | None]) -> dict[str, int] | None:
     """The realtime processes' counters summed; None when none answered."""
     answered = [w for w in workers if w is not None]
-    if not answered:
-        return None
-    keys = {k for w in answered for k, v in w.items() if isinstance(v, int)}
-    return {k: sum(w.get(k, 0) for w in answered) for k in keys}
+    return summed(answered) if answered else None
 
 
 def _collector_part(now: Snapshot, before: Snapshot | None, seconds: float) -> str:

@@ -15,6 +15,7 @@ from batch_plane.store_writer import StoreWriter, StoreWriterConfig, StoreWriter
 from pathgrade.ownership import DataDirLock
 from pathgrade.priority import lower_thread_priority
 from pathgrade.query import QueryServer
+from pathgrade.status import summed
 from schemas.migrations import Migration, migrate
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ class StoreOwner:
         self.applied: list[Migration] = []
         self._client_lock = threading.Lock()
         self._writer_run: _WriterRun | None = None
-        self._finished_runs = asdict(StoreWriterStats())  # counts of writers before a swap
+        self._finished_runs: dict[str, int] = {}  # counts of the writers before a swap
 
     def start(self) -> None:
         """Take the data directory, connect, migrate, start consuming and serving."""
@@ -71,17 +72,14 @@ class StoreOwner:
         if run is None:
             return True
         reached = run.finish(targets, idle_s, timeout_s)
-        for key, value in asdict(run.writer.stats).items():
-            self._finished_runs[key] += value
+        self._finished_runs = summed([self._finished_runs, asdict(run.writer.stats)])
         return reached
 
     def writer_stats(self) -> dict[str, int]:
         """The store writer's counters since `start()`, across broker swaps."""
-        totals = dict(self._finished_runs)
-        if self._writer_run is not None:
-            for key, value in asdict(self._writer_run.writer.stats).items():
-                totals[key] += value
-        return totals
+        run = self._writer_run
+        current = asdict(run.writer.stats if run is not None else StoreWriterStats())
+        return summed([self._finished_runs, current])
 
     def publish_state(self, state: dict[str, Any]) -> None:
         """Tell other commands where to send queries (and whatever else is useful)."""

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pathgrade.query import QueryServer, StatusUnavailable, stack_status
-from pathgrade.status import status_line, status_report
+from pathgrade.status import status_line, status_report, summed
 
 
 def snapshot(
@@ -98,3 +98,8 @@ def test_status_is_served_by_the_store_owners_endpoint_once_taken(tmp_path: Path
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_counter_sets_add_key_by_key_and_skip_what_is_not_a_count() -> None:
+    assert summed([{"a": 1, "b": 2, "note": "x"}, {"a": 3, "c": 0}, {}]) == {"a": 4, "b": 2, "c": 0}
+    assert summed([]) == {}
