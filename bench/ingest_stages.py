@@ -2,7 +2,14 @@
 
 Runs every stage in this one process on one core: protobuf parse, validate, redact,
 group by trace (collector side), then decode, span rows and the chDB insert (store side,
-into a throwaway embedded store).
+into a throwaway embedded store). The process collects garbage on pathgrade's timer, as
+the collector and the store writer do (`pathgrade/gc_schedule.py`).
+
+The last lines add the stages up: the CPU every span needs in the collector and in the store
+writer with no HTTP, no Kafka client, no broker and no realtime plane, and the rate this
+machine's cores could sustain on that work alone, against issue 2's 30,000 spans/s target.
+No real stack can exceed that ceiling; the live one (bench/ingest.py) also pays for
+everything left out here.
 
     python bench/ingest_stages.py [--spans 50000] [--batch 512] [--profile STAGE]
 """
@@ -11,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import sys
 import tempfile
@@ -31,18 +39,31 @@ from batch_plane.store import ClientStore, connect, embedded_dsn
 from collector.grouping import group_by_trace
 from collector.redact import RedactionConfig, Redactor
 from collector.validate import validate_request
+from pathgrade.gc_schedule import schedule_full_collections
 from schemas.migrations import migrate
 from schemas.otlp import decode_spans_message
 
+TARGET_SPANS_PER_S = 30_000  # issue 2's end-to-end target on this machine
+COLLECTOR_STAGES = ("validate", "redact", "group")
+STORE_STAGES = ("decode", "rows", "insert")
 
-def timed(name: str, spans: int, work: Callable[[], Any], profile: str | None) -> Any:
-    """Run `work` once, print its wall and CPU (all threads) µs/span; cProfile it when
-    `profile` == name. CPU time is the figure that counts on a shared 2-core machine."""
+
+def timed(
+    name: str,
+    spans: int,
+    work: Callable[[], Any],
+    profile: str | None,
+    cpu_per_span: dict[str, float],
+) -> Any:
+    """Run `work` once, print its wall and CPU (all threads) µs/span and note the CPU in
+    `cpu_per_span`; cProfile it when `profile` == name. CPU time is the figure that counts
+    on a shared 2-core machine."""
     profiler = cProfile.Profile() if profile == name else None
     started, cpu_started = time.perf_counter(), time.process_time()
     result = profiler.runcall(work) if profiler else work()
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
+    cpu_per_span[name] = cpu / spans * 1e6
     print(
         f"{name:<10} wall {elapsed / spans * 1e6:6.1f} µs/span  "
         f"cpu {cpu / spans * 1e6:6.1f} µs/span  {spans / elapsed:>9,.0f} spans/s"
@@ -50,6 +71,20 @@ def timed(name: str, spans: int, work: Callable[[], Any], profile: str | None) -
     if profiler:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
     return result
+
+
+def print_ceiling(cpu_per_span: dict[str, float], cores: int) -> None:
+    """The collector's and the store writer's stage CPU per span, and the rate `cores`
+    could sustain on that work alone, as a ratio of the target."""
+    collector = sum(cpu_per_span[name] for name in COLLECTOR_STAGES)
+    store = sum(cpu_per_span[name] for name in STORE_STAGES)
+    ceiling = cores * 1e6 / (collector + store)
+    print(f"collector  {collector:6.1f} µs/span ({' + '.join(COLLECTOR_STAGES)})")
+    print(f"store      {store:6.1f} µs/span ({' + '.join(STORE_STAGES)})")
+    print(
+        f"ceiling    {ceiling:,.0f} spans/s on {cores} cores for these stages alone = "
+        f"{ceiling / TARGET_SPANS_PER_S:.2f} x the {TARGET_SPANS_PER_S:,} spans/s target"
+    )
 
 
 def main() -> None:
@@ -62,34 +97,48 @@ def main() -> None:
     bodies = request_bodies(args.spans, args.batch)
     spans = span_count(bodies)
     redactor = Redactor(RedactionConfig())
+    cpu: dict[str, float] = {}
+    collections = schedule_full_collections()
     requests = timed(
-        "parse", spans, lambda: [ExportTraceServiceRequest.FromString(b) for b in bodies], None
+        "parse",
+        spans,
+        lambda: [ExportTraceServiceRequest.FromString(b) for b in bodies],
+        None,
+        cpu,
     )
-    timed("validate", spans, lambda: [validate_request(r) for r in requests], args.profile)
-    timed("redact", spans, lambda: [redactor.redact(r) for r in requests], args.profile)
+    timed("validate", spans, lambda: [validate_request(r) for r in requests], args.profile, cpu)
+    timed("redact", spans, lambda: [redactor.redact(r) for r in requests], args.profile, cpu)
     messages = timed(
         "group",
         spans,
         lambda: [value for r in requests for _, value in group_by_trace(r)],
         args.profile,
+        cpu,
     )
     decoded = timed(
         "decode",
         spans,
         lambda: [decode_spans_message(m, "t", 1) for m in messages],
         args.profile,
+        cpu,
     )
     rows = timed(
-        "rows", spans, lambda: [span_row(s) for batch in decoded for s in batch], args.profile
+        "rows",
+        spans,
+        lambda: [span_row(s) for batch in decoded for s in batch],
+        args.profile,
+        cpu,
     )
     with tempfile.TemporaryDirectory(prefix="pathgrade-stages-") as data_dir:
         client = connect(embedded_dsn(data_dir))
         migrate(client)
         store = ClientStore(client)
         columns = list(SPAN_COLUMNS)
-        timed("insert", spans, lambda: store.insert("spans", rows, columns), args.profile)
+        timed("insert", spans, lambda: store.insert("spans", rows, columns), args.profile, cpu)
         inserted = store.query("SELECT count() FROM spans").rows[0][0]
         print(f"inserted   {inserted} rows ({len(SPAN_COLUMNS)} columns)")
+    collections.stop()
+    print_ceiling(cpu, os.cpu_count() or 1)
 
 
 if __name__ == "__main__":
