@@ -8,6 +8,7 @@ import datetime
 import re
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -81,12 +82,18 @@ def since_timestamp(text: str, now: datetime.datetime | None = None) -> datetime
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
 
 
-def alerts_query(since: str | None, code: str | None, limit: int) -> tuple[str, dict[str, Any]]:
-    """The SQL (over `alerts_view`) and parameters for `pathgrade alerts`."""
+def since_ns(text: str | None) -> int | None:
+    """`--since` as Unix nanoseconds (`since_timestamp`), None without it."""
+    return int(since_timestamp(text).timestamp() * 1e9) if text else None
+
+
+def alerts_query(since: int | None, code: str | None, limit: int) -> tuple[str, dict[str, Any]]:
+    """The SQL (over `alerts_view`) and parameters for `pathgrade alerts`; `since` in Unix
+    nanoseconds."""
     where, parameters = [], {}
-    if since:
+    if since is not None:
         where.append("DetectedAtNs >= {since:Int64}")
-        parameters["since"] = int(since_timestamp(since).timestamp() * 1e9)
+        parameters["since"] = since
     if code:
         if not re.fullmatch(r"PG\d{3}", code):
             raise CliError(f"--code: expected a detector code like PG110, got {code!r}")
@@ -104,22 +111,22 @@ def alerts_query(since: str | None, code: str | None, limit: int) -> tuple[str, 
 def _cmd_alerts(args: argparse.Namespace) -> int:
     from pathgrade.query import format_json, format_table
 
-    sql, parameters = alerts_query(args.since, args.code, args.limit)
+    since = since_ns(args.since)
+    sql, parameters = alerts_query(since, args.code, args.limit)
     with cli_store(args) as store:
         if args.follow:
-            _follow_alerts(args, store)
+            _follow_alerts(args, store, since if since is not None else time.time_ns())
             return 0
         result = store.query(sql, parameters, readonly=True)
     print(format_table(result) if args.format == "table" else format_json(result))
     return 0
 
 
-def _follow_alerts(args: argparse.Namespace, store: Any) -> None:
-    """`pathgrade alerts --follow`: until SIGINT/SIGTERM."""
+def _follow_alerts(args: argparse.Namespace, store: Any, since: int) -> None:
+    """`pathgrade alerts --follow` from `since` (Unix ns): until SIGINT/SIGTERM."""
     from pathgrade.alert_follow import COLUMNS, follow
     from pathgrade.query import format_json
 
-    start = since_timestamp(args.since) if args.since else datetime.datetime.now(datetime.UTC)
     stop = stop_on_signal()
     if args.format == "table":
         print("  ".join(COLUMNS.split(", ")), flush=True)
@@ -132,7 +139,7 @@ def _follow_alerts(args: argparse.Namespace, store: Any) -> None:
 
     follow(
         lambda sql, parameters: store.query(sql, parameters, readonly=True),
-        args.code, int(start.timestamp() * 1e9), emit, stop.wait,
+        args.code, since, emit, stop.wait,
     )  # fmt: skip
 
 

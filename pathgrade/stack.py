@@ -408,16 +408,19 @@ class Stack:
                 signal.signal(sig, handler)
 
     def snapshot(self) -> Snapshot:
-        """Every process's counters now (`pathgrade.status`); a child that does not answer
-        within STATUS_TIMEOUT_S shows as None."""
+        """Every process's counters now (`pathgrade.status`), asked of the children at once;
+        a child that does not answer within STATUS_TIMEOUT_S shows as None."""
         assert self.store is not None and self._collector is not None
+        children = [self._collector, *self._realtime]
+        collector, *realtime = _in_parallel([
+            lambda child=child: child.request("stats", None, "stats", STATUS_TIMEOUT_S)
+            for child in children
+        ])  # fmt: skip
         return {
             "taken_at": time.time(),
-            "collector": self._collector.request("stats", None, "stats", STATUS_TIMEOUT_S),
+            "collector": collector,
             "store_writer": self.store.writer_stats(),
-            "realtime": [
-                child.request("stats", None, "stats", STATUS_TIMEOUT_S) for child in self._realtime
-            ],
+            "realtime": realtime,
             "broker_rss_bytes": self.broker.rss_bytes() if self.broker else None,
         }
 

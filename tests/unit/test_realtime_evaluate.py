@@ -243,14 +243,17 @@ def test_hash_sampling_lower_rate_is_a_subset_and_flags_add_reasons(demo: list) 
 def test_alerts_cli_query_filters_and_errors_name_the_flag() -> None:
     import datetime
 
-    from pathgrade.cli_alerts import alerts_query, since_timestamp
+    from pathgrade.cli_alerts import alerts_query, since_ns, since_timestamp
     from pathgrade.cli_support import CliError
 
     now = datetime.datetime(2025, 7, 1, 12, tzinfo=datetime.UTC)
     assert since_timestamp("15m", now) == now - datetime.timedelta(minutes=15)
     assert since_timestamp("2025-07-01T11:00:00", now).hour == 11
-    sql, parameters = alerts_query("1h", "PG110", 10)
+    assert since_ns(None) is None
+    assert since_ns("2025-07-01T11:00:00+00:00") == int(now.timestamp() - 3600) * 10**9
+    sql, parameters = alerts_query(since_ns("1h"), "PG110", 10)
     assert "FROM alerts_view WHERE" in sql and parameters["code"] == "PG110"
+    assert "DetectedAtNs >=" in sql and parameters["since"] > 0
     with pytest.raises(CliError, match="--code"):
         alerts_query(None, "110", 10)
     with pytest.raises(CliError, match="--since"):
