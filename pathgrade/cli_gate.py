@@ -1,4 +1,4 @@
-"""`pathgrade eval`, `pathgrade gate` and `pathgrade scores export`."""
+"""`pathgrade eval`, `pathgrade gate`, `pathgrade gates` and `pathgrade scores export`."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ SUFFIX_FORMATS = {".md": "markdown", ".json": "json", ".xml": "junit"}
 
 
 def register(commands: Any) -> None:
-    """Add `eval`, `gate` and `scores` to the `pathgrade` sub-commands."""
+    """Add `eval`, `gate`, `gates` and `scores` to the `pathgrade` sub-commands."""
     evaluate = commands.add_parser("eval", help="run a suite's datasets through an agent")
     store_args(evaluate)
     evaluate.add_argument("suite", type=Path, metavar="SUITE.yaml")
@@ -52,7 +52,26 @@ def register(commands: Any) -> None:
     gate.add_argument("--seed", type=int, help="bootstrap seed (default 20260101)")
     gate.add_argument("--resamples", type=int, help="bootstrap resamples (default 10000)")
     gate.add_argument("--prices", type=Path, help="price table overriding the shipped one")
+    gate.add_argument(
+        "--no-record", action="store_true",
+        help="do not record the verdict in the store (runs from the store are recorded: "
+        "`pathgrade gates list`)",
+    )  # fmt: skip
     gate.set_defaults(run=_cmd_gate)
+
+    gates = commands.add_parser("gates", help="recorded gate verdicts")
+    gate_actions = gates.add_subparsers(dest="action", required=True)
+    listed = gate_actions.add_parser("list", help="recorded gates, newest first")
+    store_args(listed)
+    listed.add_argument("--suite", help="only this suite's gates")
+    listed.add_argument("--limit", type=int, default=20)
+    listed.add_argument("--format", choices=("table", "json"), default="table")
+    listed.set_defaults(run=_cmd_gates_list)
+    shown = gate_actions.add_parser("show", help="print a recorded verdict again")
+    store_args(shown)
+    shown.add_argument("gate_id", metavar="GATE_ID")
+    shown.add_argument("--format", choices=FORMATS, default="table")
+    shown.set_defaults(run=_cmd_gates_show)
 
     scores = commands.add_parser("scores", help="score files for the gate")
     actions = scores.add_subparsers(dest="action", required=True)
@@ -236,12 +255,45 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         print("\n".join(exc.problems), file=sys.stderr)
         return exit_code(exc)
     sys.stdout.write(render(verdict, args.format))
+    if args.candidate is not None and not args.no_record:
+        _record(args, verdict)
     for path in args.output:
         try:
             path.write_text(render(verdict, SUFFIX_FORMATS.get(path.suffix, "table")))
         except OSError as exc:
             raise CliError(f"--output {path}: {exc.strerror or exc}") from exc
     return exit_code(verdict)
+
+
+def _record(args: argparse.Namespace, verdict: Any) -> None:
+    """Record a verdict over runs in the store and say under which id."""
+    from batch_plane.gate_store import record_gate
+
+    with store_for(args) as store:
+        gate_id = record_gate(store, verdict, args.candidate, args.baseline, str(args.suite))
+    print(f"recorded as {gate_id} (pathgrade gates show {gate_id})", file=sys.stderr)
+
+
+def _cmd_gates_list(args: argparse.Namespace) -> int:
+    from batch_plane.gate_store import list_gates
+    from pathgrade.query import format_json, format_table
+
+    with store_for(args) as store:
+        result = list_gates(store, args.suite, args.limit)
+    print(format_table(result) if args.format == "table" else format_json(result))
+    return 0
+
+
+def _cmd_gates_show(args: argparse.Namespace) -> int:
+    from batch_plane.gate_store import MissingGate, load_verdict
+
+    with store_for(args) as store:
+        try:
+            verdict = load_verdict(store, args.gate_id)
+        except MissingGate as exc:
+            raise CliError(str(exc)) from exc
+    sys.stdout.write(render(verdict, args.format))
+    return 0
 
 
 def _cmd_scores_export(args: argparse.Namespace) -> int:

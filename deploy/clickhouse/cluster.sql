@@ -240,3 +240,45 @@ CREATE TABLE IF NOT EXISTS runs ON CLUSTER 'pathgrade'
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', UpdatedAt)
 ORDER BY RunId;
 
+CREATE TABLE IF NOT EXISTS gates ON CLUSTER 'pathgrade'
+(
+    GateId String,
+    DecidedAt DateTime64(6),
+    Suite String,
+    SuiteFile String,
+    CandidateRun String,
+    BaselineRun String,
+    Passed Bool,
+    FailedRows UInt32,
+    TotalRows UInt32,
+    Seed UInt64,
+    Resamples UInt32,
+    Confidence Float64,
+    Verdict String
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+ORDER BY GateId;
+
+CREATE TABLE IF NOT EXISTS gate_rows ON CLUSTER 'pathgrade'
+(
+    GateId String,
+    RowIndex UInt32,
+    Check LowCardinality(String),
+    Metric LowCardinality(String),
+    Slice String,
+    Passed Bool,
+    Items UInt32,
+    PairedItems UInt32,
+    UnpairedItems UInt32,
+    CandidateMean Nullable(Float64),
+    BaselineMean Nullable(Float64),
+    Delta Nullable(Float64),
+    IntervalLow Nullable(Float64),
+    IntervalHigh Nullable(Float64),
+    Threshold Nullable(Float64),
+    MaxRegression Nullable(Float64),
+    Reason String
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+ORDER BY (GateId, RowIndex);
+

@@ -4,6 +4,7 @@ chDB, collector), driven through the `pathgrade` command line."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -134,6 +135,7 @@ def test_seeded_defects_fail_the_gate_on_their_metric_and_healthy_passes(
         return run_id
 
     baseline = evaluate("healthy")
+    recorded = {}
     for build in sorted(BUILDS):
         report = tmp_path / f"{build}.json"
         gated = stack.cli("gate", suite, "--candidate", evaluate(build), "--baseline", baseline,
@@ -143,6 +145,19 @@ def test_seeded_defects_fail_the_gate_on_their_metric_and_healthy_passes(
         assert failed == CATCHING_METRICS[build], gated.stdout
         assert gated.returncode == (0 if build == "healthy" else 1), gated.stderr
         assert "<testsuite" in (tmp_path / "j.xml").read_text()
+        recorded[build] = re.search(r"recorded as (gate-[0-9a-f]{12})", gated.stderr)[1]
+        shown = stack.cli("gates", "show", recorded[build], "--format", "json")
+        assert json.loads(shown.stdout) == verdict, shown.stderr
+
+    listed = stack.cli("gates", "list", "--suite", "support-agent-seeded", "--format", "json")
+    by_id = {row["GateId"]: row for row in map(json.loads, listed.stdout.splitlines())}
+    assert len(by_id) == len(BUILDS), listed.stderr
+    for build, gate_id in recorded.items():
+        assert by_id[gate_id]["Verdict"] == ("PASS" if build == "healthy" else "FAIL")
+        assert by_id[gate_id]["BaselineRun"] == baseline
+    unrecorded = stack.cli("gate", suite, "--candidate", baseline, "--baseline", baseline,
+                           "--no-record")  # fmt: skip
+    assert unrecorded.returncode == 0 and "recorded as" not in unrecorded.stderr
 
     candidate = tmp_path / "c.jsonl"
     exported = stack.cli("scores", "export", "--run", baseline, "--out", str(candidate))
