@@ -177,12 +177,20 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
 
 
 def _status(plane: Any) -> str:
+    from realtime_plane.delays import DELAY_WINDOW, P50, P99
+
     c = plane.counters()
     failed = c["evaluation_failures"]
     return (
         f"{c['spans']} spans read, {c['traces_held']} traces / {c['spans_held']} spans "
         f"buffered, {c['traces_evaluated']} evaluated, {c['alerts']} alerts"
         + (f", {failed} traces skipped (evaluation failed; see the log)" if failed else "")
+        + (
+            f", detection delay p50 {c[P50]:.2f} s / p99 {c[P99]:.2f} s (last "
+            f"{DELAY_WINDOW:,} traces)"
+            if P99 in c
+            else ""
+        )
         + (
             f", conversation turns {c['turns_shared']} shared / {c['turns_received']} from "
             "other consumers"

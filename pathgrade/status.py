@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pathgrade.metrics import Sample
+from realtime_plane.delays import P99
 
 Snapshot = dict[str, Any]
 _MB = 1024 * 1024
@@ -78,6 +79,9 @@ def _realtime_part(now: Snapshot, before: Snapshot | None, seconds: float) -> st
         + _rate(totals, earlier, "traces_evaluated", seconds)
         + f", {totals.get('alerts', 0):,} alerts, {totals.get('traces_held', 0):,} held"
     )
+    delays = [w[P99] for w in workers if w is not None and P99 in w]
+    if delays:
+        part += f", p99 delay {max(delays):.1f} s"
     silent = sum(w is None for w in workers)
     if silent:
         part += f" ({silent} of {len(workers)} realtime processes not answering)"

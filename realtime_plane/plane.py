@@ -27,6 +27,7 @@ from kafka.structs import OffsetAndMetadata
 from detectors import load_policy
 from realtime_plane.assembler import DueTrace, TraceAssembler
 from realtime_plane.config import RealtimeConfig
+from realtime_plane.delays import DelayWindow
 from realtime_plane.evaluate import Evaluation, TraceEvaluator
 from realtime_plane.sampler import Sampler
 from realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
@@ -84,6 +85,7 @@ class RealtimePlane:
         self.store_sink = StoreAlertSink(alert_store) if alert_store is not None else None
         self.webhook: WebhookSink | None = None
         self.counters_ = RealtimeCounters()
+        self.delays = DelayWindow()
         self.assigned: set[int] = set()
         self._committed: dict[int, int] = {}
         self._last_commit = float("-inf")
@@ -207,6 +209,10 @@ class RealtimePlane:
 
     def _emit(self, evaluation: Evaluation) -> None:
         self.counters_.traces_evaluated += 1
+        due = evaluation.due
+        if due.reason == "quiet" and not due.re_evaluation:
+            last_received_ns = max(span.received_at_ns for span in due.trace.spans)
+            self.delays.add((time.time_ns() - last_received_ns) / 1e9)
         alerts = evaluation.new_alerts
         self.counters_.alerts += len(alerts)
         for alert in alerts:
@@ -220,7 +226,7 @@ class RealtimePlane:
         if self.webhook is not None:
             self.webhook.add(alerts)
         self._share_turn(evaluation)
-        if evaluation.due.re_evaluation and not alerts:
+        if due.re_evaluation and not alerts:
             return  # sampled when first evaluated; only new findings re-sample it
         sample = self.sampler.decide(evaluation, time.time_ns())
         if sample is not None and self.producer and self.config.sampled_topic:
@@ -287,11 +293,13 @@ class RealtimePlane:
             self._committed.pop(partition, None)
         self.assigned -= partitions
 
-    def counters(self) -> dict[str, int]:
-        """Plane, assembler and webhook counters in one flat mapping."""
+    def counters(self) -> dict[str, float]:
+        """Plane, assembler and webhook counters, and the recent detection delays
+        (`realtime_plane.delays`), in one flat mapping."""
         out = {**asdict(self.counters_), **asdict(self.assembler.stats)}
         out.update(traces_held=self.assembler.traces_held, spans_held=self.assembler.spans_held)
         out["duplicates_suppressed"] = self.evaluator.duplicates_suppressed
+        out.update(self.delays.quantiles())
         if self.store_sink is not None:
             out["alerts_rejected"] = self.store_sink.rejected
         if self.webhook is not None:

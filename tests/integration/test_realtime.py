@@ -32,6 +32,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from pathgrade.broker import LocalBroker
 from pathgrade.demo import CLEAN_SCENARIOS, plan_turns, send_demo_traces
 from realtime_plane import RealtimeConfig, RealtimePlane
+from realtime_plane.delays import MAX, P50, P99
 from schemas.topics import SPANS_TOPIC
 from tests.integration.conftest import PathgradeProcess, start_collector, wait_until
 
@@ -106,8 +107,11 @@ def test_production_failures_fire_on_the_webhook_and_clean_turns_do_not(
         sent = send_demo_traces(OTLPSpanExporter(endpoint=collector), traces=20, seed=5)
         wait_until(lambda: plane.counters()["traces_evaluated"] >= 20, timeout_s=60)
         wait_until(lambda: plane.counters()["webhook_sent"] == plane.counters()["alerts"])
+        counters = plane.counters()
     finally:
         plane.stop()
+    # From the collector's receipt of a trace's last span: the 1 s quiet window and more.
+    assert 0.9 <= counters[P50] <= counters[P99] <= counters[MAX] < 30
     fired = codes_by_trace(webhook.alerts)
     scenarios = [turn.scenario for turn in plan_turns(20, seed=5)]
     for scenario, trace_id in zip(scenarios, sent.trace_ids, strict=True):

@@ -95,6 +95,8 @@ def check_status(data_dir: Path, stack: PathgradeProcess) -> None:
     metrics = fetch(base + "/metrics")  # and Prometheus, in its text format
     assert "pathgrade_collector_accepted_spans_total" in metrics
     assert 'pathgrade_realtime_traces_evaluated_total{worker="1"}' in metrics
+    assert 'pathgrade_realtime_detection_delay_p99_seconds{worker="1"}' in metrics
+    assert ", p99 delay " in table.stdout
 
 
 def check_browser_view(data_dir: Path, trace_id: str) -> None:

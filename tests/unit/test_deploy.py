@@ -183,6 +183,7 @@ def exported_metrics() -> set[str]:
     from collector.pipeline import IngestCounters
     from pathgrade.metrics import metric_name
     from realtime_plane.assembler import AssemblerStats
+    from realtime_plane.delays import MAX, P50, P99
     from realtime_plane.plane import RealtimeCounters
     from realtime_plane.sinks import WebhookStats
 
@@ -193,6 +194,7 @@ def exported_metrics() -> set[str]:
         "realtime": {
             *asdict(RealtimeCounters()), *asdict(AssemblerStats()), *webhook,
             "traces_held", "spans_held", "duplicates_suppressed", "alerts_rejected",
+            P50, P99, MAX,
         },
         "scorer": set(asdict(OnlineScorerStats())),
     }  # fmt: skip

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pathgrade.cli_support import CliError, served_metrics
 from pathgrade.metrics import CONTENT_TYPE, MetricsServer, parse_listen, prometheus_text
 from pathgrade.status import snapshot_samples
+from realtime_plane.delays import P99
 
 
 def parsed(text: str) -> dict[str, tuple[str, list[tuple[dict, float]]]]:
@@ -35,6 +36,14 @@ def test_counts_are_counters_levels_are_gauges_and_non_numbers_are_skipped() -> 
         "pathgrade_collector_spill_bytes": ("gauge", [({}, 4096.0)]),
     }
     assert "pathgrade_collector_accepted_spans_total 12\n" in text
+
+
+def test_detection_delays_are_gauges_in_seconds() -> None:
+    text = prometheus_text([("realtime", {"worker": "1"}, {P99: 1.25, "alerts": 3})])
+    assert parsed(text)["pathgrade_realtime_detection_delay_p99_seconds"] == (
+        "gauge",
+        [({"worker": "1"}, 1.25)],
+    )
 
 
 def test_a_stack_snapshot_labels_each_realtime_worker_once_per_family() -> None:

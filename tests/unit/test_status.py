@@ -11,6 +11,7 @@ import pytest
 
 from pathgrade.query import QueryServer, StatusUnavailable, stack_status
 from pathgrade.status import status_line, status_report, summed
+from realtime_plane.delays import P99
 
 
 def snapshot(
@@ -64,6 +65,15 @@ def test_line_names_what_needs_attention() -> None:
     silent = {**now, "collector": None, "realtime": [None]}
     assert "collector not answering" in (status_line(silent, before) or "")
     assert "realtime not answering" in (status_line(silent, before) or "")
+
+
+def test_line_gives_the_slowest_realtime_process_detection_delay() -> None:
+    now = snapshot(10.0, 20, 15, [9, 9, None])
+    now["realtime"][0][P99] = 1.234
+    now["realtime"][1][P99] = 2.75
+    assert "6 held, p99 delay 2.8 s (1 of 3" in (status_line(now) or "")
+    quiet = snapshot(10.0, 20, 15, [9])  # nothing evaluated on a quiet window yet
+    assert "delay" not in (status_line(quiet) or "")
 
 
 def test_report_lists_every_process() -> None:
