@@ -16,6 +16,7 @@ from pathgrade.cli_support import (
     CliError,
     cli_store,
     metrics_arg,
+    positive_int,
     realtime_settings,
     served_metrics,
     stop_on_signal,
@@ -35,7 +36,7 @@ def register(commands: Any) -> None:
         help="only alerts detected since then: 15m, 2h, 1d, or 2025-07-01T12:00:00",
     )  # fmt: skip
     alerts.add_argument("--code", metavar="PGxxx", help="only this detector code")
-    alerts.add_argument("--limit", type=int, default=1000)
+    alerts.add_argument("--limit", type=positive_int, default=1000)
     alerts.add_argument("--format", choices=["table", "json"], default="table")
     alerts.add_argument(
         "--follow", action="store_true",

@@ -9,7 +9,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from pathgrade.cli_support import CliError, cli_store, progress_line, store_args
+from pathgrade.cli_support import CliError, cli_store, positive_int, progress_line, store_args
 
 WHERE_HELP = (
     "a ClickHouse boolean expression over the `spans` columns, e.g. "
@@ -64,7 +64,9 @@ def _register_dataset(commands: Any) -> None:
     from_traces = action("from-traces", _cmd_from_traces, "add stored traces as items")
     from_traces.add_argument("name", metavar="NAME")
     from_traces.add_argument("--where", required=True, help=WHERE_HELP)
-    from_traces.add_argument("--limit", type=int, default=1000, help="at most this many traces")
+    from_traces.add_argument(
+        "--limit", type=positive_int, default=1000, help="at most this many traces"
+    )
     _kind_owner(from_traces)
 
 
@@ -82,7 +84,7 @@ def _register_replay(commands: Any) -> None:
     store_args(replay)
     replay.add_argument("--where", help=WHERE_HELP)
     replay.add_argument("--rate", type=float, metavar="N", help="at most N traces a second")
-    replay.add_argument("--limit", type=int, help="at most this many traces")
+    replay.add_argument("--limit", type=positive_int, help="at most this many traces")
     replay.add_argument(
         "--kafka", metavar="HOST:PORT", help="Kafka bootstrap (default: the running stack's)"
     )

@@ -11,7 +11,13 @@ from typing import Any
 
 from pathgrade.cli_datasets import agent_args, store_for
 from pathgrade.cli_scoring import score_suite_run, scoring_args
-from pathgrade.cli_support import CliError, agent_tracer_provider, progress_line, store_args
+from pathgrade.cli_support import (
+    CliError,
+    agent_tracer_provider,
+    positive_int,
+    progress_line,
+    store_args,
+)
 
 FORMATS = ("table", "markdown", "json", "junit")
 SUFFIX_FORMATS = {".md": "markdown", ".json": "json", ".xml": "junit"}
@@ -64,7 +70,7 @@ def register(commands: Any) -> None:
     listed = gate_actions.add_parser("list", help="recorded gates, newest first")
     store_args(listed)
     listed.add_argument("--suite", help="only this suite's gates")
-    listed.add_argument("--limit", type=int, default=20)
+    listed.add_argument("--limit", type=positive_int, default=20)
     listed.add_argument("--format", choices=("table", "json"), default="table")
     listed.set_defaults(run=_cmd_gates_list)
     shown = gate_actions.add_parser("show", help="print a recorded verdict again")

@@ -36,6 +36,17 @@ class CliError(Exception):
 CLICKHOUSE_ENV = "PATHGRADE_CLICKHOUSE"
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1 (limits, counts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
 def _listen_address(text: str) -> tuple[str, int]:
     try:
         return parse_listen(text)

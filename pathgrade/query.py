@@ -211,7 +211,10 @@ class RemoteStore:
 
 
 def format_table(result: QueryResult) -> str:
-    """An aligned text table."""
+    """An aligned text table ("(0 rows)" alone when the store named no columns, as chDB
+    does for an empty result)."""
+    if not result.columns:
+        return f"({len(result.rows)} rows)"
     cells = [result.columns] + [[_cell(v) for v in row] for row in result.rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(result.columns))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
