@@ -69,6 +69,7 @@ class SpillFile:
         self._pos_path = self.directory / "spill.pos"
         self._lock = threading.Lock()
         self._data = open(self._data_path, "ab+")  # noqa: SIM115 (held for the spill's life)
+        self._size = os.fstat(self._data.fileno()).st_size  # kept in step by append/drain
         self._read_pos = self._load_position()
 
     def _load_position(self) -> int:
@@ -79,7 +80,8 @@ class SpillFile:
 
     @property
     def size(self) -> int:
-        return os.fstat(self._data.fileno()).st_size
+        """Bytes in the spill file (readable after `close`)."""
+        return self._size
 
     def pending(self) -> bool:
         with self._lock:
@@ -100,6 +102,7 @@ class SpillFile:
             self._data.write(frames)
             self._data.flush()
             os.fsync(self._data.fileno())
+            self._size = self._data.tell()
 
     def read_batch(self, max_bytes: int = 4 * 1024 * 1024) -> tuple[list[OutgoingMessage], int]:
         """Messages from the read position (at least one if any), and the position after."""
@@ -126,6 +129,7 @@ class SpillFile:
             self._read_pos = position
             if position >= self.size:
                 self._data.truncate(0)
+                self._size = 0
                 self._read_pos = 0
             tmp = self._pos_path.with_suffix(".tmp")
             tmp.write_text(str(self._read_pos))

@@ -291,7 +291,6 @@ def _cmd_up(args: argparse.Namespace) -> int:
     except (DataDirBusy, BrokerError, StoreUnavailable, OSError, RuntimeError) as exc:
         raise CliError(str(exc)) from exc
     stack.run_until_signalled()
-    print("stopped", flush=True)
     return 0
 
 

@@ -113,7 +113,7 @@ def _collector_main(config: dict[str, Any], events: Any, commands: Any) -> None:
                 else None
             )
     collector.stop()
-    events.put(("stopped", publisher.produced_offsets()))
+    events.put(("stopped", (publisher.produced_offsets(), collector.counters())))
 
 
 def _child_setup(name: str) -> None:
@@ -131,7 +131,8 @@ def _child_setup(name: str) -> None:
 def _realtime_main(config: dict[str, Any], store_url: str, events: Any, commands: Any) -> None:
     """Child process: the realtime plane (its own interpreter, so detection never waits
     on the store writer), storing alerts through the store owner's endpoint. "suspend"
-    and "stop" carry (offsets to read up to, whether to evaluate every held trace)."""
+    and "stop" carry (offsets to read up to, whether to evaluate every held trace); "stop"
+    answers with the partitions it read up to and its final counters."""
     _child_setup("realtime")
     plane = RealtimePlane(RealtimeConfig.model_validate(config), RemoteStore(store_url))
     try:
@@ -150,7 +151,8 @@ def _realtime_main(config: dict[str, Any], store_url: str, events: Any, commands
         elif command == "stats":
             events.put(("stats", plane.counters()))
         elif command == "stop":
-            events.put(("stopped", plane.stop(*payload)))
+            reached = plane.stop(*payload)
+            events.put(("stopped", (reached, plane.counters())))
             return
 
 
@@ -232,6 +234,7 @@ class Stack:
         self._last_swap = float("-inf")
         self._restarts: list[float] = []
         self._last_status: Snapshot | None = None
+        self.final_status: Snapshot | None = None  # what every process did, once stopped
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -403,6 +406,8 @@ class Stack:
                     self.report_status()
             self.out("stopping: flushing the collector and the store writer...")
             self.stop()
+            final = self.final_status
+            self.out(status_line(final, label="stopped") if final else "stopped")
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -443,10 +448,11 @@ class Stack:
         if self._demo is not None:
             self._demo.join(timeout=30)
         offsets: dict[int, int] = {}
+        collector_counts = None
         if self._collector is not None:
-            offsets = self._collector.stop() or {}
+            offsets, collector_counts = self._collector.stop() or ({}, None)
         # The bundled broker's data ends with it: nothing held can be re-read later.
-        _in_parallel([
+        realtime = _in_parallel([
             lambda child=child: child.stop((offsets, self.broker is not None))
             for child in self._realtime
         ])  # fmt: skip
@@ -454,6 +460,14 @@ class Stack:
             self.store.stop(offsets, DRAIN_IDLE_S if self.broker is not None else 0.0)
         if self.broker is not None:
             self.broker.stop()
+        if self.store is not None:
+            self.final_status = {
+                "taken_at": time.time(),
+                "collector": collector_counts,
+                "store_writer": self.store.writer_stats(),
+                "realtime": [answer[1] if answer else None for answer in realtime],
+                "broker_rss_bytes": None,
+            }
 
     def _supervise(self) -> str | None:
         """Restart a child process that died (what it had not committed is re-read, its

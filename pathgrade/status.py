@@ -103,8 +103,8 @@ def _counts(snapshot: Snapshot) -> dict[str, Any]:
     return {k: v for k, v in snapshot.items() if k not in ("taken_at", "broker_rss_bytes")}
 
 
-def status_line(now: Snapshot, before: Snapshot | None = None) -> str | None:
-    """One line of what the stack did (rates over the time since `before`); None when
+def status_line(now: Snapshot, before: Snapshot | None = None, label: str = "status") -> str | None:
+    """`label: ` and what the stack did (rates over the time since `before`); None when
     nothing moved since `before`."""
     if not _moved(now, before):
         return None
@@ -116,7 +116,7 @@ def status_line(now: Snapshot, before: Snapshot | None = None) -> str | None:
     ]
     if now.get("broker_rss_bytes") is not None:
         parts.append(f"broker {now['broker_rss_bytes'] / _MB:,.0f} MB")
-    return "status: " + " | ".join(parts)
+    return f"{label}: " + " | ".join(parts)
 
 
 def status_report(document: dict[str, Any]) -> str:

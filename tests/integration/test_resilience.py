@@ -110,6 +110,10 @@ def test_up_demo_stopped_then_sql_finds_the_demo_spans(tmp_path: Path, stop: str
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f'{{"n": {sent[2]}, "t": {sent[1]}}}'
+    # Its last line says what every process did: all the demo's spans in and stored.
+    final = stack.output.strip().splitlines()[-1]
+    spans = f"{int(sent[2]):,}"
+    assert final.startswith(f"stopped: in {spans} spans | stored {spans} | evaluated "), final
 
 
 def test_full_spill_answers_503_retry_after_and_grpc_unavailable(

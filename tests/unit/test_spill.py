@@ -31,6 +31,18 @@ def test_read_back_in_order_and_empty_once_drained(tmp_path: Path) -> None:
     assert spill.size == 0
 
 
+def test_size_follows_the_file_and_pending_bytes_answer_after_close(tmp_path: Path) -> None:
+    spill = SpillFile(tmp_path)
+    spill.append([message(n, size=100) for n in range(4)])
+    on_disk = (tmp_path / "spill.log").stat().st_size
+    assert spill.size == on_disk > 400
+    _, position = spill.read_batch(max_bytes=150)
+    spill.mark_drained(position)
+    spill.close()
+    assert spill.pending_bytes() == on_disk - position > 0  # a stopped collector's count
+    assert SpillFile(tmp_path).size == on_disk  # a restart reads it from the file
+
+
 def test_partial_drain_survives_restart(tmp_path: Path) -> None:
     spill = SpillFile(tmp_path)
     spill.append([message(n, size=100) for n in range(10)])

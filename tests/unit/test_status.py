@@ -67,6 +67,13 @@ def test_line_names_what_needs_attention() -> None:
     assert "realtime not answering" in (status_line(silent, before) or "")
 
 
+def test_the_final_line_is_labelled_stopped() -> None:
+    final = snapshot(10.0, 20, 20, [4])
+    assert status_line(final, label="stopped") == (
+        "stopped: in 20 spans | stored 20 | evaluated 4 traces, 0 alerts, 3 held"
+    )
+
+
 def test_line_gives_the_slowest_realtime_process_detection_delay() -> None:
     now = snapshot(10.0, 20, 15, [9, 9, None])
     now["realtime"][0][P99] = 1.234
