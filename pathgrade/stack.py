@@ -44,7 +44,7 @@ from pathgrade.cli_support import (
 from pathgrade.gc_schedule import schedule_full_collections
 from pathgrade.ownership import broker_lease
 from pathgrade.query import RemoteStore
-from pathgrade.status import Snapshot, status_line
+from pathgrade.status import Snapshot, snapshot_of, status_line
 from pathgrade.store_owner import StoreOwner
 from realtime_plane import RealtimeConfig, RealtimePlane
 from schemas.topics import (
@@ -421,13 +421,12 @@ class Stack:
             lambda child=child: child.request("stats", None, "stats", STATUS_TIMEOUT_S)
             for child in children
         ])  # fmt: skip
-        return {
-            "taken_at": time.time(),
-            "collector": collector,
-            "store_writer": self.store.writer_stats(),
-            "realtime": realtime,
-            "broker_rss_bytes": self.broker.rss_bytes() if self.broker else None,
-        }
+        return snapshot_of(
+            collector,
+            self.store.writer_stats(),
+            realtime,
+            self.broker.rss_bytes() if self.broker else None,
+        )
 
     def report_status(self) -> None:
         """Print a status line when traffic moved since the last one, and serve the
@@ -461,13 +460,12 @@ class Stack:
         if self.broker is not None:
             self.broker.stop()
         if self.store is not None:
-            self.final_status = {
-                "taken_at": time.time(),
-                "collector": collector_counts,
-                "store_writer": self.store.writer_stats(),
-                "realtime": [answer[1] if answer else None for answer in realtime],
-                "broker_rss_bytes": None,
-            }
+            self.final_status = snapshot_of(
+                collector_counts,
+                self.store.writer_stats(),
+                [answer[1] if answer else None for answer in realtime],
+                None,
+            )
 
     def _supervise(self) -> str | None:
         """Restart a child process that died (what it had not committed is re-read, its

@@ -10,6 +10,7 @@ answer in time shows as null in the snapshot and "not answering" in the line.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,6 +19,23 @@ from realtime_plane.delays import P99
 
 Snapshot = dict[str, Any]
 _MB = 1024 * 1024
+
+
+def snapshot_of(
+    collector: dict[str, Any] | None,
+    store_writer: dict[str, int],
+    realtime: list[dict[str, Any] | None],
+    broker_rss_bytes: int | None,
+) -> Snapshot:
+    """A snapshot taken now: each process's counters (None: it did not answer) and the
+    bundled broker's memory (None: no bundled broker, or it has stopped)."""
+    return {
+        "taken_at": time.time(),
+        "collector": collector,
+        "store_writer": store_writer,
+        "realtime": realtime,
+        "broker_rss_bytes": broker_rss_bytes,
+    }
 
 
 def _rate(current: dict[str, Any] | None, previous: dict[str, Any] | None, key: str,
