@@ -32,6 +32,7 @@ from realtime_plane.evaluate import Evaluation, TraceEvaluator
 from realtime_plane.sampler import Sampler
 from realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
 from realtime_plane.turns import TurnBatcher, TurnFeed
+from schemas.alerts import Alert
 from schemas.otlp import decode_spans_message, message_tenant_and_time
 from schemas.topics import (
     DRAIN_IDLE_S,
@@ -42,6 +43,9 @@ from schemas.topics import (
 
 log = logging.getLogger(__name__)
 COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts are costly
+# Alerts go to the sinks in groups of this many (and at the end of each poll): waking the
+# webhook's threads per alert cost the polling thread the interpreter lock per alert.
+ALERTS_PER_DELIVERY = 32
 TURNS_POLL_INTERVAL_S = 0.2  # publish own turns and read the others' at most this often
 
 
@@ -86,6 +90,7 @@ class RealtimePlane:
         self.webhook: WebhookSink | None = None
         self.counters_ = RealtimeCounters()
         self.delays = DelayWindow()
+        self._outgoing: list[Alert] = []  # alerts of this poll, not yet handed to the sinks
         self.assigned: set[int] = set()
         self._committed: dict[int, int] = {}
         self._last_commit = float("-inf")
@@ -156,6 +161,7 @@ class RealtimePlane:
             self._read_turns()
         for due in self.assembler.due(now):
             self._evaluate(due)
+        self._deliver_alerts()
         if share_turns:
             self._publish_turns()
         if now - self._last_commit >= COMMIT_INTERVAL_S:
@@ -215,6 +221,25 @@ class RealtimePlane:
             self.delays.add((time.time_ns() - last_received_ns) / 1e9)
         alerts = evaluation.new_alerts
         self.counters_.alerts += len(alerts)
+        self._outgoing += alerts
+        if len(self._outgoing) >= ALERTS_PER_DELIVERY:
+            self._deliver_alerts()
+        self._share_turn(evaluation)
+        if due.re_evaluation and not alerts:
+            return  # sampled when first evaluated; only new findings re-sample it
+        sample = self.sampler.decide(evaluation, time.time_ns())
+        if sample is not None and self.producer and self.config.sampled_topic:
+            self.counters_.sampled += 1
+            self.producer.send(
+                self.config.sampled_topic, sample.to_json(), sample.trace_id.encode()
+            )
+
+    def _deliver_alerts(self) -> None:
+        """Hand the alerts of the traces evaluated since the last call to every sink at
+        once (the webhook's threads are woken once per group, not once per alert)."""
+        alerts, self._outgoing = self._outgoing, []
+        if not alerts:
+            return
         for alert in alerts:
             log_alert(alert)
             if self.producer and self.config.alerts_topic:
@@ -225,15 +250,6 @@ class RealtimePlane:
             self.store_sink.add(alerts)
         if self.webhook is not None:
             self.webhook.add(alerts)
-        self._share_turn(evaluation)
-        if due.re_evaluation and not alerts:
-            return  # sampled when first evaluated; only new findings re-sample it
-        sample = self.sampler.decide(evaluation, time.time_ns())
-        if sample is not None and self.producer and self.config.sampled_topic:
-            self.counters_.sampled += 1
-            self.producer.send(
-                self.config.sampled_topic, sample.to_json(), sample.trace_id.encode()
-            )
 
     def _share_turn(self, evaluation: Evaluation) -> None:
         """Queue a conversation turn's digest for the group's other consumers."""
@@ -346,6 +362,7 @@ class RealtimePlane:
             reached = self.reached(targets)
             for due in self.assembler.release_all() if release_held else ():
                 self._evaluate(due)
+            self._deliver_alerts()
             if self.turn_feed is not None:
                 self._publish_turns()
             self._flush_and_commit()

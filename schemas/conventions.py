@@ -234,6 +234,8 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
 
 def eval_context(attributes: Mapping[str, Any]) -> EvalContext:
     """pathgrade's evaluation context from the `pathgrade.*` attributes of a span."""
+    if _EVAL_KEYS.isdisjoint(attributes):  # most spans: no context, skip five conversions
+        return EvalContext()
     get = attributes.get
     return EvalContext(
         dataset_item_id=_text(get(g.PG_DATASET_ITEM_ID)),
@@ -242,6 +244,11 @@ def eval_context(attributes: Mapping[str, Any]) -> EvalContext:
         variant_id=_text(get(g.PG_VARIANT_ID)),
         suite_version=_text(get(g.PG_SUITE_VERSION)),
     )
+
+
+_EVAL_KEYS = frozenset(
+    {g.PG_DATASET_ITEM_ID, g.PG_RUN_ID, g.PG_REPLAY_INDEX, g.PG_VARIANT_ID, g.PG_SUITE_VERSION}
+)
 
 
 def _operation(attributes: Mapping[str, Any]) -> str:
