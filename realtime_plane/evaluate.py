@@ -50,9 +50,8 @@ def policy_risk_tier(policy: Policy, service: str, agent: str) -> RiskTier | Non
     return next((s.risk_tier for s in sections if s is not None and s.risk_tier), None)
 
 
-def _head(trace: Trace) -> Span:
-    """The root span, else the earliest span (a trace evaluated before its root arrived)."""
-    return trace.root or trace.spans[0]
+def _start_ns(digest: TurnDigest) -> int:
+    return digest.start_ns
 
 
 class _Lru(OrderedDict):
@@ -84,7 +83,8 @@ class TraceEvaluator:
         self.policy_name = policy_name
         self.turns_per_conversation = turns_per_conversation
         self._resolved: dict[tuple[str, str, RiskTier], ResolvedPolicy] = {}
-        self._conversations = _Lru(conversations)  # (tenant, id) -> [TurnDigest], by arrival
+        # (tenant, conversation id) -> {trace id: TurnDigest}, oldest arrival first
+        self._conversations = _Lru(conversations)
         self._alerted = _Lru(traces_remembered)  # (tenant, trace id) -> set of finding keys
         self.duplicates_suppressed = 0
 
@@ -105,7 +105,8 @@ class TraceEvaluator:
     def evaluate(self, due: DueTrace, now_ns: int) -> Evaluation:
         """Run the detectors over `due.trace`; alerts only for findings not alerted before."""
         trace = due.trace
-        head = _head(trace)
+        root = trace.root
+        head = root or trace.spans[0]  # the earliest span when evaluated before its root came
         service, agent = head.service_name, head.genai.agent_name
         conversation = next(
             (s.genai.conversation_id for s in trace.spans if s.genai.conversation_id), ""
@@ -118,13 +119,13 @@ class TraceEvaluator:
         if digest is not None:
             self.remember(digest)
         seen = self._alerted.get((trace.tenant, trace.trace_id)) or set()
-        fresh = [f for f in findings if f.key not in seen]
+        fresh = [(key, f) for f in findings if (key := f.key) not in seen]
         self.duplicates_suppressed += len(findings) - len(fresh)
-        self._alerted.put((trace.tenant, trace.trace_id), seen | {f.key for f in fresh})
-        end_ns = head.end_ns if trace.root else max(s.end_ns for s in trace.spans)
+        self._alerted.put((trace.tenant, trace.trace_id), seen | {key for key, _ in fresh})
+        end_ns = head.end_ns if root else max(s.end_ns for s in trace.spans)
         alerts = [
             Alert(
-                alert_key=f.key,
+                alert_key=key,
                 code=f.code,
                 name=f.name,
                 severity=f.severity,
@@ -144,7 +145,7 @@ class TraceEvaluator:
                 trace_end_ns=end_ns,
                 detected_at_ns=now_ns,
             )
-            for f in fresh
+            for key, f in fresh
         ]
         return Evaluation(due, service, agent, conversation, tier, findings, alerts, digest)
 
@@ -153,16 +154,21 @@ class TraceEvaluator:
         digest of the same trace): turns this evaluator evaluated and, with shared history,
         turns other consumers evaluated."""
         key = (digest.tenant, digest.conversation_id)
-        others = [d for d in self._conversations.get(key, []) if d.trace_id != digest.trace_id]
-        self._conversations.put(key, [*others, digest][-self.turns_per_conversation :])
+        turns = self._conversations.get(key) or {}
+        turns.pop(digest.trace_id, None)
+        turns[digest.trace_id] = digest
+        if len(turns) > self.turns_per_conversation:
+            del turns[next(iter(turns))]
+        self._conversations.put(key, turns)
 
     def _history(self, trace: Trace, conversation: str) -> list[TurnDigest]:
         """Digests of the conversation's turns that started before this one, oldest first."""
         if not conversation:
             return []
-        start = trace.spans[0].start_ns
-        earlier = [
-            d for d in self._conversations.get((trace.tenant, conversation), [])
-            if d.trace_id != trace.trace_id and d.start_ns < start
-        ]  # fmt: skip
-        return sorted(earlier, key=lambda d: d.start_ns)
+        turns = self._conversations.get((trace.tenant, conversation))
+        if not turns:
+            return []
+        start, trace_id = trace.spans[0].start_ns, trace.trace_id
+        earlier = [d for d in turns.values() if d.start_ns < start and d.trace_id != trace_id]
+        earlier.sort(key=_start_ns)
+        return earlier
