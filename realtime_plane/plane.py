@@ -116,7 +116,7 @@ class RealtimePlane:
         self.consumer = KafkaConsumer(
             **consumer_settings(
                 config.bootstrap_servers, config.group_id, config.session_timeout_ms,
-                max_poll_records=2000,
+                max_poll_records=2000, fetch_max_wait_ms=config.fetch_max_wait_ms,
             )
         )  # fmt: skip
         self.consumer.subscribe([config.spans_topic], listener=_CommitOnRevoke(self))
