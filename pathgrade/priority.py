@@ -5,7 +5,9 @@ latency-bound (seconds), the store writer is throughput-bound (it inserts in bat
 Kafka holds what it has not read), so the writer's thread runs at a higher nice value: it
 takes what the collector and the realtime plane leave and catches up after a burst
 (bench/realtime.py, 3,000 spans/s on 2 cores: alert p99 1.6 s with the writer at nice 19,
-3.4-4.4 s at the same priority).
+3.4-4.4 s at the same priority). The threads chDB starts for itself when the store opens
+(merges, background schedules, pools) would still run at the process's priority, so they
+are lowered too (`lower_native_threads`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 import os
 import sys
 import threading
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -32,3 +35,25 @@ def lower_thread_priority(niceness: int) -> bool:
         log.warning("could not lower the priority of this thread: %s", exc)
         return False
     return True
+
+
+def lower_native_threads(niceness: int) -> int:
+    """Make this process's threads that Python did not start (chDB's MergeMutate, BgSchPool,
+    ThreadPool, ...) `niceness` nicer than the process (capped at 19); threads they start
+    later inherit it. Returns how many threads it lowered; 0 off Linux."""
+    if niceness <= 0 or not sys.platform.startswith("linux"):
+        return 0
+    python_threads = {thread.native_id for thread in threading.enumerate()}
+    target = min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + niceness)
+    lowered = 0
+    for task in Path("/proc/self/task").iterdir():
+        thread = int(task.name)
+        if thread in python_threads:
+            continue
+        try:
+            if os.getpriority(os.PRIO_PROCESS, thread) < target:
+                os.setpriority(os.PRIO_PROCESS, thread, target)
+                lowered += 1
+        except OSError:  # the thread ended meanwhile, or the system refused
+            continue
+    return lowered

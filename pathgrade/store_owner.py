@@ -13,7 +13,7 @@ from typing import Any
 from batch_plane.store import ClientStore, connect, embedded_dsn
 from batch_plane.store_writer import StoreWriter, StoreWriterConfig, StoreWriterStats
 from pathgrade.ownership import DataDirLock
-from pathgrade.priority import lower_thread_priority
+from pathgrade.priority import lower_native_threads, lower_thread_priority
 from pathgrade.query import QueryServer
 from pathgrade.status import summed
 from schemas.migrations import Migration, migrate
@@ -61,6 +61,7 @@ class StoreOwner:
         assert self.store is not None
         writer = StoreWriter(StoreWriterConfig(self.bootstrap), self.store)
         self._writer_run = _WriterRun(writer, self.writer_niceness)
+        lower_native_threads(self.writer_niceness)  # chDB's merges yield like the writer
 
     def suspend_writer(
         self, targets: dict[int, int], idle_s: float = 0.0, timeout_s: float = 180

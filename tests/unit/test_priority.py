@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
 import threading
@@ -9,7 +10,7 @@ import threading
 import pytest
 
 from pathgrade.cli import build_parser
-from pathgrade.priority import lower_thread_priority
+from pathgrade.priority import lower_native_threads, lower_thread_priority
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice")
 
@@ -32,6 +33,56 @@ def test_only_the_calling_thread_gets_nicer() -> None:
     thread.join()
     assert seen == {"applied": True, "nice": min(19, main_before + 7)}
     assert nice_of(threading.get_native_id()) == main_before
+
+
+class NativeThread:
+    """A thread started below `threading`, as a native library starts its own: it is not
+    in `threading.enumerate()`."""
+
+    def __init__(self) -> None:
+        self.native_id = 0
+        self._release = _thread.allocate_lock()
+        self._release.acquire()
+        started = _thread.allocate_lock()
+        started.acquire()
+
+        def body() -> None:
+            self.native_id = _thread.get_native_id()
+            started.release()
+            self._release.acquire()
+
+        _thread.start_new_thread(body, ())
+        started.acquire()
+
+    def stop(self) -> None:
+        self._release.release()
+
+
+@linux_only
+def test_threads_python_did_not_start_get_nicer_and_python_threads_do_not() -> None:
+    main_nice = nice_of(threading.get_native_id())
+    native = NativeThread()
+    python_started, release = threading.Event(), threading.Event()
+    python_ids: list[int] = []
+
+    def python_thread() -> None:
+        python_ids.append(threading.get_native_id())
+        python_started.set()
+        release.wait(10)
+
+    thread = threading.Thread(target=python_thread)
+    thread.start()
+    python_started.wait(10)
+    try:
+        assert lower_native_threads(5) == 1
+        assert nice_of(native.native_id) == min(19, main_nice + 5)
+        assert nice_of(python_ids[0]) == main_nice
+        assert nice_of(threading.get_native_id()) == main_nice
+        assert lower_native_threads(5) == 0  # already there: nothing to do again
+    finally:
+        release.set()
+        thread.join()
+        native.stop()
 
 
 def test_zero_changes_nothing() -> None:
