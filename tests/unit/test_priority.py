@@ -74,11 +74,12 @@ def test_threads_python_did_not_start_get_nicer_and_python_threads_do_not() -> N
     thread.start()
     python_started.wait(10)
     try:
-        assert lower_native_threads(5) == 1
+        assert lower_native_threads(5) >= 1  # other tests may have left native threads
         assert nice_of(native.native_id) == min(19, main_nice + 5)
         assert nice_of(python_ids[0]) == main_nice
         assert nice_of(threading.get_native_id()) == main_nice
-        assert lower_native_threads(5) == 0  # already there: nothing to do again
+        lower_native_threads(5)  # again: relative to the process, not to the thread's own
+        assert nice_of(native.native_id) == min(19, main_nice + 5)
     finally:
         release.set()
         thread.join()
