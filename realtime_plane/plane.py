@@ -262,8 +262,10 @@ class RealtimePlane:
 
         In the polling loop (`partitions` None) alerts are stored in the background and
         the offsets of the previous background insert are committed; on a revoke or at
-        stop, everything pending is stored now and then committed.
+        stop, everything pending is stored now and then committed. Alerts not yet handed
+        to the sinks (a poll that failed after evaluating) are handed over first.
         """
+        self._deliver_alerts()
         sink = self.store_sink
         if sink is None:
             self._commit(self.assembler.committable(), partitions)
@@ -283,7 +285,6 @@ class RealtimePlane:
 
     def _commit(self, committable: dict[int, int], partitions: set[int] | None) -> None:
         """Commit `committable` offsets (of `partitions`, when given) not yet committed."""
-        assert self.consumer is not None
         targets = {
             p: o for p, o in committable.items()
             if self._committed.get(p) != o and (partitions is None or p in partitions)
@@ -291,6 +292,7 @@ class RealtimePlane:
         }  # fmt: skip
         if not targets:
             return
+        assert self.consumer is not None
         if self.producer is not None:
             self.producer.flush()
         topic = self.config.spans_topic
@@ -362,7 +364,6 @@ class RealtimePlane:
             reached = self.reached(targets)
             for due in self.assembler.release_all() if release_held else ():
                 self._evaluate(due)
-            self._deliver_alerts()
             if self.turn_feed is not None:
                 self._publish_turns()
             self._flush_and_commit()
