@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--store-writer-nice", type=int_between(0, 19, "a nice increment"),
         default=DEFAULT_STORE_WRITER_NICENESS, metavar="N",
-        help="run the store writer this much nicer than the rest (Linux), so alerts stay fast "
+        help="run the store writer (and chDB's own threads) this much nicer than the rest "
+        "(Linux), so alerts stay fast "
         "on a saturated machine and the store catches up after; 0 same priority "
         f"(default {DEFAULT_STORE_WRITER_NICENESS})",
     )  # fmt: skip
