@@ -7,7 +7,8 @@ takes what the collector and the realtime plane leave and catches up after a bur
 (bench/realtime.py, 3,000 spans/s on 2 cores: alert p99 1.6 s with the writer at nice 19,
 3.4-4.4 s at the same priority). The threads chDB starts for itself when the store opens
 (merges, background schedules, pools) would still run at the process's priority, so they
-are lowered too (`lower_native_threads`).
+are lowered too, and again every few seconds for the pool threads chDB grows later
+(`keep_native_threads_lowered`).
 """
 
 from __future__ import annotations
@@ -57,3 +58,27 @@ def lower_native_threads(niceness: int) -> int:
         except OSError:  # the thread ended meanwhile, or the system refused
             continue
     return lowered
+
+
+NATIVE_THREADS_INTERVAL_S = 5.0
+"""How often `keep_native_threads_lowered` looks for new native threads."""
+
+
+def keep_native_threads_lowered(
+    niceness: int, stop: threading.Event, interval_s: float = NATIVE_THREADS_INTERVAL_S
+) -> threading.Thread | None:
+    """`lower_native_threads(niceness)` now and every `interval_s` until `stop` is set, from a
+    daemon thread (a native library grows its pools lazily, from threads of any priority).
+    None when there is nothing to lower (niceness 0, or not Linux)."""
+    if niceness <= 0 or not sys.platform.startswith("linux"):
+        return None
+
+    def run() -> None:
+        while True:
+            lower_native_threads(niceness)
+            if stop.wait(interval_s):
+                return
+
+    thread = threading.Thread(target=run, name="native-threads-nice", daemon=True)
+    thread.start()
+    return thread

@@ -13,7 +13,7 @@ from typing import Any
 from batch_plane.store import ClientStore, connect, embedded_dsn
 from batch_plane.store_writer import StoreWriter, StoreWriterConfig, StoreWriterStats
 from pathgrade.ownership import DataDirLock
-from pathgrade.priority import lower_native_threads, lower_thread_priority
+from pathgrade.priority import keep_native_threads_lowered, lower_thread_priority
 from pathgrade.query import QueryServer
 from pathgrade.status import summed
 from schemas.migrations import Migration, migrate
@@ -45,6 +45,7 @@ class StoreOwner:
         self._client_lock = threading.Lock()
         self._writer_run: _WriterRun | None = None
         self._finished_runs: dict[str, int] = {}  # counts of the writers before a swap
+        self._closing = threading.Event()
 
     def start(self) -> None:
         """Take the data directory, connect, migrate, start consuming and serving."""
@@ -53,6 +54,8 @@ class StoreOwner:
         self.applied = migrate(self.client)
         self.store = ClientStore(self.client, self._client_lock)
         self.resume_writer()
+        # chDB's merges and pools yield like the writer, including pools grown later
+        keep_native_threads_lowered(self.writer_niceness, self._closing)
         self.query_server = QueryServer(self.store)
         threading.Thread(target=self.query_server.serve_forever, name="query", daemon=True).start()
 
@@ -61,7 +64,6 @@ class StoreOwner:
         assert self.store is not None
         writer = StoreWriter(StoreWriterConfig(self.bootstrap), self.store)
         self._writer_run = _WriterRun(writer, self.writer_niceness)
-        lower_native_threads(self.writer_niceness)  # chDB's merges yield like the writer
 
     def suspend_writer(
         self, targets: dict[int, int], idle_s: float = 0.0, timeout_s: float = 180
@@ -92,6 +94,7 @@ class StoreOwner:
     ) -> None:
         """`suspend_writer`, then close the store and release the directory."""
         self.suspend_writer(targets or {}, idle_s, timeout_s)
+        self._closing.set()
         if self.query_server is not None:
             self.query_server.shutdown()
             self.query_server.server_close()

@@ -6,11 +6,16 @@ import _thread
 import os
 import sys
 import threading
+import time
 
 import pytest
 
 from pathgrade.cli import build_parser
-from pathgrade.priority import lower_native_threads, lower_thread_priority
+from pathgrade.priority import (
+    keep_native_threads_lowered,
+    lower_native_threads,
+    lower_thread_priority,
+)
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice")
 
@@ -84,6 +89,26 @@ def test_threads_python_did_not_start_get_nicer_and_python_threads_do_not() -> N
         release.set()
         thread.join()
         native.stop()
+
+
+@linux_only
+def test_native_threads_started_later_are_lowered_on_the_next_round() -> None:
+    main_nice = nice_of(threading.get_native_id())
+    stop = threading.Event()
+    keeper = keep_native_threads_lowered(4, stop, interval_s=0.05)
+    assert keeper is not None
+    native = NativeThread()  # started after the first round, as a lazily grown pool's thread
+    try:
+        deadline = time.monotonic() + 5
+        while nice_of(native.native_id) == main_nice and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert nice_of(native.native_id) == min(19, main_nice + 4)
+    finally:
+        stop.set()
+        keeper.join(5)
+        native.stop()
+    assert not keeper.is_alive()
+    assert keep_native_threads_lowered(0, stop) is None
 
 
 def test_zero_changes_nothing() -> None:
