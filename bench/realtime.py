@@ -56,7 +56,6 @@ class Receiver(socketserver.ThreadingTCPServer):
     another machine, so the CPU it takes from this one is kept small."""
 
     daemon_threads = True
-    allow_reuse_address = True
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)

@@ -22,11 +22,17 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 
+def _lowering_applies(niceness: int) -> bool:
+    """True when there is something to lower: a positive niceness, on Linux (where a thread
+    is a task with its own nice value)."""
+    return niceness > 0 and sys.platform.startswith("linux")
+
+
 def lower_thread_priority(niceness: int) -> bool:
     """Raise the calling thread's nice value by `niceness` (capped at 19); threads it starts
     later inherit it. Linux only (a thread is a task with its own nice value there); False
     where it did nothing."""
-    if niceness <= 0 or not sys.platform.startswith("linux"):
+    if not _lowering_applies(niceness):
         return False
     thread = threading.get_native_id()
     try:
@@ -42,7 +48,7 @@ def lower_native_threads(niceness: int) -> int:
     """Make this process's threads that Python did not start (chDB's MergeMutate, BgSchPool,
     ThreadPool, ...) `niceness` nicer than the process (capped at 19); threads they start
     later inherit it. Returns how many threads it lowered; 0 off Linux."""
-    if niceness <= 0 or not sys.platform.startswith("linux"):
+    if not _lowering_applies(niceness):
         return 0
     python_threads = {thread.native_id for thread in threading.enumerate()}
     target = min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + niceness)
@@ -70,7 +76,7 @@ def keep_native_threads_lowered(
     """`lower_native_threads(niceness)` now and every `interval_s` until `stop` is set, from a
     daemon thread (a native library grows its pools lazily, from threads of any priority).
     None when there is nothing to lower (niceness 0, or not Linux)."""
-    if niceness <= 0 or not sys.platform.startswith("linux"):
+    if not _lowering_applies(niceness):
         return None
 
     def run() -> None:

@@ -165,9 +165,7 @@ class TraceEvaluator:
         """Digests of the conversation's turns that started before this one, oldest first."""
         if not conversation:
             return []
-        turns = self._conversations.get((trace.tenant, conversation))
-        if not turns:
-            return []
+        turns = self._conversations.get((trace.tenant, conversation), {})
         start, trace_id = trace.spans[0].start_ns, trace.trace_id
         earlier = [d for d in turns.values() if d.start_ns < start and d.trace_id != trace_id]
         earlier.sort(key=_start_ns)
