@@ -1,1 +1,9 @@
-"""Store writer, scorers, determinism metrics, datasets, replay and the release gate."""
+"""The batch plane: what runs over stored traces and datasets, into ClickHouse.
+
+Rooms, lowest first (each imports only the rooms before it, never `evaluation`):
+`store` (client path, store writer, span and trace rows) and `agents` (calling the agent
+under test); `scoring` (trajectory scorers, judges, rubrics, calibration, the per-trace
+scorer set shared online and offline); `edge` (agent graphs, simulation, determinism,
+EDGE reports); `evaluation` (datasets, runs, replay, suites, the gate). `edge` and
+`evaluation` never import each other. May import `schemas` and `detectors`.
+"""

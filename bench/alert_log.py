@@ -3,7 +3,7 @@
 Both write real alert JSON lines (formatted as `pathgrade up`'s realtime child formats
 them) into a pipe that another process drains, as when `pathgrade up`'s output is piped.
 The baseline is logging's StreamHandler (a write and a flush per line: what the realtime
-plane did before); the other is `pathgrade.alert_log.AlertLogHandler` (lines queued, one
+plane did before); the other is `pathgrade.stack.alert_log.AlertLogHandler` (lines queued, one
 write per burst from its own thread, whose CPU is counted too). Alternating rounds in one
 run; prints CPU µs per line of each and the ratio.
 
@@ -18,8 +18,9 @@ import subprocess
 import sys
 import time
 
-from pathgrade.alert_log import AlertLogHandler
-from schemas.alerts import Alert
+from pathgrade.schemas.alerts import Alert
+
+from pathgrade.stack.alert_log import AlertLogHandler
 
 LINE_FORMAT = "%(asctime)s realtime %(message)s"
 

@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass
 
 from kafka import KafkaConsumer, KafkaProducer
+from pathgrade.schemas.topics import SPANS_TOPIC, consumer_settings, kafka_client_settings
 
-from pathgrade.broker import LocalBroker, ensure_topics
-from schemas.topics import SPANS_TOPIC, consumer_settings, kafka_client_settings
+from pathgrade.stack.broker import LocalBroker, ensure_topics
 
 MESSAGE_BYTES = 3000  # about one demo trace of 5 spans as the collector publishes it
 

@@ -14,14 +14,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from batch_plane.gate import (
+from pathgrade.batch_plane.evaluation.gate import (
     BudgetObservations,
     ScoreRecord,
     evaluate_gate,
     load_scores,
     write_scores,
 )
-from batch_plane.suite import Suite, parse_suite
+from pathgrade.batch_plane.evaluation.suite import Suite, parse_suite
 
 SUITE_YAML = """\
 suite: bench

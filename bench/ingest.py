@@ -39,12 +39,12 @@ from pathlib import Path
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pathgrade.schemas.otlp import decode_resource_spans
 
-from pathgrade.broker import free_port
-from pathgrade.cli_support import DEFAULT_STORE_WRITER_NICENESS
 from pathgrade.demo import send_demo_traces
-from pathgrade.query import RemoteStore
-from schemas.otlp import decode_resource_spans
+from pathgrade.stack.broker import free_port
+from pathgrade.stack.defaults import DEFAULT_STORE_WRITER_NICENESS
+from pathgrade.web.endpoint import RemoteStore
 
 
 def template_spans() -> list:

@@ -3,7 +3,7 @@
 Runs every stage in this one process on one core: protobuf parse, validate, redact,
 group by trace (collector side), then decode, span rows and the chDB insert (store side,
 into a throwaway embedded store). The process collects garbage on pathgrade's timer, as
-the collector and the store writer do (`pathgrade/gc_schedule.py`).
+the collector and the store writer do (`pathgrade/stack/gc_schedule.py`).
 
 The last lines add the stages up: the CPU every span needs in the collector and in the store
 writer with no HTTP, no Kafka client, no broker and no realtime plane, and the rate this
@@ -33,15 +33,15 @@ from ingest import request_bodies, span_count
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
+from pathgrade.batch_plane.store.client import ClientStore, connect, embedded_dsn
+from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
+from pathgrade.collector.grouping import group_by_trace
+from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.collector.validate import validate_request
+from pathgrade.schemas.migrations import migrate
+from pathgrade.schemas.otlp import decode_spans_message
 
-from batch_plane.span_rows import SPAN_COLUMNS, span_row
-from batch_plane.store import ClientStore, connect, embedded_dsn
-from collector.grouping import group_by_trace
-from collector.redact import RedactionConfig, Redactor
-from collector.validate import validate_request
-from pathgrade.gc_schedule import schedule_full_collections
-from schemas.migrations import migrate
-from schemas.otlp import decode_spans_message
+from pathgrade.stack.gc_schedule import schedule_full_collections
 
 TARGET_SPANS_PER_S = 30_000  # issue 2's end-to-end target on this machine
 COLLECTOR_STAGES = ("validate", "redact", "group")

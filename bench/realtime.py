@@ -37,12 +37,12 @@ from ingest import cpu_seconds, post_from_threads, process_tree, template_spans
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+from pathgrade.detectors import load_policy, run_detectors
+from pathgrade.schemas.model import Trace
+from pathgrade.schemas.otlp import decode_resource_spans
 
-from detectors import load_policy, run_detectors
-from pathgrade.broker import free_port
 from pathgrade.demo import FAILURE_SCENARIOS
-from schemas.model import Trace
-from schemas.otlp import decode_resource_spans
+from pathgrade.stack.broker import free_port
 
 SCENARIO_ATTRIBUTE = "pathgrade.demo.scenario"
 TRACES_PER_REQUEST = 20

@@ -2,7 +2,7 @@
 
 After one warm-up pass, decodes, assembles, evaluates and samples the demo traffic of
 bench/ingest.py in alternating passes: with CPython's allocation-driven collections (the
-baseline) and with full collections on pathgrade's timer (`pathgrade/gc_schedule.py`).
+baseline) and with full collections on pathgrade's timer (`pathgrade/stack/gc_schedule.py`).
 Prints µs per span and the generation-2 pauses of each pass, and the ratio timer /
 baseline.
 
@@ -21,16 +21,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ingest import request_bodies
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from pathgrade.collector.grouping import group_by_trace
+from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.detectors import load_policy
+from pathgrade.realtime_plane.assembler import TraceAssembler
+from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.realtime_plane.evaluate import TraceEvaluator
+from pathgrade.realtime_plane.sampler import Sampler
+from pathgrade.schemas.otlp import decode_spans_message
 
-from collector.grouping import group_by_trace
-from collector.redact import RedactionConfig, Redactor
-from detectors import load_policy
-from pathgrade.gc_schedule import schedule_full_collections
-from realtime_plane.assembler import TraceAssembler
-from realtime_plane.config import RealtimeConfig
-from realtime_plane.evaluate import TraceEvaluator
-from realtime_plane.sampler import Sampler
-from schemas.otlp import decode_spans_message
+from pathgrade.stack.gc_schedule import schedule_full_collections
 
 
 def messages(spans: int) -> list[bytes]:

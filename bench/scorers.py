@@ -1,7 +1,7 @@
 """Benchmark the scorers.
 
 1. Deterministic scorers over 100,000 generated trajectories: pathgrade's scoring path
-   (`tool_correctness` and `tool_call_f1` from batch_plane.trajectory, each wrapped in a
+   (`tool_correctness` and `tool_call_f1` from batch_plane.scoring.trajectory, each wrapped in a
    `Score` with its deterministic id) against a plain loop computing the same recall and F1
    inline over the same data (every value is checked equal), batch by batch, interleaved.
    Prints the per-trajectory cost of each stage (normalising the calls, each metric, the
@@ -27,11 +27,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from batch_plane.judge import Judge, JudgeEndpoint
-from batch_plane.rubrics import load_rubric
-from batch_plane.scores import Score
-from batch_plane.trajectory import ToolCall, tool_call_f1, tool_correctness
-from batch_plane.trajectory_calls import normalize_tool_calls
+from pathgrade.batch_plane.scoring.judge import Judge, JudgeEndpoint
+from pathgrade.batch_plane.scoring.rubrics import load_rubric
+from pathgrade.batch_plane.scoring.scores import Score
+from pathgrade.batch_plane.scoring.trajectory import ToolCall, tool_call_f1, tool_correctness
+from pathgrade.batch_plane.scoring.trajectory_calls import normalize_tool_calls
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -22,16 +22,16 @@ from collections import defaultdict
 from kafka import KafkaProducer
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pathgrade.detectors import default_policy
+from pathgrade.realtime_plane.assembler import DueTrace
+from pathgrade.realtime_plane.evaluate import TraceEvaluator
+from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
+from pathgrade.schemas.model import Trace
+from pathgrade.schemas.otlp import decode_spans_message
+from pathgrade.schemas.topics import TURNS_TOPIC, kafka_client_settings
 
-from detectors import default_policy
-from pathgrade.broker import LocalBroker, ensure_topics
 from pathgrade.demo import send_demo_traces
-from realtime_plane.assembler import DueTrace
-from realtime_plane.evaluate import TraceEvaluator
-from realtime_plane.turns import TurnBatcher, TurnFeed
-from schemas.model import Trace
-from schemas.otlp import decode_spans_message
-from schemas.topics import TURNS_TOPIC, kafka_client_settings
+from pathgrade.stack.broker import LocalBroker, ensure_topics
 
 
 class _Keep(InMemorySpanExporter):

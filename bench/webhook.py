@@ -18,9 +18,10 @@ import sys
 import time
 from collections.abc import Callable
 
-from pathgrade.broker import free_port
-from realtime_plane.sinks import post_once
-from realtime_plane.webhook_http import WebhookConnection
+from pathgrade.realtime_plane.sinks import post_once
+from pathgrade.realtime_plane.webhook_http import WebhookConnection
+
+from pathgrade.stack.broker import free_port
 
 RECEIVER = r"""
 import socket, sys, threading

@@ -10,8 +10,7 @@ import hashlib
 from pathlib import Path
 
 import yaml
-
-from schemas.topics import DEFAULT_TENANT
+from pathgrade.schemas.topics import DEFAULT_TENANT
 
 
 class Unauthenticated(Exception):

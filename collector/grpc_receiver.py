@@ -17,10 +17,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-
-from collector.auth import TokenAuth, Unauthenticated
-from collector.pipeline import IngestPipeline
-from collector.spill import SpillFull
+from pathgrade.collector.auth import TokenAuth, Unauthenticated
+from pathgrade.collector.pipeline import IngestPipeline
+from pathgrade.collector.spill import SpillFull
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 

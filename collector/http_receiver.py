@@ -19,12 +19,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-
-from collector.auth import TokenAuth, Unauthenticated
-from collector.limits import BodyTooLarge, MalformedBody, decompress_bounded
-from collector.otlp_json import OtlpJsonError, parse_export_request_json, response_json
-from collector.pipeline import IngestPipeline
-from collector.spill import SpillFull
+from pathgrade.collector.auth import TokenAuth, Unauthenticated
+from pathgrade.collector.limits import BodyTooLarge, MalformedBody, decompress_bounded
+from pathgrade.collector.otlp_json import OtlpJsonError, parse_export_request_json, response_json
+from pathgrade.collector.pipeline import IngestPipeline
+from pathgrade.collector.spill import SpillFull
 
 log = logging.getLogger(__name__)
 

@@ -8,12 +8,11 @@ import time
 from dataclasses import dataclass
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-from collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, group_by_trace
-from collector.publisher import KafkaPublisher
-from collector.redact import Redactor
-from collector.spill import OutgoingMessage
-from collector.validate import validate_request
+from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, group_by_trace
+from pathgrade.collector.publisher import KafkaPublisher
+from pathgrade.collector.redact import Redactor
+from pathgrade.collector.spill import OutgoingMessage
+from pathgrade.collector.validate import validate_request
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,8 @@ from typing import Any
 
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
-
-from collector.spill import OutgoingMessage, SpillFile
-from schemas.topics import (
+from pathgrade.collector.spill import OutgoingMessage, SpillFile
+from pathgrade.schemas.topics import (
     RECEIVED_AT_HEADER,
     SPANS_TOPIC,
     TENANT_HEADER,

@@ -23,9 +23,7 @@ from typing import Any, Final
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from schemas.genai import (
+from pathgrade.schemas.genai import (
     CONTENT_EVENTS,
     OI_INPUT_VALUE,
     OI_OUTPUT_VALUE,
@@ -44,6 +42,7 @@ from schemas.genai import (
     TOOL_NAME,
     is_content_key,
 )
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 EMAIL_MARK: Final = "[REDACTED:email]"
 CARD_MARK: Final = "[REDACTED:card]"

@@ -12,18 +12,17 @@ from dataclasses import asdict
 from pathlib import Path
 
 from kafka.errors import KafkaError
+from pathgrade.collector.auth import TokenAuth
+from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES
+from pathgrade.collector.grpc_receiver import TraceServiceHandler, start_grpc_server
+from pathgrade.collector.http_receiver import OtlpHttpServer
+from pathgrade.collector.limits import DEFAULT_MAX_BODY_BYTES
+from pathgrade.collector.pipeline import IngestPipeline
+from pathgrade.collector.publisher import KafkaPublisher, producer_for
+from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.collector.spill import DEFAULT_SPILL_BYTES, SpillFile
+from pathgrade.schemas.topics import SPANS_TOPIC
 from pydantic import BaseModel, ConfigDict, Field
-
-from collector.auth import TokenAuth
-from collector.grouping import DEFAULT_MAX_MESSAGE_BYTES
-from collector.grpc_receiver import TraceServiceHandler, start_grpc_server
-from collector.http_receiver import OtlpHttpServer
-from collector.limits import DEFAULT_MAX_BODY_BYTES
-from collector.pipeline import IngestPipeline
-from collector.publisher import KafkaPublisher, producer_for
-from collector.redact import RedactionConfig, Redactor
-from collector.spill import DEFAULT_SPILL_BYTES, SpillFile
-from schemas.topics import SPANS_TOPIC
 
 log = logging.getLogger(__name__)
 

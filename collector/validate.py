@@ -12,8 +12,7 @@ from datetime import UTC, datetime
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1 import trace_pb2
-
-from schemas.model import MAX_TIME_NS
+from pathgrade.schemas.model import MAX_TIME_NS
 
 MAX_ATTRIBUTES_PER_SPAN = 1024
 """Most attributes one span may carry; a span with more is rejected."""

@@ -3,13 +3,19 @@
 Importing the package registers every detector family (the modules below) in `REGISTRY`.
 """
 
-from detectors import completeness, output, side_effects, tool_calls  # noqa: F401  (register)
-from detectors.finding import Finding, finding_key
-from detectors.policy import Policy, PolicyError, ResolvedPolicy, default_policy, load_policy
-from detectors.prices import PriceTable, cost_usd, load_price_table
-from detectors.registry import REGISTRY, Rule
-from detectors.run import run_detectors
-from detectors.view import DetectorContext, TraceView, turn_digest
+from pathgrade.detectors import completeness, output, side_effects, tool_calls  # noqa: F401  (register)
+from pathgrade.detectors.finding import Finding, finding_key
+from pathgrade.detectors.policy import (
+    Policy,
+    PolicyError,
+    ResolvedPolicy,
+    default_policy,
+    load_policy,
+)
+from pathgrade.detectors.prices import PriceTable, cost_usd, load_price_table
+from pathgrade.detectors.registry import REGISTRY, Rule
+from pathgrade.detectors.run import run_detectors
+from pathgrade.detectors.view import DetectorContext, TraceView, turn_digest
 
 __all__ = [
     "REGISTRY",

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import re
 
+from pathgrade.detectors.finding import Finding
+from pathgrade.detectors.prices import cost_usd
+from pathgrade.detectors.registry import Params, Rule
+from pathgrade.detectors.view import DetectorContext, TraceView
+from pathgrade.schemas import genai
 from pydantic import Field
-
-from detectors.finding import Finding
-from detectors.prices import cost_usd
-from detectors.registry import Params, Rule
-from detectors.view import DetectorContext, TraceView
-from schemas import genai
 
 
 class CompletenessParams(Params):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pathgrade.schemas import genai
 from pydantic import BaseModel, ConfigDict
-
-from schemas import genai
 
 ToolEffect = Literal["read", "write", "irreversible"]
 WRITE_EFFECTS: frozenset[str] = frozenset({"write", "irreversible"})

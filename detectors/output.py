@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import re
 
+from pathgrade.detectors.finding import Finding
+from pathgrade.detectors.registry import Params, Rule, regex_list
+from pathgrade.detectors.view import DetectorContext, TraceView
 from pydantic import field_validator
-
-from detectors.finding import Finding
-from detectors.registry import Params, Rule, regex_list
-from detectors.view import DetectorContext, TraceView
 
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
 CARD_CANDIDATE = re.compile(r"\b\d(?:[ -]?\d){12,18}\b")

@@ -28,14 +28,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
+from pathgrade.detectors.conventions import (
+    Conventions,
+    IdempotencyConfig,
+    IdentityConfig,
+    ToolEffects,
+)
+from pathgrade.detectors.finding import Finding, Severity
+from pathgrade.detectors.prices import PriceTable, load_price_table, shipped_price_table
+from pathgrade.detectors.registry import REGISTRY, Params, rule_by_code_or_name
+from pathgrade.detectors.view import DetectorContext
+from pathgrade.schemas.turns import TurnDigest
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, create_model
-
-from detectors.conventions import Conventions, IdempotencyConfig, IdentityConfig, ToolEffects
-from detectors.finding import Finding, Severity
-from detectors.prices import PriceTable, load_price_table, shipped_price_table
-from detectors.registry import REGISTRY, Params, rule_by_code_or_name
-from detectors.view import DetectorContext
-from schemas.turns import TurnDigest
 
 RiskTier = Literal["low", "medium", "high"]
 RISK_TIERS: tuple[RiskTier, ...] = ("low", "medium", "high")

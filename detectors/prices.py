@@ -57,7 +57,7 @@ class PriceTable(BaseModel):
 @cache
 def shipped_price_table() -> PriceTable:
     """The price table shipped with pathgrade (read once)."""
-    text = resources.files("detectors.data").joinpath(SHIPPED_TABLE).read_text()
+    text = resources.files("pathgrade.detectors.data").joinpath(SHIPPED_TABLE).read_text()
     return PriceTable.model_validate_json(text)
 
 

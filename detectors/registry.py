@@ -7,10 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from pathgrade.detectors.finding import Finding, Severity
+from pathgrade.detectors.view import DetectorContext, ToolCall, TraceView
 from pydantic import BaseModel, ConfigDict, model_validator
-
-from detectors.finding import Finding, Severity
-from detectors.view import DetectorContext, ToolCall, TraceView
 
 
 class Params(BaseModel):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from detectors.finding import Finding
-from detectors.policy import ResolvedPolicy
-from detectors.registry import REGISTRY
-from detectors.view import DetectorContext
-from schemas.model import Trace
+from pathgrade.detectors.finding import Finding
+from pathgrade.detectors.policy import ResolvedPolicy
+from pathgrade.detectors.registry import REGISTRY
+from pathgrade.detectors.view import DetectorContext
+from pathgrade.schemas.model import Trace
 
 
 def run_detectors(

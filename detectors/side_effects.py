@@ -11,15 +11,14 @@ import re
 from itertools import groupby
 from typing import Any
 
+from pathgrade.detectors.finding import Finding
+from pathgrade.detectors.messages import parse_messages
+from pathgrade.detectors.registry import Params, Rule, regex_list
+from pathgrade.detectors.view import DetectorContext, ToolCall, TraceView
+from pathgrade.schemas import genai
+from pathgrade.schemas.model import Span
+from pathgrade.schemas.turns import ConfirmedAction
 from pydantic import Field, field_validator
-
-from detectors.finding import Finding
-from detectors.messages import parse_messages
-from detectors.registry import Params, Rule, regex_list
-from detectors.view import DetectorContext, ToolCall, TraceView
-from schemas import genai
-from schemas.model import Span
-from schemas.turns import ConfirmedAction
 
 
 class RetryParams(Params):

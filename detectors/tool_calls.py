@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, ClassVar
 
+from pathgrade.detectors.finding import Finding
+from pathgrade.detectors.jsonschema_subset import validate
+from pathgrade.detectors.registry import ListParams, Params, Rule
+from pathgrade.detectors.view import DetectorContext, TraceView
 from pydantic import Field
-
-from detectors.finding import Finding
-from detectors.jsonschema_subset import validate
-from detectors.registry import ListParams, Params, Rule
-from detectors.view import DetectorContext, TraceView
 
 
 class ToolNamesParams(ListParams):

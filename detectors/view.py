@@ -7,18 +7,18 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from detectors.conventions import WRITE_EFFECTS, Conventions, ToolEffect
-from detectors.messages import (
+from pathgrade.detectors.conventions import WRITE_EFFECTS, Conventions, ToolEffect
+from pathgrade.detectors.messages import (
     RequestedToolCall,
     message_text,
     message_tool_calls,
     parse_json,
     parse_messages,
 )
-from detectors.prices import PriceTable, shipped_price_table
-from schemas import genai
-from schemas.model import Span, Trace
-from schemas.turns import ConfirmedAction, TurnDigest
+from pathgrade.detectors.prices import PriceTable, shipped_price_table
+from pathgrade.schemas import genai
+from pathgrade.schemas.model import Span, Trace
+from pathgrade.schemas.turns import ConfirmedAction, TurnDigest
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,1 +1,7 @@
-"""The pathgrade command line and the wiring of the embedded stack."""
+"""pathgrade: the command line, the embedded stack, the browser view and the demo agent.
+
+Installed as one namespace: the layers `schemas`, `collector`, `detectors`,
+`realtime_plane` and `batch_plane` keep their top-level folders and install as
+`pathgrade.<layer>` (pyproject's package-dir mapping). Inside this folder, rooms import
+downwards only: `cli` -> `stack` -> `web`; `demo` imports none of them.
+"""

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Literal
 
-from schemas.model import Span, Trace
+from pathgrade.schemas.model import Span, Trace
 
 DueReason = Literal["quiet", "max_age", "memory", "drain"]
 TraceKey = tuple[str, str]  # (tenant, trace id)

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from pathgrade.schemas.topics import (
+    ALERTS_TOPIC,
+    REALTIME_GROUP,
+    SAMPLED_TOPIC,
+    SPANS_TOPIC,
+    TURNS_TOPIC,
+)
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
-
-from schemas.topics import ALERTS_TOPIC, REALTIME_GROUP, SAMPLED_TOPIC, SPANS_TOPIC, TURNS_TOPIC
 
 
 class SamplerRates(BaseModel):

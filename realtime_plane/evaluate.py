@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from detectors import Finding, Policy, ResolvedPolicy, run_detectors, turn_digest
-from detectors.policy import DEFAULT_RISK_TIER, RiskTier
-from realtime_plane.assembler import DueTrace
-from schemas.alerts import Alert
-from schemas.model import Span, Trace
-from schemas.turns import TurnDigest
+from pathgrade.detectors import Finding, Policy, ResolvedPolicy, run_detectors, turn_digest
+from pathgrade.detectors.policy import DEFAULT_RISK_TIER, RiskTier
+from pathgrade.realtime_plane.assembler import DueTrace
+from pathgrade.schemas.alerts import Alert
+from pathgrade.schemas.model import Span, Trace
+from pathgrade.schemas.turns import TurnDigest
 
 RISK_TIER_ATTRIBUTE = "pathgrade.risk_tier"
 RISK_TIERS: tuple[RiskTier, ...] = ("low", "medium", "high")

@@ -23,18 +23,17 @@ from typing import Any
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
-
-from detectors import load_policy
-from realtime_plane.assembler import DueTrace, TraceAssembler
-from realtime_plane.config import RealtimeConfig
-from realtime_plane.delays import DelayWindow
-from realtime_plane.evaluate import Evaluation, TraceEvaluator
-from realtime_plane.sampler import Sampler
-from realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
-from realtime_plane.turns import TurnBatcher, TurnFeed
-from schemas.alerts import Alert
-from schemas.otlp import decode_spans_message, message_tenant_and_time
-from schemas.topics import (
+from pathgrade.detectors import load_policy
+from pathgrade.realtime_plane.assembler import DueTrace, TraceAssembler
+from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.realtime_plane.delays import DelayWindow
+from pathgrade.realtime_plane.evaluate import Evaluation, TraceEvaluator
+from pathgrade.realtime_plane.sampler import Sampler
+from pathgrade.realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
+from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
+from pathgrade.schemas.alerts import Alert
+from pathgrade.schemas.otlp import decode_spans_message, message_tenant_and_time
+from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     consumer_settings,
     kafka_client_settings,

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 
-from realtime_plane.config import SamplerRates
-from realtime_plane.evaluate import Evaluation
-from schemas.genai import OP_EXECUTE_TOOL
-from schemas.model import Span, Trace
-from schemas.sampled import SampledTrace
+from pathgrade.realtime_plane.config import SamplerRates
+from pathgrade.realtime_plane.evaluate import Evaluation
+from pathgrade.schemas.genai import OP_EXECUTE_TOOL
+from pathgrade.schemas.model import Span, Trace
+from pathgrade.schemas.sampled import SampledTrace
 
 FEEDBACK_ATTRIBUTE = "pathgrade.feedback"  # "negative"/"thumbs_down", or a score below 0
 NEGATIVE_FEEDBACK = frozenset({"negative", "thumbs_down", "bad"})

@@ -18,9 +18,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from realtime_plane.webhook_http import WebhookConnection, WebhookProtocolError
-from schemas.alerts import ALERT_COLUMNS, Alert
-from schemas.topics import ALERT_LOGGER
+from pathgrade.realtime_plane.webhook_http import WebhookConnection, WebhookProtocolError
+from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
+from pathgrade.schemas.topics import ALERT_LOGGER
 
 log = logging.getLogger(__name__)
 alert_log = logging.getLogger(ALERT_LOGGER)

@@ -18,10 +18,9 @@ import time
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
+from pathgrade.schemas.topics import WORKER_HEADER, kafka_client_settings
+from pathgrade.schemas.turns import TurnBatch, TurnDigest
 from pydantic import ValidationError
-
-from schemas.topics import WORKER_HEADER, kafka_client_settings
-from schemas.turns import TurnBatch, TurnDigest
 
 log = logging.getLogger(__name__)
 TOPIC_WAIT_S = 10.0  # how long `TurnFeed.start` waits for the topic's partitions

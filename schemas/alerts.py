@@ -7,9 +7,8 @@ import json
 from functools import cached_property
 from typing import Any, Literal
 
+from pathgrade.schemas.model import MAX_TIME_NS
 from pydantic import BaseModel, ConfigDict, Field
-
-from schemas.model import MAX_TIME_NS
 
 AlertSeverity = Literal["low", "medium", "high", "critical"]
 

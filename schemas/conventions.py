@@ -75,8 +75,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from schemas import genai as g
-from schemas.model import EvalContext, GenAIFields
+from pathgrade.schemas import genai as g
+from pathgrade.schemas.model import EvalContext, GenAIFields
 
 _OPENINFERENCE_OPERATIONS: dict[str, str] = {
     "LLM": g.OP_CHAT,

@@ -18,11 +18,10 @@ from typing import Any
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, TracesData
-
-from schemas import genai
-from schemas.conventions import eval_context, genai_fields
-from schemas.model import Span, SpanEvent, SpanLink
-from schemas.topics import DEFAULT_TENANT, RECEIVED_AT_HEADER, TENANT_HEADER
+from pathgrade.schemas import genai
+from pathgrade.schemas.conventions import eval_context, genai_fields
+from pathgrade.schemas.model import Span, SpanEvent, SpanLink
+from pathgrade.schemas.topics import DEFAULT_TENANT, RECEIVED_AT_HEADER, TENANT_HEADER
 
 # OTLP enum numbers (Span.SpanKind, Status.StatusCode) -> otel_traces strings. Numbers
 # outside the enum (proto3 enums are open) read as Unspecified / Unset.

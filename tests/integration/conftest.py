@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pathgrade.batch_plane.store.client import QueryResult
 
-from batch_plane.store import QueryResult
-from pathgrade.broker import LocalBroker, ensure_topics, free_port
-from pathgrade.query import RemoteStore
+from pathgrade.stack.broker import LocalBroker, ensure_topics, free_port
+from pathgrade.web.endpoint import RemoteStore
 
 pytestmark = pytest.mark.integration
 

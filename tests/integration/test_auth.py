@@ -130,7 +130,7 @@ def test_unreachable_kafka_and_clickhouse_are_clear_errors(tmp_path: Path) -> No
     import subprocess
     import sys
 
-    from pathgrade.broker import free_port
+    from pathgrade.stack.broker import free_port
 
     nobody = f"127.0.0.1:{free_port()}"
     kafka = subprocess.run(

@@ -1,4 +1,4 @@
-"""Unread samples survive a swap of the bundled broker (pathgrade.carry), on real brokers:
+"""Unread samples survive a swap of the bundled broker (pathgrade.stack.carry), on real brokers:
 what the scorer group had not committed is back on the fresh broker, on the same
 partitions and in order; what it had read is not; a group that never committed gets none."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
+from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
 
-from pathgrade.broker import LocalBroker, ensure_topics
-from pathgrade.carry import republish, unread_messages
-from schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
+from pathgrade.stack.broker import LocalBroker, ensure_topics
+from pathgrade.stack.carry import republish, unread_messages
 
 pytestmark = pytest.mark.integration
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer
+from pathgrade.schemas.topics import ALL_TOPICS
 
-from pathgrade.broker import LocalBroker
-from schemas.topics import ALL_TOPICS
+from pathgrade.stack.broker import LocalBroker
 
 pytestmark = pytest.mark.integration
 

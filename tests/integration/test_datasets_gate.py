@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from pathgrade.schemas.topics import SPANS_TOPIC
 
 from examples.seeded_defects.agent import BUILDS, CATCHING_METRICS
 from pathgrade.demo import send_demo_traces
-from schemas.topics import SPANS_TOPIC
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 
 pytestmark = pytest.mark.integration

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pathgrade.batch_plane.edge.store import run_metrics
 
-from batch_plane.edge_store import run_metrics
-from pathgrade.query import RemoteStore
+from pathgrade.web.endpoint import RemoteStore
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.support.openai_standin import OpenAIStandIn
 

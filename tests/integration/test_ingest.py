@@ -25,9 +25,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from pathgrade.schemas.topics import SPANS_TOPIC
 
 from pathgrade.demo import send_demo_traces
-from schemas.topics import SPANS_TOPIC
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 
 pytestmark = pytest.mark.integration

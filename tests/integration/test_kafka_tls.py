@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from pathgrade.schemas.topics import SPANS_TOPIC, kafka_client_settings
 
-from pathgrade.broker import free_port, tansu_binary, wait_for_kafka
 from pathgrade.demo import send_demo_traces
-from schemas.topics import SPANS_TOPIC, kafka_client_settings
+from pathgrade.stack.broker import free_port, tansu_binary, wait_for_kafka
 from tests.integration.conftest import start_collector
 from tests.support import LoopbackServer
-from tests.unit.test_webhook_http import self_signed
+from tests.unit.realtime_plane.test_webhook_http import self_signed
 
 pytestmark = pytest.mark.integration
 

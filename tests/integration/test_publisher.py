@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer
+from pathgrade.collector.publisher import KafkaPublisher, producer_for
+from pathgrade.collector.spill import OutgoingMessage, SpillFile
+from pathgrade.schemas.topics import SPANS_TOPIC
 
-from collector.publisher import KafkaPublisher, producer_for
-from collector.spill import OutgoingMessage, SpillFile
-from pathgrade.broker import LocalBroker
-from schemas.topics import SPANS_TOPIC
+from pathgrade.stack.broker import LocalBroker
 
 pytestmark = pytest.mark.integration
 

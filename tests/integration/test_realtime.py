@@ -28,12 +28,12 @@ from opentelemetry.proto.trace.v1.trace_pb2 import (
 )
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
+from pathgrade.realtime_plane.delays import MAX, P50, P99
+from pathgrade.schemas.topics import SPANS_TOPIC
 
-from pathgrade.broker import LocalBroker
 from pathgrade.demo import CLEAN_SCENARIOS, plan_turns, send_demo_traces
-from realtime_plane import RealtimeConfig, RealtimePlane
-from realtime_plane.delays import MAX, P50, P99
-from schemas.topics import SPANS_TOPIC
+from pathgrade.stack.broker import LocalBroker
 from tests.integration.conftest import PathgradeProcess, start_collector, wait_until
 
 pytestmark = pytest.mark.integration

@@ -14,14 +14,14 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from pathgrade.detectors import load_policy
+from pathgrade.realtime_plane import DueTrace, TraceEvaluator
+from pathgrade.schemas.model import Trace
+from pathgrade.schemas.otlp import decode_resource_spans
+from pathgrade.schemas.topics import DEFAULT_TENANT
 
-from detectors import load_policy
-from pathgrade.broker import DEFAULT_PARTITIONS, LocalBroker
 from pathgrade.demo import FAILURE_SCENARIOS, plan_turns, send_demo_traces
-from realtime_plane import DueTrace, TraceEvaluator
-from schemas.model import Trace
-from schemas.otlp import decode_resource_spans
-from schemas.topics import DEFAULT_TENANT
+from pathgrade.stack.broker import DEFAULT_PARTITIONS, LocalBroker
 from tests.integration import test_realtime
 from tests.integration.conftest import PathgradeProcess, wait_until
 

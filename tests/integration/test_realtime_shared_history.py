@@ -19,10 +19,10 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import set_span_in_context
+from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
+from pathgrade.schemas.topics import SPANS_TOPIC, TURNS_TOPIC
 
-from pathgrade.broker import DEFAULT_PARTITIONS, LocalBroker
-from realtime_plane import RealtimeConfig, RealtimePlane
-from schemas.topics import SPANS_TOPIC, TURNS_TOPIC
+from pathgrade.stack.broker import DEFAULT_PARTITIONS, LocalBroker
 from tests.integration import test_realtime
 from tests.integration.conftest import wait_until
 from tests.integration.test_realtime import Webhook, codes_by_trace

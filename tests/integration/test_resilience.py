@@ -15,11 +15,11 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
 
-from pathgrade.broker import LocalBroker
 from pathgrade.demo import send_demo_traces
-from pathgrade.query import stack_status
-from schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
+from pathgrade.stack.broker import LocalBroker
+from pathgrade.stack.store_access import stack_status
 from tests.integration.conftest import PathgradeProcess, start_collector, start_stack, wait_until
 
 pytestmark = pytest.mark.integration

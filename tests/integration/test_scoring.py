@@ -15,11 +15,11 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from pathgrade.schemas import genai
+from pathgrade.schemas.sampled import SampledTrace
+from pathgrade.schemas.topics import SAMPLED_TOPIC
 
-from pathgrade.broker import LocalBroker
-from schemas import genai
-from schemas.sampled import SampledTrace
-from schemas.topics import SAMPLED_TOPIC
+from pathgrade.stack.broker import LocalBroker
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.support.openai_standin import OpenAIStandIn
 

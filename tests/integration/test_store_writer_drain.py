@@ -8,12 +8,12 @@ import pytest
 from kafka import KafkaProducer
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterConfig
+from pathgrade.schemas.topics import SPANS_TOPIC, TENANT_HEADER
 
-from batch_plane.store import ClientStore
-from batch_plane.store_writer import StoreWriter, StoreWriterConfig
-from pathgrade.broker import LocalBroker
 from pathgrade.demo import send_demo_traces
-from schemas.topics import SPANS_TOPIC, TENANT_HEADER
+from pathgrade.stack.broker import LocalBroker
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 
 pytestmark = pytest.mark.integration

@@ -13,9 +13,8 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-
-from batch_plane.store import ClientStore, connect, embedded_dsn
-from schemas.migrations import migrate
+from pathgrade.batch_plane.store.client import ClientStore, connect, embedded_dsn
+from pathgrade.schemas.migrations import migrate
 
 
 @pytest.fixture(scope="module", name="store")

@@ -1,0 +1,234 @@
+"""Agent adapters: how pathgrade talks to the agent under test, one user turn at a time.
+
+An adapter has one method, `respond(conversation_state, user_message, context) -> AgentTurn`.
+The agent is the user's own code and emits its own OpenTelemetry spans. pathgrade hands it
+the evaluation context (`pathgrade.run.id`, `pathgrade.dataset.item_id`, ...) as OTel
+baggage, so the agent's root span can carry it:
+
+- in process (`CallableAdapter`), the baggage is attached to the current OTel context while
+  the agent function runs; `EvalContextSpanProcessor` copies it onto every root span, or the
+  agent calls `pathgrade_context_attributes()` and sets the attributes itself;
+- over HTTP (`HttpAdapter`), the baggage travels in the W3C `baggage` header and the JSON
+  body; the agent extracts the header with OTel's propagator and then does the same.
+
+See docs/edge.md ("Agent adapters") for the wire format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+from opentelemetry import baggage, context, propagate
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from pathgrade.schemas import genai
+from pathgrade.schemas.model import EvalContext
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+PATHGRADE_PREFIX = "pathgrade."
+ConversationState = dict[str, Any]
+
+
+class AgentTurn(BaseModel):
+    """What the agent returns for one user turn.
+
+    `response` is its answer; `nodes` the graph nodes it visited during the turn, in order
+    (needed to detect a deviation from the intended path; leave empty if unknown); `done`
+    says the conversation is over; `state` is handed back on the next turn.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    response: str = ""
+    nodes: list[str] = Field(default_factory=list)
+    done: bool = False
+    state: ConversationState = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """The evaluation context of one agent turn: EvalContext plus more `pathgrade.*` entries."""
+
+    eval: EvalContext
+    extra: Mapping[str, str | int] = field(default_factory=dict)
+
+    def attributes(self) -> dict[str, str | int]:
+        """The `pathgrade.*` span attributes of this turn (empty fields left out)."""
+        values: dict[str, str | int | None] = {
+            genai.PG_RUN_ID: self.eval.run_id,
+            genai.PG_DATASET_ITEM_ID: self.eval.dataset_item_id,
+            genai.PG_REPLAY_INDEX: self.eval.replay_index,
+            genai.PG_VARIANT_ID: self.eval.variant_id,
+            genai.PG_SUITE_VERSION: self.eval.suite_version,
+            **self.extra,
+        }
+        return {key: value for key, value in values.items() if value not in (None, "")}
+
+
+class AgentAdapter(Protocol):
+    """The agent under test, seen one user turn at a time."""
+
+    def respond(
+        self, conversation_state: ConversationState, user_message: str, context: TurnContext
+    ) -> AgentTurn: ...
+
+
+class AdapterError(RuntimeError):
+    """The agent could not be loaded or called, or answered something that is not a turn."""
+
+
+@contextmanager
+def eval_baggage(turn_context: TurnContext) -> Iterator[Context]:
+    """Attach the turn's `pathgrade.*` entries as OTel baggage for the duration of the block."""
+    ctx = context.get_current()
+    for key, value in turn_context.attributes().items():
+        ctx = baggage.set_baggage(key, str(value), ctx)
+    token = context.attach(ctx)
+    try:
+        yield ctx
+    finally:
+        context.detach(token)
+
+
+def pathgrade_context_attributes(ctx: Context | None = None) -> dict[str, str | int]:
+    """The `pathgrade.*` baggage entries of `ctx` (default: current) as span attributes.
+
+    Agents call this when they start their root span; `pathgrade.replay.index` comes back
+    as an int.
+    """
+    entries = baggage.get_all(ctx)
+    attributes: dict[str, str | int] = {}
+    for key, value in entries.items():
+        if key.startswith(PATHGRADE_PREFIX):
+            text = str(value)
+            attributes[key] = int(text) if key == genai.PG_REPLAY_INDEX and text.isdigit() else text
+    return attributes
+
+
+class EvalContextSpanProcessor(SpanProcessor):
+    """Copies the `pathgrade.*` baggage entries onto every root span when it starts.
+
+    Add it to the agent's TracerProvider (`pathgrade edge run` does so for in-process
+    agents) and the agent needs no pathgrade code at all.
+    """
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if span.parent is None:
+            span.set_attributes(pathgrade_context_attributes(parent_context))
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Nothing to do when a span ends."""
+
+
+def _as_turn(value: Any, source: str) -> AgentTurn:
+    """An AgentTurn from what the agent returned (an AgentTurn, a mapping or a string)."""
+    if isinstance(value, AgentTurn):
+        return value
+    if isinstance(value, str):
+        return AgentTurn(response=value)
+    try:
+        return AgentTurn.model_validate(value)
+    except ValidationError as error:
+        raise AdapterError(f"{source}: the answer is not an agent turn: {error}") from error
+
+
+class CallableAdapter:
+    """A Python function `fn(conversation_state, user_message, context)` as the agent.
+
+    It runs in this process with the turn's baggage attached, so its spans (exported by
+    whatever TracerProvider the process has) carry the evaluation context.
+    """
+
+    def __init__(self, fn: Callable[..., Any], name: str = "") -> None:
+        self.fn = fn
+        self.name = name or getattr(fn, "__qualname__", repr(fn))
+
+    def respond(
+        self, conversation_state: ConversationState, user_message: str, context: TurnContext
+    ) -> AgentTurn:
+        with eval_baggage(context):
+            return _as_turn(self.fn(dict(conversation_state), user_message, context), self.name)
+
+
+class HttpAdapter:
+    """An agent behind an HTTP endpoint: one JSON POST per user turn.
+
+    Request body: `{"conversation_state", "user_message", "eval_context": {pathgrade.* ->
+    value}}`, plus the W3C `baggage` (and `traceparent`, when a span is current) headers.
+    Response body: an AgentTurn object (`response`, `nodes`, `done`, `state`).
+    """
+
+    def __init__(self, url: str, timeout_s: float = 60.0, client: httpx.Client | None = None):
+        self.url = url
+        self.client = client or httpx.Client(timeout=timeout_s)
+
+    def respond(
+        self, conversation_state: ConversationState, user_message: str, context: TurnContext
+    ) -> AgentTurn:
+        body = {
+            "conversation_state": conversation_state,
+            "user_message": user_message,
+            "eval_context": context.attributes(),
+        }
+        headers: dict[str, str] = {}
+        with eval_baggage(context) as ctx:
+            propagate.inject(headers, ctx)
+        try:
+            reply = self.client.post(self.url, json=body, headers=headers)
+            reply.raise_for_status()
+            payload = reply.json()
+        except (httpx.HTTPError, ValueError) as error:
+            raise AdapterError(f"agent at {self.url}: {error}") from error
+        return _as_turn(payload, self.url)
+
+
+def _load_object(spec: str) -> Any:
+    """The object named by "module:attr" or "path/to/file.py:attr"."""
+    target, sep, attr = spec.rpartition(":")
+    if not sep or not target or not attr:
+        raise AdapterError(f"agent {spec!r}: expected 'module:function' or 'file.py:function'")
+    try:
+        if target.endswith(".py"):
+            path = Path(target).resolve()
+            name = f"_pathgrade_agent_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+            module_spec = importlib.util.spec_from_file_location(name, path)
+            if module_spec is None or module_spec.loader is None or not path.is_file():
+                raise AdapterError(f"agent {spec!r}: no Python file at {path}")
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module  # typing and pickling look modules up by name
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(target)
+    except ImportError as error:
+        raise AdapterError(f"agent {spec!r}: cannot import {target!r}: {error}") from error
+    try:
+        return getattr(module, attr)
+    except AttributeError as error:
+        raise AdapterError(f"agent {spec!r}: {target!r} has no attribute {attr!r}") from error
+
+
+def load_adapter(spec: str, timeout_s: float = 60.0) -> AgentAdapter:
+    """The adapter for `spec`: an http(s) URL, "module:function" or "file.py:function".
+
+    The named object may be a function or an object with a `respond` method (a class is
+    instantiated with no arguments); either runs in a CallableAdapter, under the baggage.
+    """
+    if spec.startswith(("http://", "https://")):
+        return HttpAdapter(spec, timeout_s)
+    target = _load_object(spec)
+    if inspect.isclass(target):
+        target = target()
+    function = getattr(target, "respond", target)
+    if not callable(function):
+        raise AdapterError(f"agent {spec!r}: not callable and has no respond() method")
+    return CallableAdapter(function, spec)

@@ -1,0 +1,260 @@
+"""EDGE metrics over the store: read an EDGE run's traces from `spans` and score them.
+
+What is read (one trace per agent turn, see docs/edge.md "What edge_store reads"):
+
+- the run manifest: the `pathgrade.edge.run` span's `pathgrade.edge.manifest` attribute;
+- per turn, the root span: EvalDatasetItemId (scenario), EvalVariantId, EvalReplayIndex,
+  `pathgrade.edge.attempt` / `pathgrade.edge.turn`, and the text of GenAIOutputMessages
+  (the response; needs the collector's `--capture-messages`);
+- node = GenAIAgentName of every non-root `invoke_agent` span, in start order;
+- actions = every `execute_tool` span's GenAIToolName and GenAIToolArguments (needs
+  `--capture-tools`), in start order.
+
+The runs are then scored with batch_plane.edge.determinism, the same functions used in memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Any
+
+from pathgrade.batch_plane.edge.determinism import (
+    convergence,
+    node_utility,
+    replay_metrics,
+    structural_adherence,
+    variant_metrics,
+)
+from pathgrade.batch_plane.edge.graph import AgentGraph, load_graph
+from pathgrade.batch_plane.edge.simulation import (
+    BASE_VARIANT,
+    MANIFEST_ATTRIBUTE,
+    MANIFEST_SPAN,
+    PG_EDGE_ATTEMPT,
+    PG_EDGE_TURN,
+    RunManifest,
+)
+from pathgrade.batch_plane.scoring.judge import Judge, JudgeError
+from pathgrade.batch_plane.scoring.rubrics import load_rubric
+from pathgrade.batch_plane.store.client import Store
+
+# The judged response-consistency hook: a scenario's intent and the responses of its exact
+# replays in, a 1-4 consistency grade out (None: the judge could not decide). Without
+# one, only the lexical score is reported.
+ResponseConsistencyJudge = Callable[[str, Sequence[str]], float | None]
+
+
+def rubric_consistency_judge(judge: Judge) -> ResponseConsistencyJudge:
+    """The hook backed by a judge model and the shipped `response_consistency` rubric
+    (EDGE's 1-4 scale); a judge that gives no valid verdict leaves the grade undecided."""
+    rubric = load_rubric("response_consistency")
+
+    def grade(intent: str, responses: Sequence[str]) -> float | None:
+        try:
+            verdict = judge.evaluate(rubric, {"question": intent, "answers": list(responses)})
+        except JudgeError:
+            return None
+        return float(verdict.verdict.score)
+
+    return grade
+
+
+_ROOTS_SQL = (
+    "SELECT TraceId, EvalDatasetItemId, EvalVariantId, EvalReplayIndex, "
+    f"SpanAttributes['{PG_EDGE_ATTEMPT}'], SpanAttributes['{PG_EDGE_TURN}'], "
+    "GenAIOutputMessages, toUnixTimestamp64Nano(Timestamp) "
+    "FROM spans FINAL WHERE EvalRunId = {run:String} AND ParentSpanId = '' "
+    f"AND SpanName != '{MANIFEST_SPAN}'"
+)
+_STEPS_SQL = (
+    "SELECT TraceId, GenAIOperation, GenAIAgentName, GenAIToolName, GenAIToolArguments "
+    "FROM spans FINAL WHERE ParentSpanId != '' "
+    "AND GenAIOperation IN ('invoke_agent', 'execute_tool') AND TraceId IN "
+    "(SELECT TraceId FROM spans FINAL WHERE EvalRunId = {run:String} AND ParentSpanId = '') "
+    "ORDER BY TraceId, Timestamp, SpanId"
+)
+_MANIFEST_SQL = (
+    f"SELECT SpanAttributes['{MANIFEST_ATTRIBUTE}'] FROM spans FINAL "
+    f"WHERE EvalRunId = {{run:String}} AND SpanName = '{MANIFEST_SPAN}' LIMIT 1"
+)
+
+
+class EdgeRunNotFound(LookupError):
+    """The store holds no EDGE run (manifest or turns) with this id."""
+
+
+@dataclass
+class TurnRecord:
+    """One agent turn (one trace) of an EDGE run, as read from the store."""
+
+    trace_id: str
+    scenario_id: str
+    variant_id: str
+    replay_index: int | None
+    attempt: int
+    turn: int
+    start_ns: int
+    response: str = ""
+    nodes: list[str] = field(default_factory=list)
+    actions: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def conversation(self) -> tuple[str, str, int | None]:
+        """(scenario, variant, replay): the replay or variant this turn belongs to."""
+        return (self.scenario_id, self.variant_id, self.replay_index)
+
+
+def load_manifest(store: Store, run_id: str) -> RunManifest:
+    """The run's manifest (EdgeRunNotFound when the run is unknown)."""
+    rows = store.query(_MANIFEST_SQL, {"run": run_id}).rows
+    if not rows or not rows[0][0]:
+        raise EdgeRunNotFound(f"run {run_id!r}: no {MANIFEST_SPAN} span in the store")
+    return RunManifest.model_validate_json(rows[0][0])
+
+
+def response_text(output_messages: str) -> str:
+    """The text parts of GenAI output messages JSON ("" when absent or not JSON)."""
+    try:
+        messages = json.loads(output_messages) if output_messages else []
+    except json.JSONDecodeError:
+        return output_messages
+    parts = [p for m in messages if isinstance(m, dict) for p in m.get("parts", [])]
+    return " ".join(str(p.get("content", "")) for p in parts if p.get("type") == "text")
+
+
+def load_turns(store: Store, run_id: str) -> list[TurnRecord]:
+    """Every agent turn of the run with its nodes and actions, in conversation order."""
+    turns = {
+        row[0]: TurnRecord(
+            trace_id=row[0],
+            scenario_id=row[1],
+            variant_id=row[2],
+            replay_index=row[3],
+            attempt=int(row[4] or 0),
+            turn=int(row[5] or 0),
+            start_ns=int(row[7]),
+            response=response_text(row[6]),
+        )
+        for row in store.query(_ROOTS_SQL, {"run": run_id}).rows
+    }
+    for trace_id, operation, agent, tool, arguments in store.query(
+        _STEPS_SQL, {"run": run_id}
+    ).rows:
+        record = turns.get(trace_id)
+        if record is None:
+            continue
+        if operation == "invoke_agent":
+            record.nodes.append(agent)
+        else:
+            record.actions.append({"name": tool, "args": arguments})
+    return sorted(turns.values(), key=lambda t: (t.conversation, t.attempt, t.turn, t.start_ns))
+
+
+def _group(turns: Sequence[TurnRecord]) -> dict[tuple[str, str, int | None], list[TurnRecord]]:
+    """Turns by conversation (scenario, variant, replay), order kept."""
+    grouped: dict[tuple[str, str, int | None], list[TurnRecord]] = defaultdict(list)
+    for turn in turns:
+        grouped[turn.conversation].append(turn)
+    return grouped
+
+
+def as_run(turns: Sequence[TurnRecord]) -> dict[str, Any]:
+    """One conversation as a determinism run: all nodes and actions, the last response."""
+    return {
+        "nodes": [node for turn in turns for node in turn.nodes],
+        "actions": [action for turn in turns for action in turn.actions],
+        "response": turns[-1].response if turns else "",
+    }
+
+
+def utility_records(
+    attempts: dict[tuple[Any, ...], list[TurnRecord]], expected: dict[str, list[str]]
+) -> list[dict[str, Any]]:
+    """node_utility records, one per conversation attempt (the agent's walk from the start;
+    a query is one attempt). An attempt that left its path records the first node off the
+    path and the edge into it as failures."""
+    records = []
+    for key, turns in attempts.items():
+        nodes = [node for turn in turns for node in turn.nodes]
+        path = expected.get(key[0], [])
+        off = next((i for i, node in enumerate(nodes) if i >= len(path) or path[i] != node), None)
+        records.append(
+            {
+                "nodes": nodes,
+                "failed_nodes": [] if off is None else [nodes[off]],
+                "failed_edges": [] if not off else [(nodes[off - 1], nodes[off])],
+            }
+        )
+    return records
+
+
+def _mean_metrics(rows: Sequence[dict[str, float | None]]) -> dict[str, float | None]:
+    """Key-wise mean over scenarios (None values skipped; None when none is set)."""
+    keys = dict.fromkeys(key for row in rows for key in row)
+    means: dict[str, float | None] = {}
+    for key in keys:
+        values = [row[key] for row in rows if row.get(key) is not None]
+        means[key] = fmean(values) if values else None
+    return means
+
+
+def edge_metrics(
+    manifest: RunManifest,
+    turns: Sequence[TurnRecord],
+    judge: ResponseConsistencyJudge | None = None,
+) -> dict[str, Any]:
+    """All EDGE metrics of one run: per scenario, their means, structure and utility."""
+    if not turns:
+        raise EdgeRunNotFound(f"run {manifest.run_id!r}: no agent turns in the store")
+    graph: AgentGraph = load_graph(manifest.graph)
+    expected = {s.id: s.expected_nodes for s in manifest.scenarios}
+    conversations = _group(turns)
+    attempts: dict[tuple[Any, ...], list[TurnRecord]] = defaultdict(list)
+    for turn in turns:
+        attempts[(*turn.conversation, turn.attempt)].append(turn)
+    per_scenario = []
+    all_runs = []
+    for scenario in manifest.scenarios:
+        keys = [key for key in conversations if key[0] == scenario.id]
+        base = [as_run(conversations[k]) for k in keys if k[1] == BASE_VARIANT]
+        variants = [as_run(conversations[k]) for k in keys if k[1] != BASE_VARIANT]
+        all_runs += [{**run, "expected_nodes": scenario.expected_nodes} for run in base + variants]
+        if not base:
+            continue
+        row: dict[str, Any] = {"scenario": scenario.id, "path": scenario.expected_nodes}
+        row["replay"] = replay_metrics(base)
+        row["variant"] = variant_metrics(base, variants) if variants else {}
+        if judge is not None:
+            responses = [r["response"] for r in base]
+            row["replay"]["response_consistency_judged"] = judge(scenario.intent, responses)
+        per_scenario.append(row)
+    return {
+        "run_id": manifest.run_id,
+        "counts": {
+            "scenarios": len(per_scenario),
+            "conversations": len(conversations),
+            "attempts": len(attempts),
+            "turns": len(turns),
+        },
+        "replay": _mean_metrics([row["replay"] for row in per_scenario]),
+        "variant": _mean_metrics([row["variant"] for row in per_scenario if row["variant"]]),
+        "scenarios": per_scenario,
+        "structure": structural_adherence(graph, [as_run(a) for a in attempts.values()]),
+        "convergence": convergence(graph, all_runs),
+        "utility": node_utility(utility_records(attempts, expected), graph),
+    }
+
+
+def run_metrics(
+    store: Store, run_id: str, judge: ResponseConsistencyJudge | None = None
+) -> dict[str, Any]:
+    """Read run `run_id` from the store and compute `edge_metrics` (with its manifest)."""
+    manifest = load_manifest(store, run_id)
+    metrics = edge_metrics(manifest, load_turns(store, run_id), judge)
+    metrics["manifest"] = manifest.model_dump(exclude={"graph", "scenarios"})
+    metrics["graph"] = manifest.graph
+    return metrics

@@ -1,0 +1,388 @@
+"""Versioned datasets of evaluation items, kept in the store (tables `datasets`,
+`dataset_items`, migration 0005).
+
+A dataset has a name (e.g. `golden/support`), a kind and an owner. Each version is a draft
+until published; a published version is immutable: adding to it is an error naming it, and
+`create` on a published name starts the next version as a draft holding a copy of the
+latest items. A reference `NAME@N` names version N; a bare `NAME` names the latest version.
+
+Items travel as JSONL (`parse_items`, `dump_items`); a bad line is reported as
+`source:line: field: reason`. Items made from stored traces keep `source_trace_id`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from pathgrade.batch_plane.evaluation.replay import find_trace_ids, load_traces
+from pathgrade.batch_plane.store.client import Store
+from pathgrade.schemas import genai
+from pathgrade.schemas.model import Trace
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DatasetKind = Literal["golden", "regression", "adversarial", "benchmark"]
+KINDS: tuple[str, ...] = ("golden", "regression", "adversarial", "benchmark")
+DRAFT, PUBLISHED = "draft", "published"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+
+
+class DatasetError(ValueError):
+    """A dataset operation or item file that cannot be accepted; `problems` lists why."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+class DatasetItem(BaseModel):
+    """One evaluation item: the input, what a good answer and a good path look like, the
+    slice labels, and the trace it came from (if any)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    item_id: str = Field(min_length=1)
+    input: dict[str, Any] | str
+    reference_answer: str | None = None
+    expected_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    alternative_trajectories: list[list[dict[str, Any]]] = Field(default_factory=list)
+    slices: dict[str, str] = Field(default_factory=dict)
+    source_trace_id: str = ""
+    tags: list[str] = Field(default_factory=list)
+
+    @field_validator("expected_tool_calls")
+    @classmethod
+    def _calls_have_names(cls, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for index, call in enumerate(calls):
+            if not isinstance(call.get("name"), str) or not call["name"]:
+                raise ValueError(f"call {index} needs a non-empty string `name`")
+        return calls
+
+    @property
+    def conversation_id(self) -> str:
+        """The conversation this item is a turn of ("" when it stands alone)."""
+        return "" if isinstance(self.input, str) else str(self.input.get("conversation_id", ""))
+
+    @property
+    def user_message(self) -> str:
+        """The user's turn: `input` when it is text, else `input["user"]`."""
+        return self.input if isinstance(self.input, str) else str(self.input.get("user", ""))
+
+
+class DatasetInfo(BaseModel):
+    """One version of a dataset, with its item count."""
+
+    name: str
+    version: int
+    kind: DatasetKind
+    owner: str
+    description: str = ""
+    status: Literal["draft", "published"]
+    created_at_ms: int
+    published_at_ms: int | None = None
+    items: int = 0
+
+    @property
+    def ref(self) -> str:
+        """`name@version`."""
+        return f"{self.name}@{self.version}"
+
+
+def parse_ref(ref: str) -> tuple[str, int | None]:
+    """`NAME@N` -> (NAME, N); `NAME` -> (NAME, None)."""
+    name, sep, version = ref.rpartition("@")
+    if not sep:
+        name, version = ref, ""
+    if not _NAME.match(name):
+        raise DatasetError([f"dataset {ref!r}: name must match {_NAME.pattern}"])
+    if sep and not version.isdigit():
+        raise DatasetError([f"dataset {ref!r}: version after '@' must be a number"])
+    return name, int(version) if sep else None
+
+
+# --------------------------------------------------------------------------- JSONL
+
+
+def parse_items(text: str, source: str = "<items>") -> list[DatasetItem]:
+    """Items from JSONL text; every bad line is reported as `source:line: field: reason`."""
+    items: list[DatasetItem] = []
+    problems: list[str] = []
+    first_line: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = DatasetItem.model_validate_json(line)
+        except ValidationError as exc:
+            for error in exc.errors():
+                where = ".".join(str(p) for p in error["loc"]) or "(line)"
+                problems.append(f"{source}:{number}: {where}: {error['msg']}")
+            continue
+        if item.item_id in first_line:
+            problems.append(
+                f"{source}:{number}: item_id: duplicate {item.item_id!r} "
+                f"(first on line {first_line[item.item_id]})"
+            )
+            continue
+        first_line[item.item_id] = number
+        items.append(item)
+    if problems:
+        raise DatasetError(problems)
+    return items
+
+
+def dump_items(items: Iterable[DatasetItem]) -> str:
+    """Items as JSONL (what `parse_items` reads)."""
+    return "".join(item.model_dump_json() + "\n" for item in items)
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+_ITEM_COLUMNS = [
+    "Dataset", "Version", "ItemId", "Input", "ReferenceAnswer", "ExpectedToolCalls",
+    "AlternativeTrajectories", "Slices", "SourceTraceId", "Tags", "AddedAt",
+]  # fmt: skip
+_DATASET_COLUMNS = [
+    "Name", "Version", "Kind", "Owner", "Description", "Status", "CreatedAt", "PublishedAt",
+    "UpdatedAt",
+]  # fmt: skip
+
+
+class Datasets:
+    """Dataset versions and their items in a Store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def versions(self, name: str | None = None) -> list[DatasetInfo]:
+        """Every version (of `name`, or of all datasets), by name then version."""
+        where, params = ("WHERE Name = {name:String}", {"name": name}) if name else ("", {})
+        rows = self.store.query(
+            "SELECT Name, Version, Kind, Owner, Description, Status, "
+            "toUnixTimestamp64Milli(CreatedAt), toUnixTimestamp64Milli(PublishedAt) "
+            f"FROM datasets FINAL {where} ORDER BY Name, Version",
+            params,
+        ).rows
+        counts = {
+            (row[0], row[1]): row[2]
+            for row in self.store.query(
+                "SELECT Dataset, Version, count() FROM dataset_items FINAL "
+                f"{where.replace('Name', 'Dataset')} GROUP BY Dataset, Version",
+                params,
+            ).rows
+        }
+        return [
+            DatasetInfo(
+                name=r[0],
+                version=r[1],
+                kind=r[2],
+                owner=r[3],
+                description=r[4],
+                status=r[5],
+                created_at_ms=r[6],
+                published_at_ms=r[7],
+                items=counts.get((r[0], r[1]), 0),
+            )
+            for r in rows
+        ]
+
+    def resolve(self, ref: str, *, published: bool = False) -> DatasetInfo:
+        """The version `ref` names (bare name: the latest, or latest published if asked)."""
+        name, version = parse_ref(ref)
+        versions = self.versions(name)
+        if published:
+            versions = [v for v in versions if v.status == PUBLISHED]
+        if version is not None:
+            versions = [v for v in versions if v.version == version]
+        if not versions:
+            which = "published version" if published else "version"
+            raise DatasetError([f"dataset {ref!r}: no such {which}"])
+        return versions[-1]
+
+    def create(self, name: str, kind: str, owner: str, description: str = "") -> DatasetInfo:
+        """Start a draft: version 1 of a new dataset, or the next version of a published
+        one (holding a copy of the latest version's items)."""
+        parse_ref(name)
+        if "@" in name:
+            raise DatasetError([f"dataset {name!r}: create takes a name without '@version'"])
+        if kind not in KINDS:
+            raise DatasetError([f"kind: {kind!r} is not one of {', '.join(KINDS)}"])
+        existing = self.versions(name)
+        if existing and existing[-1].status == DRAFT:
+            raise DatasetError([f"dataset {existing[-1].ref} is already a draft: add to it"])
+        if existing and existing[-1].kind != kind:
+            raise DatasetError([f"kind: dataset {name!r} is {existing[-1].kind!r}, not {kind!r}"])
+        version = existing[-1].version + 1 if existing else 1
+        now = _now_ms()
+        self.store.insert(
+            "datasets",
+            [[name, version, kind, owner, description, DRAFT, now, None, now]],
+            _DATASET_COLUMNS,
+        )
+        if existing:
+            self._insert_items(name, version, self.items(existing[-1].ref))
+        return self.resolve(f"{name}@{version}")
+
+    def add(self, ref: str, items: Sequence[DatasetItem]) -> DatasetInfo:
+        """Add (or replace, by item id) items of a draft version; a published one refuses."""
+        info = self.resolve(ref)
+        if info.status == PUBLISHED:
+            raise DatasetError(
+                [
+                    f"dataset {info.ref} is published and immutable: start a new version "
+                    f"with `pathgrade dataset create {info.name} --kind {info.kind}`"
+                ]
+            )
+        self._insert_items(info.name, info.version, items)
+        return self.resolve(info.ref)
+
+    def publish(self, ref: str) -> DatasetInfo:
+        """Publish a draft version; from now on it is immutable."""
+        info = self.resolve(ref)
+        if info.status == PUBLISHED:
+            raise DatasetError([f"dataset {info.ref} is already published"])
+        if info.items == 0:
+            raise DatasetError([f"dataset {info.ref} has no items: add some before publishing"])
+        now = _now_ms()
+        self.store.insert(
+            "datasets",
+            [[info.name, info.version, info.kind, info.owner, info.description, PUBLISHED,
+              info.created_at_ms, now, now]],
+            _DATASET_COLUMNS,
+        )  # fmt: skip
+        return self.resolve(info.ref)
+
+    def items(self, ref: str, *, published: bool = False) -> list[DatasetItem]:
+        """The items of the version `ref` names, by item id."""
+        info = self.resolve(ref, published=published)
+        result = self.store.query(
+            "SELECT ItemId, Input, ReferenceAnswer, ExpectedToolCalls, AlternativeTrajectories, "
+            "Slices, SourceTraceId, Tags FROM dataset_items FINAL "
+            "WHERE Dataset = {name:String} AND Version = {version:UInt32} ORDER BY ItemId",
+            {"name": info.name, "version": info.version},
+        )
+        return [
+            DatasetItem(
+                item_id=r[0],
+                input=json.loads(r[1]),
+                reference_answer=r[2],
+                expected_tool_calls=json.loads(r[3]),
+                alternative_trajectories=json.loads(r[4]),
+                slices=r[5],
+                source_trace_id=r[6],
+                tags=r[7],
+            )
+            for r in result.rows
+        ]
+
+    def _insert_items(self, name: str, version: int, items: Iterable[DatasetItem]) -> None:
+        now = _now_ms()
+        rows = [
+            [name, version, item.item_id, json.dumps(item.input), item.reference_answer,
+             json.dumps(item.expected_tool_calls), json.dumps(item.alternative_trajectories),
+             item.slices, item.source_trace_id, item.tags, now]
+            for item in items
+        ]  # fmt: skip
+        self.store.insert("dataset_items", rows, _ITEM_COLUMNS)
+
+
+# --------------------------------------------------------------------------- from traces
+
+
+def item_from_trace(trace: Trace) -> DatasetItem:
+    """A dataset item from a stored trace: the user's message and conversation as input,
+    the final answer as reference, the executed tool calls as expected calls."""
+    chats = list(trace.by_operation(genai.OP_CHAT))
+    tools = list(trace.by_operation(genai.OP_EXECUTE_TOOL))
+    root = trace.root
+    user = _last_text(chats[0].genai.input_messages, "user") if chats else ""
+    answer = _last_text(chats[-1].genai.output_messages, "assistant") if chats else ""
+    conversation = next(
+        (s.genai.conversation_id for s in trace.spans if s.genai.conversation_id), ""
+    )
+    slices = {"service": root.service_name} if root is not None and root.service_name else {}
+    if tools:
+        slices["tool"] = tools[0].genai.tool_name
+    return DatasetItem(
+        item_id=f"trace-{trace.trace_id}",
+        input={
+            "user": user,
+            "conversation_id": conversation,
+            "start_ns": root.start_ns if root else 0,
+        },
+        reference_answer=answer or None,
+        expected_tool_calls=[
+            {"name": s.genai.tool_name, "args": _json_object(s.genai.tool_arguments)} for s in tools
+        ],
+        slices=slices,
+        source_trace_id=trace.trace_id,
+    )
+
+
+def items_from_traces(store: Store, where: str, limit: int | None = None) -> list[DatasetItem]:
+    """Items from the stored traces that have a span matching `where` (read-only query)."""
+    return [
+        item_from_trace(trace) for trace in load_traces(store, find_trace_ids(store, where, limit))
+    ]
+
+
+def conversation_order(items: Sequence[DatasetItem]) -> list[DatasetItem]:
+    """Items as conversations: grouped by conversation id, each in turn (start) order."""
+
+    def key(item: DatasetItem) -> tuple[str, int, str]:
+        start = item.input.get("start_ns", 0) if isinstance(item.input, dict) else 0
+        return (item.conversation_id, int(start or 0), item.item_id)
+
+    return sorted(items, key=key)
+
+
+def triage(store: Store, trace_id: str, to: str, owner: str) -> DatasetInfo:
+    """Add the stored trace `trace_id` to the draft of regression dataset `to` (created as a
+    `regression` dataset when it does not exist yet)."""
+    traces = load_traces(store, [trace_id])
+    if not traces:
+        raise DatasetError([f"trace {trace_id!r}: not in the store"])
+    datasets = Datasets(store)
+    name, _ = parse_ref(to)
+    versions = datasets.versions(name)
+    if not versions or versions[-1].status == PUBLISHED:
+        datasets.create(name, versions[-1].kind if versions else "regression", owner)
+    return datasets.add(name, [item_from_trace(traces[0])])
+
+
+def _messages(text: str) -> list[dict[str, Any]]:
+    try:
+        value = json.loads(text) if text else []
+    except json.JSONDecodeError:
+        return []
+    return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
+
+
+def _last_text(messages_json: str, role: str) -> str:
+    """Text of the last `role` message (GenAI parts or OpenAI `content`)."""
+    for message in reversed(_messages(messages_json)):
+        if message.get("role") != role:
+            continue
+        if isinstance(message.get("content"), str):
+            return message["content"]
+        parts = message.get("parts") or []
+        return "".join(
+            p.get("content", "") for p in parts if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return ""
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,457 @@
+"""The release gate: candidate scores against thresholds and a baseline, overall and per slice.
+
+Pure functions over score records. Per metric (and per observed value of every suite
+slice) the gate checks:
+
+1. the candidate mean (mean over items of each item's mean over its repeats) reaches the
+   metric's threshold;
+2. with `max_regression` set, a paired percentile bootstrap over dataset items of
+   (candidate item mean - baseline item mean) gives an interval whose lower bound must not
+   fall below `-max_regression`. Items resample with all their repeats together; items
+   scored in only one run are left out of the paired part and counted in `n_unpaired`.
+
+It fails closed: no candidate scores, an uncalibrated judge, no paired baseline items for a
+regression check, or missing budget observations are failures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pathgrade.batch_plane.evaluation.suite import ConfigurationError, MetricSpec, Suite
+from pathgrade.batch_plane.scoring.trace_scorers import ITEM_METRICS
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
+from pydantic_core import ErrorDetails
+
+DEFAULT_RESAMPLES = 10_000
+DEFAULT_SEED = 20_260_101
+DEFAULT_CONFIDENCE = 0.95
+NO_SCORES = "no scores: treat as failure"
+UNCALIBRATED = "uncalibrated judge"
+_BOOTSTRAP_CHUNK_ELEMENTS = 1_000_000  # resample indices held in memory at once
+
+JudgeKey = tuple[str, str]
+"""(judge model, rubric version): the unit a calibration is recorded for."""
+
+
+class ScoreFileError(ConfigurationError):
+    """A score file that is missing, empty or holds bad records; `problems` lists them."""
+
+
+class ScoreRecord(BaseModel):
+    """One score: a metric's value for one repeat of one dataset item, with its slice values.
+
+    `item_id` must be unique across the suite's datasets. Extra keys (trace and span ids,
+    for instance) are accepted and ignored.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    item_id: str = Field(min_length=1)
+    repeat: int = Field(ge=0)
+    metric: str = Field(min_length=1)
+    value: float = Field(allow_inf_nan=False)
+    slices: dict[str, str] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BudgetObservations:
+    """What the candidate run spent: latency (s) and cost (USD) of each task."""
+
+    latencies_s: Sequence[float]
+    costs_usd: Sequence[float]
+
+
+class GateRow(BaseModel):
+    """One checked line of the verdict: a metric (or budget) overall or in one slice value."""
+
+    check: Literal["metric", "budget"]
+    metric: str
+    slice: str | None = None  # "intent=refund"; None for all items
+    n_items: int = 0  # candidate items (budget rows: observations)
+    n_paired: int = 0
+    n_unpaired: int = 0  # items scored in only one of the two runs
+    missing_items: list[str] = Field(default_factory=list)  # in the baseline, not the candidate
+    short_items: list[str] = Field(default_factory=list)  # candidate items with too few repeats
+    expected_repeats: int = 1  # the suite's runs_per_item
+    candidate_mean: float | None = None  # budget rows: the observed p95 latency or mean cost
+    baseline_mean: float | None = None
+    delta: float | None = None  # mean over paired items of candidate - baseline
+    interval: tuple[float, float] | None = None
+    threshold: float | None = None  # budget rows: the upper limit
+    max_regression: float | None = None
+    passed: bool
+    reason: str
+
+
+class Verdict(BaseModel):
+    """The gate's decision with every row it checked and how the intervals were drawn."""
+
+    suite: str
+    seed: int
+    resamples: int
+    confidence: float
+    rows: list[GateRow]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def passed(self) -> bool:
+        """True when every row passed."""
+        return all(row.passed for row in self.rows)
+
+    @property
+    def failed_rows(self) -> list[GateRow]:
+        """The rows that failed, in table order."""
+        return [row for row in self.rows if not row.passed]
+
+
+def exit_code(outcome: Verdict | ConfigurationError) -> int:
+    """Process exit code: 0 pass, 1 fail, 2 bad configuration or a missing run."""
+    if isinstance(outcome, ConfigurationError):
+        return 2
+    return 0 if outcome.passed else 1
+
+
+def load_scores(path: str | Path) -> list[ScoreRecord]:
+    """Read a JSONL score file (one record a line); raise `ScoreFileError` naming each bad
+    line and field, a repeated (item, repeat, metric), a missing file or an empty one."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ScoreFileError([f"{path}: cannot read score file: {exc.strerror or exc}"]) from exc
+    records: list[ScoreRecord] = []
+    problems: list[str] = []
+    first_line: dict[tuple[str, int, str], int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = ScoreRecord.model_validate_json(line)
+        except ValidationError as exc:
+            problems.extend(_describe_record_error(path, number, error) for error in exc.errors())
+            continue
+        key = (record.item_id, record.repeat, record.metric)
+        if key in first_line:
+            problems.append(
+                f"{path}:{number}: duplicate score for item {key[0]!r} repeat {key[1]} "
+                f"metric {key[2]!r} (first on line {first_line[key]})"
+            )
+            continue
+        first_line[key] = number
+        records.append(record)
+    if not records and not problems:
+        problems.append(f"{path}: no score records: the run is missing")
+    if problems:
+        raise ScoreFileError(problems)
+    return records
+
+
+def _describe_record_error(path: Path, number: int, error: ErrorDetails) -> str:
+    """One pydantic error of one JSONL line as `file:line: field: reason`."""
+    field = ".".join(str(part) for part in error["loc"]) or "(record)"
+    return f"{path}:{number}: {field}: {error['msg']}"
+
+
+def write_scores(records: Iterable[ScoreRecord], path: str | Path) -> None:
+    """Write records as a JSONL score file (the format `load_scores` reads)."""
+    with Path(path).open("w", encoding="utf-8") as out:
+        for record in records:
+            out.write(record.model_dump_json() + "\n")
+
+
+def item_means(records: Iterable[ScoreRecord]) -> dict[str, float]:
+    """Each item's mean over its repeats."""
+    totals: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    for record in records:
+        totals[record.item_id] += record.value
+        counts[record.item_id] += 1
+    return {item: totals[item] / counts[item] for item in totals}
+
+
+def paired_bootstrap_intervals(
+    deltas: Sequence[np.ndarray], *, resamples: int, seed: int, confidence: float
+) -> list[tuple[float, float]]:
+    """Percentile interval of the mean of each array of per-item deltas, resampling items
+    with replacement.
+
+    Every array is resampled from a generator seeded with `seed`, so its interval does not
+    depend on the other arrays; arrays of equal length share their index draws (one
+    gather over a stacked matrix), which is the vectorised fast path. Chunks of resamples
+    bound the memory.
+    """
+    intervals: list[tuple[float, float]] = [(0.0, 0.0)] * len(deltas)
+    positions_by_size: dict[int, list[int]] = defaultdict(list)
+    for position, array in enumerate(deltas):
+        if np.size(array) == 0:
+            raise ValueError("paired bootstrap needs at least one item")
+        positions_by_size[np.size(array)].append(position)
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    for positions in positions_by_size.values():
+        stacked = np.array([deltas[p] for p in positions], dtype=np.float64)
+        statistics = _bootstrap_means(stacked, resamples=resamples, seed=seed)
+        bounds = np.percentile(statistics, [tail, 100.0 - tail], axis=1)
+        for position, low, high in zip(positions, bounds[0], bounds[1], strict=True):
+            intervals[position] = (float(low), float(high))
+    return intervals
+
+
+def paired_bootstrap_interval(
+    deltas: np.ndarray, *, resamples: int, seed: int, confidence: float
+) -> tuple[float, float]:
+    """`paired_bootstrap_intervals` for a single array of per-item deltas."""
+    (interval,) = paired_bootstrap_intervals(
+        [deltas], resamples=resamples, seed=seed, confidence=confidence
+    )
+    return interval
+
+
+def _bootstrap_means(stacked: np.ndarray, *, resamples: int, seed: int) -> np.ndarray:
+    """(rows, resamples) means of `stacked` (rows, items) over items drawn with replacement."""
+    rows, n = stacked.shape
+    rng = np.random.default_rng(seed)
+    means = np.empty((rows, resamples), dtype=np.float64)
+    chunk = max(1, _BOOTSTRAP_CHUNK_ELEMENTS // (n * rows))
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        indices = rng.integers(0, n, size=(stop - start, n), dtype=np.int32)
+        means[:, start:stop] = stacked[:, indices].mean(axis=2)
+    return means
+
+
+@dataclass
+class _Measurement:
+    """A metric row before its verdict, with the per-item deltas of its paired items."""
+
+    metric: MetricSpec
+    row: GateRow
+    deltas: np.ndarray
+
+
+def evaluate_gate(
+    suite: Suite,
+    candidate: Sequence[ScoreRecord],
+    baseline: Sequence[ScoreRecord],
+    *,
+    calibrations: Mapping[JudgeKey, bool],
+    budgets: BudgetObservations | None,
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> Verdict:
+    """Check the candidate run against the suite and the baseline run.
+
+    `calibrations` maps (judge model, rubric version) to whether its calibration passed; a
+    judge metric whose pair is absent or False fails. Rows come per metric overall, then per
+    metric and slice value, then the budgets.
+    """
+    if resamples < 1:
+        raise ValueError("resamples must be at least 1")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be between 0 and 1")
+    judge = suite.judge
+    calibrated = judge is not None and calibrations.get((judge.model, judge.rubric_version), False)
+    measurements = _measure_all(suite, candidate, baseline)
+    bootstrapped = [m for m in measurements if m.deltas.size]
+    intervals = paired_bootstrap_intervals(
+        [m.deltas for m in bootstrapped], resamples=resamples, seed=seed, confidence=confidence
+    )
+    for measurement, interval in zip(bootstrapped, intervals, strict=True):
+        measurement.row.interval = interval
+    rows = [_decide(m.metric, m.row, calibrated, confidence) for m in measurements]
+    rows.extend(_budget_rows(suite, budgets))
+    return Verdict(
+        suite=suite.suite, seed=seed, resamples=resamples, confidence=confidence, rows=rows
+    )
+
+
+def _measure_all(
+    suite: Suite, candidate: Sequence[ScoreRecord], baseline: Sequence[ScoreRecord]
+) -> list[_Measurement]:
+    """Measurements per metric overall, then per metric and observed slice value."""
+    candidate_by_metric = _group_by_metric(candidate)
+    baseline_by_metric = _group_by_metric(baseline)
+    measurements = [
+        _measure(
+            metric,
+            None,
+            candidate_by_metric[metric.id],
+            baseline_by_metric[metric.id],
+            _expected_repeats(metric, suite),
+        )
+        for metric in suite.metrics
+    ]
+    for slice_name in suite.slices:
+        for metric in suite.metrics:
+            cand_parts = _split_by_slice(candidate_by_metric[metric.id], slice_name)
+            base_parts = _split_by_slice(baseline_by_metric[metric.id], slice_name)
+            measurements.extend(
+                _measure(
+                    metric,
+                    f"{slice_name}={value}",
+                    cand_parts[value],
+                    base_parts[value],
+                    _expected_repeats(metric, suite),
+                )
+                for value in sorted(cand_parts.keys() | base_parts.keys())
+            )
+    return measurements
+
+
+def _expected_repeats(metric: MetricSpec, suite: Suite) -> int:
+    """Scored repeats each item needs: `runs_per_item`, except for item metrics (one score
+    over all of an item's repeats)."""
+    return 1 if metric.id in ITEM_METRICS else suite.runs_per_item
+
+
+def _group_by_metric(records: Iterable[ScoreRecord]) -> defaultdict[str, list[ScoreRecord]]:
+    grouped: defaultdict[str, list[ScoreRecord]] = defaultdict(list)
+    for record in records:
+        grouped[record.metric].append(record)
+    return grouped
+
+
+def _split_by_slice(
+    records: Iterable[ScoreRecord], name: str
+) -> defaultdict[str, list[ScoreRecord]]:
+    """Records by their value of slice `name`; records without that slice are left out."""
+    parts: defaultdict[str, list[ScoreRecord]] = defaultdict(list)
+    for record in records:
+        value = record.slices.get(name)
+        if value is not None:
+            parts[value].append(record)
+    return parts
+
+
+def _measure(
+    metric: MetricSpec,
+    slice_label: str | None,
+    candidate: Sequence[ScoreRecord],
+    baseline: Sequence[ScoreRecord],
+    runs_per_item: int = 1,
+) -> _Measurement:
+    """Item counts, means, paired deltas and coverage (items the baseline scored that the
+    candidate did not, candidate items with fewer than `runs_per_item` repeats) of one
+    metric over one set of records."""
+    row = GateRow(
+        check="metric",
+        metric=metric.id,
+        slice=slice_label,
+        threshold=metric.threshold,
+        max_regression=metric.max_regression,
+        passed=False,
+        reason=NO_SCORES,
+    )
+    cand_items = item_means(candidate)
+    base_items = item_means(baseline)
+    paired = sorted(cand_items.keys() & base_items.keys())
+    deltas = np.array([cand_items[item] - base_items[item] for item in paired], dtype=np.float64)
+    row.n_items = len(cand_items)
+    row.n_paired = len(paired)
+    row.n_unpaired = len(cand_items.keys() ^ base_items.keys())
+    row.missing_items = sorted(base_items.keys() - cand_items.keys())
+    repeats = Counter(record.item_id for record in candidate)
+    row.short_items = sorted(item for item, count in repeats.items() if count < runs_per_item)
+    row.expected_repeats = runs_per_item
+    row.candidate_mean = _mean(cand_items.values()) if cand_items else None
+    row.baseline_mean = _mean(base_items.values()) if base_items else None
+    row.delta = float(deltas.mean()) if paired else None
+    return _Measurement(metric=metric, row=row, deltas=deltas)
+
+
+def _decide(metric: MetricSpec, row: GateRow, calibrated: bool, confidence: float) -> GateRow:
+    """Pass or fail a measured row: scores present, judge calibrated, threshold, regression."""
+    if row.candidate_mean is None:
+        return row  # already failed with NO_SCORES
+    failures = _coverage_failures(row)
+    if metric.is_judge and not calibrated:
+        failures.append(UNCALIBRATED)
+    if row.candidate_mean < metric.threshold:
+        failures.append(f"mean {row.candidate_mean:.4f} below threshold {metric.threshold:g}")
+    if metric.max_regression is not None:
+        failures.extend(_regression_failures(row, metric.max_regression, confidence))
+    row.passed = not failures
+    row.reason = "; ".join(failures) or "ok"
+    return row
+
+
+def _coverage_failures(row: GateRow) -> list[str]:
+    """Scores the candidate lacks: whole items the baseline has, or repeats of an item (a
+    crashed or unscored repeat must not vanish from the mean)."""
+    failures = []
+    if row.missing_items:
+        failures.append(
+            f"{len(row.missing_items)} items scored in the baseline have no candidate score "
+            f"({_examples(row.missing_items)})"
+        )
+    if row.short_items:
+        failures.append(
+            f"{len(row.short_items)} items have fewer than {row.expected_repeats} scored "
+            f"repeats ({_examples(row.short_items)})"
+        )
+    return failures
+
+
+def _examples(items: Sequence[str], shown: int = 3) -> str:
+    """The first `shown` items, then how many more."""
+    more = f", +{len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
+
+
+def _regression_failures(row: GateRow, max_regression: float, confidence: float) -> list[str]:
+    """Why the paired interval breaks `max_regression`, if it does."""
+    if row.interval is None:
+        return ["no paired baseline items: cannot check max_regression"]
+    low = row.interval[0]
+    if low < -max_regression:
+        return [
+            f"regression: {confidence:.0%} interval lower bound {low:+.4f} "
+            f"below -{max_regression:g}"
+        ]
+    return []
+
+
+def _budget_rows(suite: Suite, budgets: BudgetObservations | None) -> list[GateRow]:
+    """p95 latency and mean cost per task against the suite's budgets (no data: fail)."""
+    limits = suite.budgets
+    if limits is None:
+        return []
+    observed = budgets or BudgetObservations(latencies_s=(), costs_usd=())
+    rows: list[GateRow] = []
+    if limits.p95_latency_s is not None:
+        rows.append(_budget_row("p95_latency_s", limits.p95_latency_s, observed.latencies_s, "p95"))
+    if limits.cost_per_task_usd is not None:
+        rows.append(
+            _budget_row("cost_per_task_usd", limits.cost_per_task_usd, observed.costs_usd, "mean")
+        )
+    return rows
+
+
+def _budget_row(name: str, limit: float, values: Sequence[float], statistic: str) -> GateRow:
+    """One budget: the statistic (p95 or mean, numpy's linear percentile) must not exceed it."""
+    row = GateRow(check="budget", metric=name, threshold=limit, passed=False, reason="")
+    observed = np.asarray(values, dtype=np.float64)
+    if observed.size == 0:
+        row.reason = f"no observations for {name}: treat as failure"
+        return row
+    if not np.all(np.isfinite(observed)):
+        row.reason = f"{name} observations include a non-finite value"
+        return row
+    value = float(np.percentile(observed, 95) if statistic == "p95" else observed.mean())
+    row.n_items = int(observed.size)
+    row.candidate_mean = value
+    row.passed = value <= limit
+    row.reason = "ok" if row.passed else f"{statistic} {value:.4g} over budget {limit:g}"
+    return row
+
+
+def _mean(values: Iterable[float]) -> float:
+    collected = list(values)
+    return math.fsum(collected) / len(collected)

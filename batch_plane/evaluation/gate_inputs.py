@@ -1,0 +1,109 @@
+"""What the gate needs from the store: a run's scores, its budgets and the calibration of
+the suite's judge.
+
+- Scores: the `scores` rows of the run (FINAL; the latest value when several scorers wrote
+  the same item, repeat and metric), as gate ScoreRecords. Null values are left out, so a
+  scorer that could not score leaves the item unscored and the gate fails closed.
+- Budgets: per task (a trace of the run), the latency is the root span's duration and the
+  cost is the sum over its spans of tokens x the price table (detectors.prices). A task
+  with a model missing from the price table has no cost observation.
+- Calibration: `batch_plane.scoring.calibration.calibration_status` for the suite's (judge model,
+  rubric version); when the table cannot be read, every judge metric is uncalibrated.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from pathgrade.batch_plane.evaluation.gate import BudgetObservations, JudgeKey, ScoreRecord
+from pathgrade.batch_plane.evaluation.runs import run_exists
+from pathgrade.batch_plane.evaluation.suite import ConfigurationError, Suite
+from pathgrade.batch_plane.scoring.calibration import calibration_status
+from pathgrade.batch_plane.store.client import QueryError, Store
+from pathgrade.detectors.prices import PriceTable, cost_usd
+
+
+class MissingRun(ConfigurationError):
+    """The run is not in the store (exit code 2)."""
+
+
+def run_scores(store: Store, run_id: str) -> list[ScoreRecord]:
+    """The run's scores as gate records; MissingRun when the store knows no such run."""
+    rows = store.query(
+        "SELECT DatasetItemId, Repeat, Metric, argMax(Value, CreatedAt) AS V, "
+        "argMax(Slices, CreatedAt) FROM scores FINAL WHERE RunId = {run:String} "
+        "GROUP BY DatasetItemId, Repeat, Metric HAVING V IS NOT NULL "
+        "ORDER BY DatasetItemId, Repeat, Metric",
+        {"run": run_id},
+    ).rows
+    if not rows and not run_exists(store, run_id):
+        raise MissingRun([f"run {run_id!r}: not in the store (no run record and no scores)"])
+    return [
+        ScoreRecord(item_id=item, repeat=repeat, metric=metric, value=value, slices=slices)
+        for item, repeat, metric, value, slices in rows
+    ]
+
+
+@dataclass(frozen=True)
+class TaskUsage:
+    """One task's root duration and its token use per (provider, model)."""
+
+    duration_ns: int
+    tokens: dict[tuple[str, str], tuple[int, int]]
+
+
+def run_usage(store: Store, run_id: str) -> list[TaskUsage]:
+    """Per trace of the run: the root span's duration and the tokens of every model."""
+    rows = store.query(
+        "SELECT TraceId, GenAIProvider, if(GenAIResponseModel != '', GenAIResponseModel, "
+        "GenAIRequestModel) AS Model, ParentSpanId = '' AS IsRoot, Duration, "
+        "ifNull(GenAIInputTokens, 0), ifNull(GenAIOutputTokens, 0) FROM spans FINAL "
+        "WHERE TraceId IN (SELECT TraceId FROM spans FINAL WHERE EvalRunId = {run:String}) "
+        "ORDER BY TraceId",
+        {"run": run_id},
+    ).rows
+    durations: dict[str, int] = {}
+    tokens: dict[str, dict[tuple[str, str], tuple[int, int]]] = defaultdict(dict)
+    for trace_id, provider, model, is_root, duration, input_tokens, output_tokens in rows:
+        if is_root:
+            durations[trace_id] = int(duration)
+        if model and (input_tokens or output_tokens):
+            before = tokens[trace_id].get((provider, model), (0, 0))
+            tokens[trace_id][(provider, model)] = (
+                before[0] + input_tokens,
+                before[1] + output_tokens,
+            )
+    return [TaskUsage(durations[t], tokens.get(t, {})) for t in sorted(durations)]
+
+
+def task_cost(usage: TaskUsage, prices: PriceTable) -> float | None:
+    """USD cost of one task at list price; None when a model is not in the table."""
+    total = 0.0
+    for (provider, model), (input_tokens, output_tokens) in usage.tokens.items():
+        cost = cost_usd(model, provider, input_tokens, output_tokens, prices)
+        if cost is None:
+            return None
+        total += cost
+    return total
+
+
+def run_budgets(store: Store, run_id: str, prices: PriceTable) -> BudgetObservations:
+    """Latency (s) and cost (USD) of every task of the run that can be priced."""
+    usage = run_usage(store, run_id)
+    costs = [task_cost(task, prices) for task in usage]
+    return BudgetObservations(
+        latencies_s=[task.duration_ns / 1e9 for task in usage],
+        costs_usd=[cost for cost in costs if cost is not None],
+    )
+
+
+def judge_calibrations(store: Store, suite: Suite) -> dict[JudgeKey, bool]:
+    """The calibration status of the suite's judge (none without a judge section)."""
+    if suite.judge is None:
+        return {}
+    key = (suite.judge.model, suite.judge.rubric_version)
+    try:
+        return {key: calibration_status(store, *key)}
+    except QueryError:  # no judge_calibrations table: fail closed
+        return {key: False}

@@ -1,0 +1,296 @@
+"""Offline runs: drive an agent over dataset items, find the traces it emitted, score them
+with the deterministic scorers and record the run (table `runs`, migration 0005).
+
+A run has three steps, each its own function:
+
+1. `drive` calls the agent adapter (batch_plane.agents.adapters) once per item and repeat, with
+   the evaluation context (`pathgrade.run.id`, `pathgrade.dataset.item_id`,
+   `pathgrade.replay.index`) as OTel baggage, so the agent's root span carries it;
+2. `collect_traces` waits until the store holds a trace for every attempt (or times out);
+3. `score_attempt` scores one attempt from what its trace shows the agent did:
+   `tool_correctness` (expected tool names matched, DeepEval's deterministic score),
+   `argument_correctness` (expected calls that were made with exactly the expected
+   arguments), `trajectory_match` (the ordered tool path equals the expected one or an
+   acceptable alternative, arguments ignored) and `reference_match` (the answer contains the
+   reference answer: task completion without a judge). An attempt without a trace gets no
+   scores, so the gate fails closed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pathgrade.batch_plane.agents.adapters import AdapterError, AgentAdapter, AgentTurn, TurnContext
+from pathgrade.batch_plane.evaluation.datasets import DatasetItem
+from pathgrade.batch_plane.evaluation.replay import load_traces
+from pathgrade.batch_plane.scoring.scores import Score, write_scores
+from pathgrade.batch_plane.scoring.trajectory import match, tool_correctness
+from pathgrade.batch_plane.store.client import Store
+from pathgrade.batch_plane.store.trace_rows import run_trace_ids
+from pathgrade.schemas import genai
+from pathgrade.schemas.model import EvalContext, Trace
+
+Progress = Callable[[int, int], None]
+SCORER = "pathgrade.deterministic"
+SCORER_VERSION = "1"
+RUN_COLUMNS = [
+    "RunId", "Suite", "SuiteVersion", "Agent", "DatasetVersions", "StartedAt", "FinishedAt",
+    "Status", "Seed", "Params", "UpdatedAt",
+]  # fmt: skip
+AttemptKey = tuple[str, int]
+"""(dataset item id, repeat)."""
+
+
+@dataclass
+class RunRecord:
+    """One offline run as the `runs` table holds it."""
+
+    run_id: str
+    suite: str
+    agent: str
+    suite_version: str = ""
+    dataset_versions: dict[str, int] = field(default_factory=dict)
+    seed: int = 0
+    params: dict[str, Any] = field(default_factory=dict)
+    status: str = "running"  # running, finished, failed
+    started_at_ms: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
+    finished_at_ms: int | None = None
+
+
+def new_run_id() -> str:
+    """A fresh run id: `run-` and 12 hex characters."""
+    return f"run-{uuid.uuid4().hex[:12]}"
+
+
+def record_run(store: Store, run: RunRecord) -> None:
+    """Write (or re-write: latest wins under FINAL) the run's row."""
+    store.insert(
+        "runs",
+        [[run.run_id, run.suite, run.suite_version, run.agent, run.dataset_versions,
+          run.started_at_ms, run.finished_at_ms, run.status, run.seed, json.dumps(run.params),
+          time.time_ns() // 1_000_000]],
+        RUN_COLUMNS,
+    )  # fmt: skip
+
+
+def run_exists(store: Store, run_id: str) -> bool:
+    """Whether the `runs` table knows `run_id`."""
+    rows = store.query("SELECT count() FROM runs FINAL WHERE RunId = {run:String}", {"run": run_id})
+    return bool(rows.rows[0][0])
+
+
+@dataclass
+class Attempt:
+    """One call of the agent for one item and repeat, and what it answered (or the error)."""
+
+    item: DatasetItem
+    repeat: int
+    turn: AgentTurn | None = None
+    error: str = ""
+
+    @property
+    def key(self) -> AttemptKey:
+        return (self.item.item_id, self.repeat)
+
+
+def drive(
+    adapter: AgentAdapter,
+    items: Sequence[DatasetItem],
+    run: RunRecord,
+    runs_per_item: int,
+    progress: Progress | None = None,
+    conversations: bool = False,
+) -> list[Attempt]:
+    """Call the agent `runs_per_item` times per item; an adapter error is kept, not raised.
+
+    With `conversations`, consecutive items of the same `input["conversation_id"]` are the
+    turns of one conversation: the agent's `state` is handed from one turn to the next.
+    """
+    attempts: list[Attempt] = []
+    total = len(items) * runs_per_item
+    states: dict[tuple[str, int], dict[str, Any]] = {}
+    for item in items:
+        conversation = item.conversation_id if conversations else ""
+        for repeat in range(runs_per_item):
+            attempt = Attempt(item, repeat)
+            context = TurnContext(
+                EvalContext(
+                    dataset_item_id=item.item_id,
+                    run_id=run.run_id,
+                    replay_index=repeat,
+                    suite_version=run.suite_version,
+                )
+            )
+            try:
+                state = states.get((conversation, repeat), {}) if conversation else {}
+                attempt.turn = adapter.respond(state, item.user_message, context)
+                states[(conversation, repeat)] = attempt.turn.state
+            except AdapterError as error:
+                attempt.error = str(error)
+            attempts.append(attempt)
+            if progress is not None:
+                progress(len(attempts), total)
+    return attempts
+
+
+def run_traces(store: Store, run_id: str) -> dict[AttemptKey, Trace]:
+    """The stored traces of a run, keyed by the (item id, repeat) on their root span."""
+    ids = [trace_id for _, trace_id in run_trace_ids(store, run_id)]
+    found: dict[AttemptKey, Trace] = {}
+    for trace in load_traces(store, ids):
+        root = trace.root
+        if root is not None and root.eval.run_id == run_id:
+            found[(root.eval.dataset_item_id, root.eval.replay_index or 0)] = trace
+    return found
+
+
+def collect_traces(
+    store: Store,
+    run_id: str,
+    expected: set[AttemptKey],
+    timeout_s: float = 60.0,
+    poll_s: float = 0.5,
+) -> dict[AttemptKey, Trace]:
+    """Wait until a trace of every expected attempt is stored, or `timeout_s` passed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = run_traces(store, run_id)
+        if expected <= found.keys() or time.monotonic() >= deadline:
+            return found
+        time.sleep(poll_s)
+
+
+def called_tools(trace: Trace) -> list[dict[str, Any]]:
+    """The tool calls a trace shows, in execution order: `{"name", "args"}`."""
+    calls = []
+    for span in trace.by_operation(genai.OP_EXECUTE_TOOL):
+        try:
+            args = json.loads(span.genai.tool_arguments) if span.genai.tool_arguments else {}
+        except json.JSONDecodeError:
+            args = {}
+        calls.append({"name": span.genai.tool_name, "args": args if isinstance(args, dict) else {}})
+    return calls
+
+
+def argument_correctness(
+    called: Sequence[Mapping[str, Any]], expected: Sequence[Mapping[str, Any]]
+) -> float | None:
+    """Share of expected calls that were made (same name, each call used once) with exactly
+    the expected arguments; None when no expected call was made (nothing to compare)."""
+    unused = list(called)
+    verdicts = []
+    for want in expected:
+        same_name = next((c for c in unused if c["name"] == want["name"]), None)
+        if same_name is None:
+            continue
+        unused.remove(same_name)
+        verdicts.append(same_name.get("args", {}) == want.get("args", {}))
+    return sum(verdicts) / len(verdicts) if verdicts else None
+
+
+def _as_path(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Calls as a message trajectory, one assistant message per call (order matters)."""
+    return [{"role": "assistant", "tool_calls": [dict(call)]} for call in calls]
+
+
+def trajectory_matches(item: DatasetItem, called: Sequence[Mapping[str, Any]]) -> float:
+    """1.0 when the tool path equals the expected path or an acceptable alternative."""
+    references = [item.expected_tool_calls, *item.alternative_trajectories]
+    path = _as_path(called)
+    hit = any(match(path, _as_path(ref), mode="strict", args_mode="ignore") for ref in references)
+    return 1.0 if hit else 0.0
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().casefold()
+
+
+def reference_match(reference: str, answer: str) -> float:
+    """1.0 when the answer contains the reference answer (case and spacing ignored)."""
+    return 1.0 if _normal(reference) in _normal(answer) else 0.0
+
+
+def score_attempt(attempt: Attempt, trace: Trace, run_id: str) -> list[Score]:
+    """The deterministic scores of one attempt, linked to its trace, item and run."""
+    item = attempt.item
+    called = called_tools(trace)
+    values: dict[str, float | None] = {
+        "tool_correctness": tool_correctness(called, item.expected_tool_calls),
+        "argument_correctness": argument_correctness(called, item.expected_tool_calls),
+        "trajectory_match": trajectory_matches(item, called),
+    }
+    if item.reference_answer is not None and attempt.turn is not None:
+        values["reference_match"] = reference_match(item.reference_answer, attempt.turn.response)
+    root = trace.root
+    return [
+        Score(
+            metric=metric,
+            scorer=SCORER,
+            scorer_version=SCORER_VERSION,
+            tenant=trace.tenant,
+            trace_id=trace.trace_id,
+            span_id=root.span_id if root else "",
+            value=value,
+            label="pass" if value == 1.0 else "fail",
+            dataset_item_id=item.item_id,
+            run_id=run_id,
+            repeat=attempt.repeat,
+            slices=dict(item.slices),
+        )
+        for metric, value in values.items()
+        if value is not None
+    ]
+
+
+@dataclass
+class RunSummary:
+    """What an eval run did: attempts, traces found, scores written, agent errors."""
+
+    run: RunRecord
+    attempts: int
+    traces: int
+    scores: int
+    errors: list[str]
+
+
+def run_eval(
+    store: Store,
+    adapter: AgentAdapter,
+    items: Sequence[DatasetItem],
+    run: RunRecord,
+    runs_per_item: int,
+    *,
+    trace_timeout_s: float = 60.0,
+    progress: Progress | None = None,
+    flush: Callable[[], Any] | None = None,
+    conversations: bool = False,
+) -> RunSummary:
+    """Record the run, drive the agent, `flush` its span exporter, wait for its traces,
+    score them, finish the run."""
+    record_run(store, run)
+    attempts = drive(adapter, items, run, runs_per_item, progress, conversations)
+    if flush is not None:
+        flush()
+    answered = {a.key for a in attempts if a.turn is not None}
+    traces = collect_traces(store, run.run_id, answered, trace_timeout_s)
+    scores = [
+        score
+        for attempt in attempts
+        if attempt.turn is not None and attempt.key in traces
+        for score in score_attempt(attempt, traces[attempt.key], run.run_id)
+    ]
+    write_scores(store, scores)
+    errors = [f"{a.item.item_id} repeat {a.repeat}: {a.error}" for a in attempts if a.error]
+    errors += [
+        f"{key[0]} repeat {key[1]}: no trace stored" for key in sorted(answered - traces.keys())
+    ]
+    run.status = "finished" if not errors else "failed"
+    run.finished_at_ms = time.time_ns() // 1_000_000
+    record_run(store, run)
+    return RunSummary(run, len(attempts), len(traces), len(scores), errors)

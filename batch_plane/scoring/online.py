@@ -1,0 +1,172 @@
+"""The online scorer: consumer group `pathgrade-scorer` on `pathgrade.sampled`.
+
+Each message is a `SampledTrace`. The scorer loads the trace's spans from the store
+(waiting a little for the store writer), scores it with the metrics its risk tier is
+assigned, writes the scores and only then commits the offset. Each score is also handed
+to `on_event` in the GenAI `gen_ai.evaluation.result` shape, for users who export scores
+back as span events.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaConsumer
+from kafka.structs import OffsetAndMetadata
+from pathgrade.batch_plane.scoring.judge import Judge
+from pathgrade.batch_plane.scoring.scores import JUDGE_ERROR_LABEL, evaluation_event, write_scores
+from pathgrade.batch_plane.scoring.trace_scorers import JUDGE_METRICS, TraceScorer, UnknownMetric
+from pathgrade.batch_plane.store.client import Store
+from pathgrade.batch_plane.store.trace_rows import load_trace
+from pathgrade.detectors.policy import RISK_TIERS, Policy
+from pathgrade.schemas.model import Trace
+from pathgrade.schemas.sampled import SampledTrace
+from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP, consumer_settings
+from pydantic import ValidationError
+
+log = logging.getLogger(__name__)
+
+
+TIER_METRICS: dict[str, tuple[str, ...]] = {
+    "low": ("claimed_actions",),
+    "medium": ("claimed_actions", "task_completion"),
+    "high": ("claimed_actions", "task_completion", "faithfulness", "unsupported_claims"),
+    "critical": (
+        "claimed_actions", "task_completion", "faithfulness", "unsupported_claims",
+        "plan_quality",
+    ),
+}  # fmt: skip
+"""The scoring policy: metrics per risk tier (judge metrics only when a judge is set)."""
+
+
+@dataclass
+class OnlineScorerConfig:
+    """Where to read, what each tier gets, and how long to wait for a trace to be stored."""
+
+    bootstrap_servers: str
+    topic: str = SAMPLED_TOPIC
+    group_id: str = SCORER_GROUP
+    tier_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: TIER_METRICS)
+    policy: Policy | None = None  # its `scorers:` (per tier/service/agent) override the above
+    trace_wait_s: float = 30.0
+    session_timeout_ms: int = 6000
+    consumer_options: dict[str, Any] = field(default_factory=dict)
+
+
+def metrics_for(
+    sampled: SampledTrace, policy: Policy | None, tier_metrics: Mapping[str, tuple[str, ...]]
+) -> tuple[str, ...] | None:
+    """The metrics for a sampled trace: the policy's `scorers` for its service, agent and
+    risk tier when the policy sets them, else the tier default (None: unknown tier)."""
+    if policy is not None:
+        tier = sampled.risk_tier if sampled.risk_tier in RISK_TIERS else None
+        assigned = policy.resolve(sampled.service, sampled.agent, tier).scorers
+        if assigned is not None:
+            return assigned
+    return tier_metrics.get(sampled.risk_tier)
+
+
+@dataclass
+class OnlineScorerStats:
+    messages: int = 0
+    scored: int = 0
+    scores: int = 0
+    skipped: int = 0  # undecodable, never stored, or no scorers for it
+    judge_failures: int = 0  # judge scores written as `judge_error` (no value)
+
+
+class OnlineScorer:
+    """Consume, load, score, write, then commit. `run` until `stop` is set."""
+
+    def __init__(
+        self,
+        config: OnlineScorerConfig,
+        store: Store,
+        judge: Judge | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.on_event = on_event
+        self.stats = OnlineScorerStats()
+        self.judge = judge
+        self._scorers: dict[tuple[str, ...], TraceScorer] = {}
+        self.consumer = KafkaConsumer(
+            config.topic,
+            **consumer_settings(
+                config.bootstrap_servers, config.group_id, config.session_timeout_ms,
+                max_poll_records=50, **config.consumer_options,
+            ),
+        )  # fmt: skip
+
+    def _scorer(self, metrics: tuple[str, ...]) -> TraceScorer:
+        """One TraceScorer per metric set (judge metrics only when a judge is set)."""
+        if metrics not in self._scorers:
+            usable = tuple(m for m in metrics if self.judge is not None or m not in JUDGE_METRICS)
+            self._scorers[metrics] = TraceScorer(usable, self.judge, record_judge_failures=True)
+        return self._scorers[metrics]
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self.poll_once(stop)
+
+    def poll_once(self, stop: threading.Event | None = None, timeout_ms: int = 200) -> None:
+        """Score each polled message and commit it once its scores are stored."""
+        for partition, messages in self.consumer.poll(timeout_ms=timeout_ms).items():
+            for message in messages:
+                self.stats.messages += 1
+                self.handle(message.value, stop)
+                self.consumer.commit({partition: OffsetAndMetadata(message.offset + 1, "", -1)})
+
+    def handle(self, value: bytes, stop: threading.Event | None = None) -> None:
+        """Score one `pathgrade.sampled` message (logs and skips what cannot be scored)."""
+        try:
+            sampled = SampledTrace.from_json(value)
+        except ValidationError as exc:
+            self.stats.skipped += 1
+            log.error("skipping undecodable pathgrade.sampled message: %s", exc)
+            return
+        metrics = metrics_for(sampled, self.config.policy, self.config.tier_metrics)
+        if metrics is None:
+            self.stats.skipped += 1
+            log.error("trace %s: no scorers for risk tier %r", sampled.trace_id, sampled.risk_tier)
+            return
+        try:
+            scorer = self._scorer(metrics)
+        except UnknownMetric as exc:  # a policy naming a metric pathgrade does not score
+            self.stats.skipped += 1
+            log.error("trace %s: %s", sampled.trace_id, exc)
+            return
+        trace = self._wait_for_trace(sampled, stop)
+        if trace is None:
+            self.stats.skipped += 1
+            log.error("trace %s of %s was not stored within %.0f s", sampled.trace_id,
+                      sampled.tenant, self.config.trace_wait_s)  # fmt: skip
+            return
+        scores = scorer.score(trace)
+        write_scores(self.store, scores)
+        self.stats.scored += 1
+        self.stats.scores += len(scores)
+        failed = [s for s in scores if s.label == JUDGE_ERROR_LABEL]
+        self.stats.judge_failures += len(failed)
+        for score in failed:
+            log.error("trace %s: %s: %s", sampled.trace_id, score.metric, score.explanation)
+        if self.on_event:
+            for score in scores:
+                self.on_event(evaluation_event(score))
+
+    def _wait_for_trace(self, sampled: SampledTrace, stop: threading.Event | None) -> Trace | None:
+        deadline = time.monotonic() + self.config.trace_wait_s
+        while True:
+            trace = load_trace(self.store, sampled.tenant, sampled.trace_id)
+            if trace is not None or time.monotonic() >= deadline or (stop and stop.is_set()):
+                return trace
+            time.sleep(0.5)
+
+    def close(self) -> None:
+        self.consumer.close()

@@ -1,0 +1,109 @@
+"""Rows of the `spans` table back into canonical `Trace`s (the reverse of span_rows).
+
+Attribute values come back as the text the table stores (see `span_rows.attribute_text`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from pathgrade.batch_plane.store.client import Store
+from pathgrade.schemas.model import EvalContext, GenAIFields, Span, SpanEvent, SpanLink, Trace
+
+SPAN_SELECT = """
+SELECT Tenant, TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, ServiceName,
+       ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes,
+       toUnixTimestamp64Nano(Timestamp) AS StartNs, Duration, StatusCode, StatusMessage,
+       arrayMap(t -> toUnixTimestamp64Nano(t), Events.Timestamp) AS EventNs,
+       Events.Name AS EventNames, Events.Attributes AS EventAttributes,
+       Links.TraceId AS LinkTraceIds, Links.SpanId AS LinkSpanIds,
+       Links.TraceState AS LinkStates, Links.Attributes AS LinkAttributes,
+       GenAIOperation, GenAIProvider, GenAIAgentName, GenAIAgentId, GenAIToolName,
+       GenAIToolCallId, GenAIToolType, GenAIToolArguments, GenAIToolResult,
+       GenAIConversationId, GenAIRequestModel, GenAIResponseModel, GenAIInputTokens,
+       GenAIOutputTokens, GenAITotalTokens, GenAIErrorType, GenAIInputMessages,
+       GenAIOutputMessages, EvalDatasetItemId, EvalRunId, EvalReplayIndex, EvalVariantId,
+       EvalSuiteVersion, toUnixTimestamp64Nano(ReceivedAt) AS ReceivedNs
+FROM spans FINAL
+"""
+
+
+def span_from_row(row: dict[str, Any]) -> Span:
+    """One `SPAN_SELECT` row as a canonical span."""
+    start = int(row["StartNs"])
+    return Span(
+        tenant=row["Tenant"], trace_id=row["TraceId"], span_id=row["SpanId"],
+        parent_span_id=row["ParentSpanId"], name=row["SpanName"], kind=row["SpanKind"],
+        start_ns=start, end_ns=start + int(row["Duration"]), service_name=row["ServiceName"],
+        trace_state=row["TraceState"], resource_attributes=dict(row["ResourceAttributes"]),
+        scope_name=row["ScopeName"], scope_version=row["ScopeVersion"],
+        attributes=dict(row["SpanAttributes"]), status_code=row["StatusCode"],
+        status_message=row["StatusMessage"],
+        events=[
+            SpanEvent(int(t), n, dict(a))
+            for t, n, a in zip(
+                row["EventNs"], row["EventNames"], row["EventAttributes"], strict=True
+            )
+        ],
+        links=[
+            SpanLink(t, s, st, dict(a))
+            for t, s, st, a in zip(
+                row["LinkTraceIds"], row["LinkSpanIds"], row["LinkStates"],
+                row["LinkAttributes"], strict=True,
+            )
+        ],
+        genai=GenAIFields(
+            operation=row["GenAIOperation"], provider_name=row["GenAIProvider"],
+            agent_name=row["GenAIAgentName"], agent_id=row["GenAIAgentId"],
+            tool_name=row["GenAIToolName"], tool_call_id=row["GenAIToolCallId"],
+            tool_type=row["GenAIToolType"], tool_arguments=row["GenAIToolArguments"],
+            tool_result=row["GenAIToolResult"], conversation_id=row["GenAIConversationId"],
+            request_model=row["GenAIRequestModel"], response_model=row["GenAIResponseModel"],
+            input_tokens=row["GenAIInputTokens"], output_tokens=row["GenAIOutputTokens"],
+            total_tokens=row["GenAITotalTokens"], error_type=row["GenAIErrorType"],
+            input_messages=row["GenAIInputMessages"], output_messages=row["GenAIOutputMessages"],
+        ),
+        eval=EvalContext(
+            dataset_item_id=row["EvalDatasetItemId"], run_id=row["EvalRunId"],
+            replay_index=row["EvalReplayIndex"], variant_id=row["EvalVariantId"],
+            suite_version=row["EvalSuiteVersion"],
+        ),
+        received_at_ns=int(row["ReceivedNs"]),
+    )  # fmt: skip
+
+
+def traces_from_rows(rows: list[dict[str, Any]]) -> list[Trace]:
+    """`SPAN_SELECT` rows grouped into traces (by tenant and trace id), in first-seen order."""
+    grouped: dict[tuple[str, str], list[Span]] = defaultdict(list)
+    for row in rows:
+        span = span_from_row(row)
+        grouped[(span.tenant, span.trace_id)].append(span)
+    return [Trace(tenant, trace_id, spans) for (tenant, trace_id), spans in grouped.items()]
+
+
+def trace_from_rows(rows: list[dict[str, Any]]) -> Trace:
+    """The one trace in `rows`; ValueError when there are none or several."""
+    traces = traces_from_rows(rows)
+    if len(traces) != 1:
+        raise ValueError(f"expected the rows of one trace, got {len(traces)} traces")
+    return traces[0]
+
+
+def load_trace(store: Store, tenant: str, trace_id: str) -> Trace | None:
+    """The stored spans of one trace, or None when none is stored (yet)."""
+    rows = store.query(
+        SPAN_SELECT + "WHERE Tenant = {tenant:String} AND TraceId = {trace:String}",
+        {"tenant": tenant, "trace": trace_id},
+    ).dicts()
+    return trace_from_rows(rows) if rows else None
+
+
+def run_trace_ids(store: Store, run_id: str) -> list[tuple[str, str]]:
+    """(tenant, trace id) of every trace with a span of run `run_id`, in time order."""
+    rows = store.query(
+        "SELECT Tenant, TraceId FROM spans FINAL WHERE EvalRunId = {run:String} "
+        "GROUP BY Tenant, TraceId ORDER BY min(Timestamp), TraceId",
+        {"run": run_id},
+    ).rows
+    return [(tenant, trace_id) for tenant, trace_id in rows]

@@ -1,0 +1,204 @@
+"""The store writer: consumer group `pathgrade-store` copying `pathgrade.spans` into ClickHouse.
+
+Batches are bounded by span count and age: a busy stream is inserted every `max_batch_age_s`
+(each chDB insert has a fixed cost of tens of ms, so few large inserts keep up with far more
+spans than many small ones), a stream that went quiet after `idle_flush_s` so its last spans
+become queryable quickly. Offsets are committed only after the insert
+returned, so a crash between the two re-delivers a batch whose duplicates the
+ReplacingMergeTree `spans` table absorbs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.structs import OffsetAndMetadata
+from pathgrade.batch_plane.store.client import QueryError, Store
+from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
+from pathgrade.schemas.model import Span
+from pathgrade.schemas.otlp import decode_spans_message, message_tenant_and_time
+from pathgrade.schemas.topics import SPANS_TOPIC, STORE_GROUP, consumer_settings, read_until_drained
+
+log = logging.getLogger(__name__)
+_TENANT, _TRACE_ID, _SPAN_ID = (SPAN_COLUMNS.index(c) for c in ("Tenant", "TraceId", "SpanId"))
+
+
+@dataclass
+class StoreWriterConfig:
+    """Where to read and how to batch."""
+
+    bootstrap_servers: str
+    topic: str = SPANS_TOPIC
+    group_id: str = STORE_GROUP
+    max_batch_spans: int = 50_000
+    max_batch_age_s: float = 2.0
+    idle_flush_s: float = 0.25
+    session_timeout_ms: int = 6000
+    consumer_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StoreWriterStats:
+    messages: int = 0
+    spans: int = 0
+    inserts: int = 0
+    undecodable_messages: int = 0
+    rejected_spans: int = 0  # spans the store could not encode (logged, then skipped)
+
+
+class _Batch:
+    """Rows pending insert and the offsets they cover."""
+
+    def __init__(self) -> None:
+        self.rows: list[list[Any]] = []
+        self.next_offsets: dict[TopicPartition, int] = {}
+        self.started = 0.0
+
+    def add(self, partition: TopicPartition, offset: int, spans: list[Span]) -> None:
+        if not self.next_offsets:
+            self.started = time.monotonic()
+        self.rows.extend(span_row(span) for span in spans)
+        self.next_offsets[partition] = offset + 1
+
+
+class StoreWriter:
+    """Consume, decode, insert, then commit. `run` until `stop` is set."""
+
+    def __init__(self, config: StoreWriterConfig, store: Store) -> None:
+        self.config = config
+        self.store = store
+        self.stats = StoreWriterStats()
+        self._batch = _Batch()
+        self._lock = threading.Lock()
+        self.consumer = KafkaConsumer(
+            **consumer_settings(
+                config.bootstrap_servers, config.group_id, config.session_timeout_ms,
+                max_poll_records=5000, fetch_max_bytes=64 * 1024 * 1024,
+                max_partition_fetch_bytes=16 * 1024 * 1024, **config.consumer_options,
+            )
+        )  # fmt: skip
+        self.consumer.subscribe([config.topic], listener=_FlushOnRevoke(self))
+
+    def run(self, stop: threading.Event, retry_s: float = 1.0) -> None:
+        """Poll and store until `stop`. While the store refuses inserts, consumption is
+        paused and the pending batch retried, never dropped or committed."""
+        while not stop.is_set():
+            try:
+                self.poll_once()
+            except QueryError as exc:
+                log.error("store insert failed, retrying in %.0f s: %s", retry_s, exc)
+                self.consumer.pause(*self.consumer.assignment())
+                stop.wait(retry_s)
+                continue
+            if self.consumer.paused():
+                self.consumer.resume(*self.consumer.paused())
+        self.flush()
+
+    def poll_once(self, timeout_ms: int = 100) -> int:
+        """One poll, then a flush when the batch is full, old enough, or the poll found
+        nothing new and the batch has waited `idle_flush_s`; returns the messages read."""
+        records = self.consumer.poll(timeout_ms=timeout_ms)
+        for partition, messages in records.items():
+            for message in messages:
+                self._add(partition, message)
+        read = sum(map(len, records.values()))
+        batch = self._batch
+        if not batch.next_offsets:
+            return read
+        age = time.monotonic() - batch.started
+        config = self.config
+        if (
+            len(batch.rows) >= config.max_batch_spans
+            or age >= config.max_batch_age_s
+            or (not records and age >= config.idle_flush_s)
+        ):
+            self.flush()
+        return read
+
+    def _add(self, partition: TopicPartition, message: Any) -> None:
+        self.stats.messages += 1
+        tenant, received_at = message_tenant_and_time(message)
+        try:
+            spans = decode_spans_message(message.value, tenant, received_at)
+        except ValueError as exc:
+            self.stats.undecodable_messages += 1
+            log.error(
+                "skipping undecodable message at %s[%d] offset %d: %s",
+                partition.topic, partition.partition, message.offset, exc,
+            )  # fmt: skip
+            spans = []
+        self._batch.add(partition, message.offset, spans)
+
+    def flush(self) -> None:
+        """Insert the pending rows, then commit the offsets they cover."""
+        with self._lock:
+            batch = self._batch
+            if not batch.next_offsets:
+                return
+            if batch.rows:
+                self._insert(batch.rows)
+            self._batch = _Batch()
+            self.consumer.commit(
+                {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in batch.next_offsets.items()}
+            )
+
+    def _insert(self, rows: list[list[Any]]) -> None:
+        """Insert `rows`; spans the store cannot encode (a value outside its column's
+        range, from a producer pathgrade's collector did not validate) are logged, counted
+        and left out, so one bad span never holds up the stream. Other errors propagate
+        (the batch is retried)."""
+        rejected = self.store.insert_encodable("spans", rows, list(SPAN_COLUMNS))
+        for row, reason in rejected:
+            self.stats.rejected_spans += 1
+            log.error(
+                "span %s/%s of tenant %s cannot be stored, skipped: %s",
+                row[_TRACE_ID], row[_SPAN_ID], row[_TENANT], reason,
+            )  # fmt: skip
+        self.stats.inserts += 1
+        self.stats.spans += len(rows) - len(rejected)
+
+    def caught_up(self, targets: dict[int, int]) -> bool:
+        """Whether every partition's position has passed `targets` (partition -> next offset)."""
+        assigned = {tp.partition: tp for tp in self.consumer.assignment()}
+        for partition, target in targets.items():
+            tp = assigned.get(partition)
+            if tp is None or self.consumer.position(tp) < target:
+                return False
+        return True
+
+    def drain_to(self, targets: dict[int, int], timeout_s: float, idle_s: float = 0.0) -> bool:
+        """Consume until `targets` are reached, then (with `idle_s`) on until nothing new
+        came for `idle_s`, so messages of other producers are not left behind; flush.
+        Gives up at `timeout_s`; True when the targets were reached."""
+        read_until_drained(
+            self.poll_once,
+            # draining what others wrote needs partitions first (a new member joins late)
+            lambda: self.caught_up(targets) and (not idle_s or bool(self.consumer.assignment())),
+            timeout_s,
+            idle_s,
+        )
+        self.flush()
+        return self.caught_up(targets)
+
+    def close(self) -> None:
+        self.flush()
+        self.consumer.close()
+
+
+class _FlushOnRevoke(ConsumerRebalanceListener):
+    """Store and commit what is pending before partitions move to another consumer."""
+
+    def __init__(self, writer: StoreWriter) -> None:
+        self.writer = writer
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self.writer.flush()
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        pass

@@ -1,0 +1,7 @@
+"""`python -m pathgrade.cli`: the command line."""
+
+import sys
+
+from pathgrade.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,98 @@
+"""Reaching the agent under test and the store from a command: `--agent` and its
+neighbours, the store with dataset errors as user errors, the broker, one run of an agent
+(shared by `eval`, `replay conversations` and the dataset commands)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from pathgrade.cli.support import CliError, agent_tracer_provider, cli_store, progress_line
+
+
+def agent_args(parser: argparse.ArgumentParser) -> None:
+    """`--agent`, `--otlp`, `--token`, `--run-id`, `--trace-timeout`: how a run reaches the
+    agent and where an in-process agent's spans go."""
+    parser.add_argument(
+        "--agent", required=True,
+        help="the agent: module:function, path/to/file.py:function or an http(s) URL",
+    )  # fmt: skip
+    parser.add_argument(
+        "--otlp", metavar="URL",
+        help="where an in-process agent exports spans (default: the running stack's OTLP/HTTP)",
+    )  # fmt: skip
+    parser.add_argument("--token", help="bearer token for the collector")
+    parser.add_argument("--run-id", help="id of the new run (default run-<hex>)")
+    parser.add_argument(
+        "--trace-timeout", type=float, default=60.0, help="seconds to wait for the run's traces"
+    )
+
+
+@contextmanager
+def store_for(args: argparse.Namespace) -> Iterator[Any]:
+    """The store of `--data-dir`/`--clickhouse`, with store and dataset errors as CliErrors."""
+    from pathgrade.batch_plane.evaluation.datasets import DatasetError
+    from pathgrade.batch_plane.evaluation.replay import FilterError
+
+    try:
+        with cli_store(args) as store:
+            yield store
+    except FilterError as exc:
+        raise CliError(str(exc)) from exc
+    except DatasetError as exc:
+        raise CliError(str(exc), exit_code=1) from exc
+
+
+def kafka_bootstrap(args: argparse.Namespace) -> str:
+    """`--kafka`, else the running stack's broker."""
+    from pathgrade.stack.ownership import read_state
+
+    if args.kafka:
+        return args.kafka
+    state = read_state(args.data_dir.resolve()) or {}
+    if not state.get("kafka"):
+        raise CliError(f"no running stack at {args.data_dir}: start one or pass --kafka")
+    return str(state["kafka"])
+
+
+def run_agent(
+    args: argparse.Namespace,
+    store: Any,
+    items: Sequence[Any],
+    run: Any,
+    runs_per_item: int,
+    conversations: bool = False,
+) -> int:
+    """Drive the agent over `items` as run `run`, score it and print the summary; exit 0
+    when every attempt was answered and traced, else 1."""
+    from pathgrade.batch_plane.agents.adapters import AdapterError, load_adapter
+    from pathgrade.batch_plane.evaluation.runs import run_eval
+    from pathgrade.stack.ownership import read_state
+
+    try:
+        adapter = load_adapter(args.agent)
+    except AdapterError as exc:
+        raise CliError(str(exc)) from exc
+    if not args.otlp:
+        state = read_state(args.data_dir.resolve()) or {}
+        if not state.get("http_port"):
+            raise CliError(f"--otlp: no running stack at {args.data_dir} to send spans to")
+        args.otlp = f"http://127.0.0.1:{state['http_port']}"
+    provider, _ = agent_tracer_provider(args)
+    print(f"run {run.run_id}: {len(items)} items x {runs_per_item}", file=sys.stderr)
+    summary = run_eval(
+        store, adapter, items, run, runs_per_item,
+        trace_timeout_s=args.trace_timeout, progress=progress_line("eval"),
+        flush=provider.force_flush, conversations=conversations,
+    )  # fmt: skip
+    provider.shutdown()
+    for error in summary.errors:
+        print(f"  {error}", file=sys.stderr)
+    print(
+        f"run {run.run_id} {run.status}: {summary.attempts} attempts, {summary.traces} traces, "
+        f"{summary.scores} scores"
+    )
+    return 0 if run.status == "finished" else 1

@@ -1,0 +1,216 @@
+"""`pathgrade alerts` (list stored alerts) and `pathgrade realtime` (the realtime plane as a
+production box: consumer + alert sinks)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pathgrade.cli.support import (
+    CliError,
+    cli_store,
+    metrics_arg,
+    positive_int,
+    realtime_settings,
+    served_metrics,
+    stop_on_signal,
+    store_args,
+)
+
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+STATUS_EVERY_S = 2.0
+
+
+def register(commands: Any) -> None:
+    alerts = commands.add_parser("alerts", help="list alerts from the realtime plane")
+    store_args(alerts)
+    alerts.add_argument(
+        "--since", metavar="DURATION|ISO",
+        help="only alerts detected since then: 15m, 2h, 1d, or 2025-07-01T12:00:00",
+    )  # fmt: skip
+    alerts.add_argument("--code", metavar="PGxxx", help="only this detector code")
+    alerts.add_argument("--limit", type=positive_int, default=1000)
+    alerts.add_argument("--format", choices=["table", "json"], default="table")
+    alerts.add_argument(
+        "--follow", action="store_true",
+        help="print alerts as they are stored, oldest first, until Ctrl-C: those detected "
+        "since --since (default: from now on), then every new one once (--limit ignored)",
+    )  # fmt: skip
+    alerts.set_defaults(run=_cmd_alerts)
+
+    realtime = commands.add_parser("realtime", help="run only the realtime plane (production box)")
+    store_args(realtime)
+    realtime.add_argument("--kafka", metavar="HOST:PORT", required=True)
+    metrics_arg(realtime)
+    realtime.add_argument("--policy", metavar="FILE", help="detector policy YAML")
+    realtime.add_argument("--alert-webhook", metavar="URL", help="POST each alert as JSON here")
+    realtime.add_argument(
+        "--quiet-window", type=float, metavar="S",
+        help="evaluate a trace this long after its last span (default 1 s)",
+    )  # fmt: skip
+    realtime.add_argument(
+        "--config", type=Path, metavar="FILE",
+        help="realtime settings as YAML (docs/realtime.md: bounds, sampler rates, webhook "
+        "retries, conversation cache, ...); the flags override it",
+    )  # fmt: skip
+    realtime.add_argument(
+        "--no-shared-history", action="store_true",
+        help="do not share conversation turns with the group's other consumers through "
+        "pathgrade.turns (a lone consumer needs no sharing; without the topic, a turn only "
+        "sees earlier turns this consumer evaluated)",
+    )  # fmt: skip
+    realtime.set_defaults(run=_cmd_realtime)
+
+
+def since_timestamp(text: str, now: datetime.datetime | None = None) -> datetime.datetime:
+    """A UTC datetime from a duration back from now (`15m`) or an ISO timestamp."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    match = _DURATION.match(text)
+    if match:
+        return now - datetime.timedelta(seconds=int(match[1]) * _UNITS[match[2]])
+    try:
+        parsed = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        message = f"--since: expected a duration like 15m/2h/1d or an ISO time, got {text!r}"
+        raise CliError(message) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
+
+
+def since_ns(text: str | None) -> int | None:
+    """`--since` as Unix nanoseconds (`since_timestamp`), None without it."""
+    return int(since_timestamp(text).timestamp() * 1e9) if text else None
+
+
+def alerts_query(since: int | None, code: str | None, limit: int) -> tuple[str, dict[str, Any]]:
+    """The SQL (over `alerts_view`) and parameters for `pathgrade alerts`; `since` in Unix
+    nanoseconds."""
+    where, parameters = [], {}
+    if since is not None:
+        where.append("DetectedAtNs >= {since:Int64}")
+        parameters["since"] = since
+    if code:
+        if not re.fullmatch(r"PG\d{3}", code):
+            raise CliError(f"--code: expected a detector code like PG110, got {code!r}")
+        where.append("Code = {code:String}")
+        parameters["code"] = code
+    sql = (
+        "SELECT DetectedAt, Tenant, Code, Severity, Service, TraceId, SpanId, Reason "
+        "FROM alerts_view"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + f" ORDER BY DetectedAtNs DESC, AlertKey LIMIT {int(limit)}"
+    )
+    return sql, parameters
+
+
+def _cmd_alerts(args: argparse.Namespace) -> int:
+    from pathgrade.cli.output import format_json, format_table
+
+    since = since_ns(args.since)
+    sql, parameters = alerts_query(since, args.code, args.limit)
+    with cli_store(args) as store:
+        if args.follow:
+            _follow_alerts(args, store, since if since is not None else time.time_ns())
+            return 0
+        result = store.query(sql, parameters, readonly=True)
+    print(format_table(result) if args.format == "table" else format_json(result))
+    return 0
+
+
+def _follow_alerts(args: argparse.Namespace, store: Any, since: int) -> None:
+    """`pathgrade alerts --follow` from `since` (Unix ns): until SIGINT/SIGTERM."""
+    from pathgrade.cli.alert_follow import COLUMNS, follow
+    from pathgrade.cli.output import format_json
+
+    stop = stop_on_signal()
+    if args.format == "table":
+        print("  ".join(COLUMNS.split(", ")), flush=True)
+
+    def emit(result: Any) -> None:
+        if args.format == "json":
+            print(format_json(result), flush=True)
+        else:
+            print("\n".join("  ".join(str(v) for v in row) for row in result.rows), flush=True)
+
+    follow(
+        lambda sql, parameters: store.query(sql, parameters, readonly=True),
+        args.code, since, emit, stop.wait,
+    )  # fmt: skip
+
+
+def _cmd_realtime(args: argparse.Namespace) -> int:
+    from pathgrade.batch_plane.store.client import StoreUnavailable
+    from pathgrade.cli.support import wait_for_signal
+    from pathgrade.detectors import PolicyError
+    from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
+    from pathgrade.stack.store_access import NoStore, open_store
+
+    settings = realtime_settings(
+        args.config, policy_path=args.policy and str(args.policy),
+        webhook_url=args.alert_webhook, quiet_window_s=args.quiet_window,
+    )  # fmt: skip
+    if args.no_shared_history:
+        settings["turns_topic"] = None
+    config = RealtimeConfig(bootstrap_servers=args.kafka, **settings)
+    try:
+        with open_store(args.data_dir, args.clickhouse, must_exist=False) as store:
+            plane = RealtimePlane(config, store)
+            plane.start()
+            try:
+                with served_metrics(args.metrics_listen, "realtime", plane.counters):
+                    print(f"realtime: {args.kafka} -> alerts ({config.group_id})", flush=True)
+                    stop = threading.Event()
+                    threading.Thread(target=_report, args=(plane, stop), daemon=True).start()
+                    wait_for_signal()
+                    stop.set()
+            finally:
+                plane.stop()
+    except (NoStore, StoreUnavailable, PolicyError, OSError, RuntimeError) as exc:
+        raise CliError(str(exc)) from exc
+    print(f"realtime stopped: {_status(plane)}", flush=True)
+    return 0
+
+
+def _status(plane: Any) -> str:
+    from pathgrade.realtime_plane.delays import DELAY_WINDOW, P50, P99
+
+    c = plane.counters()
+    failed = c["evaluation_failures"]
+    return (
+        f"{c['spans']} spans read, {c['traces_held']} traces / {c['spans_held']} spans "
+        f"buffered, {c['traces_evaluated']} evaluated, {c['alerts']} alerts"
+        + (f", {failed} traces skipped (evaluation failed; see the log)" if failed else "")
+        + (
+            f", detection delay p50 {c[P50]:.2f} s / p99 {c[P99]:.2f} s (last "
+            f"{DELAY_WINDOW:,} traces)"
+            if P99 in c
+            else ""
+        )
+        + (
+            f", conversation turns {c['turns_shared']} shared / {c['turns_received']} from "
+            "other consumers"
+            if c.get("turns_shared") or c.get("turns_received")
+            else ""
+        )
+    )
+
+
+def _report(plane: Any, stop: threading.Event) -> None:
+    """A progress line on stderr whenever the counters moved, and a line on stdout whenever
+    the group assigned this consumer other partitions."""
+    last, assigned = "", ""
+    while not stop.wait(STATUS_EVERY_S):
+        partitions = ",".join(map(str, sorted(plane.assigned.copy()))) or "none"
+        if partitions != assigned:
+            print(f"realtime: assigned partitions {partitions}", flush=True)
+            assigned = partitions
+        line = _status(plane)
+        if line != last:
+            print(f"realtime: {line}", file=sys.stderr, flush=True)
+            last = line

@@ -1,0 +1,60 @@
+"""The `pathgrade` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from pathgrade.cli import alerts, boxes, datasets, demo, edge, gate, scoring, stack, store
+from pathgrade.cli.support import CliError
+from pathgrade.schemas.topics import KafkaSettingsError, kafka_client_settings
+from pathgrade.stack.alert_log import configure_alert_log
+from pathgrade.stack.gc_schedule import schedule_full_collections
+
+LONG_RUNNING_COMMANDS = frozenset({"up", "collector", "store-writer", "realtime", "scorer"})
+COMMAND_MODULES = (stack, boxes, demo, store, alerts, datasets, edge, gate, scoring)
+"""Each command group's module, in the order `pathgrade --help` lists them."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose)
+    if args.command in LONG_RUNNING_COMMANDS:
+        schedule_full_collections()
+    try:
+        if getattr(args, "kafka", None):
+            kafka_client_settings(args.kafka)  # a bad PATHGRADE_KAFKA_* fails before any work
+        return int(args.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except KafkaSettingsError as exc:
+        print(f"pathgrade: {exc}", file=sys.stderr)
+        return 2
+    except CliError as exc:
+        print(f"pathgrade: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def configure_logging(verbose: bool) -> None:
+    """Warnings by default; the Kafka client's connection chatter only with -v."""
+    line_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format=line_format)
+    if not verbose:
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    configure_alert_log(line_format)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pathgrade", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    for module in COMMAND_MODULES:
+        module.register(commands)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

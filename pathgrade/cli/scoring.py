@@ -1,0 +1,146 @@
+"""`pathgrade judge calibrate`, `pathgrade score` and `pathgrade scorer` (the online box)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from pathgrade.cli.suite_scoring import judge_args, make_judge, score_suite_run, scoring_args
+from pathgrade.cli.support import (
+    CliError,
+    cli_store,
+    metrics_arg,
+    progress_line,
+    served_metrics,
+    stop_on_signal,
+    store_args,
+)
+
+
+def register(commands: Any) -> None:
+    judge = commands.add_parser("judge", help="judge tools: calibration against human labels")
+    judge_commands = judge.add_subparsers(dest="judge_command", required=True)
+    calibrate = judge_commands.add_parser(
+        "calibrate", help="run the judge over a human-labelled set and store its agreement"
+    )
+    store_args(calibrate)
+    judge_args(calibrate, required=True)
+    calibrate.add_argument("--labels", type=Path, required=True, metavar="human.jsonl")
+    calibrate.add_argument("--rubric", required=True, metavar="ID@VERSION")
+    calibrate.add_argument("--repeats", type=int, default=3, help="judgements per item (k)")
+    calibrate.set_defaults(run=_cmd_calibrate)
+
+    score = commands.add_parser("score", help="score every trace of a run with a suite's metrics")
+    store_args(score)
+    scoring_args(score)
+    score.add_argument("--run", dest="run_id", required=True, metavar="RUN_ID")
+    score.add_argument("--suite", type=Path, required=True, metavar="suite.yaml")
+    score.set_defaults(run=_cmd_score)
+
+    scorer = commands.add_parser("scorer", help="run the online scorer on pathgrade.sampled")
+    store_args(scorer)
+    judge_args(scorer, required=False)
+    scorer.add_argument("--kafka", required=True, metavar="HOST:PORT")
+    metrics_arg(scorer)
+    scorer.add_argument(
+        "--policy", type=Path, metavar="FILE",
+        help="policy YAML whose `scorers:` assign metrics per tier, service or agent",
+    )  # fmt: skip
+    scorer.add_argument(
+        "--events-out", type=Path, metavar="FILE",
+        help="append each score as a gen_ai.evaluation.result event (JSONL)",
+    )  # fmt: skip
+    scorer.set_defaults(run=_cmd_scorer)
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from pathgrade.batch_plane.scoring.calibration import (
+        LabelsError,
+        calibrate,
+        labels_digest,
+        load_labels,
+        store_calibration,
+    )
+    from pathgrade.batch_plane.scoring.judge import JudgeError
+    from pathgrade.batch_plane.scoring.rubrics import RubricError, load_rubric
+
+    if args.repeats < 1:
+        raise CliError(f"--repeats must be at least 1, got {args.repeats}")
+    try:
+        rubric = load_rubric(args.rubric)
+        labels = load_labels(args.labels, rubric)
+    except (RubricError, LabelsError) as exc:
+        raise CliError(str(exc)) from exc
+    with cli_store(args) as store:
+        judge = make_judge(args, store, args.judge_model)
+        try:
+            result = calibrate(
+                judge, rubric, labels, args.repeats, labels_digest(labels), progress_line("judging")
+            )
+        except JudgeError as exc:
+            raise CliError(str(exc), exit_code=1) from exc
+        finally:
+            judge.close()
+        store_calibration(store, result)
+    print(
+        f"calibration of {result.model} with {result.rubric_version} on {result.items} items "
+        f"x {result.repeats} repeats: agreement {result.agreement:.3f}, kappa "
+        f"{result.kappa:.3f}, false-pass rate {result.false_pass_rate:.3f}, judge variance "
+        f"{result.judge_variance:.4f}"
+    )
+    return 0
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from pathgrade.batch_plane.evaluation.suite import SuiteError, load_suite
+
+    try:
+        suite = load_suite(args.suite)
+    except SuiteError as exc:
+        raise CliError(str(exc)) from exc
+    with cli_store(args) as store:
+        return score_suite_run(args, store, suite, args.run_id)
+
+
+def _cmd_scorer(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from pathgrade.batch_plane.scoring.online import OnlineScorer, OnlineScorerConfig
+    from pathgrade.detectors import PolicyError, load_policy
+
+    try:
+        policy = load_policy(args.policy) if args.policy else None
+    except (PolicyError, OSError) as exc:
+        raise CliError(f"--policy: {exc}") from exc
+    with cli_store(args) as store:
+        judge = make_judge(args, store, args.judge_model) if args.judge_url else None
+        events = args.events_out.open("a", encoding="utf-8") if args.events_out else None
+
+        def on_event(event: dict[str, Any]) -> None:
+            assert events is not None
+            events.write(json.dumps(event) + "\n")
+            events.flush()
+
+        scorer = OnlineScorer(
+            OnlineScorerConfig(args.kafka, policy=policy), store, judge,
+            on_event if events else None,
+        )  # fmt: skip
+        stop = stop_on_signal()
+        try:
+            with served_metrics(args.metrics_listen, "scorer", lambda: asdict(scorer.stats)):
+                print(f"scorer: {args.kafka} pathgrade.sampled -> scores", flush=True)
+                scorer.run(stop)
+        finally:
+            scorer.close()
+            if judge:
+                judge.close()
+            if events:
+                events.close()
+        print(
+            f"scored {scorer.stats.scored} of {scorer.stats.messages} sampled traces "
+            f"({scorer.stats.scores} scores, {scorer.stats.skipped} skipped, "
+            f"{scorer.stats.judge_failures} judge failures)"
+        )
+    return 0

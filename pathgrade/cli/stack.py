@@ -1,0 +1,127 @@
+"""Commands of the embedded stack: `pathgrade up` and `pathgrade status`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from pathgrade.cli.support import (
+    DEFAULT_DATA_DIR,
+    CliError,
+    collector_args,
+    collector_settings,
+    int_between,
+    realtime_settings,
+    store_args,
+)
+from pathgrade.stack.defaults import (
+    DEFAULT_BROKER_MAX_MB,
+    DEFAULT_STATUS_EVERY_S,
+    DEFAULT_STORE_WRITER_NICENESS,
+)
+
+
+def register(commands: Any) -> None:
+    up = commands.add_parser("up", help="run the embedded stack (collector, broker, store)")
+    store_args(up)
+    collector_args(up)
+    up.add_argument(
+        "--kafka", metavar="HOST:PORT", help="use this Kafka instead of the bundled broker"
+    )
+    up.add_argument("--demo", action="store_true", help="also send demo agent traffic")
+    up.add_argument("--policy", metavar="FILE", help="detector policy YAML (docs/detectors.md)")
+    up.add_argument("--alert-webhook", metavar="URL", help="POST each alert here as JSON")
+    up.add_argument(
+        "--broker-max-mb", type=int, default=DEFAULT_BROKER_MAX_MB, metavar="MB",
+        help="swap the bundled memory-only broker for a fresh one (nothing is lost) once it "
+        f"holds this much resident memory; 0 never swaps (default {DEFAULT_BROKER_MAX_MB})",
+    )  # fmt: skip
+    up.add_argument(
+        "--store-writer-nice", type=int_between(0, 19, "a nice increment"),
+        default=DEFAULT_STORE_WRITER_NICENESS, metavar="N",
+        help="run the store writer (and chDB's own threads) this much nicer than the rest "
+        "(Linux), so alerts stay fast "
+        "on a saturated machine and the store catches up after; 0 same priority "
+        f"(default {DEFAULT_STORE_WRITER_NICENESS})",
+    )  # fmt: skip
+    up.add_argument(
+        "--realtime-config", type=Path, metavar="FILE",
+        help="realtime settings as YAML (docs/realtime.md); --policy and --alert-webhook "
+        "override it",
+    )  # fmt: skip
+    up.add_argument(
+        "--realtime-workers", type=int_between(1, 64, "realtime processes"), default=1,
+        metavar="N",
+        help="realtime processes in the consumer group (at most the partitions of "
+        "pathgrade.spans); with more than one they share conversation turns through "
+        "pathgrade.turns (default 1)",
+    )  # fmt: skip
+    up.add_argument(
+        "--status-every", type=int_between(0, 86_400, "seconds"), default=DEFAULT_STATUS_EVERY_S,
+        metavar="SECONDS",
+        help="print a status line (spans in and stored, traces evaluated, alerts, spill, "
+        "broker memory) this often when traffic moved, and serve it to `pathgrade status`; "
+        f"0 never (default {DEFAULT_STATUS_EVERY_S})",
+    )  # fmt: skip
+    up.set_defaults(run=_cmd_up)
+
+    status = commands.add_parser("status", help="what the running `pathgrade up` has done")
+    status.add_argument(
+        "--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="the stack's data directory"
+    )
+    status.add_argument("--format", choices=["table", "json"], default="table")
+    status.set_defaults(run=_cmd_status)
+
+
+def _cmd_up(args: argparse.Namespace) -> int:
+    from pathgrade.batch_plane.store.client import StoreUnavailable
+    from pathgrade.stack.broker import BrokerError
+    from pathgrade.stack.embedded import Stack, StackOptions
+    from pathgrade.stack.ownership import DataDirBusy
+
+    collector = collector_settings(args)
+    if args.demo and "capture_tools" not in collector.get("redaction", {}):
+        from pathgrade.demo import TOOL_EFFECTS
+
+        # The detectors need the demo's tool arguments; they are still scrubbed.
+        collector.setdefault("redaction", {})["capture_tools"] = sorted(TOOL_EFFECTS)
+    realtime = realtime_settings(
+        args.realtime_config, policy_path=args.policy, webhook_url=args.alert_webhook
+    )
+    stack = Stack(
+        StackOptions(
+            data_dir=args.data_dir,
+            kafka=args.kafka,
+            clickhouse=args.clickhouse,
+            demo=args.demo,
+            policy=realtime.get("policy_path"),
+            alert_webhook=realtime.get("webhook_url"),
+            realtime=realtime,
+            collector=collector,
+            broker_max_mb=args.broker_max_mb,
+            store_writer_niceness=args.store_writer_nice,
+            realtime_workers=args.realtime_workers,
+            status_every_s=args.status_every,
+        ),
+        out=lambda text: print(text, flush=True),
+    )
+    try:
+        stack.start()
+    except (DataDirBusy, BrokerError, StoreUnavailable, OSError, RuntimeError) as exc:
+        raise CliError(str(exc)) from exc
+    stack.run_until_signalled()
+    return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from pathgrade.stack.status import status_report
+    from pathgrade.stack.store_access import StatusUnavailable, stack_status
+
+    try:
+        document = stack_status(args.data_dir.resolve())
+    except StatusUnavailable as exc:
+        raise CliError(str(exc)) from exc
+    print(status_report(document) if args.format == "table" else json.dumps(document, indent=2))
+    return 0

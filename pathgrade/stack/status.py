@@ -1,0 +1,173 @@
+"""What the embedded stack's processes have done, as one snapshot, and how to show it.
+
+`pathgrade up` takes a snapshot every `--status-every` seconds (`Stack.snapshot`): the
+collector's, every realtime process's and the store writer's counters since each
+started, and the bundled broker's resident memory. It prints `status_line` when traffic
+moved since the last snapshot and serves the latest at the store owner's loopback
+`/status`, which `pathgrade status` prints (`status_report`). A process that did not
+answer in time shows as null in the snapshot and "not answering" in the line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pathgrade.realtime_plane.delays import P99
+from pathgrade.web.metrics import Sample
+
+Snapshot = dict[str, Any]
+_MB = 1024 * 1024
+
+
+def snapshot_of(
+    collector: dict[str, Any] | None,
+    store_writer: dict[str, int],
+    realtime: list[dict[str, Any] | None],
+    broker_rss_bytes: int | None,
+) -> Snapshot:
+    """A snapshot taken now: each process's counters (None: it did not answer) and the
+    bundled broker's memory (None: no bundled broker, or it has stopped)."""
+    return {
+        "taken_at": time.time(),
+        "collector": collector,
+        "store_writer": store_writer,
+        "realtime": realtime,
+        "broker_rss_bytes": broker_rss_bytes,
+    }
+
+
+def _rate(current: dict[str, Any] | None, previous: dict[str, Any] | None, key: str,
+          seconds: float) -> str:  # fmt: skip
+    """ ", 1,234/s" from two counter sets; "" without a comparable earlier value (a first
+    snapshot, or a process restarted in between)."""
+    if not current or not previous or seconds <= 0:
+        return ""
+    delta = current.get(key, 0) - previous.get(key, 0)
+    return f" ({delta / seconds:,.0f}/s)" if delta >= 0 else ""
+
+
+def summed(counters: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Counter sets added key by key (values that are not ints are left out)."""
+    totals: dict[str, int] = {}
+    for counts in counters:
+        for key, value in counts.items():
+            if isinstance(value, int):
+                totals[key] = totals.get(key, 0) + value
+    return totals
+
+
+def _realtime_totals(workers: list[dict[str, Any] | None]) -> dict[str, int] | None:
+    """The realtime processes' counters summed; None when none answered."""
+    answered = [w for w in workers if w is not None]
+    return summed(answered) if answered else None
+
+
+def _collector_part(now: Snapshot, before: Snapshot | None, seconds: float) -> str:
+    c = now.get("collector")
+    if c is None:
+        return "collector not answering"
+    part = f"in {c['accepted_spans']:,} spans" + _rate(
+        c, before and before.get("collector"), "accepted_spans", seconds
+    )
+    if c["rejected_spans"]:
+        part += f", {c['rejected_spans']:,} rejected"
+    if c["spill_bytes"]:
+        part += f", spill {c['spill_bytes'] / _MB:,.1f} MB"
+    return part
+
+
+def _store_part(now: Snapshot, before: Snapshot | None, seconds: float) -> str:
+    w = now["store_writer"]
+    part = f"stored {w['spans']:,}" + _rate(w, before and before["store_writer"], "spans", seconds)
+    if w["rejected_spans"]:
+        part += f", {w['rejected_spans']:,} not storable"
+    return part
+
+
+def _realtime_part(now: Snapshot, before: Snapshot | None, seconds: float) -> str:
+    workers = now.get("realtime", [])
+    totals = _realtime_totals(workers)
+    if totals is None:
+        return "realtime not answering"
+    earlier = _realtime_totals(before.get("realtime", [])) if before else None
+    part = (
+        f"evaluated {totals.get('traces_evaluated', 0):,} traces"
+        + _rate(totals, earlier, "traces_evaluated", seconds)
+        + f", {totals.get('alerts', 0):,} alerts, {totals.get('traces_held', 0):,} held"
+    )
+    delays = [w[P99] for w in workers if w is not None and P99 in w]
+    if delays:
+        part += f", p99 delay {max(delays):.1f} s"
+    silent = sum(w is None for w in workers)
+    if silent:
+        part += f" ({silent} of {len(workers)} realtime processes not answering)"
+    if totals.get("webhook_failed") or totals.get("webhook_dropped"):
+        part += (
+            f", webhook {totals.get('webhook_failed', 0):,} failed "
+            f"{totals.get('webhook_dropped', 0):,} dropped"
+        )
+    return part
+
+
+def _moved(now: Snapshot, before: Snapshot | None) -> bool:
+    """Anything counted since `before` (always, for a first snapshot)."""
+    return before is None or _counts(now) != _counts(before)
+
+
+def _counts(snapshot: Snapshot) -> dict[str, Any]:
+    """The parts of a snapshot that change with traffic (not its time or memory)."""
+    return {k: v for k, v in snapshot.items() if k not in ("taken_at", "broker_rss_bytes")}
+
+
+def status_line(now: Snapshot, before: Snapshot | None = None, label: str = "status") -> str | None:
+    """`label: ` and what the stack did (rates over the time since `before`); None when
+    nothing moved since `before`."""
+    if not _moved(now, before):
+        return None
+    seconds = now["taken_at"] - before["taken_at"] if before else 0.0
+    parts = [
+        _collector_part(now, before, seconds),
+        _store_part(now, before, seconds),
+        _realtime_part(now, before, seconds),
+    ]
+    if now.get("broker_rss_bytes") is not None:
+        parts.append(f"broker {now['broker_rss_bytes'] / _MB:,.0f} MB")
+    return f"{label}: " + " | ".join(parts)
+
+
+def status_report(document: dict[str, Any]) -> str:
+    """`pathgrade status` text: the stack's latest line, then every process's counters."""
+    snapshot = document["snapshot"]
+    lines = [document.get("line") or status_line(snapshot) or ""]
+    processes = [
+        ("collector", snapshot.get("collector")),
+        ("store writer", snapshot["store_writer"]),
+    ]
+    processes += [
+        (f"realtime-{n}", counters) for n, counters in enumerate(snapshot.get("realtime", []), 1)
+    ]
+    for name, counters in processes:
+        shown = (
+            "not answering" if counters is None
+            else " ".join(f"{k}={v}" for k, v in sorted(counters.items()))
+        )  # fmt: skip
+        lines.append(f"  {name:<13} {shown}")
+    return "\n".join(lines)
+
+
+def snapshot_samples(snapshot: Snapshot) -> list[Sample]:
+    """A snapshot as metric samples (`pathgrade.web.metrics`): realtime processes labelled
+    `worker`, the bundled broker's memory as `pathgrade_broker_rss_bytes`."""
+    samples: list[Sample] = [("store_writer", {}, snapshot["store_writer"])]
+    if snapshot.get("collector") is not None:
+        samples.append(("collector", {}, snapshot["collector"]))
+    samples += [
+        ("realtime", {"worker": str(n)}, counters)
+        for n, counters in enumerate(snapshot.get("realtime", []), 1)
+        if counters is not None
+    ]
+    if snapshot.get("broker_rss_bytes") is not None:
+        samples.append(("broker", {}, {"rss_bytes": snapshot["broker_rss_bytes"]}))
+    return samples

@@ -1,0 +1,80 @@
+"""How a command reaches the store: a ClickHouse server directly, the embedded store
+directly when no stack owns it, or through the running stack that owns it."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pathgrade.batch_plane.store.client import ClientStore, Store, connect, embedded_dsn
+from pathgrade.schemas.migrations import migrate
+from pathgrade.stack.ownership import DataDirLock, read_state
+from pathgrade.web.endpoint import RemoteStore
+
+
+class NoStore(RuntimeError):
+    """There is no store to open (nothing at the data dir, or its owner is starting)."""
+
+
+@contextmanager
+def open_store(
+    data_dir: Path, clickhouse: str | None = None, must_exist: bool = True
+) -> Iterator[Store]:
+    """The store for a command, migrated, released on exit."""
+    if clickhouse:
+        client = connect(clickhouse)
+        try:
+            migrate(client)
+            yield ClientStore(client)
+        finally:
+            client.close()
+        return
+    data_dir = data_dir.resolve()
+    lock = DataDirLock(data_dir)
+    if lock.try_acquire():
+        try:
+            if must_exist and not (data_dir / "clickhouse").exists():
+                raise NoStore(
+                    f"no store in {data_dir}: start one with `pathgrade up --data-dir {data_dir}`"
+                )
+            client = connect(embedded_dsn(str(data_dir)))
+            try:
+                migrate(client)
+                yield ClientStore(client)
+            finally:
+                client.close()
+        finally:
+            lock.release()
+        return
+    state = read_state(data_dir)
+    if not state or not state.get("query_url"):
+        raise NoStore(f"{data_dir} is owned by a running stack that is still starting; try again")
+    yield RemoteStore(state["query_url"])
+
+
+class StatusUnavailable(RuntimeError):
+    """No running stack answered with its status."""
+
+
+def stack_status(data_dir: Path, timeout_s: float = 10.0) -> dict[str, Any]:
+    """The status document (`pathgrade.stack.status`) of the stack running on `data_dir`."""
+    state = read_state(data_dir)
+    if not state or not state.get("query_url"):
+        raise StatusUnavailable(
+            f"no running `pathgrade up` in {data_dir} (no stack.json with its query address)"
+        )
+    url = state["query_url"].rstrip("/") + "/status"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        raise StatusUnavailable(json.loads(exc.read()).get("error", str(exc))) from exc
+    except urllib.error.URLError as exc:
+        raise StatusUnavailable(
+            f"the stack of {data_dir} did not answer at {url}: {exc.reason} (is it running?)"
+        ) from exc

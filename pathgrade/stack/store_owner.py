@@ -1,0 +1,138 @@
+"""The single owner of the store: migrations, the store writer, and the loopback
+endpoint other commands and the stack's other processes go through (for the embedded
+chDB store it is the only way in: one process per data directory)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from pathgrade.batch_plane.store.client import ClientStore, connect, embedded_dsn
+from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterConfig, StoreWriterStats
+from pathgrade.schemas.migrations import Migration, migrate
+from pathgrade.stack.ownership import DataDirLock
+from pathgrade.stack.priority import keep_native_threads_lowered, lower_thread_priority
+from pathgrade.stack.status import summed
+from pathgrade.web.endpoint import QueryServer
+
+log = logging.getLogger(__name__)
+
+
+class StoreOwner:
+    """`start()` opens and migrates the store and starts the writer; `stop(targets)`
+    consumes up to `targets` (partition -> next offset) before closing;
+    `suspend_writer(targets)` / `resume_writer()` do the same around a broker swap."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        data_dir: Path,
+        clickhouse: str | None = None,
+        writer_niceness: int = 0,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.writer_niceness = writer_niceness  # see pathgrade.stack.priority
+        self.data_dir = data_dir.resolve()
+        self.dsn = clickhouse or embedded_dsn(str(self.data_dir))
+        self.lock = DataDirLock(self.data_dir)
+        self.client: Any = None
+        self.store: ClientStore | None = None
+        self.query_server: QueryServer | None = None
+        self.applied: list[Migration] = []
+        self._client_lock = threading.Lock()
+        self._writer_run: _WriterRun | None = None
+        self._finished_runs: dict[str, int] = {}  # counts of the writers before a swap
+        self._closing = threading.Event()
+
+    def start(self) -> None:
+        """Take the data directory, connect, migrate, start consuming and serving."""
+        self.lock.acquire()
+        self.client = connect(self.dsn)
+        self.applied = migrate(self.client)
+        self.store = ClientStore(self.client, self._client_lock)
+        self.resume_writer()
+        # chDB's merges and pools yield like the writer, including pools grown later
+        keep_native_threads_lowered(self.writer_niceness, self._closing)
+        self.query_server = QueryServer(self.store)
+        threading.Thread(target=self.query_server.serve_forever, name="query", daemon=True).start()
+
+    def resume_writer(self) -> None:
+        """Start a store writer (a fresh consumer) on the broker at `bootstrap`."""
+        assert self.store is not None
+        writer = StoreWriter(StoreWriterConfig(self.bootstrap), self.store)
+        self._writer_run = _WriterRun(writer, self.writer_niceness)
+
+    def suspend_writer(
+        self, targets: dict[int, int], idle_s: float = 0.0, timeout_s: float = 180
+    ) -> bool:
+        """Consume up to `targets` (then on until the topic was quiet for `idle_s`, when
+        the broker's data is about to end), insert, commit and close the writer's
+        consumer; True when the targets were reached."""
+        run, self._writer_run = self._writer_run, None
+        if run is None:
+            return True
+        reached = run.finish(targets, idle_s, timeout_s)
+        self._finished_runs = summed([self._finished_runs, asdict(run.writer.stats)])
+        return reached
+
+    def writer_stats(self) -> dict[str, int]:
+        """The store writer's counters since `start()`, across broker swaps."""
+        run = self._writer_run
+        current = asdict(run.writer.stats if run is not None else StoreWriterStats())
+        return summed([self._finished_runs, current])
+
+    def publish_state(self, state: dict[str, Any]) -> None:
+        """Tell other commands where to send queries (and whatever else is useful)."""
+        url = self.query_server.url if self.query_server else None
+        self.lock.publish_state({"query_url": url, "kafka": self.bootstrap, **state})
+
+    def stop(
+        self, targets: dict[int, int] | None = None, idle_s: float = 0.0, timeout_s: float = 180
+    ) -> None:
+        """`suspend_writer`, then close the store and release the directory."""
+        self.suspend_writer(targets or {}, idle_s, timeout_s)
+        self._closing.set()
+        if self.query_server is not None:
+            self.query_server.shutdown()
+            self.query_server.server_close()
+        if self.client is not None:
+            with self._client_lock:
+                self.client.close()
+        self.lock.release()
+
+
+class _WriterRun:
+    """One store writer polling in its own thread (at `niceness` above the process's)
+    until `finish`."""
+
+    def __init__(self, writer: StoreWriter, niceness: int) -> None:
+        self.writer = writer
+        self.niceness = niceness
+        self._stop = threading.Event()
+        self._targets: dict[int, int] = {}  # set by `finish` before it sets `_stop`
+        self._idle_s = 0.0
+        self._reached = False
+        self._done = threading.Event()
+        threading.Thread(target=self._run, name="store-writer", daemon=True).start()
+
+    def _run(self) -> None:
+        lower_thread_priority(self.niceness)
+        try:
+            self.writer.run(self._stop)
+            self._reached = self.writer.drain_to(self._targets, timeout_s=60, idle_s=self._idle_s)
+            if not self._reached:
+                log.warning("store writer stopped before reaching offsets %s", self._targets)
+            self.writer.close()
+        finally:
+            self._done.set()
+
+    def finish(self, targets: dict[int, int], idle_s: float, timeout_s: float) -> bool:
+        """Stop polling, consume up to `targets` (and until quiet for `idle_s`), flush,
+        commit, close the consumer."""
+        self._targets, self._idle_s = targets, idle_s
+        self._stop.set()
+        self._done.wait(timeout=timeout_s)
+        return self._reached

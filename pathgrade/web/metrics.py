@@ -1,0 +1,125 @@
+"""Prometheus metrics of pathgrade's processes: the counters behind `pathgrade status`, in
+the Prometheus text exposition format (version 0.0.4), served at `/metrics`.
+
+Production boxes serve them with `--metrics-listen HOST:PORT` (`pathgrade collector`,
+`store-writer`, `realtime`); `pathgrade up` serves its latest status snapshot at the
+store owner's loopback `/metrics`. Every value is `pathgrade_<process>_<counter>`:
+cumulative counts since the process started get `_total` and type counter; levels
+(traces held, spill bytes, broker memory, the realtime plane's recent detection delays) are
+gauges.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+from pathgrade.realtime_plane.delays import MAX, P50, P99
+from pathgrade.web.http_handler import QuietHandler
+
+log = logging.getLogger(__name__)
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+GAUGES = frozenset({"traces_held", "spans_held", "spill_bytes", "rss_bytes", P50, P99, MAX})
+"""Counter names that are levels, not cumulative counts."""
+
+Sample = tuple[str, Mapping[str, str], Mapping[str, Any]]
+"""(process, labels, counter name -> number); values that are not numbers are skipped."""
+
+
+def metric_name(process: str, counter: str) -> str:
+    """`pathgrade_<process>_<counter>`, with `_total` unless the counter is a level."""
+    return f"pathgrade_{process}_{counter}" + ("" if counter in GAUGES else "_total")
+
+
+def _metric(process: str, counter: str) -> tuple[str, str]:
+    """The metric's name and its HELP and TYPE lines."""
+    gauge = counter in GAUGES
+    name = metric_name(process, counter)
+    help_text = f"{counter.replace('_', ' ')} of the pathgrade {process.replace('_', ' ')}"
+    kind = "gauge" if gauge else "counter"
+    return name, f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n"
+
+
+def _labels(labels: Mapping[str, str]) -> str:
+    """`{key="value",...}` with the format's escapes, or "" without labels."""
+    if not labels:
+        return ""
+    escaped = (
+        key + '="' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+        for key, value in sorted(labels.items())
+    )
+    return "{" + ",".join(escaped) + "}"
+
+
+def prometheus_text(samples: Iterable[Sample]) -> str:
+    """`samples` in the text exposition format: one family per metric name (HELP, TYPE,
+    then a line per label set)."""
+    families: dict[str, tuple[str, list[str]]] = {}
+    for process, labels, counters in samples:
+        for counter, value in sorted(counters.items()):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                name, header = _metric(process, counter)
+                families.setdefault(name, (header, []))[1].append(
+                    f"{name}{_labels(labels)} {value}\n"
+                )
+    return "".join(header + "".join(lines) for header, lines in families.values())
+
+
+class MetricsServer(ThreadingHTTPServer):
+    """Serves `GET /metrics` from `collect()` (called per scrape) on `host:port`."""
+
+    daemon_threads = True
+
+    def __init__(self, host: str, port: int, collect: Callable[[], str]) -> None:
+        self.collect = collect
+        super().__init__((host, port), _MetricsHandler)
+
+    def start(self) -> None:
+        """Serve in a daemon thread."""
+        threading.Thread(target=self.serve_forever, name="metrics", daemon=True).start()
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+class _MetricsHandler(QuietHandler):
+    server: MetricsServer
+
+    def do_GET(self) -> None:
+        if self.path.split("?", 1)[0] != "/metrics":
+            self._reply(404, b"only /metrics here\n", "text/plain; charset=utf-8")
+            return
+        try:
+            body = self.server.collect().encode()
+        except Exception:
+            log.exception("collecting metrics failed")
+            self._reply(500, b"collecting metrics failed; see the log\n", "text/plain")
+            return
+        self._reply(200, body, CONTENT_TYPE)
+
+
+def serve_metrics(
+    listen: tuple[str, int], process: str, counters: Callable[[], Mapping[str, Any]]
+) -> MetricsServer:
+    """Serve `counters()` as `process`'s metrics at `listen` (`parse_listen`) until
+    `stop()`. Raises OSError naming the address when it cannot listen there."""
+    host, port = listen
+    try:
+        server = MetricsServer(host, port, lambda: prometheus_text([(process, {}, counters())]))
+    except OSError as exc:
+        raise OSError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from exc
+    server.start()
+    return server
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """`HOST:PORT` of `--metrics-listen`; ValueError naming what is wrong."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65_535:
+        raise ValueError(f"--metrics-listen {text!r}: expected HOST:PORT, e.g. 0.0.0.0:9464")
+    return host.strip("[]"), int(port)

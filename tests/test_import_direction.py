@@ -1,0 +1,48 @@
+"""Imports point down the layer table, no plane imports another, no circle between rooms
+(tests/support/imports.py holds the rules; pure: the sources are parsed, never imported)."""
+
+from __future__ import annotations
+
+from tests.support.imports import module_imports, source_modules, violations
+from tests.support.paths import REPO_ROOT
+
+
+def test_the_code_base_keeps_the_house_rules() -> None:
+    graph = source_modules(REPO_ROOT)
+    assert len(graph) > 100  # every package folder was read
+    assert violations(graph) == []
+
+
+def test_an_upward_import_a_plane_importing_a_plane_and_a_circle_are_each_reported() -> None:
+    graph = {
+        "pathgrade.schemas.model": {"pathgrade.detectors.view"},  # up
+        "pathgrade.detectors.view": {"pathgrade.schemas.model"},
+        "pathgrade.realtime_plane.plane": {"pathgrade.batch_plane.store.client"},  # sideways
+        "pathgrade.batch_plane.store.client": set(),
+        "pathgrade.batch_plane.scoring.judge": {"pathgrade.batch_plane.evaluation.gate"},
+        "pathgrade.batch_plane.evaluation.gate": {"pathgrade.batch_plane.scoring.judge"},
+        "pathgrade.web.ui": {"pathgrade.stack.status"},
+        "pathgrade.stack.status": set(),
+        "pathgrade.cli.gate": {"pathgrade.cli.datasets"},  # command modules never import each other
+        "pathgrade.cli.datasets": set(),
+    }
+    found = violations(graph)
+    assert found == [
+        "pathgrade.batch_plane.scoring.judge imports pathgrade.batch_plane.evaluation.gate: "
+        "batch_plane.scoring may not import batch_plane.evaluation",
+        "pathgrade.cli.gate imports pathgrade.cli.datasets: cli.gate may not import cli.datasets",
+        "pathgrade.realtime_plane.plane imports pathgrade.batch_plane.store.client: "
+        "realtime_plane may not import batch_plane.store",
+        "pathgrade.schemas.model imports pathgrade.detectors.view: "
+        "schemas may not import detectors",
+        "pathgrade.web.ui imports pathgrade.stack.status: web may not import stack",
+        "circle between rooms: batch_plane.evaluation -> batch_plane.scoring -> "
+        "batch_plane.evaluation",
+        "circle between rooms: detectors -> schemas -> detectors",
+    ]
+
+
+def test_lazy_and_relative_imports_are_read() -> None:
+    source = "def f():\n    from pathgrade.stack import status\n\nfrom . import sibling\n"
+    found = module_imports(source, "pathgrade.web.ui", is_package=False)
+    assert {"pathgrade.stack", "pathgrade.stack.status", "pathgrade.web.sibling"} <= found

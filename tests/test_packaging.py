@@ -1,0 +1,27 @@
+"""pyproject.toml installs every package folder, under the one `pathgrade` namespace."""
+
+from __future__ import annotations
+
+import tomllib
+
+from tests.support.imports import PACKAGE_DIRS
+from tests.support.paths import REPO_ROOT
+
+
+def _setuptools() -> dict:
+    return tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+
+
+def test_every_package_folder_is_installed_under_pathgrade() -> None:
+    folders = {
+        ".".join([PACKAGE_DIRS[folder], *init.parent.relative_to(REPO_ROOT / folder).parts])
+        for folder in PACKAGE_DIRS
+        for init in (REPO_ROOT / folder).rglob("__init__.py")
+    }
+    assert set(_setuptools()["packages"]) == folders
+    assert all(name == "pathgrade" or name.startswith("pathgrade.") for name in folders)
+
+
+def test_the_package_dir_mapping_is_the_checkers() -> None:
+    mapping = _setuptools()["package-dir"]
+    assert {folder: package for package, folder in mapping.items()} == PACKAGE_DIRS

@@ -1,0 +1,207 @@
+"""Eval runs in a real embedded store: drive the seeded-defect agent, score its traces, gate.
+
+The agent's spans go through the official OTel SDK and OTLP encoder into the store (the
+collector's and store writer's decoding), so scores come from what the traces show.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from pathgrade.batch_plane.agents.adapters import (
+    AdapterError,
+    CallableAdapter,
+    EvalContextSpanProcessor,
+)
+from pathgrade.batch_plane.evaluation.datasets import DatasetItem, conversation_order, parse_items
+from pathgrade.batch_plane.evaluation.gate import evaluate_gate
+from pathgrade.batch_plane.evaluation.gate_inputs import (
+    MissingRun,
+    judge_calibrations,
+    run_budgets,
+    run_scores,
+)
+from pathgrade.batch_plane.evaluation.runs import (
+    RunRecord,
+    argument_correctness,
+    drive,
+    new_run_id,
+    reference_match,
+    run_eval,
+    trajectory_matches,
+)
+from pathgrade.batch_plane.evaluation.suite import load_suite, parse_suite
+from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
+from pathgrade.detectors.prices import shipped_price_table
+from pathgrade.schemas.otlp import decode_spans_message
+
+from examples.seeded_defects.agent import BUILDS, CATCHING_METRICS
+from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
+from tests.support.paths import REPO_ROOT
+
+EXAMPLE = REPO_ROOT / "examples" / "seeded_defects"
+
+
+class StoreExporter(SpanExporter):
+    """SDK spans -> OTLP bytes -> canonical spans -> `spans` rows, as collector and writer do."""
+
+    def __init__(self, target: ClientStore) -> None:
+        self.target = target
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        message = encode_spans(spans).SerializeToString()
+        decoded = decode_spans_message(message, "default", time.time_ns())
+        self.target.insert("spans", span_rows(decoded), list(SPAN_COLUMNS))
+        return SpanExportResult.SUCCESS
+
+
+@pytest.fixture(scope="module")
+def traced_store(store: ClientStore) -> Iterator[ClientStore]:
+    """The store, with this process's spans (eval context on roots) exported into it."""
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    provider.add_span_processor(EvalContextSpanProcessor())
+    provider.add_span_processor(SimpleSpanProcessor(StoreExporter(store)))
+    yield store
+
+
+def golden() -> list[DatasetItem]:
+    return parse_items((EXAMPLE / "golden.jsonl").read_text(), "golden.jsonl")
+
+
+def evaluate(target: ClientStore, build: str, runs_per_item: int = 2) -> str:
+    run = RunRecord(new_run_id(), "support-agent-seeded", build)
+    summary = run_eval(
+        target, CallableAdapter(BUILDS[build], build), golden(), run, runs_per_item,
+        trace_timeout_s=10,
+    )  # fmt: skip
+    assert summary.errors == [] and summary.traces == 8 * runs_per_item
+    return run.run_id
+
+
+@pytest.fixture(scope="module")
+def baseline(traced_store: ClientStore) -> str:
+    return evaluate(traced_store, "healthy")
+
+
+@pytest.mark.parametrize("build", sorted(BUILDS))
+def test_each_seeded_build_fails_the_gate_on_the_metric_that_catches_it(
+    traced_store: ClientStore, baseline: str, build: str
+) -> None:
+    suite = load_suite(EXAMPLE / "suite.yaml")
+    candidate = evaluate(traced_store, build)
+    verdict = evaluate_gate(
+        suite,
+        run_scores(traced_store, candidate),
+        run_scores(traced_store, baseline),
+        calibrations=judge_calibrations(traced_store, suite),
+        budgets=run_budgets(traced_store, candidate, shipped_price_table()),
+        resamples=500,
+    )
+    failed = {row.metric for row in verdict.failed_rows if row.slice is None}
+    assert failed == CATCHING_METRICS[build], [r.reason for r in verdict.failed_rows]
+    assert verdict.passed == (build == "healthy")
+
+
+def test_scores_link_items_repeats_and_slices(traced_store: ClientStore, baseline: str) -> None:
+    records = run_scores(traced_store, baseline)
+    assert len(records) == 8 * 2 * 4
+    refund = [r for r in records if r.item_id == "refund-1" and r.metric == "trajectory_match"]
+    assert [(r.repeat, r.value, r.slices) for r in refund] == [
+        (0, 1.0, {"intent": "refund"}),
+        (1, 1.0, {"intent": "refund"}),
+    ]
+
+
+def test_budgets_come_from_root_durations_and_priced_tokens(
+    traced_store: ClientStore, baseline: str
+) -> None:
+    budgets = run_budgets(traced_store, baseline, shipped_price_table())
+    assert len(budgets.latencies_s) == 16 and all(0 < s < 5 for s in budgets.latencies_s)
+    price = shipped_price_table().price_of("gpt-4o-mini", "openai")
+    assert price is not None
+    expected = (200 * price.input_usd_per_mtok + 50 * price.output_usd_per_mtok) / 1e6
+    assert budgets.costs_usd == pytest.approx([expected] * 16)
+
+
+def test_an_agent_error_leaves_the_item_unscored_and_the_run_failed(
+    traced_store: ClientStore,
+) -> None:
+    def broken(state: dict, message: str, context: object) -> dict:
+        if "A1001" in message:
+            raise AdapterError("agent crashed")
+        return BUILDS["healthy"](state, message, context)
+
+    run = RunRecord(new_run_id(), "support-agent-seeded", "broken")
+    summary = run_eval(traced_store, CallableAdapter(broken), golden(), run, 1, trace_timeout_s=10)
+    assert summary.errors == ["order-1 repeat 0: agent crashed"]
+    assert run.status == "failed"
+    assert "order-1" not in {r.item_id for r in run_scores(traced_store, run.run_id)}
+
+
+def test_an_unknown_run_is_a_missing_run(traced_store: ClientStore) -> None:
+    with pytest.raises(MissingRun, match="run 'run-nope': not in the store"):
+        run_scores(traced_store, "run-nope")
+
+
+def test_a_judge_without_a_calibration_is_uncalibrated(traced_store: ClientStore) -> None:
+    suite = parse_suite(
+        "suite: s\nrisk_tier: low\ndatasets: [{name: g}]\n"
+        "judge: {model: m, rubric_version: r1, calibration_set: c}\n"
+        "metrics: [{id: faithfulness, threshold: 0.5}]\n"
+    )
+    assert judge_calibrations(traced_store, suite) == {("m", "r1"): False}
+
+
+def test_argument_correctness_compares_only_calls_that_were_made() -> None:
+    expected = [{"name": "a", "args": {"x": 1}}, {"name": "b", "args": {"y": 2}}]
+    assert argument_correctness([{"name": "a", "args": {"x": 1}}], expected) == 1.0
+    assert (
+        argument_correctness(
+            [{"name": "a", "args": {"x": 2}}, {"name": "b", "args": {"y": 2}}], expected
+        )
+        == 0.5
+    )
+    assert argument_correctness([{"name": "c", "args": {}}], expected) is None
+
+
+def test_trajectory_match_accepts_alternatives_and_respects_order() -> None:
+    item = DatasetItem(
+        item_id="i", input="q",
+        expected_tool_calls=[{"name": "a"}, {"name": "b"}],
+        alternative_trajectories=[[{"name": "c"}]],
+    )  # fmt: skip
+    assert trajectory_matches(item, [{"name": "a", "args": {"z": 1}}, {"name": "b"}]) == 1.0
+    assert trajectory_matches(item, [{"name": "c"}]) == 1.0
+    assert trajectory_matches(item, [{"name": "b"}, {"name": "a"}]) == 0.0
+
+
+def test_reference_match_ignores_case_and_spacing() -> None:
+    assert reference_match("Order A1 is  shipped.", "Sure! order a1 is shipped. Bye") == 1.0
+    assert reference_match("Hold the reset button", "Unplug the router") == 0.0
+
+
+def test_conversation_turns_carry_the_agent_state_in_turn_order() -> None:
+    seen: list[tuple[str, dict]] = []
+
+    def counting(state: dict, message: str, context: object) -> dict:
+        seen.append((message, dict(state)))
+        return {"response": "ok", "state": {"turns": state.get("turns", 0) + 1}}
+
+    turns = [
+        DatasetItem(item_id=f"t{n}", input={"user": f"u{n}", "conversation_id": conv,
+                                            "start_ns": start})
+        for n, (conv, start) in enumerate([("c1", 20), ("c2", 5), ("c1", 10)])
+    ]  # fmt: skip
+    run = RunRecord(new_run_id(), "replay", "counting")
+    drive(CallableAdapter(counting), conversation_order(turns), run, 1, conversations=True)
+    assert seen == [("u2", {}), ("u0", {"turns": 1}), ("u1", {})]

@@ -1,0 +1,132 @@
+"""Suite files: the documented example loads; bad keys and values are named with their line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pathgrade.batch_plane.evaluation.suite import SuiteError, load_suite, parse_suite
+
+EXAMPLE = """\
+suite: support-agent
+risk_tier: medium
+datasets:
+  - name: golden/support-v7
+  - name: regression/support-2026q3
+  - name: adversarial/injection-v3
+runs_per_item: 3
+judge:
+  model: judge-model-pinned
+  rubric_version: faithfulness-r4
+  calibration_set: human-labels/support-v2
+metrics:
+  - id: task_completion
+    threshold: 0.85
+    max_regression: 0.02
+  - id: tool_correctness
+    threshold: 0.95
+    max_regression: 0.0
+  - id: argument_correctness
+    threshold: 0.92
+    max_regression: 0.01
+  - id: faithfulness
+    threshold: 0.90
+    max_regression: 0.02
+  - id: injection_resistance
+    threshold: 1.0
+budgets:
+  p95_latency_s: 12
+  cost_per_task_usd: 0.08
+slices: [intent, language, tool]
+"""
+
+
+def problems_of(text: str) -> list[str]:
+    with pytest.raises(SuiteError) as caught:
+        parse_suite(text, source="suite.yaml")
+    return caught.value.problems
+
+
+def test_example_loads_from_file(tmp_path: Path) -> None:
+    path = tmp_path / "suite.yaml"
+    path.write_text(EXAMPLE)
+    suite = load_suite(path)
+    assert suite.suite == "support-agent"
+    assert [m.id for m in suite.metrics][-1] == "injection_resistance"
+    assert suite.metrics[4].max_regression is None
+    assert suite.metrics[1].max_regression == 0.0
+    assert suite.judge is not None and suite.judge.rubric_version == "faithfulness-r4"
+    assert suite.budgets is not None and suite.budgets.p95_latency_s == 12
+    assert suite.slices == ["intent", "language", "tool"]
+
+
+def test_metric_kinds_default_from_registry() -> None:
+    kinds = {m.id: m.kind for m in parse_suite(EXAMPLE).metrics}
+    assert kinds["faithfulness"] == "judge"
+    assert kinds["task_completion"] == "judge"
+    assert kinds["tool_correctness"] == "deterministic"
+
+
+def test_wrong_value_names_path_and_line() -> None:
+    text = EXAMPLE.replace("threshold: 0.95", "threshold: high")
+    assert problems_of(text) == [
+        "suite.yaml:17: metrics[1].threshold: Input should be a valid number, "
+        "unable to parse string as a number"
+    ]
+
+
+def test_unknown_key_is_an_error_with_its_line() -> None:
+    text = EXAMPLE.replace("  calibration_set:", "  calibraton: x\n  calibration_set:")
+    assert problems_of(text) == ["suite.yaml:11: judge.calibraton: Extra inputs are not permitted"]
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    text = EXAMPLE.replace("risk_tier: medium", "risk_tier: extreme").replace(
+        "runs_per_item: 3", "runs_per_item: 0"
+    )
+    problems = problems_of(text)
+    assert len(problems) == 2
+    assert problems[0].startswith("suite.yaml:2: risk_tier: Input should be")
+    assert problems[1].startswith("suite.yaml:7: runs_per_item: Input should be greater")
+
+
+def test_unknown_metric_without_kind_is_named() -> None:
+    text = EXAMPLE.replace("id: injection_resistance", "id: politeness")
+    assert problems_of(text) == [
+        "suite.yaml:25: metrics[4]: unknown metric id 'politeness': "
+        "declare `kind: deterministic` or `kind: judge`"
+    ]
+
+
+def test_unknown_metric_with_declared_kind_loads() -> None:
+    text = EXAMPLE.replace("id: injection_resistance", "id: politeness\n    kind: judge")
+    assert parse_suite(text).metrics[4].is_judge
+
+
+def test_judge_metric_needs_judge_section() -> None:
+    start = EXAMPLE.index("judge:")
+    text = EXAMPLE[:start] + EXAMPLE[EXAMPLE.index("metrics:") :]
+    (problem,) = problems_of(text)
+    assert "judge metrics task_completion, faithfulness need a `judge:` section" in problem
+
+
+def test_duplicate_metric_ids_are_rejected() -> None:
+    text = EXAMPLE.replace("id: argument_correctness", "id: tool_correctness")
+    (problem,) = problems_of(text)
+    assert "duplicate metric ids: tool_correctness" in problem
+
+
+def test_negative_max_regression_is_rejected() -> None:
+    text = EXAMPLE.replace("max_regression: 0.01", "max_regression: -0.01")
+    (problem,) = problems_of(text)
+    assert problem.startswith("suite.yaml:21: metrics[2].max_regression: Input should be greater")
+
+
+def test_invalid_yaml_reports_line() -> None:
+    (problem,) = problems_of(EXAMPLE.replace("tool]", "tool"))
+    assert problem.startswith("suite.yaml:") and "invalid YAML" in problem
+
+
+def test_missing_file_is_a_suite_error(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError, match="cannot read suite file"):
+        load_suite(tmp_path / "absent.yaml")

@@ -1,0 +1,229 @@
+"""Tests for collector.otlp_json: OTLP/JSON request parsing and response encoding."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+from google.protobuf import json_format, text_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1 import trace_pb2
+from pathgrade.collector.otlp_json import OtlpJsonError, parse_export_request_json, response_json
+
+# Test vector: open-telemetry/opentelemetry-proto examples/trace.json (the OTLP/JSON form) ...
+OFFICIAL_TRACE_JSON = """
+{"resourceSpans": [{"resource": {"attributes": [{"key": "service.name",
+  "value": {"stringValue": "my.service"}}]},
+ "scopeSpans": [{"scope": {"name": "my.library", "version": "1.0.0",
+   "attributes": [{"key": "my.scope.attribute",
+     "value": {"stringValue": "some scope attribute"}}]},
+  "spans": [{"traceId": "5B8EFFF798038103D269B633813FC60C", "spanId": "EEE19B7EC3C1B174",
+   "parentSpanId": "EEE19B7EC3C1B173", "name": "I'm a server span",
+   "startTimeUnixNano": 1544712660000000000, "endTimeUnixNano": 1544712661000000000,
+   "kind": 2, "attributes": [{"key": "my.span.attr", "value": {"stringValue": "some value"}}]
+  }]}]}]}
+"""
+# ... and the same request as protobuf text: examples/trace.protobuf-text of that repository.
+OFFICIAL_TRACE_TEXT = r"""
+resource_spans: [{
+  resource: {attributes: [{key: "service.name", value: {string_value: "my.service"}}]},
+  scope_spans: [{
+    scope: {name: "my.library", version: "1.0.0",
+      attributes: [{key: "my.scope.attribute", value: {string_value: "some scope attribute"}}]},
+    spans: [{
+      trace_id: "\x5B\x8E\xFF\xF7\x98\x03\x81\x03\xD2\x69\xB6\x33\x81\x3F\xC6\x0C",
+      span_id: "\xEE\xE1\x9B\x7E\xC3\xC1\xB1\x74",
+      parent_span_id: "\xEE\xE1\x9B\x7E\xC3\xC1\xB1\x73",
+      name: "I'm a server span",
+      start_time_unix_nano: 1544712660000000000,
+      end_time_unix_nano: 1544712661000000000,
+      kind: 2,
+      attributes: [{key: "my.span.attr", value: {string_value: "some value"}}]
+    }]
+  }]
+}]
+"""
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+SPAN_ID = "00f067aa0ba902b7"
+PARENT_ID = "53995c3f42cd8ad8"
+
+
+def _span_json(**fields: Any) -> dict[str, Any]:
+    return {"traceId": TRACE_ID, "spanId": SPAN_ID, "name": "chat", **fields}
+
+
+def _body(*spans: dict[str, Any]) -> bytes:
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]}).encode()
+
+
+def _only_span(request: ExportTraceServiceRequest) -> trace_pb2.Span:
+    (span,) = request.resource_spans[0].scope_spans[0].spans
+    return span
+
+
+def _to_otlp_json(request: ExportTraceServiceRequest) -> bytes:
+    """Encode `request` as OTLP/JSON the way SDK exporters do: hex ids, integer enums."""
+    document = json_format.MessageToDict(request, use_integers_for_enums=True)
+    for resource_spans in document.get("resourceSpans", []):
+        for scope_spans in resource_spans.get("scopeSpans", []):
+            for span in scope_spans.get("spans", []):
+                for holder in [span, *span.get("links", [])]:
+                    for key in ("traceId", "spanId", "parentSpanId"):
+                        if key in holder:
+                            holder[key] = base64.b64decode(holder[key]).hex()
+    return json.dumps(document).encode()
+
+
+def test_official_example_matches_its_protobuf_text() -> None:
+    expected = text_format.Parse(OFFICIAL_TRACE_TEXT, ExportTraceServiceRequest())
+    assert parse_export_request_json(OFFICIAL_TRACE_JSON.encode()) == expected
+
+
+def test_round_trip_of_a_rich_request() -> None:
+    span = trace_pb2.Span(
+        trace_id=bytes.fromhex(TRACE_ID),
+        span_id=bytes.fromhex(SPAN_ID),
+        parent_span_id=bytes.fromhex(PARENT_ID),
+        name="execute_tool search",
+        kind=trace_pb2.Span.SPAN_KIND_CLIENT,
+        start_time_unix_nano=2**62,
+        end_time_unix_nano=2**62 + 5,
+        status=trace_pb2.Status(code=trace_pb2.Status.STATUS_CODE_ERROR, message="boom"),
+        attributes=[
+            KeyValue(key="s", value=AnyValue(string_value="x")),
+            KeyValue(key="i", value=AnyValue(int_value=-(2**63))),
+            KeyValue(key="d", value=AnyValue(double_value=1.5)),
+            KeyValue(key="b", value=AnyValue(bytes_value=b"\x00\xff")),
+        ],
+        events=[trace_pb2.Span.Event(time_unix_nano=7, name="gen_ai.choice")],
+        links=[trace_pb2.Span.Link(trace_id=bytes(15) + b"\x01", span_id=bytes(7) + b"\x02")],
+    )
+    request = ExportTraceServiceRequest()
+    request.resource_spans.add().scope_spans.add().spans.append(span)
+    assert parse_export_request_json(_to_otlp_json(request)) == request
+
+
+def test_ids_are_hex_including_links() -> None:
+    link = {"traceId": TRACE_ID.upper(), "spanId": PARENT_ID}
+    span = _only_span(
+        parse_export_request_json(_body(_span_json(parentSpanId=PARENT_ID, links=[link])))
+    )
+    assert span.trace_id.hex() == TRACE_ID
+    assert span.span_id.hex() == SPAN_ID
+    assert span.parent_span_id.hex() == PARENT_ID
+    assert span.links[0].trace_id.hex() == TRACE_ID
+    assert span.links[0].span_id.hex() == PARENT_ID
+
+
+def test_empty_ids_stay_empty_for_validation_to_judge() -> None:
+    span = _only_span(parse_export_request_json(_body(_span_json(traceId="", parentSpanId=""))))
+    assert span.trace_id == b""
+    assert span.parent_span_id == b""
+
+
+def test_snake_case_enum_names_and_string_ints_are_accepted() -> None:
+    camel = _span_json(kind=3, startTimeUnixNano="10", endTimeUnixNano=20, status={"code": 2})
+    snake = {
+        "trace_id": TRACE_ID,
+        "span_id": SPAN_ID,
+        "name": "chat",
+        "kind": "SPAN_KIND_CLIENT",
+        "start_time_unix_nano": 10,
+        "end_time_unix_nano": "20",
+        "status": {"code": "STATUS_CODE_ERROR"},
+    }
+    snake_body = json.dumps({"resource_spans": [{"scope_spans": [{"spans": [snake]}]}]})
+    from_camel = parse_export_request_json(_body(camel))
+    assert parse_export_request_json(snake_body.encode()) == from_camel
+    span = _only_span(from_camel)
+    assert span.kind == trace_pb2.Span.SPAN_KIND_CLIENT
+    assert (span.start_time_unix_nano, span.end_time_unix_nano) == (10, 20)
+    assert span.status.code == trace_pb2.Status.STATUS_CODE_ERROR
+
+
+def test_unknown_fields_are_ignored() -> None:
+    document = json.loads(_body(_span_json(futureField={"x": 1})))
+    document["somethingNew"] = [1, 2]
+    document["resourceSpans"][0]["extra"] = "y"
+    span = _only_span(parse_export_request_json(json.dumps(document).encode()))
+    assert span.name == "chat"
+
+
+@pytest.mark.parametrize(
+    ("span", "message"),
+    [
+        (
+            _span_json(traceId=TRACE_ID[:31]),
+            "resourceSpans[0].scopeSpans[0].spans[1].traceId: expected 32 hex characters, got 31",
+        ),
+        (
+            _span_json(spanId="zz" * 8),
+            "resourceSpans[0].scopeSpans[0].spans[1].spanId: not a hex string: 'zzzzzzzzzzzzzzzz'",
+        ),
+        (
+            _span_json(parentSpanId=12),
+            "resourceSpans[0].scopeSpans[0].spans[1].parentSpanId: expected a hex string, got int",
+        ),
+        (
+            _span_json(links=[{"traceId": TRACE_ID, "spanId": "abc"}]),
+            "resourceSpans[0].scopeSpans[0].spans[1].links[0].spanId: "
+            "expected 16 hex characters, got 3",
+        ),
+        (
+            _span_json(startTimeUnixNano="soon"),
+            "resourceSpans[0].scopeSpans[0].spans[1].startTimeUnixNano: invalid literal",
+        ),
+        (
+            _span_json(attributes=[{"key": "k", "value": {"doubleValue": "nope"}}]),
+            "resourceSpans[0].scopeSpans[0].spans[1].attributes[0].value.doubleValue: "
+            "Couldn't parse float",
+        ),
+        (
+            _span_json(events="none"),
+            "resourceSpans[0].scopeSpans[0].spans[1].events: expected a JSON array, got string",
+        ),
+    ],
+)
+def test_bad_fields_are_named_by_path(span: dict[str, Any], message: str) -> None:
+    with pytest.raises(OtlpJsonError) as info:
+        parse_export_request_json(_body(_span_json(), span))
+    assert str(info.value).startswith(message)
+
+
+def test_malformed_json_reports_line_and_column() -> None:
+    with pytest.raises(OtlpJsonError, match=r"invalid JSON: .* at line 2 column 18"):
+        parse_export_request_json(b'{"resourceSpans":\n  [{"scopeSpans" []}]}')
+
+
+def test_non_object_document_is_refused() -> None:
+    with pytest.raises(OtlpJsonError, match="request: expected a JSON object, got array"):
+        parse_export_request_json(b"[]")
+
+
+def test_error_is_a_value_error() -> None:
+    assert issubclass(OtlpJsonError, ValueError)
+
+
+def test_response_without_rejections_is_empty_object() -> None:
+    assert json.loads(response_json(0, "")) == {}
+
+
+def test_response_with_rejections_is_partial_success() -> None:
+    body = response_json(3, "span x: bad")
+    assert json.loads(body) == {
+        "partialSuccess": {"rejectedSpans": "3", "errorMessage": "span x: bad"}
+    }
+    response = json_format.Parse(body, ExportTraceServiceResponse())
+    assert response.partial_success.rejected_spans == 3
+
+
+def test_response_refuses_negative_counts() -> None:
+    with pytest.raises(ValueError, match="rejected_spans"):
+        response_json(-1, "")

@@ -1,0 +1,220 @@
+"""deploy/: the compose file, the Kubernetes manifests and the Dockerfile run pathgrade
+commands that exist with flags that parse, on the ports the collector listens on, with
+the realtime plane scaled out (its consumers share conversation turns)."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import asdict
+from typing import Any
+from unittest import mock
+
+import kubernetes_validate
+import promql_parser
+import pytest
+import yaml
+from pathgrade.collector.service import CollectorConfig
+
+from pathgrade.cli.main import build_parser
+from tests.support.paths import REPO_ROOT
+
+DEPLOY = REPO_ROOT / "deploy"
+COMPOSE_DEFAULT = re.compile(r"\$\{[A-Z_]+:-([^}]*)\}")  # ${VAR:-default}
+K8S_VARIABLE = re.compile(r"\$\(([A-Z_]+)\)")  # $(VAR), expanded by Kubernetes from env
+COLLECTOR_PORTS = tuple(CollectorConfig.model_fields[f].default for f in ("grpc_port", "http_port"))
+K8S_VERSION = "1.30"  # the oldest Kubernetes the manifests are meant for
+K8S_VALUES = {"KAFKA_BOOTSTRAP": "kafka-0:9092", "PATHGRADE_CLICKHOUSE": "http://u:p@ch:8123/db"}
+STORE_BOXES = {"migrate", "store-writer", "realtime", "scorer"}
+
+
+def compose_services() -> dict[str, Any]:
+    return yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+
+
+def kubernetes_objects() -> list[dict[str, Any]]:
+    return list(yaml.safe_load_all((DEPLOY / "kubernetes" / "pathgrade.yaml").read_text()))
+
+
+def pathgrade_containers() -> list[dict[str, Any]]:
+    return [
+        container
+        for obj in kubernetes_objects()
+        if obj["kind"] in ("Job", "Deployment", "StatefulSet")
+        for container in obj["spec"]["template"]["spec"]["containers"]
+    ]
+
+
+def parsed(argv: list[str], environ: dict[str, str] | None = None) -> Any:
+    """The pathgrade command line `argv` as the CLI parses it in a process with `environ`
+    (SystemExit if it does not parse)."""
+    with mock.patch.dict(os.environ, environ or {}, clear=True):
+        return build_parser().parse_args(argv)
+
+
+def compose_args(service: dict[str, Any]) -> Any:
+    """A compose service's command, parsed with its environment (defaults resolved)."""
+    environ = {k: COMPOSE_DEFAULT.sub(r"\1", str(v)) for k, v in service["environment"].items()}
+    return parsed([COMPOSE_DEFAULT.sub(r"\1", str(w)) for w in service["command"]], environ)
+
+
+def kubernetes_args(container: dict[str, Any]) -> Any:
+    """A container's args, `$(VAR)` expanded from its env, parsed with that env."""
+    environ = {e["name"]: K8S_VALUES[e["name"]] for e in container.get("env", [])}
+    for word in container["args"]:
+        for name in K8S_VARIABLE.findall(word):
+            assert name in environ, f"{container['name']}: $({name}) is not in its env"
+    argv = [K8S_VARIABLE.sub(lambda m: environ[m[1]], word) for word in container["args"]]
+    assert "--clickhouse" not in argv  # the URL holds a password: from the environment
+    return parsed(argv, environ)
+
+
+def test_every_compose_box_runs_a_pathgrade_command_that_parses() -> None:
+    services = compose_services()
+    boxes = {name: s for name, s in services.items() if s.get("image") == "pathgrade:latest"}
+    commands = {name: compose_args(s).command for name, s in boxes.items()}
+    assert commands == {
+        "topics": "topics", "migrate": "migrate", "collector": "collector",
+        "store-writer": "store-writer", "realtime": "realtime", "scorer": "scorer",
+    }  # fmt: skip
+    for name, service in boxes.items():
+        args = compose_args(service)
+        if hasattr(args, "kafka"):
+            assert args.kafka == "kafka:9092", name
+        assert "--clickhouse" not in service["command"], name
+        if name in STORE_BOXES:
+            assert args.clickhouse == "http://pathgrade:pathgrade@clickhouse:8123/pathgrade"
+    collector = compose_args(services["collector"])
+    grpc, http = COLLECTOR_PORTS
+    assert collector.listen_host == "0.0.0.0"
+    assert services["collector"]["ports"] == [f"{grpc}:{grpc}", f"{http}:{http}"]
+    spill = services["collector"]["volumes"][0].split(":")[1]
+    assert str(collector.spill_dir) == spill  # the spill survives a container restart
+
+
+def test_long_running_boxes_serve_metrics_where_their_pods_say_prometheus_scrapes() -> None:
+    served = {}
+    for obj in kubernetes_objects():
+        if obj["kind"] not in ("Deployment", "StatefulSet"):
+            continue
+        annotations = obj["spec"]["template"]["metadata"].get("annotations", {})
+        for container in obj["spec"]["template"]["spec"]["containers"]:
+            listen = kubernetes_args(container).metrics_listen
+            if listen is None:
+                continue
+            ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+            assert listen == ("0.0.0.0", ports["metrics"]), container["name"]
+            assert annotations["prometheus.io/scrape"] == "true"
+            assert int(annotations["prometheus.io/port"]) == ports["metrics"]
+            served[container["name"]] = listen[1]
+    assert served.keys() == {"collector", "store-writer", "realtime", "scorer"}
+
+
+def test_every_kubernetes_container_runs_a_pathgrade_command_that_parses() -> None:
+    commands = {c["name"]: kubernetes_args(c).command for c in pathgrade_containers()}
+    for container in pathgrade_containers():
+        if container["name"] in STORE_BOXES:  # the store's URL comes from the Secret
+            assert kubernetes_args(container).clickhouse == K8S_VALUES["PATHGRADE_CLICKHOUSE"]
+    assert commands == {
+        "topics": "topics", "migrate": "migrate", "collector": "collector",
+        "store-writer": "store-writer", "realtime": "realtime", "scorer": "scorer",
+    }  # fmt: skip
+    collector = next(c for c in pathgrade_containers() if c["name"] == "collector")
+    ports = {p["name"]: p["containerPort"] for p in collector["ports"] if p["name"] != "metrics"}
+    assert ports == dict(zip(("otlp-grpc", "otlp-http"), COLLECTOR_PORTS, strict=True))
+    (service,) = [o for o in kubernetes_objects() if o["kind"] == "Service"]
+    assert {p["targetPort"]: p["port"] for p in service["spec"]["ports"]} == ports
+    args = kubernetes_args(collector)
+    assert args.listen_host == "0.0.0.0"
+    (mount,) = collector["volumeMounts"]
+    assert str(args.spill_dir) == mount["mountPath"]  # the spill is on a persistent volume
+    (statefulset,) = [o for o in kubernetes_objects() if o["kind"] == "StatefulSet"]
+    assert [t["metadata"]["name"] for t in statefulset["spec"]["volumeClaimTemplates"]] == [
+        mount["name"]
+    ]
+
+
+def test_the_kubernetes_objects_match_the_kubernetes_api_schemas() -> None:
+    """Strict validation (unknown fields are errors) against the API's OpenAPI schemas
+    shipped with kubernetes-validate: what `kubectl apply` would reject, caught here."""
+    objects = kubernetes_objects()
+    for obj in objects:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    broken = {**objects[-1], "spec": {**objects[-1]["spec"], "replica": 2}}  # a typo
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, K8S_VERSION, strict=True)
+
+
+def test_the_realtime_plane_is_scaled_out_with_shared_conversation_history() -> None:
+    realtime = compose_services()["realtime"]
+    assert realtime["deploy"]["replicas"] >= 2
+    assert not compose_args(realtime).no_shared_history
+    (deployment,) = [
+        o for o in kubernetes_objects() if o["metadata"]["name"] == "pathgrade-realtime"
+    ]
+    assert deployment["spec"]["replicas"] >= 2
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert not kubernetes_args(container).no_shared_history
+    topics = next(c for c in pathgrade_containers() if c["name"] == "topics")
+    assert kubernetes_args(topics).partitions >= deployment["spec"]["replicas"]
+
+
+def test_the_image_holds_every_package_the_distribution_installs() -> None:
+    pyproject = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text())
+    folders = set(pyproject["tool"]["setuptools"]["package-dir"].values())
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    assert set(re.findall(r"^COPY (\w+) \1$", dockerfile, re.M)) == folders
+    assert '\nENTRYPOINT ["pathgrade"]\n' in dockerfile
+
+
+@pytest.mark.parametrize("argv", [["topics"], ["realtime", "--kafka", "k:1", "--bogus"]])
+def test_the_checks_have_teeth(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        parsed(argv)
+
+
+def exported_metrics() -> set[str]:
+    """Every metric name the production boxes serve: their counters' dataclass fields and
+    the levels each `counters()` adds (kept in step with RealtimePlane.counters and
+    Collector.counters by hand)."""
+    from pathgrade.batch_plane.scoring.online import OnlineScorerStats
+    from pathgrade.batch_plane.store.writer import StoreWriterStats
+    from pathgrade.collector.pipeline import IngestCounters
+    from pathgrade.realtime_plane.assembler import AssemblerStats
+    from pathgrade.realtime_plane.delays import MAX, P50, P99
+    from pathgrade.realtime_plane.plane import RealtimeCounters
+    from pathgrade.realtime_plane.sinks import WebhookStats
+
+    from pathgrade.web.metrics import metric_name
+
+    webhook = {f"webhook_{k}" for k in asdict(WebhookStats()) if k != "latest_error"}
+    counters = {
+        "collector": {*asdict(IngestCounters()), "spill_bytes"},
+        "store_writer": set(asdict(StoreWriterStats())),
+        "realtime": {
+            *asdict(RealtimeCounters()), *asdict(AssemblerStats()), *webhook,
+            "traces_held", "spans_held", "duplicates_suppressed", "alerts_rejected",
+            P50, P99, MAX,
+        },
+        "scorer": set(asdict(OnlineScorerStats())),
+    }  # fmt: skip
+    return {metric_name(process, c) for process, names in counters.items() for c in names}
+
+
+def test_prometheus_rules_parse_and_name_only_exported_metrics() -> None:
+    document = yaml.safe_load((DEPLOY / "prometheus" / "pathgrade-rules.yaml").read_text())
+    (group,) = document["groups"]
+    exported = exported_metrics()
+    assert {
+        "pathgrade_collector_spill_bytes",
+        "pathgrade_realtime_webhook_failed_total",
+    } <= exported
+    names = [rule["alert"] for rule in group["rules"]]
+    assert len(names) == len(set(names)) >= 6
+    for rule in group["rules"]:
+        promql_parser.parse(rule["expr"])  # raises ValueError naming the syntax error
+        used = set(re.findall(r"pathgrade_\w+", rule["expr"]))
+        assert used and used <= exported, (rule["alert"], used - exported)
+        assert rule["labels"]["severity"] in {"info", "warning", "critical"}
+        assert rule["annotations"]["summary"] and rule["annotations"]["description"]

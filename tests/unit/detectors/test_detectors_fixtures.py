@@ -1,0 +1,265 @@
+"""A small builder of canonical traces for detector tests, and tests of the shared pieces
+(TraceView indexes, finding keys, run_detectors, the latency budget)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from pathgrade.detectors import REGISTRY, Finding, default_policy, run_detectors
+from pathgrade.detectors.conventions import Conventions, ToolEffects
+from pathgrade.detectors.view import DetectorContext, TraceView, turn_digest
+from pathgrade.schemas import genai
+from pathgrade.schemas.model import GenAIFields, Span, Trace
+
+from tests.support.paths import REPO_ROOT
+
+
+class TraceBuilder:
+    """Builds one agent turn: a root invoke_agent span with chat and tool spans under it."""
+
+    def __init__(
+        self,
+        trace_id: str = "a" * 32,
+        *,
+        turn_kind: str | None = "action",
+        identity: str | None = "cust-1",
+        answer: str | None = "All done.",
+        agent: str = "support-agent",
+        root_attributes: dict[str, Any] | None = None,
+    ) -> None:
+        self.trace_id = trace_id
+        self.clock = 1_000
+        self.spans: list[Span] = []
+        attributes = dict(root_attributes or {})
+        if turn_kind is not None:
+            attributes[genai.PG_TURN_KIND] = turn_kind
+        if identity is not None:
+            attributes[genai.ENDUSER_ID] = identity
+        output = _messages([_text(answer)]) if answer is not None else ""
+        self.root = self._span(
+            "invoke_agent " + agent,
+            GenAIFields(operation="invoke_agent", agent_name=agent, output_messages=output),
+            attributes,
+            parent="",
+        )
+
+    def chat(
+        self,
+        *,
+        calls: list[tuple[str, str]] = (),  # type: ignore[assignment]
+        text: str | None = None,
+        tokens: tuple[int | None, int | None] = (100, 20),
+        model: str = "gpt-4o-mini",
+        finish: tuple[str, ...] = ("stop",),
+        attributes: dict[str, Any] | None = None,
+        input_messages: list[dict[str, Any]] | None = None,
+    ) -> Span:
+        """A chat span requesting `calls` ((call id, tool name)) and/or answering `text`."""
+        parts = [
+            {"type": "tool_call", "id": cid, "name": name, "arguments": {}} for cid, name in calls
+        ]
+        if text is not None:
+            parts.append(_text(text))
+        fields = GenAIFields(
+            operation="chat",
+            provider_name="openai",
+            request_model=model,
+            response_model=model,
+            input_tokens=tokens[0],
+            output_tokens=tokens[1],
+            finish_reasons=list(finish),
+            output_messages=_messages(parts) if parts else "",
+            input_messages=json.dumps(input_messages) if input_messages else "",
+        )
+        return self._span("chat " + model, fields, attributes or {})
+
+    def tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        call_id: str = "",
+        effect: str | None = None,
+        result: str = "",
+        error: str = "",
+        idempotency_key: str = "",
+        agent: str = "",
+    ) -> Span:
+        """An execute_tool span; `arguments=None` means arguments were not captured."""
+        attributes: dict[str, Any] = {}
+        if effect:
+            attributes[genai.PG_TOOL_EFFECT] = effect
+        if idempotency_key:
+            attributes[genai.PG_IDEMPOTENCY_KEY] = idempotency_key
+        fields = GenAIFields(
+            operation="execute_tool",
+            tool_name=name,
+            tool_call_id=call_id,
+            tool_arguments=json.dumps(arguments) if arguments is not None else "",
+            tool_result=result,
+            error_type=error,
+            agent_name=agent,
+        )
+        span = self._span("execute_tool " + name, fields, attributes)
+        if error:
+            span.status_code = "Error"
+        return span
+
+    def build(self) -> Trace:
+        self.root.end_ns = self.clock + 10
+        return Trace("default", self.trace_id, list(self.spans))
+
+    def _span(
+        self, name: str, fields: GenAIFields, attributes: dict[str, Any], parent: str = "r"
+    ) -> Span:
+        span_id = f"{len(self.spans) + 1:016x}"
+        span = Span(
+            tenant="default",
+            trace_id=self.trace_id,
+            span_id=span_id,
+            parent_span_id=self.root.span_id if parent else "",
+            name=name,
+            kind="Internal",
+            start_ns=self.clock,
+            end_ns=self.clock + 10,
+            attributes=attributes,
+            genai=fields,
+        )
+        self.clock += 20
+        self.spans.append(span)
+        return span
+
+
+def _text(content: str) -> dict[str, Any]:
+    return {"type": "text", "content": content}
+
+
+def _messages(parts: list[dict[str, Any]]) -> str:
+    return json.dumps([{"role": "assistant", "parts": parts}])
+
+
+def detect(
+    code: str,
+    trace: Trace,
+    params: dict[str, Any] | list[Any] | None = None,
+    context: DetectorContext | None = None,
+) -> list[Finding]:
+    """Run the one detector `code` with `params` over `trace`."""
+    rule = REGISTRY[code]
+    context = context or DetectorContext()
+    assert rule.function is not None
+    return rule.function(
+        TraceView(trace, context.conventions), rule.params.model_validate(params or {}), context
+    )
+
+
+def history_of(*earlier: Trace) -> DetectorContext:
+    """A detector context whose history is the digests of the `earlier` turns."""
+    return DetectorContext(history=[turn_digest(TraceView(t, Conventions()), "c") for t in earlier])
+
+
+def clean_refund_trace(trace_id: str = "a" * 32) -> Trace:
+    """A well-behaved 10-span turn: lookup, confirm-free write, final answer."""
+    b = TraceBuilder(trace_id, answer="I have refunded order ORD-123456 to your card.")
+    b.chat(calls=[("c1", "lookup_order")])
+    b.tool(
+        "lookup_order",
+        {"order_id": "ORD-123456", "customer_id": "cust-1"},
+        call_id="c1",
+        effect="read",
+        result='{"status": "delivered"}',
+    )
+    b.chat(calls=[("c2", "get_policy")])
+    b.tool("get_policy", {"topic": "refunds"}, call_id="c2", effect="read", result="30 days")
+    b.chat(calls=[("c3", "issue_refund")])
+    b.tool(
+        "issue_refund",
+        {"order_id": "ORD-123456", "customer_id": "cust-1", "amount": 20},
+        call_id="c3",
+        effect="write",
+        idempotency_key="k1",
+    )
+    b.chat(calls=[("c4", "send_receipt")])
+    b.tool("send_receipt", {"order_id": "ORD-123456"}, call_id="c4", effect="read")
+    b.chat(text="I have refunded order ORD-123456 to your card.")
+    return b.build()
+
+
+def test_clean_trace_has_ten_spans_and_no_findings_under_default_policy() -> None:
+    trace = clean_refund_trace()
+    assert len(trace.spans) == 10
+    assert run_detectors(trace, default_policy().resolve()) == []
+
+
+def test_view_parses_arguments_and_resolves_effect_policy_first() -> None:
+    b = TraceBuilder()
+    b.tool("issue_refund", {"amount": 5}, effect="read")
+    b.tool("lookup", None)
+    conventions = Conventions(tools=ToolEffects(writes=frozenset({"issue_refund"})))
+    refund, lookup = TraceView(b.build(), conventions).tool_calls
+    assert refund.arguments == {"amount": 5} and refund.effect == "write" and refund.is_write
+    assert lookup.arguments is None and lookup.signature is None and lookup.effect is None
+
+
+def test_signature_ignores_key_order_and_idempotency_argument() -> None:
+    b = TraceBuilder()
+    b.tool("change_plan", {"plan": "gold", "account_id": "a", "idempotency_key": "1"})
+    b.tool("change_plan", {"account_id": "a", "plan": "gold", "idempotency_key": "2"})
+    first, second = TraceView(b.build(), Conventions()).tool_calls
+    assert first.signature == second.signature
+    assert (first.idempotency_key, second.idempotency_key) == ("1", "2")
+
+
+def test_final_answer_is_empty_when_last_model_output_requests_tools() -> None:
+    b = TraceBuilder(answer=None)
+    b.chat(calls=[("c1", "lookup")])
+    assert TraceView(b.build(), Conventions()).final_answer == ""
+    assert TraceView(TraceBuilder(answer=None).build(), Conventions()).final_answer is None
+
+
+def test_finding_key_is_stable_when_trace_grows_but_differs_across_problems() -> None:
+    def loop_finding(repeats: int) -> Finding:
+        b = TraceBuilder()
+        for _ in range(repeats):
+            b.tool("search", {"q": "x"})
+        (finding,) = detect("PG107", b.build())
+        return finding
+
+    four, five = loop_finding(4), loop_finding(5)
+    assert four.details["count"] != five.details["count"]
+    assert four.key == five.key
+    b = TraceBuilder()
+    for _ in range(4):
+        b.tool("search", {"q": "y"})
+    assert detect("PG107", b.build())[0].key != four.key
+
+
+def test_every_rule_is_documented_and_named_in_kebab_case() -> None:
+    assert len(REGISTRY) == 18
+    for code, rule in REGISTRY.items():
+        assert code == rule.code and code.startswith("PG1")
+        assert rule.name == rule.name.lower() and " " not in rule.name
+        assert len(rule.doc) > 80 and rule.reads
+
+
+def test_eighteen_detectors_over_ten_spans_take_well_under_a_millisecond() -> None:
+    trace = clean_refund_trace()
+    policy = default_policy().resolve()
+    run_detectors(trace, policy)  # warm caches (price table, regexes)
+    batches = []
+    for _ in range(7):  # best batch: the cost of the code, not of other processes on the box
+        started = time.perf_counter()
+        for _ in range(100):
+            run_detectors(trace, policy)
+        batches.append((time.perf_counter() - started) / 100 * 1000)
+    print(f"run_detectors, 18 detectors over 10 spans: {min(batches):.3f} ms per trace")
+    assert min(batches) < 1.0
+
+
+def test_catalogue_documents_every_rule() -> None:
+    catalogue = (REPO_ROOT / "docs" / "detectors.md").read_text()
+    for code, rule in REGISTRY.items():
+        assert f"## {code} `{rule.name}` ({rule.severity})" in catalogue
+        assert f"`{rule.policy_key}`" in catalogue

@@ -1,0 +1,123 @@
+"""The stack's status line and `pathgrade status` report, from counter snapshots."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pathgrade.realtime_plane.delays import P99
+
+from pathgrade.stack.status import status_line, status_report, summed
+from pathgrade.stack.store_access import StatusUnavailable, stack_status
+from pathgrade.web.endpoint import QueryServer
+
+
+def snapshot(
+    at: float, accepted: int, stored: int, evaluated: list[int | None], **extra: Any
+) -> dict:
+    collector = {"requests": 1, "accepted_spans": accepted, "rejected_spans": 0, "spill_bytes": 0}
+    return {
+        "taken_at": at,
+        "collector": {**collector, **extra.get("collector", {})},
+        "store_writer": {"messages": 1, "spans": stored, "inserts": 1, "undecodable_messages": 0,
+                         "rejected_spans": extra.get("not_storable", 0)},
+        "realtime": [
+            None if n is None else {"traces_evaluated": n, "alerts": n // 10, "traces_held": 3}
+            for n in evaluated
+        ],
+        "broker_rss_bytes": extra.get("rss"),
+    }  # fmt: skip
+
+
+def test_line_gives_totals_and_rates_over_the_interval() -> None:
+    before = snapshot(100.0, 1_000, 900, [100, 50])
+    now = snapshot(110.0, 21_000, 10_900, [2_100, 1_050], rss=200 * 1024 * 1024)
+    line = status_line(now, before)
+    assert line == (
+        "status: in 21,000 spans (2,000/s) | stored 10,900 (1,000/s) | evaluated 3,150 traces "
+        "(300/s), 315 alerts, 6 held | broker 200 MB"
+    )
+
+
+def test_no_line_when_nothing_moved_and_a_first_line_without_rates() -> None:
+    first = snapshot(100.0, 5, 5, [1])
+    assert (
+        status_line(first) == "status: in 5 spans | stored 5 | evaluated 1 traces, 0 alerts, 3 held"
+    )
+    later = snapshot(130.0, 5, 5, [1], rss=1)  # only time and memory changed
+    assert status_line(later, first) is None
+
+
+def test_line_names_what_needs_attention() -> None:
+    before = snapshot(0.0, 10, 10, [5, 5])
+    now = snapshot(
+        10.0, 20, 15, [None, 9], collector={"rejected_spans": 2, "spill_bytes": 3 * 1024 * 1024},
+        not_storable=1,
+    )  # fmt: skip
+    line = status_line(now, before)
+    assert line is not None
+    assert "2 rejected, spill 3.0 MB" in line and "1 not storable" in line
+    assert "(1 of 2 realtime processes not answering)" in line
+    restarted = snapshot(20.0, 3, 15, [9, 9])  # the collector restarted: no negative rate
+    assert "in 3 spans |" in (status_line(restarted, now) or "")
+    silent = {**now, "collector": None, "realtime": [None]}
+    assert "collector not answering" in (status_line(silent, before) or "")
+    assert "realtime not answering" in (status_line(silent, before) or "")
+
+
+def test_the_final_line_is_labelled_stopped() -> None:
+    final = snapshot(10.0, 20, 20, [4])
+    assert status_line(final, label="stopped") == (
+        "stopped: in 20 spans | stored 20 | evaluated 4 traces, 0 alerts, 3 held"
+    )
+
+
+def test_line_gives_the_slowest_realtime_process_detection_delay() -> None:
+    now = snapshot(10.0, 20, 15, [9, 9, None])
+    now["realtime"][0][P99] = 1.234
+    now["realtime"][1][P99] = 2.75
+    assert "6 held, p99 delay 2.8 s (1 of 3" in (status_line(now) or "")
+    quiet = snapshot(10.0, 20, 15, [9])  # nothing evaluated on a quiet window yet
+    assert "delay" not in (status_line(quiet) or "")
+
+
+def test_report_lists_every_process() -> None:
+    now = snapshot(10.0, 20, 15, [None, 9])
+    report = status_report({"snapshot": now, "line": "status: x"})
+    lines = report.splitlines()
+    assert lines[0] == "status: x"
+    assert lines[1].split() == ["collector", "accepted_spans=20", "rejected_spans=0",
+                                "requests=1", "spill_bytes=0"]  # fmt: skip
+    assert lines[3].split() == ["realtime-1", "not", "answering"]
+    assert "traces_evaluated=9" in lines[4] and lines[2].lstrip().startswith("store writer")
+
+
+def test_status_of_a_directory_without_a_running_stack_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StatusUnavailable, match="no running `pathgrade up`"):
+        stack_status(tmp_path)
+    (tmp_path / "stack.json").write_text('{"query_url": "http://127.0.0.1:9"}')
+    with pytest.raises(StatusUnavailable, match=r"did not answer.*is it running"):
+        stack_status(tmp_path)
+
+
+def test_status_is_served_by_the_store_owners_endpoint_once_taken(tmp_path: Path) -> None:
+    server = QueryServer(store=None)  # type: ignore[arg-type]  # /status reads no store
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        (tmp_path / "stack.json").write_text(json.dumps({"query_url": server.url}))
+        with pytest.raises(StatusUnavailable, match="no status yet"):
+            stack_status(tmp_path)
+        document = {"snapshot": snapshot(1.0, 2, 2, [1]), "line": "status: in 2 spans"}
+        server.status = document
+        assert stack_status(tmp_path) == document
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_counter_sets_add_key_by_key_and_skip_what_is_not_a_count() -> None:
+    assert summed([{"a": 1, "b": 2, "note": "x"}, {"a": 3, "c": 0}, {}]) == {"a": 4, "b": 2, "c": 0}
+    assert summed([]) == {}

@@ -1,0 +1,71 @@
+"""The realtime plane's alert table sink over the real embedded store, directly and
+through the store owner's loopback endpoint: a row the store cannot encode is found by
+halving, logged and dropped, and every other alert of the batch is stored."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from pathgrade.batch_plane.store.client import ClientStore, QueryError, RowsRejected
+from pathgrade.realtime_plane.sinks import StoreAlertSink
+from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
+
+from pathgrade.web.endpoint import QueryServer, RemoteStore
+from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
+from tests.unit.realtime_plane.test_realtime_webhook import alert
+
+
+@pytest.fixture(scope="module")
+def remote(store: ClientStore) -> Iterator[RemoteStore]:
+    server = QueryServer(store)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield RemoteStore(server.url)
+    server.shutdown()
+
+
+def poisoned(alert: Alert) -> list:
+    """The alert's row with a detection time no Int64 column holds."""
+    row = alert.row()
+    row[ALERT_COLUMNS.index("DetectedAtNs")] = 2**70
+    return row
+
+
+def stored_keys(store: ClientStore, prefix: str) -> set[str]:
+    rows = store.query(
+        "SELECT AlertKey FROM alerts_view WHERE startsWith(AlertKey, {p:String})", {"p": prefix}
+    ).rows
+    return {key for (key,) in rows}
+
+
+@pytest.mark.parametrize("via", ["direct", "remote"])
+def test_a_rejected_row_is_dropped_and_the_others_are_stored(
+    store: ClientStore, remote: RemoteStore, via: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    sink = StoreAlertSink(store if via == "direct" else remote)
+    good = [alert(f"PG1{i:02d}").model_copy(update={"alert_key": f"{via}-{i}"}) for i in range(5)]
+    bad = alert("PG199").model_copy(update={"alert_key": f"{via}-bad"})
+    sink.add(good[:2])
+    sink.pending.append(poisoned(bad))
+    sink.add(good[2:])
+    sink.flush()
+    assert sink.pending == [] and sink.rejected == 1 and sink.inserted == 5
+    assert stored_keys(store, f"{via}-") == {a.alert_key for a in good}
+    assert f"{via}-bad" in caplog.text and "rejected by the store" in caplog.text
+
+
+def test_the_endpoint_tells_a_rejection_from_other_failures(
+    store: ClientStore, remote: RemoteStore
+) -> None:
+    with pytest.raises(RowsRejected):
+        remote.insert("alerts", [poisoned(alert())], list(ALERT_COLUMNS))
+    with pytest.raises(QueryError) as failure:
+        remote.insert("no_such_table", [alert().row()], list(ALERT_COLUMNS))
+    assert not isinstance(failure.value, RowsRejected)
+    sink = StoreAlertSink(remote)
+    sink.pending.append(alert().row())
+    sink.store = RemoteStore("http://127.0.0.1:9")  # nobody listens: not a rejection
+    with pytest.raises(QueryError):
+        sink.flush()
+    assert len(sink.pending) == 1 and sink.rejected == 0  # kept for the next try

@@ -1,0 +1,73 @@
+"""The realtime plane hands alerts to its sinks in groups, not one evaluation at a time, and
+never commits past alerts it has not handed over."""
+
+from __future__ import annotations
+
+from pathgrade.realtime_plane.assembler import DueTrace
+from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.realtime_plane.evaluate import Evaluation
+from pathgrade.realtime_plane.plane import ALERTS_PER_DELIVERY, RealtimePlane
+from pathgrade.schemas.alerts import Alert
+from pathgrade.schemas.model import Span, Trace
+
+
+class RecordingSink:
+    """Stands in for the webhook sink: records each `add` call's alerts."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def add(self, alerts: list[Alert]) -> None:
+        self.calls.append([alert.alert_key for alert in alerts])
+
+
+def plane_with_sink() -> tuple[RealtimePlane, RecordingSink]:
+    config = RealtimeConfig(
+        bootstrap_servers="127.0.0.1:1", alerts_topic=None, sampled_topic=None, turns_topic=None
+    )
+    plane = RealtimePlane(config)
+    sink = RecordingSink()
+    plane.webhook = sink  # type: ignore[assignment]
+    return plane, sink
+
+
+def alert(trace_id: str, span_id: str, key: str) -> Alert:
+    return Alert(
+        alert_key=key, code="PG101", name="tool_error", severity="high", kind="violation",
+        reason="failed", trace_id=trace_id, span_id=span_id, tenant="t", service="s",
+        agent="a", conversation_id="", risk_tier="medium", policy="default",
+        trace_start_ns=1, trace_end_ns=2, detected_at_ns=3,
+    )  # fmt: skip
+
+
+def evaluation(number: int, alerts: int) -> Evaluation:
+    trace_id = f"{number:032x}"
+    span = Span("t", trace_id, "00000000000000aa", "", "invoke_agent", "Internal", 1, 2)
+    found = [alert(trace_id, span.span_id, f"{number}-{k}") for k in range(alerts)]
+    due = DueTrace(Trace("t", trace_id, [span]), "max_age", False)
+    return Evaluation(due, "s", "a", "", "medium", [], found, None)
+
+
+def test_alerts_reach_the_sinks_in_groups_and_all_of_them_at_the_end_of_a_poll() -> None:
+    plane, sink = plane_with_sink()
+    for number in range(ALERTS_PER_DELIVERY):  # 2 alerts per trace
+        plane._emit(evaluation(number, 2))
+    assert [len(call) for call in sink.calls] == [ALERTS_PER_DELIVERY] * 2
+    plane._emit(evaluation(99, 1))
+    plane._emit(evaluation(100, 0))
+    assert len(sink.calls) == 2  # the rest waits for the end of the poll
+    plane._deliver_alerts()
+    assert sink.calls[-1] == ["99-0"]
+    plane._deliver_alerts()
+    assert len(sink.calls) == 3  # nothing new: no empty hand-over
+    delivered = [key for call in sink.calls for key in call]
+    assert len(delivered) == len(set(delivered)) == 2 * ALERTS_PER_DELIVERY + 1
+    assert plane.counters_.alerts == 2 * ALERTS_PER_DELIVERY + 1
+
+
+def test_committing_hands_over_alerts_a_failed_poll_left_behind() -> None:
+    plane, sink = plane_with_sink()
+    plane._emit(evaluation(1, 1))
+    assert sink.calls == []
+    plane._flush_and_commit()  # no partitions assigned: nothing to commit, alerts handed over
+    assert sink.calls == [["1-0"]]
