@@ -122,7 +122,7 @@ def migrations_table_comment(client: ClickHouseClient) -> str | None:
 def bundled_migrations() -> list[Migration]:
     """The migrations shipped with pathgrade, ordered by version."""
     found = []
-    for entry in resources.files("schemas").joinpath("migrations").iterdir():
+    for entry in resources.files("pathgrade.schemas").joinpath("migrations").iterdir():
         match = _FILE_NAME.match(entry.name)
         if match:
             found.append(Migration(int(match[1]), match[2], entry.read_text()))
