@@ -27,8 +27,9 @@ alert_log = logging.getLogger(ALERT_LOGGER)
 
 
 def log_alert(alert: Alert) -> None:
-    """The structured log line of one alert: `alert <JSON document>`."""
-    alert_log.info("alert %s", alert.json_text)
+    """The log record of one alert: message `alert <JSON document>`, the alert itself in
+    the record's `alert` attribute (for handlers that print it another way)."""
+    alert_log.info("alert %s", alert.json_text, extra={"alert": alert})
 
 
 class StoreAlertSink:

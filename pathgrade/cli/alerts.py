@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from pathgrade.cli.support import (
+    LOG_LINE_FORMAT,
     CliError,
     cli_store,
+    log_format_arg,
     metrics_arg,
     positive_int,
     realtime_settings,
@@ -65,6 +67,12 @@ def register(commands: Any) -> None:
         help="do not share conversation turns with the group's other consumers through "
         "pathgrade.turns (a lone consumer needs no sharing; without the topic, a turn only "
         "sees earlier turns this consumer evaluated)",
+    )  # fmt: skip
+    log_format_arg(realtime)
+    realtime.add_argument(
+        "--ui-url", metavar="URL",
+        help="the browser UI's address (`pathgrade ui`), so each human alert line links to "
+        "its trace page (URL/trace/TRACE_ID); without it the line names the trace id",
     )  # fmt: skip
     realtime.set_defaults(run=_cmd_realtime)
 
@@ -149,6 +157,8 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
     from pathgrade.cli.support import wait_for_signal
     from pathgrade.detectors import PolicyError
     from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
+    from pathgrade.stack.alert_lines import AlertLineSettings
+    from pathgrade.stack.alert_log import configure_alert_log
     from pathgrade.stack.store_access import NoStore, open_store
 
     settings = realtime_settings(
@@ -158,6 +168,8 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
     if args.no_shared_history:
         settings["turns_topic"] = None
     config = RealtimeConfig(bootstrap_servers=args.kafka, **settings)
+    lines = AlertLineSettings(log_format=args.log_format, trace_url_base=args.ui_url)
+    configure_alert_log(LOG_LINE_FORMAT, settings=lines)
     try:
         with open_store(args.data_dir, args.clickhouse, must_exist=False) as store:
             plane = RealtimePlane(config, store)

@@ -7,7 +7,7 @@ import logging
 import sys
 
 from pathgrade.cli import alerts, boxes, datasets, demo, edge, gate, scoring, stack, store
-from pathgrade.cli.support import CliError
+from pathgrade.cli.support import LOG_LINE_FORMAT, CliError
 from pathgrade.schemas.topics import KafkaSettingsError, kafka_client_settings
 from pathgrade.stack.alert_log import configure_alert_log
 from pathgrade.stack.gc_schedule import schedule_full_collections
@@ -39,11 +39,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def configure_logging(verbose: bool) -> None:
     """Warnings by default; the Kafka client's connection chatter only with -v."""
-    line_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format=line_format)
+    level = logging.DEBUG if verbose else logging.WARNING
+    logging.basicConfig(level=level, format=LOG_LINE_FORMAT)
     if not verbose:
         logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    configure_alert_log(line_format)
+    configure_alert_log(LOG_LINE_FORMAT)
 
 
 def build_parser() -> argparse.ArgumentParser:

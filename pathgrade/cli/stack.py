@@ -13,6 +13,7 @@ from pathgrade.cli.support import (
     collector_args,
     collector_settings,
     int_between,
+    log_format_arg,
     realtime_settings,
     store_args,
 )
@@ -65,6 +66,7 @@ def register(commands: Any) -> None:
         "broker memory) this often when traffic moved, and serve it to `pathgrade status`; "
         f"0 never (default {DEFAULT_STATUS_EVERY_S})",
     )  # fmt: skip
+    log_format_arg(up)
     up.set_defaults(run=_cmd_up)
 
     status = commands.add_parser("status", help="what the running `pathgrade up` has done")
@@ -104,6 +106,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
             store_writer_niceness=args.store_writer_nice,
             realtime_workers=args.realtime_workers,
             status_every_s=args.status_every,
+            log_format=args.log_format,
         ),
         out=lambda text: print(text, flush=True),
     )

@@ -28,6 +28,8 @@ class CliError(Exception):
 
 
 CLICKHOUSE_ENV = "PATHGRADE_CLICKHOUSE"
+LOG_LINE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+"""Every command's log lines (and the JSON alert lines of `--log-format json`)."""
 
 
 def positive_int(text: str) -> int:
@@ -81,6 +83,18 @@ def metrics_arg(parser: argparse.ArgumentParser) -> None:
         "--metrics-listen", metavar="HOST:PORT", type=_listen_address,
         help="serve this process's counters at http://HOST:PORT/metrics in Prometheus's text "
         "format (e.g. 0.0.0.0:9464 for a scraper in the cluster); off by default",
+    )  # fmt: skip
+
+
+def log_format_arg(parser: argparse.ArgumentParser) -> None:
+    """`--log-format human|json`: how the process prints the alerts it raises."""
+    from pathgrade.stack.alert_lines import LOG_FORMATS
+
+    parser.add_argument(
+        "--log-format", choices=LOG_FORMATS, default="human",
+        help="alerts on standard error: 'human' (default) one short line each (time, "
+        "severity, code, service, reason, trace link), a few a second and a count of the "
+        "rest; 'json' the full alert document a line, for log shippers",
     )  # fmt: skip
 
 

@@ -42,6 +42,7 @@ from pathgrade.schemas.topics import (
     SPANS_TOPIC,
     TURNS_TOPIC,
 )
+from pathgrade.stack.alert_lines import AlertLineSettings, LogFormat
 from pathgrade.stack.alert_log import configure_alert_log
 from pathgrade.stack.broker import LocalBroker, ensure_topics, topic_partitions, wait_for_kafka
 from pathgrade.stack.carry import CarriedMessage, republish, unread_messages
@@ -84,6 +85,7 @@ class StackOptions:
     realtime_workers: int = 1  # realtime processes in the group; >1 shares conversation turns
     realtime: dict[str, Any] = field(default_factory=dict)  # RealtimeConfig fields (a file)
     status_every_s: float = DEFAULT_STATUS_EVERY_S  # status line and `pathgrade status`; 0 never
+    log_format: LogFormat = "human"  # alerts in the terminal: short paced lines, or JSON
 
 
 def _collector_main(config: dict[str, Any], events: Any, commands: Any) -> None:
@@ -117,24 +119,32 @@ def _collector_main(config: dict[str, Any], events: Any, commands: Any) -> None:
     events.put(("stopped", (publisher.produced_offsets(), collector.counters())))
 
 
-def _child_setup(name: str) -> None:
+def _child_setup(name: str, alert_lines: AlertLineSettings | None = None) -> None:
     """Signals belong to the parent (it stops children in order); quiet Kafka logging;
-    full garbage collections on a timer (`pathgrade.stack.gc_schedule`)."""
+    alerts printed as `alert_lines` say; full garbage collections on a timer
+    (`pathgrade.stack.gc_schedule`)."""
     schedule_full_collections()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     line_format = f"%(asctime)s {name} %(message)s"
     logging.basicConfig(level=logging.WARNING, format=line_format)
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    configure_alert_log(line_format)
+    configure_alert_log(line_format, settings=alert_lines)
 
 
-def _realtime_main(config: dict[str, Any], store_url: str, events: Any, commands: Any) -> None:
+def _realtime_main(
+    config: dict[str, Any],
+    store_url: str,
+    alert_lines: AlertLineSettings,
+    events: Any,
+    commands: Any,
+) -> None:
     """Child process: the realtime plane (its own interpreter, so detection never waits
-    on the store writer), storing alerts through the store owner's endpoint. "suspend"
+    on the store writer), storing alerts through the store owner's endpoint and printing
+    them as `alert_lines` say. "suspend"
     and "stop" carry (offsets to read up to, whether to evaluate every held trace); "stop"
     answers with the partitions it read up to and its final counters."""
-    _child_setup("realtime")
+    _child_setup("realtime", alert_lines)
     plane = RealtimePlane(RealtimeConfig.model_validate(config), RemoteStore(store_url))
     try:
         plane.start()
@@ -326,13 +336,27 @@ class Stack:
         name = f"realtime-{index + 1}" if self._shares_turns else "realtime"
         child = _Child(
             self._ctx, name, _realtime_main, self.realtime_config().model_dump(),
-            self.store.query_server.url,
+            self.store.query_server.url, self.alert_lines(),
         )  # fmt: skip
         if index < len(self._realtime):
             self._realtime[index] = child
         else:
             self._realtime.append(child)
         child.start()
+
+    def alert_lines(self) -> AlertLineSettings:
+        """How the realtime processes print alerts: linked to this stack's browser view,
+        the pace shared among the processes, a summary of the rest as often as the status
+        line."""
+        assert self.store is not None and self.store.query_server is not None
+        pace = AlertLineSettings()
+        return AlertLineSettings(
+            log_format=self.options.log_format,
+            trace_url_base=self.store.query_server.url,
+            lines_per_s=pace.lines_per_s / self.options.realtime_workers,
+            burst=max(1, pace.burst // self.options.realtime_workers),
+            summary_every_s=self.options.status_every_s or pace.summary_every_s,
+        )
 
     def _start_demo(self) -> None:
         from pathgrade.demo import run_demo
@@ -360,23 +384,33 @@ class Stack:
         webhook = (
             f"webhook {self.options.alert_webhook}" if self.options.alert_webhook else "no webhook"
         )
-        self.out(
-            "\n".join(
-                [
-                    f"pathgrade is up (data in {self.data_dir})",
-                    f"  OTLP/gRPC   {host}:{self.grpc_port}",
-                    f"  OTLP/HTTP   http://{host}:{self.http_port}/v1/traces",
-                    f"  Kafka       {kafka}",
-                    f"  ClickHouse  {redact_dsn(self.store.dsn)}",
-                    f"  alerts      table alerts, topic pathgrade.alerts, {webhook}",
-                    f"  browser     {self.store.query_server.url}/ (alerts and their traces)",
-                    f"  policy      {self.options.policy or '(default: hints from the spans)'}",
-                    f"  query       pathgrade sql --data-dir {self.data_dir} "
-                    '"SELECT count() FROM spans"',
-                    "Ctrl-C stops it; what was acknowledged is stored before it exits.",
-                ]
+        data = f"--data-dir {self.data_dir}"
+        every = self.options.status_every_s
+        lines = [
+            f"pathgrade is up (data in {self.data_dir})",
+            f"  OTLP/gRPC   {host}:{self.grpc_port}",
+            f"  OTLP/HTTP   http://{host}:{self.http_port}/v1/traces",
+            f"  Kafka       {kafka}",
+            f"  ClickHouse  {redact_dsn(self.store.dsn)}",
+            f"  alerts      table alerts, topic pathgrade.alerts, {webhook}; here "
+            + _terminal_alerts(self.options.log_format),
+            f"  policy      {self.options.policy or '(default: hints from the spans)'}",
+        ]
+        if self.options.demo:
+            lines.append(
+                f"  demo        ON: demo agent traffic ({self.options.demo_rate_per_s:g} traces/s, "
+                "with seeded failures) is sent to the collector until Ctrl-C"
             )
-        )
+        lines += [
+            "Where to look:",
+            f"  browser     {self.store.query_server.url}/ (alerts and their traces)",
+            f"  alerts      pathgrade alerts {data} [--follow]",
+            f"  status      pathgrade status {data}"
+            + (f" (a status line is printed here every {every:g} s)" if every else ""),
+            f'  query       pathgrade sql {data} "SELECT count() FROM spans"',
+            "Ctrl-C stops it; what was acknowledged is stored before it exits.",
+        ]
+        self.out("\n".join(lines))
 
     def run_until_signalled(self) -> None:
         """Serve until SIGINT/SIGTERM (or a failure `_supervise` cannot mend), then stop
@@ -581,6 +615,16 @@ class Stack:
                 "the scorer had not read were carried over)"
             )
         return swapped
+
+
+def _terminal_alerts(log_format: LogFormat) -> str:
+    """How this terminal shows alerts, for the banner."""
+    if log_format == "json":
+        return "one JSON document a line"
+    return (
+        f"one line each, at most {AlertLineSettings().lines_per_s:g} a second and a count of "
+        "the rest (--log-format json: full JSON)"
+    )
 
 
 def _all_reached(reached: list[Any], targets: dict[int, int]) -> bool:

@@ -1,0 +1,126 @@
+"""Alerts as short lines a person reads in a terminal, paced so status lines stay visible.
+
+`alert_line` renders one alert as `time severity code service reason trace-URL`.
+`AlertPacer` lets at most a few of them through a second (a token bucket: `burst` at once,
+`lines_per_s` on average) and counts the rest by detector code; `summary` then says what
+was held back, once per `summary_every_s`:
+`+312 alerts in the last 30 s: PG101 x200, PG110 x100, PG108 x12 (pathgrade alerts)`.
+Every alert is still on the topic, in the table and at the webhook; `--log-format json`
+prints each one's full JSON document instead (for log shippers).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from pathgrade.schemas.alerts import Alert
+
+LogFormat = Literal["human", "json"]
+LOG_FORMATS: tuple[LogFormat, ...] = ("human", "json")
+REASON_CHARS = 90
+"""A longer reason is cut to this many characters (the trace page has all of it)."""
+CODES_NAMED = 5
+"""A summary names this many codes, the most frequent first, then how many others."""
+
+
+@dataclass(frozen=True)
+class AlertLineSettings:
+    """How a process prints its alerts: `json` (one full JSON document a line) or `human`
+    (`alert_line`, paced by `AlertPacer`); `trace_url_base` is the browser view's address
+    the trace links start with (None: the line names the trace id only)."""
+
+    log_format: LogFormat = "human"
+    trace_url_base: str | None = None
+    lines_per_s: float = 2.0
+    burst: int = 5
+    summary_every_s: float = 30.0
+
+
+def trace_link(trace_id: str, trace_url_base: str | None) -> str:
+    """The trace page's URL (`<base>/trace/<id>`), or `trace <id>` without a base."""
+    if trace_url_base is None:
+        return f"trace {trace_id}"
+    return f"{trace_url_base.rstrip('/')}/trace/{trace_id}"
+
+
+def alert_line(alert: Alert, trace_url_base: str | None) -> str:
+    """One alert as a short line: local detection time, severity, code, service, reason
+    (cut at REASON_CHARS), the trace link."""
+    detected = time.strftime("%H:%M:%S", time.localtime(alert.detected_at_ns / 1e9))
+    reason = " ".join(alert.reason.split())
+    if len(reason) > REASON_CHARS:
+        reason = reason[: REASON_CHARS - 3] + "..."
+    if alert.kind == "cannot_decide":
+        reason = f"cannot decide: {reason}"
+    return (
+        f"{detected} {alert.severity:<8} {alert.code} {alert.service}: {reason}  "
+        f"{trace_link(alert.trace_id, trace_url_base)}"
+    )
+
+
+class AlertPacer:
+    """Which alerts get a line: a token bucket (`burst` tokens, refilled at `lines_per_s`);
+    alerts without a token are counted by code until `summary` reports them."""
+
+    def __init__(
+        self,
+        lines_per_s: float = 2.0,
+        burst: int = 5,
+        summary_every_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if lines_per_s <= 0 or burst < 1 or summary_every_s <= 0:
+            raise ValueError(
+                f"alert pacing needs lines_per_s > 0, burst >= 1 and summary_every_s > 0, got "
+                f"{lines_per_s}, {burst}, {summary_every_s}"
+            )
+        self.lines_per_s = lines_per_s
+        self.burst = burst
+        self.summary_every_s = summary_every_s
+        self._clock = clock
+        self._tokens = float(burst)
+        self._refilled_at = clock()
+        self._held: Counter[str] = Counter()
+        self._held_since: float | None = None  # when the first alert of this summary was held
+
+    def admit(self, code: str) -> bool:
+        """True when an alert of `code` gets its line now; else it is counted."""
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._refilled_at) * self.lines_per_s)
+        self._refilled_at = now
+        if self._tokens >= 1:
+            self._tokens -= 1
+            return True
+        if self._held_since is None:
+            self._held_since = now
+        self._held[code] += 1
+        return False
+
+    def summary(self, final: bool = False) -> str | None:
+        """The line for the alerts held back, once `summary_every_s` passed since the first
+        of them (or now, when `final`); None when none is held or it is not due."""
+        if self._held_since is None:
+            return None
+        elapsed = self._clock() - self._held_since
+        if elapsed < self.summary_every_s and not final:
+            return None
+        held, self._held, self._held_since = self._held, Counter(), None
+        return summary_line(held, max(elapsed, 1.0))
+
+
+def summary_line(held: Counter[str], seconds: float) -> str:
+    """`+N alerts in the last S s: CODE xN, ...` (the most frequent codes first)."""
+    ranked = sorted(held.items(), key=lambda item: (-item[1], item[0]))
+    named = ", ".join(f"{code} x{count}" for code, count in ranked[:CODES_NAMED])
+    others = ranked[CODES_NAMED:]
+    if others:
+        named += f", {len(others)} other codes x{sum(count for _, count in others)}"
+    total = held.total()
+    return (
+        f"+{total} alert{'s' if total != 1 else ''} in the last {seconds:.0f} s not shown: "
+        f"{named} (all of them: pathgrade alerts)"
+    )
