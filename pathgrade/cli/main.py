@@ -1,4 +1,4 @@
-"""The `pathgrade` command line."""
+"""pathgrade: grade what LLM agents did, from their OpenTelemetry traces."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import logging
 import sys
 
 from pathgrade.cli import alerts, boxes, datasets, demo, edge, gate, scoring, stack, store
+from pathgrade.cli.parser import CommandParser
 from pathgrade.cli.support import LOG_LINE_FORMAT, CliError
 from pathgrade.schemas.topics import KafkaSettingsError, kafka_client_settings
 from pathgrade.stack.alert_log import configure_alert_log
@@ -46,10 +47,16 @@ def configure_logging(verbose: bool) -> None:
     configure_alert_log(LOG_LINE_FORMAT)
 
 
+EPILOG = (
+    "Start with `pathgrade up --demo`: it runs every box on this machine with demo agent "
+    "traffic and prints where to look. `pathgrade COMMAND --help` describes a command."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pathgrade", description=__doc__)
+    parser = CommandParser(prog="pathgrade", description=__doc__, epilog=EPILOG)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
 
     for module in COMMAND_MODULES:
         module.register(commands)
