@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 from pathgrade.batch_plane.evaluation.replay import find_trace_ids, load_traces
@@ -146,6 +146,8 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+ITEMS_PER_INSERT = 500
+"""Items written per insert, so a large import reports progress as it goes."""
 _ITEM_COLUMNS = [
     "Dataset", "Version", "ItemId", "Input", "ReferenceAnswer", "ExpectedToolCalls",
     "AlternativeTrajectories", "Slices", "SourceTraceId", "Tags", "AddedAt",
@@ -231,8 +233,14 @@ class Datasets:
             self._insert_items(name, version, self.items(existing[-1].ref))
         return self.resolve(f"{name}@{version}")
 
-    def add(self, ref: str, items: Sequence[DatasetItem]) -> DatasetInfo:
-        """Add (or replace, by item id) items of a draft version; a published one refuses."""
+    def add(
+        self,
+        ref: str,
+        items: Sequence[DatasetItem],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> DatasetInfo:
+        """Add (or replace, by item id) items of a draft version; a published one refuses.
+        `progress(done, total)` after each insert of ITEMS_PER_INSERT items."""
         info = self.resolve(ref)
         if info.status == PUBLISHED:
             raise DatasetError(
@@ -241,7 +249,11 @@ class Datasets:
                     f"with `pathgrade dataset create {info.name} --kind {info.kind}`"
                 ]
             )
-        self._insert_items(info.name, info.version, items)
+        for start in range(0, len(items), ITEMS_PER_INSERT):
+            chunk = items[start : start + ITEMS_PER_INSERT]
+            self._insert_items(info.name, info.version, chunk)
+            if progress is not None:
+                progress(start + len(chunk), len(items))
         return self.resolve(info.ref)
 
     def publish(self, ref: str) -> DatasetInfo:

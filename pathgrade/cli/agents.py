@@ -10,7 +10,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from pathgrade.cli.support import CliError, agent_tracer_provider, cli_store, progress_line
+from pathgrade.cli.progress import Progress
+from pathgrade.cli.support import CliError, agent_tracer_provider, cli_store
 
 
 def agent_args(parser: argparse.ArgumentParser) -> None:
@@ -83,11 +84,12 @@ def run_agent(
         args.otlp = f"http://127.0.0.1:{state['http_port']}"
     provider, _ = agent_tracer_provider(args)
     print(f"run {run.run_id}: {len(items)} items x {runs_per_item}", file=sys.stderr)
-    summary = run_eval(
-        store, adapter, items, run, runs_per_item,
-        trace_timeout_s=args.trace_timeout, progress=progress_line("eval"),
-        flush=provider.force_flush, conversations=conversations,
-    )  # fmt: skip
+    with Progress("eval", "attempt") as progress:
+        summary = run_eval(
+            store, adapter, items, run, runs_per_item,
+            trace_timeout_s=args.trace_timeout, progress=progress,
+            flush=provider.force_flush, conversations=conversations,
+        )  # fmt: skip
     provider.shutdown()
     for error in summary.errors:
         print(f"  {error}", file=sys.stderr)

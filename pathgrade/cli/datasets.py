@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from pathgrade.cli.agents import agent_args, kafka_bootstrap, store_for
-from pathgrade.cli.support import CliError, positive_int, progress_line, store_args
+from pathgrade.cli.progress import Progress
+from pathgrade.cli.support import CliError, positive_int, store_args
 
 WHERE_HELP = (
     "a ClickHouse boolean expression over the `spans` columns, e.g. "
@@ -152,7 +153,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
     with store_for(args) as store:
         datasets = Datasets(store)
         info = datasets.create(args.name, args.kind, args.owner)
-        info = datasets.add(info.ref, items)
+        with Progress(f"importing {args.file}", "item") as progress:
+            info = datasets.add(info.ref, items, progress)
         if args.publish:
             info = datasets.publish(info.ref)
     print(f"imported {len(items)} items: {_describe(info)}")
@@ -256,10 +258,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             except KafkaError as exc:
                 raise CliError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
             try:
-                summary = replay_traces(
-                    store, producer, trace_ids, rate_per_s=args.rate,
-                    progress=progress_line("replay"),
-                )  # fmt: skip
+                with Progress("replay", "trace") as progress:
+                    summary = replay_traces(
+                        store, producer, trace_ids, rate_per_s=args.rate, progress=progress
+                    )
             except KafkaError as exc:
                 raise CliError(f"Kafka did not accept the replay: {exc}", exit_code=1) from exc
             finally:

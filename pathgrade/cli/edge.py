@@ -11,12 +11,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pathgrade.cli.progress import Progress
 from pathgrade.cli.suite_scoring import judge_args
 from pathgrade.cli.support import (
     CliError,
     agent_tracer_provider,
     cli_store,
-    progress_line,
     store_args,
 )
 
@@ -189,7 +189,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             agent=args.agent, user_simulator=args.user_sim,
         )  # fmt: skip
         emit_manifest(provider.get_tracer("pathgrade.edge"), manifest)
-        results = Simulation(graph, adapter, user, config).run(items, progress_line("edge run"))
+        with Progress("edge run", "conversation") as progress:
+            results = Simulation(graph, adapter, user, config).run(items, progress)
         provider.force_flush()
     except AdapterError as exc:
         raise CliError(str(exc), exit_code=1) from exc

@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pathgrade.cli.progress import Progress
 from pathgrade.cli.suite_scoring import judge_args, make_judge, score_suite_run, scoring_args
 from pathgrade.cli.support import (
     CliError,
     cli_store,
     metrics_arg,
-    progress_line,
     served_metrics,
     stop_on_signal,
     store_args,
@@ -76,9 +76,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     with cli_store(args) as store:
         judge = make_judge(args, store, args.judge_model)
         try:
-            result = calibrate(
-                judge, rubric, labels, args.repeats, labels_digest(labels), progress_line("judging")
-            )
+            with Progress("judging", "judgement") as progress:
+                result = calibrate(
+                    judge, rubric, labels, args.repeats, labels_digest(labels), progress
+                )
         except JudgeError as exc:
             raise CliError(str(exc), exit_code=1) from exc
         finally:

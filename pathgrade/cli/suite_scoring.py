@@ -8,7 +8,8 @@ import argparse
 import sys
 from typing import Any
 
-from pathgrade.cli.support import CliError, progress_line
+from pathgrade.cli.progress import Progress
+from pathgrade.cli.support import CliError
 
 
 def scoring_args(parser: argparse.ArgumentParser) -> None:
@@ -77,10 +78,8 @@ def score_suite_run(args: argparse.Namespace, store: Any, suite: Any, run_id: st
     judge = make_judge(args, store, model, budget) if args.judge_url else None
     try:
         scorer = TraceScorer(metrics, judge, tuple(suite.slices), references, rubric_refs)
-        outcome = score_run(
-            store, run_id, scorer, args.concurrency, progress_line(f"scoring run {run_id}"),
-            item_metrics,
-        )  # fmt: skip
+        with Progress(f"scoring run {run_id}", "trace") as progress:
+            outcome = score_run(store, run_id, scorer, args.concurrency, progress, item_metrics)
     except (UnknownMetric, JudgeError) as exc:
         raise CliError(str(exc), exit_code=1 if isinstance(exc, JudgeError) else 2) from exc
     finally:

@@ -1,13 +1,12 @@
 """Pieces the `pathgrade` subcommand modules share: the user-facing error, the store
-arguments and the store itself, the realtime plane's settings file, progress lines, and
-the tracer provider of in-process agents."""
+arguments and the store itself, the realtime plane's settings file, the alert log format
+and the tracer provider of in-process agents."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import signal
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -156,18 +155,6 @@ def cli_store(args: argparse.Namespace, must_exist: bool = True) -> Iterator[Any
         raise CliError(str(exc)) from exc
     except QueryError as exc:
         raise CliError(f"store: {exc}", exit_code=1) from exc
-
-
-def progress_line(label: str) -> Callable[[int, int], None]:
-    """A progress callback drawing `label: done/total [####....]` on stderr."""
-
-    def show(done: int, total: int) -> None:
-        filled = int(30 * done / total) if total else 30
-        bar = "#" * filled + "." * (30 - filled)
-        end = "\n" if done >= total else ""
-        print(f"\r{label}: {done}/{total} [{bar}]", end=end, file=sys.stderr, flush=True)
-
-    return show
 
 
 def agent_tracer_provider(args: argparse.Namespace) -> tuple[Any, Any]:
