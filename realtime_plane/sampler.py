@@ -12,12 +12,9 @@ import hashlib
 
 from pathgrade.realtime_plane.config import SamplerRates
 from pathgrade.realtime_plane.evaluate import Evaluation
-from pathgrade.schemas.genai import OP_EXECUTE_TOOL
+from pathgrade.schemas.genai import NEGATIVE_FEEDBACK, OP_EXECUTE_TOOL, PG_FEEDBACK
 from pathgrade.schemas.model import Span, Trace
 from pathgrade.schemas.sampled import SampledTrace
-
-FEEDBACK_ATTRIBUTE = "pathgrade.feedback"  # "negative"/"thumbs_down", or a score below 0
-NEGATIVE_FEEDBACK = frozenset({"negative", "thumbs_down", "bad"})
 
 
 def hash_unit(trace_id: str) -> float:
@@ -27,7 +24,7 @@ def hash_unit(trace_id: str) -> float:
 
 
 def _negative(span: Span) -> bool:
-    value = span.attributes.get(FEEDBACK_ATTRIBUTE)
+    value = span.attributes.get(PG_FEEDBACK)
     if isinstance(value, int | float) and not isinstance(value, bool):
         return value < 0
     return isinstance(value, str) and value.lower() in NEGATIVE_FEEDBACK

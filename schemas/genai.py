@@ -125,6 +125,9 @@ PG_TURN_KIND: Final = "pathgrade.turn.kind"
 PG_IDEMPOTENCY_KEY: Final = "pathgrade.idempotency_key"
 PG_CONFIRMED_ACTION: Final = "pathgrade.confirmed_action"
 PG_REDACTED_KEYS: Final = "pathgrade.redacted.keys"  # set by the collector's redaction
+PG_FEEDBACK: Final = "pathgrade.feedback"  # the user's feedback on a turn (any span)
+NEGATIVE_FEEDBACK: Final = frozenset({"negative", "thumbs_down", "bad"})
+"""Values of pathgrade.feedback that are negative (case-insensitive); so is a number below 0."""
 TOOL_EFFECTS: Final = ("read", "write", "irreversible")  # values of pathgrade.tool.effect
 TURN_KINDS: Final = ("action", "read")  # values of pathgrade.turn.kind
 

@@ -4,7 +4,6 @@ production box: consumer + alert sinks)."""
 from __future__ import annotations
 
 import argparse
-import datetime
 import re
 import sys
 import threading
@@ -21,12 +20,11 @@ from pathgrade.cli.support import (
     positive_int,
     realtime_settings,
     served_metrics,
+    since_ns,
     stop_on_signal,
     store_args,
 )
 
-_DURATION = re.compile(r"^(\d+)([smhd])$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 STATUS_EVERY_S = 2.0
 
 
@@ -75,25 +73,6 @@ def register(commands: Any) -> None:
         "its trace page (URL/trace/TRACE_ID); without it the line names the trace id",
     )  # fmt: skip
     realtime.set_defaults(run=_cmd_realtime)
-
-
-def since_timestamp(text: str, now: datetime.datetime | None = None) -> datetime.datetime:
-    """A UTC datetime from a duration back from now (`15m`) or an ISO timestamp."""
-    now = now or datetime.datetime.now(datetime.UTC)
-    match = _DURATION.match(text)
-    if match:
-        return now - datetime.timedelta(seconds=int(match[1]) * _UNITS[match[2]])
-    try:
-        parsed = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        message = f"--since: expected a duration like 15m/2h/1d or an ISO time, got {text!r}"
-        raise CliError(message) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
-
-
-def since_ns(text: str | None) -> int | None:
-    """`--since` as Unix nanoseconds (`since_timestamp`), None without it."""
-    return int(since_timestamp(text).timestamp() * 1e9) if text else None
 
 
 def alerts_query(since: int | None, code: str | None, limit: int) -> tuple[str, dict[str, Any]]:

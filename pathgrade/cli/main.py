@@ -6,7 +6,18 @@ import argparse
 import logging
 import sys
 
-from pathgrade.cli import alerts, boxes, datasets, demo, edge, gate, scoring, stack, store
+from pathgrade.cli import (
+    alerts,
+    boxes,
+    datasets,
+    demo,
+    edge,
+    gate,
+    review,
+    scoring,
+    stack,
+    store,
+)
 from pathgrade.cli.parser import CommandParser
 from pathgrade.cli.support import LOG_LINE_FORMAT, CliError
 from pathgrade.schemas.topics import KafkaSettingsError, kafka_client_settings
@@ -14,7 +25,7 @@ from pathgrade.stack.alert_log import configure_alert_log
 from pathgrade.stack.gc_schedule import schedule_full_collections
 
 LONG_RUNNING_COMMANDS = frozenset({"up", "collector", "store-writer", "realtime", "scorer"})
-COMMAND_MODULES = (stack, boxes, demo, store, alerts, datasets, edge, gate, scoring)
+COMMAND_MODULES = (stack, boxes, demo, store, alerts, datasets, edge, gate, scoring, review)
 """Each command group's module, in the order `pathgrade --help` lists them."""
 
 

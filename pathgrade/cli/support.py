@@ -5,7 +5,9 @@ and the tracer provider of in-process agents."""
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import re
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -29,6 +31,29 @@ class CliError(Exception):
 CLICKHOUSE_ENV = "PATHGRADE_CLICKHOUSE"
 LOG_LINE_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 """Every command's log lines (and the JSON alert lines of `--log-format json`)."""
+
+
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def since_timestamp(text: str, now: datetime.datetime | None = None) -> datetime.datetime:
+    """A UTC datetime from a duration back from now (`15m`) or an ISO timestamp."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    match = _DURATION.match(text)
+    if match:
+        return now - datetime.timedelta(seconds=int(match[1]) * _UNITS[match[2]])
+    try:
+        parsed = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        message = f"--since: expected a duration like 15m/2h/1d or an ISO time, got {text!r}"
+        raise CliError(message) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
+
+
+def since_ns(text: str | None) -> int | None:
+    """`--since` as Unix nanoseconds (`since_timestamp`), None without it."""
+    return int(since_timestamp(text).timestamp() * 1e9) if text else None
 
 
 def positive_int(text: str) -> int:

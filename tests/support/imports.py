@@ -22,7 +22,15 @@ BATCH = {
     "batch_plane.edge",
     "batch_plane.evaluation",
 }
-CLI_HELPERS = {"cli.support", "cli.output", "cli.agents", "cli.suite_scoring", "cli.alert_follow"}
+CLI_HELPERS = {
+    "cli.support",
+    "cli.output",
+    "cli.agents",
+    "cli.suite_scoring",
+    "cli.alert_follow",
+    "cli.progress",
+    "cli.parser",
+}
 CLI_COMMANDS = {
     "cli.stack",
     "cli.boxes",
@@ -33,6 +41,7 @@ CLI_COMMANDS = {
     "cli.edge",
     "cli.gate",
     "cli.scoring",
+    "cli.review",
 }
 BELOW_PATHGRADE = LAYERS | BATCH | {"batch_plane"}
 PATHGRADE_ROOMS = {"stack", "web", "demo", "pathgrade"}

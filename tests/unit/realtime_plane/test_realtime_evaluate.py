@@ -243,8 +243,8 @@ def test_hash_sampling_lower_rate_is_a_subset_and_flags_add_reasons(demo: list) 
 def test_alerts_cli_query_filters_and_errors_name_the_flag() -> None:
     import datetime
 
-    from pathgrade.cli.alerts import alerts_query, since_ns, since_timestamp
-    from pathgrade.cli.support import CliError
+    from pathgrade.cli.alerts import alerts_query
+    from pathgrade.cli.support import CliError, since_ns, since_timestamp
 
     now = datetime.datetime(2025, 7, 1, 12, tzinfo=datetime.UTC)
     assert since_timestamp("15m", now) == now - datetime.timedelta(minutes=15)
