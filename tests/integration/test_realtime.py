@@ -127,7 +127,7 @@ def test_consumer_killed_mid_trace_evaluates_it_after_restart(
     broker: LocalBroker, collector: str, webhook: Webhook, tmp_path: Path
 ) -> None:
     args = ["realtime", "--kafka", broker.bootstrap, "--data-dir", str(tmp_path / "store"),
-            "--alert-webhook", webhook.url]  # fmt: skip
+            "--alert-webhook", webhook.url, "--log-format", "json"]  # fmt: skip
     realtime = PathgradeProcess(args, ready_text="realtime:")
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=collector)))
@@ -157,6 +157,9 @@ def test_consumer_killed_mid_trace_evaluates_it_after_restart(
         )  # fmt: skip
     finally:
         assert realtime.terminate() == 0, realtime.output
+    logged = [json.loads(line.split(" alert ", 1)[1]) for line in realtime.lines
+              if " INFO pathgrade.alerts: alert {" in line]  # fmt: skip
+    assert [a["span_id"] for a in logged if a["code"] == "PG110"] == [tool_span_id]
     listed = subprocess.run(
         [sys.executable, "-m", "pathgrade.cli", "alerts", "--data-dir", str(tmp_path / "store"),
          "--code", "PG110", "--format", "json"],
