@@ -155,10 +155,11 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
             plane.start()
             try:
                 with served_metrics(args.metrics_listen, "realtime", plane.counters):
+                    signalled = stop_on_signal()
                     print(f"realtime: {args.kafka} -> alerts ({config.group_id})", flush=True)
                     stop = threading.Event()
                     threading.Thread(target=_report, args=(plane, stop), daemon=True).start()
-                    wait_for_signal()
+                    wait_for_signal(signalled)
                     stop.set()
             finally:
                 plane.stop()

@@ -12,6 +12,7 @@ from pathgrade.cli.support import (
     collector_settings,
     metrics_arg,
     served_metrics,
+    stop_on_signal,
     store_args,
     wait_for_signal,
 )
@@ -51,11 +52,12 @@ def _cmd_collector(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     try:
         with served_metrics(args.metrics_listen, "collector", collector.counters):
+            signalled = stop_on_signal()
             print(
                 f"collector: OTLP/gRPC :{collector.grpc_port}, OTLP/HTTP :{collector.http_port}",
                 flush=True,
             )
-            wait_for_signal()
+            wait_for_signal(signalled)
     finally:
         collector.stop()
     return 0
@@ -74,8 +76,9 @@ def _cmd_store_writer(args: argparse.Namespace) -> int:
     try:
         with served_metrics(args.metrics_listen, "store_writer", owner.writer_stats):
             owner.publish_state({})
+            signalled = stop_on_signal()
             print(f"store writer: {args.kafka} -> {owner.dsn}", flush=True)
-            wait_for_signal()
+            wait_for_signal(signalled)
     finally:
         owner.stop()
     return 0

@@ -217,10 +217,10 @@ def int_between(low: int, high: int, meaning: str) -> Callable[[str], int]:
     return parse
 
 
-def wait_for_signal() -> None:
-    """Block until SIGINT or SIGTERM."""
-    stop = stop_on_signal()
-    while not stop.wait(1.0):
+def wait_for_signal(signalled: threading.Event) -> None:
+    """Block until `signalled` (from `stop_on_signal`, called before the box prints that it
+    is ready, so a signal right after that line stops it cleanly) is set."""
+    while not signalled.wait(1.0):
         pass
 
 
