@@ -103,7 +103,7 @@ def test_score_run_writes_scores_and_a_rerun_hits_the_cache(tmp_path: Path) -> N
             assert "task_completion: judge gpt-4o-mini with task_completion@1 is uncalibrated" in (
                 first.stdout
             )
-            assert "scoring run run-scoring-1: 3/3 [" in first.stderr
+            assert "scoring run run-scoring-1: 3/3 traces (100%)" in first.stderr  # plain: no TTY
             assert len(judge.requests) == 6
 
             again = score(data_dir, suite, judge.url)
