@@ -141,9 +141,9 @@ def _realtime_main(
 ) -> None:
     """Child process: the realtime plane (its own interpreter, so detection never waits
     on the store writer), storing alerts through the store owner's endpoint and printing
-    them as `alert_lines` say. "suspend"
-    and "stop" carry (offsets to read up to, whether to evaluate every held trace); "stop"
-    answers with the partitions it read up to and its final counters."""
+    them as `alert_lines` say. "suspend" and "stop" carry (offsets to read up to, whether
+    to evaluate every held trace); "stop" answers with the partitions it read up to and
+    its final counters."""
     _child_setup("realtime", alert_lines)
     plane = RealtimePlane(RealtimeConfig.model_validate(config), RemoteStore(store_url))
     try:
