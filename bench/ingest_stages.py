@@ -33,7 +33,7 @@ from ingest import request_bodies, span_count
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
-from pathgrade.batch_plane.store.client import ClientStore, connect, embedded_dsn
+from pathgrade.batch_plane.store.client import embedded_dsn, open_client_store
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
@@ -130,13 +130,13 @@ def main() -> None:
         cpu,
     )
     with tempfile.TemporaryDirectory(prefix="pathgrade-stages-") as data_dir:
-        client = connect(embedded_dsn(data_dir))
-        migrate(client)
-        store = ClientStore(client)
+        store = open_client_store(embedded_dsn(data_dir))
+        migrate(store.client)
         columns = list(SPAN_COLUMNS)
         timed("insert", spans, lambda: store.insert("spans", rows, columns), args.profile, cpu)
         inserted = store.query("SELECT count() FROM spans").rows[0][0]
         print(f"inserted   {inserted} rows ({len(SPAN_COLUMNS)} columns)")
+        store.close()
     collections.stop()
     print_ceiling(cpu, os.cpu_count() or 1)
 

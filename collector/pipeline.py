@@ -39,11 +39,12 @@ class IngestPipeline:
         redactor: Redactor,
         publisher: KafkaPublisher,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        counters: IngestCounters | None = None,
     ) -> None:
         self.redactor = redactor
         self.publisher = publisher
         self.max_message_bytes = max_message_bytes
-        self.counters = IngestCounters()
+        self.counters = counters if counters is not None else IngestCounters()
         self._counters_lock = threading.Lock()
 
     def ingest(self, request: ExportTraceServiceRequest, tenant: str) -> IngestResult:

@@ -17,7 +17,7 @@ from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES
 from pathgrade.collector.grpc_receiver import TraceServiceHandler, start_grpc_server
 from pathgrade.collector.http_receiver import OtlpHttpServer
 from pathgrade.collector.limits import DEFAULT_MAX_BODY_BYTES
-from pathgrade.collector.pipeline import IngestPipeline
+from pathgrade.collector.pipeline import IngestCounters, IngestPipeline
 from pathgrade.collector.publisher import KafkaPublisher, producer_for
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.collector.spill import DEFAULT_SPILL_BYTES, SpillFile
@@ -51,10 +51,12 @@ class KafkaUnavailable(RuntimeError):
 
 
 class Collector:
-    """Both receivers over one pipeline. `start()`, then `stop()`."""
+    """Both receivers over one pipeline. `start()`, then `stop()`; the pipeline counts
+    into `counters` when given (the embedded stack shares them with its parent)."""
 
-    def __init__(self, config: CollectorConfig) -> None:
+    def __init__(self, config: CollectorConfig, counters: IngestCounters | None = None) -> None:
         self.config = config
+        self._counters = counters
         self.auth = TokenAuth.from_file(config.tokens_file)
         self.grpc_port = 0
         self.http_port = 0
@@ -76,7 +78,7 @@ class Collector:
         self.publisher = KafkaPublisher(producer, spill, config.topic, config.ack_timeout_s)
         self.publisher.start()
         self.pipeline = IngestPipeline(
-            Redactor(config.redaction), self.publisher, config.max_message_bytes
+            Redactor(config.redaction), self.publisher, config.max_message_bytes, self._counters
         )
         try:
             self._http = OtlpHttpServer(

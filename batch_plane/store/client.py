@@ -13,8 +13,10 @@ from typing import Any, Protocol
 
 import clickhouse_connect
 from clickhouse_connect.driver.exceptions import DataError
+from pathgrade.batch_plane.store.reads import PARSE_SQL, clickhouse_reason, parse_reason, refusal
 
-READONLY = {"readonly": 1}
+READER_SETTINGS = {"readonly": 1}
+"""The reader session's settings, set when it opens: no statement run there can lift them."""
 
 
 @dataclass
@@ -33,6 +35,10 @@ class QueryError(RuntimeError):
     """The query failed; the message is ClickHouse's or the transport's."""
 
 
+class StatementRefused(QueryError):
+    """A statement asked to run read-only is not a read (`reads.refusal`)."""
+
+
 class RowsRejected(QueryError):
     """An insert's rows could not be encoded for their columns (a value outside its column
     type's range): inserting the same rows again cannot succeed."""
@@ -45,7 +51,9 @@ RejectedRow = tuple[list[Any], str]
 class Store(Protocol):
     """What batch jobs need of the store, whoever owns it (see pathgrade.stack.store_access)."""
 
-    def query(self, sql: str, parameters: dict[str, Any] | None = None) -> QueryResult: ...
+    def query(
+        self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = False
+    ) -> QueryResult: ...
 
     def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None: ...
 
@@ -72,28 +80,40 @@ def insert_halving(
 
 
 class ClientStore:
-    """A `Store` over a clickhouse-connect client (server or chDB), optionally serialised
-    with other users of the same client by `lock`."""
+    """A `Store` over two clickhouse-connect clients of one store (server or chDB).
 
-    def __init__(self, client: Any, lock: threading.Lock | None = None) -> None:
+    `client` writes (the store writer, the alert sink, dataset, run and gate records) and
+    runs pathgrade's own queries; `reader`, a session of its own opened read-only
+    (READER_SETTINGS), runs every query asked as `readonly` (anyone's SQL), once
+    `reads.refusal` let it. Each session's settings and state are its own (chDB keeps
+    them per connection handle, a server per session id), so nothing a reader runs,
+    fails or waits on reaches the writer's session. `lock` serialises the writer's
+    users, `reader_lock` the readers."""
+
+    def __init__(self, client: Any, reader: Any, lock: threading.Lock | None = None) -> None:
         self.client = client
+        self.reader = reader
         self.lock = lock or threading.Lock()
+        self.reader_lock = threading.Lock()
 
     def query(
         self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = False
     ) -> QueryResult:
-        try:
-            with self.lock:
-                result = self.client.query(
-                    sql, parameters=parameters, settings=READONLY if readonly else None
-                )
-        except Exception as exc:  # clickhouse-connect and chDB raise several types
-            raise QueryError(str(exc).strip()) from exc
-        return QueryResult(
-            list(result.column_names),
-            [t.name for t in result.column_types],
-            [[json_ready(v) for v in row] for row in result.result_rows],
-        )
+        """Rows of `sql`; with `readonly`, on the reader session and only if it is a read."""
+        if not readonly:
+            return _run(self.client, self.lock, sql, parameters)
+        parsed = _run(self.reader, self.reader_lock, PARSE_SQL, {"statement": sql}, parse_reason)
+        canonical = parsed.rows[0][0]
+        problem = refusal(canonical)
+        if problem is not None:
+            raise StatementRefused(problem)
+        return _run(self.reader, self.reader_lock, canonical, parameters)
+
+    def close(self) -> None:
+        """Close both sessions (after the query each may be running)."""
+        for client, lock in ((self.reader, self.reader_lock), (self.client, self.lock)):
+            with lock:
+                client.close()
 
     def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:
         if not rows:
@@ -111,6 +131,26 @@ class ClientStore:
     ) -> list[RejectedRow]:
         """Insert the rows the store can encode (`insert_halving`); returns the others."""
         return insert_halving(lambda part: self.insert(table, part, column_names), rows)
+
+
+def _run(
+    client: Any,
+    lock: threading.Lock,
+    sql: str,
+    parameters: dict[str, Any] | None,
+    reason: Callable[[str], str] = clickhouse_reason,
+) -> QueryResult:
+    """One query on `client` under `lock`; a failure is a QueryError with `reason(message)`."""
+    try:
+        with lock:
+            result = client.query(sql, parameters=parameters)
+    except Exception as exc:  # clickhouse-connect and chDB raise several types
+        raise QueryError(reason(str(exc))) from exc
+    return QueryResult(
+        list(result.column_names),
+        [t.name for t in result.column_types],
+        [[json_ready(v) for v in row] for row in result.result_rows],
+    )
 
 
 def json_ready(value: Any) -> Any:
@@ -139,11 +179,21 @@ def embedded_dsn(data_dir: str) -> str:
     return f"chdb://{data_dir}/clickhouse"
 
 
-def connect(dsn: str) -> Any:
-    """A clickhouse-connect client for `dsn`: `chdb:///path`, `http(s)://...` or
-    `clickhouse://user:password@host:port/database`."""
+def open_client_store(dsn: str) -> ClientStore:
+    """A `ClientStore` on `dsn`: a writer session and a read-only reader session."""
+    client = connect(dsn)
     try:
-        client = clickhouse_connect.get_client(dsn=dsn)
+        return ClientStore(client, connect(dsn, READER_SETTINGS))
+    except BaseException:
+        client.close()
+        raise
+
+
+def connect(dsn: str, settings: dict[str, Any] | None = None) -> Any:
+    """A clickhouse-connect client for `dsn` (`chdb:///path`, `http(s)://...` or
+    `clickhouse://user:password@host:port/database`), its session opened with `settings`."""
+    try:
+        client = clickhouse_connect.get_client(dsn=dsn, settings=settings)
         client.query("SELECT 1")
     except Exception as exc:  # the driver raises several unrelated types
         raise StoreUnavailable(f"cannot reach ClickHouse at {redact_dsn(dsn)}: {exc}") from exc

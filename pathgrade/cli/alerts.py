@@ -18,6 +18,7 @@ from pathgrade.cli.support import (
     log_format_arg,
     metrics_arg,
     positive_int,
+    print_line,
     realtime_settings,
     served_metrics,
     since_ns,
@@ -200,7 +201,7 @@ def _report(plane: Any, stop: threading.Event) -> None:
     while not stop.wait(STATUS_EVERY_S):
         partitions = ",".join(map(str, sorted(plane.assigned.copy()))) or "none"
         if partitions != assigned:
-            print(f"realtime: assigned partitions {partitions}", flush=True)
+            print_line(f"realtime: assigned partitions {partitions}")
             assigned = partitions
         line = _status(plane)
         if line != last:

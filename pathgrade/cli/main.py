@@ -19,17 +19,20 @@ from pathgrade.cli import (
     store,
 )
 from pathgrade.cli.parser import CommandParser
-from pathgrade.cli.support import LOG_LINE_FORMAT, CliError
+from pathgrade.cli.support import LOG_LINE_FORMAT, CliError, quiet_stdout
 from pathgrade.schemas.topics import KafkaSettingsError, kafka_client_settings
 from pathgrade.stack.alert_log import configure_alert_log
 from pathgrade.stack.gc_schedule import schedule_full_collections
 
 LONG_RUNNING_COMMANDS = frozenset({"up", "collector", "store-writer", "realtime", "scorer"})
+CLOSED_PIPE_EXIT = 141  # what a shell reports for a command ended by SIGPIPE
 COMMAND_MODULES = (stack, boxes, demo, store, alerts, datasets, edge, gate, scoring, review)
 """Each command group's module, in the order `pathgrade --help` lists them."""
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit code. Output into a pipe its reader closed (`| head`)
+    ends the command quietly with CLOSED_PIPE_EXIT, as it ends other Unix tools."""
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_logging(args.verbose)
@@ -38,7 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "kafka", None):
             kafka_client_settings(args.kafka)  # a bad PATHGRADE_KAFKA_* fails before any work
-        return int(args.run(args) or 0)
+        code = int(args.run(args) or 0)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+        return code
+    except BrokenPipeError:
+        quiet_stdout()
+        return CLOSED_PIPE_EXIT
     except KeyboardInterrupt:
         return 130
     except KafkaSettingsError as exc:

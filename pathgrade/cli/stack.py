@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from pathgrade.cli.support import (
     collector_settings,
     int_between,
     log_format_arg,
+    print_line,
     realtime_settings,
     store_args,
 )
@@ -82,6 +84,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
     from pathgrade.stack.broker import BrokerError
     from pathgrade.stack.embedded import Stack, StackOptions
     from pathgrade.stack.ownership import DataDirBusy
+    from pathgrade.stack.settings import StackSettingsError
 
     collector = collector_settings(args)
     if args.demo and "capture_tools" not in collector.get("redaction", {}):
@@ -108,11 +111,18 @@ def _cmd_up(args: argparse.Namespace) -> int:
             status_every_s=args.status_every,
             log_format=args.log_format,
         ),
-        out=lambda text: print(text, flush=True),
+        out=print_line,
     )
     try:
         stack.start()
-    except (DataDirBusy, BrokerError, StoreUnavailable, OSError, RuntimeError) as exc:
+    except (
+        DataDirBusy,
+        BrokerError,
+        StoreUnavailable,
+        StackSettingsError,
+        OSError,
+        RuntimeError,
+    ) as exc:
         raise CliError(str(exc)) from exc
     stack.run_until_signalled()
     return 0
@@ -126,5 +136,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
         document = stack_status(args.data_dir.resolve())
     except StatusUnavailable as exc:
         raise CliError(str(exc)) from exc
-    print(status_report(document) if args.format == "table" else json.dumps(document, indent=2))
+    if args.format == "json":
+        document["age_s"] = round(time.time() - document["snapshot"]["taken_at"], 1)
+        print(json.dumps(document, indent=2))
+    else:
+        print(status_report(document))
     return 0

@@ -9,6 +9,7 @@ import datetime
 import os
 import re
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,6 +19,23 @@ from typing import Any
 from pathgrade.web.metrics import parse_listen, serve_metrics
 
 DEFAULT_DATA_DIR = Path("pathgrade-data")
+
+
+def quiet_stdout() -> None:
+    """The reader of stdout went away (`| head`): send whatever is still printed to
+    /dev/null, so neither this nor the flush at exit raises BrokenPipeError."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def print_line(text: str) -> None:
+    """Print and flush a line of a long-running command; a closed stdout silences it
+    (`quiet_stdout`) instead of stopping the command."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        quiet_stdout()
 
 
 class CliError(Exception):
@@ -142,9 +160,8 @@ def realtime_settings(path: Path | None, **flags: Any) -> dict[str, Any]:
     top. Validated here, so a bad file fails before anything starts (CliError naming the
     file and the field)."""
     import yaml
-    from pydantic import ValidationError
 
-    from pathgrade.realtime_plane import RealtimeConfig
+    from pathgrade.stack.settings import StackSettingsError, check_realtime
 
     settings: dict[str, Any] = {}
     if path is not None:
@@ -159,10 +176,9 @@ def realtime_settings(path: Path | None, **flags: Any) -> dict[str, Any]:
         settings.update(loaded)
     settings.update({key: value for key, value in flags.items() if value is not None})
     try:
-        RealtimeConfig(bootstrap_servers="-", **settings)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise CliError(f"{path or 'realtime settings'}: {problems}") from None
+        check_realtime(settings, f"{path}: " if path else "realtime settings: ")
+    except StackSettingsError as exc:
+        raise CliError(str(exc)) from None
     return settings
 
 
@@ -244,8 +260,11 @@ def collector_args(parser: argparse.ArgumentParser) -> None:
 
 
 def collector_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """Collector config fields from --config and the flags (flags win)."""
+    """Collector config fields from --config and the flags (flags win), validated: a bad
+    one is a CliError naming the flag (`--http-port 99999: ...`) or the file's field."""
     import yaml
+
+    from pathgrade.stack.settings import StackSettingsError, check_collector
 
     settings: dict[str, Any] = {}
     if args.config:
@@ -271,4 +290,13 @@ def collector_settings(args: argparse.Namespace) -> dict[str, Any]:
         redaction["capture_messages"] = args.capture_messages
     if redaction:
         settings["redaction"] = redaction
+    labels = {
+        field: f"--{field.replace('_', '-')} {value}"
+        for field, value in flags.items()
+        if value is not None
+    }
+    try:
+        check_collector(settings, labels, f"{args.config}: " if args.config else "")
+    except StackSettingsError as exc:
+        raise CliError(str(exc)) from None
     return settings

@@ -20,6 +20,7 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 from pathgrade.schemas.topics import ALL_TOPICS, kafka_client_settings
 
 DEFAULT_PARTITIONS = 4
+_ATTEMPT_S = 2.0  # one metadata request's bound while waiting for Kafka
 _PR_SET_PDEATHSIG = 1
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -120,19 +121,28 @@ def _end_with_parent() -> None:
 def wait_for_kafka(
     bootstrap: str, timeout_s: float, process: subprocess.Popen[bytes] | None = None
 ) -> None:
-    """Return once `bootstrap` answers a Kafka metadata request; BrokerError otherwise."""
+    """Return once `bootstrap` answers a Kafka metadata request, asking again until
+    `timeout_s` passed (each attempt bounded by what is left); BrokerError otherwise."""
     deadline = time.monotonic() + timeout_s
     last_error: Exception | None = None
-    while time.monotonic() < deadline:
+    while (left_s := deadline - time.monotonic()) > 0:
         if process is not None and process.poll() is not None:
             raise BrokerError(f"the local broker exited with code {process.returncode}")
+        attempt_ms = max(100, int(min(left_s, _ATTEMPT_S) * 1000))
         try:
-            KafkaAdminClient(**kafka_client_settings(bootstrap), request_timeout_ms=2000).close()
+            KafkaAdminClient(
+                **kafka_client_settings(bootstrap),
+                request_timeout_ms=attempt_ms,
+                bootstrap_timeout_ms=attempt_ms,
+            ).close()
             return
         except KafkaError as exc:
             last_error = exc
-            time.sleep(0.1)
-    raise BrokerError(f"cannot reach Kafka at {bootstrap} within {timeout_s:.0f} s: {last_error}")
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+    raise BrokerError(
+        f"cannot reach Kafka at {bootstrap}: no answer to a metadata request in "
+        f"{timeout_s:.0f} s ({last_error})"
+    )
 
 
 def topic_partitions(bootstrap: str, topic: str) -> int:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
-import queue
 import signal
 import threading
 import time
@@ -31,9 +30,12 @@ from typing import Any
 from kafka.errors import KafkaError
 
 from pathgrade.batch_plane.store.client import redact_dsn
+from pathgrade.collector.pipeline import IngestCounters
 from pathgrade.collector.publisher import producer_for
 from pathgrade.collector.service import Collector, CollectorConfig
 from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
+from pathgrade.realtime_plane.assembler import AssemblerStats
+from pathgrade.realtime_plane.plane import RealtimeCounters
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     KAFKA_SETTINGS_PREFIX,
@@ -43,17 +45,24 @@ from pathgrade.schemas.topics import (
     TURNS_TOPIC,
 )
 from pathgrade.stack.alert_lines import AlertLineSettings, LogFormat
-from pathgrade.stack.alert_log import configure_alert_log
 from pathgrade.stack.broker import LocalBroker, ensure_topics, topic_partitions, wait_for_kafka
 from pathgrade.stack.carry import CarriedMessage, republish, unread_messages
+from pathgrade.stack.children import ChildProcess, SharedCounters, child_process
 from pathgrade.stack.defaults import (
     DEFAULT_BROKER_MAX_MB,
     DEFAULT_STATUS_EVERY_S,
     DEFAULT_STORE_WRITER_NICENESS,
 )
-from pathgrade.stack.gc_schedule import schedule_full_collections
-from pathgrade.stack.ownership import broker_lease
-from pathgrade.stack.status import Snapshot, snapshot_of, snapshot_samples, status_line
+from pathgrade.stack.ownership import broker_lease, process_started
+from pathgrade.stack.settings import check_collector, check_policy, check_realtime
+from pathgrade.stack.status import (
+    Snapshot,
+    plus_earlier,
+    snapshot_of,
+    snapshot_samples,
+    status_line,
+    summed,
+)
 from pathgrade.stack.store_owner import StoreOwner
 from pathgrade.web.endpoint import RemoteStore
 from pathgrade.web.metrics import prometheus_text
@@ -88,140 +97,72 @@ class StackOptions:
     log_format: LogFormat = "human"  # alerts in the terminal: short paced lines, or JSON
 
 
-def _collector_main(config: dict[str, Any], events: Any, commands: Any) -> None:
-    """Child process: run the collector; "hold"/"resume" divert it to its spill and back
-    (answering "held" with the offsets produced so far; resuming on a replaced broker
-    with a new producer); "stop" reports them last."""
-    _child_setup("collector")
-    collector = Collector(CollectorConfig.model_validate(config))
-    try:
+def _collector_main(
+    config: dict[str, Any], counters: SharedCounters[IngestCounters], events: Any, commands: Any
+) -> None:
+    """Child process: run the collector (counting into `counters`, which the parent
+    reads); "hold"/"resume" divert it to its spill and back (answering "held" with the
+    offsets produced so far; resuming on a replaced broker with a new producer); "stop"
+    reports them last."""
+    with child_process("collector", events):
+        collector = Collector(CollectorConfig.model_validate(config), counters.counters())
         collector.start()
-    except Exception as exc:
-        events.put(("error", str(exc)))
-        return
-    publisher = collector.publisher
-    assert publisher is not None
-    events.put(("ready", (collector.grpc_port, collector.http_port)))
-    while (command := commands.get())[0] != "stop":
-        kind, broker_replaced = command
-        if kind == "stats":
-            events.put(("stats", collector.counters()))
-        elif kind == "hold":
-            events.put(("held", publisher.hold()))
-        elif kind == "resume":
-            settings = collector.config
-            publisher.resume(
-                producer_for(settings.kafka_bootstrap, settings.ack_timeout_s)
-                if broker_replaced
-                else None
-            )
-    collector.stop()
-    events.put(("stopped", (publisher.produced_offsets(), collector.counters())))
-
-
-def _child_setup(name: str, alert_lines: AlertLineSettings | None = None) -> None:
-    """Signals belong to the parent (it stops children in order); quiet Kafka logging;
-    alerts printed as `alert_lines` say; full garbage collections on a timer
-    (`pathgrade.stack.gc_schedule`)."""
-    schedule_full_collections()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    line_format = f"%(asctime)s {name} %(message)s"
-    logging.basicConfig(level=logging.WARNING, format=line_format)
-    logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    configure_alert_log(line_format, settings=alert_lines)
+        publisher = collector.publisher
+        assert publisher is not None
+        events.put(("ready", (collector.grpc_port, collector.http_port)))
+        while (command := commands.get())[0] != "stop":
+            kind, broker_replaced = command
+            if kind == "stats":
+                events.put(("stats", collector.counters()))
+            elif kind == "hold":
+                events.put(("held", publisher.hold()))
+            elif kind == "resume":
+                settings = collector.config
+                publisher.resume(
+                    producer_for(settings.kafka_bootstrap, settings.ack_timeout_s)
+                    if broker_replaced
+                    else None
+                )
+        collector.stop()
+        events.put(("stopped", (publisher.produced_offsets(), collector.counters())))
 
 
 def _realtime_main(
     config: dict[str, Any],
     store_url: str,
+    write_token: str,
     alert_lines: AlertLineSettings,
+    counters: SharedCounters[RealtimeCounters],
+    assembler_stats: SharedCounters[AssemblerStats],
     events: Any,
     commands: Any,
 ) -> None:
     """Child process: the realtime plane (its own interpreter, so detection never waits
-    on the store writer), storing alerts through the store owner's endpoint and printing
-    them as `alert_lines` say. "suspend" and "stop" carry (offsets to read up to, whether
-    to evaluate every held trace); "stop" answers with the partitions it read up to and
-    its final counters."""
-    _child_setup("realtime", alert_lines)
-    plane = RealtimePlane(RealtimeConfig.model_validate(config), RemoteStore(store_url))
-    try:
+    on the store writer), storing alerts through the store owner's endpoint, printing
+    them as `alert_lines` say and counting into the shared `counters` and
+    `assembler_stats`. "suspend" and "stop" carry (offsets to read up to, whether to
+    evaluate every held trace); "stop" answers with the partitions it read up to and its
+    final counters."""
+    with child_process("realtime", events, alert_lines):
+        store = RemoteStore(store_url, write_token)
+        plane = RealtimePlane(RealtimeConfig.model_validate(config), store)
+        plane.counters_ = counters.counters()
+        plane.assembler.stats = assembler_stats.counters()
         plane.start()
-    except Exception as exc:
-        events.put(("error", str(exc)))
-        return
-    events.put(("ready", None))
-    while True:
-        command, payload = commands.get()
-        if command == "suspend":
-            events.put(("suspended", plane.suspend(*payload)))
-        elif command == "resume":
-            plane.start()
-            events.put(("resumed", None))
-        elif command == "stats":
-            events.put(("stats", plane.counters()))
-        elif command == "stop":
-            reached = plane.stop(*payload)
-            events.put(("stopped", (reached, plane.counters())))
-            return
-
-
-class _Child:
-    """One child process that reports (kind, payload) events on a queue and takes
-    (command, payload) commands on another; every child understands "stop"."""
-
-    def __init__(self, ctx: Any, name: str, target: Any, *args: Any) -> None:
-        self.name = name
-        self.events = ctx.Queue()
-        self.commands = ctx.Queue()
-        self.process = ctx.Process(
-            target=target, args=(*args, self.events, self.commands), name=name
-        )
-
-    def start(self, timeout_s: float = 60) -> Any:
-        """Start and wait for "ready"; returns its payload, raises with the child's error."""
-        self.process.start()
-        try:
-            kind, payload = self.events.get(timeout=timeout_s)
-        except queue.Empty:
-            message = f"the {self.name} process did not start in {timeout_s:.0f} s"
-            raise RuntimeError(message) from None
-        if kind == "error":
-            raise RuntimeError(payload)
-        return payload
-
-    def alive(self) -> bool:
-        return self.process.is_alive()
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid
-
-    def send(self, command: str, payload: Any = None) -> None:
-        self.commands.put((command, payload))
-
-    def request(self, command: str, payload: Any, reply: str, timeout_s: float = 120) -> Any:
-        """Send a command and return the payload of its `reply` event (None if the child
-        died or did not answer in time)."""
-        self.send(command, payload)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                kind, answer = self.events.get(timeout=1)
-            except queue.Empty:
-                if not self.process.is_alive():
-                    return None
-                continue
-            if kind == reply:
-                return answer
-        return None
-
-    def stop(self, payload: Any = None, timeout_s: float = 120) -> Any:
-        """Ask it to stop; returns the "stopped" payload (None if it died without one)."""
-        answer = self.request("stop", payload, "stopped", timeout_s)
-        self.process.join(timeout=30)
-        return answer
+        events.put(("ready", None))
+        while True:
+            command, payload = commands.get()
+            if command == "suspend":
+                events.put(("suspended", plane.suspend(*payload)))
+            elif command == "resume":
+                plane.start()
+                events.put(("resumed", None))
+            elif command == "stats":
+                events.put(("stats", plane.counters()))
+            elif command == "stop":
+                reached = plane.stop(*payload)
+                events.put(("stopped", (reached, plane.counters())))
+                return
 
 
 class Stack:
@@ -236,8 +177,9 @@ class Stack:
         self.store: StoreOwner | None = None
         self.stop_event = threading.Event()
         self._ctx = mp.get_context("spawn")
-        self._collector: _Child | None = None
-        self._realtime: list[_Child] = []
+        self._collector: ChildProcess | None = None
+        self._realtime: list[ChildProcess] = []
+        self._earlier: dict[str, dict[str, int]] = {}  # by child: what the dead ones counted
         self._demo: threading.Thread | None = None
         self.grpc_port = 0
         self.http_port = 0
@@ -248,13 +190,22 @@ class Stack:
         self.final_status: Snapshot | None = None  # what every process did, once stopped
 
     def start(self) -> None:
+        """Check the settings, take the data directory (stopping what an earlier stack on
+        it left running), then start the broker, the store owner, the realtime processes
+        and the collector; on any failure, stop what started and raise."""
+        check_collector(self._collector_config())
+        check_realtime(self._realtime_settings())
+        check_policy(self.options.policy)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.store = StoreOwner(
+            self.bootstrap, self.data_dir, self.options.clickhouse,
+            self.options.store_writer_niceness,
+        )  # fmt: skip
         try:
+            for stale in self.store.claim():
+                self.out(f"stopped {stale}, left running by an earlier pathgrade up")
             self._start_kafka()
-            self.store = StoreOwner(
-                self.bootstrap, self.data_dir, self.options.clickhouse,
-                self.options.store_writer_niceness,
-            )  # fmt: skip
+            self.store.bootstrap = self.bootstrap
             self.store.start()
             if self.store.applied:
                 names = ", ".join(f"{m.version:04d}_{m.name}" for m in self.store.applied)
@@ -287,18 +238,22 @@ class Stack:
             )
 
     def _publish_state(self) -> None:
-        """Ports and process ids in `stack.json` for other commands and operators."""
+        """Ports and process ids in `stack.json` for other commands and operators, with
+        each process's start time (`ownership.process_started`): a later stack on this
+        directory recognises the ones still running after a crash."""
         assert self.store is not None
-        children = {c.name: c.pid for c in self._children() if c is not None}
+        pids = {c.name: c.pid for c in self._children() if c is not None}
+        pids["broker"] = self.broker.pid if self.broker else None
         self.store.publish_state(
             {
                 "grpc_port": self.grpc_port,
                 "http_port": self.http_port,
-                "pids": {**children, "broker": self.broker.pid if self.broker else None},
+                "pids": pids,
+                "started": {name: pid and process_started(pid) for name, pid in pids.items()},
             }
         )
 
-    def _start_collector(self) -> None:
+    def _collector_config(self) -> dict[str, Any]:
         config = {
             "kafka_bootstrap": self.bootstrap,
             "spill_dir": str(self.data_dir / "spill"),
@@ -306,37 +261,47 @@ class Stack:
         }
         if self.http_port:  # a restart: the endpoints stay where clients point
             config.update(grpc_port=self.grpc_port, http_port=self.http_port)
-        self._collector = _Child(self._ctx, "collector", _collector_main, config)
+        return config
+
+    def _start_collector(self) -> None:
+        counters = SharedCounters(self._ctx, IngestCounters)
+        self._collector = ChildProcess(
+            self._ctx, "collector", _collector_main, self._collector_config(), shared=[counters]
+        )
         self.grpc_port, self.http_port = self._collector.start()
 
     def realtime_config(self) -> RealtimeConfig:
         """The realtime processes' settings: the settings file's, this stack's broker,
         policy and webhook, and shared turns when there are several processes."""
-        return RealtimeConfig(
-            **{
-                **self.options.realtime,
-                "bootstrap_servers": self.bootstrap,
-                "policy_path": self.options.policy,
-                "webhook_url": self.options.alert_webhook,
-                "turns_topic": TURNS_TOPIC if self._shares_turns else None,
-            }
-        )
+        return RealtimeConfig(**self._realtime_settings())
+
+    def _realtime_settings(self) -> dict[str, Any]:
+        return {
+            **self.options.realtime,
+            "bootstrap_servers": self.bootstrap,
+            "policy_path": self.options.policy,
+            "webhook_url": self.options.alert_webhook,
+            "turns_topic": TURNS_TOPIC if self._shares_turns else None,
+        }
 
     @property
     def _shares_turns(self) -> bool:
         """Several realtime processes share conversation turns (one needs no sharing)."""
         return self.options.realtime_workers > 1
 
-    def _children(self) -> list[_Child | None]:
+    def _children(self) -> list[ChildProcess | None]:
         return [self._collector, *self._realtime]
 
     def _start_realtime(self, index: int) -> None:
         """Start (or restart) realtime process `index`; with several, they share turns."""
         assert self.store is not None and self.store.query_server is not None
         name = f"realtime-{index + 1}" if self._shares_turns else "realtime"
-        child = _Child(
+        server = self.store.query_server
+        shared = [SharedCounters(self._ctx, RealtimeCounters),
+                  SharedCounters(self._ctx, AssemblerStats)]  # fmt: skip
+        child = ChildProcess(
             self._ctx, name, _realtime_main, self.realtime_config().model_dump(),
-            self.store.query_server.url, self.alert_lines(),
+            server.url, server.write_token, self.alert_lines(), shared=shared,
         )  # fmt: skip
         if index < len(self._realtime):
             self._realtime[index] = child
@@ -448,12 +413,15 @@ class Stack:
                 signal.signal(sig, handler)
 
     def snapshot(self) -> Snapshot:
-        """Every process's counters now (`pathgrade.stack.status`), asked of the children at once;
-        a child that does not answer within STATUS_TIMEOUT_S shows as None."""
+        """Every process's counters now (`pathgrade.stack.status`), asked of the children
+        at once, with what the processes a child replaced counted; a child that does not
+        answer within STATUS_TIMEOUT_S shows as None."""
         assert self.store is not None and self._collector is not None
         children = [self._collector, *self._realtime]
         collector, *realtime = _in_parallel([
-            lambda child=child: child.request("stats", None, "stats", STATUS_TIMEOUT_S)
+            lambda child=child: self._since_first(
+                child, child.request("stats", None, "stats", STATUS_TIMEOUT_S)
+            )
             for child in children
         ])  # fmt: skip
         return snapshot_of(
@@ -462,6 +430,12 @@ class Stack:
             realtime,
             self.broker.rss_bytes() if self.broker else None,
         )
+
+    def _since_first(
+        self, child: ChildProcess, counters: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """`counters` of `child` plus what the processes it replaced counted."""
+        return plus_earlier(counters, self._earlier.get(child.name, {}))
 
     def report_status(self) -> None:
         """Print a status line when traffic moved since the last one, and serve the
@@ -486,6 +460,7 @@ class Stack:
         collector_counts = None
         if self._collector is not None:
             offsets, collector_counts = self._collector.stop() or ({}, None)
+            collector_counts = self._since_first(self._collector, collector_counts)
         # The bundled broker's data ends with it: nothing held can be re-read later.
         realtime = _in_parallel([
             lambda child=child: child.stop((offsets, self.broker is not None))
@@ -499,7 +474,10 @@ class Stack:
             self.final_status = snapshot_of(
                 collector_counts,
                 self.store.writer_stats(),
-                [answer[1] if answer else None for answer in realtime],
+                [
+                    self._since_first(child, answer[1] if answer else None)
+                    for child, answer in zip(self._realtime, realtime, strict=True)
+                ],
                 None,
             )
 
@@ -531,6 +509,7 @@ class Stack:
                 f"the {child.name} process exited unexpectedly (code "
                 f"{child.process.exitcode}); restarting it"
             )
+            self._earlier[child.name] = summed([self._earlier.get(child.name, {}), child.counted()])
             try:
                 start()
             except RuntimeError as exc:

@@ -1,14 +1,17 @@
 """One owner of an embedded store: an exclusive lock on the data directory, and a
 `stack.json` telling other commands where the owner answers queries. Also the broker lease
-that keeps direct producers (replay) and a broker swap of the stack apart."""
+that keeps direct producers (replay) and a broker swap of the stack apart, and the
+processes a crashed owner left running (`stop_stale_processes`)."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+import signal
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +52,13 @@ class DataDirLock:
             )
 
     def publish_state(self, state: dict[str, Any]) -> None:
+        """Write `stack.json`, readable by this user only (it holds the write token)."""
         path = self.data_dir / STATE_FILE
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"pid": os.getpid(), **state}))
+        tmp.unlink(missing_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps({"pid": os.getpid(), **state}))
         os.replace(tmp, path)
 
     def release(self) -> None:
@@ -60,6 +67,44 @@ class DataDirLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def process_started(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, Linux), which tells it from a
+    later process given the same id; None when there is no such process (or no /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) is in parentheses and may hold spaces: count after it
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def stop_stale_processes(state: dict[str, Any], grace_s: float = 5.0) -> list[str]:
+    """Stop the processes a `stack.json` left behind by a stack that did not exit lists
+    (`pids` with their `started` times) that still run: SIGTERM, then SIGKILL after
+    `grace_s`. A process id now used by another process (another start time) is left
+    alone. Returns what was stopped, e.g. "collector (pid 1234)"."""
+    started = state.get("started") or {}
+    stale = [
+        (name, pid, started[name])
+        for name, pid in (state.get("pids") or {}).items()
+        if pid and started.get(name) and process_started(pid) == started[name]
+    ]
+    for _, pid, _ in stale:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(process_started(p) == t for _, p, t in stale):
+        time.sleep(0.1)
+    for _, pid, start in stale:
+        if process_started(pid) == start:
+            _signal(pid, signal.SIGKILL)
+    return [f"{name} (pid {pid})" for name, pid, _ in stale]
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError):  # ended meanwhile
+        os.kill(pid, sig)
 
 
 def read_state(data_dir: Path) -> dict[str, Any] | None:

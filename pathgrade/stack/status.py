@@ -58,6 +58,16 @@ def summed(counters: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return totals
 
 
+def plus_earlier(
+    counters: dict[str, Any] | None, earlier: Mapping[str, int]
+) -> dict[str, Any] | None:
+    """A restarted process's `counters` with `earlier` (what the processes it replaced
+    counted, key by key) added; None (not answering) stays None."""
+    if counters is None or not earlier:
+        return counters
+    return {**counters, **{key: counters.get(key, 0) + n for key, n in earlier.items()}}
+
+
 def _realtime_totals(workers: list[dict[str, Any] | None]) -> dict[str, int] | None:
     """The realtime processes' counters summed; None when none answered."""
     answered = [w for w in workers if w is not None]
@@ -137,10 +147,13 @@ def status_line(now: Snapshot, before: Snapshot | None = None, label: str = "sta
     return f"{label}: " + " | ".join(parts)
 
 
-def status_report(document: dict[str, Any]) -> str:
-    """`pathgrade status` text: the stack's latest line, then every process's counters."""
+def status_report(document: dict[str, Any], now: float | None = None) -> str:
+    """`pathgrade status` text: the stack's latest line and how old it is (at `now`, Unix
+    seconds), then every process's counters."""
     snapshot = document["snapshot"]
-    lines = [document.get("line") or status_line(snapshot) or ""]
+    age = (time.time() if now is None else now) - snapshot["taken_at"]
+    line = document.get("line") or status_line(snapshot) or ""
+    lines = [f"{line} ({_age(age)})"]
     processes = [
         ("collector", snapshot.get("collector")),
         ("store writer", snapshot["store_writer"]),
@@ -155,6 +168,16 @@ def status_report(document: dict[str, Any]) -> str:
         )  # fmt: skip
         lines.append(f"  {name:<13} {shown}")
     return "\n".join(lines)
+
+
+def _age(seconds: float) -> str:
+    """How long ago a snapshot was taken, in words: "taken 4 s ago", "taken 2 min 5 s ago"."""
+    whole = max(0, round(seconds))
+    minutes, secs = divmod(whole, 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"taken {hours} h {minutes} min ago"
+    return f"taken {minutes} min {secs} s ago" if minutes else f"taken {secs} s ago"
 
 
 def snapshot_samples(snapshot: Snapshot) -> list[Sample]:

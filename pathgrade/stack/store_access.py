@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pathgrade.batch_plane.store.client import ClientStore, Store, connect, embedded_dsn
+from pathgrade.batch_plane.store.client import ClientStore, Store, embedded_dsn, open_client_store
 from pathgrade.schemas.migrations import migrate
 from pathgrade.stack.ownership import DataDirLock, read_state
 from pathgrade.web.endpoint import RemoteStore
@@ -27,12 +27,8 @@ def open_store(
 ) -> Iterator[Store]:
     """The store for a command, migrated, released on exit."""
     if clickhouse:
-        client = connect(clickhouse)
-        try:
-            migrate(client)
-            yield ClientStore(client)
-        finally:
-            client.close()
+        with _migrated(clickhouse) as store:
+            yield store
         return
     data_dir = data_dir.resolve()
     lock = DataDirLock(data_dir)
@@ -42,19 +38,26 @@ def open_store(
                 raise NoStore(
                     f"no store in {data_dir}: start one with `pathgrade up --data-dir {data_dir}`"
                 )
-            client = connect(embedded_dsn(str(data_dir)))
-            try:
-                migrate(client)
-                yield ClientStore(client)
-            finally:
-                client.close()
+            with _migrated(embedded_dsn(str(data_dir))) as store:
+                yield store
         finally:
             lock.release()
         return
     state = read_state(data_dir)
     if not state or not state.get("query_url"):
         raise NoStore(f"{data_dir} is owned by a running stack that is still starting; try again")
-    yield RemoteStore(state["query_url"])
+    yield RemoteStore(state["query_url"], state.get("write_token"))
+
+
+@contextmanager
+def _migrated(dsn: str) -> Iterator[ClientStore]:
+    """The store at `dsn`, migrated, closed on exit."""
+    store = open_client_store(dsn)
+    try:
+        migrate(store.client)
+        yield store
+    finally:
+        store.close()
 
 
 class StatusUnavailable(RuntimeError):

@@ -10,10 +10,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pathgrade.batch_plane.store.client import ClientStore, connect, embedded_dsn
+from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
 from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterConfig, StoreWriterStats
 from pathgrade.schemas.migrations import Migration, migrate
-from pathgrade.stack.ownership import DataDirLock
+from pathgrade.stack.ownership import DataDirLock, read_state, stop_stale_processes
 from pathgrade.stack.priority import keep_native_threads_lowered, lower_thread_priority
 from pathgrade.stack.status import summed
 from pathgrade.web.endpoint import QueryServer
@@ -22,9 +22,10 @@ log = logging.getLogger(__name__)
 
 
 class StoreOwner:
-    """`start()` opens and migrates the store and starts the writer; `stop(targets)`
-    consumes up to `targets` (partition -> next offset) before closing;
-    `suspend_writer(targets)` / `resume_writer()` do the same around a broker swap."""
+    """`claim()` takes the data directory; `start()` (claiming it if not yet) opens and
+    migrates the store and starts the writer on `bootstrap`; `stop(targets)` consumes up
+    to `targets` (partition -> next offset) before closing; `suspend_writer(targets)` /
+    `resume_writer()` do the same around a broker swap."""
 
     def __init__(
         self,
@@ -38,21 +39,29 @@ class StoreOwner:
         self.data_dir = data_dir.resolve()
         self.dsn = clickhouse or embedded_dsn(str(self.data_dir))
         self.lock = DataDirLock(self.data_dir)
-        self.client: Any = None
+        self._claimed = False
         self.store: ClientStore | None = None
         self.query_server: QueryServer | None = None
         self.applied: list[Migration] = []
-        self._client_lock = threading.Lock()
         self._writer_run: _WriterRun | None = None
         self._finished_runs: dict[str, int] = {}  # counts of the writers before a swap
         self._closing = threading.Event()
 
-    def start(self) -> None:
-        """Take the data directory, connect, migrate, start consuming and serving."""
+    def claim(self) -> list[str]:
+        """Take the data directory (DataDirBusy while another owner runs) and stop the
+        processes a crashed owner's `stack.json` lists that still run; returns those."""
         self.lock.acquire()
-        self.client = connect(self.dsn)
-        self.applied = migrate(self.client)
-        self.store = ClientStore(self.client, self._client_lock)
+        self._claimed = True
+        leftover = read_state(self.data_dir)
+        return stop_stale_processes(leftover) if leftover else []
+
+    def start(self) -> None:
+        """Claim the data directory (if not yet), connect, migrate, start consuming and
+        serving."""
+        if not self._claimed:
+            self.claim()
+        self.store = open_client_store(self.dsn)
+        self.applied = migrate(self.store.client)
         self.resume_writer()
         # chDB's merges and pools yield like the writer, including pools grown later
         keep_native_threads_lowered(self.writer_niceness, self._closing)
@@ -86,8 +95,13 @@ class StoreOwner:
 
     def publish_state(self, state: dict[str, Any]) -> None:
         """Tell other commands where to send queries (and whatever else is useful)."""
-        url = self.query_server.url if self.query_server else None
-        self.lock.publish_state({"query_url": url, "kafka": self.bootstrap, **state})
+        server = self.query_server
+        self.lock.publish_state({
+            "query_url": server and server.url,
+            "write_token": server and server.write_token,
+            "kafka": self.bootstrap,
+            **state,
+        })  # fmt: skip
 
     def stop(
         self, targets: dict[int, int] | None = None, idle_s: float = 0.0, timeout_s: float = 180
@@ -98,10 +112,10 @@ class StoreOwner:
         if self.query_server is not None:
             self.query_server.shutdown()
             self.query_server.server_close()
-        if self.client is not None:
-            with self._client_lock:
-                self.client.close()
+        if self.store is not None:
+            self.store.close()
         self.lock.release()
+        self._claimed = False
 
 
 class _WriterRun:

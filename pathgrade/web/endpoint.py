@@ -1,10 +1,15 @@
 """The store owner's loopback endpoint, and the client other commands use to reach it.
 
-`POST /sql {"sql", "parameters"?, "readonly"?}` answers a query (read-only unless asked
-otherwise by a pathgrade command); `POST /insert {"table", "columns", "rows"}` inserts
-rows (422 with `rows_rejected` when the store cannot encode them: `RowsRejected`; with
-`"skip_rejected": true` the others are stored and the rejected ones listed). It listens on
-127.0.0.1 only: it is how commands share the one embedded store.
+`POST /sql {"sql", "parameters"?}` answers a query, always read-only: it runs on the
+store's reader session, and only if it is a read (`batch_plane.store.reads`); there is no
+way to ask for a write. Writes are the owner's typed operations only:
+`POST /insert {"table", "columns", "rows", "skip_rejected"?}` inserts rows into one of
+WRITABLE_TABLES, naming columns that table has (422 with `rows_rejected` when the store
+cannot encode them: `RowsRejected`; with `"skip_rejected": true` the others are stored
+and the rejected ones listed), with the owner's write token in WRITE_TOKEN_HEADER (it is
+in the owner's `stack.json`, readable by its user only, and handed to the stack's own
+processes). Any other body is a 400 naming the field, a missing or wrong token a 403.
+It listens on 127.0.0.1 only: it is how commands share the one embedded store.
 `GET /` and `GET /trace/<id>` are the read-only browser view (`pathgrade.web.ui`).
 
 A web page the user visits cannot drive it: POSTs must be `application/json` (a
@@ -14,7 +19,10 @@ request must name a loopback host (a rebound DNS name is refused).
 
 from __future__ import annotations
 
+import hmac
 import json
+import secrets
+import threading
 import urllib.error
 import urllib.request
 from http import HTTPStatus
@@ -33,6 +41,19 @@ from pathgrade.web.http_handler import QuietHandler
 from pathgrade.web.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+WRITE_TOKEN_HEADER = "X-Pathgrade-Write-Token"
+WRITABLE_TABLES = frozenset({
+    "alerts", "scores", "datasets", "dataset_items", "runs", "gates", "gate_rows",
+    "judge_cache", "judge_calls", "judge_calibrations",
+})  # fmt: skip
+"""What pathgrade's processes and commands write through the endpoint: alerts, scores,
+dataset, run and gate records, the judge's cache and calls. Spans come only from Kafka."""
+_SQL_FIELDS = frozenset({"sql", "parameters"})
+_INSERT_FIELDS = frozenset({"table", "columns", "rows", "skip_rejected"})
+
+
+class BadRequest(ValueError):
+    """A request body the endpoint does not take (400, with the reason)."""
 
 
 class QueryServer(ThreadingHTTPServer):
@@ -44,7 +65,22 @@ class QueryServer(ThreadingHTTPServer):
         self.store = store
         self.status: dict[str, Any] | None = None  # `pathgrade up`'s latest, for /status
         self.metrics_text = ""  # the same snapshot in Prometheus's text format, for /metrics
+        self.write_token = secrets.token_urlsafe(32)
+        self._columns: dict[str, frozenset[str]] = {}  # of WRITABLE_TABLES, once asked
+        self._columns_lock = threading.Lock()
         super().__init__(("127.0.0.1", port), _StoreHandler)
+
+    def table_columns(self, table: str) -> frozenset[str]:
+        """The columns of writable `table` in the store (asked once)."""
+        with self._columns_lock:
+            if table not in self._columns:
+                rows = self.store.query(
+                    "SELECT name FROM system.columns "
+                    "WHERE database = currentDatabase() AND table = {table:String}",
+                    {"table": table},
+                ).rows
+                self._columns[table] = frozenset(name for (name,) in rows)
+            return self._columns[table]
 
     @property
     def url(self) -> str:
@@ -65,6 +101,8 @@ class _StoreHandler(QuietHandler):
         try:
             payload = self._dispatch(json.loads(body))
             status = HTTPStatus.OK
+        except PermissionError as exc:
+            status, payload = HTTPStatus.FORBIDDEN, {"error": str(exc)}
         except (ValueError, KeyError, TypeError) as exc:
             status, payload = HTTPStatus.BAD_REQUEST, {"error": f"bad request: {exc}"}
         except RowsRejected as exc:
@@ -124,33 +162,89 @@ class _StoreHandler(QuietHandler):
     def _send(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
         self._reply(status, json.dumps(payload).encode(), "application/json")
 
-    def _dispatch(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _dispatch(self, body: Any) -> dict[str, Any]:
         if self.path == "/sql":
-            result = self.server.store.query(
-                body["sql"], body.get("parameters"), readonly=body.get("readonly", True)
-            )
+            _check_fields(body, _SQL_FIELDS, {"sql"})
+            result = self.server.store.query(body["sql"], body.get("parameters"), readonly=True)
             return result.__dict__
         if self.path == "/insert":
-            store, rows = self.server.store, body["rows"]
-            if body.get("skip_rejected"):
-                rejected = store.insert_encodable(body["table"], rows, body["columns"])
-                return {"inserted": len(rows) - len(rejected), "rejected": rejected}
-            store.insert(body["table"], rows, body["columns"])
-            return {"inserted": len(rows)}
+            return self._insert(body)
         raise KeyError(f"no such endpoint {self.path}")
+
+    def _insert(self, body: Any) -> dict[str, Any]:
+        """One typed write: rows of a writable table, in columns it has."""
+        token = self.headers.get(WRITE_TOKEN_HEADER) or ""
+        if not hmac.compare_digest(token.encode(), self.server.write_token.encode()):
+            raise PermissionError(
+                f"/insert needs the owner's write token ({WRITE_TOKEN_HEADER}, in stack.json)"
+            )
+        _check_fields(body, _INSERT_FIELDS, {"table", "columns", "rows"})
+        table, columns, rows = body["table"], body["columns"], body["rows"]
+        if table not in WRITABLE_TABLES:
+            raise BadRequest(
+                f"table: {table!r} is not written through the endpoint "
+                f"(writable: {', '.join(sorted(WRITABLE_TABLES))})"
+            )
+        _check_columns(table, columns, self.server.table_columns(table))
+        if not isinstance(rows, list) or not all(
+            isinstance(row, list) and len(row) == len(columns) for row in rows
+        ):
+            raise BadRequest(f"rows: expected a list of rows of {len(columns)} values each")
+        skip_rejected = body.get("skip_rejected", False)
+        if not isinstance(skip_rejected, bool):
+            raise BadRequest("skip_rejected: expected true or false")
+        store = self.server.store
+        if skip_rejected:
+            rejected = store.insert_encodable(table, rows, columns)
+            return {"inserted": len(rows) - len(rejected), "rejected": rejected}
+        store.insert(table, rows, columns)
+        return {"inserted": len(rows)}
+
+
+def _check_fields(body: Any, allowed: frozenset[str], required: set[str]) -> None:
+    """A JSON object with `required` fields and no field outside `allowed`."""
+    if not isinstance(body, dict):
+        raise BadRequest("expected a JSON object")
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise BadRequest(
+            f"unknown field {unknown[0]!r} (fields: {', '.join(sorted(allowed))}); "
+            "SQL through the endpoint is read-only, writes are /insert of known rows"
+        )
+    missing = sorted(required - set(body))
+    if missing:
+        raise BadRequest(f"missing field {missing[0]!r}")
+
+
+def _check_columns(table: str, columns: Any, known: frozenset[str]) -> None:
+    """`columns` are distinct names of columns `table` has."""
+    if (
+        not isinstance(columns, list)
+        or not columns
+        or not all(isinstance(c, str) for c in columns)
+        or len(set(columns)) != len(columns)
+    ):
+        raise BadRequest("columns: expected a non-empty list of distinct column names")
+    unknown = [c for c in columns if c not in known]
+    if unknown:
+        raise BadRequest(f"columns: {table} has no column {unknown[0]!r}")
 
 
 class RemoteStore:
-    """A `Store` reached through the running stack's loopback endpoint."""
+    """A `Store` reached through the running stack's loopback endpoint; `write_token`
+    (the owner's, from its `stack.json`) is needed to insert."""
 
-    def __init__(self, url: str, timeout_s: float = 120.0) -> None:
+    def __init__(self, url: str, write_token: str | None = None, timeout_s: float = 120.0) -> None:
         self.url = url.rstrip("/")
+        self.write_token = write_token
         self.timeout_s = timeout_s
 
     def query(
-        self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = False
+        self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = True
     ) -> QueryResult:
-        payload = self._post("/sql", {"sql": sql, "parameters": parameters, "readonly": readonly})
+        """Every query through the endpoint runs read-only, whatever `readonly` says
+        (writes are `insert`)."""
+        payload = self._post("/sql", {"sql": sql, "parameters": parameters})
         return QueryResult(payload["columns"], payload["types"], payload["rows"])
 
     def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:
@@ -170,10 +264,11 @@ class RemoteStore:
         return [(row, reason) for row, reason in answer["rejected"]]
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        headers = {"Content-Type": "application/json"}
+        if self.write_token:
+            headers[WRITE_TOKEN_HEADER] = self.write_token
         request = urllib.request.Request(
-            self.url + path,
-            data=json.dumps(body, default=str).encode(),
-            headers={"Content-Type": "application/json"},
+            self.url + path, data=json.dumps(body, default=str).encode(), headers=headers
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:

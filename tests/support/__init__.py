@@ -13,17 +13,17 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from pathgrade.batch_plane.store.client import ClientStore, connect, embedded_dsn
+from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
 from pathgrade.schemas.migrations import migrate
 
 
 @pytest.fixture(scope="module", name="store")
 def store_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClientStore]:
     """A migrated embedded chDB store of the test module's own, closed after it."""
-    client = connect(embedded_dsn(str(tmp_path_factory.mktemp("store"))))
-    migrate(client)
-    yield ClientStore(client)
-    client.close()
+    store = open_client_store(embedded_dsn(str(tmp_path_factory.mktemp("store"))))
+    migrate(store.client)
+    yield store
+    store.close()
 
 
 class LoopbackServer:

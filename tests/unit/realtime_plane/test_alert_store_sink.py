@@ -21,7 +21,7 @@ from tests.unit.realtime_plane.test_realtime_webhook import alert
 def remote(store: ClientStore) -> Iterator[RemoteStore]:
     server = QueryServer(store)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield RemoteStore(server.url)
+    yield RemoteStore(server.url, server.write_token)
     server.shutdown()
 
 

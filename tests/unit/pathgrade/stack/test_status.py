@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pathgrade.realtime_plane.delays import P99
 
-from pathgrade.stack.status import status_line, status_report, summed
+from pathgrade.stack.status import plus_earlier, status_line, status_report, summed
 from pathgrade.stack.store_access import StatusUnavailable, stack_status
 from pathgrade.web.endpoint import QueryServer
 
@@ -86,13 +86,32 @@ def test_line_gives_the_slowest_realtime_process_detection_delay() -> None:
 
 def test_report_lists_every_process() -> None:
     now = snapshot(10.0, 20, 15, [None, 9])
-    report = status_report({"snapshot": now, "line": "status: x"})
+    report = status_report({"snapshot": now, "line": "status: x"}, now=14.4)
     lines = report.splitlines()
-    assert lines[0] == "status: x"
+    assert lines[0] == "status: x (taken 4 s ago)"
     assert lines[1].split() == ["collector", "accepted_spans=20", "rejected_spans=0",
                                 "requests=1", "spill_bytes=0"]  # fmt: skip
     assert lines[3].split() == ["realtime-1", "not", "answering"]
     assert "traces_evaluated=9" in lines[4] and lines[2].lstrip().startswith("store writer")
+
+
+@pytest.mark.parametrize(
+    ("age_s", "shown"),
+    [(0.2, "taken 0 s ago"), (59.6, "taken 1 min 0 s ago"), (125, "taken 2 min 5 s ago"),
+     (7_260, "taken 2 h 1 min ago")],
+)  # fmt: skip
+def test_report_says_how_old_the_snapshot_is(age_s: float, shown: str) -> None:
+    document = {"snapshot": snapshot(1_000.0, 1, 1, [1]), "line": "status: x"}
+    assert status_report(document, now=1_000.0 + age_s).splitlines()[0] == f"status: x ({shown})"
+
+
+def test_a_restarted_process_counts_on_from_its_predecessors() -> None:
+    live = {"accepted_spans": 40_055, "requests": 7, "spill_bytes": 10}
+    earlier = {"accepted_spans": 19_945, "requests": 3}
+    assert plus_earlier(live, earlier) == {
+        "accepted_spans": 60_000, "requests": 10, "spill_bytes": 10,  # a gauge: as it is
+    }  # fmt: skip
+    assert plus_earlier(None, earlier) is None and plus_earlier(live, {}) is live
 
 
 def test_status_of_a_directory_without_a_running_stack_is_a_clear_error(tmp_path: Path) -> None:
