@@ -71,13 +71,14 @@ class DataDirLock:
 
 def process_started(pid: int) -> int | None:
     """When process `pid` started (clock ticks since boot, Linux), which tells it from a
-    later process given the same id; None when there is no such process (or no /proc)."""
+    later process given the same id; None when no such process runs (or no /proc)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # the command name (field 2) is in parentheses and may hold spaces: count after it
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] == "Z" else int(fields[19])  # a zombie has ended
 
 
 def stop_stale_processes(state: dict[str, Any], grace_s: float = 5.0) -> list[str]:

@@ -241,15 +241,17 @@ def sampled_count(bootstrap: str) -> int:
 
 
 def test_dead_collector_and_realtime_processes_are_restarted(tmp_path: Path) -> None:
-    """SIGKILLed children come back (the collector on the same port) and nothing the
-    collector acknowledged is lost; the realtime plane alerts on traffic after its restart."""
+    """A SIGKILLed realtime process and a SIGTERMed collector (children never ignore it)
+    come back (the collector on the same port) and nothing the collector acknowledged is
+    lost; the realtime plane alerts on traffic after its restart; the final line counts
+    what every collector process accepted."""
     stack, _, http_port = start_stack(tmp_path, "--capture-tools", "*")
     url = f"http://127.0.0.1:{http_port}/v1/traces"
     try:
         sent = [send_demo_traces(OTLPSpanExporter(endpoint=url), traces=20, seed=11)]
-        for name in ("realtime", "collector"):
+        for name, sig in (("realtime", signal.SIGKILL), ("collector", signal.SIGTERM)):
             pid = json.loads((tmp_path / "stack.json").read_text())["pids"][name]
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, sig)
             wait_until(lambda n=name: stack.output_has(f"the {n} process exited"), timeout_s=30)
             wait_until(lambda p=pid, n=name: _pid_of(tmp_path, n) not in (None, p), timeout_s=90)
         sent.append(send_demo_traces(OTLPSpanExporter(endpoint=url), traces=20, seed=12))
@@ -262,6 +264,11 @@ def test_dead_collector_and_realtime_processes_are_restarted(tmp_path: Path) -> 
     finally:
         assert stack.terminate() == 0, stack.output
     assert stack.output.count("restarting it") == 2, stack.output
+    assert stack.output_has("the collector process exited unexpectedly (code -15)")
+    final = stack.lines[-1]
+    assert final.startswith(f"stopped: in {total:,} spans | stored {total:,} | "), final
+    evaluated = int(re.search(r"evaluated ([\d,]+) traces", final)[1].replace(",", ""))
+    assert evaluated >= 40  # both realtime processes' evaluations
 
 
 def _pid_of(data_dir: Path, name: str) -> int | None:
