@@ -139,7 +139,9 @@ def test_unreachable_kafka_and_clickhouse_are_clear_errors(tmp_path: Path) -> No
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert kafka.returncode == 2
-    assert f"cannot reach Kafka at {nobody}" in kafka.stderr
+    assert f"cannot reach Kafka at {nobody}: no answer to a metadata request in 10 s" in (
+        kafka.stderr
+    )
     clickhouse = subprocess.run(
         [sys.executable, "-m", "pathgrade.cli", "sql", "--clickhouse",
          f"http://user:secret@{nobody}/db", "SELECT 1"],

@@ -1,0 +1,57 @@
+"""Settings of the stack's processes are checked in the parent before anything starts,
+each problem named by the flag or the file field that set it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from pathgrade.cli.support import CliError, collector_args, collector_settings
+from pathgrade.stack.embedded import Stack, StackOptions
+from pathgrade.stack.settings import StackSettingsError, check_collector, check_policy
+
+
+def parsed(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    collector_args(parser)
+    return parser.parse_args(argv)
+
+
+def test_a_bad_flag_is_named_as_given_and_a_bad_file_field_by_the_file(tmp_path: Path) -> None:
+    config = tmp_path / "collector.yaml"
+    config.write_text("max_body_bytes: 0\nredaction: {capture_tool: [a]}\n")
+    with pytest.raises(CliError) as refused:
+        collector_settings(parsed("--http-port", "99999", "--config", str(config)))
+    problems = str(refused.value).split("; ")
+    assert problems == [
+        "--http-port 99999: Input should be less than or equal to 65535",
+        f"{config}: max_body_bytes: Input should be greater than 0",
+        f"{config}: redaction.capture_tool: Extra inputs are not permitted",
+    ]
+    assert collector_settings(parsed("--http-port", "0")) == {"http_port": 0}
+
+
+def test_an_unreadable_tokens_file_and_a_bad_policy_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(StackSettingsError, match=r"^tokens_file: .*No such file"):
+        check_collector({"tokens_file": str(tmp_path / "none.yaml")})
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text("- not a mapping\n")
+    with pytest.raises(StackSettingsError, match="expected a mapping of token -> tenant"):
+        check_collector({"tokens_file": str(tokens)})
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("tools: [\n")
+    with pytest.raises(StackSettingsError, match=r"^policy: policy\.yaml: invalid YAML"):
+        check_policy(str(policy))
+
+
+def test_the_stack_refuses_bad_settings_before_it_takes_the_directory(tmp_path: Path) -> None:
+    data_dir = tmp_path / "store"
+    stack = Stack(StackOptions(data_dir=data_dir, collector={"grpc_port": -1}))
+    with pytest.raises(StackSettingsError, match="grpc_port: Input should be greater"):
+        stack.start()
+    stack = Stack(StackOptions(data_dir=data_dir, realtime={"max_spans": 0}))
+    with pytest.raises(StackSettingsError, match="realtime settings: max_spans"):
+        stack.start()
+    assert not data_dir.exists()  # no broker, store or process was started
