@@ -70,6 +70,8 @@ def _cmd_store_writer(args: argparse.Namespace) -> int:
 
     owner = StoreOwner(args.kafka, args.data_dir, args.clickhouse)
     try:
+        for stale in owner.claim():
+            print(f"stopped {stale}, left running by an earlier pathgrade up", flush=True)
         owner.start()
     except (DataDirBusy, StoreUnavailable) as exc:
         raise CliError(str(exc)) from exc
