@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import fields
 from typing import Any, Generic, TypeVar
 
@@ -238,7 +238,8 @@ def _end_with_parent(name: str) -> None:
 
     def watch() -> None:
         multiprocessing.connection.wait([parent.sentinel])
-        print(f"{name}: the pathgrade up process ended; exiting", file=sys.stderr, flush=True)
+        with suppress(OSError):  # its stderr may have gone with the parent
+            print(f"{name}: the pathgrade up process ended; exiting", file=sys.stderr, flush=True)
         os._exit(1)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
