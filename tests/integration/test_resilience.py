@@ -203,7 +203,8 @@ def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> No
     )
     assert swapped, stack.output
     before, after, carried = float(swapped[1]), float(swapped[2]), int(swapped[3])
-    assert before > 24 and after < before  # a fresh broker (~16-24 MB idle) took its place
+    # past the limit (printed to 0.1 MB), then a fresh broker (~16-24 MB idle) took its place
+    assert before >= 24 and after < before
     assert 0 < carried <= samples_now  # the unscored samples came along
 
 
