@@ -14,7 +14,7 @@ from itertools import pairwise
 from statistics import fmean
 from typing import Any, TypeVar
 
-from pathgrade.batch_plane.edge.graph import AgentGraph
+from pathgrade.schemas.agent_graph import AgentGraph
 from pathgrade.batch_plane.scoring.similarity import (
     jaccard,
     lexical_similarity,

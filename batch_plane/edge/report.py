@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pathgrade.batch_plane.edge.graph import AgentGraph
+from pathgrade.schemas.agent_graph import AgentGraph
 
 WIDTH, HEIGHT, MARGIN = 760, 440, 70
 MIN_RADIUS, MAX_RADIUS = 8.0, 34.0

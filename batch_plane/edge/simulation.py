@@ -20,7 +20,8 @@ from typing import Any, Protocol
 import httpx
 from opentelemetry.trace import Tracer
 from pathgrade.batch_plane.agents.adapters import AdapterError, AgentAdapter, TurnContext
-from pathgrade.batch_plane.edge.graph import AgentGraph, Scenario
+from pathgrade.batch_plane.edge.graph import Scenario
+from pathgrade.schemas.agent_graph import AgentGraph
 from pathgrade.schemas.genai import PG_RUN_ID
 from pathgrade.schemas.model import EvalContext
 from pydantic import BaseModel, Field

@@ -29,7 +29,7 @@ from pathgrade.batch_plane.edge.determinism import (
     structural_adherence,
     variant_metrics,
 )
-from pathgrade.batch_plane.edge.graph import AgentGraph, load_graph
+from pathgrade.schemas.agent_graph import AgentGraph, load_graph
 from pathgrade.batch_plane.edge.simulation import (
     BASE_VARIANT,
     MANIFEST_ATTRIBUTE,

@@ -85,23 +85,10 @@ def _max_visits(parser: argparse.ArgumentParser) -> None:
 
 def read_graph(path: Path) -> Any:
     """The validated AgentGraph in `path` (EDGE DSL, or LangGraph JSON with source/target)."""
-    from pathgrade.batch_plane.edge.graph import (
-        GraphError,
-        from_langgraph_json,
-        load_graph,
-        validate_graph,
-    )
+    from pathgrade.schemas.agent_graph import GraphError, parse_graph_document
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict):
-            raise CliError(f"{path}: expected a JSON object with nodes and edges")
-        edges = data.get("edges") or []
-        if edges and isinstance(edges[0], dict) and "source" in edges[0]:
-            graph = from_langgraph_json(data)
-            validate_graph(graph)
-            return graph
-        return load_graph(data)
+        return parse_graph_document(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, json.JSONDecodeError) as exc:
         raise CliError(f"{path}: {exc}") from exc
     except (GraphError, ValidationError) as exc:
@@ -110,12 +97,12 @@ def read_graph(path: Path) -> Any:
 
 def _cmd_paths(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.edge.graph import (
-        GraphError,
         enumerate_paths,
         paths_document,
         scenarios,
         write_scenarios,
     )
+    from pathgrade.schemas.agent_graph import GraphError
 
     graph = read_graph(args.graph)
     try:
@@ -132,7 +119,8 @@ def _cmd_paths(args: argparse.Namespace) -> int:
 
 def _load_scenarios(args: argparse.Namespace, graph: Any) -> list[Any]:
     """The scenarios to run: from --scenarios, or every path of the graph."""
-    from pathgrade.batch_plane.edge.graph import GraphError, Scenario, enumerate_paths, scenarios
+    from pathgrade.batch_plane.edge.graph import Scenario, enumerate_paths, scenarios
+    from pathgrade.schemas.agent_graph import GraphError
 
     if args.scenarios is None:
         try:
@@ -212,7 +200,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from pathgrade.batch_plane.edge.graph import load_graph
     from pathgrade.batch_plane.edge.report import write_report
     from pathgrade.batch_plane.edge.store import (
         EdgeRunNotFound,
@@ -220,6 +207,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         run_metrics,
     )
     from pathgrade.cli.suite_scoring import make_judge
+    from pathgrade.schemas.agent_graph import load_graph
 
     try:
         with cli_store(args) as store:

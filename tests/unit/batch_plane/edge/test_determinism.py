@@ -19,7 +19,7 @@ from pathgrade.batch_plane.edge.determinism import (
     structural_adherence,
     variant_metrics,
 )
-from pathgrade.batch_plane.edge.graph import AgentGraph
+from pathgrade.schemas.agent_graph import AgentGraph
 from pydantic import ValidationError
 
 METRIC_KEYS = {

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from pathgrade.batch_plane.edge.graph import Scenario, load_graph
+from pathgrade.batch_plane.edge.graph import Scenario
 from pathgrade.batch_plane.edge.report import edge_width, graph_svg, node_radius, write_report
 from pathgrade.batch_plane.edge.simulation import RunManifest
 from pathgrade.batch_plane.edge.store import (
@@ -16,6 +16,7 @@ from pathgrade.batch_plane.edge.store import (
     response_text,
     utility_records,
 )
+from pathgrade.schemas.agent_graph import load_graph
 
 GRAPH = load_graph(
     {

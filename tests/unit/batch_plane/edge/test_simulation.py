@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.batch_plane.agents.adapters import AdapterError, AgentTurn, TurnContext, load_adapter
 from pathgrade.batch_plane.edge.determinism import replay_metrics
-from pathgrade.batch_plane.edge.graph import Scenario, enumerate_paths, load_graph, scenarios
+from pathgrade.batch_plane.edge.graph import Scenario, enumerate_paths, scenarios
 from pathgrade.batch_plane.edge.simulation import (
     MANIFEST_ATTRIBUTE,
     PERSONAS,
@@ -27,6 +27,7 @@ from pathgrade.batch_plane.edge.simulation import (
     next_target,
     plan_variants,
 )
+from pathgrade.schemas.agent_graph import load_graph
 
 from tests.support.openai_standin import OpenAIStandIn, Reply
 from tests.support.paths import REPO_ROOT
@@ -202,7 +203,7 @@ def test_recruitment_example_is_reproducible_and_constrained_is_more_determinist
 
 def test_car_dealer_langgraph_agent_scripted_converges_and_stochastic_is_reproducible() -> None:
     dealer = EXAMPLES.parent / "car_dealer"
-    from pathgrade.batch_plane.edge.graph import from_langgraph_json
+    from pathgrade.schemas.agent_graph import from_langgraph_json
 
     graph = from_langgraph_json(json.loads((dealer / "graph.json").read_text()))
     items = scenarios(graph, enumerate_paths(graph))
