@@ -14,12 +14,12 @@ from itertools import pairwise
 from statistics import fmean
 from typing import Any, TypeVar
 
-from pathgrade.schemas.agent_graph import AgentGraph
 from pathgrade.batch_plane.scoring.similarity import (
     jaccard,
     lexical_similarity,
     mean_pairwise,
 )
+from pathgrade.schemas.agent_graph import AgentGraph
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 T = TypeVar("T", bound=Hashable)

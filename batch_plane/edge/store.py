@@ -29,7 +29,6 @@ from pathgrade.batch_plane.edge.determinism import (
     structural_adherence,
     variant_metrics,
 )
-from pathgrade.schemas.agent_graph import AgentGraph, load_graph
 from pathgrade.batch_plane.edge.simulation import (
     BASE_VARIANT,
     MANIFEST_ATTRIBUTE,
@@ -41,6 +40,7 @@ from pathgrade.batch_plane.edge.simulation import (
 from pathgrade.batch_plane.scoring.judge import Judge, JudgeError
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.store.client import Store
+from pathgrade.schemas.agent_graph import AgentGraph, load_graph
 
 # The judged response-consistency hook: a scenario's intent and the responses of its exact
 # replays in, a 1-4 consistency grade out (None: the judge could not decide). Without
