@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
-from pathgrade.batch_plane.evaluation.replay import find_trace_ids, load_traces
 from pathgrade.batch_plane.store.client import Store
+from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import Trace
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator

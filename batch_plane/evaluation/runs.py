@@ -28,11 +28,10 @@ from typing import Any
 
 from pathgrade.batch_plane.agents.adapters import AdapterError, AgentAdapter, AgentTurn, TurnContext
 from pathgrade.batch_plane.evaluation.datasets import DatasetItem
-from pathgrade.batch_plane.evaluation.replay import load_traces
 from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.scoring.trajectory import match, tool_correctness
 from pathgrade.batch_plane.store.client import Store
-from pathgrade.batch_plane.store.trace_rows import run_trace_ids
+from pathgrade.batch_plane.store.trace_rows import load_traces, run_trace_ids
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import EvalContext, Trace
 

@@ -237,7 +237,8 @@ def _cmd_triage(args: argparse.Namespace) -> int:
 def _cmd_replay(args: argparse.Namespace) -> int:
     from kafka.errors import KafkaError
 
-    from pathgrade.batch_plane.evaluation.replay import ACK_TIMEOUT_S, find_trace_ids, replay_traces
+    from pathgrade.batch_plane.evaluation.replay import ACK_TIMEOUT_S, replay_traces
+    from pathgrade.batch_plane.store.trace_rows import find_trace_ids
     from pathgrade.collector.publisher import producer_for
     from pathgrade.stack.ownership import broker_lease
 
