@@ -113,6 +113,8 @@ def _cmd_paths(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(paths_document(paths)))
     else:
+        for path in paths:
+            print(" > ".join(path))
         print(f"{len(paths)} paths; scenarios written to {args.out}")
     return 0
 
@@ -190,10 +192,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             exit_code=1,
         )
     converged = sum(result.converged for result in results)
+    completed = sum(result.completed for result in results)
     turns = sum(len(result.responses) for result in results)
     print(
         f"run {run_id}: {len(items)} scenarios, {len(results)} conversations, "
-        f"{converged} converged, {turns} agent turns; spans sent to {args.otlp}"
+        f"{converged} converged (no restart), {completed} completed (restarts allowed), "
+        f"{turns} agent turns; spans sent to {args.otlp}"
     )
     print(f"report: pathgrade edge report {run_id}")
     return 0

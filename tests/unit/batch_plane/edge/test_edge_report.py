@@ -66,10 +66,13 @@ def test_edge_metrics_score_runs_attempts_and_utility() -> None:
     assert metrics["convergence"]["convergence_rate"] == pytest.approx(2 / 3)
     assert metrics["convergence"]["completion_rate"] == 1.0
     nodes = {row["node"]: row for row in metrics["utility"]["nodes"]}
-    assert (nodes["s"]["queries"], nodes["s"]["utility"]) == (4, 1.0)
+    # a query is one conversation (Table 4): s is visited by all 3, 4 times (one restart)
+    assert (nodes["s"]["queries"], nodes["s"]["visits"], nodes["s"]["utility"]) == (3, 4, 1.0)
     assert nodes["b<&>"]["failures"] == 1 and nodes["a"]["failures"] == 0
+    assert nodes["b<&>"]["utility"] == pytest.approx(1 / 3)
     edges = {(row["from"], row["to"]): row for row in metrics["utility"]["edges"]}
     assert edges[("s", "b<&>")]["failures"] == 1 and edges[("a", "t")]["queries"] == 3
+    assert metrics["utility"]["avg_turns_per_conversation"] == pytest.approx(7 / 3)
 
 
 def test_judged_response_consistency_hook() -> None:
@@ -77,8 +80,10 @@ def test_judged_response_consistency_hook() -> None:
     metrics = edge_metrics(
         MANIFEST, TURNS, judge=lambda intent, responses: seen.append(list(responses)) or 4.0
     )
-    assert seen == [["booked", "booked"]]
+    # the replays together, then the variant against each replay
+    assert seen == [["booked", "booked"], ["booked", "booked"], ["booked", "booked"]]
     assert metrics["replay"]["response_consistency_judged"] == 4.0
+    assert metrics["variant"]["response_consistency_judged"] == 4.0
     assert "response_consistency_judged" not in edge_metrics(MANIFEST, TURNS)["replay"]
 
 
@@ -87,11 +92,12 @@ def test_no_turns_is_an_error_naming_the_run() -> None:
         edge_metrics(MANIFEST, [])
 
 
-def test_utility_records_mark_the_first_node_off_the_path() -> None:
-    attempts = {("p", "base", 0, 0): [turn("base", 0, 0, 0, ["s", "b<&>", "t"])]}
-    (record,) = utility_records(attempts, {"p": ["s", "a", "t"]})
-    assert record == {"nodes": ["s", "b<&>", "t"], "failed_nodes": ["b<&>"],
-                      "failed_edges": [("s", "b<&>")]}  # fmt: skip
+def test_utility_records_are_conversations_with_a_walk_per_attempt() -> None:
+    conversation = [turn("base", 0, 0, 0, ["s", "b<&>"]), turn("base", 0, 1, 0, ["s", "a"]),
+                    turn("base", 0, 1, 1, ["t"])]  # fmt: skip
+    (record,) = utility_records({("p", "base", 0): conversation}, {"p": ["s", "a", "t"]})
+    assert record == {"walks": [["s", "b<&>"], ["s", "a", "t"]], "turns": 3,
+                      "failed_nodes": ["b<&>"], "failed_edges": [("s", "b<&>")]}  # fmt: skip
 
 
 def _svg_sizes(svg: str) -> tuple[dict[str, float], dict[str, float]]:

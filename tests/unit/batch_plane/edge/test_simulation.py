@@ -100,7 +100,7 @@ def test_a_conversation_follows_the_path_and_carries_the_eval_context() -> None:
     result = Simulation(GRAPH, agent, ScriptedUser(), config()).conversation(
         PATH_A, Variant("base", replay_index=1)
     )
-    assert result.converged and result.attempts == [["s", "a", "t"]]
+    assert result.converged and result.completed and result.attempts == [["s", "a", "t"]]
     assert [message for message, _ in agent.calls] == [
         "I would like to ask about alpha.", "I would like to finish up."]  # fmt: skip
     assert agent.calls[1][1] == {
@@ -114,7 +114,8 @@ def test_a_deviation_restarts_from_the_beginning_with_the_same_user_turns() -> N
     agent = ScriptAgent(wrong_attempts=1)
     sim = Simulation(GRAPH, agent, ScriptedUser(), config())
     result = sim.conversation(PATH_A, Variant("base", replay_index=0))
-    assert result.attempts == [["s", "b"], ["s", "a", "t"]] and result.converged
+    assert result.attempts == [["s", "b"], ["s", "a", "t"]]
+    assert result.completed and not result.converged  # the report's two rates, one definition
     assert result.nodes == ["s", "b", "s", "a", "t"]
     assert agent.calls[0][0] == agent.calls[1][0]  # the restart repeats the first user turn
 
@@ -124,7 +125,7 @@ def test_restarts_are_bounded_by_max_restarts() -> None:
     result = Simulation(GRAPH, agent, ScriptedUser(), config(max_restarts=2)).conversation(
         PATH_A, Variant("base", replay_index=0)
     )
-    assert len(result.attempts) == 3 and not result.converged
+    assert len(result.attempts) == 3 and not result.completed
 
 
 def test_run_plays_r_replays_and_v_variants_per_scenario_with_progress() -> None:
