@@ -29,11 +29,17 @@ GRAPH = {
 class WalkTrace:
     """A turn whose nodes are written the way one instrumentation writes them."""
 
-    def __init__(self, convention: str, trace_id: str = "c" * 32) -> None:
+    def __init__(
+        self, convention: str, trace_id: str = "c" * 32, start_ns: int = 1_000,
+        conversation: str = "", attributes: dict[str, Any] | None = None,
+    ) -> None:  # fmt: skip
         self.convention = convention
         self.trace_id = trace_id
+        self.start_ns = start_ns
         self.spans: list[Span] = []
-        self.root = self._span("", "invoke_agent dealer", "invoke_agent", "dealer", {})
+        root_fields = {"conversation_id": conversation}
+        self.root = self._span("", "invoke_agent dealer", "invoke_agent", "dealer",
+                               dict(attributes or {}), root_fields)  # fmt: skip
 
     def node(self, node: str, parent: Span | None = None) -> Span:
         """One node span (under the root unless `parent` is given)."""
@@ -79,8 +85,8 @@ class WalkTrace:
             parent_span_id=parent,
             name=name,
             kind="Internal",
-            start_ns=1_000 + 10 * len(self.spans),
-            end_ns=2_000,
+            start_ns=self.start_ns + 10 * len(self.spans),
+            end_ns=self.start_ns + 1_000,
             attributes=attributes,
             genai=GenAIFields(operation=operation, agent_name=agent, **(fields or {})),
         )
