@@ -18,19 +18,21 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from statistics import fmean
 from typing import Any
 
 from pathgrade.batch_plane.edge.determinism import (
     convergence,
     judged_consistency,
+    most_common,
     node_utility,
     replay_metrics,
     structural_adherence,
     variant_metrics,
 )
+from pathgrade.batch_plane.edge.graph import Scenario
 from pathgrade.batch_plane.edge.simulation import (
     BASE_VARIANT,
     MANIFEST_ATTRIBUTE,
@@ -42,7 +44,7 @@ from pathgrade.batch_plane.edge.simulation import (
 from pathgrade.batch_plane.scoring.judge import Judge, JudgeError
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.store.client import Store
-from pathgrade.batch_plane.store.trace_rows import load_traces, run_trace_ids
+from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces, run_trace_ids
 from pathgrade.schemas import genai
 from pathgrade.schemas.agent_graph import AgentGraph, load_graph
 from pathgrade.schemas.graph_walk import node_visits
@@ -73,6 +75,10 @@ _MANIFEST_SQL = (
     f"SELECT SpanAttributes['{MANIFEST_ATTRIBUTE}'] FROM spans FINAL "
     f"WHERE EvalRunId = {{run:String}} AND SpanName = '{MANIFEST_SPAN}' LIMIT 1"
 )
+
+
+TRAFFIC_LIMIT = 10_000
+"""Traces read at most by one traffic command (`edge infer`, `edge traffic`, ...)."""
 
 
 class EdgeRunNotFound(LookupError):
@@ -151,6 +157,74 @@ def load_turns(store: Store, run_id: str) -> list[TurnRecord]:
         if (record := turn_record(trace)) is not None
     ]
     return sorted(turns, key=lambda t: (t.conversation, t.attempt, t.turn, t.start_ns))
+
+
+def load_traffic(
+    store: Store, where: str, since_ns: int | None = None, limit: int = TRAFFIC_LIMIT
+) -> list[Trace]:
+    """The stored traces with a span matching `where` (started at or after `since_ns`), at
+    most `limit` of them, oldest first."""
+    return load_traces(store, find_trace_ids(store, where, limit, since_ns))
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayedTurn:
+    """Where one dataset item of a `replay conversations` run sits: its conversation and
+    its position in it."""
+
+    conversation_id: str
+    index: int
+
+
+def replayed_turns(
+    turns: Sequence[TurnRecord], items: Mapping[str, ReplayedTurn]
+) -> list[TurnRecord]:
+    """A `replay conversations` run's turns as EDGE turns: the scenario is the stored
+    conversation, every repeat an exact replay of it, the turn its position (turns of
+    items not in `items` are left out)."""
+    records = [
+        replace(
+            turn,
+            scenario_id=items[turn.scenario_id].conversation_id,
+            variant_id=BASE_VARIANT,
+            replay_index=turn.replay_index or 0,
+            turn=items[turn.scenario_id].index,
+        )
+        for turn in turns
+        if turn.scenario_id in items
+    ]
+    return sorted(records, key=lambda t: (t.conversation, t.attempt, t.turn, t.start_ns))
+
+
+def replay_manifest(
+    run_id: str,
+    graph: AgentGraph,
+    turns: Sequence[TurnRecord],
+    stored_paths: Mapping[str, list[str]],
+    intents: Mapping[str, str],
+    agent: str = "",
+) -> RunManifest:
+    """The manifest of a `replay conversations` run (from `replayed_turns`): one scenario
+    per stored conversation, its expected path the walk the stored conversation took (else,
+    when that is unknown, the replays' most common walk), its intent the user's first turn."""
+    conversations = _group(turns)
+    walks: dict[str, list[list[str]]] = defaultdict(list)
+    for (conversation, _, _), conversation_turns in conversations.items():
+        walks[conversation].append(as_run(conversation_turns)["nodes"])
+    scenarios = [
+        Scenario(
+            id=conversation,
+            intent=intents.get(conversation, ""),
+            expected_nodes=stored_paths.get(conversation) or most_common(map(tuple, runs)),
+            expected_actions=[],
+        )
+        for conversation, runs in walks.items()
+    ]
+    repeats = max((len(runs) for runs in walks.values()), default=0)
+    return RunManifest(
+        run_id=run_id, graph=graph.to_dsl(), scenarios=scenarios, replays=repeats, variants=0,
+        max_restarts=0, seed=0, agent=agent, user_simulator="stored conversations",
+    )  # fmt: skip
 
 
 def _group(turns: Sequence[TurnRecord]) -> dict[tuple[str, str, int | None], list[TurnRecord]]:
