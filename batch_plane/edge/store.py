@@ -17,7 +17,7 @@ The runs are then scored with batch_plane.edge.determinism, the same functions u
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import fmean
@@ -41,6 +41,7 @@ from pathgrade.batch_plane.edge.simulation import (
     PG_EDGE_TURN,
     RunManifest,
 )
+from pathgrade.batch_plane.edge.traffic import infer_graph
 from pathgrade.batch_plane.scoring.judge import Judge, JudgeError
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.store.client import Store
@@ -225,6 +226,60 @@ def replay_manifest(
         run_id=run_id, graph=graph.to_dsl(), scenarios=scenarios, replays=repeats, variants=0,
         max_restarts=0, seed=0, agent=agent, user_simulator="stored conversations",
     )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTurn:
+    """One dataset item a `replay conversations` run replayed: its id, its conversation,
+    the stored trace it came from and the user's message."""
+
+    item_id: str
+    conversation_id: str
+    source_trace_id: str = ""
+    user_message: str = ""
+
+
+def replay_run_metrics(
+    store: Store,
+    run_id: str,
+    items: Sequence[StoredTurn],
+    graph: AgentGraph | None = None,
+    judge: ResponseConsistencyJudge | None = None,
+    agent: str = "",
+) -> dict[str, Any]:
+    """EDGE metrics of a `replay conversations` run (post-production determinism, paper
+    4.1): each stored conversation is a scenario, each repeat an exact replay of it.
+
+    `items` are the run's dataset items in conversation order. The expected path of a
+    conversation is the walk its stored traces show; the graph is `graph`, else the one
+    the run's own traces imply (`traffic.infer_graph`). EdgeRunNotFound when the run has no
+    turn of these items.
+    """
+    positions: dict[str, ReplayedTurn] = {}
+    stored_paths: dict[str, list[str]] = defaultdict(list)
+    intents: dict[str, str] = {}
+    sources = {t.trace_id: t for t in load_traces(store, [i.source_trace_id for i in items])}
+    turns_seen: Counter[str] = Counter()
+    for item in items:
+        positions[item.item_id] = ReplayedTurn(
+            item.conversation_id, turns_seen[item.conversation_id]
+        )
+        turns_seen[item.conversation_id] += 1
+        intents.setdefault(item.conversation_id, item.user_message)
+        if item.source_trace_id in sources:
+            walk = node_visits(sources[item.source_trace_id])
+            stored_paths[item.conversation_id] += [visit.node for visit in walk]
+    turns = replayed_turns(load_turns(store, run_id), positions)
+    if not turns:
+        raise EdgeRunNotFound(f"run {run_id!r}: no replayed turn of its dataset in the store")
+    if graph is None:
+        ids = [trace_id for _, trace_id in run_trace_ids(store, run_id)]
+        graph = load_graph(infer_graph(load_traces(store, ids)))
+    manifest = replay_manifest(run_id, graph, turns, stored_paths, intents, agent)
+    metrics = edge_metrics(manifest, turns, judge)
+    metrics["manifest"] = manifest.model_dump(exclude={"graph", "scenarios"})
+    metrics["graph"] = manifest.graph
+    return metrics
 
 
 def _group(turns: Sequence[TurnRecord]) -> dict[tuple[str, str, int | None], list[TurnRecord]]:

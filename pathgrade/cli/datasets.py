@@ -97,6 +97,11 @@ def _register_replay(commands: Any) -> None:
     )
     store_args(conversations)
     conversations.add_argument("--dataset", required=True, metavar="NAME[@VERSION]")
+    conversations.add_argument(
+        "--repeats", type=positive_int, default=1, metavar="N",
+        help="replay every conversation N times (exact replays: `pathgrade edge report RUN` "
+        "then gives the EDGE determinism metrics per conversation)",
+    )  # fmt: skip
     agent_args(conversations)
     conversations.set_defaults(run=_cmd_replay_conversations)
 
@@ -288,6 +293,6 @@ def _cmd_replay_conversations(args: argparse.Namespace) -> int:
             suite=f"replay:{parse_ref(args.dataset)[0]}",
             agent=args.agent,
             dataset_versions={info.name: info.version},
-            params={"mode": "replay conversations"},
+            params={"mode": "replay conversations", "repeats": args.repeats},
         )
-        return run_agent(args, store, items, run, runs_per_item=1, conversations=True)
+        return run_agent(args, store, items, run, runs_per_item=args.repeats, conversations=True)
