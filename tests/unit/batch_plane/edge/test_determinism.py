@@ -97,6 +97,16 @@ def test_argument_order_never_matters() -> None:
     assert metrics["action_input_trajectory_consistency"] == 1.0
 
 
+def test_action_inputs_of_different_json_types_differ() -> None:
+    def key(args: dict) -> str:
+        return canonical_action(Action(name="d", args=args))
+
+    assert key({"x": {}}) != key({"x": []})
+    assert key({"x": {"k": 1}}) != key({"x": [["k", 1]]})
+    assert key({"x": 1}) != key({"x": True})
+    assert key({"x": "1"}) != key({"x": 1})
+
+
 def test_args_as_json_text_equal_args_as_objects() -> None:
     as_text = {"nodes": ["a"], "actions": [{"name": "KB", "args": '{"b": 2, "a": 1}'}]}
     as_object = run("a", [("KB", {"a": 1, "b": 2})])
