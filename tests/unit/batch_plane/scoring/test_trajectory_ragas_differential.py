@@ -1,6 +1,6 @@
-"""Differential test: `tool_call_f1` against the installed RAGAS (test-only dependency;
-`ragas.metrics.collections.ToolCallF1`, rule-based: no model, no network) on generated
-calls with nested JSON arguments.
+"""Differential test: `tool_call_f1` and `tool_call_accuracy` against the installed RAGAS
+(test-only dependency; `ragas.metrics.collections.ToolCallF1` / `ToolCallAccuracy`,
+rule-based: no model, no network) on generated calls with nested JSON arguments.
 
 The documented differences (docs/trajectory.md) shape the comparison: RAGAS counts calls
 as a set (pathgrade: a multiset), scores two empty lists 0.0 (pathgrade: 1.0), rounds to
@@ -13,41 +13,53 @@ after rounding; each difference is then shown on its own against the real RAGAS.
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pathgrade.batch_plane.scoring.trajectory import tool_call_f1
+from pathgrade.batch_plane.scoring.trajectory import tool_call_accuracy, tool_call_f1
 from ragas.messages import AIMessage, HumanMessage, ToolCall
-from ragas.metrics.collections import ToolCallF1
+from ragas.metrics.collections import ToolCallAccuracy, ToolCallF1
 
 Call = tuple[str, dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
-def ragas_f1() -> Iterator[Any]:
-    """RAGAS's ToolCallF1 of (predicted, reference) name/args lists, on one event loop."""
-    metric, loop = ToolCallF1(), asyncio.new_event_loop()
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """One event loop for every RAGAS score of the module."""
+    running = asyncio.new_event_loop()
+    yield running
+    running.close()
 
-    def score(predicted: list[Call], reference: list[Call]) -> float:
-        sample = [
-            HumanMessage(content="help"),
-            AIMessage(content="", tool_calls=[ToolCall(name=n, args=a) for n, a in predicted]),
-        ]
-        references = [ToolCall(name=n, args=a) for n, a in reference]
-        result = loop.run_until_complete(metric.ascore(sample, references))
-        return float(result.value)
 
-    yield score
-    loop.close()
+def ragas_score(
+    loop: asyncio.AbstractEventLoop, metric: Any, predicted: list[Call], reference: list[Call]
+) -> float:
+    """A RAGAS collections metric of (predicted, reference) name/args lists."""
+    sample = [
+        HumanMessage(content="help"),
+        AIMessage(content="", tool_calls=[ToolCall(name=n, args=a) for n, a in predicted]),
+    ]
+    references = [ToolCall(name=n, args=a) for n, a in reference]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # RAGAS warns on empty lists and length mismatch
+        return float(loop.run_until_complete(metric.ascore(sample, references)).value)
+
+
+@pytest.fixture(scope="module")
+def ragas_f1(loop: asyncio.AbstractEventLoop) -> Any:
+    metric = ToolCallF1()
+    return lambda predicted, reference: ragas_score(loop, metric, predicted, reference)
+
+
+def calls(items: list[Call]) -> list[dict[str, Any]]:
+    return [{"name": name, "args": args} for name, args in items]
 
 
 def ours(predicted: list[Call], reference: list[Call]) -> float:
-    def calls(items: list[Call]) -> list[dict[str, Any]]:
-        return [{"name": name, "args": args} for name, args in items]
-
     return tool_call_f1(calls(predicted), calls(reference))
 
 
@@ -109,3 +121,26 @@ def test_documented_differences_hold_against_the_installed_ragas(ragas_f1: Any) 
     # 4. a number is not a boolean here; Python's 1 == True in RAGAS
     number, boolean = [("d", {"x": 1})], [("d", {"x": True})]
     assert ours(number, boolean) == 0.0 and ragas_f1(number, boolean) == 1.0
+
+
+flat_call = st.tuples(
+    st.sampled_from(["search", "refund", "lookup"]),
+    st.dictionaries(st.sampled_from(["q", "x", "n"]), st.one_of(atoms, st.booleans()), max_size=3),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    predicted=st.lists(flat_call, max_size=4),
+    reference=st.lists(flat_call, max_size=4),
+    strict_order=st.booleans(),
+)
+def test_tool_call_accuracy_agrees_with_ragas(
+    loop: asyncio.AbstractEventLoop,
+    predicted: list[Call],
+    reference: list[Call],
+    strict_order: bool,
+) -> None:
+    theirs = ragas_score(loop, ToolCallAccuracy(strict_order=strict_order), predicted, reference)
+    mine = tool_call_accuracy(calls(predicted), calls(reference), strict_order=strict_order)
+    assert mine == pytest.approx(theirs)  # str() comparison of values in both (1 == "1")
