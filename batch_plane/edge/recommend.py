@@ -14,6 +14,16 @@ from typing import Any
 from pathgrade.schemas.agent_graph import AgentGraph
 
 
+def check_path(graph: AgentGraph, path: Sequence[str]) -> None:
+    """ValueError naming what is wrong with a path: empty, or a node the graph lacks."""
+    if not path:
+        raise ValueError("path: at least one node is required")
+    known = {node.id for node in graph.nodes}
+    unknown = [node for node in path if node not in known]
+    if unknown:
+        raise ValueError(f"path: node {unknown[0]!r} is not in the graph")
+
+
 def recommend_next(
     graph: AgentGraph, path: Sequence[str], utility: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -28,12 +38,8 @@ def recommend_next(
     steps of `path` that are not edges of the graph. ValueError for an empty path or a node
     the graph lacks.
     """
-    if not path:
-        raise ValueError("path: at least one node is required")
+    check_path(graph, path)
     nodes = {node.id: node for node in graph.nodes}
-    unknown = [node for node in path if node not in nodes]
-    if unknown:
-        raise ValueError(f"path: node {unknown[0]!r} is not in the graph")
     last = path[-1]
     edges = graph.edge_pairs()
     conditions = {(e.source, e.target): e.when for e in graph.edges if e.when is not None}

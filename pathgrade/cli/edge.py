@@ -442,13 +442,17 @@ def _cmd_traffic(args: argparse.Namespace) -> int:
 
 
 def _cmd_recommend(args: argparse.Namespace) -> int:
-    from pathgrade.batch_plane.edge.recommend import recommend_next
+    from pathgrade.batch_plane.edge.recommend import check_path, recommend_next
     from pathgrade.batch_plane.edge.store import EdgeRunNotFound, run_metrics
     from pathgrade.batch_plane.edge.traffic import traffic_metrics
     from pathgrade.schemas.agent_graph import GraphError
 
     graph = read_graph(args.graph)
     path = [node.strip() for node in args.path.split(",") if node.strip()]
+    try:
+        check_path(graph, path)
+    except ValueError as exc:
+        raise CliError(f"--{exc}") from exc
     with _traffic_store(args) as store:
         if args.from_run:
             try:
@@ -461,10 +465,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
                 utility = traffic_metrics(graph, traces, args.walk)["utility"]
             except GraphError as exc:
                 raise CliError(f"--since: {exc.problems[0]}", exit_code=1) from exc
-    try:
-        advice = recommend_next(graph, path, utility)
-    except ValueError as exc:
-        raise CliError(f"--{exc}") from exc
+    advice = recommend_next(graph, path, utility)
     if args.format == "json":
         print(json.dumps(advice))
         return 0
