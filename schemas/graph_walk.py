@@ -25,12 +25,12 @@ lists on the wire and JSON text once stored; both are read.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pathgrade.schemas import genai
+from pathgrade.schemas.conventions import json_or_text
 from pathgrade.schemas.model import Span, Trace
 
 EDGE_ARROW = " -> "
@@ -63,7 +63,7 @@ def _langgraph_node_openllmetry(span: Span) -> str:
 
 
 def _langgraph_node_openinference(span: Span) -> str:
-    metadata = _json_value(span.attributes.get(genai.OI_METADATA))
+    metadata = json_or_text(span.attributes.get(genai.OI_METADATA))
     node = metadata.get("langgraph_node") if isinstance(metadata, dict) else None
     return node if isinstance(node, str) and node == span.name else ""
 
@@ -137,18 +137,9 @@ def _edge(text: str) -> tuple[str, str] | None:
     return (source.strip(), target.strip()) if arrow and source.strip() and target.strip() else None
 
 
-def _json_value(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return None
-
-
 def _string_list(value: Any) -> list[str]:
     """A list of strings from a list attribute or its stored JSON text ([] otherwise)."""
-    value = _json_value(value)
+    value = json_or_text(value)
     if not isinstance(value, list | tuple):
         return []
     return [item for item in value if isinstance(item, str) and item]

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pathgrade.schemas.agent_graph import from_langgraph_json, load_graph
+from pathgrade.schemas.agent_graph import from_langgraph_json
 
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
+from tests.support.graphs import structure
 from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.integration
@@ -101,16 +102,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     process, _, http_port = start_stack(data_dir, "--policy", str(policy))
     yield Stack(process, http_port, policy, langgraph)
     assert process.terminate() == 0, process.output
-
-
-def structure(graph: dict) -> tuple:
-    parsed = load_graph(graph)
-    return (
-        parsed.start,
-        set(parsed.terminals),
-        parsed.edge_pairs(),
-        {node.id: node.tools for node in parsed.nodes},
-    )
 
 
 @pytest.mark.parametrize("instrumentation", INSTRUMENTATIONS)

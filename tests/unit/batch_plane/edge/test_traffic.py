@@ -10,6 +10,7 @@ from pathgrade.schemas import genai
 from pathgrade.schemas.agent_graph import GraphError, from_langgraph_json, load_graph
 from pathgrade.schemas.model import Trace
 
+from tests.support.graphs import structure
 from tests.unit.detectors.test_detectors_graph_adherence import WalkTrace
 
 TOOLS = {"test_drive": ["check_availability", "book_test_drive"], "faq": ["search_faq"]}
@@ -47,17 +48,6 @@ def traffic(convention: str, declared: bool) -> list[Trace]:
     walks = [["greetings", "test_drive"], ["greetings", "faq"], ["greetings"],
              ["greetings", "test_drive"]]  # fmt: skip
     return [turn(convention, i, *walk, **root) for i, walk in enumerate(walks)]
-
-
-def structure(graph: dict) -> tuple:
-    """What `edge infer` must agree with LangGraph on: start, terminals, edges, tools."""
-    parsed = load_graph(graph)
-    return (
-        parsed.start,
-        set(parsed.terminals),
-        parsed.edge_pairs(),
-        {node.id: node.tools for node in parsed.nodes},
-    )
 
 
 @pytest.mark.parametrize(
