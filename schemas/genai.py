@@ -24,6 +24,8 @@ WORKFLOW_NAME: Final = "gen_ai.workflow.name"
 WORKFLOW_NODES: Final = "gen_ai.workflow.nodes"  # a graph's node names (OpenLLMetry, LangGraph)
 WORKFLOW_EDGES: Final = "gen_ai.workflow.edges"  # its edges as "source -> target" strings
 TASK_NAME: Final = "gen_ai.task.name"
+TASK_INPUT: Final = "gen_ai.task.input"  # OpenLLMetry's copy of a step's input (content)
+TASK_OUTPUT: Final = "gen_ai.task.output"  # and of its output
 TOOL_NAME: Final = "gen_ai.tool.name"
 TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 TOOL_TYPE: Final = "gen_ai.tool.type"
@@ -210,6 +212,8 @@ MESSAGE_CONTENT_KEYS: Final = frozenset(
         "llm.prompt_template.variables",
         TL_ENTITY_INPUT,
         TL_ENTITY_OUTPUT,
+        TASK_INPUT,
+        TASK_OUTPUT,
     }
 )
 MESSAGE_CONTENT_PREFIXES: Final = (
