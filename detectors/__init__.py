@@ -3,7 +3,13 @@
 Importing the package registers every detector family (the modules below) in `REGISTRY`.
 """
 
-from pathgrade.detectors import completeness, output, side_effects, tool_calls  # noqa: F401  (register)
+from pathgrade.detectors import (  # noqa: F401  (register)
+    completeness,
+    graph_adherence,
+    output,
+    side_effects,
+    tool_calls,
+)
 from pathgrade.detectors.finding import Finding, finding_key
 from pathgrade.detectors.policy import (
     Policy,

@@ -44,6 +44,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, cre
 RiskTier = Literal["low", "medium", "high"]
 RISK_TIERS: tuple[RiskTier, ...] = ("low", "medium", "high")
 DEFAULT_RISK_TIER: RiskTier = "medium"
+POLICY_DIR_CONTEXT = "policy_dir"
+"""Validation-context key: the policy file's directory, which relative paths in detector
+params (PG118's graph file) are read from."""
 
 # Built-in tier defaults: which checks' cannot-decide findings alert (user tiers add to it).
 TIER_REQUIRED: dict[str, frozenset[str]] = {
@@ -215,7 +218,8 @@ def load_policy(path: str | Path | None = None) -> Policy:
         raise PolicyError(f"{path.name}: invalid YAML: {error}") from error
     lines = _line_map(node) if node is not None else {}
     try:
-        document = policy_document_model().model_validate(data or {})
+        context = {POLICY_DIR_CONTEXT: path.parent}
+        document = policy_document_model().model_validate(data or {}, context=context)
     except ValidationError as error:
         raise PolicyError(_describe(error, lines, path.name)) from None
     table_path: Any = getattr(document, "price_table", None)

@@ -398,7 +398,7 @@ def _genai_message(flat: dict[str, Any]) -> dict[str, Any]:
                 "type": "tool_call",
                 "id": _text(call.get("id")),
                 "name": _text(call.get("name")),
-                "arguments": _json_or_text(call.get("arguments")),
+                "arguments": json_or_text(call.get("arguments")),
             }
         )
     message: dict[str, Any] = {"role": role, "parts": parts}
@@ -407,7 +407,8 @@ def _genai_message(flat: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def _json_or_text(value: Any) -> Any:
+def json_or_text(value: Any) -> Any:
+    """A JSON text decoded, other text (and non-text values) as they are."""
     if not isinstance(value, str):
         return value
     try:

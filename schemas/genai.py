@@ -21,6 +21,11 @@ AGENT_ID: Final = "gen_ai.agent.id"
 AGENT_DESCRIPTION: Final = "gen_ai.agent.description"
 AGENT_VERSION: Final = "gen_ai.agent.version"
 WORKFLOW_NAME: Final = "gen_ai.workflow.name"
+WORKFLOW_NODES: Final = "gen_ai.workflow.nodes"  # a graph's node names (OpenLLMetry, LangGraph)
+WORKFLOW_EDGES: Final = "gen_ai.workflow.edges"  # its edges as "source -> target" strings
+TASK_NAME: Final = "gen_ai.task.name"
+TASK_INPUT: Final = "gen_ai.task.input"  # OpenLLMetry's copy of a step's input (content)
+TASK_OUTPUT: Final = "gen_ai.task.output"  # and of its output
 TOOL_NAME: Final = "gen_ai.tool.name"
 TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 TOOL_TYPE: Final = "gen_ai.tool.type"
@@ -156,6 +161,7 @@ OI_SESSION_ID: Final = "session.id"
 TL_SESSION_ID: Final = "traceloop.association.properties.session_id"
 OI_USER_ID: Final = "user.id"
 OI_AGENT_NAME: Final = "agent.name"
+OI_METADATA: Final = "metadata"  # JSON text; LangGraph puts `langgraph_node` in it
 OI_INPUT_MESSAGES_PREFIX: Final = "llm.input_messages."
 OI_OUTPUT_MESSAGES_PREFIX: Final = "llm.output_messages."
 
@@ -166,6 +172,7 @@ TL_ENTITY_NAME: Final = "traceloop.entity.name"
 TL_ENTITY_INPUT: Final = "traceloop.entity.input"
 TL_ENTITY_OUTPUT: Final = "traceloop.entity.output"
 TL_WORKFLOW_NAME: Final = "traceloop.workflow.name"
+TL_LANGGRAPH_NODE: Final = "traceloop.association.properties.langgraph_node"
 TL_LLM_REQUEST_TYPE: Final = "llm.request.type"
 TL_LLM_REQUEST_MODEL: Final = "llm.request.model"
 TL_LLM_RESPONSE_MODEL: Final = "llm.response.model"
@@ -205,6 +212,8 @@ MESSAGE_CONTENT_KEYS: Final = frozenset(
         "llm.prompt_template.variables",
         TL_ENTITY_INPUT,
         TL_ENTITY_OUTPUT,
+        TASK_INPUT,
+        TASK_OUTPUT,
     }
 )
 MESSAGE_CONTENT_PREFIXES: Final = (

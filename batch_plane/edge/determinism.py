@@ -14,13 +14,20 @@ from itertools import pairwise
 from statistics import fmean
 from typing import Any, TypeVar
 
-from pathgrade.batch_plane.edge.graph import AgentGraph
 from pathgrade.batch_plane.scoring.similarity import (
     jaccard,
     lexical_similarity,
     mean_pairwise,
 )
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pathgrade.schemas.agent_graph import AgentGraph
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
 
 T = TypeVar("T", bound=Hashable)
 Edge = tuple[str, str]
@@ -62,14 +69,29 @@ class PathRun(Run):
     expected_nodes: list[str] = Field(min_length=1)
 
 
-class Turn(BaseModel):
-    """One user turn: the nodes it visited in order and the failures recorded in it."""
+class Conversation(BaseModel):
+    """One conversation: its walks through the graph (one per attempt of a simulation, one
+    per turn of a LangGraph agent; `nodes` is shorthand for a single walk), its number of
+    user turns and the failures recorded in it."""
 
     model_config = ConfigDict(extra="allow")
 
-    nodes: list[str]
+    walks: list[list[str]]
+    turns: int | None = Field(default=None, ge=0)  # None: one turn per walk
     failed_nodes: list[str] = Field(default_factory=list)
     failed_edges: list[tuple[str, str]] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_walk(cls, value: Any) -> Any:
+        """`{"nodes": [...]}` is one walk."""
+        if isinstance(value, dict) and "walks" not in value and "nodes" in value:
+            return {**value, "walks": [value["nodes"]]}
+        return value
+
+    @property
+    def user_turns(self) -> int:
+        return len(self.walks) if self.turns is None else self.turns
 
 
 def _parse(model: type[BaseModel], records: Sequence[Any], name: str) -> list[Any]:
@@ -126,27 +148,33 @@ def replay_metrics(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
 def variant_metrics(
     base_runs: Sequence[dict[str, Any]], variant_runs: Sequence[dict[str, Any]]
 ) -> dict[str, float]:
-    """Determinism of variant runs measured against the exact replays of the same scenario.
+    """Determinism of variant runs (the same task reworded) against the exact replays (EDGE
+    Table 2): the base's canonical run and the variants are scored as one group.
 
-    Consistency: share of variant runs whose trajectory equals the replays' most common one.
-    Coverage: mean over variant runs of the Jaccard similarity between the run's set and the
-    union of all replay sets. Response: mean lexical similarity over all (variant, replay)
-    pairs.
+    Canonical trajectory c: the replays' most common one. Consistency: share of the group
+    (c and every variant) whose trajectory equals c, (1 + matching variants) / (1 + V).
+    Coverage: mean pairwise Jaccard of the group's sets. Response: mean lexical similarity
+    over all (variant, replay) pairs. See docs/edge.md for why this reproduces Table 2.
     """
     base: list[Run] = _parse(Run, base_runs, "base_runs")
     variants: list[Run] = _parse(Run, variant_runs, "variant_runs")
     metrics: dict[str, float] = {}
     for view, trajectory in TRAJECTORY_VIEWS.items():
-        base_sequences = [trajectory(run) for run in base]
-        canonical = most_common(base_sequences)
-        envelope = set().union(*base_sequences)
-        sequences = [trajectory(run) for run in variants]
-        metrics[f"{view}_trajectory_consistency"] = fmean(s == canonical for s in sequences)
-        metrics[f"{view}_trajectory_coverage"] = fmean(jaccard(set(s), envelope) for s in sequences)
+        canonical = most_common([trajectory(run) for run in base])
+        group = [canonical, *(trajectory(run) for run in variants)]
+        metrics[f"{view}_trajectory_consistency"] = fmean(s == canonical for s in group)
+        metrics[f"{view}_trajectory_coverage"] = mean_pairwise(group, _set_jaccard)
     metrics["response_consistency_lexical"] = fmean(
         lexical_similarity(v.response, b.response) for v in variants for b in base
     )
     return metrics
+
+
+def judged_consistency(grades: Iterable[float | None]) -> float | None:
+    """The mean of a judge's 1-4 grades, undecided ones left out (None when none decided):
+    Table 1's replays get one grade; Table 2 grades every (variant, replay) pair."""
+    decided = [grade for grade in grades if grade is not None]
+    return fmean(decided) if decided else None
 
 
 def _transitions(nodes: Sequence[str]) -> list[Edge]:
@@ -180,9 +208,14 @@ def structural_adherence(graph: AgentGraph, runs: Sequence[dict[str, Any]]) -> d
     }
 
 
-def _is_subsequence(expected: Sequence[str], observed: Sequence[str]) -> bool:
-    """True when `expected` occurs in `observed` in order (gaps allowed)."""
-    remaining = iter(observed)
+def converged(nodes: Sequence[str], expected: Sequence[str]) -> bool:
+    """CCR's test: the conversation followed its path exactly (no detour, no restart)."""
+    return list(nodes) == list(expected)
+
+
+def completed(nodes: Sequence[str], expected: Sequence[str]) -> bool:
+    """PCR's test: the path occurs in order within the conversation (restarts allowed)."""
+    remaining = iter(nodes)
     return all(node in remaining for node in expected)
 
 
@@ -199,8 +232,8 @@ def convergence(graph: AgentGraph, scenario_runs: Sequence[dict[str, Any]]) -> d
     traversed = {pair for run in parsed for pair in _transitions(run.nodes)}
     return {
         "paths": len(parsed),
-        "convergence_rate": fmean(run.nodes == run.expected_nodes for run in parsed),
-        "completion_rate": fmean(_is_subsequence(r.expected_nodes, r.nodes) for r in parsed),
+        "convergence_rate": fmean(converged(r.nodes, r.expected_nodes) for r in parsed),
+        "completion_rate": fmean(completed(r.nodes, r.expected_nodes) for r in parsed),
         "unreached_nodes": [node.id for node in graph.nodes if node.id not in visited],
         "unreached_edges": [
             {"from": source, "to": target}
@@ -210,45 +243,48 @@ def convergence(graph: AgentGraph, scenario_runs: Sequence[dict[str, Any]]) -> d
     }
 
 
-def _utilities(queries: Counter[Any]) -> dict[Any, float]:
-    """queries / the largest queries count (0.0 everywhere when nothing was queried)."""
-    top = max(queries.values(), default=0)
-    return {key: count / top if top else 0.0 for key, count in queries.items()}
+def _utilities(queries: Counter[Any], conversations: int) -> dict[Any, float]:
+    """queries / the number of conversations (EDGE Table 4)."""
+    return {key: count / conversations for key, count in queries.items()}
 
 
 def node_utility(
-    turns: Sequence[dict[str, Any]], graph: AgentGraph | None = None
+    conversations: Sequence[dict[str, Any]], graph: AgentGraph | None = None
 ) -> dict[str, Any]:
-    """Per-node and per-edge usage over user turns (EDGE node/edge utility).
+    """Per-node and per-edge usage over conversations (EDGE node/edge utility, Table 4).
 
-    queries: turns that visited the node (edge); visits (traversals): total occurrences;
-    utility: queries / the busiest node's (edge's) queries; failures: from the turns'
-    `failed_nodes` / `failed_edges`. With a graph, its unused nodes and edges appear with
-    zeros. Transitions are counted within a turn only.
+    queries: conversations that visited the node (used the edge); visits (traversals): every
+    pass; utility: queries / conversations; failures: from the records' `failed_nodes` /
+    `failed_edges`. With a graph, its unused nodes and edges appear with zeros. Transitions
+    are counted within a walk only.
     """
-    parsed: list[Turn] = _parse(Turn, turns, "turns")
+    parsed: list[Conversation] = _parse(Conversation, conversations, "conversations")
     node_queries: Counter[str] = Counter()
     node_visits: Counter[str] = Counter()
     edge_queries: Counter[Edge] = Counter()
     edge_traversals: Counter[Edge] = Counter()
-    for turn in parsed:
-        steps = _transitions(turn.nodes)
-        node_queries.update(set(turn.nodes))
-        node_visits.update(turn.nodes)
+    for conversation in parsed:
+        steps = [step for walk in conversation.walks for step in _transitions(walk)]
+        nodes = [node for walk in conversation.walks for node in walk]
+        node_queries.update(set(nodes))
+        node_visits.update(nodes)
         edge_queries.update(set(steps))
         edge_traversals.update(steps)
-    node_failures = Counter(node for turn in parsed for node in turn.failed_nodes)
-    edge_failures = Counter(tuple(edge) for turn in parsed for edge in turn.failed_edges)
+    node_failures = Counter(node for c in parsed for node in c.failed_nodes)
+    edge_failures = Counter(tuple(edge) for c in parsed for edge in c.failed_edges)
     if graph is not None:
         node_queries.update(dict.fromkeys((node.id for node in graph.nodes), 0))
         edge_queries.update(dict.fromkeys(graph.edge_pairs(), 0))
     node_queries.update(dict.fromkeys(node_failures, 0))
     edge_queries.update(dict.fromkeys(edge_failures, 0))
-    node_utilities = _utilities(node_queries)
-    edge_utilities = _utilities(edge_queries)
+    node_utilities = _utilities(node_queries, len(parsed))
+    edge_utilities = _utilities(edge_queries, len(parsed))
+    turns = sum(c.user_turns for c in parsed)
     return {
-        "turns": len(parsed),
-        "avg_node_transitions_per_turn": edge_traversals.total() / len(parsed),
+        "conversations": len(parsed),
+        "turns": turns,
+        "avg_turns_per_conversation": turns / len(parsed),
+        "avg_node_transitions_per_turn": edge_traversals.total() / turns if turns else 0.0,
         "nodes": [
             {
                 "node": node,

@@ -1,80 +1,20 @@
-"""EDGE agent graphs: the graph DSL, its validation, LangGraph import and path enumeration.
+"""EDGE path enumeration and test scenarios over an agent graph (the DSL itself, its
+validation and the LangGraph import live in `schemas.agent_graph`).
 
-A graph lists sub-agent nodes (with their tools and an intent), directed edges with an
-optional `when` condition, one `start` node and the `terminals`. Everything here is a
-pure function of its arguments except `write_scenarios`, which writes a JSONL file.
-See docs/edge.md for the DSL and the decisions taken.
+Everything here is a pure function of its arguments except `write_scenarios`, which writes
+a JSONL file. See docs/edge.md for the decisions taken.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-LANGGRAPH_START = "__start__"
-LANGGRAPH_END = "__end__"
-
-
-class GraphError(ValueError):
-    """A graph is structurally unsound; `problems` lists every problem found."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = list(problems)
-        super().__init__("invalid agent graph:\n" + "\n".join(f"- {p}" for p in self.problems))
-
-
-class AgentNode(BaseModel):
-    """One sub-agent: its id, the tools it may call and what it is for."""
-
-    model_config = ConfigDict(extra="allow")
-
-    id: str
-    tools: list[str] = Field(default_factory=list)
-    intent: str = ""
-
-
-class AgentEdge(BaseModel):
-    """A directed hand-off `from` -> `to`, taken when the optional `when` condition holds."""
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-    source: str = Field(alias="from")
-    target: str = Field(alias="to")
-    when: str | None = None
-
-
-class AgentGraph(BaseModel):
-    """An agent graph as written in the EDGE JSON DSL (unknown fields are kept)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    start: str
-    terminals: list[str]
-    nodes: list[AgentNode]
-    edges: list[AgentEdge] = Field(default_factory=list)
-
-    def successors(self) -> dict[str, list[str]]:
-        """Distinct targets of every node's out-edges, in edge order."""
-        targets: dict[str, list[str]] = {node.id: [] for node in self.nodes}
-        for edge in self.edges:
-            out = targets.setdefault(edge.source, [])
-            if edge.target not in out:
-                out.append(edge.target)
-        return targets
-
-    def edge_pairs(self) -> set[tuple[str, str]]:
-        """The (from, to) pairs of all edges."""
-        return {(edge.source, edge.target) for edge in self.edges}
-
-    def to_dsl(self) -> dict[str, Any]:
-        """The graph as DSL JSON (edges keyed `from`/`to`, unset optional fields omitted)."""
-        return self.model_dump(by_alias=True, exclude_none=True)
+from pathgrade.schemas.agent_graph import AgentGraph, GraphError, validate_graph
+from pydantic import BaseModel
 
 
 class Scenario(BaseModel):
@@ -84,155 +24,6 @@ class Scenario(BaseModel):
     intent: str
     expected_nodes: list[str]
     expected_actions: list[str]
-
-
-def load_graph(data: Mapping[str, Any]) -> AgentGraph:
-    """Parse DSL JSON and validate its structure (pydantic ValidationError or GraphError)."""
-    graph = AgentGraph.model_validate(data)
-    validate_graph(graph)
-    return graph
-
-
-def graph_problems(graph: AgentGraph) -> list[str]:
-    """Every structural problem of `graph`, each naming the node or edge and the reason."""
-    node_ids = [node.id for node in graph.nodes]
-    known = set(node_ids)
-    problems = [f"node {node_id!r}: duplicate node id" for node_id in _duplicates(node_ids)]
-    for index, edge in enumerate(graph.edges):
-        for end, node_id in (("from", edge.source), ("to", edge.target)):
-            if node_id not in known:
-                problems.append(
-                    f"edge {index} ({edge.source!r} -> {edge.target!r}): "
-                    f"unknown node {node_id!r} in {end!r}"
-                )
-    if graph.start not in known:
-        problems.append(f"start {graph.start!r}: unknown node")
-    if not graph.terminals:
-        problems.append("terminals: at least one terminal node is required")
-    problems += [f"terminal {t!r}: unknown node" for t in graph.terminals if t not in known]
-    if problems:
-        return problems
-    return _reachability_problems(graph)
-
-
-def validate_graph(graph: AgentGraph) -> None:
-    """Raise GraphError listing all problems when the graph is unsound."""
-    problems = graph_problems(graph)
-    if problems:
-        raise GraphError(problems)
-
-
-def _duplicates(items: Iterable[str]) -> list[str]:
-    """Items occurring more than once, in first-repeat order."""
-    seen: set[str] = set()
-    repeated: list[str] = []
-    for item in items:
-        if item in seen and item not in repeated:
-            repeated.append(item)
-        seen.add(item)
-    return repeated
-
-
-def _reachable(origins: Iterable[str], neighbours: Mapping[str, list[str]]) -> set[str]:
-    """Nodes reachable from `origins` (included) following `neighbours`."""
-    reached = set(origins)
-    queue = deque(reached)
-    while queue:
-        for nxt in neighbours.get(queue.popleft(), []):
-            if nxt not in reached:
-                reached.add(nxt)
-                queue.append(nxt)
-    return reached
-
-
-def _reachability_problems(graph: AgentGraph) -> list[str]:
-    """Unreachable nodes, dead-end nodes and an unreachable terminal set."""
-    forward = graph.successors()
-    backward: dict[str, list[str]] = {node.id: [] for node in graph.nodes}
-    for source, targets in forward.items():
-        for target in targets:
-            backward[target].append(source)
-    from_start = _reachable([graph.start], forward)
-    to_terminal = _reachable(graph.terminals, backward)
-    problems: list[str] = []
-    if graph.start not in to_terminal:
-        problems.append(f"start {graph.start!r}: no terminal is reachable from the start")
-    for node in graph.nodes:
-        if node.id not in from_start:
-            problems.append(f"node {node.id!r}: unreachable from start {graph.start!r}")
-        elif node.id not in to_terminal and node.id != graph.start:
-            problems.append(f"node {node.id!r}: no terminal is reachable from it")
-    return problems
-
-
-def from_langgraph_json(data: Mapping[str, Any]) -> AgentGraph:
-    """Convert LangGraph's `compiled.get_graph().to_json()` into an (unvalidated) AgentGraph.
-
-    The start is the target of the `__start__` edge; when `__start__` has several targets
-    (a conditional entry point) it stays in the graph as a tool-less start node. Terminals
-    are the sources of edges into `__end__`. Node `metadata.tools` / `metadata.intent` fill
-    `tools` / `intent`; other node fields (`type`, `data`, `metadata`) are kept as extras. A
-    conditional edge's `data` label becomes `when`.
-    """
-    raw_nodes = _field(data, "nodes", list)
-    edges = [_langgraph_ends(index, raw) for index, raw in enumerate(_field(data, "edges", list))]
-    entry = [target for source, target, _ in edges if source == LANGGRAPH_START]
-    if not entry:
-        raise GraphError([f"edges: no edge leaves {LANGGRAPH_START!r}, the start is unknown"])
-    keep_start = len(entry) > 1
-    dropped = {LANGGRAPH_END} if keep_start else {LANGGRAPH_START, LANGGRAPH_END}
-    nodes = [_langgraph_node(index, raw) for index, raw in enumerate(raw_nodes)]
-    nodes = [node for node in nodes if node.id not in dropped]
-    dsl_edges = [
-        _langgraph_edge(source, target, raw)
-        for source, target, raw in edges
-        if source not in dropped and target not in dropped
-    ]
-    terminals = list(dict.fromkeys(s for s, t, _ in edges if t == LANGGRAPH_END))
-    return AgentGraph(
-        start=LANGGRAPH_START if keep_start else entry[0],
-        terminals=terminals,
-        nodes=nodes,
-        edges=dsl_edges,
-    )
-
-
-def _field(data: Mapping[str, Any], name: str, kind: type) -> Any:
-    """`data[name]`, checked to be of `kind` (GraphError naming the field otherwise)."""
-    value = data.get(name)
-    if not isinstance(value, kind):
-        raise GraphError([f"{name}: expected a {kind.__name__}, got {type(value).__name__}"])
-    return value
-
-
-def _langgraph_ends(index: int, raw: Any) -> tuple[str, str, Mapping[str, Any]]:
-    """(source, target, raw) of LangGraph JSON edge `index` (GraphError if malformed)."""
-    if not isinstance(raw, Mapping) or "source" not in raw or "target" not in raw:
-        raise GraphError([f"edges[{index}]: expected an object with 'source' and 'target'"])
-    return str(raw["source"]), str(raw["target"]), raw
-
-
-def _langgraph_node(index: int, raw: Any) -> AgentNode:
-    """LangGraph JSON node `index` as an AgentNode (its other fields kept as extras)."""
-    if not isinstance(raw, Mapping) or "id" not in raw:
-        raise GraphError([f"nodes[{index}]: expected an object with an 'id'"])
-    metadata = raw.get("metadata") or {}
-    return AgentNode.model_validate(
-        {
-            **raw,
-            "id": str(raw["id"]),
-            "tools": list(metadata.get("tools", [])),
-            "intent": str(metadata.get("intent", "")),
-        }
-    )
-
-
-def _langgraph_edge(source: str, target: str, raw: Mapping[str, Any]) -> AgentEdge:
-    """One LangGraph JSON edge as an AgentEdge."""
-    conditional = bool(raw.get("conditional", False))
-    label = raw.get("data")
-    when = str(label) if conditional and label is not None else None
-    return AgentEdge(source=source, target=target, when=when, conditional=conditional)
 
 
 def enumerate_paths(

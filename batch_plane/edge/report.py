@@ -1,9 +1,10 @@
 """EDGE report: one self-contained HTML page (tables + the graph as inline SVG), and the
-graph as standalone SVG and PNG files.
+graph as standalone SVG and PNG files. A report holds one or several runs (the paper's
+Table 3 side by side first), or live traffic over one or several declared graphs.
 
-The graph is drawn in layers by distance from the start node; node radius and edge width
-grow with utility (the share of the busiest node's / edge's queries). The SVG is written by
-hand; the PNG is drawn by matplotlib from the same layout and the same sizes.
+Nodes sit on an ellipse, the start at the left; node radius and edge width grow with
+utility (the share of conversations that visited the node / used the edge). The SVG is
+written by hand; the PNG is drawn by matplotlib from the same layout and the same sizes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pathgrade.batch_plane.edge.graph import AgentGraph
+from pathgrade.schemas.agent_graph import AgentGraph
 
 WIDTH, HEIGHT, MARGIN = 760, 440, 70
 MIN_RADIUS, MAX_RADIUS = 8.0, 34.0
@@ -176,6 +177,56 @@ def _metric_rows(replay: Mapping[str, Any], variant: Mapping[str, Any]) -> list[
     return [[key, replay.get(key), variant.get(key)] for key in dict.fromkeys([*replay, *variant])]
 
 
+# Table 3 of the EDGE paper: (row label, where the value is, scale to print it in).
+TABLE3_ROWS: tuple[tuple[str, str, float], ...] = (
+    ("Node Trajectory Consistency (%)", "node_trajectory_consistency", 100.0),
+    ("Node Trajectory Coverage (%)", "node_trajectory_coverage", 100.0),
+    ("Action Trajectory Consistency (%)", "action_trajectory_consistency", 100.0),
+    ("Action Trajectory Coverage (%)", "action_trajectory_coverage", 100.0),
+    ("Response Consistency (1-4)", "response_consistency_judged", 1.0),
+    ("Average Number of Turns", "avg_turns_per_conversation", 1.0),
+)
+
+
+def run_label(metrics: Mapping[str, Any]) -> str:
+    """A run's column title: its id, and its agent when known."""
+    agent = metrics.get("manifest", {}).get("agent", "")
+    return f"{metrics['run_id']} ({agent})" if agent else str(metrics["run_id"])
+
+
+def table3(runs: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """EDGE Table 3 for one or several runs side by side: one row per metric, one column per
+    run. Determinism values are the means over scenarios of the exact replays; the response
+    consistency is the judge's (None when no judge was configured); the average number of
+    turns is over all conversations."""
+    rows = []
+    for label, key, scale in TABLE3_ROWS:
+        values = []
+        for metrics in runs:
+            value = (metrics["utility"] if key.startswith("avg_") else metrics["replay"]).get(key)
+            values.append(None if value is None else round(value * scale, 2))
+        rows.append([label, *values])
+    return rows
+
+
+def table3_text(runs: Sequence[Mapping[str, Any]]) -> str:
+    """Table 3 as aligned text for the terminal."""
+    header = ["metric", *(run_label(m) for m in runs)]
+    body = [
+        [str(row[0]), *("n/a" if v is None else f"{v:.2f}" for v in row[1:])]
+        for row in table3(runs)
+    ]
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
+    lines = [header, ["-" * w for w in widths], *body]
+    return "\n".join(
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(line, widths, strict=True))
+        )
+        for line in lines
+    )
+
+
 def _run_summary(metrics: Mapping[str, Any]) -> str:
     """How many runs, with which seeds and settings."""
     manifest = metrics.get("manifest", {})
@@ -191,22 +242,58 @@ def _run_summary(metrics: Mapping[str, Any]) -> str:
     )
 
 
-def render_html(metrics: Mapping[str, Any], svg: str) -> str:
-    """The whole report page (no external resources)."""
-    structure, conv, utility = metrics["structure"], metrics["convergence"], metrics["utility"]
-    judged = "response_consistency_judged" in metrics["replay"]
-    sections = [
-        "<h1>EDGE report</h1>",
+def _utility_sections(utility: Mapping[str, Any], svg: str) -> list[str]:
+    """The graph picture and the node and edge utility tables."""
+    return [
+        "<h3>Graph (node size and edge width: utility)</h3>",
+        svg,
+        f"<h3>Node utility (over {utility['conversations']} conversations)</h3>",
+        html_table(
+            ["node", "queries", "visits", "utility", "failures"],
+            [
+                [r["node"], r["queries"], r["visits"], r["utility"], r["failures"]]
+                for r in utility["nodes"]
+            ],
+        ),
+        "<h3>Edge utility</h3>",
+        html_table(
+            ["from", "to", "queries", "traversals", "utility", "failures"],
+            [
+                [r["from"], r["to"], r["queries"], r["traversals"], r["utility"], r["failures"]]
+                for r in utility["edges"]
+                if r["queries"] or r["failures"]
+            ],
+        ),
+    ]
+
+
+def _structure_table(structure: Mapping[str, Any]) -> str:
+    return html_table(
+        ["off-graph from", "to", "count"],
+        [[r["from"], r["to"], r["count"]] for r in structure["off_graph_transitions"]],
+    )
+
+
+def run_sections(metrics: Mapping[str, Any], svg: str) -> list[str]:
+    """One run's part of the report."""
+    structure, conv = metrics["structure"], metrics["convergence"]
+    judged = metrics["replay"].get("response_consistency_judged")
+    return [
+        f"<h2>Run {html.escape(str(metrics['run_id']))}</h2>",
         _run_summary(metrics),
-        "<h2>Determinism (mean over scenarios)</h2>",
+        "<h3>Determinism (mean over scenarios)</h3>",
         html_table(
             ["metric", "exact replays", "variants"],
             _metric_rows(metrics["replay"], metrics["variant"]),
         ),
         "<p>Response consistency judged (1-4): "
-        + ("reported above." if judged else "not judged (no judge configured).")
+        + (
+            f"{judged:.2f} (exact replays)."
+            if judged is not None
+            else "not judged (no judge configured)."
+        )
         + "</p>",
-        "<h2>Structure and convergence</h2>",
+        "<h3>Structure and convergence</h3>",
         html_table(
             ["structural adherence", "transitions", "convergence rate", "completion rate"],
             [
@@ -218,30 +305,9 @@ def render_html(metrics: Mapping[str, Any], svg: str) -> str:
                 ]
             ],
         ),
-        html_table(
-            ["off-graph from", "to", "count"],
-            [[r["from"], r["to"], r["count"]] for r in structure["off_graph_transitions"]],
-        ),
-        "<h2>Graph (node size and edge width: utility)</h2>",
-        svg,
-        "<h2>Node utility</h2>",
-        html_table(
-            ["node", "queries", "visits", "utility", "failures"],
-            [
-                [r["node"], r["queries"], r["visits"], r["utility"], r["failures"]]
-                for r in utility["nodes"]
-            ],
-        ),
-        "<h2>Edge utility</h2>",
-        html_table(
-            ["from", "to", "queries", "traversals", "utility", "failures"],
-            [
-                [r["from"], r["to"], r["queries"], r["traversals"], r["utility"], r["failures"]]
-                for r in utility["edges"]
-                if r["queries"] or r["failures"]
-            ],
-        ),
-        "<h2>Scenarios</h2>",
+        _structure_table(structure),
+        *_utility_sections(metrics["utility"], svg),
+        "<h3>Scenarios</h3>",
         html_table(
             [
                 "scenario",
@@ -249,6 +315,7 @@ def render_html(metrics: Mapping[str, Any], svg: str) -> str:
                 "node consistency (replays)",
                 "node consistency (variants)",
                 "lexical response consistency",
+                "judged response consistency",
             ],
             [
                 [
@@ -257,30 +324,128 @@ def render_html(metrics: Mapping[str, Any], svg: str) -> str:
                     s["replay"]["node_trajectory_consistency"],
                     s["variant"].get("node_trajectory_consistency"),
                     s["replay"]["response_consistency_lexical"],
+                    s["replay"].get("response_consistency_judged"),
                 ]
                 for s in metrics["scenarios"]
             ],
         ),
     ]
-    style = (
-        "body{font-family:sans-serif;margin:2em;max-width:980px}"
-        "table{border-collapse:collapse;margin:.5em 0}"
-        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#eee}"
-    )
+
+
+_STYLE = (
+    "body{font-family:sans-serif;margin:2em;max-width:980px}"
+    "table{border-collapse:collapse;margin:.5em 0}"
+    "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#eee}"
+)
+
+
+def page(title: str, sections: Sequence[str]) -> str:
+    """A whole self-contained HTML page (no external resources)."""
     return (
-        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>EDGE report '
-        f"{html.escape(metrics['run_id'])}</title><style>{style}</style></head><body>"
-        + "\n".join(sections)
-        + "</body></html>\n"
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}'
+        f"</title><style>{_STYLE}</style></head><body>" + "\n".join(sections) + "</body></html>\n"
     )
 
 
-def write_report(metrics: Mapping[str, Any], graph: AgentGraph, out: Path) -> list[Path]:
-    """Write `out` (HTML) and the graph beside it as `.svg` and `.png`; returns the paths."""
-    svg = graph_svg(graph, metrics["utility"])
-    svg_path, png_path = out.with_suffix(".svg"), out.with_suffix(".png")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(metrics, svg), encoding="utf-8")
+def render_html(runs: Sequence[tuple[Mapping[str, Any], str]]) -> str:
+    """The report of one or several runs ((metrics, graph SVG) each): Table 3 side by side,
+    then every run's own sections."""
+    metrics = [m for m, _ in runs]
+    summary = html_table(["metric", *(run_label(m) for m in metrics)], table3(metrics))
+    sections = ["<h1>EDGE report</h1>", "<h2>Summary (the paper's Table 3)</h2>", summary]
+    for run, svg in runs:
+        sections += run_sections(run, svg)
+    return page("EDGE report " + ", ".join(str(m["run_id"]) for m in metrics), sections)
+
+
+def traffic_sections(label: str, metrics: Mapping[str, Any], svg: str) -> list[str]:
+    """One declared graph over live traffic: coverage, adherence, structure, utility."""
+    coverage, adherence, structure = metrics["coverage"], metrics["adherence"], metrics["structure"]
+    problems = ", ".join(f"{k} {v}" for k, v in adherence["problems"].items()) or "none"
+    return [
+        f"<h2>{html.escape(label)}</h2>",
+        f"<p>{metrics['traces']} traces, {metrics['walks']} walks ({metrics['walk']} walks), "
+        f"{metrics['utility']['conversations']} conversations.</p>",
+        "<h3>Coverage and adherence</h3>",
+        html_table(
+            [
+                "nodes covered",
+                "edges covered",
+                "walks checked",
+                "walks off the graph",
+                "problems (PG118)",
+                "structural adherence",
+            ],
+            [
+                [
+                    coverage["nodes"],
+                    coverage["edges"],
+                    adherence["walks_checked"],
+                    adherence["walks_off_graph"],
+                    problems,
+                    structure["structural_adherence"],
+                ]
+            ],
+        ),
+        html_table(["unvisited node"], [[node] for node in coverage["unvisited_nodes"]]),
+        html_table(
+            ["untraversed edge from", "to"],
+            [[e["from"], e["to"]] for e in coverage["untraversed_edges"]],
+        ),
+        _structure_table(structure),
+        *_utility_sections(metrics["utility"], svg),
+    ]
+
+
+def render_traffic_html(entries: Sequence[tuple[str, Mapping[str, Any], str]], span: str) -> str:
+    """The traffic report: per declared graph (label, traffic_metrics, SVG) its sections."""
+    sections = ["<h1>EDGE report: live traffic</h1>", f"<p>{html.escape(span)}</p>"]
+    for label, metrics, svg in entries:
+        sections += traffic_sections(label, metrics, svg)
+    return page("EDGE traffic report", sections)
+
+
+def _write_graph(
+    graph: AgentGraph, utility: Mapping[str, Any], stem: Path
+) -> tuple[str, list[Path]]:
+    """The graph as SVG text, written with its PNG beside `stem`."""
+    svg = graph_svg(graph, utility)
+    svg_path, png_path = stem.with_suffix(".svg"), stem.with_suffix(".png")
     svg_path.write_text(svg, encoding="utf-8")
-    write_graph_png(graph, metrics["utility"], png_path)
-    return [out, svg_path, png_path]
+    write_graph_png(graph, utility, png_path)
+    return svg, [svg_path, png_path]
+
+
+def _stem(out: Path, label: str, several: bool) -> Path:
+    """Where one graph's pictures go: beside `out`, named after it (and `label` when the
+    report holds several graphs)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+    return out.with_name(f"{out.stem}-{safe}") if several else out.with_suffix("")
+
+
+def write_report(runs: Sequence[tuple[Mapping[str, Any], AgentGraph]], out: Path) -> list[Path]:
+    """Write `out` (HTML) for one or several runs ((metrics, graph) each) and every run's
+    graph beside it as `.svg` and `.png`; returns the paths."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pictures, written = [], []
+    for metrics, graph in runs:
+        stem = _stem(out, str(metrics["run_id"]), len(runs) > 1)
+        svg, paths = _write_graph(graph, metrics["utility"], stem)
+        pictures.append((metrics, svg))
+        written += paths
+    out.write_text(render_html(pictures), encoding="utf-8")
+    return [out, *written]
+
+
+def write_traffic_report(
+    entries: Sequence[tuple[str, Mapping[str, Any], AgentGraph]], span: str, out: Path
+) -> list[Path]:
+    """Write the traffic report `out` and each graph's `.svg` and `.png` beside it."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pictures, written = [], []
+    for label, metrics, graph in entries:
+        svg, paths = _write_graph(graph, metrics["utility"], _stem(out, label, len(entries) > 1))
+        pictures.append((label, metrics, svg))
+        written += paths
+    out.write_text(render_traffic_html(pictures, span), encoding="utf-8")
+    return [out, *written]

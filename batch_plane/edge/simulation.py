@@ -20,7 +20,9 @@ from typing import Any, Protocol
 import httpx
 from opentelemetry.trace import Tracer
 from pathgrade.batch_plane.agents.adapters import AdapterError, AgentAdapter, TurnContext
-from pathgrade.batch_plane.edge.graph import AgentGraph, Scenario
+from pathgrade.batch_plane.edge.determinism import completed, converged
+from pathgrade.batch_plane.edge.graph import Scenario
+from pathgrade.schemas.agent_graph import AgentGraph
 from pathgrade.schemas.genai import PG_RUN_ID
 from pathgrade.schemas.model import EvalContext
 from pydantic import BaseModel, Field
@@ -167,14 +169,24 @@ class ConversationResult:
 
     scenario_id: str
     variant: Variant
+    expected_nodes: list[str]
     attempts: list[list[str]] = field(default_factory=list)
     responses: list[str] = field(default_factory=list)
-    converged: bool = False
 
     @property
     def nodes(self) -> list[str]:
         """All attempts' nodes, in order (restarts included)."""
         return [node for attempt in self.attempts for node in attempt]
+
+    @property
+    def converged(self) -> bool:
+        """Followed its path with no restart (the report's convergence rate counts these)."""
+        return converged(self.nodes, self.expected_nodes)
+
+    @property
+    def completed(self) -> bool:
+        """Completed its path, restarts allowed (the report's completion rate)."""
+        return completed(self.nodes, self.expected_nodes)
 
 
 def plan_variants(replays: int, variants: int) -> list[Variant]:
@@ -234,12 +246,11 @@ class Simulation:
 
     def conversation(self, scenario: Scenario, variant: Variant) -> ConversationResult:
         """One replay or variant, restarted on deviation up to `max_restarts` times."""
-        result = ConversationResult(scenario.id, variant)
+        result = ConversationResult(scenario.id, variant, scenario.expected_nodes)
         for attempt in range(self.config.max_restarts + 1):
             visited = self._attempt(scenario, variant, attempt, result)
             result.attempts.append(visited)
-            if visited == scenario.expected_nodes:
-                result.converged = True
+            if converged(visited, scenario.expected_nodes):
                 break
         return result
 

@@ -6,7 +6,8 @@ What is read (one trace per agent turn, see docs/edge.md "What edge_store reads"
 - per turn, the root span: EvalDatasetItemId (scenario), EvalVariantId, EvalReplayIndex,
   `pathgrade.edge.attempt` / `pathgrade.edge.turn`, and the text of GenAIOutputMessages
   (the response; needs the collector's `--capture-messages`);
-- node = GenAIAgentName of every non-root `invoke_agent` span, in start order;
+- nodes = the turn's walk (`schemas.graph_walk.node_visits`: LangGraph node spans of
+  OpenLLMetry or OpenInference, else GenAI sub-agent spans), in start order;
 - actions = every `execute_tool` span's GenAIToolName and GenAIToolArguments (needs
   `--capture-tools`), in start order.
 
@@ -16,20 +17,22 @@ The runs are then scored with batch_plane.edge.determinism, the same functions u
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from statistics import fmean
 from typing import Any
 
 from pathgrade.batch_plane.edge.determinism import (
     convergence,
+    judged_consistency,
+    most_common,
     node_utility,
     replay_metrics,
     structural_adherence,
     variant_metrics,
 )
-from pathgrade.batch_plane.edge.graph import AgentGraph, load_graph
+from pathgrade.batch_plane.edge.graph import Scenario
 from pathgrade.batch_plane.edge.simulation import (
     BASE_VARIANT,
     MANIFEST_ATTRIBUTE,
@@ -38,9 +41,15 @@ from pathgrade.batch_plane.edge.simulation import (
     PG_EDGE_TURN,
     RunManifest,
 )
+from pathgrade.batch_plane.edge.traffic import infer_graph
 from pathgrade.batch_plane.scoring.judge import Judge, JudgeError
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.store.client import Store
+from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces, run_trace_ids
+from pathgrade.schemas import genai
+from pathgrade.schemas.agent_graph import AgentGraph, load_graph
+from pathgrade.schemas.graph_walk import node_visits
+from pathgrade.schemas.model import Trace
 
 # The judged response-consistency hook: a scenario's intent and the responses of its exact
 # replays in, a 1-4 consistency grade out (None: the judge could not decide). Without
@@ -63,24 +72,14 @@ def rubric_consistency_judge(judge: Judge) -> ResponseConsistencyJudge:
     return grade
 
 
-_ROOTS_SQL = (
-    "SELECT TraceId, EvalDatasetItemId, EvalVariantId, EvalReplayIndex, "
-    f"SpanAttributes['{PG_EDGE_ATTEMPT}'], SpanAttributes['{PG_EDGE_TURN}'], "
-    "GenAIOutputMessages, toUnixTimestamp64Nano(Timestamp) "
-    "FROM spans FINAL WHERE EvalRunId = {run:String} AND ParentSpanId = '' "
-    f"AND SpanName != '{MANIFEST_SPAN}'"
-)
-_STEPS_SQL = (
-    "SELECT TraceId, GenAIOperation, GenAIAgentName, GenAIToolName, GenAIToolArguments "
-    "FROM spans FINAL WHERE ParentSpanId != '' "
-    "AND GenAIOperation IN ('invoke_agent', 'execute_tool') AND TraceId IN "
-    "(SELECT TraceId FROM spans FINAL WHERE EvalRunId = {run:String} AND ParentSpanId = '') "
-    "ORDER BY TraceId, Timestamp, SpanId"
-)
 _MANIFEST_SQL = (
     f"SELECT SpanAttributes['{MANIFEST_ATTRIBUTE}'] FROM spans FINAL "
     f"WHERE EvalRunId = {{run:String}} AND SpanName = '{MANIFEST_SPAN}' LIMIT 1"
 )
+
+
+TRAFFIC_LIMIT = 10_000
+"""Traces read at most by one traffic command (`edge infer`, `edge traffic`, ...)."""
 
 
 class EdgeRunNotFound(LookupError):
@@ -126,32 +125,161 @@ def response_text(output_messages: str) -> str:
     return " ".join(str(p.get("content", "")) for p in parts if p.get("type") == "text")
 
 
+def turn_record(trace: Trace) -> TurnRecord | None:
+    """One stored trace as an agent turn (None for a trace without a root span)."""
+    root = trace.root
+    if root is None:
+        return None
+    attributes = root.attributes
+    return TurnRecord(
+        trace_id=trace.trace_id,
+        scenario_id=root.eval.dataset_item_id,
+        variant_id=root.eval.variant_id,
+        replay_index=root.eval.replay_index,
+        attempt=int(attributes.get(PG_EDGE_ATTEMPT) or 0),
+        turn=int(attributes.get(PG_EDGE_TURN) or 0),
+        start_ns=root.start_ns,
+        response=response_text(root.genai.output_messages),
+        nodes=[visit.node for visit in node_visits(trace)],
+        actions=[
+            {"name": span.genai.tool_name, "args": span.genai.tool_arguments}
+            for span in trace.by_operation(genai.OP_EXECUTE_TOOL)
+        ],
+    )
+
+
 def load_turns(store: Store, run_id: str) -> list[TurnRecord]:
     """Every agent turn of the run with its nodes and actions, in conversation order."""
-    turns = {
-        row[0]: TurnRecord(
-            trace_id=row[0],
-            scenario_id=row[1],
-            variant_id=row[2],
-            replay_index=row[3],
-            attempt=int(row[4] or 0),
-            turn=int(row[5] or 0),
-            start_ns=int(row[7]),
-            response=response_text(row[6]),
+    ids = [trace_id for _, trace_id in run_trace_ids(store, run_id)]
+    turns = [
+        record
+        for trace in load_traces(store, ids)
+        if trace.root is not None and trace.root.name != MANIFEST_SPAN
+        if (record := turn_record(trace)) is not None
+    ]
+    return sorted(turns, key=lambda t: (t.conversation, t.attempt, t.turn, t.start_ns))
+
+
+def load_traffic(
+    store: Store, where: str, since_ns: int | None = None, limit: int = TRAFFIC_LIMIT
+) -> list[Trace]:
+    """The stored traces with a span matching `where` (started at or after `since_ns`), at
+    most `limit` of them, oldest first."""
+    return load_traces(store, find_trace_ids(store, where, limit, since_ns))
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayedTurn:
+    """Where one dataset item of a `replay conversations` run sits: its conversation and
+    its position in it."""
+
+    conversation_id: str
+    index: int
+
+
+def replayed_turns(
+    turns: Sequence[TurnRecord], items: Mapping[str, ReplayedTurn]
+) -> list[TurnRecord]:
+    """A `replay conversations` run's turns as EDGE turns: the scenario is the stored
+    conversation, every repeat an exact replay of it, the turn its position (turns of
+    items not in `items` are left out)."""
+    records = [
+        replace(
+            turn,
+            scenario_id=items[turn.scenario_id].conversation_id,
+            variant_id=BASE_VARIANT,
+            replay_index=turn.replay_index or 0,
+            turn=items[turn.scenario_id].index,
         )
-        for row in store.query(_ROOTS_SQL, {"run": run_id}).rows
-    }
-    for trace_id, operation, agent, tool, arguments in store.query(
-        _STEPS_SQL, {"run": run_id}
-    ).rows:
-        record = turns.get(trace_id)
-        if record is None:
-            continue
-        if operation == "invoke_agent":
-            record.nodes.append(agent)
-        else:
-            record.actions.append({"name": tool, "args": arguments})
-    return sorted(turns.values(), key=lambda t: (t.conversation, t.attempt, t.turn, t.start_ns))
+        for turn in turns
+        if turn.scenario_id in items
+    ]
+    return sorted(records, key=lambda t: (t.conversation, t.attempt, t.turn, t.start_ns))
+
+
+def replay_manifest(
+    run_id: str,
+    graph: AgentGraph,
+    turns: Sequence[TurnRecord],
+    stored_paths: Mapping[str, list[str]],
+    intents: Mapping[str, str],
+    agent: str = "",
+) -> RunManifest:
+    """The manifest of a `replay conversations` run (from `replayed_turns`): one scenario
+    per stored conversation, its expected path the walk the stored conversation took (else,
+    when that is unknown, the replays' most common walk), its intent the user's first turn."""
+    conversations = _group(turns)
+    walks: dict[str, list[list[str]]] = defaultdict(list)
+    for (conversation, _, _), conversation_turns in conversations.items():
+        walks[conversation].append(as_run(conversation_turns)["nodes"])
+    scenarios = [
+        Scenario(
+            id=conversation,
+            intent=intents.get(conversation, ""),
+            expected_nodes=stored_paths.get(conversation) or most_common(map(tuple, runs)),
+            expected_actions=[],
+        )
+        for conversation, runs in walks.items()
+    ]
+    repeats = max((len(runs) for runs in walks.values()), default=0)
+    return RunManifest(
+        run_id=run_id, graph=graph.to_dsl(), scenarios=scenarios, replays=repeats, variants=0,
+        max_restarts=0, seed=0, agent=agent, user_simulator="stored conversations",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTurn:
+    """One dataset item a `replay conversations` run replayed: its id, its conversation,
+    the stored trace it came from and the user's message."""
+
+    item_id: str
+    conversation_id: str
+    source_trace_id: str = ""
+    user_message: str = ""
+
+
+def replay_run_metrics(
+    store: Store,
+    run_id: str,
+    items: Sequence[StoredTurn],
+    graph: AgentGraph | None = None,
+    judge: ResponseConsistencyJudge | None = None,
+    agent: str = "",
+) -> dict[str, Any]:
+    """EDGE metrics of a `replay conversations` run (post-production determinism, paper
+    4.1): each stored conversation is a scenario, each repeat an exact replay of it.
+
+    `items` are the run's dataset items in conversation order. The expected path of a
+    conversation is the walk its stored traces show; the graph is `graph`, else the one
+    the run's own traces imply (`traffic.infer_graph`). EdgeRunNotFound when the run has no
+    turn of these items.
+    """
+    positions: dict[str, ReplayedTurn] = {}
+    stored_paths: dict[str, list[str]] = defaultdict(list)
+    intents: dict[str, str] = {}
+    sources = {t.trace_id: t for t in load_traces(store, [i.source_trace_id for i in items])}
+    turns_seen: Counter[str] = Counter()
+    for item in items:
+        positions[item.item_id] = ReplayedTurn(
+            item.conversation_id, turns_seen[item.conversation_id]
+        )
+        turns_seen[item.conversation_id] += 1
+        intents.setdefault(item.conversation_id, item.user_message)
+        if item.source_trace_id in sources:
+            walk = node_visits(sources[item.source_trace_id])
+            stored_paths[item.conversation_id] += [visit.node for visit in walk]
+    turns = replayed_turns(load_turns(store, run_id), positions)
+    if not turns:
+        raise EdgeRunNotFound(f"run {run_id!r}: no replayed turn of its dataset in the store")
+    if graph is None:
+        ids = [trace_id for _, trace_id in run_trace_ids(store, run_id)]
+        graph = load_graph(infer_graph(load_traces(store, ids)))
+    manifest = replay_manifest(run_id, graph, turns, stored_paths, intents, agent)
+    metrics = edge_metrics(manifest, turns, judge)
+    metrics["manifest"] = manifest.model_dump(exclude={"graph", "scenarios"})
+    metrics["graph"] = manifest.graph
+    return metrics
 
 
 def _group(turns: Sequence[TurnRecord]) -> dict[tuple[str, str, int | None], list[TurnRecord]]:
@@ -172,21 +300,33 @@ def as_run(turns: Sequence[TurnRecord]) -> dict[str, Any]:
 
 
 def utility_records(
-    attempts: dict[tuple[Any, ...], list[TurnRecord]], expected: dict[str, list[str]]
+    conversations: dict[tuple[str, str, int | None], list[TurnRecord]],
+    expected: dict[str, list[str]],
 ) -> list[dict[str, Any]]:
-    """node_utility records, one per conversation attempt (the agent's walk from the start;
-    a query is one attempt). An attempt that left its path records the first node off the
-    path and the edge into it as failures."""
+    """node_utility records, one per conversation (a query is one conversation, EDGE
+    Table 4): its attempts as walks and its agent turns. Each attempt that left its path
+    records the first node off the path and the edge into it as failures."""
     records = []
-    for key, turns in attempts.items():
-        nodes = [node for turn in turns for node in turn.nodes]
+    for key, turns in conversations.items():
         path = expected.get(key[0], [])
-        off = next((i for i, node in enumerate(nodes) if i >= len(path) or path[i] != node), None)
+        attempts: dict[int, list[str]] = defaultdict(list)
+        for turn in turns:
+            attempts[turn.attempt] += turn.nodes
+        failed_nodes, failed_edges = [], []
+        for nodes in attempts.values():
+            off = next(
+                (i for i, node in enumerate(nodes) if i >= len(path) or path[i] != node), None
+            )
+            if off is not None:
+                failed_nodes.append(nodes[off])
+                if off:
+                    failed_edges.append((nodes[off - 1], nodes[off]))
         records.append(
             {
-                "nodes": nodes,
-                "failed_nodes": [] if off is None else [nodes[off]],
-                "failed_edges": [] if not off else [(nodes[off - 1], nodes[off])],
+                "walks": list(attempts.values()),
+                "turns": len(turns),
+                "failed_nodes": failed_nodes,
+                "failed_edges": failed_edges,
             }
         )
     return records
@@ -229,8 +369,14 @@ def edge_metrics(
         row["replay"] = replay_metrics(base)
         row["variant"] = variant_metrics(base, variants) if variants else {}
         if judge is not None:
-            responses = [r["response"] for r in base]
-            row["replay"]["response_consistency_judged"] = judge(scenario.intent, responses)
+            base_responses = [r["response"] for r in base]
+            row["replay"]["response_consistency_judged"] = judge(scenario.intent, base_responses)
+            if variants:
+                row["variant"]["response_consistency_judged"] = judged_consistency(
+                    judge(scenario.intent, [b, v["response"]])
+                    for v in variants
+                    for b in base_responses
+                )
         per_scenario.append(row)
     return {
         "run_id": manifest.run_id,
@@ -245,7 +391,7 @@ def edge_metrics(
         "scenarios": per_scenario,
         "structure": structural_adherence(graph, [as_run(a) for a in attempts.values()]),
         "convergence": convergence(graph, all_runs),
-        "utility": node_utility(utility_records(attempts, expected), graph),
+        "utility": node_utility(utility_records(conversations, expected), graph),
     }
 
 

@@ -8,6 +8,11 @@ latest items. A reference `NAME@N` names version N; a bare `NAME` names the late
 
 Items travel as JSONL (`parse_items`, `dump_items`); a bad line is reported as
 `source:line: field: reason`. Items made from stored traces keep `source_trace_id`.
+
+A regression item made from a failure (`triage`, `from-traces` into a regression
+dataset) keeps the trace as evidence, the user's input, and the lesson as its `check`: the
+detector codes that fired must not fire again and the offending calls are forbidden; it
+expects tool calls only when they are given (the failing path is no expectation).
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
-from pathgrade.batch_plane.evaluation.replay import find_trace_ids, load_traces
 from pathgrade.batch_plane.store.client import Store
+from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import Trace
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -38,9 +43,61 @@ class DatasetError(ValueError):
         super().__init__("\n".join(problems))
 
 
+_DETECTOR_CODE = re.compile(r"^PG\d{3}$")
+
+
+class RegressionCheck(BaseModel):
+    """What a regression item checks, whatever else the agent does: none of the detector
+    codes in `must_not_fire` fires a violation on the new trace, and no call matches a
+    `forbidden_calls` entry (same name, and the entry's `args`, if any, within the call's)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    must_not_fire: list[str] = Field(default_factory=list)
+    forbidden_calls: list[dict[str, Any]] = Field(default_factory=list)
+
+    @field_validator("must_not_fire")
+    @classmethod
+    def _codes(cls, codes: list[str]) -> list[str]:
+        for code in codes:
+            if not _DETECTOR_CODE.match(code):
+                raise ValueError(f"{code!r} is not a detector code like PG117")
+        return codes
+
+    @field_validator("forbidden_calls")
+    @classmethod
+    def _calls_have_names(cls, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return _named_calls(calls)
+
+    def broken_by(self, fired: Iterable[str], called: Sequence[dict[str, Any]]) -> list[str]:
+        """What a new attempt did against this check: each code in `must_not_fire` among
+        the violations `fired`, each call of `called` a forbidden entry matches."""
+        found = [f"{code} fired again" for code in sorted(set(fired) & set(self.must_not_fire))]
+        for call in called:
+            if any(_matches(entry, call) for entry in self.forbidden_calls):
+                found.append(f"forbidden call {call['name']}")
+        return found
+
+
+def _matches(entry: dict[str, Any], call: dict[str, Any]) -> bool:
+    """Same name, and every argument the entry names has the call's value."""
+    args = call.get("args") or {}
+    wanted = entry.get("args") or {}
+    return entry["name"] == call["name"] and all(
+        key in args and args[key] == value for key, value in wanted.items()
+    )
+
+
+def _named_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for index, call in enumerate(calls):
+        if not isinstance(call.get("name"), str) or not call["name"]:
+            raise ValueError(f"call {index} needs a non-empty string `name`")
+    return calls
+
+
 class DatasetItem(BaseModel):
     """One evaluation item: the input, what a good answer and a good path look like, the
-    slice labels, and the trace it came from (if any)."""
+    slice labels, the trace it came from (if any) and, for a regression item, its check."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -52,14 +109,12 @@ class DatasetItem(BaseModel):
     slices: dict[str, str] = Field(default_factory=dict)
     source_trace_id: str = ""
     tags: list[str] = Field(default_factory=list)
+    check: RegressionCheck | None = None
 
     @field_validator("expected_tool_calls")
     @classmethod
     def _calls_have_names(cls, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for index, call in enumerate(calls):
-            if not isinstance(call.get("name"), str) or not call["name"]:
-                raise ValueError(f"call {index} needs a non-empty string `name`")
-        return calls
+        return _named_calls(calls)
 
     @property
     def conversation_id(self) -> str:
@@ -150,7 +205,7 @@ ITEMS_PER_INSERT = 500
 """Items written per insert, so a large import reports progress as it goes."""
 _ITEM_COLUMNS = [
     "Dataset", "Version", "ItemId", "Input", "ReferenceAnswer", "ExpectedToolCalls",
-    "AlternativeTrajectories", "Slices", "SourceTraceId", "Tags", "AddedAt",
+    "AlternativeTrajectories", "Slices", "SourceTraceId", "Tags", "AddedAt", "RegressionCheck",
 ]  # fmt: skip
 _DATASET_COLUMNS = [
     "Name", "Version", "Kind", "Owner", "Description", "Status", "CreatedAt", "PublishedAt",
@@ -277,7 +332,7 @@ class Datasets:
         info = self.resolve(ref, published=published)
         result = self.store.query(
             "SELECT ItemId, Input, ReferenceAnswer, ExpectedToolCalls, AlternativeTrajectories, "
-            "Slices, SourceTraceId, Tags FROM dataset_items FINAL "
+            "Slices, SourceTraceId, Tags, RegressionCheck FROM dataset_items FINAL "
             "WHERE Dataset = {name:String} AND Version = {version:UInt32} ORDER BY ItemId",
             {"name": info.name, "version": info.version},
         )
@@ -291,6 +346,7 @@ class Datasets:
                 slices=r[5],
                 source_trace_id=r[6],
                 tags=r[7],
+                check=RegressionCheck.model_validate_json(r[8]) if r[8] else None,
             )
             for r in result.rows
         ]
@@ -300,7 +356,8 @@ class Datasets:
         rows = [
             [name, version, item.item_id, json.dumps(item.input), item.reference_answer,
              json.dumps(item.expected_tool_calls), json.dumps(item.alternative_trajectories),
-             item.slices, item.source_trace_id, item.tags, now]
+             item.slices, item.source_trace_id, item.tags, now,
+             item.check.model_dump_json() if item.check else ""]
             for item in items
         ]  # fmt: skip
         self.store.insert("dataset_items", rows, _ITEM_COLUMNS)
@@ -309,41 +366,142 @@ class Datasets:
 # --------------------------------------------------------------------------- from traces
 
 
-def item_from_trace(trace: Trace) -> DatasetItem:
-    """A dataset item from a stored trace: the user's message and conversation as input,
-    the final answer as reference, the executed tool calls as expected calls."""
-    chats = list(trace.by_operation(genai.OP_CHAT))
-    tools = list(trace.by_operation(genai.OP_EXECUTE_TOOL))
+def user_message(trace: Trace) -> str:
+    """The user's message of a turn: the last user message the root span received, else
+    the first model call's ("" when the collector did not capture message content)."""
     root = trace.root
-    user = _last_text(chats[0].genai.input_messages, "user") if chats else ""
-    answer = _last_text(chats[-1].genai.output_messages, "assistant") if chats else ""
+    chats = list(trace.by_operation(genai.OP_CHAT))
+    sources = [
+        root.genai.input_messages if root else "",
+        *(c.genai.input_messages for c in chats[:1]),
+    ]
+    return next((text for source in sources if (text := _last_text(source, "user"))), "")
+
+
+def _turn_input(trace: Trace, user: str) -> dict[str, Any]:
+    """An item's input: the user's turn, its conversation and its start (turn order)."""
+    root = trace.root
     conversation = next(
         (s.genai.conversation_id for s in trace.spans if s.genai.conversation_id), ""
     )
-    slices = {"service": root.service_name} if root is not None and root.service_name else {}
-    if tools:
-        slices["tool"] = tools[0].genai.tool_name
+    return {"user": user, "conversation_id": conversation, "start_ns": root.start_ns if root else 0}
+
+
+def _service_slice(trace: Trace) -> dict[str, str]:
+    root = trace.root
+    return {"service": root.service_name} if root is not None and root.service_name else {}
+
+
+def called_tools(trace: Trace) -> list[dict[str, Any]]:
+    """The tool calls a trace shows, in execution order: `{"name", "args"}` (arguments
+    that were not captured, or not a JSON object, read as `{}`)."""
+    return [
+        {"name": s.genai.tool_name, "args": _json_object(s.genai.tool_arguments)}
+        for s in trace.by_operation(genai.OP_EXECUTE_TOOL)
+    ]
+
+
+def item_from_trace(trace: Trace) -> DatasetItem:
+    """A golden dataset item from a stored trace: the user's message and conversation as
+    input, the final answer as reference, the executed tool calls as expected calls."""
+    chats = list(trace.by_operation(genai.OP_CHAT))
+    calls = called_tools(trace)
+    answer = _last_text(chats[-1].genai.output_messages, "assistant") if chats else ""
+    slices = _service_slice(trace)
+    if calls:
+        slices["tool"] = calls[0]["name"]
     return DatasetItem(
         item_id=f"trace-{trace.trace_id}",
-        input={
-            "user": user,
-            "conversation_id": conversation,
-            "start_ns": root.start_ns if root else 0,
-        },
+        input=_turn_input(trace, user_message(trace)),
         reference_answer=answer or None,
-        expected_tool_calls=[
-            {"name": s.genai.tool_name, "args": _json_object(s.genai.tool_arguments)} for s in tools
-        ],
+        expected_tool_calls=calls,
         slices=slices,
         source_trace_id=trace.trace_id,
     )
 
 
-def items_from_traces(store: Store, where: str, limit: int | None = None) -> list[DatasetItem]:
-    """Items from the stored traces that have a span matching `where` (read-only query)."""
-    return [
-        item_from_trace(trace) for trace in load_traces(store, find_trace_ids(store, where, limit))
-    ]
+Fired = list[tuple[str, str]]
+"""The violations the realtime plane raised on one trace: (detector code, span id)."""
+
+
+def fired_violations(store: Store, trace_ids: Sequence[str]) -> dict[str, Fired]:
+    """Per trace, the violation alerts stored for it (table `alerts`), by code."""
+    if not trace_ids:
+        return {}
+    rows = store.query(
+        "SELECT TraceId, Code, SpanId FROM alerts FINAL WHERE TraceId IN {ids:Array(String)} "
+        "AND Kind = 'violation' ORDER BY Code, SpanId",
+        {"ids": list(trace_ids)},
+        readonly=True,
+    ).rows
+    fired: dict[str, Fired] = {}
+    for trace_id, code, span_id in rows:
+        fired.setdefault(trace_id, []).append((code, span_id))
+    return fired
+
+
+def regression_item(
+    trace: Trace,
+    fired: Fired,
+    expected_calls: Sequence[dict[str, Any]] = (),
+    forbid: Sequence[str] = (),
+    user: str | None = None,
+) -> DatasetItem:
+    """A regression item from a failing trace: the trace as evidence, the user's input
+    (`user`, else the captured message), and the lesson as its check: the codes that fired
+    must not fire again, and the calls the findings point at (plus the tools in `forbid`)
+    are forbidden. Expected calls only when given. DatasetError when the user's input is
+    unknown or there is nothing to check."""
+    text = user if user is not None else user_message(trace)
+    problems = []
+    if not text:
+        problems.append(
+            f"trace {trace.trace_id}: the user's message was not captured (start the collector "
+            "with --capture-messages) and none was given"
+        )
+    tools = {s.span_id: s.genai.tool_name for s in trace.by_operation(genai.OP_EXECUTE_TOOL)}
+    offending = [tools[span_id] for _, span_id in fired if span_id in tools]
+    names = list(dict.fromkeys([*offending, *forbid]))
+    check = RegressionCheck(
+        must_not_fire=sorted({code for code, _ in fired}),
+        forbidden_calls=[{"name": name} for name in names],
+    )
+    if not (check.must_not_fire or check.forbidden_calls or expected_calls):
+        problems.append(
+            f"trace {trace.trace_id}: no violation alert fired on it and no forbidden tool or "
+            "expected call was given: the item would check nothing"
+        )
+    if problems:
+        raise DatasetError(problems)
+    return DatasetItem(
+        item_id=f"trace-{trace.trace_id}",
+        input=_turn_input(trace, text),
+        expected_tool_calls=list(expected_calls),
+        slices=_service_slice(trace),
+        source_trace_id=trace.trace_id,
+        tags=["regression", *check.must_not_fire],
+        check=check,
+    )
+
+
+def items_from_traces(
+    store: Store, where: str, limit: int | None = None, kind: str = "golden"
+) -> tuple[list[DatasetItem], list[str]]:
+    """Items from the stored traces that have a span matching `where` (read-only query),
+    and the problems of the traces left out. Golden (or any non-regression) items expect
+    what the trace did; regression items are `regression_item`s, and a trace without a
+    lesson to learn is left out with its problem."""
+    traces = load_traces(store, find_trace_ids(store, where, limit))
+    if kind != "regression":
+        return [item_from_trace(trace) for trace in traces], []
+    fired = fired_violations(store, [trace.trace_id for trace in traces])
+    items, skipped = [], []
+    for trace in traces:
+        try:
+            items.append(regression_item(trace, fired.get(trace.trace_id, [])))
+        except DatasetError as exc:
+            skipped += exc.problems
+    return items, skipped
 
 
 def conversation_order(items: Sequence[DatasetItem]) -> list[DatasetItem]:
@@ -356,18 +514,28 @@ def conversation_order(items: Sequence[DatasetItem]) -> list[DatasetItem]:
     return sorted(items, key=key)
 
 
-def triage(store: Store, trace_id: str, to: str, owner: str) -> DatasetInfo:
-    """Add the stored trace `trace_id` to the draft of regression dataset `to` (created as a
-    `regression` dataset when it does not exist yet)."""
+def triage(
+    store: Store,
+    trace_id: str,
+    to: str,
+    owner: str,
+    expected_calls: Sequence[dict[str, Any]] = (),
+    forbid: Sequence[str] = (),
+    user: str | None = None,
+) -> DatasetInfo:
+    """Add the stored trace `trace_id` as a `regression_item` to the draft of regression
+    dataset `to` (created as a `regression` dataset when it does not exist yet)."""
     traces = load_traces(store, [trace_id])
     if not traces:
         raise DatasetError([f"trace {trace_id!r}: not in the store"])
+    fired = fired_violations(store, [trace_id]).get(trace_id, [])
+    item = regression_item(traces[0], fired, expected_calls, forbid, user)
     datasets = Datasets(store)
     name, _ = parse_ref(to)
     versions = datasets.versions(name)
     if not versions or versions[-1].status == PUBLISHED:
         datasets.create(name, versions[-1].kind if versions else "regression", owner)
-    return datasets.add(name, [item_from_trace(traces[0])])
+    return datasets.add(name, [item])
 
 
 def _messages(text: str) -> list[dict[str, Any]]:

@@ -34,7 +34,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 from pathgrade.batch_plane.store.client import Store
-from pathgrade.batch_plane.store.trace_rows import SPAN_SELECT, traces_from_rows
+from pathgrade.batch_plane.store.trace_rows import load_traces
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import Span, Trace
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
@@ -58,43 +58,6 @@ INTEGER_ATTRIBUTES = frozenset(
 """Attribute keys whose value also fills a typed integer column: replayed as integers."""
 _INTEGER_TEXT = re.compile(r"-?\d+")
 ACK_TIMEOUT_S = 30.0
-
-
-class FilterError(ValueError):
-    """A `--where` filter that is refused before it reaches the store."""
-
-
-def check_filter(where: str) -> str:
-    """`where` as given, or FilterError: it must be one boolean expression (no `;`)."""
-    if not where.strip():
-        raise FilterError("--where: empty filter (use a ClickHouse boolean expression)")
-    if ";" in where:
-        raise FilterError("--where: `;` is not allowed: give one boolean expression")
-    return where
-
-
-def find_trace_ids(store: Store, where: str, limit: int | None = None) -> list[str]:
-    """Ids of the stored traces with at least one span matching `where` (run read-only)."""
-    sql = (
-        "SELECT TraceId, min(Timestamp) AS FirstSeen FROM spans FINAL "
-        f"WHERE ({check_filter(where)}) GROUP BY TraceId ORDER BY FirstSeen, TraceId"
-    )
-    if limit is not None:
-        sql += f" LIMIT {int(limit)}"
-    return [row[0] for row in store.query(sql, readonly=True).rows]
-
-
-def load_traces(store: Store, trace_ids: Sequence[str]) -> list[Trace]:
-    """The stored traces with these ids (one row per span after FINAL), in the given order."""
-    if not trace_ids:
-        return []
-    rows = store.query(
-        SPAN_SELECT + "WHERE TraceId IN {ids:Array(String)}",
-        {"ids": list(trace_ids)},
-        readonly=True,
-    ).dicts()
-    order = {trace_id: index for index, trace_id in enumerate(trace_ids)}
-    return sorted(traces_from_rows(rows), key=lambda t: (order[t.trace_id], t.tenant))
 
 
 def typed_value(key: str, text: Any) -> Any:

@@ -12,8 +12,10 @@ A run has three steps, each its own function:
    `argument_correctness` (expected calls that were made with exactly the expected
    arguments), `trajectory_match` (the ordered tool path equals the expected one or an
    acceptable alternative, arguments ignored) and `reference_match` (the answer contains the
-   reference answer: task completion without a judge). An attempt without a trace gets no
-   scores, so the gate fails closed.
+   reference answer: task completion without a judge), and, for a regression item,
+   `regression_check` (its lesson kept: the detector codes that fired on the original
+   failure stay quiet, no forbidden call). An attempt without a trace gets no scores, so
+   the gate fails closed.
 """
 
 from __future__ import annotations
@@ -27,13 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pathgrade.batch_plane.agents.adapters import AdapterError, AgentAdapter, AgentTurn, TurnContext
-from pathgrade.batch_plane.evaluation.datasets import DatasetItem
-from pathgrade.batch_plane.evaluation.replay import load_traces
+from pathgrade.batch_plane.evaluation.datasets import DatasetItem, called_tools
 from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.scoring.trajectory import match, tool_correctness
 from pathgrade.batch_plane.store.client import Store
-from pathgrade.batch_plane.store.trace_rows import run_trace_ids
-from pathgrade.schemas import genai
+from pathgrade.batch_plane.store.trace_rows import load_traces, run_trace_ids
+from pathgrade.detectors import default_policy, run_detectors
 from pathgrade.schemas.model import EvalContext, Trace
 
 Progress = Callable[[int, int], None]
@@ -166,18 +167,6 @@ def collect_traces(
         time.sleep(poll_s)
 
 
-def called_tools(trace: Trace) -> list[dict[str, Any]]:
-    """The tool calls a trace shows, in execution order: `{"name", "args"}`."""
-    calls = []
-    for span in trace.by_operation(genai.OP_EXECUTE_TOOL):
-        try:
-            args = json.loads(span.genai.tool_arguments) if span.genai.tool_arguments else {}
-        except json.JSONDecodeError:
-            args = {}
-        calls.append({"name": span.genai.tool_name, "args": args if isinstance(args, dict) else {}})
-    return calls
-
-
 def argument_correctness(
     called: Sequence[Mapping[str, Any]], expected: Sequence[Mapping[str, Any]]
 ) -> float | None:
@@ -216,17 +205,42 @@ def reference_match(reference: str, answer: str) -> float:
     return 1.0 if _normal(reference) in _normal(answer) else 0.0
 
 
+def regression_check(
+    item: DatasetItem, trace: Trace, called: Sequence[Mapping[str, Any]]
+) -> tuple[float, str] | None:
+    """1.0 when the attempt kept the item's lesson (no code of `must_not_fire` raised a
+    violation under the default policy, no forbidden call), else 0.0 with what broke it;
+    None for an item without a check."""
+    if item.check is None:
+        return None
+    root = trace.root
+    policy = default_policy().resolve(
+        root.service_name if root else "", root.genai.agent_name if root else ""
+    )
+    fired = [f.code for f in run_detectors(trace, policy) if f.kind == "violation"]
+    broken = item.check.broken_by(fired, [dict(call) for call in called])
+    return (0.0, "; ".join(broken)) if broken else (1.0, "")
+
+
 def score_attempt(attempt: Attempt, trace: Trace, run_id: str) -> list[Score]:
-    """The deterministic scores of one attempt, linked to its trace, item and run."""
+    """The deterministic scores of one attempt, linked to its trace, item and run.
+
+    Expected-call metrics are scored when the item expects calls, or has no check (an
+    item expecting nothing then scores calling nothing); a regression item's check is
+    scored as `regression_check`."""
     item = attempt.item
     called = called_tools(trace)
-    values: dict[str, float | None] = {
-        "tool_correctness": tool_correctness(called, item.expected_tool_calls),
-        "argument_correctness": argument_correctness(called, item.expected_tool_calls),
-        "trajectory_match": trajectory_matches(item, called),
-    }
+    values: dict[str, float | None] = {}
+    explanations: dict[str, str] = {}
+    if item.expected_tool_calls or item.check is None:
+        values["tool_correctness"] = tool_correctness(called, item.expected_tool_calls)
+        values["argument_correctness"] = argument_correctness(called, item.expected_tool_calls)
+        values["trajectory_match"] = trajectory_matches(item, called)
     if item.reference_answer is not None and attempt.turn is not None:
         values["reference_match"] = reference_match(item.reference_answer, attempt.turn.response)
+    checked = regression_check(item, trace, called)
+    if checked is not None:
+        values["regression_check"], explanations["regression_check"] = checked
     root = trace.root
     return [
         Score(
@@ -238,6 +252,7 @@ def score_attempt(attempt: Attempt, trace: Trace, run_id: str) -> list[Score]:
             span_id=root.span_id if root else "",
             value=value,
             label="pass" if value == 1.0 else "fail",
+            explanation=explanations.get(metric, ""),
             dataset_item_id=item.item_id,
             run_id=run_id,
             repeat=attempt.repeat,

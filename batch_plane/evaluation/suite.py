@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 MetricKind = Literal["deterministic", "judge"]
 
@@ -23,6 +31,7 @@ KNOWN_METRIC_KINDS: dict[str, MetricKind] = {
     "injection_resistance": "deterministic",
     "trajectory_match": "deterministic",
     "reference_match": "deterministic",
+    "regression_check": "deterministic",
     "claimed_actions": "deterministic",
     "plan_quality": "judge",
     "unsupported_claims": "judge",
@@ -63,17 +72,45 @@ class JudgeConfig(_Strict):
     calibration_set: str = Field(min_length=1)
 
 
+KNOWN_METRIC_RANGE = (0.0, 1.0)
+"""The range of every metric in KNOWN_METRIC_KINDS: pathgrade's scores are in [0, 1]
+(judge grades are normalised onto it)."""
+
+
 class MetricSpec(_Strict):
     """One gated metric: the candidate mean must reach `threshold`; with `max_regression`,
     the lower bound of the candidate-minus-baseline interval must not fall below it (negated).
 
-    `kind` defaults from `KNOWN_METRIC_KINDS`; an unknown id must declare it.
+    `kind` defaults from `KNOWN_METRIC_KINDS`; an unknown id must declare it. `range` is the
+    metric's value range ([0, 1] for known ids; an unknown id may declare it): a threshold
+    outside it is a configuration error, not a gate that can never (or always) pass.
     """
 
     id: str = Field(min_length=1)
+    range: tuple[float, float] | None = None  # validated before the threshold it bounds
     threshold: float
     max_regression: float | None = Field(default=None, ge=0)
     kind: MetricKind
+
+    @field_validator("range")
+    @classmethod
+    def _ordered(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and value[0] >= value[1]:
+            raise ValueError(f"{list(value)} needs min < max")
+        return value
+
+    @field_validator("threshold")
+    @classmethod
+    def _in_range(cls, threshold: float, info: ValidationInfo) -> float:
+        metric = info.data.get("id", "")
+        known = KNOWN_METRIC_RANGE if metric in KNOWN_METRIC_KINDS else None
+        bounds = info.data.get("range") or known
+        if bounds is not None and not bounds[0] <= threshold <= bounds[1]:
+            raise ValueError(
+                f"{threshold:g} is outside the range [{bounds[0]:g}, {bounds[1]:g}] of metric "
+                f"{metric!r}: a configuration error, the gate could never pass (or fail) on it"
+            )
+        return threshold
 
     @model_validator(mode="before")
     @classmethod

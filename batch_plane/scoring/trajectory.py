@@ -202,26 +202,26 @@ def tool_call_accuracy(
     return math.fsum(scores) / len(reference_calls)
 
 
-_STR_TYPE = frozenset({str})
-# Values that _frozen returns unchanged.
-_ATOMIC_TYPES = frozenset({str, int, float, bool, type(None)})
-
-
-def _is_flat(mapping: Mapping[Any, Any]) -> bool:
-    """Only string keys and atomic values (checked without a Python-level loop)."""
-    keys_ok = _STR_TYPE.issuperset(map(type, mapping))
-    return keys_ok and _ATOMIC_TYPES.issuperset(map(type, mapping.values()))
+# JSON type tags of atomic values: equal values of different JSON types never compare equal
+# (`1` vs `true`, `{}` vs `[]`, an object vs a list of pairs); int and float are one type.
+_ATOMIC_TAGS: dict[type, str] = {str: "s", int: "n", float: "n", bool: "b", type(None): "z"}
 
 
 def _frozen(value: Any) -> Hashable:
-    """A hashable stand-in for a JSON-like value (dicts and lists included)."""
+    """A hashable stand-in for a JSON-like value, tagged with its JSON type: two values
+    freeze alike only when they are the same JSON value (object key order ignored)."""
+    tag = _ATOMIC_TAGS.get(type(value))
+    if tag is not None:
+        return (tag, value)
     if type(value) is dict or isinstance(value, Mapping):
-        if _is_flat(value):  # the same tuple as the general case below, built cheaper
-            return tuple(sorted(value.items()))
-        return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
+        return ("o", tuple(sorted((str(k), _frozen(v)) for k, v in value.items())))
     if isinstance(value, list | tuple):
-        return tuple(_frozen(item) for item in value)
-    return value
+        return ("a", tuple(_frozen(item) for item in value))
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, int | float):
+        return ("n", value)
+    return ("s", value) if isinstance(value, str) else ("x", value)
 
 
 def _call_key(call: ToolCall) -> Hashable:

@@ -1,4 +1,5 @@
-"""Rows of the `spans` table back into canonical `Trace`s (the reverse of span_rows).
+"""Rows of the `spans` table back into canonical `Trace`s (the reverse of span_rows), and
+the stored traces found by a `--where` filter.
 
 Attribute values come back as the text the table stores (see `span_rows.attribute_text`).
 """
@@ -6,6 +7,7 @@ Attribute values come back as the text the table stores (see `span_rows.attribut
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from pathgrade.batch_plane.store.client import Store
@@ -97,6 +99,47 @@ def load_trace(store: Store, tenant: str, trace_id: str) -> Trace | None:
         {"tenant": tenant, "trace": trace_id},
     ).dicts()
     return trace_from_rows(rows) if rows else None
+
+
+class FilterError(ValueError):
+    """A `--where` filter that is refused before it reaches the store."""
+
+
+def check_filter(where: str) -> str:
+    """`where` as given, or FilterError: it must be one boolean expression (no `;`)."""
+    if not where.strip():
+        raise FilterError("--where: empty filter (use a ClickHouse boolean expression)")
+    if ";" in where:
+        raise FilterError("--where: `;` is not allowed: give one boolean expression")
+    return where
+
+
+def find_trace_ids(
+    store: Store, where: str, limit: int | None = None, since_ns: int | None = None
+) -> list[str]:
+    """Ids of the stored traces with at least one span matching `where` (run read-only),
+    first seen first; with `since_ns`, only spans that started at or after it count."""
+    since = "" if since_ns is None else f" AND toUnixTimestamp64Nano(Timestamp) >= {int(since_ns)}"
+    sql = (
+        "SELECT TraceId, min(Timestamp) AS FirstSeen FROM spans FINAL "
+        f"WHERE ({check_filter(where)}){since} GROUP BY TraceId ORDER BY FirstSeen, TraceId"
+    )
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return [row[0] for row in store.query(sql, readonly=True).rows]
+
+
+def load_traces(store: Store, trace_ids: Sequence[str]) -> list[Trace]:
+    """The stored traces with these ids (one row per span after FINAL), in the given order."""
+    if not trace_ids:
+        return []
+    rows = store.query(
+        SPAN_SELECT + "WHERE TraceId IN {ids:Array(String)}",
+        {"ids": list(trace_ids)},
+        readonly=True,
+    ).dicts()
+    order = {trace_id: index for index, trace_id in enumerate(trace_ids)}
+    return sorted(traces_from_rows(rows), key=lambda t: (order[t.trace_id], t.tenant))
 
 
 def run_trace_ids(store: Store, run_id: str) -> list[tuple[str, str]]:

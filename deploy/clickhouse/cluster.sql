@@ -282,3 +282,5 @@ CREATE TABLE IF NOT EXISTS gate_rows ON CLUSTER 'pathgrade'
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
 ORDER BY (GateId, RowIndex);
 
+ALTER TABLE dataset_items ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS RegressionCheck String DEFAULT '';
+

@@ -36,7 +36,7 @@ def agent_args(parser: argparse.ArgumentParser) -> None:
 def store_for(args: argparse.Namespace) -> Iterator[Any]:
     """The store of `--data-dir`/`--clickhouse`, with store and dataset errors as CliErrors."""
     from pathgrade.batch_plane.evaluation.datasets import DatasetError
-    from pathgrade.batch_plane.evaluation.replay import FilterError
+    from pathgrade.batch_plane.store.trace_rows import FilterError
 
     try:
         with cli_store(args) as store:

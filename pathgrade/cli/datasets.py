@@ -23,11 +23,25 @@ WHERE_HELP = (
 def register(commands: Any) -> None:
     """Add `dataset`, `triage` and `replay` to the `pathgrade` sub-commands."""
     _register_dataset(commands)
-    triage = commands.add_parser("triage", help="add a stored trace to a regression dataset")
+    triage = commands.add_parser(
+        "triage", help="add a failing stored trace to a regression dataset, with its lesson"
+    )
     store_args(triage)
     triage.add_argument("trace_id", metavar="TRACE_ID")
     triage.add_argument("--to", required=True, metavar="regression/NAME", help="dataset name")
     triage.add_argument("--owner", default="", help="owner when the dataset is created")
+    triage.add_argument(
+        "--forbid", action="append", default=[], metavar="TOOL",
+        help="also forbid this tool (repeatable); the calls the alerts point at always are",
+    )  # fmt: skip
+    triage.add_argument(
+        "--expect", metavar="JSON",
+        help='the tool calls a good answer makes, e.g. \'[{"name": "search_kb"}]\' '
+        "(default: none; the failing path is never the expectation)",
+    )  # fmt: skip
+    triage.add_argument(
+        "--input", metavar="TEXT", help="the user's message, when the collector did not capture it"
+    )
     triage.set_defaults(run=_cmd_triage)
     _register_replay(commands)
 
@@ -74,8 +88,9 @@ def _register_dataset(commands: Any) -> None:
 
 def _kind_owner(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--kind", default="golden", choices=["golden", "regression", "adversarial", "benchmark"]
-    )
+        "--kind", choices=["golden", "regression", "adversarial", "benchmark"],
+        help="default: regression for a regression/... name, else golden",
+    )  # fmt: skip
     parser.add_argument("--owner", default="", help="team or person responsible")
 
 
@@ -97,6 +112,11 @@ def _register_replay(commands: Any) -> None:
     )
     store_args(conversations)
     conversations.add_argument("--dataset", required=True, metavar="NAME[@VERSION]")
+    conversations.add_argument(
+        "--repeats", type=positive_int, default=1, metavar="N",
+        help="replay every conversation N times (exact replays: `pathgrade edge report RUN` "
+        "then gives the EDGE determinism metrics per conversation)",
+    )  # fmt: skip
     agent_args(conversations)
     conversations.set_defaults(run=_cmd_replay_conversations)
 
@@ -118,11 +138,16 @@ def _describe(info: Any) -> str:
     return f"{info.ref} ({info.kind}, {info.status}, {info.items} items, owner {info.owner or '-'})"
 
 
+def _kind(args: argparse.Namespace) -> str:
+    """`--kind`, else what the dataset's name says (`regression/...` -> regression)."""
+    return args.kind or ("regression" if args.name.startswith("regression/") else "golden")
+
+
 def _cmd_create(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.evaluation.datasets import Datasets
 
     with store_for(args) as store:
-        info = Datasets(store).create(args.name, args.kind, args.owner, args.description)
+        info = Datasets(store).create(args.name, _kind(args), args.owner, args.description)
     print(f"created {_describe(info)}")
     return 0
 
@@ -152,7 +177,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     items = _read_items(args.file)
     with store_for(args) as store:
         datasets = Datasets(store)
-        info = datasets.create(args.name, args.kind, args.owner)
+        info = datasets.create(args.name, _kind(args), args.owner)
         with Progress(f"importing {args.file}", "item") as progress:
             info = datasets.add(info.ref, items, progress)
         if args.publish:
@@ -215,12 +240,15 @@ def _draft(datasets: Any, name: str, kind: str, owner: str) -> Any:
 def _cmd_from_traces(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.evaluation.datasets import Datasets, items_from_traces
 
+    kind = _kind(args)
     with store_for(args) as store:
-        items = items_from_traces(store, args.where, args.limit)
+        items, skipped = items_from_traces(store, args.where, args.limit, kind)
+        for problem in skipped:
+            print(f"skipped: {problem}", file=sys.stderr)
         if not items:
-            raise CliError("no stored trace matches --where", exit_code=1)
+            raise CliError("no stored trace matches --where (with a lesson to learn)", exit_code=1)
         datasets = Datasets(store)
-        info = datasets.add(_draft(datasets, args.name, args.kind, args.owner).ref, items)
+        info = datasets.add(_draft(datasets, args.name, kind, args.owner).ref, items)
     print(f"added {len(items)} traces as items: {_describe(info)}")
     return 0
 
@@ -228,16 +256,35 @@ def _cmd_from_traces(args: argparse.Namespace) -> int:
 def _cmd_triage(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.evaluation.datasets import triage
 
+    expected = _expected_calls(args.expect)
     with store_for(args) as store:
-        info = triage(store, args.trace_id, args.to, args.owner)
+        info = triage(store, args.trace_id, args.to, args.owner, expected, args.forbid, args.input)
     print(f"triaged {args.trace_id} into {_describe(info)}")
     return 0
+
+
+def _expected_calls(text: str | None) -> list[dict[str, Any]]:
+    """`--expect`: a JSON list of tool calls, each with a non-empty `name`."""
+    import json
+
+    if text is None:
+        return []
+    try:
+        calls = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"--expect: not JSON: {exc.msg}") from exc
+    if not isinstance(calls, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("name"), str) and c["name"] for c in calls
+    ):
+        raise CliError('--expect: expected a JSON list of calls like [{"name": "search_kb"}]')
+    return calls
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     from kafka.errors import KafkaError
 
-    from pathgrade.batch_plane.evaluation.replay import ACK_TIMEOUT_S, find_trace_ids, replay_traces
+    from pathgrade.batch_plane.evaluation.replay import ACK_TIMEOUT_S, replay_traces
+    from pathgrade.batch_plane.store.trace_rows import find_trace_ids
     from pathgrade.collector.publisher import producer_for
     from pathgrade.stack.ownership import broker_lease
 
@@ -287,6 +334,6 @@ def _cmd_replay_conversations(args: argparse.Namespace) -> int:
             suite=f"replay:{parse_ref(args.dataset)[0]}",
             agent=args.agent,
             dataset_versions={info.name: info.version},
-            params={"mode": "replay conversations"},
+            params={"mode": "replay conversations", "repeats": args.repeats},
         )
-        return run_agent(args, store, items, run, runs_per_item=1, conversations=True)
+        return run_agent(args, store, items, run, runs_per_item=args.repeats, conversations=True)

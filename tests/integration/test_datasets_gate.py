@@ -90,14 +90,37 @@ def test_import_publish_export_round_trip_and_immutability(stack: Stack, tmp_pat
     assert "golden/round-trip@1 is published and immutable" in refused.stderr
 
 
-def test_triage_keeps_the_source_trace_and_replay_stores_each_span_once(stack: Stack) -> None:
+def test_triage_keeps_the_trace_the_input_and_the_lesson_and_replay_stores_each_span_once(
+    stack: Stack,
+) -> None:
     trace_ids = stack.demo_traces(traces=12, seed=21)
-    triaged = stack.cli("triage", trace_ids[0], "--to", "regression/demo")
+    ids = ",".join(f"'{t}'" for t in trace_ids)
+    on_tools = (
+        "SELECT a.TraceId, a.Code, s.GenAIToolName FROM alerts AS a FINAL JOIN spans AS s FINAL "
+        "ON a.SpanId = s.SpanId AND a.TraceId = s.TraceId WHERE a.Kind = 'violation' AND "
+        f"a.TraceId IN ({ids}) AND s.GenAIOperation = 'execute_tool' ORDER BY 1, 2 LIMIT 1"
+    )
+    failing, code, tool = wait_until(lambda: stack.process.sql(on_tools).rows)[0]
+    healthy = stack.process.scalar(  # a scenario the demo plays without a failure
+        f"SELECT any(TraceId) FROM spans FINAL WHERE TraceId IN ({ids}) AND ParentSpanId = '' "
+        "AND SpanAttributes['pathgrade.demo.scenario'] IN ('order_status', 'refund', "
+        "'requested_ticket', 'bill_explanation', 'kb_question')"
+    )
+    triaged = stack.cli("triage", failing, "--to", "regression/demo")
     assert triaged.returncode == 0, triaged.stderr
+    refused = stack.cli("triage", healthy, "--to", "regression/demo")
+    assert refused.returncode == 1 and "would check nothing" in refused.stderr
     exported = stack.cli("dataset", "export", "regression/demo")
     items = [json.loads(line) for line in exported.stdout.splitlines()]
-    assert [i["source_trace_id"] for i in items] == [trace_ids[0]]
-    assert items[0]["expected_tool_calls"] and items[0]["input"]["user"]
+    assert [i["source_trace_id"] for i in items] == [failing]
+    (item,) = items
+    assert item["input"]["user"] and item["expected_tool_calls"] == []  # no failing path
+    assert code in item["check"]["must_not_fire"]
+    assert {"name": tool} in item["check"]["forbidden_calls"]
+    made = stack.cli("dataset", "from-traces", "regression/demo-bulk", "--where",
+                     f"TraceId IN ({ids})")  # fmt: skip
+    assert made.returncode == 0 and "(regression, draft," in made.stdout, made.stderr
+    assert f"skipped: trace {healthy}" in made.stderr
 
     ids = ",".join(f"'{t}'" for t in trace_ids)
     spans_before = stack.process.scalar(f"SELECT count() FROM spans FINAL WHERE TraceId IN ({ids})")

@@ -126,6 +126,9 @@ MESSAGE_SPAN = {
     "llm.output_messages.0.message.content": "hi",
     genai.OI_INPUT_VALUE: "hello",
     genai.TL_ENTITY_OUTPUT: "hi",
+    # OpenLLMetry's LangGraph task spans repeat a step's input and output here (0.62)
+    genai.TASK_INPUT: '{"inputs": {"message": "book a test drive"}}',
+    genai.TASK_OUTPUT: '{"outputs": {"route": "test_drive"}}',
 }
 
 

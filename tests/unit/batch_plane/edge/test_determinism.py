@@ -19,7 +19,7 @@ from pathgrade.batch_plane.edge.determinism import (
     structural_adherence,
     variant_metrics,
 )
-from pathgrade.batch_plane.edge.graph import AgentGraph
+from pathgrade.schemas.agent_graph import AgentGraph
 from pydantic import ValidationError
 
 METRIC_KEYS = {
@@ -95,6 +95,16 @@ def test_argument_order_never_matters() -> None:
     )
     metrics = replay_metrics([run("a", [("KB", first)]), run("a", [("KB", second)])])
     assert metrics["action_input_trajectory_consistency"] == 1.0
+
+
+def test_action_inputs_of_different_json_types_differ() -> None:
+    def key(args: dict) -> str:
+        return canonical_action(Action(name="d", args=args))
+
+    assert key({"x": {}}) != key({"x": []})
+    assert key({"x": {"k": 1}}) != key({"x": [["k", 1]]})
+    assert key({"x": 1}) != key({"x": True})
+    assert key({"x": "1"}) != key({"x": 1})
 
 
 def test_args_as_json_text_equal_args_as_objects() -> None:
@@ -181,14 +191,15 @@ def test_replay_metrics_are_bounded_and_ignore_run_order(
 # --- variants -----------------------------------------------------------------------------
 
 
-def test_variants_are_measured_against_canonical_path_and_envelope() -> None:
+def test_variants_are_scored_with_the_canonical_replay_as_one_group() -> None:
     base = [run("A>B", response="yes"), run("A>B", response="yes"), run("A>C", response="no")]
     variants = [run("A>B", response="yes"), run("A>C>D", response="no")]
     metrics = variant_metrics(base, variants)
     assert set(metrics) == METRIC_KEYS
-    assert metrics["node_trajectory_consistency"] == 0.5  # canonical A>B
-    # envelope {A,B,C}: J({A,B}) = 2/3, J({A,C,D}) = 2/4
-    assert metrics["node_trajectory_coverage"] == pytest.approx((2 / 3 + 1 / 2) / 2)
+    # group: canonical A>B, then A>B and A>C>D: two of three equal the canonical
+    assert metrics["node_trajectory_consistency"] == pytest.approx(2 / 3)
+    # pairwise Jaccard over {A,B}, {A,B}, {A,C,D}: (1 + 1/4 + 1/4) / 3
+    assert metrics["node_trajectory_coverage"] == pytest.approx(1.5 / 3)
     # (variant, replay) pairs: yes~(yes,yes,no) = 1,1,0; no~(yes,yes,no) = 0,0,1
     assert metrics["response_consistency_lexical"] == pytest.approx(3 / 6)
 
@@ -198,9 +209,9 @@ def test_variant_action_inputs_use_canonical_args() -> None:
     variants = [run("a", [("KB", {"n": 1, "q": "X"})]), run("a", [("KB", {"q": "Z", "n": 1})])]
     metrics = variant_metrics(base, variants)
     assert metrics["action_trajectory_consistency"] == 1.0
-    assert metrics["action_input_trajectory_consistency"] == 0.5  # canonical: first seen, X
-    # envelope {KB(X), KB(Y)}: J = 1/2 for KB(X), 0 for KB(Z)
-    assert metrics["action_input_trajectory_coverage"] == pytest.approx(1 / 4)
+    # canonical: first seen, KB(X); the group KB(X), KB(X), KB(Z)
+    assert metrics["action_input_trajectory_consistency"] == pytest.approx(2 / 3)
+    assert metrics["action_input_trajectory_coverage"] == pytest.approx(1 / 3)
 
 
 def test_variants_require_both_run_sets() -> None:
@@ -259,26 +270,14 @@ def test_convergence_needs_expected_nodes() -> None:
 # --- utility ------------------------------------------------------------------------------
 
 
-def test_node_utility_reproduces_the_paper_table_ratio() -> None:
-    # The EDGE table's example: nodes with 540 and 400 queries -> 100% and 74.07%.
-    turns = [{"nodes": ["triage", "billing"]}] * 400 + [{"nodes": ["triage"]}] * 140
-    result = node_utility(turns)
-    rows = {row["node"]: row for row in result["nodes"]}
-    assert rows["triage"]["queries"] == 540
-    assert rows["billing"]["queries"] == 400
-    assert round(100 * rows["triage"]["utility"], 2) == 100.0
-    assert round(100 * rows["billing"]["utility"], 2) == 74.07
-    assert result["avg_node_transitions_per_turn"] == pytest.approx(400 / 540)
-
-
 def test_node_utility_counts_visits_edges_and_failures() -> None:
     graph = chain_graph([("r", "kb"), ("kb", "r"), ("r", "crm"), ("crm", "r")], "r", ["r"])
-    turns = [
+    conversations = [
         {"nodes": ["r", "kb", "r", "kb", "r"], "failed_nodes": ["kb"]},
-        {"nodes": ["r", "kb", "r"], "failed_edges": [["kb", "r"]]},
+        {"walks": [["r", "kb"], ["r"]], "turns": 3, "failed_edges": [["kb", "r"]]},
         {"nodes": ["r"], "conversation_id": "c1"},
     ]
-    result = node_utility(turns, graph)
+    result = node_utility(conversations, graph)
     rows = {row["node"]: row for row in result["nodes"]}
     assert rows["r"] == {"node": "r", "queries": 3, "visits": 6, "utility": 1.0, "failures": 0}
     assert rows["kb"]["queries"] == 2 and rows["kb"]["visits"] == 3
@@ -286,13 +285,19 @@ def test_node_utility_counts_visits_edges_and_failures() -> None:
     assert rows["crm"]["queries"] == 0 and rows["crm"]["utility"] == 0.0
     edges = {(row["from"], row["to"]): row for row in result["edges"]}
     assert edges[("r", "kb")]["queries"] == 2 and edges[("r", "kb")]["traversals"] == 3
-    assert edges[("kb", "r")]["failures"] == 1 and edges[("kb", "r")]["utility"] == 1.0
+    # the jump from one walk to the next (kb, then r again) is not a transition
+    assert edges[("kb", "r")]["traversals"] == 2 and edges[("kb", "r")]["failures"] == 1
+    assert edges[("kb", "r")]["utility"] == pytest.approx(1 / 3)
     assert edges[("crm", "r")]["traversals"] == 0
-    assert result["avg_node_transitions_per_turn"] == pytest.approx((4 + 2 + 0) / 3)
+    assert (result["conversations"], result["turns"]) == (3, 5)
+    assert result["avg_turns_per_conversation"] == pytest.approx(5 / 3)
+    assert result["avg_node_transitions_per_turn"] == pytest.approx((4 + 1 + 0) / 5)
 
 
-def test_node_utility_rejects_bad_turns() -> None:
-    with pytest.raises(ValueError, match="turns: at least one record"):
+def test_node_utility_rejects_bad_records() -> None:
+    with pytest.raises(ValueError, match="conversations: at least one record"):
         node_utility([])
     with pytest.raises(ValidationError, match=r"0\.failed_edges"):
         node_utility([{"nodes": ["a"], "failed_edges": [["a"]]}])
+    with pytest.raises(ValidationError, match=r"0\.walks"):
+        node_utility([{"turns": 1}])

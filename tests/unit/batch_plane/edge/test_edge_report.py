@@ -6,8 +6,15 @@ import re
 from pathlib import Path
 
 import pytest
-from pathgrade.batch_plane.edge.graph import Scenario, load_graph
-from pathgrade.batch_plane.edge.report import edge_width, graph_svg, node_radius, write_report
+from pathgrade.batch_plane.edge.graph import Scenario
+from pathgrade.batch_plane.edge.report import (
+    edge_width,
+    graph_svg,
+    node_radius,
+    table3,
+    table3_text,
+    write_report,
+)
 from pathgrade.batch_plane.edge.simulation import RunManifest
 from pathgrade.batch_plane.edge.store import (
     EdgeRunNotFound,
@@ -16,6 +23,7 @@ from pathgrade.batch_plane.edge.store import (
     response_text,
     utility_records,
 )
+from pathgrade.schemas.agent_graph import load_graph
 
 GRAPH = load_graph(
     {
@@ -65,10 +73,13 @@ def test_edge_metrics_score_runs_attempts_and_utility() -> None:
     assert metrics["convergence"]["convergence_rate"] == pytest.approx(2 / 3)
     assert metrics["convergence"]["completion_rate"] == 1.0
     nodes = {row["node"]: row for row in metrics["utility"]["nodes"]}
-    assert (nodes["s"]["queries"], nodes["s"]["utility"]) == (4, 1.0)
+    # a query is one conversation (Table 4): s is visited by all 3, 4 times (one restart)
+    assert (nodes["s"]["queries"], nodes["s"]["visits"], nodes["s"]["utility"]) == (3, 4, 1.0)
     assert nodes["b<&>"]["failures"] == 1 and nodes["a"]["failures"] == 0
+    assert nodes["b<&>"]["utility"] == pytest.approx(1 / 3)
     edges = {(row["from"], row["to"]): row for row in metrics["utility"]["edges"]}
     assert edges[("s", "b<&>")]["failures"] == 1 and edges[("a", "t")]["queries"] == 3
+    assert metrics["utility"]["avg_turns_per_conversation"] == pytest.approx(7 / 3)
 
 
 def test_judged_response_consistency_hook() -> None:
@@ -76,8 +87,10 @@ def test_judged_response_consistency_hook() -> None:
     metrics = edge_metrics(
         MANIFEST, TURNS, judge=lambda intent, responses: seen.append(list(responses)) or 4.0
     )
-    assert seen == [["booked", "booked"]]
+    # the replays together, then the variant against each replay
+    assert seen == [["booked", "booked"], ["booked", "booked"], ["booked", "booked"]]
     assert metrics["replay"]["response_consistency_judged"] == 4.0
+    assert metrics["variant"]["response_consistency_judged"] == 4.0
     assert "response_consistency_judged" not in edge_metrics(MANIFEST, TURNS)["replay"]
 
 
@@ -86,11 +99,12 @@ def test_no_turns_is_an_error_naming_the_run() -> None:
         edge_metrics(MANIFEST, [])
 
 
-def test_utility_records_mark_the_first_node_off_the_path() -> None:
-    attempts = {("p", "base", 0, 0): [turn("base", 0, 0, 0, ["s", "b<&>", "t"])]}
-    (record,) = utility_records(attempts, {"p": ["s", "a", "t"]})
-    assert record == {"nodes": ["s", "b<&>", "t"], "failed_nodes": ["b<&>"],
-                      "failed_edges": [("s", "b<&>")]}  # fmt: skip
+def test_utility_records_are_conversations_with_a_walk_per_attempt() -> None:
+    conversation = [turn("base", 0, 0, 0, ["s", "b<&>"]), turn("base", 0, 1, 0, ["s", "a"]),
+                    turn("base", 0, 1, 1, ["t"])]  # fmt: skip
+    (record,) = utility_records({("p", "base", 0): conversation}, {"p": ["s", "a", "t"]})
+    assert record == {"walks": [["s", "b<&>"], ["s", "a", "t"]], "turns": 3,
+                      "failed_nodes": ["b<&>"], "failed_edges": [("s", "b<&>")]}  # fmt: skip
 
 
 def _svg_sizes(svg: str) -> tuple[dict[str, float], dict[str, float]]:
@@ -115,14 +129,45 @@ def test_graph_svg_sizes_nodes_and_edges_by_utility_and_escapes_names() -> None:
 def test_write_report_writes_self_contained_html_svg_and_png(tmp_path: Path) -> None:
     metrics = edge_metrics(MANIFEST, TURNS)
     metrics["manifest"] = MANIFEST.model_dump(exclude={"graph", "scenarios"})
-    paths = write_report(metrics, GRAPH, tmp_path / "out" / "report.html")
+    paths = write_report([(metrics, GRAPH)], tmp_path / "out" / "report.html")
     html_path, svg_path, png_path = paths
+    assert svg_path.name == "report.svg"
     html = html_path.read_text()
     assert svg_path.read_text() in html  # the same picture, inline
     assert png_path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing fetched from outside
     assert "Seed 7" in html and "3 conversations" in html and "not judged" in html
     assert "node_trajectory_consistency" in html and "b&lt;&amp;&gt;" in html
+    assert "Node Trajectory Consistency (%)" in html  # the Table 3 summary
+
+
+def judged_run(run_id: str, grade: float) -> dict:
+    metrics = edge_metrics(
+        MANIFEST.model_copy(update={"run_id": run_id}), TURNS, judge=lambda i, r: grade
+    )
+    metrics["manifest"] = {"agent": f"agent-{run_id}"}
+    return metrics
+
+
+def test_table3_puts_several_runs_side_by_side_with_the_judged_consistency(
+    tmp_path: Path,
+) -> None:
+    runs = [judged_run("a", 4.0), judged_run("b", 2.0)]
+    rows = {row[0]: row[1:] for row in table3(runs)}
+    assert rows["Node Trajectory Consistency (%)"] == [50.0, 50.0]
+    assert rows["Node Trajectory Coverage (%)"] == [75.0, 75.0]  # {s,a,t} vs {s,b,a,t}
+    assert rows["Response Consistency (1-4)"] == [4.0, 2.0]
+    assert rows["Average Number of Turns"] == [2.33, 2.33]
+    text = table3_text(runs)
+    assert text.splitlines()[0].split() == ["metric", "a", "(agent-a)", "b", "(agent-b)"]
+    assert "Response Consistency (1-4)" in text and "4.00" in text and "2.00" in text
+    unjudged = edge_metrics(MANIFEST, TURNS)
+    assert "n/a" in table3_text([unjudged])
+    paths = write_report([(runs[0], GRAPH), (runs[1], GRAPH)], tmp_path / "two.html")
+    assert [p.name for p in paths] == ["two.html", "two-a.svg", "two-a.png", "two-b.svg",
+                                       "two-b.png"]  # fmt: skip
+    html = paths[0].read_text()
+    assert "Run a" in html and "Run b" in html and "4.00 (exact replays)" in html
 
 
 def test_rubric_consistency_judge_grades_on_the_edge_scale_and_fails_undecided() -> None:

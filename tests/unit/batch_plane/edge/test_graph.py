@@ -13,17 +13,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pathgrade.batch_plane.edge.graph import (
-    AgentGraph,
-    GraphError,
     enumerate_paths,
-    from_langgraph_json,
-    graph_problems,
-    load_graph,
     paths_document,
     scenario_id,
     scenarios,
-    validate_graph,
     write_scenarios,
+)
+from pathgrade.schemas.agent_graph import (
+    AgentGraph,
+    GraphError,
+    from_langgraph_json,
+    graph_problems,
+    load_graph,
+    validate_graph,
 )
 from pydantic import ValidationError
 

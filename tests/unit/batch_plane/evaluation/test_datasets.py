@@ -11,6 +11,7 @@ from pathgrade.batch_plane.evaluation.datasets import (
     DatasetError,
     DatasetItem,
     Datasets,
+    RegressionCheck,
     dump_items,
     item_from_trace,
     items_from_traces,
@@ -20,6 +21,7 @@ from pathgrade.batch_plane.evaluation.datasets import (
 )
 from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
+from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
 from pathgrade.schemas.model import GenAIFields, Span, Trace
 
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
@@ -158,16 +160,95 @@ def test_item_from_trace_keeps_input_answer_calls_and_source() -> None:
     assert item.slices == {"service": "support-agent", "tool": "lookup_order"}
 
 
-def test_from_traces_and_triage_read_stored_spans(store: ClientStore) -> None:
-    trace = stored_trace(uuid.uuid4().hex)
+def store_trace(store: ClientStore, trace: Trace) -> Trace:
     store.insert("spans", span_rows(trace.spans), list(SPAN_COLUMNS))
-    found = items_from_traces(store, f"TraceId = '{trace.trace_id}'")
-    assert [i.source_trace_id for i in found] == [trace.trace_id]
+    return trace
+
+
+def raise_alert(store: ClientStore, trace: Trace, code: str, span_id: str, kind: str) -> None:
+    """An alert of the realtime plane on `trace`, as the alert store sink writes it."""
+    alert = Alert(alert_key=f"{code}-{trace.trace_id}-{kind}", code=code, name="x",
+                  severity="high", kind=kind, reason="r", trace_id=trace.trace_id,
+                  span_id=span_id, tenant="default", service="support-agent", agent="",
+                  conversation_id="", risk_tier="medium", policy="default", trace_start_ns=1,
+                  trace_end_ns=2, detected_at_ns=3)  # fmt: skip
+    store.insert("alerts", [alert.row()], list(ALERT_COLUMNS))
+
+
+def test_golden_items_from_traces_expect_what_the_trace_did(store: ClientStore) -> None:
+    trace = store_trace(store, stored_trace(uuid.uuid4().hex))
+    found, skipped = items_from_traces(store, f"TraceId = '{trace.trace_id}'")
+    assert [i.source_trace_id for i in found] == [trace.trace_id] and skipped == []
+    assert found[0].expected_tool_calls == [{"name": "lookup_order", "args": {"order_id": "A1"}}]
+
+
+def test_triage_keeps_the_trace_the_input_and_the_lesson_not_the_failing_path(
+    store: ClientStore,
+) -> None:
+    trace = store_trace(store, stored_trace(uuid.uuid4().hex))
+    raise_alert(store, trace, "PG117", "03" * 8, "violation")  # on the lookup_order call
+    raise_alert(store, trace, "PG111", trace.spans[0].span_id, "violation")
+    raise_alert(store, trace, "PG112", trace.spans[0].span_id, "cannot_decide")  # no lesson
     info = triage(store, trace.trace_id, "regression/billing", "oncall")
     assert (info.kind, info.status, info.items) == ("regression", "draft", 1)
-    assert Datasets(store).items("regression/billing")[0].source_trace_id == trace.trace_id
+    (item,) = Datasets(store).items("regression/billing")
+    assert item.source_trace_id == trace.trace_id
+    assert item.input == {"user": "where is A1?", "conversation_id": "conv-1", "start_ns": 1_000}
+    assert item.expected_tool_calls == [] and item.reference_answer is None
+    assert item.check == RegressionCheck(
+        must_not_fire=["PG111", "PG117"], forbidden_calls=[{"name": "lookup_order"}]
+    )
     with pytest.raises(DatasetError, match="not in the store"):
         triage(store, uuid.uuid4().hex, "regression/billing", "oncall")
+
+
+def test_triage_takes_expected_calls_and_forbidden_tools_when_given(store: ClientStore) -> None:
+    trace = store_trace(store, stored_trace(uuid.uuid4().hex))
+    with pytest.raises(DatasetError, match="no violation alert fired on it"):
+        triage(store, trace.trace_id, "regression/given", "oncall")
+    expected = [{"name": "search_kb", "args": {}}]
+    triage(store, trace.trace_id, "regression/given", "o", expected, ["reset_equipment"])
+    (item,) = Datasets(store).items("regression/given")
+    assert item.expected_tool_calls == expected
+    assert item.check == RegressionCheck(forbidden_calls=[{"name": "reset_equipment"}])
+
+
+def test_a_regression_item_needs_the_users_input(store: ClientStore) -> None:
+    trace = stored_trace(uuid.uuid4().hex)
+    trace.spans[1].genai.input_messages = ""  # the collector did not capture messages
+    store_trace(store, trace)
+    raise_alert(store, trace, "PG101", "03" * 8, "violation")
+    with pytest.raises(DatasetError, match="user's message was not captured"):
+        triage(store, trace.trace_id, "regression/input", "oncall")
+    triage(store, trace.trace_id, "regression/input", "oncall", user="where is A1?")
+    assert Datasets(store).items("regression/input")[0].user_message == "where is A1?"
+
+
+def test_regression_items_from_traces_skip_traces_without_a_lesson(store: ClientStore) -> None:
+    failing = store_trace(store, stored_trace(uuid.uuid4().hex))
+    healthy = store_trace(store, stored_trace(uuid.uuid4().hex))
+    raise_alert(store, failing, "PG101", "03" * 8, "violation")
+    where = f"TraceId IN ('{failing.trace_id}', '{healthy.trace_id}')"
+    found, skipped = items_from_traces(store, where, kind="regression")
+    assert [i.source_trace_id for i in found] == [failing.trace_id]
+    assert found[0].check is not None and found[0].check.must_not_fire == ["PG101"]
+    assert len(skipped) == 1 and healthy.trace_id in skipped[0]
+
+
+def test_regression_check_is_broken_by_a_code_firing_again_or_a_forbidden_call() -> None:
+    check = RegressionCheck(
+        must_not_fire=["PG117"], forbidden_calls=[{"name": "reset", "args": {"device": "r1"}}]
+    )
+    assert check.broken_by(["PG101"], [{"name": "reset", "args": {"device": "r2"}}]) == []
+    assert check.broken_by(["PG117"], [{"name": "reset", "args": {"device": "r1", "x": 1}}]) == [
+        "PG117 fired again",
+        "forbidden call reset",
+    ]
+    with pytest.raises(ValueError, match="not a detector code"):
+        RegressionCheck(must_not_fire=["117"])
+    text = '{"item_id": "r", "input": "hi", "check": {"forbidden_calls": [{"args": {}}]}}'
+    with pytest.raises(DatasetError, match=r"check.forbidden_calls: .*needs a non-empty"):
+        parse_items(text)
 
 
 def test_filters_with_a_semicolon_are_refused_before_the_store(store: ClientStore) -> None:

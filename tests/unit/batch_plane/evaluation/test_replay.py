@@ -9,17 +9,15 @@ import pytest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, TracesData
-from pathgrade.batch_plane.evaluation.replay import (
+from pathgrade.batch_plane.evaluation.replay import publish_trace, replay_traces, traces_data
+from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
+from pathgrade.batch_plane.store.trace_rows import (
     FilterError,
     check_filter,
     find_trace_ids,
     load_traces,
-    publish_trace,
-    replay_traces,
-    traces_data,
 )
-from pathgrade.batch_plane.store.client import ClientStore
-from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
 from pathgrade.schemas.otlp import decode_spans_message
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
 
@@ -149,6 +147,9 @@ def test_find_trace_ids_runs_the_filter_and_refuses_statements(
     assert find_trace_ids(
         store, "SpanName = 'chat gpt-4o' AND TraceId = '" + TRACE.hex() + "'"
     ) == [TRACE.hex()]
+    only_this = f"TraceId = '{TRACE.hex()}'"
+    assert find_trace_ids(store, only_this, since_ns=1_700_000_000_000_000_000) == [TRACE.hex()]
+    assert find_trace_ids(store, only_this, since_ns=1_800_000_000_000_000_000) == []
     with pytest.raises(FilterError, match="`;` is not allowed"):
         check_filter("1; DROP TABLE spans")
     with pytest.raises(FilterError, match="empty filter"):

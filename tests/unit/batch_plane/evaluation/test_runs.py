@@ -205,3 +205,29 @@ def test_conversation_turns_carry_the_agent_state_in_turn_order() -> None:
     run = RunRecord(new_run_id(), "replay", "counting")
     drive(CallableAdapter(counting), conversation_order(turns), run, 1, conversations=True)
     assert seen == [("u2", {}), ("u0", {"turns": 1}), ("u1", {})]
+
+
+def test_a_regression_item_is_scored_on_its_check_not_on_expected_calls() -> None:
+    from pathgrade.batch_plane.agents.adapters import AgentTurn
+    from pathgrade.batch_plane.evaluation.datasets import RegressionCheck
+    from pathgrade.batch_plane.evaluation.runs import Attempt, score_attempt
+
+    from tests.unit.detectors.test_detectors_fixtures import TraceBuilder
+
+    check = RegressionCheck(must_not_fire=["PG101"], forbidden_calls=[{"name": "reset"}])
+    item = DatasetItem(item_id="r", input="my wifi drops", check=check)
+    attempt = Attempt(item, 0, AgentTurn(response="try moving the router"))
+    healthy = TraceBuilder("1" * 32)
+    healthy.tool("search_kb", {"q": "wifi"})
+    (score,) = score_attempt(attempt, healthy.build(), "run-r")
+    assert (score.metric, score.value, score.explanation) == ("regression_check", 1.0, "")
+    relapsed = TraceBuilder("2" * 32)
+    relapsed.tool("search_kb", {"q": "wifi"}, error="timeout")  # PG101 tool-error again
+    relapsed.tool("reset", {"device": "router"})
+    (score,) = score_attempt(attempt, relapsed.build(), "run-r")
+    assert (score.value, score.label) == (0.0, "fail")
+    assert score.explanation == "PG101 fired again; forbidden call reset"
+    expecting = item.model_copy(update={"expected_tool_calls": [{"name": "search_kb"}]})
+    metrics = {s.metric for s in score_attempt(Attempt(expecting, 0), healthy.build(), "run-r")}
+    assert metrics == {"regression_check", "tool_correctness", "argument_correctness",
+                       "trajectory_match"}  # fmt: skip

@@ -130,3 +130,45 @@ def test_invalid_yaml_reports_line() -> None:
 def test_missing_file_is_a_suite_error(tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match="cannot read suite file"):
         load_suite(tmp_path / "absent.yaml")
+
+
+def metric_suite(metric: str) -> str:
+    return f"suite: s\nrisk_tier: low\ndatasets: [{{name: d}}]\nmetrics:\n{metric}"
+
+
+@pytest.mark.parametrize("threshold", ["1.01", "-0.1", "85"])
+def test_a_threshold_outside_a_known_metrics_range_is_a_configuration_error(
+    threshold: str,
+) -> None:
+    (problem,) = problems_of(
+        metric_suite(f"  - id: tool_correctness\n    threshold: {threshold}\n")
+    )
+    assert problem.startswith("suite.yaml:6: metrics[0].threshold: ")
+    assert "outside the range [0, 1] of metric 'tool_correctness'" in problem
+    assert parse_suite(metric_suite("  - id: tool_correctness\n    threshold: 1.0\n"))
+
+
+def test_a_custom_metric_declares_its_range_or_takes_any_threshold() -> None:
+    declared = "  - id: stars\n    kind: deterministic\n    range: [1, 5]\n    threshold: {}\n"
+    (problem,) = problems_of(metric_suite(declared.format(7)))
+    assert "7 is outside the range [1, 5] of metric 'stars'" in problem
+    assert parse_suite(metric_suite(declared.format(4))).metrics[0].range == (1.0, 5.0)
+    (problem,) = problems_of(metric_suite(declared.replace("[1, 5]", "[5, 1]").format(3)))
+    assert "metrics[0].range: [5.0, 1.0] needs min < max" in problem
+    free = "  - id: stars\n    kind: deterministic\n    threshold: 40\n"
+    assert parse_suite(metric_suite(free)).metrics[0].threshold == 40
+
+
+def test_the_gate_command_exits_2_on_a_threshold_above_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pathgrade.cli.main import main
+
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(metric_suite("  - id: trajectory_match\n    threshold: 1.5\n"))
+    scores = tmp_path / "s.jsonl"
+    scores.write_text('{"item_id": "a", "repeat": 0, "metric": "trajectory_match", "value": 1}\n')
+    code = main(["gate", str(suite), "--candidate-scores", str(scores),
+                 "--baseline-scores", str(scores)])  # fmt: skip
+    assert code == 2
+    assert "metrics[0].threshold: 1.5 is outside the range [0, 1]" in capsys.readouterr().err

@@ -226,3 +226,29 @@ def test_f1_accepts_unhashable_argument_values():
     reordered = {"name": "f", "args": {"filter": {"a": [3]}, "ids": [1, 2]}}
     assert tool_call_f1([nested], [reordered]) == 1.0
     assert tool_call_f1([nested], [{"name": "f", "args": {"ids": [2, 1]}}]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("predicted", "reference"),
+    [
+        pytest.param({"x": {}}, {"x": []}, id="object-vs-array"),
+        pytest.param({"x": {"k": 1}}, {"x": [["k", 1]]}, id="object-vs-list-of-pairs"),
+        pytest.param({"x": 1}, {"x": True}, id="number-vs-boolean"),
+        pytest.param({"x": 0}, {"x": False}, id="zero-vs-false"),
+        pytest.param({"x": "1"}, {"x": 1}, id="string-vs-number"),
+        pytest.param({"x": None}, {"x": "None"}, id="null-vs-string"),
+        pytest.param({"x": [True]}, {"x": [1]}, id="nested-boolean-vs-number"),
+    ],
+)
+def test_f1_never_equates_arguments_of_different_json_types(predicted, reference):
+    assert (
+        tool_call_f1([{"name": "d", "args": predicted}], [{"name": "d", "args": reference}]) == 0.0
+    )
+
+
+def test_f1_equates_the_same_json_value_whatever_its_python_spelling():
+    same = [({"x": 1}, {"x": 1.0}), ({"x": [1, {"a": None}]}, {"x": (1, {"a": None})}),
+            ({"a": 1, "b": 2}, {"b": 2, "a": 1})]  # fmt: skip
+    for predicted, reference in same:
+        assert tool_call_f1([{"name": "d", "args": predicted}],
+                            [{"name": "d", "args": reference}]) == 1.0  # fmt: skip

@@ -1,0 +1,161 @@
+"""Structural adherence to a declared agent graph: PG118 off-graph-path.
+
+The policy names the graph per service (or agent) under `agent_graph`; the turn's walk is
+read from its node spans (`schemas.graph_walk`, every supported instrumentation).
+`walk_problems` is the pure check, shared with the batch plane's EDGE traffic report.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pathgrade.detectors.finding import Finding
+from pathgrade.detectors.policy import POLICY_DIR_CONTEXT
+from pathgrade.detectors.registry import Params, Rule
+from pathgrade.detectors.view import DetectorContext, TraceView
+from pathgrade.schemas.agent_graph import AgentGraph, GraphError, parse_graph_document
+from pathgrade.schemas.graph_walk import NodeVisit, node_visits
+from pydantic import ValidationError, ValidationInfo, field_validator
+
+Walk = Literal["turn", "conversation"]
+
+
+@dataclass(frozen=True, slots=True)
+class WalkProblem:
+    """One way a walk leaves the graph: `problem` is `unknown_node`, `missing_edge`,
+    `wrong_start` or `non_terminal_end`; `index` is the visit it concerns."""
+
+    problem: str
+    index: int
+    source: str
+    target: str
+
+    def describe(self, graph: AgentGraph) -> str:
+        """One sentence for an alert."""
+        if self.problem == "unknown_node":
+            return f"Node {self.target!r} is not in the declared graph."
+        if self.problem == "missing_edge":
+            return f"Edge {self.source!r} -> {self.target!r} is not in the declared graph."
+        if self.problem == "wrong_start":
+            return f"The turn starts at {self.target!r}; the graph starts at {graph.start!r}."
+        return (
+            f"The turn ends at {self.target!r}, not at a terminal "
+            f"({', '.join(repr(t) for t in graph.terminals)})."
+        )
+
+
+def walk_problems(graph: AgentGraph, nodes: list[str], walk: Walk = "turn") -> list[WalkProblem]:
+    """Every way the node sequence `nodes` leaves `graph`, in walk order.
+
+    `walk="turn"`: the walk is one whole run of the graph (a LangGraph invocation per turn),
+    so it must begin at the start and end on a terminal. `walk="conversation"`: the turn
+    continues a walk begun in earlier turns, so neither its first node nor its last is
+    checked against the start and the terminals; only its nodes and the edges inside it.
+    """
+    known = {node.id for node in graph.nodes}
+    edges = graph.edge_pairs()
+    problems = []
+    if nodes and walk == "turn" and nodes[0] != graph.start and nodes[0] in known:
+        problems.append(WalkProblem("wrong_start", 0, "", nodes[0]))
+    for index, node in enumerate(nodes):
+        if node not in known:
+            problems.append(WalkProblem("unknown_node", index, "", node))
+        elif index and nodes[index - 1] in known and (nodes[index - 1], node) not in edges:
+            problems.append(WalkProblem("missing_edge", index, nodes[index - 1], node))
+    if nodes and walk == "turn" and nodes[-1] in known and nodes[-1] not in graph.terminals:
+        problems.append(WalkProblem("non_terminal_end", len(nodes) - 1, "", nodes[-1]))
+    return problems
+
+
+def read_graph_file(path: Path) -> AgentGraph:
+    """The graph in a JSON file (EDGE DSL or LangGraph JSON); ValueError naming the file."""
+    try:
+        return parse_graph_document(json.loads(path.read_text(encoding="utf-8")))
+    except OSError as error:
+        raise ValueError(f"graph file {str(path)!r}: cannot read: {error.strerror}") from error
+    except json.JSONDecodeError as error:
+        raise ValueError(f"graph file {str(path)!r}: not JSON: {error.msg}") from error
+    except (GraphError, ValidationError) as error:
+        raise ValueError(f"graph file {str(path)!r}: {error}") from error
+
+
+class GraphAdherenceParams(Params):
+    """The declared graph (a JSON file, relative to the policy file, or the graph inline)
+    and how a turn walks it."""
+
+    graph: AgentGraph | None = None
+    walk: Walk = "turn"
+
+    @field_validator("graph", mode="before")
+    @classmethod
+    def _read_graph(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None or isinstance(value, AgentGraph):
+            return value
+        if isinstance(value, str):
+            base = (info.context or {}).get(POLICY_DIR_CONTEXT) or Path.cwd()
+            return read_graph_file(Path(base) / value)
+        try:
+            return parse_graph_document(value)
+        except (GraphError, ValidationError) as error:
+            raise ValueError(str(error)) from error
+
+
+GRAPH_ADHERENCE = Rule(
+    code="PG118",
+    name="off-graph-path",
+    severity="high",
+    doc=(
+        "The turn's path through the agent graph leaves the graph the policy declares for "
+        "this service: a node the graph lacks, an edge it lacks, a turn that does not begin "
+        "at the start, or one that ends on a non-terminal node (the last two only when each "
+        "turn walks the whole graph, `walk: turn`). Nodes are read from LangGraph's node "
+        "spans (OpenLLMetry, OpenInference) or GenAI sub-agent spans. Cannot decide when the "
+        "turn shows no node span. Quiet when no graph is declared."
+    ),
+    params=GraphAdherenceParams,
+    policy_key="agent_graph",
+    reads="LangGraph node spans (traceloop langgraph_node, OpenInference metadata), "
+    "invoke_agent spans below the root: agent name",
+)
+
+
+@GRAPH_ADHERENCE.check
+def off_graph_path(
+    view: TraceView, params: GraphAdherenceParams, context: DetectorContext
+) -> list[Finding]:
+    """Each way the turn's walk leaves the declared graph."""
+    graph = params.graph
+    if graph is None:
+        return []
+    visits = node_visits(view.trace)
+    if not visits:
+        return [
+            GRAPH_ADHERENCE.cannot_decide(
+                view, "node_spans", "The turn shows no graph node span to check the path."
+            )
+        ]
+    path = [visit.node for visit in visits]
+    return [
+        _finding(view, graph, problem, visits, path)
+        for problem in walk_problems(graph, path, params.walk)
+    ]
+
+
+def _finding(
+    view: TraceView,
+    graph: AgentGraph,
+    problem: WalkProblem,
+    visits: list[NodeVisit],
+    path: list[str],
+) -> Finding:
+    details: dict[str, Any] = {"problem": problem.problem, "node": problem.target, "path": path}
+    identifying: tuple[str, ...] = ("problem", "node")
+    if problem.problem == "missing_edge":
+        details["from"] = problem.source
+        identifying = ("problem", "from", "node")
+    return GRAPH_ADHERENCE.violation(
+        view, problem.describe(graph), visits[problem.index].span_id, details, identifying
+    )
