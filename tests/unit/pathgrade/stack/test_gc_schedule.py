@@ -22,10 +22,10 @@ def test_full_collections_only_on_the_timer() -> None:
         assert gc.get_threshold()[2] > 10**8
         churn = [[[i] for i in range(1000)] for _ in range(2000)]  # 2M tracked objects
         del churn
-        started = time.monotonic()
-        while time.monotonic() - started < 1.0:
+        deadline = time.monotonic() + 60  # generous: a loaded machine delays the timer
+        while len(full) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(full) >= 2  # the timer's collections, ~0.3 s apart
+        assert len(full) >= 2  # the timer's collections, at least 0.3 s apart
         assert all(b - a >= 0.25 for a, b in itertools.pairwise(full))
     finally:
         schedule.stop()
