@@ -111,7 +111,7 @@ def main() -> None:
     messages = timed(
         "group",
         spans,
-        lambda: [value for r in requests for _, value in group_by_trace(r)],
+        lambda: [m.value for r in requests for m in group_by_trace(r).messages],
         args.profile,
         cpu,
     )

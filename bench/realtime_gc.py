@@ -40,7 +40,7 @@ def messages(spans: int) -> list[bytes]:
     for body in request_bodies(spans, 512):
         request = ExportTraceServiceRequest.FromString(body)
         redactor.redact(request)
-        out.extend(value for _, value in group_by_trace(request))
+        out.extend(message.value for message in group_by_trace(request).messages)
     return out
 
 

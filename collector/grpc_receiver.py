@@ -1,12 +1,19 @@
 """OTLP/gRPC receiver: `opentelemetry.proto.collector.trace.v1.TraceService/Export`.
 
 The request is parsed here, not by gRPC, so malformed protobuf is INVALID_ARGUMENT with
-the parser's reason. gRPC enforces the size limit on the decompressed message
-(RESOURCE_EXHAUSTED). A full spill answers UNAVAILABLE with a `google.rpc.RetryInfo`.
+the parser's reason (values nested past protobuf's 100 message levels included). gRPC
+enforces the size limit on the decompressed message (RESOURCE_EXHAUSTED). A full spill
+answers UNAVAILABLE with a `google.rpc.RetryInfo`.
+
+Requests run on a fixed pool of `workers` threads; connections are served by gRPC's own
+event loop, hold no thread, and are closed after `idle_timeout_s` without a call. A call
+waits for Kafka until `ack_timeout_s` after it started, or until shortly before the
+client's own deadline when that comes first.
 """
 
 from __future__ import annotations
 
+import time
 from concurrent import futures
 
 import grpc
@@ -22,16 +29,23 @@ from pathgrade.collector.pipeline import IngestPipeline
 from pathgrade.collector.spill import SpillFull
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+ANSWER_MARGIN_S = 0.5
+"""How long before the client's deadline a call stops waiting for Kafka, to answer."""
 
 
 class TraceServiceHandler:
     """The Export method over raw request bytes."""
 
-    def __init__(self, pipeline: IngestPipeline, auth: TokenAuth) -> None:
+    def __init__(self, pipeline: IngestPipeline, auth: TokenAuth, ack_timeout_s: float) -> None:
         self.pipeline = pipeline
         self.auth = auth
+        self.ack_timeout_s = ack_timeout_s
 
     def export(self, raw: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+        started = time.monotonic()
+        remaining = context.time_remaining()  # None without a client deadline
+        budget = self.ack_timeout_s if remaining is None else remaining - ANSWER_MARGIN_S
+        deadline = started + min(self.ack_timeout_s, budget)
         metadata = dict(context.invocation_metadata())
         try:
             tenant = self.auth.tenant(metadata.get("authorization"))
@@ -43,7 +57,7 @@ class TraceServiceHandler:
         except DecodeError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid OTLP protobuf: {exc}")
         try:
-            result = self.pipeline.ingest(request, tenant)
+            result = self.pipeline.ingest(request, tenant, deadline)
         except SpillFull as exc:
             _abort_unavailable(context, str(exc), exc.retry_after_s)
         response = ExportTraceServiceResponse()
@@ -71,7 +85,12 @@ class _RichStatus(grpc.Status):
 
 
 def start_grpc_server(
-    handler: TraceServiceHandler, host: str, port: int, max_body_bytes: int, workers: int = 8
+    handler: TraceServiceHandler,
+    host: str,
+    port: int,
+    max_body_bytes: int,
+    workers: int = 32,
+    idle_timeout_s: float = 60.0,
 ) -> tuple[grpc.Server, int]:
     """Start serving; returns the server and the bound port. Raises OSError if in use."""
     server = grpc.server(
@@ -79,6 +98,7 @@ def start_grpc_server(
         options=[
             ("grpc.max_receive_message_length", max_body_bytes),
             ("grpc.so_reuseport", 0),
+            ("grpc.max_connection_idle_ms", int(idle_timeout_s * 1000)),
         ],
     )
     method = grpc.unary_unary_rpc_method_handler(

@@ -4,6 +4,11 @@ Follows opentelemetry-proto `docs/specification.md`, "JSON Protobuf Encoding": t
 ids are hex strings (not base64 as in canonical protobuf JSON), enums are integers (names are
 accepted too), field names are lowerCamelCase (the original snake_case is accepted too),
 64-bit integers may be strings or numbers, and unknown fields are ignored.
+
+Every malformed body is an `OtlpJsonError` naming the field: JSON nested deeper than
+MAX_JSON_DEPTH containers (refused before the recursive protobuf parser sees it) or than
+protobuf's 100 message levels, strings with a lone surrogate escape ("\\ud800", which is
+no Unicode text), non-hex or non-ASCII ids.
 """
 
 from __future__ import annotations
@@ -23,8 +28,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+MAX_JSON_DEPTH = 256
+"""Deepest nesting of JSON objects and arrays accepted. A request protobuf can represent
+nests at most 100 messages deep (about 47 array or 31 key-value-list levels of an
+attribute value, some 140 JSON levels); deeper JSON is refused before it is parsed."""
+
 _TRACE_ID_HEX_LEN = 32
 _SPAN_ID_HEX_LEN = 16
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_TOO_DEEP = "Message too deep"
 _PARSE_ERROR_PREFIX = re.compile(r"^(Failed to parse \w+ field: )+")
 _PARSE_ERROR_SUFFIX = re.compile(r"( at [\w.]+)?\.*$")
 
@@ -38,12 +50,19 @@ def parse_export_request_json(body: bytes) -> ExportTraceServiceRequest:
     document = _load_json(body)
     if not isinstance(document, dict):
         raise OtlpJsonError(f"request: expected a JSON object, got {_json_type(document)}")
+    _check_document(document, check_text=_SURROGATE_ESCAPE.search(body) is not None)
     _hex_ids_to_base64(document)
     request = ExportTraceServiceRequest()
     try:
         json_format.ParseDict(document, request, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
+        if _TOO_DEEP in str(exc):
+            raise OtlpJsonError(
+                "request: values nested deeper than protobuf's 100 message levels"
+            ) from exc
         raise OtlpJsonError(_locate_parse_error(document, request.DESCRIPTOR, "")) from exc
+    except (ValueError, TypeError, SystemError, RecursionError) as exc:  # inputs the parser
+        raise OtlpJsonError(f"request: {exc}") from exc  # does not turn into ParseError
     return request
 
 
@@ -73,6 +92,54 @@ def _load_json(body: bytes) -> Any:
         ) from exc
     except UnicodeDecodeError as exc:
         raise OtlpJsonError(f"invalid JSON: body is not UTF-8 text ({exc.reason})") from exc
+    except RecursionError as exc:
+        raise OtlpJsonError(
+            f"invalid JSON: nested deeper than the decoder can follow (the limit is "
+            f"{MAX_JSON_DEPTH} levels)"
+        ) from exc
+
+
+def _check_document(document: dict[str, Any], check_text: bool) -> None:
+    """Refuse JSON nested deeper than MAX_JSON_DEPTH and, when `check_text` (the body has
+    a surrogate escape), keys or strings that are not Unicode text; names where."""
+    stack: list[tuple[Any, int, _Where]] = [(document, 1, None)]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, dict):
+            items: Any = value.items()
+        elif isinstance(value, list):
+            items = enumerate(value)
+        else:
+            if check_text and isinstance(value, str) and not _is_unicode(value):
+                raise OtlpJsonError(f"{_path(where)}: {_LONE_SURROGATE}")
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise OtlpJsonError(f"{_path(where)}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        for key, item in items:
+            if check_text and isinstance(key, str) and not _is_unicode(key):
+                raise OtlpJsonError(f"{_path(where)}: a key has {_LONE_SURROGATE}")
+            stack.append((item, depth + 1, (where, key)))
+
+
+_Where = tuple[Any, str | int] | None  # (parent, key or index), built only as walked
+_LONE_SURROGATE = "a lone surrogate escape (\\ud800-\\udfff), which is not Unicode text"
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _path(where: _Where) -> str:
+    """ "resourceSpans[0].scopeSpans[1]" for a walked position; "request" for the root."""
+    parts: list[str] = []
+    while where is not None:
+        where, key = where
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    return "".join(reversed(parts)).lstrip(".") or "request"
 
 
 def _items(container: dict[str, Any], camel: str, snake: str) -> list[Any]:
@@ -120,7 +187,7 @@ def _convert_id(holder: dict[str, Any], camel: str, snake: str, hex_len: int, pa
         raise OtlpJsonError(f"{field_path}: expected {hex_len} hex characters, got {len(value)}")
     try:
         raw = binascii.a2b_hex(value)
-    except binascii.Error as exc:
+    except ValueError as exc:  # binascii.Error, or non-ASCII text
         raise OtlpJsonError(f"{field_path}: not a hex string: {value!r}") from exc
     holder[key] = base64.b64encode(raw).decode("ascii")
 

@@ -8,11 +8,14 @@ import time
 from dataclasses import dataclass
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, group_by_trace
+from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, TraceMessage, group_by_trace
 from pathgrade.collector.publisher import KafkaPublisher
 from pathgrade.collector.redact import Redactor
 from pathgrade.collector.spill import OutgoingMessage
 from pathgrade.collector.validate import validate_request
+
+MAX_NAMED_SPANS = 5
+"""How many span ids the error line of a message Kafka refused names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,19 +50,37 @@ class IngestPipeline:
         self.counters = counters if counters is not None else IngestCounters()
         self._counters_lock = threading.Lock()
 
-    def ingest(self, request: ExportTraceServiceRequest, tenant: str) -> IngestResult:
-        """Returns once the good spans are in Kafka or the spill; raises SpillFull."""
-        validation = validate_request(request)
+    def ingest(
+        self, request: ExportTraceServiceRequest, tenant: str, deadline: float | None = None
+    ) -> IngestResult:
+        """Returns by `deadline` (monotonic seconds; see KafkaPublisher.publish) once the
+        good spans are in Kafka or the spill; spans that are invalid, too large to publish
+        or refused by Kafka are reported, unacknowledged. Raises SpillFull."""
+        rejections = validate_request(request)
         self.redactor.redact(request)
         received_at = time.time_ns()
-        messages = [
-            OutgoingMessage(key, value, tenant, received_at)
-            for key, value in group_by_trace(request, self.max_message_bytes)
-        ]
-        self.publisher.publish(messages)
-        accepted = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+        grouped = group_by_trace(request, self.max_message_bytes)
+        rejections.extend(grouped.rejections)
+        refused = self.publisher.publish(
+            [OutgoingMessage(m.key, m.value, tenant, received_at) for m in grouped.messages],
+            deadline,
+        )
+        for index, reason in refused.items():
+            rejections.add(_refused_line(grouped.messages[index], reason),
+                           len(grouped.messages[index].spans))  # fmt: skip
+        accepted = sum(len(m.spans) for m in grouped.messages) - sum(
+            len(grouped.messages[index].spans) for index in refused
+        )
         with self._counters_lock:
             self.counters.requests += 1
             self.counters.accepted_spans += accepted
-            self.counters.rejected_spans += validation.rejected_spans
-        return IngestResult(accepted, validation.rejected_spans, validation.error_message)
+            self.counters.rejected_spans += rejections.rejected_spans
+        return IngestResult(accepted, rejections.rejected_spans, rejections.error_message)
+
+
+def _refused_line(message: TraceMessage, reason: str) -> str:
+    """The error line of a message Kafka refused: its trace, (some of) its spans, why."""
+    named = ", ".join(span.span_id.hex() for span in message.spans[:MAX_NAMED_SPANS])
+    more = len(message.spans) - MAX_NAMED_SPANS
+    named += f" and {more} more" if more > 0 else ""
+    return f"spans {named} of trace {message.key.decode()}: {reason}"

@@ -1,9 +1,18 @@
 """Publishing to Kafka with the guarantee: acknowledged means in Kafka or fsynced locally.
 
-`publish` returns only when Kafka acknowledged every message (acks=all) or the messages
-not acknowledged in time are fsynced in the spill file. While the spill holds anything,
-new messages go to the spill too, so a trace's messages keep their order; a drainer
-thread moves the spill to Kafka when the broker is back.
+`publish` returns by its deadline: once Kafka acknowledged every message (acks=all), or
+with the messages not acknowledged by then fsynced in the spill file. A request thus
+waits for Kafka at most `ack_timeout_s` + `MAX_SEND_BLOCK_S` (6 s by default; plus its own
+processing and one fsync) whatever the broker does: stalled, unreachable, slow to answer
+metadata. While the spill holds
+anything, new messages go to the spill too, so a trace's messages keep their order; a
+drainer thread moves the spill to Kafka when the broker is back.
+
+A message Kafka refuses for what it is (`REFUSED_MESSAGE_ERRORS`: too large, an invalid
+or corrupt record) would be refused on every retry: `publish` reports it to the caller,
+unacknowledged, instead of spilling it, and the drainer moves such a spilled message (and
+spill frames it cannot read) to the dead-letter file (`collector.dead_letter`) and goes on
+with the rest, so it is never retried ahead of good data.
 
 `hold()` diverts everything to the spill on purpose (the embedded stack does so while it
 swaps its memory-only broker for a fresh one) and `resume()` lets the drainer send it on.
@@ -13,11 +22,21 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from kafka import KafkaProducer
-from kafka.errors import KafkaError
-from pathgrade.collector.spill import OutgoingMessage, SpillFile
+from kafka.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    KafkaError,
+    KafkaTimeoutError,
+    MessageSizeTooLargeError,
+    RecordListTooLargeError,
+)
+from pathgrade.collector.dead_letter import DeadLetter, DeadLetterFile
+from pathgrade.collector.grouping import PRODUCER_MAX_REQUEST_BYTES
+from pathgrade.collector.spill import OutgoingMessage, SpillFile, encode_body
 from pathgrade.schemas.topics import (
     RECEIVED_AT_HEADER,
     SPANS_TOPIC,
@@ -26,6 +45,19 @@ from pathgrade.schemas.topics import (
 )
 
 log = logging.getLogger(__name__)
+
+REFUSED_MESSAGE_ERRORS: tuple[type[KafkaError], ...] = (
+    MessageSizeTooLargeError,
+    RecordListTooLargeError,
+    InvalidRecordError,
+    CorruptRecordError,
+)
+"""Errors that are about the message itself, so retrying it cannot help. Any other error
+(an unreachable broker, a timeout, authorisation) is retried from the spill."""
+MAX_SEND_BLOCK_S = 1.0
+"""Longest one `send` may block for metadata or buffer space (the producer's
+`max_block_ms`, or `ack_timeout_s` when shorter). A request's wait for Kafka is thus at
+most `ack_timeout_s` + this."""
 
 
 def producer_for(bootstrap_servers: str, ack_timeout_s: float, **options: Any) -> KafkaProducer:
@@ -36,14 +68,24 @@ def producer_for(bootstrap_servers: str, ack_timeout_s: float, **options: Any) -
         "acks": "all",
         "linger_ms": 5,
         "batch_size": 512 * 1024,
-        "max_request_size": 16 * 1024 * 1024,
-        "max_block_ms": timeout_ms,
+        "max_request_size": PRODUCER_MAX_REQUEST_BYTES,
+        "max_block_ms": int(min(ack_timeout_s, MAX_SEND_BLOCK_S) * 1000),
         "request_timeout_ms": max(timeout_ms, 1000),
         "delivery_timeout_ms": max(30_000, 2 * timeout_ms + 1000),
         "retry_backoff_ms": 200,
     }
     settings.update(options)
     return KafkaProducer(**settings)
+
+
+def refusal_reason(error: KafkaError) -> str | None:
+    """Why Kafka refused a message for what it is; None for errors worth retrying."""
+    if not isinstance(error, REFUSED_MESSAGE_ERRORS):
+        return None
+    reason = f"Kafka refused the message ({type(error).__name__}: {error})"
+    if isinstance(error, MessageSizeTooLargeError | RecordListTooLargeError):
+        reason += "; set max_message_bytes below the broker's message.max.bytes"
+    return reason
 
 
 class KafkaPublisher:
@@ -56,9 +98,11 @@ class KafkaPublisher:
         topic: str = SPANS_TOPIC,
         ack_timeout_s: float = 5.0,
         drain_backoff_s: float = 1.0,
+        dead_letters: DeadLetterFile | None = None,
     ) -> None:
         self.producer = producer
         self.spill = spill
+        self.dead_letters = dead_letters or DeadLetterFile(spill.directory)
         self.topic = topic
         self.ack_timeout_s = ack_timeout_s
         self.drain_backoff_s = drain_backoff_s
@@ -76,23 +120,31 @@ class KafkaPublisher:
         if self.spill.pending():
             self._wake.set()
 
-    def publish(self, messages: list[OutgoingMessage]) -> None:
-        """Return once every message is acked by Kafka or fsynced; raises SpillFull."""
+    def publish(
+        self, messages: list[OutgoingMessage], deadline: float | None = None
+    ) -> dict[int, str]:
+        """Return by `deadline` (monotonic seconds; default `ack_timeout_s` from now) once
+        every message is acked by Kafka or fsynced, except those Kafka refused for what
+        they are: their indexes in `messages`, with the reason, neither acknowledged nor
+        spilled. Raises SpillFull."""
         if not messages:
-            return
+            return {}
         if not self._begin_sending():
             self.spill.append(messages)
-            return
+            return {}
         try:
             if self.spill.pending():
                 self.spill.append(messages)
                 self._wake.set()
-                return
-            failed = self._send_and_wait(messages)
+                return {}
+            if deadline is None:
+                deadline = time.monotonic() + self.ack_timeout_s
+            failed, refused = self._send_and_wait(messages, deadline)
             if failed:
                 log.warning("Kafka did not acknowledge %d messages; spilling them", len(failed))
-                self.spill.append(failed)
+                self.spill.append([messages[i] for i in failed])
                 self._wake.set()
+            return refused
         finally:
             self._end_sending()
 
@@ -132,23 +184,47 @@ class KafkaPublisher:
             self._held = False
         self._wake.set()
 
-    def _send_and_wait(self, messages: list[OutgoingMessage]) -> list[OutgoingMessage]:
-        """Send all, wait for acks; return the messages not acknowledged in time."""
+    def _send_and_wait(
+        self, messages: list[OutgoingMessage], deadline: float
+    ) -> tuple[list[int], dict[int, str]]:
+        """Send all, wait for acks until `deadline`; returns the indexes of the messages
+        not acknowledged in time (to spill or retry) and of those Kafka refused (with the
+        reason). Sending stops at the deadline or when a send blocked (no metadata, a full
+        buffer: the rest would block too), so this returns at most one blocked send
+        (MAX_SEND_BLOCK_S) after `deadline`."""
         futures = []
-        failed = []
-        for message in messages:
+        failed: list[int] = []
+        refused: dict[int, str] = {}
+        for index, message in enumerate(messages):
+            if time.monotonic() >= deadline:
+                failed.extend(range(index, len(messages)))
+                break
             try:
-                futures.append((message, self._send(message)))
-            except KafkaError:
-                failed.append(message)
-        for message, future in futures:
+                futures.append((index, self._send(message)))
+            except KafkaTimeoutError:
+                failed.extend(range(index, len(messages)))
+                break
+            except KafkaError as exc:
+                self._sort_failure(index, exc, failed, refused)
+        for index, future in futures:
             try:
-                metadata = future.get(timeout=self.ack_timeout_s)
-            except KafkaError:
-                failed.append(message)
+                metadata = future.get(timeout=max(0.0, deadline - time.monotonic()))
+            except KafkaError as exc:
+                self._sort_failure(index, exc, failed, refused)
                 continue
             self._record(metadata.partition, metadata.offset)
-        return failed
+        return sorted(failed), refused
+
+    @staticmethod
+    def _sort_failure(
+        index: int, error: KafkaError, failed: list[int], refused: dict[int, str]
+    ) -> None:
+        """File a message Kafka did not take under refused (for what it is) or failed."""
+        reason = refusal_reason(error)
+        if reason is None:
+            failed.append(index)
+        else:
+            refused[index] = reason
 
     def _send(self, message: OutgoingMessage) -> Any:
         headers = [
@@ -173,16 +249,34 @@ class KafkaPublisher:
             self._wake.clear()
             while self.spill.pending() and not self._stop.is_set() and self._begin_sending():
                 try:
-                    messages, position = self.spill.read_batch()
-                    sent = not self._send_and_wait(messages)
-                    if sent:
-                        self.spill.mark_drained(position)
+                    sent = self._drain_batch()
                 finally:
                     self._end_sending()
                 if not sent:
                     self._stop.wait(self.drain_backoff_s)  # broker still away: retry later
                     break
-                log.info("drained %d spilled messages to Kafka", len(messages))
+
+    def _drain_batch(self) -> bool:
+        """Send one batch of the spill on; True once all of it is in Kafka or moved to the
+        dead-letter file (then it is marked drained), False to retry it later."""
+        batch = self.spill.read_batch()
+        failed, refused = self._send_and_wait(batch.messages, time.monotonic() + self.ack_timeout_s)
+        if failed:
+            return False
+        dead = [DeadLetter(reason, body) for body, reason in batch.unreadable]
+        dead += [
+            DeadLetter(reason, encode_body(batch.messages[index]))
+            for index, reason in refused.items()
+        ]
+        if dead:
+            self.dead_letters.append(dead)
+            log.error(
+                "moved %d spilled entries Kafka refused or that cannot be read to %s: %s",
+                len(dead), self.dead_letters.path, dead[0].reason,
+            )  # fmt: skip
+        self.spill.mark_drained(batch.end)
+        log.info("drained %d spilled messages to Kafka", len(batch.messages) - len(refused))
+        return True
 
     def close(self, drain_timeout_s: float = 5.0) -> None:
         """Flush the producer, give the drainer a last chance, stop."""

@@ -13,14 +13,20 @@ from pathlib import Path
 
 from kafka.errors import KafkaError
 from pathgrade.collector.auth import TokenAuth
-from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES
+from pathgrade.collector.dead_letter import DeadLetterFile
+from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from pathgrade.collector.grpc_receiver import TraceServiceHandler, start_grpc_server
 from pathgrade.collector.http_receiver import OtlpHttpServer
+from pathgrade.collector.http_server import (
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_READ_TIMEOUT_S,
+    DEFAULT_WORKERS,
+)
 from pathgrade.collector.limits import DEFAULT_MAX_BODY_BYTES
 from pathgrade.collector.pipeline import IngestCounters, IngestPipeline
 from pathgrade.collector.publisher import KafkaPublisher, producer_for
 from pathgrade.collector.redact import RedactionConfig, Redactor
-from pathgrade.collector.spill import DEFAULT_SPILL_BYTES, SpillFile
+from pathgrade.collector.spill import DEFAULT_SPILL_BYTES, SpillFile, SpillInUse
 from pathgrade.schemas.topics import SPANS_TOPIC
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,9 +44,26 @@ class CollectorConfig(BaseModel):
     grpc_port: int = Field(4317, ge=0, le=65535, description="OTLP/gRPC port (0: any free)")
     http_port: int = Field(4318, ge=0, le=65535, description="OTLP/HTTP port (0: any free)")
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, gt=0)
-    max_message_bytes: int = Field(DEFAULT_MAX_MESSAGE_BYTES, gt=0)
+    max_message_bytes: int = Field(
+        DEFAULT_MAX_MESSAGE_BYTES, gt=0, le=MAX_MESSAGE_BYTES_LIMIT,
+        description="Largest Kafka message; also the most one span may encode to",
+    )  # fmt: skip
     spill_max_bytes: int = Field(DEFAULT_SPILL_BYTES, gt=0)
-    ack_timeout_s: float = Field(5.0, gt=0, description="Wait for Kafka before spilling")
+    ack_timeout_s: float = Field(
+        5.0, gt=0, le=8.0,
+        description="Wait for Kafka before spilling; at most 8 s, so that a request is "
+        "answered before the OTLP exporters' default 10 s timeout",
+    )  # fmt: skip
+    receiver_workers: int = Field(
+        DEFAULT_WORKERS, gt=0, le=1024, description="Request threads of each receiver"
+    )
+    idle_timeout_s: float = Field(
+        DEFAULT_IDLE_TIMEOUT_S, gt=0, description="Close connections idle this long"
+    )
+    read_timeout_s: float = Field(
+        DEFAULT_READ_TIMEOUT_S, gt=0,
+        description="OTLP/HTTP: answer 408 to a request that sends nothing this long",
+    )  # fmt: skip
     tokens_file: Path | None = Field(None, description="YAML mapping bearer token -> tenant")
     topic: str = SPANS_TOPIC
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
@@ -74,8 +97,15 @@ class Collector:
             raise KafkaUnavailable(
                 f"cannot reach Kafka at {config.kafka_bootstrap}: {exc}"
             ) from exc
-        spill = SpillFile(config.spill_dir, config.spill_max_bytes)
-        self.publisher = KafkaPublisher(producer, spill, config.topic, config.ack_timeout_s)
+        try:
+            spill = SpillFile(config.spill_dir, config.spill_max_bytes)
+        except SpillInUse as exc:
+            producer.close(timeout=0)
+            raise OSError(str(exc)) from exc
+        self.publisher = KafkaPublisher(
+            producer, spill, config.topic, config.ack_timeout_s,
+            dead_letters=DeadLetterFile(config.spill_dir),
+        )  # fmt: skip
         self.publisher.start()
         self.pipeline = IngestPipeline(
             Redactor(config.redaction), self.publisher, config.max_message_bytes, self._counters
@@ -83,7 +113,8 @@ class Collector:
         try:
             self._http = OtlpHttpServer(
                 (config.listen_host, config.http_port), self.pipeline, self.auth,
-                config.max_body_bytes,
+                config.max_body_bytes, config.ack_timeout_s, config.receiver_workers,
+                config.idle_timeout_s, config.read_timeout_s,
             )  # fmt: skip
         except OSError as exc:
             self.publisher.close()
@@ -94,8 +125,9 @@ class Collector:
         self.http_port = self._http.server_address[1]
         try:
             self._grpc, self.grpc_port = start_grpc_server(
-                TraceServiceHandler(self.pipeline, self.auth),
+                TraceServiceHandler(self.pipeline, self.auth, config.ack_timeout_s),
                 config.listen_host, config.grpc_port, config.max_body_bytes,
+                config.receiver_workers, config.idle_timeout_s,
             )  # fmt: skip
         except OSError as exc:
             self._http.server_close()
@@ -108,11 +140,13 @@ class Collector:
         log.info("collector listening: grpc %d, http %d", self.grpc_port, self.http_port)
 
     def counters(self) -> dict[str, int]:
-        """Requests and spans since `start()`, and the spill's bytes not yet in Kafka."""
+        """Requests and spans since `start()`, the spill's bytes not yet in Kafka, and the
+        entries of the dead-letter file (from earlier runs too)."""
         assert self.pipeline is not None and self.publisher is not None
         return {
             **asdict(self.pipeline.counters),
             "spill_bytes": self.publisher.spill.pending_bytes(),
+            "dead_letter_messages": self.publisher.dead_letters.entries,
         }
 
     def stop(self, grace_s: float = 5.0) -> None:

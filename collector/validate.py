@@ -2,15 +2,22 @@
 
 Runs on the protobuf hot path, so each span costs only a few cheap field reads. A bad span
 never takes the good spans of its request down with it (OTLP partial success).
+
+The value limits hold at every depth: in span, event and link attributes, in resource and
+scope attributes (a bad resource or scope refuses the spans it carries), and inside arrays
+and key-value lists nested in any of them. What a span adds up to in total is checked
+after redaction, where the Kafka messages are built (`collector.grouping`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 from pathgrade.schemas.model import MAX_TIME_NS
 
@@ -18,7 +25,8 @@ MAX_ATTRIBUTES_PER_SPAN = 1024
 """Most attributes one span may carry; a span with more is rejected."""
 
 MAX_STRING_VALUE_BYTES = 1024 * 1024
-"""Longest UTF-8 string attribute value (1 MiB) accepted on a span."""
+"""Longest UTF-8 string (or bytes) value (1 MiB) accepted anywhere in a span's attributes,
+its events' and links', its resource's and scope's, at any depth of nesting."""
 
 MAX_LISTED_ERRORS = 20
 """How many bad spans the error message names before summarising the rest."""
@@ -33,12 +41,33 @@ _UTF8_MAX_BYTES_PER_CHAR = 4
 _MAX_TIME_TEXT = datetime.fromtimestamp(MAX_TIME_NS // 10**9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@dataclass(slots=True)
-class ValidationResult:
-    """Outcome of `validate_request`: how many spans were dropped and why ("" when none)."""
+class Rejections:
+    """The spans refused from one request: how many, and a line per span (its ids and
+    index path, the field or limit, the reason) for the first MAX_LISTED_ERRORS of them."""
 
-    rejected_spans: int
-    error_message: str
+    __slots__ = ("_lines", "rejected_spans")
+
+    def __init__(self) -> None:
+        self.rejected_spans = 0
+        self._lines: list[str] = []
+
+    def add(self, line: str, spans: int = 1) -> None:
+        """Count `spans` refused spans described by `line`."""
+        self.rejected_spans += spans
+        if len(self._lines) < MAX_LISTED_ERRORS:
+            self._lines.append(line)
+
+    def extend(self, other: Rejections) -> None:
+        """Add what `other` refused (its lines beyond MAX_LISTED_ERRORS are summarised)."""
+        self.rejected_spans += other.rejected_spans
+        self._lines.extend(other._lines[: MAX_LISTED_ERRORS - len(self._lines)])
+
+    @property
+    def error_message(self) -> str:
+        """The lines joined, with "... and N more" for the spans left out; "" when none."""
+        left_out = self.rejected_spans - len(self._lines)
+        lines = [*self._lines, f"... and {left_out} more"] if left_out > 0 else self._lines
+        return "; ".join(lines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,30 +80,33 @@ class SpanLimits:
 
 def validate_request(
     request: ExportTraceServiceRequest, limits: SpanLimits = SpanLimits()
-) -> ValidationResult:
+) -> Rejections:
     """Drop invalid spans from `request` IN PLACE (and then empty scopes/resources).
 
     Returns the number of rejected spans and a message naming each bad span by its trace and
     span id (or its index path when the ids are bad), the field and the reason.
     """
-    errors: list[str] = []
-    rejected = 0
+    rejections = Rejections()
     for r, resource_spans in enumerate(request.resource_spans):
+        resource_problem = _attribute_problem(
+            resource_spans.resource.attributes, limits, "resource.attributes"
+        )
         for s, scope_spans in enumerate(resource_spans.scope_spans):
+            shared_problem = resource_problem or _attribute_problem(
+                scope_spans.scope.attributes, limits, "scope.attributes"
+            )
             spans = scope_spans.spans
             bad_indexes = []
             for i, span in enumerate(spans):
-                problem = span_problem(span, limits)
+                problem = shared_problem or span_problem(span, limits)
                 if problem is not None:
                     bad_indexes.append(i)
-                    rejected += 1
-                    if len(errors) < MAX_LISTED_ERRORS:
-                        path = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
-                        errors.append(_describe(span, path, problem))
+                    path = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
+                    rejections.add(describe_span(span, path, problem))
             _delete_indexes(spans, bad_indexes)
         _delete_empty(resource_spans.scope_spans, "spans")
     _delete_empty(request.resource_spans, "scope_spans")
-    return ValidationResult(rejected, _summarise(errors, rejected))
+    return rejections
 
 
 def span_problem(span: trace_pb2.Span, limits: SpanLimits = SpanLimits()) -> str | None:
@@ -130,40 +162,107 @@ def _content_problem(span: trace_pb2.Span, limits: SpanLimits) -> str | None:
         return f"kind {span.kind} is not a SpanKind (0..{_MAX_SPAN_KIND})"
     if not 0 <= span.status.code <= _MAX_STATUS_CODE:
         return f"status.code {span.status.code} is not a StatusCode (0..{_MAX_STATUS_CODE})"
-    return _link_problem(span.links) or _attribute_problem(span.attributes, limits)
+    return (
+        _link_problem(span.links, limits)
+        or _attribute_problem(span.attributes, limits, "attributes", require_keys=True)
+        or _event_problem(span.events, limits)
+    )
 
 
-def _link_problem(links: RepeatedCompositeFieldContainer[trace_pb2.Span.Link]) -> str | None:
-    """A link whose trace or span id has the wrong length."""
+def _link_problem(
+    links: RepeatedCompositeFieldContainer[trace_pb2.Span.Link], limits: SpanLimits
+) -> str | None:
+    """A link whose trace or span id has the wrong length, or whose attributes are bad."""
     for k, link in enumerate(links):
         if len(link.trace_id) != _TRACE_ID_BYTES:
             return f"links[{k}].traceId must be {_TRACE_ID_BYTES} bytes, got {len(link.trace_id)}"
         if len(link.span_id) != _SPAN_ID_BYTES:
             return f"links[{k}].spanId must be {_SPAN_ID_BYTES} bytes, got {len(link.span_id)}"
+        if link.attributes:
+            problem = _attribute_problem(link.attributes, limits, f"links[{k}].attributes")
+            if problem:
+                return problem
+    return None
+
+
+def _event_problem(
+    events: RepeatedCompositeFieldContainer[trace_pb2.Span.Event], limits: SpanLimits
+) -> str | None:
+    """The first event whose attributes are bad."""
+    for k, event in enumerate(events):
+        if event.attributes:
+            problem = _attribute_problem(event.attributes, limits, f"events[{k}].attributes")
+            if problem:
+                return problem
     return None
 
 
 def _attribute_problem(
-    attributes: RepeatedCompositeFieldContainer, limits: SpanLimits
+    attributes: RepeatedCompositeFieldContainer[KeyValue],
+    limits: SpanLimits,
+    field: str,
+    require_keys: bool = False,
 ) -> str | None:
-    """Too many attributes, an empty key, or a string value over the size limit."""
+    """Too many attributes, an empty key (when `require_keys`: a span's own attributes),
+    or a value over the limits at any depth; `field` names the list ("attributes",
+    "events[2].attributes", "resource.attributes")."""
     if len(attributes) > limits.max_attributes:
-        return f"attributes: {len(attributes)} exceeds the limit of {limits.max_attributes}"
-    max_bytes = limits.max_string_value_bytes
-    possibly_long = max_bytes // _UTF8_MAX_BYTES_PER_CHAR
+        return f"{field}: {len(attributes)} exceeds the limit of {limits.max_attributes}"
+    possibly_long = limits.max_string_value_bytes // _UTF8_MAX_BYTES_PER_CHAR
     for a, attribute in enumerate(attributes):
-        if not attribute.key:
-            return f"attributes[{a}].key is empty"
-        text = attribute.value.string_value
-        if len(text) > possibly_long and len(text.encode()) > max_bytes:
-            return (
-                f"attributes[{a}] ({attribute.key}): string value of {len(text.encode())} bytes "
-                f"exceeds the limit of {max_bytes}"
-            )
+        if require_keys and not attribute.key:
+            return f"{field}[{a}].key is empty"
+        value = attribute.value
+        text = value.string_value
+        if len(text) <= possibly_long and (text or value.WhichOneof("value") not in _WALKED):
+            continue  # the common cases (a short string, a number) with one or two reads
+        problem = _value_problem(value, limits)
+        if problem is not None:
+            where, reason = problem
+            return f"{field}[{a}] ({attribute.key}){where}: {reason}"
     return None
 
 
-def _describe(span: trace_pb2.Span, path: str, problem: str) -> str:
+_WALKED = frozenset({"bytes_value", "array_value", "kvlist_value"})
+
+
+def _value_problem(value: AnyValue, limits: SpanLimits) -> tuple[str, str] | None:
+    """(path inside the value, reason) of the first string or bytes over the size limit,
+    at any depth; None when every part of `value` is within the limits."""
+    max_bytes = limits.max_string_value_bytes
+    text = value.string_value
+    if text:  # the common case: one field read, and no encoding of short strings
+        size = len(text.encode()) if len(text) > max_bytes // _UTF8_MAX_BYTES_PER_CHAR else 0
+        return _size_problem("string", size, max_bytes)
+    which = value.WhichOneof("value")
+    if which == "bytes_value":
+        return _size_problem("bytes", len(value.bytes_value), max_bytes)
+    if which == "array_value":
+        items: Iterable[tuple[str, AnyValue]] = (
+            (f".arrayValue.values[{i}]", item) for i, item in enumerate(value.array_value.values)
+        )
+    elif which == "kvlist_value":
+        items = (
+            (f".kvlistValue.values[{i}] ({pair.key})", pair.value)
+            for i, pair in enumerate(value.kvlist_value.values)
+        )
+    else:
+        return None
+    for where, item in items:
+        problem = _value_problem(item, limits)
+        if problem is not None:
+            return where + problem[0], problem[1]
+    return None
+
+
+def _size_problem(kind: str, size: int, max_bytes: int) -> tuple[str, str] | None:
+    """The reason a string or bytes value of `size` bytes is too long; None when it fits."""
+    if size <= max_bytes:
+        return None
+    return "", f"{kind} value of {size} bytes exceeds the limit of {max_bytes}"
+
+
+def describe_span(span: trace_pb2.Span, path: str, problem: str) -> str:
     """One error line: the span by ids (when printable) and index path, then the problem."""
     if _id_problem(span) is None:
         return f"span {span.trace_id.hex()}/{span.span_id.hex()} ({path}): {problem}"
@@ -179,10 +278,3 @@ def _delete_indexes(items: RepeatedCompositeFieldContainer, indexes: list[int]) 
 def _delete_empty(items: RepeatedCompositeFieldContainer, child_field: str) -> None:
     """Delete elements of `items` whose repeated `child_field` is empty."""
     _delete_indexes(items, [i for i, item in enumerate(items) if not getattr(item, child_field)])
-
-
-def _summarise(errors: list[str], rejected: int) -> str:
-    """Join the listed errors, adding "... and N more" for the ones left out."""
-    if rejected > len(errors):
-        errors = [*errors, f"... and {rejected - len(errors)} more"]
-    return "; ".join(errors)

@@ -32,7 +32,7 @@ from pathgrade.realtime_plane.sampler import Sampler
 from pathgrade.realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.alerts import Alert
-from pathgrade.schemas.otlp import decode_spans_message, message_tenant_and_time
+from pathgrade.schemas.otlp import DecodeProblems, decode_kafka_message
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     consumer_settings,
@@ -53,6 +53,8 @@ class RealtimeCounters:
     messages: int = 0
     spans: int = 0
     undecodable_messages: int = 0
+    partly_decoded_spans: int = 0  # evaluated without their GenAI fields (schemas.otlp)
+    unreadable_headers: int = 0  # messages read with a default tenant or receive time
     traces_evaluated: int = 0
     alerts: int = 0
     sampled: int = 0
@@ -187,14 +189,16 @@ class RealtimePlane:
 
     def _add(self, partition: TopicPartition, message: Any, now: float) -> None:
         self.counters_.messages += 1
-        tenant, received_at = message_tenant_and_time(message)
+        problems = DecodeProblems()
         try:
-            spans = decode_spans_message(message.value, tenant, received_at)
+            spans = decode_kafka_message(message, problems)
         except ValueError as exc:
             self.counters_.undecodable_messages += 1
             log.error("skipping undecodable message at %s[%d] offset %d: %s",
                       partition.topic, partition.partition, message.offset, exc)  # fmt: skip
             spans = []
+        self.counters_.partly_decoded_spans += problems.partly_decoded_spans
+        self.counters_.unreadable_headers += problems.unreadable_headers
         self.counters_.spans += len(spans)
         self.assembler.add(partition.partition, message.offset, spans, now)
 

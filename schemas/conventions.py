@@ -59,10 +59,13 @@ Decisions:
   JSON: `[{"role", "parts": [{"type": "text", "content"}, {"type": "tool_call", "id", "name",
   "arguments"}, {"type": "tool_call_response", "id", "response"}], "finish_reason"?}]`.
   Tool-call arguments that are JSON text are parsed into the part; other text stays text.
-- Token counts accept ints, integral floats and numeric strings from 0 to 2^64-1 (the
-  store's UInt64); anything else, a negative count included, is treated as absent
-  (telemetry from the field must not make a span undecodable or unstorable). The same
-  holds for `pathgrade.replay.index` up to 2^32-1.
+- Token counts accept ints, integral floats and numeric ASCII strings from 0 to 2^64-1
+  (the store's UInt64); anything else, a negative count or "²" included, is treated as
+  absent (telemetry from the field must not make a span undecodable or unstorable; the
+  attribute itself stays in the span's attributes as sent). The same holds for
+  `pathgrade.replay.index` up to 2^32-1, and a flattened message key whose index is not
+  ASCII digits (`gen_ai.prompt.².content`) is not read as a message. All conversions go
+  through `schemas.numbers`, which never raises.
 - Non-string values of text fields (arrays, maps) are serialised as JSON text.
 - error_type is read from `error.type` only, so the function stays pure over attributes. A
   span with status Error and no `error.type` is the caller's business: `schemas.otlp` then
@@ -77,6 +80,7 @@ from typing import Any
 
 from pathgrade.schemas import genai as g
 from pathgrade.schemas.model import EvalContext, GenAIFields
+from pathgrade.schemas.numbers import integral, parse_index
 
 _OPENINFERENCE_OPERATIONS: dict[str, str] = {
     "LLM": g.OP_CHAT,
@@ -157,7 +161,7 @@ _INDEXED_LISTS = frozenset({"tool_calls", "contents"})
 def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
     """The GenAI view of a span from its name and attributes (see the module table)."""
     get = attributes.get
-    traceloop_kind = get(g.TL_SPAN_KIND)
+    traceloop_kind = _text(get(g.TL_SPAN_KIND))  # text: a list is no kind (nor hashable)
     operation = _operation(attributes)
     name_operation, _, name_target = span_name.partition(" ")
     if not operation and name_operation in g.OPERATIONS:
@@ -261,7 +265,7 @@ def _operation(attributes: Mapping[str, Any]) -> str:
     if openinference_kind:
         kind = str(openinference_kind).upper()
         return _OPENINFERENCE_OPERATIONS.get(kind, "" if kind == "UNKNOWN" else kind.lower())
-    traceloop_kind = get(g.TL_SPAN_KIND)
+    traceloop_kind = _text(get(g.TL_SPAN_KIND))
     if traceloop_kind in _TRACELOOP_OPERATIONS:
         return _TRACELOOP_OPERATIONS[traceloop_kind]
     return _LLM_REQUEST_TYPE_OPERATIONS.get(_text(get(g.TL_LLM_REQUEST_TYPE)), "")
@@ -306,28 +310,8 @@ def _token_count(value: Any) -> int | None:
 def _count(value: Any, upper: int) -> int | None:
     """A count in 0..`upper` from an int, an integral float or a numeric string; None
     otherwise (a negative or too large count from the field is treated as absent)."""
-    number = _integral(value)
+    number = integral(value)
     return number if number is not None and 0 <= number <= upper else None
-
-
-def _integral(value: Any) -> int | None:
-    """An int from an int, an integral float or a numeric string; None otherwise."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lstrip("-").isdigit():
-            return int(text)
-        try:
-            number = float(text)
-        except ValueError:
-            return None
-        return int(number) if number.is_integer() else None
-    return None
 
 
 _MAX_UINT32 = 2**32 - 1
@@ -368,14 +352,17 @@ def _first_collected(
 def _collect_leaf(messages: dict[int, dict[str, Any]], path: str, value: Any) -> None:
     """Store one flattened leaf ("0.message.role", "1.tool_calls.0.name", ...) in `messages`."""
     segments = [s for s in path.split(".") if s not in _NAMESPACE_SEGMENTS]
-    if len(segments) < 2 or not segments[0].isdigit():
-        return
-    message = messages.setdefault(int(segments[0]), {})
+    index = parse_index(segments[0]) if len(segments) >= 2 else None
+    if index is None:
+        return  # not a message index ("gen_ai.prompt.².content"): the attribute stays text
+    message = messages.setdefault(index, {})
     leaf = segments[1:]
     if len(leaf) == 1:
         message[leaf[0]] = value
-    elif len(leaf) == 3 and leaf[0] in _INDEXED_LISTS and leaf[1].isdigit():
-        message.setdefault(leaf[0], {}).setdefault(int(leaf[1]), {})[leaf[2]] = value
+    elif len(leaf) == 3 and leaf[0] in _INDEXED_LISTS:
+        item = parse_index(leaf[1])
+        if item is not None:
+            message.setdefault(leaf[0], {}).setdefault(item, {})[leaf[2]] = value
 
 
 def _genai_message(flat: dict[str, Any]) -> dict[str, Any]:
@@ -418,4 +405,5 @@ def json_or_text(value: Any) -> Any:
 
 
 def _messages_json(messages: list[dict[str, Any]]) -> str:
-    return json.dumps(messages) if messages else ""
+    """JSON text of rebuilt messages; values JSON has no type for (bytes) become text."""
+    return json.dumps(messages, default=_text) if messages else ""

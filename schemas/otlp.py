@@ -8,20 +8,31 @@ span whose status is Error and that has no `error.type` gets `genai.error_type =
 the GenAI convention's fallback value, so every failed span has an error type.
 
 Spans of one resource share one `resource_attributes` dict: treat it as read-only.
+
+Decoding is total past the protobuf parse: a span whose GenAI view or evaluation context
+cannot be read keeps its ids, times and attributes (the typed GenAI columns stay empty),
+and unreadable tenant or receive-time headers fall back to their defaults; each case is
+counted in the caller's `DecodeProblems` and logged, and never drops the spans around it.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, TracesData
 from pathgrade.schemas import genai
 from pathgrade.schemas.conventions import eval_context, genai_fields
-from pathgrade.schemas.model import Span, SpanEvent, SpanLink
+from pathgrade.schemas.model import MAX_TIME_NS, EvalContext, GenAIFields, Span, SpanEvent, SpanLink
+from pathgrade.schemas.numbers import parse_int
 from pathgrade.schemas.topics import DEFAULT_TENANT, RECEIVED_AT_HEADER, TENANT_HEADER
+
+log = logging.getLogger(__name__)
 
 # OTLP enum numbers (Span.SpanKind, Status.StatusCode) -> otel_traces strings. Numbers
 # outside the enum (proto3 enums are open) read as Unspecified / Unset.
@@ -32,6 +43,16 @@ _STATUS_CODES = dict(enumerate(("Unset", "Ok", "Error")))
 _UNSPECIFIED = "Unspecified"
 _UNSET = "Unset"
 _ERROR = "Error"
+
+
+@dataclass
+class DecodeProblems:
+    """What decoding left out, counted where it happened (the spans themselves are kept)."""
+
+    partly_decoded_spans: int = 0
+    """Spans whose GenAI view or evaluation context raised: kept with those fields empty."""
+    unreadable_headers: int = 0
+    """Messages whose tenant or receive-time header was unreadable: defaults were used."""
 
 
 def any_value(value: AnyValue) -> Any:
@@ -65,9 +86,13 @@ _SCALAR_FIELDS = frozenset(
 
 
 def decode_resource_spans(
-    resource_spans: Iterable[ResourceSpans], tenant: str, received_at_ns: int
+    resource_spans: Iterable[ResourceSpans],
+    tenant: str,
+    received_at_ns: int,
+    problems: DecodeProblems | None = None,
 ) -> list[Span]:
-    """Canonical spans of OTLP ResourceSpans, in the order they appear."""
+    """Canonical spans of OTLP ResourceSpans, in the order they appear; what could not be
+    read is counted in `problems`."""
     spans: list[Span] = []
     for resource_span in resource_spans:
         resource_attributes = attributes_dict(resource_span.resource.attributes)
@@ -80,7 +105,7 @@ def decode_resource_spans(
                 attributes = attributes_dict(span.attributes)
                 status = span.status
                 status_code = _STATUS_CODES.get(status.code, _UNSET)
-                fields = genai_fields(span.name, attributes)
+                fields, context = _views(span, attributes, problems)
                 if status_code == _ERROR and not fields.error_type:
                     fields.error_type = genai.ERROR_TYPE_OTHER
                 spans.append(
@@ -115,35 +140,82 @@ def decode_resource_spans(
                             for link in span.links
                         ],
                         genai=fields,
-                        eval=eval_context(attributes),
+                        eval=context,
                         received_at_ns=received_at_ns,
                     )
                 )
     return spans
 
 
-def decode_spans_message(value: bytes, tenant: str, received_at_ns: int) -> list[Span]:
+def _views(
+    span: trace_pb2.Span, attributes: dict[str, Any], problems: DecodeProblems | None
+) -> tuple[GenAIFields, EvalContext]:
+    """The span's GenAI view and evaluation context; empty ones (counted, logged) when
+    reading them raises, so a value no convention foresaw costs those fields, not the span."""
+    try:
+        return genai_fields(span.name, attributes), eval_context(attributes)
+    except Exception as exc:  # any conversion of any attribute: the span is kept regardless
+        if problems is not None:
+            problems.partly_decoded_spans += 1
+        log.warning(
+            "span %s/%s: GenAI fields left empty, its attributes could not be read: %r",
+            span.trace_id.hex(), span.span_id.hex(), exc,
+        )  # fmt: skip
+        return GenAIFields(), EvalContext()
+
+
+def decode_spans_message(
+    value: bytes, tenant: str, received_at_ns: int, problems: DecodeProblems | None = None
+) -> list[Span]:
     """Canonical spans of a `pathgrade.spans` message value.
 
     The value is an OTLP `TracesData` or `ExportTraceServiceRequest`; both hold
     `resource_spans` as field 1, so one parser reads either. Raises ValueError on bytes
-    that are not such a message.
+    that are not such a message (the only input that costs a message's spans).
     """
     traces = TracesData()
     try:
         traces.ParseFromString(value)
     except DecodeError as error:
         raise ValueError(f"pathgrade.spans message value: not OTLP TracesData: {error}") from error
-    return decode_resource_spans(traces.resource_spans, tenant, received_at_ns)
+    return decode_resource_spans(traces.resource_spans, tenant, received_at_ns, problems)
 
 
-def message_tenant_and_time(message: Any) -> tuple[str, int]:
+def decode_kafka_message(message: Any, problems: DecodeProblems | None = None) -> list[Span]:
+    """Canonical spans of one `pathgrade.spans` Kafka message (value and headers); raises
+    ValueError when its value is not OTLP TracesData."""
+    tenant, received_at = message_tenant_and_time(message, problems)
+    return decode_spans_message(message.value, tenant, received_at, problems)
+
+
+def message_tenant_and_time(
+    message: Any, problems: DecodeProblems | None = None
+) -> tuple[str, int]:
     """Tenant and receive time (ns) of a `pathgrade.spans` Kafka message, from its headers;
-    defaults for foreign producers (an OTel Collector's Kafka exporter sets neither)."""
+    defaults for foreign producers (an OTel Collector's Kafka exporter sets neither). A
+    tenant that is not UTF-8 is read with replacement characters; a receive time that is
+    not a time the store holds falls back to the message's timestamp (both counted)."""
     tenant, received_at = DEFAULT_TENANT, 0
+    unreadable = False
     for key, value in message.headers or ():
         if key == TENANT_HEADER:
-            tenant = value.decode()
+            try:
+                tenant = value.decode()
+            except UnicodeDecodeError:
+                tenant, unreadable = value.decode("utf-8", "replace"), True
         elif key == RECEIVED_AT_HEADER:
-            received_at = int(value)
-    return tenant, received_at or message.timestamp * 1_000_000
+            number = parse_int(value.decode("ascii", "replace"))
+            if number is not None and 0 < number <= MAX_TIME_NS:
+                received_at = number
+            else:
+                unreadable = True
+    if unreadable and problems is not None:
+        problems.unreadable_headers += 1
+    return tenant, received_at or _timestamp_ns(message.timestamp)
+
+
+def _timestamp_ns(timestamp_ms: int | None) -> int:
+    """A Kafka message timestamp (ms; -1 or None when absent) in ns, 0 outside the store's
+    time range."""
+    nanoseconds = (timestamp_ms or 0) * 1_000_000
+    return nanoseconds if 0 < nanoseconds <= MAX_TIME_NS else 0

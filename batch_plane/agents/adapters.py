@@ -33,6 +33,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import EvalContext
+from pathgrade.schemas.numbers import parse_index
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 PATHGRADE_PREFIX = "pathgrade."
@@ -111,7 +112,8 @@ def pathgrade_context_attributes(ctx: Context | None = None) -> dict[str, str | 
     for key, value in entries.items():
         if key.startswith(PATHGRADE_PREFIX):
             text = str(value)
-            attributes[key] = int(text) if key == genai.PG_REPLAY_INDEX and text.isdigit() else text
+            index = parse_index(text) if key == genai.PG_REPLAY_INDEX else None
+            attributes[key] = text if index is None else index
     return attributes
 
 

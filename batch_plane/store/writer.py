@@ -22,7 +22,7 @@ from kafka.structs import OffsetAndMetadata
 from pathgrade.batch_plane.store.client import QueryError, Store
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.schemas.model import Span
-from pathgrade.schemas.otlp import decode_spans_message, message_tenant_and_time
+from pathgrade.schemas.otlp import DecodeProblems, decode_kafka_message
 from pathgrade.schemas.topics import SPANS_TOPIC, STORE_GROUP, consumer_settings, read_until_drained
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,8 @@ class StoreWriterStats:
     inserts: int = 0
     undecodable_messages: int = 0
     rejected_spans: int = 0  # spans the store could not encode (logged, then skipped)
+    partly_decoded_spans: int = 0  # stored without their GenAI fields (schemas.otlp)
+    unreadable_headers: int = 0  # messages stored with a default tenant or receive time
 
 
 class _Batch:
@@ -123,9 +125,9 @@ class StoreWriter:
 
     def _add(self, partition: TopicPartition, message: Any) -> None:
         self.stats.messages += 1
-        tenant, received_at = message_tenant_and_time(message)
+        problems = DecodeProblems()
         try:
-            spans = decode_spans_message(message.value, tenant, received_at)
+            spans = decode_kafka_message(message, problems)
         except ValueError as exc:
             self.stats.undecodable_messages += 1
             log.error(
@@ -133,6 +135,8 @@ class StoreWriter:
                 partition.topic, partition.partition, message.offset, exc,
             )  # fmt: skip
             spans = []
+        self.stats.partly_decoded_spans += problems.partly_decoded_spans
+        self.stats.unreadable_headers += problems.unreadable_headers
         self._batch.add(partition, message.offset, spans)
 
     def flush(self) -> None:

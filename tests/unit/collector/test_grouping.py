@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from pathgrade.collector.grouping import group_by_trace
 
@@ -25,7 +26,9 @@ def request_with(traces: dict[bytes, int], resources: int = 2) -> ExportTraceSer
 
 def test_one_message_per_trace_keyed_by_hex_with_resources_kept() -> None:
     a, b = bytes(range(16)), bytes(range(1, 17))
-    messages = group_by_trace(request_with({a: 3, b: 2}))
+    grouped = group_by_trace(request_with({a: 3, b: 2}))
+    assert grouped.rejections.rejected_spans == 0
+    messages = [(m.key, m.value) for m in grouped.messages]
     assert sorted(key for key, _ in messages) == sorted([a.hex().encode(), b.hex().encode()])
     for key, value in messages:
         data = TracesData.FromString(value)
@@ -45,12 +48,56 @@ def test_one_message_per_trace_keyed_by_hex_with_resources_kept() -> None:
 
 def test_large_trace_split_under_the_bound_still_one_trace_each() -> None:
     trace = bytes(range(16))
-    messages = group_by_trace(request_with({trace: 50}, resources=1), max_message_bytes=1000)
-    assert len(messages) > 1
+    request = request_with({trace: 50}, resources=2)
+    request.resource_spans[0].schema_url = "https://opentelemetry.io/schemas/1.26.0"
+    grouped = group_by_trace(request, max_message_bytes=1000)
+    assert len(grouped.messages) > 1
     total = 0
-    for key, value in messages:
-        assert key == trace.hex().encode()
-        assert len(value) < 1000 + 200  # bound plus resource/scope framing
-        total += sum(len(ss.spans) for rs in TracesData.FromString(value).resource_spans
-                     for ss in rs.scope_spans)  # fmt: skip
-    assert total == 50
+    for message in grouped.messages:
+        assert message.key == trace.hex().encode()
+        assert len(message.value) <= 1000  # the bound holds with resources and scopes
+        spans = [s for rs in TracesData.FromString(message.value).resource_spans
+                 for ss in rs.scope_spans for s in ss.spans]  # fmt: skip
+        assert [s.span_id for s in spans] == [s.span_id for s in message.spans]
+        total += len(spans)
+    assert total == 100
+
+
+def nested_strings(count: int, size: int) -> AnyValue:
+    """An array of `count` kvlists each holding one string of `size` bytes."""
+    value = AnyValue()
+    for i in range(count):
+        pair = value.array_value.values.add().kvlist_value.values.add()
+        pair.key, pair.value.string_value = f"part{i}", "x" * size
+    return value
+
+
+def test_span_whose_parts_add_up_past_the_bound_is_refused_by_name() -> None:
+    """Each string is small; together the span cannot be one message: refused, named,
+    and the other spans of its trace are still published."""
+    trace = bytes(range(16))
+    request = request_with({trace: 3}, resources=1)
+    big = request.resource_spans[0].scope_spans[0].spans[1]
+    big.events.add(time_unix_nano=5, name="e").attributes.add(
+        key="parts", value=nested_strings(20, 100)
+    )
+    grouped = group_by_trace(request, max_message_bytes=1500)
+
+    assert grouped.rejections.rejected_spans == 1
+    message = grouped.rejections.error_message
+    assert message.startswith(f"span {trace.hex()}/{big.span_id.hex()} ")
+    assert "(resourceSpans[0].scopeSpans[0].spans[1])" in message
+    assert "exceeds the per-span limit of 1500 bytes (max_message_bytes" in message
+    published = [s.span_id for m in grouped.messages for s in m.spans]
+    assert big.span_id not in published and len(published) == 2
+
+
+def test_a_resource_too_large_for_any_message_refuses_its_spans() -> None:
+    request = request_with({bytes(range(16)): 2}, resources=2)
+    request.resource_spans[1].resource.attributes.add(
+        key="host.labels", value=nested_strings(30, 100)
+    )
+    grouped = group_by_trace(request, max_message_bytes=2000)
+    assert grouped.rejections.rejected_spans == 2
+    assert [len(m.spans) for m in grouped.messages] == [2]
+    assert all(len(m.value) <= 2000 for m in grouped.messages)

@@ -175,3 +175,79 @@ def test_message_lists_at_most_twenty_then_summarises() -> None:
     assert parts[-1] == "... and 5 more"
     assert parts[0].endswith("(resourceSpans[0].scopeSpans[0].spans[1]): startTimeUnixNano is 0")
     assert _names(request) == ["span 100"]
+
+
+def _nested(leaf: AnyValue, *levels: str) -> AnyValue:
+    """`leaf` wrapped in arrays ("a") and key-value lists ("k"), innermost last."""
+    value = leaf
+    for level in reversed(levels):
+        outer = AnyValue()
+        if level == "a":
+            outer.array_value.values.extend([AnyValue(string_value="ok"), value])
+        else:
+            outer.kvlist_value.values.extend([KeyValue(key="inner", value=value)])
+        value = outer
+    return value
+
+
+LONG = AnyValue(string_value="é" * 5)  # 10 bytes
+LONG_BYTES = AnyValue(bytes_value=b"\0" * 9)
+
+
+@pytest.mark.parametrize(
+    ("place", "where"),
+    [
+        ("attributes", "attributes[0] (v).arrayValue.values[1].kvlistValue.values[0] (inner)"),
+        ("event", "events[0].attributes[0] (v).arrayValue.values[1].kvlistValue.values[0] (inner)"),
+        ("link", "links[0].attributes[0] (v).arrayValue.values[1].kvlistValue.values[0] (inner)"),
+    ],
+)
+def test_value_limit_holds_at_every_depth_of_a_span(place: str, where: str) -> None:
+    limits = SpanLimits(max_string_value_bytes=8)
+    attribute = KeyValue(key="v", value=_nested(LONG, "a", "k"))
+    fields: dict[str, Any] = {
+        "attributes": {"attributes": [attribute]},
+        "event": {"events": [trace_pb2.Span.Event(time_unix_nano=1, attributes=[attribute])]},
+        "link": {
+            "links": [
+                trace_pb2.Span.Link(trace_id=TRACE_ID, span_id=b"\1" * 8, attributes=[attribute])
+            ]
+        },
+    }[place]
+    request = _request([_span(1, **fields), _span(2)])
+    result = validate_request(request, limits)
+    assert result.rejected_spans == 1
+    assert f"{where}: string value of 10 bytes exceeds the limit of 8" in result.error_message
+    assert _names(request) == ["span 2"]
+
+
+def test_bytes_values_have_the_same_limit() -> None:
+    limits = SpanLimits(max_string_value_bytes=8)
+    attribute = KeyValue(key="blob", value=_nested(LONG_BYTES, "k"))
+    result = validate_request(_request([_span(1, attributes=[attribute])]), limits)
+    assert "attributes[0] (blob).kvlistValue.values[0] (inner): bytes value of 9 bytes" in (
+        result.error_message
+    )
+
+
+def test_a_bad_resource_or_scope_refuses_the_spans_it_carries() -> None:
+    limits = SpanLimits(max_string_value_bytes=8)
+    request = _request([_span(1), _span(2)], [_span(3)])
+    request.resource_spans[0].scope_spans[1].scope.attributes.add(key="s", value=LONG)
+    other = request.resource_spans.add()
+    other.resource.attributes.add(key="host", value=_nested(LONG, "a"))
+    other.scope_spans.add().spans.append(_span(4))
+    result = validate_request(request, limits)
+    assert result.rejected_spans == 2
+    assert "spans[0]): scope.attributes[0] (s): string value of 10 bytes" in result.error_message
+    assert "resource.attributes[0] (host).arrayValue.values[1]: string" in result.error_message
+    assert _names(request) == ["span 1", "span 2"]
+
+
+def test_event_and_resource_attributes_may_have_empty_keys() -> None:
+    """Only a span's own attribute keys must be non-empty (as before): the rest is left as
+    sent, within the size limits."""
+    event = trace_pb2.Span.Event(time_unix_nano=1, attributes=[KeyValue(key="")])
+    request = _request([_span(1, events=[event])])
+    request.resource_spans[0].resource.attributes.add(key="")
+    assert validate_request(request).rejected_spans == 0
