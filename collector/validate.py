@@ -150,23 +150,30 @@ def _content_problem(span: trace_pb2.Span, limits: SpanLimits) -> str | None:
         return "endTimeUnixNano before startTimeUnixNano"
     if end > MAX_TIME_NS:
         return f"endTimeUnixNano {end} is after {_MAX_TIME_TEXT} (the store's time range)"
-    late_event = next(
-        (k for k, event in enumerate(span.events) if event.time_unix_nano > MAX_TIME_NS),
-        None,
-    )
-    if late_event is not None:
-        return (
-            f"events[{late_event}].timeUnixNano is after {_MAX_TIME_TEXT} (the store's time range)"
-        )
     if not 0 <= span.kind <= _MAX_SPAN_KIND:
         return f"kind {span.kind} is not a SpanKind (0..{_MAX_SPAN_KIND})"
     if not 0 <= span.status.code <= _MAX_STATUS_CODE:
         return f"status.code {span.status.code} is not a StatusCode (0..{_MAX_STATUS_CODE})"
+    events, links = span.events, span.links
     return (
-        _link_problem(span.links, limits)
-        or _attribute_problem(span.attributes, limits, "attributes", require_keys=True)
-        or _event_problem(span.events, limits)
+        (_event_problem(events, limits) if events else None)
+        or (_link_problem(links, limits) if links else None)
+        or _attribute_problem(span.attributes, limits, "attributes", True)
     )
+
+
+def _event_problem(
+    events: RepeatedCompositeFieldContainer[trace_pb2.Span.Event], limits: SpanLimits
+) -> str | None:
+    """An event after the store's time range, or with bad attributes."""
+    for k, event in enumerate(events):
+        if event.time_unix_nano > MAX_TIME_NS:
+            return f"events[{k}].timeUnixNano is after {_MAX_TIME_TEXT} (the store's time range)"
+        if event.attributes:
+            problem = _attribute_problem(event.attributes, limits, f"events[{k}].attributes")
+            if problem:
+                return problem
+    return None
 
 
 def _link_problem(
@@ -180,18 +187,6 @@ def _link_problem(
             return f"links[{k}].spanId must be {_SPAN_ID_BYTES} bytes, got {len(link.span_id)}"
         if link.attributes:
             problem = _attribute_problem(link.attributes, limits, f"links[{k}].attributes")
-            if problem:
-                return problem
-    return None
-
-
-def _event_problem(
-    events: RepeatedCompositeFieldContainer[trace_pb2.Span.Event], limits: SpanLimits
-) -> str | None:
-    """The first event whose attributes are bad."""
-    for k, event in enumerate(events):
-        if event.attributes:
-            problem = _attribute_problem(event.attributes, limits, f"events[{k}].attributes")
             if problem:
                 return problem
     return None
@@ -213,9 +208,12 @@ def _attribute_problem(
         if require_keys and not attribute.key:
             return f"{field}[{a}].key is empty"
         value = attribute.value
-        text = value.string_value
-        if len(text) <= possibly_long and (text or value.WhichOneof("value") not in _WALKED):
-            continue  # the common cases (a short string, a number) with one or two reads
+        length = len(value.string_value)
+        if length:
+            if length <= possibly_long:
+                continue  # the common case, a short string: two field reads
+        elif value.WhichOneof("value") not in _WALKED:
+            continue  # a number or a boolean
         problem = _value_problem(value, limits)
         if problem is not None:
             where, reason = problem

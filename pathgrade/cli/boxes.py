@@ -1,12 +1,16 @@
-"""The production boxes run alone: `pathgrade collector` and `pathgrade store-writer`."""
+"""The production boxes run alone: `pathgrade collector` and `pathgrade store-writer`; and
+the collector's dead-letter file: `pathgrade dead-letter`."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pathgrade.cli.support import (
+    DEFAULT_DATA_DIR,
     CliError,
     collector_args,
     collector_settings,
@@ -28,6 +32,24 @@ def register(commands: Any) -> None:
     )  # fmt: skip
     metrics_arg(collector)
     collector.set_defaults(run=_cmd_collector)
+
+    dead = commands.add_parser(
+        "dead-letter",
+        help="list the collector's dead-lettered messages, or re-drive them into its spill",
+        description="Spilled messages Kafka refused as too large or malformed, and spill "
+        "frames that could not be read, are moved to dead-letter.log in the spill directory "
+        "(docs/collector.md). List them, or with --redrive append them to the spill again "
+        "(the collector must be stopped; it sends them on its next start).",
+    )
+    where = dead.add_mutually_exclusive_group()
+    where.add_argument("--spill-dir", type=Path, help="a `pathgrade collector`'s spill directory")
+    where.add_argument(
+        "--data-dir", type=Path, default=DEFAULT_DATA_DIR,
+        help="a `pathgrade up` data directory (its spill/ subdirectory; default ./pathgrade-data)",
+    )  # fmt: skip
+    dead.add_argument("--redrive", action="store_true", help="move them back into the spill")
+    dead.add_argument("--format", choices=("table", "json"), default="table")
+    dead.set_defaults(run=_cmd_dead_letter)
 
     writer = commands.add_parser("store-writer", help="run only the store writer (production box)")
     store_args(writer)
@@ -84,3 +106,55 @@ def _cmd_store_writer(args: argparse.Namespace) -> int:
     finally:
         owner.stop()
     return 0
+
+
+def _cmd_dead_letter(args: argparse.Namespace) -> int:
+    from pathgrade.collector.dead_letter import DEAD_LETTER_FILE, read_entries, redrive
+    from pathgrade.collector.spill import SpillInUse
+
+    directory = args.spill_dir or args.data_dir / "spill"
+    if args.redrive:
+        try:
+            moved, kept = redrive(directory)
+        except SpillInUse as exc:
+            raise CliError(str(exc)) from exc
+        print(f"re-drove {moved} messages into the spill of {directory}"
+              + (f"; kept {kept} entries that are no message" if kept else ""))  # fmt: skip
+        return 0
+    rows = [_dead_letter_row(n, entry) for n, entry in
+            enumerate(read_entries(directory / DEAD_LETTER_FILE), 1)]  # fmt: skip
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print(f"no dead-lettered messages in {directory}")
+        return 0
+    print(_DEAD_LETTER_LINE.format(entry="#", received_at="received", tenant="tenant",
+                                   trace_id="trace", bytes="bytes", reason="reason"))  # fmt: skip
+    for row in rows:
+        print(_DEAD_LETTER_LINE.format(**{k: v if v != "" else "-" for k, v in row.items()}))
+    return 0
+
+
+_DEAD_LETTER_LINE = (
+    "{entry:>4}  {received_at:<20}  {tenant:<12}  {trace_id:<32}  {bytes:>10}  {reason}"
+)
+
+
+def _dead_letter_row(number: int, entry: Any) -> dict[str, Any]:
+    """One dead-letter entry as a listing row (message fields empty for a frame that is no
+    message)."""
+    message = entry.message()
+    received = (
+        datetime.fromtimestamp(message.received_at_ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if message is not None and 0 < message.received_at_ns < 2**63
+        else ""
+    )
+    return {
+        "entry": number,
+        "received_at": received,
+        "tenant": message.tenant if message else "",
+        "trace_id": message.key.decode(errors="replace") if message else "",
+        "bytes": len(message.value) if message else len(entry.body),
+        "reason": entry.reason,
+    }

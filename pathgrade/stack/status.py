@@ -85,6 +85,8 @@ def _collector_part(now: Snapshot, before: Snapshot | None, seconds: float) -> s
         part += f", {c['rejected_spans']:,} rejected"
     if c["spill_bytes"]:
         part += f", spill {c['spill_bytes'] / _MB:,.1f} MB"
+    if c.get("dead_letter_messages"):
+        part += f", {c['dead_letter_messages']:,} dead-lettered (pathgrade dead-letter)"
     return part
 
 
@@ -93,6 +95,8 @@ def _store_part(now: Snapshot, before: Snapshot | None, seconds: float) -> str:
     part = f"stored {w['spans']:,}" + _rate(w, before and before["store_writer"], "spans", seconds)
     if w["rejected_spans"]:
         part += f", {w['rejected_spans']:,} not storable"
+    if w.get("partly_decoded_spans"):
+        part += f", {w['partly_decoded_spans']:,} partly decoded"
     return part
 
 

@@ -5,8 +5,8 @@ Production boxes serve them with `--metrics-listen HOST:PORT` (`pathgrade collec
 `store-writer`, `realtime`); `pathgrade up` serves its latest status snapshot at the
 store owner's loopback `/metrics`. Every value is `pathgrade_<process>_<counter>`:
 cumulative counts since the process started get `_total` and type counter; levels
-(traces held, spill bytes, broker memory, the realtime plane's recent detection delays) are
-gauges.
+(traces held, spill bytes, dead-lettered messages, broker memory, the realtime plane's
+recent detection delays) are gauges.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from pathgrade.web.http_handler import QuietHandler
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-GAUGES = frozenset({"traces_held", "spans_held", "spill_bytes", "rss_bytes", P50, P99, MAX})
+GAUGES = frozenset(
+    {"traces_held", "spans_held", "spill_bytes", "dead_letter_messages", "rss_bytes", P50, P99, MAX}
+)
 """Counter names that are levels, not cumulative counts."""
 
 Sample = tuple[str, Mapping[str, str], Mapping[str, Any]]

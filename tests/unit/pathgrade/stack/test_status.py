@@ -54,12 +54,15 @@ def test_no_line_when_nothing_moved_and_a_first_line_without_rates() -> None:
 def test_line_names_what_needs_attention() -> None:
     before = snapshot(0.0, 10, 10, [5, 5])
     now = snapshot(
-        10.0, 20, 15, [None, 9], collector={"rejected_spans": 2, "spill_bytes": 3 * 1024 * 1024},
+        10.0, 20, 15, [None, 9],
+        collector={"rejected_spans": 2, "spill_bytes": 3 * 1024 * 1024, "dead_letter_messages": 4},
         not_storable=1,
     )  # fmt: skip
+    now["store_writer"]["partly_decoded_spans"] = 5
     line = status_line(now, before)
     assert line is not None
-    assert "2 rejected, spill 3.0 MB" in line and "1 not storable" in line
+    assert "2 rejected, spill 3.0 MB, 4 dead-lettered (pathgrade dead-letter)" in line
+    assert "1 not storable, 5 partly decoded" in line
     assert "(1 of 2 realtime processes not answering)" in line
     restarted = snapshot(20.0, 3, 15, [9, 9])  # the collector restarted: no negative rate
     assert "in 3 spans |" in (status_line(restarted, now) or "")
