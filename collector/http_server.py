@@ -187,6 +187,9 @@ class PooledHTTPServer:
                 if handler.close_connection or not _has_buffered_bytes(connection):
                     break
                 handler.ready_at = time.monotonic()
+        except OSError as exc:  # the client went away mid-answer
+            log.debug("OTLP/HTTP: connection from %s lost: %s", handler.client_address, exc)
+            handler.close_connection = True
         except Exception:  # a handler's bug must not take the worker down
             log.exception("OTLP/HTTP: request from %s failed", handler.client_address)
             handler.close_connection = True

@@ -133,13 +133,16 @@ def _is_unicode(text: str) -> bool:
     return True
 
 
-def _path(where: _Where) -> str:
-    """ "resourceSpans[0].scopeSpans[1]" for a walked position; "request" for the root."""
+def _path(where: _Where, shown: int = 12) -> str:
+    """The JSON path of a walked position, e.g. `resourceSpans[0].scopeSpans[1]` (its
+    first `shown` steps, then "..."); "request" for the root."""
     parts: list[str] = []
     while where is not None:
         where, key = where
         parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
-    return "".join(reversed(parts)).lstrip(".") or "request"
+    parts.reverse()
+    path = "".join(parts[:shown]) + ("..." if len(parts) > shown else "")
+    return path.lstrip(".") or "request"
 
 
 def _items(container: dict[str, Any], camel: str, snake: str) -> list[Any]:

@@ -189,6 +189,22 @@ def test_unknown_fields_are_ignored() -> None:
             _span_json(events="none"),
             "resourceSpans[0].scopeSpans[0].spans[1].events: expected a JSON array, got string",
         ),
+        (
+            _span_json(spanId="é" * 16),  # non-ASCII: binascii raises ValueError, not Error
+            "resourceSpans[0].scopeSpans[0].spans[1].spanId: not a hex string: 'éééé",
+        ),
+        (
+            _span_json(name="a\ud800b"),
+            "resourceSpans[0].scopeSpans[0].spans[1].name: a lone surrogate escape",
+        ),
+        (
+            _span_json(kind="\udfff"),  # made protobuf's enum lookup raise SystemError
+            "resourceSpans[0].scopeSpans[0].spans[1].kind: a lone surrogate escape",
+        ),
+        (
+            _span_json(attributes=[{"key": "\ud800", "value": {"stringValue": "x"}}]),
+            "resourceSpans[0].scopeSpans[0].spans[1].attributes[0].key: a lone surrogate",
+        ),
     ],
 )
 def test_bad_fields_are_named_by_path(span: dict[str, Any], message: str) -> None:
@@ -227,3 +243,49 @@ def test_response_with_rejections_is_partial_success() -> None:
 def test_response_refuses_negative_counts() -> None:
     with pytest.raises(ValueError, match="rejected_spans"):
         response_json(-1, "")
+
+
+def _nested_value(levels: int, kind: str) -> dict[str, Any]:
+    value: dict[str, Any] = {"stringValue": "leaf"}
+    for _ in range(levels):
+        value = (
+            {"arrayValue": {"values": [value]}}
+            if kind == "array"
+            else {"kvlistValue": {"values": [{"key": "k", "value": value}]}}
+        )
+    return value
+
+
+@pytest.mark.parametrize(
+    ("levels", "kind", "message"),
+    [
+        (60, "array", "request: values nested deeper than protobuf's 100 message levels"),
+        (40, "kvlist", "request: values nested deeper than protobuf's 100 message levels"),
+        (200, "kvlist", "JSON nested deeper than 256 levels"),
+    ],
+)
+def test_values_nested_too_deep_are_refused_with_the_limit(
+    levels: int, kind: str, message: str
+) -> None:
+    attributes = [{"key": "deep", "value": _nested_value(levels, kind)}]
+    with pytest.raises(OtlpJsonError) as info:
+        parse_export_request_json(_body(_span_json(attributes=attributes)))
+    assert message in str(info.value)
+    assert len(str(info.value)) < 400  # the path is cut short, not 256 steps long
+
+
+def test_the_deepest_values_protobuf_holds_are_accepted() -> None:
+    for levels, kind in ((47, "array"), (31, "kvlist")):
+        attributes = [{"key": "deep", "value": _nested_value(levels, kind)}]
+        request = parse_export_request_json(_body(_span_json(attributes=attributes)))
+        assert ExportTraceServiceRequest.FromString(request.SerializeToString()) == request
+
+
+def test_json_nested_past_the_decoder_is_refused() -> None:
+    for body in (b"[" * 5000 + b"]" * 5000, b'{"a":' * 5000 + b"1" + b"}" * 5000):
+        with pytest.raises(OtlpJsonError, match=r"nested deeper than|expected a JSON object"):
+            parse_export_request_json(body)
+    with pytest.raises(
+        OtlpJsonError, match=r"^a\.a\.a.*\.\.\.: JSON nested deeper than 256 levels"
+    ):
+        parse_export_request_json(b'{"a":' * 300 + b"1" + b"}" * 300)
