@@ -343,8 +343,10 @@ def _flattened_messages(attributes: Mapping[str, Any]) -> tuple[list[dict], list
 def _first_collected(
     collected: dict[str, dict[int, dict[str, Any]]], prefixes: tuple[str, ...]
 ) -> dict[int, dict[str, Any]]:
+    """The messages of the first prefix that yielded any (keys whose index is no number
+    yield none, so they never hide another convention's messages)."""
     for prefix in prefixes:
-        if prefix in collected:
+        if collected.get(prefix):
             return collected[prefix]
     return {}
 

@@ -161,6 +161,7 @@ def test_superscript_digits_are_text_not_numbers() -> None:
         "gen_ai.prompt.².content": "hidden",
         "gen_ai.prompt.0.content": "hello",
         "gen_ai.prompt.0.tool_calls.².name": "search",
+        "llm.input_messages.١.message.role": "user",  # no index: must not hide the others
     }
     fields = genai_fields("chat gpt-4o", attributes)
     assert fields.input_tokens is None and fields.output_tokens == 7
