@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kafka import KafkaProducer
@@ -54,6 +55,8 @@ REFUSED_MESSAGE_ERRORS: tuple[type[KafkaError], ...] = (
 )
 """Errors that are about the message itself, so retrying it cannot help. Any other error
 (an unreachable broker, a timeout, authorisation) is retried from the spill."""
+RENEW_AFTER_FAILED_DRAINS = 3
+"""Spilled batches in a row Kafka did not take before the drainer starts a new producer."""
 MAX_SEND_BLOCK_S = 1.0
 """Longest one `send` may block for metadata or buffer space (the producer's
 `max_block_ms`, or `ack_timeout_s` when shorter). A request's wait for Kafka is thus at
@@ -99,8 +102,11 @@ class KafkaPublisher:
         ack_timeout_s: float = 5.0,
         drain_backoff_s: float = 1.0,
         dead_letters: DeadLetterFile | None = None,
+        renew: Callable[[], KafkaProducer] | None = None,
     ) -> None:
         self.producer = producer
+        self.renew = renew
+        self._failed_drains = 0  # batches in a row the broker did not take
         self.spill = spill
         self.dead_letters = dead_letters or DeadLetterFile(spill.directory)
         self.topic = topic
@@ -252,9 +258,29 @@ class KafkaPublisher:
                     sent = self._drain_batch()
                 finally:
                     self._end_sending()
+                self._failed_drains = 0 if sent else self._failed_drains + 1
                 if not sent:
+                    self._renew_after_failures()
                     self._stop.wait(self.drain_backoff_s)  # broker still away: retry later
                     break
+
+    def _renew_after_failures(self) -> None:
+        """After RENEW_AFTER_FAILED_DRAINS failed batches in a row, replace the producer
+        (when a `renew` factory was given): a producer can fail for good, as when the broker
+        was replaced by one that does not know its idempotent producer id. While the spill
+        holds anything only the drainer uses the producer, so it is swapped safely here."""
+        if self.renew is None or self._failed_drains < RENEW_AFTER_FAILED_DRAINS:
+            return
+        self._failed_drains = 0
+        try:
+            fresh = self.renew()
+        except KafkaError as exc:
+            log.warning("Kafka still unreachable, keeping the producer: %s", exc)
+            return
+        log.warning("Kafka took no spilled batch %d times in a row; new producer",
+                    RENEW_AFTER_FAILED_DRAINS)  # fmt: skip
+        self.producer.close(timeout=0)
+        self.producer = fresh
 
     def _drain_batch(self) -> bool:
         """Send one batch of the spill on; True once all of it is in Kafka or moved to the

@@ -105,6 +105,7 @@ class Collector:
         self.publisher = KafkaPublisher(
             producer, spill, config.topic, config.ack_timeout_s,
             dead_letters=DeadLetterFile(config.spill_dir),
+            renew=lambda: producer_for(config.kafka_bootstrap, config.ack_timeout_s),
         )  # fmt: skip
         self.publisher.start()
         self.pipeline = IngestPipeline(
