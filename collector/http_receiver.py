@@ -151,6 +151,12 @@ class _OtlpHandler(PooledRequestHandler):
         self._body_read = False
         self._refuse(status, text, JSON, {})
 
+    def timed_out_answer(self) -> tuple[bytes, str]:
+        """The 408 for a request whose head stopped coming, as google.rpc.Status JSON."""
+        message = f"request not completed within {self.timeout:g} s"
+        code = _RPC_CODES[HTTPStatus.REQUEST_TIMEOUT]
+        return json.dumps({"code": code, "message": message}).encode(), JSON
+
     def _tenant(self) -> str:
         try:
             return self.server.auth.tenant(self.headers.get("Authorization"))
@@ -212,7 +218,7 @@ class _OtlpHandler(PooledRequestHandler):
         received = 0
         try:
             while received < length:
-                chunk = self.rfile.read(min(length - received, _READ_CHUNK_BYTES))
+                chunk = self.rfile.read1(min(length - received, _READ_CHUNK_BYTES))
                 if not chunk:
                     break
                 chunks.append(chunk)
