@@ -61,6 +61,7 @@ def group_by_trace(
     grouped = Grouped()
     group_costs: dict[tuple[int, int], tuple[int, int]] = {}  # (resource, scope) costs
     per_trace: dict[bytes, list[_Entry]] = {}
+    bound = 0  # the most any message of this request can take: everything in it
     for r_index, resource_spans in enumerate(request.resource_spans):
         resource_cost = (
             _GROUP_OVERHEAD
@@ -74,6 +75,7 @@ def group_by_trace(
                 + len(scope_spans.schema_url.encode())
             )
             group_costs[(r_index, s_index)] = (resource_cost, scope_cost)
+            bound += resource_cost + scope_cost
             for i, span in enumerate(scope_spans.spans):
                 cost = _FIELD_OVERHEAD + span.ByteSize()
                 alone = cost + scope_cost + resource_cost
@@ -83,9 +85,11 @@ def group_by_trace(
                     grouped.rejections.add(describe_span(span, path, problem))
                     continue
                 per_trace.setdefault(span.trace_id, []).append((r_index, s_index, span, cost))
+                bound += cost
     for trace_id, entries in per_trace.items():
         key = trace_id.hex().encode()
-        for chunk in _chunks(entries, group_costs, max_message_bytes):
+        fits = bound <= max_message_bytes  # the common case: one message per trace
+        for chunk in [entries] if fits else _chunks(entries, group_costs, max_message_bytes):
             value = _traces_data(request, chunk).SerializeToString()
             grouped.messages.append(TraceMessage(key, value, [entry[2] for entry in chunk]))
     return grouped
