@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -169,11 +170,7 @@ def _event_problem(
     for k, event in enumerate(events):
         if event.time_unix_nano > MAX_TIME_NS:
             return f"events[{k}].timeUnixNano is after {_MAX_TIME_TEXT} (the store's time range)"
-        if event.attributes:
-            problem = _attribute_problem(event.attributes, limits, f"events[{k}].attributes")
-            if problem:
-                return problem
-    return None
+    return _attributes_of_each(events, limits, "events")
 
 
 def _link_problem(
@@ -185,10 +182,19 @@ def _link_problem(
             return f"links[{k}].traceId must be {_TRACE_ID_BYTES} bytes, got {len(link.trace_id)}"
         if len(link.span_id) != _SPAN_ID_BYTES:
             return f"links[{k}].spanId must be {_SPAN_ID_BYTES} bytes, got {len(link.span_id)}"
-        if link.attributes:
-            problem = _attribute_problem(link.attributes, limits, f"links[{k}].attributes")
-            if problem:
-                return problem
+    return _attributes_of_each(links, limits, "links")
+
+
+def _attributes_of_each(
+    items: RepeatedCompositeFieldContainer[Any], limits: SpanLimits, name: str
+) -> str | None:
+    """The first bad attribute list of `items` (a span's events or links)."""
+    for k, item in enumerate(items):
+        problem = item.attributes and _attribute_problem(
+            item.attributes, limits, f"{name}[{k}].attributes"
+        )
+        if problem:
+            return problem
     return None
 
 

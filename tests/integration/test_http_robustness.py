@@ -17,6 +17,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from pathgrade.demo import send_demo_traces
 from pathgrade.stack.broker import LocalBroker, ensure_topics
 from tests.integration.conftest import PathgradeProcess, start_collector, wait_until
+from tests.support.otlp_values import nested_value
 
 pytestmark = pytest.mark.integration
 
@@ -106,26 +107,15 @@ def span_request(**span: object) -> bytes:
     return json.dumps(document).encode()  # non-ASCII as \\u escapes, lone surrogates too
 
 
-def nested(levels: int, kind: str) -> dict:
-    value: dict = {"stringValue": "x"}
-    for _ in range(levels):
-        value = (
-            {"arrayValue": {"values": [value]}}
-            if kind == "array"
-            else {"kvlistValue": {"values": [{"key": "k", "value": value}]}}
-        )
-    return value
-
-
 MALFORMED = [
     ("JSON nested 2,000 levels", post(b"[" * 2000 + b"]" * 2000), 400, "nested deeper than"),
     ("JSON objects nested 2,000 levels", post(b'{"a":' * 2000 + b"1" + b"}" * 2000), 400,
      "nested deeper than"),
     ("AnyValue arrays nested 120 levels",
-     post(span_request(attributes=[{"key": "a", "value": nested(120, "array")}])), 400,
+     post(span_request(attributes=[{"key": "a", "value": nested_value(120, "array")}])), 400,
      "nested deeper than"),
     ("AnyValue kvlists nested 100 levels",
-     post(span_request(attributes=[{"key": "a", "value": nested(100, "kvlist")}])), 400,
+     post(span_request(attributes=[{"key": "a", "value": nested_value(100, "kvlist")}])), 400,
      "nested deeper than"),
     ("a lone surrogate escape", post(span_request(name="a\ud800")), 400, "lone surrogate"),
     ("a lone surrogate in an enum", post(span_request(kind="\udfff")), 400, "lone surrogate"),

@@ -16,6 +16,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 from pathgrade.collector.otlp_json import OtlpJsonError, parse_export_request_json, response_json
 
+from tests.support.otlp_values import nested_value
+
 # Test vector: open-telemetry/opentelemetry-proto examples/trace.json (the OTLP/JSON form) ...
 OFFICIAL_TRACE_JSON = """
 {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name",
@@ -245,17 +247,6 @@ def test_response_refuses_negative_counts() -> None:
         response_json(-1, "")
 
 
-def _nested_value(levels: int, kind: str) -> dict[str, Any]:
-    value: dict[str, Any] = {"stringValue": "leaf"}
-    for _ in range(levels):
-        value = (
-            {"arrayValue": {"values": [value]}}
-            if kind == "array"
-            else {"kvlistValue": {"values": [{"key": "k", "value": value}]}}
-        )
-    return value
-
-
 @pytest.mark.parametrize(
     ("levels", "kind", "message"),
     [
@@ -267,7 +258,7 @@ def _nested_value(levels: int, kind: str) -> dict[str, Any]:
 def test_values_nested_too_deep_are_refused_with_the_limit(
     levels: int, kind: str, message: str
 ) -> None:
-    attributes = [{"key": "deep", "value": _nested_value(levels, kind)}]
+    attributes = [{"key": "deep", "value": nested_value(levels, kind)}]
     with pytest.raises(OtlpJsonError) as info:
         parse_export_request_json(_body(_span_json(attributes=attributes)))
     assert message in str(info.value)
@@ -276,7 +267,7 @@ def test_values_nested_too_deep_are_refused_with_the_limit(
 
 def test_the_deepest_values_protobuf_holds_are_accepted() -> None:
     for levels, kind in ((47, "array"), (31, "kvlist")):
-        attributes = [{"key": "deep", "value": _nested_value(levels, kind)}]
+        attributes = [{"key": "deep", "value": nested_value(levels, kind)}]
         request = parse_export_request_json(_body(_span_json(attributes=attributes)))
         assert ExportTraceServiceRequest.FromString(request.SerializeToString()) == request
 
