@@ -4,9 +4,9 @@
 with the messages not acknowledged by then fsynced in the spill file. A request thus
 waits for Kafka at most `ack_timeout_s` + `MAX_SEND_BLOCK_S` (6 s by default; plus its own
 processing and one fsync) whatever the broker does: stalled, unreachable, slow to answer
-metadata. While the spill holds
-anything, new messages go to the spill too, so a trace's messages keep their order; a
-drainer thread moves the spill to Kafka when the broker is back.
+metadata. While the spill holds anything, new messages go to the spill too, so a trace's
+messages keep their order; a drainer thread moves the spill to Kafka when the broker is
+back, and starts a new producer when the old one keeps failing (`renew`).
 
 A message Kafka refuses for what it is (`REFUSED_MESSAGE_ERRORS`: too large, an invalid
 or corrupt record) would be refused on every retry: `publish` reports it to the caller,
