@@ -68,17 +68,18 @@ def collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Collector]:
 
 def read_answer(sock: socket.socket) -> tuple[int, dict]:
     """One HTTP response from `sock`: status code and its google.rpc.Status body (JSON, or
-    protobuf for a protobuf request) as a dict."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        assert chunk, f"connection closed without an answer after {data!r}"
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
+    protobuf for a protobuf request) as a dict. Reads exactly that response, so pipelined
+    answers are read one by one."""
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        byte = sock.recv(1)
+        assert byte, f"connection closed without an answer after {head!r}"
+        head += byte
     lines = head.decode("latin-1").split("\r\n")
     headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    body = b""
     while len(body) < int(headers["content-length"]):
-        body += sock.recv(65536)
+        body += sock.recv(int(headers["content-length"]) - len(body))
     if headers["content-type"] == "application/x-protobuf":
         status = status_pb2.Status.FromString(body)
         return int(lines[0].split()[1]), {"code": status.code, "message": status.message}
