@@ -127,7 +127,7 @@ span_specs = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(resource=attribute_lists, spans=span_specs)
 def test_every_span_decodes_becomes_a_row_and_is_evaluated(
     resource: list[tuple[str, AnyValue]], spans: list[tuple[str, list, list, list]]
