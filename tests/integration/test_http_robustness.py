@@ -13,10 +13,15 @@ import grpc
 import pytest
 from google.rpc import status_pb2
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 
 from pathgrade.demo import send_demo_traces
 from pathgrade.stack.broker import LocalBroker, ensure_topics
 from tests.integration.conftest import PathgradeProcess, start_collector, wait_until
+from tests.integration.test_ingest import EXPORT_METHOD
 from tests.support.otlp_values import nested_value
 
 pytestmark = pytest.mark.integration
@@ -222,3 +227,36 @@ def test_grpc_connections_hold_no_threads(collector: Collector) -> None:
     finally:
         for channel in channels:
             channel.close()
+
+
+def deep_protobuf_request(levels: int) -> bytes:
+    """An export request whose one attribute nests `levels` arrays (protobuf's parser
+    stops at 100 message levels, about 47 arrays)."""
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add(
+        trace_id=bytes.fromhex(TRACE_ID), span_id=bytes.fromhex(SPAN_ID), name="n",
+        start_time_unix_nano=1, end_time_unix_nano=2,
+    )  # fmt: skip
+    value = span.attributes.add(key="deep").value
+    for _ in range(levels):
+        value = value.array_value.values.add()
+    value.string_value = "x"
+    return request.SerializeToString()
+
+
+def test_protobuf_nested_past_the_parser_is_refused_on_both_receivers(
+    collector: Collector,
+) -> None:
+    body = deep_protobuf_request(200)
+    code, answer = collector.exchange(post(body, content_type="application/x-protobuf"))
+    assert code == 400 and "invalid OTLP protobuf" in answer["message"]
+    with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+        export = channel.unary_unary(EXPORT_METHOD)
+        with pytest.raises(grpc.RpcError) as error:
+            export(body, timeout=30)
+        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "invalid OTLP protobuf" in (error.value.details() or "")
+        response = ExportTraceServiceResponse.FromString(
+            export(deep_protobuf_request(40), timeout=30)
+        )
+        assert response.partial_success.rejected_spans == 0  # within the limit: accepted
