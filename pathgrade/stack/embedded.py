@@ -310,14 +310,14 @@ class Stack:
         child.start()
 
     def alert_lines(self) -> AlertLineSettings:
-        """How the realtime processes print alerts: linked to this stack's browser view,
+        """How the realtime processes print alerts: linked to this stack's browser UI,
         the pace shared among the processes, a summary of the rest as often as the status
         line."""
-        assert self.store is not None and self.store.query_server is not None
+        assert self.store is not None and self.store.ui_server is not None
         pace = AlertLineSettings()
         return AlertLineSettings(
             log_format=self.options.log_format,
-            trace_url_base=self.store.query_server.url,
+            trace_url_base=self.store.ui_server.url,
             lines_per_s=pace.lines_per_s / self.options.realtime_workers,
             burst=max(1, pace.burst // self.options.realtime_workers),
             summary_every_s=self.options.status_every_s or pace.summary_every_s,
@@ -339,6 +339,7 @@ class Stack:
 
     def _print_endpoints(self) -> None:
         assert self.store is not None and self.store.query_server is not None
+        assert self.store.ui_server is not None
         kafka = (
             f"{self.bootstrap} (bundled Tansu, memory-only; swapped for a fresh one above "
             f"{self.options.broker_max_mb} MB)"
@@ -368,7 +369,7 @@ class Stack:
             )
         lines += [
             "Where to look:",
-            f"  browser     {self.store.query_server.url}/ (alerts and their traces)",
+            f"  browser     {self.store.ui_server.url}/ (traces, alerts, gates, health)",
             f"  alerts      pathgrade alerts {data} [--follow]",
             f"  status      pathgrade status {data}"
             + (f" (a status line is printed here every {every:g} s)" if every else ""),
