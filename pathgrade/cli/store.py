@@ -5,13 +5,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pathgrade.cli.support import CliError, cli_store, int_between, store_args
+from pathgrade.cli.support import (
+    CliError,
+    cli_store,
+    int_between,
+    store_args,
+    tenant_arg,
+)
 
 
 def register(commands: Any) -> None:
     sql = commands.add_parser("sql", help="run a read-only query against the store")
     store_args(sql)
     sql.add_argument("--format", choices=["table", "json"], default="table")
+    tenant_arg(sql)
     sql.add_argument("query", help='the SQL, e.g. "SELECT count() FROM spans"')
     sql.set_defaults(run=_cmd_sql)
 
@@ -45,7 +52,7 @@ def _cmd_sql(args: argparse.Namespace) -> int:
     from pathgrade.cli.output import format_json, format_table
 
     with cli_store(args) as store:
-        result = store.query(args.query, readonly=True)
+        result = store.query(args.query, readonly=True, tenant=args.tenant)
     print(format_table(result) if args.format == "table" else format_json(result))
     return 0
 

@@ -85,7 +85,8 @@ def positive_int(text: str) -> int:
     return value
 
 
-def _listen_address(text: str) -> tuple[str, int]:
+def listen_address(text: str) -> tuple[str, int]:
+    """An argparse type: `HOST:PORT` to listen on."""
     try:
         return parse_listen(text)
     except ValueError as exc:
@@ -122,7 +123,7 @@ def served_metrics(
 def metrics_arg(parser: argparse.ArgumentParser) -> None:
     """`--metrics-listen HOST:PORT`: serve the process's counters to Prometheus."""
     parser.add_argument(
-        "--metrics-listen", metavar="HOST:PORT", type=_listen_address,
+        "--metrics-listen", metavar="HOST:PORT", type=listen_address,
         help="serve this process's counters at http://HOST:PORT/metrics in Prometheus's text "
         "format (e.g. 0.0.0.0:9464 for a scraper in the cluster); off by default",
     )  # fmt: skip
@@ -151,6 +152,15 @@ def store_args(parser: argparse.ArgumentParser) -> None:
         help="a ClickHouse server (http://user:pass@host:8123/db; https://...:8443/db?ca_cert="
         f"FILE for TLS) instead of the embedded store; default ${CLICKHOUSE_ENV}, which keeps "
         "the password off the command line",
+    )  # fmt: skip
+
+
+def tenant_arg(parser: argparse.ArgumentParser) -> None:
+    """`--tenant T`: read only that tenant's rows."""
+    parser.add_argument(
+        "--tenant", metavar="TENANT",
+        help="read only this tenant's rows of every table that has a tenant (ClickHouse's "
+        "additional_table_filters on spans, alerts, scores, datasets, runs, gates, ...)",
     )  # fmt: skip
 
 

@@ -194,9 +194,11 @@ def _add_tools(store: ReadStore, viewer: Viewer, rows: list[dict[str, Any]]) -> 
             "SELECT Tenant, TraceId, SpanId, GenAIToolName FROM spans WHERE "
             f"{viewer.where('Tenant')} AND (Tenant, TraceId, SpanId) IN "
             "{keys:Array(Tuple(String, String, String))}",
-            {"keys": [(r["Tenant"], r["TraceId"], r["SpanId"]) for r in rows],
-             **viewer.parameters},
-        )  # fmt: skip
+            {
+                "keys": [(r["Tenant"], r["TraceId"], r["SpanId"]) for r in rows],
+                **viewer.parameters,
+            },
+        )
     }
     for row in rows:
         row["Tool"] = tools.get((row["Tenant"], row["TraceId"], row["SpanId"]), "")

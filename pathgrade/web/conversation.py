@@ -36,16 +36,26 @@ def load_conversation(store: ReadStore, viewer: Viewer, conversation_id: str) ->
     values = {"conversation": conversation_id, **viewer.parameters}
     turns: dict[tuple[str, str], Turn] = {}
     steps: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
-    for tenant, trace_id, start, duration, name, parent, operation, agent, tool, error, text in (
-        store.rows(
-            "SELECT Tenant, TraceId, toUnixTimestamp64Nano(Timestamp), Duration, SpanName, "
-            "ParentSpanId, GenAIOperation, GenAIAgentName, GenAIToolName, "
-            "StatusCode = 'Error' OR GenAIErrorType != '', "
-            "if(GenAIOperation = 'chat', GenAIInputMessages, '') "
-            f"FROM spans FINAL WHERE {chosen} ORDER BY Timestamp, SpanId "
-            f"LIMIT {MAX_TURNS * 200}",
-            values,
-        )
+    for (
+        tenant,
+        trace_id,
+        start,
+        duration,
+        name,
+        parent,
+        operation,
+        agent,
+        tool,
+        error,
+        text,
+    ) in store.rows(
+        "SELECT Tenant, TraceId, toUnixTimestamp64Nano(Timestamp), Duration, SpanName, "
+        "ParentSpanId, GenAIOperation, GenAIAgentName, GenAIToolName, "
+        "StatusCode = 'Error' OR GenAIErrorType != '', "
+        "if(GenAIOperation = 'chat', GenAIInputMessages, '') "
+        f"FROM spans FINAL WHERE {chosen} ORDER BY Timestamp, SpanId "
+        f"LIMIT {MAX_TURNS * 200}",
+        values,
     ):
         key = (tenant, trace_id)
         if not parent and key not in turns:

@@ -10,6 +10,7 @@ and the rejected ones listed), with the owner's write token in WRITE_TOKEN_HEADE
 in the owner's `stack.json`, readable by its user only, and handed to the stack's own
 processes). Any other body is a 400 naming the field, a missing or wrong token a 403.
 It listens on 127.0.0.1 only: it is how commands share the one embedded store.
+`"tenant"` in a `/sql` body runs it on that tenant's reader session (only its rows).
 `GET /` and `GET /trace/<id>` are the read-only browser view (`pathgrade.web.ui`).
 
 A web page the user visits cannot drive it: POSTs must be `application/json` (a
@@ -48,7 +49,7 @@ WRITABLE_TABLES = frozenset({
 })  # fmt: skip
 """What pathgrade's processes and commands write through the endpoint: alerts, scores,
 dataset, run and gate records, the judge's cache and calls. Spans come only from Kafka."""
-_SQL_FIELDS = frozenset({"sql", "parameters"})
+_SQL_FIELDS = frozenset({"sql", "parameters", "tenant"})
 _INSERT_FIELDS = frozenset({"table", "columns", "rows", "skip_rejected"})
 
 
@@ -165,7 +166,9 @@ class _StoreHandler(QuietHandler):
     def _dispatch(self, body: Any) -> dict[str, Any]:
         if self.path == "/sql":
             _check_fields(body, _SQL_FIELDS, {"sql"})
-            result = self.server.store.query(body["sql"], body.get("parameters"), readonly=True)
+            result = self.server.store.query(
+                body["sql"], body.get("parameters"), readonly=True, tenant=body.get("tenant")
+            )
             return result.__dict__
         if self.path == "/insert":
             return self._insert(body)
@@ -240,11 +243,18 @@ class RemoteStore:
         self.timeout_s = timeout_s
 
     def query(
-        self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = True
+        self,
+        sql: str,
+        parameters: dict[str, Any] | None = None,
+        readonly: bool = True,
+        tenant: str | None = None,
     ) -> QueryResult:
         """Every query through the endpoint runs read-only, whatever `readonly` says
-        (writes are `insert`)."""
-        payload = self._post("/sql", {"sql": sql, "parameters": parameters})
+        (writes are `insert`); of `tenant`'s rows only, when given."""
+        body = {"sql": sql, "parameters": parameters}
+        if tenant is not None:
+            body["tenant"] = tenant
+        payload = self._post("/sql", body)
         return QueryResult(payload["columns"], payload["types"], payload["rows"])
 
     def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:

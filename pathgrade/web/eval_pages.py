@@ -10,11 +10,9 @@ from typing import Any
 
 from starlette.requests import Request
 
-from pathgrade.batch_plane.evaluation.gate import Verdict
 from pathgrade.web import params as p
-from pathgrade.web.gate_page import GateView, metric_names, run_evidence
+from pathgrade.web.gate_page import recorded_gate_view, run_evidence
 from pathgrade.web.rendering import NotFound, Ui
-from pathgrade.web.store_reads import ReadStore
 from pathgrade.web.viewers import Viewer
 
 Page = tuple[str, dict[str, Any]]
@@ -51,19 +49,10 @@ def runs(ui: Ui, request: Request) -> Page:
 
 
 def gate(ui: Ui, request: Request) -> Page:
-    viewer: Viewer = request.state.viewer
     gate_id = request.path_params["gate_id"]
-    rows = ui.store.rows(
-        "SELECT Verdict, CandidateRun, BaselineRun, DecidedAt FROM gates FINAL "
-        f"WHERE {viewer.where('Tenant')} AND GateId = {{gate:String}}",
-        {"gate": gate_id, **viewer.parameters},
-    )
-    if not rows:
+    view = recorded_gate_view(ui.store, request.state.viewer, gate_id)
+    if view is None:
         raise NotFound(f"gate {gate_id!r}: not in the store")
-    verdict_json, candidate, baseline, decided_at = rows[0]
-    verdict = Verdict.model_validate_json(verdict_json)
-    evidence = run_evidence(ui.store, viewer, candidate, baseline, metric_names(verdict))
-    view = GateView(verdict, gate_id, candidate, baseline, decided_at, evidence)
     return "gate.html", {"view": view}
 
 
@@ -191,18 +180,6 @@ def _user_text(text: str) -> str:
     except (TypeError, json.JSONDecodeError):
         return text
     return str(value.get("user", "")) if isinstance(value, dict) else str(value)
-
-
-def run_ids_of(store: ReadStore, viewer: Viewer) -> list[str]:
-    """Run ids the viewer may see, newest first (the compare form's choices)."""
-    return [
-        run
-        for (run,) in store.rows(
-            f"SELECT RunId FROM runs FINAL WHERE {viewer.where('Tenant')} "
-            f"ORDER BY StartedAt DESC LIMIT {LISTED}",
-            viewer.parameters,
-        )
-    ]
 
 
 PAGES = {

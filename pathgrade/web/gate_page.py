@@ -111,6 +111,21 @@ class GateView:
         return row_items(row, self.evidence) if row.check == "metric" else []
 
 
+def recorded_gate_view(store: ReadStore, viewer: Viewer, gate_id: str) -> GateView | None:
+    """The page of recorded gate `gate_id` (None when the viewer has no such gate)."""
+    rows = store.rows(
+        "SELECT Verdict, CandidateRun, BaselineRun, DecidedAt FROM gates FINAL "
+        f"WHERE {viewer.where('Tenant')} AND GateId = {{gate:String}}",
+        {"gate": gate_id, **viewer.parameters},
+    )
+    if not rows:
+        return None
+    verdict_json, candidate, baseline, decided_at = rows[0]
+    verdict = Verdict.model_validate_json(verdict_json)
+    evidence = run_evidence(store, viewer, candidate, baseline, metric_names(verdict))
+    return GateView(verdict, gate_id, candidate, baseline, decided_at, evidence)
+
+
 def standalone_html(view: GateView, css: str | None = None) -> str:
     """The gate page as one self-contained HTML file."""
     style = css if css is not None else (HERE / "static" / "app.css").read_text()
@@ -123,10 +138,6 @@ def standalone_html(view: GateView, css: str | None = None) -> str:
 
 def metric_names(verdict: Verdict) -> list[str]:
     return sorted({row.metric for row in verdict.rows if row.check == "metric"})
-
-
-def attempts_by_repeat(attempts: list[Attempt]) -> dict[int, Attempt]:
-    return {a.repeat: a for a in attempts}
 
 
 def evidence_from_records(candidate: list[Any], baseline: list[Any]) -> Evidence:

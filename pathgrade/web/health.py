@@ -37,7 +37,7 @@ def _total(workers: list[dict[str, Any] | None], key: str) -> int:
 def problems(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
     """What has stopped between snapshot `before` and snapshot `now` (or, without an
     earlier one, what does not answer)."""
-    found = []
+    found = [f"a box does not answer: {where}" for where in now.get("unreachable", [])]
     collector, workers = now.get("collector"), now.get("realtime") or []
     if collector is None:
         found.append("receiving has stopped: the collector does not answer")
@@ -80,7 +80,10 @@ def dead_letters(snapshot: dict[str, Any]) -> list[tuple[str, int]]:
     """What was accepted somewhere but could not go on: (what, how many)."""
     workers = snapshot.get("realtime") or []
     return [
-        ("spans rejected at the collector", (snapshot.get("collector") or {}).get("rejected_spans", 0)),
+        (
+            "spans rejected at the collector",
+            (snapshot.get("collector") or {}).get("rejected_spans", 0),
+        ),
         ("spans the store could not encode", snapshot["store_writer"].get("rejected_spans", 0)),
         ("alerts the alerts table refused", _total(workers, "alerts_rejected")),
         ("webhook deliveries dropped", _total(workers, "webhook_dropped")),

@@ -18,7 +18,7 @@ from pathgrade.detectors.prices import PriceTable, shipped_price_table
 from pathgrade.web import formatting
 from pathgrade.web.health import HealthWatch, Status
 from pathgrade.web.params import BadParameter
-from pathgrade.web.store_reads import ReadStore
+from pathgrade.web.store_reads import ReadStore, viewing
 from pathgrade.web.viewers import Viewer, Viewers
 
 HERE = Path(__file__).parent
@@ -37,7 +37,7 @@ NAVIGATION = (
 class UiSettings:
     """What the UI reads and who may read it."""
 
-    store: Any  # a ClientStore or RemoteStore; only read through ReadStore
+    store: Any  # a ClientStore; only read through ReadStore
     viewers: Viewers = field(default_factory=Viewers)
     status: Callable[[], Status | None] = lambda: None  # `pathgrade up`'s latest status
     prices: PriceTable = field(default_factory=shipped_price_table)
@@ -69,7 +69,9 @@ class Ui:
         self.health = HealthWatch(settings.status)
         self.environment = templates()
 
-    def render(self, request: Request, template: str, status: int = 200, **context: Any) -> Response:
+    def render(
+        self, request: Request, template: str, status: int = 200, **context: Any
+    ) -> Response:
         document, problems = self.health.status()
         viewer: Viewer = request.state.viewer
         body = self.environment.get_template(template).render(
@@ -91,7 +93,8 @@ class Ui:
 
         def handler(request: Request) -> Response:
             try:
-                template, context = build(request)
+                with viewing(request.state.viewer.tenant):
+                    template, context = build(request)
             except BadParameter as exc:
                 return self.render(request, "message.html", 400, title="Bad request",
                                    message=str(exc))  # fmt: skip

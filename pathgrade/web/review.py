@@ -1,9 +1,10 @@
 """The review queue: traces routed to a human, oldest first, until a reviewer labels them.
 
 A trace is routed for review by negative user feedback (a span's `pathgrade.feedback`,
-as the realtime sampler reads it) or by a flag (a high or critical violation alert). A reviewer's label is a human score in `scores`, recorded with
-`pathgrade review label TRACE --metric M --value V [--note ...]`; a trace with one leaves the
-queue and is listed under the labelled traces.
+as the realtime sampler reads it) or by a flag (a high or critical violation alert). A
+reviewer's label is a human score in `scores`, recorded with
+`pathgrade review label TRACE --metric M --value V [--note ...]`; a trace with one leaves
+the queue and is listed under the labelled traces.
 """
 
 from __future__ import annotations

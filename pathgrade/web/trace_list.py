@@ -182,8 +182,8 @@ class _Sql:
 
 def cost_expression(prices: PriceTable) -> str:
     """SQL: a span's list-price cost in USD from its tokens and model (NaN for a model the
-    table lacks; 0 for a span without tokens), matching a model by exact name, then by longest dated prefix, as
-    `PriceTable.price_of` does without a provider."""
+    table lacks; 0 for a span without tokens), matching a model by exact name, then by
+    longest dated prefix, as `PriceTable.price_of` does without a provider."""
     conditions, inputs, outputs = [], [], []
     for price in sorted(prices.models, key=lambda m: -len(m.model)):
         name = price.model.replace("\\", "\\\\").replace("'", "\\'")
@@ -352,7 +352,8 @@ def _add_details(
         "SELECT Tenant, TraceId, count(), countIf(StatusCode = 'Error' OR GenAIErrorType != ''), "
         f"groupUniqArrayIf(GenAIToolName, GenAIToolName != ''), "
         f"groupUniqArrayIf({MODEL}, {MODEL} != ''), "
-        "sum(ifNull(GenAITotalTokens, ifNull(GenAIInputTokens, 0) + ifNull(GenAIOutputTokens, 0))), "
+        "sum(ifNull(GenAITotalTokens, "
+        "ifNull(GenAIInputTokens, 0) + ifNull(GenAIOutputTokens, 0))), "
         f"sum({cost_expression(prices)}) FROM spans FINAL WHERE {scope} AND {condition} "
         "GROUP BY Tenant, TraceId",
         values,
