@@ -30,3 +30,38 @@ def tenant_filters(tenant: str) -> str:
 def tenant_settings(tenant: str | None) -> dict[str, Any]:
     """Query settings keeping `tenant`'s rows ({} for every tenant's)."""
     return {} if tenant is None else {SETTING: tenant_filters(tenant)}
+
+
+class TenantStore:
+    """A `Store` that is one tenant's: every query reads only its rows (`tenant_settings`),
+    and rows inserted into a tenant table without a Tenant column get this tenant. Offline
+    commands (datasets, eval, gate) run on it with `--tenant`."""
+
+    def __init__(self, store: Any, tenant: str) -> None:
+        self.store = store
+        self.tenant = tenant
+
+    def query(
+        self,
+        sql: str,
+        parameters: dict[str, Any] | None = None,
+        readonly: bool = False,
+        tenant: str | None = None,
+    ) -> Any:
+        del tenant  # always this store's
+        return self.store.query(sql, parameters, readonly=readonly, tenant=self.tenant)
+
+    def _with_tenant(
+        self, table: str, rows: list[list[Any]], column_names: list[str]
+    ) -> tuple[list[list[Any]], list[str]]:
+        if table not in TENANT_TABLES or "Tenant" in column_names:
+            return rows, column_names
+        return [[*row, self.tenant] for row in rows], [*column_names, "Tenant"]
+
+    def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:
+        self.store.insert(table, *self._with_tenant(table, rows, column_names))
+
+    def insert_encodable(
+        self, table: str, rows: list[list[Any]], column_names: list[str]
+    ) -> list[Any]:
+        return self.store.insert_encodable(table, *self._with_tenant(table, rows, column_names))

@@ -24,7 +24,6 @@ from pathgrade.cli.support import (
     since_ns,
     stop_on_signal,
     store_args,
-    tenant_arg,
 )
 
 STATUS_EVERY_S = 2.0
@@ -32,13 +31,12 @@ STATUS_EVERY_S = 2.0
 
 def register(commands: Any) -> None:
     alerts = commands.add_parser("alerts", help="list alerts from the realtime plane")
-    store_args(alerts)
+    store_args(alerts, tenant=True)
     alerts.add_argument(
         "--since", metavar="DURATION|ISO",
         help="only alerts detected since then: 15m, 2h, 1d, or 2025-07-01T12:00:00",
     )  # fmt: skip
     alerts.add_argument("--code", metavar="PGxxx", help="only this detector code")
-    tenant_arg(alerts)
     alerts.add_argument("--limit", type=positive_int, default=1000)
     alerts.add_argument("--format", choices=["table", "json"], default="table")
     alerts.add_argument(
@@ -108,7 +106,7 @@ def _cmd_alerts(args: argparse.Namespace) -> int:
         if args.follow:
             _follow_alerts(args, store, since if since is not None else time.time_ns())
             return 0
-        result = store.query(sql, parameters, readonly=True, tenant=args.tenant)
+        result = store.query(sql, parameters, readonly=True)
     print(format_table(result) if args.format == "table" else format_json(result))
     return 0
 
@@ -129,7 +127,7 @@ def _follow_alerts(args: argparse.Namespace, store: Any, since: int) -> None:
             print("\n".join("  ".join(str(v) for v in row) for row in result.rows), flush=True)
 
     follow(
-        lambda sql, parameters: store.query(sql, parameters, readonly=True, tenant=args.tenant),
+        lambda sql, parameters: store.query(sql, parameters, readonly=True),
         args.code, since, emit, stop.wait,
     )  # fmt: skip
 

@@ -24,7 +24,7 @@ SUFFIX_FORMATS = {".md": "markdown", ".json": "json", ".xml": "junit", ".html": 
 def register(commands: Any) -> None:
     """Add `eval`, `gate`, `gates` and `scores` to the `pathgrade` sub-commands."""
     evaluate = commands.add_parser("eval", help="run a suite's datasets through an agent")
-    store_args(evaluate)
+    store_args(evaluate, tenant=True)
     evaluate.add_argument("suite", type=Path, metavar="SUITE.yaml")
     agent_args(evaluate)
     scoring_args(evaluate)
@@ -33,7 +33,7 @@ def register(commands: Any) -> None:
     gate = commands.add_parser(
         "gate", help="release gate: candidate run vs baseline run (exit 0 pass, 1 fail, 2 error)"
     )
-    store_args(gate)
+    store_args(gate, tenant=True)
     gate.add_argument("suite", type=Path, metavar="SUITE.yaml")
     gate.add_argument("--candidate", metavar="RUN", help="candidate run id (from the store)")
     gate.add_argument("--baseline", metavar="RUN", help="baseline run id (from the store)")
@@ -67,13 +67,13 @@ def register(commands: Any) -> None:
     gates = commands.add_parser("gates", help="recorded gate verdicts")
     gate_actions = gates.add_subparsers(dest="action", required=True)
     listed = gate_actions.add_parser("list", help="recorded gates, newest first")
-    store_args(listed)
+    store_args(listed, tenant=True)
     listed.add_argument("--suite", help="only this suite's gates")
     listed.add_argument("--limit", type=positive_int, default=20)
     listed.add_argument("--format", choices=("table", "json"), default="table")
     listed.set_defaults(run=_cmd_gates_list)
     shown = gate_actions.add_parser("show", help="print a recorded verdict again")
-    store_args(shown)
+    store_args(shown, tenant=True)
     shown.add_argument("gate_id", metavar="GATE_ID")
     shown.add_argument("--format", choices=FORMATS, default="table")
     shown.set_defaults(run=_cmd_gates_show)
@@ -81,7 +81,7 @@ def register(commands: Any) -> None:
     scores = commands.add_parser("scores", help="score files for the gate")
     actions = scores.add_subparsers(dest="action", required=True)
     export = actions.add_parser("export", help="write a run's scores as a JSONL score file")
-    store_args(export)
+    store_args(export, tenant=True)
     export.add_argument("--run", dest="run_id", required=True, metavar="RUN")
     export.add_argument("--out", type=Path, required=True, metavar="FILE.jsonl")
     export.add_argument(

@@ -10,15 +10,13 @@ from pathgrade.cli.support import (
     cli_store,
     int_between,
     store_args,
-    tenant_arg,
 )
 
 
 def register(commands: Any) -> None:
     sql = commands.add_parser("sql", help="run a read-only query against the store")
-    store_args(sql)
+    store_args(sql, tenant=True)
     sql.add_argument("--format", choices=["table", "json"], default="table")
-    tenant_arg(sql)
     sql.add_argument("query", help='the SQL, e.g. "SELECT count() FROM spans"')
     sql.set_defaults(run=_cmd_sql)
 
@@ -52,7 +50,7 @@ def _cmd_sql(args: argparse.Namespace) -> int:
     from pathgrade.cli.output import format_json, format_table
 
     with cli_store(args) as store:
-        result = store.query(args.query, readonly=True, tenant=args.tenant)
+        result = store.query(args.query, readonly=True)
     print(format_table(result) if args.format == "table" else format_json(result))
     return 0
 

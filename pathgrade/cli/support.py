@@ -141,8 +141,9 @@ def log_format_arg(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def store_args(parser: argparse.ArgumentParser) -> None:
-    """`--data-dir` and `--clickhouse`: where the command finds the store."""
+def store_args(parser: argparse.ArgumentParser, tenant: bool = False) -> None:
+    """`--data-dir` and `--clickhouse`: where the command finds the store; with `tenant`,
+    `--tenant` too (`tenant_arg`)."""
     parser.add_argument(
         "--data-dir", type=Path, default=DEFAULT_DATA_DIR,
         help="embedded store and spill directory (default ./pathgrade-data)",
@@ -153,14 +154,17 @@ def store_args(parser: argparse.ArgumentParser) -> None:
         f"FILE for TLS) instead of the embedded store; default ${CLICKHOUSE_ENV}, which keeps "
         "the password off the command line",
     )  # fmt: skip
+    if tenant:
+        tenant_arg(parser)
 
 
 def tenant_arg(parser: argparse.ArgumentParser) -> None:
-    """`--tenant T`: read only that tenant's rows."""
+    """`--tenant T`: the command reads only that tenant's rows and writes its rows as it."""
     parser.add_argument(
         "--tenant", metavar="TENANT",
-        help="read only this tenant's rows of every table that has a tenant (ClickHouse's "
-        "additional_table_filters on spans, alerts, scores, datasets, runs, gates, ...)",
+        help="work as this tenant: read only its rows of every table that has a tenant "
+        "(spans, alerts, scores, datasets, runs, gates, ...) and write datasets, runs and "
+        "gates as its (default: read every tenant's, write as 'default')",
     )  # fmt: skip
 
 
@@ -194,14 +198,17 @@ def realtime_settings(path: Path | None, **flags: Any) -> dict[str, Any]:
 
 @contextmanager
 def cli_store(args: argparse.Namespace, must_exist: bool = True) -> Iterator[Any]:
-    """The store of `--data-dir`/`--clickhouse`; store errors become CliErrors
-    (exit 2 when the store cannot be opened, 1 when a query fails)."""
+    """The store of `--data-dir`/`--clickhouse` (one tenant's with `--tenant`); store
+    errors become CliErrors (exit 2 when the store cannot be opened, 1 when a query
+    fails)."""
     from pathgrade.batch_plane.store.client import QueryError, StoreUnavailable
+    from pathgrade.batch_plane.store.tenancy import TenantStore
     from pathgrade.stack.store_access import NoStore, open_store
 
+    tenant = getattr(args, "tenant", None)
     try:
         with open_store(args.data_dir, args.clickhouse, must_exist=must_exist) as store:
-            yield store
+            yield TenantStore(store, tenant) if tenant else store
     except (NoStore, StoreUnavailable) as exc:
         raise CliError(str(exc)) from exc
     except QueryError as exc:
