@@ -199,7 +199,7 @@ class Stack:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.store = StoreOwner(
             self.bootstrap, self.data_dir, self.options.clickhouse,
-            self.options.store_writer_niceness,
+            self.options.store_writer_niceness, self._tokens_file,
         )  # fmt: skip
         try:
             for stale in self.store.claim():
@@ -323,15 +323,32 @@ class Stack:
             summary_every_s=self.options.status_every_s or pace.summary_every_s,
         )
 
+    @property
+    def _tokens_file(self) -> Path | None:
+        """The collector's tokens file (the browser UI's viewers too), if any."""
+        path = self.options.collector.get("tokens_file")
+        return Path(path) if path else None
+
+    def _demo_headers(self) -> dict[str, str] | None:
+        """With a tokens file, demo traffic carries the file's first token (its tenant)."""
+        if self._tokens_file is None:
+            return None
+        import yaml
+
+        tokens = yaml.safe_load(self._tokens_file.read_text()) or {}
+        return {"authorization": f"Bearer {next(iter(tokens))}"} if tokens else None
+
     def _start_demo(self) -> None:
         from pathgrade.demo import run_demo
 
         url = f"http://127.0.0.1:{self.http_port}"
+        headers = self._demo_headers()
 
         def demo() -> None:
             summary = run_demo(
-                url, traces=0, rate_per_s=self.options.demo_rate_per_s, stop=self.stop_event
-            )
+                url, traces=0, rate_per_s=self.options.demo_rate_per_s, stop=self.stop_event,
+                headers=headers,
+            )  # fmt: skip
             self.out(f"demo sent {summary.traces} traces ({summary.spans} spans)")
 
         self._demo = threading.Thread(target=demo, name="demo", daemon=True)

@@ -19,6 +19,7 @@ from pathgrade.stack.status import summed
 from pathgrade.web.endpoint import QueryServer
 from pathgrade.web.rendering import UiSettings
 from pathgrade.web.server import UiServer
+from pathgrade.web.viewers import Viewers
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +36,11 @@ class StoreOwner:
         data_dir: Path,
         clickhouse: str | None = None,
         writer_niceness: int = 0,
+        ui_tokens_file: Path | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.writer_niceness = writer_niceness  # see pathgrade.stack.priority
+        self.ui_tokens_file = ui_tokens_file  # the browser UI's viewers (the collector's file)
         self.data_dir = data_dir.resolve()
         self.dsn = clickhouse or embedded_dsn(str(self.data_dir))
         self.lock = DataDirLock(self.data_dir)
@@ -71,7 +74,10 @@ class StoreOwner:
         self.query_server = QueryServer(self.store)
         threading.Thread(target=self.query_server.serve_forever, name="query", daemon=True).start()
         query_server = self.query_server
-        self.ui_server = UiServer(UiSettings(self.store, status=lambda: query_server.status))
+        viewers = Viewers(self.ui_tokens_file)
+        self.ui_server = UiServer(
+            UiSettings(self.store, viewers, status=lambda: query_server.status)
+        )
         self.ui_server.start()
 
     def resume_writer(self) -> None:

@@ -68,11 +68,11 @@ def create_app(settings: UiSettings) -> Starlette:
 
 
 def _login_form(ui: Ui) -> Callable[[Request], Response]:
-    def form(request: Request, failed: bool = False) -> Response:
+    def form(request: Request) -> Response:
         body = ui.environment.get_template("login.html").render(
-            next=_safe_next(request.query_params.get("next", "/traces")), failed=failed
+            next=_safe_next(request.query_params.get("next", "/traces")), failed=False
         )
-        return HTMLResponse(body, status_code=401)
+        return HTMLResponse(body)
 
     return form
 
