@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 TENANT_TABLES = (
-    "spans", "spans_trace_id_ts", "trace_roots", "alerts", "scores", "datasets",
+    "spans", "spans_trace_id_ts", "trace_roots", "span_counts", "alerts", "scores", "datasets",
     "dataset_items", "runs", "gates", "gate_rows",
 )  # fmt: skip
 """Every table with a Tenant column (migrations 0001-0008)."""

@@ -284,3 +284,32 @@ ORDER BY (GateId, RowIndex);
 
 ALTER TABLE dataset_items ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS RegressionCheck String DEFAULT '';
 
+CREATE TABLE IF NOT EXISTS span_counts ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    Minute DateTime,
+    ServiceName LowCardinality(String),
+    GenAIAgentName LowCardinality(String),
+    GenAIToolName LowCardinality(String),
+    Model LowCardinality(String),
+    Spans UInt64,
+    Roots UInt64
+)
+ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+PARTITION BY toDate(Minute)
+ORDER BY (Tenant, Minute, ServiceName, GenAIAgentName, GenAIToolName, Model);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS span_counts_mv ON CLUSTER 'pathgrade' TO span_counts AS
+SELECT Tenant, toStartOfMinute(Timestamp) AS Minute, ServiceName, GenAIAgentName,
+       GenAIToolName, if(GenAIResponseModel != '', GenAIResponseModel, GenAIRequestModel) AS Model,
+       count() AS Spans, countIf(ParentSpanId = '') AS Roots
+FROM spans
+GROUP BY Tenant, Minute, ServiceName, GenAIAgentName, GenAIToolName, Model;
+
+INSERT INTO span_counts
+SELECT Tenant, toStartOfMinute(Timestamp) AS Minute, ServiceName, GenAIAgentName,
+       GenAIToolName, if(GenAIResponseModel != '', GenAIResponseModel, GenAIRequestModel) AS Model,
+       count() AS Spans, countIf(ParentSpanId = '') AS Roots
+FROM spans
+GROUP BY Tenant, Minute, ServiceName, GenAIAgentName, GenAIToolName, Model;
+

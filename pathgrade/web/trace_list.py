@@ -28,6 +28,7 @@ SORTS = ("start", "duration")
 ORDERS = ("desc", "asc")
 SEVERITIES = ("low", "medium", "high", "critical")
 FACET_VALUES = 12  # most frequent values shown per facet
+FACET_TRACES = 20_000  # a filtered list's counts are over its newest this many traces
 _SORT_COLUMN = {"start": "Timestamp", "duration": "Duration"}
 _FILTER_NAMES = (
     "service", "agent", "tool", "model", "conversation", "code", "severity", "alert", "score",
@@ -317,10 +318,11 @@ def list_traces(
         "ServiceName, GenAIAgentName, GenAIConversationId, StatusCode, EvalRunId, "
         f"EvalDatasetItemId FROM trace_roots WHERE {sql.where} "
         f"ORDER BY {column} {direction}, TraceId {direction}, Tenant {direction} "
-        f"LIMIT 1 BY Tenant, TraceId LIMIT {int(page_size) + 1}",
+        f"LIMIT {int(page_size) + 1}",
         sql.parameters,
     )
-    traces = [TraceRow(*row) for row in rows[:page_size]]
+    unique = {(row[0], row[1]): row for row in rows}  # a root stored twice, not merged yet
+    traces = [TraceRow(*row) for row in list(unique.values())[:page_size]]
     next_cursor = None
     if len(rows) > page_size and traces:
         last = traces[-1]
@@ -330,11 +332,15 @@ def list_traces(
     return TracePage(traces, next_cursor, facets(store, viewer, query, prices))
 
 
-def _pairs(traces: Sequence[TraceRow]) -> tuple[str, dict[str, Any]]:
-    """SQL `(Tenant, TraceId) IN {pairs:Array(Tuple(String, String))}` for `traces`."""
+def _keys(traces: Sequence[TraceRow]) -> tuple[str, dict[str, Any]]:
+    """SQL selecting the rows of `traces` by the primary key's prefix (tenants, trace ids:
+    a superset when several tenants are listed; callers keep their own pairs)."""
     return (
-        "(Tenant, TraceId) IN {pairs:Array(Tuple(String, String))}",
-        {"pairs": [(t.tenant, t.trace_id) for t in traces]},
+        "Tenant IN {tenants:Array(String)} AND TraceId IN {traces:Array(String)}",
+        {
+            "tenants": sorted({t.tenant for t in traces}),
+            "traces": sorted({t.trace_id for t in traces}),
+        },
     )
 
 
@@ -344,20 +350,24 @@ def _add_details(
     """Span counts, errors, tools, models, tokens, cost, alerts and scores of each row."""
     if not traces:
         return
-    condition, values = _pairs(traces)
+    condition, values = _keys(traces)
     values.update(viewer.parameters)
     scope = viewer.where("Tenant")
     by_key = {(t.tenant, t.trace_id): t for t in traces}
+    spans_once = (  # FINAL would merge the whole table's parts: one row per span here
+        f"(SELECT * FROM spans WHERE {scope} AND {condition} LIMIT 1 BY Tenant, TraceId, SpanId)"
+    )
     for tenant, trace_id, spans, errors, tools, models, tokens, cost in store.rows(
         "SELECT Tenant, TraceId, count(), countIf(StatusCode = 'Error' OR GenAIErrorType != ''), "
         f"groupUniqArrayIf(GenAIToolName, GenAIToolName != ''), "
         f"groupUniqArrayIf({MODEL}, {MODEL} != ''), "
         "sum(ifNull(GenAITotalTokens, "
         "ifNull(GenAIInputTokens, 0) + ifNull(GenAIOutputTokens, 0))), "
-        f"sum({cost_expression(prices)}) FROM spans FINAL WHERE {scope} AND {condition} "
-        "GROUP BY Tenant, TraceId",
+        f"sum({cost_expression(prices)}) FROM {spans_once} GROUP BY Tenant, TraceId",
         values,
     ):
+        if (tenant, trace_id) not in by_key:
+            continue
         row = by_key[(tenant, trace_id)]
         row.spans, row.errors, row.tokens = spans, errors, int(tokens)
         row.tools, row.models = sorted(tools), sorted(models)
@@ -369,6 +379,8 @@ def _add_details(
         f"AND {condition} GROUP BY Tenant, TraceId",
         values,
     ):
+        if (tenant, trace_id) not in by_key:
+            continue
         row = by_key[(tenant, trace_id)]
         row.alerts, row.codes = alerts, sorted(codes)
         row.severity = max(severities, key=lambda s: rank.get(s, -1), default="")
@@ -377,51 +389,58 @@ def _add_details(
         "GROUP BY Tenant, TraceId",
         values,
     ):
-        by_key[(tenant, trace_id)].scores = scores
+        if (tenant, trace_id) in by_key:
+            by_key[(tenant, trace_id)].scores = scores
 
 
 def facets(
     store: ReadStore, viewer: Viewer, query: TraceQuery, prices: PriceTable
 ) -> dict[str, list[tuple[str, int]]]:
     """The most frequent values of each filter among the traces the filters select: traces
-    per service, spans per agent, tool and model, alerts per detector code and severity."""
+    per service, spans per agent, tool and model, alerts per detector code and severity.
+
+    Without filters the counts come from `span_counts` (per minute: the range is rounded
+    out to whole minutes); with filters, from the newest FACET_TRACES matching traces."""
     sql = _root_filters(query, viewer, prices)
-    counts: dict[str, list[tuple[str, int]]] = {}
-    counts["service"] = [
-        (name, n)
-        for name, n in store.rows(
-            f"SELECT ServiceName, uniqExact(Tenant, TraceId) AS n FROM trace_roots "
-            f"WHERE {sql.where} GROUP BY ServiceName ORDER BY n DESC, ServiceName "
-            f"LIMIT {FACET_VALUES}",
+    if query.filtered:
+        chosen = (
+            f"(Tenant, TraceId) IN (SELECT Tenant, TraceId FROM trace_roots WHERE {sql.where} "
+            f"ORDER BY Timestamp DESC LIMIT {FACET_TRACES})"
+        )
+        per_span = store.rows(
+            f"SELECT ServiceName, GenAIAgentName, GenAIToolName, {MODEL} AS m, count(), "
+            f"countIf(ParentSpanId = '') FROM spans WHERE {viewer.where('Tenant')} AND "
+            "Timestamp >= fromUnixTimestamp64Nano({start:Int64}) AND "
+            f"Timestamp < fromUnixTimestamp64Nano({{span_end:Int64}}) AND {chosen} "
+            "GROUP BY ServiceName, GenAIAgentName, GenAIToolName, m",
             sql.parameters,
         )
-    ]
-    chosen = (
-        f"AND (Tenant, TraceId) IN (SELECT Tenant, TraceId FROM trace_roots WHERE {sql.where})"
-        if query.filtered
-        else ""
-    )
-    per_span: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for agent, tool, model, n in store.rows(
-        f"SELECT GenAIAgentName, GenAIToolName, {MODEL} AS m, count() FROM spans "
-        f"WHERE {viewer.where('Tenant')} AND Timestamp >= fromUnixTimestamp64Nano({{start:Int64}}) "
-        f"AND Timestamp < fromUnixTimestamp64Nano({{span_end:Int64}}) {chosen} "
-        "AND (GenAIAgentName != '' OR GenAIToolName != '' OR m != '') "
-        "GROUP BY GenAIAgentName, GenAIToolName, m",
-        sql.parameters,
-    ):
+        alert_scope = chosen
+    else:
+        per_span = store.rows(
+            "SELECT ServiceName, GenAIAgentName, GenAIToolName, Model, sum(Spans), sum(Roots) "
+            f"FROM span_counts WHERE {viewer.where('Tenant')} "
+            "AND Minute >= toStartOfMinute(fromUnixTimestamp64Nano({start:Int64})) "
+            "AND Minute < fromUnixTimestamp64Nano({end:Int64}) "
+            "GROUP BY ServiceName, GenAIAgentName, GenAIToolName, Model",
+            sql.parameters,
+        )
+        alert_scope = "TraceStartNs >= {start:Int64} AND TraceStartNs < {end:Int64}"
+    counted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for service, agent, tool, model, spans, roots in per_span:
+        if roots:
+            counted["service"][service] += roots
         for facet, value in (("agent", agent), ("tool", tool), ("model", model)):
             if value:
-                per_span[facet][value] += n
-    per_alert: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+                counted[facet][value] += spans
     for code, severity, n in store.rows(
         f"SELECT Code, Severity, count() FROM alerts FINAL WHERE {viewer.where('Tenant')} "
-        "AND TraceStartNs >= {start:Int64} AND TraceStartNs < {end:Int64} "
-        f"{chosen} GROUP BY Code, Severity",
+        f"AND {alert_scope} GROUP BY Code, Severity",
         sql.parameters,
     ):
-        per_alert["code"][code] += n
-        per_alert["severity"][severity] += n
-    for facet, values in (*per_span.items(), *per_alert.items()):
-        counts[facet] = sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))[:FACET_VALUES]
-    return counts
+        counted["code"][code] += n
+        counted["severity"][severity] += n
+    return {
+        facet: sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))[:FACET_VALUES]
+        for facet, values in counted.items()
+    }

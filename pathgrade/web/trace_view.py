@@ -264,7 +264,9 @@ def load_trace_view(
     details = {row.span.span_id: span_detail(row.span, start, prices) for row in rows}
     root = rows[0].span if rows else None
     for finding in findings:
-        finding.span_id = finding.span_id or (root.span_id if root else "")  # trace-level    for finding in findings:
+        finding.span_id = finding.span_id or (
+            root.span_id if root else ""
+        )  # trace-level    for finding in findings:
         for span_id in finding.spans:
             if span_id in details:
                 details[span_id].findings.append(finding)
