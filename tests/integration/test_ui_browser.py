@@ -123,8 +123,9 @@ def _populate(
                "--publish", *tenant)  # fmt: skip
     assert done.returncode == 0, done.stderr
     for build, run_id in (("healthy", "ui-base"), ("stale_index", "ui-cand")):
-        done = cli("eval", str(SEEDED / "suite.yaml"), "--agent", f"{SEEDED / 'agent.py'}:{build}",
-                   "--run-id", run_id, "--token", "token-acme", "--otlp", otlp, *tenant)  # fmt: skip
+        agent = f"{SEEDED / 'agent.py'}:{build}"
+        done = cli("eval", str(SEEDED / "suite.yaml"), "--agent", agent, "--run-id", run_id,
+                   "--token", "token-acme", "--otlp", otlp, *tenant)  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
     gate_html = tmp_path_factory.mktemp("gate") / "gate.html"
     gated = cli("gate", str(SEEDED / "suite.yaml"), "--candidate", "ui-cand", "--baseline",

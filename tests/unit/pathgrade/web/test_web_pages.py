@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -32,6 +31,7 @@ from pathgrade.web.viewers import EVERY_TENANT, Viewer, Viewers
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 
 LOOPBACK = "http://127.0.0.1:8080"
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 MARK_B = "tenant-b-marker"  # every row of tenant B carries it somewhere visible
 
 
@@ -198,7 +198,7 @@ def test_a_tenants_viewer_sees_no_row_of_another_tenant(
     tokens_client: TestClient, seeded: dict[str, list[str]]
 ) -> None:
     login = tokens_client.post("/login", content="token=tok-a&next=/traces",
-                               headers={"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+                               headers=FORM)  # fmt: skip
     assert login.status_code == 303 and login.headers["location"] == "/traces"
     pages = ["/traces?from=1d", "/alerts?from=1d", "/runs", "/datasets", "/review", "/edge",
              f"/trace/{seeded['a'][0]}", f"/trace/{seeded['a'][0]}?tenant=b",
@@ -218,7 +218,7 @@ def test_a_tenants_viewer_sees_no_row_of_another_tenant(
     anonymous = tokens_client.get("/traces")
     assert anonymous.status_code == 303 and anonymous.headers["location"].startswith("/login")
     wrong = tokens_client.post("/login", content="token=nope",
-                               headers={"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+                               headers=FORM)  # fmt: skip
     assert wrong.status_code == 401 and "not known" in wrong.text
     bearer = tokens_client.get("/traces?from=1d", headers={"Authorization": "Bearer tok-b"})
     assert bearer.status_code == 200 and MARK_B in bearer.text
@@ -273,6 +273,7 @@ def test_the_waterfall_puts_children_under_parents_on_one_axis(
     store: ClientStore, seeded: dict[str, list[str]]
 ) -> None:
     from pathgrade.batch_plane.store.trace_rows import load_trace
+
     from pathgrade.web.trace_view import waterfall
 
     trace = load_trace(store, "a", seeded["a"][2])
@@ -288,9 +289,9 @@ def test_the_waterfall_puts_children_under_parents_on_one_axis(
     assert [r.depth for r in waterfall(trace.spans)[0] if r.span is orphan] == [0]
 
 
-def test_gate_report_is_one_file_with_the_failing_rows(tmp_path: Path) -> None:
-    from pathgrade.web.gate_page import GateView, ItemScores, standalone_html
+def test_gate_report_is_one_file_with_the_failing_rows() -> None:
     from pathgrade.web.gate_page import Attempt as Scored
+    from pathgrade.web.gate_page import GateView, ItemScores, standalone_html
 
     row = GateRow(check="metric", metric="reference_match", passed=False,
                   reason="mean 0.5000 below threshold 0.95", candidate_mean=0.5)  # fmt: skip
