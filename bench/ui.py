@@ -23,12 +23,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from starlette.testclient import TestClient
-
 from pathgrade.batch_plane.store.client import ClientStore, connect, embedded_dsn
 from pathgrade.schemas.migrations import migrate
+from starlette.testclient import TestClient
+
 from pathgrade.web.app import create_app
 from pathgrade.web.rendering import UiSettings
+from pathgrade.web.viewers import Viewers
 
 SPANS_PER_TRACE = 5
 CHUNK_TRACES = 200_000
@@ -135,6 +136,12 @@ def main() -> None:
               f"{traces:,} traces (filled in {time.perf_counter() - started:.0f} s)")  # fmt: skip
         client.command("OPTIMIZE TABLE trace_roots FINAL")
         ui = TestClient(create_app(UiSettings(store)), base_url="http://127.0.0.1")
+        tokens = data_dir / "viewer-tokens.yaml"
+        tokens.write_text("bench-token: acme\n")
+        acme = TestClient(
+            create_app(UiSettings(store, Viewers(tokens))), base_url="http://ui.example",
+            headers={"Authorization": "Bearer bench-token"},
+        )  # fmt: skip
         some_trace = store.query(
             "SELECT TraceId FROM trace_roots WHERE Tenant = 'acme' ORDER BY Timestamp DESC "
             "LIMIT 1 OFFSET 1000"
@@ -144,7 +151,8 @@ def main() -> None:
             "count() over spans (SpanName LIKE, a column scan)": lambda: store.query(
                 "SELECT count() FROM spans WHERE SpanName LIKE '%refund%'"
             ),
-            "trace list, first page (GET /traces)": page(ui, "/traces"),
+            "trace list, first page, loopback: every tenant (GET /traces)": page(ui, "/traces"),
+            "trace list, first page, tenant acme's viewer": page(acme, "/traces"),
             "trace list, filtered by service (GET /traces?service=svc-1)": page(
                 ui, "/traces?service=svc-1"
             ),
@@ -152,6 +160,7 @@ def main() -> None:
                 ui, "/traces?tool=issue_refund"
             ),
             f"trace page (GET /trace/{some_trace[:8]}...)": page(ui, f"/trace/{some_trace}"),
+            "trace page, tenant acme's viewer": page(acme, f"/trace/{some_trace}"),
         }
         results = {name: timed(call, args.repeats) for name, call in measured.items()}
         base_meta = results["count() over spans (metadata)"][0]

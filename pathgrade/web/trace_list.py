@@ -354,8 +354,13 @@ def _add_details(
     values.update(viewer.parameters)
     scope = viewer.where("Tenant")
     by_key = {(t.tenant, t.trace_id): t for t in traces}
+    columns = (
+        "Tenant, TraceId, StatusCode, GenAIErrorType, GenAIToolName, GenAIResponseModel, "
+        "GenAIRequestModel, GenAITotalTokens, GenAIInputTokens, GenAIOutputTokens"
+    )
     spans_once = (  # FINAL would merge the whole table's parts: one row per span here
-        f"(SELECT * FROM spans WHERE {scope} AND {condition} LIMIT 1 BY Tenant, TraceId, SpanId)"
+        f"(SELECT {columns} FROM spans WHERE {scope} AND {condition} "
+        "LIMIT 1 BY Tenant, TraceId, SpanId)"
     )
     for tenant, trace_id, spans, errors, tools, models, tokens, cost in store.rows(
         "SELECT Tenant, TraceId, count(), countIf(StatusCode = 'Error' OR GenAIErrorType != ''), "

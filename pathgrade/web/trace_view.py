@@ -225,7 +225,7 @@ def trace_tenants(store: ReadStore, viewer: Viewer, trace_id: str) -> list[str]:
     return [
         tenant
         for (tenant,) in store.rows(
-            f"SELECT DISTINCT Tenant FROM spans WHERE {viewer.where('Tenant')} "
+            f"SELECT DISTINCT Tenant FROM spans_trace_id_ts WHERE {viewer.where('Tenant')} "
             "AND TraceId = {trace:String} ORDER BY Tenant",
             {"trace": trace_id, **viewer.parameters},
         )

@@ -341,6 +341,10 @@ def test_the_gate_page_shows_the_failing_rows_of_the_seeded_defect(
     report = world.gate_html.read_text()  # `pathgrade gate --output gate.html`: the same page
     assert report.startswith("<!doctype html>") and "<script" not in report
     assert 'class="gate-row failed" data-metric="reference_match"' in report
+    shown = world.cli("gates", "show", world.gate_id, "--format", "html", "--tenant", "acme")
+    assert shown.returncode == 0, shown.stderr
+    assert 'class="gate-row failed" data-metric="reference_match"' in shown.stdout
+    assert world.gate_id in shown.stdout
 
 
 def test_edge_graph_shows_counts_on_hover_and_a_node_leads_to_its_conversations(
