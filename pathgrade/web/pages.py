@@ -14,7 +14,7 @@ from pathgrade.web.conversation import load_conversation
 from pathgrade.web.health import dead_letters, delays, processes
 from pathgrade.web.params import BadParameter
 from pathgrade.web.rendering import NotFound, Ui
-from pathgrade.web.trace_list import TraceQuery, list_traces
+from pathgrade.web.trace_list import FACET_TRACES, TraceQuery, list_traces
 from pathgrade.web.trace_view import TRACE_ID, load_trace_view, trace_tenants
 
 Page = tuple[str, dict[str, Any]]
@@ -40,7 +40,7 @@ def routes(ui: Ui) -> list[Route]:
 def traces(ui: Ui, request: Request) -> Page:
     query = TraceQuery.from_params(dict(request.query_params), ui.settings.clock_ns())
     page = list_traces(ui.store, request.state.viewer, query, ui.settings.prices)
-    return "traces.html", {"query": query, "page": page}
+    return "traces.html", {"query": query, "page": page, "facet_traces": FACET_TRACES}
 
 
 def trace(ui: Ui, request: Request) -> Page:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pathgrade.detectors.prices import PriceTable
+from pathgrade.detectors.prices import PriceTable, cost_usd
 from pathgrade.web import params as p
 from pathgrade.web.store_reads import ReadStore
 from pathgrade.web.viewers import Viewer
@@ -28,7 +28,7 @@ SORTS = ("start", "duration")
 ORDERS = ("desc", "asc")
 SEVERITIES = ("low", "medium", "high", "critical")
 FACET_VALUES = 12  # most frequent values shown per facet
-FACET_TRACES = 20_000  # a filtered list's counts are over its newest this many traces
+FACET_TRACES = 1_000  # a filtered list's counts are over its newest this many traces
 _SORT_COLUMN = {"start": "Timestamp", "duration": "Duration"}
 _FILTER_NAMES = (
     "service", "agent", "tool", "model", "conversation", "code", "severity", "alert", "score",
@@ -347,36 +347,47 @@ def _keys(traces: Sequence[TraceRow]) -> tuple[str, dict[str, Any]]:
 def _add_details(
     store: ReadStore, viewer: Viewer, traces: list[TraceRow], prices: PriceTable
 ) -> None:
-    """Span counts, errors, tools, models, tokens, cost, alerts and scores of each row."""
+    """Span counts, errors, tools, models, tokens, cost, alerts and scores of each row.
+
+    The page's spans are read by the primary key's prefix without FINAL (one row per span
+    by LIMIT BY) and summed here, cost with `detectors.prices.cost_usd` as on the trace
+    page: cheaper than ClickHouse planning the aggregates and the price table for a few
+    hundred rows."""
     if not traces:
         return
     condition, values = _keys(traces)
     values.update(viewer.parameters)
     scope = viewer.where("Tenant")
     by_key = {(t.tenant, t.trace_id): t for t in traces}
-    columns = (
-        "Tenant, TraceId, StatusCode, GenAIErrorType, GenAIToolName, GenAIResponseModel, "
-        "GenAIRequestModel, GenAITotalTokens, GenAIInputTokens, GenAIOutputTokens"
-    )
-    spans_once = (  # FINAL would merge the whole table's parts: one row per span here
-        f"(SELECT {columns} FROM spans WHERE {scope} AND {condition} "
-        "LIMIT 1 BY Tenant, TraceId, SpanId)"
-    )
-    for tenant, trace_id, spans, errors, tools, models, tokens, cost in store.rows(
-        "SELECT Tenant, TraceId, count(), countIf(StatusCode = 'Error' OR GenAIErrorType != ''), "
-        f"groupUniqArrayIf(GenAIToolName, GenAIToolName != ''), "
-        f"groupUniqArrayIf({MODEL}, {MODEL} != ''), "
-        "sum(ifNull(GenAITotalTokens, "
-        "ifNull(GenAIInputTokens, 0) + ifNull(GenAIOutputTokens, 0))), "
-        f"sum({cost_expression(prices)}) FROM {spans_once} GROUP BY Tenant, TraceId",
+    tools: dict[tuple[str, str], set[str]] = defaultdict(set)
+    models: dict[tuple[str, str], set[str]] = defaultdict(set)
+    unpriced: set[tuple[str, str]] = set()  # a model the price table lacks: no cost
+    for tenant, trace_id, failed, tool, provider, model, tokens_in, tokens_out, total in store.rows(
+        "SELECT Tenant, TraceId, StatusCode = 'Error' OR GenAIErrorType != '', "
+        f"GenAIToolName, GenAIProvider, {MODEL}, GenAIInputTokens, GenAIOutputTokens, "
+        f"GenAITotalTokens FROM spans WHERE {scope} AND {condition} "
+        "LIMIT 1 BY Tenant, TraceId, SpanId",
         values,
     ):
-        if (tenant, trace_id) not in by_key:
+        row = by_key.get((tenant, trace_id))
+        if row is None:
             continue
-        row = by_key[(tenant, trace_id)]
-        row.spans, row.errors, row.tokens = spans, errors, int(tokens)
-        row.tools, row.models = sorted(tools), sorted(models)
-        row.cost_usd = None if cost is None or cost != cost else float(cost)
+        row.spans += 1
+        row.errors += bool(failed)
+        if tool:
+            tools[(tenant, trace_id)].add(tool)
+        if model:
+            models[(tenant, trace_id)].add(model)
+        row.tokens += total if total is not None else (tokens_in or 0) + (tokens_out or 0)
+        if tokens_in or tokens_out:
+            cost = cost_usd(model, provider, tokens_in or 0, tokens_out or 0, prices)
+            if cost is None:
+                unpriced.add((tenant, trace_id))
+            row.cost_usd = (row.cost_usd or 0.0) + (cost or 0.0)
+    for key, row in by_key.items():
+        row.tools, row.models = sorted(tools[key]), sorted(models[key])
+        if key in unpriced:
+            row.cost_usd = None
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     for tenant, trace_id, alerts, codes, severities in store.rows(
         "SELECT Tenant, TraceId, countIf(Kind = 'violation'), groupUniqArray(Code), "
@@ -405,19 +416,26 @@ def facets(
     per service, spans per agent, tool and model, alerts per detector code and severity.
 
     Without filters the counts come from `span_counts` (per minute: the range is rounded
-    out to whole minutes); with filters, from the newest FACET_TRACES matching traces."""
+    out to whole minutes); with filters, over the newest FACET_TRACES matching traces
+    (found once, then read by primary key)."""
     sql = _root_filters(query, viewer, prices)
     if query.filtered:
-        chosen = (
-            f"(Tenant, TraceId) IN (SELECT Tenant, TraceId FROM trace_roots WHERE {sql.where} "
-            f"ORDER BY Timestamp DESC LIMIT {FACET_TRACES})"
-        )
+        newest = [
+            TraceRow(tenant, trace_id, 0, 0, "", "", "", "", "", "", "")
+            for tenant, trace_id in store.rows(
+                f"SELECT Tenant, TraceId FROM trace_roots WHERE {sql.where} "
+                f"ORDER BY Timestamp DESC LIMIT {FACET_TRACES}",
+                sql.parameters,
+            )
+        ]
+        if not newest:
+            return {}
+        chosen, keys = _keys(newest)
+        sql.parameters.update(keys)
         per_span = store.rows(
             f"SELECT ServiceName, GenAIAgentName, GenAIToolName, {MODEL} AS m, count(), "
             f"countIf(ParentSpanId = '') FROM spans WHERE {viewer.where('Tenant')} AND "
-            "Timestamp >= fromUnixTimestamp64Nano({start:Int64}) AND "
-            f"Timestamp < fromUnixTimestamp64Nano({{span_end:Int64}}) AND {chosen} "
-            "GROUP BY ServiceName, GenAIAgentName, GenAIToolName, m",
+            f"{chosen} GROUP BY ServiceName, GenAIAgentName, GenAIToolName, m",
             sql.parameters,
         )
         alert_scope = chosen
