@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer, set_span_in_context
 
-from pathgrade.realtime_plane.sampler import FEEDBACK_ATTRIBUTE
+from pathgrade.schemas.genai import PG_FEEDBACK
 
 Attributes = dict[str, Any]
 Message = dict[str, Any]  # one message in the GenAI message format (role + parts)
@@ -700,7 +700,7 @@ def emit_turn(tracer: Tracer, writer: ConventionWriter, turn: TurnPlan, end_ns: 
     if turn.confirmed_action:
         attributes["pathgrade.confirmed_action"] = turn.confirmed_action
     if turn.scenario in NEGATIVE_FEEDBACK_SCENARIOS:
-        attributes[FEEDBACK_ATTRIBUTE] = "negative"  # the customer's thumbs-down
+        attributes[PG_FEEDBACK] = "negative"  # the customer's thumbs-down
     clock = end_ns - turn_duration_ns(turn)
     root = tracer.start_span(
         name, context=Context(), kind=SpanKind.INTERNAL, attributes=attributes, start_time=clock

@@ -37,7 +37,11 @@ class ReadStore:
     def __init__(self, store: Any) -> None:
         self.store = store
 
-    def query(self, sql: str, parameters: dict[str, Any] | None = None) -> QueryResult:
+    def query(
+        self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = True
+    ) -> QueryResult:
+        """Rows of `sql`, read-only whatever `readonly` says (the `Store` signature)."""
+        del readonly
         return self.store.query(sql, parameters, readonly=True, tenant=_TENANT.get())
 
     def rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[list[Any]]:
