@@ -2,11 +2,12 @@
 (`pathgrade.stack.status`): what the health page shows and the red banner every page
 carries when storing, evaluating or delivering alerts has stopped.
 
-A stage has stopped when spans keep coming in but its counter did not move between two
-snapshots (or its process does not answer): the store writer's `spans` for storing, the
+A stage has stopped when spans kept coming in but its counter did not move for at least
+STALL_S (or its process does not answer): the store writer's `spans` for storing, the
 realtime processes' `traces_evaluated` for evaluating, and for delivering alerts the
 webhook's failures and drops and the alerts the table refused. `HealthWatch` keeps the
-snapshots it has seen, so it can compare the latest with the one before.
+snapshots it has seen, so it can compare the latest with the newest one at least STALL_S
+older (a store writer batching, or the realtime plane's quiet window, is not a stop).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 
 from pathgrade.realtime_plane.delays import MAX, P50, P99
 
+STALL_S = 30.0
+KEPT_S = 600.0  # snapshots older than this are forgotten
 Status = dict[str, Any]
 """`pathgrade up`'s status document: {"snapshot": ..., "line": ...}."""
 
@@ -102,10 +105,10 @@ def delays(snapshot: dict[str, Any]) -> list[tuple[str, float | None, float | No
 class HealthWatch:
     """Reads the stack's status when asked and remembers the snapshot before the latest."""
 
-    def __init__(self, source: Callable[[], Status | None]) -> None:
+    def __init__(self, source: Callable[[], Status | None], stall_s: float = STALL_S) -> None:
         self.source = source
-        self._latest: dict[str, Any] | None = None
-        self._before: dict[str, Any] | None = None
+        self.stall_s = stall_s
+        self._seen: list[dict[str, Any]] = []  # snapshots, oldest first
         self._lock = threading.Lock()
 
     def status(self) -> tuple[Status | None, list[str]]:
@@ -114,8 +117,10 @@ class HealthWatch:
         if not document:
             return None, []
         snapshot = document["snapshot"]
+        now = snapshot["taken_at"]
         with self._lock:
-            if self._latest is None or snapshot["taken_at"] != self._latest["taken_at"]:
-                self._before, self._latest = self._latest, snapshot
-            before = self._before
-        return document, problems(snapshot, before)
+            if not self._seen or now != self._seen[-1]["taken_at"]:
+                self._seen = [s for s in self._seen if now - s["taken_at"] <= KEPT_S]
+                self._seen.append(snapshot)
+            older = [s for s in self._seen if now - s["taken_at"] >= self.stall_s]
+        return document, problems(snapshot, older[-1] if older else None)

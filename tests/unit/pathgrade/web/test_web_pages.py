@@ -250,7 +250,9 @@ def test_a_red_banner_on_every_page_when_storing_stopped(
     snapshots = iter([
         {"taken_at": 1.0, "collector": {"accepted_spans": 100}, "store_writer": {"spans": 100},
          "realtime": [{"traces_evaluated": 20}]},
-        {"taken_at": 2.0, "collector": {"accepted_spans": 180}, "store_writer": {"spans": 100},
+        {"taken_at": 6.0, "collector": {"accepted_spans": 150}, "store_writer": {"spans": 100},
+         "realtime": [{"traces_evaluated": 20}]},  # a writer's batch and a quiet window
+        {"taken_at": 40.0, "collector": {"accepted_spans": 180}, "store_writer": {"spans": 100},
          "realtime": [{"traces_evaluated": 35}]},
     ])  # fmt: skip
     latest: dict[str, object] = {}
@@ -261,11 +263,13 @@ def test_a_red_banner_on_every_page_when_storing_stopped(
     client = TestClient(create_app(UiSettings(store, status=status)), base_url=LOOPBACK)
     latest.update(snapshot=next(snapshots), line="status: fine")
     assert 'id="stopped-banner"' not in client.get("/traces").text
+    latest.update(snapshot=next(snapshots), line="status: 5 s later, nothing stored yet")
+    assert 'id="stopped-banner"' not in client.get("/traces").text
     latest.update(snapshot=next(snapshots), line="status: stuck")
     for path in ("/traces", "/alerts", "/runs", "/health"):
         page = client.get(path).text
         assert 'id="stopped-banner"' in page, path
-        assert "storing has stopped: 80 spans arrived, none was stored" in page
+        assert "storing has stopped: 30 spans arrived, none was stored" in page
         assert "evaluating has stopped" not in page
 
 
