@@ -12,7 +12,7 @@ TENANT_TABLES = (
     "spans", "spans_trace_id_ts", "trace_roots", "span_counts", "alerts", "scores", "datasets",
     "dataset_items", "runs", "gates", "gate_rows",
 )  # fmt: skip
-"""Every table with a Tenant column (migrations 0001-0008)."""
+"""Every table with a Tenant column (migrations 0001-0009)."""
 SETTING = "additional_table_filters"
 
 

@@ -10,11 +10,12 @@ from urllib.parse import quote
 
 from starlette.requests import Request
 
-from pathgrade.batch_plane.edge.graph import load_graph
 from pathgrade.batch_plane.edge.report import graph_svg
 from pathgrade.batch_plane.edge.simulation import MANIFEST_SPAN
 from pathgrade.batch_plane.edge.store import EdgeRunNotFound, load_turns, run_metrics
+from pathgrade.schemas.agent_graph import load_graph
 from pathgrade.web.rendering import NotFound, Ui
+from pathgrade.web.store_reads import viewing
 from pathgrade.web.viewers import Viewer
 
 Page = tuple[str, dict[str, Any]]
@@ -48,7 +49,8 @@ def edge_run(ui: Ui, request: Request) -> Page:
     run_id = request.path_params["run_id"]
     tenant = _tenant_of_run(ui, request.state.viewer, run_id)
     try:
-        metrics = run_metrics(ui.store, run_id, tenant=tenant)  # type: ignore[arg-type]
+        with viewing(tenant):  # the run's tenant only, also for a loopback viewer
+            metrics = run_metrics(ui.store, run_id)  # type: ignore[arg-type]
     except EdgeRunNotFound as exc:
         raise NotFound(str(exc)) from exc
     graph = load_graph(metrics["graph"])
@@ -63,7 +65,8 @@ def edge_run(ui: Ui, request: Request) -> Page:
 def edge_node(ui: Ui, request: Request) -> Page:
     run_id, node = request.path_params["run_id"], request.path_params["node"]
     tenant = _tenant_of_run(ui, request.state.viewer, run_id)
-    turns = [t for t in load_turns(ui.store, run_id, tenant) if node in t.nodes]  # type: ignore[arg-type]
+    with viewing(tenant):
+        turns = [t for t in load_turns(ui.store, run_id) if node in t.nodes]  # type: ignore[arg-type]
     if not turns:
         raise NotFound(f"EDGE run {run_id!r}: no conversation went through node {node!r}")
     conversations: dict[tuple[str, str, int | None], list[Any]] = defaultdict(list)
