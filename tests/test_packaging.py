@@ -1,4 +1,5 @@
-"""pyproject.toml installs every package folder, under the one `pathgrade` namespace."""
+"""pyproject.toml installs every package folder, under the one `pathgrade` namespace; CI
+runs the README's test command."""
 
 from __future__ import annotations
 
@@ -25,3 +26,14 @@ def test_every_package_folder_is_installed_under_pathgrade() -> None:
 def test_the_package_dir_mapping_is_the_checkers() -> None:
     mapping = _setuptools()["package-dir"]
     assert {folder: package for package, folder in mapping.items()} == PACKAGE_DIRS
+
+
+def test_ci_runs_exactly_the_readmes_test_command() -> None:
+    """The README's test command (which installs Chromium for the browser tests when it is
+    missing) is the command .ci/run runs, so a fresh machine gets what CI gets."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("Install and run the tests", 1)[1]
+    command = section.split("```\n", 2)[1].strip()
+    assert "apt-get install -y -q chromium" in command and command.endswith("&& pytest")
+    ci = (REPO_ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == command

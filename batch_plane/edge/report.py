@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +80,23 @@ def _bend(start: Point, end: Point) -> Point:
     )
 
 
-def graph_svg(graph: AgentGraph, utility: Mapping[str, Any]) -> str:
-    """The graph as an SVG document, node size and edge width proportional to utility."""
+def _counts(rows: Sequence[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], Any]) -> dict:
+    """Utility rows by `key`."""
+    return {key(row): row for row in rows}
+
+
+def graph_svg(
+    graph: AgentGraph,
+    utility: Mapping[str, Any],
+    node_href: Callable[[str], str] | None = None,
+) -> str:
+    """The graph as an SVG document, node size and edge width proportional to utility; each
+    node and edge titled with its counts (queries, visits or traversals, failures) and
+    carrying them as `data-*` attributes. With `node_href`, each node links there."""
     positions = layout(graph)
     node_u, edge_u = utilities(utility)
+    node_rows = _counts(utility.get("nodes", []), lambda row: row["node"])
+    edge_rows = _counts(utility.get("edges", []), lambda row: (row["from"], row["to"]))
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
         f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
@@ -93,26 +106,42 @@ def graph_svg(graph: AgentGraph, utility: Mapping[str, Any]) -> str:
     ]
     for source, target in sorted(graph.edge_pairs()):
         value = edge_u.get((source, target), 0.0)
+        row = edge_rows.get((source, target), {})
         (x1, y1), (x2, y2) = start, end = _edge_ends(
             positions[source], positions[target], _gap(node_u, source, target)
         )
         cx, cy = _bend(start, end)
+        counts = (
+            f"{row.get('queries', 0)} queries, {row.get('traversals', 0)} traversals, "
+            f"{row.get('failures', 0)} failures"
+        )
         parts.append(
             f'<path d="M{x1:.1f},{y1:.1f} Q{cx:.1f},{cy:.1f} {x2:.1f},{y2:.1f}" fill="none" '
             f'stroke="#555" stroke-opacity="0.6" stroke-width="{edge_width(value):.2f}" '
-            f'marker-end="url(#arrow)"><title>{html.escape(source)} -&gt; '
-            f"{html.escape(target)}: utility {value:.2f}</title></path>"
+            f'marker-end="url(#arrow)" class="edge" data-edge="{html.escape(source)} -&gt; '
+            f'{html.escape(target)}" data-counts="utility {value:.2f}: {counts}">'
+            f"<title>{html.escape(source)} -&gt; {html.escape(target)}: utility {value:.2f} "
+            f"({counts})</title></path>"
         )
     for node in graph.nodes:
         x, y = positions[node.id]
         value = node_u.get(node.id, 0.0)
-        parts.append(
+        row = node_rows.get(node.id, {})
+        counts = (
+            f"{row.get('queries', 0)} queries, {row.get('visits', 0)} visits, "
+            f"{row.get('failures', 0)} failures"
+        )
+        shape = (
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{node_radius(value):.1f}" fill="#4a7bd0" '
-            f'fill-opacity="0.85" stroke="#1d3d7a"><title>{html.escape(node.id)}: utility '
-            f"{value:.2f}</title></circle>"
+            f'fill-opacity="0.85" stroke="#1d3d7a" class="node" data-node="'
+            f'{html.escape(node.id)}" data-counts="utility {value:.2f}: {counts}">'
+            f"<title>{html.escape(node.id)}: utility {value:.2f} ({counts})</title></circle>"
             f'<text x="{x:.1f}" y="{y + node_radius(value) + 14:.1f}" text-anchor="middle">'
             f"{html.escape(node.id)}</text>"
         )
+        if node_href is not None:
+            shape = f'<a href="{html.escape(node_href(node.id))}">{shape}</a>'
+        parts.append(shape)
     parts.append("</svg>")
     return "\n".join(parts)
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import clickhouse_connect
 from clickhouse_connect.driver.exceptions import DataError
 from pathgrade.batch_plane.store.reads import PARSE_SQL, clickhouse_reason, parse_reason, refusal
+from pathgrade.batch_plane.store.tenancy import tenant_settings
 
 READER_SETTINGS = {"readonly": 1}
 """The reader session's settings, set when it opens: no statement run there can lift them."""
@@ -88,30 +89,62 @@ class ClientStore:
     `reads.refusal` let it. Each session's settings and state are its own (chDB keeps
     them per connection handle, a server per session id), so nothing a reader runs,
     fails or waits on reaches the writer's session. `lock` serialises the writer's
-    users, `reader_lock` the readers."""
+    users, `reader_lock` the readers. With `open_reader`, a query of one tenant runs on a
+    reader session of that tenant's own (`query`)."""
 
-    def __init__(self, client: Any, reader: Any, lock: threading.Lock | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        reader: Any,
+        lock: threading.Lock | None = None,
+        open_reader: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> None:
         self.client = client
         self.reader = reader
         self.lock = lock or threading.Lock()
         self.reader_lock = threading.Lock()
+        self._open_reader = open_reader  # a new session with these settings (tenant readers)
+        self._tenant_readers: dict[str, tuple[Any, threading.Lock]] = {}
+        self._readers_lock = threading.Lock()
 
     def query(
-        self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = False
+        self,
+        sql: str,
+        parameters: dict[str, Any] | None = None,
+        readonly: bool = False,
+        tenant: str | None = None,
     ) -> QueryResult:
-        """Rows of `sql`; with `readonly`, on the reader session and only if it is a read."""
-        if not readonly:
+        """Rows of `sql`; with `readonly`, on the reader session and only if it is a read;
+        with `tenant`, read-only on a reader session of that tenant's own, opened with
+        `tenancy.tenant_settings` before `readonly`: no query there sees another tenant's
+        rows, and none can lift the filter."""
+        if not readonly and tenant is None:
             return _run(self.client, self.lock, sql, parameters)
-        parsed = _run(self.reader, self.reader_lock, PARSE_SQL, {"statement": sql}, parse_reason)
+        reader, lock = self._reader_of(tenant)
+        parsed = _run(reader, lock, PARSE_SQL, {"statement": sql}, parse_reason)
         canonical = parsed.rows[0][0]
         problem = refusal(canonical)
         if problem is not None:
             raise StatementRefused(problem)
-        return _run(self.reader, self.reader_lock, canonical, parameters)
+        return _run(reader, lock, canonical, parameters)
+
+    def _reader_of(self, tenant: str | None) -> tuple[Any, threading.Lock]:
+        """The reader session (and its lock) of `tenant`, opened the first time; the
+        store's reader for every tenant."""
+        if tenant is None:
+            return self.reader, self.reader_lock
+        with self._readers_lock:
+            if tenant not in self._tenant_readers:
+                if self._open_reader is None:
+                    raise QueryError("this store opens no reader session of one tenant")
+                settings = {**tenant_settings(tenant), **READER_SETTINGS}  # filter first
+                self._tenant_readers[tenant] = (self._open_reader(settings), threading.Lock())
+            return self._tenant_readers[tenant]
 
     def close(self) -> None:
-        """Close both sessions (after the query each may be running)."""
-        for client, lock in ((self.reader, self.reader_lock), (self.client, self.lock)):
+        """Close every session (after the query each may be running)."""
+        sessions = [(self.reader, self.reader_lock), *self._tenant_readers.values()]
+        for client, lock in [*sessions, (self.client, self.lock)]:
             with lock:
                 client.close()
 
@@ -180,10 +213,13 @@ def embedded_dsn(data_dir: str) -> str:
 
 
 def open_client_store(dsn: str) -> ClientStore:
-    """A `ClientStore` on `dsn`: a writer session and a read-only reader session."""
+    """A `ClientStore` on `dsn`: a writer session and a read-only reader session (and
+    one per tenant that asks)."""
     client = connect(dsn)
     try:
-        return ClientStore(client, connect(dsn, READER_SETTINGS))
+        return ClientStore(
+            client, connect(dsn, READER_SETTINGS), open_reader=lambda s: connect(dsn, s)
+        )
     except BaseException:
         client.close()
         raise

@@ -284,3 +284,89 @@ ORDER BY (GateId, RowIndex);
 
 ALTER TABLE dataset_items ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS RegressionCheck String DEFAULT '';
 
+ALTER TABLE datasets ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS Tenant LowCardinality(String),
+    MODIFY ORDER BY (Name, Version, Tenant);
+
+ALTER TABLE datasets ON CLUSTER 'pathgrade' MODIFY COLUMN Tenant LowCardinality(String) DEFAULT 'default';
+
+ALTER TABLE dataset_items ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS Tenant LowCardinality(String),
+    MODIFY ORDER BY (Dataset, Version, ItemId, Tenant);
+
+ALTER TABLE dataset_items ON CLUSTER 'pathgrade' MODIFY COLUMN Tenant LowCardinality(String) DEFAULT 'default';
+
+ALTER TABLE runs ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS Tenant LowCardinality(String),
+    MODIFY ORDER BY (RunId, Tenant);
+
+ALTER TABLE runs ON CLUSTER 'pathgrade' MODIFY COLUMN Tenant LowCardinality(String) DEFAULT 'default';
+
+ALTER TABLE gates ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS Tenant LowCardinality(String),
+    MODIFY ORDER BY (GateId, Tenant);
+
+ALTER TABLE gates ON CLUSTER 'pathgrade' MODIFY COLUMN Tenant LowCardinality(String) DEFAULT 'default';
+
+ALTER TABLE gate_rows ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS Tenant LowCardinality(String),
+    MODIFY ORDER BY (GateId, RowIndex, Tenant);
+
+ALTER TABLE gate_rows ON CLUSTER 'pathgrade' MODIFY COLUMN Tenant LowCardinality(String) DEFAULT 'default';
+
+CREATE TABLE IF NOT EXISTS trace_roots ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
+    TraceId String CODEC(ZSTD(1)),
+    SpanId String CODEC(ZSTD(1)),
+    SpanName LowCardinality(String),
+    ServiceName LowCardinality(String),
+    GenAIAgentName LowCardinality(String),
+    GenAIConversationId String CODEC(ZSTD(1)),
+    Duration UInt64 CODEC(ZSTD(1)),
+    StatusCode LowCardinality(String),
+    EvalRunId LowCardinality(String),
+    EvalDatasetItemId String CODEC(ZSTD(1)),
+    ReceivedAt DateTime64(9) CODEC(Delta, ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ReceivedAt)
+PARTITION BY toDate(Timestamp)
+ORDER BY (Tenant, Timestamp, TraceId, SpanId);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS trace_roots_mv ON CLUSTER 'pathgrade' TO trace_roots AS
+SELECT Tenant, Timestamp, TraceId, SpanId, SpanName, ServiceName, GenAIAgentName,
+       GenAIConversationId, Duration, StatusCode, EvalRunId, EvalDatasetItemId, ReceivedAt
+FROM spans
+WHERE ParentSpanId = '';
+
+INSERT INTO trace_roots
+SELECT Tenant, Timestamp, TraceId, SpanId, SpanName, ServiceName, GenAIAgentName,
+       GenAIConversationId, Duration, StatusCode, EvalRunId, EvalDatasetItemId, ReceivedAt
+FROM spans
+WHERE ParentSpanId = '';
+
+CREATE TABLE IF NOT EXISTS span_counts ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    Minute DateTime,
+    ServiceName LowCardinality(String),
+    GenAIAgentName LowCardinality(String),
+    GenAIToolName LowCardinality(String),
+    Model LowCardinality(String),
+    Spans UInt64,
+    Roots UInt64
+)
+ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+PARTITION BY toDate(Minute)
+ORDER BY (Tenant, Minute, ServiceName, GenAIAgentName, GenAIToolName, Model);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS span_counts_mv ON CLUSTER 'pathgrade' TO span_counts AS
+SELECT Tenant, toStartOfMinute(Timestamp) AS Minute, ServiceName, GenAIAgentName,
+       GenAIToolName, if(GenAIResponseModel != '', GenAIResponseModel, GenAIRequestModel) AS Model,
+       count() AS Spans, countIf(ParentSpanId = '') AS Roots
+FROM spans
+GROUP BY Tenant, Minute, ServiceName, GenAIAgentName, GenAIToolName, Model;
+
+INSERT INTO span_counts
+SELECT Tenant, toStartOfMinute(Timestamp) AS Minute, ServiceName, GenAIAgentName,
+       GenAIToolName, if(GenAIResponseModel != '', GenAIResponseModel, GenAIRequestModel) AS Model,
+       count() AS Spans, countIf(ParentSpanId = '') AS Roots
+FROM spans
+GROUP BY Tenant, Minute, ServiceName, GenAIAgentName, GenAIToolName, Model;
+

@@ -31,7 +31,7 @@ STATUS_EVERY_S = 2.0
 
 def register(commands: Any) -> None:
     alerts = commands.add_parser("alerts", help="list alerts from the realtime plane")
-    store_args(alerts)
+    store_args(alerts, tenant=True)
     alerts.add_argument(
         "--since", metavar="DURATION|ISO",
         help="only alerts detected since then: 15m, 2h, 1d, or 2025-07-01T12:00:00",

@@ -26,7 +26,7 @@ def register(commands: Any) -> None:
     triage = commands.add_parser(
         "triage", help="add a failing stored trace to a regression dataset, with its lesson"
     )
-    store_args(triage)
+    store_args(triage, tenant=True)
     triage.add_argument("trace_id", metavar="TRACE_ID")
     triage.add_argument("--to", required=True, metavar="regression/NAME", help="dataset name")
     triage.add_argument("--owner", default="", help="owner when the dataset is created")
@@ -52,7 +52,7 @@ def _register_dataset(commands: Any) -> None:
 
     def action(name: str, run: Callable[[argparse.Namespace], int], help: str) -> Any:
         parser = actions.add_parser(name, help=help)
-        store_args(parser)
+        store_args(parser, tenant=True)
         parser.set_defaults(run=run)
         return parser
 
@@ -110,7 +110,7 @@ def _register_replay(commands: Any) -> None:
     conversations = modes.add_parser(
         "conversations", help="replay a dataset's user turns against an agent as a new run"
     )
-    store_args(conversations)
+    store_args(conversations, tenant=True)
     conversations.add_argument("--dataset", required=True, metavar="NAME[@VERSION]")
     conversations.add_argument(
         "--repeats", type=positive_int, default=1, metavar="N",

@@ -85,7 +85,7 @@ def register(commands: Any) -> None:
         "run_ids", nargs="+", metavar="RUN_ID",
         help="EDGE runs (`edge run`) or `replay conversations` runs; several: side by side",
     )  # fmt: skip
-    store_args(report)
+    store_args(report, tenant=True)
     report.add_argument(
         "--graph", type=Path,
         help="graph of a `replay conversations` run (default: the one its traces imply)",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +17,14 @@ from pathgrade.cli.support import (
     store_args,
 )
 
-FORMATS = ("table", "markdown", "json", "junit")
-SUFFIX_FORMATS = {".md": "markdown", ".json": "json", ".xml": "junit"}
+FORMATS = ("table", "markdown", "json", "junit", "html")
+SUFFIX_FORMATS = {".md": "markdown", ".json": "json", ".xml": "junit", ".html": "html"}
 
 
 def register(commands: Any) -> None:
     """Add `eval`, `gate`, `gates` and `scores` to the `pathgrade` sub-commands."""
     evaluate = commands.add_parser("eval", help="run a suite's datasets through an agent")
-    store_args(evaluate)
+    store_args(evaluate, tenant=True)
     evaluate.add_argument("suite", type=Path, metavar="SUITE.yaml")
     agent_args(evaluate)
     scoring_args(evaluate)
@@ -32,7 +33,7 @@ def register(commands: Any) -> None:
     gate = commands.add_parser(
         "gate", help="release gate: candidate run vs baseline run (exit 0 pass, 1 fail, 2 error)"
     )
-    store_args(gate)
+    store_args(gate, tenant=True)
     gate.add_argument("suite", type=Path, metavar="SUITE.yaml")
     gate.add_argument("--candidate", metavar="RUN", help="candidate run id (from the store)")
     gate.add_argument("--baseline", metavar="RUN", help="baseline run id (from the store)")
@@ -50,7 +51,8 @@ def register(commands: Any) -> None:
     gate.add_argument(
         "--output", type=Path, action="append", default=[], metavar="FILE",
         help="also write the verdict here (repeatable); the suffix picks the format: "
-        ".md markdown, .json JSON, .xml JUnit, anything else the table",
+        ".md markdown, .json JSON, .xml JUnit, .html the gate page as one file, anything "
+        "else the table",
     )  # fmt: skip
     gate.add_argument("--seed", type=int, help="bootstrap seed (default 20260101)")
     gate.add_argument("--resamples", type=int, help="bootstrap resamples (default 10000)")
@@ -65,13 +67,13 @@ def register(commands: Any) -> None:
     gates = commands.add_parser("gates", help="recorded gate verdicts")
     gate_actions = gates.add_subparsers(dest="action", required=True)
     listed = gate_actions.add_parser("list", help="recorded gates, newest first")
-    store_args(listed)
+    store_args(listed, tenant=True)
     listed.add_argument("--suite", help="only this suite's gates")
     listed.add_argument("--limit", type=positive_int, default=20)
     listed.add_argument("--format", choices=("table", "json"), default="table")
     listed.set_defaults(run=_cmd_gates_list)
     shown = gate_actions.add_parser("show", help="print a recorded verdict again")
-    store_args(shown)
+    store_args(shown, tenant=True)
     shown.add_argument("gate_id", metavar="GATE_ID")
     shown.add_argument("--format", choices=FORMATS, default="table")
     shown.set_defaults(run=_cmd_gates_show)
@@ -79,7 +81,7 @@ def register(commands: Any) -> None:
     scores = commands.add_parser("scores", help="score files for the gate")
     actions = scores.add_subparsers(dest="action", required=True)
     export = actions.add_parser("export", help="write a run's scores as a JSONL score file")
-    store_args(export)
+    store_args(export, tenant=True)
     export.add_argument("--run", dest="run_id", required=True, metavar="RUN")
     export.add_argument("--out", type=Path, required=True, metavar="FILE.jsonl")
     export.add_argument(
@@ -190,10 +192,15 @@ def _gate_inputs(args: argparse.Namespace, suite: Any) -> tuple[Any, Any, Any, A
         )
 
 
-def render(verdict: Any, format: str) -> str:
-    """The verdict in one of FORMATS."""
+def render(verdict: Any, format: str, page: Callable[[], Any] | None = None) -> str:
+    """The verdict in one of FORMATS; "html" is the gate page `page()` describes (a
+    `pathgrade.web.gate_page.GateView`; the verdict alone without it)."""
     from pathgrade.batch_plane.evaluation import gate_report
 
+    if format == "html":
+        from pathgrade.web.gate_page import GateView, standalone_html
+
+        return standalone_html(page() if page else GateView(verdict, "", "", "", "", {}))
     renderers = {
         "table": gate_report.to_terminal,
         "markdown": gate_report.to_markdown,
@@ -221,24 +228,52 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print("\n".join(exc.problems), file=sys.stderr)
         return exit_code(exc)
-    sys.stdout.write(render(verdict, args.format))
-    if args.candidate is not None and not args.no_record:
-        _record(args, verdict)
+    gate_id = _record(args, verdict) if args.candidate is not None and not args.no_record else ""
+
+    def page() -> Any:
+        return _gate_page(args, verdict, gate_id, candidate, baseline)
+
+    sys.stdout.write(render(verdict, args.format, page))
     for path in args.output:
         try:
-            path.write_text(render(verdict, SUFFIX_FORMATS.get(path.suffix, "table")))
+            path.write_text(render(verdict, SUFFIX_FORMATS.get(path.suffix, "table"), page))
         except OSError as exc:
             raise CliError(f"--output {path}: {exc.strerror or exc}") from exc
     return exit_code(verdict)
 
 
-def _record(args: argparse.Namespace, verdict: Any) -> None:
-    """Record a verdict over runs in the store and say under which id."""
+def _gate_page(
+    args: argparse.Namespace, verdict: Any, gate_id: str, candidate: Any, baseline: Any
+) -> Any:
+    """The gate page of this verdict: the items behind its rows from the store (with their
+    traces), or from the score files."""
+    from pathgrade.web.gate_page import (
+        GateView,
+        evidence_from_records,
+        metric_names,
+        run_evidence,
+    )
+    from pathgrade.web.store_reads import ReadStore
+    from pathgrade.web.viewers import EVERY_TENANT
+
+    if args.candidate is None:
+        names = (str(args.candidate_scores), str(args.baseline_scores))
+        return GateView(verdict, gate_id, *names, "", evidence_from_records(candidate, baseline))
+    with store_for(args) as store:
+        evidence = run_evidence(
+            ReadStore(store), EVERY_TENANT, args.candidate, args.baseline, metric_names(verdict)
+        )
+    return GateView(verdict, gate_id, args.candidate, args.baseline, "", evidence)
+
+
+def _record(args: argparse.Namespace, verdict: Any) -> str:
+    """Record a verdict over runs in the store, say under which id, and return it."""
     from pathgrade.batch_plane.evaluation.gate_store import record_gate
 
     with store_for(args) as store:
         gate_id = record_gate(store, verdict, args.candidate, args.baseline, str(args.suite))
     print(f"recorded as {gate_id} (pathgrade gates show {gate_id})", file=sys.stderr)
+    return gate_id
 
 
 def _cmd_gates_list(args: argparse.Namespace) -> int:
@@ -253,13 +288,21 @@ def _cmd_gates_list(args: argparse.Namespace) -> int:
 
 def _cmd_gates_show(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.evaluation.gate_store import MissingGate, load_verdict
+    from pathgrade.web.gate_page import recorded_gate_view
+    from pathgrade.web.store_reads import ReadStore
+    from pathgrade.web.viewers import EVERY_TENANT
 
     with store_for(args) as store:
         try:
             verdict = load_verdict(store, args.gate_id)
         except MissingGate as exc:
             raise CliError(str(exc)) from exc
-    sys.stdout.write(render(verdict, args.format))
+        view = (
+            recorded_gate_view(ReadStore(store), EVERY_TENANT, args.gate_id)
+            if args.format == "html"
+            else None
+        )
+    sys.stdout.write(render(verdict, args.format, lambda: view))
     return 0
 
 

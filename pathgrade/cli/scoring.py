@@ -33,7 +33,7 @@ def register(commands: Any) -> None:
     calibrate.set_defaults(run=_cmd_calibrate)
 
     score = commands.add_parser("score", help="score every trace of a run with a suite's metrics")
-    store_args(score)
+    store_args(score, tenant=True)
     scoring_args(score)
     score.add_argument("--run", dest="run_id", required=True, metavar="RUN_ID")
     score.add_argument("--suite", type=Path, required=True, metavar="suite.yaml")

@@ -5,12 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pathgrade.cli.support import CliError, cli_store, int_between, store_args
+from pathgrade.cli.support import (
+    CliError,
+    cli_store,
+    int_between,
+    store_args,
+)
 
 
 def register(commands: Any) -> None:
     sql = commands.add_parser("sql", help="run a read-only query against the store")
-    store_args(sql)
+    store_args(sql, tenant=True)
     sql.add_argument("--format", choices=["table", "json"], default="table")
     sql.add_argument("query", help='the SQL, e.g. "SELECT count() FROM spans"')
     sql.set_defaults(run=_cmd_sql)

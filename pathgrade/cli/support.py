@@ -85,7 +85,8 @@ def positive_int(text: str) -> int:
     return value
 
 
-def _listen_address(text: str) -> tuple[str, int]:
+def listen_address(text: str) -> tuple[str, int]:
+    """An argparse type: `HOST:PORT` to listen on."""
     try:
         return parse_listen(text)
     except ValueError as exc:
@@ -122,7 +123,7 @@ def served_metrics(
 def metrics_arg(parser: argparse.ArgumentParser) -> None:
     """`--metrics-listen HOST:PORT`: serve the process's counters to Prometheus."""
     parser.add_argument(
-        "--metrics-listen", metavar="HOST:PORT", type=_listen_address,
+        "--metrics-listen", metavar="HOST:PORT", type=listen_address,
         help="serve this process's counters at http://HOST:PORT/metrics in Prometheus's text "
         "format (e.g. 0.0.0.0:9464 for a scraper in the cluster); off by default",
     )  # fmt: skip
@@ -140,8 +141,9 @@ def log_format_arg(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def store_args(parser: argparse.ArgumentParser) -> None:
-    """`--data-dir` and `--clickhouse`: where the command finds the store."""
+def store_args(parser: argparse.ArgumentParser, tenant: bool = False) -> None:
+    """`--data-dir` and `--clickhouse`: where the command finds the store; with `tenant`,
+    `--tenant` too (`tenant_arg`)."""
     parser.add_argument(
         "--data-dir", type=Path, default=DEFAULT_DATA_DIR,
         help="embedded store and spill directory (default ./pathgrade-data)",
@@ -151,6 +153,18 @@ def store_args(parser: argparse.ArgumentParser) -> None:
         help="a ClickHouse server (http://user:pass@host:8123/db; https://...:8443/db?ca_cert="
         f"FILE for TLS) instead of the embedded store; default ${CLICKHOUSE_ENV}, which keeps "
         "the password off the command line",
+    )  # fmt: skip
+    if tenant:
+        tenant_arg(parser)
+
+
+def tenant_arg(parser: argparse.ArgumentParser) -> None:
+    """`--tenant T`: the command reads only that tenant's rows and writes its rows as it."""
+    parser.add_argument(
+        "--tenant", metavar="TENANT",
+        help="work as this tenant: read only its rows of every table that has a tenant "
+        "(spans, alerts, scores, datasets, runs, gates, ...) and write datasets, runs and "
+        "gates as its (default: read every tenant's, write as 'default')",
     )  # fmt: skip
 
 
@@ -184,14 +198,17 @@ def realtime_settings(path: Path | None, **flags: Any) -> dict[str, Any]:
 
 @contextmanager
 def cli_store(args: argparse.Namespace, must_exist: bool = True) -> Iterator[Any]:
-    """The store of `--data-dir`/`--clickhouse`; store errors become CliErrors
-    (exit 2 when the store cannot be opened, 1 when a query fails)."""
+    """The store of `--data-dir`/`--clickhouse` (one tenant's with `--tenant`); store
+    errors become CliErrors (exit 2 when the store cannot be opened, 1 when a query
+    fails)."""
     from pathgrade.batch_plane.store.client import QueryError, StoreUnavailable
+    from pathgrade.batch_plane.store.tenancy import TenantStore
     from pathgrade.stack.store_access import NoStore, open_store
 
+    tenant = getattr(args, "tenant", None)
     try:
         with open_store(args.data_dir, args.clickhouse, must_exist=must_exist) as store:
-            yield store
+            yield TenantStore(store, tenant) if tenant else store
     except (NoStore, StoreUnavailable) as exc:
         raise CliError(str(exc)) from exc
     except QueryError as exc:

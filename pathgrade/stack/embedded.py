@@ -199,7 +199,7 @@ class Stack:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.store = StoreOwner(
             self.bootstrap, self.data_dir, self.options.clickhouse,
-            self.options.store_writer_niceness,
+            self.options.store_writer_niceness, self._tokens_file,
         )  # fmt: skip
         try:
             for stale in self.store.claim():
@@ -310,28 +310,45 @@ class Stack:
         child.start()
 
     def alert_lines(self) -> AlertLineSettings:
-        """How the realtime processes print alerts: linked to this stack's browser view,
+        """How the realtime processes print alerts: linked to this stack's browser UI,
         the pace shared among the processes, a summary of the rest as often as the status
         line."""
-        assert self.store is not None and self.store.query_server is not None
+        assert self.store is not None and self.store.ui_server is not None
         pace = AlertLineSettings()
         return AlertLineSettings(
             log_format=self.options.log_format,
-            trace_url_base=self.store.query_server.url,
+            trace_url_base=self.store.ui_server.url,
             lines_per_s=pace.lines_per_s / self.options.realtime_workers,
             burst=max(1, pace.burst // self.options.realtime_workers),
             summary_every_s=self.options.status_every_s or pace.summary_every_s,
         )
 
+    @property
+    def _tokens_file(self) -> Path | None:
+        """The collector's tokens file (the browser UI's viewers too), if any."""
+        path = self.options.collector.get("tokens_file")
+        return Path(path) if path else None
+
+    def _demo_headers(self) -> dict[str, str] | None:
+        """With a tokens file, demo traffic carries the file's first token (its tenant)."""
+        if self._tokens_file is None:
+            return None
+        import yaml
+
+        tokens = yaml.safe_load(self._tokens_file.read_text()) or {}
+        return {"authorization": f"Bearer {next(iter(tokens))}"} if tokens else None
+
     def _start_demo(self) -> None:
         from pathgrade.demo import run_demo
 
         url = f"http://127.0.0.1:{self.http_port}"
+        headers = self._demo_headers()
 
         def demo() -> None:
             summary = run_demo(
-                url, traces=0, rate_per_s=self.options.demo_rate_per_s, stop=self.stop_event
-            )
+                url, traces=0, rate_per_s=self.options.demo_rate_per_s, stop=self.stop_event,
+                headers=headers,
+            )  # fmt: skip
             self.out(f"demo sent {summary.traces} traces ({summary.spans} spans)")
 
         self._demo = threading.Thread(target=demo, name="demo", daemon=True)
@@ -339,6 +356,7 @@ class Stack:
 
     def _print_endpoints(self) -> None:
         assert self.store is not None and self.store.query_server is not None
+        assert self.store.ui_server is not None
         kafka = (
             f"{self.bootstrap} (bundled Tansu, memory-only; swapped for a fresh one above "
             f"{self.options.broker_max_mb} MB)"
@@ -368,7 +386,7 @@ class Stack:
             )
         lines += [
             "Where to look:",
-            f"  browser     {self.store.query_server.url}/ (alerts and their traces)",
+            f"  browser     {self.store.ui_server.url}/ (traces, alerts, gates, health)",
             f"  alerts      pathgrade alerts {data} [--follow]",
             f"  status      pathgrade status {data}"
             + (f" (a status line is printed here every {every:g} s)" if every else ""),

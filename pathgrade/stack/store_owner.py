@@ -1,6 +1,6 @@
-"""The single owner of the store: migrations, the store writer, and the loopback
-endpoint other commands and the stack's other processes go through (for the embedded
-chDB store it is the only way in: one process per data directory)."""
+"""The single owner of the store: migrations, the store writer, the loopback endpoint other
+commands and the stack's other processes go through (for the embedded chDB store it is the
+only way in: one process per data directory), and the browser UI on loopback."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from pathgrade.stack.ownership import DataDirLock, read_state, stop_stale_proces
 from pathgrade.stack.priority import keep_native_threads_lowered, lower_thread_priority
 from pathgrade.stack.status import summed
 from pathgrade.web.endpoint import QueryServer
+from pathgrade.web.rendering import UiSettings
+from pathgrade.web.server import UiServer
+from pathgrade.web.viewers import Viewers
 
 log = logging.getLogger(__name__)
 
@@ -33,15 +36,18 @@ class StoreOwner:
         data_dir: Path,
         clickhouse: str | None = None,
         writer_niceness: int = 0,
+        ui_tokens_file: Path | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.writer_niceness = writer_niceness  # see pathgrade.stack.priority
+        self.ui_tokens_file = ui_tokens_file  # the browser UI's viewers (the collector's file)
         self.data_dir = data_dir.resolve()
         self.dsn = clickhouse or embedded_dsn(str(self.data_dir))
         self.lock = DataDirLock(self.data_dir)
         self._claimed = False
         self.store: ClientStore | None = None
         self.query_server: QueryServer | None = None
+        self.ui_server: UiServer | None = None
         self.applied: list[Migration] = []
         self._writer_run: _WriterRun | None = None
         self._finished_runs: dict[str, int] = {}  # counts of the writers before a swap
@@ -67,6 +73,12 @@ class StoreOwner:
         keep_native_threads_lowered(self.writer_niceness, self._closing)
         self.query_server = QueryServer(self.store)
         threading.Thread(target=self.query_server.serve_forever, name="query", daemon=True).start()
+        query_server = self.query_server
+        viewers = Viewers(self.ui_tokens_file)
+        self.ui_server = UiServer(
+            UiSettings(self.store, viewers, status=lambda: query_server.status)
+        )
+        self.ui_server.start()
 
     def resume_writer(self) -> None:
         """Start a store writer (a fresh consumer) on the broker at `bootstrap`."""
@@ -99,6 +111,7 @@ class StoreOwner:
         self.lock.publish_state({
             "query_url": server and server.url,
             "write_token": server and server.write_token,
+            "ui_url": self.ui_server and self.ui_server.url,
             "kafka": self.bootstrap,
             **state,
         })  # fmt: skip
@@ -109,6 +122,8 @@ class StoreOwner:
         """`suspend_writer`, then close the store and release the directory."""
         self.suspend_writer(targets or {}, idle_s, timeout_s)
         self._closing.set()
+        if self.ui_server is not None:
+            self.ui_server.stop()
         if self.query_server is not None:
             self.query_server.shutdown()
             self.query_server.server_close()

@@ -10,7 +10,9 @@ and the rejected ones listed), with the owner's write token in WRITE_TOKEN_HEADE
 in the owner's `stack.json`, readable by its user only, and handed to the stack's own
 processes). Any other body is a 400 naming the field, a missing or wrong token a 403.
 It listens on 127.0.0.1 only: it is how commands share the one embedded store.
-`GET /` and `GET /trace/<id>` are the read-only browser view (`pathgrade.web.ui`).
+`"tenant"` in a `/sql` body runs it on that tenant's reader session (only its rows).
+`GET /status` and `GET /metrics` are the stack's latest status; the browser UI
+(`pathgrade.web.app`) is served on its own loopback port (`ui_url` in stack.json).
 
 A web page the user visits cannot drive it: POSTs must be `application/json` (a
 cross-site form cannot send that without a preflight this server never grants) and every
@@ -36,7 +38,6 @@ from pathgrade.batch_plane.store.client import (
     RejectedRow,
     RowsRejected,
 )
-from pathgrade.web import ui
 from pathgrade.web.http_handler import QuietHandler
 from pathgrade.web.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 
@@ -48,7 +49,7 @@ WRITABLE_TABLES = frozenset({
 })  # fmt: skip
 """What pathgrade's processes and commands write through the endpoint: alerts, scores,
 dataset, run and gate records, the judge's cache and calls. Spans come only from Kafka."""
-_SQL_FIELDS = frozenset({"sql", "parameters"})
+_SQL_FIELDS = frozenset({"sql", "parameters", "tenant"})
 _INSERT_FIELDS = frozenset({"table", "columns", "rows", "skip_rejected"})
 
 
@@ -124,23 +125,13 @@ class _StoreHandler(QuietHandler):
         if path == "/metrics":
             self._send_metrics()
             return
-        store = self.server.store
-        try:
-            if path == "/":
-                latest = self.server.status
-                status, page = HTTPStatus.OK, ui.overview_page(store, latest and latest["line"])
-            elif path.startswith("/trace/") and ui.TRACE_ID.fullmatch(path[7:]):
-                page = ui.trace_page(store, path[7:])
-                status = HTTPStatus.OK if page else HTTPStatus.NOT_FOUND
-                page = page or ui.message_page("not found", f"no stored span of trace {path[7:]}")
-            else:
-                status, page = HTTPStatus.NOT_FOUND, ui.message_page("not found", f"no page {path}")
-        except QueryError as exc:
-            status, page = (
-                HTTPStatus.INTERNAL_SERVER_ERROR,
-                ui.message_page("store error", str(exc)),
-            )
-        self._reply(status, page.encode(), "text/html; charset=utf-8")
+        self._send(
+            HTTPStatus.NOT_FOUND,
+            {
+                "error": f"no endpoint GET {path} (the browser UI "
+                "has its own address: ui_url in stack.json)"
+            },
+        )
 
     def _send_status(self) -> None:
         status = self.server.status
@@ -165,7 +156,9 @@ class _StoreHandler(QuietHandler):
     def _dispatch(self, body: Any) -> dict[str, Any]:
         if self.path == "/sql":
             _check_fields(body, _SQL_FIELDS, {"sql"})
-            result = self.server.store.query(body["sql"], body.get("parameters"), readonly=True)
+            result = self.server.store.query(
+                body["sql"], body.get("parameters"), readonly=True, tenant=body.get("tenant")
+            )
             return result.__dict__
         if self.path == "/insert":
             return self._insert(body)
@@ -240,11 +233,18 @@ class RemoteStore:
         self.timeout_s = timeout_s
 
     def query(
-        self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = True
+        self,
+        sql: str,
+        parameters: dict[str, Any] | None = None,
+        readonly: bool = True,
+        tenant: str | None = None,
     ) -> QueryResult:
         """Every query through the endpoint runs read-only, whatever `readonly` says
-        (writes are `insert`)."""
-        payload = self._post("/sql", {"sql": sql, "parameters": parameters})
+        (writes are `insert`); of `tenant`'s rows only, when given."""
+        body = {"sql": sql, "parameters": parameters}
+        if tenant is not None:
+            body["tenant"] = tenant
+        payload = self._post("/sql", body)
         return QueryResult(payload["columns"], payload["types"], payload["rows"])
 
     def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:

@@ -120,8 +120,9 @@ def serve_metrics(
 
 
 def parse_listen(text: str) -> tuple[str, int]:
-    """`HOST:PORT` of `--metrics-listen`; ValueError naming what is wrong."""
+    """`HOST:PORT` to listen on (`--metrics-listen`, `--listen`); ValueError naming what is
+    wrong."""
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65_535:
-        raise ValueError(f"--metrics-listen {text!r}: expected HOST:PORT, e.g. 0.0.0.0:9464")
+        raise ValueError(f"{text!r}: expected HOST:PORT, e.g. 0.0.0.0:9464")
     return host.strip("[]"), int(port)

@@ -92,8 +92,9 @@ def check_status(data_dir: Path, stack: PathgradeProcess) -> None:
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert table.stdout.startswith("status: in ") and "realtime-1" in table.stdout
-    base = json.loads((data_dir / "stack.json").read_text())["query_url"]
-    assert "status: in " in fetch(base + "/")  # the browser view shows it too
+    state = json.loads((data_dir / "stack.json").read_text())
+    base = state["query_url"]
+    assert "status: in " in fetch(state["ui_url"] + "/health")  # the browser UI shows it too
     metrics = fetch(base + "/metrics")  # and Prometheus, in its text format
     assert "pathgrade_collector_accepted_spans_total" in metrics
     assert 'pathgrade_realtime_traces_evaluated_total{worker="1"}' in metrics
@@ -102,16 +103,17 @@ def check_status(data_dir: Path, stack: PathgradeProcess) -> None:
 
 
 def check_browser_view(data_dir: Path, trace_id: str) -> None:
-    """The store owner's loopback pages show the alerts and their trace; a web page on
-    another origin cannot reach the SQL endpoint."""
-    base = json.loads((data_dir / "stack.json").read_text())["query_url"]
-    wait_until(lambda: trace_id[:12] in (page := fetch(base + "/")) and "PG110" in page)
-    trace = fetch(f"{base}/trace/{trace_id}")
+    """The browser UI the stack serves on loopback shows the alerts and their trace; a web
+    page on another origin cannot reach the SQL endpoint, nor a rebound name the UI."""
+    state = json.loads((data_dir / "stack.json").read_text())
+    base, ui = state["query_url"], state["ui_url"]
+    wait_until(lambda: trace_id[:12] in (page := fetch(ui + "/alerts")) and "PG110" in page)
+    trace = fetch(f"{ui}/trace/{trace_id}")
     assert trace_id in trace and "execute_tool" in trace
     forged = urllib.request.Request(
         base + "/sql", data=b'{"sql": "SELECT 1"}', headers={"Content-Type": "text/plain"}
     )
-    rebound = urllib.request.Request(base + "/", headers={"Host": "attacker.example"})
+    rebound = urllib.request.Request(ui + "/traces", headers={"Host": "attacker.example"})
     for request in (forged, rebound):
         try:
             urllib.request.urlopen(request, timeout=10)

@@ -42,6 +42,7 @@ CLI_COMMANDS = {
     "cli.gate",
     "cli.scoring",
     "cli.review",
+    "cli.ui",
 }
 BELOW_PATHGRADE = LAYERS | BATCH | {"batch_plane"}
 PATHGRADE_ROOMS = {"stack", "web", "demo", "pathgrade"}

@@ -76,7 +76,7 @@ def test_every_compose_box_runs_a_pathgrade_command_that_parses() -> None:
     commands = {name: compose_args(s).command for name, s in boxes.items()}
     assert commands == {
         "topics": "topics", "migrate": "migrate", "collector": "collector",
-        "store-writer": "store-writer", "realtime": "realtime", "scorer": "scorer",
+        "store-writer": "store-writer", "realtime": "realtime", "scorer": "scorer", "ui": "ui",
     }  # fmt: skip
     for name, service in boxes.items():
         args = compose_args(service)
@@ -100,7 +100,7 @@ def test_long_running_boxes_serve_metrics_where_their_pods_say_prometheus_scrape
             continue
         annotations = obj["spec"]["template"]["metadata"].get("annotations", {})
         for container in obj["spec"]["template"]["spec"]["containers"]:
-            listen = kubernetes_args(container).metrics_listen
+            listen = getattr(kubernetes_args(container), "metrics_listen", None)
             if listen is None:
                 continue
             ports = {p["name"]: p["containerPort"] for p in container["ports"]}
@@ -118,12 +118,16 @@ def test_every_kubernetes_container_runs_a_pathgrade_command_that_parses() -> No
             assert kubernetes_args(container).clickhouse == K8S_VALUES["PATHGRADE_CLICKHOUSE"]
     assert commands == {
         "topics": "topics", "migrate": "migrate", "collector": "collector",
-        "store-writer": "store-writer", "realtime": "realtime", "scorer": "scorer",
+        "store-writer": "store-writer", "realtime": "realtime", "scorer": "scorer", "ui": "ui",
     }  # fmt: skip
     collector = next(c for c in pathgrade_containers() if c["name"] == "collector")
     ports = {p["name"]: p["containerPort"] for p in collector["ports"] if p["name"] != "metrics"}
     assert ports == dict(zip(("otlp-grpc", "otlp-http"), COLLECTOR_PORTS, strict=True))
-    (service,) = [o for o in kubernetes_objects() if o["kind"] == "Service"]
+    (service,) = [
+        o
+        for o in kubernetes_objects()
+        if o["kind"] == "Service" and o["metadata"]["name"] == "pathgrade-collector"
+    ]
     assert {p["targetPort"]: p["port"] for p in service["spec"]["ports"]} == ports
     args = kubernetes_args(collector)
     assert args.listen_host == "0.0.0.0"
@@ -133,6 +137,34 @@ def test_every_kubernetes_container_runs_a_pathgrade_command_that_parses() -> No
     assert [t["metadata"]["name"] for t in statefulset["spec"]["volumeClaimTemplates"]] == [
         mount["name"]
     ]
+
+
+def test_the_ui_box_serves_viewers_by_token_with_a_read_only_store_user() -> None:
+    """Compose and Kubernetes run `pathgrade ui` on all interfaces, which the CLI allows
+    only with a tokens file, mounted where the command reads it, and with the viewer's
+    ClickHouse URL, not the writers'."""
+    service = compose_services()["ui"]
+    args = compose_args(service)
+    assert args.listen == ("0.0.0.0", 8080) and service["ports"] == ["8080:8080"]
+    mounted = {v.split(":")[1]: v.split(":")[0] for v in service["volumes"]}
+    assert (DEPLOY / mounted[str(args.tokens_file)]).is_file()
+    assert args.clickhouse.startswith("http://pathgrade_viewer:")
+    viewer = compose_services()["viewer-user"]["command"][-1]
+    assert "GRANT SELECT ON pathgrade.* TO pathgrade_viewer" in viewer
+    assert "readonly = 2" in viewer
+    (container,) = [c for c in pathgrade_containers() if c["name"] == "ui"]
+    k8s = kubernetes_args(container)
+    assert k8s.listen == ("0.0.0.0", 8080) and k8s.tokens_file.parent.as_posix() in {
+        m["mountPath"] for m in container["volumeMounts"]
+    }
+    (secret,) = [e["valueFrom"]["secretKeyRef"]["name"] for e in container["env"]]
+    assert secret == "pathgrade-clickhouse-viewer"
+    (ui_service,) = [
+        o
+        for o in kubernetes_objects()
+        if o["kind"] == "Service" and o["metadata"]["name"] == "pathgrade-ui"
+    ]
+    assert ui_service["spec"]["ports"][0]["targetPort"] == container["ports"][0]["name"]
 
 
 def test_the_kubernetes_objects_match_the_kubernetes_api_schemas() -> None:

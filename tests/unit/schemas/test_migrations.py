@@ -77,7 +77,8 @@ def test_cluster_ddl_parses_replicates_every_table_and_matches_the_deploy_file(
     for statement in statements:  # ClickHouse's own parser accepts each one
         store.client.query("SELECT formatQuery({q:String})", parameters={"q": statement})
     assert len(statements) == len([s for s in plain.split(";\n\n") if s.strip()])
-    assert all("ON CLUSTER 'pathgrade'" in s for s in statements)
+    ddl = [s for s in statements if not s.startswith("INSERT")]  # a backfill runs once
+    assert ddl != statements and all("ON CLUSTER 'pathgrade'" in s for s in ddl)
     engines = re.findall(r"ENGINE = (\w+)", plain)
     assert engines and re.findall(r"ENGINE = (\w+)", clustered) == [
         f"Replicated{e}" for e in engines

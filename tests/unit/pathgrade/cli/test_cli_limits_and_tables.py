@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from pathgrade.batch_plane.store.client import QueryResult
 
@@ -46,3 +49,15 @@ def test_tables_align_and_an_empty_result_without_columns_says_so() -> None:
         "----",
         "(0 rows)",
     ]
+
+
+def test_the_ui_box_without_a_tokens_file_serves_loopback_only() -> None:
+    refused = subprocess.run(
+        [sys.executable, "-m", "pathgrade.cli", "ui", "--clickhouse", "chdb:///nowhere",
+         "--listen", "0.0.0.0:8080"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "without --tokens-file the UI shows every tenant, so it serves loopback only" in (
+        refused.stderr
+    )

@@ -1,0 +1,235 @@
+"""The alerts page: stored alerts over a time range with filters like the trace list's, the
+alerts per interval by detector code as a chart, the top services and tools, and the
+coverage of the checks that could not decide (`cannot_decide` findings: what was missing,
+on how many of the range's traces)."""
+
+from __future__ import annotations
+
+import datetime
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import Request
+
+from pathgrade.web import params as p
+from pathgrade.web.rendering import Ui
+from pathgrade.web.store_reads import ReadStore
+from pathgrade.web.svg import stacked_bars
+from pathgrade.web.trace_list import SEVERITIES
+from pathgrade.web.viewers import Viewer
+
+ROWS_SHOWN = 200
+BUCKETS = 40
+KINDS = ("", "violation", "cannot_decide")
+TOP = 10
+
+
+@dataclass(frozen=True)
+class AlertQuery:
+    start_ns: int
+    end_ns: int
+    raw: dict[str, str]
+    code: str = ""
+    severity: str = ""
+    service: str = ""
+    agent: str = ""
+    kind: str = ""
+    before_ns: int | None = None  # keyset: rows detected before this
+
+    @classmethod
+    def from_params(cls, values: dict[str, str], now_ns: int) -> AlertQuery:
+        severity = p.text(values, "severity")
+        if severity and severity not in SEVERITIES:
+            raise p.BadParameter("severity", f"expected one of {', '.join(SEVERITIES)}")
+        before = p.text(values, "before")
+        if before and not before.isdigit():
+            raise p.BadParameter("before", "not a position this page wrote")
+        return cls(
+            start_ns=p.instant_ns(values, "from", "24h", now_ns),
+            end_ns=p.instant_ns(values, "to", "now", now_ns) + (1 if "to" not in values else 0),
+            raw={k: v for k, v in values.items() if v and k != "before"},
+            code=p.text(values, "code"),
+            severity=severity,
+            service=p.text(values, "service"),
+            agent=p.text(values, "agent"),
+            kind=p.choice(values, "kind", KINDS),
+            before_ns=int(before) if before else None,
+        )
+
+    def link(self, **changes: str | None) -> str:
+        return "/alerts" + p.query_string({**self.raw, **changes})
+
+    def where(self, viewer: Viewer) -> tuple[str, dict[str, Any]]:
+        """Conditions on `alerts` (no paging) and their parameters."""
+        conditions = [
+            viewer.where("Tenant"),
+            "DetectedAtNs >= {start:Int64}",
+            "DetectedAtNs < {end:Int64}",
+        ]
+        values: dict[str, Any] = {"start": self.start_ns, "end": self.end_ns, **viewer.parameters}
+        for column, name in (("Code", "code"), ("Severity", "severity"), ("Service", "service"),
+                             ("Agent", "agent"), ("Kind", "kind")):  # fmt: skip
+            if getattr(self, name):
+                conditions.append(f"{column} = {{{name}:String}}")
+                values[name] = getattr(self, name)
+        return " AND ".join(conditions), values
+
+
+@dataclass
+class AlertsPage:
+    rows: list[dict[str, Any]]
+    total: int
+    next_before: int | None
+    chart: str
+    top_services: list[tuple[str, int]]
+    top_tools: list[tuple[str, int]]
+    coverage: list[dict[str, Any]]
+    traces_in_range: int
+    facets: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+
+
+def bucket_ns(start_ns: int, end_ns: int, buckets: int = BUCKETS) -> int:
+    """An interval length (a round number of seconds, minutes or hours) giving about
+    `buckets` bars over the range."""
+    span_s = max((end_ns - start_ns) / 1e9, 1)
+    for seconds in (10, 30, 60, 300, 600, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400):
+        if span_s / seconds <= buckets:
+            return seconds * 10**9
+    return 7 * 86400 * 10**9
+
+
+def _label(ns: int, step_ns: int) -> str:
+    moment = datetime.datetime.fromtimestamp(ns / 1e9, tz=datetime.UTC)
+    return moment.strftime("%m-%d %H:%M" if step_ns >= 3600 * 10**9 else "%H:%M:%S")
+
+
+def chart(store: ReadStore, where: str, values: dict[str, Any], query: AlertQuery) -> str:
+    """Alerts per interval by code, as SVG; each segment links to the interval's alerts."""
+    step = bucket_ns(query.start_ns, query.end_ns)
+    first = query.start_ns - query.start_ns % step
+    count = int((query.end_ns - first) // step) + 1
+    series: dict[str, list[int]] = defaultdict(lambda: [0] * count)
+    for bucket, code, n in store.rows(
+        f"SELECT intDiv(DetectedAtNs - {{first:Int64}}, {{step:Int64}}) AS b, Code, count() "
+        f"FROM alerts FINAL WHERE {where} GROUP BY b, Code ORDER BY Code",
+        {**values, "first": first, "step": step},
+    ):
+        if 0 <= bucket < count:
+            series[code][bucket] += n
+    labels = [_label(first + i * step, step) for i in range(count)]
+
+    def link(code: str, index: int) -> str:
+        start = first + index * step
+        return query.link(code=code, **{"from": _iso(start), "to": _iso(start + step)})
+
+    return stacked_bars(labels, dict(sorted(series.items())), link)
+
+
+def _iso(ns: int) -> str:
+    return datetime.datetime.fromtimestamp(ns / 1e9, tz=datetime.UTC).isoformat()
+
+
+def load_alerts(store: ReadStore, viewer: Viewer, query: AlertQuery) -> AlertsPage:
+    where, values = query.where(viewer)
+    paged = where + (" AND DetectedAtNs < {before:Int64}" if query.before_ns else "")
+    rows = store.dicts(
+        "SELECT DetectedAtNs, Tenant, Code, Name, Severity, Kind, Reason, Service, Agent, "
+        f"TraceId, SpanId, Incomplete, ConversationId FROM alerts FINAL WHERE {paged} "
+        f"ORDER BY DetectedAtNs DESC, AlertKey LIMIT {ROWS_SHOWN + 1}",
+        {**values, "before": query.before_ns or 0},
+    )
+    next_before = rows[ROWS_SHOWN - 1]["DetectedAtNs"] if len(rows) > ROWS_SHOWN else None
+    rows = rows[:ROWS_SHOWN]
+    _add_tools(store, viewer, rows)
+    total = store.value(f"SELECT count() FROM alerts FINAL WHERE {where}", values) or 0
+    services = [
+        (s, n) for s, n in store.rows(
+            f"SELECT Service, count() AS n FROM alerts FINAL WHERE {where} "
+            f"GROUP BY Service ORDER BY n DESC, Service LIMIT {TOP}", values)
+    ]  # fmt: skip
+    tools = [
+        (t, n) for t, n in store.rows(
+            "SELECT GenAIToolName, count() AS n FROM spans WHERE "
+            f"{viewer.where('Tenant')} AND GenAIToolName != '' AND (Tenant, TraceId, SpanId) IN "
+            f"(SELECT Tenant, TraceId, SpanId FROM alerts FINAL WHERE {where}) "
+            f"GROUP BY GenAIToolName ORDER BY n DESC, GenAIToolName LIMIT {TOP}", values)
+    ]  # fmt: skip
+    facets = {
+        name: [(v, n) for v, n in store.rows(
+            f"SELECT {column}, count() AS n FROM alerts FINAL WHERE {where} "
+            f"GROUP BY {column} ORDER BY n DESC, {column} LIMIT 15", values)]
+        for name, column in (("code", "Code"), ("severity", "Severity"), ("kind", "Kind"),
+                             ("agent", "Agent"))
+    }  # fmt: skip
+    traces = (
+        store.value(
+            f"SELECT uniqExact(Tenant, TraceId) FROM trace_roots WHERE {viewer.where('Tenant')} "
+            "AND Timestamp >= fromUnixTimestamp64Nano({start:Int64}) "
+            "AND Timestamp < fromUnixTimestamp64Nano({end:Int64})",
+            values,
+        )
+        or 0
+    )
+    return AlertsPage(
+        rows=rows,
+        total=total,
+        next_before=next_before,
+        chart=chart(store, where, values, query),
+        top_services=services,
+        top_tools=tools,
+        coverage=coverage(store, viewer, query, traces),
+        traces_in_range=traces,
+        facets=facets,
+    )
+
+
+def _add_tools(store: ReadStore, viewer: Viewer, rows: list[dict[str, Any]]) -> None:
+    """Each alert row's `Tool`: the tool of the span it is pinned to ("" for other spans)."""
+    if not rows:
+        return
+    tools = {
+        (tenant, trace, span): tool
+        for tenant, trace, span, tool in store.rows(
+            "SELECT Tenant, TraceId, SpanId, GenAIToolName FROM spans WHERE "
+            f"{viewer.where('Tenant')} AND (Tenant, TraceId, SpanId) IN "
+            "{keys:Array(Tuple(String, String, String))}",
+            {
+                "keys": [(r["Tenant"], r["TraceId"], r["SpanId"]) for r in rows],
+                **viewer.parameters,
+            },
+        )
+    }
+    for row in rows:
+        row["Tool"] = tools.get((row["Tenant"], row["TraceId"], row["SpanId"]), "")
+
+
+def coverage(
+    store: ReadStore, viewer: Viewer, query: AlertQuery, traces: int
+) -> list[dict[str, Any]]:
+    """Per detector code and missing input: the traces of the range it could not decide on
+    (the share is of the traces whose root started in the range)."""
+    rows = store.rows(
+        "SELECT Code, any(Name), JSONExtractString(Details, 'missing') AS missing, "
+        "uniqExact(Tenant, TraceId), any(Reason) FROM alerts FINAL WHERE "
+        f"{viewer.where('Tenant')} AND Kind = 'cannot_decide' "
+        "AND DetectedAtNs >= {start:Int64} AND DetectedAtNs < {end:Int64} "
+        "GROUP BY Code, missing ORDER BY Code, missing",
+        {"start": query.start_ns, "end": query.end_ns, **viewer.parameters},
+    )
+    return [
+        {"code": code, "name": name, "missing": missing, "traces": n, "example": reason,
+         "share": n / traces if traces else None}
+        for code, name, missing, n, reason in rows
+    ]  # fmt: skip
+
+
+def alerts(ui: Ui, request: Request) -> tuple[str, dict[str, Any]]:
+    query = AlertQuery.from_params(dict(request.query_params), ui.settings.clock_ns())
+    return "alerts.html", {
+        "query": query,
+        "page": load_alerts(ui.store, request.state.viewer, query),
+    }
+
+
+PAGES = {"/alerts": alerts}

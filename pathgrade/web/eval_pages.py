@@ -1,0 +1,192 @@
+"""Runs, gates and datasets pages: gate history, one gate, two runs side by side per item,
+datasets with their versions and items, and one item with its source trace and its scores
+across runs."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from starlette.requests import Request
+
+from pathgrade.web import params as p
+from pathgrade.web.gate_page import recorded_gate_view, run_evidence
+from pathgrade.web.rendering import NotFound, Ui
+from pathgrade.web.viewers import Viewer
+
+Page = tuple[str, dict[str, Any]]
+LISTED = 200
+
+
+def runs(ui: Ui, request: Request) -> Page:
+    viewer: Viewer = request.state.viewer
+    suite = p.text(dict(request.query_params), "suite")
+    scope = viewer.where("Tenant") + (" AND Suite = {suite:String}" if suite else "")
+    values = {"suite": suite, **viewer.parameters}
+    gates = ui.store.dicts(
+        "SELECT GateId, DecidedAt, Suite, CandidateRun, BaselineRun, Passed, FailedRows, "
+        f"TotalRows, Tenant FROM gates FINAL WHERE {scope} "
+        f"ORDER BY DecidedAt DESC, GateId LIMIT {LISTED}",
+        values,
+    )
+    run_rows = ui.store.dicts(
+        "SELECT RunId, Suite, Agent, StartedAt, FinishedAt, Status, DatasetVersions, Tenant "
+        f"FROM runs FINAL WHERE {scope} ORDER BY StartedAt DESC, RunId LIMIT {LISTED}",
+        values,
+    )
+    counts = {
+        run: n
+        for run, n in ui.store.rows(
+            f"SELECT RunId, count() FROM scores FINAL WHERE {viewer.where('Tenant')} "
+            "AND RunId IN {runs:Array(String)} GROUP BY RunId",
+            {"runs": [r["RunId"] for r in run_rows], **viewer.parameters},
+        )
+    }
+    for row in run_rows:
+        row["Scores"] = counts.get(row["RunId"], 0)
+    return "runs.html", {"gates": gates, "runs": run_rows, "suite": suite}
+
+
+def gate(ui: Ui, request: Request) -> Page:
+    gate_id = request.path_params["gate_id"]
+    view = recorded_gate_view(ui.store, request.state.viewer, gate_id)
+    if view is None:
+        raise NotFound(f"gate {gate_id!r}: not in the store")
+    return "gate.html", {"view": view}
+
+
+def compare(ui: Ui, request: Request) -> Page:
+    """Two runs side by side: per item and metric, each run's scores and their delta."""
+    viewer: Viewer = request.state.viewer
+    values = dict(request.query_params)
+    candidate, baseline = p.text(values, "candidate"), p.text(values, "baseline")
+    if not candidate or not baseline:
+        raise p.BadParameter("candidate", "give two runs: ?candidate=RUN&baseline=RUN")
+    metrics = [
+        m
+        for (m,) in ui.store.rows(
+            f"SELECT DISTINCT Metric FROM scores FINAL WHERE {viewer.where('Tenant')} "
+            "AND RunId IN ({candidate:String}, {baseline:String}) ORDER BY Metric",
+            {"candidate": candidate, "baseline": baseline, **viewer.parameters},
+        )
+    ]
+    if not metrics:
+        raise NotFound(f"no scores of run {candidate!r} or run {baseline!r}")
+    evidence = run_evidence(ui.store, viewer, candidate, baseline, metrics)
+    items = sorted({item for per_item in evidence.values() for item in per_item})
+    return "compare.html", {
+        "candidate": candidate,
+        "baseline": baseline,
+        "metrics": metrics,
+        "items": items,
+        "evidence": evidence,
+    }
+
+
+def datasets(ui: Ui, request: Request) -> Page:
+    viewer: Viewer = request.state.viewer
+    versions = ui.store.dicts(
+        "SELECT Name, Version, Kind, Owner, Description, Status, CreatedAt, PublishedAt, Tenant "
+        f"FROM datasets FINAL WHERE {viewer.where('Tenant')} ORDER BY Name, Version DESC "
+        f"LIMIT {LISTED * 5}",
+        viewer.parameters,
+    )
+    counts = {
+        (tenant, name, version): n
+        for tenant, name, version, n in ui.store.rows(
+            "SELECT Tenant, Dataset, Version, count() FROM dataset_items FINAL "
+            f"WHERE {viewer.where('Tenant')} GROUP BY Tenant, Dataset, Version",
+            viewer.parameters,
+        )
+    }
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in versions:
+        row["Items"] = counts.get((row["Tenant"], row["Name"], row["Version"]), 0)
+        grouped[row["Name"]].append(row)
+    return "datasets.html", {"datasets": dict(grouped)}
+
+
+def dataset(ui: Ui, request: Request) -> Page:
+    viewer: Viewer = request.state.viewer
+    values = dict(request.query_params)
+    name = p.text(values, "name")
+    version = p.number(values, "version")
+    if not name or version is None:
+        raise p.BadParameter("name", "give a dataset: ?name=NAME&version=N")
+    keys = {"name": name, "version": int(version), **viewer.parameters}
+    info = ui.store.dicts(
+        "SELECT Name, Version, Kind, Owner, Description, Status, CreatedAt, PublishedAt "
+        f"FROM datasets FINAL WHERE {viewer.where('Tenant')} AND Name = {{name:String}} "
+        "AND Version = {version:UInt32}",
+        keys,
+    )
+    if not info:
+        raise NotFound(f"dataset {name}@{int(version)}: not in the store")
+    items = ui.store.dicts(
+        "SELECT ItemId, Input, ReferenceAnswer, ExpectedToolCalls, Slices, SourceTraceId, Tags "
+        f"FROM dataset_items FINAL WHERE {viewer.where('Tenant')} AND Dataset = {{name:String}} "
+        f"AND Version = {{version:UInt32}} ORDER BY ItemId LIMIT {LISTED * 5}",
+        keys,
+    )
+    for item in items:
+        item["user"] = _user_text(item["Input"])
+        item["tools"] = [c.get("name", "?") for c in _json_list(item["ExpectedToolCalls"])]
+    return "dataset.html", {"info": info[0], "items": items}
+
+
+def dataset_item(ui: Ui, request: Request) -> Page:
+    """One item: where it is (datasets and versions), its source trace, and its scores
+    across runs (each linked to the trace scored)."""
+    viewer: Viewer = request.state.viewer
+    item_id = request.path_params["item_id"]
+    keys = {"item": item_id, **viewer.parameters}
+    places = ui.store.dicts(
+        "SELECT Dataset, Version, Input, ReferenceAnswer, ExpectedToolCalls, Slices, "
+        f"SourceTraceId, Tags FROM dataset_items FINAL WHERE {viewer.where('Tenant')} "
+        "AND ItemId = {item:String} ORDER BY Dataset, Version",
+        keys,
+    )
+    scores = ui.store.dicts(
+        "SELECT RunId, Metric, Repeat, Value, Label, Explanation, TraceId, CreatedAt "
+        f"FROM scores FINAL WHERE {viewer.where('Tenant')} AND DatasetItemId = {{item:String}} "
+        f"ORDER BY CreatedAt DESC, RunId, Metric, Repeat LIMIT {LISTED * 5}",
+        keys,
+    )
+    if not places and not scores:
+        raise NotFound(f"dataset item {item_id!r}: not in the store")
+    by_run: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for row in scores:
+        by_run[row["RunId"]][row["Metric"]].append(row)
+    return "dataset_item.html", {
+        "item_id": item_id,
+        "places": places,
+        "runs": {run: dict(metrics) for run, metrics in by_run.items()},
+        "metrics": sorted({row["Metric"] for row in scores}),
+    }
+
+
+def _json_list(text: str) -> list[dict[str, Any]]:
+    try:
+        value = json.loads(text)
+    except (TypeError, json.JSONDecodeError):
+        return []
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _user_text(text: str) -> str:
+    try:
+        value = json.loads(text)
+    except (TypeError, json.JSONDecodeError):
+        return text
+    return str(value.get("user", "")) if isinstance(value, dict) else str(value)
+
+
+PAGES = {
+    "/runs": runs,
+    "/gates/{gate_id}": gate,
+    "/compare": compare,
+    "/datasets": datasets,
+    "/dataset": dataset,
+    "/dataset-item/{item_id:path}": dataset_item,
+}

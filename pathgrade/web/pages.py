@@ -1,0 +1,89 @@
+"""The UI's routes: each builds one page's template context from the store, for the
+request's viewer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.routing import Route
+
+from pathgrade.detectors.registry import REGISTRY
+from pathgrade.web import alerts_page, edge_page, eval_pages, review
+from pathgrade.web.conversation import load_conversation
+from pathgrade.web.health import dead_letters, delays, processes
+from pathgrade.web.params import BadParameter
+from pathgrade.web.rendering import NotFound, Ui
+from pathgrade.web.trace_list import FACET_TRACES, TraceQuery, list_traces
+from pathgrade.web.trace_view import TRACE_ID, load_trace_view, trace_tenants
+
+Page = tuple[str, dict[str, Any]]
+
+
+def routes(ui: Ui) -> list[Route]:
+    """Every page's route."""
+    built = {
+        "/traces": traces,
+        "/trace/{trace_id}": trace,
+        "/conversation/{conversation_id:path}": conversation,
+        "/detectors": detectors,
+        "/health": health,
+        **alerts_page.PAGES,
+        **eval_pages.PAGES,
+        **edge_page.PAGES,
+        **review.PAGES,
+    }
+    return [Route(path, ui.page(lambda request, build=build: build(ui, request)))
+            for path, build in built.items()]  # fmt: skip
+
+
+def traces(ui: Ui, request: Request) -> Page:
+    query = TraceQuery.from_params(dict(request.query_params), ui.settings.clock_ns())
+    page = list_traces(ui.store, request.state.viewer, query, ui.settings.prices)
+    return "traces.html", {"query": query, "page": page, "facet_traces": FACET_TRACES}
+
+
+def trace(ui: Ui, request: Request) -> Page:
+    trace_id = request.path_params["trace_id"]
+    if not TRACE_ID.fullmatch(trace_id):
+        raise BadParameter("trace id", "expected 32 lowercase hex characters")
+    tenants = trace_tenants(ui.store, request.state.viewer, trace_id)
+    asked = request.query_params.get("tenant", "")
+    if not tenants or (asked and asked not in tenants):
+        raise NotFound(f"no stored span of trace {trace_id}")
+    if len(tenants) > 1 and not asked:
+        return "choose_tenant.html", {"trace_id": trace_id, "tenants": tenants}
+    view = load_trace_view(ui.store, asked or tenants[0], trace_id, ui.settings.prices)
+    if view is None:
+        raise NotFound(f"no stored span of trace {trace_id}")
+    selected = request.query_params.get("span") or (view.rows[0].span.span_id if view.rows else "")
+    if selected not in view.details:
+        raise BadParameter("span", f"trace {trace_id} has no span {selected!r}")
+    return "trace.html", {"view": view, "selected": selected}
+
+
+def conversation(ui: Ui, request: Request) -> Page:
+    conversation_id = request.path_params["conversation_id"]
+    turns = load_conversation(ui.store, request.state.viewer, conversation_id)
+    if not turns:
+        raise NotFound(f"no stored trace of conversation {conversation_id!r}")
+    return "conversation.html", {"conversation_id": conversation_id, "turns": turns}
+
+
+def detectors(ui: Ui, request: Request) -> Page:
+    del ui, request
+    return "detectors.html", {"rules": [REGISTRY[code] for code in sorted(REGISTRY)]}
+
+
+def health(ui: Ui, request: Request) -> Page:
+    del request
+    document, problems = ui.health.status()
+    snapshot = document["snapshot"] if document else None
+    return "health.html", {
+        "document": document,
+        "stopped": problems,
+        "processes": processes(snapshot) if snapshot else [],
+        "delays": delays(snapshot) if snapshot else [],
+        "dead_letters": dead_letters(snapshot) if snapshot else [],
+        "snapshot": snapshot,
+    }

@@ -1,0 +1,60 @@
+"""Serving the browser UI with uvicorn: in a thread of the store owner (`pathgrade up`) or
+in the foreground (`pathgrade ui`, the production box)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+
+import uvicorn
+
+from pathgrade.web.app import create_app
+from pathgrade.web.rendering import UiSettings
+
+START_TIMEOUT_S = 30.0
+
+
+class UiServer:
+    """The UI on `host:port` (0: any free port) until `stop()`."""
+
+    def __init__(self, settings: UiSettings, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self.socket = socket.create_server((host, port))  # bound now: the port is known
+        self.port = self.socket.getsockname()[1]
+        config = uvicorn.Config(
+            create_app(settings), log_level="warning", access_log=False, lifespan="off"
+        )
+        self.server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> None:
+        """Serve in a daemon thread; returns once it accepts requests."""
+        self._thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.socket]}, name="ui", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self.server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError(f"the browser UI did not start on {self.url}")
+            time.sleep(0.02)
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until SIGINT or SIGTERM."""
+        self.server.run(sockets=[self.socket])
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.socket.close()
+
+
+logging.getLogger("uvicorn.error").setLevel(logging.WARNING)

@@ -1,0 +1,325 @@
+"""The browser UI's pages over a real embedded store holding two tenants, through Starlette's
+test client (no browser: tests/integration/test_ui_browser.py drives Chromium)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pathgrade.batch_plane.evaluation.datasets import Datasets, parse_items
+from pathgrade.batch_plane.evaluation.gate import GateRow, Verdict
+from pathgrade.batch_plane.evaluation.gate_store import record_gate
+from pathgrade.batch_plane.scoring.scores import Score, write_scores
+from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
+from pathgrade.batch_plane.store.tenancy import TenantStore
+from pathgrade.detectors.prices import shipped_price_table
+from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
+from pathgrade.schemas.otlp import decode_spans_message
+from starlette.testclient import TestClient
+
+from pathgrade.demo import send_demo_traces
+from pathgrade.web.app import create_app
+from pathgrade.web.rendering import UiSettings
+from pathgrade.web.store_reads import ReadStore, viewing
+from pathgrade.web.trace_list import TraceQuery, list_traces
+from pathgrade.web.viewers import EVERY_TENANT, Viewer, Viewers
+from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
+
+LOOPBACK = "http://127.0.0.1:8080"
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+MARK_B = "tenant-b-marker"  # every row of tenant B carries it somewhere visible
+
+
+def _store_demo(store: ClientStore, tenant: str, seed: int, traces: int) -> list[str]:
+    exporter = InMemorySpanExporter()
+    send_demo_traces(exporter, traces=traces, seed=seed)
+    data = encode_spans(exporter.get_finished_spans()).SerializeToString()
+    spans = decode_spans_message(data, tenant, time.time_ns())
+    if tenant == "b":
+        for span in spans:
+            span.service_name = MARK_B
+    store.insert("spans", span_rows(spans), list(SPAN_COLUMNS))
+    return list(dict.fromkeys(s.trace_id for s in spans))
+
+
+def _alert(trace_id: str, tenant: str, code: str, reason: str) -> list[object]:
+    return Alert(
+        alert_key=f"{tenant}-{trace_id}-{code}", code=code, name="orphan-write",
+        severity="high", kind="violation", reason=reason, trace_id=trace_id,
+        span_id="", tenant=tenant, service="svc", agent="agent", conversation_id="",
+        risk_tier="medium", policy="default", trace_start_ns=time.time_ns() - 10**9,
+        trace_end_ns=time.time_ns(), detected_at_ns=time.time_ns(),
+    ).row()  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def seeded(store: ClientStore) -> dict[str, list[str]]:
+    """Tenant a: 30 demo traces; tenant b: 5 (marked); one trace id in both; alerts, scores,
+    a dataset, a run and a gate per tenant."""
+    traces = {"a": _store_demo(store, "a", 21, 30), "b": _store_demo(store, "b", 5, 5)}
+    shared = traces["a"][0]
+    exporter = InMemorySpanExporter()
+    send_demo_traces(exporter, traces=1, seed=77)
+    data = encode_spans(exporter.get_finished_spans()).SerializeToString()
+    twin = decode_spans_message(data, "b", time.time_ns())
+    for span in twin:
+        span.trace_id, span.name, span.service_name = shared, MARK_B, MARK_B
+    store.insert("spans", span_rows(twin), list(SPAN_COLUMNS))
+    store.insert(
+        "alerts",
+        [_alert(traces["a"][1], "a", "PG110", "write on a read turn"),
+         _alert(traces["b"][0], "b", "PG110", MARK_B)],
+        list(ALERT_COLUMNS),
+    )  # fmt: skip
+    write_scores(store, [
+        Score("faithfulness", "judge", "1", "a", traces["a"][1], value=0.5, label="fail",
+              explanation="unsupported refund claim", run_id="run-a", dataset_item_id="i1"),
+        Score("faithfulness", "judge", "1", "b", traces["b"][0], value=0.1, label=MARK_B,
+              run_id="run-b", dataset_item_id="i1"),
+    ])  # fmt: skip
+    items = parse_items(json.dumps({"item_id": "i1", "input": {"user": "hi"}}))
+    for tenant, name in (("a", "golden/a"), ("b", f"golden/{MARK_B}")):
+        datasets = Datasets(TenantStore(store, tenant))
+        datasets.create(name, "golden", "qa")
+        datasets.add(name, items)
+        verdict = Verdict(
+            suite=f"suite-{tenant}" if tenant == "a" else MARK_B, seed=1, resamples=10,
+            confidence=0.95,
+            rows=[GateRow(check="metric", metric="faithfulness", passed=False, reason="low",
+                          candidate_mean=0.5, baseline_mean=0.9, delta=-0.4,
+                          interval=(-0.6, -0.2), n_items=1)],
+        )  # fmt: skip
+        record_gate(TenantStore(store, tenant), verdict, f"run-{tenant}", f"run-{tenant}", "s.yaml")
+    return traces
+
+
+@pytest.fixture(scope="module")
+def client(store: ClientStore, seeded: dict[str, list[str]]) -> Iterator[TestClient]:
+    yield TestClient(create_app(UiSettings(store)), base_url=LOOPBACK, follow_redirects=False)
+
+
+@pytest.fixture(scope="module")
+def tokens_client(
+    store: ClientStore, seeded: dict[str, list[str]], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TestClient]:
+    tokens = tmp_path_factory.mktemp("tokens") / "tokens.yaml"
+    tokens.write_text("tok-a: a\ntok-b: b\n")
+    app = create_app(UiSettings(store, Viewers(tokens)))
+    yield TestClient(app, base_url="http://ui.example", follow_redirects=False)
+
+
+def test_trace_list_pages_by_keyset_without_gaps_or_repeats(
+    store: ClientStore, seeded: dict[str, list[str]]
+) -> None:
+    reads, prices, seen = ReadStore(store), shipped_price_table(), []
+    query = TraceQuery.from_params({"from": "1d"}, time.time_ns())
+    while True:
+        page = list_traces(reads, Viewer("a"), query, prices, page_size=7)
+        seen += [row.trace_id for row in page.rows]
+        if page.next_cursor is None:
+            break
+        query = TraceQuery.from_params({"from": "1d", "after": page.next_cursor.text()},
+                                       time.time_ns())  # fmt: skip
+    assert sorted(seen) == sorted(seeded["a"]) and len(seen) == len(set(seen))
+    starts = [row.start_ns for row in list_traces(reads, Viewer("a"), query, prices).rows]
+    assert starts == sorted(starts, reverse=True)
+
+
+def test_trace_list_filters_and_counts_per_value(
+    store: ClientStore, seeded: dict[str, list[str]]
+) -> None:
+    reads, prices, now = ReadStore(store), shipped_price_table(), time.time_ns()
+    everything = list_traces(reads, Viewer("a"), TraceQuery.from_params({"from": "1d"}, now),
+                             prices, page_size=100)  # fmt: skip
+    tools = dict(everything.facets["tool"])
+    tool, calls = next(iter(tools.items()))
+    chosen = list_traces(reads, Viewer("a"), TraceQuery.from_params(
+        {"from": "1d", "tool": tool}, now), prices, page_size=100)  # fmt: skip
+    assert chosen.rows and all(tool in row.tools for row in chosen.rows)
+    assert len(chosen.rows) < len(everything.rows)
+    assert sum(row.tools.count(tool) for row in chosen.rows) <= calls
+    alerted = list_traces(reads, Viewer("a"), TraceQuery.from_params(
+        {"from": "1d", "code": "PG110"}, now), prices)  # fmt: skip
+    assert [row.trace_id for row in alerted.rows] == [seeded["a"][1]]
+    assert alerted.rows[0].codes == ["PG110"] and alerted.rows[0].scores == 1
+    slow = max(row.duration_ns for row in everything.rows)
+    longest = list_traces(reads, Viewer("a"), TraceQuery.from_params(
+        {"from": "1d", "min_ms": str(slow / 1e6)}, now), prices)  # fmt: skip
+    assert [row.duration_ns for row in longest.rows] == [slow]
+    costly = list_traces(reads, Viewer("a"), TraceQuery.from_params(
+        {"from": "1d", "min_cost": "0.003"}, now), prices, page_size=100)  # fmt: skip
+    assert costly.rows and all(row.cost_usd >= 0.003 for row in costly.rows)
+    named = list_traces(reads, Viewer("a"), TraceQuery.from_params(
+        {"from": "1d", "q": "ISSUE_REFUND"}, now), prices, page_size=100)  # fmt: skip
+    assert named.rows and all("issue_refund" in row.tools for row in named.rows)
+
+
+def test_pages_render_and_name_a_bad_parameter(client: TestClient) -> None:
+    for path in (
+        "/traces?from=1d",
+        "/alerts?from=1d",
+        "/runs",
+        "/datasets",
+        "/edge",
+        "/review",
+        "/health",
+        "/detectors",
+        "/dataset?name=golden/a&version=1",
+        "/gates/nope",
+        "/dataset-item/i1",
+        "/compare?candidate=run-a&baseline=run-b",
+    ):
+        answer = client.get(path)
+        assert answer.status_code in (200, 404), (path, answer.text[:300])
+        assert "<h1>" in answer.text
+    bad = client.get("/traces?min_ms=fast")
+    assert bad.status_code == 400 and "min_ms: expected a number" in bad.text
+    assert client.get("/trace/zz").status_code == 400
+    assert client.get("/traces?from=yesterday").status_code == 400
+
+
+def test_trace_page_pins_findings_and_chooses_between_tenants(
+    client: TestClient, seeded: dict[str, list[str]]
+) -> None:
+    flagged = client.get(f"/trace/{seeded['a'][1]}")
+    assert flagged.status_code == 200
+    assert 'class="wf-row flagged' in flagged.text and "PG110" in flagged.text
+    assert "unsupported refund claim" in flagged.text  # the score's explanation
+    shared = client.get(f"/trace/{seeded['a'][0]}")  # loopback sees both tenants' twin
+    assert shared.status_code == 200 and "?tenant=a" in shared.text and "?tenant=b" in shared.text
+
+
+def test_a_tenants_viewer_sees_no_row_of_another_tenant(
+    tokens_client: TestClient, seeded: dict[str, list[str]]
+) -> None:
+    login = tokens_client.post("/login", content="token=tok-a&next=/traces",
+                               headers=FORM)  # fmt: skip
+    assert login.status_code == 303 and login.headers["location"] == "/traces"
+    pages = ["/traces?from=1d", "/alerts?from=1d", "/runs", "/datasets", "/review", "/edge",
+             f"/trace/{seeded['a'][0]}", f"/trace/{seeded['a'][0]}?tenant=b",
+             f"/trace/{seeded['b'][0]}", "/gates/" + "x", "/dataset-item/i1",
+             "/compare?candidate=run-a&baseline=run-b",
+             f"/dataset?name=golden/{MARK_B}&version=1", "/traces?from=1d&code=PG110"]  # fmt: skip
+    for path in pages:
+        answer = tokens_client.get(path)
+        if MARK_B in path:  # b's dataset by name: not found (the message repeats the name)
+            assert answer.status_code == 404, path
+            continue
+        assert MARK_B not in answer.text, path
+        assert "run-b" not in answer.text or "run-b" in path, path
+    assert tokens_client.get(f"/trace/{seeded['b'][0]}").status_code == 404
+    assert tokens_client.get(f"/trace/{seeded['a'][0]}").status_code == 200
+    tokens_client.cookies.clear()
+    anonymous = tokens_client.get("/traces")
+    assert anonymous.status_code == 303 and anonymous.headers["location"].startswith("/login")
+    wrong = tokens_client.post("/login", content="token=nope",
+                               headers=FORM)  # fmt: skip
+    assert wrong.status_code == 401 and "not known" in wrong.text
+    bearer = tokens_client.get("/traces?from=1d", headers={"Authorization": "Bearer tok-b"})
+    assert bearer.status_code == 200 and MARK_B in bearer.text
+
+
+def test_every_query_of_a_viewer_is_scoped_even_without_its_own_condition(
+    store: ClientStore, seeded: dict[str, list[str]]
+) -> None:
+    reads = ReadStore(store)
+    unscoped = "SELECT DISTINCT Tenant FROM spans WHERE TraceId IN (SELECT TraceId FROM alerts)"
+    with viewing("a"):
+        assert reads.rows(unscoped) == [["a"]]
+        assert reads.value("SELECT count() FROM alerts_view WHERE Tenant = 'b'") == 0
+    assert sorted(r[0] for r in reads.rows(unscoped)) == ["a", "b"]
+
+
+def test_without_a_tokens_file_only_loopback_hosts_are_served(
+    store: ClientStore, seeded: dict[str, list[str]]
+) -> None:
+    app = create_app(UiSettings(store))
+    rebound = TestClient(app, base_url="http://attacker.example")
+    assert rebound.get("/traces").status_code == 403
+    assert TestClient(app, base_url="http://[::1]:8080").get("/health").status_code == 200
+
+
+def test_a_red_banner_on_every_page_when_storing_stopped(
+    store: ClientStore, seeded: dict[str, list[str]]
+) -> None:
+    snapshots = iter([
+        {"taken_at": 1.0, "collector": {"accepted_spans": 100}, "store_writer": {"spans": 100},
+         "realtime": [{"traces_evaluated": 20}]},
+        {"taken_at": 6.0, "collector": {"accepted_spans": 150}, "store_writer": {"spans": 100},
+         "realtime": [{"traces_evaluated": 20}]},  # a writer's batch and a quiet window
+        {"taken_at": 40.0, "collector": {"accepted_spans": 180}, "store_writer": {"spans": 100},
+         "realtime": [{"traces_evaluated": 35}]},
+    ])  # fmt: skip
+    latest: dict[str, object] = {}
+
+    def status() -> dict[str, object]:
+        return latest
+
+    client = TestClient(create_app(UiSettings(store, status=status)), base_url=LOOPBACK)
+    latest.update(snapshot=next(snapshots), line="status: fine")
+    assert 'id="stopped-banner"' not in client.get("/traces").text
+    latest.update(snapshot=next(snapshots), line="status: 5 s later, nothing stored yet")
+    assert 'id="stopped-banner"' not in client.get("/traces").text
+    latest.update(snapshot=next(snapshots), line="status: stuck")
+    for path in ("/traces", "/alerts", "/runs", "/health"):
+        page = client.get(path).text
+        assert 'id="stopped-banner"' in page, path
+        assert "storing has stopped: 30 spans arrived, none was stored" in page
+        assert "evaluating has stopped" not in page
+
+
+def test_the_waterfall_puts_children_under_parents_on_one_axis(
+    store: ClientStore, seeded: dict[str, list[str]]
+) -> None:
+    from pathgrade.batch_plane.store.trace_rows import load_trace
+
+    from pathgrade.web.trace_view import waterfall
+
+    trace = load_trace(store, "a", seeded["a"][2])
+    assert trace is not None
+    rows, start, duration = waterfall(trace.spans)
+    assert rows[0].depth == 0 and rows[0].offset_pct == 0.0 and rows[0].width_pct == 100.0
+    for row in rows[1:]:
+        assert row.depth == 1
+        assert row.offset_pct == pytest.approx(100 * (row.span.start_ns - start) / duration)
+        assert row.width_pct == pytest.approx(100 * row.span.duration_ns / duration)
+    orphan = trace.spans[1]
+    orphan.parent_span_id = "f" * 16  # a parent that was never stored
+    assert [r.depth for r in waterfall(trace.spans)[0] if r.span is orphan] == [0]
+
+
+def test_gate_report_is_one_file_with_the_failing_rows() -> None:
+    from pathgrade.web.gate_page import Attempt as Scored
+    from pathgrade.web.gate_page import GateView, ItemScores, standalone_html
+
+    row = GateRow(check="metric", metric="reference_match", passed=False,
+                  reason="mean 0.5000 below threshold 0.95", candidate_mean=0.5)  # fmt: skip
+    ok = GateRow(check="metric", metric="tool_correctness", passed=True, reason="ok")
+    verdict = Verdict(suite="s", seed=3, resamples=100, confidence=0.95, rows=[row, ok])
+    evidence = {"reference_match": {"i1": ItemScores("i1", {}, [Scored(0, 0.0, "t" * 32, "a")],
+                                                     [Scored(0, 1.0, "u" * 32, "a")])}}  # fmt: skip
+    page = standalone_html(GateView(verdict, "gate-1", "cand", "base", "", evidence))
+    assert "<link" not in page and "<script" not in page and "<style>" in page
+    assert 'class="gate-row failed" data-metric="reference_match"' in page
+    assert 'class="gate-row passed" data-metric="tool_correctness"' in page
+    assert "below threshold" in page and "-1.0000" in page  # the item's delta
+
+
+def test_metrics_text_reads_back_into_a_status_snapshot() -> None:
+    from pathgrade.web.metrics import prometheus_text
+    from pathgrade.web.scraped_status import parse_metrics
+
+    text = prometheus_text([
+        ("collector", {}, {"accepted_spans": 12, "spill_bytes": 7}),
+        ("realtime", {"worker": "1"}, {"traces_evaluated": 3, "detection_delay_p99_seconds": 1.5}),
+    ])  # fmt: skip
+    assert parse_metrics(text) == {
+        "collector": {"accepted_spans": 12, "spill_bytes": 7},
+        "realtime": {"traces_evaluated": 3, "detection_delay_p99_seconds": 1.5},
+    }
+    assert EVERY_TENANT.where() == "1"
