@@ -47,16 +47,16 @@ from pathgrade.stack.defaults import DEFAULT_STORE_WRITER_NICENESS
 from pathgrade.web.endpoint import RemoteStore
 
 
-def template_spans() -> list:
-    """~10k spans of the demo agent, captured from the OTel SDK."""
+def template_spans(flavor: str = "genai") -> list:
+    """~10k spans of the demo agent in one convention, captured from the OTel SDK."""
     exporter = InMemorySpanExporter()
-    send_demo_traces(exporter, traces=2000, seed=1)
+    send_demo_traces(exporter, traces=2000, seed=1, flavor=flavor)
     return list(exporter.get_finished_spans())
 
 
-def request_bodies(total_spans: int, batch: int) -> list[bytes]:
+def request_bodies(total_spans: int, batch: int, flavor: str = "genai") -> list[bytes]:
     """Request bodies of `batch` spans each; every copy gets fresh trace ids."""
-    template = encode_spans(template_spans())
+    template = encode_spans(template_spans(flavor))
     spans_per_copy = sum(len(ss.spans) for rs in template.resource_spans for ss in rs.scope_spans)
     rng = random.Random(3)
     bodies = []

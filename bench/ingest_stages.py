@@ -5,6 +5,12 @@ group by trace (collector side), then decode, span rows and the chDB insert (sto
 into a throwaway embedded store). The process collects garbage on pathgrade's timer, as
 the collector and the store writer do (`pathgrade/stack/gc_schedule.py`).
 
+Redaction runs twice on copies of the same requests: without facts (`redact`: drop and
+scrub only) and with them (`facts`: the collector's default, which also fingerprints
+arguments and identities, evaluates the content predicates and records what it found,
+`schemas.facts`), and the run prints the collector stages' CPU with facts over without as
+a ratio (issue 16's target: at most 1.15).
+
 The last lines add the stages up: the CPU every span needs in the collector and in the store
 writer with no HTTP, no Kafka client, no broker and no realtime plane, and the rate this
 machine's cores could sustain on that work alone, against issue 2's 30,000 spans/s target.
@@ -12,6 +18,7 @@ No real stack can exceed that ceiling; the live one (bench/ingest.py) also pays 
 everything left out here.
 
     python bench/ingest_stages.py [--spans 50000] [--batch 512] [--profile STAGE]
+                                  [--flavor genai|openinference|openllmetry]
 """
 
 from __future__ import annotations
@@ -35,16 +42,20 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from pathgrade.batch_plane.store.client import embedded_dsn, open_client_store
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
+from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.collector.validate import validate_request
+from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.migrations import migrate
 from pathgrade.schemas.otlp import decode_spans_message
+from pathgrade.schemas.pii import PiiScanner
 
 from pathgrade.stack.gc_schedule import schedule_full_collections
 
 TARGET_SPANS_PER_S = 30_000  # issue 2's end-to-end target on this machine
-COLLECTOR_STAGES = ("validate", "redact", "group")
+COLLECTOR_STAGES = ("validate", "facts", "group")  # what the collector runs by default
+FACTS_TARGET = 1.15  # issue 16: facts cost at most 15% of the collector stages
 STORE_STAGES = ("decode", "rows", "insert")
 
 
@@ -73,6 +84,17 @@ def timed(
     return result
 
 
+def print_facts_ratio(cpu_per_span: dict[str, float]) -> None:
+    """The collector stages' CPU per span with facts over without them."""
+    with_facts = sum(cpu_per_span[name] for name in COLLECTOR_STAGES)
+    without = with_facts - cpu_per_span["facts"] + cpu_per_span["redact"]
+    ratio = with_facts / without
+    print(
+        f"facts      collector {with_facts:6.1f} µs/span with facts, {without:6.1f} without: "
+        f"ratio {ratio:.3f} (target <= {FACTS_TARGET})"
+    )
+
+
 def print_ceiling(cpu_per_span: dict[str, float], cores: int) -> None:
     """The collector's and the store writer's stage CPU per span, and the rate `cores`
     could sustain on that work alone, as a ratio of the target."""
@@ -92,13 +114,17 @@ def main() -> None:
     parser.add_argument("--spans", type=int, default=50_000)
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--profile", default=None, help="stage name to cProfile")
+    parser.add_argument("--flavor", default="genai", help="demo convention of the spans")
     args = parser.parse_args()
 
-    bodies = request_bodies(args.spans, args.batch)
+    bodies = request_bodies(args.spans, args.batch, args.flavor)
     spans = span_count(bodies)
-    redactor = Redactor(RedactionConfig())
+    config = RedactionConfig()
+    without_facts = Redactor(config)
+    with_facts = Redactor(config, FactMaker(FactSecret(os.urandom(32)), PiiScanner()))
     cpu: dict[str, float] = {}
     collections = schedule_full_collections()
+    copies = [ExportTraceServiceRequest.FromString(b) for b in bodies]  # for `redact` alone
     requests = timed(
         "parse",
         spans,
@@ -107,7 +133,8 @@ def main() -> None:
         cpu,
     )
     timed("validate", spans, lambda: [validate_request(r) for r in requests], args.profile, cpu)
-    timed("redact", spans, lambda: [redactor.redact(r) for r in requests], args.profile, cpu)
+    timed("redact", spans, lambda: [without_facts.redact(r) for r in copies], args.profile, cpu)
+    timed("facts", spans, lambda: [with_facts.redact(r) for r in requests], args.profile, cpu)
     messages = timed(
         "group",
         spans,
@@ -138,6 +165,7 @@ def main() -> None:
         print(f"inserted   {inserted} rows ({len(SPAN_COLUMNS)} columns)")
         store.close()
     collections.stop()
+    print_facts_ratio(cpu)
     print_ceiling(cpu, os.cpu_count() or 1)
 
 

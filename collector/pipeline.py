@@ -1,5 +1,5 @@
 """The collector's one processing path, shared by the gRPC and HTTP receivers:
-validate -> redact -> group by trace -> publish."""
+validate -> facts and redaction (per tenant) -> group by trace -> publish."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ class IngestPipeline:
         good spans are in Kafka or the spill; spans that are invalid, too large to publish
         or refused by Kafka are reported, unacknowledged. Raises SpillFull."""
         rejections = validate_request(request)
-        self.redactor.redact(request)
+        self.redactor.redact(request, tenant)
         received_at = time.time_ns()
         grouped = group_by_trace(request, self.max_message_bytes)
         rejections.extend(grouped.rejections)

@@ -1,20 +1,34 @@
-"""Redaction: what the collector removes or scrubs before a span leaves it.
+"""Redaction: what the collector removes or scrubs before a span leaves it, and the facts
+it records about what it saw (`schemas.facts`).
 
-Two steps, in place, per span:
+Per span, in place:
 
-1. Content attributes that are not opted in are removed: tool arguments/results unless the
-   tool is listed in `capture_tools`, and message content (prompts, completions, system
-   instructions, the attributes of content-carrying events) unless `capture_messages`.
-   A span that lost attributes gets `pathgrade.redacted.keys` (int): how many attributes
+1. Facts (with a `FactMaker`): computed from the raw values of the span's content,
+   identity and confirmed-action attributes before anything is removed or scrubbed.
+2. Attributes that are not opted in are removed: tool arguments/results unless the tool
+   is listed in `capture_tools`; message content (prompts, completions, system
+   instructions, the attributes of content-carrying events) unless `capture_messages`;
+   the session identity (`enduser.id`, `user.id`, OpenLLMetry's `user_id` association
+   property) unless `capture_identity`; a `pathgrade.confirmed_action` unless its tool is
+   captured. A span that lost attributes gets `pathgrade.redacted.keys` (int): how many
    were removed from it and its events, so readers can tell "redacted" from "absent".
-2. Every remaining string value (span, event and link attributes, resource and scope
-   attributes, nested arrays and key-value lists) is scrubbed: e-mail addresses become
-   `[REDACTED:email]`, Luhn-valid card numbers `[REDACTED:card]`, and matches of the
-   configured extra patterns `[REDACTED]`.
+3. Every string the span still forwards is scrubbed, whatever its field or type
+   (`schemas.pii`, normalised before matching): attribute values of the span, its events
+   and links, its resource and scope (nested arrays and key-value lists included; bytes
+   as UTF-8 text; integers and floats that hold a card number), span and event names, the
+   status message, `trace_state` of the span and its links, scope name and version, and
+   the schema URLs. E-mail addresses become `[REDACTED:email]`, card numbers
+   `[REDACTED:card]`, matches of the configured extra patterns `[REDACTED]`.
+4. With facts, what was found is recorded per field: `pathgrade.facts.pii.scrubbed`
+   (replaced in what is forwarded) and `pathgrade.facts.pii.dropped` (in what was removed).
+   The collector's facts are clean by construction (names and ids in them scrubbed);
+   facts a producer set are scrubbed except their fingerprints (hex, which can look like a
+   card's digits).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, MutableSequence
 from dataclasses import dataclass
@@ -23,53 +37,36 @@ from typing import Any, Final
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
-from pathgrade.schemas.genai import (
-    CONTENT_EVENTS,
-    OI_INPUT_VALUE,
-    OI_OUTPUT_VALUE,
-    OI_SPAN_KIND,
-    OI_SPAN_KIND_TOOL,
-    OI_TOOL_NAME,
-    OP_EXECUTE_TOOL,
-    OPERATION_NAME,
-    PG_REDACTED_KEYS,
-    TL_ENTITY_INPUT,
-    TL_ENTITY_NAME,
-    TL_ENTITY_OUTPUT,
-    TL_SPAN_KIND,
-    TL_SPAN_KIND_TOOL,
-    TOOL_CONTENT_KEYS,
-    TOOL_NAME,
-    is_content_key,
-)
+from pathgrade.collector.facts import FactMaker, write_facts
+from pathgrade.schemas import genai
+from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
+from pathgrade.schemas.fingerprints import is_fingerprint
+from pathgrade.schemas.messages import parse_json
+from pathgrade.schemas.otlp import any_value
+from pathgrade.schemas.pii import CARD, CARD_MARK, Counts, PiiScanner, add_counts, card_number
+from pathgrade.schemas.topics import DEFAULT_TENANT
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-EMAIL_MARK: Final = "[REDACTED:email]"
-CARD_MARK: Final = "[REDACTED:card]"
-PATTERN_MARK: Final = "[REDACTED]"
 CAPTURE_ALL_TOOLS: Final = "*"
 
 # Keys that carry tool arguments/results on tool spans and message content elsewhere.
 _TOOL_OR_MESSAGE_KEYS = frozenset(
-    {OI_INPUT_VALUE, OI_OUTPUT_VALUE, TL_ENTITY_INPUT, TL_ENTITY_OUTPUT}
+    {genai.OI_INPUT_VALUE, genai.OI_OUTPUT_VALUE, genai.TL_ENTITY_INPUT, genai.TL_ENTITY_OUTPUT}
 )
-_SPAN_CONTEXT_KEYS = frozenset(
-    {OPERATION_NAME, OI_SPAN_KIND, TL_SPAN_KIND, TOOL_NAME, OI_TOOL_NAME, TL_ENTITY_NAME}
-)
-# Bounded local part and labels (RFC 5321 sizes) keep the scan linear on hostile input.
-_EMAIL = re.compile(
-    r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,63}"
-)
-_CARD_MIN_DIGITS = 13
-_CARD_MAX_DIGITS = 19
-# A run of 13-19 digits, single spaces or dashes allowed between digits, not inside a longer run.
-_CARD_CANDIDATE = re.compile(r"(?<!\d)\d(?:[ -]?\d){12,18}(?!\d)")
-# Luhn: a doubled digit contributes the sum of its digits (e.g. 7 -> 14 -> 5).
-_LUHN_DOUBLED = {str(d): (2 * d) // 10 + (2 * d) % 10 for d in range(10)}
-_ANY_DIGIT = re.compile(r"\d")  # cheap pre-check before the card regex
+# Keys whose raw values decide the span's policy and feed its facts (never content).
+_CONTEXT_KEYS = frozenset(
+    {
+        genai.OPERATION_NAME, genai.OI_SPAN_KIND, genai.TL_SPAN_KIND, genai.TOOL_NAME,
+        genai.OI_TOOL_NAME, genai.TL_ENTITY_NAME, genai.TL_LLM_REQUEST_TYPE,
+        genai.RESPONSE_FINISH_REASONS, genai.OI_LLM_FINISH_REASON,
+    }
+)  # fmt: skip
+_IDENTITY_KEYS = frozenset(genai.IDENTITY_KEYS)
+# Key verdicts of the attribute scan.
+_PLAIN, _CONTENT, _CONTEXT, _FACT = range(4)
+_NOTHING: Final[Counts] = {}
+_MIN_CARD, _MAX_CARD = 10**12, 10**19  # numbers of 13-19 digits
 _MAX_CACHED_KEYS = 4096
-_MAX_CACHED_TEXTS = 16_384
-_MAX_CACHED_TEXT_CHARS = 256
 
 
 class RedactionConfig(BaseModel):
@@ -85,6 +82,11 @@ class RedactionConfig(BaseModel):
     capture_messages: bool = Field(
         default=False,
         description="Keep message content: prompts, completions, system instructions.",
+    )
+    capture_identity: bool = Field(
+        default=False,
+        description="Keep the session identity (enduser.id, user.id, OpenLLMetry's user_id "
+        "association property); without it only its fingerprint travels.",
     )
     extra_patterns: list[str] = Field(
         default_factory=list,
@@ -107,118 +109,187 @@ class RedactionConfig(BaseModel):
 
 @dataclass(slots=True)
 class RedactionStats:
-    """What one `Redactor.redact` call did."""
+    """What one `Redactor.redact` call did: spans seen, attributes removed, items of
+    personal data replaced in what is forwarded, spans that got facts."""
 
     spans: int = 0
     removed_attributes: int = 0
     scrubbed_values: int = 0
+    spans_with_facts: int = 0
+
+    def scrubbed(self, record: PiiRecord, field: str, counts: Counts) -> None:
+        """Note `counts` found and replaced in `field`."""
+        self.scrubbed_values += sum(counts.values())
+        add_counts(record.setdefault(field, {}), counts)
 
 
-def luhn_valid(digits: str) -> bool:
-    """True when `digits` (ASCII digits only, at least two) passes the Luhn checksum."""
-    if len(digits) < 2 or not digits.isascii() or not digits.isdigit():
-        return False
-    total = sum(map(int, digits[-1::-2])) + sum(map(_LUHN_DOUBLED.__getitem__, digits[-2::-2]))
-    return total % 10 == 0
+class _Findings:
+    """Personal data found in one span's fields: scrubbed (forwarded) and dropped."""
+
+    __slots__ = ("dropped", "scrubbed")
+
+    def __init__(self, shared: PiiRecord | None = None) -> None:
+        self.scrubbed: PiiRecord = {k: dict(v) for k, v in shared.items()} if shared else {}
+        self.dropped: PiiRecord = {}
+
+
+def _note(record: PiiRecord, field: str, counts: Counts) -> None:
+    add_counts(record.setdefault(field, {}), counts)
 
 
 class Redactor:
-    """Applies a `RedactionConfig` to export requests, in place.
+    """Applies a `RedactionConfig` to export requests, in place; with a `FactMaker`, also
+    records each span's facts before removing anything.
 
-    One pass per attribute list: each key's content verdict and each short string's scrubbed
-    form are remembered (bounded), since agents repeat the same keys and many of the values.
+    One pass per attribute list: each key's verdict and each short string's scrubbed form
+    are remembered (bounded), since agents repeat the same keys and many of the values.
     """
 
-    def __init__(self, config: RedactionConfig) -> None:
+    def __init__(self, config: RedactionConfig, facts: FactMaker | None = None) -> None:
         self.config = config
+        self.facts = facts
+        self.scanner = PiiScanner(config.extra_patterns)
         self._all_tools = CAPTURE_ALL_TOOLS in config.capture_tools
         self._captured_tools = frozenset(config.capture_tools)
-        self._extra_patterns = [re.compile(pattern) for pattern in config.extra_patterns]
-        self._content_keys = _BoundedCache(_MAX_CACHED_KEYS)
-        self._scrubbed_texts = _BoundedCache(_MAX_CACHED_TEXTS)
-        self._policies = {
-            (tool_span, captured): _ContentPolicy(tool_span, captured, config.capture_messages)
-            for tool_span in (False, True)
-            for captured in (False, True)
-        }
+        self._verdicts = _BoundedCache(_MAX_CACHED_KEYS)
+        self._policies: dict[tuple[bool, bool, bool], _ContentPolicy] = {}
 
-    def redact(self, request: ExportTraceServiceRequest) -> RedactionStats:
-        """Remove content that is not opted in, then scrub every remaining string value."""
+    def redact(
+        self, request: ExportTraceServiceRequest, tenant: str = DEFAULT_TENANT
+    ) -> RedactionStats:
+        """Record facts, remove content that is not opted in, scrub every string left."""
         stats = RedactionStats()
-        scrub = self._scrub_attributes
         for resource_spans in request.resource_spans:
-            stats.scrubbed_values += scrub(resource_spans.resource.attributes)
+            shared: PiiRecord = {}
+            self._scrub_list(resource_spans.resource.attributes, shared, "resource:", stats)
+            resource_spans.schema_url = self._scrub_field(
+                resource_spans.schema_url, shared, "schema_url", stats
+            )
             for scope_spans in resource_spans.scope_spans:
-                stats.scrubbed_values += scrub(scope_spans.scope.attributes)
+                scoped = {k: dict(v) for k, v in shared.items()}
+                scope = scope_spans.scope
+                self._scrub_list(scope.attributes, scoped, "scope:", stats)
+                scope.name = self._scrub_field(scope.name, scoped, "scope.name", stats)
+                scope.version = self._scrub_field(scope.version, scoped, "scope.version", stats)
+                scope_spans.schema_url = self._scrub_field(
+                    scope_spans.schema_url, scoped, "scope.schema_url", stats
+                )
                 for span in scope_spans.spans:
                     stats.spans += 1
-                    self._redact_span(span, stats)
+                    self._redact_span(span, tenant, _Findings(scoped), stats)
         return stats
 
     def scrub_text(self, text: str) -> str:
-        """`text` with e-mails, Luhn-valid card numbers and extra-pattern matches replaced."""
-        if "@" in text:
-            text = _EMAIL.sub(EMAIL_MARK, text)
-        if len(text) >= _CARD_MIN_DIGITS and _ANY_DIGIT.search(text):
-            text = _CARD_CANDIDATE.sub(_replace_card, text)
-        for pattern in self._extra_patterns:
-            text = pattern.sub(PATTERN_MARK, text)
-        return text
+        """`text` with e-mails, card numbers and extra-pattern matches replaced."""
+        return self.scanner.scrub(text)[0]
 
-    def _redact_span(self, span: trace_pb2.Span, stats: RedactionStats) -> None:
-        """Remove the span's unkept content (span and events), scrub everything left.
-
-        One pass per attribute list scrubs the non-content values and notes the content
-        ones; those are then kept (and scrubbed) or removed once the span's policy is known.
-        """
+    def _redact_span(
+        self, span: trace_pb2.Span, tenant: str, found: _Findings, stats: RedactionStats
+    ) -> None:
+        """Facts first (from raw values), then remove the span's unkept content (span and
+        events) and scrub everything left."""
         attributes = span.attributes
-        context: dict[str, str] = {}
-        content, scrubbed = self._scan(attributes, context)
-        keep = self._policy(context)
-        removed = self._settle(attributes, content, keep, stats)
+        context: dict[str, Any] = {}
+        content = self._scan(attributes, context, found.scrubbed, "", stats)
+        facts: dict[str, Any] = {}
+        if self.facts is not None and content:
+            raw = {attributes[i].key: any_value(attributes[i].value) for i in content}
+            raw.update(context)
+            facts = self.facts.facts(span.name, raw, tenant)
+        keep = self._policy(context, attributes, content)
+        removed = self._settle(attributes, content, keep, found, "", stats)
         for event in span.events:
-            event_attributes = event.attributes
-            if event.name in CONTENT_EVENTS and not keep.messages_captured:
-                removed += _delete(event_attributes, range(len(event_attributes)))
-                continue
-            event_content, event_scrubbed = self._scan(event_attributes, None)
-            scrubbed += event_scrubbed
-            removed += self._settle(event_attributes, event_content, keep, stats)
+            removed += self._redact_event(event, keep, found, stats)
         for link in span.links:
-            scrubbed += self._scrub_attributes(link.attributes)
+            self._scrub_list(link.attributes, found.scrubbed, "link:", stats)
+            link.trace_state = self._scrub_field(
+                link.trace_state, found.scrubbed, "link.trace_state", stats
+            )
+        span.name = self._scrub_field(span.name, found.scrubbed, "name", stats)
+        span.trace_state = self._scrub_field(span.trace_state, found.scrubbed, "trace_state", stats)
+        status = span.status
+        if status.message:
+            status.message = self._scrub_field(
+                status.message, found.scrubbed, "status.message", stats
+            )
+        if self.facts is not None:
+            write_facts(attributes, facts, found.scrubbed, found.dropped)
+            stats.spans_with_facts += bool(facts or found.scrubbed or found.dropped)
         if removed:
-            attributes.add(key=PG_REDACTED_KEYS).value.int_value = removed
+            attributes.add(key=genai.PG_REDACTED_KEYS).value.int_value = removed
         stats.removed_attributes += removed
-        stats.scrubbed_values += scrubbed
+
+    def _redact_event(
+        self, event: trace_pb2.Span.Event, keep: _ContentPolicy, found: _Findings,
+        stats: RedactionStats,
+    ) -> int:  # fmt: skip
+        """Scrub one event's name, remove or scrub its attributes; returns how many
+        attributes were removed."""
+        is_content = event.name in genai.CONTENT_EVENTS
+        event.name = self._scrub_field(event.name, found.scrubbed, "event.name", stats)
+        prefix = f"event:{event.name}:"
+        event_attributes = event.attributes
+        if is_content and not keep.messages:
+            if self.facts is not None:
+                for kv in event_attributes:
+                    self._note_dropped(kv, found, prefix)
+            removed = _delete(event_attributes, range(len(event_attributes)))
+        else:
+            content = self._scan(event_attributes, None, found.scrubbed, prefix, stats)
+            removed = self._settle(event_attributes, content, keep, found, prefix, stats)
+        return removed
 
     def _scan(
-        self, attributes: Iterable[KeyValue], context: dict[str, str] | None
-    ) -> tuple[list[int], int]:
-        """Scrub the non-content values; return the content indexes and how many values
-        changed. Fills `context` with the (unscrubbed) policy keys when given."""
-        verdicts = self._content_keys
-        scrub = self._scrub_value
+        self,
+        attributes: Iterable[KeyValue],
+        context: dict[str, Any] | None,
+        scrubbed: PiiRecord,
+        prefix: str,
+        stats: RedactionStats,
+    ) -> list[int]:
+        """Scrub the values that are neither content nor fingerprints; return the content
+        indexes. Fills `context` with the raw values of the context keys when given."""
         content = []
-        scrubbed = 0
         for index, kv in enumerate(attributes):
             key = kv.key
-            verdict = verdicts.get(key)
-            if verdict is None:
-                verdict = verdicts.put(key, is_content_key(key))
-            if verdict:
+            verdict = self._verdict(key)
+            if verdict == _CONTENT:
                 content.append(index)
                 continue
             value = kv.value
-            if context is not None and key in _SPAN_CONTEXT_KEYS:
-                context[key] = value.string_value
-            scrubbed += scrub(value)
-        return content, scrubbed
+            if verdict == _CONTEXT and context is not None:
+                context[key] = any_value(value)
+            elif verdict == _PLAIN:
+                key = self._scrub_key(kv, scrubbed, prefix, stats)
+            counts = self._scrub_fact(value) if verdict == _FACT else self._scrub_value(value)
+            if counts:
+                stats.scrubbed(scrubbed, prefix + key, counts)
+        return content
+
+    def _verdict(self, key: str) -> int:
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self._verdicts.put(key, _verdict(key))
+        return verdict
+
+    def _scrub_key(
+        self, kv: KeyValue, record: PiiRecord, prefix: str, stats: RedactionStats
+    ) -> str:
+        """Scrub an attribute's key (keys are strings the collector forwards too); returns
+        the key as forwarded."""
+        clean, counts = self._scrubbed(kv.key)
+        if counts:
+            kv.key = clean
+            stats.scrubbed(record, prefix + "key", counts)
+        return clean
 
     def _settle(
         self,
         attributes: MutableSequence[KeyValue],
         content: list[int],
         keep: _ContentPolicy,
+        found: _Findings,
+        prefix: str,
         stats: RedactionStats,
     ) -> int:
         """Scrub the kept content values, delete the others; returns how many were deleted."""
@@ -226,45 +297,137 @@ class Redactor:
         for index in content:
             kv = attributes[index]
             if keep.keeps(kv.key):
-                stats.scrubbed_values += self._scrub_value(kv.value)
+                counts = self._scrub_value(kv.value)
+                if counts:
+                    stats.scrubbed(found.scrubbed, prefix + kv.key, counts)
             else:
                 unkept.append(index)
+                if self.facts is not None:
+                    self._note_dropped(kv, found, prefix)
         return _delete(attributes, unkept)
 
-    def _policy(self, context: dict[str, str]) -> _ContentPolicy:
+    def _note_dropped(self, kv: KeyValue, found: _Findings, prefix: str) -> None:
+        counts: Counts = {}
+        self._find_in(kv.value, counts)
+        if counts:
+            _note(found.dropped, prefix + kv.key, counts)
+
+    def _policy(
+        self, context: dict[str, Any], attributes: MutableSequence[KeyValue], content: list[int]
+    ) -> _ContentPolicy:
         """What the span may keep, from its operation / kind / tool-name attributes."""
         tool_captured = self._all_tools or _tool_name(context) in self._captured_tools
-        return self._policies[_is_tool_span(context), tool_captured]
+        confirmed_captured = self._all_tools or any(
+            attributes[i].key == genai.PG_CONFIRMED_ACTION
+            and _confirmed_tool(attributes[i].value) in self._captured_tools
+            for i in content
+        )
+        key = (_is_tool_span(context), tool_captured, confirmed_captured)
+        policy = self._policies.get(key)
+        if policy is None:
+            config = self.config
+            policy = self._policies[key] = _ContentPolicy(
+                *key[:2], config.capture_messages, config.capture_identity, confirmed_captured
+            )
+        return policy
 
-    def _scrub_attributes(self, attributes: Iterable[KeyValue]) -> int:
-        """Scrub every string value in `attributes`; returns how many values changed."""
-        scrub = self._scrub_value
-        return sum([scrub(kv.value) for kv in attributes])
+    def _scrub_list(
+        self, attributes: Iterable[KeyValue], record: PiiRecord, prefix: str,
+        stats: RedactionStats,
+    ) -> None:  # fmt: skip
+        """Scrub every key and value of an attribute list, noting findings under `prefix`
+        + key."""
+        for kv in attributes:
+            key = self._scrub_key(kv, record, prefix, stats)
+            counts = self._scrub_value(kv.value)
+            if counts:
+                stats.scrubbed(record, prefix + key, counts)
 
-    def _scrub_value(self, value: AnyValue) -> int:
-        """Scrub one value, descending into arrays and key-value lists."""
+    def _scrub_field(self, text: str, record: PiiRecord, field: str, stats: RedactionStats) -> str:
+        """One string field of the span, scope or resource, scrubbed."""
+        if not text:
+            return text
+        clean, counts = self._scrubbed(text)
+        if counts:
+            stats.scrubbed(record, field, counts)
+        return clean
+
+    def _scrub_value(self, value: AnyValue) -> Counts:
+        """Scrub one value in place (descending into arrays and key-value lists); returns
+        what it found."""
         kind = value.WhichOneof("value")
         if kind == "string_value":
             text = value.string_value
-            clean = self._scrubbed(text)
-            if clean == text:
-                return 0
-            value.string_value = clean
-            return 1
+            clean, counts = self._scrubbed(text)
+            if counts:
+                value.string_value = clean
+            return counts
+        if kind == "int_value" or kind == "double_value":
+            number = getattr(value, kind)
+            if _MIN_CARD <= abs(number) < _MAX_CARD and card_number(number):
+                value.string_value = CARD_MARK
+                return {CARD: 1}
+            return _NOTHING
+        if kind == "bytes_value":
+            text = value.bytes_value.decode("utf-8", "replace")
+            clean, counts = self._scrubbed(text)
+            if counts:
+                value.bytes_value = clean.encode()
+            return counts
+        total: Counts = {}
         if kind == "array_value":
-            return sum([self._scrub_value(item) for item in value.array_value.values])
-        if kind == "kvlist_value":
-            return self._scrub_attributes(value.kvlist_value.values)
-        return 0
+            for item in value.array_value.values:
+                add_counts(total, self._scrub_value(item))
+        elif kind == "kvlist_value":
+            for kv in value.kvlist_value.values:
+                clean, counts = self._scrubbed(kv.key)
+                if counts:
+                    kv.key = clean
+                    add_counts(total, counts)
+                add_counts(total, self._scrub_value(kv.value))
+        return total
 
-    def _scrubbed(self, text: str) -> str:
-        """`scrub_text(text)`, remembered for short texts (ids, names, models repeat)."""
-        if len(text) > _MAX_CACHED_TEXT_CHARS:
-            return self.scrub_text(text)
-        clean = self._scrubbed_texts.get(text)
-        if clean is None:
-            clean = self._scrubbed_texts.put(text, self.scrub_text(text))
-        return clean
+    def _find_in(self, value: AnyValue, total: Counts) -> None:
+        """Add the personal data in a value about to be dropped to `total`."""
+        kind = value.WhichOneof("value")
+        if kind == "string_value":
+            add_counts(total, self._scrubbed(value.string_value)[1])
+        elif kind == "bytes_value":
+            add_counts(total, self.scanner.find(value.bytes_value.decode("utf-8", "replace")))
+        elif kind == "int_value" or kind == "double_value":
+            number = getattr(value, kind)
+            if _MIN_CARD <= abs(number) < _MAX_CARD and card_number(number):
+                add_counts(total, {CARD: 1})
+        elif kind == "array_value":
+            for item in value.array_value.values:
+                self._find_in(item, total)
+        elif kind == "kvlist_value":
+            for kv in value.kvlist_value.values:
+                self._find_in(kv.value, total)
+
+    def _scrubbed(self, text: str) -> tuple[str, Counts]:
+        return self.scanner.scrub(text)
+
+    def _scrub_fact(self, value: AnyValue) -> Counts:
+        """Scrub a fact a producer set (the collector's own are clean by construction):
+        every string but its fingerprints, whose hex can look like a card's digits."""
+        kind = value.WhichOneof("value")
+        if kind == "array_value":
+            total: Counts = {}
+            for item in value.array_value.values:
+                if not is_fingerprint(item.string_value):
+                    add_counts(total, self._scrub_value(item))
+            return total
+        if kind != "string_value" or is_fingerprint(value.string_value):
+            return _NOTHING
+        parsed = parse_json(value.string_value)
+        if not isinstance(parsed, dict | list):
+            return self._scrub_value(value)
+        counts: Counts = {}
+        clean = _scrub_json(parsed, self.scanner, counts)
+        if counts:
+            value.string_value = json.dumps(clean, ensure_ascii=False)
+        return counts
 
 
 class _BoundedCache(dict):
@@ -289,32 +452,75 @@ class _ContentPolicy:
 
     is_tool_span: bool
     tool_captured: bool
-    messages_captured: bool
+    messages: bool
+    identity: bool
+    confirmed: bool
 
     def keeps(self, key: str) -> bool:
         """True when `key` is not content, or is content this span may keep."""
-        if not is_content_key(key):
+        if not genai.is_content_key(key):
             return True
-        if key in TOOL_CONTENT_KEYS or (self.is_tool_span and key in _TOOL_OR_MESSAGE_KEYS):
+        if key in genai.TOOL_CONTENT_KEYS or (self.is_tool_span and key in _TOOL_OR_MESSAGE_KEYS):
             return self.tool_captured
-        return self.messages_captured
+        if key in _IDENTITY_KEYS:
+            return self.identity
+        if key == genai.PG_CONFIRMED_ACTION:
+            return self.confirmed
+        return self.messages
 
 
-def _is_tool_span(context: dict[str, str]) -> bool:
+def _verdict(key: str) -> int:
+    if genai.is_content_key(key):
+        return _CONTENT
+    if key in _CONTEXT_KEYS:
+        return _CONTEXT
+    return _FACT if key in FACT_KEYS else _PLAIN
+
+
+def _scrub_json(value: Any, scanner: PiiScanner, counts: Counts) -> Any:
+    """A parsed JSON value with its strings (keys too) scrubbed, fingerprints kept."""
+    if isinstance(value, str):
+        if is_fingerprint(value):
+            return value
+        clean, found = scanner.scrub(value)
+        add_counts(counts, found)
+        return clean
+    if isinstance(value, list):
+        return [_scrub_json(item, scanner, counts) for item in value]
+    if isinstance(value, dict):
+        return {_scrub_json(k, scanner, counts): _scrub_json(v, scanner, counts)
+                for k, v in value.items()}  # fmt: skip
+    return value
+
+
+def _confirmed_tool(value: AnyValue) -> str:
+    """The tool named by a `pathgrade.confirmed_action` value, "" when it names none."""
+    try:
+        parsed = json.loads(value.string_value) if value.string_value else None
+    except ValueError:
+        return ""
+    name = parsed.get("name") if isinstance(parsed, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def _is_tool_span(context: dict[str, Any]) -> bool:
     """True for a tool execution span in GenAI, OpenInference or OpenLLMetry conventions."""
     return (
-        context.get(OPERATION_NAME) == OP_EXECUTE_TOOL
-        or context.get(OI_SPAN_KIND) == OI_SPAN_KIND_TOOL
-        or context.get(TL_SPAN_KIND) == TL_SPAN_KIND_TOOL
+        context.get(genai.OPERATION_NAME) == genai.OP_EXECUTE_TOOL
+        or context.get(genai.OI_SPAN_KIND) == genai.OI_SPAN_KIND_TOOL
+        or context.get(genai.TL_SPAN_KIND) == genai.TL_SPAN_KIND_TOOL
     )
 
 
-def _tool_name(context: dict[str, str]) -> str:
+def _tool_name(context: dict[str, Any]) -> str:
     """The span's tool name: GenAI, then OpenInference, then a traceloop tool span's entity."""
     traceloop_name = (
-        context.get(TL_ENTITY_NAME, "") if context.get(TL_SPAN_KIND) == TL_SPAN_KIND_TOOL else ""
+        context.get(genai.TL_ENTITY_NAME, "")
+        if context.get(genai.TL_SPAN_KIND) == genai.TL_SPAN_KIND_TOOL
+        else ""
     )
-    return context.get(TOOL_NAME) or context.get(OI_TOOL_NAME) or traceloop_name
+    name = context.get(genai.TOOL_NAME) or context.get(genai.OI_TOOL_NAME) or traceloop_name
+    return name if isinstance(name, str) else ""
 
 
 def _delete(attributes: MutableSequence[KeyValue], indexes: Iterable[int]) -> int:
@@ -323,29 +529,3 @@ def _delete(attributes: MutableSequence[KeyValue], indexes: Iterable[int]) -> in
     for index in reversed(ordered):
         del attributes[index]
     return len(ordered)
-
-
-def _replace_card(match: re.Match[str]) -> str:
-    """Replace the longest Luhn-valid card number at the start of a digit run."""
-    run = match.group()
-    for end in _card_ends(run):
-        if luhn_valid(_only_digits(run[:end])):
-            return CARD_MARK + run[end:]
-    return run
-
-
-def _card_ends(run: str) -> list[int]:
-    """Where a card may end inside `run`: its end, then before each separator, longest first.
-
-    Handles a card followed by more digits, e.g. "4111 1111 1111 1111 12".
-    """
-    separators = [index for index, char in enumerate(run) if char in " -"]
-    # (end, digits before end); k separators precede the k-th separator.
-    candidates = [(len(run), len(run) - len(separators))]
-    candidates += [(end, end - k) for k, end in reversed(list(enumerate(separators)))]
-    return [end for end, digits in candidates if _CARD_MIN_DIGITS <= digits <= _CARD_MAX_DIGITS]
-
-
-def _only_digits(text: str) -> str:
-    """`text` without its space and dash separators."""
-    return text.replace(" ", "").replace("-", "")

@@ -14,6 +14,7 @@ from pathlib import Path
 from kafka.errors import KafkaError
 from pathgrade.collector.auth import TokenAuth
 from pathgrade.collector.dead_letter import DeadLetterFile
+from pathgrade.collector.facts import FactMaker, load_secret
 from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from pathgrade.collector.grpc_receiver import TraceServiceHandler, start_grpc_server
 from pathgrade.collector.http_receiver import OtlpHttpServer
@@ -27,6 +28,7 @@ from pathgrade.collector.pipeline import IngestCounters, IngestPipeline
 from pathgrade.collector.publisher import KafkaPublisher, producer_for
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.collector.spill import DEFAULT_SPILL_BYTES, SpillFile, SpillInUse
+from pathgrade.schemas.pii import PiiScanner
 from pathgrade.schemas.topics import SPANS_TOPIC
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -67,6 +69,13 @@ class CollectorConfig(BaseModel):
     tokens_file: Path | None = Field(None, description="YAML mapping bearer token -> tenant")
     topic: str = SPANS_TOPIC
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
+    facts: bool = Field(True, description="Record facts (schemas.facts) on every span")
+    facts_key_file: Path | None = Field(
+        None,
+        description="The deployment's fact secret (64 hex characters); every collector of a "
+        "deployment, and offline scoring, must read the same file. Default: facts.key in "
+        "the spill directory, created on first start.",
+    )
 
 
 class KafkaUnavailable(RuntimeError):
@@ -91,6 +100,7 @@ class Collector:
 
     def start(self) -> None:
         config = self.config
+        facts = self._fact_maker()  # a bad key file stops the start before any connection
         try:
             producer = producer_for(config.kafka_bootstrap, config.ack_timeout_s)
         except KafkaError as exc:
@@ -109,8 +119,9 @@ class Collector:
         )  # fmt: skip
         self.publisher.start()
         self.pipeline = IngestPipeline(
-            Redactor(config.redaction), self.publisher, config.max_message_bytes, self._counters
-        )
+            Redactor(config.redaction, facts), self.publisher, config.max_message_bytes,
+            self._counters,
+        )  # fmt: skip
         try:
             self._http = OtlpHttpServer(
                 (config.listen_host, config.http_port), self.pipeline, self.auth,
@@ -139,6 +150,14 @@ class Collector:
         )
         self._http_thread.start()
         log.info("collector listening: grpc %d, http %d", self.grpc_port, self.http_port)
+
+    def _fact_maker(self) -> FactMaker | None:
+        """The facts stage, with the deployment's secret (None with facts off)."""
+        config = self.config
+        if not config.facts:
+            return None
+        secret = load_secret(config.facts_key_file, config.spill_dir)
+        return FactMaker(secret, PiiScanner(config.redaction.extra_patterns))
 
     def counters(self) -> dict[str, int]:
         """Requests and spans since `start()`, the spill's bytes not yet in Kafka, and the

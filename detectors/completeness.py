@@ -10,6 +10,8 @@ from pathgrade.detectors.prices import cost_usd
 from pathgrade.detectors.registry import Params, Rule
 from pathgrade.detectors.view import DetectorContext, TraceView
 from pathgrade.schemas import genai
+from pathgrade.schemas.messages import RequestedToolCall
+from pathgrade.schemas.model import Span
 from pydantic import Field
 
 
@@ -27,15 +29,18 @@ COMPLETENESS = Rule(
     severity="medium",
     doc=(
         "A trace must be complete enough to grade: a root `invoke_agent` span, an "
-        "`execute_tool` span (matched by `gen_ai.tool.call.id`) for every tool call a model "
-        "requested in `gen_ai.output.messages`, and token usage on every inference span. "
+        "`execute_tool` span (matched by `gen_ai.tool.call.id`, or by tool name for tool "
+        "spans that carry no call id) for every tool call a model requested in "
+        "`gen_ai.output.messages` (or, uncaptured, `pathgrade.facts.output.tool_call_ids`), "
+        "and token usage on every inference span. "
         "A gap means lost spans or broken instrumentation, and every other verdict on the "
         "trace is weaker for it."
     ),
     params=CompletenessParams,
     policy_key="completeness",
-    reads="root span operation; chat spans: output messages (tool calls), token usage; "
-    "execute_tool spans: tool call id",
+    reads="root span operation; chat spans: output messages (tool calls), else "
+    "pathgrade.facts.output.tool_call_ids/names, token usage; execute_tool spans: tool call "
+    "id, tool name",
 )
 
 
@@ -58,7 +63,6 @@ def trace_completeness(
             )
         )
     if params.require_tool_spans:
-        executed = {c.span.genai.tool_call_id for c in view.tool_calls}
         findings += [
             COMPLETENESS.violation(
                 view,
@@ -68,8 +72,7 @@ def trace_completeness(
                 {"problem": "missing_tool_span", "tool_call_id": call.call_id, "tool": call.name},
                 ("problem", "tool_call_id"),
             )
-            for span, call in view.requested_tool_calls
-            if call.call_id and call.call_id not in executed
+            for span, call in _unexecuted(view)
         ]
     if params.require_token_usage:
         findings += [
@@ -84,6 +87,22 @@ def trace_completeness(
             if span.genai.input_tokens is None or span.genai.output_tokens is None
         ]
     return findings
+
+
+def _unexecuted(view: TraceView) -> list[tuple[Span, RequestedToolCall]]:
+    """Requested tool calls (with an id) that no execute_tool span ran: matched by call
+    id, else by tool name against tool spans without a call id (each span once)."""
+    executed = {c.span.genai.tool_call_id for c in view.tool_calls}
+    anonymous = [c.name for c in view.tool_calls if not c.span.genai.tool_call_id]
+    missing = []
+    for span, call in view.requested_tool_calls:
+        if not call.call_id or call.call_id in executed:
+            continue
+        if call.name in anonymous:
+            anonymous.remove(call.name)
+        else:
+            missing.append((span, call))
+    return missing
 
 
 class ToolErrorParams(Params):
@@ -141,12 +160,15 @@ TERMINATION = Rule(
     doc=(
         "The run did not end cleanly: there is no final text response, the last model call "
         "stopped on a cap (finish reason `length`/`max_tokens`, or an error such as "
-        "MaxTurnsExceeded or GraphRecursionError), or the root span ended in error. Cannot "
-        "decide when no output messages were captured."
+        "MaxTurnsExceeded or GraphRecursionError), or the root span ended in error. An "
+        "uncaptured final answer is judged by the collector's record of it "
+        "(`pathgrade.facts.output.text`, finish reasons). Cannot decide when no output "
+        "messages were captured or recorded."
     ),
     params=TerminationParams,
     policy_key="termination",
-    reads="root span status and error.type; chat spans: finish reasons, output messages",
+    reads="root span status and error.type; chat spans: finish reasons, output messages, "
+    "else pathgrade.facts.output.*",
 )
 
 
@@ -160,17 +182,24 @@ def no_clean_termination(
         problem = "step_cap" if STEP_CAP_ERROR.search(root.genai.error_type) else "error"
         return [_termination(view, problem, f"The run ended in error ({root.genai.error_type}).")]
     last_chat = max(view.chat_spans, key=lambda s: s.end_ns, default=None)
-    if last_chat is not None and params.cap_finish_reasons & set(last_chat.genai.finish_reasons):
+    if last_chat is not None and params.cap_finish_reasons & _finish_reasons(last_chat):
         return [_termination(view, "step_cap", "The last model call stopped on a cap.")]
-    if view.final_answer is None:
+    answer = view.answer
+    if answer is None:
         return [
             TERMINATION.cannot_decide(
                 view, "output_messages", "No output messages were captured to find a final answer."
             )
         ]
-    if not view.final_answer.strip():
+    if not answer.has_text:
         return [_termination(view, "no_final_answer", "The run ended without a final response.")]
     return []
+
+
+def _finish_reasons(span: Span) -> set[str]:
+    """The span's finish reasons, else the collector's record of them."""
+    output = span.facts.output
+    return set(span.genai.finish_reasons or (output.finish_reasons if output else ()))
 
 
 def _termination(view: TraceView, problem: str, reason: str) -> Finding:

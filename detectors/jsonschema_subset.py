@@ -100,3 +100,78 @@ def _object_errors(instance: dict[str, Any], schema: dict[str, Any], path: str) 
         elif isinstance(additional, dict):
             errors += validate(value, additional, f"{path}.{name}")
     return errors
+
+
+VALUE_KEYWORDS = ("enum", "const", "minimum", "maximum", "exclusiveMinimum",
+                  "exclusiveMaximum", "pattern")  # fmt: skip
+"""Keywords that need a value, which an argument skeleton does not hold."""
+_SKELETON_TYPES: dict[str, frozenset[str]] = {
+    "integer": frozenset({"integer", "number"}),
+    "number": frozenset({"number"}),
+    "string": frozenset({"string"}),
+    "boolean": frozenset({"boolean"}),
+    "null": frozenset({"null"}),
+    "object": frozenset({"object"}),
+    "array": frozenset({"array"}),
+}
+
+
+def validate_skeleton(
+    skeleton: dict[str, Any], schema: dict[str, Any], path: str = "$"
+) -> tuple[list[str], list[str]]:
+    """What `schema` says of arguments known only by their skeleton
+    (`schemas.predicates.argument_skeleton`): the violations the skeleton shows (types,
+    required, properties, additionalProperties, items, string lengths), and the paths of
+    the value keywords (VALUE_KEYWORDS) it cannot check."""
+    kind = skeleton.get("type", "")
+    expected = schema.get("type")
+    if expected is not None:
+        names = expected if isinstance(expected, list) else [expected]
+        if not _SKELETON_TYPES.get(kind, frozenset()) & set(names):
+            return [f"{path}: expected {' or '.join(names)}, got {kind}"], []
+    errors: list[str] = []
+    unchecked = [f"{path}: {k}" for k in VALUE_KEYWORDS if k in schema]
+    length = skeleton.get("length")
+    if kind == "string" and isinstance(length, int):
+        if "minLength" in schema and length < schema["minLength"]:
+            errors.append(f"{path}: shorter than {schema['minLength']} characters")
+        if "maxLength" in schema and length > schema["maxLength"]:
+            errors.append(f"{path}: longer than {schema['maxLength']} characters")
+    if skeleton.get("truncated"):
+        unchecked.append(f"{path}: beyond the skeleton's bounds")
+    keys = skeleton.get("keys")
+    if kind == "object" and isinstance(keys, dict):
+        more_errors, more_unchecked = _skeleton_object(keys, schema, path)
+        errors += more_errors
+        unchecked += more_unchecked
+    items = skeleton.get("items")
+    if kind == "array" and isinstance(items, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(items):
+            more_errors, more_unchecked = validate_skeleton(
+                item, schema["items"], f"{path}[{index}]"
+            )
+            errors += more_errors
+            unchecked += more_unchecked
+    return errors, unchecked
+
+
+def _skeleton_object(
+    keys: dict[str, Any], schema: dict[str, Any], path: str
+) -> tuple[list[str], list[str]]:
+    errors = [
+        f"{path}: missing required property {name!r}"
+        for name in schema.get("required", [])
+        if name not in keys
+    ]
+    unchecked: list[str] = []
+    properties = schema.get("properties", {})
+    additional = schema.get("additionalProperties", True)
+    for name, shape in keys.items():
+        sub_schema = properties.get(name, additional if isinstance(additional, dict) else None)
+        if name not in properties and additional is False:
+            errors.append(f"{path}: unexpected property {name!r}")
+        elif isinstance(sub_schema, dict) and isinstance(shape, dict):
+            more_errors, more_unchecked = validate_skeleton(shape, sub_schema, f"{path}.{name}")
+            errors += more_errors
+            unchecked += more_unchecked
+    return errors, unchecked

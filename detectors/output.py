@@ -7,27 +7,9 @@ import re
 from pathgrade.detectors.finding import Finding
 from pathgrade.detectors.registry import Params, Rule, regex_list
 from pathgrade.detectors.view import DetectorContext, TraceView
+from pathgrade.schemas.pii import CARD, EMAIL, PiiScanner, add_counts
+from pathgrade.schemas.predicates import CLAIM_LEXICON, CLAIM_PREFIX
 from pydantic import field_validator
-
-EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
-CARD_CANDIDATE = re.compile(r"\b\d(?:[ -]?\d){12,18}\b")
-
-
-def luhn_valid(digits: str) -> bool:
-    """True when the digit string passes the Luhn checksum."""
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        value = int(char)
-        if index % 2 == 1:
-            value = value * 2 - 9 if value > 4 else value * 2
-        total += value
-    return total % 10 == 0
-
-
-def card_numbers(text: str) -> list[str]:
-    """13-19 digit runs (spaces/dashes allowed) in `text` that pass the Luhn check."""
-    candidates = (re.sub(r"[ -]", "", m.group(0)) for m in CARD_CANDIDATE.finditer(text))
-    return [c for c in candidates if luhn_valid(c)]
 
 
 class OutputPatternParams(Params):
@@ -47,14 +29,20 @@ OUTPUT_PATTERNS = Rule(
     severity="high",
     doc=(
         "The final answer leaks PII (an e-mail address, or a 13-19 digit number that passes "
-        "the Luhn check, i.e. a plausible payment card), matches a forbidden pattern, or "
-        r"lacks a required pattern (for example an order reference `ORD-\d{6}`). Cannot "
-        "decide when the final answer was not captured."
+        "the Luhn check, i.e. a plausible payment card: `schemas.pii`), matches a forbidden "
+        r"pattern, or lacks a required pattern (for example an order reference `ORD-\d{6}`). "
+        "PII is judged from the kinds the collector found in the answer before scrubbing or "
+        "dropping it (`pathgrade.facts.output.pii`) and from any captured text; the "
+        "patterns need the captured text. Findings name the field and the kind, never the "
+        "value. Cannot decide when no final answer was captured or recorded."
     ),
     params=OutputPatternParams,
     policy_key="output_patterns",
-    reads="root span or last chat span: output messages (final answer)",
+    reads="root span or last chat span: output messages (final answer), pathgrade.facts.output.*",
 )
+_FIELD = "final answer"
+_SCANNER = PiiScanner()
+_PII_PROBLEMS = ((EMAIL, "pii_email", "an e-mail address"), (CARD, "pii_card", "a card number"))
 
 
 @OUTPUT_PATTERNS.check
@@ -62,62 +50,59 @@ def output_patterns(
     view: TraceView, params: OutputPatternParams, context: DetectorContext
 ) -> list[Finding]:
     """PII, forbidden and missing required patterns in the final answer."""
-    answer = view.final_answer
+    answer = view.answer
     if answer is None:
         return [
             OUTPUT_PATTERNS.cannot_decide(
                 view, "output_messages", "The final answer was not captured."
             )
         ]
-    problems: list[tuple[str, str]] = []
-    if params.detect_email and EMAIL.search(answer):
-        problems.append(("pii_email", "The final answer contains an e-mail address."))
-    if params.detect_card_numbers and card_numbers(answer):
-        problems.append(("pii_card", "The final answer contains a Luhn-valid card number."))
-    problems += [
+    kinds = dict(answer.pii)
+    if answer.text:
+        add_counts(kinds, _SCANNER.find(answer.text))
+    wanted = {EMAIL: params.detect_email, CARD: params.detect_card_numbers}
+    findings = [
+        OUTPUT_PATTERNS.violation(
+            view,
+            f"The final answer contains {what} ({kinds[kind]}).",
+            answer.span.span_id,
+            {"problem": problem, "field": _FIELD, "kind": kind, "count": kinds[kind]},
+            ("problem",),
+        )
+        for kind, problem, what in _PII_PROBLEMS
+        if wanted[kind] and kinds.get(kind)
+    ]
+    patterns = params.forbidden_patterns + params.required_patterns
+    if patterns and answer.text is None:
+        findings.append(
+            OUTPUT_PATTERNS.cannot_decide(
+                view, "final_answer_text", "The final answer's text was not captured."
+            )
+        )
+        return findings
+    text = answer.text or ""
+    problems = [
         (f"forbidden:{p}", f"The final answer matches forbidden pattern {p!r}.")
         for p in params.forbidden_patterns
-        if re.search(p, answer)
+        if re.search(p, text)
     ]
     problems += [
         (f"required:{p}", f"The final answer lacks required pattern {p!r}.")
         for p in params.required_patterns
-        if not re.search(p, answer)
+        if not re.search(p, text)
     ]
-    return [
+    return findings + [
         OUTPUT_PATTERNS.violation(
-            view, reason, details={"problem": problem}, identifying=("problem",)
+            view, reason, details={"problem": problem, "field": _FIELD}, identifying=("problem",)
         )
         for problem, reason in problems
     ]
 
 
 # Verb lexicon: a first-person completed-action claim -> words one of the matching tool
-# names must contain. Extend it per policy with `claims`.
-DEFAULT_CLAIMS: dict[str, tuple[str, ...]] = {
-    r"cancell?ed": ("cancel",),
-    r"refunded|issued (?:a|the|your) refund": ("refund",),
-    r"reset|rebooted|restarted": ("reset", "reboot", "restart"),
-    r"changed|updated|switched|upgraded|downgraded|modified": (
-        "change",
-        "update",
-        "switch",
-        "upgrade",
-        "downgrade",
-        "modify",
-        "set",
-    ),
-    r"(?:opened|created|filed|raised|logged) (?:a|the|your) (?:ticket|case|dispute)": (
-        "ticket",
-        "case",
-        "dispute",
-    ),
-    r"sent|emailed": ("send", "email", "notify"),
-    r"booked|scheduled|reserved": ("book", "schedule", "reserve"),
-    r"deleted|removed": ("delete", "remove"),
-    r"transferred": ("transfer",),
-}
-CLAIM_PREFIX = r"\b(?:I|we)(?:'ve| have|'ve just| have just| just)?\s+(?:successfully\s+)?"
+# names must contain (`schemas.predicates.CLAIM_LEXICON`). Extend it per policy with `claims`.
+DEFAULT_CLAIMS: dict[str, tuple[str, ...]] = dict(CLAIM_LEXICON.values())
+_CLAIM_NAMES = {verb: name for name, (verb, _) in CLAIM_LEXICON.items()}
 
 
 class ClaimParams(Params):
@@ -140,12 +125,15 @@ CLAIMS = Rule(
         "The final answer claims a completed action ('I have cancelled your order', 'we've "
         "issued a refund') but no successful tool call in the turn matches it. A small "
         "lexicon maps each claim verb to tool-name fragments (cancelled -> cancel, reset -> "
-        "reset/reboot/restart, ...); see `DEFAULT_CLAIMS`. Cannot decide when the final "
-        "answer was not captured."
+        "reset/reboot/restart, ...); see `DEFAULT_CLAIMS`. An uncaptured answer is judged "
+        "by the claims the collector found in it (`pathgrade.facts.output.claims`; a "
+        "policy's own claims need the text). Cannot decide when the final answer was "
+        "neither captured nor recorded."
     ),
     params=ClaimParams,
     policy_key="claims",
-    reads="final answer text; execute_tool spans: tool name, status",
+    reads="final answer text, else pathgrade.facts.output.claims; execute_tool spans: tool "
+    "name, status",
 )
 
 
@@ -154,20 +142,37 @@ def claimed_action_not_in_trace(
     view: TraceView, params: ClaimParams, context: DetectorContext
 ) -> list[Finding]:
     """Each claimed action with no successful tool call whose name matches it."""
-    answer = view.final_answer
+    answer = view.answer
+    claims = _claims(answer.text, params.claims) if answer is not None else None
+    if claims is None and answer is not None and params.claims == DEFAULT_CLAIMS:
+        claims = [(n, CLAIM_LEXICON[n][1]) for n in answer.facts.claims] if answer.facts else None
     if answer is None:
         return [CLAIMS.cannot_decide(view, "output_messages", "The final answer was not captured.")]
+    if claims is None:
+        reason = "The final answer's text was not captured for the policy's claims."
+        return [CLAIMS.cannot_decide(view, "final_answer_text", reason)]
     done = [c.name.lower() for c in view.tool_calls if not c.failed]
-    findings = []
-    for pattern, fragments in params.claims.items():
-        match = re.search(CLAIM_PREFIX + f"(?:{pattern})", answer, re.IGNORECASE)
-        if match and not any(f in name for f in fragments for name in done):
-            findings.append(
-                CLAIMS.violation(
-                    view,
-                    f"The answer claims {match.group(0)!r} but no matching tool call succeeded.",
-                    details={"claim": match.group(0), "expected_tools": list(fragments)},
-                    identifying=("claim",),
-                )
-            )
-    return findings
+    return [
+        CLAIMS.violation(
+            view,
+            f"The answer claims a completed {claim} but no matching tool call succeeded.",
+            details={"claim": claim, "expected_tools": list(fragments)},
+            identifying=("claim",),
+        )
+        for claim, fragments in claims
+        if not any(f in name for f in fragments for name in done)
+    ]
+
+
+def _claims(
+    text: str | None, lexicon: dict[str, tuple[str, ...]]
+) -> list[tuple[str, tuple[str, ...]]] | None:
+    """(claim, tool-name fragments) of each claim in a captured answer; None without text.
+    A claim is named by its lexicon entry, or by its expression for a policy's own."""
+    if text is None:
+        return None
+    return [
+        (_CLAIM_NAMES.get(pattern, pattern), fragments)
+        for pattern, fragments in lexicon.items()
+        if re.search(CLAIM_PREFIX + f"(?:{pattern})", text, re.IGNORECASE)
+    ]

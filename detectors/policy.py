@@ -134,8 +134,13 @@ class ResolvedPolicy:
         return DetectorContext(self.conventions, self.prices, list(history))
 
     def should_alert(self, finding: Finding) -> bool:
-        """Violations alert; cannot-decide findings alert only for required checks."""
-        return finding.kind == "violation" or finding.code in self.required
+        """Violations alert per trace; so do cannot-decide findings of the checks a high
+        tier requires. Other cannot-decide findings are coverage gaps of the deployment,
+        not incidents of the trace (the realtime plane reports them per service and
+        detector, `realtime_plane.coverage`)."""
+        return finding.kind == "violation" or (
+            self.risk_tier == "high" and finding.code in self.required
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -79,20 +79,31 @@ class Rule:
         return self._finding(view, "violation", reason, span_id, details or {}, identifying)
 
     def cannot_decide(
-        self, view: TraceView, missing: str, reason: str, span_ids: list[str] | None = None
+        self,
+        view: TraceView,
+        missing: str,
+        reason: str,
+        span_ids: list[str] | None = None,
+        tools: Iterable[str] = (),
     ) -> Finding:
-        """A `cannot_decide` finding naming what is `missing`, at trace level."""
-        details = {"missing": missing, "span_ids": span_ids or []}
+        """A `cannot_decide` finding naming what is `missing` and how to close the gap
+        (`close`: which tools to capture, which attribute to set), at trace level."""
+        details = {
+            "missing": missing,
+            "span_ids": span_ids or [],
+            "close": how_to_close(missing, sorted(set(tools))),
+        }
         return self._finding(view, "cannot_decide", reason, "", details, ("missing",))
 
     def calls_undecided(
         self, view: TraceView, calls: list[ToolCall], missing: str, prefix: str
     ) -> Finding:
         """A cannot-decide finding for `calls`: "<prefix>: <tool names>." with their spans."""
-        names = ", ".join(sorted({c.name for c in calls}))
+        names = sorted({c.name for c in calls})
         return self.cannot_decide(
-            view, missing, f"{prefix}: {names}.", [c.span.span_id for c in calls]
-        )
+            view, missing, f"{prefix}: {', '.join(names)}.", [c.span.span_id for c in calls],
+            names,
+        )  # fmt: skip
 
     def _finding(
         self,
@@ -117,6 +128,32 @@ class Rule:
 
 
 REGISTRY: dict[str, Rule] = {}
+
+DETECTOR_ERROR = "detector_error"
+"""What a rule that raised is missing: a working detector."""
+_CLOSE_GAP = {
+    "tool_arguments": "capture the arguments of {tools} (collector `redaction.capture_tools`, "
+    "`--capture-tools`)",
+    "output_messages": "send the spans through pathgrade's collector (it records the final "
+    "answer's facts) or capture messages (`redaction.capture_messages`)",
+    "final_answer_text": "capture messages (`redaction.capture_messages`): the policy's "
+    "patterns need the text",
+    "untrusted_content": "send the spans through pathgrade's collector (it records what tool "
+    "results and documents said) or capture the results of {tools}",
+    "turn_kind": "set `pathgrade.turn.kind` (action or read) on the root span",
+    "tool_schema": "give {tools} a JSON Schema (policy `tool_schemas`, or "
+    "`gen_ai.tool.definitions` on the model spans)",
+    "model_price": "add the model to the policy's `price_table`",
+    DETECTOR_ERROR: "a detector failed on this trace: see the realtime plane's log",
+}
+
+
+def how_to_close(missing: str, tools: list[str]) -> str:
+    """How a deployment closes a gap of kind `missing` (for coverage reports)."""
+    text = _CLOSE_GAP.get(missing)
+    if text is None:  # an identity attribute
+        return f"set `{missing}` on the root span"
+    return text.format(tools=", ".join(tools) or "the tools involved")
 
 
 def rule_by_code_or_name(key: str) -> Rule:

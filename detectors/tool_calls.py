@@ -7,9 +7,9 @@ from collections import Counter
 from typing import Any, ClassVar
 
 from pathgrade.detectors.finding import Finding
-from pathgrade.detectors.jsonschema_subset import validate
+from pathgrade.detectors.jsonschema_subset import validate, validate_skeleton
 from pathgrade.detectors.registry import ListParams, Params, Rule
-from pathgrade.detectors.view import DetectorContext, TraceView
+from pathgrade.detectors.view import DetectorContext, ToolCall, TraceView
 from pydantic import Field
 
 
@@ -95,12 +95,15 @@ SCHEMA = Rule(
         "Tool arguments do not validate against the tool's JSON Schema (type, required, "
         "properties, additionalProperties, items, enum, const, bounds, lengths, pattern). "
         "Schemas come from the policy, else from `gen_ai.tool.definitions` on the model "
-        "spans. Once any schema is known, a called tool with no schema or with uncaptured "
-        "arguments makes the check cannot-decide."
+        "spans. Uncaptured arguments are checked on the collector's skeleton of them (keys, "
+        "types, lengths); a keyword that needs the value (enum, const, bounds, pattern), or "
+        "a called tool with no schema once any schema is known, makes the check "
+        "cannot-decide."
     ),
     params=SchemaParams,
     policy_key="tool_schemas",
-    reads="execute_tool spans: tool name, arguments; chat spans: gen_ai.tool.definitions",
+    reads="execute_tool spans: tool name, arguments, else pathgrade.facts.tool.args.skeleton; "
+    "chat spans: gen_ai.tool.definitions",
 )
 
 
@@ -117,9 +120,9 @@ def tool_arguments_schema(
         schema = schemas.get(call.name)
         if schema is None:
             no_schema.append(call)
-        elif call.arguments is None:
-            no_arguments.append(call)
-        elif errors := validate(call.arguments, schema):
+            continue
+        errors, unchecked = _schema_errors(call, schema)
+        if errors:
             findings.append(
                 SCHEMA.violation(
                     view,
@@ -128,6 +131,8 @@ def tool_arguments_schema(
                     {"tool": call.name, "errors": errors},
                 )
             )
+        elif unchecked:
+            no_arguments.append(call)
     if no_schema:
         findings.append(
             SCHEMA.calls_undecided(view, no_schema, "tool_schema", "No JSON Schema for tool(s)")
@@ -139,6 +144,15 @@ def tool_arguments_schema(
             )
         )
     return findings
+
+
+def _schema_errors(call: ToolCall, schema: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(violations, what could not be checked) of one call against its schema."""
+    if call.arguments is not None:
+        return validate(call.arguments, schema), []
+    if call.skeleton is not None:
+        return validate_skeleton(call.skeleton, schema)
+    return [], ["$: arguments"]
 
 
 class ArgumentRule(Params):
@@ -162,12 +176,14 @@ ALLOWED = Rule(
     doc=(
         "A tool argument is outside the values or bounds the policy allows (for example a "
         "refund `amount` above 500, or a `plan` not in the sellable list). Arguments absent "
-        "from the call are left to PG104. Cannot decide when a governed tool's arguments "
-        "were not captured."
+        "from the call are left to PG104. The check needs the values: cannot decide when a "
+        "governed argument is present but the tool's arguments were not captured (a "
+        "coverage gap, closed by capturing that tool)."
     ),
     params=AllowedValuesParams,
     policy_key="allowed_arguments",
-    reads="execute_tool spans: tool name, arguments",
+    reads="execute_tool spans: tool name, arguments (argument names from "
+    "pathgrade.facts.tool.args.names when not captured)",
 )
 
 
@@ -182,7 +198,8 @@ def argument_not_allowed(
         if not rules:
             continue
         if call.arguments is None:
-            uncaptured.append(call)
+            if not call.arguments_known or call.argument_names() & rules.keys():
+                uncaptured.append(call)
             continue
         for argument, rule in rules.items():
             if argument in call.arguments and (
@@ -191,13 +208,9 @@ def argument_not_allowed(
                 findings.append(
                     ALLOWED.violation(
                         view,
-                        f"{call.name}({argument}={call.arguments[argument]!r}) {problem}.",
+                        f"{call.name}({argument}) {problem}.",
                         call.span.span_id,
-                        {
-                            "tool": call.name,
-                            "argument": argument,
-                            "value": call.arguments[argument],
-                        },
+                        {"tool": call.name, "argument": argument, "problem": problem},
                         ("tool", "argument"),
                     )
                 )
@@ -292,12 +305,13 @@ LOOP = Rule(
     doc=(
         "The same tool was called with identical arguments more than `max_repeats` times in "
         "one turn: the agent is looping. Arguments are compared canonically (key order does "
-        "not matter; idempotency-key arguments are ignored). Cannot decide when a tool is "
-        "repeated too often but its arguments were not captured."
+        "not matter; idempotency-key arguments are ignored), by the collector's fingerprints "
+        "when it recorded them, else by the captured values. Cannot decide when a tool is "
+        "repeated too often but its arguments were neither captured nor fingerprinted."
     ),
     params=LoopParams,
     policy_key="loop",
-    reads="execute_tool spans: tool name, arguments",
+    reads="execute_tool spans: tool name, pathgrade.facts.tool.args.names/fps, else arguments",
 )
 
 

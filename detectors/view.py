@@ -1,4 +1,10 @@
-"""`TraceView`: per-trace indexes built once and shared by every detector, and the context."""
+"""`TraceView`: per-trace indexes built once and shared by every detector, and the context.
+
+Every index reads captured content when the trace has it and the collector's facts
+(`schemas.facts`, on `Span.facts`) when it does not, so a detector decides on redacted
+traffic: equality through fingerprints, the final answer through its output facts,
+untrusted content through the lexicon hits the collector recorded.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +14,22 @@ from functools import cached_property
 from typing import Any
 
 from pathgrade.detectors.conventions import WRITE_EFFECTS, Conventions, ToolEffect
-from pathgrade.detectors.messages import (
+from pathgrade.detectors.prices import PriceTable, shipped_price_table
+from pathgrade.schemas import genai
+from pathgrade.schemas.conventions import session_identity
+from pathgrade.schemas.facts import ArgumentFacts, OutputFacts
+from pathgrade.schemas.fingerprints import same_value
+from pathgrade.schemas.messages import (
     RequestedToolCall,
-    message_text,
+    assistant_text,
     message_tool_calls,
     parse_json,
     parse_messages,
+    untrusted_texts,
 )
-from pathgrade.detectors.prices import PriceTable, shipped_price_table
-from pathgrade.schemas import genai
 from pathgrade.schemas.model import Span, Trace
+from pathgrade.schemas.pii import Counts
+from pathgrade.schemas.predicates import call_arguments
 from pathgrade.schemas.turns import ConfirmedAction, TurnDigest
 
 
@@ -28,6 +40,7 @@ class ToolCall:
     span: Span
     name: str
     arguments: dict[str, Any] | None  # None when not captured or not a JSON object
+    argument_fps: dict[str, str] | None  # name -> fingerprint (facts); None without facts
     effect: ToolEffect | None
     idempotency_key: str
     agent_name: str
@@ -40,6 +53,58 @@ class ToolCall:
     @property
     def failed(self) -> bool:
         return self.span.status_code == "Error" or bool(self.span.genai.error_type)
+
+    @property
+    def skeleton(self) -> dict[str, Any] | None:
+        """The collector's skeleton of the arguments (keys, types, lengths), if recorded."""
+        facts = self.span.facts.arguments
+        return facts.skeleton if facts is not None else None
+
+    @property
+    def arguments_known(self) -> bool:
+        """True when the call's arguments are known as values or fingerprints, or the
+        collector saw the call had none."""
+        facts = self.span.facts
+        return (
+            self.arguments is not None
+            or self.argument_fps is not None
+            or (facts.version > 0 and facts.arguments is None)
+        )
+
+    def argument_names(self) -> set[str]:
+        """The names of the call's arguments, from its values or its facts."""
+        if self.argument_fps is not None:
+            return set(self.argument_fps)
+        return set(self.arguments or ())
+
+
+@dataclass(frozen=True, slots=True)
+class FinalAnswer:
+    """The turn's final answer: the root agent's output, else the last model output.
+
+    `text` is the captured text ("" when the output asked for tools instead), None when
+    only facts say what the output was.
+    """
+
+    span: Span
+    text: str | None
+    has_text: bool  # a non-blank text answer (no tool calls requested instead)
+    facts: OutputFacts | None
+
+    @property
+    def pii(self) -> Counts:
+        """Personal data the collector found in the answer text before scrubbing it."""
+        return self.facts.pii if self.facts is not None else {}
+
+
+@dataclass(frozen=True, slots=True)
+class UntrustedContent:
+    """Content of one span the agent did not get from the user: its captured text, or the
+    instruction-lexicon names the collector found in it."""
+
+    span: Span
+    text: str | None
+    instructions: tuple[str, ...] | None  # facts: lexicon names found; None without facts
 
 
 class TraceView:
@@ -75,52 +140,123 @@ class TraceView:
         value = self.root_attribute(genai.PG_TURN_KIND)
         return value if isinstance(value, str) else ""
 
+    def _root_first(self) -> list[Span]:
+        return ([self.root] if self.root else []) + self.trace.spans
+
     @cached_property
     def session_identity(self) -> str:
-        """The session identity attribute from the root span, else any span; "" when absent."""
+        """The captured session identity from the root span, else any span; "" when absent.
+        The default attribute (`enduser.id`) reads every convention's identity attribute."""
         attribute = self.conventions.identity.attribute
-        for span in ([self.root] if self.root else []) + self.trace.spans:
-            value = span.attributes.get(attribute, span.resource_attributes.get(attribute))
+        for span in self._root_first():
+            if attribute == genai.ENDUSER_ID:
+                value: Any = session_identity(span.attributes) or session_identity(
+                    span.resource_attributes
+                )
+            else:
+                value = span.attributes.get(attribute, span.resource_attributes.get(attribute))
             if value not in (None, ""):
                 return str(value)
         return ""
 
     @cached_property
-    def confirmed_actions(self) -> list[ConfirmedAction]:
-        """The confirmation recorded on this turn's root span (zero or one)."""
-        value = parse_json(str(self.root_attribute(genai.PG_CONFIRMED_ACTION) or ""))
-        if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-            return []
-        arguments = value.get("arguments")
-        arguments = arguments if isinstance(arguments, dict) else {}
-        return [ConfirmedAction(name=value["name"], arguments=arguments)]
+    def session_fingerprint(self) -> str:
+        """The collector's fingerprint of the session identity (root span first), ""."""
+        if self.conventions.identity.attribute != genai.ENDUSER_ID:
+            return ""  # a custom identity attribute has no fingerprint
+        return next((s.facts.session for s in self._root_first() if s.facts.session), "")
 
-    @cached_property
-    def final_answer(self) -> str | None:
-        """The final response text: the root agent's output, else the last model output.
+    @property
+    def has_session(self) -> bool:
+        return bool(self.session_identity or self.session_fingerprint)
 
-        "" when content was captured but the run ended without a text answer (last model
-        output asked for tools); None when no output content was captured at all.
-        """
-        if self.root and self.root.genai.output_messages:
-            return _assistant_text(parse_messages(self.root.genai.output_messages))
-        for span in sorted(self.chat_spans, key=lambda s: s.end_ns, reverse=True):
-            messages = parse_messages(span.genai.output_messages)
-            if messages:
-                if any(message_tool_calls(m) for m in messages):
-                    return ""
-                return _assistant_text(messages)
+    def is_session(self, call: ToolCall, argument: str) -> bool | None:
+        """Whether `argument` of `call` equals the session identity; None when the two
+        cannot be compared (no identity, values neither captured nor fingerprinted)."""
+        fp = (call.argument_fps or {}).get(argument)
+        if fp and self.session_fingerprint:
+            return same_value(fp, self.session_fingerprint)
+        if call.arguments is not None and argument in call.arguments and self.session_identity:
+            return str(call.arguments[argument]) == self.session_identity
         return None
 
     @cached_property
+    def confirmed_actions(self) -> list[ConfirmedAction]:
+        """The confirmation recorded on this turn's root span (zero or one)."""
+        if self.root is None:
+            return []
+        value = parse_json(str(self.root_attribute(genai.PG_CONFIRMED_ACTION) or ""))
+        facts = self.root.facts
+        arguments: dict[str, Any] | None
+        if isinstance(value, dict) and isinstance(value.get("name"), str):
+            name, arguments = value["name"], value.get("arguments")
+            arguments = arguments if isinstance(arguments, dict) else {}
+        elif facts.confirmed_name:
+            name, arguments = facts.confirmed_name, None
+        else:
+            return []
+        fps = facts.confirmed.fingerprints if facts.confirmed is not None else None
+        return [ConfirmedAction(name=name, arguments=arguments, argument_fps=fps)]
+
+    @cached_property
+    def answer(self) -> FinalAnswer | None:
+        """The final answer (see FinalAnswer); None when no output was captured or
+        recorded at all."""
+        span = self._answer_span()
+        if span is None:
+            return None
+        facts = span.facts.output
+        messages = parse_messages(span.genai.output_messages)
+        if messages:
+            text = "" if any(message_tool_calls(m) for m in messages) else assistant_text(messages)
+            return FinalAnswer(span, text, bool(text.strip()), facts)
+        assert facts is not None
+        return FinalAnswer(span, None, facts.has_text and not facts.tool_call_ids, facts)
+
+    def _answer_span(self) -> Span | None:
+        if self.root is not None and _has_output(self.root):
+            return self.root
+        outputs = [s for s in self.chat_spans if _has_output(s)]
+        return max(outputs, key=lambda s: s.end_ns) if outputs else None
+
+    @property
+    def final_answer(self) -> str | None:
+        """The captured final answer text ("" when the run ended without one); None when
+        the output's text was not captured."""
+        answer = self.answer
+        return answer.text if answer is not None else None
+
+    @cached_property
     def requested_tool_calls(self) -> list[tuple[Span, RequestedToolCall]]:
-        """Tool calls requested in model output messages, with the requesting span."""
-        return [
-            (span, call)
-            for span in self.chat_spans
-            for message in parse_messages(span.genai.output_messages)
-            for call in message_tool_calls(message)
-        ]
+        """Tool calls requested in model output messages (captured, else the collector's
+        record of them), with the requesting span."""
+        calls = []
+        for span in self.chat_spans:
+            messages = parse_messages(span.genai.output_messages)
+            if messages:
+                calls += [(span, c) for m in messages for c in message_tool_calls(m)]
+            elif span.facts.output is not None:
+                output = span.facts.output
+                calls += [
+                    (span, RequestedToolCall(call_id, name))
+                    for call_id, name in zip(
+                        output.tool_call_ids, output.tool_call_names, strict=False
+                    )
+                ]
+        return calls
+
+    @cached_property
+    def untrusted_content(self) -> list[UntrustedContent]:
+        """Content not typed by the user: tool results, retrieved documents, tool messages
+        and document parts, as captured text or as the collector's lexicon hits."""
+        found = []
+        for span in self.trace.spans:
+            texts = _untrusted_texts_of(span)
+            if texts:
+                found += [UntrustedContent(span, text, span.facts.instructions) for text in texts]
+            elif span.facts.instructions is not None:
+                found.append(UntrustedContent(span, None, span.facts.instructions))
+        return found
 
     @cached_property
     def tool_definitions(self) -> dict[str, dict[str, Any]]:
@@ -147,33 +283,71 @@ class TraceView:
         return ""
 
     def _tool_call(self, span: Span) -> ToolCall:
-        parsed = parse_json(span.genai.tool_arguments)
-        arguments = parsed if isinstance(parsed, dict) else None
+        arguments = call_arguments(span.genai.tool_arguments)
+        facts = span.facts.arguments
+        fps = facts.fingerprints if facts is not None else None
         idempotency = self.conventions.idempotency
-        key = span.attributes.get(idempotency.attribute) or next(
-            (arguments[a] for a in idempotency.arguments if arguments and a in arguments), ""
-        )
+        keys = (_value_key(arguments, fps, a) for a in idempotency.arguments)
+        key = span.attributes.get(idempotency.attribute) or next((k for k in keys if k), "")
         name = span.genai.tool_name or span.name
-        signature = None
-        if arguments is not None:
-            payload = {k: v for k, v in arguments.items() if k not in idempotency.arguments}
-            signature = name + json.dumps(payload, sort_keys=True, default=str)
         return ToolCall(
             span=span,
             name=name,
             arguments=arguments,
+            argument_fps=fps,
             effect=self.conventions.tools.effect_of(
                 name, span.attributes.get(genai.PG_TOOL_EFFECT)
             ),
             idempotency_key=str(key),
             agent_name=self.agent_of(span),
-            signature=signature,
+            signature=_signature(name, arguments, facts, idempotency.arguments),
         )
 
 
-def _assistant_text(messages: list[dict[str, Any]]) -> str:
-    texts = [message_text(m) for m in messages if m.get("role", "assistant") == "assistant"]
-    return "\n".join(t for t in texts if t)
+def _has_output(span: Span) -> bool:
+    return bool(parse_messages(span.genai.output_messages)) or span.facts.output is not None
+
+
+def _value_key(arguments: dict[str, Any] | None, fps: dict[str, str] | None, name: str) -> str:
+    """What stands for an argument's value in comparisons: its fingerprint, else its text;
+    "" when the call has no such argument."""
+    if fps is not None and name in fps:
+        return fps[name]
+    value = (arguments or {}).get(name)
+    return "" if value is None else str(value)
+
+
+def _signature(
+    name: str,
+    arguments: dict[str, Any] | None,
+    facts: ArgumentFacts | None,
+    ignored: tuple[str, ...],
+) -> str | None:
+    """Name + canonical arguments without the ignored ones: fingerprints when the
+    collector recorded them (they were taken before scrubbing, so two different e-mail
+    addresses never look alike), else the captured values; None with neither."""
+    if facts is not None and facts.fingerprints is not None:
+        kept = {k: v for k, v in facts.fingerprints.items() if k not in ignored}
+        return name + json.dumps(kept, sort_keys=True)
+    if facts is not None:
+        return f"{name}:{facts.fingerprint}"  # arguments that are not a JSON object
+    if arguments is None:
+        return None
+    payload = {k: v for k, v in arguments.items() if k not in ignored}
+    return name + json.dumps(payload, sort_keys=True, default=str)
+
+
+def _untrusted_texts_of(span: Span) -> list[str]:
+    """The captured untrusted texts of one span."""
+    texts = []
+    if span.genai.operation == genai.OP_EXECUTE_TOOL and span.genai.tool_result:
+        texts.append(span.genai.tool_result)
+    documents = span.attributes.get(genai.RETRIEVAL_DOCUMENTS)
+    if documents:
+        texts.append(documents if isinstance(documents, str) else str(documents))
+    if span.genai.operation in genai.MODEL_OPERATIONS:
+        texts += [t for m in parse_messages(span.genai.input_messages) for t in untrusted_texts(m)]
+    return texts
 
 
 def turn_digest(view: TraceView, conversation_id: str) -> TurnDigest:

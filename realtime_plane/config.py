@@ -52,6 +52,9 @@ class RealtimeConfig(BaseModel):
     turns_topic: str | None = TURNS_TOPIC
     turns_lookback_s: PositiveFloat = 600.0
     policy_path: str | None = None  # YAML policy file; None = the default policy
+    # At most one alert per window for a detector that cannot decide on a service's traces
+    # (a coverage gap: realtime_plane.coverage).
+    coverage_window_s: PositiveFloat = 3600.0
     webhook_url: str | None = None
     webhook_queue_size: PositiveInt = 10_000
     webhook_retries: int = Field(5, ge=0)

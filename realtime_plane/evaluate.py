@@ -4,17 +4,19 @@ It resolves the policy for the trace's service, agent and risk tier, hands the d
 digests of earlier turns of the same conversation (a bounded cache of the turns it
 evaluated and, with shared history, of those other consumers evaluated), and remembers
 which finding keys each trace already alerted on (bounded), so a re-evaluated trace never
-alerts twice.
+alerts twice. Cannot-decide findings that do not alert per trace are coverage gaps
+(`realtime_plane.coverage`): counted per service and detector, alerted once per window.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
 from pathgrade.detectors import Finding, Policy, ResolvedPolicy, run_detectors, turn_digest
 from pathgrade.detectors.policy import DEFAULT_RISK_TIER, RiskTier
 from pathgrade.realtime_plane.assembler import DueTrace
+from pathgrade.realtime_plane.coverage import COVERAGE_SEVERITY, Coverage, GapAlert
 from pathgrade.schemas.alerts import Alert
 from pathgrade.schemas.model import Span, Trace
 from pathgrade.schemas.turns import TurnDigest
@@ -33,7 +35,8 @@ class Evaluation:
     conversation_id: str
     risk_tier: RiskTier
     findings: list[Finding]  # every finding the policy alerts on
-    new_alerts: list[Alert]  # those whose key this trace has not alerted on before
+    new_alerts: list[Alert]  # those whose key this trace has not alerted on before, and
+    # the coverage-gap alerts due
     digest: TurnDigest | None  # what later turns may know of this one (None: no conversation)
 
 
@@ -78,6 +81,7 @@ class TraceEvaluator:
         conversations: int = 10_000,
         turns_per_conversation: int = 8,
         traces_remembered: int = 10_000,
+        coverage_window_s: float = 3600.0,
     ) -> None:
         self.policy = policy
         self.policy_name = policy_name
@@ -87,6 +91,8 @@ class TraceEvaluator:
         self._conversations = _Lru(conversations)
         self._alerted = _Lru(traces_remembered)  # (tenant, trace id) -> set of finding keys
         self.duplicates_suppressed = 0
+        self.coverage = Coverage(coverage_window_s)
+        self.detector_errors: Counter[str] = Counter()  # code -> exceptions raised
 
     def risk_tier(self, root: Span, service: str, agent: str) -> RiskTier:
         """Policy tier, else a valid `pathgrade.risk_tier` on the root span, else medium."""
@@ -114,7 +120,12 @@ class TraceEvaluator:
         tier = self.risk_tier(head, service, agent)
         resolved = self.resolve(service, agent, tier)
         context = resolved.context(self._history(trace, conversation))
-        findings = [f for f in run_detectors(trace, resolved, context) if resolved.should_alert(f)]
+        found = run_detectors(trace, resolved, context, self.detector_errors)
+        findings = [f for f in found if resolved.should_alert(f)]
+        gaps = [f for f in found if f.kind == "cannot_decide" and not resolved.should_alert(f)]
+        due_gaps = self.coverage.observe(
+            trace.tenant, service, gaps, now_ns, first=not due.re_evaluation
+        )
         digest = turn_digest(context.view_of(trace), conversation) if conversation else None
         if digest is not None:
             self.remember(digest)
@@ -123,30 +134,14 @@ class TraceEvaluator:
         self.duplicates_suppressed += len(findings) - len(fresh)
         self._alerted.put((trace.tenant, trace.trace_id), seen | {key for key, _ in fresh})
         end_ns = head.end_ns if root else max(s.end_ns for s in trace.spans)
-        alerts = [
-            Alert(
-                alert_key=key,
-                code=f.code,
-                name=f.name,
-                severity=f.severity,
-                kind=f.kind,
-                reason=f.reason,
-                trace_id=trace.trace_id,
-                span_id=f.span_id,
-                tenant=trace.tenant,
-                service=service,
-                agent=agent,
-                conversation_id=conversation,
-                risk_tier=tier,
-                policy=self.policy_name,
-                details=f.details,
-                incomplete=due.incomplete,
-                trace_start_ns=min(s.start_ns for s in trace.spans),
-                trace_end_ns=end_ns,
-                detected_at_ns=now_ns,
-            )
-            for key, f in fresh
-        ]
+        common = {
+            "tenant": trace.tenant, "service": service, "agent": agent,
+            "conversation_id": conversation, "risk_tier": tier, "policy": self.policy_name,
+            "incomplete": due.incomplete, "trace_start_ns": min(s.start_ns for s in trace.spans),
+            "trace_end_ns": end_ns, "detected_at_ns": now_ns, "trace_id": trace.trace_id,
+        }  # fmt: skip
+        alerts = [_alert(key, f, common) for key, f in fresh]
+        alerts += [_gap_alert(gap, common) for gap in due_gaps]
         return Evaluation(due, service, agent, conversation, tier, findings, alerts, digest)
 
     def remember(self, digest: TurnDigest) -> None:
@@ -170,3 +165,22 @@ class TraceEvaluator:
         earlier = [d for d in turns.values() if d.start_ns < start and d.trace_id != trace_id]
         earlier.sort(key=_start_ns)
         return earlier
+
+
+def _alert(key: str, finding: Finding, common: dict) -> Alert:
+    """The alert of a finding of the evaluated trace."""
+    return Alert(
+        alert_key=key, code=finding.code, name=finding.name, severity=finding.severity,
+        kind=finding.kind, reason=finding.reason, span_id=finding.span_id,
+        details=finding.details, **common,
+    )  # fmt: skip
+
+
+def _gap_alert(gap: GapAlert, common: dict) -> Alert:
+    """The window's alert of a coverage gap, on the root span of the trace that opened it."""
+    finding = gap.finding
+    return Alert(
+        alert_key=gap.alert_key, code=finding.code, name=finding.name,
+        severity=COVERAGE_SEVERITY, kind="cannot_decide", reason=gap.reason,
+        span_id=finding.span_id, details=gap.details, **common,
+    )  # fmt: skip

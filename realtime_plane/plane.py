@@ -26,6 +26,7 @@ from kafka.structs import OffsetAndMetadata
 from pathgrade.detectors import load_policy
 from pathgrade.realtime_plane.assembler import DueTrace, TraceAssembler
 from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS
 from pathgrade.realtime_plane.delays import DelayWindow
 from pathgrade.realtime_plane.evaluate import Evaluation, TraceEvaluator
 from pathgrade.realtime_plane.sampler import Sampler
@@ -84,7 +85,7 @@ class RealtimePlane:
         )  # fmt: skip
         self.evaluator = TraceEvaluator(
             policy, name, config.conversation_cache_size, config.conversation_turns,
-            config.recent_traces,
+            config.recent_traces, config.coverage_window_s,
         )  # fmt: skip
         self.sampler = Sampler(config.sampler)
         self.store_sink = StoreAlertSink(alert_store) if alert_store is not None else None
@@ -314,12 +315,16 @@ class RealtimePlane:
             self._committed.pop(partition, None)
         self.assigned -= partitions
 
-    def counters(self) -> dict[str, float]:
-        """Plane, assembler and webhook counters, and the recent detection delays
-        (`realtime_plane.delays`), in one flat mapping."""
-        out = {**asdict(self.counters_), **asdict(self.assembler.stats)}
+    def counters(self) -> dict[str, Any]:
+        """Plane, assembler and webhook counters and the recent detection delays
+        (`realtime_plane.delays`) in one flat mapping of numbers, plus two structured
+        entries: `detector_errors` (code -> exceptions raised) and `coverage` (the
+        coverage figures, `realtime_plane.coverage`)."""
+        out: dict[str, Any] = {**asdict(self.counters_), **asdict(self.assembler.stats)}
         out.update(traces_held=self.assembler.traces_held, spans_held=self.assembler.spans_held)
         out["duplicates_suppressed"] = self.evaluator.duplicates_suppressed
+        out[DETECTOR_ERRORS] = dict(self.evaluator.detector_errors)
+        out[COVERAGE] = self.evaluator.coverage.figures()
         out.update(self.delays.quantiles())
         if self.store_sink is not None:
             out["alerts_rejected"] = self.store_sink.rejected

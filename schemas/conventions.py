@@ -45,6 +45,9 @@ output_messages  gen_ai.output.messages; on those spans: llm.output_messages.N.*
                  gen_ai.completion.N.*; gen_ai.completion; output.value on OpenInference LLM
 finish_reasons   gen_ai.response.finish_reasons; llm.finish_reason; finish_reason of the
                  flattened output messages
+session identity enduser.id; user.id (OpenInference); traceloop.association.properties.user_id
+                 (OpenLLMetry association properties); read by `session_identity`, not a
+                 GenAI field (the collector keeps its fingerprint, pathgrade.facts.session.fp)
 
 Decisions:
 - The span-name target ("chat gpt-4o" -> "gpt-4o") fills the model / tool / agent name only
@@ -234,6 +237,11 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
         output_messages=output_messages,
         finish_reasons=finish_reasons,
     )
+
+
+def session_identity(attributes: Mapping[str, Any]) -> str:
+    """The session's identity (the end user) in any convention, "" when none is set."""
+    return _first_text(attributes, g.IDENTITY_KEYS)
 
 
 def eval_context(attributes: Mapping[str, Any]) -> EvalContext:

@@ -133,6 +133,7 @@ PG_REDACTED_KEYS: Final = "pathgrade.redacted.keys"  # set by the collector's re
 PG_FEEDBACK: Final = "pathgrade.feedback"  # the user's feedback on a turn (any span)
 NEGATIVE_FEEDBACK: Final = frozenset({"negative", "thumbs_down", "bad"})
 """Values of pathgrade.feedback that are negative (case-insensitive); so is a number below 0."""
+PG_FACTS_PREFIX: Final = "pathgrade.facts."  # facts the collector computes (schemas.facts)
 TOOL_EFFECTS: Final = ("read", "write", "irreversible")  # values of pathgrade.tool.effect
 TURN_KINDS: Final = ("action", "read")  # values of pathgrade.turn.kind
 
@@ -160,6 +161,7 @@ OI_TOKEN_COUNT_TOTAL: Final = "llm.token_count.total"
 OI_SESSION_ID: Final = "session.id"
 TL_SESSION_ID: Final = "traceloop.association.properties.session_id"
 OI_USER_ID: Final = "user.id"
+TL_USER_ID: Final = "traceloop.association.properties.user_id"
 OI_AGENT_NAME: Final = "agent.name"
 OI_METADATA: Final = "metadata"  # JSON text; LangGraph puts `langgraph_node` in it
 OI_INPUT_MESSAGES_PREFIX: Final = "llm.input_messages."
@@ -228,9 +230,15 @@ MESSAGE_CONTENT_PREFIXES: Final = (
     "reranker.output_documents.",
     "embedding.embeddings.",
 )
-CONTENT_KEYS: Final = TOOL_CONTENT_KEYS | MESSAGE_CONTENT_KEYS
+# The session's identity in every convention (conventions.session_identity reads them in
+# this order): personal data, which the collector keeps only when told to.
+IDENTITY_KEYS: Final = (ENDUSER_ID, OI_USER_ID, TL_USER_ID)
+# A confirmed action holds the arguments of a tool call: kept when that tool's are.
+PRIVATE_KEYS: Final = frozenset(IDENTITY_KEYS) | {PG_CONFIRMED_ACTION}
+CONTENT_KEYS: Final = TOOL_CONTENT_KEYS | MESSAGE_CONTENT_KEYS | PRIVATE_KEYS
 
 
 def is_content_key(key: str) -> bool:
-    """True when the attribute `key` holds message or tool content (redaction candidates)."""
+    """True when the attribute `key` holds message or tool content, or the session's
+    identity (what the collector drops unless captured, and the store keeps briefly)."""
     return key in CONTENT_KEYS or key.startswith(MESSAGE_CONTENT_PREFIXES)

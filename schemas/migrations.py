@@ -42,6 +42,16 @@ _CREATED = re.compile(
 _ENGINE = re.compile(r"\bENGINE\s*=\s*(?!Replicated)(\w*MergeTree)\b(?:\(([^()]*)\))?", re.I)
 
 
+CONTENT_COLUMNS = (
+    "ContentAttributes", "EventContentAttributes", "GenAIToolArguments", "GenAIToolResult",
+    "GenAIInputMessages", "GenAIOutputMessages",
+)  # fmt: skip
+"""The `spans` columns holding captured content, cleared after the content retention."""
+DEFAULT_CONTENT_RETENTION_DAYS = 7
+DEFAULT_RETENTION_DAYS = 90
+"""Migration 0010's retention: captured content, and span rows with their facts."""
+
+
 class ClusterMismatch(RuntimeError):
     """The store was migrated for another cluster (or none) than the one asked for."""
 
@@ -100,6 +110,42 @@ def migration_ddl(cluster: str | None = None, migrations: list[Migration] | None
         on_cluster(s, cluster) if cluster else s for m in migrations for s in m.statements()
     ]
     return "".join(f"{s};\n\n" for s in statements)
+
+
+def retention_ddl(
+    content_days: int = DEFAULT_CONTENT_RETENTION_DAYS,
+    retention_days: int = DEFAULT_RETENTION_DAYS,
+    cluster: str | None = None,
+) -> list[str]:
+    """The statements that keep captured content `content_days` and span rows (with
+    their facts) `retention_days`, counted from each span's start; ValueError unless
+    1 <= content_days <= retention_days."""
+    if not 1 <= content_days <= retention_days:
+        raise ValueError(
+            f"retention: content must be kept 1 day or more and no longer than the rows "
+            f"(got content {content_days} days, rows {retention_days} days)"
+        )
+    statements = [
+        f"ALTER TABLE spans MODIFY COLUMN {column} TTL toDateTime(Timestamp) + "
+        f"INTERVAL {content_days} DAY"
+        for column in CONTENT_COLUMNS
+    ]
+    statements += [
+        f"ALTER TABLE spans MODIFY TTL toDateTime(Timestamp) + INTERVAL {retention_days} DAY",
+        f"ALTER TABLE spans_trace_id_ts MODIFY TTL toDateTime(End) + INTERVAL {retention_days} DAY",
+    ]
+    return [on_cluster(s, cluster) if cluster else s for s in statements]
+
+
+def set_retention(
+    client: ClickHouseClient,
+    content_days: int = DEFAULT_CONTENT_RETENTION_DAYS,
+    retention_days: int = DEFAULT_RETENTION_DAYS,
+) -> None:
+    """Apply `retention_ddl` to a migrated store (on its cluster when it has one)."""
+    cluster = recorded_cluster(migrations_table_comment(client))
+    for statement in retention_ddl(content_days, retention_days, cluster):
+        client.command(statement)
 
 
 def recorded_cluster(comment: str | None) -> str | None:

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pathgrade.schemas.facts import SpanFacts, span_facts
+
 Attributes = dict[str, Any]
 MAX_TIME_NS = 2**63 - 1
 """The latest time the store holds, in ns since the epoch: its DateTime64(9) and Int64 time
@@ -92,6 +94,7 @@ class Span:
     genai: GenAIFields = field(default_factory=GenAIFields)
     eval: EvalContext = field(default_factory=EvalContext)
     received_at_ns: int = 0
+    _facts: SpanFacts | None = field(default=None, repr=False, compare=False)
 
     @property
     def duration_ns(self) -> int:
@@ -100,6 +103,14 @@ class Span:
     @property
     def is_root(self) -> bool:
         return not self.parent_span_id
+
+    @property
+    def facts(self) -> SpanFacts:
+        """The span's `pathgrade.facts.*` attributes, parsed on first use (`schemas.facts`:
+        consumers that never read them pay nothing)."""
+        if self._facts is None:
+            self._facts = span_facts(self.attributes)
+        return self._facts
 
 
 @dataclass(slots=True)

@@ -18,12 +18,14 @@ TURNS_SCHEMA_VERSION = 1
 
 
 class ConfirmedAction(BaseModel):
-    """A `pathgrade.confirmed_action` the user approved: a tool name and its arguments."""
+    """A `pathgrade.confirmed_action` the user approved: a tool name and its arguments, as
+    captured values and/or as the collector's fingerprints of them (`schemas.facts`)."""
 
     model_config = ConfigDict(frozen=True)
 
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] | None = None  # None: the values were not captured
+    argument_fps: dict[str, str] | None = None  # argument name -> fingerprint of its value
 
 
 class TurnDigest(BaseModel):

@@ -10,12 +10,14 @@ A run has three steps, each its own function:
 3. `score_attempt` scores one attempt from what its trace shows the agent did:
    `tool_correctness` (expected tool names matched, DeepEval's deterministic score),
    `argument_correctness` (expected calls that were made with exactly the expected
-   arguments), `trajectory_match` (the ordered tool path equals the expected one or an
-   acceptable alternative, arguments ignored) and `reference_match` (the answer contains the
-   reference answer: task completion without a judge), and, for a regression item,
-   `regression_check` (its lesson kept: the detector codes that fired on the original
-   failure stay quiet, no forbidden call). An attempt without a trace gets no scores, so
-   the gate fails closed.
+   arguments: compared by fingerprint when the collector recorded one and the run has the
+   deployment's fact secret, since the values themselves are not stored by default; by the
+   captured values otherwise; no score when neither is known), `trajectory_match` (the
+   ordered tool path equals the expected one or an acceptable alternative, arguments
+   ignored) and `reference_match` (the answer contains the reference answer: task
+   completion without a judge), and, for a regression item, `regression_check` (its lesson
+   kept: the detector codes that fired on the original failure stay quiet, no forbidden
+   call). An attempt without a trace gets no scores, so the gate fails closed.
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ from pathgrade.batch_plane.scoring.trajectory import match, tool_correctness
 from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import load_traces, run_trace_ids
 from pathgrade.detectors import default_policy, run_detectors
+from pathgrade.schemas import genai
+from pathgrade.schemas.fingerprints import FactSecret, TenantKey
 from pathgrade.schemas.model import EvalContext, Trace
+from pathgrade.schemas.predicates import call_arguments
 
 Progress = Callable[[int, int], None]
 SCORER = "pathgrade.deterministic"
@@ -167,11 +172,28 @@ def collect_traces(
         time.sleep(poll_s)
 
 
+def attempted_calls(trace: Trace) -> list[dict[str, Any]]:
+    """`called_tools` of the trace, each call with `captured` (its arguments were stored,
+    or the collector saw it had none) and `fingerprint` (the collector's of its arguments,
+    "" without facts)."""
+    calls = called_tools(trace)
+    for call, span in zip(calls, trace.by_operation(genai.OP_EXECUTE_TOOL), strict=True):
+        facts = span.facts.arguments
+        none_seen = span.facts.version > 0 and facts is None
+        call["captured"] = call_arguments(span.genai.tool_arguments) is not None or none_seen
+        call["fingerprint"] = facts.fingerprint if facts is not None else ""
+    return calls
+
+
 def argument_correctness(
-    called: Sequence[Mapping[str, Any]], expected: Sequence[Mapping[str, Any]]
+    called: Sequence[Mapping[str, Any]],
+    expected: Sequence[Mapping[str, Any]],
+    key: TenantKey | None = None,
 ) -> float | None:
     """Share of expected calls that were made (same name, each call used once) with exactly
-    the expected arguments; None when no expected call was made (nothing to compare)."""
+    the expected arguments; None when no expected call was made (nothing to compare) or
+    when a made call's arguments are unknown (neither captured nor comparable by
+    fingerprint: the gate then fails the metric as missing)."""
     unused = list(called)
     verdicts = []
     for want in expected:
@@ -179,8 +201,24 @@ def argument_correctness(
         if same_name is None:
             continue
         unused.remove(same_name)
-        verdicts.append(same_name.get("args", {}) == want.get("args", {}))
+        verdict = _same_arguments(same_name, want.get("args", {}), key)
+        if verdict is None:
+            return None
+        verdicts.append(verdict)
     return sum(verdicts) / len(verdicts) if verdicts else None
+
+
+def _same_arguments(
+    call: Mapping[str, Any], expected: Mapping[str, Any], key: TenantKey | None
+) -> bool | None:
+    """Whether a made call had the expected arguments: by fingerprint (taken before any
+    scrubbing) when both sides have one, else by captured value; None when unknown."""
+    fingerprint = call.get("fingerprint")
+    if fingerprint and key is not None:
+        return fingerprint == key.fingerprint(dict(expected))
+    if call.get("captured", True):
+        return call.get("args", {}) == expected
+    return None
 
 
 def _as_path(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -222,19 +260,23 @@ def regression_check(
     return (0.0, "; ".join(broken)) if broken else (1.0, "")
 
 
-def score_attempt(attempt: Attempt, trace: Trace, run_id: str) -> list[Score]:
-    """The deterministic scores of one attempt, linked to its trace, item and run.
+def score_attempt(
+    attempt: Attempt, trace: Trace, run_id: str, secret: FactSecret | None = None
+) -> list[Score]:
+    """The deterministic scores of one attempt, linked to its trace, item and run;
+    `secret` (the deployment's fact secret) compares uncaptured arguments.
 
     Expected-call metrics are scored when the item expects calls, or has no check (an
     item expecting nothing then scores calling nothing); a regression item's check is
     scored as `regression_check`."""
     item = attempt.item
-    called = called_tools(trace)
+    called = attempted_calls(trace)
+    key = secret.for_tenant(trace.tenant) if secret is not None else None
     values: dict[str, float | None] = {}
     explanations: dict[str, str] = {}
     if item.expected_tool_calls or item.check is None:
         values["tool_correctness"] = tool_correctness(called, item.expected_tool_calls)
-        values["argument_correctness"] = argument_correctness(called, item.expected_tool_calls)
+        values["argument_correctness"] = argument_correctness(called, item.expected_tool_calls, key)
         values["trajectory_match"] = trajectory_matches(item, called)
     if item.reference_answer is not None and attempt.turn is not None:
         values["reference_match"] = reference_match(item.reference_answer, attempt.turn.response)
@@ -285,9 +327,11 @@ def run_eval(
     progress: Progress | None = None,
     flush: Callable[[], Any] | None = None,
     conversations: bool = False,
+    secret: FactSecret | None = None,
 ) -> RunSummary:
     """Record the run, drive the agent, `flush` its span exporter, wait for its traces,
-    score them, finish the run."""
+    score them (`secret`: the deployment's fact secret, for arguments known only by
+    fingerprint), finish the run."""
     record_run(store, run)
     attempts = drive(adapter, items, run, runs_per_item, progress, conversations)
     if flush is not None:
@@ -298,7 +342,7 @@ def run_eval(
         score
         for attempt in attempts
         if attempt.turn is not None and attempt.key in traces
-        for score in score_attempt(attempt, traces[attempt.key], run.run_id)
+        for score in score_attempt(attempt, traces[attempt.key], run.run_id, secret)
     ]
     write_scores(store, scores)
     errors = [f"{a.item.item_id} repeat {a.repeat}: {a.error}" for a in attempts if a.error]

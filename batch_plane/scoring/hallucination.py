@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from pathgrade.detectors import REGISTRY, Finding, default_policy
-from pathgrade.detectors.messages import message_text, parse_messages
 from pathgrade.detectors.view import TraceView
 from pathgrade.schemas import genai
+from pathgrade.schemas.messages import message_text, parse_messages
 from pathgrade.schemas.model import Trace
 
 CLAIMED_ACTIONS_CODE = "PG116"

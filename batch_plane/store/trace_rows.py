@@ -1,7 +1,9 @@
 """Rows of the `spans` table back into canonical `Trace`s (the reverse of span_rows), and
 the stored traces found by a `--where` filter.
 
-Attribute values come back as the text the table stores (see `span_rows.attribute_text`).
+Attribute values come back as the text the table stores (see `span_rows.attribute_text`);
+captured content (ContentAttributes, EventContentAttributes) joins the attributes again
+while the store still holds it; the facts stay among them (`Span.facts`).
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from pathgrade.schemas.model import EvalContext, GenAIFields, Span, SpanEvent, S
 
 _SPAN_COLUMNS = """
 SELECT Tenant, TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, ServiceName,
-       ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes,
+       ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, ContentAttributes,
        toUnixTimestamp64Nano(Timestamp) AS StartNs, Duration, StatusCode, StatusMessage,
        arrayMap(t -> toUnixTimestamp64Nano(t), Events.Timestamp) AS EventNs,
        Events.Name AS EventNames, Events.Attributes AS EventAttributes,
        Links.TraceId AS LinkTraceIds, Links.SpanId AS LinkSpanIds,
        Links.TraceState AS LinkStates, Links.Attributes AS LinkAttributes,
+       EventContentAttributes,
        GenAIOperation, GenAIProvider, GenAIAgentName, GenAIAgentId, GenAIToolName,
        GenAIToolCallId, GenAIToolType, GenAIToolArguments, GenAIToolResult,
        GenAIConversationId, GenAIRequestModel, GenAIResponseModel, GenAIInputTokens,
@@ -34,18 +37,23 @@ SPAN_SELECT = _SPAN_COLUMNS + "FROM spans FINAL\n"
 def span_from_row(row: dict[str, Any]) -> Span:
     """One `SPAN_SELECT` row as a canonical span."""
     start = int(row["StartNs"])
+    attributes = {**row["SpanAttributes"], **row["ContentAttributes"]}
+    event_content = row["EventContentAttributes"]
+    if len(event_content) != len(row["EventNames"]):  # cleared by the content retention
+        event_content = [{}] * len(row["EventNames"])
     return Span(
         tenant=row["Tenant"], trace_id=row["TraceId"], span_id=row["SpanId"],
         parent_span_id=row["ParentSpanId"], name=row["SpanName"], kind=row["SpanKind"],
         start_ns=start, end_ns=start + int(row["Duration"]), service_name=row["ServiceName"],
         trace_state=row["TraceState"], resource_attributes=dict(row["ResourceAttributes"]),
         scope_name=row["ScopeName"], scope_version=row["ScopeVersion"],
-        attributes=dict(row["SpanAttributes"]), status_code=row["StatusCode"],
+        attributes=attributes, status_code=row["StatusCode"],
         status_message=row["StatusMessage"],
         events=[
-            SpanEvent(int(t), n, dict(a))
-            for t, n, a in zip(
-                row["EventNs"], row["EventNames"], row["EventAttributes"], strict=True
+            SpanEvent(int(t), n, {**a, **c})
+            for t, n, a, c in zip(
+                row["EventNs"], row["EventNames"], row["EventAttributes"], event_content,
+                strict=True,
             )
         ],
         links=[

@@ -8,10 +8,18 @@ import argparse
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from pathgrade.cli.progress import Progress
-from pathgrade.cli.support import CliError, agent_tracer_provider, cli_store
+from pathgrade.cli.support import (
+    FACTS_KEY_ENV,
+    CliError,
+    agent_tracer_provider,
+    cli_store,
+    fact_secret,
+)
+from pathgrade.schemas.fingerprints import KEY_FILE_NAME
 
 
 def agent_args(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +38,12 @@ def agent_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace-timeout", type=float, default=60.0, help="seconds to wait for the run's traces"
     )
+    parser.add_argument(
+        "--facts-key-file", type=Path, metavar="FILE",
+        help="the deployment's fact secret, to compare the expected arguments with the "
+        f"fingerprints of uncaptured ones (default: the data directory's {KEY_FILE_NAME}, "
+        f"else ${FACTS_KEY_ENV})",
+    )  # fmt: skip
 
 
 @contextmanager
@@ -88,7 +102,7 @@ def run_agent(
         summary = run_eval(
             store, adapter, items, run, runs_per_item,
             trace_timeout_s=args.trace_timeout, progress=progress,
-            flush=provider.force_flush, conversations=conversations,
+            flush=provider.force_flush, conversations=conversations, secret=fact_secret(args),
         )  # fmt: skip
     provider.shutdown()
     for error in summary.errors:

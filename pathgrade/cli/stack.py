@@ -17,6 +17,8 @@ from pathgrade.cli.support import (
     log_format_arg,
     print_line,
     realtime_settings,
+    retention_args,
+    retention_of,
     store_args,
 )
 from pathgrade.stack.defaults import (
@@ -34,6 +36,7 @@ def register(commands: Any) -> None:
         "--kafka", metavar="HOST:PORT", help="use this Kafka instead of the bundled broker"
     )
     up.add_argument("--demo", action="store_true", help="also send demo agent traffic")
+    retention_args(up)
     up.add_argument("--policy", metavar="FILE", help="detector policy YAML (docs/detectors.md)")
     up.add_argument("--alert-webhook", metavar="URL", help="POST each alert here as JSON")
     up.add_argument(
@@ -87,11 +90,6 @@ def _cmd_up(args: argparse.Namespace) -> int:
     from pathgrade.stack.settings import StackSettingsError
 
     collector = collector_settings(args)
-    if args.demo and "capture_tools" not in collector.get("redaction", {}):
-        from pathgrade.demo import TOOL_EFFECTS
-
-        # The detectors need the demo's tool arguments; they are still scrubbed.
-        collector.setdefault("redaction", {})["capture_tools"] = sorted(TOOL_EFFECTS)
     realtime = realtime_settings(
         args.realtime_config, policy_path=args.policy, webhook_url=args.alert_webhook
     )
@@ -110,6 +108,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
             realtime_workers=args.realtime_workers,
             status_every_s=args.status_every,
             log_format=args.log_format,
+            retention=retention_of(args),
         ),
         out=print_line,
     )

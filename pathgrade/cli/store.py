@@ -9,6 +9,8 @@ from pathgrade.cli.support import (
     CliError,
     cli_store,
     int_between,
+    retention_args,
+    retention_of,
     store_args,
 )
 
@@ -43,6 +45,7 @@ def register(commands: Any) -> None:
         "--print-sql", action="store_true",
         help="print the DDL for an empty database instead of applying it (no store needed)",
     )  # fmt: skip
+    retention_args(migrate)
     migrate.set_defaults(run=_cmd_migrate)
 
 
@@ -79,7 +82,8 @@ def _cmd_topics(args: argparse.Namespace) -> int:
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    from pathgrade.schemas.migrations import MIGRATIONS_TABLE, migration_ddl
+    from pathgrade.batch_plane.store.client import ClientStore
+    from pathgrade.schemas.migrations import MIGRATIONS_TABLE, migration_ddl, set_retention
 
     if args.print_sql:
         try:
@@ -87,21 +91,32 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CliError(f"--{exc}") from exc
         return 0
+    retention = retention_of(args)
     if args.cluster:
-        return _migrate_cluster(args.clickhouse, args.cluster)
+        return _migrate_cluster(args.clickhouse, args.cluster, retention)
     with cli_store(args, must_exist=False) as store:
+        if retention is not None:
+            if not isinstance(store, ClientStore):
+                raise CliError(
+                    "retention: a running `pathgrade up` owns this store; stop it, or give "
+                    "the retention flags to `pathgrade up`"
+                )
+            set_retention(store.client, *retention)
+            print(f"retention: content {retention[0]} days, span rows {retention[1]} days")
         query = f"SELECT Version, Name FROM {MIGRATIONS_TABLE} FINAL ORDER BY Version"
         rows = store.query(query).rows
     print("migrations applied: " + ", ".join(f"{v:04d}_{n}" for v, n in rows))
     return 0
 
 
-def _migrate_cluster(clickhouse: str | None, cluster: str) -> int:
+def _migrate_cluster(
+    clickhouse: str | None, cluster: str, retention: tuple[int, int] | None
+) -> int:
     """`pathgrade migrate --cluster`: straight to the server, every statement ON CLUSTER."""
     from clickhouse_connect.driver.exceptions import ClickHouseError
 
     from pathgrade.batch_plane.store.client import StoreUnavailable, connect
-    from pathgrade.schemas.migrations import ClusterMismatch, migrate
+    from pathgrade.schemas.migrations import ClusterMismatch, migrate, set_retention
 
     if not clickhouse:
         raise CliError("--cluster needs --clickhouse URL: the embedded store is one server")
@@ -111,6 +126,8 @@ def _migrate_cluster(clickhouse: str | None, cluster: str) -> int:
         raise CliError(str(exc)) from exc
     try:
         applied = migrate(client, cluster=cluster)
+        if retention is not None:
+            set_retention(client, *retention)
     except (ClusterMismatch, ValueError) as exc:
         raise CliError(str(exc)) from exc
     except ClickHouseError as exc:

@@ -74,6 +74,30 @@ def since_ns(text: str | None) -> int | None:
     return int(since_timestamp(text).timestamp() * 1e9) if text else None
 
 
+FACTS_KEY_ENV = "PATHGRADE_FACTS_KEY_FILE"
+
+
+def fact_secret(args: argparse.Namespace) -> Any:
+    """The deployment's fact secret for offline scoring (`schemas.fingerprints.FactSecret`):
+    `--facts-key-file`, else the data directory's key file, else $PATHGRADE_FACTS_KEY_FILE;
+    None when there is none (uncaptured arguments then get no score). A file that is
+    given but unreadable is a CliError."""
+    from pathgrade.schemas.fingerprints import FactSecret
+    from pathgrade.stack.store_access import facts_key_file
+
+    path = args.facts_key_file
+    if path is None and not getattr(args, "clickhouse", None):
+        in_data_dir = facts_key_file(args.data_dir)
+        path = in_data_dir if in_data_dir.exists() else None
+    path = path or os.environ.get(FACTS_KEY_ENV)
+    if path is None:
+        return None
+    try:
+        return FactSecret.from_file(path)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer of at least 1 (limits, counts)."""
     try:
@@ -83,6 +107,44 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
+
+
+def retention_args(parser: argparse.ArgumentParser) -> None:
+    """`--content-retention-days N` / `--retention-days N`: how long the store keeps
+    captured content, and span rows with their facts (migration 0010's defaults)."""
+    from pathgrade.schemas.migrations import DEFAULT_CONTENT_RETENTION_DAYS, DEFAULT_RETENTION_DAYS
+
+    parser.add_argument(
+        "--content-retention-days", type=positive_int, metavar="N",
+        help="keep captured tool arguments, results and messages N days from the span's "
+        f"start (default {DEFAULT_CONTENT_RETENTION_DAYS})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--retention-days", type=positive_int, metavar="N",
+        help=f"keep span rows and their facts N days (default {DEFAULT_RETENTION_DAYS})",
+    )  # fmt: skip
+
+
+def retention_of(args: argparse.Namespace) -> tuple[int, int] | None:
+    """(content days, row days) when either flag was given, the other at its default;
+    None when neither was. A CliError when content would outlive the rows."""
+    from pathgrade.schemas.migrations import (
+        DEFAULT_CONTENT_RETENTION_DAYS,
+        DEFAULT_RETENTION_DAYS,
+        retention_ddl,
+    )
+
+    if args.content_retention_days is None and args.retention_days is None:
+        return None
+    days = (
+        args.content_retention_days or DEFAULT_CONTENT_RETENTION_DAYS,
+        args.retention_days or DEFAULT_RETENTION_DAYS,
+    )
+    try:
+        retention_ddl(*days)
+    except ValueError as exc:
+        raise CliError(f"--content-retention-days/--retention-days: {exc}") from exc
+    return days
 
 
 def listen_address(text: str) -> tuple[str, int]:
@@ -274,6 +336,16 @@ def collector_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--capture-messages", action="store_true", default=None, help="keep message content"
     )
+    parser.add_argument(
+        "--capture-identity", action="store_true", default=None,
+        help="keep the session identity (enduser.id, user.id, ...); else only its fingerprint",
+    )  # fmt: skip
+    parser.add_argument(
+        "--facts-key-file", type=Path, metavar="FILE",
+        help="the deployment's fact secret (64 hex characters) that fingerprints are keyed "
+        "with; every collector of a deployment and offline scoring must read the same file "
+        "(default: facts.key in the spill directory, or the data directory with `up`)",
+    )  # fmt: skip
 
 
 def collector_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -298,6 +370,7 @@ def collector_settings(args: argparse.Namespace) -> dict[str, Any]:
         "listen_host": args.listen_host,
         "tokens_file": args.tokens_file and str(args.tokens_file),
         "max_body_bytes": args.max_body_bytes,
+        "facts_key_file": args.facts_key_file and str(args.facts_key_file),
     }
     settings.update({key: value for key, value in flags.items() if value is not None})
     redaction = dict(settings.get("redaction") or {})
@@ -305,6 +378,8 @@ def collector_settings(args: argparse.Namespace) -> dict[str, Any]:
         redaction["capture_tools"] = [n.strip() for n in args.capture_tools.split(",") if n.strip()]
     if args.capture_messages is not None:
         redaction["capture_messages"] = args.capture_messages
+    if args.capture_identity is not None:
+        redaction["capture_identity"] = args.capture_identity
     if redaction:
         settings["redaction"] = redaction
     labels = {

@@ -36,6 +36,7 @@ from pathgrade.collector.service import Collector, CollectorConfig
 from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
 from pathgrade.realtime_plane.assembler import AssemblerStats
 from pathgrade.realtime_plane.plane import RealtimeCounters
+from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     KAFKA_SETTINGS_PREFIX,
@@ -63,6 +64,7 @@ from pathgrade.stack.status import (
     status_line,
     summed,
 )
+from pathgrade.stack.store_access import facts_key_file
 from pathgrade.stack.store_owner import StoreOwner
 from pathgrade.web.endpoint import RemoteStore
 from pathgrade.web.metrics import prometheus_text
@@ -95,6 +97,7 @@ class StackOptions:
     realtime: dict[str, Any] = field(default_factory=dict)  # RealtimeConfig fields (a file)
     status_every_s: float = DEFAULT_STATUS_EVERY_S  # status line and `pathgrade status`; 0 never
     log_format: LogFormat = "human"  # alerts in the terminal: short paced lines, or JSON
+    retention: tuple[int, int] | None = None  # (content days, row days); None: as migrated
 
 
 def _collector_main(
@@ -197,9 +200,10 @@ class Stack:
         check_realtime(self._realtime_settings())
         check_policy(self.options.policy)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        FactSecret.load_or_create(facts_key_file(self.data_dir))  # offline scoring reads it too
         self.store = StoreOwner(
             self.bootstrap, self.data_dir, self.options.clickhouse,
-            self.options.store_writer_niceness, self._tokens_file,
+            self.options.store_writer_niceness, self._tokens_file, self.options.retention,
         )  # fmt: skip
         try:
             for stale in self.store.claim():
@@ -257,6 +261,7 @@ class Stack:
         config = {
             "kafka_bootstrap": self.bootstrap,
             "spill_dir": str(self.data_dir / "spill"),
+            "facts_key_file": str(facts_key_file(self.data_dir)),
             **self.options.collector,
         }
         if self.http_port:  # a restart: the endpoints stay where clients point

@@ -14,8 +14,9 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pathgrade.realtime_plane.coverage import DETECTOR_ERRORS, consumers_coverage
 from pathgrade.realtime_plane.delays import P99
-from pathgrade.web.metrics import Sample
+from pathgrade.web.metrics import Sample, labelled_samples
 
 Snapshot = dict[str, Any]
 _MB = 1024 * 1024
@@ -114,6 +115,9 @@ def _realtime_part(now: Snapshot, before: Snapshot | None, seconds: float) -> st
     delays = [w[P99] for w in workers if w is not None and P99 in w]
     if delays:
         part += f", p99 delay {max(delays):.1f} s"
+    gaps = coverage_of(now)
+    if gaps:
+        part += f", {len(gaps)} coverage gap{'s' if len(gaps) > 1 else ''}"
     silent = sum(w is None for w in workers)
     if silent:
         part += f" ({silent} of {len(workers)} realtime processes not answering)"
@@ -168,9 +172,22 @@ def status_report(document: dict[str, Any], now: float | None = None) -> str:
     for name, counters in processes:
         shown = (
             "not answering" if counters is None
-            else " ".join(f"{k}={v}" for k, v in sorted(counters.items()))
+            else " ".join(f"{k}={v}" for k, v in sorted(counters.items()) if _scalar(v))
         )  # fmt: skip
         lines.append(f"  {name:<13} {shown}")
+    errors = _detector_errors(snapshot.get("realtime", []))
+    if errors:
+        lines.append("  detector errors " + ", ".join(f"{c}: {n}" for c, n in errors.items()))
+    gaps = coverage_of(snapshot)
+    if gaps:
+        lines.append("coverage gaps (share of a service's traces each detector decided):")
+        lines += [
+            f"  {g['code']} {g['name']} on {g['service'] or '(unnamed)'}"
+            + (f" (tenant {g['tenant']})" if g["tenant"] != "default" else "")
+            + f": {g['coverage']:.0%} of {g['traces']:,} traces; missing {g['missing']}; "
+            f"to close: {g['close']}"
+            for g in gaps
+        ]
     return "\n".join(lines)
 
 
@@ -184,17 +201,28 @@ def _age(seconds: float) -> str:
     return f"taken {minutes} min {secs} s ago" if minutes else f"taken {secs} s ago"
 
 
+def _scalar(value: Any) -> bool:
+    return not isinstance(value, list | dict)
+
+
+def coverage_of(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """The coverage gaps of the realtime processes together (`coverage_rows`)."""
+    return consumers_coverage(snapshot.get("realtime", []))
+
+
+def _detector_errors(workers: list[dict[str, Any] | None]) -> dict[str, int]:
+    return summed((w or {}).get(DETECTOR_ERRORS, {}) for w in workers)
+
+
 def snapshot_samples(snapshot: Snapshot) -> list[Sample]:
     """A snapshot as metric samples (`pathgrade.web.metrics`): realtime processes labelled
     `worker`, the bundled broker's memory as `pathgrade_broker_rss_bytes`."""
     samples: list[Sample] = [("store_writer", {}, snapshot["store_writer"])]
     if snapshot.get("collector") is not None:
         samples.append(("collector", {}, snapshot["collector"]))
-    samples += [
-        ("realtime", {"worker": str(n)}, counters)
-        for n, counters in enumerate(snapshot.get("realtime", []), 1)
-        if counters is not None
-    ]
+    for n, counters in enumerate(snapshot.get("realtime", []), 1):
+        if counters is not None:
+            samples += labelled_samples("realtime", {"worker": str(n)}, counters)
     if snapshot.get("broker_rss_bytes") is not None:
         samples.append(("broker", {}, {"rss_bytes": snapshot["broker_rss_bytes"]}))
     return samples

@@ -12,9 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from pathgrade.batch_plane.store.client import ClientStore, Store, embedded_dsn, open_client_store
+from pathgrade.schemas.fingerprints import KEY_FILE_NAME
 from pathgrade.schemas.migrations import migrate
 from pathgrade.stack.ownership import DataDirLock, read_state
 from pathgrade.web.endpoint import RemoteStore
+
+
+def facts_key_file(data_dir: Path) -> Path:
+    """Where `pathgrade up` keeps the deployment's fact secret in its data directory (the
+    collector fingerprints with it; offline scoring compares expected arguments with it)."""
+    return data_dir / KEY_FILE_NAME
 
 
 class NoStore(RuntimeError):

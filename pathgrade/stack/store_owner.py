@@ -12,7 +12,7 @@ from typing import Any
 
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
 from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterConfig, StoreWriterStats
-from pathgrade.schemas.migrations import Migration, migrate
+from pathgrade.schemas.migrations import Migration, migrate, set_retention
 from pathgrade.stack.ownership import DataDirLock, read_state, stop_stale_processes
 from pathgrade.stack.priority import keep_native_threads_lowered, lower_thread_priority
 from pathgrade.stack.status import summed
@@ -37,8 +37,10 @@ class StoreOwner:
         clickhouse: str | None = None,
         writer_niceness: int = 0,
         ui_tokens_file: Path | None = None,
+        retention: tuple[int, int] | None = None,
     ) -> None:
         self.bootstrap = bootstrap
+        self.retention = retention  # (content days, row days) to set after migrating
         self.writer_niceness = writer_niceness  # see pathgrade.stack.priority
         self.ui_tokens_file = ui_tokens_file  # the browser UI's viewers (the collector's file)
         self.data_dir = data_dir.resolve()
@@ -68,6 +70,8 @@ class StoreOwner:
             self.claim()
         self.store = open_client_store(self.dsn)
         self.applied = migrate(self.store.client)
+        if self.retention is not None:
+            set_retention(self.store.client, *self.retention)
         self.resume_writer()
         # chDB's merges and pools yield like the writer, including pools grown later
         keep_native_threads_lowered(self.writer_niceness, self._closing)

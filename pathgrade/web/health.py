@@ -69,14 +69,21 @@ def problems(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
 
 
 def processes(snapshot: dict[str, Any]) -> list[Process]:
-    """Every process of the snapshot with its counters."""
+    """Every process of the snapshot with its counters (numbers; the realtime processes'
+    structured entries, coverage and detector errors, have sections of their own)."""
     listed = [
         Process("collector", snapshot.get("collector")),
         Process("store writer", snapshot.get("store_writer")),
     ]
     workers = snapshot.get("realtime") or []
-    listed += [Process(f"realtime-{n}", counters) for n, counters in enumerate(workers, 1)]
+    listed += [Process(f"realtime-{n}", _numbers(c)) for n, c in enumerate(workers, 1)]
     return listed
+
+
+def _numbers(counters: dict[str, Any] | None) -> dict[str, Any] | None:
+    if counters is None:
+        return None
+    return {k: v for k, v in counters.items() if not isinstance(v, dict | list)}
 
 
 def dead_letters(snapshot: dict[str, Any]) -> list[tuple[str, int]]:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from http.server import ThreadingHTTPServer
 from typing import Any
 
+from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS, coverage_rows
 from pathgrade.realtime_plane.delays import MAX, P50, P99
 from pathgrade.web.http_handler import QuietHandler
 
@@ -24,7 +25,8 @@ log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 GAUGES = frozenset(
-    {"traces_held", "spans_held", "spill_bytes", "dead_letter_messages", "rss_bytes", P50, P99, MAX}
+    {"traces_held", "spans_held", "spill_bytes", "dead_letter_messages", "rss_bytes"}
+    | {"coverage_ratio", P50, P99, MAX}
 )
 """Counter names that are levels, not cumulative counts."""
 
@@ -55,6 +57,23 @@ def _labels(labels: Mapping[str, str]) -> str:
         for key, value in sorted(labels.items())
     )
     return "{" + ",".join(escaped) + "}"
+
+
+def labelled_samples(
+    process: str, labels: Mapping[str, str], counters: Mapping[str, Any]
+) -> list[Sample]:
+    """One process's counters as samples: its numbers, and its structured entries as
+    labelled series: the realtime plane's coverage rows (`coverage_ratio`,
+    `coverage_undecided_traces` by tenant, service and code) and its detector errors by
+    code."""
+    samples: list[Sample] = [(process, labels, counters)]
+    for row in coverage_rows([counters.get(COVERAGE)]):
+        where = {**labels, "tenant": row["tenant"], "service": row["service"], "code": row["code"]}
+        figures = {"coverage_ratio": row["coverage"], "coverage_undecided_traces": row["undecided"]}
+        samples.append((process, where, figures))
+    for code, count in counters.get(DETECTOR_ERRORS, {}).items():
+        samples.append((process, {**labels, "code": code}, {"detector_errors": count}))
+    return samples
 
 
 def prometheus_text(samples: Iterable[Sample]) -> str:
@@ -112,7 +131,9 @@ def serve_metrics(
     `stop()`. Raises OSError naming the address when it cannot listen there."""
     host, port = listen
     try:
-        server = MetricsServer(host, port, lambda: prometheus_text([(process, {}, counters())]))
+        server = MetricsServer(
+            host, port, lambda: prometheus_text(labelled_samples(process, {}, counters()))
+        )
     except OSError as exc:
         raise OSError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from exc
     server.start()

@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from pathgrade.detectors.registry import REGISTRY
+from pathgrade.realtime_plane.coverage import consumers_coverage
 from pathgrade.web import alerts_page, edge_page, eval_pages, review
 from pathgrade.web.conversation import load_conversation
 from pathgrade.web.health import dead_letters, delays, processes
@@ -85,5 +86,6 @@ def health(ui: Ui, request: Request) -> Page:
         "processes": processes(snapshot) if snapshot else [],
         "delays": delays(snapshot) if snapshot else [],
         "dead_letters": dead_letters(snapshot) if snapshot else [],
+        "coverage": consumers_coverage(snapshot.get("realtime") or []) if snapshot else [],
         "snapshot": snapshot,
     }

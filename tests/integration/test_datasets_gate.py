@@ -4,7 +4,6 @@ chDB, collector), driven through the `pathgrade` command line."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,7 +14,6 @@ from kafka import KafkaConsumer
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from pathgrade.schemas.topics import SPANS_TOPIC
 
-from examples.seeded_defects.agent import BUILDS, CATCHING_METRICS
 from pathgrade.demo import send_demo_traces
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 
@@ -139,58 +137,6 @@ def test_triage_keeps_the_trace_the_input_and_the_lesson_and_replay_stores_each_
     assert stack.process.sql(
         f"SELECT count(), uniqExact(TraceId, SpanId) FROM spans FINAL WHERE TraceId IN ({ids})"
     ).rows[0] == [spans_before, spans_before]  # ... and FINAL still holds one row per span
-
-
-def test_seeded_defects_fail_the_gate_on_their_metric_and_healthy_passes(
-    stack: Stack, tmp_path: Path
-) -> None:
-    suite = str(EXAMPLE / "suite.yaml")
-    imported = stack.cli("dataset", "import", "golden/support-seeded",
-                         str(EXAMPLE / "golden.jsonl"), "--publish")  # fmt: skip
-    assert imported.returncode == 0, imported.stderr
-
-    def evaluate(build: str) -> str:
-        run_id = f"run-{build}-{tmp_path.name[-6:]}"
-        done = stack.cli("eval", suite, "--agent", f"{EXAMPLE / 'agent.py'}:{build}",
-                         "--run-id", run_id)  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        assert f"run {run_id} finished: 16 attempts, 16 traces" in done.stdout
-        return run_id
-
-    baseline = evaluate("healthy")
-    recorded = {}
-    for build in sorted(BUILDS):
-        report = tmp_path / f"{build}.json"
-        gated = stack.cli("gate", suite, "--candidate", evaluate(build), "--baseline", baseline,
-                          "--output", str(report), "--output", str(tmp_path / "j.xml"))  # fmt: skip
-        verdict = json.loads(report.read_text())
-        failed = {r["metric"] for r in verdict["rows"] if not r["passed"] and r["slice"] is None}
-        assert failed == CATCHING_METRICS[build], gated.stdout
-        assert gated.returncode == (0 if build == "healthy" else 1), gated.stderr
-        assert "<testsuite" in (tmp_path / "j.xml").read_text()
-        recorded[build] = re.search(r"recorded as (gate-[0-9a-f]{12})", gated.stderr)[1]
-        shown = stack.cli("gates", "show", recorded[build], "--format", "json")
-        assert json.loads(shown.stdout) == verdict, shown.stderr
-
-    listed = stack.cli("gates", "list", "--suite", "support-agent-seeded", "--format", "json")
-    by_id = {row["GateId"]: row for row in map(json.loads, listed.stdout.splitlines())}
-    assert len(by_id) == len(BUILDS), listed.stderr
-    for build, gate_id in recorded.items():
-        assert by_id[gate_id]["Verdict"] == ("PASS" if build == "healthy" else "FAIL")
-        assert by_id[gate_id]["BaselineRun"] == baseline
-    unrecorded = stack.cli("gate", suite, "--candidate", baseline, "--baseline", baseline,
-                           "--no-record")  # fmt: skip
-    assert unrecorded.returncode == 0 and "recorded as" not in unrecorded.stderr
-
-    candidate = tmp_path / "c.jsonl"
-    exported = stack.cli("scores", "export", "--run", baseline, "--out", str(candidate))
-    assert exported.returncode == 0, exported.stderr
-    offline = stack.cli("gate", suite, "--candidate-scores", str(candidate),
-                        "--baseline-scores", str(candidate), "--format", "markdown")  # fmt: skip
-    assert offline.returncode == 1  # no budget observations in score files: fail closed
-    assert "no observations for p95_latency_s" in offline.stdout
-    missing = stack.cli("gate", suite, "--candidate", "run-nope", "--baseline", baseline)
-    assert missing.returncode == 2 and "run 'run-nope': not in the store" in missing.stderr
 
 
 def test_stored_conversations_replay_against_an_agent_as_a_new_run(stack: Stack) -> None:

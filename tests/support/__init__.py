@@ -11,10 +11,21 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
-from pathgrade.schemas.migrations import migrate
+from pathgrade.schemas.migrations import CONTENT_COLUMNS, migrate
+
+
+def keep_forever(client: Any) -> None:
+    """Remove the spans' retention: test fixtures stamp spans with fixed times long past,
+    which the store would otherwise drop at its next merge (retention is tested by
+    tests/unit/schemas/test_retention.py)."""
+    for column in CONTENT_COLUMNS:
+        client.command(f"ALTER TABLE spans MODIFY COLUMN {column} REMOVE TTL")
+    client.command("ALTER TABLE spans REMOVE TTL")
+    client.command("ALTER TABLE spans_trace_id_ts REMOVE TTL")
 
 
 @pytest.fixture(scope="module", name="store")
@@ -22,6 +33,7 @@ def store_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClientSt
     """A migrated embedded chDB store of the test module's own, closed after it."""
     store = open_client_store(embedded_dsn(str(tmp_path_factory.mktemp("store"))))
     migrate(store.client)
+    keep_forever(store.client)
     yield store
     store.close()
 

@@ -10,15 +10,9 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1 import trace_pb2
-from pathgrade.collector.redact import (
-    CARD_MARK,
-    EMAIL_MARK,
-    PATTERN_MARK,
-    RedactionConfig,
-    Redactor,
-    luhn_valid,
-)
+from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.schemas import genai
+from pathgrade.schemas.pii import CARD_MARK, EMAIL_MARK, PATTERN_MARK, luhn_valid
 from pydantic import ValidationError
 
 VISA_TEST_CARD = "4111111111111111"  # a Luhn-valid test number, no real account

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathgrade.detectors.output import card_numbers, luhn_valid
+from pathgrade.schemas.pii import CARD_MARK, PiiScanner, luhn_valid
 
 from tests.unit.detectors.test_detectors_fixtures import TraceBuilder, clean_refund_trace, detect
 
@@ -17,7 +17,8 @@ def answer_trace(answer: str | None, tools: tuple[str, ...] = ()) -> object:
 def test_luhn_checksum() -> None:
     assert luhn_valid("4111111111111111") and luhn_valid("79927398713")
     assert not luhn_valid("4111111111111112") and not luhn_valid("79927398710")
-    assert card_numbers("card 4111 1111 1111 1111, order 1234567890123") == ["4111111111111111"]
+    scrubbed = PiiScanner().scrub("card 4111 1111 1111 1111, order 1234567890123")
+    assert scrubbed == (f"card {CARD_MARK}, order 1234567890123", {"card": 1})
 
 
 def test_pg115_fires_on_email_and_card_but_not_on_clean_answer() -> None:
@@ -47,10 +48,8 @@ def test_pg115_cannot_decide_without_captured_answer() -> None:
 
 def test_pg116_fires_on_claim_without_matching_tool() -> None:
     (finding,) = detect("PG116", answer_trace("I have cancelled your order.", ("lookup_order",)))
-    assert (
-        finding.details["claim"] == "I have cancelled"
-        and "cancel" in finding.details["expected_tools"]
-    )
+    assert finding.details["claim"] == "cancel" and "cancel" in finding.details["expected_tools"]
+    assert "cancelled" not in finding.reason  # the claim's name, never the answer's words
     assert detect("PG116", answer_trace("I've cancelled your order.", ("cancel_order",))) == []
     assert detect("PG116", answer_trace("Would you like me to cancel it?")) == []
 

@@ -114,7 +114,8 @@ def test_pg112_fires_on_other_account_and_honours_identity_config() -> None:
     b = TraceBuilder(identity="cust-1")
     b.tool("change_plan", {"account_id": "cust-2", "plan": "basic"}, effect="write")
     (finding,) = detect("PG112", b.build())
-    assert finding.details == {"tool": "change_plan", "argument": "account_id", "value": "cust-2"}
+    assert finding.details == {"tool": "change_plan", "argument": "account_id"}
+    assert "cust-2" not in finding.reason  # the field, never the value
     assert detect("PG112", clean_refund_trace()) == []
     custom = Conventions(identity=IdentityConfig(arguments=("subscriber",)))
     assert detect("PG112", b.build(), context=DetectorContext(conventions=custom)) == []
@@ -157,4 +158,4 @@ def test_pg117_reads_retrieved_documents_on_read_only_conversations() -> None:
     b.tool("delete_account", {}, effect="irreversible")
     assert detect("PG117", b.build()) == []
     (finding,) = detect("PG117", b.build(), {"read_only": True})
-    assert finding.details["match"].lower() == "ignore all previous instructions"
+    assert finding.details["pattern"] == "ignore_instructions"  # the lexicon entry

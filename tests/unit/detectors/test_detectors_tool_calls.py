@@ -107,10 +107,11 @@ def test_pg105_fires_outside_values_and_bounds() -> None:
     b.tool("issue_refund", {"amount": 10, "reason": "whim"})
     b.tool("issue_refund", {"amount": 10, "reason": "late"})
     findings = detect("PG105", b.build(), rules)
-    assert [(f.details["argument"], f.details["value"]) for f in findings] == [
-        ("amount", 900),
-        ("reason", "whim"),
+    assert [(f.details["argument"], f.details["problem"]) for f in findings] == [
+        ("amount", "is above the maximum 500"),
+        ("reason", "is not one of ['late']"),
     ]
+    assert not any("900" in f.reason or "whim" in f.reason for f in findings)  # never values
     uncaptured = TraceBuilder()
     uncaptured.tool("issue_refund", None)
     (undecided,) = detect("PG105", uncaptured.build(), rules)

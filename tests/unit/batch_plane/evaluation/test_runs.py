@@ -40,6 +40,7 @@ from pathgrade.batch_plane.evaluation.suite import load_suite, parse_suite
 from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
 from pathgrade.detectors.prices import shipped_price_table
+from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.otlp import decode_spans_message
 
 from examples.seeded_defects.agent import BUILDS, CATCHING_METRICS
@@ -172,6 +173,24 @@ def test_argument_correctness_compares_only_calls_that_were_made() -> None:
         == 0.5
     )
     assert argument_correctness([{"name": "c", "args": {}}], expected) is None
+
+
+def test_argument_correctness_compares_fingerprints_when_values_were_not_stored() -> None:
+    """Default settings store no argument: the collector's fingerprint of the called
+    arguments is compared with the expected ones fingerprinted with the same key; scrubbed
+    values would compare wrong, unknown ones give no score."""
+    key = FactSecret(b"f" * 32).for_tenant("default")
+    expected = [{"name": "a", "args": {"email": "ann@example.com", "n": 1}}]
+    made = {"name": "a", "args": {}, "captured": False,
+            "fingerprint": key.fingerprint({"n": 1.0, "email": "ann@example.com"})}  # fmt: skip
+    assert argument_correctness([made], expected, key) == 1.0
+    other = dict(made, fingerprint=key.fingerprint({"email": "bob@example.com", "n": 1}))
+    assert argument_correctness([other], expected, key) == 0.0
+    assert argument_correctness([made], expected) is None  # no key: unknown, fails closed
+    assert argument_correctness([dict(made, fingerprint="")], expected, key) is None
+    scrubbed = {"name": "a", "args": {"email": "[REDACTED:email]", "n": 1}, "captured": True,
+                "fingerprint": made["fingerprint"]}  # fmt: skip
+    assert argument_correctness([scrubbed], expected, key) == 1.0  # the fingerprint decides
 
 
 def test_trajectory_match_accepts_alternatives_and_respects_order() -> None:

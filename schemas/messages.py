@@ -1,4 +1,5 @@
-"""Reading GenAI message JSON (`gen_ai.input.messages` / `gen_ai.output.messages`).
+"""Reading GenAI message JSON (`gen_ai.input.messages` / `gen_ai.output.messages`): one
+reader for the collector (facts) and the detectors.
 
 Accepts the semantic-convention shape (`{"role", "parts": [{"type": "text", "content"},
 {"type": "tool_call", "id", "name", "arguments"}]}`) and the OpenAI chat shape
@@ -64,6 +65,29 @@ def message_tool_calls(message: dict[str, Any]) -> list[RequestedToolCall]:
             function = call.get("function") or {}
             calls.append(RequestedToolCall(str(call.get("id") or ""), str(function.get("name"))))
     return calls
+
+
+def assistant_text(messages: list[dict[str, Any]]) -> str:
+    """The text of the assistant messages in `messages` (a message without a role counts as
+    the assistant's), joined by newlines."""
+    texts = [message_text(m) for m in messages if m.get("role", "assistant") == "assistant"]
+    return "\n".join(t for t in texts if t)
+
+
+UNTRUSTED_PART_TYPES = frozenset({"document", "file", "tool_call_response"})
+"""Message part types whose content the agent did not get from the user."""
+
+
+def untrusted_texts(message: dict[str, Any]) -> list[str]:
+    """The texts of `message` the user did not type: a tool message's content, and
+    document, file and tool-response parts of any message."""
+    if message.get("role") == "tool":
+        return [str(message.get("content") or message.get("parts") or "")]
+    return [
+        str(part.get("content") or part.get("response") or "")
+        for part in _parts(message)
+        if part.get("type") in UNTRUSTED_PART_TYPES
+    ]
 
 
 def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:

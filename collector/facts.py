@@ -1,0 +1,86 @@
+"""The collector's facts: the deployment's fact secret, computing one span's facts from its
+raw values (`schemas.facts_producer`), and writing facts onto an OTLP span."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, MutableSequence
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from pathgrade.schemas.conventions import genai_fields
+from pathgrade.schemas.facts import (
+    FACT_KEYS,
+    FACTS_VERSION,
+    PII_DROPPED,
+    PII_SCRUBBED,
+    VERSION,
+    PiiRecord,
+)
+from pathgrade.schemas.facts_producer import compute_facts, pii_record_text
+from pathgrade.schemas.fingerprints import KEY_FILE_NAME, FactSecret
+from pathgrade.schemas.pii import PiiScanner
+
+
+def load_secret(key_file: Path | None, spill_dir: Path) -> FactSecret:
+    """The fact secret: from `key_file` (which must exist), else from the spill directory's
+    `facts.key`, created with a fresh secret the first time. ValueError names the file."""
+    if key_file is not None:
+        return FactSecret.from_file(key_file)
+    return FactSecret.load_or_create(spill_dir / KEY_FILE_NAME)
+
+
+class FactMaker:
+    """Computes the facts of one span from its raw attribute values, per tenant."""
+
+    def __init__(self, secret: FactSecret, scanner: PiiScanner) -> None:
+        self.secret = secret
+        self.scanner = scanner
+
+    def facts(self, span_name: str, raw: Mapping[str, Any], tenant: str) -> dict[str, Any]:
+        """The fact attributes of a span named `span_name` with attributes `raw` (only the
+        ones facts read need be given: content, identity and the span's kind keys)."""
+        fields = genai_fields(span_name, raw)
+        return compute_facts(fields, raw, self.secret.for_tenant(tenant), self.scanner)
+
+
+def write_facts(
+    attributes: MutableSequence[KeyValue],
+    facts: Mapping[str, Any],
+    scrubbed: PiiRecord,
+    dropped: PiiRecord,
+) -> None:
+    """Write the span's computed `facts` (replacing every `pathgrade.facts.*` attribute a
+    producer set: the collector's are one consistent set) and the pii records (replacing
+    only those), when there is anything to write at all."""
+    if not (facts or scrubbed or dropped):
+        return
+    values = dict(facts)
+    values[VERSION] = FACTS_VERSION
+    if scrubbed:
+        values[PII_SCRUBBED] = pii_record_text(scrubbed)
+    if dropped:
+        values[PII_DROPPED] = pii_record_text(dropped)
+    replaced = FACT_KEYS if facts else values.keys()
+    stale = [i for i, kv in enumerate(attributes) if kv.key in replaced]
+    for index in reversed(stale):
+        del attributes[index]
+    for key, value in values.items():
+        _set_value(attributes.add(key=key).value, value)
+
+
+def _set_value(target: AnyValue, value: Any) -> None:
+    """Set an AnyValue (made in place: cheaper than building and copying one) from a
+    fact's value: str, bool, int, or a list of strings (an empty list is a value too:
+    "checked, none")."""
+    if isinstance(value, str):
+        target.string_value = value
+    elif isinstance(value, bool):
+        target.bool_value = value
+    elif isinstance(value, int):
+        target.int_value = value
+    else:
+        array = target.array_value
+        array.SetInParent()
+        for item in value:
+            array.values.add().string_value = item

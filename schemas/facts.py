@@ -1,0 +1,206 @@
+"""Facts: what the detectors and scorers need from content, computed from the raw content
+and free of it (DESIGN.md, "Facts, not content").
+
+The collector computes them from every span's raw values before it drops or scrubs any
+(`schemas.facts_producer.compute_facts`), and writes them on the span as
+`pathgrade.facts.*` attributes. Any producer may set them the same way; consumers read
+them through the canonical model (`Span.facts`, parsed by `span_facts` on first use).
+
+Wire contract, version 1 (`pathgrade.facts.version` = 1 on every span that has facts).
+Facts that hold several values are one JSON object each (one attribute costs a producer
+far more than its bytes); members without a value are left out.
+
+attribute                               type      on / meaning
+--------------------------------------  --------  -------------------------------------------
+pathgrade.facts.version                 int       every span with facts: the contract version
+pathgrade.facts.tool.args               string    execute_tool spans, JSON:
+                                        (JSON)    `fp`: fingerprint of the canonical arguments
+                                                  (`predicates.call_arguments`; of the raw
+                                                  text when they are not a JSON object);
+                                                  `args`: {argument name: fingerprint of its
+                                                  value} (absent when not an object);
+                                                  `skeleton`: `predicates.argument_skeleton`
+                                                  (keys, JSON types, lengths; no values)
+pathgrade.facts.session.fp              string    span with a session identity
+                                                  (`conventions.session_identity`): its
+                                                  fingerprint
+pathgrade.facts.confirmed               string    span with `pathgrade.confirmed_action`, JSON:
+                                        (JSON)    `name` (the confirmed tool), `fp` and `args`
+                                                  of its arguments as for tool.args
+pathgrade.facts.untrusted.instructions  string[]  span with content the user did not type (a
+                                                  tool result, retrieval documents, tool
+                                                  messages or document parts of input
+                                                  messages): `INSTRUCTION_LEXICON` names found
+                                                  in it; [] = checked, none found
+pathgrade.facts.output                  string    span with output messages, JSON:
+                                        (JSON)    `text`: they hold a non-blank assistant text
+                                                  (bool); `tool_calls`: [{"id", "name"}] they
+                                                  request; `finish_reasons`; `claims`:
+                                                  `CLAIM_LEXICON` names claimed in the text;
+                                                  `pii`: {kind: count} of personal data in the
+                                                  text (`schemas.pii` kinds)
+pathgrade.facts.pii.scrubbed            string    JSON {field: {kind: count}}: personal data the
+                                                  collector replaced in fields it forwarded
+pathgrade.facts.pii.dropped             string    JSON {field: {kind: count}}: personal data in
+                                                  content fields it dropped
+
+Fingerprints are `schemas.fingerprints` fingerprints (`<key id>:<digest>`) of the tenant's
+key. Names and ids in facts are scrubbed like every forwarded string. Fields of the pii
+records are attribute keys (`resource:`, `scope:`, `link:` prefixed for those, and
+`event:<event name>:<key>` for event attributes), and `name`, `status.message`,
+`trace_state`, `link.trace_state`, `event.name`, `scope.name`, `scope.version`,
+`schema_url`, `scope.schema_url` for the strings that are not attributes. Values arrive as
+OTLP types from Kafka and as the stored text from ClickHouse; `span_facts` reads both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from pathgrade.schemas import genai as g
+from pathgrade.schemas.messages import parse_json
+
+Counts = dict[str, int]
+"""Kind of personal data -> how many were found (as `schemas.pii.Counts`)."""
+PiiRecord = dict[str, Counts]
+"""Field -> kind of personal data -> count."""
+
+FACTS_VERSION: Final = 1
+_P = g.PG_FACTS_PREFIX
+VERSION: Final = _P + "version"
+TOOL_ARGS: Final = _P + "tool.args"
+SESSION_FP: Final = _P + "session.fp"
+CONFIRMED: Final = _P + "confirmed"
+UNTRUSTED_INSTRUCTIONS: Final = _P + "untrusted.instructions"
+OUTPUT: Final = _P + "output"
+PII_SCRUBBED: Final = _P + "pii.scrubbed"
+PII_DROPPED: Final = _P + "pii.dropped"
+FACT_KEYS: Final = frozenset(
+    {VERSION, TOOL_ARGS, SESSION_FP, CONFIRMED, UNTRUSTED_INSTRUCTIONS, OUTPUT, PII_SCRUBBED,
+     PII_DROPPED}
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentFacts:
+    """Fingerprints (and skeleton) of one argument object."""
+
+    fingerprint: str  # of the whole object
+    fingerprints: dict[str, str] | None  # argument name -> fingerprint of its value
+    skeleton: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OutputFacts:
+    """What a span's output messages said, without saying it."""
+
+    has_text: bool
+    tool_call_ids: tuple[str, ...] = ()
+    tool_call_names: tuple[str, ...] = ()
+    finish_reasons: tuple[str, ...] = ()
+    claims: tuple[str, ...] = ()
+    pii: Counts = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SpanFacts:
+    """The `pathgrade.facts.*` attributes of one span, parsed (`span_facts`)."""
+
+    version: int = 0  # 0: the span carries no facts
+    arguments: ArgumentFacts | None = None
+    session: str = ""  # fingerprint of the session identity
+    confirmed_name: str = ""
+    confirmed: ArgumentFacts | None = None
+    instructions: tuple[str, ...] | None = None  # None: no untrusted content was checked
+    output: OutputFacts | None = None
+    pii_scrubbed: PiiRecord = field(default_factory=dict)
+    pii_dropped: PiiRecord = field(default_factory=dict)
+
+
+NO_FACTS: Final = SpanFacts()
+
+
+def span_facts(attributes: Mapping[str, Any]) -> SpanFacts:
+    """The facts among a span's attributes (OTLP values or their stored text)."""
+    if FACT_KEYS.isdisjoint(attributes):  # most spans of foreign producers: nothing to read
+        return NO_FACTS
+    get = attributes.get
+    confirmed = _object(get(CONFIRMED))
+    instructions = get(UNTRUSTED_INSTRUCTIONS)
+    return SpanFacts(
+        version=_int(get(VERSION)),
+        arguments=argument_facts(_object(get(TOOL_ARGS))),
+        session=_text(get(SESSION_FP)),
+        confirmed_name=_text(confirmed.get("name")),
+        confirmed=argument_facts(confirmed),
+        instructions=None if instructions is None else _strings(instructions),
+        output=_output(get(OUTPUT)),
+        pii_scrubbed=_record(get(PII_SCRUBBED)),
+        pii_dropped=_record(get(PII_DROPPED)),
+    )
+
+
+def argument_facts(value: Mapping[str, Any]) -> ArgumentFacts | None:
+    """An `fp`/`args`/`skeleton` object as ArgumentFacts; None without a fingerprint."""
+    whole = _text(value.get("fp"))
+    if not whole:
+        return None
+    args = value.get("args")
+    fingerprints = (
+        {str(k): v for k, v in args.items() if isinstance(v, str)}
+        if isinstance(args, dict)
+        else None
+    )
+    skeleton = value.get("skeleton")
+    return ArgumentFacts(whole, fingerprints, skeleton if isinstance(skeleton, dict) else None)
+
+
+def _output(value: Any) -> OutputFacts | None:
+    output = _object(value)
+    if "text" not in output:
+        return None
+    calls = [c for c in output.get("tool_calls") or () if isinstance(c, dict)]
+    return OutputFacts(
+        has_text=output["text"] is True,
+        tool_call_ids=tuple(_text(c.get("id")) for c in calls),
+        tool_call_names=tuple(_text(c.get("name")) for c in calls),
+        finish_reasons=_strings(output.get("finish_reasons")),
+        claims=_strings(output.get("claims")),
+        pii=_counts(output.get("pii")),
+    )
+
+
+def _object(value: Any) -> dict[str, Any]:
+    parsed = parse_json(value) if isinstance(value, str) else value
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    """A string array: an OTLP array, or its stored JSON text."""
+    if isinstance(value, str):
+        value = parse_json(value)
+    if isinstance(value, list | tuple):
+        return tuple(str(item) for item in value)
+    return ()
+
+
+def _counts(value: Any) -> Counts:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, int) and v > 0}
+
+
+def _record(value: Any) -> PiiRecord:
+    return {str(f): _counts(kinds) for f, kinds in _object(value).items()}

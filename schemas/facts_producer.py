@@ -1,0 +1,139 @@
+"""Computing facts (`schemas.facts`) from a span's raw content: what the collector runs
+on every span before it drops or scrubs anything, and what any producer may run to set
+the same attributes itself."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pathgrade.schemas import genai as g
+from pathgrade.schemas.conventions import session_identity
+from pathgrade.schemas.facts import (
+    CONFIRMED,
+    FACTS_VERSION,
+    OUTPUT,
+    SESSION_FP,
+    TOOL_ARGS,
+    UNTRUSTED_INSTRUCTIONS,
+    VERSION,
+    PiiRecord,
+)
+from pathgrade.schemas.fingerprints import TenantKey
+from pathgrade.schemas.messages import (
+    assistant_text,
+    message_tool_calls,
+    parse_json,
+    parse_messages,
+    untrusted_texts,
+)
+from pathgrade.schemas.model import GenAIFields
+from pathgrade.schemas.pii import PiiScanner
+from pathgrade.schemas.predicates import CLAIMS, INSTRUCTIONS, argument_skeleton, call_arguments
+
+# Raw text that may hold untrusted parts (tool messages, document/file/tool-response parts).
+_UNTRUSTED_MARKERS = ('"tool"', '"tool_call_response"', '"document"', '"file"')
+_dumps = json.JSONEncoder(separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode
+
+
+def compute_facts(
+    fields: GenAIFields,
+    attributes: Mapping[str, Any],
+    key: TenantKey,
+    scanner: PiiScanner,
+) -> dict[str, Any]:
+    """The fact attributes of one span from its canonical fields and raw attributes, with
+    the tenant's `key`; `scanner` scrubs the names and ids facts carry and finds personal
+    data in the answer text. {} when the span has nothing to record."""
+    clean = scanner.clean
+    facts: dict[str, Any] = {}
+    if fields.operation == g.OP_EXECUTE_TOOL and fields.tool_arguments:
+        facts[TOOL_ARGS] = _dumps(_arguments(fields.tool_arguments, key, clean, skeleton=True))
+    identity = session_identity(attributes)
+    if identity:
+        facts[SESSION_FP] = key.fingerprint(identity)
+    raw_confirmation = attributes.get(g.PG_CONFIRMED_ACTION)
+    confirmed = parse_json(raw_confirmation) if isinstance(raw_confirmation, str) else None
+    if isinstance(confirmed, dict) and isinstance(confirmed.get("name"), str):
+        arguments = confirmed.get("arguments")
+        text = _dumps(arguments if isinstance(arguments, dict) else {})
+        facts[CONFIRMED] = _dumps(
+            {"name": clean(confirmed["name"]), **_arguments(text, key, clean)}
+        )
+    instructions = _untrusted_instructions(fields, attributes)
+    if instructions is not None:
+        facts[UNTRUSTED_INSTRUCTIONS] = instructions
+    if fields.output_messages:
+        facts[OUTPUT] = _dumps(_output_facts(fields, scanner))
+    if facts:
+        facts[VERSION] = FACTS_VERSION
+    return facts
+
+
+def _arguments(text: str, key: TenantKey, clean: Any, skeleton: bool = False) -> dict[str, Any]:
+    """`fp`, `args` (and `skeleton`) of the arguments in JSON `text`; names scrubbed."""
+    arguments = call_arguments(text)
+    if arguments is None:
+        shape = {"skeleton": argument_skeleton(text)} if skeleton else {}
+        return {"fp": key.fingerprint(text), **shape}
+    facts: dict[str, Any] = {
+        "fp": key.fingerprint(arguments),
+        "args": {clean(name): key.fingerprint(value) for name, value in arguments.items()},
+    }
+    if skeleton:
+        facts["skeleton"] = argument_skeleton(arguments, name=clean)
+    return facts
+
+
+def _untrusted_instructions(fields: GenAIFields, attributes: Mapping[str, Any]) -> list[str] | None:
+    """Lexicon names in the span's untrusted content; None when it has none."""
+    found: list[str] | None = None
+    if fields.operation == g.OP_EXECUTE_TOOL and fields.tool_result:
+        found = INSTRUCTIONS.hits(fields.tool_result)
+    documents = attributes.get(g.RETRIEVAL_DOCUMENTS)
+    if documents:
+        found = (found or []) + INSTRUCTIONS.hits(
+            documents if isinstance(documents, str) else str(documents)
+        )
+    if fields.operation in g.MODEL_OPERATIONS and fields.input_messages:
+        in_messages = _instructions_in_messages(fields.input_messages)
+        if in_messages is not None:
+            found = (found or []) + in_messages
+    if found is None:
+        return None
+    return [name for name in INSTRUCTIONS.expressions if name in found]
+
+
+def _instructions_in_messages(text: str) -> list[str] | None:
+    """Lexicon names in the untrusted parts of JSON messages; None when they have none.
+    Messages are parsed only when they may hold such parts; the parts repeat from one
+    model call to the next (the conversation so far), and the lexicon remembers them."""
+    if not any(marker in text for marker in _UNTRUSTED_MARKERS):
+        return None
+    texts = [t for m in parse_messages(text) for t in untrusted_texts(m)]
+    return [name for t in texts for name in INSTRUCTIONS.hits(t)] if texts else None
+
+
+def _output_facts(fields: GenAIFields, scanner: PiiScanner) -> dict[str, Any]:
+    messages = parse_messages(fields.output_messages)
+    calls = [call for message in messages for call in message_tool_calls(message)]
+    text = assistant_text(messages)
+    facts: dict[str, Any] = {"text": bool(text.strip())}
+    if calls:
+        clean = scanner.clean
+        facts["tool_calls"] = [{"id": clean(c.call_id), "name": clean(c.name)} for c in calls]
+    if fields.finish_reasons:
+        facts["finish_reasons"] = [scanner.clean(r) for r in fields.finish_reasons]
+    claims = CLAIMS.hits(text)
+    if claims:
+        facts["claims"] = claims
+    pii = scanner.find(text)
+    if pii:
+        facts["pii"] = pii
+    return facts
+
+
+def pii_record_text(record: PiiRecord) -> str:
+    """A pii record's attribute value (JSON, sorted)."""
+    return _dumps(record)

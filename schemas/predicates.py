@@ -1,0 +1,168 @@
+"""Content predicates: what the detectors ask of raw text, defined once for the collector
+(which evaluates them before the text is dropped and records the answers as facts,
+`schemas.facts`) and the detectors (which evaluate them on captured text).
+
+- `INSTRUCTION_LEXICON`: instruction-like text in content the agent did not get from the
+  user (PG117): named regular expressions, matched case-insensitively, line by line
+  (`Lexicon`: lower-case expressions on the lower-cased text).
+- `CLAIM_LEXICON`: first-person claims of a completed action in a final answer (PG116),
+  each with the tool-name fragments a successful call must contain to back it.
+- `call_arguments`: a tool call's arguments as one JSON object (OpenLLMetry's
+  `{"args": [], "kwargs": {...}}` wrapper unwrapped), the canonical arguments every
+  fingerprint, skeleton and detector reads.
+- `argument_skeleton`: the shape of a JSON value without its values (keys, JSON types,
+  lengths), for PG104's structural checks.
+
+A lexicon's version is part of the facts contract (`schemas.facts.FACTS_VERSION`): a new
+entry or a changed expression is a new version.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+_CACHED_TEXTS = 4096  # texts whose hits a lexicon remembers (tool results repeat in inputs)
+_CACHED_TEXT_CHARS = 4096
+
+INSTRUCTION_LEXICON: Final[dict[str, str]] = {
+    "ignore_instructions": (
+        r"\bignore (all |any )?(the )?(previous|prior|above) (instructions|messages)"
+    ),
+    "addressed_to_agent": (
+        r"\b(you|the assistant|the agent|ai assistants?) (must|should|need to|are required to)\b"
+    ),
+    "action_request": (
+        r"\b(reset|reboot|restart|delete|cancel|refund|transfer|disable|upgrade|downgrade"
+        r"|change|update|send|close|open) (the|this|your|all|my|their)\b"
+    ),
+    "role_spoofing": r"^\s*(system|assistant)\s*:",
+    "concealment": r"\bdo not (tell|inform|notify) the user\b",
+}
+"""Name -> regular expression of instruction-like text (PG117's default lexicon)."""
+
+CLAIM_PREFIX: Final = r"\b(?:i|we)(?:'ve| have|'ve just| have just| just)?\s+(?:successfully\s+)?"
+CLAIM_LEXICON: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
+    "cancel": (r"cancell?ed", ("cancel",)),
+    "refund": (r"refunded|issued (?:a|the|your) refund", ("refund",)),
+    "reset": (r"reset|rebooted|restarted", ("reset", "reboot", "restart")),
+    "change": (
+        r"changed|updated|switched|upgraded|downgraded|modified",
+        ("change", "update", "switch", "upgrade", "downgrade", "modify", "set"),
+    ),
+    "ticket": (
+        r"(?:opened|created|filed|raised|logged) (?:a|the|your) (?:ticket|case|dispute)",
+        ("ticket", "case", "dispute"),
+    ),
+    "send": (r"sent|emailed", ("send", "email", "notify")),
+    "book": (r"booked|scheduled|reserved", ("book", "schedule", "reserve")),
+    "delete": (r"deleted|removed", ("delete", "remove")),
+    "transfer": (r"transferred", ("transfer",)),
+}
+"""Name -> (claim verb expression after "I have"/"we've", tool-name fragments that back
+it) (PG116's default lexicon)."""
+
+SKELETON_MAX_DEPTH: Final = 8
+SKELETON_MAX_ITEMS: Final = 64
+"""Bounds of an argument skeleton: deeper levels and further items are cut (`truncated`)."""
+
+
+class Lexicon:
+    """Named regular expressions (lower-case, matched on the lower-cased text: case does
+    not matter, as with re.IGNORECASE, at a fraction of its cost), line by line, with one
+    combined expression that answers "does anything match" in a single scan; the hits of
+    short texts are remembered (bounded)."""
+
+    def __init__(self, expressions: Mapping[str, str]) -> None:
+        self.expressions = dict(expressions)
+        self._compiled = {name: re.compile(e, re.MULTILINE) for name, e in self.expressions.items()}
+        self._any = re.compile(
+            "|".join(f"(?:{e})" for e in self.expressions.values()), re.MULTILINE
+        )
+        self._remembered: dict[str, list[str]] = {}
+
+    def hits(self, text: str) -> list[str]:
+        """The names of the entries that match somewhere in `text`, in lexicon order."""
+        if not text:
+            return []
+        remembered = self._remembered.get(text)
+        if remembered is not None:
+            return remembered
+        lowered = text.lower()
+        found = (
+            [name for name, pattern in self._compiled.items() if pattern.search(lowered)]
+            if self._any.search(lowered)
+            else []
+        )
+        if len(text) <= _CACHED_TEXT_CHARS:
+            if len(self._remembered) >= _CACHED_TEXTS:
+                self._remembered.clear()
+            self._remembered[text] = found
+        return found
+
+
+INSTRUCTIONS: Final = Lexicon(INSTRUCTION_LEXICON)
+CLAIMS: Final = Lexicon(
+    {name: CLAIM_PREFIX + f"(?:{verb})" for name, (verb, _) in CLAIM_LEXICON.items()}
+)
+
+
+def call_arguments(text: str) -> dict[str, Any] | None:
+    """A tool call's arguments (JSON text) as one object; None when `text` is empty or not
+    a JSON object. OpenLLMetry writes `{"args": [], "kwargs": {...}}`: its kwargs are the
+    arguments when no positional argument was passed."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    if value.keys() == {"args", "kwargs"} and not value["args"]:
+        kwargs = value["kwargs"]
+        return kwargs if isinstance(kwargs, dict) else None
+    return value
+
+
+def argument_skeleton(
+    value: Any, depth: int = 0, name: Callable[[str], str] = str
+) -> dict[str, Any]:
+    """The shape of a JSON value without its values: `{"type"}` for every value, `length`
+    for strings and arrays, `keys` (`name(key)` -> skeleton) for objects, `items` for
+    arrays; cut at SKELETON_MAX_DEPTH / SKELETON_MAX_ITEMS with `"truncated": true`."""
+    if isinstance(value, dict):
+        shape: dict[str, Any] = {"type": "object"}
+        if depth < SKELETON_MAX_DEPTH:
+            items = list(value.items())
+            shape["keys"] = {
+                name(str(k)): argument_skeleton(v, depth + 1, name)
+                for k, v in items[:SKELETON_MAX_ITEMS]
+            }
+            if len(items) > SKELETON_MAX_ITEMS:
+                shape["truncated"] = True
+        else:
+            shape["truncated"] = True
+        return shape
+    if isinstance(value, list):
+        shape = {"type": "array", "length": len(value)}
+        if depth < SKELETON_MAX_DEPTH:
+            shape["items"] = [
+                argument_skeleton(v, depth + 1, name) for v in value[:SKELETON_MAX_ITEMS]
+            ]
+            if len(value) > SKELETON_MAX_ITEMS:
+                shape["truncated"] = True
+        else:
+            shape["truncated"] = True
+        return shape
+    if isinstance(value, str):
+        return {"type": "string", "length": len(value)}
+    if isinstance(value, bool):
+        return {"type": "boolean"}
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return {"type": "integer"}
+    if isinstance(value, float):
+        return {"type": "number"}
+    return {"type": "null"}

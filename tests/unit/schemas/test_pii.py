@@ -1,0 +1,195 @@
+"""schemas.pii: e-mail and card detection after normalisation, as properties over variants
+of how a value can be written (separators, encodings, digit forms, domains), and the
+collector scrubbing every string it forwards, whatever its field or type."""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from pathgrade.collector.facts import FactMaker
+from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.schemas.facts import PII_DROPPED, PII_SCRUBBED
+from pathgrade.schemas.fingerprints import FactSecret
+from pathgrade.schemas.pii import (
+    CARD_MARK,
+    EMAIL_MARK,
+    PiiScanner,
+    card_number,
+    luhn_valid,
+    normalise,
+)
+
+CARDS = ("4111111111111111", "5555555555554444", "378282246310005", "6011111111111117",
+         "3530111333300000", "4012888888881881", "2223003122003222")  # fmt: skip
+NOT_CARDS = ("4111111111111112", "1234567890123", "411111111111")
+SEPARATORS = (" ", "-", ".", "/", "  ", "\u00a0", "\u3000", "\u2009", "\u200b", "\u2013", " - ")
+FULL_WIDTH = {ord(d): chr(0xFF10 + int(d)) for d in "0123456789"}
+ARABIC_INDIC = {ord(d): chr(0x0660 + int(d)) for d in "0123456789"}
+SCANNER = PiiScanner()
+
+
+def grouped(card: str, separator: str, size: int) -> str:
+    return separator.join(card[i : i + size] for i in range(0, len(card), size))
+
+
+@st.composite
+def written_cards(draw: st.DrawFn) -> str:
+    """A test card as someone might write it: grouped with odd separators, other digit
+    forms, percent-encoded, inside other text."""
+    card = draw(st.sampled_from(CARDS))
+    text = grouped(card, draw(st.sampled_from(SEPARATORS)), draw(st.sampled_from((4, 3, 5))))
+    digits = draw(st.sampled_from((None, FULL_WIDTH, ARABIC_INDIC)))
+    if digits:
+        text = text.translate(digits)
+    if draw(st.booleans()):
+        text = urllib.parse.quote(text)
+        if draw(st.booleans()):
+            text = urllib.parse.quote(text)  # encoded twice: %2520
+    before = draw(st.sampled_from(("", "card ", "paid with: ", "n°")))
+    after = draw(st.sampled_from(("", ".", " thanks", ", exp 12/29")))
+    return before + text + after
+
+
+@st.composite
+def written_emails(draw: st.DrawFn) -> str:
+    """An e-mail address with ASCII, Unicode or punycode domains, maybe encoded."""
+    local = draw(st.sampled_from(("dana", "dana.kim+x", "Ömer", "用户", "a_b-c")))
+    domain = draw(
+        st.sampled_from(("example.com", "bücher.de", "例え.jp", "xn--bcher-kva.de", "mail.co.uk"))
+    )
+    at = draw(st.sampled_from(("@", "＠")))
+    text = f"{local}{at}{domain}"
+    if draw(st.booleans()):
+        text = urllib.parse.quote(text)
+    return draw(st.sampled_from(("", "mail me: ", "<"))) + text + draw(st.sampled_from(("", ">")))
+
+
+@settings(max_examples=300, deadline=None)
+@given(written_cards())
+def test_every_written_form_of_a_card_is_found_and_replaced(text: str) -> None:
+    clean, counts = SCANNER.scrub(text)
+    assert counts == {"card": 1}, (text, clean)
+    assert CARD_MARK in clean
+    assert not any(c in normalise(clean).replace(" ", "") for c in CARDS), clean
+
+
+@settings(max_examples=200, deadline=None)
+@given(written_emails())
+def test_every_written_form_of_an_email_is_found_and_replaced(text: str) -> None:
+    clean, counts = SCANNER.scrub(text)
+    assert counts == {"email": 1}, (text, clean)
+    assert "@" not in clean and EMAIL_MARK in clean
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Nd",)), max_size=80))
+def test_text_without_digits_or_at_signs_is_returned_unchanged(text: str) -> None:
+    if "@" in text or "＠" in text or "%" in text:
+        return
+    assert SCANNER.scrub(text) == (text, {})
+
+
+def test_non_cards_stay_and_luhn_is_the_shared_check() -> None:
+    for number in NOT_CARDS:
+        assert SCANNER.scrub(f"order {number}") == (f"order {number}", {})
+    assert all(luhn_valid(card) for card in CARDS)
+
+
+def test_number_attributes_are_cards_only_with_a_payment_industry_prefix() -> None:
+    assert card_number(4111111111111111) and card_number(-5555555555554444)
+    assert card_number(4111111111111111.0)
+    assert not card_number(1735689600000000000)  # a timestamp in ns (Luhn-valid or not)
+    assert not card_number(1700000000000)  # ms, starts with 1
+    assert not card_number(4111111111111112) and not card_number(4.5)
+
+
+def _kv(key: str, value: AnyValue) -> KeyValue:
+    return KeyValue(key=key, value=value)
+
+
+def _string(text: str) -> AnyValue:
+    return AnyValue(string_value=text)
+
+
+def hostile_request() -> ExportTraceServiceRequest:
+    """Personal data in every string field a span can carry, and in typed values."""
+    email, card = "dana@bücher.de", "4111\u00a01111\u00a01111\u00a01111"
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add(schema_url=f"https://x.io/{email}")
+    resource_spans.resource.attributes.append(_kv("owner", _string(email)))
+    scope_spans = resource_spans.scope_spans.add(schema_url=f"https://y.io/?c={card}")
+    scope_spans.scope.name, scope_spans.scope.version = f"lib for {email}", card
+    span = scope_spans.spans.add(
+        trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name=f"lookup {email}",
+        trace_state=f"vendor={urllib.parse.quote(email)}",
+    )  # fmt: skip
+    span.status.message = f"card {card} declined"
+    span.attributes.extend(
+        [
+            _kv("card.number", AnyValue(int_value=4111111111111111)),
+            _kv("card.float", AnyValue(double_value=5555555555554444.0)),
+            _kv("raw", AnyValue(bytes_value=f"to {email}".encode())),
+            _kv("url", _string("mailto:dana%40example.com?card=4111%201111%201111%201111")),
+            _kv("timestamp_ns", AnyValue(int_value=1735689600000000000)),
+        ]
+    )
+    span.events.add(name=f"mail to {email}").attributes.append(_kv("n", _string(card)))
+    link = span.links.add(trace_id=b"\x03" * 16, span_id=b"\x04" * 8, trace_state=f"a={card}")
+    link.attributes.append(_kv("who", _string(email)))
+    return request
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string and bytes value reachable in a message, as text."""
+    found = []
+    for field, item in value.ListFields():
+        if field.type == field.TYPE_MESSAGE:
+            items = item if isinstance(item, Sequence) else [item]
+            for sub in items:
+                found += _strings(sub)
+        elif isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, bytes) and field.name == "bytes_value":
+            found.append(item.decode())
+    return found
+
+
+def test_the_collector_scrubs_every_string_it_forwards_whatever_its_field_or_type() -> None:
+    request = hostile_request()
+    Redactor(RedactionConfig(), FactMaker(FactSecret(b"k" * 32), PiiScanner())).redact(request)
+    span = request.resource_spans[0].scope_spans[0].spans[0]
+    texts = _strings(request)
+    assert not [t for t in texts if "@" in normalise(t) or "1111" in normalise(t)], texts
+    values = {kv.key: kv.value for kv in span.attributes}
+    assert values["card.number"].string_value == CARD_MARK
+    assert values["card.float"].string_value == CARD_MARK
+    assert values["timestamp_ns"].int_value == 1735689600000000000  # not a card
+    scrubbed = values[PII_SCRUBBED].string_value
+    fields = ("name", "status.message", "trace_state", "link.trace_state", "raw", "url",
+              "card.number", "resource:owner", "scope.name", "scope.version", "schema_url",
+              "scope.schema_url", "event.name", "event:mail to [REDACTED:email]:n")  # fmt: skip
+    for field in fields:
+        assert f'"{field}"' in scrubbed, (field, scrubbed)
+    assert PII_DROPPED not in values
+
+
+def test_without_facts_the_collector_still_scrubs_but_records_nothing() -> None:
+    request = hostile_request()
+    stats = Redactor(RedactionConfig()).redact(request)
+    span = request.resource_spans[0].scope_spans[0].spans[0]
+    assert stats.scrubbed_values >= 14 and stats.spans_with_facts == 0
+    assert not [kv for kv in span.attributes if kv.key.startswith("pathgrade.facts.")]
+    assert not [t for t in _strings(request) if "@" in normalise(t)]
+
+
+def test_hostile_text_is_scanned_in_linear_time_per_character() -> None:
+    """200,000 characters of near-misses: every digit a candidate start, every letter a
+    possible local part; the scan finishes and finds nothing."""
+    hostile = "a" * 100_000 + "@" + "1 " * 50_000 + "%" * 1000
+    assert SCANNER.scrub(hostile) == (hostile, {})
