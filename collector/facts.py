@@ -17,8 +17,14 @@ from pathgrade.schemas.facts import (
     VERSION,
     PiiRecord,
 )
-from pathgrade.schemas.facts_producer import compute_facts, pii_record_text
+from pathgrade.schemas.facts_producer import (
+    compute_facts,
+    instructions_in_messages,
+    joined_hits,
+    pii_record_text,
+)
 from pathgrade.schemas.fingerprints import KEY_FILE_NAME, FactSecret
+from pathgrade.schemas.messages import GrowingArrays
 from pathgrade.schemas.pii import PiiScanner
 
 
@@ -31,17 +37,27 @@ def load_secret(key_file: Path | None, spill_dir: Path) -> FactSecret:
 
 
 class FactMaker:
-    """Computes the facts of one span from its raw attribute values, per tenant."""
+    """Computes the facts of one span from its raw attribute values, per tenant. A trace's
+    model calls repeat the conversation so far in their input: what was found in the
+    earlier messages is remembered per trace (bounded), and only new ones are read."""
 
     def __init__(self, secret: FactSecret, scanner: PiiScanner) -> None:
         self.secret = secret
         self.scanner = scanner
+        self._inputs = GrowingArrays(instructions_in_messages, joined_hits)
 
-    def facts(self, span_name: str, raw: Mapping[str, Any], tenant: str) -> dict[str, Any]:
+    def facts(
+        self, span_name: str, raw: Mapping[str, Any], tenant: str, trace_id: bytes = b""
+    ) -> dict[str, Any]:
         """The fact attributes of a span named `span_name` with attributes `raw` (only the
-        ones facts read need be given: content, identity and the span's kind keys)."""
+        ones facts read need be given: content, identity and the span's kind keys), of
+        trace `trace_id`."""
         fields = genai_fields(span_name, raw)
-        return compute_facts(fields, raw, self.secret.for_tenant(tenant), self.scanner)
+        key = self.secret.for_tenant(tenant)
+        inputs = self._inputs
+        return compute_facts(
+            fields, raw, key, self.scanner, lambda text: inputs((tenant, trace_id), text)
+        )
 
 
 def write_facts(

@@ -41,7 +41,7 @@ from pathgrade.collector.facts import FactMaker, write_facts
 from pathgrade.schemas import genai
 from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
 from pathgrade.schemas.fingerprints import is_fingerprint
-from pathgrade.schemas.messages import parse_json
+from pathgrade.schemas.messages import GrowingArrays, parse_json
 from pathgrade.schemas.otlp import any_value
 from pathgrade.schemas.pii import CARD, CARD_MARK, Counts, PiiScanner, add_counts, card_number
 from pathgrade.schemas.topics import DEFAULT_TENANT
@@ -67,6 +67,7 @@ _PLAIN, _CONTENT, _CONTEXT, _FACT = range(4)
 _NOTHING: Final[Counts] = {}
 _MIN_CARD, _MAX_CARD = 10**12, 10**19  # numbers of 13-19 digits
 _MAX_CACHED_KEYS = 4096
+_MIN_GROWING_CHARS = 512  # longer message arrays are read incrementally when they grow
 
 
 class RedactionConfig(BaseModel):
@@ -152,6 +153,7 @@ class Redactor:
         self._all_tools = CAPTURE_ALL_TOOLS in config.capture_tools
         self._captured_tools = frozenset(config.capture_tools)
         self._verdicts = _BoundedCache(_MAX_CACHED_KEYS)
+        self._dropped_arrays = GrowingArrays(self.scanner.find, _added)
         self._policies: dict[tuple[bool, bool, bool], _ContentPolicy] = {}
 
     def redact(
@@ -195,9 +197,9 @@ class Redactor:
         if self.facts is not None and content:
             raw = {attributes[i].key: any_value(attributes[i].value) for i in content}
             raw.update(context)
-            facts = self.facts.facts(span.name, raw, tenant)
+            facts = self.facts.facts(span.name, raw, tenant, span.trace_id)
         keep = self._policy(context, attributes, content)
-        removed = self._settle(attributes, content, keep, found, "", stats)
+        removed = self._settle(attributes, content, keep, found, "", stats, span.trace_id)
         for event in span.events:
             removed += self._redact_event(event, keep, found, stats)
         for link in span.links:
@@ -291,6 +293,7 @@ class Redactor:
         found: _Findings,
         prefix: str,
         stats: RedactionStats,
+        trace_id: bytes = b"",
     ) -> int:
         """Scrub the kept content values, delete the others; returns how many were deleted."""
         unkept = []
@@ -303,12 +306,21 @@ class Redactor:
             else:
                 unkept.append(index)
                 if self.facts is not None:
-                    self._note_dropped(kv, found, prefix)
+                    self._note_dropped(kv, found, prefix, trace_id)
         return _delete(attributes, unkept)
 
-    def _note_dropped(self, kv: KeyValue, found: _Findings, prefix: str) -> None:
-        counts: Counts = {}
-        self._find_in(kv.value, counts)
+    def _note_dropped(
+        self, kv: KeyValue, found: _Findings, prefix: str, trace_id: bytes = b""
+    ) -> None:
+        """Note the personal data in an attribute about to be dropped. A message array
+        that grows from one model call of the trace to the next is read in its new part."""
+        value = kv.value
+        text = value.string_value
+        if len(text) > _MIN_GROWING_CHARS and text.startswith("["):
+            counts = self._dropped_arrays((trace_id, prefix + kv.key), text)
+        else:
+            counts = {}
+            self._find_in(value, counts)
         if counts:
             _note(found.dropped, prefix + kv.key, counts)
 
@@ -475,6 +487,13 @@ def _verdict(key: str) -> int:
     if key in _CONTEXT_KEYS:
         return _CONTEXT
     return _FACT if key in FACT_KEYS else _PLAIN
+
+
+def _added(earlier: Counts, later: Counts) -> Counts:
+    """Counts of two texts as of one."""
+    total = dict(earlier)
+    add_counts(total, later)
+    return total
 
 
 def _scrub_json(value: Any, scanner: PiiScanner, counts: Counts) -> Any:

@@ -31,7 +31,7 @@ COMPLETENESS = Rule(
         "A trace must be complete enough to grade: a root `invoke_agent` span, an "
         "`execute_tool` span (matched by `gen_ai.tool.call.id`, or by tool name for tool "
         "spans that carry no call id) for every tool call a model requested in "
-        "`gen_ai.output.messages` (or, uncaptured, `pathgrade.facts.output.tool_call_ids`), "
+        "`gen_ai.output.messages` (or, uncaptured, `tool_calls` of `pathgrade.facts.output`), "
         "and token usage on every inference span. "
         "A gap means lost spans or broken instrumentation, and every other verdict on the "
         "trace is weaker for it."
@@ -39,7 +39,7 @@ COMPLETENESS = Rule(
     params=CompletenessParams,
     policy_key="completeness",
     reads="root span operation; chat spans: output messages (tool calls), else "
-    "pathgrade.facts.output.tool_call_ids/names, token usage; execute_tool spans: tool call "
+    "pathgrade.facts.output (`tool_calls`), token usage; execute_tool spans: tool call "
     "id, tool name",
 )
 
@@ -162,13 +162,13 @@ TERMINATION = Rule(
         "stopped on a cap (finish reason `length`/`max_tokens`, or an error such as "
         "MaxTurnsExceeded or GraphRecursionError), or the root span ended in error. An "
         "uncaptured final answer is judged by the collector's record of it "
-        "(`pathgrade.facts.output.text`, finish reasons). Cannot decide when no output "
+        "(`text` of `pathgrade.facts.output`, finish reasons). Cannot decide when no output "
         "messages were captured or recorded."
     ),
     params=TerminationParams,
     policy_key="termination",
     reads="root span status and error.type; chat spans: finish reasons, output messages, "
-    "else pathgrade.facts.output.*",
+    "else pathgrade.facts.output",
 )
 
 

@@ -32,13 +32,13 @@ OUTPUT_PATTERNS = Rule(
         "the Luhn check, i.e. a plausible payment card: `schemas.pii`), matches a forbidden "
         r"pattern, or lacks a required pattern (for example an order reference `ORD-\d{6}`). "
         "PII is judged from the kinds the collector found in the answer before scrubbing or "
-        "dropping it (`pathgrade.facts.output.pii`) and from any captured text; the "
+        "dropping it (`pii` of `pathgrade.facts.output`) and from any captured text; the "
         "patterns need the captured text. Findings name the field and the kind, never the "
         "value. Cannot decide when no final answer was captured or recorded."
     ),
     params=OutputPatternParams,
     policy_key="output_patterns",
-    reads="root span or last chat span: output messages (final answer), pathgrade.facts.output.*",
+    reads="root span or last chat span: output messages (final answer), pathgrade.facts.output",
 )
 _FIELD = "final answer"
 _SCANNER = PiiScanner()
@@ -126,13 +126,13 @@ CLAIMS = Rule(
         "issued a refund') but no successful tool call in the turn matches it. A small "
         "lexicon maps each claim verb to tool-name fragments (cancelled -> cancel, reset -> "
         "reset/reboot/restart, ...); see `DEFAULT_CLAIMS`. An uncaptured answer is judged "
-        "by the claims the collector found in it (`pathgrade.facts.output.claims`; a "
+        "by the claims the collector found in it (`claims` of `pathgrade.facts.output`; a "
         "policy's own claims need the text). Cannot decide when the final answer was "
         "neither captured nor recorded."
     ),
     params=ClaimParams,
     policy_key="claims",
-    reads="final answer text, else pathgrade.facts.output.claims; execute_tool spans: tool "
+    reads="final answer text, else pathgrade.facts.output (`claims`); execute_tool spans: tool "
     "name, status",
 )
 

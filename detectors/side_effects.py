@@ -41,7 +41,7 @@ RETRY = Rule(
     ),
     params=RetryParams,
     policy_key="retries",
-    reads="execute_tool spans: tool name, pathgrade.facts.tool.args.* (else arguments), "
+    reads="execute_tool spans: tool name, pathgrade.facts.tool.args (else arguments), "
     "effect, status, error.type, pathgrade.idempotency_key",
 )
 
@@ -107,7 +107,7 @@ WRITES_PER_TURN = Rule(
     ),
     params=WritesPerTurnParams,
     policy_key="writes_per_turn",
-    reads="execute_tool spans: tool name, pathgrade.facts.tool.args.* (else arguments), effect",
+    reads="execute_tool spans: tool name, pathgrade.facts.tool.args (else arguments), effect",
 )
 
 
@@ -213,9 +213,9 @@ CONFIRMATION = Rule(
     ),
     params=ConfirmationParams,
     policy_key="confirmation",
-    reads="execute_tool spans: tool name, pathgrade.facts.tool.args.* (else arguments), "
+    reads="execute_tool spans: tool name, pathgrade.facts.tool.args (else arguments), "
     "effect; root spans of this and earlier turns: pathgrade.confirmed_action, else "
-    "pathgrade.facts.confirmed.*",
+    "pathgrade.facts.confirmed",
 )
 
 
@@ -339,7 +339,7 @@ IDENTITY = Rule(
     params=IdentityParams,
     policy_key="identity_scope",
     reads="root span (else any span): enduser.id / user.id / user_id association property, "
-    "else pathgrade.facts.session.fp; execute_tool spans: pathgrade.facts.tool.args.* "
+    "else pathgrade.facts.session.fp; execute_tool spans: pathgrade.facts.tool.args "
     "(else arguments)",
 )
 

@@ -102,7 +102,7 @@ SCHEMA = Rule(
     ),
     params=SchemaParams,
     policy_key="tool_schemas",
-    reads="execute_tool spans: tool name, arguments, else pathgrade.facts.tool.args.skeleton; "
+    reads="execute_tool spans: tool name, arguments, else pathgrade.facts.tool.args (`skeleton`); "
     "chat spans: gen_ai.tool.definitions",
 )
 
@@ -183,7 +183,7 @@ ALLOWED = Rule(
     params=AllowedValuesParams,
     policy_key="allowed_arguments",
     reads="execute_tool spans: tool name, arguments (argument names from "
-    "pathgrade.facts.tool.args.names when not captured)",
+    "pathgrade.facts.tool.args when not captured)",
 )
 
 
@@ -311,7 +311,7 @@ LOOP = Rule(
     ),
     params=LoopParams,
     policy_key="loop",
-    reads="execute_tool spans: tool name, pathgrade.facts.tool.args.names/fps, else arguments",
+    reads="execute_tool spans: tool name, pathgrade.facts.tool.args, else arguments",
 )
 
 

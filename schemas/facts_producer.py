@@ -5,7 +5,7 @@ the same attributes itself."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pathgrade.schemas import genai as g
@@ -42,10 +42,13 @@ def compute_facts(
     attributes: Mapping[str, Any],
     key: TenantKey,
     scanner: PiiScanner,
+    input_instructions: Callable[[str], list[str] | None] | None = None,
 ) -> dict[str, Any]:
     """The fact attributes of one span from its canonical fields and raw attributes, with
     the tenant's `key`; `scanner` scrubs the names and ids facts carry and finds personal
-    data in the answer text. {} when the span has nothing to record."""
+    data in the answer text; `input_instructions` stands for `instructions_in_messages`
+    on the input messages (a caller that remembers a conversation's earlier inputs).
+    {} when the span has nothing to record."""
     clean = scanner.clean
     facts: dict[str, Any] = {}
     if fields.operation == g.OP_EXECUTE_TOOL and fields.tool_arguments:
@@ -61,7 +64,9 @@ def compute_facts(
         facts[CONFIRMED] = _dumps(
             {"name": clean(confirmed["name"]), **_arguments(text, key, clean)}
         )
-    instructions = _untrusted_instructions(fields, attributes)
+    instructions = _untrusted_instructions(
+        fields, attributes, input_instructions or instructions_in_messages
+    )
     if instructions is not None:
         facts[UNTRUSTED_INSTRUCTIONS] = instructions
     if fields.output_messages:
@@ -86,7 +91,11 @@ def _arguments(text: str, key: TenantKey, clean: Any, skeleton: bool = False) ->
     return facts
 
 
-def _untrusted_instructions(fields: GenAIFields, attributes: Mapping[str, Any]) -> list[str] | None:
+def _untrusted_instructions(
+    fields: GenAIFields,
+    attributes: Mapping[str, Any],
+    in_inputs: Callable[[str], list[str] | None],
+) -> list[str] | None:
     """Lexicon names in the span's untrusted content; None when it has none."""
     found: list[str] | None = None
     if fields.operation == g.OP_EXECUTE_TOOL and fields.tool_result:
@@ -97,7 +106,7 @@ def _untrusted_instructions(fields: GenAIFields, attributes: Mapping[str, Any]) 
             documents if isinstance(documents, str) else str(documents)
         )
     if fields.operation in g.MODEL_OPERATIONS and fields.input_messages:
-        in_messages = _instructions_in_messages(fields.input_messages)
+        in_messages = in_inputs(fields.input_messages)
         if in_messages is not None:
             found = (found or []) + in_messages
     if found is None:
@@ -105,10 +114,9 @@ def _untrusted_instructions(fields: GenAIFields, attributes: Mapping[str, Any]) 
     return [name for name in INSTRUCTIONS.expressions if name in found]
 
 
-def _instructions_in_messages(text: str) -> list[str] | None:
+def instructions_in_messages(text: str) -> list[str] | None:
     """Lexicon names in the untrusted parts of JSON messages; None when they have none.
-    Messages are parsed only when they may hold such parts; the parts repeat from one
-    model call to the next (the conversation so far), and the lexicon remembers them."""
+    Messages are parsed only when they may hold such parts."""
     if not any(marker in text for marker in _UNTRUSTED_MARKERS):
         return None
     texts = [t for m in parse_messages(text) for t in untrusted_texts(m)]
@@ -132,6 +140,13 @@ def _output_facts(fields: GenAIFields, scanner: PiiScanner) -> dict[str, Any]:
     if pii:
         facts["pii"] = pii
     return facts
+
+
+def joined_hits(earlier: list[str] | None, later: list[str] | None) -> list[str] | None:
+    """`instructions_in_messages` of two runs of messages, as of all of them."""
+    if earlier is None and later is None:
+        return None
+    return (earlier or []) + (later or [])
 
 
 def pii_record_text(record: PiiRecord) -> str:

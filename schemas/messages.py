@@ -9,8 +9,12 @@ Accepts the semantic-convention shape (`{"role", "parts": [{"type": "text", "con
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,3 +97,43 @@ def untrusted_texts(message: dict[str, Any]) -> list[str]:
 def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:
     parts = message.get("parts")
     return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+
+
+class GrowingArrays(Generic[T]):
+    """A result over JSON array texts that grow by appending elements: a model call's
+    input is the previous call's plus the newest messages. For a text whose caller-given
+    key (a trace id, say) last came with a prefix of it, only the new elements are read
+    (`compute` of them as an array of their own) and combined with the prefix's result;
+    any other text is computed whole. Bounded: the oldest keys are forgotten."""
+
+    def __init__(
+        self, compute: Callable[[str], T], combine: Callable[[T, T], T], limit: int = 1024
+    ) -> None:
+        self.compute = compute
+        self.combine = combine
+        self.limit = limit
+        self._latest: OrderedDict[Hashable, tuple[str, T]] = OrderedDict()
+
+    def __call__(self, key: Hashable, text: str) -> T:
+        known = self._latest.pop(key, None)
+        if known is not None and known[0] == text:
+            result = known[1]
+        elif known is not None and _extends(text, known[0]):
+            result = self.combine(known[1], self.compute("[" + text[len(known[0]) :]))
+        else:
+            result = self.compute(text)
+        self._latest[key] = (text, result)
+        if len(self._latest) > self.limit:
+            self._latest.popitem(last=False)
+        return result
+
+
+def _extends(text: str, prior: str) -> bool:
+    """True when JSON array `text` is `prior` with more elements after its last one."""
+    end = len(prior) - 1
+    return (
+        len(text) > len(prior)
+        and prior.endswith("]")
+        and text[end] == ","
+        and text.startswith(prior[:end])
+    )

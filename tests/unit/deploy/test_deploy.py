@@ -131,12 +131,16 @@ def test_every_kubernetes_container_runs_a_pathgrade_command_that_parses() -> No
     assert {p["targetPort"]: p["port"] for p in service["spec"]["ports"]} == ports
     args = kubernetes_args(collector)
     assert args.listen_host == "0.0.0.0"
-    (mount,) = collector["volumeMounts"]
+    mount, facts = collector["volumeMounts"]
     assert str(args.spill_dir) == mount["mountPath"]  # the spill is on a persistent volume
     (statefulset,) = [o for o in kubernetes_objects() if o["kind"] == "StatefulSet"]
     assert [t["metadata"]["name"] for t in statefulset["spec"]["volumeClaimTemplates"]] == [
         mount["name"]
     ]
+    # every replica fingerprints with the one fact key of the deployment, from a Secret
+    assert str(args.facts_key_file.parent) == facts["mountPath"] and facts["readOnly"]
+    (volume,) = statefulset["spec"]["template"]["spec"]["volumes"]
+    assert volume["name"] == facts["name"] and volume["secret"]["secretName"]
 
 
 def test_the_ui_box_serves_viewers_by_token_with_a_read_only_store_user() -> None:
