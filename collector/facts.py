@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from pathgrade.schemas import genai
 from pathgrade.schemas.conventions import genai_fields
 from pathgrade.schemas.facts import (
     FACT_KEYS,
@@ -25,6 +26,7 @@ from pathgrade.schemas.facts_producer import (
 )
 from pathgrade.schemas.fingerprints import KEY_FILE_NAME, FactSecret
 from pathgrade.schemas.messages import GrowingArrays
+from pathgrade.schemas.model import GenAIFields
 from pathgrade.schemas.pii import PiiScanner
 
 
@@ -34,6 +36,9 @@ def load_secret(key_file: Path | None, spill_dir: Path) -> FactSecret:
     if key_file is not None:
         return FactSecret.from_file(key_file)
     return FactSecret.load_or_create(spill_dir / KEY_FILE_NAME)
+
+
+_NO_FIELDS = GenAIFields()
 
 
 class FactMaker:
@@ -52,7 +57,9 @@ class FactMaker:
         """The fact attributes of a span named `span_name` with attributes `raw` (only the
         ones facts read need be given: content, identity and the span's kind keys), of
         trace `trace_id`."""
-        fields = genai_fields(span_name, raw)
+        # Only the identity or a confirmation (a root span): no GenAI view is needed.
+        needs_fields = any(k not in genai.PRIVATE_KEYS and genai.is_content_key(k) for k in raw)
+        fields = genai_fields(span_name, raw) if needs_fields else _NO_FIELDS
         key = self.secret.for_tenant(tenant)
         inputs = self._inputs
         return compute_facts(
