@@ -118,20 +118,20 @@ def retention_ddl(
     cluster: str | None = None,
 ) -> list[str]:
     """The statements that keep captured content `content_days` and span rows (with
-    their facts) `retention_days`, counted from each span's start; ValueError unless
-    1 <= content_days <= retention_days."""
+    their facts) `retention_days`, counted from when the collector received each span
+    (`ReceivedAt`); ValueError unless 1 <= content_days <= retention_days."""
     if not 1 <= content_days <= retention_days:
         raise ValueError(
             f"retention: content must be kept 1 day or more and no longer than the rows "
             f"(got content {content_days} days, rows {retention_days} days)"
         )
     statements = [
-        f"ALTER TABLE spans MODIFY COLUMN {column} TTL toDateTime(Timestamp) + "
+        f"ALTER TABLE spans MODIFY COLUMN {column} TTL toDateTime(ReceivedAt) + "
         f"INTERVAL {content_days} DAY"
         for column in CONTENT_COLUMNS
     ]
     statements += [
-        f"ALTER TABLE spans MODIFY TTL toDateTime(Timestamp) + INTERVAL {retention_days} DAY",
+        f"ALTER TABLE spans MODIFY TTL toDateTime(ReceivedAt) + INTERVAL {retention_days} DAY",
         f"ALTER TABLE spans_trace_id_ts MODIFY TTL toDateTime(End) + INTERVAL {retention_days} DAY",
     ]
     return [on_cluster(s, cluster) if cluster else s for s in statements]

@@ -94,7 +94,7 @@ class Span:
     genai: GenAIFields = field(default_factory=GenAIFields)
     eval: EvalContext = field(default_factory=EvalContext)
     received_at_ns: int = 0
-    _facts: SpanFacts | None = field(default=None, repr=False, compare=False)
+    _facts: SpanFacts | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def duration_ns(self) -> int:

@@ -374,19 +374,19 @@ ALTER TABLE spans ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS ContentAttribu
 
 ALTER TABLE spans ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS EventContentAttributes Array(Map(LowCardinality(String), String)) CODEC(ZSTD(3));
 
-ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY COLUMN ContentAttributes TTL toDateTime(Timestamp) + INTERVAL 7 DAY;
+ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY COLUMN ContentAttributes TTL toDateTime(ReceivedAt) + INTERVAL 7 DAY;
 
-ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY COLUMN EventContentAttributes TTL toDateTime(Timestamp) + INTERVAL 7 DAY;
+ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY COLUMN EventContentAttributes TTL toDateTime(ReceivedAt) + INTERVAL 7 DAY;
 
-ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY COLUMN GenAIToolArguments TTL toDateTime(Timestamp) + INTERVAL 7 DAY;
+ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY COLUMN GenAIToolArguments TTL toDateTime(ReceivedAt) + INTERVAL 7 DAY;
 
-ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY COLUMN GenAIToolResult TTL toDateTime(Timestamp) + INTERVAL 7 DAY;
+ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY COLUMN GenAIToolResult TTL toDateTime(ReceivedAt) + INTERVAL 7 DAY;
 
-ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY COLUMN GenAIInputMessages TTL toDateTime(Timestamp) + INTERVAL 7 DAY;
+ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY COLUMN GenAIInputMessages TTL toDateTime(ReceivedAt) + INTERVAL 7 DAY;
 
-ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY COLUMN GenAIOutputMessages TTL toDateTime(Timestamp) + INTERVAL 7 DAY;
+ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY COLUMN GenAIOutputMessages TTL toDateTime(ReceivedAt) + INTERVAL 7 DAY;
 
-ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(Timestamp) + INTERVAL 90 DAY;
+ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY;
 
 ALTER TABLE spans_trace_id_ts ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(End) + INTERVAL 90 DAY;
 

@@ -117,7 +117,7 @@ def retention_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--content-retention-days", type=positive_int, metavar="N",
         help="keep captured tool arguments, results and messages N days from the span's "
-        f"start (default {DEFAULT_CONTENT_RETENTION_DAYS})",
+        f"arrival (default {DEFAULT_CONTENT_RETENTION_DAYS})",
     )  # fmt: skip
     parser.add_argument(
         "--retention-days", type=positive_int, metavar="N",

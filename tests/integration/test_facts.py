@@ -192,6 +192,10 @@ def test_default_settings_detect_every_failure_and_send_no_content(
     leaked = sorted(s for s in secrets if s.encode() in topic)
     assert leaked == [], leaked[:5]
     assert b"@example.com" not in topic
+    key = (stack.data_dir / "facts.key").read_text().strip()  # the fact key stays home
+    assert key.encode() not in topic and bytes.fromhex(key) not in topic
+    stored = f"SELECT count() FROM spans WHERE position(toString(SpanAttributes), '{key}') > 0"
+    assert stack.process.scalar(stored) == 0
 
 
 def test_capture_on_still_alerts_and_names_fields_and_kinds(stack: Stack) -> None:

@@ -46,7 +46,6 @@ def facts_only(trace: Trace, scrub: bool = False) -> Trace:
                 span,
                 attributes=attributes,
                 genai=dataclasses.replace(span.genai, **content),
-                _facts=None,
             )
         )
     return Trace(trace.tenant, trace.trace_id, spans)

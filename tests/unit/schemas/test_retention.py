@@ -107,7 +107,7 @@ def test_retention_is_configurable_and_the_migration_holds_the_defaults(
     ddl = store.query("SHOW CREATE TABLE spans").rows[0][0]
     assert (
         ddl.count("toIntervalDay(3)") == 6
-        and "TTL toDateTime(Timestamp) + toIntervalDay(30)" in ddl
+        and "TTL toDateTime(ReceivedAt) + toIntervalDay(30)" in ddl
     )
     set_retention(store.client)  # back to the defaults
     assert store.query("SHOW CREATE TABLE spans").rows[0][0].count("toIntervalDay(7)") == 6
