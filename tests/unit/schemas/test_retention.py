@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from pathgrade.batch_plane.store.client import ClientStore, connect, embedded_dsn
+from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.schemas import genai
@@ -24,10 +24,10 @@ ARGUMENTS = '{"order_id": "ord-4242", "customer_id": "cust-7"}'
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClientStore]:
     """A store with the shipped retention (7 days of content, 90 of rows)."""
-    client = connect(embedded_dsn(str(tmp_path_factory.mktemp("retention"))))
-    migrate(client)
-    yield ClientStore(client)
-    client.close()
+    store = open_client_store(embedded_dsn(str(tmp_path_factory.mktemp("retention"))))
+    migrate(store.client)
+    yield store
+    store.close()
 
 
 def captured_tool_span(trace_id: str, age_days: float) -> Span:
