@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from pathgrade.detectors import REGISTRY, Finding, default_policy, run_detectors
@@ -242,20 +241,6 @@ def test_every_rule_is_documented_and_named_in_kebab_case() -> None:
         assert code == rule.code and code.startswith("PG1")
         assert rule.name == rule.name.lower() and " " not in rule.name
         assert len(rule.doc) > 80 and rule.reads
-
-
-def test_nineteen_detectors_over_ten_spans_take_well_under_a_millisecond() -> None:
-    trace = clean_refund_trace()
-    policy = default_policy().resolve()
-    run_detectors(trace, policy)  # warm caches (price table, regexes)
-    batches = []
-    for _ in range(7):  # best batch: the cost of the code, not of other processes on the box
-        started = time.perf_counter()
-        for _ in range(100):
-            run_detectors(trace, policy)
-        batches.append((time.perf_counter() - started) / 100 * 1000)
-    print(f"run_detectors, 19 detectors over 10 spans: {min(batches):.3f} ms per trace")
-    assert min(batches) < 1.0
 
 
 def test_catalogue_documents_every_rule() -> None:
