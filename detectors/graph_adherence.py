@@ -7,6 +7,7 @@ read from its node spans (`schemas.graph_walk`, every supported instrumentation)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathgrade.detectors.policy import POLICY_DIR_CONTEXT
 from pathgrade.detectors.registry import Params, Rule
 from pathgrade.detectors.view import DetectorContext, TraceView
 from pathgrade.schemas.agent_graph import AgentGraph, GraphError, parse_graph_document
-from pathgrade.schemas.graph_walk import NodeVisit, node_visits
+from pathgrade.schemas.graph_walk import NodeVisit
 from pydantic import ValidationError, ValidationInfo, field_validator
 
 Walk = Literal["turn", "conversation"]
@@ -111,9 +112,10 @@ GRAPH_ADHERENCE = Rule(
         "The turn's path through the agent graph leaves the graph the policy declares for "
         "this service: a node the graph lacks, an edge it lacks, a turn that does not begin "
         "at the start, or one that ends on a non-terminal node (the last two only when each "
-        "turn walks the whole graph, `walk: turn`). Nodes are read from LangGraph's node "
-        "spans (OpenLLMetry, OpenInference) or GenAI sub-agent spans. Cannot decide when the "
-        "turn shows no node span. Quiet when no graph is declared."
+        "turn walks the whole graph, `walk: turn`; with `walk: conversation` the step from "
+        "the earlier turn's last node into this turn is checked too). Nodes are read from "
+        "LangGraph's node spans (OpenLLMetry, OpenInference) or GenAI sub-agent spans. "
+        "Cannot decide when the turn shows no node span. Quiet when no graph is declared."
     ),
     params=GraphAdherenceParams,
     policy_key="agent_graph",
@@ -130,7 +132,7 @@ def off_graph_path(
     graph = params.graph
     if graph is None:
         return []
-    visits = node_visits(view.trace)
+    visits = view.node_visits
     if not visits:
         return [
             GRAPH_ADHERENCE.cannot_decide(
@@ -138,10 +140,24 @@ def off_graph_path(
             )
         ]
     path = [visit.node for visit in visits]
-    return [
-        _finding(view, graph, problem, visits, path)
-        for problem in walk_problems(graph, path, params.walk)
-    ]
+    before = _previous_node(context) if params.walk == "conversation" else None
+    if before is None:
+        problems = walk_problems(graph, path, params.walk)
+    else:  # the step from the earlier turn's last node into this turn is checked too
+        problems = [
+            dataclasses.replace(problem, index=problem.index - 1)
+            for problem in walk_problems(graph, [before, *path], params.walk)
+            if problem.index > 0
+        ]
+    return [_finding(view, graph, problem, visits, path) for problem in problems]
+
+
+def _previous_node(context: DetectorContext) -> str | None:
+    """The last graph node of the latest earlier turn of the conversation that shows one."""
+    for digest in reversed(context.history):
+        if digest.graph_nodes:
+            return digest.graph_nodes[-1]
+    return None
 
 
 def _finding(

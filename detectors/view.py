@@ -19,6 +19,7 @@ from pathgrade.schemas import genai
 from pathgrade.schemas.conventions import session_identity
 from pathgrade.schemas.facts import ArgumentFacts, OutputFacts
 from pathgrade.schemas.fingerprints import same_value
+from pathgrade.schemas.graph_walk import NodeVisit, node_visits
 from pathgrade.schemas.messages import (
     RequestedToolCall,
     assistant_text,
@@ -133,6 +134,11 @@ class TraceView:
     def root_attribute(self, name: str) -> Any:
         """An attribute of the root span, or None."""
         return self.root.attributes.get(name) if self.root else None
+
+    @cached_property
+    def node_visits(self) -> list[NodeVisit]:
+        """The turn's walk through an agent graph, from its node spans (`schemas.graph_walk`)."""
+        return node_visits(self.trace)
 
     @cached_property
     def turn_kind(self) -> str:
@@ -360,6 +366,7 @@ def turn_digest(view: TraceView, conversation_id: str) -> TurnDigest:
         start_ns=trace.spans[0].start_ns if trace.spans else 0,
         succeeded_tools=[c.name for c in view.tool_calls if not c.failed],
         confirmed_actions=view.confirmed_actions,
+        graph_nodes=[visit.node for visit in view.node_visits],
     )
 
 

@@ -30,8 +30,9 @@ class ConfirmedAction(BaseModel):
 
 class TurnDigest(BaseModel):
     """One evaluated turn of a conversation, reduced to what later turns' detectors read:
-    the tools it called successfully (PG106 ordering across turns) and the action the user
-    confirmed on it (PG111 confirmation from an earlier turn)."""
+    the tools it called successfully (PG106 ordering across turns), the action the user
+    confirmed on it (PG111 confirmation from an earlier turn) and its walk through an agent
+    graph (PG118 across turns, `walk: conversation`; absent from digests of older writers)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -41,6 +42,7 @@ class TurnDigest(BaseModel):
     start_ns: int  # the turn's earliest span start: later turns see turns that started earlier
     succeeded_tools: list[str]  # names of its tool calls that did not fail, in start order
     confirmed_actions: list[ConfirmedAction]
+    graph_nodes: list[str] = []  # the graph nodes the turn visited, in order
 
 
 class TurnBatch(BaseModel):

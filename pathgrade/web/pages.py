@@ -13,6 +13,7 @@ from pathgrade.realtime_plane.coverage import consumers_coverage
 from pathgrade.web import alerts_page, edge_page, eval_pages, review
 from pathgrade.web.conversation import load_conversation
 from pathgrade.web.health import dead_letters, delays, processes
+from pathgrade.web.next_turn import next_turn
 from pathgrade.web.params import BadParameter
 from pathgrade.web.rendering import NotFound, Ui
 from pathgrade.web.trace_list import FACET_TRACES, TraceQuery, list_traces
@@ -68,7 +69,14 @@ def conversation(ui: Ui, request: Request) -> Page:
     turns = load_conversation(ui.store, request.state.viewer, conversation_id)
     if not turns:
         raise NotFound(f"no stored trace of conversation {conversation_id!r}")
-    return "conversation.html", {"conversation_id": conversation_id, "turns": turns}
+    tenant = turns[0].tenant
+    own = [turn.trace_id for turn in turns if turn.tenant == tenant]
+    advice = next_turn(ui.store, tenant, own, request.query_params.get("run") or None)
+    return "conversation.html", {
+        "conversation_id": conversation_id,
+        "turns": turns,
+        "next_turn": advice,
+    }
 
 
 def detectors(ui: Ui, request: Request) -> Page:

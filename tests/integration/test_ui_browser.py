@@ -26,7 +26,9 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from pathgrade.demo import send_demo_traces
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 
-pytestmark = pytest.mark.integration
+# The module fixture starts a stack and runs two evals and an EDGE run: its setup counts
+# against the first test's timeout, which is raised from the default 300 s accordingly.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[2]
 SEEDED = REPO / "examples" / "seeded_defects"
@@ -360,6 +362,29 @@ def test_edge_graph_shows_counts_on_hover_and_a_node_leads_to_its_conversations(
     acme.page.wait_for_load_state("networkidle")
     assert acme.page.url.endswith(f"/node/{name}")
     assert acme.page.locator("#node-conversations a.turn-link").count() > 0
+
+
+def test_a_conversation_page_advises_the_next_turn_as_edge_recommend_does(
+    acme: Viewer, world: World
+) -> None:
+    acme.open(f"/edge/{world.edge_run}")
+    acme.open(_first_href(acme, "#node-table a"))
+    acme.open(_first_href(acme, "#node-conversations a.turn-link"))
+    acme.open(_first_href(acme, "#conversation-link"))
+    panel = acme.page.locator("#next-turn")
+    path = [step.inner_text() for step in panel.locator("p.path .step").all()]
+    assert path, panel.inner_text()
+    cells = [row.locator("td") for row in panel.locator("table.recommend tbody tr").all()]
+    shown = {c.nth(0).inner_text(): float(c.nth(1).inner_text().split()[0]) for c in cells}
+    graph = str(RECRUITMENT / "graph_constrained.json")
+    advised = world.cli("edge", "recommend", "--graph", graph, "--path", ",".join(path),
+                        "--from-run", world.edge_run, "--format", "json")  # fmt: skip
+    assert advised.returncode == 0, advised.stderr
+    expected = {c["node"]: c["probability"] for c in json.loads(advised.stdout)["next"]}
+    assert shown == pytest.approx(expected, abs=5e-4) and shown, panel.inner_text()
+    assert sum(shown.values()) == pytest.approx(1, abs=2e-3)
+    assert world.edge_run in panel.locator("a[href^='/edge/']").inner_text()
+    acme.shoot("conversation-next-turn")
 
 
 def test_a_tenant_never_sees_another_tenants_trace(browser: Browser, world: World) -> None:

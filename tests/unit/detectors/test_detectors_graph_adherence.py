@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 from pathgrade.detectors import PolicyError, load_policy, run_detectors
 from pathgrade.detectors.graph_adherence import walk_problems
+from pathgrade.detectors.view import DetectorContext, TraceView, turn_digest
 from pathgrade.schemas import genai
 from pathgrade.schemas.agent_graph import load_graph
 from pathgrade.schemas.graph_walk import node_visits
 from pathgrade.schemas.model import GenAIFields, Span, Trace
+from pathgrade.schemas.turns import TurnDigest
 
 from tests.unit.detectors.test_detectors_fixtures import detect
 
@@ -129,6 +131,31 @@ def test_turn_ending_on_a_non_terminal_fires_unless_the_walk_spans_the_conversat
     assert detect("PG118", walk("genai", "test_drive"), conversation) == []  # continues
     (edge,) = detect("PG118", walk("genai", "test_drive", "faq"), conversation)
     assert edge.details["problem"] == "missing_edge"
+
+
+def _digest_of(trace: Trace) -> TurnDigest:
+    return turn_digest(TraceView(trace, DetectorContext().conventions), "conv-1")
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_a_conversation_walk_checks_the_step_from_the_earlier_turns_last_node(
+    convention: str,
+) -> None:
+    graph = {**GRAPH, "edges": [*GRAPH["edges"], {"from": "test_drive", "to": "test_drive"}]}
+    conversation = {"graph": graph, "walk": "conversation"}
+    first = walk(convention, "greetings", "test_drive")
+    assert _digest_of(first).graph_nodes == ["greetings", "test_drive"]
+    after_first = DetectorContext(history=[_digest_of(first)])
+    assert detect("PG118", walk(convention, "test_drive"), conversation, after_first) == []
+    (step,) = detect("PG118", walk(convention, "faq"), conversation, after_first)
+    assert (step.details["problem"], step.details["from"], step.details["node"]) == (
+        "missing_edge", "test_drive", "faq",
+    )  # fmt: skip
+    assert step.span_id == walk(convention, "faq").spans[-1].span_id  # the turn's own node span
+    nodeless = DetectorContext(history=[_digest_of(first), _digest_of(Trace("t", "9" * 32, []))])
+    assert detect("PG118", walk(convention, "faq"), conversation, nodeless)  # skips the gap
+    turn_walk = {"graph": graph}  # each turn walks the whole graph: no step across turns
+    assert detect("PG118", walk(convention, "greetings", "faq"), turn_walk, after_first) == []
 
 
 def test_nested_steps_and_subgraph_nodes_are_not_visits_and_tools_go_to_their_node() -> None:

@@ -323,3 +323,17 @@ def test_metrics_text_reads_back_into_a_status_snapshot() -> None:
         "realtime": {"traces_evaluated": 3, "detection_delay_p99_seconds": 1.5},
     }
     assert EVERY_TENANT.where() == "1"
+
+
+def test_a_conversation_without_graph_nodes_says_why_it_has_no_next_turn_advice(
+    store: ClientStore, client: TestClient, seeded: dict[str, list[str]]
+) -> None:
+    conversation = ReadStore(store).value(
+        "SELECT any(GenAIConversationId) FROM spans WHERE Tenant = 'a' "
+        "AND GenAIConversationId != ''"
+    )
+    page = client.get(f"/conversation/{conversation}")
+    assert page.status_code == 200, page.text
+    panel = page.text[page.text.index('id="next-turn"') :]
+    assert "no turn of this conversation has a graph node span" in panel
+    assert 'class="recommend"' not in panel

@@ -1,0 +1,84 @@
+"""The conversation page's next-turn advice (EDGE paper 4.2): the conversation's node path so
+far, and the nodes it most likely moves to next with the user intents that lead there, from
+the edge utility of an EDGE run in the store (`batch_plane.edge.recommend`, as
+`pathgrade edge recommend --from-run` gives it).
+
+The run is the one named by the page's `?run=` parameter, else the conversation's own run
+(a simulated conversation of an EDGE run), else the latest EDGE run of the conversation's
+tenant whose graph has every node of the path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pathgrade.batch_plane.edge.recommend import recommend_next
+from pathgrade.batch_plane.edge.simulation import MANIFEST_SPAN
+from pathgrade.batch_plane.edge.store import EdgeRunNotFound, load_manifest, run_metrics
+from pathgrade.batch_plane.edge.traffic import graph_walks
+from pathgrade.batch_plane.store.trace_rows import load_trace
+from pathgrade.schemas.agent_graph import load_graph
+from pathgrade.web.store_reads import ReadStore, viewing
+
+MAX_TURNS_WALKED = 100  # the path so far: the conversation's latest turns
+MAX_RUNS_TRIED = 20  # the tenant's latest EDGE runs looked at for a graph with the path
+
+
+@dataclass
+class NextTurn:
+    """What the page shows: the path, the run the advice comes from, and the advice (None
+    when no run's graph has the path; `reason` then says why)."""
+
+    path: list[str]
+    run_id: str = ""
+    advice: dict[str, Any] | None = None
+    reason: str = ""
+
+
+def conversation_path(store: ReadStore, tenant: str, trace_ids: list[str]) -> list[str]:
+    """The graph nodes the conversation's turns visited, in order (its latest turns)."""
+    traces = [load_trace(store, tenant, trace_id) for trace_id in trace_ids[-MAX_TURNS_WALKED:]]  # type: ignore[arg-type]
+    walks = graph_walks([trace for trace in traces if trace is not None], "conversation")
+    return walks[0].nodes if walks else []
+
+
+def _edge_runs(store: ReadStore, tenant: str, trace_ids: list[str]) -> list[str]:
+    """The conversation's own EDGE run first, then the tenant's latest EDGE runs."""
+    own = store.rows(
+        "SELECT DISTINCT EvalRunId FROM spans WHERE Tenant = {tenant:String} "
+        "AND TraceId IN {ids:Array(String)} AND EvalRunId != ''",
+        {"tenant": tenant, "ids": trace_ids},
+    )
+    latest = store.rows(
+        "SELECT EvalRunId FROM spans WHERE Tenant = {tenant:String} AND SpanName = "
+        "{manifest:String} GROUP BY EvalRunId ORDER BY min(Timestamp) DESC "
+        f"LIMIT {MAX_RUNS_TRIED}",
+        {"tenant": tenant, "manifest": MANIFEST_SPAN},
+    )
+    runs = [str(row[0]) for row in own + latest]
+    return list(dict.fromkeys(runs))
+
+
+def next_turn(
+    store: ReadStore, tenant: str, trace_ids: list[str], run_id: str | None = None
+) -> NextTurn:
+    """The advice for the conversation whose turns are `trace_ids` (oldest first)."""
+    with viewing(tenant):  # the conversation's tenant only, also for a loopback viewer
+        path = conversation_path(store, tenant, trace_ids)
+        if not path:
+            return NextTurn(path, reason="no turn of this conversation has a graph node span")
+        candidates = [run_id] if run_id else _edge_runs(store, tenant, trace_ids)
+        for candidate in candidates:
+            try:
+                graph = load_graph(load_manifest(store, candidate).graph)  # type: ignore[arg-type]
+            except EdgeRunNotFound:
+                continue
+            if set(path) <= {node.id for node in graph.nodes}:
+                utility = run_metrics(store, candidate)["utility"]  # type: ignore[arg-type]
+                return NextTurn(path, candidate, recommend_next(graph, path, utility))
+    if run_id:
+        reason = f"EDGE run {run_id!r} is not in the store, or its graph lacks a node of this path"
+    else:
+        reason = "no EDGE run in the store has a graph with every node of this path"
+    return NextTurn(path, reason=reason)
