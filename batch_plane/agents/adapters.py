@@ -184,10 +184,12 @@ class CallableAdapter:
     def end_state(
         self, conversation_state: ConversationState, context: TurnContext
     ) -> dict[str, Any] | None:
-        """The agent's `end_state` method's answer; None when it has none."""
+        """The agent's `end_state` method's answer (under the turn's baggage, as `respond`
+        runs); None when it has none."""
         if self.state is None:
             return None
-        return _as_state(self.state(dict(conversation_state), context), self.name)
+        with eval_baggage(context):
+            return _as_state(self.state(dict(conversation_state), context), self.name)
 
 
 class HttpAdapter:
@@ -279,10 +281,15 @@ def load_adapter(spec: str, timeout_s: float = 60.0, state_url: str | None = Non
         return HttpAdapter(spec, timeout_s, state_url=state_url)
     if state_url is not None:
         raise AdapterError(f"agent {spec!r}: a state URL goes with an http(s) agent only")
-    target = _load_object(spec)
+    return adapter_for(_load_object(spec), spec)
+
+
+def adapter_for(target: Any, name: str) -> CallableAdapter:
+    """An in-process adapter for a function, an object with `respond` (and optionally
+    `end_state`) methods, or a class of such objects (instantiated with no arguments)."""
     if inspect.isclass(target):
         target = target()
     function = getattr(target, "respond", target)
     if not callable(function):
-        raise AdapterError(f"agent {spec!r}: not callable and has no respond() method")
-    return CallableAdapter(function, spec, getattr(target, "end_state", None))
+        raise AdapterError(f"agent {name!r}: not callable and has no respond() method")
+    return CallableAdapter(function, name, getattr(target, "end_state", None))

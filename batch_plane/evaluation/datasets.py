@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 from pathgrade.batch_plane.evaluation.end_state import check_paths
+from pathgrade.batch_plane.evaluation.suite import format_loc
 from pathgrade.batch_plane.scoring.checks import CheckSpec
 from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces
@@ -58,8 +59,8 @@ def lesson_checks(must_not_fire: Iterable[str], forbidden: Iterable[str]) -> lis
     """A failure's lesson as checks: the detector codes that fired stay quiet
     (`detectors_quiet`), and each forbidden tool is not called (`tool_not_called`)."""
     codes = sorted(set(must_not_fire))
-    quiet = [CheckSpec.model_validate({"check": "detectors_quiet", "codes": codes})]
-    return (quiet if codes else []) + [
+    quiet = [{"check": "detectors_quiet", "codes": codes}] if codes else []
+    return [CheckSpec.model_validate(spec) for spec in quiet] + [
         CheckSpec.model_validate({"check": "tool_not_called", "tool": tool})
         for tool in dict.fromkeys(forbidden)
     ]
@@ -169,7 +170,8 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
 
 
 def parse_items(text: str, source: str = "<items>") -> list[DatasetItem]:
-    """Items from JSONL text; every bad line is reported as `source:line: field: reason`."""
+    """Items from JSONL text; every bad line is reported as `source:line: field: reason`
+    (a bad check as `source:line: checks[1]: check 'answer_regex': pattern: reason`)."""
     items: list[DatasetItem] = []
     problems: list[str] = []
     first_line: dict[str, int] = {}
@@ -180,8 +182,9 @@ def parse_items(text: str, source: str = "<items>") -> list[DatasetItem]:
             item = DatasetItem.model_validate_json(line)
         except ValidationError as exc:
             for error in exc.errors():
-                where = ".".join(str(p) for p in error["loc"]) or "(line)"
-                problems.append(f"{source}:{number}: {where}: {error['msg']}")
+                where = format_loc(tuple(error["loc"])) or "(line)"
+                reason = error["msg"].removeprefix("Value error, ")
+                problems.append(f"{source}:{number}: {where}: {reason}")
             continue
         if item.item_id in first_line:
             problems.append(

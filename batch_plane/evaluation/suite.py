@@ -280,13 +280,14 @@ def _describe_error(error: Any, root: yaml.Node | None, source: str) -> str:
     """One validation error as `source:line: field.path: reason`."""
     loc = tuple(error["loc"])
     line = _line_of(root, loc)
-    field_path = _format_loc(loc) or "(suite)"
+    field_path = format_loc(loc) or "(suite)"
     message = str(error["msg"]).removeprefix("Value error, ")
     return f"{source}:{line}: {field_path}: {message}"
 
 
-def _format_loc(loc: tuple[Any, ...]) -> str:
-    """`("metrics", 1, "threshold")` -> `metrics[1].threshold`."""
+def format_loc(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as a field path: `("metrics", 1, "threshold")` ->
+    `metrics[1].threshold`."""
     text = ""
     for part in loc:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
