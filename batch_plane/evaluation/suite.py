@@ -226,10 +226,9 @@ class Suite(_Strict):
         requires that the suite does not list."""
         listed = [metric.gated(self.risk_tier) for metric in self.metrics]
         ids = {metric.id for metric in listed}
+        tier = {"risk_tier": self.risk_tier}
         required = [
-            MetricSpec(id=metric, kind=known_metric_kind(metric) or "deterministic").gated(
-                self.risk_tier
-            )
+            MetricSpec.model_validate({"id": metric}, context=tier).gated(self.risk_tier)
             for metric in required_metrics(self.risk_tier)
             if metric not in ids
         ]

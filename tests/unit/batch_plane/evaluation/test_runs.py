@@ -271,3 +271,33 @@ def test_a_regression_item_is_scored_on_its_lesson_checks_not_on_expected_calls(
     expecting = item.model_copy(update={"expected_tool_calls": [{"name": "search_kb"}]})
     metrics = {s.metric for s in score_attempt(Attempt(expecting, 0), healthy.build(), "run-r")}
     assert {"checks", "tool_correctness", "argument_correctness", "trajectory_match"} <= metrics
+
+
+def scored(target: ClientStore, run_id: str, item: str, metric: str) -> list[tuple]:
+    return [
+        (r.value, r.explanation)
+        for r in run_scores(target, run_id)
+        if r.item_id == item and r.metric == metric
+    ]
+
+
+def test_the_new_seeded_builds_fail_for_the_reason_that_catches_them(
+    traced_store: ClientStore,
+) -> None:
+    eager = evaluate(traced_store, "eager_ticket", runs_per_item=1)
+    (pg110,) = scored(traced_store, eager, "order-1", "PG110")
+    assert pg110 == (0.0, "Write open_ticket on a 'read' turn, not an action turn.")
+    assert scored(traced_store, eager, "order-1", "sound") == [
+        (0.0, "no_orphan_write (PG110): Write open_ticket on a 'read' turn, not an action turn.")
+    ]
+    assert scored(traced_store, eager, "refund-1", "sound") == [(1.0, "")]
+    guard = evaluate(traced_store, "plan_guard", runs_per_item=1)
+    assert scored(traced_store, guard, "plan-1", "sound") == [(1.0, "")]  # refusing is sound
+    assert scored(traced_store, guard, "plan-1", "goal_completed") == [
+        (0.0, "End state: account.plan is 'basic', expected 'premium'.")
+    ]
+    placeholder = evaluate(traced_store, "placeholder_reference", runs_per_item=1)
+    assert scored(traced_store, placeholder, "refund-2", "check.answer_regex") == [
+        (0.0, r"The final answer has no match of /\bORD-\d{6}\b/.")
+    ]
+    assert scored(traced_store, placeholder, "refund-2", "reference_match") == [(1.0, "")]
