@@ -46,7 +46,7 @@ from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.scoring.trajectory import match, tool_correctness
 from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import load_traces, run_trace_ids
-from pathgrade.detectors import Policy, default_policy, run_detectors, turn_digest
+from pathgrade.detectors import Policy, ResolvedPolicy, default_policy, run_detectors, turn_digest
 from pathgrade.schemas import genai
 from pathgrade.schemas.fingerprints import FactSecret, TenantKey
 from pathgrade.schemas.model import EvalContext, Trace
@@ -274,10 +274,15 @@ def reference_match(reference: str, answer: str) -> float:
 Outcomes = dict[str, CheckOutcome]
 
 
+def _service_and_agent(trace: Trace) -> tuple[str, str]:
+    root = trace.root
+    return (root.service_name, root.genai.agent_name) if root else ("", "")
+
+
 def attempt_evidence(
     attempt: Attempt,
     trace: Trace,
-    policy: Policy,
+    resolved: ResolvedPolicy,
     history: Sequence[TurnDigest] = (),
     secret: FactSecret | None = None,
 ) -> AttemptEvidence:
@@ -286,10 +291,6 @@ def attempt_evidence(
     agent's answer, the findings of the policy's detectors and, given the deployment's
     fact `secret`, the trace tenant's key to compare values with the collector's
     fingerprints of uncaptured arguments."""
-    root = trace.root
-    resolved = policy.resolve(
-        root.service_name if root else "", root.genai.agent_name if root else ""
-    )
     context = resolved.context(history)
     findings = tuple(run_detectors(trace, resolved, context))
     answer = attempt.turn.response if attempt.turn is not None else ""
@@ -331,8 +332,10 @@ def score_attempt(
     `policy` is the detectors' policy (default: every detector on); `history` the
     digests of earlier turns of the attempt's conversation; `secret` the deployment's
     fact secret (compares uncaptured arguments by fingerprint)."""
-    evidence = attempt_evidence(attempt, trace, policy or default_policy(), history, secret)
-    return attempt_scores(attempt, trace, run_id, evidence)
+    resolved = (policy or default_policy()).resolve(*_service_and_agent(trace))
+    return attempt_scores(
+        attempt, trace, run_id, attempt_evidence(attempt, trace, resolved, history, secret)
+    )
 
 
 def attempt_scores(
@@ -397,6 +400,8 @@ def score_attempts(
     detectors see the digests of the earlier turns of its conversation and repeat;
     `secret` as for `score_attempt`."""
     histories: dict[tuple[str, int], list[TurnDigest]] = {}
+    policy = policy or default_policy()
+    resolved: dict[tuple[str, str], ResolvedPolicy] = {}
     scores = []
     for attempt in attempts:
         trace = traces.get(attempt.key)
@@ -404,7 +409,10 @@ def score_attempts(
             continue
         conversation = attempt.item.conversation_id if conversations else ""
         history = histories.setdefault((conversation, attempt.repeat), [])
-        evidence = attempt_evidence(attempt, trace, policy or default_policy(), history, secret)
+        scope = _service_and_agent(trace)
+        if scope not in resolved:
+            resolved[scope] = policy.resolve(*scope)
+        evidence = attempt_evidence(attempt, trace, resolved[scope], history, secret)
         scores += attempt_scores(attempt, trace, run_id, evidence)
         if conversation:
             history.append(turn_digest(evidence.view, conversation))
