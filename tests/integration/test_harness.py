@@ -41,11 +41,13 @@ class Stack:
         return run_id
 
     def gate(self, candidate: str, baseline: str, out: Path) -> dict[str, Any]:
-        """The gate's JSON verdict; the Markdown and JUnit reports are written beside it."""
+        """The gate's JSON verdict; the Markdown, JUnit and HTML reports are written beside
+        it."""
         gated = self.cli("gate", SUITE, "--candidate", candidate, "--baseline", baseline,
                          "--output", str(out / f"{candidate}.json"),
                          "--output", str(out / f"{candidate}.md"),
-                         "--output", str(out / f"{candidate}.xml"))  # fmt: skip
+                         "--output", str(out / f"{candidate}.xml"),
+                         "--output", str(out / f"{candidate}.html"))  # fmt: skip
         assert gated.returncode in (0, 1), gated.stderr
         return json.loads((out / f"{candidate}.json").read_text())
 
@@ -95,6 +97,8 @@ def test_an_unrequested_ticket_fails_sound_and_pg110_with_a_diff_of_the_extra_ca
     assert order["diff"]["lines"][1]["call"] == "open_ticket(?)"  # its arguments were dropped
     markdown = (tmp_path / f"{candidate}.md").read_text()
     assert "```diff\n  lookup_order(?)\n+ open_ticket(?)\n```" in markdown
+    html = (tmp_path / f"{candidate}.html").read_text()
+    assert '<span class="diff-actual">+ open_ticket(?)</span>' in html
     suites = ET.parse(tmp_path / f"{candidate}.xml").getroot().findall("testsuite")
     assert [s.get("failures") for s in suites][1] == "3"  # the three order-status cases
 

@@ -176,3 +176,15 @@ def test_undecided_scores_travel_through_score_files(tmp_path) -> None:  # type:
     assert load_scores(path) == records
     (undecided,) = [r for r in load_scores(path) if r.value is None]
     assert (undecided.item_id, undecided.label) == ("b", "cannot_decide")
+
+
+def test_the_html_report_shares_the_gate_page_and_shows_cases_diffs_limits_efficiency() -> None:
+    from pathgrade.web.gate_page import GateView, standalone_html
+
+    page = standalone_html(GateView(diffed_verdict(), "gate-1", "cand", "base", "", {}))
+    assert "2 of 3 cases pass in every candidate attempt; regressed: a; fixed: none" in page
+    assert '<tr class="case regressed" data-item="a">' in page
+    assert '<span class="diff-same">  lookup_order(order_id=&#34;A1&#34;)</span>' in page
+    assert '<span class="diff-actual">+ open_ticket(?)</span>' in page
+    assert "<li>repeat 0: checks: checks broke</li>" in page
+    assert "risk tier high (required)" in page and 'id="gate-efficiency"' in page
