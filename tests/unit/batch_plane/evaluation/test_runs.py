@@ -301,3 +301,36 @@ def test_the_new_seeded_builds_fail_for_the_reason_that_catches_them(
         (0.0, r"The final answer has no match of /\bORD-\d{6}\b/.")
     ]
     assert scored(traced_store, placeholder, "refund-2", "reference_match") == [(1.0, "")]
+
+
+def test_a_conversations_later_turn_is_scored_with_the_digests_of_its_earlier_turns() -> None:
+    """Detector metrics and checks of turn 2 see turn 1, as the realtime plane does: the
+    lookup in turn 1 satisfies the ordering of turn 2's refund."""
+    from pathgrade.batch_plane.agents.adapters import AgentTurn
+    from pathgrade.batch_plane.evaluation.runs import Attempt, score_attempts
+    from pathgrade.detectors import load_policy as policy_from
+
+    from tests.unit.detectors.test_detectors_fixtures import TraceBuilder
+
+    order = [{"check": "ordering", "before": "lookup_order", "after": "issue_refund"}]
+    turns = [
+        DatasetItem(item_id=f"t{n}", input={"user": "u", "conversation_id": "c", "start_ns": n},
+                    checks=order)
+        for n in (1, 2)
+    ]  # fmt: skip
+    first, second = TraceBuilder("1" * 32), TraceBuilder("2" * 32)
+    first.tool("lookup_order", {"order_id": "A1"})
+    second.tool("issue_refund", {"order_id": "A1"})
+    attempts = [Attempt(item, 0, AgentTurn(response="ok")) for item in turns]
+    traces = {attempts[0].key: first.build(), attempts[1].key: second.build()}
+    policy = policy_from(EXAMPLE / "policy.yaml")
+
+    def ordering(conversations: bool) -> float | None:
+        scores = score_attempts(attempts, traces, "run-c", policy, conversations)
+        (value,) = [
+            s.value for s in scores if s.dataset_item_id == "t2" and s.metric == "check.ordering"
+        ]
+        return value
+
+    assert ordering(conversations=True) == 1.0
+    assert ordering(conversations=False) == 0.0  # turn 2 alone: a refund with no lookup
