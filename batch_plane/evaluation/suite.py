@@ -171,9 +171,10 @@ class MetricSpec(_Metric):
             )
         return self
 
-    def gated(self, tier: str) -> GatedMetric:
-        """This metric's limits under `tier`: the suite's own where given, else the tier's."""
-        threshold, regression = tier_limits(tier, self.id)
+    def gated(self, tier: str, added: bool = False) -> GatedMetric:
+        """This metric's limits under `tier`: the suite's own where given, else the tier's
+        (`added`: the tier requires it and the suite does not list it)."""
+        threshold, regression = tier_limits(tier, self.id, added)
         if self.threshold is not None:
             threshold = Limit(self.threshold, SUITE)
         if "max_regression" in self.model_fields_set:
@@ -228,7 +229,7 @@ class Suite(_Strict):
         ids = {metric.id for metric in listed}
         tier = {"risk_tier": self.risk_tier}
         required = [
-            MetricSpec.model_validate({"id": metric}, context=tier).gated(self.risk_tier)
+            MetricSpec.model_validate({"id": metric}, context=tier).gated(self.risk_tier, True)
             for metric in required_metrics(self.risk_tier)
             if metric not in ids
         ]

@@ -3,7 +3,8 @@ for families of metrics, and metrics a tier gates even when the suite does not l
 
 A suite's own `threshold` or `max_regression` on a metric overrides its tier's default
 (`max_regression: null` removes a tier's bound); every gate row says where each of its
-limits came from (`suite`, `risk tier high`, `risk tier high (required)`).
+limits came from (`suite`, `risk tier high`, or `risk tier high (required)` for a metric
+the tier gates that the suite does not list).
 """
 
 from __future__ import annotations
@@ -71,13 +72,14 @@ class Limit:
     source: str
 
 
-def tier_limits(tier: str, metric: str) -> tuple[Limit, Limit]:
-    """The tier's default (threshold, max_regression) for one metric."""
+def tier_limits(tier: str, metric: str, added: bool = False) -> tuple[Limit, Limit]:
+    """The tier's default (threshold, max_regression) for one metric; `added`: the tier
+    gates it though the suite does not list it (the source says `(required)`)."""
     threshold, regression = Limit(None, ""), Limit(None, "")
     for default in TIER_DEFAULTS.get(tier, ()):
         if metric not in default.metrics:
             continue
-        source = f"risk tier {tier}" + (" (required)" if default.required else "")
+        source = f"risk tier {tier}" + (" (required)" if added else "")
         if default.threshold is not None:
             threshold = Limit(default.threshold, source)
         if default.max_regression is not None:

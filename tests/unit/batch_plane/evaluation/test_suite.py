@@ -204,7 +204,7 @@ def test_the_risk_tier_sets_limits_the_suite_overrides_and_says_where_each_came_
         "tool_correctness": (0.9, "suite", 0.0, "risk tier high"),  # no regression allowed
         "argument_correctness": (0.9, "suite", 0.1, "suite"),  # overridden per metric
         "trajectory_match": (0.9, "suite", None, ""),  # `null` removes the tier's bound
-        "sound": (1.0, "risk tier high (required)", None, ""),
+        "sound": (1.0, "risk tier high", None, ""),  # listed: its limit from the tier
     }
     assert limits("medium")["tool_correctness"] == (0.9, "suite", 0.02, "risk tier medium")
     assert limits("medium")["sound"] == (0.95, "risk tier medium", None, "")
@@ -216,7 +216,8 @@ def test_the_risk_tier_sets_limits_the_suite_overrides_and_says_where_each_came_
 
 def test_a_high_tier_gates_sound_even_when_the_suite_does_not_list_it() -> None:
     suite = parse_suite(TIERED.format(tier="high").replace("  - id: sound\n", ""))
-    assert [m.id for m in suite.gated_metrics()][-1] == "sound"
+    added = suite.gated_metrics()[-1]
+    assert (added.id, added.threshold_from) == ("sound", "risk tier high (required)")
     low = parse_suite(TIERED.format(tier="low").replace("  - id: sound\n", ""))
     assert "sound" not in [m.id for m in low.gated_metrics()]
     assert low.gated_metrics()[0].max_regression == 0.05  # small regressions allowed at low
