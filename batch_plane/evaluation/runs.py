@@ -13,9 +13,10 @@ A run has three steps, each its own function:
      `argument_correctness` (expected calls that were made with exactly the expected
      arguments: compared by fingerprint when the collector recorded one and the run has
      the deployment's fact secret, since the values themselves are not stored by default;
-     by the captured values otherwise; no score when neither is known), `trajectory_match` (the ordered tool path equals the expected one or an
-     acceptable alternative, arguments ignored) and `reference_match` (the answer contains
-     the reference answer: task completion without a judge);
+     by the captured values otherwise; no score when neither is known),
+     `trajectory_match` (the ordered tool path equals the expected one or an acceptable
+     alternative, arguments ignored) and `reference_match` (the answer contains the
+     reference answer: task completion without a judge);
    - the item's per-case checks (`check.<name>` per check the item declares, `checks` for
      all of them; `batch_plane.scoring.checks`);
    - one metric per detector of the policy (`PG110`, ...), `sound` from them, and the

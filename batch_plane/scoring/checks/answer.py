@@ -20,8 +20,8 @@ from pathgrade.batch_plane.scoring.checks.registry import (
     Fixture,
 )
 from pathgrade.detectors.jsonschema_subset import validate
-from pathgrade.detectors.output import EMAIL, card_numbers
 from pathgrade.detectors.registry import regex_list
+from pathgrade.schemas.pii import CARD, EMAIL, PiiScanner
 from pydantic import Field, field_validator, model_validator
 
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
@@ -72,6 +72,8 @@ def answer_regex(params: RegexParams, evidence: AttemptEvidence) -> CheckOutcome
 
 
 PiiKind = Literal["email", "card"]
+_SCANNER = PiiScanner()
+_PII_NAMES = ((EMAIL, "an e-mail address"), (CARD, "a Luhn-valid card number"))
 
 
 class PiiParams(CheckParams):
@@ -83,8 +85,8 @@ class PiiParams(CheckParams):
 ANSWER_NO_PII = Check(
     name="answer_no_pii",
     doc="The final answer holds no e-mail address and no Luhn-valid card number (the "
-    "definitions PG115 `output-patterns` uses); `kinds` narrows it to `email` or `card`. "
-    "The reason names the kind, never the value.",
+    "definitions of `schemas.pii` the collector and PG115 `output-patterns` use); `kinds` "
+    "narrows it to `email` or `card`. The reason names the kind, never the value.",
     params=PiiParams,
     passing=Fixture({}, FixtureAttempt(answer="We will e-mail you the receipt.")),
     failing=Fixture({"kinds": ["email"]}, FixtureAttempt(answer="Write to ann@example.com.")),
@@ -94,11 +96,8 @@ ANSWER_NO_PII = Check(
 @ANSWER_NO_PII.register
 def answer_no_pii(params: PiiParams, evidence: AttemptEvidence) -> CheckOutcome:
     """Each kind found fails the check."""
-    found = []
-    if "email" in params.kinds and EMAIL.search(evidence.answer):
-        found.append("an e-mail address")
-    if "card" in params.kinds and card_numbers(evidence.answer):
-        found.append("a Luhn-valid card number")
+    kinds = _SCANNER.find(evidence.answer)
+    found = [what for kind, what in _PII_NAMES if kind in params.kinds and kinds.get(kind)]
     if found:
         return CheckOutcome.fail(f"The final answer contains {' and '.join(found)}.")
     return CheckOutcome.ok()
