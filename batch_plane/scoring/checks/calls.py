@@ -32,6 +32,8 @@ from pathgrade.detectors.tool_calls import (
     ToolNamesParams,
 )
 from pathgrade.detectors.view import ToolCall
+from pathgrade.schemas.fingerprints import TenantKey
+from pathgrade.schemas.fingerprints import same_value as fingerprint_equal
 from pydantic import Field
 
 _LOOKUP = ("lookup_order", {"order_id": "A1001"})
@@ -74,8 +76,9 @@ class ForbiddenCallParams(CheckParams):
 TOOL_NOT_CALLED = Check(
     name="tool_not_called",
     doc="The attempt never called `tool` (PG102 `forbidden-tool-called` with the item's "
-    "tool); with `args`, no call of `tool` had all of those argument values (a call whose "
-    "arguments were not captured leaves the check undecided). A regression item's "
+    "tool); with `args`, no call of `tool` had all of those argument values (compared by "
+    "the collector's fingerprints when they were not captured; a call whose arguments are "
+    "neither captured nor fingerprinted leaves the check undecided). A regression item's "
     "forbidden calls are this check.",
     params=ForbiddenCallParams,
     passing=Fixture({"tool": "issue_refund"}, FixtureAttempt(calls=(_LOOKUP,))),
@@ -94,26 +97,47 @@ def tool_not_called(params: ForbiddenCallParams, evidence: AttemptEvidence) -> C
             detect(FORBIDDEN, ToolNamesParams(tools=frozenset({params.tool})), evidence)
         )
     calls = [c for c in evidence.view.tool_calls if c.name == params.tool]
-    verdicts = [_holds_all(call, params.args) for call in calls]
+    verdicts = [_holds_all(call, params.args, evidence.key) for call in calls]
     wanted = ", ".join(f"{k}={v!r}" for k, v in params.args.items())
     if True in verdicts:
         return CheckOutcome.fail(f"Forbidden call {params.tool}({wanted}) was made.")
     if None in verdicts:
         return CheckOutcome.undecided(
-            f"Arguments of {params.tool} were not captured: cannot tell whether it was "
-            f"called with {wanted}."
+            f"Arguments of {params.tool} were neither captured nor comparable by "
+            f"fingerprint: cannot tell whether it was called with {wanted}."
         )
     return CheckOutcome.ok()
 
 
-def _holds_all(call: ToolCall, values: dict[str, Any]) -> bool | None:
-    """Whether the call had every one of `values`; None when its arguments are unknown."""
+def _holds_all(call: ToolCall, values: dict[str, Any], key: TenantKey | None) -> bool | None:
+    """Whether the call had every one of `values`; None when that is unknown."""
+    verdicts = [argument_is(call, name, value, key) for name, value in values.items()]
+    if False in verdicts:
+        return False
+    return None if None in verdicts else True
+
+
+def argument_is(
+    call: ToolCall,
+    name: str,
+    expected: Any,
+    key: TenantKey | None,
+    tolerance: float | None = None,
+) -> bool | None:
+    """Whether `call` had argument `name` equal to `expected` (numbers within
+    `tolerance`): by the collector's fingerprint of it (taken before any scrubbing) when
+    there is one and the tenant's `key`, else by its captured value; None when neither
+    decides. A fingerprint proves equality only: a different one with a tolerance, and
+    no captured value, is undecided."""
+    if call.argument_fps is not None and key is not None:
+        if name not in call.argument_fps:
+            return False
+        equal = fingerprint_equal(call.argument_fps[name], key.fingerprint(expected))
+        if equal or (equal is False and tolerance is None):
+            return equal
     if call.arguments is None:
         return None
-    return all(
-        name in call.arguments and same_value(call.arguments[name], value)
-        for name, value in values.items()
-    )
+    return name in call.arguments and same_value(call.arguments[name], expected, tolerance)
 
 
 def same_value(actual: Any, expected: Any, tolerance: float | None = None) -> bool:
@@ -141,13 +165,17 @@ class ArgumentParams(CheckParams):
 ARGUMENT_EQUALS = Check(
     name="argument_equals",
     doc="Some call of `tool` had `argument` equal to `value` (JSON equality: `1` is not "
-    "`true`, object key order does not matter; numbers within `tolerance` when given). "
-    "Fails when the tool was not called or no call had the value; undecided when the "
-    "arguments were not captured.",
+    "`true`, object key order does not matter, `20.0` is `20`; numbers within `tolerance` "
+    "when given). "
+    "On default privacy settings the value is compared with the collector's fingerprint "
+    "of the argument (run with the deployment's fact key; a fingerprint compares texts, "
+    'so there `"7"` is `7`). Fails when the tool was not '
+    "called or no call had the value; undecided when the arguments were neither captured "
+    "nor fingerprinted (or only a fingerprint differs while a tolerance is given).",
     params=ArgumentParams,
     passing=Fixture(
-        {"tool": "issue_refund", "argument": "amount", "value": 20, "tolerance": 0.01},
-        FixtureAttempt(calls=(("issue_refund", {"order_id": "A1001", "amount": 20.004}),)),
+        {"tool": "issue_refund", "argument": "amount", "value": 20},
+        FixtureAttempt(calls=(("issue_refund", {"order_id": "A1001", "amount": 20.0}),)),
     ),
     failing=Fixture(
         {"tool": "lookup_order", "argument": "order_id", "value": "A1001"},
@@ -162,26 +190,32 @@ def argument_equals(params: ArgumentParams, evidence: AttemptEvidence) -> CheckO
     calls = [c for c in evidence.view.tool_calls if c.name == params.tool]
     if not calls:
         return CheckOutcome.fail(f"{params.tool} was not called.")
-    known = [c.arguments for c in calls if c.arguments is not None]
     wanted = params.argument
-    if any(
-        wanted in args and same_value(args[wanted], params.value, params.tolerance)
-        for args in known
-    ):
-        return CheckOutcome.ok()
-    if len(known) < len(calls):
-        return CheckOutcome.undecided(f"Arguments of {params.tool} were not captured.")
-    seen = [
-        f"{params.argument}={args[params.argument]!r}"
-        if params.argument in args
-        else f"no {params.argument} (arguments: {', '.join(sorted(args)) or 'none'})"
-        for args in known
+    verdicts = [
+        argument_is(call, wanted, params.value, evidence.key, params.tolerance) for call in calls
     ]
+    if True in verdicts:
+        return CheckOutcome.ok()
+    if None in verdicts:
+        return CheckOutcome.undecided(
+            f"Arguments of {params.tool} were neither captured nor comparable by fingerprint."
+        )
+    seen = [_seen_argument(call, wanted) for call in calls]
     within = f" ± {params.tolerance:g}" if params.tolerance is not None else ""
     return CheckOutcome.fail(
         f"{params.tool} was called with {'; '.join(seen)}, expected "
-        f"{params.argument}={params.value!r}{within}."
+        f"{wanted}={params.value!r}{within}."
     )
+
+
+def _seen_argument(call: ToolCall, name: str) -> str:
+    """What a call had for argument `name`, for a reason: its captured value, or (known
+    only by fingerprint) that it differed; or the argument names it had instead."""
+    if call.arguments is not None and name in call.arguments:
+        return f"{name}={call.arguments[name]!r}"
+    if name in (call.argument_fps or {}):
+        return f"another {name} (compared by fingerprint: not captured)"
+    return f"no {name} (arguments: {', '.join(sorted(call.argument_names())) or 'none'})"
 
 
 class OrderParams(CheckParams):

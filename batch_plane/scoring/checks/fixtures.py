@@ -2,7 +2,8 @@
 
 A `FixtureAttempt` describes one agent turn (its tool calls in order, its final answer,
 one model call's tokens and finish reason, its latency) and builds the canonical trace an
-instrumented agent would have produced for it, so a fixture runs through the same
+instrumented agent would have produced for it (or, with a fact key, the trace the
+collector stores on default privacy settings), so a fixture runs through the same
 `TraceView`, detectors and checks as a real attempt.
 """
 
@@ -15,7 +16,10 @@ from typing import Any
 from pathgrade.batch_plane.scoring.checks.registry import AttemptEvidence
 from pathgrade.detectors import default_policy, run_detectors
 from pathgrade.schemas import genai
+from pathgrade.schemas.facts_producer import compute_facts
+from pathgrade.schemas.fingerprints import TenantKey
 from pathgrade.schemas.model import GenAIFields, Span, Trace
+from pathgrade.schemas.pii import PiiScanner
 
 FixtureCall = tuple[str, dict[str, Any] | None]
 """(tool name, arguments); None arguments: not captured."""
@@ -61,14 +65,25 @@ class FixtureAttempt:
             spans.append(tool)
         return Trace("default", _TRACE_ID, spans)
 
-    def evidence(self) -> AttemptEvidence:
-        """The attempt as a check sees it, under the default policy."""
+    def redacted_trace(self, key: TenantKey) -> Trace:
+        """The trace as the collector stores it on default privacy settings: the facts
+        computed from the raw content with the tenant's `key`, the content dropped."""
         trace = self.trace()
+        scanner = PiiScanner()
+        for span in trace.spans:
+            span.attributes.update(compute_facts(span.genai, span.attributes, key, scanner))
+            span.genai.tool_arguments = span.genai.output_messages = ""
+        return trace
+
+    def evidence(self, key: TenantKey | None = None) -> AttemptEvidence:
+        """The attempt as a check sees it, under the default policy; with the tenant's
+        `key`, on default privacy settings (`redacted_trace`) with that key to compare."""
+        trace = self.trace() if key is None else self.redacted_trace(key)
         policy = default_policy().resolve()
         context = policy.context()
         findings = tuple(run_detectors(trace, policy, context))
         view = context.view_of(trace)
-        return AttemptEvidence(view, context, self.answer, findings, frozenset(policy.params))
+        return AttemptEvidence(view, context, self.answer, findings, frozenset(policy.params), key)
 
 
 def _span(span_id: str, parent: str, name: str, start_ns: int, end_ns: int) -> Span:

@@ -14,6 +14,7 @@ from pathgrade.batch_plane.scoring.checks import (
 )
 from pathgrade.batch_plane.scoring.checks.fixtures import FixtureAttempt
 from pathgrade.detectors import default_policy, run_detectors
+from pathgrade.schemas.fingerprints import FactSecret
 from pydantic import ValidationError
 
 from tests.support.paths import REPO_ROOT
@@ -105,15 +106,60 @@ def test_what_was_not_captured_leaves_a_check_undecided_never_passed() -> None:
     uncaptured = FixtureAttempt(calls=(("lookup_order", None), ("lookup_order", None)))
     outcome = run("argument_equals", {"tool": "lookup_order", "argument": "order_id",
                                       "value": "A1"}, uncaptured)  # fmt: skip
-    assert outcome == CheckOutcome.undecided("Arguments of lookup_order were not captured.")
+    assert outcome == CheckOutcome.undecided(
+        "Arguments of lookup_order were neither captured nor comparable by fingerprint."
+    )
     forbidden = run("tool_not_called", {"tool": "lookup_order", "args": {"order_id": "A1"}},
                     uncaptured)  # fmt: skip
-    assert forbidden.passed is None and "not captured" in forbidden.reason
+    assert forbidden.passed is None and "neither captured nor" in forbidden.reason
     assert (
         run("tool_not_called", {"tool": "lookup_order"}, uncaptured).passed is False
     )  # name known
     repeated = run("no_repeated_call", {}, uncaptured)
     assert repeated.passed is None and "not captured" in repeated.reason  # PG107 cannot decide
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_CATALOGUE))
+def test_each_check_decides_its_fixtures_alike_on_default_privacy_settings(name: str) -> None:
+    """Nothing captured, only the collector's facts: the same verdicts, argument values
+    compared by fingerprint with the tenant's key."""
+    check, key = CHECKS[name], FactSecret(b"k" * 32).for_tenant("default")
+    for fixture, passed in ((check.passing, True), (check.failing, False)):
+        params = check.params.model_validate(fixture.params)
+        redacted = fixture.attempt.evidence(key)
+        assert all(not c.span.genai.tool_arguments for c in redacted.view.tool_calls)
+        assert check.run(params, redacted).passed is passed, (name, passed)
+
+
+def test_uncaptured_arguments_compare_by_fingerprint_only_with_the_key() -> None:
+    key = FactSecret(b"k" * 32).for_tenant("default")
+    lookup = FixtureAttempt(calls=(("lookup_order", {"order_id": "A1002", "email": "a@b.io"}),))
+    wanted = {"tool": "lookup_order", "argument": "order_id", "value": "A1002"}
+    check = CHECKS["argument_equals"]
+    params = check.params.model_validate
+    assert check.run(params(wanted), lookup.evidence(key)).passed
+    other = check.run(params({**wanted, "value": "A1001"}), lookup.evidence(key))
+    assert other.reason == (
+        "lookup_order was called with another order_id (compared by fingerprint: not "
+        "captured), expected order_id='A1001'."
+    )  # the value itself was never stored
+    missing = check.run(params({**wanted, "argument": "id"}), lookup.evidence(key)).reason
+    assert missing == "lookup_order was called with no id (arguments: email, order_id), " \
+        "expected id='A1002'."  # fmt: skip
+    without_key = lookup.evidence(key)
+    without_key = AttemptEvidence(without_key.view, without_key.context, without_key.answer,
+                                  without_key.findings, without_key.enabled)  # fmt: skip
+    assert check.run(params(wanted), without_key).passed is None  # no key: cannot compare
+    scrubbed_email = check.run(params({**wanted, "argument": "email", "value": "a@b.io"}),
+                               lookup.evidence(key))  # fmt: skip
+    assert scrubbed_email.passed  # fingerprints are taken before scrubbing
+    forbidden = CHECKS["tool_not_called"]
+    made = forbidden.params.model_validate({"tool": "lookup_order", "args": {"order_id": "A1002"}})
+    assert forbidden.run(made, lookup.evidence(key)).passed is False
+    near = FixtureAttempt(calls=(("issue_refund", {"amount": 20.004}),))
+    within = params({"tool": "issue_refund", "argument": "amount", "value": 20, "tolerance": 0.01})
+    assert check.run(within, near.evidence()).passed  # the captured value is within
+    assert check.run(within, near.evidence(key)).passed is None  # a fingerprint proves only =
 
 
 def test_detectors_quiet_reads_the_policys_findings_and_fails_closed() -> None:
