@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from examples.seeded_defects.agent import CATCHING_METRICS
 from pathgrade.stack.broker import free_port
 from tests.integration.conftest import PathgradeProcess, start_stack
 
@@ -22,6 +23,8 @@ pytestmark = pytest.mark.integration
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "seeded_defects"
 SUITE = str(EXAMPLE / "suite.yaml")
+HARNESS_BUILDS = ("eager_ticket", "plan_guard", "placeholder_reference")
+"""The builds gated here (test_facts.py gates the others on its default stack)."""
 
 
 class Stack:
@@ -41,15 +44,16 @@ class Stack:
         return run_id
 
     def gate(self, candidate: str, baseline: str, out: Path) -> dict[str, Any]:
-        """The gate's JSON verdict; the Markdown, JUnit and HTML reports are written beside
-        it."""
+        """The gate's JSON verdict, with its terminal table under "table"; the Markdown,
+        JUnit and HTML reports are written beside it."""
         gated = self.cli("gate", SUITE, "--candidate", candidate, "--baseline", baseline,
                          "--output", str(out / f"{candidate}.json"),
                          "--output", str(out / f"{candidate}.md"),
                          "--output", str(out / f"{candidate}.xml"),
                          "--output", str(out / f"{candidate}.html"))  # fmt: skip
-        assert gated.returncode in (0, 1), gated.stderr
-        return json.loads((out / f"{candidate}.json").read_text())
+        verdict = json.loads((out / f"{candidate}.json").read_text())
+        assert gated.returncode == (0 if verdict["passed"] else 1), gated.stderr
+        return {**verdict, "table": gated.stdout}
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +77,10 @@ def rows(verdict: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["metric"]: row for row in verdict["rows"] if row["slice"] is None}
 
 
+def failed_metrics(verdict: dict[str, Any]) -> set[str]:
+    return {metric for metric, row in rows(verdict).items() if not row["passed"]}
+
+
 def case(verdict: dict[str, Any], item: str) -> dict[str, Any]:
     return next(c for c in verdict["cases"] if c["item_id"] == item)
 
@@ -88,8 +96,7 @@ def test_an_unrequested_ticket_fails_sound_and_pg110_with_a_diff_of_the_extra_ca
 ) -> None:
     candidate = stack.evaluate("run-h-ticket", "--agent", f"{EXAMPLE / 'agent.py'}:eager_ticket")
     verdict = stack.gate(candidate, baseline, tmp_path)
-    failed = {metric for metric, row in rows(verdict).items() if not row["passed"]}
-    assert {"sound", "PG110"} <= failed and "goal_completed" not in failed
+    assert failed_metrics(verdict) == CATCHING_METRICS["eager_ticket"]  # sound, PG110, path
     order = case(verdict, "order-1")
     assert order["flip"] == "regressed" and order["candidate"]["metrics"]["PG110"]["passed"] == 0
     assert any("Write open_ticket on a 'read' turn" in f for f in order["candidate"]["failures"])
@@ -123,9 +130,8 @@ def test_a_guard_that_refuses_an_out_of_bounds_plan_is_sound_but_not_goal_comple
         server.terminate()
         server.wait(timeout=30)
     verdict = stack.gate(candidate, baseline, tmp_path)
-    by_metric = rows(verdict)
-    assert by_metric["sound"]["passed"] and by_metric["sound"]["candidate_mean"] == 1.0
-    assert not by_metric["goal_completed"]["passed"]
+    assert failed_metrics(verdict) == CATCHING_METRICS["plan_guard"]  # goal_completed, ...
+    assert rows(verdict)["sound"]["candidate_mean"] == 1.0  # ... but not sound
     plan = case(verdict, "plan-1")
     assert plan["flip"] == "regressed"
     assert (
@@ -144,13 +150,13 @@ def test_a_five_digit_reference_fails_its_regex_check(
         "run-h-placeholder", "--agent", f"{EXAMPLE / 'agent.py'}:placeholder_reference"
     )
     verdict = stack.gate(candidate, baseline, tmp_path)
-    failed = {metric for metric, row in rows(verdict).items() if not row["passed"]}
-    assert "checks" in failed and "reference_match" not in failed
+    assert failed_metrics(verdict) == CATCHING_METRICS["placeholder_reference"]  # checks
     for item in ("refund-1", "refund-2"):
         refund = case(verdict, item)
         assert refund["flip"] == "regressed"
         assert refund["candidate"]["metrics"]["check.answer_regex"]["passed"] == 0
-    table = stack.cli("gate", SUITE, "--candidate", candidate, "--baseline", baseline,
-                      "--no-record").stdout  # fmt: skip
-    assert "regressed: refund-1, refund-2" in table
-    assert r"check.answer_regex: The final answer has no match of /\bORD-\d{6}\b/." in table
+    assert "regressed: refund-1, refund-2" in verdict["table"]
+    assert (
+        r"check.answer_regex: The final answer has no match of /\bORD-\d{6}\b/."
+        in (verdict["table"])
+    )
