@@ -10,8 +10,10 @@ two ways in the same process, interleaved batch by batch:
   `goal_completed` and the efficiency metrics, with their Score records.
 
 Prints CPU microseconds per attempt of each (process time, best batch) and their ratio.
+`--default-privacy` scores the trace the collector stores on default settings (no
+argument or message captured, facts with a tenant key: values compared by fingerprint).
 
-    python bench/harness.py [--attempts 2000] [--batches 7]
+    python bench/harness.py [--attempts 2000] [--batches 7] [--default-privacy]
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ import argparse
 import time
 
 from pathgrade.batch_plane.agents.adapters import AgentTurn
-from pathgrade.batch_plane.evaluation.datasets import DatasetItem, called_tools
+from pathgrade.batch_plane.evaluation.datasets import DatasetItem
 from pathgrade.batch_plane.evaluation.runs import (
     Attempt,
     argument_correctness,
+    attempted_calls,
     reference_match,
     score_attempt,
     score_attempts,
@@ -31,6 +34,7 @@ from pathgrade.batch_plane.evaluation.runs import (
 )
 from pathgrade.batch_plane.scoring.checks.fixtures import FixtureAttempt
 from pathgrade.batch_plane.scoring.trajectory import tool_correctness
+from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.model import Trace
 
 ANSWER = "Refund issued for order A2001. Reference ORD-102001."
@@ -53,24 +57,25 @@ ITEM = DatasetItem(
 )
 
 
-def baseline(attempt: Attempt, trace: Trace) -> None:
-    called = called_tools(trace)
+def baseline(attempt: Attempt, trace: Trace, secret: FactSecret | None) -> None:
+    called = attempted_calls(trace)
+    key = secret.for_tenant(trace.tenant) if secret is not None else None
     tool_correctness(called, ITEM.expected_tool_calls)
-    argument_correctness(called, ITEM.expected_tool_calls)
+    argument_correctness(called, ITEM.expected_tool_calls, key)
     trajectory_matches(ITEM, called)
     reference_match(ITEM.reference_answer or "", ANSWER)
 
 
-def best_us(attempts: int, trace: Trace, full: bool) -> float:
+def best_us(attempts: int, trace: Trace, full: bool, secret: FactSecret | None) -> float:
     """CPU microseconds per attempt of one batch of `attempts` (repeats of the item)."""
     state = {"account": {"refunds": ["A2001"]}}
     batch = [Attempt(ITEM, n, AgentTurn(response=ANSWER), end_state=state) for n in range(attempts)]
     started = time.process_time()
     if full:
-        score_attempts(batch, {a.key: trace for a in batch}, "run-bench")
+        score_attempts(batch, {a.key: trace for a in batch}, "run-bench", secret=secret)
     else:
         for attempt in batch:
-            baseline(attempt, trace)
+            baseline(attempt, trace, secret)
     return (time.process_time() - started) / attempts * 1e6
 
 
@@ -78,15 +83,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=2000)
     parser.add_argument("--batches", type=int, default=7)
+    parser.add_argument("--default-privacy", action="store_true")
     args = parser.parse_args()
-    trace = FixtureAttempt(calls=CALLS, answer=ANSWER).trace()
+    attempt = FixtureAttempt(calls=CALLS, answer=ANSWER)
+    secret = FactSecret(bytes(32)) if args.default_privacy else None
+    trace = (
+        attempt.trace() if secret is None else attempt.redacted_trace(secret.for_tenant("default"))
+    )
     results: dict[str, list[float]] = {"baseline": [], "harness": []}
     for _ in range(args.batches):
-        results["baseline"].append(best_us(args.attempts, trace, full=False))
-        results["harness"].append(best_us(args.attempts, trace, full=True))
+        results["baseline"].append(best_us(args.attempts, trace, False, secret))
+        results["harness"].append(best_us(args.attempts, trace, True, secret))
     base, full = min(results["baseline"]), min(results["harness"])
     print(f"trajectory metrics only: {base:8.1f} us CPU per attempt")
-    scores = len(score_attempt(Attempt(ITEM, 0, AgentTurn(response=ANSWER)), trace, "r"))
+    one = Attempt(ITEM, 0, AgentTurn(response=ANSWER))
+    scores = len(score_attempt(one, trace, "r", secret=secret))
     print(f"full harness scoring:    {full:8.1f} us CPU per attempt ({scores} scores)")
     print(f"ratio harness / trajectory metrics: {full / base:.1f}x")
 

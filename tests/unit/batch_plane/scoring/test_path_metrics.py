@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from pathgrade.batch_plane.scoring.checks import CheckOutcome
+from pathgrade.batch_plane.scoring.checks import CHECKS, CheckOutcome
 from pathgrade.batch_plane.scoring.checks.fixtures import FixtureAttempt
 from pathgrade.batch_plane.scoring.path_metrics import (
     SOUND_PARTS,
@@ -14,6 +14,7 @@ from pathgrade.batch_plane.scoring.path_metrics import (
     sound,
 )
 from pathgrade.detectors import REGISTRY, default_policy, run_detectors
+from pathgrade.schemas.fingerprints import FactSecret
 
 from tests.unit.detectors.test_detectors_fixtures import TraceBuilder
 
@@ -39,6 +40,23 @@ def test_one_metric_per_enabled_detector_from_the_production_findings() -> None:
     assert outcomes["PG101"] == CheckOutcome.ok()
     assert sound(outcomes).passed is False
     assert sound(outcomes).reason.startswith("no_orphan_write (PG110): Write open_ticket")
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_detector_metrics_and_sound_decide_alike_on_default_privacy_settings(name: str) -> None:
+    """Each catalogue fixture attempt, captured and as the collector stores it by default
+    (facts only): every detector metric, and so `sound`, has the same verdict."""
+    key = FactSecret(b"k" * 32).for_tenant("default")
+    for fixture in (CHECKS[name].passing, CHECKS[name].failing):
+        captured, redacted = fixture.attempt.evidence(), fixture.attempt.evidence(key)
+        verdicts = [
+            {code: o.passed for code, o in detector_outcomes(e.findings, e.enabled).items()}
+            for e in (captured, redacted)
+        ]
+        assert verdicts[0] == verdicts[1], name
+        assert None not in (verdicts[1][code] for code in SOUND_CODES), name  # all decide
+        sounds = [sound(detector_outcomes(e.findings, e.enabled)) for e in (captured, redacted)]
+        assert sounds[0] == sounds[1]
 
 
 def test_sound_covers_the_four_atom_rules_and_the_four_path_rules() -> None:
