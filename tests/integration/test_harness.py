@@ -86,6 +86,11 @@ def case(verdict: dict[str, Any], item: str) -> dict[str, Any]:
 
 
 def test_the_healthy_build_passes_its_own_gate(stack: Stack, baseline: str, tmp_path: Path) -> None:
+    spans, stored = stack.process.sql(
+        "SELECT count(), countIf(GenAIToolArguments != '' OR GenAIOutputMessages != '') "
+        f"FROM spans WHERE TraceId IN (SELECT TraceId FROM spans WHERE EvalRunId = '{baseline}')"
+    ).rows[0]
+    assert spans > 0 and stored == 0  # default privacy: the verdicts come from the facts
     verdict = stack.gate(baseline, baseline, tmp_path)
     assert verdict["passed"], [r["reason"] for r in verdict["rows"] if not r["passed"]]
     assert rows(verdict)["sound"]["threshold_from"] == "risk tier high"  # listed, from the tier
