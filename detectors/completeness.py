@@ -4,6 +4,7 @@ PG114 budgets."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from pathgrade.detectors.finding import Finding
 from pathgrade.detectors.prices import cost_usd
@@ -235,45 +236,25 @@ BUDGET = Rule(
 )
 
 
-@BUDGET.check
-def budget_exceeded(
-    view: TraceView, params: BudgetParams, context: DetectorContext
-) -> list[Finding]:
-    """One finding per exceeded budget."""
+@dataclass(frozen=True, slots=True)
+class TurnUsage:
+    """What one turn used: model calls, tool calls, tokens, root-span latency and list-price
+    cost (None, with the unpriced models named, when a model is not in the price table)."""
+
+    steps: int
+    tool_calls: int
+    tokens: int
+    latency_ms: float
+    cost_usd: float | None
+    unpriced: tuple[str, ...]
+
+
+def turn_usage(view: TraceView, context: DetectorContext) -> TurnUsage:
+    """The turn's usage, cost from the context's price table (what PG114 budgets and the
+    offline efficiency metrics read)."""
     tokens = sum(
         (s.genai.input_tokens or 0) + (s.genai.output_tokens or 0) for s in view.chat_spans
     )
-    usage: dict[str, float | None] = {
-        "max_steps": len(view.chat_spans),
-        "max_tool_calls": len(view.tool_calls),
-        "max_tokens": tokens,
-        "max_latency_ms": view.root.duration_ns / 1e6 if view.root else 0.0,
-    }
-    findings = []
-    if params.max_cost_usd is not None:
-        usage["max_cost_usd"], unpriced = _cost(view, context)
-        if unpriced:
-            findings.append(
-                BUDGET.cannot_decide(
-                    view, "model_price", f"No list price for model(s) {', '.join(unpriced)}."
-                )
-            )
-    for budget, used in usage.items():
-        limit = getattr(params, budget)
-        if limit is not None and used is not None and used > limit:
-            findings.append(
-                BUDGET.violation(
-                    view,
-                    f"The turn used {used:g} against a budget of {limit:g} ({budget}).",
-                    details={"budget": budget, "used": used, "limit": limit},
-                    identifying=("budget",),
-                )
-            )
-    return findings
-
-
-def _cost(view: TraceView, context: DetectorContext) -> tuple[float | None, list[str]]:
-    """Total list-price cost of the turn, and the models with no price (cost None then)."""
     total, unpriced = 0.0, []
     for span in view.chat_spans:
         model = span.genai.response_model or span.genai.request_model
@@ -288,4 +269,46 @@ def _cost(view: TraceView, context: DetectorContext) -> tuple[float | None, list
             unpriced.append(model or "<unnamed>")
         else:
             total += cost
-    return (None if unpriced else total), unpriced
+    return TurnUsage(
+        steps=len(view.chat_spans),
+        tool_calls=len(view.tool_calls),
+        tokens=tokens,
+        latency_ms=view.root.duration_ns / 1e6 if view.root else 0.0,
+        cost_usd=None if unpriced else total,
+        unpriced=tuple(unpriced),
+    )
+
+
+@BUDGET.check
+def budget_exceeded(
+    view: TraceView, params: BudgetParams, context: DetectorContext
+) -> list[Finding]:
+    """One finding per exceeded budget."""
+    used = turn_usage(view, context)
+    usage: dict[str, float | None] = {
+        "max_steps": used.steps,
+        "max_tool_calls": used.tool_calls,
+        "max_tokens": used.tokens,
+        "max_latency_ms": used.latency_ms,
+    }
+    findings = []
+    if params.max_cost_usd is not None:
+        usage["max_cost_usd"] = used.cost_usd
+        if used.unpriced:
+            findings.append(
+                BUDGET.cannot_decide(
+                    view, "model_price", f"No list price for model(s) {', '.join(used.unpriced)}."
+                )
+            )
+    for budget, value in usage.items():
+        limit = getattr(params, budget)
+        if limit is not None and value is not None and value > limit:
+            findings.append(
+                BUDGET.violation(
+                    view,
+                    f"The turn used {value:g} against a budget of {limit:g} ({budget}).",
+                    details={"budget": budget, "used": value, "limit": limit},
+                    identifying=("budget",),
+                )
+            )
+    return findings

@@ -1,6 +1,8 @@
 """Agent adapters: how pathgrade talks to the agent under test, one user turn at a time.
 
-An adapter has one method, `respond(conversation_state, user_message, context) -> AgentTurn`.
+An adapter answers `respond(conversation_state, user_message, context) -> AgentTurn`, and
+`end_state(conversation_state, context)` gives the sandbox's state after the attempt (a
+JSON object; None when the agent exposes none), which end-state oracles read.
 The agent is the user's own code and emits its own OpenTelemetry spans. pathgrade hands it
 the evaluation context (`pathgrade.run.id`, `pathgrade.dataset.item_id`, ...) as OTel
 baggage, so the agent's root span can carry it:
@@ -83,6 +85,10 @@ class AgentAdapter(Protocol):
         self, conversation_state: ConversationState, user_message: str, context: TurnContext
     ) -> AgentTurn: ...
 
+    def end_state(
+        self, conversation_state: ConversationState, context: TurnContext
+    ) -> dict[str, Any] | None: ...
+
 
 class AdapterError(RuntimeError):
     """The agent could not be loaded or called, or answered something that is not a turn."""
@@ -132,6 +138,13 @@ class EvalContextSpanProcessor(SpanProcessor):
         """Nothing to do when a span ends."""
 
 
+def _as_state(value: Any, source: str) -> dict[str, Any]:
+    """The sandbox state the agent returned: a JSON object."""
+    if not isinstance(value, dict):
+        raise AdapterError(f"{source}: the end state is not a JSON object: {value!r:.200}")
+    return value
+
+
 def _as_turn(value: Any, source: str) -> AgentTurn:
     """An AgentTurn from what the agent returned (an AgentTurn, a mapping or a string)."""
     if isinstance(value, AgentTurn):
@@ -145,21 +158,38 @@ def _as_turn(value: Any, source: str) -> AgentTurn:
 
 
 class CallableAdapter:
-    """A Python function `fn(conversation_state, user_message, context)` as the agent.
+    """A Python function `fn(conversation_state, user_message, context)` as the agent, and
+    optionally `state(conversation_state, context)` giving its sandbox's state.
 
     It runs in this process with the turn's baggage attached, so its spans (exported by
     whatever TracerProvider the process has) carry the evaluation context.
     """
 
-    def __init__(self, fn: Callable[..., Any], name: str = "") -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        name: str = "",
+        state: Callable[[ConversationState, TurnContext], Any] | None = None,
+    ) -> None:
         self.fn = fn
         self.name = name or getattr(fn, "__qualname__", repr(fn))
+        self.state = state
 
     def respond(
         self, conversation_state: ConversationState, user_message: str, context: TurnContext
     ) -> AgentTurn:
         with eval_baggage(context):
             return _as_turn(self.fn(dict(conversation_state), user_message, context), self.name)
+
+    def end_state(
+        self, conversation_state: ConversationState, context: TurnContext
+    ) -> dict[str, Any] | None:
+        """The agent's `end_state` method's answer (under the turn's baggage, as `respond`
+        runs); None when it has none."""
+        if self.state is None:
+            return None
+        with eval_baggage(context):
+            return _as_state(self.state(dict(conversation_state), context), self.name)
 
 
 class HttpAdapter:
@@ -168,30 +198,50 @@ class HttpAdapter:
     Request body: `{"conversation_state", "user_message", "eval_context": {pathgrade.* ->
     value}}`, plus the W3C `baggage` (and `traceparent`, when a span is current) headers.
     Response body: an AgentTurn object (`response`, `nodes`, `done`, `state`).
+
+    With `state_url`, the sandbox's state after an attempt is one JSON POST there:
+    `{"conversation_state", "eval_context"}` (same headers) -> a JSON object.
     """
 
-    def __init__(self, url: str, timeout_s: float = 60.0, client: httpx.Client | None = None):
+    def __init__(
+        self,
+        url: str,
+        timeout_s: float = 60.0,
+        client: httpx.Client | None = None,
+        state_url: str | None = None,
+    ):
         self.url = url
+        self.state_url = state_url
         self.client = client or httpx.Client(timeout=timeout_s)
 
     def respond(
         self, conversation_state: ConversationState, user_message: str, context: TurnContext
     ) -> AgentTurn:
-        body = {
-            "conversation_state": conversation_state,
-            "user_message": user_message,
-            "eval_context": context.attributes(),
-        }
+        body = {"conversation_state": conversation_state, "user_message": user_message}
+        return _as_turn(self._post(self.url, body, context), self.url)
+
+    def end_state(
+        self, conversation_state: ConversationState, context: TurnContext
+    ) -> dict[str, Any] | None:
+        """The state endpoint's answer; None without a `state_url`."""
+        if self.state_url is None:
+            return None
+        body = {"conversation_state": conversation_state}
+        return _as_state(self._post(self.state_url, body, context), self.state_url)
+
+    def _post(self, url: str, body: dict[str, Any], context: TurnContext) -> Any:
+        """POST `body` plus the eval context (JSON and baggage headers); the JSON reply."""
         headers: dict[str, str] = {}
         with eval_baggage(context) as ctx:
             propagate.inject(headers, ctx)
         try:
-            reply = self.client.post(self.url, json=body, headers=headers)
+            reply = self.client.post(
+                url, json={**body, "eval_context": context.attributes()}, headers=headers
+            )
             reply.raise_for_status()
-            payload = reply.json()
+            return reply.json()
         except (httpx.HTTPError, ValueError) as error:
-            raise AdapterError(f"agent at {self.url}: {error}") from error
-        return _as_turn(payload, self.url)
+            raise AdapterError(f"agent at {url}: {error}") from error
 
 
 def _load_object(spec: str) -> Any:
@@ -219,18 +269,27 @@ def _load_object(spec: str) -> Any:
         raise AdapterError(f"agent {spec!r}: {target!r} has no attribute {attr!r}") from error
 
 
-def load_adapter(spec: str, timeout_s: float = 60.0) -> AgentAdapter:
-    """The adapter for `spec`: an http(s) URL, "module:function" or "file.py:function".
+def load_adapter(spec: str, timeout_s: float = 60.0, state_url: str | None = None) -> AgentAdapter:
+    """The adapter for `spec`: an http(s) URL (its sandbox state at `state_url`, if given),
+    "module:function" or "file.py:function".
 
     The named object may be a function or an object with a `respond` method (a class is
-    instantiated with no arguments); either runs in a CallableAdapter, under the baggage.
+    instantiated with no arguments) and optionally an `end_state(conversation_state,
+    context)` method; either runs in a CallableAdapter, under the baggage.
     """
     if spec.startswith(("http://", "https://")):
-        return HttpAdapter(spec, timeout_s)
-    target = _load_object(spec)
+        return HttpAdapter(spec, timeout_s, state_url=state_url)
+    if state_url is not None:
+        raise AdapterError(f"agent {spec!r}: a state URL goes with an http(s) agent only")
+    return adapter_for(_load_object(spec), spec)
+
+
+def adapter_for(target: Any, name: str) -> CallableAdapter:
+    """An in-process adapter for a function, an object with `respond` (and optionally
+    `end_state`) methods, or a class of such objects (instantiated with no arguments)."""
     if inspect.isclass(target):
         target = target()
     function = getattr(target, "respond", target)
     if not callable(function):
-        raise AdapterError(f"agent {spec!r}: not callable and has no respond() method")
-    return CallableAdapter(function, spec)
+        raise AdapterError(f"agent {name!r}: not callable and has no respond() method")
+    return CallableAdapter(function, name, getattr(target, "end_state", None))

@@ -10,9 +10,10 @@ Items travel as JSONL (`parse_items`, `dump_items`); a bad line is reported as
 `source:line: field: reason`. Items made from stored traces keep `source_trace_id`.
 
 A regression item made from a failure (`triage`, `from-traces` into a regression
-dataset) keeps the trace as evidence, the user's input, and the lesson as its `check`: the
-detector codes that fired must not fire again and the offending calls are forbidden; it
-expects tool calls only when they are given (the failing path is no expectation).
+dataset) keeps the trace as evidence, the user's input, and the lesson as its checks: the
+detector codes that fired stay quiet (`detectors_quiet`) and the offending calls are not
+made again (`tool_not_called`); it expects tool calls only when they are given (the
+failing path is no expectation).
 """
 
 from __future__ import annotations
@@ -23,11 +24,22 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
+from pathgrade.batch_plane.evaluation.end_state import check_paths
+from pathgrade.batch_plane.evaluation.suite import format_loc
+from pathgrade.batch_plane.scoring.checks import CheckSpec
 from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import Trace
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 DatasetKind = Literal["golden", "regression", "adversarial", "benchmark"]
 KINDS: tuple[str, ...] = ("golden", "regression", "adversarial", "benchmark")
@@ -43,49 +55,28 @@ class DatasetError(ValueError):
         super().__init__("\n".join(problems))
 
 
-_DETECTOR_CODE = re.compile(r"^PG\d{3}$")
+def lesson_checks(must_not_fire: Iterable[str], forbidden: Iterable[str]) -> list[CheckSpec]:
+    """A failure's lesson as checks: the detector codes that fired stay quiet
+    (`detectors_quiet`), and each forbidden tool is not called (`tool_not_called`)."""
+    codes = sorted(set(must_not_fire))
+    quiet = [{"check": "detectors_quiet", "codes": codes}] if codes else []
+    return [CheckSpec.model_validate(spec) for spec in quiet] + [
+        CheckSpec.model_validate({"check": "tool_not_called", "tool": tool})
+        for tool in dict.fromkeys(forbidden)
+    ]
 
 
-class RegressionCheck(BaseModel):
-    """What a regression item checks, whatever else the agent does: none of the detector
-    codes in `must_not_fire` fires a violation on the new trace, and no call matches a
-    `forbidden_calls` entry (same name, and the entry's `args`, if any, within the call's)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    must_not_fire: list[str] = Field(default_factory=list)
-    forbidden_calls: list[dict[str, Any]] = Field(default_factory=list)
-
-    @field_validator("must_not_fire")
-    @classmethod
-    def _codes(cls, codes: list[str]) -> list[str]:
-        for code in codes:
-            if not _DETECTOR_CODE.match(code):
-                raise ValueError(f"{code!r} is not a detector code like PG117")
-        return codes
-
-    @field_validator("forbidden_calls")
-    @classmethod
-    def _calls_have_names(cls, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return _named_calls(calls)
-
-    def broken_by(self, fired: Iterable[str], called: Sequence[dict[str, Any]]) -> list[str]:
-        """What a new attempt did against this check: each code in `must_not_fire` among
-        the violations `fired`, each call of `called` a forbidden entry matches."""
-        found = [f"{code} fired again" for code in sorted(set(fired) & set(self.must_not_fire))]
-        for call in called:
-            if any(_matches(entry, call) for entry in self.forbidden_calls):
-                found.append(f"forbidden call {call['name']}")
-        return found
-
-
-def _matches(entry: dict[str, Any], call: dict[str, Any]) -> bool:
-    """Same name, and every argument the entry names has the call's value."""
-    args = call.get("args") or {}
-    wanted = entry.get("args") or {}
-    return entry["name"] == call["name"] and all(
-        key in args and args[key] == value for key, value in wanted.items()
-    )
+def _legacy_lesson(check: dict[str, Any]) -> list[dict[str, Any]]:
+    """Checks from a regression `check` stored before the checks catalogue
+    (`{"must_not_fire": [codes], "forbidden_calls": [{"name", "args"?}]}`)."""
+    if not isinstance(check, dict) or set(check) - {"must_not_fire", "forbidden_calls"}:
+        raise ValueError("expected {must_not_fire, forbidden_calls} (write `checks` instead)")
+    codes = check.get("must_not_fire") or []
+    quiet = [{"check": "detectors_quiet", "codes": codes}] if codes else []
+    return quiet + [
+        {"check": "tool_not_called", "tool": call.get("name"), "args": call.get("args") or {}}
+        for call in check.get("forbidden_calls") or []
+    ]
 
 
 def _named_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -97,7 +88,8 @@ def _named_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 class DatasetItem(BaseModel):
     """One evaluation item: the input, what a good answer and a good path look like, the
-    slice labels, the trace it came from (if any) and, for a regression item, its check."""
+    checks that apply to it (`checks`, from the catalogue), what the sandbox must hold
+    after it (`end_state`), the slice labels and the trace it came from (if any)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -106,15 +98,31 @@ class DatasetItem(BaseModel):
     reference_answer: str | None = None
     expected_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     alternative_trajectories: list[list[dict[str, Any]]] = Field(default_factory=list)
+    checks: list[CheckSpec] = Field(default_factory=list)
+    end_state: dict[str, Any] = Field(default_factory=dict)
     slices: dict[str, str] = Field(default_factory=dict)
     source_trace_id: str = ""
     tags: list[str] = Field(default_factory=list)
-    check: RegressionCheck | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_check(cls, data: Any) -> Any:
+        """A regression item written before the catalogue (`check`) reads as its checks."""
+        if not isinstance(data, dict) or "check" not in data:
+            return data
+        rest = {key: value for key, value in data.items() if key != "check"}
+        lesson = _legacy_lesson(data["check"]) if data["check"] else []
+        return {**rest, "checks": [*rest.get("checks", []), *lesson]}
 
     @field_validator("expected_tool_calls")
     @classmethod
     def _calls_have_names(cls, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return _named_calls(calls)
+
+    @field_validator("end_state")
+    @classmethod
+    def _dotted_paths(cls, expected: dict[str, Any]) -> dict[str, Any]:
+        return dict(check_paths(expected))
 
     @property
     def conversation_id(self) -> str:
@@ -162,7 +170,8 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
 
 
 def parse_items(text: str, source: str = "<items>") -> list[DatasetItem]:
-    """Items from JSONL text; every bad line is reported as `source:line: field: reason`."""
+    """Items from JSONL text; every bad line is reported as `source:line: field: reason`
+    (a bad check as `source:line: checks[1]: check 'answer_regex': pattern: reason`)."""
     items: list[DatasetItem] = []
     problems: list[str] = []
     first_line: dict[str, int] = {}
@@ -173,8 +182,9 @@ def parse_items(text: str, source: str = "<items>") -> list[DatasetItem]:
             item = DatasetItem.model_validate_json(line)
         except ValidationError as exc:
             for error in exc.errors():
-                where = ".".join(str(p) for p in error["loc"]) or "(line)"
-                problems.append(f"{source}:{number}: {where}: {error['msg']}")
+                where = format_loc(tuple(error["loc"])) or "(line)"
+                reason = error["msg"].removeprefix("Value error, ")
+                problems.append(f"{source}:{number}: {where}: {reason}")
             continue
         if item.item_id in first_line:
             problems.append(
@@ -205,8 +215,9 @@ ITEMS_PER_INSERT = 500
 """Items written per insert, so a large import reports progress as it goes."""
 _ITEM_COLUMNS = [
     "Dataset", "Version", "ItemId", "Input", "ReferenceAnswer", "ExpectedToolCalls",
-    "AlternativeTrajectories", "Slices", "SourceTraceId", "Tags", "AddedAt", "RegressionCheck",
+    "AlternativeTrajectories", "Slices", "SourceTraceId", "Tags", "AddedAt", "Checks", "EndState",
 ]  # fmt: skip
+_CHECK_LIST: TypeAdapter[list[CheckSpec]] = TypeAdapter(list[CheckSpec])
 _DATASET_COLUMNS = [
     "Name", "Version", "Kind", "Owner", "Description", "Status", "CreatedAt", "PublishedAt",
     "UpdatedAt",
@@ -332,7 +343,8 @@ class Datasets:
         info = self.resolve(ref, published=published)
         result = self.store.query(
             "SELECT ItemId, Input, ReferenceAnswer, ExpectedToolCalls, AlternativeTrajectories, "
-            "Slices, SourceTraceId, Tags, RegressionCheck FROM dataset_items FINAL "
+            "Slices, SourceTraceId, Tags, Checks, EndState, RegressionCheck "
+            "FROM dataset_items FINAL "
             "WHERE Dataset = {name:String} AND Version = {version:UInt32} ORDER BY ItemId",
             {"name": info.name, "version": info.version},
         )
@@ -346,7 +358,8 @@ class Datasets:
                 slices=r[5],
                 source_trace_id=r[6],
                 tags=r[7],
-                check=RegressionCheck.model_validate_json(r[8]) if r[8] else None,
+                checks=_stored_checks(r[8], r[10]),
+                end_state=json.loads(r[9]) if r[9] else {},
             )
             for r in result.rows
         ]
@@ -357,10 +370,19 @@ class Datasets:
             [name, version, item.item_id, json.dumps(item.input), item.reference_answer,
              json.dumps(item.expected_tool_calls), json.dumps(item.alternative_trajectories),
              item.slices, item.source_trace_id, item.tags, now,
-             item.check.model_dump_json() if item.check else ""]
+             _CHECK_LIST.dump_json(item.checks).decode() if item.checks else "",
+             json.dumps(item.end_state) if item.end_state else ""]
             for item in items
         ]  # fmt: skip
         self.store.insert("dataset_items", rows, _ITEM_COLUMNS)
+
+
+def _stored_checks(checks: str, legacy: str) -> list[CheckSpec]:
+    """An item's stored checks (column `Checks`), else the regression check stored before
+    the catalogue (column `RegressionCheck`, migration 0007) read as checks."""
+    if checks:
+        return _CHECK_LIST.validate_json(checks)
+    return _CHECK_LIST.validate_python(_legacy_lesson(json.loads(legacy))) if legacy else []
 
 
 # --------------------------------------------------------------------------- from traces
@@ -448,9 +470,9 @@ def regression_item(
     user: str | None = None,
 ) -> DatasetItem:
     """A regression item from a failing trace: the trace as evidence, the user's input
-    (`user`, else the captured message), and the lesson as its check: the codes that fired
-    must not fire again, and the calls the findings point at (plus the tools in `forbid`)
-    are forbidden. Expected calls only when given. DatasetError when the user's input is
+    (`user`, else the captured message), and the lesson as its checks (`lesson_checks`):
+    the codes that fired stay quiet, and the calls the findings point at (plus the tools in
+    `forbid`) are not made. Expected calls only when given. DatasetError when the user's input is
     unknown or there is nothing to check."""
     text = user if user is not None else user_message(trace)
     problems = []
@@ -461,12 +483,9 @@ def regression_item(
         )
     tools = {s.span_id: s.genai.tool_name for s in trace.by_operation(genai.OP_EXECUTE_TOOL)}
     offending = [tools[span_id] for _, span_id in fired if span_id in tools]
-    names = list(dict.fromkeys([*offending, *forbid]))
-    check = RegressionCheck(
-        must_not_fire=sorted({code for code, _ in fired}),
-        forbidden_calls=[{"name": name} for name in names],
-    )
-    if not (check.must_not_fire or check.forbidden_calls or expected_calls):
+    codes = sorted({code for code, _ in fired})
+    checks = lesson_checks(codes, [*offending, *forbid])
+    if not (checks or expected_calls):
         problems.append(
             f"trace {trace.trace_id}: no violation alert fired on it and no forbidden tool or "
             "expected call was given: the item would check nothing"
@@ -479,8 +498,8 @@ def regression_item(
         expected_tool_calls=list(expected_calls),
         slices=_service_slice(trace),
         source_trace_id=trace.trace_id,
-        tags=["regression", *check.must_not_fire],
-        check=check,
+        tags=["regression", *codes],
+        checks=checks,
     )
 
 

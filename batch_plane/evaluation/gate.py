@@ -11,7 +11,13 @@ slice) the gate checks:
    scored in only one run are left out of the paired part and counted in `n_unpaired`.
 
 It fails closed: no candidate scores, an uncalibrated judge, no paired baseline items for a
-regression check, or missing budget observations are failures.
+regression check, an attempt the metric could not decide (a score without a value, counted
+apart), or missing budget observations are failures.
+
+Thresholds and regression bounds come from the suite or its risk tier
+(`Suite.gated_metrics`); each row says which. The verdict also carries each case's pass
+fractions, the cases that flip between the runs and the efficiency of both runs
+(`batch_plane.evaluation.cases`).
 """
 
 from __future__ import annotations
@@ -24,9 +30,16 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pathgrade.batch_plane.evaluation.suite import ConfigurationError, MetricSpec, Suite
+from pathgrade.batch_plane.evaluation.cases import (
+    CaseResult,
+    EfficiencyRow,
+    case_results,
+    efficiency_rows,
+)
+from pathgrade.batch_plane.evaluation.records import ScoreRecord, item_means
+from pathgrade.batch_plane.evaluation.suite import ConfigurationError, GatedMetric, Suite
 from pathgrade.batch_plane.scoring.trace_scorers import ITEM_METRICS
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
+from pydantic import BaseModel, Field, ValidationError, computed_field
 from pydantic_core import ErrorDetails
 
 DEFAULT_RESAMPLES = 10_000
@@ -42,22 +55,6 @@ JudgeKey = tuple[str, str]
 
 class ScoreFileError(ConfigurationError):
     """A score file that is missing, empty or holds bad records; `problems` lists them."""
-
-
-class ScoreRecord(BaseModel):
-    """One score: a metric's value for one repeat of one dataset item, with its slice values.
-
-    `item_id` must be unique across the suite's datasets. Extra keys (trace and span ids,
-    for instance) are accepted and ignored.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    item_id: str = Field(min_length=1)
-    repeat: int = Field(ge=0)
-    metric: str = Field(min_length=1)
-    value: float = Field(allow_inf_nan=False)
-    slices: dict[str, str] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,12 +77,15 @@ class GateRow(BaseModel):
     missing_items: list[str] = Field(default_factory=list)  # in the baseline, not the candidate
     short_items: list[str] = Field(default_factory=list)  # candidate items with too few repeats
     expected_repeats: int = 1  # the suite's runs_per_item
+    n_undecided: int = 0  # candidate attempts the metric could not decide (no value)
     candidate_mean: float | None = None  # budget rows: the observed p95 latency or mean cost
     baseline_mean: float | None = None
     delta: float | None = None  # mean over paired items of candidate - baseline
     interval: tuple[float, float] | None = None
     threshold: float | None = None  # budget rows: the upper limit
     max_regression: float | None = None
+    threshold_from: str = ""  # suite, risk tier <tier>, ...
+    max_regression_from: str = ""
     passed: bool
     reason: str
 
@@ -97,7 +97,11 @@ class Verdict(BaseModel):
     seed: int
     resamples: int
     confidence: float
+    risk_tier: str = ""
+    metrics: list[GatedMetric] = Field(default_factory=list)  # the limits and their sources
     rows: list[GateRow]
+    cases: list[CaseResult] = Field(default_factory=list)
+    efficiency: list[EfficiencyRow] = Field(default_factory=list)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -166,16 +170,6 @@ def write_scores(records: Iterable[ScoreRecord], path: str | Path) -> None:
             out.write(record.model_dump_json() + "\n")
 
 
-def item_means(records: Iterable[ScoreRecord]) -> dict[str, float]:
-    """Each item's mean over its repeats."""
-    totals: dict[str, float] = defaultdict(float)
-    counts: dict[str, int] = defaultdict(int)
-    for record in records:
-        totals[record.item_id] += record.value
-        counts[record.item_id] += 1
-    return {item: totals[item] / counts[item] for item in totals}
-
-
 def paired_bootstrap_intervals(
     deltas: Sequence[np.ndarray], *, resamples: int, seed: int, confidence: float
 ) -> list[tuple[float, float]]:
@@ -230,9 +224,10 @@ def _bootstrap_means(stacked: np.ndarray, *, resamples: int, seed: int) -> np.nd
 class _Measurement:
     """A metric row before its verdict, with the per-item deltas of its paired items."""
 
-    metric: MetricSpec
+    metric: GatedMetric
     row: GateRow
     deltas: np.ndarray
+    undecided: str = ""  # why some candidate attempts have no value ("" when none)
 
 
 def evaluate_gate(
@@ -265,10 +260,19 @@ def evaluate_gate(
     )
     for measurement, interval in zip(bootstrapped, intervals, strict=True):
         measurement.row.interval = interval
-    rows = [_decide(m.metric, m.row, calibrated, confidence) for m in measurements]
+    rows = [_decide(m, calibrated, confidence) for m in measurements]
     rows.extend(_budget_rows(suite, budgets))
+    metrics = suite.gated_metrics()
     return Verdict(
-        suite=suite.suite, seed=seed, resamples=resamples, confidence=confidence, rows=rows
+        suite=suite.suite,
+        seed=seed,
+        resamples=resamples,
+        confidence=confidence,
+        risk_tier=suite.risk_tier,
+        metrics=metrics,
+        rows=rows,
+        cases=case_results(metrics, candidate, baseline),
+        efficiency=efficiency_rows(candidate, baseline),
     )
 
 
@@ -278,6 +282,7 @@ def _measure_all(
     """Measurements per metric overall, then per metric and observed slice value."""
     candidate_by_metric = _group_by_metric(candidate)
     baseline_by_metric = _group_by_metric(baseline)
+    metrics = suite.gated_metrics()
     measurements = [
         _measure(
             metric,
@@ -286,10 +291,10 @@ def _measure_all(
             baseline_by_metric[metric.id],
             _expected_repeats(metric, suite),
         )
-        for metric in suite.metrics
+        for metric in metrics
     ]
     for slice_name in suite.slices:
-        for metric in suite.metrics:
+        for metric in metrics:
             cand_parts = _split_by_slice(candidate_by_metric[metric.id], slice_name)
             base_parts = _split_by_slice(baseline_by_metric[metric.id], slice_name)
             measurements.extend(
@@ -305,7 +310,7 @@ def _measure_all(
     return measurements
 
 
-def _expected_repeats(metric: MetricSpec, suite: Suite) -> int:
+def _expected_repeats(metric: GatedMetric, suite: Suite) -> int:
     """Scored repeats each item needs: `runs_per_item`, except for item metrics (one score
     over all of an item's repeats)."""
     return 1 if metric.id in ITEM_METRICS else suite.runs_per_item
@@ -331,24 +336,31 @@ def _split_by_slice(
 
 
 def _measure(
-    metric: MetricSpec,
+    metric: GatedMetric,
     slice_label: str | None,
     candidate: Sequence[ScoreRecord],
     baseline: Sequence[ScoreRecord],
     runs_per_item: int = 1,
 ) -> _Measurement:
     """Item counts, means, paired deltas and coverage (items the baseline scored that the
-    candidate did not, candidate items with fewer than `runs_per_item` repeats) of one
-    metric over one set of records."""
+    candidate did not, candidate items with fewer than `runs_per_item` repeats, candidate
+    attempts left undecided) of one metric over one set of records."""
     row = GateRow(
         check="metric",
         metric=metric.id,
         slice=slice_label,
         threshold=metric.threshold,
         max_regression=metric.max_regression,
+        threshold_from=metric.threshold_from,
+        max_regression_from=metric.max_regression_from,
         passed=False,
         reason=NO_SCORES,
     )
+    undecided = [record for record in candidate if record.value is None]
+    row.n_undecided = len(undecided)
+    why_undecided = _undecided(undecided) if undecided else ""
+    if undecided and not any(record.value is not None for record in candidate):
+        row.reason = f"no decided scores: {why_undecided}"
     cand_items = item_means(candidate)
     base_items = item_means(baseline)
     paired = sorted(cand_items.keys() & base_items.keys())
@@ -356,21 +368,34 @@ def _measure(
     row.n_items = len(cand_items)
     row.n_paired = len(paired)
     row.n_unpaired = len(cand_items.keys() ^ base_items.keys())
-    row.missing_items = sorted(base_items.keys() - cand_items.keys())
+    row.missing_items = sorted(base_items.keys() - {record.item_id for record in candidate})
     repeats = Counter(record.item_id for record in candidate)
     row.short_items = sorted(item for item, count in repeats.items() if count < runs_per_item)
     row.expected_repeats = runs_per_item
     row.candidate_mean = _mean(cand_items.values()) if cand_items else None
     row.baseline_mean = _mean(base_items.values()) if base_items else None
     row.delta = float(deltas.mean()) if paired else None
-    return _Measurement(metric=metric, row=row, deltas=deltas)
+    return _Measurement(metric=metric, row=row, deltas=deltas, undecided=why_undecided)
 
 
-def _decide(metric: MetricSpec, row: GateRow, calibrated: bool, confidence: float) -> GateRow:
-    """Pass or fail a measured row: scores present, judge calibrated, threshold, regression."""
+def _undecided(records: Sequence[ScoreRecord]) -> str:
+    """`N attempts could not be decided (cannot_decide: reason)`, the first reason shown."""
+    labels = Counter(record.label or "no value" for record in records)
+    kinds = ", ".join(f"{label} {count}" for label, count in sorted(labels.items()))
+    first = next((r.explanation for r in records if r.explanation), "")
+    why = f": {first}" if first else ""
+    return f"{len(records)} attempts could not be decided ({kinds}{why}), counted apart"
+
+
+def _decide(measurement: _Measurement, calibrated: bool, confidence: float) -> GateRow:
+    """Pass or fail a measured row: scores present and decided, judge calibrated,
+    threshold, regression."""
+    metric, row = measurement.metric, measurement.row
     if row.candidate_mean is None:
-        return row  # already failed with NO_SCORES
+        return row  # already failed with NO_SCORES (or no decided scores)
     failures = _coverage_failures(row)
+    if measurement.undecided:
+        failures.append(measurement.undecided)
     if metric.is_judge and not calibrated:
         failures.append(UNCALIBRATED)
     if row.candidate_mean < metric.threshold:

@@ -2,26 +2,36 @@
 the suite's judge.
 
 - Scores: the `scores` rows of the run (FINAL; the latest value when several scorers wrote
-  the same item, repeat and metric), as gate ScoreRecords. Null values are left out, so a
-  scorer that could not score leaves the item unscored and the gate fails closed.
+  the same item, repeat and metric), as gate ScoreRecords with their label, explanation
+  and trace. A null value (a metric that could not decide, a failed judge call) comes as a
+  record without a value: the gate counts it apart and fails closed.
 - Budgets: per task (a trace of the run), the latency is the root span's duration and the
   cost is the sum over its spans of tokens x the price table (detectors.prices). A task
   with a model missing from the price table has no cost observation.
 - Calibration: `batch_plane.scoring.calibration.calibration_status` for the suite's (judge model,
   rubric version); when the table cannot be read, every judge metric is uncalibrated.
+- Trajectories, for the diffs of failing cases: the expected calls of the items of the
+  dataset versions a run used, and the calls the failing attempts' traces show.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from pathgrade.batch_plane.evaluation.cases import Call
+from pathgrade.batch_plane.evaluation.datasets import Datasets
 from pathgrade.batch_plane.evaluation.gate import BudgetObservations, JudgeKey, ScoreRecord
 from pathgrade.batch_plane.evaluation.runs import run_exists
 from pathgrade.batch_plane.evaluation.suite import ConfigurationError, Suite
 from pathgrade.batch_plane.scoring.calibration import calibration_status
 from pathgrade.batch_plane.store.client import QueryError, Store
+from pathgrade.batch_plane.store.trace_rows import load_traces
 from pathgrade.detectors.prices import PriceTable, cost_usd
+from pathgrade.schemas import genai
+from pathgrade.schemas.messages import parse_json
 
 
 class MissingRun(ConfigurationError):
@@ -31,17 +41,26 @@ class MissingRun(ConfigurationError):
 def run_scores(store: Store, run_id: str) -> list[ScoreRecord]:
     """The run's scores as gate records; MissingRun when the store knows no such run."""
     rows = store.query(
-        "SELECT DatasetItemId, Repeat, Metric, argMax(Value, CreatedAt) AS V, "
-        "argMax(Slices, CreatedAt) FROM scores FINAL WHERE RunId = {run:String} "
-        "GROUP BY DatasetItemId, Repeat, Metric HAVING V IS NOT NULL "
-        "ORDER BY DatasetItemId, Repeat, Metric",
+        "SELECT DatasetItemId, Repeat, Metric, argMax(Value, CreatedAt), "
+        "argMax(Slices, CreatedAt), argMax(Label, CreatedAt), argMax(Explanation, CreatedAt), "
+        "argMax(TraceId, CreatedAt) FROM scores FINAL WHERE RunId = {run:String} "
+        "GROUP BY DatasetItemId, Repeat, Metric ORDER BY DatasetItemId, Repeat, Metric",
         {"run": run_id},
     ).rows
     if not rows and not run_exists(store, run_id):
         raise MissingRun([f"run {run_id!r}: not in the store (no run record and no scores)"])
     return [
-        ScoreRecord(item_id=item, repeat=repeat, metric=metric, value=value, slices=slices)
-        for item, repeat, metric, value, slices in rows
+        ScoreRecord(
+            item_id=item,
+            repeat=repeat,
+            metric=metric,
+            value=value,
+            slices=slices,
+            label=label,
+            explanation=explanation,
+            trace_id=trace_id,
+        )
+        for item, repeat, metric, value, slices, label, explanation, trace_id in rows
     ]
 
 
@@ -107,3 +126,33 @@ def judge_calibrations(store: Store, suite: Suite) -> dict[JudgeKey, bool]:
         return {key: calibration_status(store, *key)}
     except QueryError:  # no judge_calibrations table: fail closed
         return {key: False}
+
+
+def run_expected_calls(store: Store, run_id: str) -> dict[str, list[dict[str, Any]]]:
+    """Item id -> expected tool calls, over the dataset versions the run used."""
+    rows = store.query(
+        "SELECT DatasetVersions FROM runs FINAL WHERE RunId = {run:String}", {"run": run_id}
+    ).rows
+    versions = rows[0][0] if rows else {}
+    datasets = Datasets(store)
+    return {
+        item.item_id: item.expected_tool_calls
+        for name, version in sorted(versions.items())
+        for item in datasets.items(f"{name}@{version}")
+    }
+
+
+def trace_calls(store: Store, trace_ids: Sequence[str]) -> dict[str, list[Call]]:
+    """Trace id -> its tool calls in execution order (arguments None when not captured)."""
+    calls = {}
+    for trace in load_traces(store, list(trace_ids)):
+        calls[trace.trace_id] = [
+            (span.genai.tool_name, _arguments(span.genai.tool_arguments))
+            for span in trace.by_operation(genai.OP_EXECUTE_TOOL)
+        ]
+    return calls
+
+
+def _arguments(text: str) -> dict[str, Any] | None:
+    value = parse_json(text)
+    return value if isinstance(value, dict) else None

@@ -1,8 +1,9 @@
 """Recorded release-gate verdicts (tables `gates` and `gate_rows`, migration 0006).
 
 `pathgrade gate` over runs in the store records each verdict it prints: one `gates` row with
-the runs it compared and the verdict's JSON report, and one `gate_rows` row per row of the
-verdict, so gate history is queryable with SQL and any recorded verdict can be printed
+the runs it compared and the verdict's JSON report (rows, limits, cases, diffs, efficiency),
+and one `gate_rows` row per row of the verdict (with where its limits came from and its
+undecided attempts), so gate history is queryable with SQL and any recorded verdict can be printed
 again (`load_verdict`) in every report format.
 """
 
@@ -23,7 +24,7 @@ GATE_COLUMNS = [
 GATE_ROW_COLUMNS = [
     "GateId", "RowIndex", "Check", "Metric", "Slice", "Passed", "Items", "PairedItems",
     "UnpairedItems", "CandidateMean", "BaselineMean", "Delta", "IntervalLow", "IntervalHigh",
-    "Threshold", "MaxRegression", "Reason",
+    "Threshold", "MaxRegression", "Reason", "ThresholdFrom", "MaxRegressionFrom", "Undecided",
 ]  # fmt: skip
 LISTED_COLUMNS = (
     "GateId, DecidedAt, Suite, CandidateRun, BaselineRun, "
@@ -65,7 +66,8 @@ def _row_values(gate_id: str, index: int, row: GateRow) -> list[Any]:
     return [
         gate_id, index, row.check, row.metric, row.slice or "", row.passed, row.n_items,
         row.n_paired, row.n_unpaired, row.candidate_mean, row.baseline_mean, row.delta, low,
-        high, row.threshold, row.max_regression, row.reason,
+        high, row.threshold, row.max_regression, row.reason, row.threshold_from,
+        row.max_regression_from, row.n_undecided,
     ]  # fmt: skip
 
 

@@ -7,17 +7,25 @@ A run has three steps, each its own function:
    the evaluation context (`pathgrade.run.id`, `pathgrade.dataset.item_id`,
    `pathgrade.replay.index`) as OTel baggage, so the agent's root span carries it;
 2. `collect_traces` waits until the store holds a trace for every attempt (or times out);
-3. `score_attempt` scores one attempt from what its trace shows the agent did:
-   `tool_correctness` (expected tool names matched, DeepEval's deterministic score),
-   `argument_correctness` (expected calls that were made with exactly the expected
-   arguments: compared by fingerprint when the collector recorded one and the run has the
-   deployment's fact secret, since the values themselves are not stored by default; by the
-   captured values otherwise; no score when neither is known), `trajectory_match` (the
-   ordered tool path equals the expected one or an acceptable alternative, arguments
-   ignored) and `reference_match` (the answer contains the reference answer: task
-   completion without a judge), and, for a regression item, `regression_check` (its lesson
-   kept: the detector codes that fired on the original failure stay quiet, no forbidden
-   call). An attempt without a trace gets no scores, so the gate fails closed.
+3. `score_attempt` scores one attempt from what its trace shows the agent did and what the
+   sandbox holds after it:
+   - `tool_correctness` (expected tool names matched, DeepEval's deterministic score),
+     `argument_correctness` (expected calls that were made with exactly the expected
+     arguments: compared by fingerprint when the collector recorded one and the run has
+     the deployment's fact secret, since the values themselves are not stored by default;
+     by the captured values otherwise; no score when neither is known),
+     `trajectory_match` (the ordered tool path equals the expected one or an acceptable
+     alternative, arguments ignored) and `reference_match` (the answer contains the
+     reference answer: task completion without a judge);
+   - the item's per-case checks (`check.<name>` per check the item declares, `checks` for
+     all of them; `batch_plane.scoring.checks`);
+   - one metric per detector of the policy (`PG110`, ...), `sound` from them, and the
+     efficiency metrics (`batch_plane.scoring.path_metrics`), all from the detectors the
+     realtime plane runs, under the same policy;
+   - `goal_completed` from the item's end-state oracle and the sandbox state the adapter
+     exposed (`batch_plane.evaluation.end_state`).
+   An undecidable metric is stored without a value, labelled `cannot_decide`, with the
+   reason. An attempt without a trace gets no scores, so the gate fails closed.
 """
 
 from __future__ import annotations
@@ -32,19 +40,26 @@ from typing import Any
 
 from pathgrade.batch_plane.agents.adapters import AdapterError, AgentAdapter, AgentTurn, TurnContext
 from pathgrade.batch_plane.evaluation.datasets import DatasetItem, called_tools
+from pathgrade.batch_plane.evaluation.end_state import GOAL_COMPLETED, goal_completed
+from pathgrade.batch_plane.scoring.checks import AttemptEvidence, CheckOutcome, all_of, run_checks
+from pathgrade.batch_plane.scoring.path_metrics import SOUND, detector_outcomes, efficiency, sound
 from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.scoring.trajectory import match, tool_correctness
 from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import load_traces, run_trace_ids
-from pathgrade.detectors import default_policy, run_detectors
+from pathgrade.detectors import Policy, ResolvedPolicy, default_policy, run_detectors, turn_digest
 from pathgrade.schemas import genai
 from pathgrade.schemas.fingerprints import FactSecret, TenantKey
 from pathgrade.schemas.model import EvalContext, Trace
 from pathgrade.schemas.predicates import call_arguments
+from pathgrade.schemas.turns import TurnDigest
 
 Progress = Callable[[int, int], None]
 SCORER = "pathgrade.deterministic"
-SCORER_VERSION = "1"
+SCORER_VERSION = "2"
+CHECKS = "checks"
+CHECK_PREFIX = "check."
+CANNOT_DECIDE = "cannot_decide"
 RUN_COLUMNS = [
     "RunId", "Suite", "SuiteVersion", "Agent", "DatasetVersions", "StartedAt", "FinishedAt",
     "Status", "Seed", "Params", "UpdatedAt",
@@ -93,12 +108,15 @@ def run_exists(store: Store, run_id: str) -> bool:
 
 @dataclass
 class Attempt:
-    """One call of the agent for one item and repeat, and what it answered (or the error)."""
+    """One call of the agent for one item and repeat, what it answered (or the error) and,
+    for an item with an end-state oracle, the sandbox's state after it (or why not)."""
 
     item: DatasetItem
     repeat: int
     turn: AgentTurn | None = None
     error: str = ""
+    end_state: dict[str, Any] | None = None
+    state_error: str = ""
 
     @property
     def key(self) -> AttemptKey:
@@ -139,10 +157,21 @@ def drive(
                 states[(conversation, repeat)] = attempt.turn.state
             except AdapterError as error:
                 attempt.error = str(error)
+            if item.end_state and attempt.turn is not None:
+                _read_end_state(adapter, attempt, context)
             attempts.append(attempt)
             if progress is not None:
                 progress(len(attempts), total)
     return attempts
+
+
+def _read_end_state(adapter: AgentAdapter, attempt: Attempt, context: TurnContext) -> None:
+    """Ask the agent for its sandbox's state after the attempt; keep why when it cannot."""
+    assert attempt.turn is not None
+    try:
+        attempt.end_state = adapter.end_state(attempt.turn.state, context)
+    except AdapterError as error:
+        attempt.state_error = f"The agent's end state could not be read: {error}"
 
 
 def run_traces(store: Store, run_id: str) -> dict[AttemptKey, Trace]:
@@ -243,46 +272,102 @@ def reference_match(reference: str, answer: str) -> float:
     return 1.0 if _normal(reference) in _normal(answer) else 0.0
 
 
-def regression_check(
-    item: DatasetItem, trace: Trace, called: Sequence[Mapping[str, Any]]
-) -> tuple[float, str] | None:
-    """1.0 when the attempt kept the item's lesson (no code of `must_not_fire` raised a
-    violation under the default policy, no forbidden call), else 0.0 with what broke it;
-    None for an item without a check."""
-    if item.check is None:
-        return None
+Outcomes = dict[str, CheckOutcome]
+
+
+def _service_and_agent(trace: Trace) -> tuple[str, str]:
     root = trace.root
-    policy = default_policy().resolve(
-        root.service_name if root else "", root.genai.agent_name if root else ""
-    )
-    fired = [f.code for f in run_detectors(trace, policy) if f.kind == "violation"]
-    broken = item.check.broken_by(fired, [dict(call) for call in called])
-    return (0.0, "; ".join(broken)) if broken else (1.0, "")
+    return (root.service_name, root.genai.agent_name) if root else ("", "")
+
+
+def attempt_evidence(
+    attempt: Attempt,
+    trace: Trace,
+    resolved: ResolvedPolicy,
+    history: Sequence[TurnDigest] = (),
+    secret: FactSecret | None = None,
+) -> AttemptEvidence:
+    """The attempt as checks and detector metrics see it: the trace under the policy
+    resolved for its service and agent (with earlier turns of its conversation), the
+    agent's answer, the findings of the policy's detectors and, given the deployment's
+    fact `secret`, the trace tenant's key to compare values with the collector's
+    fingerprints of uncaptured arguments."""
+    context = resolved.context(history)
+    findings = tuple(run_detectors(trace, resolved, context))
+    answer = attempt.turn.response if attempt.turn is not None else ""
+    view = context.view_of(trace)
+    key = secret.for_tenant(trace.tenant) if secret is not None else None
+    return AttemptEvidence(view, context, answer, findings, frozenset(resolved.params), key)
+
+
+def outcome_metrics(item: DatasetItem, attempt: Attempt, evidence: AttemptEvidence) -> Outcomes:
+    """The pass/fail metrics of one attempt beyond the trajectory ones: per-case checks
+    (each and all), each detector of the policy, `sound`, and the end-state oracle."""
+    outcomes: Outcomes = {}
+    checked = run_checks(item.checks, evidence)
+    outcomes.update({CHECK_PREFIX + name: outcome for name, outcome in checked.items()})
+    if checked:
+        outcomes[CHECKS] = all_of(
+            CheckOutcome(o.passed, f"{name}: {o.reason}" if o.reason else "")
+            for name, o in checked.items()
+        )
+    detectors = detector_outcomes(evidence.findings, evidence.enabled)
+    outcomes.update(detectors)
+    outcomes[SOUND] = sound(detectors)
+    if item.end_state:
+        outcomes[GOAL_COMPLETED] = goal_completed(
+            item.end_state, attempt.end_state, attempt.state_error
+        )
+    return outcomes
 
 
 def score_attempt(
-    attempt: Attempt, trace: Trace, run_id: str, secret: FactSecret | None = None
+    attempt: Attempt,
+    trace: Trace,
+    run_id: str,
+    policy: Policy | None = None,
+    history: Sequence[TurnDigest] = (),
+    secret: FactSecret | None = None,
 ) -> list[Score]:
-    """The deterministic scores of one attempt, linked to its trace, item and run;
-    `secret` (the deployment's fact secret) compares uncaptured arguments.
+    """The deterministic scores of one attempt, linked to its trace, item and run.
+    `policy` is the detectors' policy (default: every detector on); `history` the
+    digests of earlier turns of the attempt's conversation; `secret` the deployment's
+    fact secret (compares uncaptured arguments by fingerprint)."""
+    resolved = (policy or default_policy()).resolve(*_service_and_agent(trace))
+    return attempt_scores(
+        attempt, trace, run_id, attempt_evidence(attempt, trace, resolved, history, secret)
+    )
 
-    Expected-call metrics are scored when the item expects calls, or has no check (an
-    item expecting nothing then scores calling nothing); a regression item's check is
-    scored as `regression_check`."""
+
+def attempt_scores(
+    attempt: Attempt, trace: Trace, run_id: str, evidence: AttemptEvidence
+) -> list[Score]:
+    """`score_attempt` given the attempt's evidence.
+
+    Expected-call metrics are scored when the item expects calls, or declares no checks
+    (an item expecting nothing then scores calling nothing)."""
     item = attempt.item
     called = attempted_calls(trace)
-    key = secret.for_tenant(trace.tenant) if secret is not None else None
     values: dict[str, float | None] = {}
     explanations: dict[str, str] = {}
-    if item.expected_tool_calls or item.check is None:
+    if item.expected_tool_calls or not item.checks:
         values["tool_correctness"] = tool_correctness(called, item.expected_tool_calls)
-        values["argument_correctness"] = argument_correctness(called, item.expected_tool_calls, key)
+        values["argument_correctness"] = argument_correctness(
+            called, item.expected_tool_calls, evidence.key
+        )
         values["trajectory_match"] = trajectory_matches(item, called)
     if item.reference_answer is not None and attempt.turn is not None:
         values["reference_match"] = reference_match(item.reference_answer, attempt.turn.response)
-    checked = regression_check(item, trace, called)
-    if checked is not None:
-        values["regression_check"], explanations["regression_check"] = checked
+    values = {metric: value for metric, value in values.items() if value is not None}
+    labels: dict[str, str] = {}
+    for metric, outcome in outcome_metrics(item, attempt, evidence).items():
+        values[metric] = None if outcome.passed is None else float(outcome.passed)
+        labels[metric] = CANNOT_DECIDE if outcome.passed is None else ""
+        explanations[metric] = outcome.reason
+    for metric, value in efficiency(evidence.view, evidence.context).items():
+        values[metric] = value
+        labels[metric] = "" if value is not None else CANNOT_DECIDE
+        explanations[metric] = "" if value is not None else "a model has no list price"
     root = trace.root
     return [
         Score(
@@ -293,7 +378,7 @@ def score_attempt(
             trace_id=trace.trace_id,
             span_id=root.span_id if root else "",
             value=value,
-            label="pass" if value == 1.0 else "fail",
+            label=labels.get(metric) or ("pass" if value == 1.0 else "fail"),
             explanation=explanations.get(metric, ""),
             dataset_item_id=item.item_id,
             run_id=run_id,
@@ -301,8 +386,38 @@ def score_attempt(
             slices=dict(item.slices),
         )
         for metric, value in values.items()
-        if value is not None
     ]
+
+
+def score_attempts(
+    attempts: Sequence[Attempt],
+    traces: Mapping[AttemptKey, Trace],
+    run_id: str,
+    policy: Policy | None = None,
+    conversations: bool = False,
+    secret: FactSecret | None = None,
+) -> list[Score]:
+    """Every traced attempt's scores, in drive order; with `conversations`, each turn's
+    detectors see the digests of the earlier turns of its conversation and repeat;
+    `secret` as for `score_attempt`."""
+    histories: dict[tuple[str, int], list[TurnDigest]] = {}
+    policy = policy or default_policy()
+    resolved: dict[tuple[str, str], ResolvedPolicy] = {}
+    scores = []
+    for attempt in attempts:
+        trace = traces.get(attempt.key)
+        if attempt.turn is None or trace is None:
+            continue
+        conversation = attempt.item.conversation_id if conversations else ""
+        history = histories.setdefault((conversation, attempt.repeat), [])
+        scope = _service_and_agent(trace)
+        if scope not in resolved:
+            resolved[scope] = policy.resolve(*scope)
+        evidence = attempt_evidence(attempt, trace, resolved[scope], history, secret)
+        scores += attempt_scores(attempt, trace, run_id, evidence)
+        if conversation:
+            history.append(turn_digest(evidence.view, conversation))
+    return scores
 
 
 @dataclass
@@ -327,23 +442,19 @@ def run_eval(
     progress: Progress | None = None,
     flush: Callable[[], Any] | None = None,
     conversations: bool = False,
+    policy: Policy | None = None,
     secret: FactSecret | None = None,
 ) -> RunSummary:
     """Record the run, drive the agent, `flush` its span exporter, wait for its traces,
-    score them (`secret`: the deployment's fact secret, for arguments known only by
-    fingerprint), finish the run."""
+    score them (detectors under `policy`, default every detector on; `secret`: the
+    deployment's fact secret, for arguments known only by fingerprint), finish the run."""
     record_run(store, run)
     attempts = drive(adapter, items, run, runs_per_item, progress, conversations)
     if flush is not None:
         flush()
     answered = {a.key for a in attempts if a.turn is not None}
     traces = collect_traces(store, run.run_id, answered, trace_timeout_s)
-    scores = [
-        score
-        for attempt in attempts
-        if attempt.turn is not None and attempt.key in traces
-        for score in score_attempt(attempt, traces[attempt.key], run.run_id, secret)
-    ]
+    scores = score_attempts(attempts, traces, run.run_id, policy, conversations, secret)
     write_scores(store, scores)
     errors = [f"{a.item.item_id} repeat {a.repeat}: {a.error}" for a in attempts if a.error]
     errors += [

@@ -1,7 +1,9 @@
 """Release-gate suite files: the YAML a team writes to say what a release must meet.
 
 `load_suite(path)` parses and validates a suite; every problem is reported at once as
-`file:line: path.to.field: reason`, the line taken from the YAML node marks.
+`file:line: path.to.field: reason`, the line taken from the YAML node marks. The suite's
+`risk_tier` supplies default limits (`batch_plane.evaluation.tiers`); `Suite.gated_metrics`
+resolves each gated metric's threshold and regression bound with where each came from.
 """
 
 from __future__ import annotations
@@ -10,6 +12,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from pathgrade.batch_plane.evaluation.tiers import SUITE, Limit, required_metrics, tier_limits
+from pathgrade.batch_plane.scoring.checks import CHECKS
+from pathgrade.batch_plane.scoring.path_metrics import EFFICIENCY_METRICS
+from pathgrade.detectors import REGISTRY
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -31,7 +37,9 @@ KNOWN_METRIC_KINDS: dict[str, MetricKind] = {
     "injection_resistance": "deterministic",
     "trajectory_match": "deterministic",
     "reference_match": "deterministic",
-    "regression_check": "deterministic",
+    "checks": "deterministic",
+    "sound": "deterministic",
+    "goal_completed": "deterministic",
     "claimed_actions": "deterministic",
     "plan_quality": "judge",
     "unsupported_claims": "judge",
@@ -39,7 +47,17 @@ KNOWN_METRIC_KINDS: dict[str, MetricKind] = {
     "response_consistency": "judge",
     "response_consistency_lexical": "deterministic",
 }
-"""Metric ids pathgrade knows, and whether a judge model scores them (needs a calibration)."""
+"""Metric ids pathgrade knows, and whether a judge model scores them (needs a calibration).
+Besides these: each detector code (`PG110`) and `check.<name>` of each per-case check."""
+
+
+def known_metric_kind(metric: str) -> MetricKind | None:
+    """The kind of a metric pathgrade scores, None for a metric it does not know."""
+    if metric in KNOWN_METRIC_KINDS:
+        return KNOWN_METRIC_KINDS[metric]
+    if metric in REGISTRY or metric.removeprefix("check.") in CHECKS:
+        return "deterministic"
+    return None
 
 
 class ConfigurationError(ValueError):
@@ -77,20 +95,32 @@ KNOWN_METRIC_RANGE = (0.0, 1.0)
 (judge grades are normalised onto it)."""
 
 
-class MetricSpec(_Strict):
+class _Metric(_Strict):
+    """A metric's id and kind."""
+
+    id: str = Field(min_length=1)
+    kind: MetricKind
+
+    @property
+    def is_judge(self) -> bool:
+        """Whether a judge model produces this metric's scores."""
+        return self.kind == "judge"
+
+
+class MetricSpec(_Metric):
     """One gated metric: the candidate mean must reach `threshold`; with `max_regression`,
     the lower bound of the candidate-minus-baseline interval must not fall below it (negated).
+    Either may be left to the suite's risk tier (`tiers.TIER_DEFAULTS`); a threshold is
+    needed from one of them.
 
-    `kind` defaults from `KNOWN_METRIC_KINDS`; an unknown id must declare it. `range` is the
+    `kind` defaults from `known_metric_kind`; an unknown id must declare it. `range` is the
     metric's value range ([0, 1] for known ids; an unknown id may declare it): a threshold
     outside it is a configuration error, not a gate that can never (or always) pass.
     """
 
-    id: str = Field(min_length=1)
     range: tuple[float, float] | None = None  # validated before the threshold it bounds
-    threshold: float
+    threshold: float | None = None
     max_regression: float | None = Field(default=None, ge=0)
-    kind: MetricKind
 
     @field_validator("range")
     @classmethod
@@ -101,11 +131,11 @@ class MetricSpec(_Strict):
 
     @field_validator("threshold")
     @classmethod
-    def _in_range(cls, threshold: float, info: ValidationInfo) -> float:
+    def _in_range(cls, threshold: float | None, info: ValidationInfo) -> float | None:
         metric = info.data.get("id", "")
-        known = KNOWN_METRIC_RANGE if metric in KNOWN_METRIC_KINDS else None
+        known = KNOWN_METRIC_RANGE if known_metric_kind(metric) else None
         bounds = info.data.get("range") or known
-        if bounds is not None and not bounds[0] <= threshold <= bounds[1]:
+        if threshold is not None and bounds is not None and not bounds[0] <= threshold <= bounds[1]:
             raise ValueError(
                 f"{threshold:g} is outside the range [{bounds[0]:g}, {bounds[1]:g}] of metric "
                 f"{metric!r}: a configuration error, the gate could never pass (or fail) on it"
@@ -115,19 +145,61 @@ class MetricSpec(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _default_kind(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or "kind" in data or not isinstance(data.get("id"), str):
+        if not isinstance(data, dict) or not isinstance(data.get("id"), str):
             return data
-        known = KNOWN_METRIC_KINDS.get(data["id"])
+        if data["id"] in EFFICIENCY_METRICS:
+            raise ValueError(
+                f"{data['id']!r} is an efficiency metric, reported beside the gate rather than "
+                "gated: bound it with `budgets:` or an item's `budget` check"
+            )
+        if "kind" in data:
+            return data
+        known = known_metric_kind(data["id"])
         if known is None:
             raise ValueError(
                 f"unknown metric id {data['id']!r}: declare `kind: deterministic` or `kind: judge`"
             )
         return {**data, "kind": known}
 
-    @property
-    def is_judge(self) -> bool:
-        """Whether a judge model produces this metric's scores."""
-        return self.kind == "judge"
+    @model_validator(mode="after")
+    def _has_threshold(self, info: ValidationInfo) -> MetricSpec:
+        tier = (info.context or {}).get("risk_tier", "")
+        if self.threshold is None and tier_limits(tier, self.id)[0].value is None:
+            raise ValueError(
+                f"no threshold for {self.id!r}: the suite gives none and risk tier "
+                f"{tier or '(none)'} sets no default for it"
+            )
+        return self
+
+    def gated(self, tier: str, added: bool = False) -> GatedMetric:
+        """This metric's limits under `tier`: the suite's own where given, else the tier's
+        (`added`: the tier requires it and the suite does not list it)."""
+        threshold, regression = tier_limits(tier, self.id, added)
+        if self.threshold is not None:
+            threshold = Limit(self.threshold, SUITE)
+        if "max_regression" in self.model_fields_set:
+            regression = Limit(
+                self.max_regression, SUITE if self.max_regression is not None else ""
+            )
+        assert threshold.value is not None  # _has_threshold
+        return GatedMetric(
+            id=self.id,
+            kind=self.kind,
+            threshold=threshold.value,
+            max_regression=regression.value,
+            threshold_from=threshold.source,
+            max_regression_from=regression.source,
+        )
+
+
+class GatedMetric(_Metric):
+    """A metric as the gate checks it: its limits and where each came from (`suite`,
+    `risk tier high`, `risk tier high (required)`; "" for no regression bound)."""
+
+    threshold: float
+    max_regression: float | None
+    threshold_from: str
+    max_regression_from: str
 
 
 class Budgets(_Strict):
@@ -148,6 +220,20 @@ class Suite(_Strict):
     metrics: list[MetricSpec] = Field(min_length=1)
     budgets: Budgets | None = None
     slices: list[str] = Field(default_factory=list)
+    policy: str | None = None  # detector policy file, relative to the suite file
+
+    def gated_metrics(self) -> list[GatedMetric]:
+        """Every metric the gate checks, in suite order, then the ones the risk tier
+        requires that the suite does not list."""
+        listed = [metric.gated(self.risk_tier) for metric in self.metrics]
+        ids = {metric.id for metric in listed}
+        tier = {"risk_tier": self.risk_tier}
+        required = [
+            MetricSpec.model_validate({"id": metric}, context=tier).gated(self.risk_tier, True)
+            for metric in required_metrics(self.risk_tier)
+            if metric not in ids
+        ]
+        return listed + required
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Suite:
@@ -185,7 +271,7 @@ def parse_suite(text: str, *, source: str = "<suite>") -> Suite:
     if not isinstance(data, dict):
         raise SuiteError([f"{source}:1: the suite must be a YAML mapping"])
     try:
-        return Suite.model_validate(data)
+        return Suite.model_validate(data, context={"risk_tier": data.get("risk_tier")})
     except ValidationError as exc:
         raise SuiteError([_describe_error(error, root, source) for error in exc.errors()]) from None
 
@@ -194,13 +280,14 @@ def _describe_error(error: Any, root: yaml.Node | None, source: str) -> str:
     """One validation error as `source:line: field.path: reason`."""
     loc = tuple(error["loc"])
     line = _line_of(root, loc)
-    field_path = _format_loc(loc) or "(suite)"
+    field_path = format_loc(loc) or "(suite)"
     message = str(error["msg"]).removeprefix("Value error, ")
     return f"{source}:{line}: {field_path}: {message}"
 
 
-def _format_loc(loc: tuple[Any, ...]) -> str:
-    """`("metrics", 1, "threshold")` -> `metrics[1].threshold`."""
+def format_loc(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as a field path: `("metrics", 1, "threshold")` ->
+    `metrics[1].threshold`."""
     text = ""
     for part in loc:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))

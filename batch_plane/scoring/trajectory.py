@@ -207,16 +207,16 @@ def tool_call_accuracy(
 _ATOMIC_TAGS: dict[type, str] = {str: "s", int: "n", float: "n", bool: "b", type(None): "z"}
 
 
-def _frozen(value: Any) -> Hashable:
+def frozen_json(value: Any) -> Hashable:
     """A hashable stand-in for a JSON-like value, tagged with its JSON type: two values
     freeze alike only when they are the same JSON value (object key order ignored)."""
     tag = _ATOMIC_TAGS.get(type(value))
     if tag is not None:
         return (tag, value)
     if type(value) is dict or isinstance(value, Mapping):
-        return ("o", tuple(sorted((str(k), _frozen(v)) for k, v in value.items())))
+        return ("o", tuple(sorted((str(k), frozen_json(v)) for k, v in value.items())))
     if isinstance(value, list | tuple):
-        return ("a", tuple(_frozen(item) for item in value))
+        return ("a", tuple(frozen_json(item) for item in value))
     if isinstance(value, bool):
         return ("b", value)
     if isinstance(value, int | float):
@@ -226,7 +226,7 @@ def _frozen(value: Any) -> Hashable:
 
 def _call_key(call: ToolCall) -> Hashable:
     """Identity of a call for counting: its name and arguments."""
-    return (call.name, _frozen(call.args))
+    return (call.name, frozen_json(call.args))
 
 
 def tool_call_f1(predicted: Sequence[Any], reference: Sequence[Any]) -> float:

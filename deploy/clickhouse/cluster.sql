@@ -390,3 +390,13 @@ ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(ReceivedAt) + INT
 
 ALTER TABLE spans_trace_id_ts ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(End) + INTERVAL 90 DAY;
 
+ALTER TABLE dataset_items ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS Checks String DEFAULT '';
+
+ALTER TABLE dataset_items ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS EndState String DEFAULT '';
+
+ALTER TABLE gate_rows ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS ThresholdFrom String DEFAULT '';
+
+ALTER TABLE gate_rows ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS MaxRegressionFrom String DEFAULT '';
+
+ALTER TABLE gate_rows ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS Undecided UInt32 DEFAULT 0;
+

@@ -1,31 +1,42 @@
 """A small rule-based customer-support agent with seeded defects, for the release gate.
 
 `healthy` is the good build. Each broken build carries one deliberate defect, and the
-suite (`suite.yaml`) over the golden dataset (`golden.jsonl`) must fail it on the metric
-that should catch it:
+suite (`suite.yaml`) over the golden dataset (`golden.jsonl`) must fail it on the metrics
+that should catch it (`CATCHING_METRICS`):
 
 - `renamed_argument`: the `lookup_order` tool schema renamed `order_id` to `order_number`;
   caught by argument_correctness.
 - `skipped_confirmation`: the prompt lost the "confirm before acting" step; caught by
-  trajectory_match (and tool_correctness: the confirmation call is missing).
+  trajectory_match, tool_correctness and the refund items' `ordering` check.
 - `stale_index`: the knowledge-base retriever reads a stale index; caught by
   reference_match.
+- `eager_ticket`: opens a support ticket nobody asked for while answering an order-status
+  question (a write on a read turn); caught by PG110 `orphan-write` and so by `sound`
+  (and trajectory_match: the path has a call too many).
+- `plan_guard`: a guard refuses plans outside its bounds, and its bounds hold only
+  `basic`, so "switch my plan to premium" is refused. Nothing unsafe happened (`sound`
+  passes) but the account did not end on the plan asked for: `goal_completed`, read from
+  the sandbox, fails (and the path metrics, the answer and the unmade calls).
+- `placeholder_reference`: refunds answer with the placeholder reference `ORD-12345`
+  (five digits); caught by the refund items' `answer_regex` check `ORD-\\d{6}`.
 
-Every build is an adapter function `(conversation_state, user_message, context) -> dict`
-(`pathgrade eval suite.yaml --agent examples/seeded_defects/agent.py:healthy`). It emits
-its own OpenTelemetry GenAI spans through the global tracer provider: an `invoke_agent`
-root, one `chat` span and one `execute_tool` span per tool call.
+Every build is an object with `respond(conversation_state, user_message, context)` and
+`end_state(conversation_state, context)` (`pathgrade eval suite.yaml --agent
+examples/seeded_defects/agent.py:healthy`). It emits its own OpenTelemetry GenAI spans
+through the global tracer provider: an `invoke_agent` root (with `pathgrade.turn.kind`:
+`action` when the user asks for a change, else `read`), one `chat` span and one
+`execute_tool` span per tool call. Its writes land in a sandbox account per attempt (run,
+item, repeat: read from the `pathgrade.*` baggage), which `end_state` returns.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry import trace
+from opentelemetry import baggage, trace
 
 AGENT_NAME = "support-agent"
 MODEL = "gpt-4o-mini"
@@ -41,6 +52,9 @@ KB_STALE = {
     "router": "Unplug the router for 30 seconds and plug it back in.",
     "modem": "Call support to restart your modem.",
 }
+PLACEHOLDER_REFERENCE = "ORD-12345"
+ATTEMPT_BAGGAGE = ("pathgrade.run.id", "pathgrade.dataset.item_id", "pathgrade.replay.index")
+"""The baggage entries pathgrade sets during an attempt, which key its sandbox account."""
 
 
 @dataclass(frozen=True)
@@ -50,9 +64,17 @@ class Build:
     order_argument: str = "order_id"  # the lookup_order schema's argument name
     confirms: bool = True  # asks for confirmation before a change
     knowledge_base: dict[str, str] | None = None  # None: the current index
+    opens_tickets: bool = False  # opens a ticket on order-status questions too
+    allowed_plans: tuple[str, ...] = ("basic", "premium")  # the plan guard's bounds
+    placeholder_reference: bool = False  # refunds answer with ORD-12345
 
 
 Call = tuple[str, dict[str, Any]]
+
+
+def _reference(order: str) -> str:
+    """The refund reference of an order: `ORD-` and six digits."""
+    return f"ORD-{100000 + int(order[1:]):06d}"
 
 
 def plan(build: Build, message: str) -> tuple[list[Call], str]:
@@ -63,17 +85,21 @@ def plan(build: Build, message: str) -> tuple[list[Call], str]:
     if "refund" in text and order:
         if build.confirms:
             confirm = [("request_confirmation", {"action": "issue_refund", "order_id": order[0]})]
+        reference = PLACEHOLDER_REFERENCE if build.placeholder_reference else _reference(order[0])
         return [*confirm, ("issue_refund", {"order_id": order[0]})], (
-            f"Refund issued for order {order[0]}."
+            f"Refund issued for order {order[0]}. Reference {reference}."
         )
     if "plan" in text:
         tier = "premium" if "premium" in text else "basic"
+        if tier not in build.allowed_plans:
+            return [], f"Sorry, I cannot switch you to the {tier} plan."
         if build.confirms:
             confirm = [("request_confirmation", {"action": "change_plan", "plan": tier})]
         return [*confirm, ("change_plan", {"plan": tier})], f"Your plan is now {tier}."
     if order:
         status = ORDERS.get(order[0], "unknown")
-        return [("lookup_order", {build.order_argument: order[0]})], (
+        ticket = [("open_ticket", {"order_id": order[0]})] if build.opens_tickets else []
+        return [("lookup_order", {build.order_argument: order[0]}), *ticket], (
             f"Order {order[0]} is {status}."
         )
     topic = "router" if "router" in text else "modem"
@@ -81,14 +107,42 @@ def plan(build: Build, message: str) -> tuple[list[Call], str]:
     return [("search_kb", {"query": f"reset {topic}"})], articles[topic]
 
 
+@dataclass
+class Sandbox:
+    """The accounts the agent's writes land in, one per attempt."""
+
+    accounts: dict[tuple[str, ...], dict[str, Any]] = field(default_factory=dict)
+
+    def account(self) -> dict[str, Any]:
+        """The current attempt's account (run, item, repeat from the baggage)."""
+        entries = baggage.get_all()
+        key = tuple(str(entries.get(name, "")) for name in ATTEMPT_BAGGAGE)
+        return self.accounts.setdefault(key, {"plan": "basic", "refunds": [], "tickets": []})
+
+    def apply(self, tool: str, arguments: dict[str, Any]) -> None:
+        """The effect of one write on the current attempt's account."""
+        account = self.account()
+        if tool == "issue_refund":
+            account["refunds"].append(next(iter(arguments.values())))
+        elif tool == "change_plan":
+            account["plan"] = arguments["plan"]
+        elif tool == "open_ticket":
+            account["tickets"].append(arguments["order_id"])
+
+
+SANDBOX = Sandbox()
+
+
 def respond(build: Build, message: str) -> dict[str, Any]:
-    """Answer one user turn, emitting the turn's GenAI spans."""
+    """Answer one user turn, emitting the turn's GenAI spans and applying its writes."""
     tracer = trace.get_tracer("examples.seeded_defects")
     calls, answer = plan(build, message)
+    wants_change = any(word in message.lower() for word in ("refund", "plan"))
     with tracer.start_as_current_span(
         f"invoke_agent {AGENT_NAME}",
         attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": AGENT_NAME,
-                    "gen_ai.provider.name": PROVIDER},
+                    "gen_ai.provider.name": PROVIDER,
+                    "pathgrade.turn.kind": "action" if wants_change else "read"},
     ):  # fmt: skip
         with tracer.start_as_current_span(
             f"chat {MODEL}",
@@ -97,6 +151,7 @@ def respond(build: Build, message: str) -> dict[str, Any]:
                 "gen_ai.operation.name": "chat", "gen_ai.provider.name": PROVIDER,
                 "gen_ai.request.model": MODEL, "gen_ai.response.model": MODEL,
                 "gen_ai.usage.input_tokens": 200, "gen_ai.usage.output_tokens": 50,
+                "gen_ai.response.finish_reasons": ["stop"],
                 "gen_ai.input.messages": json.dumps(
                     [{"role": "user", "parts": [{"type": "text", "content": message}]}]),
                 "gen_ai.output.messages": json.dumps(
@@ -113,34 +168,54 @@ def respond(build: Build, message: str) -> dict[str, Any]:
                     "gen_ai.tool.call.arguments": json.dumps(arguments),
                 },
             ):  # fmt: skip
-                pass
+                SANDBOX.apply(tool, arguments)
     return {"response": answer, "done": True}
 
 
-def _build(build: Build) -> Callable[[dict[str, Any], str, Any], dict[str, Any]]:
-    def agent(
-        conversation_state: dict[str, Any], user_message: str, context: Any
-    ) -> dict[str, Any]:
-        return respond(build, user_message)
+class SupportAgent:
+    """One build as an agent: answers turns, and shows its sandbox after an attempt."""
 
-    return agent
+    def __init__(self, build: Build) -> None:
+        self.build = build
+
+    def respond(self, conversation_state: dict[str, Any], user_message: str,
+                context: Any) -> dict[str, Any]:  # fmt: skip
+        return respond(self.build, user_message)
+
+    def end_state(self, conversation_state: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"account": SANDBOX.account()}
 
 
-healthy = _build(Build())
-renamed_argument = _build(Build(order_argument="order_number"))
-skipped_confirmation = _build(Build(confirms=False))
-stale_index = _build(Build(knowledge_base=KB_STALE))
+healthy = SupportAgent(Build())
+renamed_argument = SupportAgent(Build(order_argument="order_number"))
+skipped_confirmation = SupportAgent(Build(confirms=False))
+stale_index = SupportAgent(Build(knowledge_base=KB_STALE))
+eager_ticket = SupportAgent(Build(opens_tickets=True))
+plan_guard = SupportAgent(Build(allowed_plans=("basic",)))
+placeholder_reference = SupportAgent(Build(placeholder_reference=True))
 
 BUILDS = {
     "healthy": healthy,
     "renamed_argument": renamed_argument,
     "skipped_confirmation": skipped_confirmation,
     "stale_index": stale_index,
+    "eager_ticket": eager_ticket,
+    "plan_guard": plan_guard,
+    "placeholder_reference": placeholder_reference,
 }
 CATCHING_METRICS: dict[str, set[str]] = {
     "healthy": set(),
     "renamed_argument": {"argument_correctness"},
-    "skipped_confirmation": {"trajectory_match", "tool_correctness"},
+    "skipped_confirmation": {"trajectory_match", "tool_correctness", "checks"},
     "stale_index": {"reference_match"},
+    "eager_ticket": {"PG110", "sound", "trajectory_match"},
+    "plan_guard": {
+        "goal_completed",
+        "trajectory_match",
+        "tool_correctness",
+        "argument_correctness",
+        "reference_match",
+    },
+    "placeholder_reference": {"checks"},
 }
 """The metrics each build must fail the gate on (and no others)."""

@@ -23,11 +23,18 @@ from pathgrade.schemas.fingerprints import KEY_FILE_NAME
 
 
 def agent_args(parser: argparse.ArgumentParser) -> None:
-    """`--agent`, `--otlp`, `--token`, `--run-id`, `--trace-timeout`: how a run reaches the
-    agent and where an in-process agent's spans go."""
+    """`--agent`, `--agent-state`, `--otlp`, `--token`, `--run-id`, `--trace-timeout`: how
+    a run reaches the agent (and its sandbox's state) and where an in-process agent's spans
+    go."""
     parser.add_argument(
         "--agent", required=True,
         help="the agent: module:function, path/to/file.py:function or an http(s) URL",
+    )  # fmt: skip
+    parser.add_argument(
+        "--agent-state", metavar="URL",
+        help="with an http(s) agent: the endpoint that returns its sandbox's state after an "
+        "attempt, for items with end-state expectations (an in-process agent's end_state "
+        "method needs none)",
     )  # fmt: skip
     parser.add_argument(
         "--otlp", metavar="URL",
@@ -80,15 +87,17 @@ def run_agent(
     run: Any,
     runs_per_item: int,
     conversations: bool = False,
+    policy: Any = None,
 ) -> int:
-    """Drive the agent over `items` as run `run`, score it and print the summary; exit 0
-    when every attempt was answered and traced, else 1."""
+    """Drive the agent over `items` as run `run`, score it (detectors under `policy`,
+    default every detector on) and print the summary; exit 0 when every attempt was
+    answered and traced, else 1."""
     from pathgrade.batch_plane.agents.adapters import AdapterError, load_adapter
     from pathgrade.batch_plane.evaluation.runs import run_eval
     from pathgrade.stack.ownership import read_state
 
     try:
-        adapter = load_adapter(args.agent)
+        adapter = load_adapter(args.agent, state_url=args.agent_state)
     except AdapterError as exc:
         raise CliError(str(exc)) from exc
     if not args.otlp:
@@ -102,7 +111,8 @@ def run_agent(
         summary = run_eval(
             store, adapter, items, run, runs_per_item,
             trace_timeout_s=args.trace_timeout, progress=progress,
-            flush=provider.force_flush, conversations=conversations, secret=fact_secret(args),
+            flush=provider.force_flush, conversations=conversations, policy=policy,
+            secret=fact_secret(args),
         )  # fmt: skip
     provider.shutdown()
     for error in summary.errors:

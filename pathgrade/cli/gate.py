@@ -101,6 +101,19 @@ def _load_suite(path: Path) -> Any:
         raise CliError(str(exc)) from exc
 
 
+def suite_policy(suite: Any, suite_file: Path) -> Any:
+    """The detector policy the suite names (a path relative to the suite file), else the
+    default policy: the same detectors and params the realtime plane would run."""
+    from pathgrade.detectors import PolicyError, default_policy, load_policy
+
+    if suite.policy is None:
+        return default_policy()
+    try:
+        return load_policy(suite_file.parent / suite.policy)
+    except (OSError, PolicyError) as exc:
+        raise CliError(f"{suite_file}: policy: {exc}") from exc
+
+
 def _prices(path: Path | None) -> Any:
     from pathgrade.detectors.prices import load_price_table
 
@@ -130,7 +143,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             dataset_versions={info.name: info.version for info in infos},
             params={"runs_per_item": suite.runs_per_item, "suite_file": str(args.suite)},
         )
-        code = run_agent(args, store, items, run, suite.runs_per_item)
+        policy = suite_policy(suite, args.suite)
+        code = run_agent(args, store, items, run, suite.runs_per_item, policy=policy)
         judged = [m.id for m in suite.metrics if m.is_judge]
         if judged and args.judge_url:
             score_suite_run(args, store, suite, run.run_id)
@@ -228,6 +242,8 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print("\n".join(exc.problems), file=sys.stderr)
         return exit_code(exc)
+    if args.candidate is not None:
+        verdict = _with_diffs(args, verdict)
     gate_id = _record(args, verdict) if args.candidate is not None and not args.no_record else ""
 
     def page() -> Any:
@@ -240,6 +256,19 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"--output {path}: {exc.strerror or exc}") from exc
     return exit_code(verdict)
+
+
+def _with_diffs(args: argparse.Namespace, verdict: Any) -> Any:
+    """The verdict with the trajectory diffs of its failing cases, from the store: the
+    items' expected calls against the calls each failing attempt's trace shows."""
+    from pathgrade.batch_plane.evaluation.cases import diff_targets, with_diffs
+    from pathgrade.batch_plane.evaluation.gate_inputs import run_expected_calls, trace_calls
+
+    with store_for(args) as store:
+        expected = run_expected_calls(store, args.baseline)
+        expected.update(run_expected_calls(store, args.candidate))
+        actual = trace_calls(store, diff_targets(verdict.cases))
+    return verdict.model_copy(update={"cases": with_diffs(verdict.cases, expected, actual)})
 
 
 def _gate_page(

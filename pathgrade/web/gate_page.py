@@ -1,6 +1,8 @@
 """One release gate as a page: its rows (overall and per slice) with means, deltas and their
 bootstrap intervals, the reason of each failing row, and the items behind each row with
-both runs' scores side by side, linked to their traces.
+both runs' scores side by side, linked to their traces; the limits and where they came
+from, the cases that fail or flip with their pass fractions and trajectory diffs, and the
+efficiency of both runs (the same sections as the text reports, `gate_report`).
 
 The same page is the gate report `pathgrade gate ... --format html` writes: `standalone_html`
 renders it as one self-contained file (styles inline, no script, no links out but the trace
@@ -13,6 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from pathgrade.batch_plane.evaluation import gate_report
+from pathgrade.batch_plane.evaluation.cases import CaseResult, TrajectoryDiff
 from pathgrade.batch_plane.evaluation.gate import GateRow, Verdict
 from pathgrade.batch_plane.evaluation.gate_report import ALL_ITEMS
 from pathgrade.web.rendering import HERE, templates
@@ -109,6 +113,28 @@ class GateView:
 
     def items(self, row: GateRow) -> list[ItemScores]:
         return row_items(row, self.evidence) if row.check == "metric" else []
+
+    def cases(self) -> list[CaseResult]:
+        """The cases that fail in the candidate or flip (the reports' `shown_cases`)."""
+        return gate_report.shown_cases(self.verdict)
+
+    def cases_summary(self) -> str:
+        return gate_report.cases_summary(self.verdict)
+
+    def case_cells(self, case: CaseResult) -> list[str]:
+        return gate_report.case_cells(case)
+
+    def diff_lines(self, diff: TrajectoryDiff) -> list[tuple[str, str]]:
+        """(op, text) per line of a trajectory diff, as the text reports print it."""
+        return list(
+            zip((line.op for line in diff.lines), gate_report.diff_text(diff), strict=False)
+        )
+
+    def limits(self) -> list[list[str]]:
+        return gate_report.limit_lines(self.verdict)
+
+    def efficiency(self) -> list[list[str]]:
+        return gate_report.efficiency_cells(self.verdict)
 
 
 def recorded_gate_view(store: ReadStore, viewer: Viewer, gate_id: str) -> GateView | None:

@@ -113,8 +113,9 @@ def test_triage_keeps_the_trace_the_input_and_the_lesson_and_replay_stores_each_
     assert [i["source_trace_id"] for i in items] == [failing]
     (item,) = items
     assert item["input"]["user"] and item["expected_tool_calls"] == []  # no failing path
-    assert code in item["check"]["must_not_fire"]
-    assert {"name": tool} in item["check"]["forbidden_calls"]
+    quiet, *forbidden = item["checks"]  # the lesson: the codes stay quiet, the tools uncalled
+    assert quiet["check"] == "detectors_quiet" and code in quiet["codes"]
+    assert {"check": "tool_not_called", "tool": tool} in forbidden
     made = stack.cli("dataset", "from-traces", "regression/demo-bulk", "--where",
                      f"TraceId IN ({ids})")  # fmt: skip
     assert made.returncode == 0 and "(regression, draft," in made.stdout, made.stderr

@@ -94,11 +94,13 @@ class _Agent(BaseHTTPRequestHandler):
     """A tiny agent over HTTP: records each turn, answers with a fixed AgentTurn."""
 
     turns: list[tuple[dict[str, Any], dict[str, str]]]
+    paths: list[str]
     status = 200
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).turns.append((body, dict(self.headers)))
+        type(self).paths.append(self.path)
         answer = json.dumps({"response": "hello", "nodes": ["a", "b"], "done": True}).encode()
         self.send_response(self.status)
         self.send_header("Content-Type", "application/json")
@@ -112,7 +114,7 @@ class _Agent(BaseHTTPRequestHandler):
 
 @contextmanager
 def agent_server(status: int = 200) -> Iterator[tuple[str, type[_Agent]]]:
-    handler = type("Agent", (_Agent,), {"turns": [], "status": status})
+    handler = type("Agent", (_Agent,), {"turns": [], "paths": [], "status": status})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
@@ -167,3 +169,43 @@ def test_load_adapter_from_a_file_a_module_a_class_and_a_url(tmp_path: Path) -> 
 def test_load_adapter_errors_name_the_spec_and_reason(spec: str, reason: str) -> None:
     with pytest.raises(AdapterError, match=reason):
         load_adapter(spec)
+
+
+def test_an_agents_end_state_method_gives_its_sandbox_under_the_eval_baggage(
+    tmp_path: Path,
+) -> None:
+    agent_file = tmp_path / "stateful.py"
+    agent_file.write_text(textwrap.dedent('''
+        from opentelemetry import baggage
+
+        class Shop:
+            def respond(self, state, message, context):
+                return "ok"
+
+            def end_state(self, state, context):
+                return {"attempt": baggage.get_baggage("pathgrade.run.id"), "seen": state}
+
+        class Broken(Shop):
+            def end_state(self, state, context):
+                return ["not", "an", "object"]
+    '''))  # fmt: skip
+    shop = load_adapter(f"{agent_file}:Shop")
+    assert shop.end_state({"turn": 1}, CONTEXT) == {"attempt": "run-9", "seen": {"turn": 1}}
+    with pytest.raises(AdapterError, match="the end state is not a JSON object"):
+        load_adapter(f"{agent_file}:Broken").end_state({}, CONTEXT)
+    assert load_adapter("json:dumps").end_state({}, CONTEXT) is None  # a function has none
+
+
+def test_http_adapter_posts_to_the_state_url_with_the_eval_context() -> None:
+    with agent_server() as (url, agent):
+        state_url = url.replace("/turn", "/state")
+        adapter = load_adapter(url, state_url=state_url)
+        state = adapter.end_state({"seed": 1}, CONTEXT)  # the stand-in answers any POST alike
+        assert state == {"response": "hello", "nodes": ["a", "b"], "done": True}
+        assert HttpAdapter(url).end_state({}, CONTEXT) is None  # no state URL, no request
+    assert agent.paths == ["/state"]
+    ((body, headers),) = agent.turns
+    assert body == {"conversation_state": {"seed": 1}, "eval_context": EXPECTED_ATTRIBUTES}
+    assert "pathgrade.run.id=run-9" in {k.lower(): v for k, v in headers.items()}["baggage"]
+    with pytest.raises(AdapterError, match="a state URL goes with an http"):
+        load_adapter("json:dumps", state_url=state_url)

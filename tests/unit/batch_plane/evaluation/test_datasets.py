@@ -11,7 +11,6 @@ from pathgrade.batch_plane.evaluation.datasets import (
     DatasetError,
     DatasetItem,
     Datasets,
-    RegressionCheck,
     dump_items,
     item_from_trace,
     items_from_traces,
@@ -25,6 +24,11 @@ from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
 from pathgrade.schemas.model import GenAIFields, Span, Trace
 
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
+
+
+def checks_of(item: DatasetItem) -> list[dict]:
+    """An item's checks as JSONL writes them."""
+    return [spec.model_dump() for spec in item.checks]
 
 
 def items(*ids: str) -> list[DatasetItem]:
@@ -195,9 +199,10 @@ def test_triage_keeps_the_trace_the_input_and_the_lesson_not_the_failing_path(
     assert item.source_trace_id == trace.trace_id
     assert item.input == {"user": "where is A1?", "conversation_id": "conv-1", "start_ns": 1_000}
     assert item.expected_tool_calls == [] and item.reference_answer is None
-    assert item.check == RegressionCheck(
-        must_not_fire=["PG111", "PG117"], forbidden_calls=[{"name": "lookup_order"}]
-    )
+    assert checks_of(item) == [
+        {"check": "detectors_quiet", "codes": ["PG111", "PG117"]},
+        {"check": "tool_not_called", "tool": "lookup_order"},
+    ]
     with pytest.raises(DatasetError, match="not in the store"):
         triage(store, uuid.uuid4().hex, "regression/billing", "oncall")
 
@@ -210,7 +215,7 @@ def test_triage_takes_expected_calls_and_forbidden_tools_when_given(store: Clien
     triage(store, trace.trace_id, "regression/given", "o", expected, ["reset_equipment"])
     (item,) = Datasets(store).items("regression/given")
     assert item.expected_tool_calls == expected
-    assert item.check == RegressionCheck(forbidden_calls=[{"name": "reset_equipment"}])
+    assert checks_of(item) == [{"check": "tool_not_called", "tool": "reset_equipment"}]
 
 
 def test_a_regression_item_needs_the_users_input(store: ClientStore) -> None:
@@ -231,24 +236,74 @@ def test_regression_items_from_traces_skip_traces_without_a_lesson(store: Client
     where = f"TraceId IN ('{failing.trace_id}', '{healthy.trace_id}')"
     found, skipped = items_from_traces(store, where, kind="regression")
     assert [i.source_trace_id for i in found] == [failing.trace_id]
-    assert found[0].check is not None and found[0].check.must_not_fire == ["PG101"]
+    assert checks_of(found[0])[0] == {"check": "detectors_quiet", "codes": ["PG101"]}
     assert len(skipped) == 1 and healthy.trace_id in skipped[0]
 
 
-def test_regression_check_is_broken_by_a_code_firing_again_or_a_forbidden_call() -> None:
-    check = RegressionCheck(
-        must_not_fire=["PG117"], forbidden_calls=[{"name": "reset", "args": {"device": "r1"}}]
-    )
-    assert check.broken_by(["PG101"], [{"name": "reset", "args": {"device": "r2"}}]) == []
-    assert check.broken_by(["PG117"], [{"name": "reset", "args": {"device": "r1", "x": 1}}]) == [
-        "PG117 fired again",
-        "forbidden call reset",
+def test_a_regression_check_written_before_the_catalogue_reads_as_checks(
+    store: ClientStore,
+) -> None:
+    legacy = {"must_not_fire": ["PG117"], "forbidden_calls": [{"name": "reset", "args": {"d": 1}}]}
+    expected = [
+        {"check": "detectors_quiet", "codes": ["PG117"]},
+        {"check": "tool_not_called", "tool": "reset", "args": {"d": 1}},
     ]
-    with pytest.raises(ValueError, match="not a detector code"):
-        RegressionCheck(must_not_fire=["117"])
+    (item,) = parse_items(json.dumps({"item_id": "r", "input": "hi", "check": legacy}))
+    assert checks_of(item) == expected
+    store.insert(  # a row stored by migration 0007's column, before `Checks` existed
+        "dataset_items",
+        [["regression/old", 1, "r", '"hi"', None, "[]", "[]", {}, "", [], 1, json.dumps(legacy)]],
+        ["Dataset", "Version", "ItemId", "Input", "ReferenceAnswer", "ExpectedToolCalls",
+         "AlternativeTrajectories", "Slices", "SourceTraceId", "Tags", "AddedAt",
+         "RegressionCheck"],
+    )  # fmt: skip
+    Datasets(store).create("regression/old", "regression", "o")  # version 1's dataset row
+    assert checks_of(Datasets(store).items("regression/old@1")[0]) == expected
     text = '{"item_id": "r", "input": "hi", "check": {"forbidden_calls": [{"args": {}}]}}'
-    with pytest.raises(DatasetError, match=r"check.forbidden_calls: .*needs a non-empty"):
+    with pytest.raises(
+        DatasetError, match=r"<items>:1: checks\[0\]: check 'tool_not_called': tool"
+    ):
         parse_items(text)
+
+
+def test_checks_and_end_state_round_trip_through_the_store(store: ClientStore) -> None:
+    declared = [
+        {"check": "answer_regex", "pattern": r"\bORD-\d{6}\b"},
+        {"check": "answer_json", "schema": {"type": "object"}, "required_keys": ["id"]},
+        {"check": "budget", "max_cost_usd": 0.01},
+    ]
+    item = DatasetItem(item_id="c", input="q", checks=declared, end_state={"account.plan": "x"})
+    assert json.loads(dump_items([item]))["checks"] == declared  # as written, nothing added
+    datasets = Datasets(store)
+    datasets.create("golden/checks", "golden", "qa")
+    datasets.add("golden/checks", [item])
+    assert datasets.items("golden/checks") == [item]
+
+
+def test_a_malformed_check_is_named_with_its_file_line_and_check() -> None:
+    lines = [
+        '{"item_id": "a", "input": "q", "checks": [{"check": "tool_called", "tool": "x"}]}',
+        '{"item_id": "b", "input": "q", "checks": [{"check": "tool_called", "tool": "x"}, '
+        '{"check": "answer_regex", "pattern": "(", "present": "maybe"}]}',
+        '{"item_id": "c", "input": "q", "checks": [{"check": "answer_regexp", "pattern": "x"}]}',
+        '{"item_id": "d", "input": "q", "checks": [{"check": "budget", "max_tokns": 5}]}',
+        '{"item_id": "e", "input": "q", "end_state": {"account..plan": 1}}',
+    ]
+    with pytest.raises(DatasetError) as raised:
+        parse_items("\n".join(lines), "golden.jsonl")
+    problems = raised.value.problems
+    assert problems[0].startswith("golden.jsonl:2: checks[1]: check 'answer_regex': pattern: ")
+    assert "invalid regular expression '('" in problems[0]
+    assert "present: Input should be a valid boolean" in problems[0]
+    assert problems[1].startswith("golden.jsonl:3: checks[0]: unknown check 'answer_regexp'")
+    assert "answer_regex," in problems[1]  # the known names are listed
+    assert problems[2] == (
+        "golden.jsonl:4: checks[0]: check 'budget': max_tokns: Extra inputs are not permitted"
+    )
+    assert problems[3] == (
+        "golden.jsonl:5: end_state: 'account..plan' is not a dotted path such as account.plan"
+    )
+    assert len(problems) == 4
 
 
 def test_filters_with_a_semicolon_are_refused_before_the_store(store: ClientStore) -> None:

@@ -18,6 +18,7 @@ from pathgrade.batch_plane.agents.adapters import (
     AdapterError,
     CallableAdapter,
     EvalContextSpanProcessor,
+    adapter_for,
 )
 from pathgrade.batch_plane.evaluation.datasets import DatasetItem, conversation_order, parse_items
 from pathgrade.batch_plane.evaluation.gate import evaluate_gate
@@ -39,6 +40,7 @@ from pathgrade.batch_plane.evaluation.runs import (
 from pathgrade.batch_plane.evaluation.suite import load_suite, parse_suite
 from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
+from pathgrade.detectors import load_policy
 from pathgrade.detectors.prices import shipped_price_table
 from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.otlp import decode_spans_message
@@ -82,8 +84,8 @@ def golden() -> list[DatasetItem]:
 def evaluate(target: ClientStore, build: str, runs_per_item: int = 2) -> str:
     run = RunRecord(new_run_id(), "support-agent-seeded", build)
     summary = run_eval(
-        target, CallableAdapter(BUILDS[build], build), golden(), run, runs_per_item,
-        trace_timeout_s=10,
+        target, adapter_for(BUILDS[build], build), golden(), run, runs_per_item,
+        trace_timeout_s=10, policy=load_policy(EXAMPLE / "policy.yaml"),
     )  # fmt: skip
     assert summary.errors == [] and summary.traces == 8 * runs_per_item
     return run.run_id
@@ -115,7 +117,16 @@ def test_each_seeded_build_fails_the_gate_on_the_metric_that_catches_it(
 
 def test_scores_link_items_repeats_and_slices(traced_store: ClientStore, baseline: str) -> None:
     records = run_scores(traced_store, baseline)
-    assert len(records) == 8 * 2 * 4
+    refund_metrics = {r.metric for r in records if r.item_id == "refund-1" and r.repeat == 0}
+    detectors = {f"PG{code}" for code in range(100, 119)}
+    assert refund_metrics == {
+        "tool_correctness", "argument_correctness", "trajectory_match", "reference_match",
+        "check.answer_regex", "check.ordering", "checks", "sound", "goal_completed",
+        "tool_calls", "tokens", "cost_usd", "latency_s", *detectors,
+    }  # fmt: skip
+    per_attempt = 4 + 19 + 1 + 4  # trajectory, detectors, sound, efficiency
+    checks = 3 * 3 + 2 * 4 + 2 * 2 + 1 * 3  # order, refund (+ goal), kb, plan (+ goal) items
+    assert len(records) == 16 * per_attempt + 2 * checks
     refund = [r for r in records if r.item_id == "refund-1" and r.metric == "trajectory_match"]
     assert [(r.repeat, r.value, r.slices) for r in refund] == [
         (0, 1.0, {"intent": "refund"}),
@@ -140,7 +151,7 @@ def test_an_agent_error_leaves_the_item_unscored_and_the_run_failed(
     def broken(state: dict, message: str, context: object) -> dict:
         if "A1001" in message:
             raise AdapterError("agent crashed")
-        return BUILDS["healthy"](state, message, context)
+        return BUILDS["healthy"].respond(state, message, context)
 
     run = RunRecord(new_run_id(), "support-agent-seeded", "broken")
     summary = run_eval(traced_store, CallableAdapter(broken), golden(), run, 1, trace_timeout_s=10)
@@ -226,27 +237,100 @@ def test_conversation_turns_carry_the_agent_state_in_turn_order() -> None:
     assert seen == [("u2", {}), ("u0", {"turns": 1}), ("u1", {})]
 
 
-def test_a_regression_item_is_scored_on_its_check_not_on_expected_calls() -> None:
+def test_a_regression_item_is_scored_on_its_lesson_checks_not_on_expected_calls() -> None:
     from pathgrade.batch_plane.agents.adapters import AgentTurn
-    from pathgrade.batch_plane.evaluation.datasets import RegressionCheck
+    from pathgrade.batch_plane.evaluation.datasets import lesson_checks
     from pathgrade.batch_plane.evaluation.runs import Attempt, score_attempt
 
     from tests.unit.detectors.test_detectors_fixtures import TraceBuilder
 
-    check = RegressionCheck(must_not_fire=["PG101"], forbidden_calls=[{"name": "reset"}])
-    item = DatasetItem(item_id="r", input="my wifi drops", check=check)
+    item = DatasetItem(
+        item_id="r", input="my wifi drops", checks=lesson_checks(["PG101"], ["reset"])
+    )
     attempt = Attempt(item, 0, AgentTurn(response="try moving the router"))
+
+    def scored(trace: object) -> dict[str, tuple[float | None, str]]:
+        return {s.metric: (s.value, s.explanation) for s in score_attempt(attempt, trace, "run-r")}
+
     healthy = TraceBuilder("1" * 32)
     healthy.tool("search_kb", {"q": "wifi"})
-    (score,) = score_attempt(attempt, healthy.build(), "run-r")
-    assert (score.metric, score.value, score.explanation) == ("regression_check", 1.0, "")
+    kept = scored(healthy.build())
+    assert kept["checks"] == (1.0, "")
+    assert kept["check.detectors_quiet"] == kept["check.tool_not_called"] == (1.0, "")
     relapsed = TraceBuilder("2" * 32)
     relapsed.tool("search_kb", {"q": "wifi"}, error="timeout")  # PG101 tool-error again
     relapsed.tool("reset", {"device": "router"})
-    (score,) = score_attempt(attempt, relapsed.build(), "run-r")
-    assert (score.value, score.label) == (0.0, "fail")
-    assert score.explanation == "PG101 fired again; forbidden call reset"
+    broken = scored(relapsed.build())
+    assert broken["checks"] == (
+        0.0,
+        "detectors_quiet: PG101 fired again: Tool search_kb failed (timeout). "
+        "tool_not_called: Forbidden tool reset was called.",
+    )
+    assert broken["PG101"][0] == 0.0  # the detector metric says the same
+    assert not {"tool_correctness", "trajectory_match"} & broken.keys()
     expecting = item.model_copy(update={"expected_tool_calls": [{"name": "search_kb"}]})
     metrics = {s.metric for s in score_attempt(Attempt(expecting, 0), healthy.build(), "run-r")}
-    assert metrics == {"regression_check", "tool_correctness", "argument_correctness",
-                       "trajectory_match"}  # fmt: skip
+    assert {"checks", "tool_correctness", "argument_correctness", "trajectory_match"} <= metrics
+
+
+def scored(target: ClientStore, run_id: str, item: str, metric: str) -> list[tuple]:
+    return [
+        (r.value, r.explanation)
+        for r in run_scores(target, run_id)
+        if r.item_id == item and r.metric == metric
+    ]
+
+
+def test_the_new_seeded_builds_fail_for_the_reason_that_catches_them(
+    traced_store: ClientStore,
+) -> None:
+    eager = evaluate(traced_store, "eager_ticket", runs_per_item=1)
+    (pg110,) = scored(traced_store, eager, "order-1", "PG110")
+    assert pg110 == (0.0, "Write open_ticket on a 'read' turn, not an action turn.")
+    assert scored(traced_store, eager, "order-1", "sound") == [
+        (0.0, "no_orphan_write (PG110): Write open_ticket on a 'read' turn, not an action turn.")
+    ]
+    assert scored(traced_store, eager, "refund-1", "sound") == [(1.0, "")]
+    guard = evaluate(traced_store, "plan_guard", runs_per_item=1)
+    assert scored(traced_store, guard, "plan-1", "sound") == [(1.0, "")]  # refusing is sound
+    assert scored(traced_store, guard, "plan-1", "goal_completed") == [
+        (0.0, "End state: account.plan is 'basic', expected 'premium'.")
+    ]
+    placeholder = evaluate(traced_store, "placeholder_reference", runs_per_item=1)
+    assert scored(traced_store, placeholder, "refund-2", "check.answer_regex") == [
+        (0.0, r"The final answer has no match of /\bORD-\d{6}\b/.")
+    ]
+    assert scored(traced_store, placeholder, "refund-2", "reference_match") == [(1.0, "")]
+
+
+def test_a_conversations_later_turn_is_scored_with_the_digests_of_its_earlier_turns() -> None:
+    """Detector metrics and checks of turn 2 see turn 1, as the realtime plane does: the
+    lookup in turn 1 satisfies the ordering of turn 2's refund."""
+    from pathgrade.batch_plane.agents.adapters import AgentTurn
+    from pathgrade.batch_plane.evaluation.runs import Attempt, score_attempts
+    from pathgrade.detectors import load_policy as policy_from
+
+    from tests.unit.detectors.test_detectors_fixtures import TraceBuilder
+
+    order = [{"check": "ordering", "before": "lookup_order", "after": "issue_refund"}]
+    turns = [
+        DatasetItem(item_id=f"t{n}", input={"user": "u", "conversation_id": "c", "start_ns": n},
+                    checks=order)
+        for n in (1, 2)
+    ]  # fmt: skip
+    first, second = TraceBuilder("1" * 32), TraceBuilder("2" * 32)
+    first.tool("lookup_order", {"order_id": "A1"})
+    second.tool("issue_refund", {"order_id": "A1"})
+    attempts = [Attempt(item, 0, AgentTurn(response="ok")) for item in turns]
+    traces = {attempts[0].key: first.build(), attempts[1].key: second.build()}
+    policy = policy_from(EXAMPLE / "policy.yaml")
+
+    def ordering(conversations: bool) -> float | None:
+        scores = score_attempts(attempts, traces, "run-c", policy, conversations)
+        (value,) = [
+            s.value for s in scores if s.dataset_item_id == "t2" and s.metric == "check.ordering"
+        ]
+        return value
+
+    assert ordering(conversations=True) == 1.0
+    assert ordering(conversations=False) == 0.0  # turn 2 alone: a refund with no lookup

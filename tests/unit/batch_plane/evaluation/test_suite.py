@@ -172,3 +172,75 @@ def test_the_gate_command_exits_2_on_a_threshold_above_one(
                  "--baseline-scores", str(scores)])  # fmt: skip
     assert code == 2
     assert "metrics[0].threshold: 1.5 is outside the range [0, 1]" in capsys.readouterr().err
+
+
+TIERED = """\
+suite: tiered
+risk_tier: {tier}
+datasets: [{{name: golden/x}}]
+metrics:
+  - id: tool_correctness
+    threshold: 0.9
+  - id: argument_correctness
+    threshold: 0.9
+    max_regression: 0.1
+  - id: trajectory_match
+    threshold: 0.9
+    max_regression: null
+  - id: sound
+"""
+
+
+def limits(tier: str) -> dict[str, tuple[float, str, float | None, str]]:
+    suite = parse_suite(TIERED.format(tier=tier))
+    return {
+        m.id: (m.threshold, m.threshold_from, m.max_regression, m.max_regression_from)
+        for m in suite.gated_metrics()
+    }
+
+
+def test_the_risk_tier_sets_limits_the_suite_overrides_and_says_where_each_came_from() -> None:
+    assert limits("high") == {
+        "tool_correctness": (0.9, "suite", 0.0, "risk tier high"),  # no regression allowed
+        "argument_correctness": (0.9, "suite", 0.1, "suite"),  # overridden per metric
+        "trajectory_match": (0.9, "suite", None, ""),  # `null` removes the tier's bound
+        "sound": (1.0, "risk tier high", None, ""),  # listed: its limit from the tier
+    }
+    assert limits("medium")["tool_correctness"] == (0.9, "suite", 0.02, "risk tier medium")
+    assert limits("medium")["sound"] == (0.95, "risk tier medium", None, "")
+    critical = limits("critical")
+    assert (
+        critical["PG111"] == critical["PG112"] == (1.0, "risk tier critical (required)", None, "")
+    )
+
+
+def test_a_high_tier_gates_sound_even_when_the_suite_does_not_list_it() -> None:
+    suite = parse_suite(TIERED.format(tier="high").replace("  - id: sound\n", ""))
+    added = suite.gated_metrics()[-1]
+    assert (added.id, added.threshold_from) == ("sound", "risk tier high (required)")
+    low = parse_suite(TIERED.format(tier="low").replace("  - id: sound\n", ""))
+    assert "sound" not in [m.id for m in low.gated_metrics()]
+    assert low.gated_metrics()[0].max_regression == 0.05  # small regressions allowed at low
+
+
+def test_a_metric_with_no_threshold_from_the_suite_or_its_tier_is_an_error() -> None:
+    assert problems_of(TIERED.format(tier="low")) == [
+        "suite.yaml:13: metrics[3]: no threshold for 'sound': the suite gives none and risk "
+        "tier low sets no default for it"
+    ]
+
+
+def test_detector_codes_and_checks_are_known_metrics_and_efficiency_is_not_gated() -> None:
+    text = TIERED.format(tier="high") + "  - id: PG110\n    threshold: 1\n"
+    text += (
+        "  - id: check.answer_regex\n    threshold: 1\n  - id: goal_completed\n    threshold: 1\n"
+    )
+    suite = parse_suite(text)
+    assert {m.id: m.kind for m in suite.metrics}["PG110"] == "deterministic"
+    problems = problems_of(TIERED.format(tier="high") + "  - id: tokens\n    threshold: 1\n")
+    assert problems == [
+        "suite.yaml:14: metrics[4]: 'tokens' is an efficiency metric, reported beside the gate "
+        "rather than gated: bound it with `budgets:` or an item's `budget` check"
+    ]
+    unknown = problems_of(TIERED.format(tier="high") + "  - id: check.nope\n    threshold: 1\n")
+    assert "unknown metric id 'check.nope'" in unknown[0]
