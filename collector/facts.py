@@ -9,7 +9,7 @@ from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import genai_fields
+from pathgrade.schemas.conventions import content_fields
 from pathgrade.schemas.facts import (
     FACT_KEYS,
     FACTS_VERSION,
@@ -59,7 +59,7 @@ class FactMaker:
         trace `trace_id`."""
         # Only the identity or a confirmation (a root span): no GenAI view is needed.
         needs_fields = any(k not in genai.PRIVATE_KEYS and genai.is_content_key(k) for k in raw)
-        fields = genai_fields(span_name, raw) if needs_fields else _NO_FIELDS
+        fields = content_fields(span_name, raw) if needs_fields else _NO_FIELDS
         key = self.secret.for_tenant(tenant)
         inputs = self._inputs
         return compute_facts(
