@@ -1,8 +1,8 @@
 """Map the attributes of one span, whatever convention wrote them, onto the GenAI view.
 
-`genai_fields(span_name, attributes)` (and its content part, `content_fields`) reads the current OpenTelemetry GenAI names first,
-then deprecated GenAI aliases, then OpenInference (Arize) and OpenLLMetry (Traceloop)
-names, then the span name. The first non-empty value in each chain wins. It is pure over
+`genai_fields(span_name, attributes)` (and its content part, `content_fields`) reads the
+current OpenTelemetry GenAI names first, then deprecated GenAI aliases, then OpenInference
+(Arize) and OpenLLMetry (Traceloop) names, then the span name. The first non-empty value in each chain wins. It is pure over
 its inputs and runs once per span on the hot path: dict lookups only, no regex; the
 flattened message keys are scanned only on model-call spans without `gen_ai.*.messages`.
 
@@ -403,9 +403,7 @@ def _flattened_path(key: str) -> _FlattenedPath | tuple[()]:
     return prefix, index, tuple(segments[1:])
 
 
-def _collect_leaf(
-    messages: dict[int, dict[str, Any]], path: _FlattenedPath, value: Any
-) -> None:
+def _collect_leaf(messages: dict[int, dict[str, Any]], path: _FlattenedPath, value: Any) -> None:
     """Store one flattened leaf (path of "0.message.role", "1.tool_calls.0.name", ...) in
     `messages`."""
     _, index, leaf = path
