@@ -2,9 +2,10 @@
 
 `genai_fields(span_name, attributes)` (and its content part, `content_fields`) reads the
 current OpenTelemetry GenAI names first, then deprecated GenAI aliases, then OpenInference
-(Arize) and OpenLLMetry (Traceloop) names, then the span name. The first non-empty value in each chain wins. It is pure over
-its inputs and runs once per span on the hot path: dict lookups only, no regex; the
-flattened message keys are scanned only on model-call spans without `gen_ai.*.messages`.
+(Arize) and OpenLLMetry (Traceloop) names, then the span name. The first non-empty value
+in each chain wins. It is pure over its inputs and runs once per span on the hot path:
+dict lookups only, no regex; the flattened message keys are scanned only on model-call
+spans without `gen_ai.*.messages`.
 
 field            sources, highest precedence first
 ---------------  ----------------------------------------------------------------------------
