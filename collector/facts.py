@@ -9,7 +9,7 @@ from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import genai_fields
+from pathgrade.schemas.conventions import content_fields
 from pathgrade.schemas.facts import (
     FACT_KEYS,
     FACTS_VERSION,
@@ -59,7 +59,7 @@ class FactMaker:
         trace `trace_id`."""
         # Only the identity or a confirmation (a root span): no GenAI view is needed.
         needs_fields = any(k not in genai.PRIVATE_KEYS and genai.is_content_key(k) for k in raw)
-        fields = genai_fields(span_name, raw) if needs_fields else _NO_FIELDS
+        fields = content_fields(span_name, raw) if needs_fields else _NO_FIELDS
         key = self.secret.for_tenant(tenant)
         inputs = self._inputs
         return compute_facts(
@@ -72,10 +72,12 @@ def write_facts(
     facts: Mapping[str, Any],
     scrubbed: PiiRecord,
     dropped: PiiRecord,
+    producer_facts: bool = True,
 ) -> None:
     """Write the span's computed `facts` (replacing every `pathgrade.facts.*` attribute a
     producer set: the collector's are one consistent set) and the pii records (replacing
-    only those), when there is anything to write at all."""
+    only those), when there is anything to write at all. `producer_facts` False: the
+    caller saw no fact attribute on the span, so none is looked for."""
     if not (facts or scrubbed or dropped):
         return
     values = dict(facts)
@@ -84,10 +86,11 @@ def write_facts(
         values[PII_SCRUBBED] = pii_record_text(scrubbed)
     if dropped:
         values[PII_DROPPED] = pii_record_text(dropped)
-    replaced = FACT_KEYS if facts else values.keys()
-    stale = [i for i, kv in enumerate(attributes) if kv.key in replaced]
-    for index in reversed(stale):
-        del attributes[index]
+    if producer_facts:
+        replaced = FACT_KEYS if facts else values.keys()
+        stale = [i for i, kv in enumerate(attributes) if kv.key in replaced]
+        for index in reversed(stale):
+            del attributes[index]
     for key, value in values.items():
         _set_value(attributes.add(key=key).value, value)
 

@@ -192,7 +192,7 @@ class Redactor:
         events) and scrub everything left."""
         attributes = span.attributes
         context: dict[str, Any] = {}
-        content = self._scan(attributes, context, found.scrubbed, "", stats)
+        content, producer_facts = self._scan(attributes, context, found.scrubbed, "", stats)
         facts: dict[str, Any] = {}
         if self.facts is not None and content:
             raw = {attributes[i].key: any_value(attributes[i].value) for i in content}
@@ -215,7 +215,7 @@ class Redactor:
                 status.message, found.scrubbed, "status.message", stats
             )
         if self.facts is not None:
-            write_facts(attributes, facts, found.scrubbed, found.dropped)
+            write_facts(attributes, facts, found.scrubbed, found.dropped, producer_facts)
             stats.spans_with_facts += bool(facts or found.scrubbed or found.dropped)
         if removed:
             attributes.add(key=genai.PG_REDACTED_KEYS).value.int_value = removed
@@ -237,7 +237,7 @@ class Redactor:
                     self._note_dropped(kv, found, prefix)
             removed = _delete(event_attributes, range(len(event_attributes)))
         else:
-            content = self._scan(event_attributes, None, found.scrubbed, prefix, stats)
+            content = self._scan(event_attributes, None, found.scrubbed, prefix, stats)[0]
             removed = self._settle(event_attributes, content, keep, found, prefix, stats)
         return removed
 
@@ -248,10 +248,12 @@ class Redactor:
         scrubbed: PiiRecord,
         prefix: str,
         stats: RedactionStats,
-    ) -> list[int]:
+    ) -> tuple[list[int], bool]:
         """Scrub the values that are neither content nor fingerprints; return the content
-        indexes. Fills `context` with the raw values of the context keys when given."""
+        indexes and whether a producer set any fact. Fills `context` with the raw values
+        of the context keys when given."""
         content = []
+        producer_facts = False
         for index, kv in enumerate(attributes):
             key = kv.key
             verdict = self._verdict(key)
@@ -263,10 +265,14 @@ class Redactor:
                 context[key] = any_value(value)
             elif verdict == _PLAIN:
                 key = self._scrub_key(kv, scrubbed, prefix, stats)
-            counts = self._scrub_fact(value) if verdict == _FACT else self._scrub_value(value)
+            if verdict == _FACT:
+                producer_facts = True
+                counts = self._scrub_fact(value)
+            else:
+                counts = self._scrub_value(value)
             if counts:
                 stats.scrubbed(scrubbed, prefix + key, counts)
-        return content
+        return content, producer_facts
 
     def _verdict(self, key: str) -> int:
         verdict = self._verdicts.get(key)
@@ -318,6 +324,8 @@ class Redactor:
         text = value.string_value
         if len(text) > _MIN_GROWING_CHARS and text.startswith("["):
             counts = self._dropped_arrays((trace_id, prefix + kv.key), text)
+        elif text:
+            counts = self.scanner.find(text)
         else:
             counts = {}
             self._find_in(value, counts)

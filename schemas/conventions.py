@@ -1,10 +1,11 @@
 """Map the attributes of one span, whatever convention wrote them, onto the GenAI view.
 
-`genai_fields(span_name, attributes)` reads the current OpenTelemetry GenAI names first,
-then deprecated GenAI aliases, then OpenInference (Arize) and OpenLLMetry (Traceloop)
-names, then the span name. The first non-empty value in each chain wins. It is pure over
-its inputs and runs once per span on the hot path: dict lookups only, no regex; the
-flattened message keys are scanned only on model-call spans without `gen_ai.*.messages`.
+`genai_fields(span_name, attributes)` (and its content part, `content_fields`) reads the
+current OpenTelemetry GenAI names first, then deprecated GenAI aliases, then OpenInference
+(Arize) and OpenLLMetry (Traceloop) names, then the span name. The first non-empty value
+in each chain wins. It is pure over its inputs and runs once per span on the hot path:
+dict lookups only, no regex; the flattened message keys are scanned only on model-call
+spans without `gen_ai.*.messages`.
 
 field            sources, highest precedence first
 ---------------  ----------------------------------------------------------------------------
@@ -163,15 +164,12 @@ _INDEXED_LISTS = frozenset({"tool_calls", "contents"})
 
 def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
     """The GenAI view of a span from its name and attributes (see the module table)."""
+    fields = content_fields(span_name, attributes)
     get = attributes.get
     traceloop_kind = _text(get(g.TL_SPAN_KIND))  # text: a list is no kind (nor hashable)
-    operation = _operation(attributes)
+    operation = fields.operation
     name_operation, _, name_target = span_name.partition(" ")
-    if not operation and name_operation in g.OPERATIONS:
-        operation = name_operation
     target = name_target if name_operation == operation else ""
-    is_tool = operation == g.OP_EXECUTE_TOOL
-    is_openinference_llm = get(g.OI_SPAN_KIND) == "LLM"
 
     entity_name = _text(get(g.TL_ENTITY_NAME))
     agent_name = _first_text(attributes, _AGENT_NAME_KEYS)
@@ -182,15 +180,47 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
     tool_name = _first_text(attributes, _TOOL_NAME_KEYS)
     if not tool_name and traceloop_kind == "tool":
         tool_name = entity_name
-    if not tool_name and is_tool:
+    if not tool_name and operation == g.OP_EXECUTE_TOOL:
         tool_name = target
     request_model = _first_text(attributes, _REQUEST_MODEL_KEYS)
     if not request_model and operation in g.MODEL_OPERATIONS:
         request_model = target
 
+    input_tokens = _token_count(_first(attributes, _INPUT_TOKEN_KEYS))
+    output_tokens = _token_count(_first(attributes, _OUTPUT_TOKEN_KEYS))
+    total_tokens = _token_count(_first(attributes, _TOTAL_TOKEN_KEYS))
+    if total_tokens is None and input_tokens is not None and output_tokens is not None:
+        total_tokens = _token_count(input_tokens + output_tokens)
+
+    fields.provider_name = _first_text(attributes, _PROVIDER_KEYS)
+    fields.agent_name = agent_name
+    fields.agent_id = _text(get(g.AGENT_ID))
+    fields.tool_name = tool_name
+    fields.tool_call_id = _first_text(attributes, _TOOL_CALL_ID_KEYS)
+    fields.tool_type = _text(get(g.TOOL_TYPE))
+    fields.conversation_id = _first_text(attributes, _CONVERSATION_KEYS)
+    fields.request_model = request_model
+    fields.response_model = _first_text(attributes, _RESPONSE_MODEL_KEYS)
+    fields.input_tokens = input_tokens
+    fields.output_tokens = output_tokens
+    fields.total_tokens = total_tokens
+    fields.error_type = _text(get(g.ERROR_TYPE))
+    return fields
+
+
+def content_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
+    """The part of the GenAI view that content decides (operation, tool arguments and
+    result, input and output messages, finish reasons), the other fields left empty:
+    what facts read (`schemas.facts_producer`), at a fraction of `genai_fields`' cost."""
+    get = attributes.get
+    operation = _operation(attributes)
+    name_operation = span_name.partition(" ")[0]
+    if not operation and name_operation in g.OPERATIONS:
+        operation = name_operation
+
     tool_arguments = _text(get(g.TOOL_CALL_ARGUMENTS))
     tool_result = _text(get(g.TOOL_CALL_RESULT))
-    if is_tool:
+    if operation == g.OP_EXECUTE_TOOL:
         tool_arguments = tool_arguments or _first_text(attributes, _TOOL_ARGUMENT_FALLBACK_KEYS)
         tool_result = tool_result or _first_text(attributes, _TOOL_RESULT_FALLBACK_KEYS)
 
@@ -206,33 +236,14 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
                 finish_reasons = [m["finish_reason"] for m in flat_outputs if "finish_reason" in m]
         input_messages = input_messages or _text(get(g.PROMPT_DEPRECATED))
         output_messages = output_messages or _text(get(g.COMPLETION_DEPRECATED))
-        if is_openinference_llm:
+        if get(g.OI_SPAN_KIND) == "LLM":
             input_messages = input_messages or _text(get(g.OI_INPUT_VALUE))
             output_messages = output_messages or _text(get(g.OI_OUTPUT_VALUE))
 
-    input_tokens = _token_count(_first(attributes, _INPUT_TOKEN_KEYS))
-    output_tokens = _token_count(_first(attributes, _OUTPUT_TOKEN_KEYS))
-    total_tokens = _token_count(_first(attributes, _TOTAL_TOKEN_KEYS))
-    if total_tokens is None and input_tokens is not None and output_tokens is not None:
-        total_tokens = _token_count(input_tokens + output_tokens)
-
     return GenAIFields(
         operation=operation,
-        provider_name=_first_text(attributes, _PROVIDER_KEYS),
-        agent_name=agent_name,
-        agent_id=_text(get(g.AGENT_ID)),
-        tool_name=tool_name,
-        tool_call_id=_first_text(attributes, _TOOL_CALL_ID_KEYS),
-        tool_type=_text(get(g.TOOL_TYPE)),
         tool_arguments=tool_arguments,
         tool_result=tool_result,
-        conversation_id=_first_text(attributes, _CONVERSATION_KEYS),
-        request_model=request_model,
-        response_model=_first_text(attributes, _RESPONSE_MODEL_KEYS),
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        total_tokens=total_tokens,
-        error_type=_text(get(g.ERROR_TYPE)),
         input_messages=input_messages,
         output_messages=output_messages,
         finish_reasons=finish_reasons,
@@ -338,9 +349,11 @@ def _flattened_messages(attributes: Mapping[str, Any]) -> tuple[list[dict], list
     """GenAI input and output messages rebuilt from OpenInference/OpenLLMetry flattened keys."""
     collected: dict[str, dict[int, dict[str, Any]]] = {}
     for key, value in attributes.items():
-        if key.startswith(_FLATTENED_PREFIXES):
-            prefix = next(p for p in _FLATTENED_PREFIXES if key.startswith(p))
-            _collect_leaf(collected.setdefault(prefix, {}), key[len(prefix) :], value)
+        path = _FLATTENED_PATHS.get(key)
+        if path is None:
+            path = _FLATTENED_PATHS.put(key, _flattened_path(key))
+        if path:
+            _collect_leaf(collected.setdefault(path[0], {}), path, value)
     inputs = _first_collected(collected, _INPUT_MESSAGE_PREFIXES)
     outputs = _first_collected(collected, _OUTPUT_MESSAGE_PREFIXES)
     return [_genai_message(m) for _, m in sorted(inputs.items())], [
@@ -359,14 +372,45 @@ def _first_collected(
     return {}
 
 
-def _collect_leaf(messages: dict[int, dict[str, Any]], path: str, value: Any) -> None:
-    """Store one flattened leaf ("0.message.role", "1.tool_calls.0.name", ...) in `messages`."""
-    segments = [s for s in path.split(".") if s not in _NAMESPACE_SEGMENTS]
+_FlattenedPath = tuple[str, int | None, tuple[str, ...]]
+"""(prefix, message index or None, leaf segments) of a flattened message key."""
+
+
+class _BoundedPaths(dict):
+    """Flattened paths by key, forgotten all at once at `limit` keys (hostile keys cannot
+    grow it without bound; the hot keys, a few per message index, come back at once)."""
+
+    limit = 4096
+
+    def put(self, key: str, path: _FlattenedPath | tuple[()]) -> _FlattenedPath | tuple[()]:
+        """Remember `path` under `key` and return it."""
+        if len(self) >= self.limit:
+            self.clear()
+        self[key] = path
+        return path
+
+
+_FLATTENED_PATHS = _BoundedPaths()  # keys repeat span after span: each is split once
+
+
+def _flattened_path(key: str) -> _FlattenedPath | tuple[()]:
+    """Where a flattened key's leaf goes ("llm.input_messages.0.message.role" ->
+    (prefix, 0, ("role",))); () when the key is no flattened message key."""
+    if not key.startswith(_FLATTENED_PREFIXES):
+        return ()
+    prefix = next(p for p in _FLATTENED_PREFIXES if key.startswith(p))
+    segments = [s for s in key[len(prefix) :].split(".") if s not in _NAMESPACE_SEGMENTS]
     index = parse_index(segments[0]) if len(segments) >= 2 else None
+    return prefix, index, tuple(segments[1:])
+
+
+def _collect_leaf(messages: dict[int, dict[str, Any]], path: _FlattenedPath, value: Any) -> None:
+    """Store one flattened leaf (path of "0.message.role", "1.tool_calls.0.name", ...) in
+    `messages`."""
+    _, index, leaf = path
     if index is None:
         return  # not a message index ("gen_ai.prompt.².content"): the attribute stays text
     message = messages.setdefault(index, {})
-    leaf = segments[1:]
     if len(leaf) == 1:
         message[leaf[0]] = value
     elif len(leaf) == 3 and leaf[0] in _INDEXED_LISTS:

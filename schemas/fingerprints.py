@@ -18,6 +18,7 @@ session id compare.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import os
@@ -32,6 +33,7 @@ KEY_ID_CHARS: Final = 8
 DIGEST_BYTES: Final = 16
 _TENANT_LABEL: Final = b"pathgrade/facts/v1/tenant:"
 _KEY_ID_LABEL: Final = b"pathgrade/facts/v1/key-id"
+_BLOCK_BYTES: Final = 64  # SHA-256's block: HMAC pads its key to this
 _dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -53,19 +55,28 @@ def _integral_floats(value: Any) -> Any:
 
 
 class TenantKey:
-    """One tenant's fingerprint key."""
+    """One tenant's fingerprint key. HMAC-SHA256 is computed from the key's inner and
+    outer hash states, made once and copied per fingerprint (RFC 2104's precomputation:
+    the same digest as `hmac.digest`, at half its cost per call)."""
 
-    __slots__ = ("_key", "_prefix", "key_id")
+    __slots__ = ("_inner", "_outer", "_prefix", "key_id")
 
     def __init__(self, key: bytes) -> None:
-        self._key = key
+        if len(key) > _BLOCK_BYTES:
+            key = hashlib.sha256(key).digest()
+        padded = key.ljust(_BLOCK_BYTES, b"\0")
+        self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in padded))
+        self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in padded))
         self.key_id = hmac.digest(key, _KEY_ID_LABEL, "sha256").hex()[:KEY_ID_CHARS]
         self._prefix = self.key_id + ":"
 
     def fingerprint(self, value: Any) -> str:
         """`<key id>:<digest>` of the canonical text of `value`."""
-        digest = hmac.digest(self._key, canonical_text(value).encode(), "sha256")
-        return self._prefix + digest[:DIGEST_BYTES].hex()
+        inner = self._inner.copy()
+        inner.update(canonical_text(value).encode())
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return self._prefix + outer.digest()[:DIGEST_BYTES].hex()
 
     def __repr__(self) -> str:  # never the key itself
         return f"TenantKey(key_id={self.key_id!r})"

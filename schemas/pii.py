@@ -55,6 +55,14 @@ _SEPARATOR = r"[\s./+\-\u2010-\u2015\u2212]"
 # look-behind checks that no digit precedes it.
 _CARD_CANDIDATE = re.compile(rf"[0-9](?<![0-9]{{2}})(?:{_SEPARATOR}{{0,3}}[0-9]){{12,18}}(?![0-9])")
 _ANY_DIGIT = re.compile(r"[0-9]")  # cheap pre-check before the card regex
+# The pre-check of ASCII text: a card is a run of at least 13 digits and separators, so
+# the text mapped byte by byte (digit or separator -> "0", anything else -> "x") holds 13
+# "0"s in a row (one C-speed substring search instead of the regex over every digit).
+_CARD_CHARACTER = re.compile(rf"[0-9]|{_SEPARATOR}")
+_CARD_RUN_MAP = bytes(
+    ord("0") if _CARD_CHARACTER.fullmatch(chr(byte)) else ord("x") for byte in range(256)
+)
+_CARD_RUN = b"0" * CARD_MIN_DIGITS
 _NON_ASCII_DIGIT = re.compile(r"(?![0-9])\d")
 _FORMAT_CHARACTERS = re.compile(r"[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 _LUHN_DOUBLED = {str(d): (2 * d) // 10 + (2 * d) % 10 for d in range(10)}
@@ -139,7 +147,7 @@ class PiiScanner:
             clean, found = _replace_emails(clean)
             if found:
                 counts[EMAIL] = found
-        if len(clean) >= CARD_MIN_DIGITS and _ANY_DIGIT.search(clean):
+        if len(clean) >= CARD_MIN_DIGITS and _may_hold_card(clean):
             replaced = _CardReplacer()
             clean = _CARD_CANDIDATE.sub(replaced, clean)
             if replaced.count:
@@ -149,6 +157,14 @@ class PiiScanner:
             if found:
                 counts[PATTERN] = counts.get(PATTERN, 0) + found
         return (clean, counts) if counts else (text, counts)
+
+
+def _may_hold_card(text: str) -> bool:
+    """False when `text` cannot hold a card (see `_CARD_RUN_MAP`); non-ASCII text (Unicode
+    separators) holds one when it holds a digit."""
+    if text.isascii():
+        return _CARD_RUN in text.encode().translate(_CARD_RUN_MAP)
+    return _ANY_DIGIT.search(text) is not None
 
 
 def _replace_emails(text: str) -> tuple[str, int]:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import eval_context, genai_fields
+from pathgrade.schemas.conventions import content_fields, eval_context, genai_fields
 
 
 def test_current_genai_chat_span() -> None:
@@ -403,3 +403,24 @@ def test_openllmetry_association_session_is_the_conversation() -> None:
     )
     assert fields.operation == "invoke_agent"
     assert fields.conversation_id == "conv-42"
+
+
+@pytest.mark.parametrize(
+    ("span_name", "attributes"),
+    [
+        ("chat gpt-4o", {genai.INPUT_MESSAGES: "[]", genai.RESPONSE_FINISH_REASONS: ["stop"]}),
+        ("execute_tool lookup", {"input.value": '{"a": 1}', "output.value": "ok"}),
+        ("ChatCompletion", {"openinference.span.kind": "LLM", "input.value": "hi",
+                            "llm.output_messages.0.message.role": "assistant",
+                            "llm.output_messages.0.message.content": "hello"}),
+        ("x", {"traceloop.span.kind": "tool", "traceloop.entity.input": "{}"}),
+    ],
+)  # fmt: skip
+def test_content_fields_are_the_content_part_of_the_genai_view(
+    span_name: str, attributes: dict
+) -> None:
+    full, content = genai_fields(span_name, attributes), content_fields(span_name, attributes)
+    for name in ("operation", "tool_arguments", "tool_result", "input_messages",
+                 "output_messages", "finish_reasons"):  # fmt: skip
+        assert getattr(content, name) == getattr(full, name), name
+    assert content.operation and not content.request_model and not content.tool_name

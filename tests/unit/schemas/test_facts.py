@@ -4,6 +4,7 @@ store's text; fingerprints keyed per tenant."""
 
 from __future__ import annotations
 
+import hmac
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -20,7 +21,14 @@ from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.schemas import facts as f
 from pathgrade.schemas import genai
 from pathgrade.schemas.facts import span_facts
-from pathgrade.schemas.fingerprints import FactSecret, canonical_text, is_fingerprint, same_value
+from pathgrade.schemas.fingerprints import (
+    DIGEST_BYTES,
+    FactSecret,
+    TenantKey,
+    canonical_text,
+    is_fingerprint,
+    same_value,
+)
 from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import decode_resource_spans
 from pathgrade.schemas.pii import PiiScanner
@@ -107,6 +115,16 @@ def test_fingerprints_are_keyed_per_tenant_and_canonical() -> None:
     assert canonical_text({"é": 2.0}) == '{"é":2}'
     assert is_fingerprint(acme.fingerprint("x")) and not is_fingerprint("1234:abcd")
     assert "TenantKey(key_id=" in repr(acme) and "hidden" in repr(SECRET)
+
+
+@pytest.mark.parametrize("key_bytes", [1, 32, 64, 65, 100])
+def test_fingerprints_are_hmac_sha256_of_the_canonical_text(key_bytes: int) -> None:
+    """The precomputed key states give RFC 2104's HMAC, whatever the key's length."""
+    key = bytes(range(key_bytes))
+    tenant = TenantKey(key)
+    for value in ("", "cust-1915", "é" * 300, {"a": [1, 2.0]}):
+        expected = hmac.digest(key, canonical_text(value).encode(), "sha256")[:DIGEST_BYTES]
+        assert tenant.fingerprint(value) == f"{tenant.key_id}:{expected.hex()}"
 
 
 def test_the_key_file_is_made_once_and_bad_files_are_named(tmp_path: Path) -> None:

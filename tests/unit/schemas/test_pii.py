@@ -14,6 +14,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.schemas import pii
 from pathgrade.schemas.facts import PII_DROPPED, PII_SCRUBBED
 from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.pii import (
@@ -193,3 +194,25 @@ def test_hostile_text_is_scanned_in_linear_time_per_character() -> None:
     possible local part; the scan finishes and finds nothing."""
     hostile = "a" * 100_000 + "@" + "1 " * 50_000 + "%" * 1000
     assert SCANNER.scrub(hostile) == (hostile, {})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from('0123456789 .-/+\t\u2012x:a"@%é'), min_size=0, max_size=60)
+    | st.builds(
+        lambda run, sep: sep.join(run),
+        st.lists(st.text("0123456789", max_size=5), max_size=8),
+        st.sampled_from(("", " ", " - ", "\t", ".", "\u2012", "x", "  /")),
+    )
+)
+def test_the_card_pre_check_never_skips_text_the_card_expression_matches(text: str) -> None:
+    """`_may_hold_card` skips the card expression only where it could not match."""
+    normal = normalise(text)
+    if pii._CARD_CANDIDATE.search(normal):
+        assert pii._may_hold_card(normal), normal
+
+
+def test_the_card_pre_check_passes_cards_and_skips_runs_too_short_for_one() -> None:
+    assert pii._may_hold_card('{"card": "4111 1111 - 1111 1111"}')
+    assert pii._may_hold_card("4111\u20121111\u20121111\u20121111")  # Unicode dash
+    assert not pii._may_hold_card('{"id": "call_409a8a78909ff4976a8a43ef", "n": 12345678901}')
