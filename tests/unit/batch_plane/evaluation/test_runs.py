@@ -231,7 +231,7 @@ def test_a_regression_item_is_scored_on_its_check_not_on_expected_calls() -> Non
     from pathgrade.batch_plane.evaluation.datasets import RegressionCheck
     from pathgrade.batch_plane.evaluation.runs import Attempt, score_attempt
 
-    from tests.unit.detectors.test_detectors_fixtures import TraceBuilder
+    from tests.support.traces import TraceBuilder
 
     check = RegressionCheck(must_not_fire=["PG101"], forbidden_calls=[{"name": "reset"}])
     item = DatasetItem(item_id="r", input="my wifi drops", check=check)
