@@ -2,13 +2,11 @@
 doc sections, reads, stability and described params, in the fixed prose of
 `detectors/data/catalogue.md`.
 
-`python -m pathgrade.detectors.catalogue` prints it; `--write PATH` writes it.
+`python -m pathgrade.cli.reference --write` writes it (with the configuration tables).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from importlib import resources
 from string import Template
 from typing import Any
@@ -100,21 +98,3 @@ def _default(value: Any) -> str:
         return "(see source)"
     text = str(value)
     return "(see source)" if len(text) > LONG_DEFAULT else text
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Print the catalogue, or write it to `--write PATH`."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", metavar="PATH", help="write the catalogue to PATH")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.write:
-        with open(args.write, "w", encoding="utf-8") as out:
-            out.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kafka import KafkaConsumer
@@ -27,7 +27,7 @@ from pathgrade.detectors.policy import RISK_TIERS, Policy
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.sampled import SampledTrace
 from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP, consumer_settings
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -44,18 +44,29 @@ TIER_METRICS: dict[str, tuple[str, ...]] = {
 """The scoring policy: metrics per risk tier (judge metrics only when a judge is set)."""
 
 
-@dataclass
-class OnlineScorerConfig:
+class OnlineScorerConfig(BaseModel):
     """Where to read, what each tier gets, and how long to wait for a trace to be stored."""
 
-    bootstrap_servers: str
-    topic: str = SAMPLED_TOPIC
-    group_id: str = SCORER_GROUP
-    tier_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: TIER_METRICS)
-    policy: Policy | None = None  # its `scorers:` (per tier/service/agent) override the above
-    trace_wait_s: float = 30.0
-    session_timeout_ms: int = 6000
-    consumer_options: dict[str, Any] = field(default_factory=dict)
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    bootstrap_servers: str = Field(description="Kafka bootstrap servers (`--kafka`)")
+    topic: str = Field(SAMPLED_TOPIC, description="topic of sampled traces read")
+    group_id: str = Field(SCORER_GROUP, description="consumer group")
+    tier_metrics: Mapping[str, tuple[str, ...]] = Field(
+        default_factory=lambda: TIER_METRICS, description="metrics per risk tier"
+    )
+    policy: Policy | None = Field(
+        None,
+        description="detector policy whose `scorers:` (per tier, service, agent) override "
+        "`tier_metrics`",
+    )
+    trace_wait_s: float = Field(
+        30.0, gt=0, description="how long to wait for a sampled trace to be stored"
+    )
+    session_timeout_ms: int = Field(6000, gt=0, description="consumer group session timeout")
+    consumer_options: dict[str, Any] = Field(
+        default_factory=dict, description="further kafka-python consumer settings"
+    )
 
 
 def metrics_for(

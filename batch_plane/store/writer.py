@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
@@ -24,23 +24,33 @@ from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import DecodeProblems, decode_kafka_message
 from pathgrade.schemas.topics import SPANS_TOPIC, STORE_GROUP, consumer_settings, read_until_drained
+from pydantic import BaseModel, ConfigDict, Field
 
 log = logging.getLogger(__name__)
 _TENANT, _TRACE_ID, _SPAN_ID = (SPAN_COLUMNS.index(c) for c in ("Tenant", "TraceId", "SpanId"))
 
 
-@dataclass
-class StoreWriterConfig:
+class StoreWriterConfig(BaseModel):
     """Where to read and how to batch."""
 
-    bootstrap_servers: str
-    topic: str = SPANS_TOPIC
-    group_id: str = STORE_GROUP
-    max_batch_spans: int = 50_000
-    max_batch_age_s: float = 2.0
-    idle_flush_s: float = 0.25
-    session_timeout_ms: int = 6000
-    consumer_options: dict[str, Any] = field(default_factory=dict)
+    model_config = ConfigDict(extra="forbid")
+
+    bootstrap_servers: str = Field(description="Kafka bootstrap servers (`--kafka`)")
+    topic: str = Field(SPANS_TOPIC, description="topic read")
+    group_id: str = Field(STORE_GROUP, description="consumer group")
+    max_batch_spans: int = Field(
+        50_000, gt=0, description="spans of one insert at most; a full batch is written at once"
+    )
+    max_batch_age_s: float = Field(
+        2.0, gt=0, description="a batch is written at the latest this long after its first span"
+    )
+    idle_flush_s: float = Field(
+        0.25, gt=0, description="a batch is written when no message came for this long"
+    )
+    session_timeout_ms: int = Field(6000, gt=0, description="consumer group session timeout")
+    consumer_options: dict[str, Any] = Field(
+        default_factory=dict, description="further kafka-python consumer settings"
+    )
 
 
 @dataclass

@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +48,7 @@ from pathgrade.stack.alert_lines import AlertLineSettings, LogFormat
 from pathgrade.stack.broker import LocalBroker, ensure_topics, topic_partitions, wait_for_kafka
 from pathgrade.stack.carry import CarriedMessage, republish, unread_messages
 from pathgrade.stack.children import ChildProcess, SharedCounters, child_process
-from pathgrade.stack.defaults import (
-    DEFAULT_BROKER_MAX_MB,
-    DEFAULT_STATUS_EVERY_S,
-    DEFAULT_STORE_WRITER_NICENESS,
-)
+from pathgrade.stack.options import StackOptions
 from pathgrade.stack.ownership import broker_lease, process_started
 from pathgrade.stack.settings import check_collector, check_policy, check_realtime
 from pathgrade.stack.status import (
@@ -77,27 +72,6 @@ MAX_RESTARTS = 3
 RESTART_WINDOW_S = 300.0
 STATUS_TIMEOUT_S = 5.0  # a child slower than this to report its counters shows as null
 _MB = 1024 * 1024
-
-
-@dataclass
-class StackOptions:
-    """Options of `pathgrade up`."""
-
-    data_dir: Path
-    kafka: str | None = None
-    clickhouse: str | None = None
-    demo: bool = False
-    demo_rate_per_s: float = 2.0
-    policy: str | None = None
-    alert_webhook: str | None = None
-    collector: dict[str, Any] = field(default_factory=dict)
-    broker_max_mb: int = DEFAULT_BROKER_MAX_MB
-    store_writer_niceness: int = DEFAULT_STORE_WRITER_NICENESS
-    realtime_workers: int = 1  # realtime processes in the group; >1 shares conversation turns
-    realtime: dict[str, Any] = field(default_factory=dict)  # RealtimeConfig fields (a file)
-    status_every_s: float = DEFAULT_STATUS_EVERY_S  # status line and `pathgrade status`; 0 never
-    log_format: LogFormat = "human"  # alerts in the terminal: short paced lines, or JSON
-    retention: tuple[int, int] | None = None  # (content days, row days); None: as migrated
 
 
 def _collector_main(

@@ -32,7 +32,7 @@ def test_drain_without_targets_stores_what_other_producers_wrote(
     producer.flush()
     producer.close()
 
-    writer = StoreWriter(StoreWriterConfig(broker.bootstrap), store)
+    writer = StoreWriter(StoreWriterConfig(bootstrap_servers=broker.bootstrap), store)
     try:
         assert writer.drain_to({}, timeout_s=60, idle_s=1.0)  # no targets: nothing known
     finally:
@@ -59,7 +59,7 @@ def test_a_span_the_store_cannot_encode_is_skipped_and_the_rest_stored(
     producer.flush()
     producer.close()
 
-    writer = StoreWriter(StoreWriterConfig(broker.bootstrap), store)
+    writer = StoreWriter(StoreWriterConfig(bootstrap_servers=broker.bootstrap), store)
     try:
         assert writer.drain_to({}, timeout_s=60, idle_s=1.0)
     finally:

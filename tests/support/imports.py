@@ -30,6 +30,7 @@ CLI_HELPERS = {
     "cli.alert_follow",
     "cli.progress",
     "cli.parser",
+    "cli.reference",
 }
 CLI_COMMANDS = {
     "cli.stack",

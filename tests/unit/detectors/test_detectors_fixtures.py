@@ -84,7 +84,7 @@ def test_catalogue_is_generated_from_the_registry() -> None:
     committed = (REPO_ROOT / "docs" / "detectors.md").read_text()
     assert committed == render(), (
         "docs/detectors.md differs from the registry: run "
-        "`python -m pathgrade.detectors.catalogue --write docs/detectors.md`"
+        "`python -m pathgrade.cli.reference --write`"
     )
 
 
