@@ -30,10 +30,11 @@ from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS
 from pathgrade.realtime_plane.delays import DelayWindow
 from pathgrade.realtime_plane.evaluate import Evaluation, TraceEvaluator
 from pathgrade.realtime_plane.sampler import Sampler
-from pathgrade.realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
+from pathgrade.realtime_plane.sinks import AlertSink, StoreAlertSink, WebhookSink, log_alert
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.alerts import Alert
 from pathgrade.schemas.otlp import DecodeProblems, decode_kafka_message
+from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     consumer_settings,
@@ -72,7 +73,7 @@ class RealtimePlane:
     def __init__(
         self,
         config: RealtimeConfig,
-        alert_store: Any | None = None,
+        alert_store: Store | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
@@ -250,10 +251,12 @@ class RealtimePlane:
                 self.producer.send(
                     self.config.alerts_topic, alert.to_json(), alert.trace_id.encode()
                 )
-        if self.store_sink is not None:
-            self.store_sink.add(alerts)
-        if self.webhook is not None:
-            self.webhook.add(alerts)
+        for sink in self.alert_sinks():
+            sink.add(alerts)
+
+    def alert_sinks(self) -> list[AlertSink]:
+        """The sinks configured: the alerts table, the webhook."""
+        return [sink for sink in (self.store_sink, self.webhook) if sink is not None]
 
     def _share_turn(self, evaluation: Evaluation) -> None:
         """Queue a conversation turn's digest for the group's other consumers."""

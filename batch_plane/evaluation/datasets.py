@@ -23,10 +23,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
-from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import Trace
+from pathgrade.schemas.store import Store
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 DatasetKind = Literal["golden", "regression", "adversarial", "benchmark"]

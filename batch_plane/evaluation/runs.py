@@ -34,13 +34,13 @@ from pathgrade.batch_plane.agents.adapters import AdapterError, AgentAdapter, Ag
 from pathgrade.batch_plane.evaluation.datasets import DatasetItem, called_tools
 from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.scoring.trajectory import match, tool_correctness
-from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import load_traces, run_trace_ids
 from pathgrade.detectors import default_policy, run_detectors
 from pathgrade.schemas import genai
 from pathgrade.schemas.fingerprints import FactSecret, TenantKey
 from pathgrade.schemas.model import EvalContext, Trace
 from pathgrade.schemas.predicates import call_arguments
+from pathgrade.schemas.store import Store
 
 Progress = Callable[[int, int], None]
 SCORER = "pathgrade.deterministic"

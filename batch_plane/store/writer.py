@@ -19,10 +19,11 @@ from typing import Any
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
-from pathgrade.batch_plane.store.client import QueryError, Store
+from pathgrade.batch_plane.store.client import QueryError
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import DecodeProblems, decode_kafka_message
+from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import SPANS_TOPIC, STORE_GROUP, consumer_settings, read_until_drained
 from pydantic import BaseModel, ConfigDict, Field
 
