@@ -318,7 +318,7 @@ class Stack:
         return {"authorization": f"Bearer {next(iter(tokens))}"} if tokens else None
 
     def _start_demo(self) -> None:
-        from pathgrade.demo import run_demo
+        from pathgrade.demo.sender import run_demo
 
         url = f"http://127.0.0.1:{self.http_port}"
         headers = self._demo_headers()
