@@ -62,7 +62,9 @@ def _rows(model: type[BaseModel], prefix: str, skip: tuple[str, ...]) -> list[tu
             continue
         nested = info.annotation
         if isinstance(nested, type) and issubclass(nested, BaseModel):
-            rows += _rows(nested, f"{prefix}{name}.", ())
+            key = f"{prefix}{name}"
+            rows.append((key, f"the `{key}.*` keys", (info.description or "").strip()))
+            rows += _rows(nested, f"{key}.", ())
             continue
         rows.append((f"{prefix}{name}", _default_cell(info), (info.description or "").strip()))
     return rows
