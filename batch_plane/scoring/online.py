@@ -16,17 +16,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka import KafkaConsumer
-from kafka.structs import OffsetAndMetadata
 from pathgrade.batch_plane.scoring.judge import Judge
 from pathgrade.batch_plane.scoring.scores import JUDGE_ERROR_LABEL, evaluation_event, write_scores
 from pathgrade.batch_plane.scoring.trace_scorers import JUDGE_METRICS, TraceScorer, UnknownMetric
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.detectors.policy import RISK_TIERS, Policy
+from pathgrade.schemas.consumer import TopicConsumer
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.sampled import SampledTrace
 from pathgrade.schemas.store import Store
-from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP, consumer_settings
+from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 log = logging.getLogger(__name__)
@@ -107,12 +106,9 @@ class OnlineScorer:
         self.stats = OnlineScorerStats()
         self.judge = judge
         self._scorers: dict[tuple[str, ...], TraceScorer] = {}
-        self.consumer = KafkaConsumer(
-            config.topic,
-            **consumer_settings(
-                config.bootstrap_servers, config.group_id, config.session_timeout_ms,
-                max_poll_records=50, **config.consumer_options,
-            ),
+        self.consumer = TopicConsumer(
+            config.bootstrap_servers, config.group_id, config.topic, config.session_timeout_ms,
+            max_poll_records=50, **config.consumer_options,
         )  # fmt: skip
 
     def _scorer(self, metrics: tuple[str, ...]) -> TraceScorer:
@@ -123,8 +119,7 @@ class OnlineScorer:
         return self._scorers[metrics]
 
     def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            self.poll_once(stop)
+        self.consumer.run(stop, lambda: self.poll_once(stop))
 
     def poll_once(self, stop: threading.Event | None = None, timeout_ms: int = 200) -> None:
         """Score each polled message and commit it once its scores are stored."""
@@ -132,7 +127,7 @@ class OnlineScorer:
             for message in messages:
                 self.stats.messages += 1
                 self.handle(message.value, stop)
-                self.consumer.commit({partition: OffsetAndMetadata(message.offset + 1, "", -1)})
+                self.consumer.commit({partition: message.offset + 1})
 
     def handle(self, value: bytes, stop: threading.Event | None = None) -> None:
         """Score one `pathgrade.sampled` message (logs and skips what cannot be scored)."""
