@@ -22,13 +22,18 @@ class Event:
 
 
 @dataclass(frozen=True)
-class Stop(Command):
-    """Stop for good, answering a `Stopped`. A realtime process first reads up to
-    `targets` (partition -> next offset; what the collector produced) and, with
-    `release_held`, evaluates every trace it still holds (`RealtimePlane.stop`)."""
+class ReadUpTo(Command):
+    """A command that first reads up to `targets` (partition -> next offset; what the
+    collector produced) and, with `release_held`, evaluates every trace still held."""
 
     targets: dict[int, int] | None = None
     release_held: bool = False
+
+
+@dataclass(frozen=True)
+class Stop(ReadUpTo):
+    """Stop for good, answering a `Stopped` (a realtime process reads up to the targets
+    first: `RealtimePlane.stop`; the collector ignores them)."""
 
 
 @dataclass(frozen=True)
@@ -51,12 +56,9 @@ class Resume(Command):
 
 
 @dataclass(frozen=True)
-class Suspend(Command):
-    """Realtime: read up to `targets`, store, commit and close the Kafka clients
+class Suspend(ReadUpTo):
+    """Realtime: read up to the targets, store, commit and close the Kafka clients
     (`RealtimePlane.suspend`; answered by `Suspended`)."""
-
-    targets: dict[int, int] | None = None
-    release_held: bool = False
 
 
 @dataclass(frozen=True)
