@@ -60,9 +60,9 @@ class OnlineScorerConfig(BaseModel):
         "`tier_metrics`",
     )
     trace_wait_s: float = Field(
-        30.0, gt=0, description="how long to wait for a sampled trace to be stored"
+        30.0, description="how long to wait for a sampled trace to be stored"
     )
-    session_timeout_ms: int = Field(6000, gt=0, description="consumer group session timeout")
+    session_timeout_ms: int = Field(6000, description="consumer group session timeout")
     consumer_options: dict[str, Any] = Field(
         default_factory=dict, description="further kafka-python consumer settings"
     )

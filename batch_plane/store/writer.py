@@ -38,15 +38,15 @@ class StoreWriterConfig(BaseModel):
     topic: str = Field(SPANS_TOPIC, description="topic read")
     group_id: str = Field(STORE_GROUP, description="consumer group")
     max_batch_spans: int = Field(
-        50_000, gt=0, description="spans of one insert at most; a full batch is written at once"
+        50_000, description="spans of one insert at most; a full batch is written at once"
     )
     max_batch_age_s: float = Field(
-        2.0, gt=0, description="a batch is written at the latest this long after its first span"
+        2.0, description="a batch is written at the latest this long after its first span"
     )
     idle_flush_s: float = Field(
-        0.25, gt=0, description="a batch is written when no message came for this long"
+        0.25, description="a batch is written when no message came for this long"
     )
-    session_timeout_ms: int = Field(6000, gt=0, description="consumer group session timeout")
+    session_timeout_ms: int = Field(6000, description="consumer group session timeout")
     consumer_options: dict[str, Any] = Field(
         default_factory=dict, description="further kafka-python consumer settings"
     )
