@@ -41,9 +41,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.schemas.otlp import decode_resource_spans
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import free_port
-from pathgrade.stack.defaults import DEFAULT_STORE_WRITER_NICENESS
+from pathgrade.stack.options import StackOptions
 from pathgrade.web.endpoint import RemoteStore
 
 
@@ -206,7 +206,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--senders", type=int, default=4)
     parser.add_argument(
-        "--store-writer-nice", type=int, default=DEFAULT_STORE_WRITER_NICENESS,
+        "--store-writer-nice", type=int,
+        default=StackOptions.model_fields["store_writer_niceness"].default,
         help="passed to pathgrade up: 0 lets the store writer compete with the realtime "
         "plane instead of yielding to it",
     )  # fmt: skip

@@ -41,7 +41,7 @@ from pathgrade.detectors import load_policy, run_detectors
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.otlp import decode_resource_spans
 
-from pathgrade.demo import FAILURE_SCENARIOS
+from pathgrade.demo.scenarios import FAILURE_SCENARIOS
 from pathgrade.stack.broker import free_port
 
 SCENARIO_ATTRIBUTE = "pathgrade.demo.scenario"

@@ -30,7 +30,7 @@ from pathgrade.schemas.model import Trace
 from pathgrade.schemas.otlp import decode_spans_message
 from pathgrade.schemas.topics import TURNS_TOPIC, kafka_client_settings
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import LocalBroker, ensure_topics
 
 

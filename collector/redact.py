@@ -77,22 +77,22 @@ class RedactionConfig(BaseModel):
 
     capture_tools: list[str] = Field(
         default_factory=list,
-        description='Tool names whose arguments and results are kept; "*" keeps every tool\'s. '
-        "Empty (the default) keeps none.",
+        description='tool names whose arguments and results are kept (`"*"`: all); others are '
+        "dropped before Kafka",
     )
     capture_messages: bool = Field(
         default=False,
-        description="Keep message content: prompts, completions, system instructions.",
+        description="keep prompts, completions, system instructions",
     )
     capture_identity: bool = Field(
         default=False,
-        description="Keep the session identity (enduser.id, user.id, OpenLLMetry's user_id "
-        "association property); without it only its fingerprint travels.",
+        description="keep the session identity (`enduser.id`, `user.id`, OpenLLMetry's "
+        "`user_id` association property); without it only its fingerprint travels",
     )
     extra_patterns: list[str] = Field(
         default_factory=list,
-        description="Extra regular expressions whose matches in any string value become "
-        "[REDACTED].",
+        description="extra regexes scrubbed from every forwarded string (e-mail addresses and "
+        "Luhn-valid card numbers always are, after normalisation)",
     )
 
     @field_validator("extra_patterns")

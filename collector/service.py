@@ -40,41 +40,77 @@ class CollectorConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kafka_bootstrap: str = Field(description="Kafka bootstrap servers, host:port[,host:port]")
-    spill_dir: Path = Field(description="Directory of the local spill file")
-    listen_host: str = "127.0.0.1"
-    grpc_port: int = Field(4317, ge=0, le=65535, description="OTLP/gRPC port (0: any free)")
-    http_port: int = Field(4318, ge=0, le=65535, description="OTLP/HTTP port (0: any free)")
-    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, gt=0)
+    kafka_bootstrap: str = Field(
+        description="Kafka bootstrap servers, host:port[,host:port] (`--kafka`)"
+    )
+    spill_dir: Path = Field(
+        description="directory of the local spill file used while Kafka is unavailable "
+        "(`--spill-dir`)"
+    )
+    listen_host: str = Field(
+        "127.0.0.1",
+        description="address both receivers bind (`0.0.0.0` to accept remote agents)",
+    )
+    grpc_port: int = Field(4317, ge=0, le=65535, description="OTLP/gRPC port (`0`: any free port)")
+    http_port: int = Field(4318, ge=0, le=65535, description="OTLP/HTTP port (`0`: any free port)")
+    max_body_bytes: int = Field(
+        DEFAULT_MAX_BODY_BYTES, gt=0,
+        description="largest request after decompression: HTTP 413 / gRPC "
+        "`RESOURCE_EXHAUSTED` beyond it; gzip bombs are never inflated past it",
+    )  # fmt: skip
     max_message_bytes: int = Field(
         DEFAULT_MAX_MESSAGE_BYTES, gt=0, le=MAX_MESSAGE_BYTES_LIMIT,
-        description="Largest Kafka message; also the most one span may encode to",
+        description="largest Kafka message: a trace larger than this is split over several "
+        "messages (still one trace each), and a span that cannot fit in one message of its "
+        "own (with its resource and scope, after redaction) is refused; keep it below the "
+        "broker's `message.max.bytes` (at most 16 MiB − 64 KiB, the producer's request size)",
     )  # fmt: skip
-    spill_max_bytes: int = Field(DEFAULT_SPILL_BYTES, gt=0)
+    spill_max_bytes: int = Field(
+        DEFAULT_SPILL_BYTES, gt=0,
+        description="bound of the local spill file used while Kafka is unavailable; when "
+        "full: HTTP 503 + `Retry-After` / gRPC `UNAVAILABLE` with `RetryInfo`",
+    )  # fmt: skip
     ack_timeout_s: float = Field(
         5.0, gt=0, le=8.0,
-        description="Wait for Kafka before spilling; at most 8 s, so that a request is "
-        "answered before the OTLP exporters' default 10 s timeout",
+        description="how long a request waits for Kafka's acknowledgement before its spans "
+        "go to the spill (at most 8; a request is answered within this plus 1 s and its own "
+        "processing, under the exporters' default 10 s timeout, whatever the broker does)",
     )  # fmt: skip
     receiver_workers: int = Field(
-        DEFAULT_WORKERS, gt=0, le=1024, description="Request threads of each receiver"
-    )
+        DEFAULT_WORKERS, gt=0, le=1024,
+        description="request threads of each receiver (OTLP/HTTP and gRPC); connections "
+        "hold no thread while idle",
+    )  # fmt: skip
     idle_timeout_s: float = Field(
-        DEFAULT_IDLE_TIMEOUT_S, gt=0, description="Close connections idle this long"
-    )
+        DEFAULT_IDLE_TIMEOUT_S, gt=0,
+        description="a connection that sends nothing for this long is closed (both receivers)",
+    )  # fmt: skip
     read_timeout_s: float = Field(
         DEFAULT_READ_TIMEOUT_S, gt=0,
-        description="OTLP/HTTP: answer 408 to a request that sends nothing this long",
+        description="OTLP/HTTP: a request whose head or body stops coming for this long is "
+        "answered 408",
     )  # fmt: skip
-    tokens_file: Path | None = Field(None, description="YAML mapping bearer token -> tenant")
-    topic: str = SPANS_TOPIC
-    redaction: RedactionConfig = Field(default_factory=RedactionConfig)
-    facts: bool = Field(True, description="Record facts (schemas.facts) on every span")
+    tokens_file: Path | None = Field(
+        None,
+        description="YAML `token: tenant` map; with it, a missing or unknown bearer token "
+        "gets 401 / `UNAUTHENTICATED`; without it every request is tenant `default`. A span "
+        "attribute never sets the tenant",
+    )
+    topic: str = Field(SPANS_TOPIC, description="Kafka topic")
+    redaction: RedactionConfig = Field(
+        default_factory=RedactionConfig, description="what content the collector lets through"
+    )
+    facts: bool = Field(
+        True, description="record facts on every span before dropping content (`schemas/facts.py`)"
+    )
     facts_key_file: Path | None = Field(
         None,
-        description="The deployment's fact secret (64 hex characters); every collector of a "
-        "deployment, and offline scoring, must read the same file. Default: facts.key in "
-        "the spill directory, created on first start.",
+        description="the deployment's fact key (64 hex characters); default: `facts.key` in "
+        "the spill directory, created there on first start. Every collector of a deployment "
+        "and offline scoring (`pathgrade eval --facts-key-file`, `$PATHGRADE_FACTS_KEY_FILE`) "
+        "must read the same file; `pathgrade up` keeps it in its data directory. Give "
+        "replicas one shared file (a Kubernetes Secret): a fingerprint names its key, and "
+        "fingerprints of different keys are never compared",
     )
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pathgrade.detectors.finding import Finding
 from pathgrade.detectors.prices import cost_usd
-from pathgrade.detectors.registry import Params, Rule
+from pathgrade.detectors.registry import Params, Rule, RuleDoc
 from pathgrade.detectors.view import DetectorContext, TraceView
 from pathgrade.schemas import genai
 from pathgrade.schemas.messages import RequestedToolCall
@@ -19,23 +19,48 @@ from pydantic import Field
 class CompletenessParams(Params):
     """What a complete trace must have."""
 
-    require_root_agent: bool = True
-    require_tool_spans: bool = True
-    require_token_usage: bool = True
+    require_root_agent: bool = Field(
+        True, description="Report a trace whose root span is not `invoke_agent`."
+    )
+    require_tool_spans: bool = Field(
+        True, description="Report a requested tool call with no `execute_tool` span."
+    )
+    require_token_usage: bool = Field(
+        True, description="Report an inference span without input or output token counts."
+    )
 
 
 COMPLETENESS = Rule(
     code="PG100",
     name="trace-completeness",
     severity="medium",
-    doc=(
-        "A trace must be complete enough to grade: a root `invoke_agent` span, an "
-        "`execute_tool` span (matched by `gen_ai.tool.call.id`, or by tool name for tool "
-        "spans that carry no call id) for every tool call a model requested in "
-        "`gen_ai.output.messages` (or, uncaptured, `tool_calls` of `pathgrade.facts.output`), "
-        "and token usage on every inference span. "
-        "A gap means lost spans or broken instrumentation, and every other verdict on the "
-        "trace is weaker for it."
+    doc=RuleDoc(
+        finds=(
+            "A trace that is not complete enough to grade: no root `invoke_agent` span, "
+            "a tool call a model requested in `gen_ai.output.messages` (or, uncaptured, "
+            "`tool_calls` of `pathgrade.facts.output`) with no `execute_tool` span "
+            "(matched by `gen_ai.tool.call.id`, or by tool name for tool spans that "
+            "carry no call id), or an inference span without token usage."
+        ),
+        why=(
+            "A gap means lost spans or broken instrumentation, and every other verdict "
+            "on the trace is weaker for it."
+        ),
+        undecided="Never: every check reads span shapes and counts, which are always present.",
+        fires=(
+            "A model call requests `lookup_order` (call id `c1`) and the trace holds no "
+            "`execute_tool` span for it."
+        ),
+        quiet=(
+            "Every requested call has its tool span and every chat span reports input "
+            "and output tokens."
+        ),
+        capture_off=(
+            "the root's operation, token usage and tool spans' call ids and names (never "
+            "content), and the tool calls each model call requested as the collector "
+            "recorded them (`pathgrade.facts.output`: ids and names)."
+        ),
+        capture_on="the same, the requested calls read from the captured output messages.",
     ),
     params=CompletenessParams,
     policy_key="completeness",
@@ -109,17 +134,32 @@ def _unexecuted(view: TraceView) -> list[tuple[Span, RequestedToolCall]]:
 class ToolErrorParams(Params):
     """Error types that are expected and not reported (e.g. a lookup that found nothing)."""
 
-    ignore_error_types: frozenset[str] = frozenset()
+    ignore_error_types: frozenset[str] = Field(
+        frozenset(),
+        description=(
+            "`error.type` values that are not reported (expected errors such as `not_found`)."
+        ),
+    )
 
 
 TOOL_ERROR = Rule(
     code="PG101",
     name="tool-error",
     severity="medium",
-    doc=(
-        "A tool call ended in error (span status Error or an `error.type`). Agents that "
-        "carry on after a failed tool often answer from nothing; the error is reported on "
-        "the tool span so it can be read next to the answer."
+    doc=RuleDoc(
+        finds=(
+            "A tool call that ended in error (span status Error or an `error.type`), "
+            "reported on the tool span so it can be read next to the answer."
+        ),
+        why="Agents that carry on after a failed tool often answer from nothing.",
+        undecided="Never: span status and `error.type` are always there to read.",
+        fires="`lookup_order` ends with `error.type` `timeout`.",
+        quiet=(
+            "Every tool span ends with status Ok, or only with an error type the policy "
+            "lists in `ignore_error_types`."
+        ),
+        capture_off="span status and `error.type` (never content).",
+        capture_on="the same.",
     ),
     params=ToolErrorParams,
     policy_key="tool_errors",
@@ -151,20 +191,33 @@ STEP_CAP_ERROR = re.compile(
 class TerminationParams(Params):
     """Finish reasons and error types that mean the run hit a cap instead of finishing."""
 
-    cap_finish_reasons: frozenset[str] = STEP_CAP_FINISH_REASONS
+    cap_finish_reasons: frozenset[str] = Field(
+        STEP_CAP_FINISH_REASONS,
+        description="Finish reasons that mean the last model call stopped on a cap.",
+    )
 
 
 TERMINATION = Rule(
     code="PG113",
     name="no-clean-termination",
     severity="medium",
-    doc=(
-        "The run did not end cleanly: there is no final text response, the last model call "
-        "stopped on a cap (finish reason `length`/`max_tokens`, or an error such as "
-        "MaxTurnsExceeded or GraphRecursionError), or the root span ended in error. An "
-        "uncaptured final answer is judged by the collector's record of it "
-        "(`text` of `pathgrade.facts.output`, finish reasons). Cannot decide when no output "
-        "messages were captured or recorded."
+    doc=RuleDoc(
+        finds=(
+            "A run that did not end cleanly: there is no final text response, the last "
+            "model call stopped on a cap (finish reason `length`/`max_tokens`, or an "
+            "error such as MaxTurnsExceeded or GraphRecursionError), or the root span "
+            "ended in error. An uncaptured final answer is judged by the collector's "
+            "record of it (`text` of `pathgrade.facts.output`, finish reasons)."
+        ),
+        why="The user got a cut-off answer or none, whatever the tools did.",
+        undecided="Cannot decide when no output messages were captured or recorded.",
+        fires="The last chat span stops with finish reason `length`.",
+        quiet="The last chat span answers with text and finish reason `stop`.",
+        capture_off=(
+            "the final answer's facts: text present, tool calls requested, finish "
+            "reasons (`pathgrade.facts.output`)."
+        ),
+        capture_on="the captured output messages.",
     ),
     params=TerminationParams,
     policy_key="termination",
@@ -212,22 +265,56 @@ def _termination(view: TraceView, problem: str, reason: str) -> Finding:
 class BudgetParams(Params):
     """Per-turn budgets; an unset budget is not checked."""
 
-    max_steps: int | None = Field(default=None, ge=0)
-    max_tool_calls: int | None = Field(default=None, ge=0)
-    max_tokens: int | None = Field(default=None, ge=0)
-    max_cost_usd: float | None = Field(default=None, ge=0)
-    max_latency_ms: float | None = Field(default=None, ge=0)
+    max_steps: int | None = Field(
+        default=None, ge=0, description="Most model calls in one turn (None: no limit)."
+    )
+    max_tool_calls: int | None = Field(
+        default=None, ge=0, description="Most tool calls in one turn (None: no limit)."
+    )
+    max_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        description="Most input plus output tokens in one turn (None: no limit).",
+    )
+    max_cost_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "Most cost of one turn in USD, from tokens and the price table (None: no limit)."
+        ),
+    )
+    max_latency_ms: float | None = Field(
+        default=None,
+        ge=0,
+        description="Longest root-span duration in milliseconds (None: no limit).",
+    )
 
 
 BUDGET = Rule(
     code="PG114",
     name="budget-exceeded",
     severity="low",
-    doc=(
-        "The turn used more than its budget: model calls (steps), tool calls, tokens, cost "
-        "or root-span latency. Cost is token usage joined with pathgrade's versioned list "
-        "price table (overridable), never a cost the agent reports; an inference span whose "
-        "model is not in the table makes the cost check cannot-decide."
+    doc=RuleDoc(
+        finds=(
+            "A turn that used more than its budget: model calls (steps), tool calls, "
+            "tokens, cost or root-span latency. Cost is token usage joined with "
+            "pathgrade's versioned list price table (overridable), never a cost the "
+            "agent reports."
+        ),
+        why=(
+            "Runaway turns cost money and time long before they fail; a budget makes the "
+            "limit explicit."
+        ),
+        undecided=(
+            "An inference span whose model is not in the price table makes the cost "
+            "check cannot-decide."
+        ),
+        fires="The policy allows 2 tool calls and the turn makes 3.",
+        quiet=(
+            "The turn stays within every budget the policy sets (no budget set: nothing to check)."
+        ),
+        capture_off="token counts, models and durations (never content).",
+        capture_on="the same.",
     ),
     params=BudgetParams,
     policy_key="budgets",

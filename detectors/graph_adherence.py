@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 from pathgrade.detectors.finding import Finding
 from pathgrade.detectors.policy import POLICY_DIR_CONTEXT
-from pathgrade.detectors.registry import Params, Rule
+from pathgrade.detectors.registry import Params, Rule, RuleDoc
 from pathgrade.detectors.view import DetectorContext, TraceView
 from pathgrade.schemas.agent_graph import AgentGraph, GraphError, parse_graph_document
 from pathgrade.schemas.graph_walk import NodeVisit
-from pydantic import ValidationError, ValidationInfo, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 Walk = Literal["turn", "conversation"]
 
@@ -87,8 +87,29 @@ class GraphAdherenceParams(Params):
     """The declared graph (a JSON file, relative to the policy file, or the graph inline)
     and how a turn walks it."""
 
-    graph: AgentGraph | None = None
-    walk: Walk = "turn"
+    graph: AgentGraph | None = Field(
+        None,
+        description=(
+            "The declared graph, a JSON file path relative to the policy file or the "
+            "graph inline; either the EDGE DSL (docs/edge.md) or LangGraph's "
+            "`get_graph().to_json()` (what `pathgrade edge infer` writes is the DSL). "
+            "Read and validated when the policy loads: a missing file or an unsound "
+            "graph is a policy error naming the line."
+        ),
+    )
+    walk: Walk = Field(
+        "turn",
+        description=(
+            "`turn` when each turn is one whole run of the graph (a LangGraph invocation per "
+            "user turn): the walk must begin at `start` and end on a terminal. `conversation` "
+            "when a turn continues the walk of earlier turns (one node per user turn, like "
+            "`examples/recruitment`): the turn's nodes, the edges inside it, and the step from "
+            "the last node of the latest earlier turn that showed one (read from that turn's "
+            "digest, `graph_nodes`, as PG106 and PG111 read earlier turns) into this turn's "
+            "first node; neither the start (an earlier turn may be missing from the bounded "
+            "history) nor the end (the conversation may go on) is checked."
+        ),
+    )
 
     @field_validator("graph", mode="before")
     @classmethod
@@ -104,18 +125,63 @@ class GraphAdherenceParams(Params):
             raise ValueError(str(error)) from error
 
 
+_NODE_SPAN_TABLE = "\n".join([
+    "| instrumentation | node span | node |",
+    "|---|---|---|",
+    "| OpenLLMetry (`opentelemetry-instrumentation-langchain`) | "
+    "`traceloop.association.properties.langgraph_node` equal to the span's `gen_ai.task.name` "
+    "(else `traceloop.entity.name`) | that name |",
+    "| OpenInference (`openinference-instrumentation-langchain`) | `metadata` JSON whose "
+    "`langgraph_node` equals the span name | the span name |",
+    "| GenAI conventions | an `invoke_agent` span below the root whose `gen_ai.agent.name` "
+    "differs from the root's | the agent name |",
+])  # fmt: skip
+NODE_SPANS = f"""\
+How the walk is read (`schemas/graph_walk.py`; the first convention that finds a node in
+the trace wins):
+
+{_NODE_SPAN_TABLE}
+
+Steps nested in a node (its chat model, its routing function, a subgraph's own nodes) are
+part of that node's visit, not visits of their own. Each finding sits on the span of the
+node concerned and carries `problem` (`unknown_node`, `missing_edge`, `wrong_start`,
+`non_terminal_end`), `node`, `from` (missing edges) and the turn's whole `path`.
+
+```yaml
+services:
+  car-dealer:
+    agent_graph: {{graph: graphs/car-dealer.json}}          # one LangGraph run per turn
+  recruitment:
+    agent_graph: {{graph: graphs/recruitment.json, walk: conversation}}
+```"""
+"""The catalogue's notes on PG118: how each instrumentation's node spans are read."""
+
+
 GRAPH_ADHERENCE = Rule(
     code="PG118",
     name="off-graph-path",
     severity="high",
-    doc=(
-        "The turn's path through the agent graph leaves the graph the policy declares for "
-        "this service: a node the graph lacks, an edge it lacks, a turn that does not begin "
-        "at the start, or one that ends on a non-terminal node (the last two only when each "
-        "turn walks the whole graph, `walk: turn`; with `walk: conversation` the step from "
-        "the earlier turn's last node into this turn is checked too). Nodes are read from "
-        "LangGraph's node spans (OpenLLMetry, OpenInference) or GenAI sub-agent spans. "
-        "Cannot decide when the turn shows no node span. Quiet when no graph is declared."
+    doc=RuleDoc(
+        finds=(
+            "A turn whose path through the agent graph leaves the graph the policy "
+            "declares for this service: a node the graph lacks, an edge it lacks, a turn "
+            "that does not begin at the start, or one that ends on a non-terminal node "
+            "(the last two only when each turn walks the whole graph, `walk: turn`; with "
+            "`walk: conversation` the step from the earlier turn's last node into this "
+            "turn is checked too). "
+            "Nodes are read from LangGraph's node spans (OpenLLMetry, OpenInference) or "
+            "GenAI sub-agent spans. Quiet when no graph is declared."
+        ),
+        why=(
+            "A graph agent that takes an edge its designers never drew is outside every "
+            "path they tested."
+        ),
+        undecided="Cannot decide when the turn shows no node span.",
+        fires=("The graph has `start -> triage -> answer` and the turn walks `start -> answer`."),
+        quiet="The turn walks `start -> triage -> answer`.",
+        capture_off="node names from span attributes (never content).",
+        capture_on="the same.",
+        notes=NODE_SPANS,
     ),
     params=GraphAdherenceParams,
     policy_key="agent_graph",

@@ -5,20 +5,27 @@ from __future__ import annotations
 import re
 
 from pathgrade.detectors.finding import Finding
-from pathgrade.detectors.registry import Params, Rule, regex_list
+from pathgrade.detectors.registry import Params, Rule, RuleDoc, regex_list
 from pathgrade.detectors.view import DetectorContext, TraceView
 from pathgrade.schemas.pii import CARD, EMAIL, PiiScanner, add_counts
 from pathgrade.schemas.predicates import CLAIM_LEXICON, CLAIM_PREFIX
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 
 class OutputPatternParams(Params):
     """PII checks and forbidden/required regular expressions on the final answer."""
 
-    detect_email: bool = True
-    detect_card_numbers: bool = True
-    forbidden_patterns: tuple[str, ...] = ()
-    required_patterns: tuple[str, ...] = ()
+    detect_email: bool = Field(True, description="Report e-mail addresses in the final answer.")
+    detect_card_numbers: bool = Field(
+        True,
+        description="Report Luhn-valid 13-19 digit numbers (payment cards) in the final answer.",
+    )
+    forbidden_patterns: tuple[str, ...] = Field(
+        (), description="Regular expressions the final answer must not match."
+    )
+    required_patterns: tuple[str, ...] = Field(
+        (), description="Regular expressions the final answer must match."
+    )
 
     check_patterns = field_validator("forbidden_patterns", "required_patterns")(regex_list)
 
@@ -27,14 +34,32 @@ OUTPUT_PATTERNS = Rule(
     code="PG115",
     name="output-patterns",
     severity="high",
-    doc=(
-        "The final answer leaks PII (an e-mail address, or a 13-19 digit number that passes "
-        "the Luhn check, i.e. a plausible payment card: `schemas.pii`), matches a forbidden "
-        r"pattern, or lacks a required pattern (for example an order reference `ORD-\d{6}`). "
-        "PII is judged from the kinds the collector found in the answer before scrubbing or "
-        "dropping it (`pii` of `pathgrade.facts.output`) and from any captured text; the "
-        "patterns need the captured text. Findings name the field and the kind, never the "
-        "value. Cannot decide when no final answer was captured or recorded."
+    doc=RuleDoc(
+        finds=(
+            "A final answer that leaks PII (an e-mail address, or a 13-19 digit number "
+            "that passes the Luhn check, i.e. a plausible payment card: `schemas.pii`), "
+            "matches a forbidden pattern, or lacks a required pattern (for example an "
+            "order reference `ORD-\\d{6}`). PII is judged from the kinds the collector "
+            "found in the answer before scrubbing or dropping it (`pii` of "
+            "`pathgrade.facts.output`) and from any captured text; the patterns need the "
+            "captured text. Findings name the field and the kind, never the value."
+        ),
+        why=(
+            "What the answer says reaches the user as is: a leaked address or card "
+            "number is a privacy incident, a missing reference a broken promise."
+        ),
+        undecided="Cannot decide when no final answer was captured or recorded.",
+        fires="The answer contains `jane@example.com`.",
+        quiet="The answer names the order `ORD-123456` and no personal data.",
+        capture_off=(
+            "the kinds and counts of personal data the collector found in the answer "
+            "before dropping it (`pii` of `pathgrade.facts.output`); forbidden and "
+            "required patterns are a coverage gap."
+        ),
+        capture_on=(
+            "the kinds found before scrubbing (the forwarded answer is already scrubbed, "
+            "so the facts decide) and the captured text for the patterns."
+        ),
     ),
     params=OutputPatternParams,
     policy_key="output_patterns",
@@ -108,7 +133,12 @@ _CLAIM_NAMES = {verb: name for name, (verb, _) in CLAIM_LEXICON.items()}
 class ClaimParams(Params):
     """Claim regex (after "I have"/"we've") -> tool-name fragments that substantiate it."""
 
-    claims: dict[str, tuple[str, ...]] = DEFAULT_CLAIMS
+    claims: dict[str, tuple[str, ...]] = Field(
+        DEFAULT_CLAIMS,
+        description=(
+            "Claim verb -> tool-name fragments a successful call must contain to back the claim."
+        ),
+    )
 
     @field_validator("claims")
     @classmethod
@@ -121,14 +151,26 @@ CLAIMS = Rule(
     code="PG116",
     name="claimed-action-not-in-trace",
     severity="high",
-    doc=(
-        "The final answer claims a completed action ('I have cancelled your order', 'we've "
-        "issued a refund') but no successful tool call in the turn matches it. A small "
-        "lexicon maps each claim verb to tool-name fragments (cancelled -> cancel, reset -> "
-        "reset/reboot/restart, ...); see `DEFAULT_CLAIMS`. An uncaptured answer is judged "
-        "by the claims the collector found in it (`claims` of `pathgrade.facts.output`; a "
-        "policy's own claims need the text). Cannot decide when the final answer was "
-        "neither captured nor recorded."
+    doc=RuleDoc(
+        finds=(
+            "A final answer that claims a completed action ('I have cancelled your "
+            "order', 'we've issued a refund') with no successful tool call in the turn "
+            "that matches it. A small lexicon maps each claim verb to tool-name "
+            "fragments (cancelled -> cancel, reset -> reset/reboot/restart, ...); see "
+            "`DEFAULT_CLAIMS`. An uncaptured answer is judged by the claims the "
+            "collector found in it (`claims` of `pathgrade.facts.output`; a policy's own "
+            "claims need the text)."
+        ),
+        why="The user believes something happened that did not.",
+        undecided="Cannot decide when the final answer was neither captured nor recorded.",
+        fires=("The answer says 'I have cancelled your order' and no `cancel_*` tool succeeded."),
+        quiet="The same answer after a successful `cancel_order` call.",
+        capture_off=(
+            "the claims the collector found in the answer with the shared lexicon "
+            "(`claims` of `pathgrade.facts.output`); a policy's own claims are a "
+            "coverage gap."
+        ),
+        capture_on="the captured answer with the policy's claims.",
     ),
     params=ClaimParams,
     policy_key="claims",

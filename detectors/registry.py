@@ -1,11 +1,12 @@
-"""The detector registry: each rule has a stable code, a name, a severity, a doc and params."""
+"""The detector registry: each rule has a stable code, a name, a severity, a stability, a
+doc in fixed sections and a params model whose every field is described."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pathgrade.detectors.finding import Finding, Severity
 from pathgrade.detectors.view import DetectorContext, ToolCall, TraceView
@@ -40,6 +41,38 @@ def regex_list(patterns: tuple[str, ...]) -> tuple[str, ...]:
 
 
 DetectorFn = Callable[[TraceView, Any, DetectorContext], list[Finding]]
+Stability = Literal["stable", "preview"]
+"""`stable`: code, name and finding shape are kept; `preview`: they may still change."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleDoc:
+    """A rule's documentation in fixed sections (docs/detectors.md is rendered from them).
+
+    `finds`: what it finds; `why`: why it matters; `undecided`: when it cannot decide
+    ("Never: ..." when it always can); `fires` / `quiet`: an example that fires and one
+    that does not; `capture_off` / `capture_on`: what it reads with the collector's
+    default settings and with capture on; `notes`: further Markdown for the catalogue.
+    """
+
+    finds: str
+    why: str
+    undecided: str
+    fires: str
+    quiet: str
+    capture_off: str
+    capture_on: str
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("finds", "why", "undecided", "fires", "quiet", "capture_off", "capture_on"):
+            if not getattr(self, name).strip():
+                raise ValueError(f"RuleDoc.{name} is empty")
+
+    @property
+    def summary(self) -> str:
+        """One paragraph: what it finds, why it matters, when it cannot decide."""
+        return f"{self.finds} {self.why} {self.undecided}"
 
 
 @dataclass(slots=True)
@@ -53,10 +86,11 @@ class Rule:
     code: str
     name: str
     severity: Severity
-    doc: str
+    doc: RuleDoc
     params: type[Params]
     policy_key: str
     reads: str
+    stability: Stability = "stable"
     function: DetectorFn | None = field(default=None, repr=False)
 
     def check(self, function: DetectorFn) -> DetectorFn:

@@ -5,9 +5,10 @@ from pathgrade.realtime_plane.config import RealtimeConfig, SamplerRates
 from pathgrade.realtime_plane.evaluate import Evaluation, TraceEvaluator
 from pathgrade.realtime_plane.plane import RealtimePlane
 from pathgrade.realtime_plane.sampler import Sampler
-from pathgrade.realtime_plane.sinks import StoreAlertSink, WebhookSink
+from pathgrade.realtime_plane.sinks import AlertSink, StoreAlertSink, WebhookSink
 
 __all__ = [
+    "AlertSink",
     "DueTrace",
     "Evaluation",
     "RealtimeConfig",

@@ -23,11 +23,20 @@ class SamplerRates(BaseModel):
         default={"low": 0.01, "medium": 0.05, "high": 0.2},
         description="base rate per risk tier (a tier not listed uses `medium`)",
     )
-    finding: float = Field(1.0, ge=0, le=1, description="traces with any alerting finding")
-    tool_error: float = Field(0.5, ge=0, le=1, description="traces with a failed tool call")
-    long_trajectory: float = Field(0.5, ge=0, le=1, description="more tool calls than below")
-    negative_feedback: float = Field(1.0, ge=0, le=1, description="user gave negative feedback")
-    long_trajectory_tool_calls: PositiveInt = 10
+    finding: float = Field(1.0, ge=0, le=1, description="rate of traces with any alerting finding")
+    tool_error: float = Field(0.5, ge=0, le=1, description="rate of traces with a failed tool call")
+    long_trajectory: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="rate of traces with more tool calls than `long_trajectory_tool_calls`",
+    )
+    negative_feedback: float = Field(
+        1.0, ge=0, le=1, description="rate of traces whose user gave negative feedback"
+    )
+    long_trajectory_tool_calls: PositiveInt = Field(
+        10, description="tool calls beyond which a trace counts as a long trajectory"
+    )
 
 
 class RealtimeConfig(BaseModel):
@@ -35,35 +44,66 @@ class RealtimeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    bootstrap_servers: str
-    group_id: str = REALTIME_GROUP
-    spans_topic: str = SPANS_TOPIC
-    alerts_topic: str | None = ALERTS_TOPIC  # None: do not publish alerts to Kafka
-    sampled_topic: str | None = SAMPLED_TOPIC  # None: do not publish samples
-    quiet_window_s: PositiveFloat = 1.0
-    max_age_s: PositiveFloat = 300.0
-    max_traces: PositiveInt = 50_000
-    max_spans: PositiveInt = 1_000_000
-    recent_traces: PositiveInt = 10_000  # evaluated traces kept for late spans
-    conversation_cache_size: PositiveInt = 10_000  # conversations kept for later turns
-    conversation_turns: PositiveInt = 8  # earlier turns kept per conversation
-    # Conversation turns shared with the other consumers of the group (None: each consumer
-    # sees only the turns it evaluated), read from this far back when the plane starts.
-    turns_topic: str | None = TURNS_TOPIC
-    turns_lookback_s: PositiveFloat = 600.0
-    policy_path: str | None = None  # YAML policy file; None = the default policy
-    # At most one alert per window for a detector that cannot decide on a service's traces
-    # (a coverage gap: realtime_plane.coverage).
-    coverage_window_s: PositiveFloat = 3600.0
-    webhook_url: str | None = None
-    webhook_queue_size: PositiveInt = 10_000
-    webhook_retries: int = Field(5, ge=0)
-    webhook_timeout_s: PositiveFloat = 5.0
-    sampler: SamplerRates = SamplerRates()
-    session_timeout_ms: PositiveInt = 6000
-    poll_timeout_ms: PositiveInt = 50
-    # How long the broker may hold a fetch when it has too little data: it bounds how late
-    # spans reach the plane on brokers that hold fetches that long (bench/fetch_wait.py:
-    # p99 lag 0.27-1.2 s at kafka-python's 500 ms default, ~0.07 s at 100 ms, for 1.5-3%
-    # of a core more per consumer at 1,000 messages/s).
-    fetch_max_wait_ms: PositiveInt = 100
+    bootstrap_servers: str = Field(description="Kafka bootstrap servers (`--kafka`)")
+    group_id: str = Field(REALTIME_GROUP, description="consumer group")
+    spans_topic: str = Field(SPANS_TOPIC, description="topic read")
+    alerts_topic: str | None = Field(
+        ALERTS_TOPIC, description="alerts published (`null`: not to Kafka)"
+    )
+    sampled_topic: str | None = Field(SAMPLED_TOPIC, description="samples published (`null`: none)")
+    quiet_window_s: PositiveFloat = Field(
+        1.0, description="evaluate a trace this long after its last span (root seen)"
+    )
+    max_age_s: PositiveFloat = Field(
+        300.0, description="evaluate a trace this old even without its root (`incomplete`)"
+    )
+    max_traces: PositiveInt = Field(
+        50_000, description="traces held at most; beyond, the oldest are evaluated early"
+    )
+    max_spans: PositiveInt = Field(
+        1_000_000, description="spans held at most; beyond, the oldest traces are evaluated early"
+    )
+    recent_traces: PositiveInt = Field(
+        10_000, description="evaluated traces kept for late spans (and their alert keys)"
+    )
+    conversation_cache_size: PositiveInt = Field(
+        10_000, description="conversations whose turn digests are kept"
+    )
+    conversation_turns: PositiveInt = Field(8, description="turn digests kept per conversation")
+    turns_topic: str | None = Field(
+        TURNS_TOPIC,
+        description="topic of turn digests shared with the other consumers of the group "
+        "(`null`: each consumer sees only the turns it evaluated)",
+    )
+    turns_lookback_s: PositiveFloat = Field(
+        600.0, description="how far back a starting consumer reads the turns topic"
+    )
+    policy_path: str | None = Field(
+        None, description="detector policy YAML (`--policy`); none: the default policy"
+    )
+    coverage_window_s: PositiveFloat = Field(
+        3600.0,
+        description="at most one coverage-gap alert per (tenant, service, detector) per "
+        "window of this many seconds (Coverage, below)",
+    )
+    webhook_url: str | None = Field(None, description="alert webhook (`--alert-webhook`)")
+    webhook_queue_size: PositiveInt = Field(
+        10_000,
+        description="alerts queued for the webhook; beyond, the oldest are dropped (counted)",
+    )
+    webhook_retries: int = Field(
+        5, ge=0, description="retries of a failed POST (backoff with jitter)"
+    )
+    webhook_timeout_s: PositiveFloat = Field(5.0, description="timeout of one POST")
+    sampler: SamplerRates = Field(
+        default_factory=SamplerRates, description="which traces go to online scoring"
+    )
+    session_timeout_ms: PositiveInt = Field(6000, description="consumer group session timeout")
+    poll_timeout_ms: PositiveInt = Field(50, description="longest wait of one poll")
+    # bench/fetch_wait.py: p99 lag 0.27-1.2 s at kafka-python's 500 ms default, ~0.07 s at
+    # 100 ms, for 1.5-3% of a core more per consumer at 1,000 messages/s.
+    fetch_max_wait_ms: PositiveInt = Field(
+        100,
+        description="longest the broker may hold a fetch for more data (a broker that holds "
+        "it that long delays spans by up to this much)",
+    )

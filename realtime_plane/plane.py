@@ -20,9 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.structs import OffsetAndMetadata
+from kafka import KafkaProducer, TopicPartition
 from pathgrade.detectors import load_policy
 from pathgrade.realtime_plane.assembler import DueTrace, TraceAssembler
 from pathgrade.realtime_plane.config import RealtimeConfig
@@ -30,13 +28,13 @@ from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS
 from pathgrade.realtime_plane.delays import DelayWindow
 from pathgrade.realtime_plane.evaluate import Evaluation, TraceEvaluator
 from pathgrade.realtime_plane.sampler import Sampler
-from pathgrade.realtime_plane.sinks import StoreAlertSink, WebhookSink, log_alert
+from pathgrade.realtime_plane.sinks import AlertSink, StoreAlertSink, WebhookSink, log_alert
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.alerts import Alert
-from pathgrade.schemas.otlp import DecodeProblems, decode_kafka_message
+from pathgrade.schemas.consumer import TopicConsumer, decode_spans
+from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
-    consumer_settings,
     kafka_client_settings,
     read_until_drained,
 )
@@ -72,7 +70,7 @@ class RealtimePlane:
     def __init__(
         self,
         config: RealtimeConfig,
-        alert_store: Any | None = None,
+        alert_store: Store | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
@@ -99,7 +97,7 @@ class RealtimePlane:
         self._last_turns_poll = float("-inf")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.consumer: KafkaConsumer | None = None
+        self.consumer: TopicConsumer | None = None
         self.producer: KafkaProducer | None = None
         self.worker = uuid.uuid4().hex[:16]  # tells this consumer's turns from the others'
         self.turn_batcher = TurnBatcher(self.worker)
@@ -115,13 +113,12 @@ class RealtimePlane:
         self._stop.clear()
         if self.turn_feed is not None:
             self.turn_feed.start()
-        self.consumer = KafkaConsumer(
-            **consumer_settings(
-                config.bootstrap_servers, config.group_id, config.session_timeout_ms,
-                max_poll_records=2000, fetch_max_wait_ms=config.fetch_max_wait_ms,
-            )
+        self.consumer = TopicConsumer(
+            config.bootstrap_servers, config.group_id, config.spans_topic,
+            config.session_timeout_ms, on_revoked=self.revoke,
+            on_assigned=lambda partitions: self.assigned.update(partitions),
+            max_poll_records=2000, fetch_max_wait_ms=config.fetch_max_wait_ms,
         )  # fmt: skip
-        self.consumer.subscribe([config.spans_topic], listener=_CommitOnRevoke(self))
         if config.alerts_topic or config.sampled_topic or config.turns_topic:
             # Alerts, samples and turns are not on the webhook's path: lingering 100 ms fills
             # batches instead of waking the sender for nearly every message (at 3,000
@@ -138,12 +135,12 @@ class RealtimePlane:
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.poll_once()
-            except Exception:  # keep the plane alive; the offsets were not committed
-                log.exception("realtime plane: poll failed; retrying")
-                self._stop.wait(1.0)
+        assert self.consumer is not None
+        self.consumer.run(  # keep the plane alive on any failure; offsets stay uncommitted
+            self._stop, self.poll_once,
+            lambda _: log.exception("realtime plane: poll failed; retrying"),
+            retry=(Exception,), retry_s=1.0,
+        )  # fmt: skip
 
     def poll_once(self) -> int:
         """One poll: buffer the spans, evaluate due traces, emit (Kafka, webhook, log line);
@@ -190,16 +187,7 @@ class RealtimePlane:
 
     def _add(self, partition: TopicPartition, message: Any, now: float) -> None:
         self.counters_.messages += 1
-        problems = DecodeProblems()
-        try:
-            spans = decode_kafka_message(message, problems)
-        except ValueError as exc:
-            self.counters_.undecodable_messages += 1
-            log.error("skipping undecodable message at %s[%d] offset %d: %s",
-                      partition.topic, partition.partition, message.offset, exc)  # fmt: skip
-            spans = []
-        self.counters_.partly_decoded_spans += problems.partly_decoded_spans
-        self.counters_.unreadable_headers += problems.unreadable_headers
+        spans = decode_spans(partition, message, self.counters_)
         self.counters_.spans += len(spans)
         self.assembler.add(partition.partition, message.offset, spans, now)
 
@@ -250,10 +238,12 @@ class RealtimePlane:
                 self.producer.send(
                     self.config.alerts_topic, alert.to_json(), alert.trace_id.encode()
                 )
-        if self.store_sink is not None:
-            self.store_sink.add(alerts)
-        if self.webhook is not None:
-            self.webhook.add(alerts)
+        for sink in self.alert_sinks():
+            sink.add(alerts)
+
+    def alert_sinks(self) -> list[AlertSink]:
+        """The sinks configured: the alerts table, the webhook."""
+        return [sink for sink in (self.store_sink, self.webhook) if sink is not None]
 
     def _share_turn(self, evaluation: Evaluation) -> None:
         """Queue a conversation turn's digest for the group's other consumers."""
@@ -299,10 +289,7 @@ class RealtimePlane:
         assert self.consumer is not None
         if self.producer is not None:
             self.producer.flush()
-        topic = self.config.spans_topic
-        self.consumer.commit(
-            {TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in targets.items()}
-        )
+        self.consumer.commit({self.consumer.partition(p): o for p, o in targets.items()})
         self._committed.update(targets)
         self.counters_.commits += 1
 
@@ -336,11 +323,11 @@ class RealtimePlane:
     def reached(self, targets: dict[int, int]) -> set[int]:
         """The partitions of `targets` (partition -> next offset) this consumer is assigned
         and has read past."""
-        assert self.consumer is not None
-        topic = self.config.spans_topic
+        consumer = self.consumer
+        assert consumer is not None
         return {
             p for p, o in targets.items()
-            if p in self.assigned and self.consumer.position(TopicPartition(topic, p)) >= o
+            if p in self.assigned and consumer.position(consumer.partition(p)) >= o
         }  # fmt: skip
 
     def suspend(
@@ -399,14 +386,3 @@ class RealtimePlane:
         if self.webhook is not None:
             self.webhook.close()
         return reached
-
-
-class _CommitOnRevoke(ConsumerRebalanceListener):
-    def __init__(self, plane: RealtimePlane) -> None:
-        self.plane = plane
-
-    def on_partitions_revoked(self, revoked: Any) -> None:
-        self.plane.revoke({tp.partition for tp in revoked})
-
-    def on_partitions_assigned(self, assigned: Any) -> None:
-        self.plane.assigned |= {tp.partition for tp in assigned}

@@ -1,4 +1,5 @@
-"""Alert sinks: the `alerts` table, a webhook, and a structured log line.
+"""Alert sinks behind one `AlertSink` protocol: the `alerts` table, a webhook; and a
+structured log line.
 
 (Kafka topics are written by the plane's producer directly.) The table sink keeps rows
 until an insert succeeds, so offsets are committed only for stored alerts; rows the store
@@ -16,10 +17,11 @@ import random
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pathgrade.realtime_plane.webhook_http import WebhookConnection, WebhookProtocolError
 from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
+from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import ALERT_LOGGER
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,13 @@ def log_alert(alert: Alert) -> None:
     alert_log.info("alert %s", alert.json_text, extra={"alert": alert})
 
 
+class AlertSink(Protocol):
+    """Where the plane hands the alerts of each group of evaluated traces. `add` must not
+    block the plane: a sink that does I/O queues or buffers and delivers on its own."""
+
+    def add(self, alerts: list[Alert]) -> None: ...
+
+
 class StoreAlertSink:
     """Buffers alert rows and inserts them into table `alerts`, either now (`flush`) or in
     the background (`flush_async`), so the consuming loop never waits on the store.
@@ -40,7 +49,7 @@ class StoreAlertSink:
     alerts are stored); `stored_token()` hands it back after the insert succeeded.
     """
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.pending: list[list[Any]] = []
         self.inserted = 0

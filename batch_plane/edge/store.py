@@ -44,12 +44,12 @@ from pathgrade.batch_plane.edge.simulation import (
 from pathgrade.batch_plane.edge.traffic import infer_graph
 from pathgrade.batch_plane.scoring.judge import Judge, JudgeError
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
-from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces, run_trace_ids
 from pathgrade.schemas import genai
 from pathgrade.schemas.agent_graph import AgentGraph, load_graph
 from pathgrade.schemas.graph_walk import node_visits
 from pathgrade.schemas.model import Trace
+from pathgrade.schemas.store import Store
 
 # The judged response-consistency hook: a scenario's intent and the responses of its exact
 # replays in, a 1-4 consistency grade out (None: the judge could not decide). Without

@@ -27,10 +27,10 @@ from typing import Any, Literal
 from pathgrade.batch_plane.evaluation.end_state import check_paths
 from pathgrade.batch_plane.evaluation.suite import format_loc
 from pathgrade.batch_plane.scoring.checks import CheckSpec
-from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import Trace
+from pathgrade.schemas.store import Store
 from pydantic import (
     BaseModel,
     ConfigDict,

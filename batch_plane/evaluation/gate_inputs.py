@@ -27,11 +27,12 @@ from pathgrade.batch_plane.evaluation.gate import BudgetObservations, JudgeKey, 
 from pathgrade.batch_plane.evaluation.runs import run_exists
 from pathgrade.batch_plane.evaluation.suite import ConfigurationError, Suite
 from pathgrade.batch_plane.scoring.calibration import calibration_status
-from pathgrade.batch_plane.store.client import QueryError, Store
+from pathgrade.batch_plane.store.client import QueryError
 from pathgrade.batch_plane.store.trace_rows import load_traces
 from pathgrade.detectors.prices import PriceTable, cost_usd
 from pathgrade.schemas import genai
 from pathgrade.schemas.messages import parse_json
+from pathgrade.schemas.store import Store
 
 
 class MissingRun(ConfigurationError):

@@ -15,7 +15,7 @@ from typing import Any
 
 from pathgrade.batch_plane.evaluation.gate import GateRow, Verdict
 from pathgrade.batch_plane.evaluation.suite import ConfigurationError
-from pathgrade.batch_plane.store.client import QueryResult, Store
+from pathgrade.schemas.store import QueryResult, Store
 
 GATE_COLUMNS = [
     "GateId", "DecidedAt", "Suite", "SuiteFile", "CandidateRun", "BaselineRun", "Passed",

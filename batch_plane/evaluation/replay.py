@@ -33,10 +33,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import (
     TracesData,
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
-from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import load_traces
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import Span, Trace
+from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
 
 Progress = Callable[[int, int], None]

@@ -45,13 +45,13 @@ from pathgrade.batch_plane.scoring.checks import AttemptEvidence, CheckOutcome, 
 from pathgrade.batch_plane.scoring.path_metrics import SOUND, detector_outcomes, efficiency, sound
 from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.scoring.trajectory import match, tool_correctness
-from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import load_traces, run_trace_ids
 from pathgrade.detectors import Policy, ResolvedPolicy, default_policy, run_detectors, turn_digest
 from pathgrade.schemas import genai
 from pathgrade.schemas.fingerprints import FactSecret, TenantKey
 from pathgrade.schemas.model import EvalContext, Trace
 from pathgrade.schemas.predicates import call_arguments
+from pathgrade.schemas.store import Store
 from pathgrade.schemas.turns import TurnDigest
 
 Progress = Callable[[int, int], None]

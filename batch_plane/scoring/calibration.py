@@ -24,7 +24,7 @@ from typing import Any
 
 from pathgrade.batch_plane.scoring.judge import Judge, now_ms
 from pathgrade.batch_plane.scoring.rubrics import Rubric
-from pathgrade.batch_plane.store.client import Store
+from pathgrade.schemas.store import Store
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 CALIBRATION_COLUMNS = (

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 import httpx
 from pathgrade.batch_plane.scoring.rubrics import Rubric
-from pathgrade.batch_plane.store.client import Store
 from pathgrade.detectors.prices import PriceTable, cost_usd, shipped_price_table
+from pathgrade.schemas.store import Store
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})

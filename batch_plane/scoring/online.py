@@ -13,21 +13,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from kafka import KafkaConsumer
-from kafka.structs import OffsetAndMetadata
 from pathgrade.batch_plane.scoring.judge import Judge
 from pathgrade.batch_plane.scoring.scores import JUDGE_ERROR_LABEL, evaluation_event, write_scores
 from pathgrade.batch_plane.scoring.trace_scorers import JUDGE_METRICS, TraceScorer, UnknownMetric
-from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.detectors.policy import RISK_TIERS, Policy
+from pathgrade.schemas.consumer import TopicConsumer
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.sampled import SampledTrace
-from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP, consumer_settings
-from pydantic import ValidationError
+from pathgrade.schemas.store import Store
+from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -44,18 +43,29 @@ TIER_METRICS: dict[str, tuple[str, ...]] = {
 """The scoring policy: metrics per risk tier (judge metrics only when a judge is set)."""
 
 
-@dataclass
-class OnlineScorerConfig:
+class OnlineScorerConfig(BaseModel):
     """Where to read, what each tier gets, and how long to wait for a trace to be stored."""
 
-    bootstrap_servers: str
-    topic: str = SAMPLED_TOPIC
-    group_id: str = SCORER_GROUP
-    tier_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: TIER_METRICS)
-    policy: Policy | None = None  # its `scorers:` (per tier/service/agent) override the above
-    trace_wait_s: float = 30.0
-    session_timeout_ms: int = 6000
-    consumer_options: dict[str, Any] = field(default_factory=dict)
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    bootstrap_servers: str = Field(description="Kafka bootstrap servers (`--kafka`)")
+    topic: str = Field(SAMPLED_TOPIC, description="topic of sampled traces read")
+    group_id: str = Field(SCORER_GROUP, description="consumer group")
+    tier_metrics: Mapping[str, tuple[str, ...]] = Field(
+        default_factory=lambda: TIER_METRICS, description="metrics per risk tier"
+    )
+    policy: Policy | None = Field(
+        None,
+        description="detector policy whose `scorers:` (per tier, service, agent) override "
+        "`tier_metrics`",
+    )
+    trace_wait_s: float = Field(
+        30.0, description="how long to wait for a sampled trace to be stored"
+    )
+    session_timeout_ms: int = Field(6000, description="consumer group session timeout")
+    consumer_options: dict[str, Any] = Field(
+        default_factory=dict, description="further kafka-python consumer settings"
+    )
 
 
 def metrics_for(
@@ -96,12 +106,9 @@ class OnlineScorer:
         self.stats = OnlineScorerStats()
         self.judge = judge
         self._scorers: dict[tuple[str, ...], TraceScorer] = {}
-        self.consumer = KafkaConsumer(
-            config.topic,
-            **consumer_settings(
-                config.bootstrap_servers, config.group_id, config.session_timeout_ms,
-                max_poll_records=50, **config.consumer_options,
-            ),
+        self.consumer = TopicConsumer(
+            config.bootstrap_servers, config.group_id, config.topic, config.session_timeout_ms,
+            max_poll_records=50, **config.consumer_options,
         )  # fmt: skip
 
     def _scorer(self, metrics: tuple[str, ...]) -> TraceScorer:
@@ -112,8 +119,7 @@ class OnlineScorer:
         return self._scorers[metrics]
 
     def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            self.poll_once(stop)
+        self.consumer.run(stop, lambda: self.poll_once(stop))
 
     def poll_once(self, stop: threading.Event | None = None, timeout_ms: int = 200) -> None:
         """Score each polled message and commit it once its scores are stored."""
@@ -121,7 +127,7 @@ class OnlineScorer:
             for message in messages:
                 self.stats.messages += 1
                 self.handle(message.value, stop)
-                self.consumer.commit({partition: OffsetAndMetadata(message.offset + 1, "", -1)})
+                self.consumer.commit({partition: message.offset + 1})
 
     def handle(self, value: bytes, stop: threading.Event | None = None) -> None:
         """Score one `pathgrade.sampled` message (logs and skips what cannot be scored)."""

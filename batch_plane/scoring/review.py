@@ -30,10 +30,10 @@ from pathgrade.batch_plane.scoring.hallucination import judge_inputs
 from pathgrade.batch_plane.scoring.rubrics import Rubric, load_rubric
 from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.scoring.trace_scorers import JUDGE_METRICS
-from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.schemas.genai import NEGATIVE_FEEDBACK, PG_FEEDBACK
 from pathgrade.schemas.model import Trace
+from pathgrade.schemas.store import Store
 
 HUMAN_SCORER = "human"
 HUMAN_SCORER_VERSION = "review@1"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pathgrade.batch_plane.scoring.judge import canonical_json
-from pathgrade.batch_plane.store.client import Store
+from pathgrade.schemas.store import Store
 
 SCORE_COLUMNS = (
     "ScoreId", "Tenant", "Metric", "Value", "Label", "Explanation", "Scorer", "ScorerVersion",

@@ -31,9 +31,9 @@ from pathgrade.batch_plane.scoring.judge import BudgetExhausted, Judge, JudgeErr
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.scoring.scores import JUDGE_ERROR_LABEL, Score, write_scores
 from pathgrade.batch_plane.scoring.similarity import lexical_similarity, mean_pairwise
-from pathgrade.batch_plane.store.client import Store
 from pathgrade.batch_plane.store.trace_rows import load_trace, run_trace_ids
 from pathgrade.schemas.model import Trace
+from pathgrade.schemas.store import Store
 
 DETERMINISTIC_METRICS = ("claimed_actions",)
 JUDGE_METRICS = ("task_completion", "faithfulness", "plan_quality", "unsupported_claims")

@@ -8,28 +8,16 @@ import ipaddress
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import clickhouse_connect
 from clickhouse_connect.driver.exceptions import DataError
 from pathgrade.batch_plane.store.reads import PARSE_SQL, clickhouse_reason, parse_reason, refusal
 from pathgrade.batch_plane.store.tenancy import tenant_settings
+from pathgrade.schemas.store import QueryResult, RejectedRow
 
 READER_SETTINGS = {"readonly": 1}
 """The reader session's settings, set when it opens: no statement run there can lift them."""
-
-
-@dataclass
-class QueryResult:
-    """Rows as lists of JSON-ready values, with their column names and ClickHouse types."""
-
-    columns: list[str]
-    types: list[str]
-    rows: list[list[Any]]
-
-    def dicts(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
 
 class QueryError(RuntimeError):
@@ -43,24 +31,6 @@ class StatementRefused(QueryError):
 class RowsRejected(QueryError):
     """An insert's rows could not be encoded for their columns (a value outside its column
     type's range): inserting the same rows again cannot succeed."""
-
-
-RejectedRow = tuple[list[Any], str]
-"""A row the store could not encode, and the store's reason."""
-
-
-class Store(Protocol):
-    """What batch jobs need of the store, whoever owns it (see pathgrade.stack.store_access)."""
-
-    def query(
-        self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = False
-    ) -> QueryResult: ...
-
-    def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None: ...
-
-    def insert_encodable(
-        self, table: str, rows: list[list[Any]], column_names: list[str]
-    ) -> list[RejectedRow]: ...
 
 
 def insert_halving(

@@ -12,8 +12,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from pathgrade.batch_plane.store.client import Store
 from pathgrade.schemas.model import EvalContext, GenAIFields, Span, SpanEvent, SpanLink, Trace
+from pathgrade.schemas.store import Store
 
 _SPAN_COLUMNS = """
 SELECT Tenant, TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, ServiceName,

@@ -13,34 +13,43 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from kafka import KafkaConsumer, TopicPartition
-from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.structs import OffsetAndMetadata
-from pathgrade.batch_plane.store.client import QueryError, Store
+from kafka import TopicPartition
+from pathgrade.batch_plane.store.client import QueryError
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
+from pathgrade.schemas.consumer import TopicConsumer, decode_spans
 from pathgrade.schemas.model import Span
-from pathgrade.schemas.otlp import DecodeProblems, decode_kafka_message
-from pathgrade.schemas.topics import SPANS_TOPIC, STORE_GROUP, consumer_settings, read_until_drained
+from pathgrade.schemas.store import Store
+from pathgrade.schemas.topics import SPANS_TOPIC, STORE_GROUP, read_until_drained
+from pydantic import BaseModel, ConfigDict, Field
 
 log = logging.getLogger(__name__)
 _TENANT, _TRACE_ID, _SPAN_ID = (SPAN_COLUMNS.index(c) for c in ("Tenant", "TraceId", "SpanId"))
 
 
-@dataclass
-class StoreWriterConfig:
+class StoreWriterConfig(BaseModel):
     """Where to read and how to batch."""
 
-    bootstrap_servers: str
-    topic: str = SPANS_TOPIC
-    group_id: str = STORE_GROUP
-    max_batch_spans: int = 50_000
-    max_batch_age_s: float = 2.0
-    idle_flush_s: float = 0.25
-    session_timeout_ms: int = 6000
-    consumer_options: dict[str, Any] = field(default_factory=dict)
+    model_config = ConfigDict(extra="forbid")
+
+    bootstrap_servers: str = Field(description="Kafka bootstrap servers (`--kafka`)")
+    topic: str = Field(SPANS_TOPIC, description="topic read")
+    group_id: str = Field(STORE_GROUP, description="consumer group")
+    max_batch_spans: int = Field(
+        50_000, description="spans of one insert at most; a full batch is written at once"
+    )
+    max_batch_age_s: float = Field(
+        2.0, description="a batch is written at the latest this long after its first span"
+    )
+    idle_flush_s: float = Field(
+        0.25, description="a batch is written when no message came for this long"
+    )
+    session_timeout_ms: int = Field(6000, description="consumer group session timeout")
+    consumer_options: dict[str, Any] = Field(
+        default_factory=dict, description="further kafka-python consumer settings"
+    )
 
 
 @dataclass
@@ -78,28 +87,21 @@ class StoreWriter:
         self.stats = StoreWriterStats()
         self._batch = _Batch()
         self._lock = threading.Lock()
-        self.consumer = KafkaConsumer(
-            **consumer_settings(
-                config.bootstrap_servers, config.group_id, config.session_timeout_ms,
-                max_poll_records=5000, fetch_max_bytes=64 * 1024 * 1024,
-                max_partition_fetch_bytes=16 * 1024 * 1024, **config.consumer_options,
-            )
+        self.consumer = TopicConsumer(
+            config.bootstrap_servers, config.group_id, config.topic, config.session_timeout_ms,
+            on_revoked=lambda _: self.flush(),  # store and commit before partitions move
+            max_poll_records=5000, fetch_max_bytes=64 * 1024 * 1024,
+            max_partition_fetch_bytes=16 * 1024 * 1024, **config.consumer_options,
         )  # fmt: skip
-        self.consumer.subscribe([config.topic], listener=_FlushOnRevoke(self))
 
     def run(self, stop: threading.Event, retry_s: float = 1.0) -> None:
         """Poll and store until `stop`. While the store refuses inserts, consumption is
         paused and the pending batch retried, never dropped or committed."""
-        while not stop.is_set():
-            try:
-                self.poll_once()
-            except QueryError as exc:
-                log.error("store insert failed, retrying in %.0f s: %s", retry_s, exc)
-                self.consumer.pause(*self.consumer.assignment())
-                stop.wait(retry_s)
-                continue
-            if self.consumer.paused():
-                self.consumer.resume(*self.consumer.paused())
+        self.consumer.run(
+            stop, self.poll_once,
+            lambda exc: log.error("store insert failed, retrying in %.0f s: %s", retry_s, exc),
+            retry=(QueryError,), retry_s=retry_s, pause_while_failing=True,
+        )  # fmt: skip
         self.flush()
 
     def poll_once(self, timeout_ms: int = 100) -> int:
@@ -125,18 +127,7 @@ class StoreWriter:
 
     def _add(self, partition: TopicPartition, message: Any) -> None:
         self.stats.messages += 1
-        problems = DecodeProblems()
-        try:
-            spans = decode_kafka_message(message, problems)
-        except ValueError as exc:
-            self.stats.undecodable_messages += 1
-            log.error(
-                "skipping undecodable message at %s[%d] offset %d: %s",
-                partition.topic, partition.partition, message.offset, exc,
-            )  # fmt: skip
-            spans = []
-        self.stats.partly_decoded_spans += problems.partly_decoded_spans
-        self.stats.unreadable_headers += problems.unreadable_headers
+        spans = decode_spans(partition, message, self.stats)
         self._batch.add(partition, message.offset, spans)
 
     def flush(self) -> None:
@@ -148,9 +139,7 @@ class StoreWriter:
             if batch.rows:
                 self._insert(batch.rows)
             self._batch = _Batch()
-            self.consumer.commit(
-                {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in batch.next_offsets.items()}
-            )
+            self.consumer.commit(batch.next_offsets)
 
     def _insert(self, rows: list[list[Any]]) -> None:
         """Insert `rows`; spans the store cannot encode (a value outside its column's
@@ -193,16 +182,3 @@ class StoreWriter:
     def close(self) -> None:
         self.flush()
         self.consumer.close()
-
-
-class _FlushOnRevoke(ConsumerRebalanceListener):
-    """Store and commit what is pending before partitions move to another consumer."""
-
-    def __init__(self, writer: StoreWriter) -> None:
-        self.writer = writer
-
-    def on_partitions_revoked(self, revoked: Any) -> None:
-        self.writer.flush()
-
-    def on_partitions_assigned(self, assigned: Any) -> None:
-        pass

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pathgrade.batch_plane.store.client import QueryResult
+from pathgrade.schemas.store import QueryResult
 
 LATE_WINDOW_S = 60.0  # how late an alert may be stored after a later one and still show
 COLUMNS = "DetectedAt, Tenant, Code, Severity, Service, TraceId, SpanId, Reason"

@@ -188,8 +188,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.evaluation.datasets import Datasets
-    from pathgrade.batch_plane.store.client import QueryResult
     from pathgrade.cli.output import format_table
+    from pathgrade.schemas.store import QueryResult
 
     with store_for(args) as store:
         versions = Datasets(store).versions()

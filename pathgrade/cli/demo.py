@@ -23,7 +23,7 @@ def register(commands: Any) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from pathgrade.demo import DemoExportError, run_demo
+    from pathgrade.demo.sender import DemoExportError, run_demo
 
     headers = {"authorization": f"Bearer {args.token}"} if args.token else None
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pathgrade.batch_plane.store.client import QueryResult
+from pathgrade.schemas.store import QueryResult
 
 
 def format_table(result: QueryResult) -> str:

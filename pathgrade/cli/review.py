@@ -66,8 +66,8 @@ def _review_errors() -> type[Exception]:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.scoring.review import review_queue, review_rubric
-    from pathgrade.batch_plane.store.client import QueryResult
     from pathgrade.cli.output import format_table
+    from pathgrade.schemas.store import QueryResult
 
     try:
         if args.metric:

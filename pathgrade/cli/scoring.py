@@ -125,7 +125,7 @@ def _cmd_scorer(args: argparse.Namespace) -> int:
             events.flush()
 
         scorer = OnlineScorer(
-            OnlineScorerConfig(args.kafka, policy=policy), store, judge,
+            OnlineScorerConfig(bootstrap_servers=args.kafka, policy=policy), store, judge,
             on_event if events else None,
         )  # fmt: skip
         stop = stop_on_signal()

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pathgrade.cli.reference import field_default, field_help
 from pathgrade.cli.support import (
     DEFAULT_DATA_DIR,
     CliError,
@@ -21,36 +22,30 @@ from pathgrade.cli.support import (
     retention_of,
     store_args,
 )
-from pathgrade.stack.defaults import (
-    DEFAULT_BROKER_MAX_MB,
-    DEFAULT_STATUS_EVERY_S,
-    DEFAULT_STORE_WRITER_NICENESS,
-)
+from pathgrade.stack.options import StackOptions
 
 
 def register(commands: Any) -> None:
     up = commands.add_parser("up", help="run the embedded stack (collector, broker, store)")
     store_args(up)
     collector_args(up)
+    up.add_argument("--kafka", metavar="HOST:PORT", help=field_help(StackOptions, "kafka", False))
     up.add_argument(
-        "--kafka", metavar="HOST:PORT", help="use this Kafka instead of the bundled broker"
+        "--demo", action="store_true", help=StackOptions.model_fields["demo"].description
     )
-    up.add_argument("--demo", action="store_true", help="also send demo agent traffic")
     retention_args(up)
-    up.add_argument("--policy", metavar="FILE", help="detector policy YAML (docs/detectors.md)")
-    up.add_argument("--alert-webhook", metavar="URL", help="POST each alert here as JSON")
+    up.add_argument("--policy", metavar="FILE", help=field_help(StackOptions, "policy", False))
     up.add_argument(
-        "--broker-max-mb", type=int, default=DEFAULT_BROKER_MAX_MB, metavar="MB",
-        help="swap the bundled memory-only broker for a fresh one (nothing is lost) once it "
-        f"holds this much resident memory; 0 never swaps (default {DEFAULT_BROKER_MAX_MB})",
+        "--alert-webhook", metavar="URL", help=field_help(StackOptions, "alert_webhook", False)
+    )
+    up.add_argument(
+        "--broker-max-mb", type=int, default=field_default(StackOptions, "broker_max_mb"),
+        metavar="MB", help=field_help(StackOptions, "broker_max_mb"),
     )  # fmt: skip
     up.add_argument(
         "--store-writer-nice", type=int_between(0, 19, "a nice increment"),
-        default=DEFAULT_STORE_WRITER_NICENESS, metavar="N",
-        help="run the store writer (and chDB's own threads) this much nicer than the rest "
-        "(Linux), so alerts stay fast "
-        "on a saturated machine and the store catches up after; 0 same priority "
-        f"(default {DEFAULT_STORE_WRITER_NICENESS})",
+        default=field_default(StackOptions, "store_writer_niceness"), metavar="N",
+        help=field_help(StackOptions, "store_writer_niceness"),
     )  # fmt: skip
     up.add_argument(
         "--realtime-config", type=Path, metavar="FILE",
@@ -58,18 +53,14 @@ def register(commands: Any) -> None:
         "override it",
     )  # fmt: skip
     up.add_argument(
-        "--realtime-workers", type=int_between(1, 64, "realtime processes"), default=1,
-        metavar="N",
-        help="realtime processes in the consumer group (at most the partitions of "
-        "pathgrade.spans); with more than one they share conversation turns through "
-        "pathgrade.turns (default 1)",
+        "--realtime-workers", type=int_between(1, 64, "realtime processes"),
+        default=field_default(StackOptions, "realtime_workers"), metavar="N",
+        help=field_help(StackOptions, "realtime_workers"),
     )  # fmt: skip
     up.add_argument(
-        "--status-every", type=int_between(0, 86_400, "seconds"), default=DEFAULT_STATUS_EVERY_S,
-        metavar="SECONDS",
-        help="print a status line (spans in and stored, traces evaluated, alerts, spill, "
-        "broker memory) this often when traffic moved, and serve it to `pathgrade status`; "
-        f"0 never (default {DEFAULT_STATUS_EVERY_S})",
+        "--status-every", type=int_between(0, 86_400, "seconds"),
+        default=field_default(StackOptions, "status_every_s"), metavar="SECONDS",
+        help=field_help(StackOptions, "status_every_s"),
     )  # fmt: skip
     log_format_arg(up)
     up.set_defaults(run=_cmd_up)
@@ -85,7 +76,8 @@ def register(commands: Any) -> None:
 def _cmd_up(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.store.client import StoreUnavailable
     from pathgrade.stack.broker import BrokerError
-    from pathgrade.stack.embedded import Stack, StackOptions
+    from pathgrade.stack.embedded import Stack
+    from pathgrade.stack.options import StackOptions
     from pathgrade.stack.ownership import DataDirBusy
     from pathgrade.stack.settings import StackSettingsError
 

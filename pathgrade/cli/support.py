@@ -285,7 +285,7 @@ def agent_tracer_provider(args: argparse.Namespace) -> tuple[Any, Any]:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     from pathgrade.batch_plane.agents.adapters import EvalContextSpanProcessor
-    from pathgrade.demo import RecordingExporter, exporter_for_url
+    from pathgrade.demo.sender import RecordingExporter, exporter_for_url
 
     headers = {"authorization": f"Bearer {args.token}"} if args.token else None
     try:
@@ -320,31 +320,35 @@ def wait_for_signal(signalled: threading.Event) -> None:
 
 
 def collector_args(parser: argparse.ArgumentParser) -> None:
+    """The collector's flags; their help is `CollectorConfig`'s (defaults written once)."""
+    from pathgrade.cli.reference import field_help
+    from pathgrade.collector.redact import RedactionConfig
+    from pathgrade.collector.service import CollectorConfig as Config
+
     parser.add_argument(
         "--config", type=Path, metavar="FILE",
         help="collector settings as YAML (see README); the flags below override it",
     )  # fmt: skip
-    parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (default 4317)")
-    parser.add_argument("--http-port", type=int, help="OTLP/HTTP port (default 4318)")
-    parser.add_argument("--listen-host", help="address the receivers bind (default 127.0.0.1)")
-    parser.add_argument("--tokens-file", type=Path, help="YAML mapping bearer token -> tenant")
-    parser.add_argument("--max-body-bytes", type=int, help="decompressed request limit")
+    parser.add_argument("--grpc-port", type=int, help=field_help(Config, "grpc_port"))
+    parser.add_argument("--http-port", type=int, help=field_help(Config, "http_port"))
+    parser.add_argument("--listen-host", help=field_help(Config, "listen_host"))
+    parser.add_argument("--tokens-file", type=Path, help=field_help(Config, "tokens_file", False))
+    parser.add_argument("--max-body-bytes", type=int, help=field_help(Config, "max_body_bytes"))
     parser.add_argument(
         "--capture-tools", metavar="NAMES",
-        help="comma-separated tool names whose arguments/results are kept ('*' = all)",
+        help="comma-separated " + field_help(RedactionConfig, "capture_tools"),
     )  # fmt: skip
     parser.add_argument(
-        "--capture-messages", action="store_true", default=None, help="keep message content"
-    )
+        "--capture-messages", action="store_true", default=None,
+        help=field_help(RedactionConfig, "capture_messages"),
+    )  # fmt: skip
     parser.add_argument(
         "--capture-identity", action="store_true", default=None,
-        help="keep the session identity (enduser.id, user.id, ...); else only its fingerprint",
+        help=field_help(RedactionConfig, "capture_identity"),
     )  # fmt: skip
     parser.add_argument(
         "--facts-key-file", type=Path, metavar="FILE",
-        help="the deployment's fact secret (64 hex characters) that fingerprints are keyed "
-        "with; every collector of a deployment and offline scoring must read the same file "
-        "(default: facts.key in the spill directory, or the data directory with `up`)",
+        help=field_help(Config, "facts_key_file", False),
     )  # fmt: skip
 
 

@@ -1,9 +1,9 @@
 """The embedded stack's child processes: how one starts, reports, stops and dies.
 
 A child (`ChildProcess`) runs a `main(*args, events, commands)` function in a spawned
-interpreter: it reports `(kind, payload)` events ("ready" once it serves, "error" with
-its reason when it fails) and takes `(command, payload)` commands; every child
-understands "stop". In the child, `child_process` arranges that
+interpreter: it reports events (`Ready` once it serves, `Failed` with its reason when it
+fails) and takes commands, one dataclass each (`pathgrade.stack.messages`); every child
+understands `Stop`. In the child, `child_process` arranges that
 
 - it ends with its parent: a thread watches the parent's sentinel (a pipe that closes
   when the parent process ends, however it ended, SIGKILL included) and exits at once,
@@ -13,7 +13,7 @@ understands "stop". In the child, `child_process` arranges that
   which stops the children in order; SIGTERM sent to the child itself ends it (the
   parent restarts it), so under systemd use `KillMode=mixed` (SIGTERM to the main
   process only);
-- an exception anywhere in `main` is reported as an "error" event before it exits, and
+- an exception anywhere in `main` is reported as a `Failed` event before it exits, and
   the parent notices a child that died without one (`start` polls its liveness), so a
   child that fails at start stops the stack at once with its reason.
 
@@ -36,13 +36,18 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import fields
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pathgrade.stack.alert_lines import AlertLineSettings
 from pathgrade.stack.alert_log import configure_alert_log
 from pathgrade.stack.gc_schedule import schedule_full_collections
+from pathgrade.stack.messages import Command, Event, Failed, Ready, Stop, Stopped
+
+if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
 
 T = TypeVar("T")
+E = TypeVar("E", bound=Event)
 START_TIMEOUT_S = 60.0
 _POLL_S = 0.2
 
@@ -96,47 +101,47 @@ class ChildProcess:
     ) -> None:
         self.name = name
         self.shared = shared or []
-        self.events = context.Queue()
-        self.commands = context.Queue()
+        self.events: Queue[Event] = context.Queue()
+        self.commands: Queue[Command] = context.Queue()
         self.process = context.Process(
             target=target,
             args=(*args, *self.shared, self.events, self.commands),
             name=name,
         )
 
-    def start(self, timeout_s: float = START_TIMEOUT_S) -> Any:
-        """Start and wait for "ready"; returns its payload. ChildFailed with the child's
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> Ready:
+        """Start and wait for `Ready`; returns it. ChildFailed with the child's
         reason when it reports an error, exits first, or is not ready in `timeout_s`
         (then it is killed)."""
         _spawn_ignoring_sigint(self.process)
         deadline = time.monotonic() + timeout_s
         while True:
             try:
-                kind, payload = self.events.get(timeout=_POLL_S)
+                event: Event | None = self.events.get(timeout=_POLL_S)
                 break
             except queue.Empty:
                 pass
             if not self.process.is_alive():
-                kind, payload = self._last_event()
+                event = self._last_event()
                 break
             if time.monotonic() >= deadline:
                 self.process.kill()
                 raise ChildFailed(f"the {self.name} process did not start in {timeout_s:.0f} s")
-        if kind == "ready":
-            return payload
-        if kind == "error":
-            raise ChildFailed(payload)
+        if isinstance(event, Ready):
+            return event
+        if isinstance(event, Failed):
+            raise ChildFailed(event.reason)
         raise ChildFailed(
             f"the {self.name} process exited with code {self.process.exitcode} before it "
             "was ready (its output above may say why)"
         )
 
-    def _last_event(self) -> tuple[str | None, Any]:
+    def _last_event(self) -> Event | None:
         """What a child that has just exited reported last (its error), if anything."""
         try:
             return self.events.get(timeout=1.0)
         except queue.Empty:
-            return None, None
+            return None
 
     def alive(self) -> bool:
         return self.process.is_alive()
@@ -152,31 +157,31 @@ class ChildProcess:
             totals.update(shared.totals())
         return totals
 
-    def send(self, command: str, payload: Any = None) -> None:
-        self.commands.put((command, payload))
+    def send(self, command: Command) -> None:
+        self.commands.put(command)
 
-    def request(self, command: str, payload: Any, reply: str, timeout_s: float = 120) -> Any:
-        """Send a command and return the payload of its `reply` event (None if the child
-        died or did not answer in time)."""
-        self.send(command, payload)
+    def request(self, command: Command, reply: type[E], timeout_s: float = 120) -> E | None:
+        """Send `command` and return its answer, the first event of type `reply` (None if
+        the child died or did not answer in time)."""
+        self.send(command)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
-                kind, answer = self.events.get(timeout=1)
+                event = self.events.get(timeout=1)
             except queue.Empty:
                 if not self.process.is_alive():
                     return None
                 continue
-            if kind == reply:
-                return answer
+            if isinstance(event, reply):
+                return event
         return None
 
-    def stop(self, payload: Any = None, timeout_s: float = 120) -> Any:
-        """Ask it to stop; returns the "stopped" payload (None if it died without one).
-        A child still running after that is killed."""
+    def stop(self, command: Stop | None = None, timeout_s: float = 120) -> Stopped | None:
+        """Send `command` (a plain `Stop` by default); returns the child's `Stopped` (None
+        if it died without one). A child still running after that is killed."""
         if self.process.pid is None:  # never started
             return None
-        answer = self.request("stop", payload, "stopped", timeout_s)
+        answer = self.request(command or Stop(), Stopped, timeout_s)
         self.process.join(timeout=30)
         if self.process.is_alive():
             self.process.kill()
@@ -200,10 +205,10 @@ def _spawn_ignoring_sigint(process: Any) -> None:
 
 @contextmanager
 def child_process(
-    name: str, events: Any, alert_lines: AlertLineSettings | None = None
+    name: str, events: Queue[Event], alert_lines: AlertLineSettings | None = None
 ) -> Iterator[None]:
     """The body of a child's main: set up as the module describes (alerts it logs printed
-    as `alert_lines` say); an exception is reported as an "error" event with its reason,
+    as `alert_lines` say); an exception is reported as a `Failed` event with its reason,
     and the child exits with code 1."""
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -220,7 +225,7 @@ def child_process(
         yield
     except BaseException as exc:
         reason = str(exc) if isinstance(exc, OSError | RuntimeError) else _described(exc)
-        events.put(("error", reason))
+        events.put(Failed(reason))
         events.close()
         events.join_thread()  # the parent gets the reason before the child is gone
         sys.exit(1)

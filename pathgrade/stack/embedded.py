@@ -23,9 +23,8 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka.errors import KafkaError
 
@@ -49,11 +48,24 @@ from pathgrade.stack.alert_lines import AlertLineSettings, LogFormat
 from pathgrade.stack.broker import LocalBroker, ensure_topics, topic_partitions, wait_for_kafka
 from pathgrade.stack.carry import CarriedMessage, republish, unread_messages
 from pathgrade.stack.children import ChildProcess, SharedCounters, child_process
-from pathgrade.stack.defaults import (
-    DEFAULT_BROKER_MAX_MB,
-    DEFAULT_STATUS_EVERY_S,
-    DEFAULT_STORE_WRITER_NICENESS,
+from pathgrade.stack.messages import (
+    CollectorReady,
+    CollectorStopped,
+    Command,
+    Counted,
+    Event,
+    Held,
+    Hold,
+    Ready,
+    RealtimeStopped,
+    Resume,
+    Resumed,
+    Stats,
+    Stop,
+    Suspend,
+    Suspended,
 )
+from pathgrade.stack.options import StackOptions
 from pathgrade.stack.ownership import broker_lease, process_started
 from pathgrade.stack.settings import check_collector, check_policy, check_realtime
 from pathgrade.stack.status import (
@@ -69,6 +81,9 @@ from pathgrade.stack.store_owner import StoreOwner
 from pathgrade.web.endpoint import RemoteStore
 from pathgrade.web.metrics import prometheus_text
 
+if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
+
 log = logging.getLogger(__name__)
 
 BROKER_SWAP_MIN_INTERVAL_S = 30.0
@@ -79,55 +94,36 @@ STATUS_TIMEOUT_S = 5.0  # a child slower than this to report its counters shows 
 _MB = 1024 * 1024
 
 
-@dataclass
-class StackOptions:
-    """Options of `pathgrade up`."""
-
-    data_dir: Path
-    kafka: str | None = None
-    clickhouse: str | None = None
-    demo: bool = False
-    demo_rate_per_s: float = 2.0
-    policy: str | None = None
-    alert_webhook: str | None = None
-    collector: dict[str, Any] = field(default_factory=dict)
-    broker_max_mb: int = DEFAULT_BROKER_MAX_MB
-    store_writer_niceness: int = DEFAULT_STORE_WRITER_NICENESS
-    realtime_workers: int = 1  # realtime processes in the group; >1 shares conversation turns
-    realtime: dict[str, Any] = field(default_factory=dict)  # RealtimeConfig fields (a file)
-    status_every_s: float = DEFAULT_STATUS_EVERY_S  # status line and `pathgrade status`; 0 never
-    log_format: LogFormat = "human"  # alerts in the terminal: short paced lines, or JSON
-    retention: tuple[int, int] | None = None  # (content days, row days); None: as migrated
-
-
 def _collector_main(
-    config: dict[str, Any], counters: SharedCounters[IngestCounters], events: Any, commands: Any
+    config: dict[str, Any],
+    counters: SharedCounters[IngestCounters],
+    events: Queue[Event],
+    commands: Queue[Command],
 ) -> None:
     """Child process: run the collector (counting into `counters`, which the parent
-    reads); "hold"/"resume" divert it to its spill and back (answering "held" with the
-    offsets produced so far; resuming on a replaced broker with a new producer); "stop"
-    reports them last."""
+    reads); `Hold`/`Resume` divert it to its spill and back (answering `Held` with the
+    offsets produced so far; resuming on a replaced broker with a new producer); `Stop`
+    reports them last (`CollectorStopped`)."""
     with child_process("collector", events):
         collector = Collector(CollectorConfig.model_validate(config), counters.counters())
         collector.start()
         publisher = collector.publisher
         assert publisher is not None
-        events.put(("ready", (collector.grpc_port, collector.http_port)))
-        while (command := commands.get())[0] != "stop":
-            kind, broker_replaced = command
-            if kind == "stats":
-                events.put(("stats", collector.counters()))
-            elif kind == "hold":
-                events.put(("held", publisher.hold()))
-            elif kind == "resume":
+        events.put(CollectorReady(collector.grpc_port, collector.http_port))
+        while not isinstance(command := commands.get(), Stop):
+            if isinstance(command, Stats):
+                events.put(Counted(collector.counters()))
+            elif isinstance(command, Hold):
+                events.put(Held(publisher.hold()))
+            elif isinstance(command, Resume):
                 settings = collector.config
                 publisher.resume(
                     producer_for(settings.kafka_bootstrap, settings.ack_timeout_s)
-                    if broker_replaced
+                    if command.broker_replaced
                     else None
                 )
         collector.stop()
-        events.put(("stopped", (publisher.produced_offsets(), collector.counters())))
+        events.put(CollectorStopped(collector.counters(), publisher.produced_offsets()))
 
 
 def _realtime_main(
@@ -137,34 +133,34 @@ def _realtime_main(
     alert_lines: AlertLineSettings,
     counters: SharedCounters[RealtimeCounters],
     assembler_stats: SharedCounters[AssemblerStats],
-    events: Any,
-    commands: Any,
+    events: Queue[Event],
+    commands: Queue[Command],
 ) -> None:
     """Child process: the realtime plane (its own interpreter, so detection never waits
     on the store writer), storing alerts through the store owner's endpoint, printing
     them as `alert_lines` say and counting into the shared `counters` and
-    `assembler_stats`. "suspend" and "stop" carry (offsets to read up to, whether to
-    evaluate every held trace); "stop" answers with the partitions it read up to and its
-    final counters."""
+    `assembler_stats`. `Suspend` and `Stop` carry the offsets to read up to and whether to
+    evaluate every held trace; `Stop` answers with the partitions it read up to and its
+    final counters (`RealtimeStopped`)."""
     with child_process("realtime", events, alert_lines):
         store = RemoteStore(store_url, write_token)
         plane = RealtimePlane(RealtimeConfig.model_validate(config), store)
         plane.counters_ = counters.counters()
         plane.assembler.stats = assembler_stats.counters()
         plane.start()
-        events.put(("ready", None))
+        events.put(Ready())
         while True:
-            command, payload = commands.get()
-            if command == "suspend":
-                events.put(("suspended", plane.suspend(*payload)))
-            elif command == "resume":
+            command = commands.get()
+            if isinstance(command, Suspend):
+                events.put(Suspended(plane.suspend(command.targets, command.release_held)))
+            elif isinstance(command, Resume):
                 plane.start()
-                events.put(("resumed", None))
-            elif command == "stats":
-                events.put(("stats", plane.counters()))
-            elif command == "stop":
-                reached = plane.stop(*payload)
-                events.put(("stopped", (reached, plane.counters())))
+                events.put(Resumed())
+            elif isinstance(command, Stats):
+                events.put(Counted(plane.counters()))
+            elif isinstance(command, Stop):
+                reached = plane.stop(command.targets, command.release_held)
+                events.put(RealtimeStopped(plane.counters(), reached))
                 return
 
 
@@ -273,7 +269,9 @@ class Stack:
         self._collector = ChildProcess(
             self._ctx, "collector", _collector_main, self._collector_config(), shared=[counters]
         )
-        self.grpc_port, self.http_port = self._collector.start()
+        ready = self._collector.start()
+        assert isinstance(ready, CollectorReady)
+        self.grpc_port, self.http_port = ready.grpc_port, ready.http_port
 
     def realtime_config(self) -> RealtimeConfig:
         """The realtime processes' settings: the settings file's, this stack's broker,
@@ -344,7 +342,7 @@ class Stack:
         return {"authorization": f"Bearer {next(iter(tokens))}"} if tokens else None
 
     def _start_demo(self) -> None:
-        from pathgrade.demo import run_demo
+        from pathgrade.demo.sender import run_demo
 
         url = f"http://127.0.0.1:{self.http_port}"
         headers = self._demo_headers()
@@ -443,7 +441,7 @@ class Stack:
         children = [self._collector, *self._realtime]
         collector, *realtime = _in_parallel([
             lambda child=child: self._since_first(
-                child, child.request("stats", None, "stats", STATUS_TIMEOUT_S)
+                child, _counters_of(child.request(Stats(), Counted, STATUS_TIMEOUT_S))
             )
             for child in children
         ])  # fmt: skip
@@ -482,11 +480,13 @@ class Stack:
         offsets: dict[int, int] = {}
         collector_counts = None
         if self._collector is not None:
-            offsets, collector_counts = self._collector.stop() or ({}, None)
+            stopped = self._collector.stop()
+            if isinstance(stopped, CollectorStopped):
+                offsets, collector_counts = stopped.produced, stopped.counters
             collector_counts = self._since_first(self._collector, collector_counts)
         # The bundled broker's data ends with it: nothing held can be re-read later.
         realtime = _in_parallel([
-            lambda child=child: child.stop((offsets, self.broker is not None))
+            lambda child=child: child.stop(Stop(offsets, release_held=self.broker is not None))
             for child in self._realtime
         ])  # fmt: skip
         if self.store is not None:
@@ -498,7 +498,7 @@ class Stack:
                 collector_counts,
                 self.store.writer_stats(),
                 [
-                    self._since_first(child, answer[1] if answer else None)
+                    self._since_first(child, answer.counters if answer else None)
                     for child, answer in zip(self._realtime, realtime, strict=True)
                 ],
                 None,
@@ -572,15 +572,16 @@ class Stack:
         assert self.broker is not None and self._collector is not None
         assert self.store is not None
         before = self.broker.rss_bytes()
-        produced = self._collector.request("hold", None, "held")
+        held = self._collector.request(Hold(), Held)
+        produced = held.offsets if held is not None else None
         if produced is None:  # sends still under way, or no answer: offsets unknown
             log.warning("broker swap abandoned: the collector did not settle its sends")
-            self._collector.send("resume", False)
+            self._collector.send(Resume(broker_replaced=False))
             return False
         store = self.store
         store_reached, *realtime_reached = _in_parallel([
             lambda: store.suspend_writer(produced, DRAIN_IDLE_S),
-            *(lambda child=child: child.request("suspend", (produced, True), "suspended")
+            *(lambda child=child: child.request(Suspend(produced, True), Suspended)
               for child in self._realtime),
         ])  # fmt: skip
         swapped = store_reached and _all_reached(realtime_reached, produced)
@@ -606,10 +607,10 @@ class Stack:
             self._publish_state()
         self.store.resume_writer()
         _in_parallel([
-            lambda child=child: child.request("resume", None, "resumed")
+            lambda child=child: child.request(Resume(), Resumed)
             for child in self._realtime
         ])  # fmt: skip
-        self._collector.send("resume", swapped)
+        self._collector.send(Resume(broker_replaced=swapped))
         if swapped:
             self.out(
                 f"broker swapped for a fresh one ({before / _MB:.1f} MB -> "
@@ -629,12 +630,17 @@ def _terminal_alerts(log_format: LogFormat) -> str:
     )
 
 
-def _all_reached(reached: list[Any], targets: dict[int, int]) -> bool:
+def _all_reached(answers: list[Suspended | None], targets: dict[int, int]) -> bool:
     """Whether the realtime processes' answers (the partitions each read up to its target,
     None for one that did not answer) cover every partition of `targets`."""
-    if any(answer is None for answer in reached):
+    if any(answer is None for answer in answers):
         return False
-    return set().union(*reached) >= targets.keys()
+    return set().union(*(answer.reached for answer in answers if answer)) >= targets.keys()
+
+
+def _counters_of(answer: Counted | None) -> dict[str, Any] | None:
+    """The counters a child reported, None when it did not answer."""
+    return answer.counters if answer is not None else None
 
 
 def _in_parallel(calls: list[Callable[[], Any]]) -> list[Any]:

@@ -11,9 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pathgrade.batch_plane.store.client import ClientStore, Store, embedded_dsn, open_client_store
+from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
 from pathgrade.schemas.fingerprints import KEY_FILE_NAME
 from pathgrade.schemas.migrations import migrate
+from pathgrade.schemas.store import Store
 from pathgrade.stack.ownership import DataDirLock, read_state
 from pathgrade.web.endpoint import RemoteStore
 

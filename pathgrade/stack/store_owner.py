@@ -87,7 +87,7 @@ class StoreOwner:
     def resume_writer(self) -> None:
         """Start a store writer (a fresh consumer) on the broker at `bootstrap`."""
         assert self.store is not None
-        writer = StoreWriter(StoreWriterConfig(self.bootstrap), self.store)
+        writer = StoreWriter(StoreWriterConfig(bootstrap_servers=self.bootstrap), self.store)
         self._writer_run = _WriterRun(writer, self.writer_niceness)
 
     def suspend_writer(

@@ -31,13 +31,8 @@ from http import HTTPStatus
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from pathgrade.batch_plane.store.client import (
-    ClientStore,
-    QueryError,
-    QueryResult,
-    RejectedRow,
-    RowsRejected,
-)
+from pathgrade.batch_plane.store.client import ClientStore, QueryError, RowsRejected
+from pathgrade.schemas.store import QueryResult, RejectedRow
 from pathgrade.web.http_handler import QuietHandler
 from pathgrade.web.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pathgrade.batch_plane.store.client import QueryResult
+from pathgrade.schemas.store import QueryResult
 
 _TENANT: contextvars.ContextVar[str | None] = contextvars.ContextVar("ui_tenant", default=None)
 

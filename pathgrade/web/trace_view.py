@@ -45,7 +45,7 @@ class Finding:
     def doc(self) -> str:
         """The detector's documentation paragraph ("" for a code this build lacks)."""
         rule = REGISTRY.get(self.code)
-        return rule.doc if rule is not None else ""
+        return rule.doc.summary if rule is not None else ""
 
     @property
     def spans(self) -> list[str]:

@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from pathgrade.schemas.topics import SPANS_TOPIC
 
-from pathgrade.demo import DemoSummary, send_demo_traces
+from pathgrade.demo.sender import DemoSummary, send_demo_traces
 from pathgrade.stack.broker import LocalBroker, ensure_topics
 from tests.integration.conftest import start_collector, start_stack, wait_until
 from tests.integration.test_poison_inputs import Stack

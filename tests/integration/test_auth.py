@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.integration.test_ingest import EXPORT_METHOD, post
 

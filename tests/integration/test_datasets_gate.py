@@ -14,7 +14,7 @@ from kafka import KafkaConsumer
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from pathgrade.schemas.topics import SPANS_TOPIC
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 
 pytestmark = pytest.mark.integration

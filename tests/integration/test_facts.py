@@ -26,8 +26,9 @@ from opentelemetry.trace import Status, StatusCode, set_span_in_context
 from pathgrade.schemas.topics import SPANS_TOPIC
 
 from examples.seeded_defects.agent import BUILDS, CATCHING_METRICS
-from pathgrade.demo import CLEAN_SCENARIOS, TurnPlan, exporter_for_url, plan_turns
-from pathgrade.demo import send_demo_traces as send
+from pathgrade.demo.scenarios import CLEAN_SCENARIOS, TurnPlan, plan_turns
+from pathgrade.demo.sender import exporter_for_url
+from pathgrade.demo.sender import send_demo_traces as send
 from tests.integration.conftest import PathgradeProcess, start_collector, start_stack, wait_until
 from tests.integration.test_harness import HARNESS_BUILDS
 from tests.integration.test_realtime import Webhook

@@ -18,7 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import LocalBroker, ensure_topics
 from tests.integration.conftest import PathgradeProcess, start_collector, wait_until
 from tests.integration.test_ingest import EXPORT_METHOD

@@ -27,7 +27,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from pathgrade.schemas.topics import SPANS_TOPIC
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 
 pytestmark = pytest.mark.integration

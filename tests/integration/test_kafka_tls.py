@@ -17,7 +17,7 @@ from kafka import KafkaConsumer
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from pathgrade.schemas.topics import SPANS_TOPIC, kafka_client_settings
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import free_port, tansu_binary, wait_for_kafka
 from tests.integration.conftest import start_collector
 from tests.support import LoopbackServer

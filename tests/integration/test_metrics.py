@@ -11,7 +11,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import LocalBroker, free_port
 from tests.integration.conftest import PathgradeProcess, start_collector
 

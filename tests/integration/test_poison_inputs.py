@@ -31,7 +31,7 @@ from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.spill import OutgoingMessage, SpillFile
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import LocalBroker, ensure_topics
 from pathgrade.stack.store_access import StatusUnavailable, stack_status
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until

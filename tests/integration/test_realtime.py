@@ -32,7 +32,8 @@ from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
 from pathgrade.realtime_plane.delays import MAX, P50, P99
 from pathgrade.schemas.topics import SPANS_TOPIC
 
-from pathgrade.demo import CLEAN_SCENARIOS, plan_turns, send_demo_traces
+from pathgrade.demo.scenarios import CLEAN_SCENARIOS, plan_turns
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import LocalBroker
 from tests.integration.conftest import PathgradeProcess, start_collector, wait_until
 

@@ -20,7 +20,8 @@ from pathgrade.schemas.model import Trace
 from pathgrade.schemas.otlp import decode_resource_spans
 from pathgrade.schemas.topics import DEFAULT_TENANT
 
-from pathgrade.demo import FAILURE_SCENARIOS, plan_turns, send_demo_traces
+from pathgrade.demo.scenarios import FAILURE_SCENARIOS, plan_turns
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import DEFAULT_PARTITIONS, LocalBroker
 from tests.integration import test_realtime
 from tests.integration.conftest import PathgradeProcess, wait_until

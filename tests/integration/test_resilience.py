@@ -17,7 +17,7 @@ from kafka.structs import OffsetAndMetadata
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import LocalBroker
 from pathgrade.stack.store_access import stack_status
 from tests.integration.conftest import PathgradeProcess, start_collector, start_stack, wait_until

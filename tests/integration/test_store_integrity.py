@@ -20,7 +20,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from pathgrade.schemas.alerts import ALERT_COLUMNS
 
-from pathgrade.demo import DemoSummary, send_demo_traces
+from pathgrade.demo.sender import DemoSummary, send_demo_traces
 from pathgrade.web.endpoint import WRITE_TOKEN_HEADER
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.unit.realtime_plane.test_realtime_webhook import alert

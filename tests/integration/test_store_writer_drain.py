@@ -12,7 +12,7 @@ from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterConfig
 from pathgrade.schemas.topics import SPANS_TOPIC, TENANT_HEADER
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import LocalBroker
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 
@@ -32,7 +32,7 @@ def test_drain_without_targets_stores_what_other_producers_wrote(
     producer.flush()
     producer.close()
 
-    writer = StoreWriter(StoreWriterConfig(broker.bootstrap), store)
+    writer = StoreWriter(StoreWriterConfig(bootstrap_servers=broker.bootstrap), store)
     try:
         assert writer.drain_to({}, timeout_s=60, idle_s=1.0)  # no targets: nothing known
     finally:
@@ -59,7 +59,7 @@ def test_a_span_the_store_cannot_encode_is_skipped_and_the_rest_stored(
     producer.flush()
     producer.close()
 
-    writer = StoreWriter(StoreWriterConfig(broker.bootstrap), store)
+    writer = StoreWriter(StoreWriterConfig(bootstrap_servers=broker.bootstrap), store)
     try:
         assert writer.drain_to({}, timeout_s=60, idle_s=1.0)
     finally:

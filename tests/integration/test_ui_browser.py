@@ -23,7 +23,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 
 # The module fixture starts a stack and runs two evals and an EDGE run: its setup counts

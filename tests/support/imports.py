@@ -30,6 +30,7 @@ CLI_HELPERS = {
     "cli.alert_follow",
     "cli.progress",
     "cli.parser",
+    "cli.reference",
 }
 CLI_COMMANDS = {
     "cli.stack",
@@ -44,8 +45,9 @@ CLI_COMMANDS = {
     "cli.review",
     "cli.ui",
 }
+DEMO = {"demo.scenarios", "demo.writers", "demo.sender"}
 BELOW_PATHGRADE = LAYERS | BATCH | {"batch_plane"}
-PATHGRADE_ROOMS = {"stack", "web", "demo", "pathgrade"}
+PATHGRADE_ROOMS = {"stack", "web", "pathgrade"}
 
 ALLOWED: dict[str, set[str]] = {
     "schemas": set(),
@@ -61,15 +63,17 @@ ALLOWED: dict[str, set[str]] = {
     "batch_plane.evaluation": BOTTOM
     | {"detectors", "batch_plane.store", "batch_plane.agents", "batch_plane.scoring"},
     "pathgrade": set(),
-    "demo": BOTTOM,
+    "demo": set(),
+    "demo.scenarios": BOTTOM,
+    "demo.writers": BOTTOM | {"demo.scenarios"},
+    "demo.sender": BOTTOM | {"demo.scenarios", "demo.writers"},
     "web": BELOW_PATHGRADE,
-    "stack": BELOW_PATHGRADE | {"web", "demo"},
-    **{helper: BELOW_PATHGRADE | {"stack", "web", "demo"} | CLI_HELPERS for helper in CLI_HELPERS},
+    "stack": BELOW_PATHGRADE | {"web"} | DEMO,
+    **{helper: BELOW_PATHGRADE | {"stack", "web"} | DEMO | CLI_HELPERS for helper in CLI_HELPERS},
     **{
-        command: BELOW_PATHGRADE | {"stack", "web", "demo"} | CLI_HELPERS
-        for command in CLI_COMMANDS
+        command: BELOW_PATHGRADE | {"stack", "web"} | DEMO | CLI_HELPERS for command in CLI_COMMANDS
     },
-    "cli.main": BELOW_PATHGRADE | {"stack", "web", "demo", "cli"} | CLI_HELPERS | CLI_COMMANDS,
+    "cli.main": BELOW_PATHGRADE | {"stack", "web", "cli"} | DEMO | CLI_HELPERS | CLI_COMMANDS,
     "cli": set(),
 }
 """Room -> the rooms it may import (a room may always import itself)."""
@@ -103,6 +107,8 @@ def room_of(module: str) -> str | None:
         if len(rest) == 1:
             return "cli"
         return "cli.main" if rest[1] == "__main__" else f"cli.{rest[1]}"
+    if head == "demo":
+        return f"demo.{rest[1]}" if len(rest) > 1 else "demo"
     if head in PATHGRADE_ROOMS:
         return head
     return None

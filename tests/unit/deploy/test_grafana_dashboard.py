@@ -22,7 +22,7 @@ from pathgrade.realtime_plane.evaluate import TraceEvaluator
 from pathgrade.schemas.alerts import ALERT_COLUMNS
 from pathgrade.schemas.otlp import decode_resource_spans
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 from tests.support.paths import REPO_ROOT
 

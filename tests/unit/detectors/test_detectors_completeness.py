@@ -8,7 +8,7 @@ import pytest
 from pathgrade.detectors import cost_usd, load_price_table
 from pathgrade.detectors.view import DetectorContext
 
-from tests.unit.detectors.test_detectors_fixtures import TraceBuilder, clean_refund_trace, detect
+from tests.support.traces import TraceBuilder, clean_refund_trace, detect
 
 
 def problems(findings: list) -> list[str]:

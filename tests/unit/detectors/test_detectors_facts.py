@@ -19,7 +19,7 @@ from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.pii import PiiScanner
 
-from tests.unit.detectors.test_detectors_fixtures import TraceBuilder, clean_refund_trace, detect
+from tests.support.traces import TraceBuilder, clean_refund_trace, detect
 from tests.unit.detectors.test_detectors_sdk import CLEAN, FAILURES, record
 
 KEY = FactSecret(b"s" * 32).for_tenant("default")

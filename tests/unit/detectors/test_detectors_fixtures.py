@@ -1,189 +1,19 @@
-"""A small builder of canonical traces for detector tests, and tests of the shared pieces
-(TraceView indexes, finding keys, run_detectors, the latency budget)."""
+"""Tests of the detectors' shared pieces (TraceView indexes, finding keys, run_detectors)
+and of the registry's shape."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+import dataclasses
 
+import pytest
 from pathgrade.detectors import REGISTRY, Finding, default_policy, run_detectors
+from pathgrade.detectors.catalogue import render
 from pathgrade.detectors.conventions import Conventions, ToolEffects
-from pathgrade.detectors.view import DetectorContext, TraceView, turn_digest
-from pathgrade.schemas import genai
-from pathgrade.schemas.model import GenAIFields, Span, Trace
+from pathgrade.detectors.registry import Params, RuleDoc
+from pathgrade.detectors.view import TraceView
 
 from tests.support.paths import REPO_ROOT
-
-
-class TraceBuilder:
-    """Builds one agent turn: a root invoke_agent span with chat and tool spans under it."""
-
-    def __init__(
-        self,
-        trace_id: str = "a" * 32,
-        *,
-        turn_kind: str | None = "action",
-        identity: str | None = "cust-1",
-        answer: str | None = "All done.",
-        agent: str = "support-agent",
-        root_attributes: dict[str, Any] | None = None,
-    ) -> None:
-        self.trace_id = trace_id
-        self.clock = 1_000
-        self.spans: list[Span] = []
-        attributes = dict(root_attributes or {})
-        if turn_kind is not None:
-            attributes[genai.PG_TURN_KIND] = turn_kind
-        if identity is not None:
-            attributes[genai.ENDUSER_ID] = identity
-        output = _messages([_text(answer)]) if answer is not None else ""
-        self.root = self._span(
-            "invoke_agent " + agent,
-            GenAIFields(operation="invoke_agent", agent_name=agent, output_messages=output),
-            attributes,
-            parent="",
-        )
-
-    def chat(
-        self,
-        *,
-        calls: list[tuple[str, str]] = (),  # type: ignore[assignment]
-        text: str | None = None,
-        tokens: tuple[int | None, int | None] = (100, 20),
-        model: str = "gpt-4o-mini",
-        finish: tuple[str, ...] = ("stop",),
-        attributes: dict[str, Any] | None = None,
-        input_messages: list[dict[str, Any]] | None = None,
-    ) -> Span:
-        """A chat span requesting `calls` ((call id, tool name)) and/or answering `text`."""
-        parts = [
-            {"type": "tool_call", "id": cid, "name": name, "arguments": {}} for cid, name in calls
-        ]
-        if text is not None:
-            parts.append(_text(text))
-        fields = GenAIFields(
-            operation="chat",
-            provider_name="openai",
-            request_model=model,
-            response_model=model,
-            input_tokens=tokens[0],
-            output_tokens=tokens[1],
-            finish_reasons=list(finish),
-            output_messages=_messages(parts) if parts else "",
-            input_messages=json.dumps(input_messages) if input_messages else "",
-        )
-        return self._span("chat " + model, fields, attributes or {})
-
-    def tool(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None,
-        *,
-        call_id: str = "",
-        effect: str | None = None,
-        result: str = "",
-        error: str = "",
-        idempotency_key: str = "",
-        agent: str = "",
-    ) -> Span:
-        """An execute_tool span; `arguments=None` means arguments were not captured."""
-        attributes: dict[str, Any] = {}
-        if effect:
-            attributes[genai.PG_TOOL_EFFECT] = effect
-        if idempotency_key:
-            attributes[genai.PG_IDEMPOTENCY_KEY] = idempotency_key
-        fields = GenAIFields(
-            operation="execute_tool",
-            tool_name=name,
-            tool_call_id=call_id,
-            tool_arguments=json.dumps(arguments) if arguments is not None else "",
-            tool_result=result,
-            error_type=error,
-            agent_name=agent,
-        )
-        span = self._span("execute_tool " + name, fields, attributes)
-        if error:
-            span.status_code = "Error"
-        return span
-
-    def build(self) -> Trace:
-        self.root.end_ns = self.clock + 10
-        return Trace("default", self.trace_id, list(self.spans))
-
-    def _span(
-        self, name: str, fields: GenAIFields, attributes: dict[str, Any], parent: str = "r"
-    ) -> Span:
-        span_id = f"{len(self.spans) + 1:016x}"
-        span = Span(
-            tenant="default",
-            trace_id=self.trace_id,
-            span_id=span_id,
-            parent_span_id=self.root.span_id if parent else "",
-            name=name,
-            kind="Internal",
-            start_ns=self.clock,
-            end_ns=self.clock + 10,
-            attributes=attributes,
-            genai=fields,
-        )
-        self.clock += 20
-        self.spans.append(span)
-        return span
-
-
-def _text(content: str) -> dict[str, Any]:
-    return {"type": "text", "content": content}
-
-
-def _messages(parts: list[dict[str, Any]]) -> str:
-    return json.dumps([{"role": "assistant", "parts": parts}])
-
-
-def detect(
-    code: str,
-    trace: Trace,
-    params: dict[str, Any] | list[Any] | None = None,
-    context: DetectorContext | None = None,
-) -> list[Finding]:
-    """Run the one detector `code` with `params` over `trace`."""
-    rule = REGISTRY[code]
-    context = context or DetectorContext()
-    assert rule.function is not None
-    return rule.function(
-        TraceView(trace, context.conventions), rule.params.model_validate(params or {}), context
-    )
-
-
-def history_of(*earlier: Trace) -> DetectorContext:
-    """A detector context whose history is the digests of the `earlier` turns."""
-    return DetectorContext(history=[turn_digest(TraceView(t, Conventions()), "c") for t in earlier])
-
-
-def clean_refund_trace(trace_id: str = "a" * 32) -> Trace:
-    """A well-behaved 10-span turn: lookup, confirm-free write, final answer."""
-    b = TraceBuilder(trace_id, answer="I have refunded order ORD-123456 to your card.")
-    b.chat(calls=[("c1", "lookup_order")])
-    b.tool(
-        "lookup_order",
-        {"order_id": "ORD-123456", "customer_id": "cust-1"},
-        call_id="c1",
-        effect="read",
-        result='{"status": "delivered"}',
-    )
-    b.chat(calls=[("c2", "get_policy")])
-    b.tool("get_policy", {"topic": "refunds"}, call_id="c2", effect="read", result="30 days")
-    b.chat(calls=[("c3", "issue_refund")])
-    b.tool(
-        "issue_refund",
-        {"order_id": "ORD-123456", "customer_id": "cust-1", "amount": 20},
-        call_id="c3",
-        effect="write",
-        idempotency_key="k1",
-    )
-    b.chat(calls=[("c4", "send_receipt")])
-    b.tool("send_receipt", {"order_id": "ORD-123456"}, call_id="c4", effect="read")
-    b.chat(text="I have refunded order ORD-123456 to your card.")
-    return b.build()
+from tests.support.traces import TraceBuilder, clean_refund_trace, detect
 
 
 def test_clean_trace_has_ten_spans_and_no_findings_under_default_policy() -> None:
@@ -240,7 +70,7 @@ def test_every_rule_is_documented_and_named_in_kebab_case() -> None:
     for code, rule in REGISTRY.items():
         assert code == rule.code and code.startswith("PG1")
         assert rule.name == rule.name.lower() and " " not in rule.name
-        assert len(rule.doc) > 80 and rule.reads
+        assert len(rule.doc.summary) > 80 and rule.reads
 
 
 def test_catalogue_documents_every_rule() -> None:
@@ -248,3 +78,42 @@ def test_catalogue_documents_every_rule() -> None:
     for code, rule in REGISTRY.items():
         assert f"## {code} `{rule.name}` ({rule.severity})" in catalogue
         assert f"`{rule.policy_key}`" in catalogue
+
+
+def test_catalogue_is_generated_from_the_registry() -> None:
+    committed = (REPO_ROOT / "docs" / "detectors.md").read_text()
+    assert committed == render(), (
+        "docs/detectors.md differs from the registry: run "
+        "`python -m pathgrade.cli.reference --write`"
+    )
+
+
+def _params_models(model: type[Params]) -> list[type[Params]]:
+    """`model` and the params models nested in its fields' annotations."""
+    found = [model]
+    for info in model.model_fields.values():
+        stack = list(getattr(info.annotation, "__args__", ()))
+        while stack:
+            item = stack.pop()
+            if isinstance(item, type) and issubclass(item, Params):
+                found += _params_models(item)
+            stack += getattr(item, "__args__", ())
+    return found
+
+
+def test_every_params_field_carries_a_description() -> None:
+    undescribed = [
+        f"{rule.code} {model.__name__}.{name}"
+        for rule in REGISTRY.values()
+        for model in _params_models(rule.params)
+        for name, info in model.model_fields.items()
+        if not (info.description or "").strip()
+    ]
+    assert undescribed == []
+
+
+def test_every_current_rule_is_stable_and_a_doc_section_cannot_be_empty() -> None:
+    assert {rule.stability for rule in REGISTRY.values()} == {"stable"}
+    sections = dataclasses.asdict(REGISTRY["PG101"].doc)
+    with pytest.raises(ValueError, match=r"RuleDoc\.fires is empty"):
+        RuleDoc(**{**sections, "fires": " "})

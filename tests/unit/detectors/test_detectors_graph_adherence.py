@@ -18,7 +18,7 @@ from pathgrade.schemas.graph_walk import node_visits
 from pathgrade.schemas.model import GenAIFields, Span, Trace
 from pathgrade.schemas.turns import TurnDigest
 
-from tests.unit.detectors.test_detectors_fixtures import detect
+from tests.support.traces import detect
 
 GRAPH = {
     "start": "greetings",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathgrade.schemas.pii import CARD_MARK, PiiScanner, luhn_valid
 
-from tests.unit.detectors.test_detectors_fixtures import TraceBuilder, clean_refund_trace, detect
+from tests.support.traces import TraceBuilder, clean_refund_trace, detect
 
 
 def answer_trace(answer: str | None, tools: tuple[str, ...] = ()) -> object:

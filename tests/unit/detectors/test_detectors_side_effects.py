@@ -9,7 +9,7 @@ from pathgrade.detectors.conventions import Conventions, IdentityConfig
 from pathgrade.detectors.view import DetectorContext
 from pathgrade.schemas import genai
 
-from tests.unit.detectors.test_detectors_fixtures import (
+from tests.support.traces import (
     TraceBuilder,
     clean_refund_trace,
     detect,

@@ -8,7 +8,7 @@ import json
 from pathgrade.detectors.jsonschema_subset import validate
 from pathgrade.schemas import genai
 
-from tests.unit.detectors.test_detectors_fixtures import (
+from tests.support.traces import (
     TraceBuilder,
     clean_refund_trace,
     detect,

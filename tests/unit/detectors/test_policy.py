@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pathgrade.detectors import Finding, PolicyError, load_policy, run_detectors
 
-from tests.unit.detectors.test_detectors_fixtures import TraceBuilder
+from tests.support.traces import TraceBuilder
 
 POLICY = """\
 version: 1

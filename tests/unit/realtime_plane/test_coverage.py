@@ -17,7 +17,7 @@ from pathgrade.web.app import create_app
 from pathgrade.web.metrics import labelled_samples, prometheus_text
 from pathgrade.web.rendering import UiSettings
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
-from tests.unit.detectors.test_detectors_fixtures import TraceBuilder
+from tests.support.traces import TraceBuilder
 
 HOUR_NS = 3600 * 10**9
 LOOPBACK = "http://127.0.0.1:8080"

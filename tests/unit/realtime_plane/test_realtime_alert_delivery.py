@@ -3,12 +3,15 @@ never commits past alerts it has not handed over."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pathgrade.realtime_plane.assembler import DueTrace
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.evaluate import Evaluation
 from pathgrade.realtime_plane.plane import ALERTS_PER_DELIVERY, RealtimePlane
 from pathgrade.schemas.alerts import Alert
 from pathgrade.schemas.model import Span, Trace
+from pathgrade.schemas.store import QueryResult, RejectedRow, Store
 
 
 class RecordingSink:
@@ -71,3 +74,41 @@ def test_committing_hands_over_alerts_a_failed_poll_left_behind() -> None:
     assert sink.calls == []
     plane._flush_and_commit()  # no partitions assigned: nothing to commit, alerts handed over
     assert sink.calls == [["1-0"]]
+
+
+class ListStore:
+    """A `Store` that keeps inserted rows in a list (reads are not needed here)."""
+
+    def __init__(self) -> None:
+        self.rows: list[list[Any]] = []
+
+    def query(
+        self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = False
+    ) -> QueryResult:
+        return QueryResult([], [], [])
+
+    def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:
+        self.rows += rows
+
+    def insert_encodable(
+        self, table: str, rows: list[list[Any]], column_names: list[str]
+    ) -> list[RejectedRow]:
+        self.insert(table, rows, column_names)
+        return []
+
+
+def test_every_configured_alert_sink_gets_the_same_group() -> None:
+    config = RealtimeConfig(
+        bootstrap_servers="127.0.0.1:1", alerts_topic=None, sampled_topic=None, turns_topic=None
+    )
+    store: Store = ListStore()
+    plane = RealtimePlane(config, alert_store=store)
+    webhook = RecordingSink()
+    assert plane.alert_sinks() == [plane.store_sink]
+    plane.webhook = webhook  # type: ignore[assignment]
+    plane._emit(evaluation(1, 2))
+    plane._deliver_alerts()
+    assert webhook.calls == [["1-0", "1-1"]]
+    assert plane.store_sink is not None
+    plane.store_sink.flush()
+    assert len(store.rows) == 2  # type: ignore[attr-defined]

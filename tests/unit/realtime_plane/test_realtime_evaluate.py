@@ -22,7 +22,8 @@ from pathgrade.schemas.otlp import decode_spans_message
 from pathgrade.schemas.sampled import SampledTrace
 from pathgrade.schemas.turns import ConfirmedAction, TurnDigest
 
-from pathgrade.demo import CLEAN_SCENARIOS, plan_turns, send_demo_traces
+from pathgrade.demo.scenarios import CLEAN_SCENARIOS, plan_turns
+from pathgrade.demo.sender import send_demo_traces
 
 
 class _Keep(InMemorySpanExporter):

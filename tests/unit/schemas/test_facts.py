@@ -33,7 +33,8 @@ from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import decode_resource_spans
 from pathgrade.schemas.pii import PiiScanner
 
-from pathgrade.demo import INJECTION_TEXT, plan_turns, send_demo_traces
+from pathgrade.demo.scenarios import INJECTION_TEXT, plan_turns
+from pathgrade.demo.sender import send_demo_traces
 
 SECRET = FactSecret(bytes(range(32)))
 

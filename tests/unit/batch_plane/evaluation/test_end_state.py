@@ -8,7 +8,7 @@ from pathgrade.batch_plane.evaluation.end_state import goal_completed
 from pathgrade.batch_plane.evaluation.runs import Attempt, score_attempt
 from pathgrade.batch_plane.scoring.checks import CheckOutcome
 
-from tests.unit.detectors.test_detectors_fixtures import TraceBuilder
+from tests.support.traces import TraceBuilder
 
 STATE = {"account": {"plan": "basic", "refunds": ["A2001"], "tickets": []}}
 

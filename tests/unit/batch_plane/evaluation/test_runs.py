@@ -242,7 +242,7 @@ def test_a_regression_item_is_scored_on_its_lesson_checks_not_on_expected_calls(
     from pathgrade.batch_plane.evaluation.datasets import lesson_checks
     from pathgrade.batch_plane.evaluation.runs import Attempt, score_attempt
 
-    from tests.unit.detectors.test_detectors_fixtures import TraceBuilder
+    from tests.support.traces import TraceBuilder
 
     item = DatasetItem(
         item_id="r", input="my wifi drops", checks=lesson_checks(["PG101"], ["reset"])
@@ -310,7 +310,7 @@ def test_a_conversations_later_turn_is_scored_with_the_digests_of_its_earlier_tu
     from pathgrade.batch_plane.evaluation.runs import Attempt, score_attempts
     from pathgrade.detectors import load_policy as policy_from
 
-    from tests.unit.detectors.test_detectors_fixtures import TraceBuilder
+    from tests.support.traces import TraceBuilder
 
     order = [{"check": "ordering", "before": "lookup_order", "after": "issue_refund"}]
     turns = [

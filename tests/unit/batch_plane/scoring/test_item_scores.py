@@ -16,7 +16,7 @@ from pathgrade.batch_plane.scoring.trace_scorers import TraceScorer, UnknownMetr
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.otlp import decode_spans_message
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from tests.support.openai_standin import OpenAIStandIn, Reply
 
 

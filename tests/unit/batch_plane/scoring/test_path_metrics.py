@@ -16,7 +16,7 @@ from pathgrade.batch_plane.scoring.path_metrics import (
 from pathgrade.detectors import REGISTRY, default_policy, run_detectors
 from pathgrade.schemas.fingerprints import FactSecret
 
-from tests.unit.detectors.test_detectors_fixtures import TraceBuilder
+from tests.support.traces import TraceBuilder
 
 SOUND_CODES = [code for codes in SOUND_PARTS.values() for code in codes]
 OUTCOMES = (CheckOutcome.ok(), CheckOutcome.fail("broke"), CheckOutcome.undecided("unknown"))

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from pathgrade.batch_plane.store.client import QueryResult
+from pathgrade.schemas.store import QueryResult
 
 from pathgrade.cli.main import build_parser
 from pathgrade.cli.output import format_table

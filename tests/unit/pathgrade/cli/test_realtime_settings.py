@@ -13,7 +13,8 @@ import pytest
 from pathgrade.realtime_plane import RealtimeConfig
 
 from pathgrade.cli.support import CliError, realtime_settings
-from pathgrade.stack.embedded import Stack, StackOptions
+from pathgrade.stack.embedded import Stack
+from pathgrade.stack.options import StackOptions
 from tests.support.paths import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs" / "realtime.md"

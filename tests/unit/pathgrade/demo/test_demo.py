@@ -20,20 +20,17 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from pathgrade.demo import (
+from pathgrade.demo.scenarios import (
     FAILURE_SCENARIOS,
     INJECTION_TEXT,
     SCENARIO_CROSS_ACCOUNT,
     SCENARIO_PROMPT_INJECTION,
     SCENARIO_RETRY_STORM,
     SCENARIO_UNREQUESTED_TICKET,
-    DemoExportError,
     TurnPlan,
-    exporter_for_url,
     plan_turns,
-    run_demo,
-    send_demo_traces,
 )
+from pathgrade.demo.sender import DemoExportError, exporter_for_url, run_demo, send_demo_traces
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 CARD = re.compile(r"\b(?:\d{4} ){3}\d{4}\b")

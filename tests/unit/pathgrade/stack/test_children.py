@@ -13,8 +13,17 @@ from typing import Any
 import pytest
 
 from pathgrade.stack.children import ChildFailed, ChildProcess, SharedCounters, child_process
+from pathgrade.stack.messages import Ready, Stop, Stopped
 
 SPAWN = mp.get_context("spawn")
+
+
+@dataclass(frozen=True)
+class GroupReady(Ready):
+    """Ready, with the child's process group and whether it ignores SIGINT."""
+
+    group: int
+    sigint_ignored: bool
 
 
 @dataclass
@@ -41,10 +50,10 @@ def counts_then_waits(tally: SharedCounters[Tally], events: Any, commands: Any) 
             counters.requests += 1
             counters.spans += 7
         counters.latest = "kept here"
-        events.put(("ready", (os.getpgid(0), signal.getsignal(signal.SIGINT) is signal.SIG_IGN)))
-        while commands.get()[0] != "stop":
+        events.put(GroupReady(os.getpgid(0), signal.getsignal(signal.SIGINT) is signal.SIG_IGN))
+        while not isinstance(commands.get(), Stop):
             pass
-        events.put(("stopped", counters.spans))
+        events.put(Stopped({"spans": counters.spans}))
 
 
 def test_a_child_failing_at_start_is_reported_with_its_reason() -> None:
@@ -65,8 +74,9 @@ def test_counters_outlive_a_killed_child_which_has_its_own_process_group() -> No
     tally = SharedCounters(SPAWN, Tally)
     assert tally.names == ["requests", "spans"]
     child = ChildProcess(SPAWN, "counting", counts_then_waits, shared=[tally])
-    group, sigint_ignored = child.start()
-    assert group == child.pid != os.getpgid(0) and sigint_ignored
+    ready = child.start()
+    assert isinstance(ready, GroupReady)
+    assert ready.group == child.pid != os.getpgid(0) and ready.sigint_ignored
     os.kill(child.pid, signal.SIGKILL)
     child.process.join(timeout=30)
     assert child.counted() == {"requests": 5, "spans": 35}
@@ -78,5 +88,6 @@ def test_a_child_stops_on_request() -> None:
         SPAWN, "counting", counts_then_waits, shared=[SharedCounters(SPAWN, Tally)]
     )
     child.start()
-    assert child.stop(timeout_s=60) == 35 and not child.alive()
+    stopped = child.stop(timeout_s=60)
+    assert stopped is not None and stopped.counters == {"spans": 35} and not child.alive()
     assert child.process.exitcode == 0

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pathgrade.cli.support import CliError, collector_args, collector_settings
-from pathgrade.stack.embedded import Stack, StackOptions
+from pathgrade.stack.embedded import Stack
+from pathgrade.stack.options import StackOptions
 from pathgrade.stack.settings import StackSettingsError, check_collector, check_policy
 
 

@@ -22,7 +22,7 @@ from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
 from pathgrade.schemas.otlp import decode_spans_message
 from starlette.testclient import TestClient
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.web.app import create_app
 from pathgrade.web.rendering import UiSettings
 from pathgrade.web.store_reads import ReadStore, viewing

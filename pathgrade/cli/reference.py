@@ -1,0 +1,135 @@
+"""Settings documented once, at their pydantic models: the command line's help texts and
+the configuration tables of the README and docs/realtime.md are rendered from the models'
+defaults and field descriptions.
+
+`python -m pathgrade.cli.reference --write` rewrites the tables between their markers
+(and docs/detectors.md from the detector registry); without `--write` it names the files
+that differ and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from pathgrade.collector.service import CollectorConfig
+from pathgrade.detectors.catalogue import render as render_catalogue
+from pathgrade.realtime_plane import RealtimeConfig
+
+MIB, GIB = 1 << 20, 1 << 30
+TABLES: dict[str, dict[str, tuple[type[BaseModel], tuple[str, ...]]]] = {
+    "README.md": {"collector-config": (CollectorConfig, ())},
+    "docs/realtime.md": {"realtime-config": (RealtimeConfig, ("bootstrap_servers",))},
+}
+"""File -> marker -> (the model its table documents, fields left out: set by a flag)."""
+GENERATED = {"docs/detectors.md": render_catalogue}
+"""Files rendered whole."""
+
+
+def field_default(model: type[BaseModel], name: str) -> Any:
+    """The default of `model`'s field `name` (its factory called)."""
+    return model.model_fields[name].get_default(call_default_factory=True)
+
+
+def field_help(model: type[BaseModel], name: str, with_default: bool = True) -> str:
+    """A flag's help: the field's description, and its default unless `with_default` is
+    False (a flag whose absence means "not set")."""
+    info = model.model_fields[name]
+    text = info.description or ""
+    if with_default:
+        text += f" (default {_shown(info.get_default(call_default_factory=True))})"
+    return text.replace("%", "%%")
+
+
+def config_table(model: type[BaseModel], skip: tuple[str, ...] = ()) -> str:
+    """A Markdown table of `model`'s fields (nested models as dotted keys)."""
+    rows = ["| key | default | meaning |", "|---|---|---|"]
+    rows += [f"| `{key}` | {default} | {text} |" for key, default, text in _rows(model, "", skip)]
+    return "\n".join(rows)
+
+
+def _rows(model: type[BaseModel], prefix: str, skip: tuple[str, ...]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for name, info in model.model_fields.items():
+        if name in skip:
+            continue
+        nested = info.annotation
+        if isinstance(nested, type) and issubclass(nested, BaseModel):
+            key = f"{prefix}{name}"
+            rows.append((key, f"the `{key}.*` keys", (info.description or "").strip()))
+            rows += _rows(nested, f"{key}.", ())
+            continue
+        rows.append((f"{prefix}{name}", _default_cell(info), (info.description or "").strip()))
+    return rows
+
+
+def _default_cell(info: FieldInfo) -> str:
+    if info.is_required():
+        return "required"
+    value = info.get_default(call_default_factory=True)
+    shown = f"`{_shown(value)}`" if value is not None else "none"
+    if isinstance(value, int) and not isinstance(value, bool) and value >= MIB and value % MIB == 0:
+        shown += f" ({value // GIB} GiB)" if value % GIB == 0 else f" ({value // MIB} MiB)"
+    return shown
+
+
+def _shown(value: Any) -> str:
+    """A default as a YAML reader writes it."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple, frozenset, set, dict)):
+        return json.dumps(sorted(value) if isinstance(value, (set, frozenset)) else value)
+    return str(value)
+
+
+def render_tables(text: str, tables: dict[str, tuple[type[BaseModel], tuple[str, ...]]]) -> str:
+    """`text` with the table between each `<!-- generated: MARKER -->` and
+    `<!-- end generated -->` pair rendered anew; ValueError when a marker is missing."""
+    for marker, (model, skip) in tables.items():
+        pattern = re.compile(
+            rf"(<!-- generated: {re.escape(marker)} [^\n]*-->\n).*?(<!-- end generated -->)", re.S
+        )
+        if not pattern.search(text):
+            raise ValueError(f"marker {marker!r} not found")
+        table = config_table(model, skip)
+        text = pattern.sub(lambda m, table=table: m.group(1) + table + "\n" + m.group(2), text)
+    return text
+
+
+def rendered(root: Path) -> dict[str, str]:
+    """Path (relative to the repository `root`) -> the text it should hold."""
+    files = {path: render() for path, render in GENERATED.items()}
+    for path, tables in TABLES.items():
+        files[path] = render_tables((root / path).read_text(encoding="utf-8"), tables)
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check (or `--write`) the generated documentation under `--root`."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path("."), help="the repository")
+    parser.add_argument("--write", action="store_true", help="rewrite the files that differ")
+    args = parser.parse_args(argv)
+    stale = []
+    for path, text in rendered(args.root).items():
+        if (args.root / path).read_text(encoding="utf-8") != text:
+            stale.append(path)
+            if args.write:
+                (args.root / path).write_text(text, encoding="utf-8")
+    if stale and not args.write:
+        print("out of date: " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,129 @@
+"""What the embedded stack's parent and children say to each other over their queues: one
+small dataclass per command (parent -> child) and per event (child -> parent).
+
+Every child understands `Stop` and `Stats`; the collector also `Hold` and `Resume`, a
+realtime process `Suspend` and `Resume`. A child reports `Ready` once it serves (the
+collector `CollectorReady` with its ports) and `Failed` when it fails; each command that
+wants an answer has its own reply type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Command:
+    """A message from the parent to a child."""
+
+
+class Event:
+    """A message from a child to the parent."""
+
+
+@dataclass(frozen=True)
+class ReadUpTo(Command):
+    """A command that first reads up to `targets` (partition -> next offset; what the
+    collector produced) and, with `release_held`, evaluates every trace still held."""
+
+    targets: dict[int, int] | None = None
+    release_held: bool = False
+
+
+@dataclass(frozen=True)
+class Stop(ReadUpTo):
+    """Stop for good, answering a `Stopped` (a realtime process reads up to the targets
+    first: `RealtimePlane.stop`; the collector ignores them)."""
+
+
+@dataclass(frozen=True)
+class Stats(Command):
+    """Report your counters now (answered by `Counted`)."""
+
+
+@dataclass(frozen=True)
+class Hold(Command):
+    """Collector: divert sends to the spill once those under way settled (answered by
+    `Held`, `KafkaPublisher.hold`)."""
+
+
+@dataclass(frozen=True)
+class Resume(Command):
+    """Collector: send to Kafka again, through a new producer when `broker_replaced`
+    (`KafkaPublisher.resume`). Realtime: start polling again (answered by `Resumed`)."""
+
+    broker_replaced: bool = False
+
+
+@dataclass(frozen=True)
+class Suspend(ReadUpTo):
+    """Realtime: read up to the targets, store, commit and close the Kafka clients
+    (`RealtimePlane.suspend`; answered by `Suspended`)."""
+
+
+@dataclass(frozen=True)
+class Ready(Event):
+    """The child serves."""
+
+
+@dataclass(frozen=True)
+class CollectorReady(Ready):
+    """The collector serves on these ports."""
+
+    grpc_port: int
+    http_port: int
+
+
+@dataclass(frozen=True)
+class Failed(Event):
+    """The child failed (then exits); `reason` says why, in one line."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Counted(Event):
+    """A child's counters (answers `Stats`)."""
+
+    counters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Held(Event):
+    """The collector holds its sends; `offsets` it produced so far (partition -> next
+    offset), None when sends did not settle (answers `Hold`)."""
+
+    offsets: dict[int, int] | None
+
+
+@dataclass(frozen=True)
+class Suspended(Event):
+    """A realtime process suspended; the partitions of the targets it reached."""
+
+    reached: set[int]
+
+
+@dataclass(frozen=True)
+class Resumed(Event):
+    """A realtime process polls again."""
+
+
+@dataclass(frozen=True)
+class Stopped(Event):
+    """The child stopped; its final `counters` (answers `Stop`)."""
+
+    counters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CollectorStopped(Stopped):
+    """The collector stopped; `produced`: the offsets it produced (partition -> next)."""
+
+    produced: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RealtimeStopped(Stopped):
+    """A realtime process stopped; the partitions of the targets it read up to."""
+
+    reached: set[int] = field(default_factory=set)

@@ -1,0 +1,62 @@
+"""`StackOptions`: every option of `pathgrade up`, with its default and description (the
+command line's help reads them here; a light module: no I/O imports)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pathgrade.stack.alert_lines import LogFormat
+
+
+class StackOptions(BaseModel):
+    """Options of `pathgrade up`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data_dir: Path = Field(description="the stack's data directory (store, spill, fact key)")
+    kafka: str | None = Field(None, description="use this Kafka instead of the bundled broker")
+    clickhouse: str | None = Field(
+        None, description="use this ClickHouse instead of the embedded engine"
+    )
+    demo: bool = Field(False, description="also send demo agent traffic")
+    demo_rate_per_s: float = Field(2.0, description="demo traces sent per second")
+    policy: str | None = Field(None, description="detector policy YAML (docs/detectors.md)")
+    alert_webhook: str | None = Field(None, description="POST each alert here as JSON")
+    collector: dict[str, Any] = Field(
+        default_factory=dict, description="collector settings (`CollectorConfig` fields)"
+    )
+    broker_max_mb: int = Field(
+        1024,
+        description="swap the bundled memory-only broker for a fresh one (nothing is lost) "
+        "once it holds this much resident memory; 0 never swaps",
+    )
+    store_writer_niceness: int = Field(
+        19,
+        description="run the store writer (and chDB's own threads) this much nicer than the "
+        "rest (Linux), so alerts stay fast on a saturated machine and the store catches up "
+        "after; 0 same priority",
+    )
+    realtime_workers: int = Field(
+        1,
+        description="realtime processes in the consumer group (at most the partitions of "
+        "pathgrade.spans); with more than one they share conversation turns through "
+        "pathgrade.turns",
+    )
+    realtime: dict[str, Any] = Field(
+        default_factory=dict, description="realtime settings (`RealtimeConfig` fields, a file)"
+    )
+    status_every_s: float = Field(
+        30,
+        description="print a status line (spans in and stored, traces evaluated, alerts, "
+        "spill, broker memory) this often when traffic moved, and serve it to `pathgrade "
+        "status`; 0 never",
+    )
+    log_format: LogFormat = Field(
+        "human", description="alerts in the terminal: short paced lines, or JSON"
+    )
+    retention: tuple[int, int] | None = Field(
+        None, description="(content days, row days) of retention; none: as migrated"
+    )

@@ -1,0 +1,153 @@
+"""`TopicConsumer`: the one shape of a pathgrade consumer-group member (the store writer,
+the realtime plane, the online scorer): subscribe with the group's settings, tell the
+owner of rebalances, decode span messages skipping the undecodable ones, commit only the
+offsets of work the owner has stored, and run a poll loop until stopped.
+
+The consumer's wire contract sits beside the topics' (`schemas.topics`), so the planes share
+it without importing each other; this module is the bottom layer's one Kafka client.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.structs import OffsetAndMetadata
+from pathgrade.schemas.model import Span
+from pathgrade.schemas.otlp import DecodeProblems, decode_kafka_message
+from pathgrade.schemas.topics import consumer_settings
+
+log = logging.getLogger(__name__)
+
+Partitions = Callable[[set[int]], None]
+"""A rebalance callback: the partition numbers revoked or assigned."""
+
+
+class DecodeCounts(Protocol):
+    """What decoding span messages met (an owner's stats): messages skipped, spans partly
+    decoded (stored without their GenAI fields: `schemas.otlp`), messages whose headers
+    could not be read (a default tenant or receive time)."""
+
+    undecodable_messages: int
+    partly_decoded_spans: int
+    unreadable_headers: int
+
+
+def decode_spans(partition: TopicPartition, message: Any, counts: DecodeCounts) -> list[Span]:
+    """The spans of one `pathgrade.spans` message; an undecodable message is logged,
+    counted in `counts.undecodable_messages` and skipped (no spans), so one bad message
+    never stops a consumer."""
+    problems = DecodeProblems()
+    try:
+        spans = decode_kafka_message(message, problems)
+    except ValueError as exc:
+        counts.undecodable_messages += 1
+        log.error("skipping undecodable message at %s[%d] offset %d: %s",
+                  partition.topic, partition.partition, message.offset, exc)  # fmt: skip
+        spans = []
+    counts.partly_decoded_spans += problems.partly_decoded_spans
+    counts.unreadable_headers += problems.unreadable_headers
+    return spans
+
+
+class TopicConsumer:
+    """A member of consumer group `group_id` reading `topic`, connected from construction
+    until `close()`. `on_revoked` runs before partitions move to another member (store and
+    commit what is pending there), `on_assigned` when partitions arrive. `settings` are
+    further kafka-python consumer settings."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        group_id: str,
+        topic: str,
+        session_timeout_ms: int = 6000,
+        on_revoked: Partitions | None = None,
+        on_assigned: Partitions | None = None,
+        **settings: Any,
+    ) -> None:
+        self.topic = topic
+        self._consumer = KafkaConsumer(
+            **consumer_settings(bootstrap_servers, group_id, session_timeout_ms, **settings)
+        )
+        self._consumer.subscribe([topic], listener=_Rebalance(on_revoked, on_assigned))
+
+    def poll(self, timeout_ms: int) -> dict[TopicPartition, list[Any]]:
+        """Records by partition (empty after `timeout_ms` without any)."""
+        return self._consumer.poll(timeout_ms=timeout_ms)
+
+    def commit(self, next_offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit `next_offsets` (partition -> the next offset to read): call it only for
+        work that is stored."""
+        self._consumer.commit(
+            {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in next_offsets.items()}
+        )
+
+    def partition(self, number: int) -> TopicPartition:
+        """Partition `number` of the topic."""
+        return TopicPartition(self.topic, number)
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._consumer.assignment()
+
+    def position(self, partition: TopicPartition) -> int:
+        """The next offset this member reads on `partition`."""
+        return self._consumer.position(partition)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self._consumer.pause(*partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self._consumer.resume(*partitions)
+
+    def paused(self) -> set[TopicPartition]:
+        return self._consumer.paused()
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def run(
+        self,
+        stop: threading.Event,
+        poll_once: Callable[[], Any],
+        failed: Callable[[Exception], None] | None = None,
+        retry: tuple[type[Exception], ...] = (),
+        retry_s: float = 1.0,
+        pause_while_failing: bool = False,
+    ) -> None:
+        """Call `poll_once` until `stop` is set. An exception of a `retry` type is handed to
+        `failed` (which logs it) and retried after `retry_s`, nothing committed; with
+        `pause_while_failing` consumption pauses until a poll succeeds again, so the
+        owner retries its pending work without reading more."""
+        while not stop.is_set():
+            try:
+                poll_once()
+            except retry as exc:
+                if failed is not None:
+                    failed(exc)
+                if pause_while_failing:
+                    self.pause(*self.assignment())
+                stop.wait(retry_s)
+                continue
+            if pause_while_failing and self.paused():
+                self.resume(*self.paused())
+
+
+class _Rebalance(ConsumerRebalanceListener):
+    """Hands rebalances to the owner's callbacks as partition numbers."""
+
+    def __init__(self, revoked: Partitions | None, assigned: Partitions | None) -> None:
+        self.revoked = revoked
+        self.assigned = assigned
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        if self.revoked is not None:
+            self.revoked({tp.partition for tp in revoked})
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        if self.assigned is not None:
+            self.assigned({tp.partition for tp in assigned})

@@ -1,0 +1,39 @@
+"""The `Store` protocol: what every layer above may ask of the ClickHouse store, whoever
+owns it (the batch plane's client, the embedded stack's store owner), with its result
+types. The implementations live in `batch_plane.store`; this module imports nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass
+class QueryResult:
+    """Rows as lists of JSON-ready values, with their column names and ClickHouse types."""
+
+    columns: list[str]
+    types: list[str]
+    rows: list[list[Any]]
+
+    def dicts(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+RejectedRow = tuple[list[Any], str]
+"""A row the store could not encode, and the store's reason."""
+
+
+class Store(Protocol):
+    """What the planes and batch jobs need of the store, whoever owns it (see
+    pathgrade.stack.store_access)."""
+
+    def query(
+        self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = False
+    ) -> QueryResult: ...
+
+    def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None: ...
+
+    def insert_encodable(
+        self, table: str, rows: list[list[Any]], column_names: list[str]
+    ) -> list[RejectedRow]: ...
