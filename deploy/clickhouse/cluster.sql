@@ -390,3 +390,20 @@ ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(ReceivedAt) + INT
 
 ALTER TABLE spans_trace_id_ts ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(End) + INTERVAL 90 DAY;
 
+
+ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS SpansPartition Int32 DEFAULT -1;
+
+ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS PartitionSeq UInt64 DEFAULT 0;
+
+ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD INDEX IF NOT EXISTS idx_partition_seq PartitionSeq TYPE minmax GRANULARITY 1;
+
+CREATE TABLE IF NOT EXISTS webhook_cursors ON CLUSTER 'pathgrade'
+(
+    Webhook String,
+    SpansPartition Int32,
+    NextSeq UInt64,
+    SavedAtNs Int64
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', NextSeq)
+ORDER BY (Webhook, SpansPartition);
+

@@ -282,9 +282,10 @@ def seeded_spill(directory: Path) -> tuple[list[str], int]:
     spill.append(messages(good_before))
     spill.append([OutgoingMessage(f"{0xD4:032x}".encode(), huge.SerializeToString(),
                                   "default", NOW_NS)])  # fmt: skip
+    [segment] = spill.paths()
     spill.close()
     not_a_message = b"\x00\x20\x00\x04" + bytes(8) + b"k" * 32 + b"\xff\xfe\xfd\xfc"
-    with open(directory / "spill.log", "ab") as data:
+    with open(segment, "ab") as data:
         data.write(len(not_a_message).to_bytes(4, "big") + not_a_message)
     spill = SpillFile(directory)
     spill.append(messages(good_after))
