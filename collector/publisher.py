@@ -224,7 +224,7 @@ class KafkaPublisher:
         durable log lets that go."""
         with self._sending_done:
             if producer is not None:
-                self.producer.close(timeout=0)
+                _close_quietly(self.producer)
                 self.producer = producer
                 with self._offsets_lock:
                     self.next_offsets = {}  # the new broker numbers its log from 0
@@ -285,12 +285,17 @@ class KafkaPublisher:
             return dict(self.next_offsets)
 
     def _drain_loop(self) -> None:
+        """Drain until stopped; an unexpected error is logged and the batch tried again
+        later (a drainer that died would leave the spill unsent for good)."""
         while not self._stop.is_set():
             self._wake.wait(timeout=self.drain_backoff_s)
             self._wake.clear()
             while self.spill.pending() and not self._stop.is_set() and self._begin_sending():
                 try:
                     sent = self._drain_batch()
+                except Exception:
+                    log.exception("draining the spill failed; trying again")
+                    sent = False
                 finally:
                     self._end_sending()
                 self._failed_drains = 0 if sent else self._failed_drains + 1
@@ -314,7 +319,7 @@ class KafkaPublisher:
             return
         log.warning("Kafka took no spilled batch %d times in a row; new producer",
                     RENEW_AFTER_FAILED_DRAINS)  # fmt: skip
-        self.producer.close(timeout=0)
+        _close_quietly(self.producer)
         self.producer = fresh
 
     def _drain_batch(self) -> bool:
@@ -402,6 +407,15 @@ class KafkaPublisher:
             self._trimmer.join(timeout=drain_timeout_s + TRIM_INTERVAL_S)
         self.producer.close(timeout=drain_timeout_s)
         self.spill.close()
+
+
+def _close_quietly(producer: KafkaProducer) -> None:
+    """Close a producer being replaced without waiting; what it still held is in the spill
+    (kafka-python raises KafkaTimeoutError when records were pending)."""
+    try:
+        producer.close(timeout=0)
+    except KafkaError as exc:
+        log.debug("closing the old producer: %s", exc)
 
 
 def _sort_failure(index: int, error: KafkaError, sent: _Sent) -> None:
