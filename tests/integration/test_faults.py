@@ -7,7 +7,7 @@ every alert in the `alerts` table reached the webhook once it was reachable (rep
 allowed and counted: they carry the same alert key).
 
 The webhook receiver answers 503, 429 or closes the connection now and then, and is down
-(connections refused) for 12 s of every run. Each realtime process keeps at most 100 alerts
+(connections refused) for 12 s of every run. Each realtime process keeps at most 50 alerts
 in memory for it, so the stalls and restarts overflow the queue, and the rest comes from
 the alerts table.
 
@@ -51,7 +51,7 @@ FAULT_AT_S = 15.0
 STALL_S = 20.0
 WEBHOOK_DOWN_S = (30.0, 42.0)  # into the load: the receiver refuses connections
 SETTLE_S = 420.0  # after the load, for the store and the webhook to catch up
-REALTIME_SETTINGS = "webhook_queue_size: 100\nwebhook_retries: 2\n"
+REALTIME_SETTINGS = "webhook_queue_size: 50\nwebhook_retries: 2\n"
 
 
 @dataclass

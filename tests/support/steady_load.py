@@ -31,16 +31,27 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo import CLEAN_SCENARIOS, plan_turns, send_demo_traces
 
 SpanKey = tuple[str, str]  # (trace id hex, span id hex)
 
 
-def demo_template(traces: int = 200, seed: int = 5) -> ExportTraceServiceRequest:
-    """Demo agent traces as one OTLP request, as the official SDK encodes them."""
+def demo_template(traces: int = 200, seed: int = 5, failing: int = 6) -> ExportTraceServiceRequest:
+    """Demo agent traces as one OTLP request, as the official SDK encodes them: the clean
+    turns of `traces` and the first `failing` turns that raise alerts (the demo's deck has
+    30 %: a load of them would spend the machine on alerts)."""
     exporter = InMemorySpanExporter()
-    send_demo_traces(exporter, traces=traces, seed=seed)
-    return encode_spans(exporter.get_finished_spans())
+    summary = send_demo_traces(exporter, traces=traces, seed=seed)
+    alerting = [
+        trace_id
+        for trace_id, turn in zip(summary.trace_ids, plan_turns(traces, seed), strict=True)
+        if turn.scenario not in CLEAN_SCENARIOS
+    ]
+    dropped = {bytes.fromhex(trace_id) for trace_id in alerting[failing:]}
+    return encode_spans(
+        [span for span in exporter.get_finished_spans()
+         if span.context.trace_id.to_bytes(16, "big") not in dropped]
+    )  # fmt: skip
 
 
 def fresh_requests(
