@@ -390,7 +390,6 @@ ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(ReceivedAt) + INT
 
 ALTER TABLE spans_trace_id_ts ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(End) + INTERVAL 90 DAY;
 
-
 ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS SpansPartition Int32 DEFAULT -1;
 
 ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS PartitionSeq UInt64 DEFAULT 0;

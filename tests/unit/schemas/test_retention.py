@@ -101,8 +101,8 @@ def test_content_is_stored_apart_from_the_other_attributes(store: ClientStore) -
 def test_retention_is_configurable_and_the_migration_holds_the_defaults(
     store: ClientStore,
 ) -> None:
-    shipped = bundled_migrations()[-1]
-    assert shipped.name == "retention" and shipped.statements()[2:] == retention_ddl()
+    shipped = {migration.name: migration for migration in bundled_migrations()}["retention"]
+    assert shipped.statements()[2:] == retention_ddl()
     set_retention(store.client, 3, 30)
     ddl = store.query("SHOW CREATE TABLE spans").rows[0][0]
     assert (
