@@ -50,7 +50,7 @@ class Stack:
             ["up", "--data-dir", str(self.data_dir),
              "--grpc-port", str(self.ports[0]), "--http-port", str(self.ports[1]),
              "--alert-webhook", self.receiver.url, "--realtime-config", str(settings),
-             "--capture-tools", "*", "--status-every", "1"],
+             "--status-every", "1"],
             ready_text="pathgrade is up", data_dir=self.data_dir,
         )  # fmt: skip
         return self.process

@@ -99,7 +99,7 @@ class Run:
         stack = PathgradeProcess(
             ["up", "--data-dir", str(self.directory / "stack"),
              "--grpc-port", str(self.ports[0]), "--http-port", str(self.ports[1]),
-             "--alert-webhook", self.receiver.url, "--capture-tools", "*",
+             "--alert-webhook", self.receiver.url,
              "--realtime-config", str(self.realtime_config), "--status-every", "5"],
             ready_text="pathgrade is up", data_dir=self.directory / "stack",
         )  # fmt: skip
@@ -120,7 +120,7 @@ class Run:
         self.receiver.down()
         wait_until(lambda: self.load.elapsed() >= WEBHOOK_DOWN_S[1], timeout_s=LOAD_S * 3)
         self.receiver.up()
-        self.load.join(timeout_s=LOAD_S * 4)
+        self.load.join(timeout_s=LOAD_S * 6)
         outcome = Outcome(acknowledged=set(self.load.acknowledged))
         outcome.load_retries, outcome.rejected = self.load.retries, self.load.rejected
         ended = time.monotonic()
@@ -229,8 +229,7 @@ def kill_store_writer_box(run: Run) -> Outcome:
         ))  # fmt: skip
         run.processes.append(PathgradeProcess(
             ["collector", "--kafka", broker.bootstrap, "--spill-dir", str(run.directory / "spill"),
-             "--grpc-port", str(run.ports[0]), "--http-port", str(run.ports[1]),
-             "--capture-tools", "*"],
+             "--grpc-port", str(run.ports[0]), "--http-port", str(run.ports[1])],
             ready_text="collector: OTLP/gRPC",
         ))  # fmt: skip
 

@@ -1,8 +1,8 @@
 """A steady OTLP load and a scripted webhook receiver, for the fault tests.
 
 `SteadyLoad` POSTs raw OTLP/HTTP protobuf requests of demo agent traces (captured once
-from the official OTel SDK, each copy with fresh trace ids) at a fixed rate on one
-keep-alive connection, and keeps the (trace id, span id) of every span the collector
+from the official OTel SDK, each copy with fresh trace ids) at a fixed rate from a few
+keep-alive connections, and keeps the (trace id, span id) of every span the collector
 acknowledged (HTTP 200, no rejected spans). A request that fails (connection refused
 while a process restarts, a 503) is sent again, as an exporter would, so the load goes on
 through a fault and `acknowledged` is exactly what the collector promised to keep.
@@ -93,11 +93,17 @@ def fresh_requests(
 
 
 class SteadyLoad:
-    """Sends `requests` to `http://127.0.0.1:port/v1/traces`, one every `interval_s`,
-    from its own thread; `acknowledged` holds what the collector acknowledged."""
+    """Sends `requests` to `http://127.0.0.1:port/v1/traces`, request n at `n * interval_s`
+    from the start, from `senders` threads on keep-alive connections of their own (as
+    several agents export at once: a request that waits for its fsync does not hold up the
+    next one); `acknowledged` holds what the collector acknowledged."""
 
     def __init__(
-        self, port: int, requests: list[tuple[bytes, list[SpanKey]]], interval_s: float
+        self,
+        port: int,
+        requests: list[tuple[bytes, list[SpanKey]]],
+        interval_s: float,
+        senders: int = 4,
     ) -> None:
         self.port = port
         self.requests = requests
@@ -106,23 +112,39 @@ class SteadyLoad:
         self.retries = 0
         self.rejected = 0  # spans the collector refused (none are expected)
         self.started = 0.0
-        self._thread = threading.Thread(target=self._run, name="steady-load", daemon=True)
+        self._next = 0
+        self._lock = threading.Lock()
+        self._threads = [
+            threading.Thread(target=self._send, name=f"steady-load-{n}", daemon=True)
+            for n in range(senders)
+        ]
 
     def start(self) -> None:
         self.started = time.monotonic()
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
     def join(self, timeout_s: float) -> None:
-        self._thread.join(timeout_s)
-        if self._thread.is_alive():
+        deadline = time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if any(thread.is_alive() for thread in self._threads):
             raise AssertionError(f"the load did not finish in {timeout_s} s")
 
-    def _run(self) -> None:
+    def _take(self) -> int | None:
+        with self._lock:
+            if self._next == len(self.requests):
+                return None
+            self._next += 1
+            return self._next - 1
+
+    def _send(self) -> None:
         connection: http.client.HTTPConnection | None = None
-        for index, (body, keys) in enumerate(self.requests):
+        while (index := self._take()) is not None:
+            body, keys = self.requests[index]
             delay = self.started + index * self.interval_s - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
@@ -132,14 +154,16 @@ class SteadyLoad:
                 )
                 answered = _post(connection, body)
                 if answered is not None:
-                    self.rejected += answered
-                    if not answered:
-                        self.acknowledged.update(keys)
                     break
                 connection.close()
                 connection = None
-                self.retries += 1
+                with self._lock:
+                    self.retries += 1
                 time.sleep(0.5)
+            with self._lock:
+                self.rejected += answered
+                if not answered:
+                    self.acknowledged.update(keys)
         if connection is not None:
             connection.close()
 
