@@ -7,6 +7,13 @@ until `SELECT count() FROM spans` shows every span. In the same run it measures 
 parse-only rate of the same request bodies (protobuf parse, and parse + canonical decode)
 and prints end-to-end / parse-only as the ratio.
 
+It does so twice, one stack after the other on the same bodies: memory only (the
+collector's `durable_log: false`: acknowledged once the bundled broker holds it) and with
+the durable log (the embedded default: acknowledged once fsynced on local disk, kept until
+the store writer and the realtime plane committed it), and prints the durable log's cost
+as ratios of CPU per span (the collector's, and the whole stack's) and of the
+acknowledged rate.
+
     python bench/ingest.py [--spans 200000] [--batch 512] [--senders 4]
                            [--store-writer-nice N]
 
@@ -185,6 +192,9 @@ def _command(pid: int) -> str:
     return " ".join(words[:3])[:40]
 
 
+SENDERS = "bench senders"
+
+
 def cpu_seconds(pids: dict[int, str]) -> dict[str, float]:
     """User + system CPU seconds so far, per process (this bench included)."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -196,8 +206,78 @@ def cpu_seconds(pids: dict[int, str]) -> dict[str, float]:
             continue
         out[f"{name} [{pid}]"] = (int(fields[11]) + int(fields[12])) / tick
     times = os.times()
-    out["bench senders + webhook"] = times.user + times.system
+    out[SENDERS] = times.user + times.system
     return out
+
+
+class StackRun:
+    """One `pathgrade up` fed every body once: wall times and CPU per process."""
+
+    def __init__(self, spans: int, acked_s: float, queryable_s: float, cpu: dict[str, float]):
+        self.spans = spans
+        self.acked_s = acked_s
+        self.queryable_s = queryable_s
+        self.cpu = cpu
+
+    def cpu_per_span_us(self, role: str = "") -> float:
+        """CPU µs per span of the stack's processes whose name starts with `role` (all of
+        them: ""); the bench's own senders are left out."""
+        used = sum(
+            seconds
+            for name, seconds in self.cpu.items()
+            if name.startswith(role) and name != SENDERS
+        )
+        return used / self.spans * 1e6
+
+
+def run_stack(bodies: list[bytes], spans: int, args: argparse.Namespace, durable: bool) -> StackRun:
+    """Start `pathgrade up` (with the collector's durable log, or memory-only: the log
+    off, acknowledged once the bundled broker holds it), send every body, wait until
+    every span is queryable, stop it."""
+    data_dir = Path(tempfile.mkdtemp(prefix="pathgrade-bench-"))
+    collector_config = data_dir / "collector.yaml"
+    collector_config.write_text(f"durable_log: {str(durable).lower()}\n")
+    http_port = free_port()
+    stack = subprocess.Popen(
+        [sys.executable, "-m", "pathgrade.cli", "up", "--data-dir", str(data_dir),
+         "--grpc-port", "0", "--http-port", str(http_port), "--config", str(collector_config),
+         "--store-writer-nice", str(args.store_writer_nice)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert stack.stdout is not None
+        for line in stack.stdout:
+            if "pathgrade is up" in line:
+                break
+        # Keep reading: the stack logs every alert, and a full pipe would stall it.
+        threading.Thread(target=stack.stdout.read, daemon=True).start()
+        store = RemoteStore(json.loads((data_dir / "stack.json").read_text())["query_url"])
+        label = "durable log" if durable else "memory only"
+        print(f"{label}: sending {spans} spans in {len(bodies)} requests ...", flush=True)
+        pids = process_tree(stack.pid, data_dir)
+        cpu_before = cpu_seconds(pids)
+        started = time.perf_counter()
+        send_all(http_port, bodies, args.senders)
+        acked = time.perf_counter() - started
+        while store.query("SELECT count() FROM spans").rows[0][0] < spans:
+            time.sleep(0.05)
+        elapsed = time.perf_counter() - started
+        cpu_after = cpu_seconds(pids)
+    finally:
+        stack.terminate()
+        stack.wait(timeout=120)
+    used = {name: cpu_after[name] - cpu_before.get(name, 0.0) for name in cpu_after}
+    return StackRun(spans, acked, elapsed, used)
+
+
+def print_run(label: str, run: StackRun) -> None:
+    print(f"{label}:")
+    print(f"  acknowledged by the collector  {run.spans / run.acked_s:,.0f} spans/s")
+    print(f"  end to end (queryable)         {run.spans / run.queryable_s:,.0f} spans/s")
+    print("  CPU until queryable, µs per span (the realtime process may still be catching up):")
+    for name, seconds in sorted(run.cpu.items(), key=lambda item: -item[1]):
+        if seconds > 0.05:
+            print(f"    {name:<45} {seconds / run.spans * 1e6:6.1f}")
 
 
 def main() -> None:
@@ -217,51 +297,22 @@ def main() -> None:
     bodies = request_bodies(args.spans, args.batch)
     spans = span_count(bodies)
     parse, decode = parse_rates(bodies, spans)
+    memory = run_stack(bodies, spans, args, durable=False)
+    durable = run_stack(bodies, spans, args, durable=True)
 
-    data_dir = Path(tempfile.mkdtemp(prefix="pathgrade-bench-"))
-    http_port = free_port()
-    stack = subprocess.Popen(
-        [sys.executable, "-m", "pathgrade.cli", "up", "--data-dir", str(data_dir),
-         "--grpc-port", "0", "--http-port", str(http_port),
-         "--store-writer-nice", str(args.store_writer_nice)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
-        assert stack.stdout is not None
-        for line in stack.stdout:
-            if "pathgrade is up" in line:
-                break
-        # Keep reading: the stack logs every alert, and a full pipe would stall it.
-        threading.Thread(target=stack.stdout.read, daemon=True).start()
-        store = RemoteStore(json.loads((data_dir / "stack.json").read_text())["query_url"])
-        print(f"sending {spans} spans in {len(bodies)} requests ...", flush=True)
-        pids = process_tree(stack.pid, data_dir)
-        cpu_before = cpu_seconds(pids)
-        started = time.perf_counter()
-        send_all(http_port, bodies, args.senders)
-        acked = time.perf_counter() - started
-        while store.query("SELECT count() FROM spans").rows[0][0] < spans:
-            time.sleep(0.05)
-        elapsed = time.perf_counter() - started
-        cpu_after = cpu_seconds(pids)
-    finally:
-        stack.terminate()
-        stack.wait(timeout=120)
-
-    end_to_end = spans / elapsed
+    end_to_end = spans / durable.queryable_s
     print(f"spans                          {spans}")
-    print(f"acknowledged by the collector  {spans / acked:,.0f} spans/s")
-    print(f"end to end (queryable)         {end_to_end:,.0f} spans/s")
     print(f"parse only (protobuf)          {parse:,.0f} spans/s")
     print(f"parse + canonical decode       {decode:,.0f} spans/s")
+    print_run("memory only (durable_log: false)", memory)
+    print_run("durable log (the embedded default)", durable)
     print(f"ratio end-to-end / parse-only  {end_to_end / parse:.3f}")
     print(f"ratio end-to-end / decode      {end_to_end / decode:.3f}")
-    used = {name: cpu_after[name] - cpu_before.get(name, 0.0) for name in cpu_after}
-    busiest = sorted(used.items(), key=lambda item: -item[1])
-    print("CPU until queryable, µs per span (the realtime process may still be catching up):")
-    for name, seconds in busiest:
-        if seconds > 0.05:
-            print(f"  {name:<45} {seconds / spans * 1e6:6.1f}")
+    collector = durable.cpu_per_span_us("collector") / memory.cpu_per_span_us("collector")
+    whole = durable.cpu_per_span_us() / memory.cpu_per_span_us()
+    print(f"ratio durable / memory only, CPU per span: collector {collector:.3f}, "
+          f"whole stack {whole:.3f}")  # fmt: skip
+    print(f"ratio durable / memory only, acknowledged rate {memory.acked_s / durable.acked_s:.3f}")
 
 
 if __name__ == "__main__":

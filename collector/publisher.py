@@ -16,6 +16,13 @@ with the rest, so it is never retried ahead of good data.
 
 `hold()` diverts everything to the spill on purpose (the embedded stack does so while it
 swaps its memory-only broker for a fresh one) and `resume()` lets the drainer send it on.
+
+With `committed` (the durable log of the embedded stack, whose broker keeps nothing on
+disk) the spill is the acknowledgement: `publish` appends every message to it and returns
+once it is fsynced, the drainer sends everything on in order, and a spilled batch is
+dropped from the log only once the reader groups have committed past it (`log_trim`):
+what a crash takes with the broker is still in the log, and the next collector on the
+directory sends it again.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka import KafkaProducer
@@ -37,6 +45,7 @@ from kafka.errors import (
 )
 from pathgrade.collector.dead_letter import DeadLetter, DeadLetterFile
 from pathgrade.collector.grouping import PRODUCER_MAX_REQUEST_BYTES
+from pathgrade.collector.log_trim import GroupOffsets, SentBatch, TrimQueue, load_sent, save_sent
 from pathgrade.collector.spill import OutgoingMessage, SpillFile, encode_body
 from pathgrade.schemas.topics import (
     RECEIVED_AT_HEADER,
@@ -55,6 +64,8 @@ REFUSED_MESSAGE_ERRORS: tuple[type[KafkaError], ...] = (
 )
 """Errors that are about the message itself, so retrying it cannot help. Any other error
 (an unreachable broker, a timeout, authorisation) is retried from the spill."""
+TRIM_INTERVAL_S = 1.0
+"""How often the durable log asks Kafka what its readers committed."""
 RENEW_AFTER_FAILED_DRAINS = 3
 """Spilled batches in a row Kafka did not take before the drainer starts a new producer."""
 MAX_SEND_BLOCK_S = 1.0
@@ -91,8 +102,18 @@ def refusal_reason(error: KafkaError) -> str | None:
     return reason
 
 
+@dataclass(slots=True)
+class _Sent:
+    """What one send-and-wait of messages came to."""
+
+    failed: list[int] = field(default_factory=list)  # not acknowledged in time: retry
+    refused: dict[int, str] = field(default_factory=dict)  # refused for what they are
+    next_offsets: dict[int, int] = field(default_factory=dict)  # partition -> after the last
+
+
 class KafkaPublisher:
-    """Sends trace messages, falling back to the spill; tracks produced offsets."""
+    """Sends trace messages, falling back to the spill (or, with `committed`, always
+    through it: the durable log); tracks produced offsets."""
 
     def __init__(
         self,
@@ -103,9 +124,13 @@ class KafkaPublisher:
         drain_backoff_s: float = 1.0,
         dead_letters: DeadLetterFile | None = None,
         renew: Callable[[], KafkaProducer] | None = None,
+        committed: GroupOffsets | None = None,
     ) -> None:
         self.producer = producer
         self.renew = renew
+        self.committed = committed  # the readers' committed offsets: a durable log
+        self.trim = TrimQueue()
+        self._cluster_id: str | None = None  # of the broker the log is sent to, once known
         self._failed_drains = 0  # batches in a row the broker did not take
         self.spill = spill
         self.dead_letters = dead_letters or DeadLetterFile(spill.directory)
@@ -120,8 +145,17 @@ class KafkaPublisher:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._drainer = threading.Thread(target=self._drain_loop, name="spill-drainer", daemon=True)
+        self._trimmer = threading.Thread(target=self._trim_loop, name="log-trimmer", daemon=True)
+
+    @property
+    def durable(self) -> bool:
+        """Whether every message goes through the log, kept until its readers committed."""
+        return self.committed is not None
 
     def start(self) -> None:
+        if self.durable:
+            self._skip_what_the_broker_holds()
+            self._trimmer.start()
         self._drainer.start()
         if self.spill.pending():
             self._wake.set()
@@ -135,6 +169,10 @@ class KafkaPublisher:
         spilled. Raises SpillFull."""
         if not messages:
             return {}
+        if self.durable:
+            self.spill.append(messages)
+            self._wake.set()
+            return {}
         if not self._begin_sending():
             self.spill.append(messages)
             return {}
@@ -145,12 +183,14 @@ class KafkaPublisher:
                 return {}
             if deadline is None:
                 deadline = time.monotonic() + self.ack_timeout_s
-            failed, refused = self._send_and_wait(messages, deadline)
-            if failed:
-                log.warning("Kafka did not acknowledge %d messages; spilling them", len(failed))
-                self.spill.append([messages[i] for i in failed])
+            sent = self._send_and_wait(messages, deadline)
+            if sent.failed:
+                log.warning(
+                    "Kafka did not acknowledge %d messages; spilling them", len(sent.failed)
+                )
+                self.spill.append([messages[i] for i in sent.failed])
                 self._wake.set()
-            return refused
+            return sent.refused
         finally:
             self._end_sending()
 
@@ -180,57 +220,52 @@ class KafkaPublisher:
     def resume(self, producer: KafkaProducer | None = None) -> None:
         """Undo `hold()`: the drainer sends what was spilled meanwhile, in order. Pass a
         new `producer` when the broker was replaced (an idempotent producer's id means
-        nothing to a new broker)."""
+        nothing to a new broker): its readers read everything the old one took, so the
+        durable log lets that go."""
         with self._sending_done:
             if producer is not None:
-                self.producer.close(timeout=0)
+                _close_quietly(self.producer)
                 self.producer = producer
                 with self._offsets_lock:
                     self.next_offsets = {}  # the new broker numbers its log from 0
+                read = self.trim.everything()
+                if read is not None:
+                    self.spill.mark_drained(read)
+                self._cluster_id = None  # asked again of the new broker
             self._held = False
         self._wake.set()
 
-    def _send_and_wait(
-        self, messages: list[OutgoingMessage], deadline: float
-    ) -> tuple[list[int], dict[int, str]]:
+    def _send_and_wait(self, messages: list[OutgoingMessage], deadline: float) -> _Sent:
         """Send all, wait for acks until `deadline`; returns the indexes of the messages
-        not acknowledged in time (to spill or retry) and of those Kafka refused (with the
-        reason). Sending stops at the deadline or when a send blocked (no metadata, a full
-        buffer: the rest would block too), so this returns at most one blocked send
-        (MAX_SEND_BLOCK_S) after `deadline`."""
+        not acknowledged in time (to spill or retry), of those Kafka refused (with the
+        reason), and the offsets after the acknowledged ones. Sending stops at the deadline
+        or when a send blocked (no metadata, a full buffer: the rest would block too), so
+        this returns at most one blocked send (MAX_SEND_BLOCK_S) after `deadline`."""
         futures = []
-        failed: list[int] = []
-        refused: dict[int, str] = {}
+        sent = _Sent()
         for index, message in enumerate(messages):
             if time.monotonic() >= deadline:
-                failed.extend(range(index, len(messages)))
+                sent.failed.extend(range(index, len(messages)))
                 break
             try:
                 futures.append((index, self._send(message)))
             except KafkaTimeoutError:
-                failed.extend(range(index, len(messages)))
+                sent.failed.extend(range(index, len(messages)))
                 break
             except KafkaError as exc:
-                self._sort_failure(index, exc, failed, refused)
+                _sort_failure(index, exc, sent)
         for index, future in futures:
             try:
                 metadata = future.get(timeout=max(0.0, deadline - time.monotonic()))
             except KafkaError as exc:
-                self._sort_failure(index, exc, failed, refused)
+                _sort_failure(index, exc, sent)
                 continue
             self._record(metadata.partition, metadata.offset)
-        return sorted(failed), refused
-
-    @staticmethod
-    def _sort_failure(
-        index: int, error: KafkaError, failed: list[int], refused: dict[int, str]
-    ) -> None:
-        """File a message Kafka did not take under refused (for what it is) or failed."""
-        reason = refusal_reason(error)
-        if reason is None:
-            failed.append(index)
-        else:
-            refused[index] = reason
+            after = metadata.offset + 1
+            if after > sent.next_offsets.get(metadata.partition, 0):
+                sent.next_offsets[metadata.partition] = after
+        sent.failed.sort()
+        return sent
 
     def _send(self, message: OutgoingMessage) -> Any:
         headers = [
@@ -250,12 +285,17 @@ class KafkaPublisher:
             return dict(self.next_offsets)
 
     def _drain_loop(self) -> None:
+        """Drain until stopped; an unexpected error is logged and the batch tried again
+        later (a drainer that died would leave the spill unsent for good)."""
         while not self._stop.is_set():
             self._wake.wait(timeout=self.drain_backoff_s)
             self._wake.clear()
             while self.spill.pending() and not self._stop.is_set() and self._begin_sending():
                 try:
                     sent = self._drain_batch()
+                except Exception:
+                    log.exception("draining the spill failed; trying again")
+                    sent = False
                 finally:
                     self._end_sending()
                 self._failed_drains = 0 if sent else self._failed_drains + 1
@@ -279,20 +319,20 @@ class KafkaPublisher:
             return
         log.warning("Kafka took no spilled batch %d times in a row; new producer",
                     RENEW_AFTER_FAILED_DRAINS)  # fmt: skip
-        self.producer.close(timeout=0)
+        _close_quietly(self.producer)
         self.producer = fresh
 
     def _drain_batch(self) -> bool:
         """Send one batch of the spill on; True once all of it is in Kafka or moved to the
         dead-letter file (then it is marked drained), False to retry it later."""
         batch = self.spill.read_batch()
-        failed, refused = self._send_and_wait(batch.messages, time.monotonic() + self.ack_timeout_s)
-        if failed:
+        sent = self._send_and_wait(batch.messages, time.monotonic() + self.ack_timeout_s)
+        if sent.failed:
             return False
         dead = [DeadLetter(reason, body) for body, reason in batch.unreadable]
         dead += [
             DeadLetter(reason, encode_body(batch.messages[index]))
-            for index, reason in refused.items()
+            for index, reason in sent.refused.items()
         ]
         if dead:
             self.dead_letters.append(dead)
@@ -300,18 +340,88 @@ class KafkaPublisher:
                 "moved %d spilled entries Kafka refused or that cannot be read to %s: %s",
                 len(dead), self.dead_letters.path, dead[0].reason,
             )  # fmt: skip
-        self.spill.mark_drained(batch.end)
-        log.info("drained %d spilled messages to Kafka", len(batch.messages) - len(refused))
+        if self.durable:  # kept until its readers committed it
+            self.spill.mark_read(batch.end)
+            self.trim.sent(batch.end, sent.next_offsets)
+            cluster = self._known_cluster()
+            if cluster:
+                save_sent(
+                    self.spill.directory, cluster, SentBatch(batch.end, self.produced_offsets())
+                )
+        else:
+            self.spill.mark_drained(batch.end)
+            log.info(
+                "drained %d spilled messages to Kafka", len(batch.messages) - len(sent.refused)
+            )
         return True
 
+    def _skip_what_the_broker_holds(self) -> None:
+        """A restart on a broker that lives on (the cluster id of the last `save_sent`):
+        start sending where the last collector stopped, and let that part of the log go
+        once its readers committed it."""
+        sent = load_sent(self.spill.directory, self._known_cluster() or "")
+        if sent is not None and self.spill.read_position <= sent.end <= self.spill.end:
+            self.spill.mark_read(sent.end)
+            self.trim.sent(sent.end, sent.next_offsets)
+            with self._offsets_lock:  # what the readers must reach covers the skipped part
+                self.next_offsets = dict(sent.next_offsets)
+
+    def _known_cluster(self) -> str | None:
+        """The broker's cluster id (asked once per broker); None while it does not answer."""
+        if self._cluster_id is None and self.committed is not None:
+            try:
+                self._cluster_id = self.committed.cluster_id()
+            except Exception as exc:  # not known: nothing is skipped or noted meanwhile
+                log.debug("reading the cluster id failed: %s", exc)
+        return self._cluster_id
+
+    def _trim_loop(self) -> None:
+        """Every TRIM_INTERVAL_S, let the log go of the batches every reader committed."""
+        assert self.committed is not None
+        while not self._stop.wait(TRIM_INTERVAL_S):
+            if not self.trim.waiting():
+                continue
+            try:
+                committed = self.committed()
+            except Exception as exc:  # the broker away: the log keeps everything meanwhile
+                log.debug("reading the committed offsets failed: %s", exc)
+                continue
+            read = self.trim.trimmable(committed)
+            if read is not None:
+                self.spill.mark_drained(read)
+
     def close(self, drain_timeout_s: float = 5.0) -> None:
-        """Flush the producer, give the drainer a last chance, stop."""
+        """Flush the producer, give the drainer a last chance (the durable log: up to
+        `drain_timeout_s` for all of it to be in Kafka), stop."""
         self._wake.set()
+        deadline = time.monotonic() + drain_timeout_s
+        while self.durable and self.spill.pending() and time.monotonic() < deadline:
+            self._stop.wait(0.05)
         try:
             self.producer.flush(timeout=drain_timeout_s)
         except KafkaError as exc:
             log.warning("producer flush did not complete: %s", exc)
         self._stop.set()
         self._drainer.join(timeout=drain_timeout_s + self.ack_timeout_s)
+        if self.durable:
+            self._trimmer.join(timeout=drain_timeout_s + TRIM_INTERVAL_S)
         self.producer.close(timeout=drain_timeout_s)
         self.spill.close()
+
+
+def _close_quietly(producer: KafkaProducer) -> None:
+    """Close a producer being replaced without waiting; what it still held is in the spill
+    (kafka-python raises KafkaTimeoutError when records were pending)."""
+    try:
+        producer.close(timeout=0)
+    except KafkaError as exc:
+        log.debug("closing the old producer: %s", exc)
+
+
+def _sort_failure(index: int, error: KafkaError, sent: _Sent) -> None:
+    """File a message Kafka did not take under refused (for what it is) or failed."""
+    reason = refusal_reason(error)
+    if reason is None:
+        sent.failed.append(index)
+    else:
+        sent.refused[index] = reason

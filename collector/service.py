@@ -24,12 +24,13 @@ from pathgrade.collector.http_server import (
     DEFAULT_WORKERS,
 )
 from pathgrade.collector.limits import DEFAULT_MAX_BODY_BYTES
+from pathgrade.collector.log_trim import GroupOffsets
 from pathgrade.collector.pipeline import IngestCounters, IngestPipeline
 from pathgrade.collector.publisher import KafkaPublisher, producer_for
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.collector.spill import DEFAULT_SPILL_BYTES, SpillFile, SpillInUse
 from pathgrade.schemas.pii import PiiScanner
-from pathgrade.schemas.topics import SPANS_TOPIC
+from pathgrade.schemas.topics import REALTIME_GROUP, SPANS_TOPIC, STORE_GROUP
 from pydantic import BaseModel, ConfigDict, Field
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,19 @@ class CollectorConfig(BaseModel):
         "gets 401 / `UNAUTHENTICATED`; without it every request is tenant `default`. A span "
         "attribute never sets the tenant",
     )
+    durable_log: bool = Field(
+        False,
+        description="acknowledge once on local disk: every accepted message is appended to the "
+        "spill (fsynced) and kept there until the `log_groups` committed it, so a broker that "
+        "keeps nothing on disk loses nothing acknowledged (`pathgrade up` without `--kafka` "
+        "turns it on)",
+    )
+    log_groups: list[str] = Field(
+        default_factory=lambda: [STORE_GROUP, REALTIME_GROUP],
+        min_length=1,
+        description="with `durable_log`: the consumer groups of `topic` that must commit a "
+        "message before the log lets it go",
+    )
     topic: str = Field(SPANS_TOPIC, description="Kafka topic")
     redaction: RedactionConfig = Field(
         default_factory=RedactionConfig, description="what content the collector lets through"
@@ -129,6 +143,7 @@ class Collector:
         self.grpc_port = 0
         self.http_port = 0
         self.publisher: KafkaPublisher | None = None
+        self._group_offsets: GroupOffsets | None = None
         self.pipeline: IngestPipeline | None = None
         self._grpc = None
         self._http: OtlpHttpServer | None = None
@@ -148,10 +163,15 @@ class Collector:
         except SpillInUse as exc:
             producer.close(timeout=0)
             raise OSError(str(exc)) from exc
+        if config.durable_log:
+            self._group_offsets = GroupOffsets(
+                config.kafka_bootstrap, config.log_groups, config.topic
+            )
         self.publisher = KafkaPublisher(
             producer, spill, config.topic, config.ack_timeout_s,
             dead_letters=DeadLetterFile(config.spill_dir),
             renew=lambda: producer_for(config.kafka_bootstrap, config.ack_timeout_s),
+            committed=self._group_offsets,
         )  # fmt: skip
         self.publisher.start()
         self.pipeline = IngestPipeline(
@@ -196,12 +216,15 @@ class Collector:
         return FactMaker(secret, PiiScanner(config.redaction.extra_patterns))
 
     def counters(self) -> dict[str, int]:
-        """Requests and spans since `start()`, the spill's bytes not yet in Kafka, and the
-        entries of the dead-letter file (from earlier runs too)."""
+        """Requests and spans since `start()`, the spill's bytes not yet in Kafka, the log's
+        bytes not yet let go (with durable_log: not yet committed by its readers; else the
+        same as the spill's), and the entries of the dead-letter file (from earlier runs
+        too)."""
         assert self.pipeline is not None and self.publisher is not None
         return {
             **asdict(self.pipeline.counters),
             "spill_bytes": self.publisher.spill.pending_bytes(),
+            "log_bytes": self.publisher.spill.held_bytes(),
             "dead_letter_messages": self.publisher.dead_letters.entries,
         }
 
@@ -214,3 +237,5 @@ class Collector:
             self._grpc.stop(grace_s).wait()
         if self.publisher is not None:
             self.publisher.close()
+        if self._group_offsets is not None:
+            self._group_offsets.close()

@@ -1,9 +1,20 @@
-"""A bounded, fsynced local spill file for messages Kafka could not take.
+"""A bounded, fsynced local log of trace messages: the collector's spill, and in the
+embedded stack its durable log.
 
-Messages are appended in order and fsynced before the client is acknowledged; a drainer
-reads them back in the same order and marks them drained once Kafka acknowledged them.
-The read position survives restarts (`spill.pos`), so a collector restarted while the
-broker is away drains what it held before. The file is emptied when fully drained.
+Messages are appended in order and fsynced before the client is acknowledged; concurrent
+appends share one fsync (group commit: an append waits for the fsync under way, then one
+of the waiting appends syncs everything written meanwhile). A drainer reads them back in
+the same order from a read position kept in memory (`mark_read`); what is done with for
+good (in Kafka, or in the durable log's case stored by its readers) is marked drained,
+and that position survives restarts (`spill.pos`). Reading stops at what is fsynced, so
+nothing reaches Kafka that a crash could still take back.
+
+The log is a run of segment files `spill-<offset>.log`, each named by the log offset of
+its first byte (offsets count bytes since the log began and never go back). A collector
+appends to a segment of its own (a new one at start, and again past `segment_bytes`), so
+it never writes after the torn tail an earlier process may have left, and a segment is
+deleted once everything in it is drained. A `spill.log` of an earlier version is the
+segment at offset 0.
 
 One process at a time owns a spill directory (an exclusive lock on `spill.lock`), so a
 second collector, or `pathgrade dead-letter --redrive` while the collector runs, is
@@ -15,15 +26,22 @@ a crash, corruption) are handed to the caller as unreadable, to be moved aside
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
+import re
 import struct
 import threading
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 _FRAME = struct.Struct(">I")
 _HEAD = struct.Struct(">HHQ")  # key length, tenant length, received_at_ns
 DEFAULT_SPILL_BYTES = 1024 * 1024 * 1024
+DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
+_SEGMENT = re.compile(r"spill-(\d{20})\.log")
+_LEGACY_FILE = "spill.log"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +69,7 @@ class SpillInUse(RuntimeError):
 @dataclass(slots=True)
 class SpillBatch:
     """Messages read from the spill in order, the frames that could not be read (raw
-    bytes, reason), and the file position after all of them."""
+    bytes, reason), and the log offset after all of them."""
 
     messages: list[OutgoingMessage] = field(default_factory=list)
     unreadable: list[tuple[bytes, str]] = field(default_factory=list)
@@ -107,108 +125,309 @@ def lock_directory(directory: Path) -> int:
     return descriptor
 
 
-class SpillFile:
-    """Append-only spill with a persisted read position."""
+def segment_name(offset: int) -> str:
+    """The file name of the segment whose first byte is at log offset `offset`."""
+    return f"spill-{offset:020d}.log"
 
-    def __init__(self, directory: str | Path, max_bytes: int = DEFAULT_SPILL_BYTES) -> None:
+
+@dataclass(slots=True)
+class _Segment:
+    base: int  # log offset of its first byte
+    path: Path
+    size: int  # bytes of whole frames in it (a torn tail from a crash counts too)
+
+    @property
+    def end(self) -> int:
+        return self.base + self.size
+
+
+class SpillFile:
+    """Append-only segmented log with an in-memory read position and a persisted drained
+    position. `append` returns once its frames are fsynced; at most `max_bytes` may be
+    held undrained."""
+
+    def __init__(
+        self,
+        directory: str | Path,
+        max_bytes: int = DEFAULT_SPILL_BYTES,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+    ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock_descriptor = lock_directory(self.directory)
         self.max_bytes = max_bytes
-        self._data_path = self.directory / "spill.log"
+        self.segment_bytes = segment_bytes
         self._pos_path = self.directory / "spill.pos"
-        self._lock = threading.Lock()
-        self._data = open(self._data_path, "ab+")  # noqa: SIM115 (held for the spill's life)
-        self._size = os.fstat(self._data.fileno()).st_size  # kept in step by append/drain
-        self._read_pos = self._load_position()
+        self._cond = threading.Condition()
+        self._segments = self._load_segments()
+        self._writer: int | None = None  # descriptor of this process's segment, the last
+        self._syncing = False  # an fsync runs outside the lock
+        self._generation = 0  # bumped when unsynced frames were cut off after a failure
+        self._reader: tuple[Path, BinaryIO] | None = None
+        self._written = self._segments[-1].end if self._segments else 0
+        self._drained = self._load_position()
+        self._written = max(self._written, self._drained)
+        self._synced = self._written  # what earlier processes wrote is on disk
+        self._read = self._drained
+        self._delete_drained_segments()
+
+    def _load_segments(self) -> list[_Segment]:
+        legacy = self.directory / _LEGACY_FILE
+        if legacy.exists():
+            legacy.rename(self.directory / segment_name(0))
+        segments = sorted(
+            (
+                _Segment(int(match[1]), path, path.stat().st_size)
+                for path in self.directory.iterdir()
+                if (match := _SEGMENT.fullmatch(path.name))
+            ),
+            key=lambda segment: segment.base,
+        )
+        for segment, following in itertools.pairwise(segments):
+            # bytes past a failed fsync were given up: the next segment starts before them
+            segment.size = min(segment.size, following.base - segment.base)
+        return segments
 
     def _load_position(self) -> int:
         try:
-            return int(self._pos_path.read_text() or 0)
+            position = int(self._pos_path.read_text() or 0)
         except FileNotFoundError:
-            return 0
+            position = 0
+        first = self._segments[0].base if self._segments else position
+        return max(position, first)  # segments below it were drained and deleted
 
     @property
     def size(self) -> int:
-        """Bytes in the spill file (readable after `close`)."""
-        return self._size
+        """Bytes in the segment files (readable after `close`)."""
+        with self._cond:
+            return sum(segment.size for segment in self._segments)
+
+    @property
+    def read_position(self) -> int:
+        """Log offset the next `read_batch` starts at."""
+        with self._cond:
+            return self._read
+
+    @property
+    def end(self) -> int:
+        """Log offset after the last fsynced frame."""
+        with self._cond:
+            return self._synced
 
     def pending(self) -> bool:
-        with self._lock:
-            return self._read_pos < self.size
+        """Whether fsynced frames wait past the read position."""
+        with self._cond:
+            return self._read < self._synced
 
     def pending_bytes(self) -> int:
-        """Bytes spilled and not yet drained to Kafka."""
-        with self._lock:
-            return self.size - self._read_pos
+        """Bytes appended and not yet read past (for the spill: not yet in Kafka)."""
+        with self._cond:
+            return self._written - self._read
 
-    def append(self, messages: list[OutgoingMessage]) -> None:
-        """Append and fsync; raises SpillFull when it would exceed the bound or the disk
-        refuses the write (what was written of it is cut off again)."""
+    def held_bytes(self) -> int:
+        """Bytes appended and not yet drained (what the bound counts)."""
+        with self._cond:
+            return self._written - self._drained
+
+    def paths(self) -> list[Path]:
+        """The segment files, oldest first."""
+        with self._cond:
+            return [segment.path for segment in self._segments]
+
+    def append(self, messages: list[OutgoingMessage]) -> int:
+        """Append and fsync (sharing the fsync with concurrent appends); returns the log
+        offset after the frames. Raises SpillFull when they would take the log past its
+        bound or the disk refuses them (what was written of them is cut off again)."""
         frames = b"".join(encode_message(m) for m in messages)
-        with self._lock:
-            if self.size + len(frames) > self.max_bytes:
+        with self._cond:
+            if self._written - self._drained + len(frames) > self.max_bytes:
                 raise SpillFull(f"the local spill is full ({self.max_bytes} bytes)")
             try:
-                self._data.seek(0, os.SEEK_END)
-                self._data.write(frames)
-                self._data.flush()
-                os.fsync(self._data.fileno())
+                self._write(frames)
             except OSError as exc:
-                self._data.truncate(self._size)
                 raise SpillFull(f"the local spill cannot be written ({exc})") from exc
-            self._size = self._data.tell()
+            mine, generation = self._written, self._generation
+            while self._synced < mine:
+                if self._generation != generation:
+                    raise SpillFull("the local spill cannot be written (fsync failed)")
+                if self._syncing:
+                    self._cond.wait()
+                else:
+                    self._sync_written()
+            return mine
+
+    def _write(self, frames: bytes) -> None:
+        """Write `frames` at the end of this process's segment (a new one first when there
+        is none or it is full); on failure cut them off again and raise OSError."""
+        segment = self._segments[-1] if self._writer is not None else None
+        if segment is None or (segment.size and segment.size + len(frames) > self.segment_bytes):
+            segment = self._start_segment()
+        assert self._writer is not None
+        view = memoryview(frames)
+        try:
+            while view:
+                view = view[os.write(self._writer, view) :]
+        except OSError:
+            os.ftruncate(self._writer, segment.size)
+            raise
+        segment.size += len(frames)
+        self._written += len(frames)
+
+    def _start_segment(self) -> _Segment:
+        """Close this process's segment (fsynced) and open a new one at the end."""
+        while self._syncing:
+            self._cond.wait()
+        if self._writer is not None:
+            os.fsync(self._writer)
+            os.close(self._writer)
+            self._writer = None
+            self._synced = self._written
+            self._cond.notify_all()
+        segment = _Segment(self._written, self.directory / segment_name(self._written), 0)
+        self._writer = os.open(segment.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        directory = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(directory)  # the new file's name survives a power cut
+        finally:
+            os.close(directory)
+        self._segments.append(segment)
+        return segment
+
+    def _sync_written(self) -> None:
+        """Called with the lock held: fsync everything written so far, outside the lock so
+        that appends go on meanwhile. On failure the unsynced frames are cut off and every
+        append waiting for them fails."""
+        assert self._writer is not None
+        self._syncing, target, writer = True, self._written, self._writer
+        self._cond.release()
+        try:
+            os.fsync(writer)
+            failed = False
+        except OSError:
+            failed = True
+        finally:
+            self._cond.acquire()
+            self._syncing = False
+            self._cond.notify_all()
+        if failed:  # give the unsynced frames up; the next append starts a new segment
+            self._segments[-1].size -= self._written - self._synced
+            self._written = self._synced
+            self._generation += 1
+            with suppress(OSError):
+                os.ftruncate(writer, self._segments[-1].size)
+            os.close(writer)
+            self._writer = None
+        else:
+            self._synced = max(self._synced, target)
 
     def read_batch(self, max_bytes: int = 4 * 1024 * 1024) -> SpillBatch:
-        """Frames from the read position: up to `max_bytes` of them (at least one if any).
-        A frame whose body is not a message is returned as unreadable; when no whole frame
-        remains (a write torn by a crash, or a corrupt length) the rest of the file is one
-        unreadable entry, as frame boundaries are lost from there."""
-        with self._lock:
-            batch = SpillBatch(end=self._read_pos)
-            self._data.seek(batch.end)
-            while batch.end < self._size and batch.end - self._read_pos < max_bytes:
-                length = self._next_frame_length(self._size - batch.end)
-                if length is None:
-                    if not (batch.messages or batch.unreadable):  # else: the next batch
-                        self._data.seek(batch.end)
-                        rest = self._data.read(self._size - batch.end)
-                        reason = "unreadable spill frames: no whole frame in the last "
-                        batch.unreadable.append((rest, f"{reason}{len(rest)} bytes"))
-                        batch.end = self._size
+        """Frames from the read position up to what is fsynced: up to `max_bytes` of them
+        (at least one if any). A frame whose body is not a message is returned as
+        unreadable; when no whole frame remains in a segment (a write torn by a crash, or
+        a corrupt length) the rest of it is one unreadable entry, as frame boundaries are
+        lost from there."""
+        with self._cond:
+            batch = SpillBatch(end=self._read)
+            for segment in self._segments:
+                limit = min(segment.end, self._synced)
+                if limit <= batch.end:
+                    continue
+                batch.end = max(batch.end, segment.base)
+                if not self._read_segment(segment, limit, batch, max_bytes):
                     break
-                body = self._data.read(length)
-                try:
-                    batch.messages.append(decode_message(body))
-                except ValueError as exc:
-                    batch.unreadable.append((body, f"unreadable spill frame: {exc}"))
-                batch.end += _FRAME.size + length
             return batch
 
-    def _next_frame_length(self, remaining: int) -> int | None:
-        """Read the next frame's length prefix; None when the `remaining` bytes of the file
-        do not hold the whole frame."""
-        header = self._data.read(_FRAME.size)
-        if len(header) < _FRAME.size:
-            return None
-        (length,) = _FRAME.unpack(header)
-        return length if _FRAME.size + length <= remaining else None
+    def _read_segment(
+        self, segment: _Segment, limit: int, batch: SpillBatch, max_bytes: int
+    ) -> bool:
+        """Read frames of `segment` from `batch.end` up to log offset `limit` into `batch`;
+        True when it read up to `limit` and the batch may take more."""
+        data = self._open_for_reading(segment)
+        data.seek(batch.end - segment.base)
+        while batch.end < limit:
+            if batch.end - self._read >= max_bytes:
+                return False
+            length = _next_frame_length(data, limit - batch.end)
+            if length is None:
+                if batch.messages or batch.unreadable:
+                    return False  # the next batch starts with it
+                data.seek(batch.end - segment.base)
+                rest = data.read(limit - batch.end)
+                reason = "unreadable spill frames: no whole frame in the last "
+                batch.unreadable.append((rest, f"{reason}{len(rest)} bytes"))
+                batch.end = limit
+                return False
+            body = data.read(length)
+            try:
+                batch.messages.append(decode_message(body))
+            except ValueError as exc:
+                batch.unreadable.append((body, f"unreadable spill frame: {exc}"))
+            batch.end += _FRAME.size + length
+        return True
+
+    def _open_for_reading(self, segment: _Segment) -> BinaryIO:
+        if self._reader is None or self._reader[0] != segment.path:
+            self._close_reader()
+            self._reader = (segment.path, open(segment.path, "rb"))  # noqa: SIM115
+        return self._reader[1]
+
+    def _close_reader(self) -> None:
+        if self._reader is not None:
+            self._reader[1].close()
+            self._reader = None
+
+    def mark_read(self, position: int) -> None:
+        """The drainer is done reading before `position` (kept in memory only)."""
+        with self._cond:
+            self._read = max(self._read, position)
 
     def mark_drained(self, position: int) -> None:
-        """Everything before `position` is in Kafka; empty the file once all is drained."""
-        with self._lock:
-            self._read_pos = position
-            if position >= self.size:
-                self._data.truncate(0)
-                self._size = 0
-                self._read_pos = 0
+        """Everything before `position` is done with for good: persist it and delete the
+        segments wholly before it (all of them once everything is drained)."""
+        with self._cond:
+            self._drained = min(max(self._drained, position), self._written)
+            self._read = max(self._read, self._drained)
+            self._delete_drained_segments()
             tmp = self._pos_path.with_suffix(".tmp")
-            tmp.write_text(str(self._read_pos))
+            tmp.write_text(str(self._drained))
             os.replace(tmp, self._pos_path)
 
+    def _delete_drained_segments(self) -> None:
+        """Delete the segments wholly drained; this process's own one only when everything
+        is drained and no fsync runs on it."""
+        while self._segments and self._segments[0].end <= self._drained:
+            segment = self._segments[0]
+            own = self._writer is not None and len(self._segments) == 1
+            if own and (self._syncing or self._drained < self._written):
+                return
+            if own:
+                assert self._writer is not None
+                os.close(self._writer)
+                self._writer = None
+            if self._reader is not None and self._reader[0] == segment.path:
+                self._close_reader()
+            segment.path.unlink(missing_ok=True)
+            self._segments.pop(0)
+
     def close(self) -> None:
-        """Close the file and give up the directory's lock (idempotent)."""
-        self._data.close()
+        """Close the files and give up the directory's lock (idempotent)."""
+        with self._cond:
+            while self._syncing:
+                self._cond.wait()
+            if self._writer is not None:
+                os.close(self._writer)
+                self._writer = None
+            self._close_reader()
         if self._lock_descriptor >= 0:
             os.close(self._lock_descriptor)  # releases the flock
             self._lock_descriptor = -1
+
+
+def _next_frame_length(data: BinaryIO, remaining: int) -> int | None:
+    """Read the next frame's length prefix; None when the `remaining` bytes do not hold
+    the whole frame."""
+    header = data.read(_FRAME.size)
+    if len(header) < _FRAME.size:
+        return None
+    (length,) = _FRAME.unpack(header)
+    return length if _FRAME.size + length <= remaining else None

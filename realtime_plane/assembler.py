@@ -4,7 +4,9 @@ Pure and clock-injected (`now` is monotonic seconds), so it is tested without Ka
 is due when its root span is present (spans are exported when they end) and no span came
 for the quiet window, or when it is older than the maximum age (then `incomplete`). At the
 memory bound the oldest traces are handed out early, also marked incomplete. Offsets that
-may be committed stop at the lowest offset still held for each partition.
+may be committed stop at the lowest offset still held for each partition. A span read
+again (at-least-once delivery sends a message twice after a collector restart) is
+counted and left out, so it neither doubles a trace nor re-opens an evaluated one.
 
 Due detection and committable offsets are incremental, so a poll costs what changed, not
 the number of traces held: `_pending` is in opening order (max age and memory bound take
@@ -34,6 +36,7 @@ class _Pending:
     offsets: dict[int, int]  # partition -> lowest offset holding one of these spans
     has_root: bool
     evaluations: int  # times this trace was handed out before (late spans re-open it)
+    span_ids: set[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +46,7 @@ class DueTrace:
     trace: Trace
     reason: DueReason
     re_evaluation: bool  # spans came after an earlier evaluation of this trace
+    partition: int = -1  # the partition its spans were read from (the lowest, if several)
 
     @property
     def incomplete(self) -> bool:
@@ -55,6 +59,7 @@ class AssemblerStats:
     traces_due: int = 0
     early_evaluations: int = 0  # max age or memory bound
     re_evaluations: int = 0
+    duplicate_spans: int = 0  # read again (same trace and span id): left out
 
 
 @dataclass
@@ -91,8 +96,16 @@ class TraceAssembler:
         touched: dict[TraceKey, _Pending] = {}
         for span in spans:
             key = (span.tenant, span.trace_id)
-            pending = touched.get(key) or self._pending.get(key) or self._open(key, now)
+            pending = touched.get(key) or self._pending.get(key)
+            if pending is None and self._evaluated_with(key, span.span_id):
+                self.stats.duplicate_spans += 1
+                continue
+            pending = pending or self._open(key, now)
+            if span.span_id in pending.span_ids:
+                self.stats.duplicate_spans += 1
+                continue
             touched[key] = pending
+            pending.span_ids.add(span.span_id)
             pending.spans.append(span)
             pending.has_root = pending.has_root or span.is_root
             self._span_count += 1
@@ -104,10 +117,16 @@ class TraceAssembler:
                 pending.offsets[partition] = offset
                 heapq.heappush(self._held.setdefault(partition, []), (offset, key))
 
+    def _evaluated_with(self, key: TraceKey, span_id: str) -> bool:
+        """Whether the recently evaluated trace `key` already had span `span_id`."""
+        earlier = self._recent.get(key)
+        return earlier is not None and any(span.span_id == span_id for span in earlier[0])
+
     def _open(self, key: TraceKey, now: float) -> _Pending:
         earlier, evaluations = self._recent.pop(key, ([], 0))
         has_root = any(span.is_root for span in earlier)
-        pending = _Pending(list(earlier), now, now, {}, has_root, evaluations)
+        ids = {span.span_id for span in earlier}
+        pending = _Pending(list(earlier), now, now, {}, has_root, evaluations, ids)
         self._pending[key] = pending
         self._span_count += len(earlier)
         return pending
@@ -170,7 +189,8 @@ class TraceAssembler:
         self.stats.early_evaluations += reason != "quiet"
         self.stats.re_evaluations += pending.evaluations > 0
         trace = Trace(key[0], key[1], list(pending.spans))
-        return DueTrace(trace, reason, pending.evaluations > 0)
+        partition = min(pending.offsets, default=-1)
+        return DueTrace(trace, reason, pending.evaluations > 0, partition)
 
     def committable(self) -> dict[int, int]:
         """Per partition, the next offset to commit: the lowest offset still held, else one

@@ -4,9 +4,11 @@ poll -> decode -> assemble -> (due traces) detectors -> alerts (Kafka topic, `al
 table, webhook, log line) and samples (Kafka topic) -> commit. Offsets are committed only
 up to the lowest offset still buffered per partition, and only once the alerts are stored,
 so a crash or a rebalance re-reads unfinished traces. Re-read traces alert again only in
-the webhook and topic; the `alerts` table is idempotent on (tenant, alert key). With a
-turns topic, conversation turns are shared with the group's other consumers
-(`realtime_plane.turns`).
+the webhook and topic; the `alerts` table is idempotent on (tenant, alert key). The alerts
+of each partition are numbered in the order they are found (from the highest number the
+table holds for it when the partition is assigned), so the webhook delivers them at least
+once from the table (`realtime_plane.delivery`). With a turns topic, conversation turns
+are shared with the group's other consumers (`realtime_plane.turns`).
 """
 
 from __future__ import annotations
@@ -26,9 +28,16 @@ from pathgrade.realtime_plane.assembler import DueTrace, TraceAssembler
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS
 from pathgrade.realtime_plane.delays import DelayWindow
+from pathgrade.realtime_plane.delivery import AlertBacklog, latest_numbers
 from pathgrade.realtime_plane.evaluate import Evaluation, TraceEvaluator
 from pathgrade.realtime_plane.sampler import Sampler
-from pathgrade.realtime_plane.sinks import AlertSink, StoreAlertSink, WebhookSink, log_alert
+from pathgrade.realtime_plane.sinks import (
+    AlertSink,
+    NumberedAlert,
+    StoreAlertSink,
+    WebhookSink,
+    log_alert,
+)
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.alerts import Alert
 from pathgrade.schemas.consumer import TopicConsumer, decode_spans
@@ -86,11 +95,16 @@ class RealtimePlane:
             config.recent_traces, config.coverage_window_s,
         )  # fmt: skip
         self.sampler = Sampler(config.sampler)
-        self.store_sink = StoreAlertSink(alert_store) if alert_store is not None else None
+        self.alert_store = alert_store
+        self.store_sink = (
+            StoreAlertSink(alert_store, self._stored) if alert_store is not None else None
+        )
         self.webhook: WebhookSink | None = None
         self.counters_ = RealtimeCounters()
         self.delays = DelayWindow()
-        self._outgoing: list[Alert] = []  # alerts of this poll, not yet handed to the sinks
+        # alerts of this poll (with their partition), not yet handed to the sinks
+        self._outgoing: list[tuple[int, Alert]] = []
+        self._next_number: dict[int, int] = {}  # partition -> the number of its next alert
         self.assigned: set[int] = set()
         self._committed: dict[int, int] = {}
         self._last_commit = float("-inf")
@@ -116,7 +130,7 @@ class RealtimePlane:
         self.consumer = TopicConsumer(
             config.bootstrap_servers, config.group_id, config.spans_topic,
             config.session_timeout_ms, on_revoked=self.revoke,
-            on_assigned=lambda partitions: self.assigned.update(partitions),
+            on_assigned=self._assigned,
             max_poll_records=2000, fetch_max_wait_ms=config.fetch_max_wait_ms,
         )  # fmt: skip
         if config.alerts_topic or config.sampled_topic or config.turns_topic:
@@ -127,9 +141,14 @@ class RealtimePlane:
                 **kafka_client_settings(config.bootstrap_servers), linger_ms=100, acks=1
             )
         if config.webhook_url and self.webhook is None:
+            backlog = (
+                AlertBacklog(self.alert_store, config.webhook_url)
+                if self.alert_store is not None
+                else None
+            )
             self.webhook = WebhookSink(
                 config.webhook_url, config.webhook_queue_size, config.webhook_retries,
-                config.webhook_timeout_s,
+                config.webhook_timeout_s, backlog=backlog,
             )  # fmt: skip
         self._thread = threading.Thread(target=self._run, name="realtime-plane", daemon=True)
         self._thread.start()
@@ -213,7 +232,7 @@ class RealtimePlane:
             self.delays.add((time.time_ns() - last_received_ns) / 1e9)
         alerts = evaluation.new_alerts
         self.counters_.alerts += len(alerts)
-        self._outgoing += alerts
+        self._outgoing += [(due.partition, alert) for alert in alerts]
         if len(self._outgoing) >= ALERTS_PER_DELIVERY:
             self._deliver_alerts()
         self._share_turn(evaluation)
@@ -227,12 +246,19 @@ class RealtimePlane:
             )
 
     def _deliver_alerts(self) -> None:
-        """Hand the alerts of the traces evaluated since the last call to every sink at
-        once (the webhook's threads are woken once per group, not once per alert)."""
-        alerts, self._outgoing = self._outgoing, []
-        if not alerts:
+        """Number the alerts of the traces evaluated since the last call and hand them to
+        every sink at once (the webhook's threads are woken once per group, not once per
+        alert). A partition's first alerts wait for its numbering (`claim`) to be known:
+        raising, they stay for the next call."""
+        if not self._outgoing:
             return
-        for alert in alerts:
+        unclaimed = {partition for partition, _ in self._outgoing} - self._next_number.keys()
+        if unclaimed:
+            self.claim(unclaimed)
+        outgoing, self._outgoing = self._outgoing, []
+        alerts = [NumberedAlert(p, self._take_number(p), alert) for p, alert in outgoing]
+        for numbered in alerts:
+            alert = numbered.alert
             log_alert(alert)
             if self.producer and self.config.alerts_topic:
                 self.producer.send(
@@ -244,6 +270,34 @@ class RealtimePlane:
     def alert_sinks(self) -> list[AlertSink]:
         """The sinks configured: the alerts table, the webhook."""
         return [sink for sink in (self.store_sink, self.webhook) if sink is not None]
+
+    def _take_number(self, partition: int) -> int:
+        number = self._next_number[partition]
+        self._next_number[partition] = number + 1
+        return number
+
+    def claim(self, partitions: set[int]) -> None:
+        """Number the alerts of `partitions` on from the highest number the table holds for
+        each, and have the webhook deliver them from its saved cursors. Raises the store's
+        errors (the alerts then wait: `_deliver_alerts`)."""
+        stored = latest_numbers(self.alert_store) if self.alert_store is not None else {}
+        if self.webhook is not None:
+            self.webhook.claim(partitions, stored)
+        for partition in partitions:
+            self._next_number[partition] = stored.get(partition, 0) + 1
+
+    def _release(self, partitions: set[int]) -> None:
+        """Forget the numbering of `partitions` (their next reader numbers on from what
+        the table holds) and stop delivering their alerts."""
+        for partition in partitions:
+            self._next_number.pop(partition, None)
+        if self.webhook is not None:
+            self.webhook.release(partitions)
+
+    def _stored(self, numbers: dict[int, int]) -> None:
+        """The store sink stored the alerts up to these numbers (partition -> highest)."""
+        if self.webhook is not None:
+            self.webhook.stored(numbers)
 
     def _share_turn(self, evaluation: Evaluation) -> None:
         """Queue a conversation turn's digest for the group's other consumers."""
@@ -293,6 +347,14 @@ class RealtimePlane:
         self._committed.update(targets)
         self.counters_.commits += 1
 
+    def _assigned(self, partitions: set[int]) -> None:
+        """Partitions arrived: number their alerts on from what the table holds."""
+        self.assigned |= partitions
+        try:
+            self.claim(partitions)
+        except Exception as exc:  # claimed again when their first alerts are handed over
+            log.warning("numbering alerts of partitions %s failed: %s", sorted(partitions), exc)
+
     def revoke(self, partitions: set[int]) -> None:
         """Commit up to the held traces of `partitions`, then forget them (their next owner
         re-reads them)."""
@@ -301,6 +363,7 @@ class RealtimePlane:
         for partition in partitions:
             self._committed.pop(partition, None)
         self.assigned -= partitions
+        self._release(partitions)
 
     def counters(self) -> dict[str, Any]:
         """Plane, assembler and webhook counters and the recent detection delays
@@ -335,6 +398,7 @@ class RealtimePlane:
         targets: dict[int, int] | None = None,
         release_held: bool = False,
         timeout_s: float = 60.0,
+        keep_webhook: bool = False,
     ) -> set[int]:
         """Stop polling, read on up to `targets` (partition -> next offset; what the
         collector produced) on the partitions assigned to this consumer, store the alerts,
@@ -343,7 +407,9 @@ class RealtimePlane:
         the caller checks that together they reached all). Traces still held stay
         uncommitted, to be re-read on a lasting Kafka; with `release_held` (the broker's
         data is about to be discarded) they are evaluated now instead
-        (`TraceAssembler.release_all`)."""
+        (`TraceAssembler.release_all`). The partitions' alerts go on to the webhook only
+        with `keep_webhook` (until it closes); else whoever reads them next delivers
+        them."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
@@ -365,6 +431,9 @@ class RealtimePlane:
             self.assembler.forget_partitions(set(self.assigned))  # re-read when resumed
             self.consumer.close()
             self.consumer = None
+            if not keep_webhook:
+                self._release(set(self.assigned))
+            self._next_number.clear()
             self.assigned.clear()
             self._committed.clear()
         if self.producer is not None:
@@ -382,7 +451,7 @@ class RealtimePlane:
         timeout_s: float = 60.0,
     ) -> set[int]:
         """`suspend`, then deliver queued webhooks and close for good."""
-        reached = self.suspend(targets, release_held, timeout_s)
+        reached = self.suspend(targets, release_held, timeout_s, keep_webhook=True)
         if self.webhook is not None:
             self.webhook.close()
         return reached

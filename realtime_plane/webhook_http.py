@@ -49,21 +49,23 @@ class WebhookConnection:
         self._reader: BinaryIO | None = None
         self.reused = False  # the next POST goes over a connection that answered before
 
-    def post(self, body: bytes) -> int:
-        """POST `body`; returns the status. Raises OSError (network, timeout) or
-        WebhookProtocolError, after which the connection is closed."""
+    def post(self, body: bytes, headers: bytes = b"") -> int:
+        """POST `body` with extra header lines `headers` (each ending in CRLF); returns the
+        status. Raises OSError (network, timeout) or WebhookProtocolError, after which the
+        connection is closed."""
         try:
-            return self._post(body)
+            return self._post(body, headers)
         except BaseException:
             self.close()
             raise
 
-    def _post(self, body: bytes) -> int:
+    def _post(self, body: bytes, headers: bytes) -> int:
         if self._socket is None:
             self._open()
         assert self._socket is not None
         self.reused = False
-        self._socket.sendall(self._head + str(len(body)).encode() + b"\r\n\r\n" + body)
+        length = str(len(body)).encode()
+        self._socket.sendall(self._head + length + b"\r\n" + headers + b"\r\n" + body)
         version, status, headers = self._read_head()
         while 100 <= status < 200:
             version, status, headers = self._read_head()

@@ -66,6 +66,22 @@ class Alert(BaseModel):
         """Parse the wire form; raises pydantic.ValidationError naming the bad field."""
         return cls.model_validate_json(data)
 
+    @classmethod
+    def from_row(cls, row: list[Any]) -> Alert:
+        """The alert of a row of table `alerts` in `ALERT_COLUMNS` order (as `row` makes it,
+        read back through the store)."""
+        fields = dict(zip(ALERT_COLUMNS, row, strict=True))
+        return cls(
+            alert_key=fields["AlertKey"], tenant=fields["Tenant"], code=fields["Code"],
+            name=fields["Name"], severity=fields["Severity"], kind=fields["Kind"],
+            reason=fields["Reason"], trace_id=fields["TraceId"], span_id=fields["SpanId"],
+            service=fields["Service"], agent=fields["Agent"],
+            conversation_id=fields["ConversationId"], risk_tier=fields["RiskTier"],
+            policy=fields["Policy"], details=json.loads(fields["Details"] or "{}"),
+            incomplete=bool(fields["Incomplete"]), trace_start_ns=int(fields["TraceStartNs"]),
+            trace_end_ns=int(fields["TraceEndNs"]), detected_at_ns=int(fields["DetectedAtNs"]),
+        )  # fmt: skip
+
     def row(self) -> list[Any]:
         """This alert as a row of table `alerts`, in `ALERT_COLUMNS` order."""
         return [

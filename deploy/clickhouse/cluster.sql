@@ -400,3 +400,19 @@ ALTER TABLE gate_rows ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS MaxRegress
 
 ALTER TABLE gate_rows ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS Undecided UInt32 DEFAULT 0;
 
+ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS SpansPartition Int32 DEFAULT -1;
+
+ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS PartitionSeq UInt64 DEFAULT 0;
+
+ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD INDEX IF NOT EXISTS idx_partition_seq PartitionSeq TYPE minmax GRANULARITY 1;
+
+CREATE TABLE IF NOT EXISTS webhook_cursors ON CLUSTER 'pathgrade'
+(
+    Webhook String,
+    SpansPartition Int32,
+    NextSeq UInt64,
+    SavedAtNs Int64
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', NextSeq)
+ORDER BY (Webhook, SpansPartition);
+

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from kafka import KafkaAdminClient, KafkaConsumer
@@ -47,12 +48,15 @@ def tansu_binary() -> str:
 
 
 class LocalBroker:
-    """A Tansu broker process on loopback. Memory-only: its data ends with the process."""
+    """A Tansu broker process on loopback. Memory-only: its data ends with the process, so
+    each process gets a cluster id of its own (`cluster_id`): a client that finds the same
+    id finds the same data."""
 
     def __init__(self, port: int | None = None, log_path: Path | None = None) -> None:
         self.port = port or free_port()
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
+        self.cluster_id = ""
 
     @property
     def bootstrap(self) -> str:
@@ -61,8 +65,10 @@ class LocalBroker:
     def start(self, timeout_s: float = 15.0) -> None:
         url = f"tcp://127.0.0.1:{self.port}"
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.cluster_id = f"pathgrade-{uuid.uuid4().hex}"
+        listen = ["--listener-url", url, "--advertised-listener-url", url]
         self.process = subprocess.Popen(
-            [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url],
+            [tansu_binary(), "broker", *listen, "--cluster-id", self.cluster_id],
             stdout=log,
             stderr=subprocess.STDOUT,
             # Out of the terminal's process group: Ctrl-C goes to pathgrade, which flushes

@@ -32,6 +32,7 @@ from pathgrade.batch_plane.store.client import redact_dsn
 from pathgrade.collector.pipeline import IngestCounters
 from pathgrade.collector.publisher import producer_for
 from pathgrade.collector.service import Collector, CollectorConfig
+from pathgrade.collector.spill import SpillFile
 from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
 from pathgrade.realtime_plane.assembler import AssemblerStats
 from pathgrade.realtime_plane.plane import RealtimeCounters
@@ -39,9 +40,11 @@ from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     KAFKA_SETTINGS_PREFIX,
+    REALTIME_GROUP,
     SAMPLED_TOPIC,
     SCORER_GROUP,
     SPANS_TOPIC,
+    STORE_GROUP,
     TURNS_TOPIC,
 )
 from pathgrade.stack.alert_lines import AlertLineSettings, LogFormat
@@ -103,7 +106,8 @@ def _collector_main(
     """Child process: run the collector (counting into `counters`, which the parent
     reads); `Hold`/`Resume` divert it to its spill and back (answering `Held` with the
     offsets produced so far; resuming on a replaced broker with a new producer); `Stop`
-    reports them last (`CollectorStopped`)."""
+    reports them last (`CollectorStopped`, with the log offset up to which its spill was
+    sent to Kafka)."""
     with child_process("collector", events):
         collector = Collector(CollectorConfig.model_validate(config), counters.counters())
         collector.start()
@@ -123,7 +127,8 @@ def _collector_main(
                     else None
                 )
         collector.stop()
-        events.put(CollectorStopped(collector.counters(), publisher.produced_offsets()))
+        sent = publisher.spill.read_position
+        events.put(CollectorStopped(collector.counters(), publisher.produced_offsets(), sent))
 
 
 def _realtime_main(
@@ -171,6 +176,7 @@ class Stack:
         self.options = options
         self.out = out
         self.data_dir = options.data_dir.resolve()
+        self.spill_dir = self.data_dir / "spill"
         self.broker: LocalBroker | None = None
         self.bootstrap = options.kafka or ""
         self.store: StoreOwner | None = None
@@ -254,10 +260,16 @@ class Stack:
         )
 
     def _collector_config(self) -> dict[str, Any]:
+        """The collector's settings: the bundled broker keeps nothing on disk, so the
+        collector acknowledges once on disk (`durable_log`) and keeps what the store writer
+        and the realtime plane have not committed; with `--kafka`, its spill only holds what
+        Kafka did not take."""
         config = {
             "kafka_bootstrap": self.bootstrap,
-            "spill_dir": str(self.data_dir / "spill"),
+            "spill_dir": str(self.spill_dir),
             "facts_key_file": str(facts_key_file(self.data_dir)),
+            "durable_log": not self.options.kafka,
+            "log_groups": [STORE_GROUP, self.options.realtime.get("group_id", REALTIME_GROUP)],
             **self.options.collector,
         }
         if self.http_port:  # a restart: the endpoints stay where clients point
@@ -479,20 +491,26 @@ class Stack:
             self._demo.join(timeout=30)
         offsets: dict[int, int] = {}
         collector_counts = None
+        sent: int | None = None  # log offset the collector's spill was sent up to
         if self._collector is not None:
             stopped = self._collector.stop()
             if isinstance(stopped, CollectorStopped):
                 offsets, collector_counts = stopped.produced, stopped.counters
+                sent = stopped.sent
             collector_counts = self._since_first(self._collector, collector_counts)
         # The bundled broker's data ends with it: nothing held can be re-read later.
         realtime = _in_parallel([
             lambda child=child: child.stop(Stop(offsets, release_held=self.broker is not None))
             for child in self._realtime
         ])  # fmt: skip
+        stored = False
         if self.store is not None:
-            self.store.stop(offsets, DRAIN_IDLE_S if self.broker is not None else 0.0)
+            stored = self.store.stop(offsets, DRAIN_IDLE_S if self.broker is not None else 0.0)
         if self.broker is not None:
             self.broker.stop()
+        evaluated = _all_reached(realtime, offsets)
+        if sent is not None and stored and evaluated:
+            _let_go_of_log(self.spill_dir, sent)
         if self.store is not None:
             self.final_status = snapshot_of(
                 collector_counts,
@@ -511,7 +529,8 @@ class Stack:
         if self.broker is not None and not self.broker.alive():
             return (
                 f"the bundled broker exited unexpectedly (code {self.broker.exit_code}); "
-                "messages it held that were not stored yet are lost"
+                "what it held that was not stored yet stays in the collector's log, and the "
+                "next pathgrade up on this directory sends it again"
             )
         now = time.monotonic()
         restarts = [(self._collector, self._start_collector)] + [
@@ -630,7 +649,20 @@ def _terminal_alerts(log_format: LogFormat) -> str:
     )
 
 
-def _all_reached(answers: list[Suspended | None], targets: dict[int, int]) -> bool:
+def _let_go_of_log(spill_dir: Path, sent: int) -> None:
+    """Mark the collector's log drained up to `sent`: the store writer and the realtime
+    plane read everything the collector sent and committed it, so a restart replays only
+    what was never sent (nothing, after a clean stop with the broker up)."""
+    log_file = SpillFile(spill_dir)
+    try:
+        log_file.mark_drained(sent)
+    finally:
+        log_file.close()
+
+
+def _all_reached(
+    answers: list[Suspended | RealtimeStopped | None], targets: dict[int, int]
+) -> bool:
     """Whether the realtime processes' answers (the partitions each read up to its target,
     None for one that did not answer) cover every partition of `targets`."""
     if any(answer is None for answer in answers):

@@ -117,9 +117,11 @@ class Stopped(Event):
 
 @dataclass(frozen=True)
 class CollectorStopped(Stopped):
-    """The collector stopped; `produced`: the offsets it produced (partition -> next)."""
+    """The collector stopped; `produced`: the offsets it produced (partition -> next);
+    `sent`: the log offset up to which its spill was sent to Kafka."""
 
     produced: dict[int, int] = field(default_factory=dict)
+    sent: int | None = None
 
 
 @dataclass(frozen=True)

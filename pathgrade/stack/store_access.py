@@ -11,7 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
+from pathgrade.batch_plane.store.client import (
+    ClientStore,
+    QueryError,
+    RowsRejected,
+    embedded_dsn,
+    open_client_store,
+)
 from pathgrade.schemas.fingerprints import KEY_FILE_NAME
 from pathgrade.schemas.migrations import migrate
 from pathgrade.schemas.store import Store
@@ -54,7 +60,37 @@ def open_store(
     state = read_state(data_dir)
     if not state or not state.get("query_url"):
         raise NoStore(f"{data_dir} is owned by a running stack that is still starting; try again")
-    yield RemoteStore(state["query_url"], state.get("write_token"))
+    yield OwnersStore(data_dir, state["query_url"], state.get("write_token"))
+
+
+class OwnersStore(RemoteStore):
+    """The store of whichever process owns `data_dir`, through its endpoint: a request the
+    owner does not answer (or refuses the token of) is sent once more to the address and
+    token `stack.json` names now, so a long-running command (`pathgrade realtime
+    --data-dir` next to a `store-writer`) follows an owner that was restarted."""
+
+    def __init__(self, data_dir: Path, url: str, write_token: str | None) -> None:
+        super().__init__(url, write_token)
+        self.data_dir = data_dir
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return super()._post(path, body)
+        except RowsRejected:
+            raise
+        except QueryError:
+            if not self._follow_owner():
+                raise
+            return super()._post(path, body)
+
+    def _follow_owner(self) -> bool:
+        """Take the owner's address and token from `stack.json`; False when unchanged."""
+        state = read_state(self.data_dir) or {}
+        url, token = (state.get("query_url") or "").rstrip("/"), state.get("write_token")
+        if not url or (url, token) == (self.url, self.write_token):
+            return False
+        self.url, self.write_token = url, token
+        return True
 
 
 @contextmanager

@@ -122,9 +122,10 @@ class StoreOwner:
 
     def stop(
         self, targets: dict[int, int] | None = None, idle_s: float = 0.0, timeout_s: float = 180
-    ) -> None:
-        """`suspend_writer`, then close the store and release the directory."""
-        self.suspend_writer(targets or {}, idle_s, timeout_s)
+    ) -> bool:
+        """`suspend_writer`, then close the store and release the directory; True when the
+        writer reached `targets`."""
+        reached = self.suspend_writer(targets or {}, idle_s, timeout_s)
         self._closing.set()
         if self.ui_server is not None:
             self.ui_server.stop()
@@ -135,6 +136,7 @@ class StoreOwner:
             self.store.close()
         self.lock.release()
         self._claimed = False
+        return reached
 
 
 class _WriterRun:

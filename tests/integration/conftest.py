@@ -35,6 +35,11 @@ def wait_until(check: Callable[[], Any], timeout_s: float = 60, interval_s: floa
     raise AssertionError(f"condition not met within {timeout_s} s (last value: {last!r})")
 
 
+def spill_on_disk(spill_dir: Path) -> int:
+    """Bytes in the segment files of a collector's spill (its log) in `spill_dir`."""
+    return sum(path.stat().st_size for path in spill_dir.glob("spill-*.log"))
+
+
 class PathgradeProcess:
     """One `pathgrade <command>` process, its output captured line by line."""
 

@@ -274,17 +274,20 @@ def seeded_spill(directory: Path) -> tuple[list[str], int]:
     huge = TracesData(resource_spans=[resource_spans(
         "seeded", [span(0xD4, 1, app__blob=text("z" * (17 * MIB)))])])  # fmt: skip
 
+    received = time.time_ns()  # the store keeps rows 90 days from their arrival
+
     def messages(request: ExportTraceServiceRequest) -> list[OutgoingMessage]:
-        return [OutgoingMessage(m.key, m.value, "default", NOW_NS)
+        return [OutgoingMessage(m.key, m.value, "default", received)
                 for m in group_by_trace(request).messages]  # fmt: skip
 
     spill = SpillFile(directory)
     spill.append(messages(good_before))
     spill.append([OutgoingMessage(f"{0xD4:032x}".encode(), huge.SerializeToString(),
-                                  "default", NOW_NS)])  # fmt: skip
+                                  "default", received)])  # fmt: skip
+    [segment] = spill.paths()
     spill.close()
     not_a_message = b"\x00\x20\x00\x04" + bytes(8) + b"k" * 32 + b"\xff\xfe\xfd\xfc"
-    with open(directory / "spill.log", "ab") as data:
+    with open(segment, "ab") as data:
         data.write(len(not_a_message).to_bytes(4, "big") + not_a_message)
     spill = SpillFile(directory)
     spill.append(messages(good_after))

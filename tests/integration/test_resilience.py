@@ -20,7 +20,13 @@ from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
 from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import LocalBroker
 from pathgrade.stack.store_access import stack_status
-from tests.integration.conftest import PathgradeProcess, start_collector, start_stack, wait_until
+from tests.integration.conftest import (
+    PathgradeProcess,
+    spill_on_disk,
+    start_collector,
+    start_stack,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -50,8 +56,8 @@ def test_broker_outage_spills_then_drains_without_loss_or_duplicates(
         os.kill(broker.process.pid, signal.SIGSTOP)  # the broker stops answering
         try:
             during = send_demo_traces(OTLPSpanExporter(endpoint=url, timeout=60), traces=20, seed=2)
-            spill = tmp_path / "store" / "spill" / "spill.log"
-            assert spill.stat().st_size > 0  # acknowledged from the fsynced spill
+            spill = tmp_path / "store" / "spill"
+            assert spill_on_disk(spill) > 0  # acknowledged from the fsynced spill
         finally:
             os.kill(broker.process.pid, signal.SIGCONT)
 
@@ -59,7 +65,7 @@ def test_broker_outage_spills_then_drains_without_loss_or_duplicates(
         every = before.trace_ids + during.trace_ids + after.trace_ids
         total = before.spans + during.spans + after.spans
         wait_until(lambda: distinct_and_final(stack, every) == (total, total), timeout_s=120)
-        wait_until(lambda: spill.stat().st_size == 0, timeout_s=30)
+        wait_until(lambda: spill_on_disk(spill) == 0, timeout_s=30)
     finally:
         assert stack.terminate() == 0, stack.output
 

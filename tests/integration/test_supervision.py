@@ -21,7 +21,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import free_port
 from pathgrade.stack.ownership import process_started
-from tests.integration.conftest import PathgradeProcess, wait_until
+from tests.integration.conftest import PathgradeProcess, spill_on_disk, wait_until
 from tests.integration.test_resilience import distinct_and_final
 
 pytestmark = pytest.mark.integration
@@ -67,11 +67,13 @@ def test_a_killed_main_process_takes_its_children_and_a_restart_recovers(
         stored_before = send_demo_traces(OTLPSpanExporter(endpoint=url), traces=10, seed=41)
         every, total = list(stored_before.trace_ids), stored_before.spans
         wait_until(lambda: distinct_and_final(first, every) == (total, total))
+        # stored and committed: the collector's log lets it go, so a restart replays none
+        wait_until(lambda: spill_on_disk(tmp_path / "spill") == 0)
         os.kill(broker, signal.SIGSTOP)
         spilled = send_demo_traces(OTLPSpanExporter(endpoint=url, timeout=60), traces=10, seed=42)
         every += spilled.trace_ids
         total += spilled.spans
-        assert (tmp_path / "spill" / "spill.log").stat().st_size > 0  # held by the spill
+        assert spill_on_disk(tmp_path / "spill") > 0  # held by the collector's log
         os.kill(first.process.pid, signal.SIGKILL)
         first.process.wait(timeout=30)
         wait_until(lambda: not any(running(pid) for pid in children), timeout_s=30)
@@ -93,7 +95,7 @@ def test_a_killed_main_process_takes_its_children_and_a_restart_recovers(
                 )
                 == total
             )  # each span stored once, not FINAL too
-            wait_until(lambda: (tmp_path / "spill" / "spill.log").stat().st_size == 0)
+            wait_until(lambda: spill_on_disk(tmp_path / "spill") == 0)  # stored: let go
             check_status_age_and_closed_pipes(tmp_path)
         finally:
             assert second.terminate() == 0, second.output

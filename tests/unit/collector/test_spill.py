@@ -1,10 +1,15 @@
-"""The spill file: ordered, fsynced, bounded, restart-safe."""
+"""The spill log: ordered, fsynced (one fsync for concurrent appends), bounded, in
+segments deleted once drained, restart-safe."""
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from pathgrade.collector import spill as spill_module
 from pathgrade.collector.spill import (
     OutgoingMessage,
     SpillFile,
@@ -12,6 +17,7 @@ from pathgrade.collector.spill import (
     SpillInUse,
     decode_message,
     encode_message,
+    segment_name,
 )
 
 
@@ -34,19 +40,22 @@ def test_read_back_in_order_and_empty_once_drained(tmp_path: Path) -> None:
     assert [m.tenant for m in batch.messages] == ["tenant-1", "tenant-2", "tenant-3"]
     spill.mark_drained(batch.end)
     assert not spill.pending()
-    assert spill.size == 0
+    assert spill.size == 0 and spill.paths() == []  # the segment is deleted
+    spill.append([message(4)])  # a new segment at the offset reached, never back at 0
+    assert spill.paths() == [tmp_path / segment_name(batch.end)]
+    assert [m.tenant for m in spill.read_batch().messages] == ["tenant-4"]
 
 
-def test_size_follows_the_file_and_pending_bytes_answer_after_close(tmp_path: Path) -> None:
+def test_size_follows_the_files_and_pending_bytes_answer_after_close(tmp_path: Path) -> None:
     spill = SpillFile(tmp_path)
     spill.append([message(n, size=100) for n in range(4)])
-    on_disk = (tmp_path / "spill.log").stat().st_size
+    on_disk = sum(path.stat().st_size for path in spill.paths())
     assert spill.size == on_disk > 400
     position = spill.read_batch(max_bytes=150).end
     spill.mark_drained(position)
     spill.close()
     assert spill.pending_bytes() == on_disk - position > 0  # a stopped collector's count
-    assert SpillFile(tmp_path).size == on_disk  # a restart reads it from the file
+    assert SpillFile(tmp_path).size == on_disk  # a restart reads it from the files
 
 
 def test_partial_drain_survives_restart(tmp_path: Path) -> None:
@@ -61,6 +70,68 @@ def test_partial_drain_survives_restart(tmp_path: Path) -> None:
     assert [m.key for m in first.messages + rest] == [message(n).key for n in range(10)]
 
 
+def test_read_is_kept_in_memory_and_only_drained_survives_a_restart(tmp_path: Path) -> None:
+    """The durable log reads (sends) ahead of what it may drop: a restart reads again from
+    what was drained, not from what was read."""
+    spill = SpillFile(tmp_path)
+    spill.append([message(1), message(2)])
+    first = spill.read_batch()
+    spill.mark_read(first.end)
+    assert not spill.pending() and spill.pending_bytes() == 0
+    assert spill.held_bytes() == first.end
+    spill.close()
+    again = SpillFile(tmp_path)
+    assert [m.tenant for m in again.read_batch().messages] == ["tenant-1", "tenant-2"]
+
+
+def test_segments_roll_and_are_deleted_once_drained(tmp_path: Path) -> None:
+    spill = SpillFile(tmp_path, segment_bytes=250)
+    for n in range(6):
+        spill.append([message(n, size=100)])  # ~170 bytes a frame: one per segment
+    assert len(spill.paths()) == 6
+    batch = spill.read_batch()
+    assert [m.key for m in batch.messages] == [message(n).key for n in range(6)]
+    frame = len(encode_message(message(0, size=100)))
+    spill.mark_drained(3 * frame)
+    assert [p.name for p in spill.paths()] == [segment_name(n * frame) for n in range(3, 6)]
+    spill.close()
+    reopened = SpillFile(tmp_path)  # the drained position and the segments left agree
+    assert [m.key for m in reopened.read_batch().messages] == [message(n).key for n in (3, 4, 5)]
+
+
+def test_a_restart_writes_a_segment_of_its_own_after_a_torn_tail(tmp_path: Path) -> None:
+    """A crash mid-append leaves a torn frame; the next process never appends after it, so
+    what it appends is read whole after the torn bytes are handed out as unreadable."""
+    spill = SpillFile(tmp_path)
+    spill.append([message(1)])
+    [segment] = spill.paths()
+    spill.close()
+    frame = encode_message(message(2))
+    with open(segment, "ab") as data:
+        data.write(frame[: len(frame) // 2])
+    reopened = SpillFile(tmp_path)
+    reopened.append([message(3)])
+    assert len(reopened.paths()) == 2
+    first = reopened.read_batch()
+    assert [m.tenant for m in first.messages] == ["tenant-1"] and not first.unreadable
+    reopened.mark_drained(first.end)
+    torn = reopened.read_batch()
+    assert torn.messages == [] and torn.unreadable[0][0] == frame[: len(frame) // 2]
+    assert "no whole frame in the last" in torn.unreadable[0][1]
+    reopened.mark_drained(torn.end)
+    assert [m.tenant for m in reopened.read_batch().messages] == ["tenant-3"]
+
+
+def test_a_spill_log_of_an_earlier_version_is_read_from_its_position(tmp_path: Path) -> None:
+    frames = b"".join(encode_message(message(n)) for n in range(3))
+    (tmp_path / "spill.log").write_bytes(frames)
+    first = len(encode_message(message(0)))
+    (tmp_path / "spill.pos").write_text(str(first))  # the earlier drainer sent message 0
+    spill = SpillFile(tmp_path)
+    assert [m.tenant for m in spill.read_batch().messages] == ["tenant-1", "tenant-2"]
+    assert spill.paths() == [tmp_path / segment_name(0)]
+
+
 def test_full_spill_refuses_and_keeps_what_it_holds(tmp_path: Path) -> None:
     spill = SpillFile(tmp_path, max_bytes=500)
     spill.append([message(1, size=200)])
@@ -70,31 +141,64 @@ def test_full_spill_refuses_and_keeps_what_it_holds(tmp_path: Path) -> None:
     assert [m.tenant for m in spill.read_batch().messages] == ["tenant-1"]
 
 
-def test_torn_final_frame_is_handed_out_as_unreadable_after_the_messages(tmp_path: Path) -> None:
+def test_concurrent_appends_share_fsyncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While one fsync runs the others' frames are written, and one fsync covers them all."""
+    calls: list[int] = []
+    real_fsync = os.fsync
+
+    def slow_fsync(descriptor: int) -> None:
+        calls.append(descriptor)
+        time.sleep(0.02)
+        real_fsync(descriptor)
+
+    spill = SpillFile(tmp_path)
+    spill.append([message(0)])  # the segment exists: only appends' fsyncs are counted below
+    monkeypatch.setattr(spill_module.os, "fsync", slow_fsync)
+    ends: list[int] = []
+    threads = [
+        threading.Thread(target=lambda n=n: ends.append(spill.append([message(n)])))
+        for n in range(1, 41)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(ends) == 40 and max(ends) == spill.end  # each returned once fsynced
+    assert len(calls) < 20  # forty appends, far fewer fsyncs
+    keys = {m.key for m in spill.read_batch().messages}
+    assert keys == {message(n).key for n in range(41)}
+
+
+def test_a_failed_fsync_fails_its_appends_and_cuts_their_frames_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spill = SpillFile(tmp_path)
     spill.append([message(1)])
+    kept = spill.end
+
+    def failing(descriptor: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(spill_module.os, "fsync", failing)
+    with pytest.raises(SpillFull, match="cannot be written"):
+        spill.append([message(2)])
+    monkeypatch.undo()
+    assert spill.end == kept
+    spill.append([message(3)])  # a fresh segment after the one that failed
+    assert [m.tenant for m in spill.read_batch().messages] == ["tenant-1", "tenant-3"]
     spill.close()
-    frame = encode_message(message(2))
-    with open(tmp_path / "spill.log", "ab") as data:
-        data.write(frame[: len(frame) // 2])  # a crash mid-append
-    reopened = SpillFile(tmp_path)
-    first = reopened.read_batch()
-    assert [m.tenant for m in first.messages] == ["tenant-1"] and not first.unreadable
-    reopened.mark_drained(first.end)
-    tail = reopened.read_batch()
-    assert tail.messages == []
-    assert tail.unreadable == [(frame[: len(frame) // 2], tail.unreadable[0][1])]
-    assert "no whole frame in the last" in tail.unreadable[0][1]
-    reopened.mark_drained(tail.end)
-    assert not reopened.pending() and reopened.size == 0
+    assert [m.tenant for m in SpillFile(tmp_path).read_batch().messages] == [
+        "tenant-1", "tenant-3",
+    ]  # fmt: skip
 
 
 def test_a_frame_that_is_no_message_is_unreadable_and_the_rest_is_read(tmp_path: Path) -> None:
     spill = SpillFile(tmp_path)
     spill.append([message(1)])
+    [segment] = spill.paths()
     spill.close()
     body = b"\0\1\0\4" + bytes(8) + b"k" + b"\xff\xfe\xfd\xfc"  # a tenant that is no UTF-8
-    with open(tmp_path / "spill.log", "ab") as data:
+    with open(segment, "ab") as data:
         data.write(len(body).to_bytes(4, "big") + body + encode_message(message(3)))
     batch = SpillFile(tmp_path).read_batch()
     assert [m.tenant for m in batch.messages] == ["tenant-1", "tenant-3"]

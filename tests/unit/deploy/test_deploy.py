@@ -226,7 +226,9 @@ def exported_metrics() -> set[str]:
 
     webhook = {f"webhook_{k}" for k in asdict(WebhookStats()) if k != "latest_error"}
     counters = {
-        "collector": {*asdict(IngestCounters()), "spill_bytes", "dead_letter_messages"},
+        "collector": {
+            *asdict(IngestCounters()), "spill_bytes", "log_bytes", "dead_letter_messages",
+        },
         "store_writer": set(asdict(StoreWriterStats())),
         "realtime": {
             *asdict(RealtimeCounters()), *asdict(AssemblerStats()), *webhook,

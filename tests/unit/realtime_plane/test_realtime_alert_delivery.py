@@ -9,6 +9,7 @@ from pathgrade.realtime_plane.assembler import DueTrace
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.evaluate import Evaluation
 from pathgrade.realtime_plane.plane import ALERTS_PER_DELIVERY, RealtimePlane
+from pathgrade.realtime_plane.sinks import NumberedAlert
 from pathgrade.schemas.alerts import Alert
 from pathgrade.schemas.model import Span, Trace
 from pathgrade.schemas.store import QueryResult, RejectedRow, Store
@@ -19,9 +20,17 @@ class RecordingSink:
 
     def __init__(self) -> None:
         self.calls: list[list[str]] = []
+        self.numbers: list[tuple[int, int]] = []
 
-    def add(self, alerts: list[Alert]) -> None:
-        self.calls.append([alert.alert_key for alert in alerts])
+    def add(self, alerts: list[NumberedAlert]) -> None:
+        self.calls.append([numbered.alert.alert_key for numbered in alerts])
+        self.numbers += [(numbered.partition, numbered.number) for numbered in alerts]
+
+    def claim(self, partitions: set[int], stored: dict[int, int]) -> None:
+        pass
+
+    def stored(self, numbers: dict[int, int]) -> None:
+        pass
 
 
 def plane_with_sink() -> tuple[RealtimePlane, RecordingSink]:
@@ -43,11 +52,11 @@ def alert(trace_id: str, span_id: str, key: str) -> Alert:
     )  # fmt: skip
 
 
-def evaluation(number: int, alerts: int) -> Evaluation:
+def evaluation(number: int, alerts: int, partition: int = 0) -> Evaluation:
     trace_id = f"{number:032x}"
     span = Span("t", trace_id, "00000000000000aa", "", "invoke_agent", "Internal", 1, 2)
     found = [alert(trace_id, span.span_id, f"{number}-{k}") for k in range(alerts)]
-    due = DueTrace(Trace("t", trace_id, [span]), "max_age", False)
+    due = DueTrace(Trace("t", trace_id, [span]), "max_age", False, partition)
     return Evaluation(due, "s", "a", "", "medium", [], found, None)
 
 
@@ -112,3 +121,12 @@ def test_every_configured_alert_sink_gets_the_same_group() -> None:
     assert plane.store_sink is not None
     plane.store_sink.flush()
     assert len(store.rows) == 2  # type: ignore[attr-defined]
+
+
+def test_alerts_are_numbered_per_partition_in_the_order_found() -> None:
+    plane, sink = plane_with_sink()
+    plane._emit(evaluation(1, 2, partition=0))
+    plane._emit(evaluation(2, 1, partition=3))
+    plane._emit(evaluation(3, 1, partition=0))
+    plane._deliver_alerts()
+    assert sink.numbers == [(0, 1), (0, 2), (3, 1), (0, 3)]

@@ -141,7 +141,8 @@ def test_due_and_committable_match_a_full_scan_under_random_traffic() -> None:
             rng.random() < 0.3,
         )
         offset = read.get(partition, 0)
-        a.add(partition, offset, [span(trace, "r" if root else "c", "" if root else "r")], now)
+        span_id = f"r{step}" if root else f"c{step}"  # every span once (a repeat is dropped)
+        a.add(partition, offset, [span(trace, span_id, "" if root else "r")], now)
         read[partition] = offset + 1
         rooted[trace] = rooted.get(trace, False) or root  # a re-opened trace keeps its spans
         h = held.setdefault(trace, _Held(now, now, False, {}))
@@ -153,3 +154,21 @@ def test_due_and_committable_match_a_full_scan_under_random_traffic() -> None:
         for trace in released:
             del held[trace]
         assert a.committable() == _full_scan_committable(held, read)
+
+
+def test_a_span_read_again_is_left_out_and_does_not_reopen_an_evaluated_trace() -> None:
+    """At-least-once delivery sends a message twice (a collector restart resends what its
+    readers had not committed): the trace is neither doubled nor evaluated again."""
+    a = TraceAssembler(quiet_window_s=1.0)
+    a.add(0, 1, [span("a", "r"), span("a", "c1", "r")], now=0.0)
+    a.add(0, 2, [span("a", "c1", "r")], now=0.5)  # the same span, read again
+    (due,) = a.due(2.0)
+    assert sorted(s.span_id for s in due.trace.spans) == ["c1", "r"]
+    assert due.partition == 0
+    a.add(1, 7, [span("a", "r"), span("a", "c1", "r")], now=3.0)  # all of it again, later
+    assert a.due(10.0) == [] and a.traces_held == 0
+    assert a.stats.duplicate_spans == 3
+    assert a.committable() == {0: 3, 1: 8}  # what was left out is read, so committable
+    a.add(1, 8, [span("a", "c2", "r")], now=11.0)  # a span that is new re-opens it
+    (again,) = a.due(13.0)
+    assert again.re_evaluation and len(again.trace.spans) == 3

@@ -1,4 +1,7 @@
-"""WebhookSink: retries 5xx with backoff, gives up on 4xx, drops oldest when full."""
+"""WebhookSink: retries 5xx with backoff, gives up on 4xx, sends the alert key as
+Idempotency-Key; without the alerts table, drops what does not fit; with it, delivers every
+stored alert at least once: what overflowed the queue, what kept failing, and after a
+restart what was stored past the saved cursor."""
 
 from __future__ import annotations
 
@@ -8,8 +11,13 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from pathgrade.realtime_plane.sinks import WebhookSink
+from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.realtime_plane.delivery import AlertBacklog, latest_numbers
+from pathgrade.realtime_plane.sinks import NumberedAlert, StoreAlertSink, WebhookSink
 from pathgrade.schemas.alerts import Alert
+
+from tests.integration.conftest import wait_until
+from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 
 
 def alert(code: str = "PG110") -> Alert:
@@ -21,11 +29,16 @@ def alert(code: str = "PG110") -> Alert:
     )  # fmt: skip
 
 
+def numbered(alerts: list[Alert], partition: int = 0, first: int = 1) -> list[NumberedAlert]:
+    return [NumberedAlert(partition, first + n, a) for n, a in enumerate(alerts)]
+
+
 class Receiver(ThreadingHTTPServer):
     def __init__(self, statuses: list[int]) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.statuses = statuses  # answered in turn; 200 once exhausted
         self.bodies: list[dict] = []
+        self.keys: list[str] = []  # Idempotency-Key of each delivered body
         self.calls = 0
 
 
@@ -42,6 +55,7 @@ class _Handler(BaseHTTPRequestHandler):
         server.calls += 1
         if status == 200:
             server.bodies.append(json.loads(body))
+            server.keys.append(self.headers["Idempotency-Key"])
         self.send_response(status)
         self.end_headers()
 
@@ -61,24 +75,27 @@ def url(server: Receiver) -> str:
 @pytest.mark.parametrize("receiver", [[500, 503]], indirect=True)
 def test_5xx_is_retried_until_delivered(receiver: Receiver) -> None:
     sink = WebhookSink(url(receiver), backoff_s=0.01)
-    sink.add([alert()])
+    sink.add(numbered([alert()]))
     sink.close()
     assert receiver.calls == 3 and sink.stats.retried == 2 and sink.stats.sent == 1
     assert receiver.bodies[0]["code"] == "PG110" and receiver.bodies[0]["schema_version"] == 1
+    assert receiver.keys == ["kPG110"]  # the alert key, for receivers to drop repeats
+    assert sink.cursors() == {0: 2}
 
 
 @pytest.mark.parametrize("receiver", [[400]], indirect=True)
 def test_4xx_fails_without_retry_and_is_counted(receiver: Receiver) -> None:
     sink = WebhookSink(url(receiver), backoff_s=0.01)
-    sink.add([alert("PG101"), alert("PG102")])
+    sink.add(numbered([alert("PG101"), alert("PG102")]))
     sink.close()
     assert (sink.stats.failed, sink.stats.sent, receiver.calls) == (1, 1, 2)
+    assert sink.cursors() == {0: 3}  # refused for good: passed over
 
 
-def test_unreachable_webhook_never_blocks_and_drops_oldest() -> None:
+def test_without_the_table_an_unreachable_webhook_never_blocks_and_drops() -> None:
     sink = WebhookSink("http://127.0.0.1:9/x", queue_size=2, retries=1, backoff_s=5)
-    sink.add([alert(f"PG1{i:02d}") for i in range(10)])  # returns at once
-    assert sink.stats.dropped >= 7
+    sink.add(numbered([alert(f"PG1{i:02d}") for i in range(10)]))  # returns at once
+    assert sink.stats.dropped == 8 and sink.stats.deferred == 0
     sink.close(timeout_s=1)
     assert sink.stats.sent == 0
 
@@ -107,7 +124,7 @@ def test_connections_are_kept_alive_and_reopened_when_the_receiver_closes() -> N
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         sink = WebhookSink(url(server), workers=1, backoff_s=5.0)  # a retry would show
-        sink.add([alert(f"PG1{n:02d}") for n in range(6)])
+        sink.add(numbered([alert(f"PG1{n:02d}") for n in range(6)]))
         sink.close(timeout_s=5)
         assert [b["code"] for b in server.bodies] == [f"PG1{n:02d}" for n in range(6)]
         assert (sink.stats.sent, sink.stats.retried, sink.stats.failed) == (6, 0, 0)
@@ -119,3 +136,87 @@ def test_connections_are_kept_alive_and_reopened_when_the_receiver_closes() -> N
 def test_malformed_webhook_url_fails_at_construction() -> None:
     with pytest.raises(ValueError, match="alert webhook URL 'localhost:9/x'"):
         WebhookSink("localhost:9/x")
+
+
+def stored_alerts(store: ClientStore, prefix: str, count: int, partition: int) -> list:
+    """`count` alerts keyed `prefix-N`, numbered on from what `partition` holds, stored
+    through the table sink (as the plane stores them)."""
+    first = latest_numbers(store).get(partition, 0) + 1
+    alerts = numbered(
+        [alert().model_copy(update={"alert_key": f"{prefix}-{n}"}) for n in range(count)],
+        partition, first,
+    )  # fmt: skip
+    table = StoreAlertSink(store)
+    table.add(alerts)
+    table.flush()
+    return alerts
+
+
+def test_what_overflows_the_queue_is_read_back_from_the_table(store: ClientStore) -> None:
+    server = Receiver([503] * 30)  # the receiver fails for a while, then takes everything
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        sink = WebhookSink(
+            url(server), queue_size=8, retries=1, backoff_s=0.01,
+            backlog=AlertBacklog(store, url(server)),
+        )  # fmt: skip
+        sink.claim({5}, latest_numbers(store))
+        alerts = numbered(
+            [alert().model_copy(update={"alert_key": f"over-{n}"}) for n in range(60)], 5
+        )
+        table = StoreAlertSink(store, sink.stored)
+        table.add(alerts)
+        sink.add(alerts)  # 8 fit, 52 deferred to the table
+        assert sink.stats.deferred >= 52
+        table.flush()
+        wait_until(lambda: sink.cursors() == {5: 61}, timeout_s=60)
+        sink.close()
+        assert {b["alert_key"] for b in server.bodies} == {f"over-{n}" for n in range(60)}
+        assert sink.stats.dropped == 0 and sink.stats.failed == 0
+        assert AlertBacklog(store, url(server)).cursors() == {5: 61}  # saved on close
+    finally:
+        server.shutdown()
+
+
+def test_a_restarted_sink_delivers_what_was_stored_past_its_saved_cursor(
+    store: ClientStore,
+) -> None:
+    """A plane that crashed after storing alerts it had not delivered: the next one on
+    the partition reads them back from its saved cursor on, and goes on after them."""
+    server = Receiver([])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        first = WebhookSink(url(server), backlog=AlertBacklog(store, url(server)))
+        first.claim({7}, latest_numbers(store))
+        delivered = stored_alerts(store, "before", 3, 7)
+        first.add(delivered)
+        wait_until(lambda: first.cursors() == {7: 4})
+        first.close()  # saves cursor 4
+        crashed_with = stored_alerts(store, "lost", 4, 7)  # stored, never handed over
+        second = WebhookSink(url(server), backlog=AlertBacklog(store, url(server)))
+        stored = latest_numbers(store)
+        second.claim({7}, stored)
+        later = numbered([alert().model_copy(update={"alert_key": "after"})], 7, stored[7] + 1)
+        second.add(later)
+        wait_until(lambda: second.cursors() == {7: 9})
+        second.close()
+        keys = [b["alert_key"] for b in server.bodies]
+        assert sorted(keys) == sorted([a.alert.alert_key for a in delivered + crashed_with]
+                                      + ["after"])  # fmt: skip
+        assert len(keys) == len(set(keys))  # the saved cursor held: nothing twice
+    finally:
+        server.shutdown()
+
+
+def test_a_webhook_never_delivered_starts_after_what_is_stored(store: ClientStore) -> None:
+    stored_alerts(store, "history", 2, 9)
+    server = Receiver([])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        fresh = WebhookSink(url(server) + "?new", backlog=AlertBacklog(store, url(server) + "?new"))
+        fresh.claim({9}, latest_numbers(store))
+        fresh.close()
+        assert server.bodies == []  # a new webhook does not get the history
+        assert AlertBacklog(store, url(server) + "?new").cursors() == {9: 3}
+    finally:
+        server.shutdown()

@@ -4,7 +4,7 @@ first, including one stored after a later one, and only those of the chosen code
 from __future__ import annotations
 
 from pathgrade.batch_plane.store.client import ClientStore
-from pathgrade.realtime_plane.sinks import StoreAlertSink
+from pathgrade.realtime_plane.sinks import NumberedAlert, StoreAlertSink
 from pathgrade.schemas.alerts import Alert
 
 from pathgrade.cli.alert_follow import follow
@@ -23,7 +23,7 @@ def at(key: str, seconds: float, code: str = "PG110") -> Alert:
 
 def store_alerts(store: ClientStore, *alerts: Alert) -> None:
     sink = StoreAlertSink(store)
-    sink.add(list(alerts))
+    sink.add([NumberedAlert(-1, 0, alert) for alert in alerts])  # from no partition
     sink.flush()
 
 
