@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import free_port
 from pathgrade.stack.ownership import process_started
 from tests.integration.conftest import PathgradeProcess, spill_on_disk, wait_until

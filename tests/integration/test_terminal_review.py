@@ -105,7 +105,10 @@ def test_up_demo_prints_short_alert_lines_linked_to_their_traces_and_a_summary(s
     raised = process.scalar("SELECT count() FROM alerts FINAL")
     assert held >= 1 and len(alert_lines) + held <= raised  # each alert shown or counted once
     first_alert = next(n for n, line in enumerate(process.lines) if ALERT_LINE.match(line))
-    assert any(line.startswith("status: in ") for line in process.lines[first_alert:])
+    # status lines keep coming between the alert lines (paced like the summaries: wait)
+    wait_until(
+        lambda: any(line.startswith("status: in ") for line in process.lines[first_alert:]), 60
+    )
     for url in {m[2] for m in alert_lines[:3]}:  # stored a moment after the alert
         wait_until(lambda url=url: status_code(url) == 200, 60)
 

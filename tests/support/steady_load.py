@@ -31,7 +31,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from pathgrade.demo import CLEAN_SCENARIOS, plan_turns, send_demo_traces
+from pathgrade.demo.scenarios import CLEAN_SCENARIOS, plan_turns
+from pathgrade.demo.sender import send_demo_traces
 
 SpanKey = tuple[str, str]  # (trace id hex, span id hex)
 
