@@ -396,6 +396,14 @@ class Run:
         return max(self.stored_s, self.evaluated_s)
 
 
+def stored_all(store: RemoteStore, spans: int) -> bool:
+    """Every span is in the store: count() first (cheap, but a batch the writer inserted
+    twice counts twice until merged), then distinct span ids."""
+    if store.query("SELECT count() FROM spans").rows[0][0] < spans:
+        return False
+    return store.query("SELECT uniqExact(TraceId, SpanId) FROM spans").rows[0][0] >= spans
+
+
 def realtime_evaluated(data_dir: Path) -> tuple[int, int, int] | None:
     """(traces evaluated for the first time, alerts, sampled) summed over the realtime
     processes' latest status counters; None while one of them does not answer."""
@@ -443,7 +451,7 @@ def run_once(variant: Variant, bodies: list[bytes], spans: int, traces: int, arg
             if time.perf_counter() - started > WAIT_LIMIT_S:
                 raise SystemExit(f"{variant.label}: the stack did not catch up in time")
             now = time.perf_counter() - started
-            if stored_at is None and store.query("SELECT count() FROM spans").rows[0][0] >= spans:
+            if stored_at is None and stored_all(store, spans):
                 stored_at = now
             if evaluated_at is None and (counted := realtime_evaluated(data_dir)) is not None:
                 evaluated_at = now if counted[0] >= traces else None
