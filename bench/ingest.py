@@ -60,10 +60,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.schemas.otlp import decode_resource_spans
 
-from pathgrade import demo
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo import scenarios
+from pathgrade.demo.sender import SERVICE_NAMES, emit_turn, send_demo_traces
+from pathgrade.demo.writers import writer_for
 from pathgrade.stack.broker import free_port
-from pathgrade.stack.defaults import DEFAULT_STORE_WRITER_NICENESS
+from pathgrade.stack.options import StackOptions
 from pathgrade.stack.store_access import StatusUnavailable, stack_status
 from pathgrade.web.endpoint import RemoteStore
 
@@ -126,26 +127,28 @@ def _split(request: ExportTraceServiceRequest, batch: int) -> list[bytes]:
 # --------------------------------------------------------------------------- the realistic mix
 
 
-def realistic_turns(seed: int) -> Iterator[demo.TurnPlan]:
+def realistic_turns(seed: int) -> Iterator[scenarios.TurnPlan]:
     """Endless, seeded demo turns: conversations of 1-6 turns, FAILURE_SHARE of the turns
     a failure scenario or a tool error, the others clean scenarios."""
     rng = random.Random(seed)
-    book = demo._customers(rng)
-    failing = (*demo.FAILURE_SCENARIOS, *demo.TOOL_ERROR_SCENARIOS)
-    session: demo._Session | None = None
+    book = scenarios._customers(rng)
+    failing = (*scenarios.FAILURE_SCENARIOS, *scenarios.TOOL_ERROR_SCENARIOS)
+    session: scenarios._Session | None = None
     while True:
         if session is None or session.turns_left == 0:
-            session = demo._Session(
+            session = scenarios._Session(
                 customer=rng.choice(book),
                 conversation_id=f"conv-{rng.getrandbits(48):012x}",
-                model=rng.choice(demo._MODELS),
+                model=rng.choice(scenarios._MODELS),
                 turns_left=rng.randint(*CONVERSATION_TURNS),
             )
         session.turns_left -= 1
-        scenario = rng.choice(failing if rng.random() < FAILURE_SHARE else demo.CLEAN_SCENARIOS)
-        kind, script = demo.SCENARIOS[scenario]
+        scenario = rng.choice(
+            failing if rng.random() < FAILURE_SHARE else scenarios.CLEAN_SCENARIOS
+        )
+        kind, script = scenarios.SCENARIOS[scenario]
         other = rng.choice([c for c in book if c is not session.customer])
-        yield script(demo._TurnBuilder(rng, session, scenario, kind), other)
+        yield script(scenarios._TurnBuilder(rng, session, scenario, kind), other)
 
 
 def realistic_request(traces: int, seed: int) -> ExportTraceServiceRequest:
@@ -153,15 +156,13 @@ def realistic_request(traces: int, seed: int) -> ExportTraceServiceRequest:
     spans as they end, root last), each padded to 6-30 spans (`pad_trace`)."""
     exporter = InMemorySpanExporter()
     turns = realistic_turns(seed)
-    writer = demo.writer_for("genai")
-    provider = TracerProvider(
-        resource=Resource.create({"service.name": demo.SERVICE_NAMES["genai"]})
-    )
+    writer = writer_for("genai")
+    provider = TracerProvider(resource=Resource.create({"service.name": SERVICE_NAMES["genai"]}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("pathgrade.demo")
     now = time.time_ns()
     for index in range(traces):
-        demo.emit_turn(tracer, writer, next(turns), now + index * 1_000_000)
+        emit_turn(tracer, writer, next(turns), now + index * 1_000_000)
     request = encode_spans(exporter.get_finished_spans())
     rng = random.Random(seed + 1)
     for rs in request.resource_spans:
@@ -522,7 +523,8 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=1, help="runs of each variant")
     parser.add_argument(
-        "--store-writer-nice", type=int, default=DEFAULT_STORE_WRITER_NICENESS,
+        "--store-writer-nice", type=int,
+        default=StackOptions.model_fields["store_writer_niceness"].default,
         help="passed to pathgrade up: 0 lets the store writer compete with the realtime "
         "plane instead of yielding to it",
     )  # fmt: skip
