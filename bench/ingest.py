@@ -1,31 +1,41 @@
-"""End-to-end ingest rate of the embedded stack: OTLP/HTTP in -> queryable in ClickHouse.
+"""What the embedded stack sustains: OTLP/HTTP in -> every span stored AND every trace
+evaluated by the realtime plane, with the CPU each span costs per process.
 
 Starts `pathgrade up` (bundled Tansu broker, chDB store) on free ports, sends pre-encoded
-OTLP protobuf requests of realistic GenAI agent spans (the demo support agent, produced
-by the official OTel SDK) over keep-alive HTTP from a few threads, and measures the time
-until `SELECT count() FROM spans` shows every span. In the same run it measures the
-parse-only rate of the same request bodies (protobuf parse, and parse + canonical decode)
-and prints end-to-end / parse-only as the ratio.
+OTLP protobuf requests over keep-alive HTTP from a few threads as fast as the collector
+answers, and stops the clock when `SELECT count() FROM spans` shows every span and the
+realtime processes' status counters show every trace evaluated. It prints the sustained
+rate, CPU µs per span per process (collector, store owner, realtime, broker, the rest)
+and in total, and, measured in the same run, the CPU of parsing the same request bodies
+(protobuf parse alone, and parse + canonical decode) with the ratio total / parse-only.
 
-It does so twice, one stack after the other on the same bodies: memory only (the
-collector's `durable_log: false`: acknowledged once the bundled broker holds it) and with
-the durable log (the embedded default: acknowledged once fsynced on local disk, kept until
-the store writer and the realtime plane committed it), and prints the durable log's cost
-as ratios of CPU per span (the collector's, and the whole stack's) and of the
-acknowledged rate.
+Mixes (`--mix`):
+- `realistic` (default): conversations of 1-6 turns of the demo support agent, about 5%
+  of the turns a failure or a tool error (the rest clean scenarios), so about 10% of the
+  traces are sampled (the default sampler: 5% base rate, every alerting trace, half the
+  tool errors); each trace padded to 6-30 spans with the plain spans auto-instrumentation
+  adds around model and tool calls (an HTTP client span under a model call, a database
+  or HTTP span under a tool call), all from the official OTel SDK and encoder.
+- `demo`: the demo agent's deck as it is (~5 spans per trace, 35% failures, 10% tool
+  errors: alerts on most traces and samples most of them).
 
-    python bench/ingest.py [--spans 200000] [--batch 512] [--senders 4]
-                           [--store-writer-nice N]
+Against another checkout (`--against PYTHON`, the python of that checkout's venv, e.g. of
+a `git worktree` of main): the same bodies go through that checkout's `pathgrade up` and
+this one's, alternately for `--rounds` rounds, and the table shows both and the ratios.
+Each variant is a label, a python and extra `pathgrade up` arguments (`--up-arg`, for the
+variant under test), so other comparisons plug in the same way.
 
-What limits it (2-core machine, ~5 spans per trace): CPU per span in three Python
-processes sharing the two cores, which the bench prints per process. On 80-100k spans
-(stop 9): the store owner ~84-123 µs (decode ~25-35, span rows ~8, clickhouse-connect
-Native serialisation + chDB's insert ~30-35, Kafka fetch), the collector ~62-83 µs
-(validate, redact, group, produce), the realtime process ~93-179 µs (a second full
-decode, detectors, alerts), the broker ~9-11 µs. End to end 4,661-6,659 spans/s with
-the store writer at its default nice 19 (it yields the CPU to the realtime plane, which
-then finishes its work inside the measured window), 6,895-7,205 spans/s with
-`--store-writer-nice 0`. Per-stage figures: bench/ingest_stages.py.
+    python bench/ingest.py [--spans 200000] [--mix realistic|demo] [--batch 512]
+                           [--senders 4] [--against PYTHON] [--rounds 1]
+                           [--store-writer-nice N] [--up-arg ARG ...] [--durable-cost]
+
+`--durable-cost` runs this checkout twice on the same bodies instead: memory only (the
+collector's `durable_log: false`, acknowledged once the bundled broker holds it) and with
+the durable log (the embedded default: acknowledged once fsynced on local disk), and the
+ratios are the durable log's cost.
+
+Figures: docs/realtime.md ("What a span costs end to end"). Per-stage figures of the
+store path: bench/ingest_stages.py.
 """
 
 from __future__ import annotations
@@ -35,23 +45,42 @@ import http.client
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanProto
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.schemas.otlp import decode_resource_spans
 
-from pathgrade.demo.sender import send_demo_traces
+from pathgrade.demo import scenarios
+from pathgrade.demo.sender import SERVICE_NAMES, emit_turn, send_demo_traces
+from pathgrade.demo.writers import writer_for
 from pathgrade.stack.broker import free_port
 from pathgrade.stack.options import StackOptions
+from pathgrade.stack.store_access import StatusUnavailable, stack_status
 from pathgrade.web.endpoint import RemoteStore
+
+FAILURE_SHARE = 0.05  # realistic mix: turns that are a failure scenario or a tool error
+CONVERSATION_TURNS = (1, 6)
+SPANS_PER_TRACE = (6, 30)
+WAIT_LIMIT_S = 900.0  # give up waiting for the stack to catch up after this long
+ROLES = ("collector", "store owner", "realtime", "broker")  # the table's rows, in order
+
+
+# --------------------------------------------------------------------------- the demo mix
 
 
 def template_spans(flavor: str = "genai") -> list:
@@ -62,7 +91,8 @@ def template_spans(flavor: str = "genai") -> list:
 
 
 def request_bodies(total_spans: int, batch: int, flavor: str = "genai") -> list[bytes]:
-    """Request bodies of `batch` spans each; every copy gets fresh trace ids."""
+    """Demo mix: request bodies of `batch` spans each; every copy of the ~10k template
+    spans gets fresh trace ids."""
     template = encode_spans(template_spans(flavor))
     spans_per_copy = sum(len(ss.spans) for rs in template.resource_spans for ss in rs.scope_spans)
     rng = random.Random(3)
@@ -82,6 +112,8 @@ def request_bodies(total_spans: int, batch: int, flavor: str = "genai") -> list[
 
 
 def _split(request: ExportTraceServiceRequest, batch: int) -> list[bytes]:
+    """The spans of `request` (in its order) as requests of `batch` spans, under its first
+    resource and scope."""
     out = []
     spans = [
         (rs, ss, s) for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans
@@ -97,6 +129,115 @@ def _split(request: ExportTraceServiceRequest, batch: int) -> list[bytes]:
     return out
 
 
+# --------------------------------------------------------------------------- the realistic mix
+
+
+def realistic_turns(seed: int) -> Iterator[scenarios.TurnPlan]:
+    """Endless, seeded demo turns: conversations of 1-6 turns, FAILURE_SHARE of the turns
+    a failure scenario or a tool error, the others clean scenarios."""
+    rng = random.Random(seed)
+    book = scenarios._customers(rng)
+    failing = (*scenarios.FAILURE_SCENARIOS, *scenarios.TOOL_ERROR_SCENARIOS)
+    session: scenarios._Session | None = None
+    while True:
+        if session is None or session.turns_left == 0:
+            session = scenarios._Session(
+                customer=rng.choice(book),
+                conversation_id=f"conv-{rng.getrandbits(48):012x}",
+                model=rng.choice(scenarios._MODELS),
+                turns_left=rng.randint(*CONVERSATION_TURNS),
+            )
+        session.turns_left -= 1
+        scenario = rng.choice(
+            failing if rng.random() < FAILURE_SHARE else scenarios.CLEAN_SCENARIOS
+        )
+        kind, script = scenarios.SCENARIOS[scenario]
+        other = rng.choice([c for c in book if c is not session.customer])
+        yield script(scenarios._TurnBuilder(rng, session, scenario, kind), other)
+
+
+def realistic_request(traces: int, seed: int) -> ExportTraceServiceRequest:
+    """`traces` realistic turns as one OTLP request (the SDK's export order: a trace's
+    spans as they end, root last), each padded to 6-30 spans (`pad_trace`)."""
+    exporter = InMemorySpanExporter()
+    turns = realistic_turns(seed)
+    writer = writer_for("genai")
+    provider = TracerProvider(resource=Resource.create({"service.name": SERVICE_NAMES["genai"]}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("pathgrade.demo")
+    now = time.time_ns()
+    for index in range(traces):
+        emit_turn(tracer, writer, next(turns), now + index * 1_000_000)
+    request = encode_spans(exporter.get_finished_spans())
+    rng = random.Random(seed + 1)
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            by_trace: dict[bytes, list[SpanProto]] = {}
+            for span in ss.spans:
+                by_trace.setdefault(span.trace_id, []).append(span)
+            padded = [s for spans in by_trace.values() for s in pad_trace(spans, rng)]
+            del ss.spans[:]
+            ss.spans.extend(padded)
+    return request
+
+
+def pad_trace(spans: list[SpanProto], rng: random.Random) -> list[SpanProto]:
+    """The trace's spans plus plain child spans of its model and tool calls (what HTTP and
+    database auto-instrumentation adds) up to a size drawn from SPANS_PER_TRACE, each
+    child just before its parent (it ends first)."""
+    target = rng.randint(*SPANS_PER_TRACE)
+    parents = [s for s in spans if s.parent_span_id]
+    children: dict[bytes, list[SpanProto]] = {}
+    for _ in range(max(0, target - len(spans))):
+        parent = rng.choice(parents)
+        children.setdefault(parent.span_id, []).append(_plain_child(parent, rng))
+    return [c for s in spans for c in (*children.get(s.span_id, ()), s)]
+
+
+def _plain_child(parent: SpanProto, rng: random.Random) -> SpanProto:
+    """An HTTP client span (under a model call) or a database query (under a tool call)
+    inside the parent's time."""
+    is_chat = parent.name.startswith("chat ")
+    length = parent.end_time_unix_nano - parent.start_time_unix_nano
+    start = parent.start_time_unix_nano + rng.randrange(max(1, length // 2))
+    if is_chat:
+        name, attributes = "POST", {
+            "http.request.method": "POST", "url.full": "https://api.openai.com/v1/chat/completions",
+            "server.address": "api.openai.com", "http.response.status_code": 200,
+        }  # fmt: skip
+    else:
+        name, attributes = "SELECT support.orders", {
+            "db.system.name": "postgresql", "db.collection.name": "orders",
+            "db.operation.name": "SELECT", "server.address": "db.internal",
+        }  # fmt: skip
+    return SpanProto(
+        trace_id=parent.trace_id, span_id=rng.randbytes(8), parent_span_id=parent.span_id,
+        name=name, kind=SpanProto.SPAN_KIND_CLIENT, start_time_unix_nano=start,
+        end_time_unix_nano=start + rng.randrange(1, max(2, length // 2)),
+        attributes=[KeyValue(key=k, value=_any(v)) for k, v in attributes.items()],
+    )  # fmt: skip
+
+
+def _any(value: str | int) -> AnyValue:
+    return AnyValue(int_value=value) if isinstance(value, int) else AnyValue(string_value=value)
+
+
+def realistic_bodies(total_spans: int, batch: int) -> list[bytes]:
+    """Realistic mix: request bodies of `batch` spans each, about `total_spans` spans in
+    all, every trace generated afresh (no trace or conversation repeats)."""
+    mean = sum(SPANS_PER_TRACE) / 2
+    return _split(realistic_request(max(1, round(total_spans / mean)), seed=5), batch)
+
+
+MIXES: dict[str, Callable[[int, int], list[bytes]]] = {
+    "realistic": realistic_bodies,
+    "demo": request_bodies,
+}
+
+
+# --------------------------------------------------------------------------- measuring
+
+
 def span_count(bodies: list[bytes]) -> int:
     return sum(
         len(ss.spans)
@@ -106,16 +247,33 @@ def span_count(bodies: list[bytes]) -> int:
     )
 
 
-def parse_rates(bodies: list[bytes], spans: int) -> tuple[float, float]:
-    """(protobuf parse spans/s, parse + canonical decode spans/s) on one core."""
-    started = time.perf_counter()
+def trace_count(bodies: list[bytes]) -> int:
+    return len(
+        {
+            span.trace_id
+            for body in bodies
+            for rs in ExportTraceServiceRequest.FromString(body).resource_spans
+            for ss in rs.scope_spans
+            for span in ss.spans
+        }
+    )
+
+
+def _cpu_now() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def parse_costs_us(bodies: list[bytes], spans: int) -> tuple[float, float]:
+    """CPU µs per span of (protobuf parse, parse + canonical decode) of the bodies."""
+    started = _cpu_now()
     for body in bodies:
         ExportTraceServiceRequest.FromString(body)
-    parse = spans / (time.perf_counter() - started)
-    started = time.perf_counter()
+    parse = (_cpu_now() - started) / spans * 1e6
+    started = _cpu_now()
     for body in bodies:
         decode_resource_spans(ExportTraceServiceRequest.FromString(body).resource_spans, "t", 1)
-    decode = spans / (time.perf_counter() - started)
+    decode = (_cpu_now() - started) / spans * 1e6
     return parse, decode
 
 
@@ -192,9 +350,6 @@ def _command(pid: int) -> str:
     return " ".join(words[:3])[:40]
 
 
-SENDERS = "bench senders"
-
-
 def cpu_seconds(pids: dict[int, str]) -> dict[str, float]:
     """User + system CPU seconds so far, per process (this bench included)."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -206,113 +361,210 @@ def cpu_seconds(pids: dict[int, str]) -> dict[str, float]:
             continue
         out[f"{name} [{pid}]"] = (int(fields[11]) + int(fields[12])) / tick
     times = os.times()
-    out[SENDERS] = times.user + times.system
+    out["bench senders + webhook"] = times.user + times.system
     return out
 
 
-class StackRun:
-    """One `pathgrade up` fed every body once: wall times and CPU per process."""
-
-    def __init__(self, spans: int, acked_s: float, queryable_s: float, cpu: dict[str, float]):
-        self.spans = spans
-        self.acked_s = acked_s
-        self.queryable_s = queryable_s
-        self.cpu = cpu
-
-    def cpu_per_span_us(self, role: str = "") -> float:
-        """CPU µs per span of the stack's processes whose name starts with `role` (all of
-        them: ""); the bench's own senders are left out."""
-        used = sum(
-            seconds
-            for name, seconds in self.cpu.items()
-            if name.startswith(role) and name != SENDERS
-        )
-        return used / self.spans * 1e6
+def role_of(process: str) -> str:
+    """The table row of a process name from `cpu_seconds` (`ROLES`, else "other")."""
+    for role, starts in (
+        ("collector", ("collector",)), ("store owner", ("store owner",)),
+        ("realtime", ("realtime",)), ("broker", ("broker", "tansu")),
+    ):  # fmt: skip
+        if process.startswith(starts):
+            return role
+    return "other"
 
 
-def run_stack(bodies: list[bytes], spans: int, args: argparse.Namespace, durable: bool) -> StackRun:
-    """Start `pathgrade up` (with the collector's durable log, or memory-only: the log
-    off, acknowledged once the bundled broker holds it), send every body, wait until
-    every span is queryable, stop it."""
-    data_dir = Path(tempfile.mkdtemp(prefix="pathgrade-bench-"))
-    collector_config = data_dir / "collector.yaml"
-    collector_config.write_text(f"durable_log: {str(durable).lower()}\n")
-    http_port = free_port()
-    stack = subprocess.Popen(
-        [sys.executable, "-m", "pathgrade.cli", "up", "--data-dir", str(data_dir),
-         "--grpc-port", "0", "--http-port", str(http_port), "--config", str(collector_config),
-         "--store-writer-nice", str(args.store_writer_nice)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+@dataclass(frozen=True)
+class Variant:
+    """One stack to measure: a label, the python of its checkout and extra `up` arguments."""
+
+    label: str
+    python: str
+    up_args: tuple[str, ...] = ()
+
+
+@dataclass
+class Run:
+    """One pass of the bodies through one variant's stack."""
+
+    variant: Variant
+    acked_s: float
+    stored_s: float
+    evaluated_s: float
+    cpu_s: dict[str, float] = field(default_factory=dict)  # role -> CPU seconds
+    alerts: int = 0
+    sampled: int = 0
+
+    @property
+    def sustained_s(self) -> float:
+        return max(self.stored_s, self.evaluated_s)
+
+
+def stored_all(store: RemoteStore, spans: int) -> bool:
+    """Every span is in the store: count() first (cheap, but a batch the writer inserted
+    twice counts twice until merged), then distinct span ids."""
+    if store.query("SELECT count() FROM spans").rows[0][0] < spans:
+        return False
+    return store.query("SELECT uniqExact(TraceId, SpanId) FROM spans").rows[0][0] >= spans
+
+
+def realtime_evaluated(data_dir: Path) -> tuple[int, int, int] | None:
+    """(traces evaluated for the first time, alerts, sampled) summed over the realtime
+    processes' latest status counters; None while one of them does not answer."""
     try:
-        assert stack.stdout is not None
-        for line in stack.stdout:
-            if "pathgrade is up" in line:
-                break
-        # Keep reading: the stack logs every alert, and a full pipe would stall it.
-        threading.Thread(target=stack.stdout.read, daemon=True).start()
+        workers = stack_status(data_dir)["snapshot"]["realtime"]
+    except (StatusUnavailable, KeyError):
+        return None
+    if not workers or any(w is None for w in workers):
+        return None
+    first = sum(w["traces_evaluated"] - w.get("re_evaluations", 0) for w in workers)
+    return first, sum(w["alerts"] for w in workers), sum(w["sampled"] for w in workers)
+
+
+def start_stack(variant: Variant, data_dir: Path, http_port: int, nice: int) -> subprocess.Popen:
+    """`pathgrade up` of the variant's checkout, its output drained to a log file."""
+    log = (data_dir / "stack.log").open("w")
+    stack = subprocess.Popen(
+        [variant.python, "-m", "pathgrade.cli", "up", "--data-dir", str(data_dir),
+         "--grpc-port", "0", "--http-port", str(http_port), "--store-writer-nice", str(nice),
+         "--status-every", "1", *variant.up_args],
+        stdout=log, stderr=subprocess.STDOUT, text=True, cwd=tempfile.gettempdir(),
+    )  # fmt: skip
+    while "pathgrade is up" not in (data_dir / "stack.log").read_text():
+        if stack.poll() is not None:
+            raise SystemExit(f"pathgrade up exited:\n{(data_dir / 'stack.log').read_text()}")
+        time.sleep(0.2)
+    return stack
+
+
+def run_once(variant: Variant, bodies: list[bytes], spans: int, traces: int, args) -> Run:
+    """Send the bodies through a fresh stack of `variant` and wait until it caught up."""
+    data_dir = Path(tempfile.mkdtemp(prefix="pathgrade-bench-"))
+    http_port = free_port()
+    stack = start_stack(variant, data_dir, http_port, args.store_writer_nice)
+    try:
         store = RemoteStore(json.loads((data_dir / "stack.json").read_text())["query_url"])
-        label = "durable log" if durable else "memory only"
-        print(f"{label}: sending {spans} spans in {len(bodies)} requests ...", flush=True)
         pids = process_tree(stack.pid, data_dir)
         cpu_before = cpu_seconds(pids)
         started = time.perf_counter()
         send_all(http_port, bodies, args.senders)
         acked = time.perf_counter() - started
-        while store.query("SELECT count() FROM spans").rows[0][0] < spans:
-            time.sleep(0.05)
-        elapsed = time.perf_counter() - started
+        stored_at = evaluated_at = None
+        counted = None
+        while stored_at is None or evaluated_at is None:
+            if time.perf_counter() - started > WAIT_LIMIT_S:
+                raise SystemExit(f"{variant.label}: the stack did not catch up in time")
+            now = time.perf_counter() - started
+            if stored_at is None and stored_all(store, spans):
+                stored_at = now
+            if evaluated_at is None and (counted := realtime_evaluated(data_dir)) is not None:
+                evaluated_at = now if counted[0] >= traces else None
+            time.sleep(0.1)
         cpu_after = cpu_seconds(pids)
     finally:
         stack.terminate()
-        stack.wait(timeout=120)
-    used = {name: cpu_after[name] - cpu_before.get(name, 0.0) for name in cpu_after}
-    return StackRun(spans, acked, elapsed, used)
+        stack.wait(timeout=180)
+    cpu: dict[str, float] = {}
+    for name, seconds in cpu_after.items():
+        if not name.startswith("bench"):
+            role = role_of(name)
+            cpu[role] = cpu.get(role, 0.0) + seconds - cpu_before.get(name, 0.0)
+    assert counted is not None
+    return Run(variant, acked, stored_at, evaluated_at, cpu, counted[1], counted[2])
 
 
-def print_run(label: str, run: StackRun) -> None:
-    print(f"{label}:")
-    print(f"  acknowledged by the collector  {run.spans / run.acked_s:,.0f} spans/s")
-    print(f"  end to end (queryable)         {run.spans / run.queryable_s:,.0f} spans/s")
-    print("  CPU until queryable, µs per span (the realtime process may still be catching up):")
-    for name, seconds in sorted(run.cpu.items(), key=lambda item: -item[1]):
-        if seconds > 0.05:
-            print(f"    {name:<45} {seconds / run.spans * 1e6:6.1f}")
+def report(runs: list[Run], spans: int, traces: int, parse_us: float, decode_us: float) -> None:
+    """The per-process table of every run, the sustained rates and the ratios."""
+    print(f"\n{spans} spans in {traces} traces ({spans / traces:.1f} spans per trace)")
+    print(f"parse only (protobuf)        {parse_us:6.2f} µs CPU per span")
+    print(f"parse + canonical decode     {decode_us:6.2f} µs CPU per span")
+    labels = [f"{r.variant.label}#{n}" for n, r in enumerate(runs, 1)]
+    print("\nCPU µs per span until stored and evaluated".ljust(44) + "".join(
+        f"{label:>14}" for label in labels))  # fmt: skip
+    rows = [*ROLES, "other"]
+    for role in rows:
+        values = [run.cpu_s.get(role, 0.0) / spans * 1e6 for run in runs]
+        if any(values):
+            print(f"  {role:<41}" + "".join(f"{v:14.1f}" for v in values))
+    totals = [sum(run.cpu_s.values()) / spans * 1e6 for run in runs]
+    print(f"  {'total':<41}" + "".join(f"{v:14.1f}" for v in totals))
+    print(f"  {'total / parse-only':<41}" + "".join(f"{v / parse_us:14.1f}" for v in totals))
+    for title, seconds in (
+        ("acknowledged by the collector, spans/s", lambda r: r.acked_s),
+        ("stored, spans/s", lambda r: r.stored_s),
+        ("evaluated by the realtime plane, spans/s", lambda r: r.evaluated_s),
+        ("sustained (stored and evaluated), spans/s", lambda r: r.sustained_s),
+    ):  # fmt: skip
+        print(f"{title:<43}" + "".join(f"{spans / seconds(r):14,.0f}" for r in runs))
+    print(f"{'alerts':<43}" + "".join(f"{r.alerts:14}" for r in runs))
+    print(f"{'traces sampled':<43}" + "".join(f"{r.sampled / traces:14.1%}" for r in runs))
+    by_label: dict[str, list[Run]] = {}
+    for run in runs:
+        by_label.setdefault(run.variant.label, []).append(run)
+    if len(by_label) == 2:
+        (base, base_runs), (label, new_runs) = by_label.items()
+        rate = sum(spans / r.sustained_s for r in new_runs) / len(new_runs)
+        base_rate = sum(spans / r.sustained_s for r in base_runs) / len(base_runs)
+        cpu = sum(sum(r.cpu_s.values()) for r in new_runs) / len(new_runs)
+        base_cpu = sum(sum(r.cpu_s.values()) for r in base_runs) / len(base_runs)
+        print(f"\nsustained rate {label} / {base}: {rate / base_rate:.2f}   "
+              f"CPU per span {label} / {base}: {cpu / base_cpu:.2f}")  # fmt: skip
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--spans", type=int, default=200_000)
-    parser.add_argument("--batch", type=int, default=512)
+    parser.add_argument("--mix", choices=sorted(MIXES), default="realistic")
+    parser.add_argument("--batch", type=int, default=512, help="spans per request")
     parser.add_argument("--senders", type=int, default=4)
+    parser.add_argument(
+        "--against", metavar="PYTHON",
+        help="also run the stack of the checkout this python belongs to (e.g. "
+        "/work/wt-main-base/.venv/bin/python), alternately with this one",
+    )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each variant")
     parser.add_argument(
         "--store-writer-nice", type=int,
         default=StackOptions.model_fields["store_writer_niceness"].default,
         help="passed to pathgrade up: 0 lets the store writer compete with the realtime "
         "plane instead of yielding to it",
     )  # fmt: skip
+    parser.add_argument(
+        "--up-arg", action="append", default=[],
+        help="an extra `pathgrade up` argument for this checkout's stack (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--durable-cost", action="store_true",
+        help="this checkout twice: memory only (the collector's durable_log off) against the "
+        "durable log (the embedded default), for the durable log's cost",
+    )  # fmt: skip
     args = parser.parse_args()
 
-    print("preparing requests ...", flush=True)
-    bodies = request_bodies(args.spans, args.batch)
-    spans = span_count(bodies)
-    parse, decode = parse_rates(bodies, spans)
-    memory = run_stack(bodies, spans, args, durable=False)
-    durable = run_stack(bodies, spans, args, durable=True)
-
-    end_to_end = spans / durable.queryable_s
-    print(f"spans                          {spans}")
-    print(f"parse only (protobuf)          {parse:,.0f} spans/s")
-    print(f"parse + canonical decode       {decode:,.0f} spans/s")
-    print_run("memory only (durable_log: false)", memory)
-    print_run("durable log (the embedded default)", durable)
-    print(f"ratio end-to-end / parse-only  {end_to_end / parse:.3f}")
-    print(f"ratio end-to-end / decode      {end_to_end / decode:.3f}")
-    collector = durable.cpu_per_span_us("collector") / memory.cpu_per_span_us("collector")
-    whole = durable.cpu_per_span_us() / memory.cpu_per_span_us()
-    print(f"ratio durable / memory only, CPU per span: collector {collector:.3f}, "
-          f"whole stack {whole:.3f}")  # fmt: skip
-    print(f"ratio durable / memory only, acknowledged rate {memory.acked_s / durable.acked_s:.3f}")
+    print(f"preparing {args.mix} requests ...", flush=True)
+    bodies = MIXES[args.mix](args.spans, args.batch)
+    spans, traces = span_count(bodies), trace_count(bodies)
+    parse_us, decode_us = parse_costs_us(bodies, spans)
+    variants = [Variant("this", sys.executable, tuple(args.up_arg))]
+    if args.against:
+        variants.insert(0, Variant("against", args.against))
+    elif args.durable_cost:
+        memory_only = Path(tempfile.mkdtemp(prefix="pathgrade-bench-")) / "memory-only.yaml"
+        memory_only.write_text("durable_log: false\n")
+        variants = [
+            Variant("memory only", sys.executable, ("--config", str(memory_only), *args.up_arg)),
+            Variant("durable log", sys.executable, tuple(args.up_arg)),
+        ]
+    runs = []
+    for round_ in range(args.rounds):
+        for variant in variants:
+            print(f"round {round_ + 1}: {variant.label} ({variant.python}): sending {spans} "
+                  f"spans in {len(bodies)} requests ...", flush=True)  # fmt: skip
+            runs.append(run_once(variant, bodies, spans, traces, args))
+    report(runs, spans, traces, parse_us, decode_us)
 
 
 if __name__ == "__main__":

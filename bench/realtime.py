@@ -13,7 +13,7 @@ scenarios, and the CPU each process of the stack used; and the in-process cost o
 detector run over a 10-span trace (the baseline measured in the same run).
 
     python bench/realtime.py [--rates 10000,5000,2500] [--seconds 20] [--senders 4]
-                             [--realtime-workers N]
+                             [--realtime-workers N] [--mix demo|realistic]
 """
 
 from __future__ import annotations
@@ -33,7 +33,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingest import cpu_seconds, post_from_threads, process_tree, template_spans
+from ingest import (
+    cpu_seconds,
+    post_from_threads,
+    process_tree,
+    realistic_request,
+    template_spans,
+)
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
@@ -96,9 +102,10 @@ class TemplateTrace:
     spans: int
 
 
-def template_traces() -> list[TemplateTrace]:
-    """The demo traces as OTLP, one ResourceSpans per trace."""
-    request = encode_spans(template_spans())
+def template_traces(mix: str = "demo") -> list[TemplateTrace]:
+    """The traces of a mix (bench/ingest.py's `demo` or `realistic`) as OTLP, one
+    ResourceSpans per trace."""
+    request = encode_spans(template_spans()) if mix == "demo" else realistic_request(2000, seed=1)
     by_trace: dict[bytes, ResourceSpans] = {}
     for rs in request.resource_spans:
         for ss in rs.scope_spans:
@@ -373,6 +380,11 @@ def main() -> None:
         "first seconds after start pay one-off connection and metadata set-up)",
     )  # fmt: skip
     parser.add_argument(
+        "--mix", choices=("demo", "realistic"), default="demo",
+        help="bench/ingest.py's mixes: the demo deck, or realistic traffic (5%% failures, "
+        "6-30 spans per trace)",
+    )  # fmt: skip
+    parser.add_argument(
         "--realtime-workers", type=int, default=1,
         help="realtime processes `pathgrade up` runs (more than one share conversation turns)",
     )  # fmt: skip
@@ -380,7 +392,7 @@ def main() -> None:
     rates = [float(r) for r in args.rates.split(",")]
 
     print("preparing demo traces ...", file=sys.stderr, flush=True)
-    templates = template_traces()
+    templates = template_traces(args.mix)
     detector = detector_cost_us(templates)
     receiver = Receiver()
     threading.Thread(target=receiver.serve_forever, daemon=True).start()

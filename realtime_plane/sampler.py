@@ -13,7 +13,7 @@ import hashlib
 from pathgrade.realtime_plane.config import SamplerRates
 from pathgrade.realtime_plane.evaluate import Evaluation
 from pathgrade.schemas.genai import NEGATIVE_FEEDBACK, OP_EXECUTE_TOOL, PG_FEEDBACK
-from pathgrade.schemas.model import Span, Trace
+from pathgrade.schemas.model import Trace
 from pathgrade.schemas.sampled import SampledTrace
 
 
@@ -23,8 +23,8 @@ def hash_unit(trace_id: str) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
-def _negative(span: Span) -> bool:
-    value = span.attributes.get(PG_FEEDBACK)
+def _negative(value: object) -> bool:
+    """A `pathgrade.feedback` value that says the user was unhappy."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return value < 0
     return isinstance(value, str) and value.lower() in NEGATIVE_FEEDBACK
@@ -38,7 +38,8 @@ def _flags(trace: Trace, rates: SamplerRates) -> dict[str, float]:
         flags["tool_error"] = rates.tool_error
     if len(tools) > rates.long_trajectory_tool_calls:
         flags["long_trajectory"] = rates.long_trajectory
-    if any(_negative(s) for s in trace.spans):
+    feedback = (s.attributes.get(PG_FEEDBACK) for s in trace.spans)
+    if any(_negative(value) for value in feedback if value is not None):
         flags["negative_feedback"] = rates.negative_feedback
     return flags
 

@@ -18,6 +18,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pathgrade.schemas.conventions import eval_context, genai_fields
 from pathgrade.schemas.otlp import any_value, attributes_dict, decode_spans_message
 
 TRACE_ID = bytes.fromhex("0AF7651916CD43DD8448EB211C80319C")
@@ -207,3 +208,42 @@ def test_spans_from_the_official_sdk_decode_to_the_expected_fields() -> None:
     assert [(e.name, e.attributes) for e in decoded_chat.events] == [
         ("gen_ai.choice", {"index": 0})
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "attributes"),
+    [
+        ("POST", {"http.request.method": "POST", "http.response.status_code": 200}),
+        ("SELECT orders", {"db.system.name": "postgresql", "pathgrade.run.id": "run-1"}),
+        ("POST", {"http.request.method": "POST", "gen_ai.request.model": "gpt-4o"}),
+        ("POST", {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o"}),
+        ("POST", {"traceloop.span.kind": "tool", "traceloop.entity.name": "lookup"}),
+        ("chat gpt-4o", {"http.request.method": "POST"}),
+        ("execute_tool lookup", {}),
+        ("", {"gen_ai.conversation.id": "c-1"}),
+    ],
+)
+def test_spans_without_genai_keys_decode_as_genai_fields_reads_them(
+    name: str, attributes: dict[str, object]
+) -> None:
+    """The decoder's shortcut for spans with no key `genai_fields` reads (and no operation
+    in their name) gives what `genai_fields` and `eval_context` give, errors included."""
+    data = TracesData()
+    span = (
+        data.resource_spans.add()
+        .scope_spans.add()
+        .spans.add(
+            trace_id=TRACE_ID,
+            span_id=ROOT_ID,
+            name=name,
+            status=Status(code=Status.STATUS_CODE_ERROR),
+        )
+    )
+    for key, value in attributes.items():
+        typed = {"int_value": value} if isinstance(value, int) else {"string_value": value}
+        span.attributes.append(_kv(key, **typed))
+    (decoded,) = decode_spans_message(data.SerializeToString(), "t", 0)
+    expected = genai_fields(name, attributes)
+    expected.error_type = expected.error_type or "_OTHER"
+    assert decoded.genai == expected
+    assert decoded.eval == eval_context(attributes)

@@ -1,0 +1,168 @@
+"""CPU per span of the realtime plane's processing and output path, in one process.
+
+Turns bench/ingest.py's requests (realistic mix by default) into what the collector
+publishes (validate, redact with facts, group by trace: `pathgrade.spans` values with
+tenant and receive-time headers), then hands them to a `RealtimePlane` as its Kafka poll
+would (decode, assemble, evaluate every trace, sample, emit alerts, samples and turn
+digests through the plane's producer to a bundled Tansu broker), polling the plane's
+loop body with an injected clock so every trace is due on the next poll. No consumer
+fetch is measured: what the plane does with what it read, and its outputs. CPU is the
+process's (every thread: the producer's sender included), per span, best of `--rounds`;
+in the same run the parse-only cost of the same values is the baseline of the ratio.
+
+    python bench/realtime_cpu.py [--spans 50000] [--mix realistic|demo] [--rounds 3]
+                                 [--profile FILE.prof]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ingest import MIXES
+from kafka import TopicPartition
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+from pathgrade.collector.facts import FactMaker
+from pathgrade.collector.grouping import group_by_trace
+from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.collector.validate import validate_request
+from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
+from pathgrade.schemas.fingerprints import FactSecret
+from pathgrade.schemas.pii import PiiScanner
+from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
+
+from pathgrade.stack.broker import LocalBroker, ensure_topics
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """What the plane reads of a Kafka record."""
+
+    value: bytes
+    headers: list[tuple[str, bytes]]
+    offset: int
+
+
+def published(bodies: list[bytes]) -> list[Message]:
+    """The `pathgrade.spans` records the collector publishes for these requests."""
+    redactor = Redactor(RedactionConfig(), FactMaker(FactSecret(os.urandom(32)), PiiScanner()))
+    out: list[Message] = []
+    for body in bodies:
+        request = ExportTraceServiceRequest.FromString(body)
+        validate_request(request)
+        redactor.redact(request)
+        headers = [(TENANT_HEADER, b"default"), (RECEIVED_AT_HEADER, str(time.time_ns()).encode())]
+        out += [Message(m.value, headers, len(out) + n) for n, m in enumerate(
+            group_by_trace(request).messages)]  # fmt: skip
+    return out
+
+
+class _Clock:
+    """The plane's clock: a second past its quiet window on every reading after `add`."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Records:
+    """A consumer standing in for Kafka's: `poll` hands out the next chunk of records."""
+
+    def __init__(self, messages: list[Message], per_poll: int) -> None:
+        self.partition = TopicPartition(SPANS_TOPIC, 0)
+        self.chunks = [messages[i : i + per_poll] for i in range(0, len(messages), per_poll)]
+
+    def poll(self, timeout_ms: int = 0) -> dict[TopicPartition, list[Message]]:
+        return {self.partition: self.chunks.pop(0)} if self.chunks else {}
+
+    def commit(self, offsets: Any) -> None:
+        pass
+
+
+def run_plane(bootstrap: str, messages: list[Message], profile: cProfile.Profile | None) -> float:
+    """CPU seconds the plane spends on `messages` (every trace evaluated, outputs sent and
+    flushed)."""
+    config = RealtimeConfig(bootstrap_servers=bootstrap, turns_topic=None)
+    clock = _Clock()
+    plane = RealtimePlane(config, clock=clock)
+    plane.start()  # the producer (and a consumer we do not use)
+    plane._stop.set()
+    assert plane._thread is not None
+    plane._thread.join()
+    assert plane.consumer is not None
+    plane.consumer.close()
+    plane.consumer = _Records(messages, 2000)  # type: ignore[assignment]
+    plane.assigned = {0}
+    started = time.process_time()
+    if profile:
+        profile.enable()
+    while plane.consumer.chunks:  # type: ignore[attr-defined]
+        plane.poll_once()
+        clock.now += 10.0  # every trace of the poll is quiet on the next one
+    plane.poll_once()
+    assert plane.producer is not None
+    plane.producer.flush()
+    if profile:
+        profile.disable()
+    cpu = time.process_time() - started
+    evaluated = plane.counters_.traces_evaluated
+    print(f"  {evaluated} traces evaluated, {plane.counters_.alerts} alerts, "
+          f"{plane.counters_.sampled} sampled", flush=True)  # fmt: skip
+    plane.producer.close()
+    plane.producer = None
+    return cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--spans", type=int, default=50_000)
+    parser.add_argument("--mix", choices=sorted(MIXES), default="realistic")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--profile", metavar="FILE", help="cProfile the last round to FILE")
+    args = parser.parse_args()
+
+    bodies = MIXES[args.mix](args.spans, 512)
+    messages = published(bodies)
+    spans = sum(
+        len(ss.spans)
+        for m in messages
+        for rs in TracesData.FromString(m.value).resource_spans
+        for ss in rs.scope_spans
+    )
+    started = time.process_time()
+    for m in messages:
+        TracesData.FromString(m.value)
+    parse_us = (time.process_time() - started) / spans * 1e6
+    broker = LocalBroker()
+    broker.start()
+    try:
+        ensure_topics(broker.bootstrap)
+        costs = []
+        for round_ in range(args.rounds):
+            profile = cProfile.Profile() if args.profile and round_ == args.rounds - 1 else None
+            costs.append(run_plane(broker.bootstrap, messages, profile) / spans * 1e6)
+            if profile:
+                profile.dump_stats(args.profile)
+    finally:
+        broker.stop()
+    best = min(costs)
+    print(f"{spans} spans in {len(messages)} messages ({args.mix} mix)")
+    print(f"parse only        {parse_us:7.2f} µs CPU per span")
+    print(f"realtime plane    {best:7.2f} µs CPU per span (best of "
+          f"{', '.join(f'{c:.1f}' for c in costs)})")  # fmt: skip
+    print(f"ratio to parse    {best / parse_us:7.1f}")
+
+
+if __name__ == "__main__":
+    main()
