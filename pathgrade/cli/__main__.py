@@ -1,7 +1,17 @@
-"""`python -m pathgrade.cli`: the command line."""
+"""`python -m pathgrade.cli` and the `pathgrade` executable: the command line."""
 
 import sys
 
-from pathgrade.cli.main import main
 
-sys.exit(main())
+def run() -> int:
+    """`main.main`, and exit code 130 without a traceback for a Ctrl-C that comes while the
+    command line is still being imported."""
+    try:
+        from pathgrade.cli.main import main
+    except KeyboardInterrupt:
+        return 130
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(run())

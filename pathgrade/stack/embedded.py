@@ -21,8 +21,9 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -198,9 +199,10 @@ class Stack:
         """Check the settings, take the data directory (stopping what an earlier stack on
         it left running), then start the broker, the store owner, the realtime processes
         and the collector; on any failure, stop what started and raise."""
-        check_collector(self._collector_config())
-        check_realtime(self._realtime_settings())
-        check_policy(self.options.policy)
+        with _interrupt_after():  # pydantic would wrap a KeyboardInterrupt raised inside
+            check_collector(self._collector_config())
+            check_realtime(self._realtime_settings())
+            check_policy(self.options.policy)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         FactSecret.load_or_create(facts_key_file(self.data_dir))  # offline scoring reads it too
         self.store = StoreOwner(
@@ -658,6 +660,24 @@ def _let_go_of_log(spill_dir: Path, sent: int) -> None:
         log_file.mark_drained(sent)
     finally:
         log_file.close()
+
+
+@contextmanager
+def _interrupt_after() -> Iterator[None]:
+    """Hold back SIGINT until the block is done, then raise KeyboardInterrupt if it came
+    (in the main thread; elsewhere the block runs as is). Library code that wraps the
+    exceptions it sees (pydantic building a model) then never turns Ctrl-C into an error."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    interrupted: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: interrupted.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def _all_reached(

@@ -4,12 +4,14 @@ each problem named by the flag or the file field that set it."""
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from pathgrade.cli.support import CliError, collector_args, collector_settings
-from pathgrade.stack.embedded import Stack
+from pathgrade.stack.embedded import Stack, _interrupt_after
 from pathgrade.stack.options import StackOptions
 from pathgrade.stack.settings import StackSettingsError, check_collector, check_policy
 
@@ -56,3 +58,15 @@ def test_the_stack_refuses_bad_settings_before_it_takes_the_directory(tmp_path: 
     with pytest.raises(StackSettingsError, match="realtime settings: max_spans"):
         stack.start()
     assert not data_dir.exists()  # no broker, store or process was started
+
+
+def test_ctrl_c_during_the_settings_checks_comes_after_them_as_keyboard_interrupt() -> None:
+    """pydantic wraps what is raised while it builds a model: Ctrl-C must not land there."""
+    from pydantic import create_model
+
+    built = []
+    with pytest.raises(KeyboardInterrupt), _interrupt_after():
+        os.kill(os.getpid(), signal.SIGINT)
+        built.append(create_model("Checked", severity=(str, "high"))())
+    assert [model.severity for model in built] == ["high"]  # the block ran to its end
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
