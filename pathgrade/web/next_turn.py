@@ -18,7 +18,7 @@ from pathgrade.batch_plane.edge.recommend import recommend_next
 from pathgrade.batch_plane.edge.simulation import MANIFEST_SPAN
 from pathgrade.batch_plane.edge.store import EdgeRunNotFound, load_manifest, run_metrics
 from pathgrade.batch_plane.edge.traffic import graph_walks
-from pathgrade.batch_plane.store.trace_rows import load_trace
+from pathgrade.batch_plane.store.trace_rows import load_traces
 from pathgrade.schemas.agent_graph import AgentGraph, load_graph
 from pathgrade.web.store_reads import ReadStore, viewing
 
@@ -56,11 +56,12 @@ class NextTurn:
     reason: str = ""
 
 
-def turn_paths(store: ReadStore, tenant: str, trace_ids: list[str]) -> list[list[str]]:
+def turn_paths(store: ReadStore, trace_ids: list[str]) -> list[list[str]]:
     """The graph nodes each turn of the conversation visited (its latest turns, in order;
-    turns without a node span are left out)."""
-    traces = [load_trace(store, tenant, trace_id) for trace_id in trace_ids[-MAX_TURNS_WALKED:]]  # type: ignore[arg-type]
-    return [walk.nodes for walk in graph_walks([t for t in traces if t is not None], "turn")]
+    turns without a node span are left out), in one query: the caller's `viewing` scope
+    keeps it to the conversation's tenant."""
+    traces = load_traces(store, trace_ids[-MAX_TURNS_WALKED:])  # type: ignore[arg-type]
+    return [walk.nodes for walk in graph_walks(traces, "turn")]
 
 
 def _steps(graph: AgentGraph, turns: list[list[str]], utility: dict[str, Any]) -> list[TurnStep]:
@@ -95,7 +96,7 @@ def next_turn(
 ) -> NextTurn:
     """The advice for the conversation whose turns are `trace_ids` (oldest first)."""
     with viewing(tenant):  # the conversation's tenant only, also for a loopback viewer
-        turns = turn_paths(store, tenant, trace_ids)
+        turns = turn_paths(store, trace_ids)
         path = [node for nodes in turns for node in nodes]
         if not path:
             return NextTurn(path, reason="no turn of this conversation has a graph node span")
