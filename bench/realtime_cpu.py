@@ -80,11 +80,14 @@ class _Records:
     """A consumer standing in for Kafka's: `poll` hands out the next chunk of records."""
 
     def __init__(self, messages: list[Message], per_poll: int) -> None:
-        self.partition = TopicPartition(SPANS_TOPIC, 0)
+        self.only = TopicPartition(SPANS_TOPIC, 0)
         self.chunks = [messages[i : i + per_poll] for i in range(0, len(messages), per_poll)]
 
     def poll(self, timeout_ms: int = 0) -> dict[TopicPartition, list[Message]]:
-        return {self.partition: self.chunks.pop(0)} if self.chunks else {}
+        return {self.only: self.chunks.pop(0)} if self.chunks else {}
+
+    def partition(self, number: int) -> TopicPartition:
+        return TopicPartition(SPANS_TOPIC, number)
 
     def commit(self, offsets: Any) -> None:
         pass
