@@ -8,7 +8,9 @@ digests through the plane's producer to a bundled Tansu broker), polling the pla
 loop body with an injected clock so every trace is due on the next poll. No consumer
 fetch is measured: what the plane does with what it read, and its outputs. CPU is the
 process's (every thread: the producer's sender included), per span, best of `--rounds`;
-in the same run the parse-only cost of the same values is the baseline of the ratio.
+in the same run the parse-only cost of the same values is the baseline of the ratio. The
+process collects garbage on pathgrade's timer, as the realtime process does
+(`pathgrade/stack/gc_schedule.py`; Python's default thresholds cost 10-25% more here).
 
     python bench/realtime_cpu.py [--spans 50000] [--mix realistic|demo] [--rounds 3]
                                  [--profile FILE.prof]
@@ -41,6 +43,7 @@ from pathgrade.schemas.pii import PiiScanner
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
 
 from pathgrade.stack.broker import LocalBroker, ensure_topics
+from pathgrade.stack.gc_schedule import schedule_full_collections
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +138,7 @@ def main() -> None:
     parser.add_argument("--profile", metavar="FILE", help="cProfile the last round to FILE")
     args = parser.parse_args()
 
+    schedule_full_collections()
     bodies = MIXES[args.mix](args.spans, 512)
     messages = published(bodies)
     spans = sum(
