@@ -6,10 +6,10 @@ import re
 
 import pytest
 from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.schemas.cluster_ddl import REPLICA_PATH
 from pathgrade.schemas.migrations import (
     CLUSTER_COMMENT,
     MIGRATIONS_TABLE,
-    REPLICA_PATH,
     ClusterMismatch,
     Migration,
     bundled_migrations,

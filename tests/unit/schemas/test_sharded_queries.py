@@ -39,8 +39,8 @@ from pathgrade.schemas.migrations import (
     bundled_migrations,
     migrate,
     migration_ddl,
-    recorded_layout,
     migrations_table_comment,
+    recorded_layout,
 )
 from pathgrade.schemas.store import QueryResult
 from starlette.testclient import TestClient
@@ -157,12 +157,14 @@ def twin_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwinStore]:
 
 def test_sharded_ddl_keeps_every_statement_and_matches_the_deploy_file() -> None:
     plain, sharded = migration_ddl(), migration_ddl("pathgrade", shards=True)
-    assert SHARDED_DDL.read_text() == sharded  # pathgrade migrate --cluster pathgrade --shards --print-sql
+    # regenerate: pathgrade migrate --cluster pathgrade --shards --print-sql
+    assert SHARDED_DDL.read_text() == sharded
     for table, key in SHARDING_KEYS.items():
         local = local_name(table)
         assert f"CREATE TABLE IF NOT EXISTS {local} ON CLUSTER 'pathgrade'" in sharded
-        assert (f"CREATE TABLE IF NOT EXISTS {table} ON CLUSTER 'pathgrade' AS {local}\n"
-                f"ENGINE = Distributed('pathgrade', currentDatabase(), {local}, {key})") in sharded  # fmt: skip
+        distributed = f"Distributed('pathgrade', currentDatabase(), {local}, {key})"
+        create = f"CREATE TABLE IF NOT EXISTS {table} ON CLUSTER 'pathgrade' AS {local}\n"
+        assert f"{create}ENGINE = {distributed}" in sharded
     for table in EVERYWHERE:
         assert f"CREATE TABLE IF NOT EXISTS {table} ON CLUSTER 'pathgrade'\n" in sharded
     created = re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", plain)
@@ -229,6 +231,10 @@ def test_every_query_of_the_ui_gate_delivery_and_cli_answers_the_same_on_shards(
     store.query(f"SELECT Version FROM {MIGRATIONS_TABLE} FINAL ORDER BY Version")
     assert len(set(store.queries)) >= 40, len(set(store.queries))
     assert store.differences == []
+    for table in ("spans", "trace_roots", "span_counts", "scores", "spans_trace_id_ts"):
+        count = "SELECT count() FROM {} WHERE Tenant = 'a'"
+        held = store.sharded.query(count.format(local_name(table))).rows[0][0]
+        assert held == store.plain.query(count.format(table)).rows[0][0] > 0, table
 
 
 def test_a_sharded_store_keeps_its_layout_for_later_migrations(store: TwinStore) -> None:
