@@ -17,7 +17,6 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import clickhouse_connect
@@ -28,7 +27,7 @@ from pathgrade.batch_plane.evaluation.gate_inputs import (
     run_usage,
     trace_calls,
 )
-from pathgrade.batch_plane.store.client import READER_SETTINGS, ClientStore, QueryError
+from pathgrade.batch_plane.store.client import ClientStore, QueryError, open_client_store
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
 from pathgrade.realtime_plane.delivery import AlertBacklog, latest_numbers
 from pathgrade.realtime_plane.sinks import SEQ_COLUMNS
@@ -127,17 +126,6 @@ class TwinStore:
         return rejected
 
 
-def _store(path: Path, database: str) -> ClientStore:
-    """A ClientStore on `database` of the chDB store at `path` (writer, reader, tenants)."""
-
-    def session(settings: dict[str, Any] | None = None) -> Any:
-        return clickhouse_connect.get_client(
-            dsn=f"chdb://{path}", database=database, settings=settings
-        )
-
-    return ClientStore(session(), session(READER_SETTINGS), open_reader=session)
-
-
 @pytest.fixture(scope="module", name="store")
 def twin_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwinStore]:
     """The unsharded store (database `plain`) and the sharded one (database `sharded`,
@@ -146,7 +134,9 @@ def twin_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwinStore]:
     boot = clickhouse_connect.get_client(dsn=f"chdb://{path}")
     for database in ("plain", "sharded"):
         boot.command(f"CREATE DATABASE IF NOT EXISTS {database}")
-    plain, sharded = _store(path, "plain"), _store(path, "sharded")
+    plain, sharded = (
+        open_client_store(f"chdb://{path}?database={db}") for db in ("plain", "sharded")
+    )
     migrate(plain.client)
     migrate(OneServer(sharded.client), cluster="pathgrade", shards=True)
     yield TwinStore(plain, sharded)
@@ -235,6 +225,20 @@ def test_every_query_of_the_ui_gate_delivery_and_cli_answers_the_same_on_shards(
         count = "SELECT count() FROM {} WHERE Tenant = 'a'"
         held = store.sharded.query(count.format(local_name(table))).rows[0][0]
         assert held == store.plain.query(count.format(table)).rows[0][0] > 0, table
+
+
+def test_sub_queries_on_shards_read_the_shards_own_rows_in_every_session(
+    store: TwinStore, seeded: dict[str, list[str]]
+) -> None:
+    """distributed_product_mode = 'local' (SESSION_SETTINGS) in the writer's, the reader's
+    and a tenant's session, set before the reader's read-only mode."""
+    setting = "SELECT getSetting('distributed_product_mode'), getSetting('readonly')"
+    assert store.sharded.query(setting).rows == [["local", 0]]
+    assert store.sharded.query(setting, readonly=True).rows == [["local", 1]]
+    assert store.sharded.query(setting, tenant="a").rows == [["local", 1]]
+    tenants = "SELECT DISTINCT Tenant FROM spans_local ORDER BY Tenant"
+    assert store.sharded.query(tenants).rows == [["a"], ["b"]]
+    assert store.sharded.query(tenants, tenant="a").rows == [["a"]]  # local tables filtered
 
 
 def test_a_sharded_store_keeps_its_layout_for_later_migrations(store: TwinStore) -> None:
