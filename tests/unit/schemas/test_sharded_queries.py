@@ -45,6 +45,7 @@ from pathgrade.schemas.store import QueryResult
 from starlette.testclient import TestClient
 
 from pathgrade.cli.alerts import alerts_query
+from pathgrade.cli.main import main
 from tests.support.paths import REPO_ROOT
 from tests.unit.pathgrade.web.test_web_pages import FORM, client, seeded, tokens_client
 
@@ -165,6 +166,15 @@ def test_sharded_ddl_keeps_every_statement_and_matches_the_deploy_file() -> None
         assert "\nFROM spans_local\n" in statement and re.search(r" TO \w+_local AS", statement)
     assert "ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY TTL" not in sharded
     assert "ALTER TABLE spans_local ON CLUSTER 'pathgrade' MODIFY TTL" in sharded
+
+
+def test_the_cli_prints_the_sharded_ddl_and_refuses_shards_without_a_cluster(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["migrate", "--cluster", "pathgrade", "--shards", "--print-sql"]) == 0
+    assert capsys.readouterr().out == SHARDED_DDL.read_text()
+    assert main(["migrate", "--shards", "--print-sql"]) == 2
+    assert "--shards needs --cluster NAME" in capsys.readouterr().err
 
 
 def test_sharding_keys_keep_a_traces_rows_and_a_rows_duplicates_together() -> None:
