@@ -240,12 +240,15 @@ def test_every_query_of_the_ui_gate_delivery_and_cli_answers_the_same_on_shards(
 def test_sub_queries_on_shards_read_the_shards_own_rows_in_every_session(
     store: TwinStore, seeded: dict[str, list[str]]
 ) -> None:
-    """distributed_product_mode = 'local' (SESSION_SETTINGS) in the writer's, the reader's
-    and a tenant's session, set before the reader's read-only mode."""
-    setting = "SELECT getSetting('distributed_product_mode'), getSetting('readonly')"
-    assert store.sharded.query(setting).rows == [["local", 0]]
-    assert store.sharded.query(setting, readonly=True).rows == [["local", 1]]
-    assert store.sharded.query(setting, tenant="a").rows == [["local", 1]]
+    """SESSION_SETTINGS in the writer's, the reader's and a tenant's session, set before
+    the reader's read-only mode; the local tables are filtered by tenant too."""
+    setting = (
+        "SELECT getSetting('distributed_product_mode'), "
+        "getSetting('distributed_foreground_insert'), getSetting('readonly')"
+    )
+    assert store.sharded.query(setting).rows == [["local", True, 0]]
+    assert store.sharded.query(setting, readonly=True).rows == [["local", True, 1]]
+    assert store.sharded.query(setting, tenant="a").rows == [["local", True, 1]]
     tenants = "SELECT DISTINCT Tenant FROM spans_local ORDER BY Tenant"
     assert store.sharded.query(tenants).rows == [["a"], ["b"]]
     assert store.sharded.query(tenants, tenant="a").rows == [["a"]]  # local tables filtered
