@@ -34,12 +34,14 @@ from pathgrade.realtime_plane.sinks import SEQ_COLUMNS
 from pathgrade.schemas.alerts import ALERT_COLUMNS
 from pathgrade.schemas.cluster_ddl import EVERYWHERE, SHARDING_KEYS, TRACE_KEY, local_name
 from pathgrade.schemas.migrations import (
+    CONTENT_COLUMNS,
     MIGRATIONS_TABLE,
     bundled_migrations,
     migrate,
     migration_ddl,
     migrations_table_comment,
     recorded_layout,
+    set_retention,
 )
 from pathgrade.schemas.store import QueryResult
 from starlette.testclient import TestClient
@@ -262,3 +264,9 @@ def test_a_sharded_store_keeps_its_layout_for_later_migrations(store: TwinStore)
     later = bundled_migrations()[-1]
     with pytest.raises(Exception, match="sharded cluster pathgrade"):
         migrate(OneServer(client), [later], cluster="pathgrade")  # not replicated
+    set_retention(OneServer(client), 3, 30)  # `pathgrade migrate --retention-days` on shards
+    query = "SELECT create_table_query FROM system.tables WHERE name = {name:String} AND "
+    query += "database = currentDatabase()"
+    local = client.query(query, parameters={"name": "spans_local"}).result_rows[0][0]
+    assert "toDateTime(ReceivedAt) + toIntervalDay(30)" in local
+    assert local.count("TTL toDateTime(ReceivedAt) + toIntervalDay(3)") == len(CONTENT_COLUMNS)
