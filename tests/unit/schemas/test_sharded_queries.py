@@ -181,7 +181,8 @@ def test_the_cli_prints_the_sharded_ddl_and_refuses_shards_without_a_cluster(
 
 def test_sharding_keys_keep_a_traces_rows_and_a_rows_duplicates_together() -> None:
     """A trace's rows share one key; each key reads only columns of the table's dedup key,
-    or columns those determine (ScoreId and a finding's AlertKey hash the trace id)."""
+    or columns those determine (ScoreId and a finding's AlertKey hash the trace id; whether
+    an AlertKey is a coverage gap's, read from Details, is fixed by the key)."""
     trace_tables = ("spans", "spans_trace_id_ts", "trace_roots", "scores")
     assert all(SHARDING_KEYS[t] == TRACE_KEY for t in trace_tables)
     assert "TraceId" in SHARDING_KEYS["alerts"] and "AlertKey" in SHARDING_KEYS["alerts"]
@@ -200,9 +201,11 @@ def test_every_query_of_the_ui_gate_delivery_and_cli_answers_the_same_on_shards(
     tokens_client: TestClient,
 ) -> None:  # fmt: skip
     now = time.time_ns()
+    gap = '{"coverage_gap": true}'  # the third: a coverage gap's, sharded by its AlertKey
     numbered = [[f"seq-{n}", "a", "PG110", "orphan-write", "high", "violation", "r",
-                 seeded["a"][n], "", "svc", "agent", "", "medium", "default", "{}", 0,
-                 now, now, now + n, 3, n + 1] for n in range(3)]  # fmt: skip
+                 seeded["a"][n], "", "svc", "agent", "", "medium", "default",
+                 gap if n == 2 else "{}", 0, now, now, now + n, 3, n + 1]
+                for n in range(3)]  # fmt: skip
     store.insert_encodable("alerts", numbered, [*ALERT_COLUMNS, *SEQ_COLUMNS])
     assert store.sharded.query("SELECT count() FROM alerts_local FINAL").rows[0][0] == 5
     spans = store.plain.query(f"SELECT {', '.join(SPAN_COLUMNS)} FROM spans LIMIT 3").rows
