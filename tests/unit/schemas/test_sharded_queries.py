@@ -1,8 +1,8 @@
 """The sharded layout (`pathgrade migrate --cluster NAME --shards`) on chDB: its DDL is
 drift-tested against deploy/clickhouse/sharded.sql, applied to one chDB server, and every
 query pathgrade runs over the browser UI's seeded data (tests/unit/pathgrade/web), the
-gate's inputs, webhook delivery and `pathgrade alerts` runs on it and on the unsharded store
-with the same rows, and must answer the same.
+gate's inputs, webhook delivery, the judge's cache and `pathgrade alerts` runs on it and on
+the unsharded store with the same rows, and must answer the same.
 
 chDB is one server and knows no cluster: each `Distributed('pathgrade', db, X_local, key)`
 table is created as `remote('127.0.0.1', db, X_local, key)`, the same Distributed storage
@@ -27,6 +27,8 @@ from pathgrade.batch_plane.evaluation.gate_inputs import (
     run_usage,
     trace_calls,
 )
+from pathgrade.batch_plane.scoring.calibration import calibration_status
+from pathgrade.batch_plane.scoring.judge import JudgeCache, Usage, Verdict
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, open_client_store
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
 from pathgrade.realtime_plane.delivery import AlertBacklog, latest_numbers
@@ -46,6 +48,7 @@ from pathgrade.schemas.migrations import (
 from pathgrade.schemas.store import QueryResult
 from starlette.testclient import TestClient
 
+from pathgrade.cli.alert_follow import follow_query
 from pathgrade.cli.alerts import alerts_query
 from pathgrade.cli.main import main
 from tests.support.paths import REPO_ROOT
@@ -233,6 +236,11 @@ def test_every_query_of_the_ui_gate_delivery_and_cli_answers_the_same_on_shards(
     assert latest_numbers(store) == {3: 3} and backlog.cursors() == {3: 2}
     assert [n for n, _ in backlog.read(3, 1, 3, 10)] == [1, 2, 3]
     store.query(*alerts_query(None, "PG110", 50), readonly=True)
+    assert len(store.query(follow_query("PG110"), {"since": 0, "code": "PG110"}).rows) == 5
+    cache = JudgeCache(store)  # the judge's cache, sharded by its own key
+    cache.put("key-1", "judge-model", "rubric@1", Verdict(score=1, explanation="ok"), Usage(9))
+    assert cache.get("key-1") and cache.get("key-2") is None
+    assert calibration_status(store, "judge-model", "rubric@1") is False
     store.query(f"SELECT Version FROM {MIGRATIONS_TABLE} FINAL ORDER BY Version")
     assert len(set(store.queries)) >= 40, len(set(store.queries))
     assert store.differences == []
