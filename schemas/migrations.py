@@ -95,6 +95,7 @@ class Layout:
         return [on_cluster(statement, self.cluster)]
 
     def describe(self) -> str:
+        """The layout in words, for an error message."""
         if self.cluster is None:
             return "one server (no cluster)"
         return f"{'sharded ' if self.shards else ''}cluster {self.cluster}"
@@ -168,12 +169,6 @@ def recorded_layout(comment: str | None) -> Layout:
         if comment and comment.startswith(prefix):
             return Layout(comment[len(prefix) :], shards)
     return Layout()
-
-
-def recorded_cluster(comment: str | None) -> str | None:
-    """The cluster a store was migrated for (replicated or sharded), from its migrations
-    table's comment (None: one server, or not migrated yet)."""
-    return recorded_layout(comment).cluster
 
 
 def migrations_table_comment(client: ClickHouseClient) -> str | None:
