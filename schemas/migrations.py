@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Protocol
 
+from pathgrade.schemas.cluster_ddl import on_cluster, on_shards
+
 MIGRATIONS_TABLE = "pathgrade_migrations"
 
 _MIGRATIONS_TABLE_DDL = f"""
@@ -31,15 +33,8 @@ ORDER BY Version
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 CLUSTER_COMMENT = "pathgrade migrations, replicated on cluster "
 """The migrations table's comment on a cluster, followed by the cluster's name."""
-REPLICA_PATH = "/clickhouse/tables/{shard}/{database}/{table}"
-"""ZooKeeper/Keeper path of each replicated table ({shard}, {replica}: server macros)."""
-_CLUSTER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-_CREATED = re.compile(
-    r"^(\s*(?:CREATE\s+(?:TABLE|(?:MATERIALIZED\s+)?VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
-    r"|ALTER\s+TABLE\s+)[\w.`]+)",
-    re.I,
-)
-_ENGINE = re.compile(r"\bENGINE\s*=\s*(?!Replicated)(\w*MergeTree)\b(?:\(([^()]*)\))?", re.I)
+SHARDED_COMMENT = "pathgrade migrations, sharded on cluster "
+"""The migrations table's comment on a sharded cluster (`--shards`), then its name."""
 
 
 CONTENT_COLUMNS = (
@@ -79,35 +74,51 @@ class Migration:
         return [s.strip() for s in re.split(r";\s*$", body, flags=re.M) if s.strip()]
 
 
-def on_cluster(statement: str, cluster: str) -> str:
-    """`statement` for a replicated cluster: `ON CLUSTER` after the name of the table or
-    view it creates or alters, and each MergeTree engine as its Replicated twin at
-    REPLICA_PATH. Raises ValueError for a cluster name that is not an identifier."""
-    if not _CLUSTER_NAME.match(cluster):
-        raise ValueError(f"cluster: expected a ClickHouse cluster name, got {cluster!r}")
-    if not _CREATED.match(statement):
-        return statement  # inserts and selects run where the client is connected
-    statement = _CREATED.sub(rf"\1 ON CLUSTER '{cluster}'", statement, count=1)
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where a store's tables live: one server (no cluster), a replicated `cluster`, or
+    with `shards` a sharded one (schemas.cluster_ddl)."""
 
-    def replicated(engine: re.Match[str]) -> str:
-        arguments = [f"'{REPLICA_PATH}'", "'{replica}'"] + ([engine[2]] if engine[2] else [])
-        return f"ENGINE = Replicated{engine[1]}({', '.join(arguments)})"
+    cluster: str | None = None
+    shards: bool = False
 
-    return _ENGINE.sub(replicated, statement)
+    def __post_init__(self) -> None:
+        if self.shards and self.cluster is None:
+            raise ValueError("shards: sharded tables need a cluster (--cluster NAME)")
+
+    def statements(self, statement: str) -> list[str]:
+        """`statement` as it runs on this layout."""
+        if self.cluster is None:
+            return [statement]
+        if self.shards:
+            return on_shards(statement, self.cluster)
+        return [on_cluster(statement, self.cluster)]
+
+    def describe(self) -> str:
+        """The layout in words, for an error message."""
+        if self.cluster is None:
+            return "one server (no cluster)"
+        return f"{'sharded ' if self.shards else ''}cluster {self.cluster}"
 
 
-def migrations_table_ddl(cluster: str | None) -> str:
-    """The migrations table's DDL, for one server or (replicated, commented) a cluster."""
+def migrations_table_ddl(cluster: str | None, shards: bool = False) -> str:
+    """The migrations table's DDL, for one server or (replicated, commented) a cluster;
+    on a sharded cluster it is replicated on every server (cluster_ddl.EVERYWHERE)."""
     if cluster is None:
         return _MIGRATIONS_TABLE_DDL
-    return on_cluster(_MIGRATIONS_TABLE_DDL, cluster) + f"COMMENT '{CLUSTER_COMMENT}{cluster}'"
+    [ddl] = Layout(cluster, shards).statements(_MIGRATIONS_TABLE_DDL)
+    return ddl + f"COMMENT '{SHARDED_COMMENT if shards else CLUSTER_COMMENT}{cluster}'"
 
 
-def migration_ddl(cluster: str | None = None, migrations: list[Migration] | None = None) -> str:
-    """Every DDL statement `migrate(client, cluster=cluster)` runs on an empty database."""
+def migration_ddl(
+    cluster: str | None = None, migrations: list[Migration] | None = None, shards: bool = False
+) -> str:
+    """Every DDL statement `migrate(client, cluster=cluster, shards=shards)` runs on an
+    empty database."""
     migrations = bundled_migrations() if migrations is None else migrations
-    statements = [migrations_table_ddl(cluster).strip()] + [
-        on_cluster(s, cluster) if cluster else s for m in migrations for s in m.statements()
+    layout = Layout(cluster, shards)
+    statements = [migrations_table_ddl(cluster, shards).strip()] + [
+        laid for m in migrations for s in m.statements() for laid in layout.statements(s)
     ]
     return "".join(f"{s};\n\n" for s in statements)
 
@@ -116,10 +127,12 @@ def retention_ddl(
     content_days: int = DEFAULT_CONTENT_RETENTION_DAYS,
     retention_days: int = DEFAULT_RETENTION_DAYS,
     cluster: str | None = None,
+    shards: bool = False,
 ) -> list[str]:
     """The statements that keep captured content `content_days` and span rows (with
     their facts) `retention_days`, counted from when the collector received each span
-    (`ReceivedAt`); ValueError unless 1 <= content_days <= retention_days."""
+    (`ReceivedAt`); ValueError unless 1 <= content_days <= retention_days. On a sharded
+    cluster they apply to the local tables."""
     if not 1 <= content_days <= retention_days:
         raise ValueError(
             f"retention: content must be kept 1 day or more and no longer than the rows "
@@ -134,7 +147,8 @@ def retention_ddl(
         f"ALTER TABLE spans MODIFY TTL toDateTime(ReceivedAt) + INTERVAL {retention_days} DAY",
         f"ALTER TABLE spans_trace_id_ts MODIFY TTL toDateTime(End) + INTERVAL {retention_days} DAY",
     ]
-    return [on_cluster(s, cluster) if cluster else s for s in statements]
+    layout = Layout(cluster, shards)
+    return [laid for s in statements for laid in layout.statements(s)]
 
 
 def set_retention(
@@ -143,17 +157,18 @@ def set_retention(
     retention_days: int = DEFAULT_RETENTION_DAYS,
 ) -> None:
     """Apply `retention_ddl` to a migrated store (on its cluster when it has one)."""
-    cluster = recorded_cluster(migrations_table_comment(client))
-    for statement in retention_ddl(content_days, retention_days, cluster):
+    layout = recorded_layout(migrations_table_comment(client))
+    for statement in retention_ddl(content_days, retention_days, layout.cluster, layout.shards):
         client.command(statement)
 
 
-def recorded_cluster(comment: str | None) -> str | None:
-    """The cluster a store was migrated for, from its migrations table's comment (None: one
-    server, or not migrated yet)."""
-    if comment and comment.startswith(CLUSTER_COMMENT):
-        return comment[len(CLUSTER_COMMENT) :]
-    return None
+def recorded_layout(comment: str | None) -> Layout:
+    """The layout a store was migrated for, from its migrations table's comment (no
+    cluster: one server, or not migrated yet)."""
+    for prefix, shards in ((CLUSTER_COMMENT, False), (SHARDED_COMMENT, True)):
+        if comment and comment.startswith(prefix):
+            return Layout(comment[len(prefix) :], shards)
+    return Layout()
 
 
 def migrations_table_comment(client: ClickHouseClient) -> str | None:
@@ -175,9 +190,11 @@ def bundled_migrations() -> list[Migration]:
     return sorted(found, key=lambda m: m.version)
 
 
-def applied_versions(client: ClickHouseClient, cluster: str | None = None) -> dict[int, str]:
+def applied_versions(
+    client: ClickHouseClient, cluster: str | None = None, shards: bool = False
+) -> dict[int, str]:
     """Version -> checksum of every migration already applied."""
-    client.command(migrations_table_ddl(cluster))
+    client.command(migrations_table_ddl(cluster, shards))
     rows = client.query(f"SELECT Version, Checksum FROM {MIGRATIONS_TABLE} FINAL").result_rows
     return {int(version): checksum for version, checksum in rows}
 
@@ -186,38 +203,41 @@ def migrate(
     client: ClickHouseClient,
     migrations: list[Migration] | None = None,
     cluster: str | None = None,
+    shards: bool = False,
 ) -> list[Migration]:
     """Apply every migration not yet applied, in order; return the ones applied now. With
-    `cluster`, or on a store migrated for a cluster, every statement runs `on_cluster`.
+    `cluster` (and `shards`), or on a store migrated for a cluster, every statement is
+    laid out for it (`Layout.statements`).
 
     A migration whose recorded checksum differs from the shipped file is an error: shipped
-    migrations are immutable, a change is a new migration. So is a `cluster` other than
-    the one the store was migrated for (ClusterMismatch).
+    migrations are immutable, a change is a new migration. So is a layout other than the
+    one the store was migrated for (ClusterMismatch).
     """
     migrations = bundled_migrations() if migrations is None else migrations
     comment = migrations_table_comment(client)
-    recorded = recorded_cluster(comment)
-    if cluster is not None and recorded != cluster and comment is not None:
-        where = f"cluster {recorded}" if recorded else "one server (no cluster)"
+    recorded, asked = recorded_layout(comment), Layout(cluster, shards)
+    if cluster is not None and recorded != asked and comment is not None:
+        flags = f"--cluster {cluster}{' --shards' if shards else ''}"
         raise ClusterMismatch(
-            f"--cluster {cluster}: this database was migrated for {where}; "
-            "its tables cannot be moved onto a cluster by migrating again"
+            f"{flags}: this database was migrated for {recorded.describe()}; "
+            "its tables cannot be moved onto another layout by migrating again"
         )
-    cluster = cluster or recorded
-    done = applied_versions(client, cluster)
+    layout = asked if cluster is not None else recorded
+    done = applied_versions(client, layout.cluster, layout.shards)
     applied = []
     for migration in migrations:
-        recorded = done.get(migration.version)
-        if recorded is not None:
-            if recorded != migration.checksum:
+        checksum = done.get(migration.version)
+        if checksum is not None:
+            if checksum != migration.checksum:
                 raise RuntimeError(
                     f"migration {migration.version:04d}_{migration.name} was applied with "
-                    f"checksum {recorded} but the shipped file has {migration.checksum}; "
+                    f"checksum {checksum} but the shipped file has {migration.checksum}; "
                     "shipped migrations must not change, add a new one"
                 )
             continue
         for statement in migration.statements():
-            client.command(on_cluster(statement, cluster) if cluster else statement)
+            for laid in layout.statements(statement):
+                client.command(laid)
         client.command(
             f"INSERT INTO {MIGRATIONS_TABLE} (Version, Name, Checksum) VALUES "
             f"({migration.version}, '{migration.name}', '{migration.checksum}')"

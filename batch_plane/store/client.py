@@ -18,6 +18,14 @@ from pathgrade.schemas.store import QueryResult, RejectedRow
 
 READER_SETTINGS = {"readonly": 1}
 """The reader session's settings, set when it opens: no statement run there can lift them."""
+SESSION_SETTINGS = {"distributed_product_mode": "local", "insert_distributed_sync": 1}
+"""Every session's settings, set first; no effect on one server. On a sharded store
+(`pathgrade migrate --shards`, schemas/cluster_ddl.py): a sub-query on a Distributed table
+inside a query on one reads each shard's local table, right for the trace-keyed tables,
+which keep a trace on one shard (a query relating alerts to traces says GLOBAL IN
+instead); and an insert into a Distributed table returns once every shard holds its rows
+(`distributed_foreground_insert`, named so older servers know it too), so the store
+writer commits its Kafka offsets only for rows the shards have."""
 
 
 class QueryError(RuntimeError):
@@ -197,9 +205,12 @@ def open_client_store(dsn: str) -> ClientStore:
 
 def connect(dsn: str, settings: dict[str, Any] | None = None) -> Any:
     """A clickhouse-connect client for `dsn` (`chdb:///path`, `http(s)://...` or
-    `clickhouse://user:password@host:port/database`), its session opened with `settings`."""
+    `clickhouse://user:password@host:port/database`), its session opened with
+    SESSION_SETTINGS and `settings`."""
     try:
-        client = clickhouse_connect.get_client(dsn=dsn, settings=settings)
+        client = clickhouse_connect.get_client(
+            dsn=dsn, settings={**SESSION_SETTINGS, **(settings or {})}
+        )
         client.query("SELECT 1")
     except Exception as exc:  # the driver raises several unrelated types
         raise StoreUnavailable(f"cannot reach ClickHouse at {redact_dsn(dsn)}: {exc}") from exc

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from pathgrade.schemas.cluster_ddl import SHARDING_KEYS, local_name
+
 TENANT_TABLES = (
     "spans", "spans_trace_id_ts", "trace_roots", "span_counts", "alerts", "scores", "datasets",
     "dataset_items", "runs", "gates", "gate_rows",
 )  # fmt: skip
 """Every table with a Tenant column (migrations 0001-0009)."""
+FILTERED_TABLES = TENANT_TABLES + tuple(local_name(t) for t in TENANT_TABLES if t in SHARDING_KEYS)
+"""The tables a tenant's reads are filtered on: on a sharded store also the local tables,
+which a sub-query reads on each shard (`distributed_product_mode = 'local'`)."""
 SETTING = "additional_table_filters"
 
 
@@ -24,7 +29,7 @@ def _quoted(text: str) -> str:
 def tenant_filters(tenant: str) -> str:
     """The `additional_table_filters` value keeping `tenant`'s rows of every tenant table."""
     condition = _quoted(f"Tenant = {_quoted(tenant)}")
-    return "{" + ", ".join(f"{_quoted(table)}: {condition}" for table in TENANT_TABLES) + "}"
+    return "{" + ", ".join(f"{_quoted(table)}: {condition}" for table in FILTERED_TABLES) + "}"
 
 
 def tenant_settings(tenant: str | None) -> dict[str, Any]:

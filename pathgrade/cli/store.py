@@ -42,6 +42,11 @@ def register(commands: Any) -> None:
         "with a Replicated engine; later migrations follow it",
     )  # fmt: skip
     migrate.add_argument(
+        "--shards", action="store_true",
+        help="with --cluster: a sharded cluster; span, trace, score and alert tables are "
+        "Distributed over replicated local tables, sharded by trace id (docs/scale.md)",
+    )  # fmt: skip
+    migrate.add_argument(
         "--print-sql", action="store_true",
         help="print the DDL for an empty database instead of applying it (no store needed)",
     )  # fmt: skip
@@ -85,15 +90,17 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.store.client import ClientStore
     from pathgrade.schemas.migrations import MIGRATIONS_TABLE, migration_ddl, set_retention
 
+    if args.shards and not args.cluster:
+        raise CliError("--shards needs --cluster NAME: the shards are those of a cluster")
     if args.print_sql:
         try:
-            print(migration_ddl(args.cluster), end="")
+            print(migration_ddl(args.cluster, shards=args.shards), end="")
         except ValueError as exc:
             raise CliError(f"--{exc}") from exc
         return 0
     retention = retention_of(args)
     if args.cluster:
-        return _migrate_cluster(args.clickhouse, args.cluster, retention)
+        return _migrate_cluster(args.clickhouse, args.cluster, args.shards, retention)
     with cli_store(args, must_exist=False) as store:
         if retention is not None:
             if not isinstance(store, ClientStore):
@@ -110,9 +117,10 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def _migrate_cluster(
-    clickhouse: str | None, cluster: str, retention: tuple[int, int] | None
+    clickhouse: str | None, cluster: str, shards: bool, retention: tuple[int, int] | None
 ) -> int:
-    """`pathgrade migrate --cluster`: straight to the server, every statement ON CLUSTER."""
+    """`pathgrade migrate --cluster [--shards]`: straight to the server, every statement
+    ON CLUSTER (sharded with `shards`)."""
     from clickhouse_connect.driver.exceptions import ClickHouseError
 
     from pathgrade.batch_plane.store.client import StoreUnavailable, connect
@@ -125,7 +133,7 @@ def _migrate_cluster(
     except StoreUnavailable as exc:
         raise CliError(str(exc)) from exc
     try:
-        applied = migrate(client, cluster=cluster)
+        applied = migrate(client, cluster=cluster, shards=shards)
         if retention is not None:
             set_retention(client, *retention)
     except (ClusterMismatch, ValueError) as exc:
@@ -135,5 +143,5 @@ def _migrate_cluster(
     finally:
         client.close()
     names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied) or "none (up to date)"
-    print(f"migrations applied on cluster {cluster}: {names}")
+    print(f"migrations applied on {'sharded ' if shards else ''}cluster {cluster}: {names}")
     return 0

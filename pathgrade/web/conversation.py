@@ -28,9 +28,10 @@ class Turn:
 
 
 def load_conversation(store: ReadStore, viewer: Viewer, conversation_id: str) -> list[Turn]:
-    """The turns of `conversation_id` the viewer may see, oldest first."""
+    """The turns of `conversation_id` the viewer may see, oldest first (GLOBAL IN: on a
+    sharded store a coverage gap's alert may be on another shard than its trace)."""
     chosen = (
-        "(Tenant, TraceId) IN (SELECT Tenant, TraceId FROM spans "
+        "(Tenant, TraceId) GLOBAL IN (SELECT Tenant, TraceId FROM spans "
         f"WHERE {viewer.where('Tenant')} AND GenAIConversationId = {{conversation:String}})"
     )
     values = {"conversation": conversation_id, **viewer.parameters}

@@ -272,15 +272,15 @@ def _root_filters(query: TraceQuery, viewer: Viewer, prices: PriceTable) -> _Sql
     if query.severity:
         alert_conditions.append("Severity = {severity:String}")
         sql.parameters["severity"] = query.severity
-    if alert_conditions or query.has_alert:
+    if alert_conditions or query.has_alert:  # GLOBAL: an alert may be on another shard
         conditions = alert_conditions or ["Kind = 'violation'"]
         sql.add(
-            f"(Tenant, TraceId) IN (SELECT Tenant, TraceId FROM alerts FINAL "
+            f"(Tenant, TraceId) GLOBAL IN (SELECT Tenant, TraceId FROM alerts FINAL "
             f"WHERE {viewer.where('Tenant')} AND {' AND '.join(conditions)})"
         )
     if query.has_alert is False:
         sql.add(
-            "(Tenant, TraceId) NOT IN (SELECT Tenant, TraceId FROM alerts FINAL "
+            "(Tenant, TraceId) GLOBAL NOT IN (SELECT Tenant, TraceId FROM alerts FINAL "
             f"WHERE {viewer.where('Tenant')} AND Kind = 'violation')"
         )
     if query.has_score is not None:

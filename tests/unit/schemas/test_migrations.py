@@ -6,10 +6,10 @@ import re
 
 import pytest
 from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.schemas.cluster_ddl import REPLICA_PATH
 from pathgrade.schemas.migrations import (
     CLUSTER_COMMENT,
     MIGRATIONS_TABLE,
-    REPLICA_PATH,
     ClusterMismatch,
     Migration,
     bundled_migrations,
@@ -17,7 +17,7 @@ from pathgrade.schemas.migrations import (
     migration_ddl,
     migrations_table_comment,
     on_cluster,
-    recorded_cluster,
+    recorded_layout,
 )
 
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
@@ -92,12 +92,12 @@ def test_a_store_migrated_for_a_cluster_keeps_migrating_on_it(store: ClientStore
     """Later migrations follow the cluster the migrations table records; asking for another
     cluster than the one recorded is refused."""
     client = store.client
-    assert recorded_cluster(migrations_table_comment(client)) is None
+    assert recorded_layout(migrations_table_comment(client)).cluster is None
     with pytest.raises(ClusterMismatch, match="one server"):
         migrate(client, cluster="prod")
     client.command(f"ALTER TABLE {MIGRATIONS_TABLE} MODIFY COMMENT '{CLUSTER_COMMENT}prod'")
     try:
-        assert recorded_cluster(migrations_table_comment(client)) == "prod"
+        assert recorded_layout(migrations_table_comment(client)).cluster == "prod"
         later = Migration(99, "later", "CREATE TABLE IF NOT EXISTS t99 (a UInt8) "
                                        "ENGINE = MergeTree ORDER BY a;")  # fmt: skip
         with pytest.raises(Exception, match="cluster 'prod'"):  # chDB has no cluster 'prod'
