@@ -29,7 +29,7 @@ class Turn:
 
 def load_conversation(store: ReadStore, viewer: Viewer, conversation_id: str) -> list[Turn]:
     """The turns of `conversation_id` the viewer may see, oldest first (GLOBAL IN: on a
-    sharded store a coverage gap's alert may be on another shard than its trace)."""
+    sharded store a conversation's traces live on several shards)."""
     chosen = (
         "(Tenant, TraceId) GLOBAL IN (SELECT Tenant, TraceId FROM spans "
         f"WHERE {viewer.where('Tenant')} AND GenAIConversationId = {{conversation:String}})"
