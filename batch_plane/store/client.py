@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime
 import decimal
 import ipaddress
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import clickhouse_connect
+from clickhouse_connect.driver._chdbclient import ChdbClient
 from clickhouse_connect.driver.exceptions import DataError
 from pathgrade.batch_plane.store.reads import PARSE_SQL, clickhouse_reason, parse_reason, refusal
 from pathgrade.batch_plane.store.tenancy import tenant_settings
@@ -142,6 +144,25 @@ class ClientStore:
     ) -> list[RejectedRow]:
         """Insert the rows the store can encode (`insert_halving`); returns the others."""
         return insert_halving(lambda part: self.insert(table, part, column_names), rows)
+
+    def insert_select(
+        self, statement: Callable[[str], str], data: bytes, settings: dict[str, Any]
+    ) -> None:
+        """Run `statement(source)`, an `INSERT ... SELECT ... FROM source`, where `source`
+        reads `data` in the statement's input format: a server's `input(...)` with the data
+        sent along, or (embedded chDB, which takes no data with a statement) `file(...)`
+        over a temporary copy. `statement` is given "input" or "file:PATH"."""
+        try:
+            with self.lock:
+                if isinstance(self.client, ChdbClient):
+                    with tempfile.NamedTemporaryFile(suffix=".pathgrade-insert") as copy:
+                        copy.write(data)
+                        copy.flush()
+                        self.client.command(statement(f"file:{copy.name}"), settings=settings)
+                else:
+                    self.client.command(statement("input"), data=data, settings=settings)
+        except Exception as exc:
+            raise QueryError(f"insert failed: {str(exc).strip()}") from exc
 
 
 def _run(

@@ -1,0 +1,345 @@
+"""The store's insert path on ClickHouse's own Protobuf parsing.
+
+The store writer hands a batch of `pathgrade.spans` values to ClickHouse as they came,
+length-delimited, each with the tenant and receive time appended as two extra protobuf
+fields (`schemas.otlp_proto`), in one `INSERT INTO spans SELECT ... FROM input(...)`
+whose SELECT computes every column `span_rows.span_row` computes in Python: ids as hex,
+attribute maps as text, content split out, GenAI and evaluation columns
+(`schemas.genai_sql`, compiled from the same mapping as the Python decoder).
+
+The SQL reads a subset of what OTLP can carry; `sql_readable(traces)` says whether a
+message is inside it, and the writer sends the others through the Python decoder
+(counted). Outside the subset: attribute values nested past arrays/maps of scalars, maps
+and arrays of floats or of strings that need JSON escaping, floats whose text is not
+plain decimal, repeated keys, non-string values of the keys GenAI fields are read from,
+counts that are not ints or ASCII digits, flattened message keys (`gen_ai.prompt.N.*`,
+`llm.input_messages.N.*`), times past the store's range. Every message is parsed in
+Python first (upb), so a malformed one never reaches, and never fails, a batch insert.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from google.protobuf.internal.encoder import _VarintBytes
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+from pathgrade.batch_plane.store.client import ClientStore, QueryError
+from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
+from pathgrade.schemas import genai as g
+from pathgrade.schemas import genai_mapping as m
+from pathgrade.schemas.genai_sql import SQL_COUNT_KEYS, SQL_TEXT_KEYS, genai_columns, quote
+from pathgrade.schemas.model import MAX_TIME_NS
+from pathgrade.schemas.otlp_proto import (
+    RECEIVED_AT_FIELD,
+    ROOT_MESSAGE,
+    TENANT_FIELD,
+    spans_value_proto,
+    spans_value_structure,
+)
+
+PROTOBUF_SETTINGS: dict[str, str | int] = {
+    "format_schema_source": "string",
+    "format_schema_message_name": ROOT_MESSAGE,
+    "input_format_protobuf_oneof_presence": 1,
+}
+"""Settings of the insert besides `format_schema` (the generated .proto's text)."""
+
+_TENANT_TAG = _VarintBytes(TENANT_FIELD[1] << 3 | 2)
+_RECEIVED_AT_TAG = _VarintBytes(RECEIVED_AT_FIELD[1] << 3 | 0)
+
+
+def framed_value(value: bytes, tenant: str, received_at_ns: int) -> bytes:
+    """`value` with tenant and receive time appended, length-delimited for the insert."""
+    tenant_bytes = tenant.encode()
+    value += _TENANT_TAG + _VarintBytes(len(tenant_bytes)) + tenant_bytes
+    value += _RECEIVED_AT_TAG + _VarintBytes(received_at_ns)
+    return _VarintBytes(len(value)) + value
+
+
+@dataclass(slots=True)
+class PendingMessage:
+    """A parsed `pathgrade.spans` value pending insert: by the store's SQL (the value as
+    it came) or decoded in Python (from `traces`, parsed once)."""
+
+    value: bytes
+    traces: TracesData
+    tenant: str
+    received_at_ns: int
+    spans: int
+    sql_readable: bool  # False: certainly outside what the SQL reads (`may_be_sql_readable`)
+
+
+def pending_message(value: bytes, tenant: str, received_at_ns: int) -> PendingMessage:
+    """`value` parsed; raises ValueError, as the Python decoder does, on bytes that are not
+    OTLP TracesData, so a malformed value never fails a batch insert."""
+    traces = TracesData()
+    try:
+        traces.ParseFromString(value)
+    except DecodeError as error:
+        raise ValueError(f"pathgrade.spans message value: not OTLP TracesData: {error}") from error
+    spans = sum(len(s.spans) for r in traces.resource_spans for s in r.scope_spans)
+    return PendingMessage(
+        value, traces, tenant, received_at_ns, spans, may_be_sql_readable(value)
+    )
+
+
+def insert_sql_messages(
+    store: ClientStore, messages: list[PendingMessage]
+) -> list[PendingMessage]:
+    """Insert `messages` with one statement; when the SQL refuses one (`REFUSED`), halve
+    until the refused ones are found, and return them (insert those in Python). Other
+    errors propagate (halves already inserted are inserted again on a retry, which the
+    ReplacingMergeTree absorbs)."""
+    data = b"".join(framed_value(m.value, m.tenant, m.received_at_ns) for m in messages)
+    try:
+        store.insert_select(insert_statement, data, protobuf_settings())
+    except QueryError as exc:
+        if REFUSED not in str(exc):
+            raise
+        if len(messages) == 1:
+            return messages
+        middle = len(messages) // 2
+        return insert_sql_messages(store, messages[:middle]) + insert_sql_messages(
+            store, messages[middle:]
+        )
+    return []
+
+
+# --- what the SQL reads --------------------------------------------------------------------
+
+_FLATTENED_PREFIXES = tuple(p.encode() for p in m.FLATTENED_PREFIXES)
+REFUSED = "pathgrade: a span outside the SQL subset"
+"""The error the insert raises (throwIf) when a message is outside what the SQL reads."""
+
+
+def may_be_sql_readable(value: bytes) -> bool:
+    """False for a message the SQL certainly does not read (flattened message keys); the
+    SQL itself refuses the rest of what it does not read (`REFUSED`)."""
+    return not any(prefix in value for prefix in _FLATTENED_PREFIXES)
+
+
+def _plain_value(value: str) -> str:
+    """SQL: the AnyValue tuple's text is spelled as Python spells it (a scalar, a plain
+    decimal float, an array of scalars whose JSON needs no escaping)."""
+    item_plain = (
+        f"x.value IN ('bool_value', 'int_value', 'bytes_value', '') OR "
+        f"(x.value = 'string_value' AND match(x.string_value, {quote(_JSON_PLAIN_RE)}))"
+    )
+    return (
+        f"({value}.value IN ('string_value', 'bool_value', 'int_value', 'bytes_value', '') "
+        f"OR ({value}.value = 'double_value' AND {_plain_float(f'{value}.double_value')}) "
+        f"OR ({value}.value = 'array_value' AND arrayAll(x -> {item_plain}, "
+        f"{value}.array_value.values)))"
+    )
+
+
+_JSON_PLAIN_RE = r"^[ !#-\[\]-~]*$"  # printable ASCII but the quote and the backslash
+_COUNT_RE = "^[0-9]{0,19}$"
+_NOT_ASCII_RE = r"[^\x00-\x7F]"
+
+
+def _plain_float(number: str) -> str:
+    return (
+        f"(isFinite({number}) AND NOT ({number} = 0 AND 1 / {number} < 0) "
+        f"AND abs({number}) < 1e15 "
+        f"AND (abs({number}) >= 1e-4 OR {number} = floor({number})))"
+    )
+
+
+def _plain_attributes(key_values: str) -> str:
+    """SQL: no repeated key, every value `_plain_value`."""
+    return (
+        f"(length(arrayDistinct(arrayMap(kv -> kv.key, {key_values}))) = length({key_values}) "
+        f"AND arrayAll(kv -> {_plain_value('kv.value')}, {key_values}))"
+    )
+
+
+def _readable() -> str:
+    """SQL: the span is inside what this SQL reads (the module docstring)."""
+    text_keys = "[" + ", ".join(quote(k) for k in sorted(SQL_TEXT_KEYS)) + "]"
+    count_keys = "[" + ", ".join(quote(k) for k in sorted(SQL_COUNT_KEYS)) + "]"
+    typed = (
+        f"arrayAll(kv -> (NOT has({text_keys}, kv.key) OR kv.value.value IN ('string_value', '')) "
+        f"AND (NOT has({count_keys}, kv.key) OR kv.value.value IN ('int_value', '') "
+        f"OR (kv.value.value = 'string_value' AND match(kv.value.string_value, {quote(_COUNT_RE)}))), "
+        "sp.attributes)"
+    )
+    oi_kind = f"pg_strings[indexOf(pg_keys, {quote(g.OI_SPAN_KIND)})]"
+    return " AND ".join((
+        f"sp.start_time_unix_nano <= {MAX_TIME_NS}",
+        f"arrayAll(ev -> ev.time_unix_nano <= {MAX_TIME_NS} AND {_plain_attributes('ev.attributes')}, sp.events)",
+        f"arrayAll(ln -> {_plain_attributes('ln.attributes')}, sp.links)",
+        _plain_attributes("sp.attributes"),
+        _plain_attributes("rs.resource.attributes"),
+        "arrayAll(kv -> kv.key != 'service.name' OR kv.value.value = 'string_value', rs.resource.attributes)",
+        typed,
+        f"NOT match({oi_kind}, {quote(_NOT_ASCII_RE)})",
+    ))  # fmt: skip
+
+
+# --- the SQL ------------------------------------------------------------------------------
+
+
+def _value_text(value: str) -> str:
+    """SQL: the stored text of an AnyValue tuple (span_rows.attribute_text)."""
+    return (
+        f"multiIf({value}.value = 'string_value', {value}.string_value, "
+        f"{value}.value = 'bool_value', if({value}.bool_value, 'true', 'false'), "
+        f"{value}.value = 'int_value', toString({value}.int_value), "
+        f"{value}.value = 'double_value', {_float_text(f'{value}.double_value')}, "
+        f"{value}.value = 'bytes_value', base64Encode({value}.bytes_value), "
+        f"{value}.value = 'array_value', concat('[', arrayStringConcat(arrayMap(x -> "
+        f"{_json_scalar('x')}, {value}.array_value.values), ','), ']'), 'null')"
+    )
+
+
+def _float_text(number: str) -> str:
+    return (
+        f"if({number} = floor({number}), concat(toString(toInt64({number})), '.0'), "
+        f"toString({number}))"
+    )
+
+
+def _json_scalar(item: str) -> str:
+    """SQL: JSON text of a scalar array item, as Python's json module writes it."""
+    return (
+        f"multiIf({item}.value = 'string_value', concat('\"', {item}.string_value, '\"'), "
+        f"{item}.value = 'bool_value', if({item}.bool_value, 'true', 'false'), "
+        f"{item}.value = 'int_value', toString({item}.int_value), "
+        f"{item}.value = 'bytes_value', concat('\"', base64Encode({item}.bytes_value), '\"'), "
+        f"'null')"
+    )
+
+
+def _is_content(key: str) -> str:
+    """SQL: genai.is_content_key."""
+    keys = ", ".join(quote(k) for k in sorted(g.CONTENT_KEYS))
+    prefixes = ", ".join(quote(p) for p in g.MESSAGE_CONTENT_PREFIXES)
+    return f"(has([{keys}], {key}) OR arrayExists(p -> startsWith({key}, p), [{prefixes}]))"
+
+
+def _text_map(key_values: str, condition: str = "") -> str:
+    """SQL: a Map of (key, text) of the KeyValue array, the pairs matching `condition`."""
+    source = f"arrayFilter(kv -> {condition}, {key_values})" if condition else key_values
+    return (
+        f"CAST(mapFromArrays(arrayMap(kv -> kv.key, {source}), "
+        f"arrayMap(kv -> {_value_text('kv.value')}, {source})) AS Map(String, String))"
+    )
+
+
+class _SpanAttributeSql:
+    """`genai_sql.AttributeSql` over the span's key, kind, string and int arrays."""
+
+    def text(self, key: str) -> str:
+        return f"pg_strings[indexOf(pg_keys, {quote(key)})]"
+
+    def kind(self, key: str) -> str:
+        return f"toString(pg_kinds[indexOf(pg_keys, {quote(key)})])"
+
+    def integer(self, key: str) -> str:
+        return f"pg_ints[indexOf(pg_keys, {quote(key)})]"
+
+
+def _hex(column: str) -> str:
+    return f"lower(hex({column}))"
+
+
+def _columns_sql() -> dict[str, str]:
+    """SQL of every column of SPAN_COLUMNS over one ARRAY JOINed span `sp`."""
+    status = "multiIf(sp.status.code = 1, 'Ok', sp.status.code = 2, 'Error', 'Unset')"
+    kinds = ", ".join(
+        f"sp.kind = {n}, '{name}'"
+        for n, name in enumerate(("Internal", "Server", "Client", "Producer", "Consumer"), 1)
+    )
+    content_event = "has([" + ", ".join(quote(e) for e in sorted(g.CONTENT_EVENTS)) + "], ev.name)"
+    columns = {
+        "Timestamp": "fromUnixTimestamp64Nano(toInt64(sp.start_time_unix_nano))",
+        "TraceId": _hex("sp.trace_id"),
+        "SpanId": _hex("sp.span_id"),
+        "ParentSpanId": _hex("sp.parent_span_id"),
+        "TraceState": "sp.trace_state",
+        "SpanName": "sp.name",
+        "SpanKind": f"multiIf({kinds}, 'Unspecified')",
+        "ServiceName": "pg_resource[indexOf(pg_resource_keys, 'service.name')]",
+        "ResourceAttributes": _text_map("rs.resource.attributes"),
+        "ScopeName": "ss.scope.name",
+        "ScopeVersion": "ss.scope.version",
+        "SpanAttributes": _text_map("sp.attributes", f"NOT {_is_content('kv.key')}"),
+        "ContentAttributes": _text_map("sp.attributes", _is_content("kv.key")),
+        "Duration": "if(sp.end_time_unix_nano > sp.start_time_unix_nano, "
+        "sp.end_time_unix_nano - sp.start_time_unix_nano, 0)",
+        "StatusCode": f"{status} AS pg_status",
+        "StatusMessage": "sp.status.message",
+        "Events.Timestamp": "arrayMap(ev -> fromUnixTimestamp64Nano(toInt64(ev.time_unix_nano)), sp.events)",
+        "Events.Name": "arrayMap(ev -> ev.name, sp.events)",
+        "Events.Attributes": "arrayMap(ev -> if("
+        + content_event
+        + ", CAST(map() AS Map(String, String)), "
+        + _text_map("ev.attributes", f"NOT {_is_content('kv.key')}")
+        + "), sp.events)",
+        "Links.TraceId": f"arrayMap(ln -> {_hex('ln.trace_id')}, sp.links)",
+        "Links.SpanId": f"arrayMap(ln -> {_hex('ln.span_id')}, sp.links)",
+        "Links.TraceState": "arrayMap(ln -> ln.trace_state, sp.links)",
+        "Links.Attributes": f"arrayMap(ln -> {_text_map('ln.attributes')}, sp.links)",
+        "Tenant": "pathgrade_tenant",
+        **genai_columns(_SpanAttributeSql(), "sp.name", "pg_status"),
+        "ReceivedAt": "fromUnixTimestamp64Nano(toInt64(pathgrade_received_at))",
+        "EventContentAttributes": "arrayMap(ev -> if("
+        + content_event
+        + ", "
+        + _text_map("ev.attributes")
+        + ", "
+        + _text_map("ev.attributes", _is_content("kv.key"))
+        + "), sp.events)",
+    }  # fmt: skip
+    missing = set(SPAN_COLUMNS) ^ set(columns)
+    if missing:
+        raise AssertionError(f"spans columns without SQL (or SQL without a column): {missing}")
+    return columns
+
+
+@cache
+def insert_select(source: str) -> str:
+    """`INSERT INTO spans ... SELECT ...` reading the framed values from `source` (an
+    `input(...)` or `file(...)` table function over `spans_value_structure()`)."""
+    columns = _columns_sql()
+    names = ", ".join(f"`{c}`" for c in SPAN_COLUMNS)
+    select = ",\n  ".join(columns[c] for c in SPAN_COLUMNS)
+    return (
+        f"INSERT INTO spans ({names})\nSELECT\n  {select}\nFROM (\n"
+        "  SELECT rs, ss, sp, pathgrade_tenant, pathgrade_received_at,\n"
+        "    arrayMap(kv -> kv.key, sp.attributes) AS pg_keys,\n"
+        "    arrayMap(kv -> kv.value.value, sp.attributes) AS pg_kinds,\n"
+        "    arrayMap(kv -> kv.value.string_value, sp.attributes) AS pg_strings,\n"
+        "    arrayMap(kv -> kv.value.int_value, sp.attributes) AS pg_ints,\n"
+        "    arrayMap(kv -> kv.key, rs.resource.attributes) AS pg_resource_keys,\n"
+        "    arrayMap(kv -> kv.value.string_value, rs.resource.attributes) AS pg_resource\n"
+        f"  FROM {source}\n"
+        "  ARRAY JOIN resource_spans AS rs ARRAY JOIN rs.scope_spans AS ss\n"
+        "  ARRAY JOIN ss.spans AS sp\n)\n"
+        f"WHERE throwIf(NOT ({_readable()}), {quote(REFUSED)}) = 0"
+    )
+
+
+def source_sql(source: str) -> str:
+    """The table function reading the framed values: "input" (sent with the statement)
+    or "file:PATH" (a local file), see ClientStore.insert_select."""
+    structure = quote(spans_value_structure())
+    if source == "input":
+        return f"input({structure})"
+    path = source.removeprefix("file:")
+    return f"file({quote(path)}, 'Protobuf', {structure})"
+
+
+def insert_statement(source: str) -> str:
+    """The insert of framed values read from `source` (see `source_sql`)."""
+    statement = insert_select(source_sql(source))
+    return statement + "\nFORMAT Protobuf" if source == "input" else statement
+
+
+@cache
+def protobuf_settings() -> dict[str, str | int]:
+    """Every setting of the insert, the generated .proto included."""
+    return {**PROTOBUF_SETTINGS, "format_schema": spans_value_proto()}
