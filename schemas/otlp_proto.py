@@ -59,10 +59,21 @@ _CLICKHOUSE_TYPES = {
 }  # fmt: skip
 
 
+UNREAD_FIELDS = frozenset({
+    "entity_refs", "dropped_attributes_count", "dropped_events_count", "dropped_links_count",
+    "flags", "schema_url", "key_strindex", "string_value_strindex",
+    "InstrumentationScope.attributes",
+})  # fmt: skip
+"""Fields (`name` or `Message.name`) the store does not read: left out of the structure,
+so ClickHouse skips them."""
+PRESENCE_ONLY = frozenset({"AnyValue.kvlist_value"})
+"""Message fields read only for their presence (the SQL leaves such values to Python)."""
+
+
 def spans_value_structure() -> str:
-    """The ClickHouse structure (`input`/`file` column list) of `spans_value_proto`: every
-    field, nested messages as named Tuples, repeated ones as Arrays, and a oneof as an
-    Enum8 column of its field numbers (`input_format_protobuf_oneof_presence`)."""
+    """The ClickHouse structure (`input`/`file` column list) of `spans_value_proto`: the
+    fields the store reads, nested messages as named Tuples, repeated ones as Arrays, and
+    a oneof as an Enum8 column of its field numbers (`input_format_protobuf_oneof_presence`)."""
     columns = _columns(TracesData.DESCRIPTOR, 0)
     columns += [f"{TENANT_FIELD[0]} String", f"{RECEIVED_AT_FIELD[0]} UInt64"]
     return ", ".join(columns)
@@ -74,11 +85,15 @@ def _columns(descriptor: Descriptor, depth: int) -> list[str]:
         numbers = ", ".join(f"'{f.name}' = {f.number}" for f in oneof.fields)
         columns.append(f"{oneof.name} Enum8('' = 0, {numbers})")
     for field in descriptor.fields:
+        qualified = f"{descriptor.name}.{field.name}"
+        if field.name in UNREAD_FIELDS or qualified in UNREAD_FIELDS:
+            continue
         if field.type != FieldDescriptor.TYPE_MESSAGE:
             kind = _CLICKHOUSE_TYPES[_SCALARS[field.type]]
         else:
             child_depth = depth + 1 if descriptor.name == "AnyValue" else depth
-            if descriptor.name == "AnyValue" and child_depth >= VALUE_DEPTH:
+            presence_only = qualified in PRESENCE_ONLY
+            if descriptor.name == "AnyValue" and (child_depth >= VALUE_DEPTH or presence_only):
                 kind = "String"
             else:
                 kind = f"Tuple({', '.join(_columns(field.message_type, child_depth))})"
@@ -124,7 +139,8 @@ def _field_line(
     else:
         child = field.message_type
         child_depth = depth + 1 if parent.name == "AnyValue" else depth
-        if parent.name == "AnyValue" and child_depth >= VALUE_DEPTH:
+        presence_only = f"{parent.name}.{field.name}" in PRESENCE_ONLY
+        if parent.name == "AnyValue" and (child_depth >= VALUE_DEPTH or presence_only):
             kind = "bytes"  # nested past what the store reads: presence only
         else:
             kind = _render(child, child_depth, messages)

@@ -29,7 +29,7 @@ from pathgrade.batch_plane.store.client import ClientStore, QueryError
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
 from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as m
-from pathgrade.schemas.genai_sql import SQL_COUNT_KEYS, SQL_TEXT_KEYS, genai_columns, quote
+from pathgrade.schemas.genai_sql import SQL_COUNT_KEYS, SQL_TEXT_KEYS, GenAISql, genai_sql, quote
 from pathgrade.schemas.model import MAX_TIME_NS
 from pathgrade.schemas.otlp_proto import (
     RECEIVED_AT_FIELD,
@@ -230,25 +230,39 @@ def _text_map(key_values: str, condition: str = "") -> str:
 
 
 class _SpanAttributeSql:
-    """`genai_sql.AttributeSql` over the span's key, kind, string and int arrays."""
+    """`genai_sql.AttributeSql` over the span's key, kind, string and int arrays: each
+    attribute read is a column of its own (`definitions`), computed once per span."""
+
+    def __init__(self) -> None:
+        self.definitions: dict[str, str] = {}
+        self._numbers: dict[str, int] = {}
+
+    def _column(self, part: str, key: str, sql: str) -> str:
+        number = self._numbers.setdefault(key, len(self._numbers))
+        name = f"pg_{part}{number}"
+        self.definitions.setdefault(name, sql)
+        return name
 
     def text(self, key: str) -> str:
-        return f"pg_strings[indexOf(pg_keys, {quote(key)})]"
+        return self._column("t", key, f"pg_strings[indexOf(pg_keys, {quote(key)})]")
 
     def kind(self, key: str) -> str:
-        return f"toString(pg_kinds[indexOf(pg_keys, {quote(key)})])"
+        return self._column("k", key, f"toString(pg_kinds[indexOf(pg_keys, {quote(key)})])")
 
     def integer(self, key: str) -> str:
-        return f"pg_ints[indexOf(pg_keys, {quote(key)})]"
+        return self._column("i", key, f"pg_ints[indexOf(pg_keys, {quote(key)})]")
 
 
 def _hex(column: str) -> str:
     return f"lower(hex({column}))"
 
 
-def _columns_sql() -> dict[str, str]:
-    """SQL of every column of SPAN_COLUMNS over one ARRAY JOINed span `sp`."""
-    status = "multiIf(sp.status.code = 1, 'Ok', sp.status.code = 2, 'Error', 'Unset')"
+_STATUS = "multiIf(sp.status.code = 1, 'Ok', sp.status.code = 2, 'Error', 'Unset')"
+
+
+def _columns_sql(genai: GenAISql) -> dict[str, str]:
+    """SQL of every column of SPAN_COLUMNS over one ARRAY JOINed span `sp` (and the
+    layers of `genai`)."""
     kinds = ", ".join(
         f"sp.kind = {n}, '{name}'"
         for n, name in enumerate(("Internal", "Server", "Client", "Producer", "Consumer"), 1)
@@ -270,7 +284,7 @@ def _columns_sql() -> dict[str, str]:
         "ContentAttributes": _text_map("sp.attributes", _is_content("kv.key")),
         "Duration": "if(sp.end_time_unix_nano > sp.start_time_unix_nano, "
         "sp.end_time_unix_nano - sp.start_time_unix_nano, 0)",
-        "StatusCode": f"{status} AS pg_status",
+        "StatusCode": "pg_status",
         "StatusMessage": "sp.status.message",
         "Events.Timestamp": "arrayMap(ev -> fromUnixTimestamp64Nano(toInt64(ev.time_unix_nano)), sp.events)",
         "Events.Name": "arrayMap(ev -> ev.name, sp.events)",
@@ -284,7 +298,7 @@ def _columns_sql() -> dict[str, str]:
         "Links.TraceState": "arrayMap(ln -> ln.trace_state, sp.links)",
         "Links.Attributes": f"arrayMap(ln -> {_text_map('ln.attributes')}, sp.links)",
         "Tenant": "pathgrade_tenant",
-        **genai_columns(_SpanAttributeSql(), "sp.name", "pg_status"),
+        **genai.columns,
         "ReceivedAt": "fromUnixTimestamp64Nano(toInt64(pathgrade_received_at))",
         "EventContentAttributes": "arrayMap(ev -> if("
         + content_event
@@ -303,23 +317,32 @@ def _columns_sql() -> dict[str, str]:
 @cache
 def insert_select(source: str) -> str:
     """`INSERT INTO spans ... SELECT ...` reading the framed values from `source` (an
-    `input(...)` or `file(...)` table function over `spans_value_structure()`)."""
-    columns = _columns_sql()
+    `input(...)` or `file(...)` table function over `spans_value_structure()`): the spans
+    ARRAY JOINed out of the messages, then layers of subqueries (the attributes the GenAI
+    columns read, then the GenAI steps), each value computed once."""
+    attributes = _SpanAttributeSql()
+    genai = genai_sql(attributes, "sp.name", "pg_status")
+    columns = _columns_sql(genai)
+    query = (
+        "SELECT rs, ss, sp, pathgrade_tenant, pathgrade_received_at,\n"
+        "  arrayMap(kv -> kv.key, sp.attributes) AS pg_keys,\n"
+        "  arrayMap(kv -> kv.value.value, sp.attributes) AS pg_kinds,\n"
+        "  arrayMap(kv -> kv.value.string_value, sp.attributes) AS pg_strings,\n"
+        "  arrayMap(kv -> kv.value.int_value, sp.attributes) AS pg_ints,\n"
+        "  arrayMap(kv -> kv.key, rs.resource.attributes) AS pg_resource_keys,\n"
+        "  arrayMap(kv -> kv.value.string_value, rs.resource.attributes) AS pg_resource\n"
+        f"FROM {source}\n"
+        "ARRAY JOIN resource_spans AS rs ARRAY JOIN rs.scope_spans AS ss ARRAY JOIN ss.spans AS sp"
+    )
+    first = {**attributes.definitions, "pg_status": _STATUS, "pg_readable": _readable()}
+    for layer in [first, *genai.steps]:
+        named = ",\n  ".join(f"{sql} AS {name}" for name, sql in layer.items())
+        query = f"SELECT *,\n  {named}\nFROM (\n{query}\n)"
     names = ", ".join(f"`{c}`" for c in SPAN_COLUMNS)
     select = ",\n  ".join(columns[c] for c in SPAN_COLUMNS)
     return (
-        f"INSERT INTO spans ({names})\nSELECT\n  {select}\nFROM (\n"
-        "  SELECT rs, ss, sp, pathgrade_tenant, pathgrade_received_at,\n"
-        "    arrayMap(kv -> kv.key, sp.attributes) AS pg_keys,\n"
-        "    arrayMap(kv -> kv.value.value, sp.attributes) AS pg_kinds,\n"
-        "    arrayMap(kv -> kv.value.string_value, sp.attributes) AS pg_strings,\n"
-        "    arrayMap(kv -> kv.value.int_value, sp.attributes) AS pg_ints,\n"
-        "    arrayMap(kv -> kv.key, rs.resource.attributes) AS pg_resource_keys,\n"
-        "    arrayMap(kv -> kv.value.string_value, rs.resource.attributes) AS pg_resource\n"
-        f"  FROM {source}\n"
-        "  ARRAY JOIN resource_spans AS rs ARRAY JOIN rs.scope_spans AS ss\n"
-        "  ARRAY JOIN ss.spans AS sp\n)\n"
-        f"WHERE throwIf(NOT ({_readable()}), {quote(REFUSED)}) = 0"
+        f"INSERT INTO spans ({names})\nSELECT\n  {select}\nFROM (\n{query}\n)\n"
+        f"WHERE throwIf(NOT pg_readable, {quote(REFUSED)}) = 0"
     )
 
 
