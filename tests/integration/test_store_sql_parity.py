@@ -22,8 +22,9 @@ from pathgrade.batch_plane.store.otlp_insert import insert_sql_messages, sql_mes
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
-from pathgrade.demo import send_demo_traces
 from pathgrade.schemas.otlp import decode_spans_message
+
+from pathgrade.demo import send_demo_traces
 
 pytestmark = pytest.mark.integration
 
@@ -235,7 +236,10 @@ EDGE_CASES: list[tuple[str, list[tuple[str, Any]], dict[str, Any], bool]] = [
     [pytest.param(a, o, k, id=case) for case, a, o, k in EDGE_CASES],
 )
 def test_edge_case(
-    store: ClientStore, attributes: list[tuple[str, Any]], options: dict[str, Any], on_sql_path: bool
+    store: ClientStore,
+    attributes: list[tuple[str, Any]],
+    options: dict[str, Any],
+    on_sql_path: bool,
 ) -> None:
     left_to_python = _compare(store, [_one_span(attributes, **options)])
     assert left_to_python == (0 if on_sql_path else 1)
