@@ -127,7 +127,9 @@ def genai_sql(attr: AttributeSql, span_name: str, status_code: str) -> GenAISql:
             f"has({_ordered(list(m.TRACELOOP_OPERATIONS))}, {tl_kind}), {traceloop}, "
             f"{request_type})"
         ),
-        "pg_name_operation": f"if({name_space} > 0, substring({span_name}, 1, {name_space} - 1), {span_name})",
+        "pg_name_operation": (
+            f"if({name_space} > 0, substring({span_name}, 1, {name_space} - 1), {span_name})"
+        ),
         "pg_name_target": f"if({name_space} > 0, substring({span_name}, {name_space} + 1), '')",
         "pg_input_tokens": first_count(attr, m.INPUT_TOKEN_KEYS, MAX_UINT64),
         "pg_output_tokens": first_count(attr, m.OUTPUT_TOKEN_KEYS, MAX_UINT64),

@@ -163,17 +163,20 @@ def _readable() -> str:
     typed = (
         f"arrayAll(kv -> (NOT has({text_keys}, kv.key) OR kv.value.value IN ('string_value', '')) "
         f"AND (NOT has({count_keys}, kv.key) OR kv.value.value IN ('int_value', '') "
-        f"OR (kv.value.value = 'string_value' AND match(kv.value.string_value, {quote(_COUNT_RE)}))), "
+        "OR (kv.value.value = 'string_value' "
+        f"AND match(kv.value.string_value, {quote(_COUNT_RE)}))), "
         "sp.attributes)"
     )
     oi_kind = f"pg_strings[indexOf(pg_keys, {quote(g.OI_SPAN_KIND)})]"
     return " AND ".join((
         f"sp.start_time_unix_nano <= {MAX_TIME_NS}",
-        f"arrayAll(ev -> ev.time_unix_nano <= {MAX_TIME_NS} AND {_plain_attributes('ev.attributes')}, sp.events)",
+        f"arrayAll(ev -> ev.time_unix_nano <= {MAX_TIME_NS} "
+        f"AND {_plain_attributes('ev.attributes')}, sp.events)",
         f"arrayAll(ln -> {_plain_attributes('ln.attributes')}, sp.links)",
         _plain_attributes("sp.attributes"),
         _plain_attributes("rs.resource.attributes"),
-        "arrayAll(kv -> kv.key != 'service.name' OR kv.value.value = 'string_value', rs.resource.attributes)",
+        "arrayAll(kv -> kv.key != 'service.name' OR kv.value.value = 'string_value', "
+        "rs.resource.attributes)",
         typed,
         f"NOT match({oi_kind}, {quote(_NOT_ASCII_RE)})",
     ))  # fmt: skip
@@ -286,7 +289,8 @@ def _columns_sql(genai: GenAISql) -> dict[str, str]:
         "sp.end_time_unix_nano - sp.start_time_unix_nano, 0)",
         "StatusCode": "pg_status",
         "StatusMessage": "sp.status.message",
-        "Events.Timestamp": "arrayMap(ev -> fromUnixTimestamp64Nano(toInt64(ev.time_unix_nano)), sp.events)",
+        "Events.Timestamp": "arrayMap(ev -> "
+        "fromUnixTimestamp64Nano(toInt64(ev.time_unix_nano)), sp.events)",
         "Events.Name": "arrayMap(ev -> ev.name, sp.events)",
         "Events.Attributes": "arrayMap(ev -> if("
         + content_event
