@@ -15,6 +15,8 @@ merge concatenated fields, so the value with them appended is still a valid Trac
 
 from __future__ import annotations
 
+from functools import cache
+
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
@@ -42,6 +44,7 @@ _SCALARS = {
 _RECURSIVE = frozenset({"AnyValue", "ArrayValue", "KeyValueList", "KeyValue"})
 
 
+@cache
 def spans_value_proto() -> str:
     """The `.proto` text (proto3) of a `pathgrade.spans` value as the store writer sends it."""
     messages: dict[str, str] = {}
@@ -70,6 +73,7 @@ PRESENCE_ONLY = frozenset({"AnyValue.kvlist_value"})
 """Message fields read only for their presence (the SQL leaves such values to Python)."""
 
 
+@cache
 def spans_value_structure() -> str:
     """The ClickHouse structure (`input`/`file` column list) of `spans_value_proto`: the
     fields the store reads, nested messages as named Tuples, repeated ones as Arrays, and

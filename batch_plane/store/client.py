@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import hashlib
 import ipaddress
 import tempfile
 import threading
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import clickhouse_connect
@@ -86,6 +88,7 @@ class ClientStore:
         self._open_reader = open_reader  # a new session with these settings (tenant readers)
         self._tenant_readers: dict[str, tuple[Any, threading.Lock]] = {}
         self._readers_lock = threading.Lock()
+        self._files: tempfile.TemporaryDirectory[str] | None = None  # `insert_select`'s
 
     def query(
         self,
@@ -127,6 +130,8 @@ class ClientStore:
         for client, lock in [*sessions, (self.client, self.lock)]:
             with lock:
                 client.close()
+        if self._files is not None:
+            self._files.cleanup()
 
     def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:
         if not rows:
@@ -146,23 +151,50 @@ class ClientStore:
         return insert_halving(lambda part: self.insert(table, part, column_names), rows)
 
     def insert_select(
-        self, statement: Callable[[str], str], data: bytes, settings: dict[str, Any]
+        self,
+        statement: Callable[[str], str],
+        data: bytes,
+        settings: dict[str, Any],
+        format_schema: str,
     ) -> None:
         """Run `statement(source)`, an `INSERT ... SELECT ... FROM source`, where `source`
-        reads `data` in the statement's input format: a server's `input(...)` with the data
-        sent along, or (embedded chDB, which takes no data with a statement) `file(...)`
-        over a temporary copy. `statement` is given "input" or "file:PATH"."""
+        reads `data` in the statement's input format with the schema `format_schema` (a
+        `.proto`'s text; `settings` name its message). A server gets the data with the
+        statement (`input(...)`) and the schema inline (`format_schema_source = 'string'`,
+        which it caches under its `format_schema_path`); embedded chDB, which takes no data
+        with a statement, reads the data (`file(...)`) and the schema from files in a
+        directory of this store's own. `statement` is given "input" or "file:PATH"."""
         try:
             with self.lock:
                 if isinstance(self.client, ChdbClient):
-                    with tempfile.NamedTemporaryFile(suffix=".pathgrade-insert") as copy:
+                    directory = self._files_directory()
+                    schema = {**settings, "format_schema": _schema_file(directory, format_schema)}
+                    with tempfile.NamedTemporaryFile(dir=directory, suffix=".data") as copy:
                         copy.write(data)
                         copy.flush()
-                        self.client.command(statement(f"file:{copy.name}"), settings=settings)
+                        self.client.command(statement(f"file:{copy.name}"), settings=schema)
                 else:
-                    self.client.command(statement("input"), data=data, settings=settings)
+                    inline = {**settings, "format_schema_source": "string",
+                              "format_schema": format_schema}  # fmt: skip
+                    self.client.command(statement("input"), data=data, settings=inline)
         except Exception as exc:
             raise QueryError(f"insert failed: {str(exc).strip()}") from exc
+
+    def _files_directory(self) -> str:
+        """A directory of this store's for the files an embedded insert reads (removed at
+        `close`): one for the store's life, since chDB caches a schema per directory."""
+        if self._files is None:
+            self._files = tempfile.TemporaryDirectory(prefix="pathgrade-insert-")
+        return self._files.name
+
+
+def _schema_file(directory: str, text: str) -> str:
+    """The path of a file in `directory` holding `text`, named by its content (written
+    once: chDB caches a schema file by name)."""
+    path = Path(directory) / f"schema-{hashlib.sha256(text.encode()).hexdigest()[:16]}.proto"
+    if not path.exists():
+        path.write_text(text)
+    return str(path)
 
 
 def _run(

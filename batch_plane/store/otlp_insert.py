@@ -40,11 +40,11 @@ from pathgrade.schemas.otlp_proto import (
 )
 
 PROTOBUF_SETTINGS: dict[str, str | int] = {
-    "format_schema_source": "string",
     "format_schema_message_name": ROOT_MESSAGE,
     "input_format_protobuf_oneof_presence": 1,
 }
-"""Settings of the insert besides `format_schema` (the generated .proto's text)."""
+"""Settings of the insert besides the schema itself (`spans_value_proto()`, which
+`ClientStore.insert_select` sends inline to a server, as a file to chDB)."""
 
 _TENANT_TAG = _VarintBytes(TENANT_FIELD[1] << 3 | 2)
 _RECEIVED_AT_TAG = _VarintBytes(RECEIVED_AT_FIELD[1] << 3 | 0)
@@ -80,21 +80,17 @@ def pending_message(value: bytes, tenant: str, received_at_ns: int) -> PendingMe
     except DecodeError as error:
         raise ValueError(f"pathgrade.spans message value: not OTLP TracesData: {error}") from error
     spans = sum(len(s.spans) for r in traces.resource_spans for s in r.scope_spans)
-    return PendingMessage(
-        value, traces, tenant, received_at_ns, spans, may_be_sql_readable(value)
-    )
+    return PendingMessage(value, traces, tenant, received_at_ns, spans, may_be_sql_readable(value))
 
 
-def insert_sql_messages(
-    store: ClientStore, messages: list[PendingMessage]
-) -> list[PendingMessage]:
+def insert_sql_messages(store: ClientStore, messages: list[PendingMessage]) -> list[PendingMessage]:
     """Insert `messages` with one statement; when the SQL refuses one (`REFUSED`), halve
     until the refused ones are found, and return them (insert those in Python). Other
     errors propagate (halves already inserted are inserted again on a retry, which the
     ReplacingMergeTree absorbs)."""
     data = b"".join(framed_value(m.value, m.tenant, m.received_at_ns) for m in messages)
     try:
-        store.insert_select(insert_statement, data, protobuf_settings())
+        store.insert_select(insert_statement, data, PROTOBUF_SETTINGS, spans_value_proto())
     except QueryError as exc:
         if REFUSED not in str(exc):
             raise
@@ -364,9 +360,3 @@ def insert_statement(source: str) -> str:
     """The insert of framed values read from `source` (see `source_sql`)."""
     statement = insert_select(source_sql(source))
     return statement + "\nFORMAT Protobuf" if source == "input" else statement
-
-
-@cache
-def protobuf_settings() -> dict[str, str | int]:
-    """Every setting of the insert, the generated .proto included."""
-    return {**PROTOBUF_SETTINGS, "format_schema": spans_value_proto()}

@@ -102,7 +102,9 @@ class _Batch:
         self.next_offsets: dict[TopicPartition, int] = {}
         self.started = 0.0
 
-    def add(self, partition: TopicPartition, offset: int, pending: list[Span] | PendingMessage | None) -> None:
+    def add(
+        self, partition: TopicPartition, offset: int, pending: list[Span] | PendingMessage | None
+    ) -> None:
         """Add a message's spans, or the message parsed (None: it was skipped)."""
         if not self.next_offsets:
             self.started = time.monotonic()

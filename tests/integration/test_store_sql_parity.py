@@ -18,13 +18,13 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
-from pathgrade.batch_plane.store.otlp_insert import insert_sql_messages, sql_message
+from pathgrade.batch_plane.store.otlp_insert import insert_sql_messages, pending_message
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.schemas.otlp import decode_spans_message
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 
 pytestmark = pytest.mark.integration
 
@@ -59,12 +59,9 @@ def _compare(store: ClientStore, values: list[bytes]) -> int:
     received = time.time_ns()
     rows = [span_row(s) for v in values for s in decode_spans_message(v, python, received)]
     store.insert_encodable("spans", rows, list(SPAN_COLUMNS))  # a span out of range: left out
-    pending = [sql_message(v, sql, received) for v in values]
-    readable = [p for p in pending if p is not None]
-    refused = insert_sql_messages(store, readable)
-    left_out = {id(m.value) for m in refused} | {
-        id(v) for v, p in zip(values, pending, strict=True) if p is None
-    }
+    pending = [pending_message(v, sql, received) for v in values]
+    refused = insert_sql_messages(store, [p for p in pending if p.sql_readable])
+    left_out = {id(m.value) for m in refused} | {id(p.value) for p in pending if not p.sql_readable}
     python_rows = _rows(store, python)
     kept = {
         s.trace_id

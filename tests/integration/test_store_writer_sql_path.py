@@ -13,7 +13,7 @@ from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterConfig
 from pathgrade.schemas.topics import SPANS_TOPIC, TENANT_HEADER
 
-from pathgrade.demo import send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import LocalBroker
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 
