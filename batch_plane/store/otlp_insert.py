@@ -46,6 +46,22 @@ PROTOBUF_SETTINGS: dict[str, str | int] = {
 """Settings of the insert besides the schema itself (`spans_value_proto()`, which
 `ClientStore.insert_select` sends inline to a server, as a file to chDB)."""
 
+SERVER_SETTINGS = ("format_schema_source", "input_format_protobuf_oneof_presence")
+"""The settings the insert needs of ClickHouse (`format_schema_source` came with ClickHouse
+pull request 80874, mid-2025; chDB 4.4's engine, 26.9, has both): looked up, not assumed
+from a version."""
+
+
+def missing_settings(store: ClientStore) -> list[str]:
+    """The `SERVER_SETTINGS` the store's ClickHouse does not know (without them the insert
+    cannot run there: the store writer decodes every batch in Python)."""
+    known = store.query(
+        "SELECT name FROM system.settings WHERE name IN {names:Array(String)}",
+        {"names": list(SERVER_SETTINGS)},
+    )
+    return sorted(set(SERVER_SETTINGS) - {row[0] for row in known.rows})
+
+
 _TENANT_TAG = _VarintBytes(TENANT_FIELD[1] << 3 | 2)
 _RECEIVED_AT_TAG = _VarintBytes(RECEIVED_AT_FIELD[1] << 3 | 0)
 
@@ -80,7 +96,9 @@ def pending_message(value: bytes, tenant: str, received_at_ns: int) -> PendingMe
     except DecodeError as error:
         raise ValueError(f"pathgrade.spans message value: not OTLP TracesData: {error}") from error
     spans = sum(len(s.spans) for r in traces.resource_spans for s in r.scope_spans)
-    return PendingMessage(value, traces, tenant, received_at_ns, spans, may_be_sql_readable(value))
+    return PendingMessage(
+        value, traces, tenant, received_at_ns, spans, may_be_sql_readable(value, traces)
+    )
 
 
 def insert_sql_messages(store: ClientStore, messages: list[PendingMessage]) -> list[PendingMessage]:
@@ -110,10 +128,20 @@ REFUSED = "pathgrade: a span outside the SQL subset"
 """The error the insert raises (throwIf) when a message is outside what the SQL reads."""
 
 
-def may_be_sql_readable(value: bytes) -> bool:
-    """False for a message the SQL certainly does not read (flattened message keys); the
-    SQL itself refuses the rest of what it does not read (`REFUSED`)."""
-    return not any(prefix in value for prefix in _FLATTENED_PREFIXES)
+def may_be_sql_readable(value: bytes, traces: TracesData) -> bool:
+    """False for a message the SQL certainly does not read (a span attribute key of a
+    flattened message, which the Python decoder rebuilds); the SQL itself refuses the rest
+    of what it does not read (`REFUSED`). The bytes are searched first: a prefix found
+    there may be text in a value (a fact naming a dropped key), so the keys decide."""
+    if not any(prefix in value for prefix in _FLATTENED_PREFIXES):
+        return True
+    return not any(
+        kv.key.startswith(m.FLATTENED_PREFIXES)
+        for resource_spans in traces.resource_spans
+        for scope_spans in resource_spans.scope_spans
+        for span in scope_spans.spans
+        for kv in span.attributes
+    )
 
 
 def _plain_value(value: str) -> str:

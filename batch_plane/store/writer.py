@@ -25,6 +25,7 @@ from pathgrade.batch_plane.store.client import ClientStore, QueryError
 from pathgrade.batch_plane.store.otlp_insert import (
     PendingMessage,
     insert_sql_messages,
+    missing_settings,
     pending_message,
 )
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
@@ -91,6 +92,15 @@ class StoreWriterStats:
     python_path_messages: int = 0  # of those batches, outside the SQL: decoded in Python
 
 
+def _sql_insert_runs(store: ClientStore) -> bool:
+    """Whether the store's ClickHouse can run the SQL insert (logged when it cannot)."""
+    missing = missing_settings(store)
+    if missing:
+        log.warning("the store's ClickHouse lacks the settings %s: the store writer "
+                    "decodes every batch in Python", ", ".join(missing))  # fmt: skip
+    return not missing
+
+
 class _Batch:
     """What is pending insert (rows decoded here, parsed messages whose path the batch's
     size decides at its flush), its spans, and the offsets it covers."""
@@ -123,7 +133,7 @@ class StoreWriter:
     def __init__(self, config: StoreWriterConfig, store: Store) -> None:
         self.config = config
         self.store = store
-        self.sql = config.sql_insert and isinstance(store, ClientStore)
+        self.sql = config.sql_insert and isinstance(store, ClientStore) and _sql_insert_runs(store)
         self.stats = StoreWriterStats()
         self._batch = _Batch()
         self._lock = threading.Lock()

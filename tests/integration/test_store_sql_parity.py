@@ -1,8 +1,11 @@
 """The store's SQL insert path (ClickHouse parsing OTLP, batch_plane.store.otlp_insert)
 writes the rows the Python decoder writes, or refuses the message, which then takes the
-Python path: on the demo agent's traffic in every convention (raw and as the collector
-forwards it on default settings) and on every edge case where the two readers could
-differ. One chDB store for the module; each case is its own tenant pair."""
+Python path: on the demo agent's traffic in every convention (as the collector forwards
+it on default settings, facts recorded and content dropped; with every tool and the
+messages captured; raw) and on every edge case where the two readers could differ. Every
+column of the `spans` table is compared (a column a migration adds is compared too), and
+the rows the materialized views derive from them (`trace_roots`, `span_counts`). One
+chDB store for the module; each case is its own tenant pair."""
 
 from __future__ import annotations
 
@@ -20,15 +23,17 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
 from pathgrade.batch_plane.store.otlp_insert import insert_sql_messages, pending_message
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
+from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.grouping import group_by_trace
-from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.collector.redact import CAPTURE_ALL_TOOLS, RedactionConfig, Redactor
+from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret
 from pathgrade.schemas.otlp import decode_spans_message
+from pathgrade.schemas.pii import PiiScanner
 
 from pathgrade.demo.sender import send_demo_traces
 
 pytestmark = pytest.mark.integration
 
-_COLUMNS = [c for c in SPAN_COLUMNS if c != "Tenant"]
 _tenants = itertools.count()
 
 
@@ -42,13 +47,39 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClientStore]:
     opened.close()
 
 
-def _rows(store: ClientStore, tenant: str) -> list[dict[str, Any]]:
-    names = ", ".join(f"`{c}`" for c in _COLUMNS)
+_DERIVED = {  # table: its order, of the rows the materialized views write from `spans`
+    "trace_roots": "TraceId",
+    "span_counts": "Minute, ServiceName, GenAIAgentName, GenAIToolName, Model",
+}
+
+
+def _columns(store: ClientStore, table: str) -> list[str]:
+    """The columns of `table` as the migrated store has them."""
+    return [
+        name
+        for (name,) in store.query(
+            "SELECT name FROM system.columns WHERE database = currentDatabase() "
+            "AND table = {t:String} ORDER BY position",
+            {"t": table},
+        ).rows
+    ]
+
+
+def _rows(store: ClientStore, table: str, tenant: str, order: str) -> list[dict[str, Any]]:
+    """Every column but the tenant of `table`'s rows of `tenant`, in `order`."""
+    columns = [c for c in _columns(store, table) if c != "Tenant"]
+    names = ", ".join(f"`{c}`" for c in columns)
     result = store.query(
-        f"SELECT {names} FROM spans WHERE Tenant = {{t:String}} ORDER BY TraceId, SpanId",
+        f"SELECT {names} FROM {table} WHERE Tenant = {{t:String}} ORDER BY {order}",
         {"t": tenant},
     )
-    return [dict(zip(_COLUMNS, row, strict=True)) for row in result.rows]
+    return [dict(zip(columns, row, strict=True)) for row in result.rows]
+
+
+def test_both_paths_write_every_column_of_the_spans_table(store: ClientStore) -> None:
+    """A column a migration adds to `spans` must be written by both paths (or be derived
+    by the store, and then it is compared like the others)."""
+    assert sorted(SPAN_COLUMNS) == sorted(_columns(store, "spans"))
 
 
 def _compare(store: ClientStore, values: list[bytes]) -> int:
@@ -62,40 +93,55 @@ def _compare(store: ClientStore, values: list[bytes]) -> int:
     pending = [pending_message(v, sql, received) for v in values]
     refused = insert_sql_messages(store, [p for p in pending if p.sql_readable])
     left_out = {id(m.value) for m in refused} | {id(p.value) for p in pending if not p.sql_readable}
-    python_rows = _rows(store, python)
-    kept = {
-        s.trace_id
-        for v in values
-        if id(v) not in left_out
-        for s in decode_spans_message(v, python, received)
-    }
-    expected = [r for r in python_rows if r["TraceId"] in kept]
-    assert _rows(store, sql) == expected
+    kept_values = [v for v in values if id(v) not in left_out]
+    kept = {s.trace_id for v in kept_values for s in decode_spans_message(v, python, received)}
+    expected = [r for r in _rows(store, "spans", python, "TraceId, SpanId") if r["TraceId"] in kept]
+    assert _rows(store, "spans", sql, "TraceId, SpanId") == expected
+    if len(kept_values) == len(values):  # the views' rows of the same spans
+        for table, order in _DERIVED.items():
+            assert _rows(store, table, sql, order) == _rows(store, table, python, order)
     return len(left_out)
 
 
-def _demo_values(flavor: str, redacted: bool) -> list[bytes]:
+def _demo_values(flavor: str, redaction: RedactionConfig | None) -> list[bytes]:
+    """The demo agent's traffic in `flavor`, one value per trace; with `redaction`, as the
+    collector forwards it (facts recorded first, as on its default settings)."""
     exporter = InMemorySpanExporter()
     send_demo_traces(exporter, traces=40, seed=5, flavor=flavor)
     request = ExportTraceServiceRequest.FromString(
         encode_spans(exporter.get_finished_spans()).SerializeToString()
     )
-    if redacted:
-        Redactor(RedactionConfig()).redact(request)
+    if redaction is not None:
+        facts = FactMaker(FactSecret(b"k" * SECRET_BYTES), PiiScanner())
+        Redactor(redaction, facts).redact(request)
     return [m.value for m in group_by_trace(request).messages]
+
+
+def _has_facts(values: list[bytes]) -> bool:
+    return any(b"pathgrade.facts." in v for v in values)
 
 
 @pytest.mark.parametrize("flavor", ["genai", "openinference", "openllmetry"])
 def test_demo_traffic_as_the_collector_forwards_it(store: ClientStore, flavor: str) -> None:
-    values = _demo_values(flavor, redacted=True)
+    values = _demo_values(flavor, RedactionConfig())
+    assert _has_facts(values)
     assert _compare(store, values) == 0  # default settings: every message on the SQL path
 
 
 @pytest.mark.parametrize("flavor", ["genai", "openinference", "openllmetry"])
-def test_demo_traffic_with_content(store: ClientStore, flavor: str) -> None:
-    values = _demo_values(flavor, redacted=False)
+def test_demo_traffic_with_content_captured(store: ClientStore, flavor: str) -> None:
+    capture = RedactionConfig(capture_tools=[CAPTURE_ALL_TOOLS], capture_messages=True)
+    values = _demo_values(flavor, capture)
+    assert _has_facts(values)
     left = _compare(store, values)
     if flavor != "genai":  # flattened messages: the Python decoder rebuilds them
+        assert left > 0
+
+
+@pytest.mark.parametrize("flavor", ["genai", "openinference", "openllmetry"])
+def test_demo_traffic_raw(store: ClientStore, flavor: str) -> None:
+    left = _compare(store, _demo_values(flavor, None))
+    if flavor != "genai":
         assert left > 0
 
 
