@@ -168,11 +168,16 @@ class ClientStore:
             with self.lock:
                 if isinstance(self.client, ChdbClient):
                     directory = self._files_directory()
-                    schema = {**settings, "format_schema": _schema_file(directory, format_schema)}
-                    with tempfile.NamedTemporaryFile(dir=directory, suffix=".data") as copy:
-                        copy.write(data)
-                        copy.flush()
-                        self.client.command(statement(f"file:{copy.name}"), settings=schema)
+                    schema = {
+                        **settings,
+                        "format_schema": content_named_file(directory, format_schema),
+                    }
+                    copy = Path(directory) / "values.data"  # one name: one statement text
+                    copy.write_bytes(data)
+                    try:
+                        self.client.command(statement(f"file:{copy}"), settings=schema)
+                    finally:
+                        copy.unlink()
                 else:
                     inline = {**settings, "format_schema_source": "string",
                               "format_schema": format_schema}  # fmt: skip
@@ -188,7 +193,7 @@ class ClientStore:
         return self._files.name
 
 
-def _schema_file(directory: str, text: str) -> str:
+def content_named_file(directory: str, text: str) -> str:
     """The path of a file in `directory` holding `text`, named by its content (written
     once: chDB caches a schema file by name)."""
     path = Path(directory) / f"schema-{hashlib.sha256(text.encode()).hexdigest()[:16]}.proto"
