@@ -1,17 +1,20 @@
 """The SQL insert path's pure parts: framing, parsing and the flattened-message check,
-the statement's sources, the generated schema."""
+the statement's sources, the generated schema, and what a server is sent."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from google.protobuf.internal.decoder import _DecodeVarint
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
-from pathgrade.batch_plane.store.client import content_named_file
+from pathgrade.batch_plane.store.client import ClientStore, content_named_file
 from pathgrade.batch_plane.store.otlp_insert import (
+    PROTOBUF_SETTINGS,
     framed_value,
+    insert_sql_messages,
     insert_statement,
     pending_message,
 )
@@ -78,3 +81,28 @@ def test_the_schema_carries_tenant_and_receive_time_and_its_file_is_named_by_con
     assert content_named_file(str(tmp_path), proto) == path
     assert Path(path).read_text() == proto
     assert content_named_file(str(tmp_path), proto + "\n") != path
+
+
+class _RecordingServer:
+    """Stands for a clickhouse-connect client of a server: records what the store sends
+    (no server is installable here; what a server does with it is untested)."""
+
+    def __init__(self) -> None:
+        self.commands: list[tuple[str, bytes | None, dict[str, Any]]] = []
+
+    def command(self, cmd: str, data: bytes | None = None, settings: dict | None = None) -> None:
+        self.commands.append((cmd, data, settings or {}))
+
+
+def test_a_server_gets_the_values_with_the_statement_and_the_schema_inline() -> None:
+    server = _RecordingServer()
+    value = _traces(("k", "v"))
+    insert_sql_messages(ClientStore(server, server), [pending_message(value, "acme", 7)])
+    [(statement, data, settings)] = server.commands
+    assert statement == insert_statement("input")
+    assert data == framed_value(value, "acme", 7)
+    assert settings == {
+        **PROTOBUF_SETTINGS,
+        "format_schema_source": "string",
+        "format_schema": spans_value_proto(),
+    }
