@@ -167,23 +167,53 @@ class ClientStore:
         try:
             with self.lock:
                 if isinstance(self.client, ChdbClient):
-                    directory = self._files_directory()
-                    schema = {
-                        **settings,
-                        "format_schema": content_named_file(directory, format_schema),
-                    }
-                    copy = Path(directory) / "values.data"  # one name: one statement text
-                    copy.write_bytes(data)
-                    try:
-                        self.client.command(statement(f"file:{copy}"), settings=schema)
-                    finally:
-                        copy.unlink()
+                    self._over_files(statement, data, settings, format_schema, self.client.command)
                 else:
                     inline = {**settings, "format_schema_source": "string",
                               "format_schema": format_schema}  # fmt: skip
                     self.client.command(statement("input"), data=data, settings=inline)
         except Exception as exc:
             raise QueryError(f"insert failed: {str(exc).strip()}") from exc
+
+    def select_over(
+        self,
+        statement: Callable[[str], str],
+        data: bytes,
+        settings: dict[str, Any],
+        format_schema: str,
+    ) -> list[list[Any]] | None:
+        """The rows of `statement("file:PATH")`, a `SELECT` reading `data` as
+        `insert_select` does; None where the store reads such data only in an INSERT (a
+        server: `input(...)` is for inserts)."""
+        if not isinstance(self.client, ChdbClient):
+            return None
+        try:
+            with self.lock:
+                query = self._over_files(
+                    statement, data, settings, format_schema, self.client.query
+                )
+        except Exception as exc:
+            raise QueryError(f"query failed: {str(exc).strip()}") from exc
+        return [list(row) for row in query.result_rows]
+
+    def _over_files(
+        self,
+        statement: Callable[[str], str],
+        data: bytes,
+        settings: dict[str, Any],
+        format_schema: str,
+        run: Callable[..., Any],
+    ) -> Any:
+        """`run(statement("file:PATH"), settings=...)` with `data` and `format_schema` in
+        files of this store's directory (chDB), the data's removed after."""
+        directory = self._files_directory()
+        schema = {**settings, "format_schema": content_named_file(directory, format_schema)}
+        copy = Path(directory) / "values.data"  # one name: one statement text
+        copy.write_bytes(data)
+        try:
+            return run(statement(f"file:{copy}"), settings=schema)
+        finally:
+            copy.unlink()
 
     def _files_directory(self) -> str:
         """A directory of this store's for the files an embedded insert reads (removed at

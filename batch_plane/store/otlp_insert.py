@@ -102,23 +102,31 @@ def pending_message(value: bytes, tenant: str, received_at_ns: int) -> PendingMe
 
 
 def insert_sql_messages(store: ClientStore, messages: list[PendingMessage]) -> list[PendingMessage]:
-    """Insert `messages` with one statement; when the SQL refuses one (`REFUSED`), halve
-    until the refused ones are found, and return them (insert those in Python). Other
-    errors propagate (halves already inserted are inserted again on a retry, which the
-    ReplacingMergeTree absorbs)."""
+    """Insert `messages` with one statement and return the ones the SQL refused
+    (`REFUSED`: insert those in Python). After a refusal, the store names the refused
+    values in one cheaper statement where it can read values in a SELECT (embedded chDB);
+    elsewhere (a server reads them only in an INSERT) halving finds them, two statements
+    per level. Other errors propagate (parts already inserted are inserted again on a
+    retry, which the ReplacingMergeTree absorbs)."""
     data = b"".join(framed_value(m.value, m.tenant, m.received_at_ns) for m in messages)
     try:
         store.insert_select(insert_statement, data, PROTOBUF_SETTINGS, spans_value_proto())
+        return []
     except QueryError as exc:
         if REFUSED not in str(exc):
             raise
-        if len(messages) == 1:
-            return messages
-        middle = len(messages) // 2
-        return insert_sql_messages(store, messages[:middle]) + insert_sql_messages(
-            store, messages[middle:]
-        )
-    return []
+    if len(messages) == 1:
+        return messages
+    numbers = store.select_over(refused_statement, data, PROTOBUF_SETTINGS, spans_value_proto())
+    if numbers:  # named: insert the others (what is refused among them is found the same way)
+        named = {row[0] for row in numbers}
+        refused = [m for number, m in enumerate(messages) if number in named]
+        others = [m for number, m in enumerate(messages) if number not in named]
+        return refused + (insert_sql_messages(store, others) if others else [])
+    middle = len(messages) // 2
+    return insert_sql_messages(store, messages[:middle]) + insert_sql_messages(
+        store, messages[middle:]
+    )
 
 
 # --- what the SQL reads --------------------------------------------------------------------
@@ -351,17 +359,7 @@ def insert_select(source: str) -> str:
     attributes = _SpanAttributeSql()
     genai = genai_sql(attributes, "sp.name", "pg_status")
     columns = _columns_sql(genai)
-    query = (
-        "SELECT rs, ss, sp, pathgrade_tenant, pathgrade_received_at,\n"
-        "  arrayMap(kv -> kv.key, sp.attributes) AS pg_keys,\n"
-        "  arrayMap(kv -> kv.value.value, sp.attributes) AS pg_kinds,\n"
-        "  arrayMap(kv -> kv.value.string_value, sp.attributes) AS pg_strings,\n"
-        "  arrayMap(kv -> kv.value.int_value, sp.attributes) AS pg_ints,\n"
-        "  arrayMap(kv -> kv.key, rs.resource.attributes) AS pg_resource_keys,\n"
-        "  arrayMap(kv -> kv.value.string_value, rs.resource.attributes) AS pg_resource\n"
-        f"FROM {source}\n"
-        "ARRAY JOIN resource_spans AS rs ARRAY JOIN rs.scope_spans AS ss ARRAY JOIN ss.spans AS sp"
-    )
+    query = _spans_of(source)
     first = {**attributes.definitions, "pg_status": _STATUS, "pg_readable": _readable()}
     for layer in [first, *genai.steps]:
         named = ",\n  ".join(f"{sql} AS {name}" for name, sql in layer.items())
@@ -371,6 +369,36 @@ def insert_select(source: str) -> str:
     return (
         f"INSERT INTO spans ({names})\nSELECT\n  {select}\nFROM (\n{query}\n)\n"
         f"WHERE throwIf(NOT pg_readable, {quote(REFUSED)}) = 0"
+    )
+
+
+def _spans_of(source: str, numbered: bool = False) -> str:
+    """SQL: the spans ARRAY JOINed out of the framed values of `source`, with the arrays
+    of their attributes the other columns read; `numbered`: with `pg_message`, the number
+    of the value each came from (0, 1, ... in the order sent)."""
+    if numbered:
+        source = f"(SELECT *, rowNumberInAllBlocks() AS pg_message FROM {source})"
+    return (
+        "SELECT rs, ss, sp, pathgrade_tenant, pathgrade_received_at,\n"
+        + ("  pg_message,\n" if numbered else "")
+        + "  arrayMap(kv -> kv.key, sp.attributes) AS pg_keys,\n"
+        "  arrayMap(kv -> kv.value.value, sp.attributes) AS pg_kinds,\n"
+        "  arrayMap(kv -> kv.value.string_value, sp.attributes) AS pg_strings,\n"
+        "  arrayMap(kv -> kv.value.int_value, sp.attributes) AS pg_ints,\n"
+        "  arrayMap(kv -> kv.key, rs.resource.attributes) AS pg_resource_keys,\n"
+        "  arrayMap(kv -> kv.value.string_value, rs.resource.attributes) AS pg_resource\n"
+        f"FROM {source}\n"
+        "ARRAY JOIN resource_spans AS rs ARRAY JOIN rs.scope_spans AS ss ARRAY JOIN ss.spans AS sp"
+    )
+
+
+def refused_statement(source: str) -> str:
+    """`SELECT` of the numbers of the framed values in `source` (a file: see `source_sql`)
+    that hold a span outside what the insert reads, ascending: the insert's `REFUSED`
+    condition without its columns, so its analysis is a fraction of the insert's."""
+    return (
+        f"SELECT DISTINCT pg_message FROM (\n{_spans_of(source_sql(source), numbered=True)}\n)\n"
+        f"WHERE NOT ({_readable()})\nORDER BY pg_message"
     )
 
 
