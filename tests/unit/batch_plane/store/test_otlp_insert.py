@@ -13,6 +13,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from pathgrade.batch_plane.store.client import ClientStore, content_named_file
 from pathgrade.batch_plane.store.otlp_insert import (
     PROTOBUF_SETTINGS,
+    REFUSED,
     framed_value,
     insert_sql_messages,
     insert_statement,
@@ -106,3 +107,24 @@ def test_a_server_gets_the_values_with_the_statement_and_the_schema_inline() -> 
         "format_schema_source": "string",
         "format_schema": spans_value_proto(),
     }
+
+
+class _RefusingServer(_RecordingServer):
+    """Refuses, as the insert's throwIf does, every batch holding a marked value."""
+
+    def command(self, cmd: str, data: bytes | None = None, settings: dict | None = None) -> None:
+        super().command(cmd, data, settings)
+        if data is not None and b"refuse-me" in data:
+            raise RuntimeError(f"Code: 395. {REFUSED}: while executing")
+
+
+def test_on_a_server_halving_finds_the_refused_values_and_inserts_the_others() -> None:
+    server = _RefusingServer()
+    values = [_traces(("k", "refuse-me" if i in (2, 5) else f"v{i}")) for i in range(8)]
+    messages = [pending_message(v, "acme", 1) for v in values]
+    refused = insert_sql_messages(ClientStore(server, server), messages)
+    assert [m.value for m in refused] == [values[2], values[5]]
+    inserted = [data for _, data, _ in server.commands if data and b"refuse-me" not in data]
+    assert b"".join(inserted) == b"".join(
+        framed_value(v, "acme", 1) for i, v in enumerate(values) if i not in (2, 5)
+    )
