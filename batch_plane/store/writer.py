@@ -7,9 +7,8 @@ become queryable quickly. A batch of at least `sql_insert_min_spans` spans goes 
 ClickHouse as the values came, parsed and computed there (`otlp_insert`): that statement's
 analysis costs a fixed share of a second of CPU, which only a large batch earns back, so
 smaller batches (an idle or lightly loaded stack's) are decoded here and inserted as rows.
-Offsets are committed only after the insert
-returned, so a crash between the two re-delivers a batch whose duplicates the
-ReplacingMergeTree `spans` table absorbs.
+Offsets are committed only after the insert returned, so a crash between the two
+re-delivers a batch whose duplicates the ReplacingMergeTree `spans` table absorbs.
 """
 
 from __future__ import annotations
@@ -68,6 +67,7 @@ class StoreWriterConfig(BaseModel):
     )
     sql_insert_min_spans: int = Field(
         SQL_INSERT_MIN_SPANS,
+        ge=0,
         description="a batch of at least this many spans is inserted by ClickHouse's own "
         "Protobuf parsing (one INSERT ... SELECT, whose analysis costs ~0.3-0.9 s of CPU), "
         "a smaller one decoded in Python; the default is where bench/store_insert.py "
@@ -211,14 +211,14 @@ class StoreWriter:
     def _store_messages(self, batch: _Batch) -> None:
         """Insert the batch's parsed messages with the store's SQL when the batch has at
         least `sql_insert_min_spans` spans; the messages outside the SQL (certainly, or
-        refused by it: found by halving) and every message of a smaller batch become rows
-        of the batch, decoded here. An insert that fails leaves the batch as it was."""
+        refused by it: `insert_sql_messages`) and every message of a smaller batch become
+        rows of the batch, decoded here. An insert that fails leaves the batch as it was."""
         python = batch.messages
         if batch.spans >= self.config.sql_insert_min_spans:
             readable = [m for m in batch.messages if m.sql_readable]
             refused = insert_sql_messages(self.store, readable) if readable else []
-            self.stats.sql_inserts += 1
-            self.stats.inserts += 1
+            self.stats.sql_inserts += bool(readable)
+            self.stats.inserts += bool(readable)
             self.stats.spans += sum(m.spans for m in readable) - sum(m.spans for m in refused)
             python = [m for m in batch.messages if not m.sql_readable] + refused
             self.stats.python_path_messages += len(python)
