@@ -40,7 +40,8 @@ _TENANT, _TRACE_ID, _SPAN_ID = (SPAN_COLUMNS.index(c) for c in ("Tenant", "Trace
 
 
 SQL_INSERT_MIN_SPANS = 20_000
-"""`StoreWriterConfig.sql_insert_min_spans`'s default (docs/scale.md has the curve)."""
+"""`StoreWriterConfig.sql_insert_min_spans`'s default: above the 10,000-12,000 spans per insert
+from which bench/store_insert.py measured the SQL path cheaper (docs/scale.md has the curve)."""
 
 
 class StoreWriterConfig(BaseModel):
@@ -69,7 +70,7 @@ class StoreWriterConfig(BaseModel):
         SQL_INSERT_MIN_SPANS,
         ge=0,
         description="a batch of at least this many spans is inserted by ClickHouse's own "
-        "Protobuf parsing (one INSERT ... SELECT, whose analysis costs ~0.3-0.9 s of CPU), "
+        "Protobuf parsing (one INSERT ... SELECT, whose analysis costs ~0.6-0.7 s of CPU), "
         "a smaller one decoded in Python; the default is where bench/store_insert.py "
         "measured the SQL path's CPU per span, analysis included, below the Python path's",
     )
