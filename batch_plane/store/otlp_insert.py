@@ -7,9 +7,10 @@ whose SELECT computes every column `span_rows.span_row` computes in Python: ids 
 attribute maps as text, content split out, GenAI and evaluation columns
 (`schemas.genai_sql`, compiled from the same mapping as the Python decoder).
 
-The SQL reads a subset of what OTLP can carry; `sql_readable(traces)` says whether a
-message is inside it, and the writer sends the others through the Python decoder
-(counted). Outside the subset: attribute values nested past arrays/maps of scalars, maps
+The SQL reads a subset of what OTLP can carry: a message certainly outside it
+(`may_be_sql_readable`) never reaches the SQL, the insert refuses (`REFUSED`) the rest of
+what it does not read, and the writer sends them through the Python decoder (counted).
+Outside the subset: attribute values nested past arrays/maps of scalars, maps
 and arrays of floats or of strings that need JSON escaping, floats whose text is not
 plain decimal, repeated keys, non-string values of the keys GenAI fields are read from,
 counts that are not ints or ASCII digits, flattened message keys (`gen_ai.prompt.N.*`,
