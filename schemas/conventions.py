@@ -83,83 +83,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pathgrade.schemas import genai as g
+from pathgrade.schemas import genai_mapping as m
 from pathgrade.schemas.model import EvalContext, GenAIFields
 from pathgrade.schemas.numbers import integral, parse_index
-
-_OPENINFERENCE_OPERATIONS: dict[str, str] = {
-    "LLM": g.OP_CHAT,
-    "TOOL": g.OP_EXECUTE_TOOL,
-    "AGENT": g.OP_INVOKE_AGENT,
-    "CHAIN": "chain",
-    "RETRIEVER": g.OP_RETRIEVAL,
-    "EMBEDDING": g.OP_EMBEDDINGS,
-    "RERANKER": "rerank",
-    "GUARDRAIL": "guardrail",
-    "EVALUATOR": "evaluator",
-    "PROMPT": "prompt",
-}
-_TRACELOOP_OPERATIONS: dict[str, str] = {
-    "workflow": g.OP_INVOKE_AGENT,
-    "agent": g.OP_INVOKE_AGENT,
-    "tool": g.OP_EXECUTE_TOOL,
-    "task": "task",
-}
-_LLM_REQUEST_TYPE_OPERATIONS: dict[str, str] = {
-    "chat": g.OP_CHAT,
-    "completion": g.OP_TEXT_COMPLETION,
-    "embedding": g.OP_EMBEDDINGS,
-    "embeddings": g.OP_EMBEDDINGS,
-    "rerank": "rerank",
-}
-_AGENT_OPERATIONS = frozenset({g.OP_INVOKE_AGENT, g.OP_CREATE_AGENT})
-_TRACELOOP_AGENT_KINDS = frozenset({"workflow", "agent"})
-# Operations whose spans may carry chat messages in flattened form.
-_MESSAGE_OPERATIONS = frozenset({g.OP_CHAT, g.OP_TEXT_COMPLETION, g.OP_GENERATE_CONTENT})
-
-_PROVIDER_KEYS = (g.PROVIDER_NAME, g.SYSTEM_DEPRECATED, g.OI_LLM_PROVIDER, g.OI_LLM_SYSTEM)
-_AGENT_NAME_KEYS = (g.AGENT_NAME, g.OI_AGENT_NAME)
-_TOOL_NAME_KEYS = (g.TOOL_NAME, g.OI_TOOL_NAME)
-_TOOL_CALL_ID_KEYS = (g.TOOL_CALL_ID, g.OI_TOOL_CALL_ID, g.OI_TOOL_ID)
-_TOOL_ARGUMENT_FALLBACK_KEYS = (g.OI_INPUT_VALUE, g.TL_ENTITY_INPUT)
-_TOOL_RESULT_FALLBACK_KEYS = (g.OI_OUTPUT_VALUE, g.TL_ENTITY_OUTPUT)
-_CONVERSATION_KEYS = (g.CONVERSATION_ID, g.OI_SESSION_ID, g.TL_SESSION_ID)
-_REQUEST_MODEL_KEYS = (
-    g.REQUEST_MODEL,
-    g.OI_LLM_REQUEST_MODEL_NAME,
-    g.OI_LLM_MODEL_NAME,
-    g.TL_LLM_REQUEST_MODEL,
-)
-_RESPONSE_MODEL_KEYS = (g.RESPONSE_MODEL, g.OI_LLM_RESPONSE_MODEL_NAME, g.TL_LLM_RESPONSE_MODEL)
-_INPUT_TOKEN_KEYS = (
-    g.USAGE_INPUT_TOKENS,
-    g.USAGE_PROMPT_TOKENS_DEPRECATED,
-    g.OI_TOKEN_COUNT_PROMPT,
-    g.TL_LLM_USAGE_PROMPT_TOKENS,
-)
-_OUTPUT_TOKEN_KEYS = (
-    g.USAGE_OUTPUT_TOKENS,
-    g.USAGE_COMPLETION_TOKENS_DEPRECATED,
-    g.OI_TOKEN_COUNT_COMPLETION,
-    g.TL_LLM_USAGE_COMPLETION_TOKENS,
-)
-_TOTAL_TOKEN_KEYS = (g.OI_TOKEN_COUNT_TOTAL, g.TL_LLM_USAGE_TOTAL_TOKENS)
-_FINISH_REASON_KEYS = (g.RESPONSE_FINISH_REASONS, g.OI_LLM_FINISH_REASON)
-
-_INPUT_MESSAGE_PREFIXES = (g.OI_INPUT_MESSAGES_PREFIX, g.TL_PROMPT_PREFIX)
-_OUTPUT_MESSAGE_PREFIXES = (g.OI_OUTPUT_MESSAGES_PREFIX, g.TL_COMPLETION_PREFIX)
-_FLATTENED_PREFIXES = _INPUT_MESSAGE_PREFIXES + _OUTPUT_MESSAGE_PREFIXES
-# Key segments that only namespace a leaf (OpenInference's "message.", "tool_call.", ...).
-# Keys of a first flattened message; the scan of all keys runs only when one is present.
-_FLATTENED_PROBE_KEYS = (
-    "llm.input_messages.0.message.role",
-    "llm.output_messages.0.message.role",
-    "gen_ai.prompt.0.role",
-    "gen_ai.prompt.0.content",
-    "gen_ai.completion.0.role",
-    "gen_ai.completion.0.content",
-)
-_NAMESPACE_SEGMENTS = frozenset({"message", "tool_call", "function", "message_content"})
-_INDEXED_LISTS = frozenset({"tool_calls", "contents"})
 
 
 def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
@@ -172,35 +98,35 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
     target = name_target if name_operation == operation else ""
 
     entity_name = _text(get(g.TL_ENTITY_NAME))
-    agent_name = _first_text(attributes, _AGENT_NAME_KEYS)
-    if not agent_name and traceloop_kind in _TRACELOOP_AGENT_KINDS:
+    agent_name = _first_text(attributes, m.AGENT_NAME_KEYS)
+    if not agent_name and traceloop_kind in m.TRACELOOP_AGENT_KINDS:
         agent_name = entity_name
-    if not agent_name and operation in _AGENT_OPERATIONS:
+    if not agent_name and operation in m.AGENT_OPERATIONS:
         agent_name = target
-    tool_name = _first_text(attributes, _TOOL_NAME_KEYS)
+    tool_name = _first_text(attributes, m.TOOL_NAME_KEYS)
     if not tool_name and traceloop_kind == "tool":
         tool_name = entity_name
     if not tool_name and operation == g.OP_EXECUTE_TOOL:
         tool_name = target
-    request_model = _first_text(attributes, _REQUEST_MODEL_KEYS)
+    request_model = _first_text(attributes, m.REQUEST_MODEL_KEYS)
     if not request_model and operation in g.MODEL_OPERATIONS:
         request_model = target
 
-    input_tokens = _token_count(_first(attributes, _INPUT_TOKEN_KEYS))
-    output_tokens = _token_count(_first(attributes, _OUTPUT_TOKEN_KEYS))
-    total_tokens = _token_count(_first(attributes, _TOTAL_TOKEN_KEYS))
+    input_tokens = _token_count(_first(attributes, m.INPUT_TOKEN_KEYS))
+    output_tokens = _token_count(_first(attributes, m.OUTPUT_TOKEN_KEYS))
+    total_tokens = _token_count(_first(attributes, m.TOTAL_TOKEN_KEYS))
     if total_tokens is None and input_tokens is not None and output_tokens is not None:
         total_tokens = _token_count(input_tokens + output_tokens)
 
-    fields.provider_name = _first_text(attributes, _PROVIDER_KEYS)
+    fields.provider_name = _first_text(attributes, m.PROVIDER_KEYS)
     fields.agent_name = agent_name
     fields.agent_id = _text(get(g.AGENT_ID))
     fields.tool_name = tool_name
-    fields.tool_call_id = _first_text(attributes, _TOOL_CALL_ID_KEYS)
+    fields.tool_call_id = _first_text(attributes, m.TOOL_CALL_ID_KEYS)
     fields.tool_type = _text(get(g.TOOL_TYPE))
-    fields.conversation_id = _first_text(attributes, _CONVERSATION_KEYS)
+    fields.conversation_id = _first_text(attributes, m.CONVERSATION_KEYS)
     fields.request_model = request_model
-    fields.response_model = _first_text(attributes, _RESPONSE_MODEL_KEYS)
+    fields.response_model = _first_text(attributes, m.RESPONSE_MODEL_KEYS)
     fields.input_tokens = input_tokens
     fields.output_tokens = output_tokens
     fields.total_tokens = total_tokens
@@ -221,14 +147,14 @@ def content_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields
     tool_arguments = _text(get(g.TOOL_CALL_ARGUMENTS))
     tool_result = _text(get(g.TOOL_CALL_RESULT))
     if operation == g.OP_EXECUTE_TOOL:
-        tool_arguments = tool_arguments or _first_text(attributes, _TOOL_ARGUMENT_FALLBACK_KEYS)
-        tool_result = tool_result or _first_text(attributes, _TOOL_RESULT_FALLBACK_KEYS)
+        tool_arguments = tool_arguments or _first_text(attributes, m.TOOL_ARGUMENT_FALLBACK_KEYS)
+        tool_result = tool_result or _first_text(attributes, m.TOOL_RESULT_FALLBACK_KEYS)
 
     input_messages = _text(get(g.INPUT_MESSAGES))
     output_messages = _text(get(g.OUTPUT_MESSAGES))
-    finish_reasons = _string_list(_first(attributes, _FINISH_REASON_KEYS))
-    if operation in _MESSAGE_OPERATIONS and not (input_messages and output_messages):
-        if _first(attributes, _FLATTENED_PROBE_KEYS) is not None:
+    finish_reasons = _string_list(_first(attributes, m.FINISH_REASON_KEYS))
+    if operation in m.MESSAGE_OPERATIONS and not (input_messages and output_messages):
+        if _first(attributes, m.FLATTENED_PROBE_KEYS) is not None:
             flat_inputs, flat_outputs = _flattened_messages(attributes)
             input_messages = input_messages or _messages_json(flat_inputs)
             output_messages = output_messages or _messages_json(flat_outputs)
@@ -283,11 +209,11 @@ def _operation(attributes: Mapping[str, Any]) -> str:
     openinference_kind = get(g.OI_SPAN_KIND)
     if openinference_kind:
         kind = str(openinference_kind).upper()
-        return _OPENINFERENCE_OPERATIONS.get(kind, "" if kind == "UNKNOWN" else kind.lower())
+        return m.OPENINFERENCE_OPERATIONS.get(kind, "" if kind == "UNKNOWN" else kind.lower())
     traceloop_kind = _text(get(g.TL_SPAN_KIND))
-    if traceloop_kind in _TRACELOOP_OPERATIONS:
-        return _TRACELOOP_OPERATIONS[traceloop_kind]
-    return _LLM_REQUEST_TYPE_OPERATIONS.get(_text(get(g.TL_LLM_REQUEST_TYPE)), "")
+    if traceloop_kind in m.TRACELOOP_OPERATIONS:
+        return m.TRACELOOP_OPERATIONS[traceloop_kind]
+    return m.LLM_REQUEST_TYPE_OPERATIONS.get(_text(get(g.TL_LLM_REQUEST_TYPE)), "")
 
 
 def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
@@ -354,8 +280,8 @@ def _flattened_messages(attributes: Mapping[str, Any]) -> tuple[list[dict], list
             path = _FLATTENED_PATHS.put(key, _flattened_path(key))
         if path:
             _collect_leaf(collected.setdefault(path[0], {}), path, value)
-    inputs = _first_collected(collected, _INPUT_MESSAGE_PREFIXES)
-    outputs = _first_collected(collected, _OUTPUT_MESSAGE_PREFIXES)
+    inputs = _first_collected(collected, m.INPUT_MESSAGE_PREFIXES)
+    outputs = _first_collected(collected, m.OUTPUT_MESSAGE_PREFIXES)
     return [_genai_message(m) for _, m in sorted(inputs.items())], [
         _genai_message(m) for _, m in sorted(outputs.items())
     ]
@@ -396,10 +322,10 @@ _FLATTENED_PATHS = _BoundedPaths()  # keys repeat span after span: each is split
 def _flattened_path(key: str) -> _FlattenedPath | tuple[()]:
     """Where a flattened key's leaf goes ("llm.input_messages.0.message.role" ->
     (prefix, 0, ("role",))); () when the key is no flattened message key."""
-    if not key.startswith(_FLATTENED_PREFIXES):
+    if not key.startswith(m.FLATTENED_PREFIXES):
         return ()
-    prefix = next(p for p in _FLATTENED_PREFIXES if key.startswith(p))
-    segments = [s for s in key[len(prefix) :].split(".") if s not in _NAMESPACE_SEGMENTS]
+    prefix = next(p for p in m.FLATTENED_PREFIXES if key.startswith(p))
+    segments = [s for s in key[len(prefix) :].split(".") if s not in m.NAMESPACE_SEGMENTS]
     index = parse_index(segments[0]) if len(segments) >= 2 else None
     return prefix, index, tuple(segments[1:])
 
@@ -413,7 +339,7 @@ def _collect_leaf(messages: dict[int, dict[str, Any]], path: _FlattenedPath, val
     message = messages.setdefault(index, {})
     if len(leaf) == 1:
         message[leaf[0]] = value
-    elif len(leaf) == 3 and leaf[0] in _INDEXED_LISTS:
+    elif len(leaf) == 3 and leaf[0] in m.INDEXED_LISTS:
         item = parse_index(leaf[1])
         if item is not None:
             message.setdefault(leaf[0], {}).setdefault(item, {})[leaf[2]] = value

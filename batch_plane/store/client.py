@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import hashlib
 import ipaddress
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import clickhouse_connect
+from clickhouse_connect.driver._chdbclient import ChdbClient
 from clickhouse_connect.driver.exceptions import DataError
 from pathgrade.batch_plane.store.reads import PARSE_SQL, clickhouse_reason, parse_reason, refusal
 from pathgrade.batch_plane.store.tenancy import tenant_settings
@@ -84,6 +88,7 @@ class ClientStore:
         self._open_reader = open_reader  # a new session with these settings (tenant readers)
         self._tenant_readers: dict[str, tuple[Any, threading.Lock]] = {}
         self._readers_lock = threading.Lock()
+        self._files: tempfile.TemporaryDirectory[str] | None = None  # `insert_select`'s
 
     def query(
         self,
@@ -125,6 +130,8 @@ class ClientStore:
         for client, lock in [*sessions, (self.client, self.lock)]:
             with lock:
                 client.close()
+        if self._files is not None:
+            self._files.cleanup()
 
     def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:
         if not rows:
@@ -142,6 +149,87 @@ class ClientStore:
     ) -> list[RejectedRow]:
         """Insert the rows the store can encode (`insert_halving`); returns the others."""
         return insert_halving(lambda part: self.insert(table, part, column_names), rows)
+
+    def insert_select(
+        self,
+        statement: Callable[[str], str],
+        data: bytes,
+        settings: dict[str, Any],
+        format_schema: str,
+    ) -> None:
+        """Run `statement(source)`, an `INSERT ... SELECT ... FROM source`, where `source`
+        reads `data` in the statement's input format with the schema `format_schema` (a
+        `.proto`'s text; `settings` name its message). A server gets the data with the
+        statement (`input(...)`) and the schema inline (`format_schema_source = 'string'`,
+        which it caches under its `format_schema_path`); embedded chDB, which takes no data
+        with a statement, reads the data (`file(...)`) and the schema from files in a
+        directory of this store's own. `statement` is given "input" or "file:PATH"."""
+        try:
+            with self.lock:
+                if isinstance(self.client, ChdbClient):
+                    self._over_files(statement, data, settings, format_schema, self.client.command)
+                else:
+                    inline = {**settings, "format_schema_source": "string",
+                              "format_schema": format_schema}  # fmt: skip
+                    self.client.command(statement("input"), data=data, settings=inline)
+        except Exception as exc:
+            raise QueryError(f"insert failed: {str(exc).strip()}") from exc
+
+    def select_over(
+        self,
+        statement: Callable[[str], str],
+        data: bytes,
+        settings: dict[str, Any],
+        format_schema: str,
+    ) -> list[list[Any]] | None:
+        """The rows of `statement("file:PATH")`, a `SELECT` reading `data` as
+        `insert_select` does; None where the store reads such data only in an INSERT (a
+        server: `input(...)` is for inserts)."""
+        if not isinstance(self.client, ChdbClient):
+            return None
+        try:
+            with self.lock:
+                query = self._over_files(
+                    statement, data, settings, format_schema, self.client.query
+                )
+        except Exception as exc:
+            raise QueryError(f"query failed: {str(exc).strip()}") from exc
+        return [list(row) for row in query.result_rows]
+
+    def _over_files(
+        self,
+        statement: Callable[[str], str],
+        data: bytes,
+        settings: dict[str, Any],
+        format_schema: str,
+        run: Callable[..., Any],
+    ) -> Any:
+        """`run(statement("file:PATH"), settings=...)` with `data` and `format_schema` in
+        files of this store's directory (chDB), the data's removed after."""
+        directory = self._files_directory()
+        schema = {**settings, "format_schema": content_named_file(directory, format_schema)}
+        copy = Path(directory) / "values.data"  # one name: one statement text
+        copy.write_bytes(data)
+        try:
+            return run(statement(f"file:{copy}"), settings=schema)
+        finally:
+            copy.unlink()
+
+    def _files_directory(self) -> str:
+        """A directory of this store's for the files an embedded insert reads (removed at
+        `close`): one for the store's life, since chDB caches a schema per directory."""
+        if self._files is None:
+            self._files = tempfile.TemporaryDirectory(prefix="pathgrade-insert-")
+        return self._files.name
+
+
+def content_named_file(directory: str, text: str) -> str:
+    """The path of a file in `directory` holding `text`, named by its content (written
+    once: chDB caches a schema file by name)."""
+    path = Path(directory) / f"schema-{hashlib.sha256(text.encode()).hexdigest()[:16]}.proto"
+    if not path.exists():
+        path.write_text(text)
+    return str(path)
 
 
 def _run(

@@ -3,9 +3,12 @@
 Batches are bounded by span count and age: a busy stream is inserted every `max_batch_age_s`
 (each chDB insert has a fixed cost of tens of ms, so few large inserts keep up with far more
 spans than many small ones), a stream that went quiet after `idle_flush_s` so its last spans
-become queryable quickly. Offsets are committed only after the insert
-returned, so a crash between the two re-delivers a batch whose duplicates the
-ReplacingMergeTree `spans` table absorbs.
+become queryable quickly. A batch of at least `sql_insert_min_spans` spans goes to
+ClickHouse as the values came, parsed and computed there (`otlp_insert`): that statement's
+analysis costs a fixed share of a second of CPU, which only a large batch earns back, so
+smaller batches (an idle or lightly loaded stack's) are decoded here and inserted as rows.
+Offsets are committed only after the insert returned, so a crash between the two
+re-delivers a batch whose duplicates the ReplacingMergeTree `spans` table absorbs.
 """
 
 from __future__ import annotations
@@ -17,16 +20,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka import TopicPartition
-from pathgrade.batch_plane.store.client import QueryError
+from pathgrade.batch_plane.store.client import ClientStore, QueryError
+from pathgrade.batch_plane.store.otlp_insert import (
+    PendingMessage,
+    insert_sql_messages,
+    missing_settings,
+    pending_message,
+)
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.schemas.consumer import TopicConsumer, decode_spans
 from pathgrade.schemas.model import Span
+from pathgrade.schemas.otlp import DecodeProblems, decode_resource_spans, message_tenant_and_time
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import SPANS_TOPIC, STORE_GROUP, read_until_drained
 from pydantic import BaseModel, ConfigDict, Field
 
 log = logging.getLogger(__name__)
 _TENANT, _TRACE_ID, _SPAN_ID = (SPAN_COLUMNS.index(c) for c in ("Tenant", "TraceId", "SpanId"))
+
+
+SQL_INSERT_MIN_SPANS = 20_000
+"""`StoreWriterConfig.sql_insert_min_spans`'s default: above the 10,000-12,000 spans per insert
+from which bench/store_insert.py measured the SQL path cheaper (docs/scale.md has the curve)."""
 
 
 class StoreWriterConfig(BaseModel):
@@ -46,6 +61,19 @@ class StoreWriterConfig(BaseModel):
     idle_flush_s: float = Field(
         0.25, description="a batch is written when no message came for this long"
     )
+    sql_insert: bool = Field(
+        True,
+        description="let ClickHouse parse the values of large batches itself "
+        "(`sql_insert_min_spans`); needs a `ClientStore`, the store writer's own",
+    )
+    sql_insert_min_spans: int = Field(
+        SQL_INSERT_MIN_SPANS,
+        ge=0,
+        description="a batch of at least this many spans is inserted by ClickHouse's own "
+        "Protobuf parsing (one INSERT ... SELECT, whose analysis costs ~0.6-0.7 s of CPU), "
+        "a smaller one decoded in Python; the default is where bench/store_insert.py "
+        "measured the SQL path's CPU per span, analysis included, below the Python path's",
+    )
     session_timeout_ms: int = Field(6000, description="consumer group session timeout")
     consumer_options: dict[str, Any] = Field(
         default_factory=dict, description="further kafka-python consumer settings"
@@ -61,20 +89,42 @@ class StoreWriterStats:
     rejected_spans: int = 0  # spans the store could not encode (logged, then skipped)
     partly_decoded_spans: int = 0  # stored without their GenAI fields (schemas.otlp)
     unreadable_headers: int = 0  # messages stored with a default tenant or receive time
+    sql_inserts: int = 0  # batches inserted by the store's SQL (`sql_insert_min_spans`)
+    python_path_messages: int = 0  # of those batches, outside the SQL: decoded in Python
+
+
+def _sql_insert_runs(store: ClientStore) -> bool:
+    """Whether the store's ClickHouse can run the SQL insert (logged when it cannot)."""
+    missing = missing_settings(store)
+    if missing:
+        log.warning("the store's ClickHouse lacks the settings %s: the store writer "
+                    "decodes every batch in Python", ", ".join(missing))  # fmt: skip
+    return not missing
 
 
 class _Batch:
-    """Rows pending insert and the offsets they cover."""
+    """What is pending insert (rows decoded here, parsed messages whose path the batch's
+    size decides at its flush), its spans, and the offsets it covers."""
 
     def __init__(self) -> None:
         self.rows: list[list[Any]] = []
+        self.messages: list[PendingMessage] = []
+        self.spans = 0
         self.next_offsets: dict[TopicPartition, int] = {}
         self.started = 0.0
 
-    def add(self, partition: TopicPartition, offset: int, spans: list[Span]) -> None:
+    def add(
+        self, partition: TopicPartition, offset: int, pending: list[Span] | PendingMessage | None
+    ) -> None:
+        """Add a message's spans, or the message parsed (None: it was skipped)."""
         if not self.next_offsets:
             self.started = time.monotonic()
-        self.rows.extend(span_row(span) for span in spans)
+        if isinstance(pending, PendingMessage):
+            self.messages.append(pending)
+            self.spans += pending.spans
+        elif pending:
+            self.rows.extend(span_row(span) for span in pending)
+            self.spans += len(pending)
         self.next_offsets[partition] = offset + 1
 
 
@@ -84,6 +134,7 @@ class StoreWriter:
     def __init__(self, config: StoreWriterConfig, store: Store) -> None:
         self.config = config
         self.store = store
+        self.sql = config.sql_insert and isinstance(store, ClientStore) and _sql_insert_runs(store)
         self.stats = StoreWriterStats()
         self._batch = _Batch()
         self._lock = threading.Lock()
@@ -118,7 +169,7 @@ class StoreWriter:
         age = time.monotonic() - batch.started
         config = self.config
         if (
-            len(batch.rows) >= config.max_batch_spans
+            batch.spans >= config.max_batch_spans
             or age >= config.max_batch_age_s
             or (not records and age >= config.idle_flush_s)
         ):
@@ -126,9 +177,24 @@ class StoreWriter:
         return read
 
     def _add(self, partition: TopicPartition, message: Any) -> None:
+        """Decode the message (no SQL path), or parse it and keep it for the flush, which
+        decides its path: either way a malformed value is skipped here, counted, and never
+        reaches, or fails, a batch insert."""
         self.stats.messages += 1
-        spans = decode_spans(partition, message, self.stats)
-        self._batch.add(partition, message.offset, spans)
+        if not self.sql:
+            self._batch.add(partition, message.offset, decode_spans(partition, message, self.stats))
+            return
+        problems = DecodeProblems()
+        tenant, received_at = message_tenant_and_time(message, problems)
+        self.stats.unreadable_headers += problems.unreadable_headers
+        try:
+            pending = pending_message(message.value, tenant, received_at)
+        except ValueError as exc:
+            self.stats.undecodable_messages += 1
+            log.error("skipping undecodable message at %s[%d] offset %d: %s",
+                      partition.topic, partition.partition, message.offset, exc)  # fmt: skip
+            pending = None
+        self._batch.add(partition, message.offset, pending)
 
     def flush(self) -> None:
         """Insert the pending rows, then commit the offsets they cover."""
@@ -136,10 +202,38 @@ class StoreWriter:
             batch = self._batch
             if not batch.next_offsets:
                 return
+            if batch.messages:
+                self._store_messages(batch)
             if batch.rows:
                 self._insert(batch.rows)
             self._batch = _Batch()
             self.consumer.commit(batch.next_offsets)
+
+    def _store_messages(self, batch: _Batch) -> None:
+        """Insert the batch's parsed messages with the store's SQL when the batch has at
+        least `sql_insert_min_spans` spans; the messages outside the SQL (certainly, or
+        refused by it: `insert_sql_messages`) and every message of a smaller batch become
+        rows of the batch, decoded here. An insert that fails leaves the batch as it was."""
+        python = batch.messages
+        if batch.spans >= self.config.sql_insert_min_spans:
+            readable = [m for m in batch.messages if m.sql_readable]
+            refused = insert_sql_messages(self.store, readable) if readable else []
+            self.stats.sql_inserts += bool(readable)
+            self.stats.inserts += bool(readable)
+            self.stats.spans += sum(m.spans for m in readable) - sum(m.spans for m in refused)
+            python = [m for m in batch.messages if not m.sql_readable] + refused
+            self.stats.python_path_messages += len(python)
+        batch.rows.extend(span_row(span) for message in python for span in self._decoded(message))
+        batch.messages = []
+
+    def _decoded(self, message: PendingMessage) -> list[Span]:
+        """The spans of a parsed message, decoded in Python."""
+        problems = DecodeProblems()
+        spans = decode_resource_spans(
+            message.traces.resource_spans, message.tenant, message.received_at_ns, problems
+        )
+        self.stats.partly_decoded_spans += problems.partly_decoded_spans
+        return spans
 
     def _insert(self, rows: list[list[Any]]) -> None:
         """Insert `rows`; spans the store cannot encode (a value outside its column's

@@ -98,6 +98,8 @@ def _store_part(now: Snapshot, before: Snapshot | None, seconds: float) -> str:
         part += f", {w['rejected_spans']:,} not storable"
     if w.get("partly_decoded_spans"):
         part += f", {w['partly_decoded_spans']:,} partly decoded"
+    if w.get("python_path_messages"):
+        part += f", {w['python_path_messages']:,} messages decoded in Python (outside the SQL)"
     return part
 
 

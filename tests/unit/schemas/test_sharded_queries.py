@@ -21,6 +21,7 @@ from typing import Any
 
 import clickhouse_connect
 import pytest
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from pathgrade.batch_plane.evaluation.gate_inputs import (
     run_expected_calls,
     run_scores,
@@ -30,7 +31,8 @@ from pathgrade.batch_plane.evaluation.gate_inputs import (
 from pathgrade.batch_plane.scoring.calibration import calibration_status
 from pathgrade.batch_plane.scoring.judge import JudgeCache, Usage, Verdict
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, open_client_store
-from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
+from pathgrade.batch_plane.store.otlp_insert import insert_sql_messages, pending_message
+from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.realtime_plane.delivery import AlertBacklog, latest_numbers
 from pathgrade.realtime_plane.sinks import SEQ_COLUMNS
 from pathgrade.schemas.alerts import ALERT_COLUMNS
@@ -45,6 +47,7 @@ from pathgrade.schemas.migrations import (
     recorded_layout,
     set_retention,
 )
+from pathgrade.schemas.otlp import decode_resource_spans
 from pathgrade.schemas.store import QueryResult
 from starlette.testclient import TestClient
 
@@ -285,3 +288,25 @@ def test_a_sharded_store_keeps_its_layout_for_later_migrations(store: TwinStore)
     local = client.query(query, parameters={"name": "spans_local"}).result_rows[0][0]
     assert "toDateTime(ReceivedAt) + toIntervalDay(30)" in local
     assert local.count("TTL toDateTime(ReceivedAt) + toIntervalDay(3)") == len(CONTENT_COLUMNS)
+
+
+def test_the_sql_insert_path_writes_through_the_distributed_spans(store: TwinStore) -> None:
+    """The store writer's SQL insert (batch_plane.store.otlp_insert) on a sharded store
+    goes through the Distributed `spans` to the local tables and their views, with the
+    rows the Python path writes on the unsharded store."""
+    now = time.time_ns()  # rows older than the retention's 90 days are dropped at once
+    traces = TracesData()
+    scope = traces.resource_spans.add().scope_spans.add()
+    for n in range(3):
+        span = scope.spans.add(name="chat m", trace_id=bytes([n + 1]) * 16, span_id=b"\x02" * 8,
+                               start_time_unix_nano=now + n)  # fmt: skip
+        span.attributes.add(key="gen_ai.operation.name").value.string_value = "chat"
+    message = pending_message(traces.SerializeToString(), "sql-path", now)
+    assert insert_sql_messages(store.sharded, [message]) == []
+    rows = [span_row(s) for s in decode_resource_spans(
+        traces.resource_spans, message.tenant, message.received_at_ns)]  # fmt: skip
+    assert store.plain.insert_encodable("spans", rows, list(SPAN_COLUMNS)) == []
+    for table in ("spans", "trace_roots", "span_counts"):
+        query = "SELECT * EXCEPT Tenant FROM {} WHERE Tenant = 'sql-path' ORDER BY ALL"
+        local = store.sharded.query(query.format(local_name(table))).rows
+        assert local == store.plain.query(query.format(table)).rows != [], table

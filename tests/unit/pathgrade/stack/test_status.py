@@ -59,10 +59,13 @@ def test_line_names_what_needs_attention() -> None:
         not_storable=1,
     )  # fmt: skip
     now["store_writer"]["partly_decoded_spans"] = 5
+    now["store_writer"]["python_path_messages"] = 6
     line = status_line(now, before)
     assert line is not None
     assert "2 rejected, spill 3.0 MB, 4 dead-lettered (pathgrade dead-letter)" in line
-    assert "1 not storable, 5 partly decoded" in line
+    assert (
+        "1 not storable, 5 partly decoded, 6 messages decoded in Python (outside the SQL)" in line
+    )
     assert "(1 of 2 realtime processes not answering)" in line
     restarted = snapshot(20.0, 3, 15, [9, 9])  # the collector restarted: no negative rate
     assert "in 3 spans |" in (status_line(restarted, now) or "")

@@ -1,0 +1,419 @@
+"""The store's insert path on ClickHouse's own Protobuf parsing.
+
+The store writer hands a batch of `pathgrade.spans` values to ClickHouse as they came,
+length-delimited, each with the tenant and receive time appended as two extra protobuf
+fields (`schemas.otlp_proto`), in one `INSERT INTO spans SELECT ... FROM input(...)`
+whose SELECT computes every column `span_rows.span_row` computes in Python: ids as hex,
+attribute maps as text, content split out, GenAI and evaluation columns
+(`schemas.genai_sql`, compiled from the same mapping as the Python decoder).
+
+The SQL reads a subset of what OTLP can carry: a message certainly outside it
+(`may_be_sql_readable`) never reaches the SQL, the insert refuses (`REFUSED`) the rest of
+what it does not read, and the writer sends them through the Python decoder (counted).
+Outside the subset: attribute values nested past arrays/maps of scalars, maps
+and arrays of floats or of strings that need JSON escaping, floats whose text is not
+plain decimal, repeated keys, non-string values of the keys GenAI fields are read from,
+counts that are not ints or ASCII digits, flattened message keys (`gen_ai.prompt.N.*`,
+`llm.input_messages.N.*`), times past the store's range. Every message is parsed in
+Python first (upb), so a malformed one never reaches, and never fails, a batch insert.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from google.protobuf.internal.encoder import _VarintBytes
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+from pathgrade.batch_plane.store.client import ClientStore, QueryError
+from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
+from pathgrade.schemas import genai as g
+from pathgrade.schemas import genai_mapping as m
+from pathgrade.schemas.genai_sql import SQL_COUNT_KEYS, SQL_TEXT_KEYS, GenAISql, genai_sql, quote
+from pathgrade.schemas.model import MAX_TIME_NS
+from pathgrade.schemas.otlp_proto import (
+    RECEIVED_AT_FIELD,
+    ROOT_MESSAGE,
+    TENANT_FIELD,
+    spans_value_proto,
+    spans_value_structure,
+)
+
+PROTOBUF_SETTINGS: dict[str, str | int] = {
+    "format_schema_message_name": ROOT_MESSAGE,
+    "input_format_protobuf_oneof_presence": 1,
+}
+"""Settings of the insert besides the schema itself (`spans_value_proto()`, which
+`ClientStore.insert_select` sends inline to a server, as a file to chDB)."""
+
+SERVER_SETTINGS = ("format_schema_source", "input_format_protobuf_oneof_presence")
+"""The settings the insert needs of ClickHouse (`format_schema_source` came with ClickHouse
+pull request 80874, mid-2025; chDB 4.4's engine, 26.9, has both): looked up, not assumed
+from a version."""
+
+
+def missing_settings(store: ClientStore) -> list[str]:
+    """The `SERVER_SETTINGS` the store's ClickHouse does not know (without them the insert
+    cannot run there: the store writer decodes every batch in Python)."""
+    known = store.query(
+        "SELECT name FROM system.settings WHERE name IN {names:Array(String)}",
+        {"names": list(SERVER_SETTINGS)},
+    )
+    return sorted(set(SERVER_SETTINGS) - {row[0] for row in known.rows})
+
+
+_TENANT_TAG = _VarintBytes(TENANT_FIELD[1] << 3 | 2)
+_RECEIVED_AT_TAG = _VarintBytes(RECEIVED_AT_FIELD[1] << 3 | 0)
+
+
+def framed_value(value: bytes, tenant: str, received_at_ns: int) -> bytes:
+    """`value` with tenant and receive time appended, length-delimited for the insert."""
+    tenant_bytes = tenant.encode()
+    value += _TENANT_TAG + _VarintBytes(len(tenant_bytes)) + tenant_bytes
+    value += _RECEIVED_AT_TAG + _VarintBytes(received_at_ns)
+    return _VarintBytes(len(value)) + value
+
+
+@dataclass(slots=True)
+class PendingMessage:
+    """A parsed `pathgrade.spans` value pending insert: by the store's SQL (the value as
+    it came) or decoded in Python (from `traces`, parsed once)."""
+
+    value: bytes
+    traces: TracesData
+    tenant: str
+    received_at_ns: int
+    spans: int
+    sql_readable: bool  # False: certainly outside what the SQL reads (`may_be_sql_readable`)
+
+
+def pending_message(value: bytes, tenant: str, received_at_ns: int) -> PendingMessage:
+    """`value` parsed; raises ValueError, as the Python decoder does, on bytes that are not
+    OTLP TracesData, so a malformed value never fails a batch insert."""
+    traces = TracesData()
+    try:
+        traces.ParseFromString(value)
+    except DecodeError as error:
+        raise ValueError(f"pathgrade.spans message value: not OTLP TracesData: {error}") from error
+    spans = sum(len(s.spans) for r in traces.resource_spans for s in r.scope_spans)
+    return PendingMessage(
+        value, traces, tenant, received_at_ns, spans, may_be_sql_readable(value, traces)
+    )
+
+
+def insert_sql_messages(store: ClientStore, messages: list[PendingMessage]) -> list[PendingMessage]:
+    """Insert `messages` with one statement and return the ones the SQL refused
+    (`REFUSED`: insert those in Python). After a refusal, the store names the refused
+    values in one cheaper statement where it can read values in a SELECT (embedded chDB);
+    elsewhere (a server reads them only in an INSERT) halving finds them, two statements
+    per level. Other errors propagate (parts already inserted are inserted again on a
+    retry, which the ReplacingMergeTree absorbs)."""
+    data = b"".join(framed_value(m.value, m.tenant, m.received_at_ns) for m in messages)
+    try:
+        store.insert_select(insert_statement, data, PROTOBUF_SETTINGS, spans_value_proto())
+        return []
+    except QueryError as exc:
+        if REFUSED not in str(exc):
+            raise
+    if len(messages) == 1:
+        return messages
+    numbers = store.select_over(refused_statement, data, PROTOBUF_SETTINGS, spans_value_proto())
+    if numbers:  # named: insert the others (what is refused among them is found the same way)
+        named = {row[0] for row in numbers}
+        refused = [m for number, m in enumerate(messages) if number in named]
+        others = [m for number, m in enumerate(messages) if number not in named]
+        return refused + (insert_sql_messages(store, others) if others else [])
+    middle = len(messages) // 2
+    return insert_sql_messages(store, messages[:middle]) + insert_sql_messages(
+        store, messages[middle:]
+    )
+
+
+# --- what the SQL reads --------------------------------------------------------------------
+
+_FLATTENED_PREFIXES = tuple(p.encode() for p in m.FLATTENED_PREFIXES)
+REFUSED = "pathgrade: a span outside the SQL subset"
+"""The error the insert raises (throwIf) when a message is outside what the SQL reads."""
+
+
+def may_be_sql_readable(value: bytes, traces: TracesData) -> bool:
+    """False for a message the SQL certainly does not read (a span attribute key of a
+    flattened message, which the Python decoder rebuilds); the SQL itself refuses the rest
+    of what it does not read (`REFUSED`). The bytes are searched first: a prefix found
+    there may be text in a value (a fact naming a dropped key), so the keys decide."""
+    if not any(prefix in value for prefix in _FLATTENED_PREFIXES):
+        return True
+    return not any(
+        kv.key.startswith(m.FLATTENED_PREFIXES)
+        for resource_spans in traces.resource_spans
+        for scope_spans in resource_spans.scope_spans
+        for span in scope_spans.spans
+        for kv in span.attributes
+    )
+
+
+def _plain_value(value: str) -> str:
+    """SQL: the AnyValue tuple's text is spelled as Python spells it (a scalar, a plain
+    decimal float, an array of scalars whose JSON needs no escaping)."""
+    item_plain = (
+        f"x.value IN ('bool_value', 'int_value', 'bytes_value', '') OR "
+        f"(x.value = 'string_value' AND match(x.string_value, {quote(_JSON_PLAIN_RE)}))"
+    )
+    return (
+        f"({value}.value IN ('string_value', 'bool_value', 'int_value', 'bytes_value', '') "
+        f"OR ({value}.value = 'double_value' AND {_plain_float(f'{value}.double_value')}) "
+        f"OR ({value}.value = 'array_value' AND arrayAll(x -> {item_plain}, "
+        f"{value}.array_value.values)))"
+    )
+
+
+_JSON_PLAIN_RE = r"^[ !#-\[\]-~]*$"  # printable ASCII but the quote and the backslash
+_COUNT_RE = "^[0-9]{0,19}$"
+_NOT_ASCII_RE = r"[^\x00-\x7F]"
+
+
+def _plain_float(number: str) -> str:
+    return (
+        f"(isFinite({number}) AND NOT ({number} = 0 AND 1 / {number} < 0) "
+        f"AND abs({number}) < 1e15 "
+        f"AND (abs({number}) >= 1e-4 OR {number} = floor({number})))"
+    )
+
+
+def _plain_attributes(key_values: str) -> str:
+    """SQL: no repeated key, every value `_plain_value`."""
+    return (
+        f"(length(arrayDistinct(arrayMap(kv -> kv.key, {key_values}))) = length({key_values}) "
+        f"AND arrayAll(kv -> {_plain_value('kv.value')}, {key_values}))"
+    )
+
+
+def _readable() -> str:
+    """SQL: the span is inside what this SQL reads (the module docstring)."""
+    text_keys = "[" + ", ".join(quote(k) for k in sorted(SQL_TEXT_KEYS)) + "]"
+    count_keys = "[" + ", ".join(quote(k) for k in sorted(SQL_COUNT_KEYS)) + "]"
+    typed = (
+        f"arrayAll(kv -> (NOT has({text_keys}, kv.key) OR kv.value.value IN ('string_value', '')) "
+        f"AND (NOT has({count_keys}, kv.key) OR kv.value.value IN ('int_value', '') "
+        "OR (kv.value.value = 'string_value' "
+        f"AND match(kv.value.string_value, {quote(_COUNT_RE)}))), "
+        "sp.attributes)"
+    )
+    oi_kind = f"pg_strings[indexOf(pg_keys, {quote(g.OI_SPAN_KIND)})]"
+    return " AND ".join((
+        f"sp.start_time_unix_nano <= {MAX_TIME_NS}",
+        f"arrayAll(ev -> ev.time_unix_nano <= {MAX_TIME_NS} "
+        f"AND {_plain_attributes('ev.attributes')}, sp.events)",
+        f"arrayAll(ln -> {_plain_attributes('ln.attributes')}, sp.links)",
+        _plain_attributes("sp.attributes"),
+        _plain_attributes("rs.resource.attributes"),
+        "arrayAll(kv -> kv.key != 'service.name' OR kv.value.value = 'string_value', "
+        "rs.resource.attributes)",
+        typed,
+        f"NOT match({oi_kind}, {quote(_NOT_ASCII_RE)})",
+    ))  # fmt: skip
+
+
+# --- the SQL ------------------------------------------------------------------------------
+
+
+def _value_text(value: str) -> str:
+    """SQL: the stored text of an AnyValue tuple (span_rows.attribute_text)."""
+    return (
+        f"multiIf({value}.value = 'string_value', {value}.string_value, "
+        f"{value}.value = 'bool_value', if({value}.bool_value, 'true', 'false'), "
+        f"{value}.value = 'int_value', toString({value}.int_value), "
+        f"{value}.value = 'double_value', {_float_text(f'{value}.double_value')}, "
+        f"{value}.value = 'bytes_value', base64Encode({value}.bytes_value), "
+        f"{value}.value = 'array_value', concat('[', arrayStringConcat(arrayMap(x -> "
+        f"{_json_scalar('x')}, {value}.array_value.values), ','), ']'), 'null')"
+    )
+
+
+def _float_text(number: str) -> str:
+    return (
+        f"if({number} = floor({number}), concat(toString(toInt64({number})), '.0'), "
+        f"toString({number}))"
+    )
+
+
+def _json_scalar(item: str) -> str:
+    """SQL: JSON text of a scalar array item, as Python's json module writes it."""
+    return (
+        f"multiIf({item}.value = 'string_value', concat('\"', {item}.string_value, '\"'), "
+        f"{item}.value = 'bool_value', if({item}.bool_value, 'true', 'false'), "
+        f"{item}.value = 'int_value', toString({item}.int_value), "
+        f"{item}.value = 'bytes_value', concat('\"', base64Encode({item}.bytes_value), '\"'), "
+        f"'null')"
+    )
+
+
+def _is_content(key: str) -> str:
+    """SQL: genai.is_content_key."""
+    keys = ", ".join(quote(k) for k in sorted(g.CONTENT_KEYS))
+    prefixes = ", ".join(quote(p) for p in g.MESSAGE_CONTENT_PREFIXES)
+    return f"(has([{keys}], {key}) OR arrayExists(p -> startsWith({key}, p), [{prefixes}]))"
+
+
+def _text_map(key_values: str, condition: str = "") -> str:
+    """SQL: a Map of (key, text) of the KeyValue array, the pairs matching `condition`."""
+    source = f"arrayFilter(kv -> {condition}, {key_values})" if condition else key_values
+    return (
+        f"CAST(mapFromArrays(arrayMap(kv -> kv.key, {source}), "
+        f"arrayMap(kv -> {_value_text('kv.value')}, {source})) AS Map(String, String))"
+    )
+
+
+class _SpanAttributeSql:
+    """`genai_sql.AttributeSql` over the span's key, kind, string and int arrays: each
+    attribute read is a column of its own (`definitions`), computed once per span."""
+
+    def __init__(self) -> None:
+        self.definitions: dict[str, str] = {}
+        self._numbers: dict[str, int] = {}
+
+    def _column(self, part: str, key: str, sql: str) -> str:
+        number = self._numbers.setdefault(key, len(self._numbers))
+        name = f"pg_{part}{number}"
+        self.definitions.setdefault(name, sql)
+        return name
+
+    def text(self, key: str) -> str:
+        return self._column("t", key, f"pg_strings[indexOf(pg_keys, {quote(key)})]")
+
+    def kind(self, key: str) -> str:
+        return self._column("k", key, f"toString(pg_kinds[indexOf(pg_keys, {quote(key)})])")
+
+    def integer(self, key: str) -> str:
+        return self._column("i", key, f"pg_ints[indexOf(pg_keys, {quote(key)})]")
+
+
+def _hex(column: str) -> str:
+    return f"lower(hex({column}))"
+
+
+_STATUS = "multiIf(sp.status.code = 1, 'Ok', sp.status.code = 2, 'Error', 'Unset')"
+
+
+def _columns_sql(genai: GenAISql) -> dict[str, str]:
+    """SQL of every column of SPAN_COLUMNS over one ARRAY JOINed span `sp` (and the
+    layers of `genai`)."""
+    kinds = ", ".join(
+        f"sp.kind = {n}, '{name}'"
+        for n, name in enumerate(("Internal", "Server", "Client", "Producer", "Consumer"), 1)
+    )
+    content_event = "has([" + ", ".join(quote(e) for e in sorted(g.CONTENT_EVENTS)) + "], ev.name)"
+    columns = {
+        "Timestamp": "fromUnixTimestamp64Nano(toInt64(sp.start_time_unix_nano))",
+        "TraceId": _hex("sp.trace_id"),
+        "SpanId": _hex("sp.span_id"),
+        "ParentSpanId": _hex("sp.parent_span_id"),
+        "TraceState": "sp.trace_state",
+        "SpanName": "sp.name",
+        "SpanKind": f"multiIf({kinds}, 'Unspecified')",
+        "ServiceName": "pg_resource[indexOf(pg_resource_keys, 'service.name')]",
+        "ResourceAttributes": _text_map("rs.resource.attributes"),
+        "ScopeName": "ss.scope.name",
+        "ScopeVersion": "ss.scope.version",
+        "SpanAttributes": _text_map("sp.attributes", f"NOT {_is_content('kv.key')}"),
+        "ContentAttributes": _text_map("sp.attributes", _is_content("kv.key")),
+        "Duration": "if(sp.end_time_unix_nano > sp.start_time_unix_nano, "
+        "sp.end_time_unix_nano - sp.start_time_unix_nano, 0)",
+        "StatusCode": "pg_status",
+        "StatusMessage": "sp.status.message",
+        "Events.Timestamp": "arrayMap(ev -> "
+        "fromUnixTimestamp64Nano(toInt64(ev.time_unix_nano)), sp.events)",
+        "Events.Name": "arrayMap(ev -> ev.name, sp.events)",
+        "Events.Attributes": "arrayMap(ev -> if("
+        + content_event
+        + ", CAST(map() AS Map(String, String)), "
+        + _text_map("ev.attributes", f"NOT {_is_content('kv.key')}")
+        + "), sp.events)",
+        "Links.TraceId": f"arrayMap(ln -> {_hex('ln.trace_id')}, sp.links)",
+        "Links.SpanId": f"arrayMap(ln -> {_hex('ln.span_id')}, sp.links)",
+        "Links.TraceState": "arrayMap(ln -> ln.trace_state, sp.links)",
+        "Links.Attributes": f"arrayMap(ln -> {_text_map('ln.attributes')}, sp.links)",
+        "Tenant": "pathgrade_tenant",
+        **genai.columns,
+        "ReceivedAt": "fromUnixTimestamp64Nano(toInt64(pathgrade_received_at))",
+        "EventContentAttributes": "arrayMap(ev -> if("
+        + content_event
+        + ", "
+        + _text_map("ev.attributes")
+        + ", "
+        + _text_map("ev.attributes", _is_content("kv.key"))
+        + "), sp.events)",
+    }  # fmt: skip
+    missing = set(SPAN_COLUMNS) ^ set(columns)
+    if missing:
+        raise AssertionError(f"spans columns without SQL (or SQL without a column): {missing}")
+    return columns
+
+
+@cache
+def insert_select(source: str) -> str:
+    """`INSERT INTO spans ... SELECT ...` reading the framed values from `source` (an
+    `input(...)` or `file(...)` table function over `spans_value_structure()`): the spans
+    ARRAY JOINed out of the messages, then layers of subqueries (the attributes the GenAI
+    columns read, then the GenAI steps), each value computed once."""
+    attributes = _SpanAttributeSql()
+    genai = genai_sql(attributes, "sp.name", "pg_status")
+    columns = _columns_sql(genai)
+    query = _spans_of(source)
+    first = {**attributes.definitions, "pg_status": _STATUS, "pg_readable": _readable()}
+    for layer in [first, *genai.steps]:
+        named = ",\n  ".join(f"{sql} AS {name}" for name, sql in layer.items())
+        query = f"SELECT *,\n  {named}\nFROM (\n{query}\n)"
+    names = ", ".join(f"`{c}`" for c in SPAN_COLUMNS)
+    select = ",\n  ".join(columns[c] for c in SPAN_COLUMNS)
+    return (
+        f"INSERT INTO spans ({names})\nSELECT\n  {select}\nFROM (\n{query}\n)\n"
+        f"WHERE throwIf(NOT pg_readable, {quote(REFUSED)}) = 0"
+    )
+
+
+def _spans_of(source: str, numbered: bool = False) -> str:
+    """SQL: the spans ARRAY JOINed out of the framed values of `source`, with the arrays
+    of their attributes the other columns read; `numbered`: with `pg_message`, the number
+    of the value each came from (0, 1, ... in the order sent)."""
+    if numbered:
+        source = f"(SELECT *, rowNumberInAllBlocks() AS pg_message FROM {source})"
+    return (
+        "SELECT rs, ss, sp, pathgrade_tenant, pathgrade_received_at,\n"
+        + ("  pg_message,\n" if numbered else "")
+        + "  arrayMap(kv -> kv.key, sp.attributes) AS pg_keys,\n"
+        "  arrayMap(kv -> kv.value.value, sp.attributes) AS pg_kinds,\n"
+        "  arrayMap(kv -> kv.value.string_value, sp.attributes) AS pg_strings,\n"
+        "  arrayMap(kv -> kv.value.int_value, sp.attributes) AS pg_ints,\n"
+        "  arrayMap(kv -> kv.key, rs.resource.attributes) AS pg_resource_keys,\n"
+        "  arrayMap(kv -> kv.value.string_value, rs.resource.attributes) AS pg_resource\n"
+        f"FROM {source}\n"
+        "ARRAY JOIN resource_spans AS rs ARRAY JOIN rs.scope_spans AS ss ARRAY JOIN ss.spans AS sp"
+    )
+
+
+def refused_statement(source: str) -> str:
+    """`SELECT` of the numbers of the framed values in `source` (a file: see `source_sql`)
+    that hold a span outside what the insert reads, ascending: the insert's `REFUSED`
+    condition without its columns, so its analysis is a fraction of the insert's."""
+    return (
+        f"SELECT DISTINCT pg_message FROM (\n{_spans_of(source_sql(source), numbered=True)}\n)\n"
+        f"WHERE NOT ({_readable()})\nORDER BY pg_message"
+    )
+
+
+def source_sql(source: str) -> str:
+    """The table function reading the framed values: "input" (sent with the statement)
+    or "file:PATH" (a local file), see ClientStore.insert_select."""
+    structure = quote(spans_value_structure())
+    if source == "input":
+        return f"input({structure})"
+    path = source.removeprefix("file:")
+    return f"file({quote(path)}, 'Protobuf', {structure})"
+
+
+def insert_statement(source: str) -> str:
+    """The insert of framed values read from `source` (see `source_sql`)."""
+    statement = insert_select(source_sql(source))
+    return statement + "\nFORMAT Protobuf" if source == "input" else statement

@@ -1,0 +1,88 @@
+"""The convention mapping as data: which attribute keys feed which GenAI field, in which
+order, and how each convention's span kinds name an operation.
+
+One definition, two readers: `schemas.conventions` (the Python decoder every consumer of
+`pathgrade.spans` runs) and `schemas.genai_sql` (the SQL expressions the store computes
+its GenAI columns with when ClickHouse parses OTLP itself) are both derived from these
+tables, so the two cannot drift apart; tests/unit/batch_plane/store/test_sql_parity.py
+checks their rows agree.
+"""
+
+from __future__ import annotations
+
+from pathgrade.schemas import genai as g
+
+OPENINFERENCE_OPERATIONS: dict[str, str] = {
+    "LLM": g.OP_CHAT,
+    "TOOL": g.OP_EXECUTE_TOOL,
+    "AGENT": g.OP_INVOKE_AGENT,
+    "CHAIN": "chain",
+    "RETRIEVER": g.OP_RETRIEVAL,
+    "EMBEDDING": g.OP_EMBEDDINGS,
+    "RERANKER": "rerank",
+    "GUARDRAIL": "guardrail",
+    "EVALUATOR": "evaluator",
+    "PROMPT": "prompt",
+}
+TRACELOOP_OPERATIONS: dict[str, str] = {
+    "workflow": g.OP_INVOKE_AGENT,
+    "agent": g.OP_INVOKE_AGENT,
+    "tool": g.OP_EXECUTE_TOOL,
+    "task": "task",
+}
+LLM_REQUEST_TYPE_OPERATIONS: dict[str, str] = {
+    "chat": g.OP_CHAT,
+    "completion": g.OP_TEXT_COMPLETION,
+    "embedding": g.OP_EMBEDDINGS,
+    "embeddings": g.OP_EMBEDDINGS,
+    "rerank": "rerank",
+}
+AGENT_OPERATIONS = frozenset({g.OP_INVOKE_AGENT, g.OP_CREATE_AGENT})
+TRACELOOP_AGENT_KINDS = frozenset({"workflow", "agent"})
+# Operations whose spans may carry chat messages in flattened form.
+MESSAGE_OPERATIONS = frozenset({g.OP_CHAT, g.OP_TEXT_COMPLETION, g.OP_GENERATE_CONTENT})
+
+PROVIDER_KEYS = (g.PROVIDER_NAME, g.SYSTEM_DEPRECATED, g.OI_LLM_PROVIDER, g.OI_LLM_SYSTEM)
+AGENT_NAME_KEYS = (g.AGENT_NAME, g.OI_AGENT_NAME)
+TOOL_NAME_KEYS = (g.TOOL_NAME, g.OI_TOOL_NAME)
+TOOL_CALL_ID_KEYS = (g.TOOL_CALL_ID, g.OI_TOOL_CALL_ID, g.OI_TOOL_ID)
+TOOL_ARGUMENT_FALLBACK_KEYS = (g.OI_INPUT_VALUE, g.TL_ENTITY_INPUT)
+TOOL_RESULT_FALLBACK_KEYS = (g.OI_OUTPUT_VALUE, g.TL_ENTITY_OUTPUT)
+CONVERSATION_KEYS = (g.CONVERSATION_ID, g.OI_SESSION_ID, g.TL_SESSION_ID)
+REQUEST_MODEL_KEYS = (
+    g.REQUEST_MODEL,
+    g.OI_LLM_REQUEST_MODEL_NAME,
+    g.OI_LLM_MODEL_NAME,
+    g.TL_LLM_REQUEST_MODEL,
+)
+RESPONSE_MODEL_KEYS = (g.RESPONSE_MODEL, g.OI_LLM_RESPONSE_MODEL_NAME, g.TL_LLM_RESPONSE_MODEL)
+INPUT_TOKEN_KEYS = (
+    g.USAGE_INPUT_TOKENS,
+    g.USAGE_PROMPT_TOKENS_DEPRECATED,
+    g.OI_TOKEN_COUNT_PROMPT,
+    g.TL_LLM_USAGE_PROMPT_TOKENS,
+)
+OUTPUT_TOKEN_KEYS = (
+    g.USAGE_OUTPUT_TOKENS,
+    g.USAGE_COMPLETION_TOKENS_DEPRECATED,
+    g.OI_TOKEN_COUNT_COMPLETION,
+    g.TL_LLM_USAGE_COMPLETION_TOKENS,
+)
+TOTAL_TOKEN_KEYS = (g.OI_TOKEN_COUNT_TOTAL, g.TL_LLM_USAGE_TOTAL_TOKENS)
+FINISH_REASON_KEYS = (g.RESPONSE_FINISH_REASONS, g.OI_LLM_FINISH_REASON)
+
+INPUT_MESSAGE_PREFIXES = (g.OI_INPUT_MESSAGES_PREFIX, g.TL_PROMPT_PREFIX)
+OUTPUT_MESSAGE_PREFIXES = (g.OI_OUTPUT_MESSAGES_PREFIX, g.TL_COMPLETION_PREFIX)
+FLATTENED_PREFIXES = INPUT_MESSAGE_PREFIXES + OUTPUT_MESSAGE_PREFIXES
+# Key segments that only namespace a leaf (OpenInference's "message.", "tool_call.", ...).
+# Keys of a first flattened message; the scan of all keys runs only when one is present.
+FLATTENED_PROBE_KEYS = (
+    "llm.input_messages.0.message.role",
+    "llm.output_messages.0.message.role",
+    "gen_ai.prompt.0.role",
+    "gen_ai.prompt.0.content",
+    "gen_ai.completion.0.role",
+    "gen_ai.completion.0.content",
+)
+NAMESPACE_SEGMENTS = frozenset({"message", "tool_call", "function", "message_content"})
+INDEXED_LISTS = frozenset({"tool_calls", "contents"})

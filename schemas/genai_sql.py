@@ -1,0 +1,213 @@
+"""The GenAI view of a span as ClickHouse SQL, compiled from `schemas.genai_mapping`.
+
+`genai_sql(attr, ...)` gives one SQL expression per GenAI and evaluation column of the
+`spans` table, the same fields `schemas.conventions.genai_fields` / `eval_context` compute
+in Python, from the same key chains and operation tables. `attr` spells the SQL of one
+attribute of the span: its text (`text(key)`, "" when absent), its OTLP value kind
+(`kind(key)`: "string_value", "int_value", ..., "" when absent or empty) and its integer
+(`integer(key)`).
+
+The SQL covers what the store's insert path sends it (`SQL_TEXT_KEYS` holding strings,
+`SQL_COUNT_KEYS` holding ints or ASCII digit strings, no flattened message keys): a span
+outside that is decoded in Python instead (batch_plane.store.otlp_insert decides), so the
+two readers agree on every span the SQL sees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from pathgrade.schemas import genai as g
+from pathgrade.schemas import genai_mapping as m
+
+MAX_UINT32 = 2**32 - 1
+MAX_UINT64 = 2**64 - 1
+
+
+class AttributeSql(Protocol):
+    """How the SQL reads one attribute of the span being inserted."""
+
+    def text(self, key: str) -> str: ...
+    def kind(self, key: str) -> str: ...
+    def integer(self, key: str) -> str: ...
+
+
+SQL_COUNT_KEYS: frozenset[str] = frozenset(
+    m.INPUT_TOKEN_KEYS + m.OUTPUT_TOKEN_KEYS + m.TOTAL_TOKEN_KEYS + (g.PG_REPLAY_INDEX,)
+)
+"""Keys read as counts: ints, or ASCII digit strings of at most 19 digits."""
+SQL_TEXT_KEYS: frozenset[str] = frozenset(
+    m.PROVIDER_KEYS + m.AGENT_NAME_KEYS + m.TOOL_NAME_KEYS + m.TOOL_CALL_ID_KEYS
+    + m.TOOL_ARGUMENT_FALLBACK_KEYS + m.TOOL_RESULT_FALLBACK_KEYS + m.CONVERSATION_KEYS
+    + m.REQUEST_MODEL_KEYS + m.RESPONSE_MODEL_KEYS
+    + (
+        g.OPERATION_NAME, g.OI_SPAN_KIND, g.TL_SPAN_KIND, g.TL_LLM_REQUEST_TYPE,
+        g.TL_ENTITY_NAME, g.AGENT_ID, g.TOOL_TYPE, g.TOOL_CALL_ARGUMENTS, g.TOOL_CALL_RESULT,
+        g.INPUT_MESSAGES, g.OUTPUT_MESSAGES, g.PROMPT_DEPRECATED, g.COMPLETION_DEPRECATED,
+        g.ERROR_TYPE, g.PG_DATASET_ITEM_ID, g.PG_RUN_ID, g.PG_VARIANT_ID, g.PG_SUITE_VERSION,
+    )
+)  # fmt: skip
+"""Keys read as text: strings only (other kinds take the Python path)."""
+
+
+def quote(text: str) -> str:
+    """A ClickHouse string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _array(values: tuple[str, ...] | frozenset[str]) -> str:
+    return "[" + ", ".join(quote(v) for v in sorted(values)) + "]"
+
+
+def _lookup(table: dict[str, str], key_sql: str, default_sql: str) -> str:
+    """`table[key]` in SQL, `default_sql` for other keys."""
+    keys = list(table)
+    values = _ordered([table[k] for k in keys])
+    return f"transform({key_sql}, {_ordered(keys)}, {values}, {default_sql})"
+
+
+def _ordered(values: list[str]) -> str:
+    return "[" + ", ".join(quote(v) for v in values) + "]"
+
+
+def _first_branches(attr: AttributeSql, keys: tuple[str, ...]) -> str:
+    """multiIf branches choosing the first non-empty text of `keys`."""
+    return ", ".join(f"{attr.text(k)} != '', {attr.text(k)}" for k in keys)
+
+
+def first_text(attr: AttributeSql, keys: tuple[str, ...]) -> str:
+    """The first non-empty text of `keys` (conventions._first_text), "" when none."""
+    return f"multiIf({_first_branches(attr, keys)}, '')"
+
+
+def first_count(attr: AttributeSql, keys: tuple[str, ...], upper: int) -> str:
+    """The count of the first key with a value (conventions._first, _count), NULL when
+    none or when that value is no count in 0..`upper` (the SQL reads ints and digit
+    strings of at most 19 digits: below 2^64)."""
+    branches = []
+    for key in keys:
+        kind, text, number = attr.kind(key), attr.text(key), attr.integer(key)
+        bounded = f" AND {number} <= {upper}" if upper < MAX_UINT64 else ""
+        from_text = f"toUInt64OrNull({text})"
+        if upper < MAX_UINT64:
+            from_text = f"if({from_text} <= {upper}, {from_text}, NULL)"
+        branches.append(
+            f"{kind} = 'int_value', if({number} >= 0{bounded}, toUInt64({number}), NULL), "
+            f"{kind} = 'string_value' AND {text} != '', {from_text}"
+        )
+    return f"multiIf({', '.join(branches)}, CAST(NULL AS Nullable(UInt64)))"
+
+
+@dataclass
+class GenAISql:
+    """The GenAI columns' SQL: `steps` are layers of named intermediate values (each layer
+    a subquery over the one before, so each is computed once), `columns` the SQL of each
+    GenAI / evaluation column of `spans` over the last layer."""
+
+    steps: list[dict[str, str]]
+    columns: dict[str, str]
+
+
+def genai_sql(attr: AttributeSql, span_name: str, status_code: str) -> GenAISql:
+    """The GenAI view in SQL, given the SQL of the span's name and status code string
+    (see the module docstring)."""
+    text = attr.text
+    oi_kind = f"upper({text(g.OI_SPAN_KIND)})"
+    other_kind = f"if({oi_kind} = 'UNKNOWN', '', lower({oi_kind}))"
+    openinference = _lookup(m.OPENINFERENCE_OPERATIONS, oi_kind, other_kind)
+    tl_kind = text(g.TL_SPAN_KIND)
+    traceloop = _lookup(m.TRACELOOP_OPERATIONS, tl_kind, "''")
+    request_type = _lookup(m.LLM_REQUEST_TYPE_OPERATIONS, text(g.TL_LLM_REQUEST_TYPE), "''")
+    name_space = f"position({span_name}, ' ')"
+    first = {
+        "pg_attribute_operation": (
+            f"multiIf({text(g.OPERATION_NAME)} != '', {text(g.OPERATION_NAME)}, "
+            f"{text(g.OI_SPAN_KIND)} != '', {openinference}, "
+            f"has({_ordered(list(m.TRACELOOP_OPERATIONS))}, {tl_kind}), {traceloop}, "
+            f"{request_type})"
+        ),
+        "pg_name_operation": (
+            f"if({name_space} > 0, substring({span_name}, 1, {name_space} - 1), {span_name})"
+        ),
+        "pg_name_target": f"if({name_space} > 0, substring({span_name}, {name_space} + 1), '')",
+        "pg_input_tokens": first_count(attr, m.INPUT_TOKEN_KEYS, MAX_UINT64),
+        "pg_output_tokens": first_count(attr, m.OUTPUT_TOKEN_KEYS, MAX_UINT64),
+    }  # fmt: skip
+    second = {
+        "pg_operation": (
+            "if(pg_attribute_operation = '' AND "
+            f"has({_array(g.OPERATIONS)}, pg_name_operation), "
+            "pg_name_operation, pg_attribute_operation)"
+        )
+    }
+    target = "if(pg_name_operation = pg_operation, pg_name_target, '')"
+    is_tool = f"pg_operation = {quote(g.OP_EXECUTE_TOOL)}"
+    entity = text(g.TL_ENTITY_NAME)
+    agent_name = (
+        f"multiIf({_first_branches(attr, m.AGENT_NAME_KEYS)}, "
+        f"has({_array(m.TRACELOOP_AGENT_KINDS)}, {tl_kind}) AND {entity} != '', {entity}, "
+        f"has({_array(m.AGENT_OPERATIONS)}, pg_operation), {target}, '')"
+    )
+    tool_name = (
+        f"multiIf({_first_branches(attr, m.TOOL_NAME_KEYS)}, "
+        f"{tl_kind} = 'tool' AND {entity} != '', {entity}, {is_tool}, {target}, '')"
+    )
+    request_model = (
+        f"multiIf({_first_branches(attr, m.REQUEST_MODEL_KEYS)}, "
+        f"has({_array(g.MODEL_OPERATIONS)}, pg_operation), {target}, '')"
+    )
+
+    def with_fallback(key: str, fallback: tuple[str, ...]) -> str:
+        return f"if({text(key)} = '' AND {is_tool}, {first_text(attr, fallback)}, {text(key)})"
+
+    is_message_op = f"has({_array(m.MESSAGE_OPERATIONS)}, pg_operation)"
+    is_oi_llm = f"{text(g.OI_SPAN_KIND)} = 'LLM'"
+    both = f"({text(g.INPUT_MESSAGES)} != '' AND {text(g.OUTPUT_MESSAGES)} != '')"
+
+    def messages(key: str, deprecated: str, openinference: str) -> str:
+        return (
+            f"multiIf({text(key)} != '' OR NOT {is_message_op} OR {both}, {text(key)}, "
+            f"{text(deprecated)} != '', {text(deprecated)}, "
+            f"{is_oi_llm}, {text(openinference)}, '')"
+        )
+
+    total_tokens = (
+        f"ifNull({first_count(attr, m.TOTAL_TOKEN_KEYS, MAX_UINT64)}, "
+        "if(isNotNull(pg_input_tokens) AND isNotNull(pg_output_tokens) "
+        "AND pg_input_tokens + pg_output_tokens >= pg_input_tokens, "  # no UInt64 wrap
+        "pg_input_tokens + pg_output_tokens, NULL))"
+    )
+    error_type = (
+        f"if({text(g.ERROR_TYPE)} = '' AND {status_code} = 'Error', "
+        f"{quote(g.ERROR_TYPE_OTHER)}, {text(g.ERROR_TYPE)})"
+    )
+    replay_index = first_count(attr, (g.PG_REPLAY_INDEX,), MAX_UINT32)
+    columns = {
+        "GenAIOperation": "pg_operation",
+        "GenAIProvider": first_text(attr, m.PROVIDER_KEYS),
+        "GenAIAgentName": agent_name,
+        "GenAIAgentId": text(g.AGENT_ID),
+        "GenAIToolName": tool_name,
+        "GenAIToolCallId": first_text(attr, m.TOOL_CALL_ID_KEYS),
+        "GenAIToolType": text(g.TOOL_TYPE),
+        "GenAIToolArguments": with_fallback(g.TOOL_CALL_ARGUMENTS, m.TOOL_ARGUMENT_FALLBACK_KEYS),
+        "GenAIToolResult": with_fallback(g.TOOL_CALL_RESULT, m.TOOL_RESULT_FALLBACK_KEYS),
+        "GenAIConversationId": first_text(attr, m.CONVERSATION_KEYS),
+        "GenAIRequestModel": request_model,
+        "GenAIResponseModel": first_text(attr, m.RESPONSE_MODEL_KEYS),
+        "GenAIInputTokens": "pg_input_tokens",
+        "GenAIOutputTokens": "pg_output_tokens",
+        "GenAITotalTokens": total_tokens,
+        "GenAIErrorType": error_type,
+        "GenAIInputMessages": messages(g.INPUT_MESSAGES, g.PROMPT_DEPRECATED, g.OI_INPUT_VALUE),
+        "GenAIOutputMessages": messages(
+            g.OUTPUT_MESSAGES, g.COMPLETION_DEPRECATED, g.OI_OUTPUT_VALUE
+        ),
+        "EvalDatasetItemId": text(g.PG_DATASET_ITEM_ID),
+        "EvalRunId": text(g.PG_RUN_ID),
+        "EvalReplayIndex": f"CAST({replay_index} AS Nullable(UInt32))",
+        "EvalVariantId": text(g.PG_VARIANT_ID),
+        "EvalSuiteVersion": text(g.PG_SUITE_VERSION),
+    }
+    return GenAISql([first, second], columns)

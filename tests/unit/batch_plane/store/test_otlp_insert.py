@@ -1,0 +1,130 @@
+"""The SQL insert path's pure parts: framing, parsing and the flattened-message check,
+the statement's sources, the generated schema, and what a server is sent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf.internal.decoder import _DecodeVarint
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+from pathgrade.batch_plane.store.client import ClientStore, content_named_file
+from pathgrade.batch_plane.store.otlp_insert import (
+    PROTOBUF_SETTINGS,
+    REFUSED,
+    framed_value,
+    insert_sql_messages,
+    insert_statement,
+    pending_message,
+)
+from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
+from pathgrade.schemas.otlp_proto import RECEIVED_AT_FIELD, TENANT_FIELD, spans_value_proto
+
+
+def _traces(*attributes: tuple[str, str], spans_per_resource: tuple[int, ...] = (1,)) -> bytes:
+    traces = TracesData()
+    for count in spans_per_resource:
+        scope = traces.resource_spans.add().scope_spans.add()
+        for _ in range(count):
+            span = scope.spans.add(name="s", trace_id=b"\x01" * 16, span_id=b"\x02" * 8)
+            for key, text in attributes:
+                span.attributes.add(key=key, value=AnyValue(string_value=text))
+    return traces.SerializeToString()
+
+
+def test_a_framed_value_is_length_delimited_and_still_the_same_traces() -> None:
+    value = _traces(("k", "v"))
+    framed = framed_value(value, "acme", 1_700_000_000_000_000_123)
+    length, start = _DecodeVarint(framed, 0)
+    assert length == len(framed) - start
+    body = framed[start:]
+    assert body.startswith(value)
+    parsed = TracesData.FromString(body)  # the two extra fields are unknown ones here
+    assert list(parsed.resource_spans) == list(TracesData.FromString(value).resource_spans)
+    assert b"acme" in body[len(value) :]
+
+
+def test_pending_message_counts_every_span_and_refuses_what_is_not_otlp() -> None:
+    pending = pending_message(_traces(spans_per_resource=(2, 3)), "t", 5)
+    assert (pending.spans, pending.tenant, pending.received_at_ns) == (5, "t", 5)
+    assert pending.sql_readable
+    with pytest.raises(ValueError, match="not OTLP TracesData"):
+        pending_message(b"\xff\xff not OTLP", "t", 5)
+
+
+def test_a_flattened_message_key_leaves_the_sql_but_the_same_text_in_a_value_does_not() -> None:
+    flattened = pending_message(_traces(("llm.input_messages.0.message.role", "user")), "t", 1)
+    assert not flattened.sql_readable
+    named_in_a_fact = _traces(("pathgrade.facts.pii.dropped", '{"llm.input_messages.0.x":{}}'))
+    assert pending_message(named_in_a_fact, "t", 1).sql_readable
+
+
+def test_the_insert_reads_its_source_and_writes_every_spans_column() -> None:
+    server = insert_statement("input")
+    assert "FROM input('" in server and server.endswith("FORMAT Protobuf")
+    embedded = insert_statement("file:/tmp/it's.data")
+    assert "file('/tmp/it\\'s.data', 'Protobuf', '" in embedded
+    assert "FORMAT" not in embedded.splitlines()[-1]
+    columns = server.split("\n", 1)[0]
+    assert all(f"`{column}`" in columns for column in SPAN_COLUMNS)
+
+
+def test_the_schema_carries_tenant_and_receive_time_and_its_file_is_named_by_content(
+    tmp_path: Path,
+) -> None:
+    proto = spans_value_proto()
+    assert proto.startswith('syntax = "proto3";')
+    for name, number in (TENANT_FIELD, RECEIVED_AT_FIELD):
+        assert f" {name} = {number};" in proto
+    path = content_named_file(str(tmp_path), proto)
+    assert content_named_file(str(tmp_path), proto) == path
+    assert Path(path).read_text() == proto
+    assert content_named_file(str(tmp_path), proto + "\n") != path
+
+
+class _RecordingServer:
+    """Stands for a clickhouse-connect client of a server: records what the store sends
+    (no server is installable here; what a server does with it is untested)."""
+
+    def __init__(self) -> None:
+        self.commands: list[tuple[str, bytes | None, dict[str, Any]]] = []
+
+    def command(self, cmd: str, data: bytes | None = None, settings: dict | None = None) -> None:
+        self.commands.append((cmd, data, settings or {}))
+
+
+def test_a_server_gets_the_values_with_the_statement_and_the_schema_inline() -> None:
+    server = _RecordingServer()
+    value = _traces(("k", "v"))
+    insert_sql_messages(ClientStore(server, server), [pending_message(value, "acme", 7)])
+    [(statement, data, settings)] = server.commands
+    assert statement == insert_statement("input")
+    assert data == framed_value(value, "acme", 7)
+    assert settings == {
+        **PROTOBUF_SETTINGS,
+        "format_schema_source": "string",
+        "format_schema": spans_value_proto(),
+    }
+
+
+class _RefusingServer(_RecordingServer):
+    """Refuses, as the insert's throwIf does, every batch holding a marked value."""
+
+    def command(self, cmd: str, data: bytes | None = None, settings: dict | None = None) -> None:
+        super().command(cmd, data, settings)
+        if data is not None and b"refuse-me" in data:
+            raise RuntimeError(f"Code: 395. {REFUSED}: while executing")
+
+
+def test_on_a_server_halving_finds_the_refused_values_and_inserts_the_others() -> None:
+    server = _RefusingServer()
+    values = [_traces(("k", "refuse-me" if i in (2, 5) else f"v{i}")) for i in range(8)]
+    messages = [pending_message(v, "acme", 1) for v in values]
+    refused = insert_sql_messages(ClientStore(server, server), messages)
+    assert [m.value for m in refused] == [values[2], values[5]]
+    inserted = [data for _, data, _ in server.commands if data and b"refuse-me" not in data]
+    assert b"".join(inserted) == b"".join(
+        framed_value(v, "acme", 1) for i, v in enumerate(values) if i not in (2, 5)
+    )
