@@ -40,13 +40,13 @@ from pathgrade.realtime_plane.sinks import (
 )
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.alerts import Alert
-from pathgrade.schemas.consumer import TopicConsumer, decode_spans
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     kafka_client_settings,
     read_until_drained,
 )
+from pathgrade.transport.consumer import TopicConsumer, decode_spans
 
 log = logging.getLogger(__name__)
 COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts are costly

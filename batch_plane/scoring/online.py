@@ -21,11 +21,11 @@ from pathgrade.batch_plane.scoring.scores import JUDGE_ERROR_LABEL, evaluation_e
 from pathgrade.batch_plane.scoring.trace_scorers import JUDGE_METRICS, TraceScorer, UnknownMetric
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.detectors.policy import RISK_TIERS, Policy
-from pathgrade.schemas.consumer import TopicConsumer
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.sampled import SampledTrace
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
+from pathgrade.transport.consumer import TopicConsumer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 log = logging.getLogger(__name__)

@@ -19,10 +19,10 @@ from typing import Any
 from kafka import TopicPartition
 from pathgrade.batch_plane.store.client import QueryError
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
-from pathgrade.schemas.consumer import TopicConsumer, decode_spans
 from pathgrade.schemas.model import Span
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import SPANS_TOPIC, STORE_GROUP, read_until_drained
+from pathgrade.transport.consumer import TopicConsumer, decode_spans
 from pydantic import BaseModel, ConfigDict, Field
 
 log = logging.getLogger(__name__)
