@@ -25,6 +25,7 @@ from pathgrade.cli.support import (
     stop_on_signal,
     store_args,
 )
+from pathgrade.schemas.store import Store
 
 STATUS_EVERY_S = 2.0
 
@@ -111,7 +112,7 @@ def _cmd_alerts(args: argparse.Namespace) -> int:
     return 0
 
 
-def _follow_alerts(args: argparse.Namespace, store: Any, since: int) -> None:
+def _follow_alerts(args: argparse.Namespace, store: Store, since: int) -> None:
     """`pathgrade alerts --follow` from `since` (Unix ns): until SIGINT/SIGTERM."""
     from pathgrade.cli.alert_follow import COLUMNS, follow
     from pathgrade.cli.output import format_json

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import uuid
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from pathgrade.cli.support import (
     since_ns,
     store_args,
 )
+from pathgrade.schemas.store import Store
 
 DEFAULT_OTLP = "http://127.0.0.1:4318"
 WHERE_HELP = (
@@ -317,7 +319,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_metrics(store: Any, run_id: str, graph: Any, judge: Any) -> dict[str, Any]:
+def _run_metrics(store: Store, run_id: str, graph: Any, judge: Any) -> dict[str, Any]:
     """An EDGE run's metrics, else those of a `replay conversations` run of that id."""
     from pathgrade.batch_plane.edge.store import EdgeRunNotFound, replay_run_metrics, run_metrics
 
@@ -329,7 +331,7 @@ def _run_metrics(store: Any, run_id: str, graph: Any, judge: Any) -> dict[str, A
     return replay_run_metrics(store, run_id, items, graph, judge, agent)
 
 
-def _replayed_items(store: Any, run_id: str) -> tuple[str, list[Any]]:
+def _replayed_items(store: Store, run_id: str) -> tuple[str, list[Any]]:
     """The agent of run `run_id` and the dataset items it played, in conversation order."""
     from pathgrade.batch_plane.edge.store import EdgeRunNotFound, StoredTurn
     from pathgrade.batch_plane.evaluation.datasets import Datasets, conversation_order
@@ -352,7 +354,7 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def _traffic(args: argparse.Namespace, store: Any, where: str) -> list[Any]:
+def _traffic(args: argparse.Namespace, store: Store, where: str) -> list[Any]:
     """The stored traces `--where`/`--since`/`--limit` select."""
     from pathgrade.batch_plane.edge.store import TRAFFIC_LIMIT, load_traffic
 
@@ -482,7 +484,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
     return 0
 
 
-def _traffic_store(args: argparse.Namespace) -> Any:
+def _traffic_store(args: argparse.Namespace) -> AbstractContextManager[Store]:
     """The store, with a bad `--where` as a user error."""
     from pathgrade.cli.agents import store_for
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from pathgrade.cli.progress import Progress
 from pathgrade.cli.support import CliError
+from pathgrade.schemas.store import Store
 
 
 def scoring_args(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +37,7 @@ def judge_args(parser: argparse.ArgumentParser, required: bool) -> None:
     parser.add_argument("--concurrency", type=int, default=8, help="judge requests in flight")
 
 
-def make_judge(args: argparse.Namespace, store: Any, model: str, budget: Any = None) -> Any:
+def make_judge(args: argparse.Namespace, store: Store, model: str, budget: Any = None) -> Any:
     from pathgrade.batch_plane.scoring.judge import Judge, JudgeEndpoint
 
     if not model:
@@ -47,7 +48,7 @@ def make_judge(args: argparse.Namespace, store: Any, model: str, budget: Any = N
     return Judge(endpoint, store=store, budget=budget)
 
 
-def score_suite_run(args: argparse.Namespace, store: Any, suite: Any, run_id: str) -> int:
+def score_suite_run(args: argparse.Namespace, store: Store, suite: Any, run_id: str) -> int:
     """Score every trace of `run_id` with the suite's trace metrics (the judge ones when
     --judge-url is given), within the judge budget; prints what was scored and spent."""
     from pathgrade.batch_plane.scoring.calibration import calibration_status
@@ -118,7 +119,7 @@ def pinned_rubric(suite: Any, metrics: tuple[str, ...]) -> dict[str, str]:
     return {rubric.id: rubric.ref}
 
 
-def _references(store: Any, suite: Any) -> dict[str, list[dict[str, Any]]]:
+def _references(store: Store, suite: Any) -> dict[str, list[dict[str, Any]]]:
     """Dataset item id -> expected tool calls, over the suite's published datasets."""
     from pathgrade.batch_plane.evaluation.datasets import DatasetError, Datasets
 

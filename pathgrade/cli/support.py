@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pathgrade.schemas.store import Store
 from pathgrade.web.metrics import parse_listen, serve_metrics
 
 DEFAULT_DATA_DIR = Path("pathgrade-data")
@@ -259,7 +260,7 @@ def realtime_settings(path: Path | None, **flags: Any) -> dict[str, Any]:
 
 
 @contextmanager
-def cli_store(args: argparse.Namespace, must_exist: bool = True) -> Iterator[Any]:
+def cli_store(args: argparse.Namespace, must_exist: bool = True) -> Iterator[Store]:
     """The store of `--data-dir`/`--clickhouse` (one tenant's with `--tenant`); store
     errors become CliErrors (exit 2 when the store cannot be opened, 1 when a query
     fails)."""

@@ -15,6 +15,7 @@ from starlette.responses import HTMLResponse, Response
 
 from pathgrade.batch_plane.store.client import QueryError
 from pathgrade.detectors.prices import PriceTable, shipped_price_table
+from pathgrade.schemas.store import TenantScopedStore
 from pathgrade.web import formatting
 from pathgrade.web.health import HealthWatch, Status
 from pathgrade.web.params import BadParameter
@@ -37,7 +38,7 @@ NAVIGATION = (
 class UiSettings:
     """What the UI reads and who may read it."""
 
-    store: Any  # a ClientStore; only read through ReadStore
+    store: TenantScopedStore  # only read through ReadStore
     viewers: Viewers = field(default_factory=Viewers)
     status: Callable[[], Status | None] = lambda: None  # `pathgrade up`'s latest status
     prices: PriceTable = field(default_factory=shipped_price_table)
