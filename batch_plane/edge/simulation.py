@@ -25,7 +25,7 @@ from pathgrade.batch_plane.edge.graph import Scenario
 from pathgrade.schemas.agent_graph import AgentGraph
 from pathgrade.schemas.genai import PG_RUN_ID
 from pathgrade.schemas.model import EvalContext
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 BASE_VARIANT = "base"
 PG_EDGE_ATTEMPT = "pathgrade.edge.attempt"
@@ -142,18 +142,21 @@ class OpenAIUser:
             raise AdapterError(f"user simulator at {self.url}: {error}") from error
 
 
-@dataclass(frozen=True)
-class SimulationConfig:
-    """How many runs per scenario, restarts, the seed and the ids written on the spans."""
+class SimulationConfig(BaseModel):
+    """How many runs per scenario, restarts, the seed and the ids written on the spans.
+    A bad value is a ValueError (pydantic's ValidationError) naming the field."""
 
-    run_id: str
-    replays: int = 3
-    variants: int = 2
-    max_restarts: int = 2
-    seed: int = 0
-    suite_version: str = ""
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def __post_init__(self) -> None:
+    run_id: str = Field(description="id written on every span (`pathgrade.run.id`)")
+    replays: int = Field(3, description="exact replays per scenario (R)")
+    variants: int = Field(2, description="persona variants per scenario (V)")
+    max_restarts: int = Field(2, description="restarts after a deviation (B)")
+    seed: int = Field(0, description="seed of the user and agent draws")
+    suite_version: str = Field("", description="value of `pathgrade.suite.version`")
+
+    @model_validator(mode="after")
+    def _counts(self) -> SimulationConfig:
         for name in ("replays", "variants", "max_restarts"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)}")
@@ -161,6 +164,7 @@ class SimulationConfig:
             raise ValueError(f"replays: must be at least 1, got {self.replays}")
         if not self.run_id:
             raise ValueError("run_id: must not be empty")
+        return self
 
 
 @dataclass

@@ -14,7 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pathgrade.batch_plane.edge.simulation import SimulationConfig
 from pathgrade.cli.progress import Progress
+from pathgrade.cli.reference import model_flag
 from pathgrade.cli.suite_scoring import judge_args
 from pathgrade.cli.support import (
     CliError,
@@ -23,6 +25,7 @@ from pathgrade.cli.support import (
     positive_int,
     since_ns,
     store_args,
+    validation_reason,
 )
 from pathgrade.schemas.store import Store
 
@@ -62,10 +65,8 @@ def register(commands: Any) -> None:
     )  # fmt: skip
     run.add_argument("--token", help="bearer token for the collector")
     run.add_argument("--run-id", help="id written on every span (default: a new edge-<hex> id)")
-    run.add_argument("--seed", type=int, default=0, help="seed of the user and agent draws")
-    run.add_argument("--replays", type=int, default=3, help="exact replays per scenario (R)")
-    run.add_argument("--variants", type=int, default=2, help="persona variants per scenario (V)")
-    run.add_argument("--max-restarts", type=int, default=2, help="restarts after a deviation (B)")
+    for flag in ("--seed", "--replays", "--variants", "--max-restarts"):
+        model_flag(run, flag, SimulationConfig, flag[2:].replace("-", "_"), type=int)
     run.add_argument(
         "--user-sim", default="scripted", metavar="scripted|URL",
         help="scripted user turns, or an OpenAI-compatible base URL (key: OPENAI_API_KEY)",
@@ -76,7 +77,7 @@ def register(commands: Any) -> None:
         "--scenarios", type=Path, metavar="JSONL",
         help="run these scenarios (from `edge paths`) instead of the graph's own paths",
     )  # fmt: skip
-    run.add_argument("--suite-version", default="", help="value of pathgrade.suite.version")
+    model_flag(run, "--suite-version", SimulationConfig, "suite_version")
     _max_visits(run)
     run.set_defaults(run=_cmd_run)
 
@@ -237,7 +238,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.edge.simulation import (
         RunManifest,
         Simulation,
-        SimulationConfig,
         emit_manifest,
     )
 
@@ -250,8 +250,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             run_id=run_id, replays=args.replays, variants=args.variants,
             max_restarts=args.max_restarts, seed=args.seed, suite_version=args.suite_version,
         )  # fmt: skip
-    except ValueError as exc:
-        raise CliError(str(exc)) from exc
+    except ValidationError as exc:
+        raise CliError(validation_reason(exc)) from exc
     provider, recorder = agent_tracer_provider(args)
     try:
         adapter = load_adapter(args.agent)

@@ -48,6 +48,33 @@ def field_help(model: type[BaseModel], name: str, with_default: bool = True) -> 
     return text.replace("%", "%%")
 
 
+MODEL_FIELD = "model_field"
+"""The attribute `model_flag` sets on a flag's argparse action: (model, field name)."""
+
+
+def model_flag(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    flag: str,
+    model: type[BaseModel],
+    name: str,
+    *,
+    unset: bool = False,
+    prefix: str = "",
+    **kwargs: Any,
+) -> argparse.Action:
+    """Add `flag` setting `model`'s field `name`: its help is the field's description
+    (after `prefix`) with the field's default, and its default the field's; with `unset`
+    the flag's absence is None (a settings file or the model fills the field in) and the
+    help still shows the model's default. A field whose default is None shows none. The
+    action carries MODEL_FIELD, so a test can compare every such flag with its field."""
+    default = field_default(model, name)
+    kwargs["help"] = prefix + field_help(model, name, with_default=default is not None)
+    kwargs["default"] = None if unset else default
+    action = parser.add_argument(flag, **kwargs)
+    setattr(action, MODEL_FIELD, (model, name))
+    return action
+
+
 def config_table(model: type[BaseModel], skip: tuple[str, ...] = ()) -> str:
     """A Markdown table of `model`'s fields (nested models as dotted keys)."""
     rows = ["| key | default | meaning |", "|---|---|---|"]
@@ -84,6 +111,8 @@ def _shown(value: Any) -> str:
     """A default as a YAML reader writes it."""
     if value is None:
         return "none"
+    if value == "":
+        return '""'
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, (list, tuple, frozenset, set, dict)):
