@@ -26,7 +26,7 @@ import httpx
 from pathgrade.batch_plane.scoring.rubrics import Rubric
 from pathgrade.detectors.prices import PriceTable, cost_usd, shipped_price_table
 from pathgrade.schemas.store import Store
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
@@ -39,20 +39,32 @@ class BudgetExhausted(RuntimeError):
     """The judge budget (calls, tokens or cost) is spent; no further request is made."""
 
 
-@dataclass(frozen=True)
-class JudgeEndpoint:
-    """Where the judge is and how to call it. The API key is read from `api_key_env`."""
+class JudgeEndpoint(BaseModel):
+    """Where the judge is and how to call it. The API key is read from `api_key_env`.
+    `JudgeEndpoint(base_url, model, **settings)`."""
 
-    base_url: str  # e.g. https://api.openai.com/v1 (the path up to /chat/completions)
-    model: str  # a pinned model id
-    api_key_env: str = "OPENAI_API_KEY"
-    provider: str = "openai"  # price-table provider
-    response_format: Literal["json_schema", "json_object"] = "json_schema"
-    timeout_s: float = 60.0
-    max_attempts: int = 5
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 30.0
-    concurrency: int = 8
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str = Field(
+        description="OpenAI-compatible base URL, the path up to /chat/completions "
+        "(e.g. https://api.openai.com/v1)"
+    )
+    model: str = Field(description="pinned judge model id")
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="environment variable holding the judge API key"
+    )
+    provider: str = Field("openai", description="the model's provider in the price table")
+    response_format: Literal["json_schema", "json_object"] = Field(
+        "json_schema", description="how the answer's JSON shape is asked for"
+    )
+    timeout_s: float = Field(60.0, description="timeout of one request")
+    max_attempts: int = Field(5, description="requests per verdict at most (retries included)")
+    backoff_base_s: float = Field(0.5, description="first retry's backoff (doubling, jittered)")
+    backoff_max_s: float = Field(30.0, description="longest backoff between retries")
+    concurrency: int = Field(8, description="judge requests in flight")
+
+    def __init__(self, base_url: str, model: str, /, **settings: Any) -> None:
+        super().__init__(base_url=base_url, model=model, **settings)
 
 
 class Verdict(BaseModel):

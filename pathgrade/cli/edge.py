@@ -64,7 +64,9 @@ def register(commands: Any) -> None:
         help=f"the collector that receives the agent's spans (default {DEFAULT_OTLP})",
     )  # fmt: skip
     run.add_argument("--token", help="bearer token for the collector")
-    run.add_argument("--run-id", help="id written on every span (default: a new edge-<hex> id)")
+    model_flag(
+        run, "--run-id", SimulationConfig, "run_id", suffix=" (default: a new edge-<hex> id)"
+    )
     for flag in ("--seed", "--replays", "--variants", "--max-restarts"):
         model_flag(run, flag, SimulationConfig, flag[2:].replace("-", "_"), type=int)
     run.add_argument(

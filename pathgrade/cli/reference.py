@@ -38,13 +38,16 @@ def field_default(model: type[BaseModel], name: str) -> Any:
     return model.model_fields[name].get_default(call_default_factory=True)
 
 
-def field_help(model: type[BaseModel], name: str, with_default: bool = True) -> str:
-    """A flag's help: the field's description, and its default unless `with_default` is
-    False (a flag whose absence means "not set")."""
+def field_help(
+    model: type[BaseModel], name: str, with_default: bool = True, prefix: str = "", suffix: str = ""
+) -> str:
+    """A flag's help: the field's description (between `prefix` and `suffix`), and its
+    default unless `with_default` is False or the field has none (required, or None)."""
     info = model.model_fields[name]
-    text = info.description or ""
-    if with_default:
-        text += f" (default {_shown(info.get_default(call_default_factory=True))})"
+    text = prefix + (info.description or "") + suffix
+    default = None if info.is_required() else info.get_default(call_default_factory=True)
+    if with_default and default is not None:
+        text += f" (default {_shown(default)})"
     return text.replace("%", "%%")
 
 
@@ -60,16 +63,18 @@ def model_flag(
     *,
     unset: bool = False,
     prefix: str = "",
+    suffix: str = "",
     **kwargs: Any,
 ) -> argparse.Action:
     """Add `flag` setting `model`'s field `name`: its help is the field's description
-    (after `prefix`) with the field's default, and its default the field's; with `unset`
-    the flag's absence is None (a settings file or the model fills the field in) and the
-    help still shows the model's default. A field whose default is None shows none. The
-    action carries MODEL_FIELD, so a test can compare every such flag with its field."""
-    default = field_default(model, name)
-    kwargs["help"] = prefix + field_help(model, name, with_default=default is not None)
-    kwargs["default"] = None if unset else default
+    (between `prefix` and `suffix`) and default, its default the field's; with `unset` the
+    flag's absence is None (a settings file or the model fills the field in) and the help
+    still shows the model's default. A required field, or one whose default is None,
+    shows no default (the flag's absence is None). The action carries MODEL_FIELD, so a
+    test can compare every such flag with its field."""
+    required = model.model_fields[name].is_required()
+    kwargs["help"] = field_help(model, name, prefix=prefix, suffix=suffix)
+    kwargs["default"] = None if unset or required else field_default(model, name)
     action = parser.add_argument(flag, **kwargs)
     setattr(action, MODEL_FIELD, (model, name))
     return action

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from pathgrade.cli.progress import Progress
+from pathgrade.cli.reference import model_flag
 from pathgrade.cli.support import CliError
 from pathgrade.schemas.store import Store
 
@@ -22,19 +23,15 @@ def scoring_args(parser: argparse.ArgumentParser) -> None:
 
 
 def judge_args(parser: argparse.ArgumentParser, required: bool) -> None:
-    parser.add_argument(
-        "--judge-url", required=required, metavar="URL",
-        help="OpenAI-compatible base URL, e.g. https://api.openai.com/v1",
+    from pathgrade.batch_plane.scoring.judge import JudgeEndpoint
+
+    model_flag(parser, "--judge-url", JudgeEndpoint, "base_url", required=required, metavar="URL")
+    model_flag(
+        parser, "--judge-model", JudgeEndpoint, "model", metavar="MODEL",
+        suffix=" (score: defaults to the suite's judge model)",
     )  # fmt: skip
-    parser.add_argument(
-        "--judge-model", metavar="MODEL",
-        help="pinned judge model id (score: defaults to the suite's judge model)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
-        help="environment variable holding the judge API key",
-    )  # fmt: skip
-    parser.add_argument("--concurrency", type=int, default=8, help="judge requests in flight")
+    model_flag(parser, "--api-key-env", JudgeEndpoint, "api_key_env", metavar="NAME")
+    model_flag(parser, "--concurrency", JudgeEndpoint, "concurrency", type=int)
 
 
 def make_judge(args: argparse.Namespace, store: Store, model: str, budget: Any = None) -> Any:
