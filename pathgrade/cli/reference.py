@@ -19,14 +19,30 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from pathgrade.batch_plane.edge.simulation import SimulationConfig
+from pathgrade.batch_plane.scoring.judge import JudgeEndpoint
+from pathgrade.batch_plane.scoring.online import OnlineScorerConfig
 from pathgrade.collector.service import CollectorConfig
 from pathgrade.detectors.catalogue import render as render_catalogue
-from pathgrade.realtime_plane import RealtimeConfig
+from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.stack.alert_lines import AlertLineSettings
+from pathgrade.stack.options import StackOptions
+from pathgrade.web.options import UiOptions
 
 MIB, GIB = 1 << 20, 1 << 30
 TABLES: dict[str, dict[str, tuple[type[BaseModel], tuple[str, ...]]]] = {
     "README.md": {"collector-config": (CollectorConfig, ())},
-    "docs/realtime.md": {"realtime-config": (RealtimeConfig, ("bootstrap_servers",))},
+    "docs/realtime.md": {
+        "realtime-config": (RealtimeConfig, ("bootstrap_servers",)),
+        "alert-lines": (AlertLineSettings, ()),
+    },
+    "docs/stack.md": {"stack-options": (StackOptions, ())},
+    "docs/edge.md": {"simulation-config": (SimulationConfig, ())},
+    "docs/scoring.md": {
+        "judge-endpoint": (JudgeEndpoint, ()),
+        "online-scorer-config": (OnlineScorerConfig, ("bootstrap_servers",)),
+    },
+    "docs/ui.md": {"ui-options": (UiOptions, ())},
 }
 """File -> marker -> (the model its table documents, fields left out: set by a flag)."""
 GENERATED = {"docs/detectors.md": render_catalogue}
