@@ -1,4 +1,4 @@
-"""EDGE metrics from stored turns (edge_store, without a store) and the HTML/SVG/PNG report."""
+"""EDGE metrics from stored turns (the EDGE store, without a store) and the HTML/SVG/PNG report."""
 
 from __future__ import annotations
 
