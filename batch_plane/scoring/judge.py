@@ -20,13 +20,14 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import httpx
+from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.rubrics import Rubric
 from pathgrade.detectors.prices import PriceTable, cost_usd, shipped_price_table
 from pathgrade.schemas.store import Store
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
@@ -37,34 +38,6 @@ class JudgeError(RuntimeError):
 
 class BudgetExhausted(RuntimeError):
     """The judge budget (calls, tokens or cost) is spent; no further request is made."""
-
-
-class JudgeEndpoint(BaseModel):
-    """Where the judge is and how to call it. The API key is read from `api_key_env`.
-    `JudgeEndpoint(base_url, model, **settings)`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    base_url: str = Field(
-        description="OpenAI-compatible base URL, the path up to /chat/completions "
-        "(e.g. https://api.openai.com/v1)"
-    )
-    model: str = Field(description="pinned judge model id")
-    api_key_env: str = Field(
-        "OPENAI_API_KEY", description="environment variable holding the judge API key"
-    )
-    provider: str = Field("openai", description="the model's provider in the price table")
-    response_format: Literal["json_schema", "json_object"] = Field(
-        "json_schema", description="how the answer's JSON shape is asked for"
-    )
-    timeout_s: float = Field(60.0, description="timeout of one request")
-    max_attempts: int = Field(5, description="requests per verdict at most (retries included)")
-    backoff_base_s: float = Field(0.5, description="first retry's backoff (doubling, jittered)")
-    backoff_max_s: float = Field(30.0, description="longest backoff between retries")
-    concurrency: int = Field(8, description="judge requests in flight")
-
-    def __init__(self, base_url: str, model: str, /, **settings: Any) -> None:
-        super().__init__(base_url=base_url, model=model, **settings)
 
 
 class Verdict(BaseModel):

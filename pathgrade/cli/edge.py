@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pathgrade.batch_plane.edge.simulation import SimulationConfig
+from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
 from pathgrade.cli.progress import Progress
 from pathgrade.cli.reference import model_flag
 from pathgrade.cli.suite_scoring import judge_args

@@ -19,9 +19,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from pathgrade.batch_plane.edge.simulation import SimulationConfig
-from pathgrade.batch_plane.scoring.judge import JudgeEndpoint
-from pathgrade.batch_plane.scoring.online import OnlineScorerConfig
+from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
+from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
+from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.collector.service import CollectorConfig
 from pathgrade.detectors.catalogue import render as render_catalogue
 from pathgrade.realtime_plane.config import RealtimeConfig

@@ -23,7 +23,7 @@ def scoring_args(parser: argparse.ArgumentParser) -> None:
 
 
 def judge_args(parser: argparse.ArgumentParser, required: bool) -> None:
-    from pathgrade.batch_plane.scoring.judge import JudgeEndpoint
+    from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 
     model_flag(parser, "--judge-url", JudgeEndpoint, "base_url", required=required, metavar="URL")
     model_flag(
@@ -35,7 +35,8 @@ def judge_args(parser: argparse.ArgumentParser, required: bool) -> None:
 
 
 def make_judge(args: argparse.Namespace, store: Store, model: str, budget: Any = None) -> Any:
-    from pathgrade.batch_plane.scoring.judge import Judge, JudgeEndpoint
+    from pathgrade.batch_plane.scoring.judge import Judge
+    from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 
     if not model:
         raise CliError("--judge-model is required with --judge-url")

@@ -172,7 +172,8 @@ def test_table3_puts_several_runs_side_by_side_with_the_judged_consistency(
 
 def test_rubric_consistency_judge_grades_on_the_edge_scale_and_fails_undecided() -> None:
     from pathgrade.batch_plane.edge.store import rubric_consistency_judge
-    from pathgrade.batch_plane.scoring.judge import Judge, JudgeEndpoint
+    from pathgrade.batch_plane.scoring.judge import Judge
+    from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 
     from tests.support.openai_standin import OpenAIStandIn, Reply
 

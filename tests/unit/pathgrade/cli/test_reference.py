@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from pathgrade.batch_plane.edge.simulation import SimulationConfig
-from pathgrade.batch_plane.scoring.judge import JudgeEndpoint
-from pathgrade.batch_plane.scoring.online import OnlineScorerConfig
+from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
+from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
+from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.batch_plane.store.writer import StoreWriterConfig
 from pathgrade.collector.redact import RedactionConfig
 from pathgrade.collector.service import CollectorConfig
