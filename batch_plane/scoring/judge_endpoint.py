@@ -32,5 +32,9 @@ class JudgeEndpoint(BaseModel):
     backoff_max_s: float = Field(30.0, description="longest backoff between retries")
     concurrency: int = Field(8, description="judge requests in flight")
 
-    def __init__(self, base_url: str, model: str, /, **settings: Any) -> None:
-        super().__init__(base_url=base_url, model=model, **settings)
+    def __init__(
+        self, base_url: str | None = None, model: str | None = None, /, **settings: Any
+    ) -> None:
+        """The first two fields may be given by position."""
+        given = {"base_url": base_url, "model": model}
+        super().__init__(**{k: v for k, v in given.items() if v is not None}, **settings)

@@ -53,11 +53,16 @@ class UiSettings(BaseModel):
     )
     clock_ns: Callable[[], int] = Field(time.time_ns, description="the time now, Unix ns")
 
-    def __init__(self, store: TenantScopedStore, viewers: Viewers | None = None, /,
-                 **settings: Any) -> None:  # fmt: skip
-        if viewers is not None:
-            settings["viewers"] = viewers
-        super().__init__(store=store, **settings)
+    def __init__(
+        self,
+        store: TenantScopedStore | None = None,
+        viewers: Viewers | None = None,
+        /,
+        **settings: Any,
+    ) -> None:
+        """`store` and `viewers` may be given by position."""
+        given = {"store": store, "viewers": viewers}
+        super().__init__(**{k: v for k, v in given.items() if v is not None}, **settings)
 
 
 class NotFound(LookupError):
