@@ -48,7 +48,7 @@ CLI_COMMANDS = {
     "cli.review",
     "cli.ui",
 }
-DEMO = {"demo.scenarios", "demo.writers", "demo.sender"}
+DEMO = {"demo.options", "demo.scenarios", "demo.writers", "demo.sender"}
 BELOW_PATHGRADE = LAYERS | BATCH | {"batch_plane"}
 PATHGRADE_ROOMS = {"stack", "web", "pathgrade"}
 
@@ -70,9 +70,10 @@ ALLOWED: dict[str, set[str]] = {
     | {"detectors", "batch_plane.store", "batch_plane.agents", "batch_plane.scoring"},
     "pathgrade": set(),
     "demo": set(),
+    "demo.options": set(),
     "demo.scenarios": BOTTOM,
-    "demo.writers": BOTTOM | {"demo.scenarios"},
-    "demo.sender": BOTTOM | {"demo.scenarios", "demo.writers"},
+    "demo.writers": BOTTOM | {"demo.options", "demo.scenarios"},
+    "demo.sender": BOTTOM | {"demo.options", "demo.scenarios", "demo.writers"},
     "web": BELOW_PATHGRADE,
     "stack": BELOW_PATHGRADE | {"web"} | DEMO,
     **{helper: BELOW_PATHGRADE | {"stack", "web"} | DEMO | CLI_HELPERS for helper in CLI_HELPERS},

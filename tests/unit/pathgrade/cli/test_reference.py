@@ -5,6 +5,8 @@ the model's default."""
 from __future__ import annotations
 
 import argparse
+import inspect
+from typing import get_args
 
 import pytest
 from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
@@ -31,6 +33,9 @@ from pathgrade.cli.reference import (
     rendered,
 )
 from pathgrade.cli.support import collector_args, validation_reason
+from pathgrade.demo.options import DemoOptions, Flavor
+from pathgrade.demo.sender import run_demo
+from pathgrade.demo.writers import WRITERS
 from pathgrade.stack.alert_lines import AlertLineSettings
 from pathgrade.stack.options import StackOptions
 from pathgrade.web.options import UiOptions
@@ -50,6 +55,7 @@ CONFIGS = [
     AlertLineSettings,
     UiSettings,
     UiOptions,
+    DemoOptions,
     Conventions,
     ToolEffects,
     IdentityConfig,
@@ -130,6 +136,9 @@ TIED_FLAGS = {
     ("edge run", "--variants"): (SimulationConfig, "variants"),
     ("edge run", "--max-restarts"): (SimulationConfig, "max_restarts"),
     ("edge run", "--suite-version"): (SimulationConfig, "suite_version"),
+    ("demo", "--traces"): (DemoOptions, "traces"),
+    ("demo", "--seed"): (DemoOptions, "seed"),
+    ("demo", "--flavor"): (DemoOptions, "flavor"),
 }
 """(command, flag) -> the config field it sets: each must take help and default from it."""
 
@@ -182,3 +191,10 @@ def test_a_models_error_reads_as_its_validator_wrote_it() -> None:
     with pytest.raises(ValidationError) as raised:
         SimulationConfig(run_id="r", seed="x")  # type: ignore[arg-type]
     assert validation_reason(raised.value).startswith("seed: Input should be a valid integer")
+
+
+def test_the_demos_flavors_and_defaults_are_its_writers_and_run_demos() -> None:
+    assert set(get_args(Flavor)) == set(WRITERS)
+    defaults = inspect.signature(run_demo).parameters
+    from_function = {name: defaults[name].default for name in DemoOptions.model_fields}
+    assert from_function == DemoOptions().model_dump()
