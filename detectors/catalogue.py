@@ -13,7 +13,7 @@ from typing import Any
 
 from pathgrade.detectors import REGISTRY, data
 from pathgrade.detectors.conventions import Conventions
-from pathgrade.detectors.policy import RISK_TIERS, TIER_REQUIRED
+from pathgrade.detectors.policy import RISK_TIERS, TIER_REQUIRED, SectionBase
 from pathgrade.detectors.registry import Params, Rule
 from pydantic import BaseModel
 
@@ -28,6 +28,7 @@ def render() -> str:
     return template.substitute(
         tiers=_tiers(),
         conventions=_conventions(),
+        section_keys=_params(SectionBase),
         table=_table(rules),
         rules="\n\n".join(_rule(rule) for rule in rules),
     )

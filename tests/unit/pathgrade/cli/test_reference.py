@@ -21,6 +21,7 @@ from pathgrade.detectors.conventions import (
     IdentityConfig,
     ToolEffects,
 )
+from pathgrade.detectors.policy import SectionBase
 from pathgrade.realtime_plane.config import RealtimeConfig, SamplerRates
 from pydantic import BaseModel, ValidationError
 
@@ -60,6 +61,7 @@ CONFIGS = [
     ToolEffects,
     IdentityConfig,
     IdempotencyConfig,
+    SectionBase,
 ]
 
 
