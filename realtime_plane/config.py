@@ -44,7 +44,7 @@ class RealtimeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    bootstrap_servers: str = Field(description="Kafka bootstrap servers (`--kafka`)")
+    bootstrap_servers: str = Field(description="Kafka bootstrap servers, HOST:PORT[,HOST:PORT]")
     group_id: str = Field(REALTIME_GROUP, description="consumer group")
     spans_topic: str = Field(SPANS_TOPIC, description="topic read")
     alerts_topic: str | None = Field(

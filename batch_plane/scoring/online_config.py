@@ -27,7 +27,7 @@ class OnlineScorerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    bootstrap_servers: str = Field(description="Kafka bootstrap servers (`--kafka`)")
+    bootstrap_servers: str = Field(description="Kafka bootstrap servers, HOST:PORT[,HOST:PORT]")
     topic: str = Field(SAMPLED_TOPIC, description="topic of sampled traces read")
     group_id: str = Field(SCORER_GROUP, description="consumer group")
     tier_metrics: Mapping[str, tuple[str, ...]] = Field(

@@ -52,7 +52,10 @@ def register(commands: Any) -> None:
 
     realtime = commands.add_parser("realtime", help="run only the realtime plane (production box)")
     store_args(realtime)
-    realtime.add_argument("--kafka", metavar="HOST:PORT", required=True)
+    model_flag(
+        realtime, "--kafka", RealtimeConfig, "bootstrap_servers", required=True,
+        metavar="HOST:PORT",
+    )  # fmt: skip
     metrics_arg(realtime)
     model_flag(realtime, "--policy", RealtimeConfig, "policy_path", metavar="FILE")
     model_flag(realtime, "--alert-webhook", RealtimeConfig, "webhook_url", metavar="URL")

@@ -44,7 +44,10 @@ def register(commands: Any) -> None:
     scorer = commands.add_parser("scorer", help="run the online scorer on pathgrade.sampled")
     store_args(scorer)
     judge_args(scorer, required=False)
-    scorer.add_argument("--kafka", required=True, metavar="HOST:PORT")
+    model_flag(
+        scorer, "--kafka", OnlineScorerConfig, "bootstrap_servers", required=True,
+        metavar="HOST:PORT",
+    )  # fmt: skip
     metrics_arg(scorer)
     model_flag(
         scorer, "--policy", OnlineScorerConfig, "policy", type=Path, metavar="FILE",
