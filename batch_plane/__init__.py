@@ -5,5 +5,5 @@ Rooms, lowest first (each imports only the rooms before it, never `evaluation`):
 under test); `scoring` (trajectory scorers, judges, rubrics, calibration, the per-trace
 scorer set shared online and offline); `edge` (agent graphs, simulation, determinism,
 EDGE reports); `evaluation` (datasets, runs, replay, suites, the gate). `edge` and
-`evaluation` never import each other. May import `schemas` and `detectors`.
+`evaluation` never import each other. May import `schemas`, `transport` and `detectors`.
 """

@@ -27,7 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pathgrade.batch_plane.scoring.judge import Judge, JudgeEndpoint
+from pathgrade.batch_plane.scoring.judge import Judge
+from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.scoring.scores import Score
 from pathgrade.batch_plane.scoring.trajectory import ToolCall, tool_call_f1, tool_correctness

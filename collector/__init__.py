@@ -1,1 +1,4 @@
-"""OTLP receivers (gRPC, HTTP), validation, redaction and publishing to Kafka."""
+"""OTLP receivers (gRPC, HTTP), validation, redaction and publishing to Kafka.
+
+May import `schemas` (and `transport`); never a detector, a plane or `pathgrade`.
+"""

@@ -41,9 +41,7 @@ class CollectorConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kafka_bootstrap: str = Field(
-        description="Kafka bootstrap servers, host:port[,host:port] (`--kafka`)"
-    )
+    kafka_bootstrap: str = Field(description="Kafka bootstrap servers, HOST:PORT[,HOST:PORT]")
     spill_dir: Path = Field(
         description="directory of the local spill file used while Kafka is unavailable "
         "(`--spill-dir`)"

@@ -12,7 +12,8 @@ from string import Template
 from typing import Any
 
 from pathgrade.detectors import REGISTRY, data
-from pathgrade.detectors.policy import RISK_TIERS, TIER_REQUIRED
+from pathgrade.detectors.conventions import Conventions
+from pathgrade.detectors.policy import RISK_TIERS, TIER_REQUIRED, SectionBase
 from pathgrade.detectors.registry import Params, Rule
 from pydantic import BaseModel
 
@@ -25,8 +26,21 @@ def render() -> str:
     rules = [REGISTRY[code] for code in sorted(REGISTRY)]
     template = Template((resources.files(data) / "catalogue.md").read_text(encoding="utf-8"))
     return template.substitute(
-        tiers=_tiers(), table=_table(rules), rules="\n\n".join(_rule(rule) for rule in rules)
+        tiers=_tiers(),
+        conventions=_conventions(),
+        section_keys=_params(SectionBase),
+        table=_table(rules),
+        rules="\n\n".join(_rule(rule) for rule in rules),
     )
+
+
+def _conventions() -> str:
+    """The policy's shared keys (`Conventions`), each with its fields and defaults."""
+    lines = []
+    for name, info in Conventions.model_fields.items():
+        lines.append(f"- `{name}`: {info.description}")
+        lines += [f"  {line}" for line in _params(info.annotation).splitlines()]
+    return "\n".join(lines)
 
 
 def _tiers() -> str:
@@ -94,6 +108,8 @@ def _nested_model(annotation: Any) -> type[Params] | None:
 def _default(value: Any) -> str:
     if isinstance(value, frozenset):
         value = sorted(value)
+    if isinstance(value, tuple):
+        value = list(value)
     if isinstance(value, BaseModel):
         return "(see source)"
     text = str(value)

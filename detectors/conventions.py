@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pathgrade.schemas import genai
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 ToolEffect = Literal["read", "write", "irreversible"]
 WRITE_EFFECTS: frozenset[str] = frozenset({"write", "irreversible"})
@@ -16,9 +16,11 @@ class ToolEffects(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    reads: frozenset[str] = frozenset()
-    writes: frozenset[str] = frozenset()
-    irreversible: frozenset[str] = frozenset()
+    reads: frozenset[str] = Field(frozenset(), description="tools that only read")
+    writes: frozenset[str] = Field(frozenset(), description="tools that change something")
+    irreversible: frozenset[str] = Field(
+        frozenset(), description="tools whose change cannot be undone (refunds, deletions)"
+    )
 
     def effect_of(self, tool_name: str, span_hint: object) -> ToolEffect | None:
         """The effect of `tool_name`: the policy's list first, then the span's hint, else None."""
@@ -38,8 +40,15 @@ class IdentityConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    attribute: str = genai.ENDUSER_ID
-    arguments: tuple[str, ...] = ("account_id", "customer_id")
+    attribute: str = Field(
+        genai.ENDUSER_ID,
+        description="span attribute holding the session identity (on the root span, else "
+        "any span, or its fingerprint `pathgrade.facts.session.fp`)",
+    )
+    arguments: tuple[str, ...] = Field(
+        ("account_id", "customer_id"),
+        description="tool arguments that must name the session identity",
+    )
 
 
 class IdempotencyConfig(BaseModel):
@@ -47,8 +56,12 @@ class IdempotencyConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    attribute: str = genai.PG_IDEMPOTENCY_KEY
-    arguments: tuple[str, ...] = ("idempotency_key",)
+    attribute: str = Field(
+        genai.PG_IDEMPOTENCY_KEY, description="tool span attribute holding the idempotency key"
+    )
+    arguments: tuple[str, ...] = Field(
+        ("idempotency_key",), description="tool arguments read as the key when the span has none"
+    )
 
 
 class Conventions(BaseModel):
@@ -56,6 +69,10 @@ class Conventions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    tools: ToolEffects = ToolEffects()
-    identity: IdentityConfig = IdentityConfig()
-    idempotency: IdempotencyConfig = IdempotencyConfig()
+    tools: ToolEffects = Field(ToolEffects(), description="tool names by effect")
+    identity: IdentityConfig = Field(
+        IdentityConfig(), description="where the session identity lives"
+    )
+    idempotency: IdempotencyConfig = Field(
+        IdempotencyConfig(), description="where a tool call's idempotency key lives"
+    )

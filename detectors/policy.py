@@ -39,7 +39,7 @@ from pathgrade.detectors.prices import PriceTable, load_price_table, shipped_pri
 from pathgrade.detectors.registry import REGISTRY, Params, rule_by_code_or_name
 from pathgrade.detectors.view import DetectorContext
 from pathgrade.schemas.turns import TurnDigest
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
 
 RiskTier = Literal["low", "medium", "high"]
 RISK_TIERS: tuple[RiskTier, ...] = ("low", "medium", "high")
@@ -71,15 +71,28 @@ class SectionBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    risk_tier: RiskTier | None = None
-    tools: ToolEffects | None = None
-    identity: IdentityConfig | None = None
-    idempotency: IdempotencyConfig | None = None
-    enable: list[DetectorRef] = []
-    disable: list[DetectorRef] = []
-    required: list[DetectorRef] = []
-    severity: dict[DetectorRef, Severity] = {}
-    scorers: list[str] | None = None  # metrics the online scorer runs on sampled traces
+    risk_tier: RiskTier | None = Field(
+        None, description="risk tier of the traces the section covers (low, medium, high)"
+    )
+    tools: ToolEffects | None = Field(None, description="tool names by effect (conventions)")
+    identity: IdentityConfig | None = Field(
+        None, description="where the session identity lives (conventions)"
+    )
+    idempotency: IdempotencyConfig | None = Field(
+        None, description="where a tool call's idempotency key lives (conventions)"
+    )
+    enable: list[DetectorRef] = Field([], description="detectors turned on (codes or names)")
+    disable: list[DetectorRef] = Field([], description="detectors turned off (codes or names)")
+    required: list[DetectorRef] = Field(
+        [],
+        description="detectors whose cannot-decide findings alert (on top of the tier's)",
+    )
+    severity: dict[DetectorRef, Severity] = Field(
+        {}, description="severity overrides, detector -> low, medium, high or critical"
+    )
+    scorers: list[str] | None = Field(
+        None, description="metrics the online scorer runs on the section's sampled traces"
+    )
 
 
 @cache

@@ -44,7 +44,7 @@ class RealtimeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    bootstrap_servers: str = Field(description="Kafka bootstrap servers (`--kafka`)")
+    bootstrap_servers: str = Field(description="Kafka bootstrap servers, HOST:PORT[,HOST:PORT]")
     group_id: str = Field(REALTIME_GROUP, description="consumer group")
     spans_topic: str = Field(SPANS_TOPIC, description="topic read")
     alerts_topic: str | None = Field(
@@ -79,14 +79,14 @@ class RealtimeConfig(BaseModel):
         600.0, description="how far back a starting consumer reads the turns topic"
     )
     policy_path: str | None = Field(
-        None, description="detector policy YAML (`--policy`); none: the default policy"
+        None, description="detector policy YAML (docs/detectors.md); none: the default policy"
     )
     coverage_window_s: PositiveFloat = Field(
         3600.0,
         description="at most one coverage-gap alert per (tenant, service, detector) per "
         "window of this many seconds (Coverage, below)",
     )
-    webhook_url: str | None = Field(None, description="alert webhook (`--alert-webhook`)")
+    webhook_url: str | None = Field(None, description="POST each alert here as JSON")
     webhook_queue_size: PositiveInt = Field(
         10_000,
         description="alerts queued for the webhook; beyond, the oldest are dropped (counted)",

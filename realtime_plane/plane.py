@@ -33,20 +33,21 @@ from pathgrade.realtime_plane.evaluate import Evaluation, TraceEvaluator
 from pathgrade.realtime_plane.sampler import Sampler
 from pathgrade.realtime_plane.sinks import (
     AlertSink,
+    LogAlertSink,
     NumberedAlert,
     StoreAlertSink,
+    TopicAlertSink,
     WebhookSink,
-    log_alert,
 )
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.alerts import Alert
-from pathgrade.schemas.consumer import TopicConsumer, decode_spans
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     kafka_client_settings,
     read_until_drained,
 )
+from pathgrade.transport.consumer import TopicConsumer, decode_spans
 
 log = logging.getLogger(__name__)
 COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts are costly
@@ -100,6 +101,14 @@ class RealtimePlane:
             StoreAlertSink(alert_store, self._stored) if alert_store is not None else None
         )
         self.webhook: WebhookSink | None = None
+        self.producer: KafkaProducer | None = None
+        self.sinks: list[AlertSink] = [LogAlertSink()]
+        """Every alert output, in the order each group of alerts is handed over (the log
+        line, the alerts topic, the table; the webhook joins at `start`)."""
+        if config.alerts_topic:
+            self.sinks.append(TopicAlertSink(config.alerts_topic, lambda: self.producer))
+        if self.store_sink is not None:
+            self.sinks.append(self.store_sink)
         self.counters_ = RealtimeCounters()
         self.delays = DelayWindow()
         # alerts of this poll (with their partition), not yet handed to the sinks
@@ -112,7 +121,6 @@ class RealtimePlane:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.consumer: TopicConsumer | None = None
-        self.producer: KafkaProducer | None = None
         self.worker = uuid.uuid4().hex[:16]  # tells this consumer's turns from the others'
         self.turn_batcher = TurnBatcher(self.worker)
         self.turn_feed = (
@@ -150,6 +158,7 @@ class RealtimePlane:
                 config.webhook_url, config.webhook_queue_size, config.webhook_retries,
                 config.webhook_timeout_s, backlog=backlog,
             )  # fmt: skip
+            self.sinks.append(self.webhook)
         self._thread = threading.Thread(target=self._run, name="realtime-plane", daemon=True)
         self._thread.start()
 
@@ -257,19 +266,8 @@ class RealtimePlane:
             self.claim(unclaimed)
         outgoing, self._outgoing = self._outgoing, []
         alerts = [NumberedAlert(p, self._take_number(p), alert) for p, alert in outgoing]
-        for numbered in alerts:
-            alert = numbered.alert
-            log_alert(alert)
-            if self.producer and self.config.alerts_topic:
-                self.producer.send(
-                    self.config.alerts_topic, alert.to_json(), alert.trace_id.encode()
-                )
-        for sink in self.alert_sinks():
+        for sink in self.sinks:
             sink.add(alerts)
-
-    def alert_sinks(self) -> list[AlertSink]:
-        """The sinks configured: the alerts table, the webhook."""
-        return [sink for sink in (self.store_sink, self.webhook) if sink is not None]
 
     def _take_number(self, partition: int) -> int:
         number = self._next_number[partition]

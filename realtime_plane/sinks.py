@@ -1,7 +1,7 @@
-"""Alert sinks behind one `AlertSink` protocol: the `alerts` table, a webhook; and a
-structured log line.
+"""Alert sinks behind one `AlertSink` protocol: the alert log line, the alerts topic, the
+`alerts` table and a webhook.
 
-(Kafka topics are written by the plane's producer directly.) Alerts arrive numbered
+Alerts arrive numbered
 (`NumberedAlert`: their partition of `pathgrade.spans` and their number in it,
 `realtime_plane.delivery`). The table sink keeps rows until an insert succeeds, so offsets
 are committed only for stored alerts, and says which numbers are stored; rows the store
@@ -65,6 +65,39 @@ class AlertSink(Protocol):
     block the plane: a sink that does I/O queues or buffers and delivers on its own."""
 
     def add(self, alerts: list[NumberedAlert]) -> None: ...
+
+
+class LogAlertSink:
+    """The alert log line: one record per alert on logger `ALERT_LOGGER` (`log_alert`); how
+    a process prints them is its handler's business (`pathgrade.stack.alert_log`)."""
+
+    def add(self, alerts: list[NumberedAlert]) -> None:
+        for numbered in alerts:
+            log_alert(numbered.alert)
+
+
+class Publisher(Protocol):
+    """What the topic sink sends with: a Kafka producer (`KafkaProducer.send`)."""
+
+    def send(self, topic: str, value: bytes, key: bytes) -> Any: ...
+
+
+class TopicAlertSink:
+    """Publishes each alert's JSON document to `topic`, keyed by its trace id, through the
+    producer `producer()` returns (the plane's, which batches and sends on its own thread;
+    None while the plane is not connected: nothing is sent)."""
+
+    def __init__(self, topic: str, producer: Callable[[], Publisher | None]) -> None:
+        self.topic = topic
+        self.producer = producer
+
+    def add(self, alerts: list[NumberedAlert]) -> None:
+        producer = self.producer()
+        if producer is None:
+            return
+        for numbered in alerts:
+            alert = numbered.alert
+            producer.send(self.topic, alert.to_json(), alert.trace_id.encode())
 
 
 class StoreAlertSink:

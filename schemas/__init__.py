@@ -1,5 +1,6 @@
-"""Canonical data model, GenAI convention names and mappings, ClickHouse DDL, wire names,
-the `Store` protocol and the shared Kafka consumer-group member (`consumer`).
+"""Canonical data model, GenAI convention names and mappings, ClickHouse DDL, wire names
+and the `Store` protocol.
 
-Imports nothing of pathgrade's own; every other package builds on it.
+Imports nothing of pathgrade's own, and of other libraries only pydantic and
+opentelemetry-proto; every other package builds on it.
 """

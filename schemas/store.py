@@ -1,6 +1,8 @@
 """The `Store` protocol: what every layer above may ask of the ClickHouse store, whoever
 owns it (the batch plane's client, the embedded stack's store owner), with its result
-types. The implementations live in `batch_plane.store`; this module imports nothing."""
+types; `TenantScopedStore`, one that can also keep a query to one tenant's rows. The
+implementations live in `batch_plane.store` and `pathgrade.web.endpoint`; this module
+imports nothing."""
 
 from __future__ import annotations
 
@@ -37,3 +39,18 @@ class Store(Protocol):
     def insert_encodable(
         self, table: str, rows: list[list[Any]], column_names: list[str]
     ) -> list[RejectedRow]: ...
+
+
+class TenantScopedStore(Store, Protocol):
+    """A `Store` that can keep a query to one tenant's rows (the client path's tenant
+    reader sessions, the store owner's endpoint): what the browser UI reads through."""
+
+    def query(
+        self,
+        sql: str,
+        parameters: dict[str, Any] | None = None,
+        readonly: bool = False,
+        tenant: str | None = None,
+    ) -> QueryResult:
+        """Rows of `sql`; with `tenant`, read-only and of that tenant's rows only."""
+        ...

@@ -3,13 +3,27 @@
 
 from __future__ import annotations
 
-from tests.support.imports import module_imports, source_modules, violations
+from tests.support.imports import library_violations, module_imports, source_modules, violations
 from tests.support.paths import REPO_ROOT
 
 
 def test_the_code_base_keeps_the_house_rules() -> None:
     graph = source_modules(REPO_ROOT)
     assert len(graph) > 100  # every package folder was read
+    assert violations(graph) == []
+    assert library_violations(graph) == []
+
+
+def test_a_library_the_bottom_layer_may_not_use_is_reported() -> None:
+    graph = {
+        "pathgrade.schemas.consumer": {"kafka", "kafka.structs", "json", "pydantic"},
+        "pathgrade.transport.consumer": {"kafka", "pathgrade.schemas.model"},
+        "pathgrade.schemas.model": set(),
+    }
+    assert library_violations(graph) == [
+        "pathgrade.schemas.consumer imports kafka: schemas may not import kafka",
+        "pathgrade.schemas.consumer imports kafka.structs: schemas may not import kafka",
+    ]
     assert violations(graph) == []
 
 

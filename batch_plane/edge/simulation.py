@@ -22,6 +22,7 @@ from opentelemetry.trace import Tracer
 from pathgrade.batch_plane.agents.adapters import AdapterError, AgentAdapter, TurnContext
 from pathgrade.batch_plane.edge.determinism import completed, converged
 from pathgrade.batch_plane.edge.graph import Scenario
+from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
 from pathgrade.schemas.agent_graph import AgentGraph
 from pathgrade.schemas.genai import PG_RUN_ID
 from pathgrade.schemas.model import EvalContext
@@ -140,27 +141,6 @@ class OpenAIUser:
             return str(reply.json()["choices"][0]["message"]["content"]).strip()
         except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as error:
             raise AdapterError(f"user simulator at {self.url}: {error}") from error
-
-
-@dataclass(frozen=True)
-class SimulationConfig:
-    """How many runs per scenario, restarts, the seed and the ids written on the spans."""
-
-    run_id: str
-    replays: int = 3
-    variants: int = 2
-    max_restarts: int = 2
-    seed: int = 0
-    suite_version: str = ""
-
-    def __post_init__(self) -> None:
-        for name in ("replays", "variants", "max_restarts"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)}")
-        if self.replays < 1:
-            raise ValueError(f"replays: must be at least 1, got {self.replays}")
-        if not self.run_id:
-            raise ValueError("run_id: must not be empty")
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """EDGE metrics over the store: read an EDGE run's traces from `spans` and score them.
 
-What is read (one trace per agent turn, see docs/edge.md "What edge_store reads"):
+What is read (one trace per agent turn, see docs/edge.md "What the EDGE store reads"):
 
 - the run manifest: the `pathgrade.edge.run` span's `pathgrade.edge.manifest` attribute;
 - per turn, the root span: EvalDatasetItemId (scenario), EvalVariantId, EvalReplayIndex,

@@ -20,9 +20,10 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import httpx
+from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.rubrics import Rubric
 from pathgrade.detectors.prices import PriceTable, cost_usd, shipped_price_table
 from pathgrade.schemas.store import Store
@@ -37,22 +38,6 @@ class JudgeError(RuntimeError):
 
 class BudgetExhausted(RuntimeError):
     """The judge budget (calls, tokens or cost) is spent; no further request is made."""
-
-
-@dataclass(frozen=True)
-class JudgeEndpoint:
-    """Where the judge is and how to call it. The API key is read from `api_key_env`."""
-
-    base_url: str  # e.g. https://api.openai.com/v1 (the path up to /chat/completions)
-    model: str  # a pinned model id
-    api_key_env: str = "OPENAI_API_KEY"
-    provider: str = "openai"  # price-table provider
-    response_format: Literal["json_schema", "json_object"] = "json_schema"
-    timeout_s: float = 60.0
-    max_attempts: int = 5
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 30.0
-    concurrency: int = 8
 
 
 class Verdict(BaseModel):

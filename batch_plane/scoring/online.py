@@ -17,55 +17,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from pathgrade.batch_plane.scoring.judge import Judge
+from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.batch_plane.scoring.scores import JUDGE_ERROR_LABEL, evaluation_event, write_scores
 from pathgrade.batch_plane.scoring.trace_scorers import JUDGE_METRICS, TraceScorer, UnknownMetric
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.detectors.policy import RISK_TIERS, Policy
-from pathgrade.schemas.consumer import TopicConsumer
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.sampled import SampledTrace
 from pathgrade.schemas.store import Store
-from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pathgrade.transport.consumer import TopicConsumer
+from pydantic import ValidationError
 
 log = logging.getLogger(__name__)
-
-
-TIER_METRICS: dict[str, tuple[str, ...]] = {
-    "low": ("claimed_actions",),
-    "medium": ("claimed_actions", "task_completion"),
-    "high": ("claimed_actions", "task_completion", "faithfulness", "unsupported_claims"),
-    "critical": (
-        "claimed_actions", "task_completion", "faithfulness", "unsupported_claims",
-        "plan_quality",
-    ),
-}  # fmt: skip
-"""The scoring policy: metrics per risk tier (judge metrics only when a judge is set)."""
-
-
-class OnlineScorerConfig(BaseModel):
-    """Where to read, what each tier gets, and how long to wait for a trace to be stored."""
-
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    bootstrap_servers: str = Field(description="Kafka bootstrap servers (`--kafka`)")
-    topic: str = Field(SAMPLED_TOPIC, description="topic of sampled traces read")
-    group_id: str = Field(SCORER_GROUP, description="consumer group")
-    tier_metrics: Mapping[str, tuple[str, ...]] = Field(
-        default_factory=lambda: TIER_METRICS, description="metrics per risk tier"
-    )
-    policy: Policy | None = Field(
-        None,
-        description="detector policy whose `scorers:` (per tier, service, agent) override "
-        "`tier_metrics`",
-    )
-    trace_wait_s: float = Field(
-        30.0, description="how long to wait for a sampled trace to be stored"
-    )
-    session_timeout_ms: int = Field(6000, description="consumer group session timeout")
-    consumer_options: dict[str, Any] = Field(
-        default_factory=dict, description="further kafka-python consumer settings"
-    )
 
 
 def metrics_for(

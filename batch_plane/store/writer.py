@@ -28,11 +28,11 @@ from pathgrade.batch_plane.store.otlp_insert import (
     pending_message,
 )
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
-from pathgrade.schemas.consumer import TopicConsumer, decode_spans
 from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import DecodeProblems, decode_resource_spans, message_tenant_and_time
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import SPANS_TOPIC, STORE_GROUP, read_until_drained
+from pathgrade.transport.consumer import TopicConsumer, decode_spans
 from pydantic import BaseModel, ConfigDict, Field
 
 log = logging.getLogger(__name__)

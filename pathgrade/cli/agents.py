@@ -20,6 +20,7 @@ from pathgrade.cli.support import (
     fact_secret,
 )
 from pathgrade.schemas.fingerprints import KEY_FILE_NAME
+from pathgrade.schemas.store import Store
 
 
 def agent_args(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +55,7 @@ def agent_args(parser: argparse.ArgumentParser) -> None:
 
 
 @contextmanager
-def store_for(args: argparse.Namespace) -> Iterator[Any]:
+def store_for(args: argparse.Namespace) -> Iterator[Store]:
     """The store of `--data-dir`/`--clickhouse`, with store and dataset errors as CliErrors."""
     from pathgrade.batch_plane.evaluation.datasets import DatasetError
     from pathgrade.batch_plane.store.trace_rows import FilterError
@@ -82,7 +83,7 @@ def kafka_bootstrap(args: argparse.Namespace) -> str:
 
 def run_agent(
     args: argparse.Namespace,
-    store: Any,
+    store: Store,
     items: Sequence[Any],
     run: Any,
     runs_per_item: int,

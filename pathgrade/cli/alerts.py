@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pathgrade.cli.reference import model_flag
 from pathgrade.cli.support import (
     LOG_LINE_FORMAT,
     CliError,
@@ -25,6 +26,9 @@ from pathgrade.cli.support import (
     stop_on_signal,
     store_args,
 )
+from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.schemas.store import Store
+from pathgrade.stack.alert_lines import AlertLineSettings
 
 STATUS_EVERY_S = 2.0
 
@@ -48,13 +52,16 @@ def register(commands: Any) -> None:
 
     realtime = commands.add_parser("realtime", help="run only the realtime plane (production box)")
     store_args(realtime)
-    realtime.add_argument("--kafka", metavar="HOST:PORT", required=True)
+    model_flag(
+        realtime, "--kafka", RealtimeConfig, "bootstrap_servers", required=True,
+        metavar="HOST:PORT",
+    )  # fmt: skip
     metrics_arg(realtime)
-    realtime.add_argument("--policy", metavar="FILE", help="detector policy YAML")
-    realtime.add_argument("--alert-webhook", metavar="URL", help="POST each alert as JSON here")
-    realtime.add_argument(
-        "--quiet-window", type=float, metavar="S",
-        help="evaluate a trace this long after its last span (default 1 s)",
+    model_flag(realtime, "--policy", RealtimeConfig, "policy_path", metavar="FILE")
+    model_flag(realtime, "--alert-webhook", RealtimeConfig, "webhook_url", metavar="URL")
+    model_flag(
+        realtime, "--quiet-window", RealtimeConfig, "quiet_window_s", unset=True, type=float,
+        metavar="S",
     )  # fmt: skip
     realtime.add_argument(
         "--config", type=Path, metavar="FILE",
@@ -68,11 +75,7 @@ def register(commands: Any) -> None:
         "sees earlier turns this consumer evaluated)",
     )  # fmt: skip
     log_format_arg(realtime)
-    realtime.add_argument(
-        "--ui-url", metavar="URL",
-        help="the browser UI's address (`pathgrade ui`), so each human alert line links to "
-        "its trace page (URL/trace/TRACE_ID); without it the line names the trace id",
-    )  # fmt: skip
+    model_flag(realtime, "--ui-url", AlertLineSettings, "trace_url_base", metavar="URL")
     realtime.set_defaults(run=_cmd_realtime)
 
 
@@ -111,7 +114,7 @@ def _cmd_alerts(args: argparse.Namespace) -> int:
     return 0
 
 
-def _follow_alerts(args: argparse.Namespace, store: Any, since: int) -> None:
+def _follow_alerts(args: argparse.Namespace, store: Store, since: int) -> None:
     """`pathgrade alerts --follow` from `since` (Unix ns): until SIGINT/SIGTERM."""
     from pathgrade.cli.alert_follow import COLUMNS, follow
     from pathgrade.cli.output import format_json
@@ -136,8 +139,7 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.store.client import StoreUnavailable
     from pathgrade.cli.support import wait_for_signal
     from pathgrade.detectors import PolicyError
-    from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
-    from pathgrade.stack.alert_lines import AlertLineSettings
+    from pathgrade.realtime_plane import RealtimePlane
     from pathgrade.stack.alert_log import configure_alert_log
     from pathgrade.stack.store_access import NoStore, open_store
 

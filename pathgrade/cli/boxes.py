@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pathgrade.cli.reference import model_flag
 from pathgrade.cli.support import (
     DEFAULT_DATA_DIR,
     CliError,
@@ -20,12 +21,16 @@ from pathgrade.cli.support import (
     store_args,
     wait_for_signal,
 )
+from pathgrade.collector.service import CollectorConfig
 
 
 def register(commands: Any) -> None:
     collector = commands.add_parser("collector", help="run only the collector (production box)")
     collector_args(collector)
-    collector.add_argument("--kafka", metavar="HOST:PORT", required=True)
+    model_flag(
+        collector, "--kafka", CollectorConfig, "kafka_bootstrap", required=True,
+        metavar="HOST:PORT",
+    )  # fmt: skip
     collector.add_argument(
         "--spill-dir", type=Path, default=Path("pathgrade-spill"),
         help="local spill directory used while Kafka is unavailable",
@@ -61,7 +66,7 @@ def register(commands: Any) -> None:
 def _cmd_collector(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from pathgrade.collector.service import Collector, CollectorConfig, KafkaUnavailable
+    from pathgrade.collector.service import Collector, KafkaUnavailable
 
     settings = {"kafka_bootstrap": args.kafka, "spill_dir": str(args.spill_dir)}
     settings.update(collector_settings(args))

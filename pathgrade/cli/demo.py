@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, get_args
 
+from pathgrade.cli.reference import model_flag
 from pathgrade.cli.support import CliError
+from pathgrade.demo.options import DemoOptions, Flavor
 
 
 def register(commands: Any) -> None:
@@ -13,11 +15,9 @@ def register(commands: Any) -> None:
     demo.add_argument(
         "--otlp", required=True, metavar="URL", help="http://host:4318 or grpc://host:4317"
     )
-    demo.add_argument("--traces", type=int, default=50)
-    demo.add_argument("--seed", type=int, default=7)
-    demo.add_argument(
-        "--flavor", choices=["genai", "openinference", "openllmetry"], default="genai"
-    )
+    model_flag(demo, "--traces", DemoOptions, "traces", type=int)
+    model_flag(demo, "--seed", DemoOptions, "seed", type=int)
+    model_flag(demo, "--flavor", DemoOptions, "flavor", choices=get_args(Flavor))
     demo.add_argument("--token", help="bearer token for the collector")
     demo.set_defaults(run=_cmd_demo)
 

@@ -8,12 +8,15 @@ import json
 import os
 import sys
 import uuid
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
 from pathgrade.cli.progress import Progress
+from pathgrade.cli.reference import model_flag
 from pathgrade.cli.suite_scoring import judge_args
 from pathgrade.cli.support import (
     CliError,
@@ -22,7 +25,9 @@ from pathgrade.cli.support import (
     positive_int,
     since_ns,
     store_args,
+    validation_reason,
 )
+from pathgrade.schemas.store import Store
 
 DEFAULT_OTLP = "http://127.0.0.1:4318"
 WHERE_HELP = (
@@ -59,11 +64,11 @@ def register(commands: Any) -> None:
         help=f"the collector that receives the agent's spans (default {DEFAULT_OTLP})",
     )  # fmt: skip
     run.add_argument("--token", help="bearer token for the collector")
-    run.add_argument("--run-id", help="id written on every span (default: a new edge-<hex> id)")
-    run.add_argument("--seed", type=int, default=0, help="seed of the user and agent draws")
-    run.add_argument("--replays", type=int, default=3, help="exact replays per scenario (R)")
-    run.add_argument("--variants", type=int, default=2, help="persona variants per scenario (V)")
-    run.add_argument("--max-restarts", type=int, default=2, help="restarts after a deviation (B)")
+    model_flag(
+        run, "--run-id", SimulationConfig, "run_id", suffix=" (default: a new edge-<hex> id)"
+    )
+    for flag in ("--seed", "--replays", "--variants", "--max-restarts"):
+        model_flag(run, flag, SimulationConfig, flag[2:].replace("-", "_"), type=int)
     run.add_argument(
         "--user-sim", default="scripted", metavar="scripted|URL",
         help="scripted user turns, or an OpenAI-compatible base URL (key: OPENAI_API_KEY)",
@@ -74,7 +79,7 @@ def register(commands: Any) -> None:
         "--scenarios", type=Path, metavar="JSONL",
         help="run these scenarios (from `edge paths`) instead of the graph's own paths",
     )  # fmt: skip
-    run.add_argument("--suite-version", default="", help="value of pathgrade.suite.version")
+    model_flag(run, "--suite-version", SimulationConfig, "suite_version")
     _max_visits(run)
     run.set_defaults(run=_cmd_run)
 
@@ -235,7 +240,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.edge.simulation import (
         RunManifest,
         Simulation,
-        SimulationConfig,
         emit_manifest,
     )
 
@@ -248,8 +252,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             run_id=run_id, replays=args.replays, variants=args.variants,
             max_restarts=args.max_restarts, seed=args.seed, suite_version=args.suite_version,
         )  # fmt: skip
-    except ValueError as exc:
-        raise CliError(str(exc)) from exc
+    except ValidationError as exc:
+        raise CliError(validation_reason(exc)) from exc
     provider, recorder = agent_tracer_provider(args)
     try:
         adapter = load_adapter(args.agent)
@@ -317,7 +321,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_metrics(store: Any, run_id: str, graph: Any, judge: Any) -> dict[str, Any]:
+def _run_metrics(store: Store, run_id: str, graph: Any, judge: Any) -> dict[str, Any]:
     """An EDGE run's metrics, else those of a `replay conversations` run of that id."""
     from pathgrade.batch_plane.edge.store import EdgeRunNotFound, replay_run_metrics, run_metrics
 
@@ -329,7 +333,7 @@ def _run_metrics(store: Any, run_id: str, graph: Any, judge: Any) -> dict[str, A
     return replay_run_metrics(store, run_id, items, graph, judge, agent)
 
 
-def _replayed_items(store: Any, run_id: str) -> tuple[str, list[Any]]:
+def _replayed_items(store: Store, run_id: str) -> tuple[str, list[Any]]:
     """The agent of run `run_id` and the dataset items it played, in conversation order."""
     from pathgrade.batch_plane.edge.store import EdgeRunNotFound, StoredTurn
     from pathgrade.batch_plane.evaluation.datasets import Datasets, conversation_order
@@ -352,7 +356,7 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def _traffic(args: argparse.Namespace, store: Any, where: str) -> list[Any]:
+def _traffic(args: argparse.Namespace, store: Store, where: str) -> list[Any]:
     """The stored traces `--where`/`--since`/`--limit` select."""
     from pathgrade.batch_plane.edge.store import TRAFFIC_LIMIT, load_traffic
 
@@ -482,7 +486,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
     return 0
 
 
-def _traffic_store(args: argparse.Namespace) -> Any:
+def _traffic_store(args: argparse.Namespace) -> AbstractContextManager[Store]:
     """The store, with a bad `--where` as a user error."""
     from pathgrade.cli.agents import store_for
 

@@ -19,14 +19,30 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
+from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
+from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.collector.service import CollectorConfig
 from pathgrade.detectors.catalogue import render as render_catalogue
-from pathgrade.realtime_plane import RealtimeConfig
+from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.stack.alert_lines import AlertLineSettings
+from pathgrade.stack.options import StackOptions
+from pathgrade.web.options import UiOptions
 
 MIB, GIB = 1 << 20, 1 << 30
 TABLES: dict[str, dict[str, tuple[type[BaseModel], tuple[str, ...]]]] = {
     "README.md": {"collector-config": (CollectorConfig, ())},
-    "docs/realtime.md": {"realtime-config": (RealtimeConfig, ("bootstrap_servers",))},
+    "docs/realtime.md": {
+        "realtime-config": (RealtimeConfig, ("bootstrap_servers",)),
+        "alert-lines": (AlertLineSettings, ()),
+    },
+    "docs/stack.md": {"stack-options": (StackOptions, ())},
+    "docs/edge.md": {"simulation-config": (SimulationConfig, ())},
+    "docs/scoring.md": {
+        "judge-endpoint": (JudgeEndpoint, ()),
+        "online-scorer-config": (OnlineScorerConfig, ("bootstrap_servers",)),
+    },
+    "docs/ui.md": {"ui-options": (UiOptions, ())},
 }
 """File -> marker -> (the model its table documents, fields left out: set by a flag)."""
 GENERATED = {"docs/detectors.md": render_catalogue}
@@ -38,14 +54,46 @@ def field_default(model: type[BaseModel], name: str) -> Any:
     return model.model_fields[name].get_default(call_default_factory=True)
 
 
-def field_help(model: type[BaseModel], name: str, with_default: bool = True) -> str:
-    """A flag's help: the field's description, and its default unless `with_default` is
-    False (a flag whose absence means "not set")."""
+def field_help(
+    model: type[BaseModel], name: str, with_default: bool = True, prefix: str = "", suffix: str = ""
+) -> str:
+    """A flag's help: the field's description (between `prefix` and `suffix`), and its
+    default unless `with_default` is False or the field has none (required, or None)."""
     info = model.model_fields[name]
-    text = info.description or ""
-    if with_default:
-        text += f" (default {_shown(info.get_default(call_default_factory=True))})"
+    text = prefix + (info.description or "") + suffix
+    default = None if info.is_required() else info.get_default(call_default_factory=True)
+    if with_default and default is not None:
+        text += f" (default {_shown(default)})"
     return text.replace("%", "%%")
+
+
+MODEL_FIELD = "model_field"
+"""The attribute `model_flag` sets on a flag's argparse action: (model, field name)."""
+
+
+def model_flag(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    flag: str,
+    model: type[BaseModel],
+    name: str,
+    *,
+    unset: bool = False,
+    prefix: str = "",
+    suffix: str = "",
+    **kwargs: Any,
+) -> argparse.Action:
+    """Add `flag` setting `model`'s field `name`: its help is the field's description
+    (between `prefix` and `suffix`) and default, its default the field's; with `unset` the
+    flag's absence is None (a settings file or the model fills the field in) and the help
+    still shows the model's default. A required field, or one whose default is None,
+    shows no default (the flag's absence is None). The action carries MODEL_FIELD, so a
+    test can compare every such flag with its field."""
+    required = model.model_fields[name].is_required()
+    kwargs["help"] = field_help(model, name, prefix=prefix, suffix=suffix)
+    kwargs["default"] = None if unset or required else field_default(model, name)
+    action = parser.add_argument(flag, **kwargs)
+    setattr(action, MODEL_FIELD, (model, name))
+    return action
 
 
 def config_table(model: type[BaseModel], skip: tuple[str, ...] = ()) -> str:
@@ -84,6 +132,8 @@ def _shown(value: Any) -> str:
     """A default as a YAML reader writes it."""
     if value is None:
         return "none"
+    if value == "":
+        return '""'
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, (list, tuple, frozenset, set, dict)):

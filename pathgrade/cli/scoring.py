@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.cli.progress import Progress
+from pathgrade.cli.reference import model_flag
 from pathgrade.cli.suite_scoring import judge_args, make_judge, score_suite_run, scoring_args
 from pathgrade.cli.support import (
     CliError,
@@ -42,11 +44,14 @@ def register(commands: Any) -> None:
     scorer = commands.add_parser("scorer", help="run the online scorer on pathgrade.sampled")
     store_args(scorer)
     judge_args(scorer, required=False)
-    scorer.add_argument("--kafka", required=True, metavar="HOST:PORT")
+    model_flag(
+        scorer, "--kafka", OnlineScorerConfig, "bootstrap_servers", required=True,
+        metavar="HOST:PORT",
+    )  # fmt: skip
     metrics_arg(scorer)
-    scorer.add_argument(
-        "--policy", type=Path, metavar="FILE",
-        help="policy YAML whose `scorers:` assign metrics per tier, service or agent",
+    model_flag(
+        scorer, "--policy", OnlineScorerConfig, "policy", type=Path, metavar="FILE",
+        prefix="YAML file of the ",
     )  # fmt: skip
     scorer.add_argument(
         "--events-out", type=Path, metavar="FILE",
@@ -108,7 +113,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 def _cmd_scorer(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from pathgrade.batch_plane.scoring.online import OnlineScorer, OnlineScorerConfig
+    from pathgrade.batch_plane.scoring.online import OnlineScorer
     from pathgrade.detectors import PolicyError, load_policy
 
     try:

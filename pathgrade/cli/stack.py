@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pathgrade.cli.reference import field_default, field_help
+from pathgrade.cli.reference import model_flag
 from pathgrade.cli.support import (
     DEFAULT_DATA_DIR,
     CliError,
@@ -29,38 +29,28 @@ def register(commands: Any) -> None:
     up = commands.add_parser("up", help="run the embedded stack (collector, broker, store)")
     store_args(up)
     collector_args(up)
-    up.add_argument("--kafka", metavar="HOST:PORT", help=field_help(StackOptions, "kafka", False))
-    up.add_argument(
-        "--demo", action="store_true", help=StackOptions.model_fields["demo"].description
-    )
+    model_flag(up, "--kafka", StackOptions, "kafka", metavar="HOST:PORT")
+    model_flag(up, "--demo", StackOptions, "demo", action="store_true")
     retention_args(up)
-    up.add_argument("--policy", metavar="FILE", help=field_help(StackOptions, "policy", False))
-    up.add_argument(
-        "--alert-webhook", metavar="URL", help=field_help(StackOptions, "alert_webhook", False)
-    )
-    up.add_argument(
-        "--broker-max-mb", type=int, default=field_default(StackOptions, "broker_max_mb"),
-        metavar="MB", help=field_help(StackOptions, "broker_max_mb"),
-    )  # fmt: skip
-    up.add_argument(
-        "--store-writer-nice", type=int_between(0, 19, "a nice increment"),
-        default=field_default(StackOptions, "store_writer_niceness"), metavar="N",
-        help=field_help(StackOptions, "store_writer_niceness"),
+    model_flag(up, "--policy", StackOptions, "policy", metavar="FILE")
+    model_flag(up, "--alert-webhook", StackOptions, "alert_webhook", metavar="URL")
+    model_flag(up, "--broker-max-mb", StackOptions, "broker_max_mb", type=int, metavar="MB")
+    model_flag(
+        up, "--store-writer-nice", StackOptions, "store_writer_niceness",
+        type=int_between(0, 19, "a nice increment"), metavar="N",
     )  # fmt: skip
     up.add_argument(
         "--realtime-config", type=Path, metavar="FILE",
         help="realtime settings as YAML (docs/realtime.md); --policy and --alert-webhook "
         "override it",
     )  # fmt: skip
-    up.add_argument(
-        "--realtime-workers", type=int_between(1, 64, "realtime processes"),
-        default=field_default(StackOptions, "realtime_workers"), metavar="N",
-        help=field_help(StackOptions, "realtime_workers"),
+    model_flag(
+        up, "--realtime-workers", StackOptions, "realtime_workers",
+        type=int_between(1, 64, "realtime processes"), metavar="N",
     )  # fmt: skip
-    up.add_argument(
-        "--status-every", type=int_between(0, 86_400, "seconds"),
-        default=field_default(StackOptions, "status_every_s"), metavar="SECONDS",
-        help=field_help(StackOptions, "status_every_s"),
+    model_flag(
+        up, "--status-every", StackOptions, "status_every_s",
+        type=int_between(0, 86_400, "seconds"), metavar="SECONDS",
     )  # fmt: skip
     log_format_arg(up)
     up.set_defaults(run=_cmd_up)

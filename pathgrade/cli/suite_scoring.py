@@ -9,7 +9,9 @@ import sys
 from typing import Any
 
 from pathgrade.cli.progress import Progress
+from pathgrade.cli.reference import model_flag
 from pathgrade.cli.support import CliError
+from pathgrade.schemas.store import Store
 
 
 def scoring_args(parser: argparse.ArgumentParser) -> None:
@@ -21,23 +23,20 @@ def scoring_args(parser: argparse.ArgumentParser) -> None:
 
 
 def judge_args(parser: argparse.ArgumentParser, required: bool) -> None:
-    parser.add_argument(
-        "--judge-url", required=required, metavar="URL",
-        help="OpenAI-compatible base URL, e.g. https://api.openai.com/v1",
+    from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
+
+    model_flag(parser, "--judge-url", JudgeEndpoint, "base_url", required=required, metavar="URL")
+    model_flag(
+        parser, "--judge-model", JudgeEndpoint, "model", metavar="MODEL",
+        suffix=" (score: defaults to the suite's judge model)",
     )  # fmt: skip
-    parser.add_argument(
-        "--judge-model", metavar="MODEL",
-        help="pinned judge model id (score: defaults to the suite's judge model)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--api-key-env", default="OPENAI_API_KEY", metavar="NAME",
-        help="environment variable holding the judge API key",
-    )  # fmt: skip
-    parser.add_argument("--concurrency", type=int, default=8, help="judge requests in flight")
+    model_flag(parser, "--api-key-env", JudgeEndpoint, "api_key_env", metavar="NAME")
+    model_flag(parser, "--concurrency", JudgeEndpoint, "concurrency", type=int)
 
 
-def make_judge(args: argparse.Namespace, store: Any, model: str, budget: Any = None) -> Any:
-    from pathgrade.batch_plane.scoring.judge import Judge, JudgeEndpoint
+def make_judge(args: argparse.Namespace, store: Store, model: str, budget: Any = None) -> Any:
+    from pathgrade.batch_plane.scoring.judge import Judge
+    from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 
     if not model:
         raise CliError("--judge-model is required with --judge-url")
@@ -47,7 +46,7 @@ def make_judge(args: argparse.Namespace, store: Any, model: str, budget: Any = N
     return Judge(endpoint, store=store, budget=budget)
 
 
-def score_suite_run(args: argparse.Namespace, store: Any, suite: Any, run_id: str) -> int:
+def score_suite_run(args: argparse.Namespace, store: Store, suite: Any, run_id: str) -> int:
     """Score every trace of `run_id` with the suite's trace metrics (the judge ones when
     --judge-url is given), within the judge budget; prints what was scored and spent."""
     from pathgrade.batch_plane.scoring.calibration import calibration_status
@@ -118,7 +117,7 @@ def pinned_rubric(suite: Any, metrics: tuple[str, ...]) -> dict[str, str]:
     return {rubric.id: rubric.ref}
 
 
-def _references(store: Any, suite: Any) -> dict[str, list[dict[str, Any]]]:
+def _references(store: Store, suite: Any) -> dict[str, list[dict[str, Any]]]:
     """Dataset item id -> expected tool calls, over the suite's published datasets."""
     from pathgrade.batch_plane.evaluation.datasets import DatasetError, Datasets
 

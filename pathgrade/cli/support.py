@@ -16,6 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from pathgrade.schemas.store import Store
 from pathgrade.web.metrics import parse_listen, serve_metrics
 
 DEFAULT_DATA_DIR = Path("pathgrade-data")
@@ -96,6 +99,16 @@ def fact_secret(args: argparse.Namespace) -> Any:
         return FactSecret.from_file(path)
     except ValueError as exc:
         raise CliError(str(exc)) from exc
+
+
+def validation_reason(exc: ValidationError) -> str:
+    """The first problem of a model's ValidationError: a validator's own ValueError as
+    it reads (`replays: must be at least 1, got 0`), else `field: pydantic's message`."""
+    error = exc.errors()[0]
+    raised = error.get("ctx", {}).get("error")
+    if raised is not None:
+        return str(raised)
+    return f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
 
 
 def positive_int(text: str) -> int:
@@ -193,14 +206,10 @@ def metrics_arg(parser: argparse.ArgumentParser) -> None:
 
 def log_format_arg(parser: argparse.ArgumentParser) -> None:
     """`--log-format human|json`: how the process prints the alerts it raises."""
-    from pathgrade.stack.alert_lines import LOG_FORMATS
+    from pathgrade.cli.reference import model_flag
+    from pathgrade.stack.alert_lines import LOG_FORMATS, AlertLineSettings
 
-    parser.add_argument(
-        "--log-format", choices=LOG_FORMATS, default="human",
-        help="alerts on standard error: 'human' (default) one short line each (time, "
-        "severity, code, service, reason, trace link), a few a second and a count of the "
-        "rest; 'json' the full alert document a line, for log shippers",
-    )  # fmt: skip
+    model_flag(parser, "--log-format", AlertLineSettings, "log_format", choices=LOG_FORMATS)
 
 
 def store_args(parser: argparse.ArgumentParser, tenant: bool = False) -> None:
@@ -259,7 +268,7 @@ def realtime_settings(path: Path | None, **flags: Any) -> dict[str, Any]:
 
 
 @contextmanager
-def cli_store(args: argparse.Namespace, must_exist: bool = True) -> Iterator[Any]:
+def cli_store(args: argparse.Namespace, must_exist: bool = True) -> Iterator[Store]:
     """The store of `--data-dir`/`--clickhouse` (one tenant's with `--tenant`); store
     errors become CliErrors (exit 2 when the store cannot be opened, 1 when a query
     fails)."""
@@ -321,7 +330,7 @@ def wait_for_signal(signalled: threading.Event) -> None:
 
 def collector_args(parser: argparse.ArgumentParser) -> None:
     """The collector's flags; their help is `CollectorConfig`'s (defaults written once)."""
-    from pathgrade.cli.reference import field_help
+    from pathgrade.cli.reference import model_flag
     from pathgrade.collector.redact import RedactionConfig
     from pathgrade.collector.service import CollectorConfig as Config
 
@@ -329,27 +338,19 @@ def collector_args(parser: argparse.ArgumentParser) -> None:
         "--config", type=Path, metavar="FILE",
         help="collector settings as YAML (see README); the flags below override it",
     )  # fmt: skip
-    parser.add_argument("--grpc-port", type=int, help=field_help(Config, "grpc_port"))
-    parser.add_argument("--http-port", type=int, help=field_help(Config, "http_port"))
-    parser.add_argument("--listen-host", help=field_help(Config, "listen_host"))
-    parser.add_argument("--tokens-file", type=Path, help=field_help(Config, "tokens_file", False))
-    parser.add_argument("--max-body-bytes", type=int, help=field_help(Config, "max_body_bytes"))
-    parser.add_argument(
-        "--capture-tools", metavar="NAMES",
-        help="comma-separated " + field_help(RedactionConfig, "capture_tools"),
+    model_flag(parser, "--grpc-port", Config, "grpc_port", unset=True, type=int)
+    model_flag(parser, "--http-port", Config, "http_port", unset=True, type=int)
+    model_flag(parser, "--listen-host", Config, "listen_host", unset=True)
+    model_flag(parser, "--tokens-file", Config, "tokens_file", type=Path)
+    model_flag(parser, "--max-body-bytes", Config, "max_body_bytes", unset=True, type=int)
+    model_flag(
+        parser, "--capture-tools", RedactionConfig, "capture_tools", unset=True,
+        prefix="comma-separated ", metavar="NAMES",
     )  # fmt: skip
-    parser.add_argument(
-        "--capture-messages", action="store_true", default=None,
-        help=field_help(RedactionConfig, "capture_messages"),
-    )  # fmt: skip
-    parser.add_argument(
-        "--capture-identity", action="store_true", default=None,
-        help=field_help(RedactionConfig, "capture_identity"),
-    )  # fmt: skip
-    parser.add_argument(
-        "--facts-key-file", type=Path, metavar="FILE",
-        help=field_help(Config, "facts_key_file", False),
-    )  # fmt: skip
+    for flag in ("--capture-messages", "--capture-identity"):
+        field = flag[2:].replace("-", "_")
+        model_flag(parser, flag, RedactionConfig, field, unset=True, action="store_true")
+    model_flag(parser, "--facts-key-file", Config, "facts_key_file", type=Path, metavar="FILE")
 
 
 def collector_settings(args: argparse.Namespace) -> dict[str, Any]:

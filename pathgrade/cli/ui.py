@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pathgrade.cli.reference import model_flag
 from pathgrade.cli.support import CLICKHOUSE_ENV, CliError, listen_address
-
-DEFAULT_LISTEN = "127.0.0.1:8080"
+from pathgrade.web.options import UiOptions
 
 
 def register(commands: Any) -> None:
@@ -19,20 +19,11 @@ def register(commands: Any) -> None:
         help="the ClickHouse server, as a read-only user (http://viewer:pass@host:8123/db); "
         f"default ${CLICKHOUSE_ENV}",
     )  # fmt: skip
-    ui.add_argument(
-        "--listen", metavar="HOST:PORT", type=listen_address, default=DEFAULT_LISTEN,
-        help=f"address to serve on (default {DEFAULT_LISTEN}); anything but loopback needs "
-        "--tokens-file",
-    )  # fmt: skip
-    ui.add_argument(
-        "--tokens-file", type=Path, metavar="FILE",
-        help="YAML token -> tenant (the collector's format): each viewer logs in with a token "
-        "and sees only its tenant; without it the UI serves loopback only, every tenant",
-    )  # fmt: skip
-    ui.add_argument(
-        "--metrics", action="append", default=[], metavar="URL",
-        help="a box's /metrics (repeatable: collector, store writer, realtime), read for the "
-        "health page and the stopped-pipeline banner",
+    model_flag(ui, "--listen", UiOptions, "listen", metavar="HOST:PORT", type=listen_address)
+    model_flag(ui, "--tokens-file", UiOptions, "tokens_file", type=Path, metavar="FILE")
+    model_flag(
+        ui, "--metrics", UiOptions, "metrics", prefix="repeatable: ", action="append",
+        metavar="URL",
     )  # fmt: skip
     ui.set_defaults(run=_cmd_ui)
 

@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer, set_span_in_context
 
+from pathgrade.demo.options import DEMO_DEFAULTS
 from pathgrade.demo.scenarios import (
     NEGATIVE_FEEDBACK_SCENARIOS,
     ToolCall,
@@ -158,9 +159,9 @@ def _pace(
 
 def send_demo_traces(
     exporter: SpanExporter,
-    traces: int = 50,
-    seed: int = 7,
-    flavor: str = "genai",
+    traces: int = DEMO_DEFAULTS.traces,
+    seed: int = DEMO_DEFAULTS.seed,
+    flavor: str = DEMO_DEFAULTS.flavor,
     rate_per_s: float | None = None,
     stop: threading.Event | None = None,
     progress: Callable[[int, int], None] | None = None,

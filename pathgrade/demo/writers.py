@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from pathgrade.demo.options import Flavor
 from pathgrade.demo.scenarios import (
     AGENT_ID,
     AGENT_NAME,
@@ -207,7 +208,7 @@ class OpenLLMetryWriter:
         return attributes
 
 
-WRITERS: dict[str, ConventionWriter] = {
+WRITERS: dict[Flavor, ConventionWriter] = {
     "genai": GenAIWriter(),
     "openinference": OpenInferenceWriter(),
     "openllmetry": OpenLLMetryWriter(),

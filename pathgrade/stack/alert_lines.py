@@ -14,30 +14,43 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from pathgrade.schemas.alerts import Alert
 
 LogFormat = Literal["human", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("human", "json")
+DEFAULT_LOG_FORMAT: LogFormat = "human"
 REASON_CHARS = 90
 """A longer reason is cut to this many characters (the trace page has all of it)."""
 CODES_NAMED = 5
 """A summary names this many codes, the most frequent first, then how many others."""
 
 
-@dataclass(frozen=True)
-class AlertLineSettings:
+class AlertLineSettings(BaseModel):
     """How a process prints its alerts: `json` (one full JSON document a line) or `human`
-    (`alert_line`, paced by `AlertPacer`); `trace_url_base` is the browser view's address
-    the trace links start with (None: the line names the trace id only)."""
+    (`alert_line`, paced by `AlertPacer`)."""
 
-    log_format: LogFormat = "human"
-    trace_url_base: str | None = None
-    lines_per_s: float = 2.0
-    burst: int = 5
-    summary_every_s: float = 30.0
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    log_format: LogFormat = Field(
+        DEFAULT_LOG_FORMAT,
+        description="alerts on standard error: 'human' one short line each (time, severity, "
+        "code, service, reason, trace link), a few a second and a count of the rest; 'json' "
+        "the full alert document a line, for log shippers",
+    )
+    trace_url_base: str | None = Field(
+        None,
+        description="the browser UI's address (`pathgrade ui`), so each human alert line "
+        "links to its trace page (URL/trace/TRACE_ID); without it the line names the trace id",
+    )
+    lines_per_s: float = Field(2.0, description="human alert lines a second, on average")
+    burst: int = Field(5, description="human alert lines at once after a quiet spell")
+    summary_every_s: float = Field(
+        30.0, description="how often a count of the alerts given no line is printed"
+    )
 
 
 def trace_link(trace_id: str, trace_url_base: str | None) -> str:

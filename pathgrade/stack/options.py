@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pathgrade.stack.alert_lines import LogFormat
+from pathgrade.stack.alert_lines import DEFAULT_LOG_FORMAT, LogFormat
 
 
 class StackOptions(BaseModel):
@@ -55,7 +55,7 @@ class StackOptions(BaseModel):
         "status`; 0 never",
     )
     log_format: LogFormat = Field(
-        "human", description="alerts in the terminal: short paced lines, or JSON"
+        DEFAULT_LOG_FORMAT, description="alerts in the terminal: short paced lines, or JSON"
     )
     retention: tuple[int, int] | None = Field(
         None, description="(content days, row days) of retention; none: as migrated"

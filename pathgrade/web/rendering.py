@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from pathgrade.batch_plane.store.client import QueryError
 from pathgrade.detectors.prices import PriceTable, shipped_price_table
+from pathgrade.schemas.store import TenantScopedStore
 from pathgrade.web import formatting
 from pathgrade.web.health import HealthWatch, Status
 from pathgrade.web.params import BadParameter
@@ -33,15 +34,35 @@ NAVIGATION = (
 )
 
 
-@dataclass
-class UiSettings:
-    """What the UI reads and who may read it."""
+class UiSettings(BaseModel):
+    """What the UI reads and who may read it: `UiSettings(store, viewers, **settings)`."""
 
-    store: Any  # a ClientStore; only read through ReadStore
-    viewers: Viewers = field(default_factory=Viewers)
-    status: Callable[[], Status | None] = lambda: None  # `pathgrade up`'s latest status
-    prices: PriceTable = field(default_factory=shipped_price_table)
-    clock_ns: Callable[[], int] = time.time_ns
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    store: SkipValidation[TenantScopedStore] = Field(
+        description="the store every page reads (only through `ReadStore`)"
+    )
+    viewers: Viewers = Field(
+        default_factory=Viewers, description="who may read which tenant (tokens)"
+    )
+    status: Callable[[], Status | None] = Field(
+        lambda: None, description="the latest status of the boxes (`pathgrade up`'s, scraped)"
+    )
+    prices: PriceTable = Field(
+        default_factory=shipped_price_table, description="the price table costs are read with"
+    )
+    clock_ns: Callable[[], int] = Field(time.time_ns, description="the time now, Unix ns")
+
+    def __init__(
+        self,
+        store: TenantScopedStore | None = None,
+        viewers: Viewers | None = None,
+        /,
+        **settings: Any,
+    ) -> None:
+        """`store` and `viewers` may be given by position."""
+        given = {"store": store, "viewers": viewers}
+        super().__init__(**{k: v for k, v in given.items() if v is not None}, **settings)
 
 
 class NotFound(LookupError):

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pathgrade.schemas.store import QueryResult
+from pathgrade.schemas.store import QueryResult, TenantScopedStore
 
 _TENANT: contextvars.ContextVar[str | None] = contextvars.ContextVar("ui_tenant", default=None)
 
@@ -32,9 +32,10 @@ def viewing(tenant: str | None) -> Iterator[None]:
 
 
 class ReadStore:
-    """Read-only, tenant-scoped queries over a `ClientStore`."""
+    """Read-only, tenant-scoped queries over a `TenantScopedStore` (a `ClientStore`, or
+    the store owner's endpoint)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: TenantScopedStore) -> None:
         self.store = store
 
     def query(

@@ -1,20 +1,23 @@
 """The house's import rules as data, and a checker of a module -> imports graph against them.
 
-Every module belongs to a *room*: a layer of DESIGN.md's table (`schemas`, `collector`,
-`detectors`, `realtime_plane`) or a sub-package of one (`batch_plane.store`,
+Every module belongs to a *room*: a layer of DESIGN.md's table (`schemas`, `transport`,
+`collector`, `detectors`, `realtime_plane`) or a sub-package of one (`batch_plane.store`,
 `pathgrade.cli`, ...). `ALLOWED` says which other rooms a room may import; anything else is
 an arrow that points up or sideways. A circle between rooms is reported on its own, so a
-rule table that allowed one by mistake would still be caught.
+rule table that allowed one by mistake would still be caught. `LIBRARIES` says which
+libraries beyond the standard library a room may import (rooms not named there: any).
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 BOTTOM = {"schemas"}
-LAYERS = {"schemas", "collector", "detectors", "realtime_plane"}
+TRANSPORT = {"transport"}
+LAYERS = {"schemas", "transport", "collector", "detectors", "realtime_plane"}
 BATCH = {
     "batch_plane.store",
     "batch_plane.agents",
@@ -45,28 +48,32 @@ CLI_COMMANDS = {
     "cli.review",
     "cli.ui",
 }
-DEMO = {"demo.scenarios", "demo.writers", "demo.sender"}
+DEMO = {"demo.options", "demo.scenarios", "demo.writers", "demo.sender"}
 BELOW_PATHGRADE = LAYERS | BATCH | {"batch_plane"}
 PATHGRADE_ROOMS = {"stack", "web", "pathgrade"}
 
 ALLOWED: dict[str, set[str]] = {
     "schemas": set(),
-    "collector": BOTTOM,
+    "transport": BOTTOM,
+    "collector": BOTTOM | TRANSPORT,
     "detectors": BOTTOM,
-    "realtime_plane": BOTTOM | {"detectors"},
+    "realtime_plane": BOTTOM | TRANSPORT | {"detectors"},
     "batch_plane": set(),
-    "batch_plane.store": BOTTOM,
+    "batch_plane.store": BOTTOM | TRANSPORT,
     "batch_plane.agents": BOTTOM,
-    "batch_plane.scoring": BOTTOM | {"detectors", "batch_plane.store"},
+    "batch_plane.scoring": BOTTOM | TRANSPORT | {"detectors", "batch_plane.store"},
     "batch_plane.edge": BOTTOM
+    | TRANSPORT
     | {"detectors", "batch_plane.store", "batch_plane.agents", "batch_plane.scoring"},
     "batch_plane.evaluation": BOTTOM
+    | TRANSPORT
     | {"detectors", "batch_plane.store", "batch_plane.agents", "batch_plane.scoring"},
     "pathgrade": set(),
     "demo": set(),
+    "demo.options": set(),
     "demo.scenarios": BOTTOM,
-    "demo.writers": BOTTOM | {"demo.scenarios"},
-    "demo.sender": BOTTOM | {"demo.scenarios", "demo.writers"},
+    "demo.writers": BOTTOM | {"demo.options", "demo.scenarios"},
+    "demo.sender": BOTTOM | {"demo.options", "demo.scenarios", "demo.writers"},
     "web": BELOW_PATHGRADE,
     "stack": BELOW_PATHGRADE | {"web"} | DEMO,
     **{helper: BELOW_PATHGRADE | {"stack", "web"} | DEMO | CLI_HELPERS for helper in CLI_HELPERS},
@@ -78,10 +85,17 @@ ALLOWED: dict[str, set[str]] = {
 }
 """Room -> the rooms it may import (a room may always import itself)."""
 
+LIBRARIES: dict[str, set[str]] = {
+    "schemas": {"pydantic", "opentelemetry", "google"},  # google.protobuf: opentelemetry-proto's
+}
+"""Room -> the top-level names of the libraries it may import besides the standard library
+and pathgrade (DESIGN.md: the bottom layer imports stdlib, pydantic, opentelemetry-proto)."""
+
 PACKAGE_DIRS = {
     "schemas": "pathgrade.schemas",
     "collector": "pathgrade.collector",
     "detectors": "pathgrade.detectors",
+    "transport": "pathgrade.transport",
     "realtime_plane": "pathgrade.realtime_plane",
     "batch_plane": "pathgrade.batch_plane",
     "pathgrade": "pathgrade",
@@ -163,6 +177,22 @@ def violations(graph: Mapping[str, Iterable[str]]) -> list[str]:
                     f"{module} imports {target_module}: {source} may not import {target}"
                 )
     problems.extend(f"circle between rooms: {' -> '.join(cycle)}" for cycle in _cycles(edges))
+    return problems
+
+
+def library_violations(graph: Mapping[str, Iterable[str]]) -> list[str]:
+    """Each import of a library its room's `LIBRARIES` entry does not name, as a sentence."""
+    problems: list[str] = []
+    for module, imported in sorted(graph.items()):
+        room = room_of(module)
+        if room not in LIBRARIES:
+            continue
+        for name in sorted(imported):
+            top = name.split(".")[0]
+            if top in {"pathgrade", "__future__"} or top in sys.stdlib_module_names:
+                continue
+            if top not in LIBRARIES[room]:
+                problems.append(f"{module} imports {name}: {room} may not import {top}")
     return problems
 
 

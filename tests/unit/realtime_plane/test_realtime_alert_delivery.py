@@ -3,16 +3,23 @@ never commits past alerts it has not handed over."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from pathgrade.realtime_plane.assembler import DueTrace
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.evaluate import Evaluation
 from pathgrade.realtime_plane.plane import ALERTS_PER_DELIVERY, RealtimePlane
-from pathgrade.realtime_plane.sinks import NumberedAlert
+from pathgrade.realtime_plane.sinks import (
+    LogAlertSink,
+    NumberedAlert,
+    StoreAlertSink,
+    TopicAlertSink,
+)
 from pathgrade.schemas.alerts import Alert
 from pathgrade.schemas.model import Span, Trace
 from pathgrade.schemas.store import QueryResult, RejectedRow, Store
+from pathgrade.schemas.topics import ALERT_LOGGER
 
 
 class RecordingSink:
@@ -40,6 +47,7 @@ def plane_with_sink() -> tuple[RealtimePlane, RecordingSink]:
     plane = RealtimePlane(config)
     sink = RecordingSink()
     plane.webhook = sink  # type: ignore[assignment]
+    plane.sinks.append(sink)
     return plane, sink
 
 
@@ -113,8 +121,10 @@ def test_every_configured_alert_sink_gets_the_same_group() -> None:
     store: Store = ListStore()
     plane = RealtimePlane(config, alert_store=store)
     webhook = RecordingSink()
-    assert plane.alert_sinks() == [plane.store_sink]
+    assert plane.sinks[1:] == [plane.store_sink]
+    assert [type(sink) for sink in plane.sinks] == [LogAlertSink, StoreAlertSink]
     plane.webhook = webhook  # type: ignore[assignment]
+    plane.sinks.append(webhook)
     plane._emit(evaluation(1, 2))
     plane._deliver_alerts()
     assert webhook.calls == [["1-0", "1-1"]]
@@ -130,3 +140,53 @@ def test_alerts_are_numbered_per_partition_in_the_order_found() -> None:
     plane._emit(evaluation(3, 1, partition=0))
     plane._deliver_alerts()
     assert sink.numbers == [(0, 1), (0, 2), (3, 1), (0, 3)]
+
+
+class Records(logging.Handler):
+    """Keeps the alert log records it is handed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.seen: list[Any] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(record)
+
+
+class RecordingProducer:
+    """Stands in for the plane's Kafka producer: records each `send`."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes, bytes]] = []
+
+    def send(self, topic: str, value: bytes, key: bytes) -> None:
+        self.sent.append((topic, value, key))
+
+
+def test_the_log_line_and_the_alerts_topic_are_sinks_of_the_same_group() -> None:
+    config = RealtimeConfig(bootstrap_servers="127.0.0.1:1", sampled_topic=None, turns_topic=None)
+    plane = RealtimePlane(config)
+    assert [type(sink) for sink in plane.sinks] == [LogAlertSink, TopicAlertSink]
+    plane._emit(evaluation(7, 2))
+    plane._deliver_alerts()  # not connected: the topic sink has no producer, sends nothing
+    producer = RecordingProducer()
+    plane.producer = producer  # type: ignore[assignment]
+    records, logger = Records(), logging.getLogger(ALERT_LOGGER)
+    level = logger.level
+    logger.addHandler(records)
+    logger.setLevel(logging.INFO)
+    try:
+        plane._emit(evaluation(8, 2))
+        plane._deliver_alerts()
+    finally:
+        logger.removeHandler(records)
+        logger.setLevel(level)
+    assert [record.alert.alert_key for record in records.seen] == ["8-0", "8-1"]
+    trace_id = f"{8:032x}"
+    assert [(topic, key) for topic, _, key in producer.sent] == [
+        (config.alerts_topic, trace_id.encode())
+    ] * 2
+    assert [Alert.model_validate_json(value).alert_key for _, value, _ in producer.sent] == [
+        "8-0",
+        "8-1",
+    ]

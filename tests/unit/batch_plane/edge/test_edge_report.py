@@ -1,4 +1,4 @@
-"""EDGE metrics from stored turns (edge_store, without a store) and the HTML/SVG/PNG report."""
+"""EDGE metrics from stored turns (the EDGE store, without a store) and the HTML/SVG/PNG report."""
 
 from __future__ import annotations
 
@@ -172,7 +172,8 @@ def test_table3_puts_several_runs_side_by_side_with_the_judged_consistency(
 
 def test_rubric_consistency_judge_grades_on_the_edge_scale_and_fails_undecided() -> None:
     from pathgrade.batch_plane.edge.store import rubric_consistency_judge
-    from pathgrade.batch_plane.scoring.judge import Judge, JudgeEndpoint
+    from pathgrade.batch_plane.scoring.judge import Judge
+    from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 
     from tests.support.openai_standin import OpenAIStandIn, Reply
 

@@ -20,13 +20,13 @@ from pathgrade.batch_plane.edge.simulation import (
     RunManifest,
     ScriptedUser,
     Simulation,
-    SimulationConfig,
     UserRequest,
     Variant,
     emit_manifest,
     next_target,
     plan_variants,
 )
+from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
 from pathgrade.schemas.agent_graph import load_graph
 
 from tests.support.openai_standin import OpenAIStandIn, Reply

@@ -19,7 +19,8 @@ from pathgrade.batch_plane.scoring.calibration import (
     repeat_variance,
     store_calibration,
 )
-from pathgrade.batch_plane.scoring.judge import Judge, JudgeEndpoint
+from pathgrade.batch_plane.scoring.judge import Judge
+from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.store.client import ClientStore
 

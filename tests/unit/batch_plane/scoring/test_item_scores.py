@@ -10,7 +10,8 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.batch_plane.scoring.hallucination import judge_inputs
-from pathgrade.batch_plane.scoring.judge import Judge, JudgeEndpoint, JudgeError
+from pathgrade.batch_plane.scoring.judge import Judge, JudgeError
+from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.scores import evaluation_event
 from pathgrade.batch_plane.scoring.trace_scorers import TraceScorer, UnknownMetric
 from pathgrade.schemas.model import Trace

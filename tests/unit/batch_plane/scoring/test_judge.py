@@ -11,10 +11,10 @@ from pathgrade.batch_plane.scoring.judge import (
     BudgetExhausted,
     Judge,
     JudgeBudget,
-    JudgeEndpoint,
     JudgeError,
     cache_key,
 )
+from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.store.client import ClientStore
 

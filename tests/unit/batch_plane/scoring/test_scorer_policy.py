@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pathgrade.batch_plane.scoring.online import TIER_METRICS, metrics_for
+from pathgrade.batch_plane.scoring.online import metrics_for
+from pathgrade.batch_plane.scoring.online_config import TIER_METRICS
 from pathgrade.detectors import load_policy
 from pathgrade.schemas.sampled import SampledTrace
 

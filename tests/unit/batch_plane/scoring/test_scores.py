@@ -6,7 +6,8 @@ import json
 import uuid
 
 from pathgrade.batch_plane.scoring.hallucination import claimed_action_findings, judge_inputs
-from pathgrade.batch_plane.scoring.judge import Judge, JudgeBudget, JudgeEndpoint
+from pathgrade.batch_plane.scoring.judge import Judge, JudgeBudget
+from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.scores import Score, evaluation_event, score_id, write_scores
 from pathgrade.batch_plane.scoring.trace_scorers import TraceScorer, score_run
 from pathgrade.batch_plane.store.client import ClientStore

@@ -5,18 +5,42 @@ the model's default."""
 from __future__ import annotations
 
 import argparse
+import inspect
+from typing import get_args
 
 import pytest
-from pathgrade.batch_plane.scoring.online import OnlineScorerConfig
+from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
+from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
+from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.batch_plane.store.writer import StoreWriterConfig
 from pathgrade.collector.redact import RedactionConfig
 from pathgrade.collector.service import CollectorConfig
+from pathgrade.detectors.conventions import (
+    Conventions,
+    IdempotencyConfig,
+    IdentityConfig,
+    ToolEffects,
+)
+from pathgrade.detectors.policy import SectionBase
 from pathgrade.realtime_plane.config import RealtimeConfig, SamplerRates
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from pathgrade.cli.reference import config_table, field_help, render_tables, rendered
-from pathgrade.cli.support import collector_args
+from pathgrade.cli.main import build_parser
+from pathgrade.cli.reference import (
+    MODEL_FIELD,
+    config_table,
+    field_help,
+    render_tables,
+    rendered,
+)
+from pathgrade.cli.support import collector_args, validation_reason
+from pathgrade.demo.options import DemoOptions, Flavor
+from pathgrade.demo.sender import run_demo
+from pathgrade.demo.writers import WRITERS
+from pathgrade.stack.alert_lines import AlertLineSettings
 from pathgrade.stack.options import StackOptions
+from pathgrade.web.options import UiOptions
+from pathgrade.web.rendering import UiSettings
 from tests.support.paths import REPO_ROOT
 
 CONFIGS = [
@@ -27,6 +51,17 @@ CONFIGS = [
     StoreWriterConfig,
     OnlineScorerConfig,
     StackOptions,
+    SimulationConfig,
+    JudgeEndpoint,
+    AlertLineSettings,
+    UiSettings,
+    UiOptions,
+    DemoOptions,
+    Conventions,
+    ToolEffects,
+    IdentityConfig,
+    IdempotencyConfig,
+    SectionBase,
 ]
 
 
@@ -70,3 +105,101 @@ def test_flag_help_shows_the_model_default() -> None:
     assert helps["grpc_port"] == field_help(CollectorConfig, "grpc_port")
     assert helps["grpc_port"].endswith("(default 4317)")
     assert helps["capture_messages"].endswith("(default false)")
+
+
+TIED_FLAGS = {
+    ("up", "--grpc-port"): (CollectorConfig, "grpc_port"),
+    ("up", "--capture-tools"): (RedactionConfig, "capture_tools"),
+    ("up", "--kafka"): (StackOptions, "kafka"),
+    ("up", "--demo"): (StackOptions, "demo"),
+    ("up", "--broker-max-mb"): (StackOptions, "broker_max_mb"),
+    ("up", "--store-writer-nice"): (StackOptions, "store_writer_niceness"),
+    ("up", "--realtime-workers"): (StackOptions, "realtime_workers"),
+    ("up", "--status-every"): (StackOptions, "status_every_s"),
+    ("up", "--log-format"): (AlertLineSettings, "log_format"),
+    ("collector", "--http-port"): (CollectorConfig, "http_port"),
+    ("collector", "--kafka"): (CollectorConfig, "kafka_bootstrap"),
+    ("realtime", "--kafka"): (RealtimeConfig, "bootstrap_servers"),
+    ("scorer", "--kafka"): (OnlineScorerConfig, "bootstrap_servers"),
+    ("collector", "--capture-messages"): (RedactionConfig, "capture_messages"),
+    ("realtime", "--policy"): (RealtimeConfig, "policy_path"),
+    ("realtime", "--alert-webhook"): (RealtimeConfig, "webhook_url"),
+    ("realtime", "--quiet-window"): (RealtimeConfig, "quiet_window_s"),
+    ("realtime", "--log-format"): (AlertLineSettings, "log_format"),
+    ("realtime", "--ui-url"): (AlertLineSettings, "trace_url_base"),
+    ("scorer", "--policy"): (OnlineScorerConfig, "policy"),
+    ("scorer", "--judge-url"): (JudgeEndpoint, "base_url"),
+    ("score", "--judge-model"): (JudgeEndpoint, "model"),
+    ("score", "--api-key-env"): (JudgeEndpoint, "api_key_env"),
+    ("judge calibrate", "--concurrency"): (JudgeEndpoint, "concurrency"),
+    ("ui", "--listen"): (UiOptions, "listen"),
+    ("ui", "--tokens-file"): (UiOptions, "tokens_file"),
+    ("ui", "--metrics"): (UiOptions, "metrics"),
+    ("edge run", "--run-id"): (SimulationConfig, "run_id"),
+    ("edge run", "--seed"): (SimulationConfig, "seed"),
+    ("edge run", "--replays"): (SimulationConfig, "replays"),
+    ("edge run", "--variants"): (SimulationConfig, "variants"),
+    ("edge run", "--max-restarts"): (SimulationConfig, "max_restarts"),
+    ("edge run", "--suite-version"): (SimulationConfig, "suite_version"),
+    ("demo", "--traces"): (DemoOptions, "traces"),
+    ("demo", "--seed"): (DemoOptions, "seed"),
+    ("demo", "--flavor"): (DemoOptions, "flavor"),
+}
+"""(command, flag) -> the config field it sets: each must take help and default from it."""
+
+
+def flag_actions(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> dict[tuple[str, str], argparse.Action]:
+    """(command, flag) -> its action, for every command of `pathgrade`."""
+    found: dict[tuple[str, str], argparse.Action] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found |= flag_actions(sub, (*path, name))
+        for flag in action.option_strings:
+            found[(" ".join(path), flag)] = action
+    return found
+
+
+def test_every_flag_of_a_config_field_takes_its_help_and_default_from_the_model() -> None:
+    actions = flag_actions(build_parser())
+    tied = {key: getattr(a, MODEL_FIELD) for key, a in actions.items() if hasattr(a, MODEL_FIELD)}
+    assert {key: tied.get(key) for key in TIED_FLAGS} == TIED_FLAGS
+    for key, (model, name) in tied.items():
+        action, info = actions[key], model.model_fields[name]
+        shown = action.help.replace("%%", "%")
+        assert info.description and info.description in shown, key
+        default = None if info.is_required() else info.get_default(call_default_factory=True)
+        if default is None:
+            assert action.default is None, key
+            continue
+        assert action.default in (None, default), key  # None: a settings file may set it
+        assert shown.endswith(")") and " (default " in shown, key
+
+
+def test_flag_defaults_are_the_models_as_written() -> None:
+    actions = flag_actions(build_parser())
+    assert actions[("edge run", "--replays")].default == 3
+    assert actions[("edge run", "--replays")].help.endswith("(default 3)")
+    assert actions[("realtime", "--quiet-window")].default is None  # the --config file's or 1.0
+    assert actions[("realtime", "--quiet-window")].help.endswith("(default 1.0)")
+    assert actions[("ui", "--listen")].default == "127.0.0.1:8080"
+    assert actions[("up", "--log-format")].default == StackOptions(data_dir=".").log_format
+    assert actions[("score", "--concurrency")].default == JudgeEndpoint("u", "m").concurrency
+
+
+def test_a_models_error_reads_as_its_validator_wrote_it() -> None:
+    with pytest.raises(ValidationError) as raised:
+        SimulationConfig(run_id="r", replays=0)
+    assert validation_reason(raised.value) == "replays: must be at least 1, got 0"
+    with pytest.raises(ValidationError) as raised:
+        SimulationConfig(run_id="r", seed="x")  # type: ignore[arg-type]
+    assert validation_reason(raised.value).startswith("seed: Input should be a valid integer")
+
+
+def test_the_demos_flavors_and_defaults_are_its_writers_and_run_demos() -> None:
+    assert set(get_args(Flavor)) == set(WRITERS)
+    defaults = inspect.signature(run_demo).parameters
+    from_function = {name: defaults[name].default for name in DemoOptions.model_fields}
+    assert from_function == DemoOptions().model_dump()

@@ -3,8 +3,8 @@ the realtime plane, the online scorer): subscribe with the group's settings, tel
 owner of rebalances, decode span messages skipping the undecodable ones, commit only the
 offsets of work the owner has stored, and run a poll loop until stopped.
 
-The consumer's wire contract sits beside the topics' (`schemas.topics`), so the planes share
-it without importing each other; this module is the bottom layer's one Kafka client.
+The planes share it without importing each other; the consumer settings and the topics'
+wire names it reads are the bottom layer's (`schemas.topics`).
 """
 
 from __future__ import annotations

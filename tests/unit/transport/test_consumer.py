@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 from kafka import TopicPartition
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
-from pathgrade.schemas.consumer import decode_spans
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, TENANT_HEADER
+from pathgrade.transport.consumer import decode_spans
 
 PARTITION = TopicPartition("pathgrade.spans", 3)
 
