@@ -38,7 +38,7 @@ from pathgrade.batch_plane.store.otlp_insert import (
     pending_message,
 )
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
-from pathgrade.batch_plane.store.writer import SQL_INSERT_MIN_SPANS
+from pathgrade.batch_plane.store.writer_config import SQL_INSERT_MIN_SPANS
 from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor

@@ -28,56 +28,15 @@ from pathgrade.batch_plane.store.otlp_insert import (
     pending_message,
 )
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
+from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
 from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import DecodeProblems, decode_resource_spans, message_tenant_and_time
 from pathgrade.schemas.store import Store
-from pathgrade.schemas.topics import SPANS_TOPIC, STORE_GROUP, read_until_drained
+from pathgrade.schemas.topics import read_until_drained
 from pathgrade.transport.consumer import TopicConsumer, decode_spans
-from pydantic import BaseModel, ConfigDict, Field
 
 log = logging.getLogger(__name__)
 _TENANT, _TRACE_ID, _SPAN_ID = (SPAN_COLUMNS.index(c) for c in ("Tenant", "TraceId", "SpanId"))
-
-
-SQL_INSERT_MIN_SPANS = 20_000
-"""`StoreWriterConfig.sql_insert_min_spans`'s default: above the 10,000-12,000 spans per insert
-from which bench/store_insert.py measured the SQL path cheaper (docs/scale.md has the curve)."""
-
-
-class StoreWriterConfig(BaseModel):
-    """Where to read and how to batch."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    bootstrap_servers: str = Field(description="Kafka bootstrap servers (`--kafka`)")
-    topic: str = Field(SPANS_TOPIC, description="topic read")
-    group_id: str = Field(STORE_GROUP, description="consumer group")
-    max_batch_spans: int = Field(
-        50_000, description="spans of one insert at most; a full batch is written at once"
-    )
-    max_batch_age_s: float = Field(
-        2.0, description="a batch is written at the latest this long after its first span"
-    )
-    idle_flush_s: float = Field(
-        0.25, description="a batch is written when no message came for this long"
-    )
-    sql_insert: bool = Field(
-        True,
-        description="let ClickHouse parse the values of large batches itself "
-        "(`sql_insert_min_spans`); needs a `ClientStore`, the store writer's own",
-    )
-    sql_insert_min_spans: int = Field(
-        SQL_INSERT_MIN_SPANS,
-        ge=0,
-        description="a batch of at least this many spans is inserted by ClickHouse's own "
-        "Protobuf parsing (one INSERT ... SELECT, whose analysis costs ~0.6-0.7 s of CPU), "
-        "a smaller one decoded in Python; the default is where bench/store_insert.py "
-        "measured the SQL path's CPU per span, analysis included, below the Python path's",
-    )
-    session_timeout_ms: int = Field(6000, description="consumer group session timeout")
-    consumer_options: dict[str, Any] = Field(
-        default_factory=dict, description="further kafka-python consumer settings"
-    )
 
 
 @dataclass

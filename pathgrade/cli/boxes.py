@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
 from pathgrade.cli.reference import model_flag
 from pathgrade.cli.support import (
     DEFAULT_DATA_DIR,
@@ -58,7 +59,10 @@ def register(commands: Any) -> None:
 
     writer = commands.add_parser("store-writer", help="run only the store writer (production box)")
     store_args(writer)
-    writer.add_argument("--kafka", metavar="HOST:PORT", required=True)
+    model_flag(
+        writer, "--kafka", StoreWriterConfig, "bootstrap_servers", required=True,
+        metavar="HOST:PORT",
+    )  # fmt: skip
     metrics_arg(writer)
     writer.set_defaults(run=_cmd_store_writer)
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
-from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterConfig, StoreWriterStats
+from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterStats
+from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
 from pathgrade.schemas.migrations import Migration, migrate, set_retention
 from pathgrade.stack.ownership import DataDirLock, read_state, stop_stale_processes
 from pathgrade.stack.priority import keep_native_threads_lowered, lower_thread_priority

@@ -9,7 +9,8 @@ from kafka import KafkaProducer
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.batch_plane.store.client import ClientStore
-from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterConfig
+from pathgrade.batch_plane.store.writer import StoreWriter
+from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
 from pathgrade.schemas.topics import SPANS_TOPIC, TENANT_HEADER
 
 from pathgrade.demo.sender import send_demo_traces

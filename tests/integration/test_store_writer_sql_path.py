@@ -16,7 +16,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.batch_plane.store.client import ClientStore
-from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterConfig, StoreWriterStats
+from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterStats
+from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
 from pathgrade.schemas.topics import SPANS_TOPIC, TENANT_HEADER
 
 from pathgrade.demo.sender import DemoSummary, send_demo_traces

@@ -12,7 +12,7 @@ import pytest
 from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
 from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
-from pathgrade.batch_plane.store.writer import StoreWriterConfig
+from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
 from pathgrade.collector.redact import RedactionConfig
 from pathgrade.collector.service import CollectorConfig
 from pathgrade.detectors.conventions import (
@@ -119,6 +119,7 @@ TIED_FLAGS = {
     ("up", "--log-format"): (AlertLineSettings, "log_format"),
     ("collector", "--http-port"): (CollectorConfig, "http_port"),
     ("collector", "--kafka"): (CollectorConfig, "kafka_bootstrap"),
+    ("store-writer", "--kafka"): (StoreWriterConfig, "bootstrap_servers"),
     ("realtime", "--kafka"): (RealtimeConfig, "bootstrap_servers"),
     ("scorer", "--kafka"): (OnlineScorerConfig, "bootstrap_servers"),
     ("collector", "--capture-messages"): (RedactionConfig, "capture_messages"),

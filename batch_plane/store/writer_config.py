@@ -1,0 +1,49 @@
+"""The store writer's settings, apart from the writer so the command line reads them without
+importing kafka-python or the insert paths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pathgrade.schemas.topics import SPANS_TOPIC, STORE_GROUP
+from pydantic import BaseModel, ConfigDict, Field
+
+SQL_INSERT_MIN_SPANS = 20_000
+"""`StoreWriterConfig.sql_insert_min_spans`'s default: above the 10,000-12,000 spans per insert
+from which bench/store_insert.py measured the SQL path cheaper (docs/scale.md has the curve)."""
+
+
+class StoreWriterConfig(BaseModel):
+    """Where to read and how to batch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bootstrap_servers: str = Field(description="Kafka bootstrap servers, HOST:PORT[,HOST:PORT...]")
+    topic: str = Field(SPANS_TOPIC, description="topic read")
+    group_id: str = Field(STORE_GROUP, description="consumer group")
+    max_batch_spans: int = Field(
+        50_000, description="spans of one insert at most; a full batch is written at once"
+    )
+    max_batch_age_s: float = Field(
+        2.0, description="a batch is written at the latest this long after its first span"
+    )
+    idle_flush_s: float = Field(
+        0.25, description="a batch is written when no message came for this long"
+    )
+    sql_insert: bool = Field(
+        True,
+        description="let ClickHouse parse the values of large batches itself "
+        "(`sql_insert_min_spans`); needs a `ClientStore`, the store writer's own",
+    )
+    sql_insert_min_spans: int = Field(
+        SQL_INSERT_MIN_SPANS,
+        ge=0,
+        description="a batch of at least this many spans is inserted by ClickHouse's own "
+        "Protobuf parsing (one INSERT ... SELECT, whose analysis costs ~0.6-0.7 s of CPU), "
+        "a smaller one decoded in Python; the default is where bench/store_insert.py "
+        "measured the SQL path's CPU per span, analysis included, below the Python path's",
+    )
+    session_timeout_ms: int = Field(6000, description="consumer group session timeout")
+    consumer_options: dict[str, Any] = Field(
+        default_factory=dict, description="further kafka-python consumer settings"
+    )
