@@ -23,7 +23,7 @@ import time
 
 from pathgrade.schemas.alerts import Alert
 
-from pathgrade.stack.alert_lines import AlertPacer
+from pathgrade.stack.alert_lines import AlertLineSettings, AlertPacer
 from pathgrade.stack.alert_log import AlertLogHandler, HumanAlertFormatter
 
 LINE_FORMAT = "%(asctime)s realtime %(message)s"
@@ -73,7 +73,7 @@ def main() -> None:
             plain.setFormatter(logging.Formatter(LINE_FORMAT))
             bursts = AlertLogHandler(drain.stdin)
             bursts.setFormatter(logging.Formatter(LINE_FORMAT))
-            paced = AlertLogHandler(drain.stdin, pacer=AlertPacer())
+            paced = AlertLogHandler(drain.stdin, pacer=AlertPacer.of(AlertLineSettings()))
             paced.setFormatter(HumanAlertFormatter("http://127.0.0.1:8123"))
             handlers = (
                 ("StreamHandler", plain),

@@ -77,13 +77,14 @@ def alert_line(alert: Alert, trace_url_base: str | None) -> str:
 
 class AlertPacer:
     """Which alerts get a line: a token bucket (`burst` tokens, refilled at `lines_per_s`);
-    alerts without a token are counted by code until `summary` reports them."""
+    alerts without a token are counted by code until `summary` reports them (`of`: as
+    AlertLineSettings say)."""
 
     def __init__(
         self,
-        lines_per_s: float = 2.0,
-        burst: int = 5,
-        summary_every_s: float = 30.0,
+        lines_per_s: float,
+        burst: int,
+        summary_every_s: float,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if lines_per_s <= 0 or burst < 1 or summary_every_s <= 0:
@@ -99,6 +100,11 @@ class AlertPacer:
         self._refilled_at = clock()
         self._held: Counter[str] = Counter()
         self._held_since: float | None = None  # when the first alert of this summary was held
+
+    @classmethod
+    def of(cls, settings: AlertLineSettings) -> AlertPacer:
+        """The pacer `settings` describe."""
+        return cls(settings.lines_per_s, settings.burst, settings.summary_every_s)
 
     def admit(self, code: str) -> bool:
         """True when an alert of `code` gets its line now; else it is counted."""

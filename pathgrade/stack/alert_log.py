@@ -156,7 +156,7 @@ def configure_alert_log(
         handler = AlertLogHandler(stream)
         handler.setFormatter(logging.Formatter(fmt))
     else:
-        pacer = AlertPacer(settings.lines_per_s, settings.burst, settings.summary_every_s)
+        pacer = AlertPacer.of(settings)
         handler = AlertLogHandler(stream, pacer=pacer)
         handler.setFormatter(HumanAlertFormatter(settings.trace_url_base))
     alert_log.addHandler(handler)

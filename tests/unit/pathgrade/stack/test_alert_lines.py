@@ -103,7 +103,7 @@ def test_a_summary_names_the_most_frequent_codes_and_counts_the_others() -> None
 
 def test_bad_pacing_is_refused_naming_the_values() -> None:
     with pytest.raises(ValueError, match="lines_per_s > 0"):
-        AlertPacer(lines_per_s=0)
+        AlertPacer(lines_per_s=0, burst=5, summary_every_s=30)
 
 
 def test_the_handler_writes_admitted_lines_and_the_summary_at_close() -> None:
