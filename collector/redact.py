@@ -149,7 +149,7 @@ class Redactor:
     def __init__(self, config: RedactionConfig, facts: FactMaker | None = None) -> None:
         self.config = config
         self.facts = facts
-        self.scanner = PiiScanner(config.extra_patterns)
+        self.scanner = _shared_scanner(facts, config.extra_patterns)
         self._all_tools = CAPTURE_ALL_TOOLS in config.capture_tools
         self._captured_tools = frozenset(config.capture_tools)
         self._verdicts = _BoundedCache(_MAX_CACHED_KEYS)
@@ -487,6 +487,14 @@ class _ContentPolicy:
         if key == genai.PG_CONFIRMED_ACTION:
             return self.confirmed
         return self.messages
+
+
+def _shared_scanner(facts: FactMaker | None, patterns: list[str]) -> PiiScanner:
+    """The fact maker's scanner when it finds the same patterns (the strings facts and
+    scrubbing both read are then scanned, and remembered, once), else a scanner of ours."""
+    if facts is not None and [p.pattern for p in facts.scanner.extra_patterns] == patterns:
+        return facts.scanner
+    return PiiScanner(patterns)
 
 
 def _verdict(key: str) -> int:
