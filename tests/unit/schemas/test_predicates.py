@@ -69,7 +69,7 @@ _PHRASES = [
 def test_every_match_of_an_instruction_entry_holds_one_of_its_anchors(name: str) -> None:
     pattern = re.compile(INSTRUCTION_LEXICON[name], re.MULTILINE)
     matched = 0
-    for text in _PHRASES + _adversarial_texts(6000):
+    for text in _PHRASES + _adversarial_texts(3000):
         lowered = text.lower()
         if pattern.search(lowered):
             matched += 1
@@ -79,7 +79,7 @@ def test_every_match_of_an_instruction_entry_holds_one_of_its_anchors(name: str)
 
 def test_the_anchored_lexicon_answers_as_the_expressions_alone() -> None:
     plain = Lexicon(INSTRUCTION_LEXICON)
-    texts = _PHRASES + _adversarial_texts(6000, seed=17)
+    texts = _PHRASES + _adversarial_texts(3000, seed=17)
     assert [INSTRUCTIONS.hits(t) for t in texts] == [plain.hits(t) for t in texts]
     assert INSTRUCTIONS.hits(_PHRASES[0]) == ["ignore_instructions", "action_request"]
     assert INSTRUCTIONS.hits("the user asked for the status of the order.") == []
