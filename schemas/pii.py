@@ -132,24 +132,21 @@ class PiiScanner:
         return done
 
     def clean(self, text: str) -> str:
-        """`text` scrubbed (plain text, `_plain`, as it is without the scrub)."""
-        return text if self._plain(text) else self.scrub(text)[0]
+        """`text` scrubbed."""
+        return self.scrub(text)[0]
 
     def find(self, text: str) -> Counts:
-        """The count per kind of personal data in `text` (plain text, `_plain`: none,
-        without the scrub or its memory)."""
-        return {} if self._plain(text) else self.scrub(text)[1]
-
-    def _plain(self, text: str) -> bool:
-        """True when `text` holds nothing to scrub, told without normalising it: ASCII
-        without `%` or `@` that cannot hold a card, and no extra patterns to try."""
-        return (
+        """The count per kind of personal data in `text`. Plain ASCII text without `%` or
+        `@` that cannot hold a card is answered without the scrub (or its memory)."""
+        if (
             not self.extra_patterns
             and text.isascii()
             and "@" not in text
             and "%" not in text
             and (len(text) < CARD_MIN_DIGITS or not _may_hold_card(text))
-        )
+        ):
+            return {}
+        return self.scrub(text)[1]
 
     def _scrub(self, text: str) -> tuple[str, Counts]:
         normal = normalise(text)
