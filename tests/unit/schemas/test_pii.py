@@ -216,17 +216,3 @@ def test_the_card_pre_check_passes_cards_and_skips_runs_too_short_for_one() -> N
     assert pii._may_hold_card('{"card": "4111 1111 - 1111 1111"}')
     assert pii._may_hold_card("4111\u20121111\u20121111\u20121111")  # Unicode dash
     assert not pii._may_hold_card('{"id": "call_409a8a78909ff4976a8a43ef", "n": 12345678901}')
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.text(alphabet=st.sampled_from('0123456789 .-/+\t\u2012xa"@%é＠４'), max_size=60)
-    | written_cards()
-    | written_emails()
-)
-def test_find_answers_as_the_scrub_does(text: str) -> None:
-    """`find`'s shortcut for plain text gives the scrub's counts, with and without extra
-    patterns."""
-    assert PiiScanner().find(text) == PiiScanner().scrub(text)[1]
-    patterned = PiiScanner([r"x\d"])
-    assert patterned.find(text) == patterned.scrub(text)[1]
