@@ -149,7 +149,7 @@ class Redactor:
     def __init__(self, config: RedactionConfig, facts: FactMaker | None = None) -> None:
         self.config = config
         self.facts = facts
-        self.scanner = PiiScanner(config.extra_patterns)
+        self.scanner = _shared_scanner(facts, config.extra_patterns)
         self._all_tools = CAPTURE_ALL_TOOLS in config.capture_tools
         self._captured_tools = frozenset(config.capture_tools)
         self._verdicts = _BoundedCache(_MAX_CACHED_KEYS)
@@ -194,12 +194,14 @@ class Redactor:
         context: dict[str, Any] = {}
         content, producer_facts = self._scan(attributes, context, found.scrubbed, "", stats)
         facts: dict[str, Any] = {}
+        values: list[Any] | None = None
         if self.facts is not None and content:
-            raw = {attributes[i].key: any_value(attributes[i].value) for i in content}
+            values = [any_value(attributes[i].value) for i in content]
+            raw = {attributes[i].key: value for i, value in zip(content, values, strict=True)}
             raw.update(context)
             facts = self.facts.facts(span.name, raw, tenant, span.trace_id)
         keep = self._policy(context, attributes, content)
-        removed = self._settle(attributes, content, keep, found, "", stats, span.trace_id)
+        removed = self._settle(attributes, content, keep, found, "", stats, span.trace_id, values)
         for event in span.events:
             removed += self._redact_event(event, keep, found, stats)
         for link in span.links:
@@ -300,10 +302,12 @@ class Redactor:
         prefix: str,
         stats: RedactionStats,
         trace_id: bytes = b"",
+        values: list[Any] | None = None,
     ) -> int:
-        """Scrub the kept content values, delete the others; returns how many were deleted."""
+        """Scrub the kept content values, delete the others; returns how many were deleted.
+        `values`: the content's Python values (in `content`'s order) when already read."""
         unkept = []
-        for index in content:
+        for position, index in enumerate(content):
             kv = attributes[index]
             if keep.keeps(kv.key):
                 counts = self._scrub_value(kv.value)
@@ -312,16 +316,19 @@ class Redactor:
             else:
                 unkept.append(index)
                 if self.facts is not None:
-                    self._note_dropped(kv, found, prefix, trace_id)
+                    known = values[position] if values is not None else None
+                    self._note_dropped(kv, found, prefix, trace_id, known)
         return _delete(attributes, unkept)
 
     def _note_dropped(
-        self, kv: KeyValue, found: _Findings, prefix: str, trace_id: bytes = b""
-    ) -> None:
-        """Note the personal data in an attribute about to be dropped. A message array
-        that grows from one model call of the trace to the next is read in its new part."""
+        self, kv: KeyValue, found: _Findings, prefix: str, trace_id: bytes = b"",
+        known: Any = None,
+    ) -> None:  # fmt: skip
+        """Note the personal data in an attribute about to be dropped (`known`: its value,
+        when already read). A message array that grows from one model call of the trace to
+        the next is read in its new part."""
         value = kv.value
-        text = value.string_value
+        text = known if isinstance(known, str) else value.string_value
         if len(text) > _MIN_GROWING_CHARS and text.startswith("["):
             counts = self._dropped_arrays((trace_id, prefix + kv.key), text)
         elif text:
@@ -487,6 +494,14 @@ class _ContentPolicy:
         if key == genai.PG_CONFIRMED_ACTION:
             return self.confirmed
         return self.messages
+
+
+def _shared_scanner(facts: FactMaker | None, patterns: list[str]) -> PiiScanner:
+    """The fact maker's scanner when it finds the same patterns (the strings facts and
+    scrubbing both read are then scanned, and remembered, once), else a scanner of ours."""
+    if facts is not None and [p.pattern for p in facts.scanner.extra_patterns] == patterns:
+        return facts.scanner
+    return PiiScanner(patterns)
 
 
 def _verdict(key: str) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from pathgrade.schemas import genai as g
 from pathgrade.schemas.conventions import session_identity
@@ -35,6 +35,11 @@ from pathgrade.schemas.predicates import CLAIMS, INSTRUCTIONS, argument_skeleton
 # Raw text that may hold untrusted parts (tool messages, document/file/tool-response parts).
 _UNTRUSTED_MARKERS = ('"tool"', '"tool_call_response"', '"document"', '"file"')
 _dumps = json.JSONEncoder(separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode
+# Facts of arguments and of output messages, remembered (bounded) by their text: calls
+# repeat their arguments, answers their words.
+_REMEMBERED: Final = 4096
+_REMEMBERED_CHARS: Final = 1024
+_remembered: dict[tuple[Any, ...], str] = {}
 
 
 def compute_facts(
@@ -52,7 +57,11 @@ def compute_facts(
     clean = scanner.clean
     facts: dict[str, Any] = {}
     if fields.operation == g.OP_EXECUTE_TOOL and fields.tool_arguments:
-        facts[TOOL_ARGS] = _dumps(_arguments(fields.tool_arguments, key, clean, skeleton=True))
+        arguments_text = fields.tool_arguments
+        facts[TOOL_ARGS] = _remembered_text(
+            ("arguments", key, scanner, arguments_text),
+            lambda: _dumps(_arguments(arguments_text, key, clean, skeleton=True)),
+        )
     identity = session_identity(attributes)
     if identity:
         facts[SESSION_FP] = key.fingerprint(identity)
@@ -70,10 +79,27 @@ def compute_facts(
     if instructions is not None:
         facts[UNTRUSTED_INSTRUCTIONS] = instructions
     if fields.output_messages:
-        facts[OUTPUT] = _dumps(_output_facts(fields, scanner))
+        facts[OUTPUT] = _remembered_text(
+            ("output", scanner, fields.output_messages, *fields.finish_reasons),
+            lambda: _dumps(_output_facts(fields, scanner)),
+        )
     if facts:
         facts[VERSION] = FACTS_VERSION
     return facts
+
+
+def _remembered_text(memo_key: tuple[Any, ...], make: Callable[[], str]) -> str:
+    """`make()`, remembered under `memo_key` (a tag, then what the text is made of) when
+    the key's strings are short."""
+    known = _remembered.get(memo_key)
+    if known is not None:
+        return known
+    made = make()
+    if sum(len(k) for k in memo_key if isinstance(k, str)) <= _REMEMBERED_CHARS:
+        if len(_remembered) >= _REMEMBERED:
+            _remembered.clear()  # hostile input cannot grow it; hot texts return
+        _remembered[memo_key] = made
+    return made
 
 
 def _arguments(text: str, key: TenantKey, clean: Any, skeleton: bool = False) -> dict[str, Any]:

@@ -34,6 +34,8 @@ DIGEST_BYTES: Final = 16
 _TENANT_LABEL: Final = b"pathgrade/facts/v1/tenant:"
 _KEY_ID_LABEL: Final = b"pathgrade/facts/v1/key-id"
 _BLOCK_BYTES: Final = 64  # SHA-256's block: HMAC pads its key to this
+_REMEMBERED: Final = 4096  # fingerprints of short texts a tenant key remembers
+_REMEMBERED_CHARS: Final = 256
 _dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -57,9 +59,10 @@ def _integral_floats(value: Any) -> Any:
 class TenantKey:
     """One tenant's fingerprint key. HMAC-SHA256 is computed from the key's inner and
     outer hash states, made once and copied per fingerprint (RFC 2104's precomputation:
-    the same digest as `hmac.digest`, at half its cost per call)."""
+    the same digest as `hmac.digest`, at half its cost per call). The fingerprints of
+    short texts are remembered (bounded): identities, ids and argument values repeat."""
 
-    __slots__ = ("_inner", "_outer", "_prefix", "key_id")
+    __slots__ = ("_inner", "_outer", "_prefix", "_remembered", "key_id")
 
     def __init__(self, key: bytes) -> None:
         if len(key) > _BLOCK_BYTES:
@@ -69,14 +72,24 @@ class TenantKey:
         self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in padded))
         self.key_id = hmac.digest(key, _KEY_ID_LABEL, "sha256").hex()[:KEY_ID_CHARS]
         self._prefix = self.key_id + ":"
+        self._remembered: dict[str, str] = {}
 
     def fingerprint(self, value: Any) -> str:
         """`<key id>:<digest>` of the canonical text of `value`."""
+        text = value if isinstance(value, str) else canonical_text(value)
+        known = self._remembered.get(text)
+        if known is not None:
+            return known
         inner = self._inner.copy()
-        inner.update(canonical_text(value).encode())
+        inner.update(text.encode())
         outer = self._outer.copy()
         outer.update(inner.digest())
-        return self._prefix + outer.digest()[:DIGEST_BYTES].hex()
+        made = self._prefix + outer.digest()[:DIGEST_BYTES].hex()
+        if len(text) <= _REMEMBERED_CHARS:
+            if len(self._remembered) >= _REMEMBERED:
+                self._remembered.clear()  # hostile input cannot grow it; hot texts return
+            self._remembered[text] = made
+        return made
 
     def __repr__(self) -> str:  # never the key itself
         return f"TenantKey(key_id={self.key_id!r})"

@@ -4,7 +4,10 @@
 
 - `INSTRUCTION_LEXICON`: instruction-like text in content the agent did not get from the
   user (PG117): named regular expressions, matched case-insensitively, line by line
-  (`Lexicon`: lower-case expressions on the lower-cased text).
+  (`Lexicon`: lower-case expressions on the lower-cased text). `INSTRUCTION_ANCHORS`
+  names, per entry, literals one of which every match of it contains: a text holding
+  none of them is answered without running the expressions (same answers, a fraction of
+  the cost: the expressions start with `\b`, which defeats the engine's literal scan).
 - `CLAIM_LEXICON`: first-person claims of a completed action in a final answer (PG116),
   each with the tool-name fragments a successful call must contain to back it.
 - `call_arguments`: a tool call's arguments as one JSON object (OpenLLMetry's
@@ -43,6 +46,17 @@ INSTRUCTION_LEXICON: Final[dict[str, str]] = {
 }
 """Name -> regular expression of instruction-like text (PG117's default lexicon)."""
 
+INSTRUCTION_ANCHORS: Final[dict[str, tuple[str, ...]]] = {
+    "ignore_instructions": ("ignore ",),
+    "addressed_to_agent": (" must", " should", " need to", " are required to"),
+    "action_request": (" the", " this", " your", " all", " my", " their"),
+    "role_spoofing": ("system", "assistant"),
+    "concealment": ("do not ",),
+}
+"""Name -> literals (lower-case) one of which every match of the entry's expression
+contains; kept beside the expressions they are read from (a changed expression changes
+its anchors; tests/unit/schemas/test_predicates.py checks them on adversarial text)."""
+
 CLAIM_PREFIX: Final = r"\b(?:i|we)(?:'ve| have|'ve just| have just| just)?\s+(?:successfully\s+)?"
 CLAIM_LEXICON: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     "cancel": (r"cancell?ed", ("cancel",)),
@@ -73,10 +87,18 @@ class Lexicon:
     """Named regular expressions (lower-case, matched on the lower-cased text: case does
     not matter, as with re.IGNORECASE, at a fraction of its cost), line by line, with one
     combined expression that answers "does anything match" in a single scan; the hits of
-    short texts are remembered (bounded)."""
+    short texts are remembered (bounded). With `anchors` (name -> literals, one of which
+    every match of that entry contains), a text holding no anchor is answered at once."""
 
-    def __init__(self, expressions: Mapping[str, str]) -> None:
+    def __init__(
+        self, expressions: Mapping[str, str], anchors: Mapping[str, tuple[str, ...]] | None = None
+    ) -> None:
         self.expressions = dict(expressions)
+        self._anchors = (
+            tuple(dict.fromkeys(a for name in self.expressions for a in anchors[name]))
+            if anchors is not None
+            else ()
+        )
         self._compiled = {name: re.compile(e, re.MULTILINE) for name, e in self.expressions.items()}
         self._any = re.compile(
             "|".join(f"(?:{e})" for e in self.expressions.values()), re.MULTILINE
@@ -93,7 +115,7 @@ class Lexicon:
         lowered = text.lower()
         found = (
             [name for name, pattern in self._compiled.items() if pattern.search(lowered)]
-            if self._any.search(lowered)
+            if self._may_match(lowered) and self._any.search(lowered)
             else []
         )
         if len(text) <= _CACHED_TEXT_CHARS:
@@ -102,8 +124,17 @@ class Lexicon:
             self._remembered[text] = found
         return found
 
+    def _may_match(self, lowered: str) -> bool:
+        """False when the lower-cased text holds none of the anchors (so no match)."""
+        if not self._anchors:
+            return True
+        for anchor in self._anchors:  # noqa: SIM110 (a loop: half the cost of any())
+            if anchor in lowered:
+                return True
+        return False
 
-INSTRUCTIONS: Final = Lexicon(INSTRUCTION_LEXICON)
+
+INSTRUCTIONS: Final = Lexicon(INSTRUCTION_LEXICON, INSTRUCTION_ANCHORS)
 CLAIMS: Final = Lexicon(
     {name: CLAIM_PREFIX + f"(?:{verb})" for name, (verb, _) in CLAIM_LEXICON.items()}
 )
