@@ -37,7 +37,8 @@ from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.collector.validate import validate_request
-from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
+from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.realtime_plane.plane import RealtimePlane
 from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.pii import PiiScanner
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER

@@ -9,121 +9,22 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import asdict
-from pathlib import Path
 
 from kafka.errors import KafkaError
 from pathgrade.collector.auth import TokenAuth
+from pathgrade.collector.config import CollectorConfig
 from pathgrade.collector.dead_letter import DeadLetterFile
 from pathgrade.collector.facts import FactMaker, load_secret
-from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from pathgrade.collector.grpc_receiver import TraceServiceHandler, start_grpc_server
 from pathgrade.collector.http_receiver import OtlpHttpServer
-from pathgrade.collector.http_server import (
-    DEFAULT_IDLE_TIMEOUT_S,
-    DEFAULT_READ_TIMEOUT_S,
-    DEFAULT_WORKERS,
-)
-from pathgrade.collector.limits import DEFAULT_MAX_BODY_BYTES
 from pathgrade.collector.log_trim import GroupOffsets
 from pathgrade.collector.pipeline import IngestCounters, IngestPipeline
 from pathgrade.collector.publisher import KafkaPublisher, producer_for
-from pathgrade.collector.redact import RedactionConfig, Redactor
-from pathgrade.collector.spill import DEFAULT_SPILL_BYTES, SpillFile, SpillInUse
+from pathgrade.collector.redact import Redactor
+from pathgrade.collector.spill import SpillFile, SpillInUse
 from pathgrade.schemas.pii import PiiScanner
-from pathgrade.schemas.topics import REALTIME_GROUP, SPANS_TOPIC, STORE_GROUP
-from pydantic import BaseModel, ConfigDict, Field
 
 log = logging.getLogger(__name__)
-
-
-class CollectorConfig(BaseModel):
-    """Everything the collector needs; every field has a documented default."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kafka_bootstrap: str = Field(description="Kafka bootstrap servers, HOST:PORT[,HOST:PORT]")
-    spill_dir: Path = Field(
-        description="directory of the local spill file used while Kafka is unavailable "
-        "(`--spill-dir`)"
-    )
-    listen_host: str = Field(
-        "127.0.0.1",
-        description="address both receivers bind (`0.0.0.0` to accept remote agents)",
-    )
-    grpc_port: int = Field(4317, ge=0, le=65535, description="OTLP/gRPC port (`0`: any free port)")
-    http_port: int = Field(4318, ge=0, le=65535, description="OTLP/HTTP port (`0`: any free port)")
-    max_body_bytes: int = Field(
-        DEFAULT_MAX_BODY_BYTES, gt=0,
-        description="largest request after decompression: HTTP 413 / gRPC "
-        "`RESOURCE_EXHAUSTED` beyond it; gzip bombs are never inflated past it",
-    )  # fmt: skip
-    max_message_bytes: int = Field(
-        DEFAULT_MAX_MESSAGE_BYTES, gt=0, le=MAX_MESSAGE_BYTES_LIMIT,
-        description="largest Kafka message: a trace larger than this is split over several "
-        "messages (still one trace each), and a span that cannot fit in one message of its "
-        "own (with its resource and scope, after redaction) is refused; keep it below the "
-        "broker's `message.max.bytes` (at most 16 MiB − 64 KiB, the producer's request size)",
-    )  # fmt: skip
-    spill_max_bytes: int = Field(
-        DEFAULT_SPILL_BYTES, gt=0,
-        description="bound of the local spill file used while Kafka is unavailable; when "
-        "full: HTTP 503 + `Retry-After` / gRPC `UNAVAILABLE` with `RetryInfo`",
-    )  # fmt: skip
-    ack_timeout_s: float = Field(
-        5.0, gt=0, le=8.0,
-        description="how long a request waits for Kafka's acknowledgement before its spans "
-        "go to the spill (at most 8; a request is answered within this plus 1 s and its own "
-        "processing, under the exporters' default 10 s timeout, whatever the broker does)",
-    )  # fmt: skip
-    receiver_workers: int = Field(
-        DEFAULT_WORKERS, gt=0, le=1024,
-        description="request threads of each receiver (OTLP/HTTP and gRPC); connections "
-        "hold no thread while idle",
-    )  # fmt: skip
-    idle_timeout_s: float = Field(
-        DEFAULT_IDLE_TIMEOUT_S, gt=0,
-        description="a connection that sends nothing for this long is closed (both receivers)",
-    )  # fmt: skip
-    read_timeout_s: float = Field(
-        DEFAULT_READ_TIMEOUT_S, gt=0,
-        description="OTLP/HTTP: a request whose head or body stops coming for this long is "
-        "answered 408",
-    )  # fmt: skip
-    tokens_file: Path | None = Field(
-        None,
-        description="YAML `token: tenant` map; with it, a missing or unknown bearer token "
-        "gets 401 / `UNAUTHENTICATED`; without it every request is tenant `default`. A span "
-        "attribute never sets the tenant",
-    )
-    durable_log: bool = Field(
-        False,
-        description="acknowledge once on local disk: every accepted message is appended to the "
-        "spill (fsynced) and kept there until the `log_groups` committed it, so a broker that "
-        "keeps nothing on disk loses nothing acknowledged (`pathgrade up` without `--kafka` "
-        "turns it on)",
-    )
-    log_groups: list[str] = Field(
-        default_factory=lambda: [STORE_GROUP, REALTIME_GROUP],
-        min_length=1,
-        description="with `durable_log`: the consumer groups of `topic` that must commit a "
-        "message before the log lets it go",
-    )
-    topic: str = Field(SPANS_TOPIC, description="Kafka topic")
-    redaction: RedactionConfig = Field(
-        default_factory=RedactionConfig, description="what content the collector lets through"
-    )
-    facts: bool = Field(
-        True, description="record facts on every span before dropping content (`schemas/facts.py`)"
-    )
-    facts_key_file: Path | None = Field(
-        None,
-        description="the deployment's fact key (64 hex characters); default: `facts.key` in "
-        "the spill directory, created there on first start. Every collector of a deployment "
-        "and offline scoring (`pathgrade eval --facts-key-file`, `$PATHGRADE_FACTS_KEY_FILE`) "
-        "must read the same file; `pathgrade up` keeps it in its data directory. Give "
-        "replicas one shared file (a Kubernetes Secret): a fingerprint names its key, and "
-        "fingerprints of different keys are never compared",
-    )
 
 
 class KafkaUnavailable(RuntimeError):

@@ -3,32 +3,3 @@
 
 May import `schemas`, `transport` and `detectors`; never another plane or `pathgrade`.
 """
-
-from pathgrade.realtime_plane.assembler import DueTrace, TraceAssembler
-from pathgrade.realtime_plane.config import RealtimeConfig, SamplerRates
-from pathgrade.realtime_plane.evaluate import Evaluation, TraceEvaluator
-from pathgrade.realtime_plane.plane import RealtimePlane
-from pathgrade.realtime_plane.sampler import Sampler
-from pathgrade.realtime_plane.sinks import (
-    AlertSink,
-    LogAlertSink,
-    StoreAlertSink,
-    TopicAlertSink,
-    WebhookSink,
-)
-
-__all__ = [
-    "AlertSink",
-    "DueTrace",
-    "Evaluation",
-    "LogAlertSink",
-    "RealtimeConfig",
-    "RealtimePlane",
-    "Sampler",
-    "SamplerRates",
-    "StoreAlertSink",
-    "TopicAlertSink",
-    "TraceAssembler",
-    "TraceEvaluator",
-    "WebhookSink",
-]

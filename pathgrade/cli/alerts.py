@@ -139,7 +139,7 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.store.client import StoreUnavailable
     from pathgrade.cli.support import wait_for_signal
     from pathgrade.detectors import PolicyError
-    from pathgrade.realtime_plane import RealtimePlane
+    from pathgrade.realtime_plane.plane import RealtimePlane
     from pathgrade.stack.alert_log import configure_alert_log
     from pathgrade.stack.store_access import NoStore, open_store
 

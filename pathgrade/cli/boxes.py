@@ -22,7 +22,7 @@ from pathgrade.cli.support import (
     store_args,
     wait_for_signal,
 )
-from pathgrade.collector.service import CollectorConfig
+from pathgrade.collector.config import CollectorConfig
 
 
 def register(commands: Any) -> None:

@@ -22,7 +22,7 @@ from pydantic.fields import FieldInfo
 from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
 from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
-from pathgrade.collector.service import CollectorConfig
+from pathgrade.collector.config import CollectorConfig
 from pathgrade.detectors.catalogue import render as render_catalogue
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.stack.alert_lines import AlertLineSettings

@@ -331,8 +331,8 @@ def wait_for_signal(signalled: threading.Event) -> None:
 def collector_args(parser: argparse.ArgumentParser) -> None:
     """The collector's flags; their help is `CollectorConfig`'s (defaults written once)."""
     from pathgrade.cli.reference import model_flag
+    from pathgrade.collector.config import CollectorConfig as Config
     from pathgrade.collector.redact import RedactionConfig
-    from pathgrade.collector.service import CollectorConfig as Config
 
     parser.add_argument(
         "--config", type=Path, metavar="FILE",

@@ -30,13 +30,14 @@ from typing import TYPE_CHECKING, Any
 from kafka.errors import KafkaError
 
 from pathgrade.batch_plane.store.client import redact_dsn
+from pathgrade.collector.config import CollectorConfig
 from pathgrade.collector.pipeline import IngestCounters
 from pathgrade.collector.publisher import producer_for
-from pathgrade.collector.service import Collector, CollectorConfig
+from pathgrade.collector.service import Collector
 from pathgrade.collector.spill import SpillFile
-from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
 from pathgrade.realtime_plane.assembler import AssemblerStats
-from pathgrade.realtime_plane.plane import RealtimeCounters
+from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.realtime_plane.plane import RealtimeCounters, RealtimePlane
 from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,

@@ -10,9 +10,9 @@ import yaml
 from pydantic import ValidationError
 
 from pathgrade.collector.auth import TokenAuth
-from pathgrade.collector.service import CollectorConfig
+from pathgrade.collector.config import CollectorConfig
 from pathgrade.detectors import PolicyError, load_policy
-from pathgrade.realtime_plane import RealtimeConfig
+from pathgrade.realtime_plane.config import RealtimeConfig
 
 
 class StackSettingsError(ValueError):

@@ -28,8 +28,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import (
 )
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
+from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.delays import MAX, P50, P99
+from pathgrade.realtime_plane.plane import RealtimePlane
 from pathgrade.schemas.topics import SPANS_TOPIC
 
 from pathgrade.demo.scenarios import CLEAN_SCENARIOS, plan_turns

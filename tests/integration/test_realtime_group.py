@@ -15,7 +15,8 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from pathgrade.detectors import load_policy
-from pathgrade.realtime_plane import DueTrace, TraceEvaluator
+from pathgrade.realtime_plane.assembler import DueTrace
+from pathgrade.realtime_plane.evaluate import TraceEvaluator
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.otlp import decode_resource_spans
 from pathgrade.schemas.topics import DEFAULT_TENANT

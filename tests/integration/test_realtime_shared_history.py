@@ -19,7 +19,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import set_span_in_context
-from pathgrade.realtime_plane import RealtimeConfig, RealtimePlane
+from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.realtime_plane.plane import RealtimePlane
 from pathgrade.schemas.topics import SPANS_TOPIC, TURNS_TOPIC
 
 from pathgrade.stack.broker import DEFAULT_PARTITIONS, LocalBroker

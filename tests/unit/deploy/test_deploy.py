@@ -15,7 +15,7 @@ import kubernetes_validate
 import promql_parser
 import pytest
 import yaml
-from pathgrade.collector.service import CollectorConfig
+from pathgrade.collector.config import CollectorConfig
 
 from pathgrade.cli.main import build_parser
 from tests.support.paths import REPO_ROOT

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pathgrade.realtime_plane import RealtimeConfig
+from pathgrade.realtime_plane.config import RealtimeConfig
 
 from pathgrade.cli.support import CliError, realtime_settings
 from pathgrade.stack.embedded import Stack

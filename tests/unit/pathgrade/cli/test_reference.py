@@ -13,8 +13,8 @@ from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
 from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
+from pathgrade.collector.config import CollectorConfig
 from pathgrade.collector.redact import RedactionConfig
-from pathgrade.collector.service import CollectorConfig
 from pathgrade.detectors.conventions import (
     Conventions,
     IdempotencyConfig,
