@@ -666,9 +666,14 @@ def _let_go_of_log(spill_dir: Path, sent: int) -> None:
 @contextmanager
 def _interrupt_after() -> Iterator[None]:
     """Hold back SIGINT until the block is done, then raise KeyboardInterrupt if it came
-    (in the main thread; elsewhere the block runs as is). Library code that wraps the
-    exceptions it sees (pydantic building a model) then never turns Ctrl-C into an error."""
-    if threading.current_thread() is not threading.main_thread():
+    (in the main thread, where Python raises it; elsewhere, or where SIGINT is ignored or
+    handled otherwise, as in a background job, the block runs as is). Library code that
+    wraps the exceptions it sees (pydantic building a model) then never turns Ctrl-C into
+    an error."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
         yield
         return
     interrupted: list[int] = []

@@ -28,10 +28,17 @@ pytestmark = pytest.mark.integration
 
 
 def pathgrade(*args: str, stdout: int = subprocess.PIPE) -> subprocess.Popen[str]:
+    """`pathgrade ARGS` in a session of its own, with SIGINT's default action (as started
+    from a terminal, even when the tests run as a background job that ignores SIGINT)."""
     return subprocess.Popen(
         [sys.executable, "-m", "pathgrade.cli", *args],
         stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=_default_sigint,
     )  # fmt: skip
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def up(data_dir: Path, grpc_port: int, http_port: int, *extra: str) -> PathgradeProcess:

@@ -65,8 +65,24 @@ def test_ctrl_c_during_the_settings_checks_comes_after_them_as_keyboard_interrup
     from pydantic import create_model
 
     built = []
-    with pytest.raises(KeyboardInterrupt), _interrupt_after():
-        os.kill(os.getpid(), signal.SIGINT)
-        built.append(create_model("Checked", severity=(str, "high"))())
-    assert [model.severity for model in built] == ["high"]  # the block ran to its end
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+    try:
+        with pytest.raises(KeyboardInterrupt), _interrupt_after():
+            os.kill(os.getpid(), signal.SIGINT)
+            built.append(create_model("Checked", severity=(str, "high"))())
+        assert [model.severity for model in built] == ["high"]  # the block ran to its end
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
+def test_an_ignored_sigint_stays_ignored_during_the_settings_checks() -> None:
+    """A background job starts with SIGINT ignored: the checks must not start catching it."""
+    inherited = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with _interrupt_after():
+            os.kill(os.getpid(), signal.SIGINT)
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, inherited)
