@@ -207,12 +207,19 @@ def decode_spans_message(
     `resource_spans` as field 1, so one parser reads either. Raises ValueError on bytes
     that are not such a message (the only input that costs a message's spans).
     """
+    traces = parse_spans_message(value)
+    return decode_resource_spans(traces.resource_spans, tenant, received_at_ns, problems)
+
+
+def parse_spans_message(value: bytes) -> TracesData:
+    """A `pathgrade.spans` message value parsed (TracesData reads an
+    ExportTraceServiceRequest too); raises ValueError on bytes that are not such a message."""
     traces = TracesData()
     try:
         traces.ParseFromString(value)
     except DecodeError as error:
         raise ValueError(f"pathgrade.spans message value: not OTLP TracesData: {error}") from error
-    return decode_resource_spans(traces.resource_spans, tenant, received_at_ns, problems)
+    return traces
 
 
 def decode_kafka_message(message: Any, problems: DecodeProblems | None = None) -> list[Span]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
@@ -22,6 +22,7 @@ from pathgrade.schemas.otlp import DecodeProblems, decode_kafka_message
 from pathgrade.schemas.topics import consumer_settings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 Partitions = Callable[[set[int]], None]
 """A rebalance callback: the partition numbers revoked or assigned."""
@@ -41,17 +42,28 @@ def decode_spans(partition: TopicPartition, message: Any, counts: DecodeCounts) 
     """The spans of one `pathgrade.spans` message; an undecodable message is logged,
     counted in `counts.undecodable_messages` and skipped (no spans), so one bad message
     never stops a consumer."""
+    return read_message(partition, message, counts, decode_kafka_message) or []
+
+
+def read_message(
+    partition: TopicPartition,
+    message: Any,
+    counts: DecodeCounts,
+    read: Callable[[Any, DecodeProblems], T],
+) -> T | None:
+    """`read(message, problems)`, its problems added to `counts`; None for a message it
+    finds undecodable (ValueError), which is logged and counted."""
     problems = DecodeProblems()
     try:
-        spans = decode_kafka_message(message, problems)
+        result: T | None = read(message, problems)
     except ValueError as exc:
         counts.undecodable_messages += 1
         log.error("skipping undecodable message at %s[%d] offset %d: %s",
                   partition.topic, partition.partition, message.offset, exc)  # fmt: skip
-        spans = []
+        result = None
     counts.partly_decoded_spans += problems.partly_decoded_spans
     counts.unreadable_headers += problems.unreadable_headers
-    return spans
+    return result
 
 
 class TopicConsumer:

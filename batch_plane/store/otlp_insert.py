@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from functools import cache
 
 from google.protobuf.internal.encoder import _VarintBytes
-from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from pathgrade.batch_plane.store.client import ClientStore, QueryError
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
@@ -32,6 +31,7 @@ from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as m
 from pathgrade.schemas.genai_sql import SQL_COUNT_KEYS, SQL_TEXT_KEYS, GenAISql, genai_sql, quote
 from pathgrade.schemas.model import MAX_TIME_NS
+from pathgrade.schemas.otlp import parse_spans_message
 from pathgrade.schemas.otlp_proto import (
     RECEIVED_AT_FIELD,
     ROOT_MESSAGE,
@@ -91,11 +91,7 @@ class PendingMessage:
 def pending_message(value: bytes, tenant: str, received_at_ns: int) -> PendingMessage:
     """`value` parsed; raises ValueError, as the Python decoder does, on bytes that are not
     OTLP TracesData, so a malformed value never fails a batch insert."""
-    traces = TracesData()
-    try:
-        traces.ParseFromString(value)
-    except DecodeError as error:
-        raise ValueError(f"pathgrade.spans message value: not OTLP TracesData: {error}") from error
+    traces = parse_spans_message(value)
     spans = sum(len(s.spans) for r in traces.resource_spans for s in r.scope_spans)
     return PendingMessage(
         value, traces, tenant, received_at_ns, spans, may_be_sql_readable(value, traces)

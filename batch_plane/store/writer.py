@@ -33,7 +33,7 @@ from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import DecodeProblems, decode_resource_spans, message_tenant_and_time
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import read_until_drained
-from pathgrade.transport.consumer import TopicConsumer, decode_spans
+from pathgrade.transport.consumer import TopicConsumer, decode_spans, read_message
 
 log = logging.getLogger(__name__)
 _TENANT, _TRACE_ID, _SPAN_ID = (SPAN_COLUMNS.index(c) for c in ("Tenant", "TraceId", "SpanId"))
@@ -59,6 +59,12 @@ def _sql_insert_runs(store: ClientStore) -> bool:
         log.warning("the store's ClickHouse lacks the settings %s: the store writer "
                     "decodes every batch in Python", ", ".join(missing))  # fmt: skip
     return not missing
+
+
+def _parsed(message: Any, problems: DecodeProblems) -> PendingMessage:
+    """A `pathgrade.spans` message parsed for the flush to place (ValueError: undecodable)."""
+    tenant, received_at = message_tenant_and_time(message, problems)
+    return pending_message(message.value, tenant, received_at)
 
 
 class _Batch:
@@ -143,16 +149,7 @@ class StoreWriter:
         if not self.sql:
             self._batch.add(partition, message.offset, decode_spans(partition, message, self.stats))
             return
-        problems = DecodeProblems()
-        tenant, received_at = message_tenant_and_time(message, problems)
-        self.stats.unreadable_headers += problems.unreadable_headers
-        try:
-            pending = pending_message(message.value, tenant, received_at)
-        except ValueError as exc:
-            self.stats.undecodable_messages += 1
-            log.error("skipping undecodable message at %s[%d] offset %d: %s",
-                      partition.topic, partition.partition, message.offset, exc)  # fmt: skip
-            pending = None
+        pending = read_message(partition, message, self.stats, _parsed)
         self._batch.add(partition, message.offset, pending)
 
     def flush(self) -> None:
