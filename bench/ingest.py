@@ -3,8 +3,9 @@ evaluated by the realtime plane, with the CPU each span costs per process.
 
 Starts `pathgrade up` (bundled Tansu broker, chDB store) on free ports, sends pre-encoded
 OTLP protobuf requests over keep-alive HTTP from a few threads as fast as the collector
-answers, and stops the clock when `SELECT count() FROM spans` shows every span and the
-realtime processes' status counters show every trace evaluated. It prints the sustained
+answers, and stops the clock when the stack's status counters show every span stored
+(then confirmed by `SELECT count()` and distinct span ids in `spans`) and every trace
+evaluated by the realtime processes. It prints the sustained
 rate, CPU µs per span per process (collector, store owner, realtime, broker, the rest)
 and in total, and, measured in the same run, the CPU of parsing the same request bodies
 (protobuf parse alone, and parse + canonical decode) with the ratio total / parse-only.
@@ -402,21 +403,31 @@ class Run:
         return max(self.stored_s, self.evaluated_s)
 
 
-def stored_all(store: RemoteStore, spans: int) -> bool:
-    """Every span is in the store: count() first (cheap, but a batch the writer inserted
+def stored_all(store: RemoteStore, spans: int, snapshot: dict | None) -> bool:
+    """Every span is in the store: the store writer's counter first (in the status
+    document the bench reads anyway: a query per tick would cost the store owner more CPU
+    than the spans it measures at low rates), then count() (a batch the writer inserted
     twice counts twice until merged), then distinct span ids."""
+    if snapshot is None or snapshot["store_writer"]["spans"] < spans:
+        return False
     if store.query("SELECT count() FROM spans").rows[0][0] < spans:
         return False
     return store.query("SELECT uniqExact(TraceId, SpanId) FROM spans").rows[0][0] >= spans
 
 
-def realtime_evaluated(data_dir: Path) -> tuple[int, int, int] | None:
-    """(traces evaluated for the first time, alerts, sampled) summed over the realtime
-    processes' latest status counters; None while one of them does not answer."""
+def stack_snapshot(data_dir: Path) -> dict | None:
+    """The stack's latest status counters (`pathgrade.stack.status`); None while it does
+    not answer."""
     try:
-        workers = stack_status(data_dir)["snapshot"]["realtime"]
+        return stack_status(data_dir)["snapshot"]
     except (StatusUnavailable, KeyError):
         return None
+
+
+def realtime_evaluated(snapshot: dict | None) -> tuple[int, int, int] | None:
+    """(traces evaluated for the first time, alerts, sampled) summed over the realtime
+    processes' counters in `snapshot`; None while one of them does not answer."""
+    workers = snapshot and snapshot.get("realtime")
     if not workers or any(w is None for w in workers):
         return None
     first = sum(w["traces_evaluated"] - w.get("re_evaluations", 0) for w in workers)
@@ -457,9 +468,10 @@ def run_once(variant: Variant, bodies: list[bytes], spans: int, traces: int, arg
             if time.perf_counter() - started > WAIT_LIMIT_S:
                 raise SystemExit(f"{variant.label}: the stack did not catch up in time")
             now = time.perf_counter() - started
-            if stored_at is None and stored_all(store, spans):
+            snapshot = stack_snapshot(data_dir)
+            if stored_at is None and stored_all(store, spans, snapshot):
                 stored_at = now
-            if evaluated_at is None and (counted := realtime_evaluated(data_dir)) is not None:
+            if evaluated_at is None and (counted := realtime_evaluated(snapshot)) is not None:
                 evaluated_at = now if counted[0] >= traces else None
             time.sleep(0.1)
         cpu_after = cpu_seconds(pids)

@@ -21,8 +21,13 @@ machine's cores could sustain on that work alone, against issue 2's 30,000 spans
 No real stack can exceed that ceiling; the live one (bench/ingest.py) also pays for
 everything left out here.
 
+`--mix realistic` sends bench/ingest.py's realistic mix instead of the demo deck (GenAI
+convention only: conversations of 1-6 turns, 6-30 spans per trace, most of them the plain
+spans auto-instrumentation adds, which carry no content).
+
     python bench/ingest_stages.py [--spans 50000] [--batch 512] [--profile STAGE]
                                   [--flavor genai|openinference|openllmetry]
+                                  [--mix demo|realistic]
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ingest import request_bodies, span_count
+from ingest import realistic_bodies, request_bodies, span_count
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
@@ -126,9 +131,16 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--profile", default=None, help="stage name to cProfile")
     parser.add_argument("--flavor", default="genai", help="demo convention of the spans")
+    parser.add_argument("--mix", choices=("demo", "realistic"), default="demo")
     args = parser.parse_args()
+    if args.mix == "realistic" and args.flavor != "genai":
+        parser.error("--mix realistic: the realistic mix is GenAI-convention spans only")
 
-    bodies = request_bodies(args.spans, args.batch, args.flavor)
+    bodies = (
+        realistic_bodies(args.spans, args.batch)
+        if args.mix == "realistic"
+        else request_bodies(args.spans, args.batch, args.flavor)
+    )
     spans = span_count(bodies)
     config = RedactionConfig()
     without_facts = Redactor(config)
@@ -143,7 +155,15 @@ def main() -> None:
         None,
         cpu,
     )
-    timed("validate", spans, lambda: [validate_request(r) for r in requests], args.profile, cpu)
+    timed(
+        "validate",
+        spans,
+        lambda: [
+            validate_request(r, encoded_bytes=len(b)) for r, b in zip(requests, bodies, strict=True)
+        ],
+        args.profile,
+        cpu,
+    )
     timed("redact", spans, lambda: [without_facts.redact(r) for r in copies], args.profile, cpu)
     timed("facts", spans, lambda: [with_facts.redact(r) for r in requests], args.profile, cpu)
     messages = timed(

@@ -9,7 +9,7 @@ from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import content_fields
+from pathgrade.schemas.conventions import NOT_REBUILT, ContentView, content_view
 from pathgrade.schemas.facts import (
     FACT_KEYS,
     FACTS_VERSION,
@@ -38,7 +38,7 @@ def load_secret(key_file: Path | None, spill_dir: Path) -> FactSecret:
     return FactSecret.load_or_create(spill_dir / KEY_FILE_NAME)
 
 
-_NO_FIELDS = GenAIFields()
+_NO_CONTENT: ContentView = (GenAIFields(), NOT_REBUILT)
 
 
 class FactMaker:
@@ -59,11 +59,11 @@ class FactMaker:
         trace `trace_id`."""
         # Only the identity or a confirmation (a root span): no GenAI view is needed.
         needs_fields = any(k not in genai.PRIVATE_KEYS and genai.is_content_key(k) for k in raw)
-        fields = content_fields(span_name, raw) if needs_fields else _NO_FIELDS
+        fields, rebuilt = content_view(span_name, raw) if needs_fields else _NO_CONTENT
         key = self.secret.for_tenant(tenant)
         inputs = self._inputs
         return compute_facts(
-            fields, raw, key, self.scanner, lambda text: inputs((tenant, trace_id), text)
+            fields, raw, key, self.scanner, lambda text: inputs((tenant, trace_id), text), rebuilt
         )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, TracesData
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from pathgrade.collector.validate import Rejections, describe_span
 
 DEFAULT_MAX_MESSAGE_BYTES = 900 * 1024  # under Kafka's default message.max.bytes (1 MiB)
@@ -33,7 +33,12 @@ _FIELD_OVERHEAD = 6
 # to two levels of framing (ResourceSpans in TracesData, Resource in ResourceSpans, ...).
 _GROUP_OVERHEAD = 3 * _FIELD_OVERHEAD
 
-_Entry = tuple[int, int, Span, int]  # resource index, scope index, span, span cost
+_Entry = tuple[int, int, Span, bytes]  # resource index, scope index, span, its encoding
+
+# Tags of the length-delimited fields a TracesData is made of: TracesData.resource_spans,
+# ResourceSpans.resource and ScopeSpans.scope are field 1, ResourceSpans.scope_spans and
+# ScopeSpans.spans field 2, the schema URLs field 3.
+_FIELD_1, _FIELD_2, _FIELD_3 = b"\x0a", b"\x12", b"\x1a"
 
 
 @dataclass(slots=True)
@@ -59,38 +64,38 @@ def group_by_trace(
     """Messages for `request` (key = trace id hex, value = TracesData bytes, each at most
     `max_message_bytes`), and the spans refused because no message could hold them."""
     grouped = Grouped()
+    resources: list[tuple[bytes, bytes]] = []  # per resource: its encoding, its schema URL
+    scopes: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # the same per scope
     group_costs: dict[tuple[int, int], tuple[int, int]] = {}  # (resource, scope) costs
     per_trace: dict[bytes, list[_Entry]] = {}
     bound = 0  # the most any message of this request can take: everything in it
     for r_index, resource_spans in enumerate(request.resource_spans):
-        resource_cost = (
-            _GROUP_OVERHEAD
-            + resource_spans.resource.ByteSize()
-            + len(resource_spans.schema_url.encode())
-        )
+        resource = resource_spans.resource.SerializeToString()
+        url = resource_spans.schema_url.encode()
+        resources.append(_parts(resource, url))
+        resource_cost = _GROUP_OVERHEAD + len(resource) + len(url)
         for s_index, scope_spans in enumerate(resource_spans.scope_spans):
-            scope_cost = (
-                _GROUP_OVERHEAD
-                + scope_spans.scope.ByteSize()
-                + len(scope_spans.schema_url.encode())
-            )
+            scope, url = scope_spans.scope.SerializeToString(), scope_spans.schema_url.encode()
+            scopes[(r_index, s_index)] = _parts(scope, url)
+            scope_cost = _GROUP_OVERHEAD + len(scope) + len(url)
             group_costs[(r_index, s_index)] = (resource_cost, scope_cost)
             bound += resource_cost + scope_cost
             for i, span in enumerate(scope_spans.spans):
-                cost = _FIELD_OVERHEAD + span.ByteSize()
+                encoded = span.SerializeToString()
+                cost = _FIELD_OVERHEAD + len(encoded)
                 alone = cost + scope_cost + resource_cost
                 if alone > max_message_bytes:
                     path = f"resourceSpans[{r_index}].scopeSpans[{s_index}].spans[{i}]"
                     problem = _too_large(alone, max_message_bytes)
                     grouped.rejections.add(describe_span(span, path, problem))
                     continue
-                per_trace.setdefault(span.trace_id, []).append((r_index, s_index, span, cost))
+                per_trace.setdefault(span.trace_id, []).append((r_index, s_index, span, encoded))
                 bound += cost
     for trace_id, entries in per_trace.items():
         key = trace_id.hex().encode()
         fits = bound <= max_message_bytes  # the common case: one message per trace
         for chunk in [entries] if fits else _chunks(entries, group_costs, max_message_bytes):
-            value = _traces_data(request, chunk).SerializeToString()
+            value = _traces_data(resources, scopes, chunk)
             grouped.messages.append(TraceMessage(key, value, [entry[2] for entry in chunk]))
     return grouped
 
@@ -114,7 +119,8 @@ def _chunks(
     resources: set[int] = set()
     scopes: set[tuple[int, int]] = set()
     for entry in entries:
-        r_index, s_index, _, cost = entry
+        r_index, s_index, _, encoded = entry
+        cost = _FIELD_OVERHEAD + len(encoded)
         resource_cost, scope_cost = group_costs[(r_index, s_index)]
         added = cost
         added += 0 if (r_index, s_index) in scopes else scope_cost
@@ -130,24 +136,51 @@ def _chunks(
     return chunks
 
 
-def _traces_data(request: ExportTraceServiceRequest, entries: list[_Entry]) -> TracesData:
-    data = TracesData()
-    scopes: dict[tuple[int, int], ScopeSpans] = {}
-    resources: dict[int, ResourceSpans] = {}
-    for r_index, s_index, span, _ in entries:
-        scope = scopes.get((r_index, s_index))
-        if scope is None:
-            source_resource = request.resource_spans[r_index]
-            resource = resources.get(r_index)
-            if resource is None:
-                resource = data.resource_spans.add()
-                resource.resource.CopyFrom(source_resource.resource)
-                resource.schema_url = source_resource.schema_url
-                resources[r_index] = resource
-            source_scope = source_resource.scope_spans[s_index]
-            scope = resource.scope_spans.add()
-            scope.scope.CopyFrom(source_scope.scope)
-            scope.schema_url = source_scope.schema_url
-            scopes[(r_index, s_index)] = scope
-        scope.spans.append(span)
-    return data
+def _parts(encoded: bytes, url: bytes) -> tuple[bytes, bytes]:
+    """A resource's or scope's fields as they open and close its group in a message: the
+    encoded Resource or InstrumentationScope as field 1 (present even when empty, as
+    `CopyFrom` makes it), and the schema URL as field 3 (b"" when empty)."""
+    opening = _header(_FIELD_1, len(encoded)) + encoded
+    closing = _header(_FIELD_3, len(url)) + url if url else b""
+    return opening, closing
+
+
+def _traces_data(
+    resources: list[tuple[bytes, bytes]],
+    scopes: dict[tuple[int, int], tuple[bytes, bytes]],
+    entries: list[_Entry],
+) -> bytes:
+    """The encoded TracesData of `entries`, written from the parts' encodings: the bytes
+    `SerializeToString` gives for the same message (fields in number order, resources and
+    scopes in the order their first span comes), each span's bytes copied once."""
+    spans_of: dict[int, dict[int, list[bytes]]] = {}  # resource -> scope -> spans
+    for r_index, s_index, _, encoded in entries:
+        spans_of.setdefault(r_index, {}).setdefault(s_index, []).append(encoded)
+    pieces: list[bytes] = []
+    for r_index, scope_spans in spans_of.items():
+        resource, resource_url = resources[r_index]
+        resource_pieces = [resource]
+        for s_index, spans in scope_spans.items():
+            scope, scope_url = scopes[(r_index, s_index)]
+            scope_pieces = [scope]
+            for span in spans:
+                scope_pieces += (_header(_FIELD_2, len(span)), span)
+            scope_pieces.append(scope_url)
+            resource_pieces.append(_header(_FIELD_2, sum(map(len, scope_pieces))))
+            resource_pieces += scope_pieces
+        resource_pieces.append(resource_url)
+        pieces.append(_header(_FIELD_1, sum(map(len, resource_pieces))))
+        pieces += resource_pieces
+    return b"".join(pieces)
+
+
+def _header(tag: bytes, length: int) -> bytes:
+    """What opens a length-delimited field: its tag, then `length` as a varint."""
+    if length < 0x80:  # the common case, one byte
+        return tag + bytes((length,))
+    header = bytearray(tag)
+    while length >= 0x80:
+        header.append(length & 0x7F | 0x80)
+        length >>= 7
+    header.append(length)
+    return bytes(header)

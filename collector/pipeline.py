@@ -51,12 +51,18 @@ class IngestPipeline:
         self._counters_lock = threading.Lock()
 
     def ingest(
-        self, request: ExportTraceServiceRequest, tenant: str, deadline: float | None = None
+        self,
+        request: ExportTraceServiceRequest,
+        tenant: str,
+        deadline: float | None = None,
+        encoded_bytes: int | None = None,
     ) -> IngestResult:
         """Returns by `deadline` (monotonic seconds; see KafkaPublisher.publish) once the
         good spans are in Kafka or the spill; spans that are invalid, too large to publish
-        or refused by Kafka are reported, unacknowledged. Raises SpillFull."""
-        rejections = validate_request(request)
+        or refused by Kafka are reported, unacknowledged. `encoded_bytes`: the size of the
+        protobuf body `request` was parsed from, when it was (spares validation computing
+        it). Raises SpillFull."""
+        rejections = validate_request(request, encoded_bytes=encoded_bytes)
         self.redactor.redact(request, tenant)
         received_at = time.time_ns()
         grouped = group_by_trace(request, self.max_message_bytes)

@@ -28,6 +28,7 @@ directory sends it again.
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka import KafkaProducer
+from kafka.cluster import ClusterMetadata
 from kafka.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -43,6 +45,7 @@ from kafka.errors import (
     MessageSizeTooLargeError,
     RecordListTooLargeError,
 )
+from kafka.partitioner import DefaultPartitioner
 from pathgrade.collector.dead_letter import DeadLetter, DeadLetterFile
 from pathgrade.collector.grouping import PRODUCER_MAX_REQUEST_BYTES
 from pathgrade.collector.log_trim import GroupOffsets, SentBatch, TrimQueue, load_sent, save_sent
@@ -66,6 +69,11 @@ REFUSED_MESSAGE_ERRORS: tuple[type[KafkaError], ...] = (
 (an unreachable broker, a timeout, authorisation) is retried from the spill."""
 TRIM_INTERVAL_S = 1.0
 """How often the durable log asks Kafka what its readers committed."""
+SENT_NOTE_INTERVAL_S = 1.0
+"""While the drainer keeps sending, how often the durable log notes how far it sent
+(`save_sent`: a file replaced, ~0.5 ms of CPU); it also notes it once nothing came to
+send for `drain_backoff_s`, and when it stops. A collector restarted on the same broker
+after a crash sends at most about this much of the log again."""
 RENEW_AFTER_FAILED_DRAINS = 3
 """Spilled batches in a row Kafka did not take before the drainer starts a new producer."""
 MAX_SEND_BLOCK_S = 1.0
@@ -87,9 +95,57 @@ def producer_for(bootstrap_servers: str, ack_timeout_s: float, **options: Any) -
         "request_timeout_ms": max(timeout_ms, 1000),
         "delivery_timeout_ms": max(30_000, 2 * timeout_ms + 1000),
         "retry_backoff_ms": 200,
+        "partitioner": KeyHashPartitioner(),
     }
     settings.update(options)
     return KafkaProducer(**settings)
+
+
+class KeyHashPartitioner(DefaultPartitioner):
+    """The default partitioner's choice for a keyed record (the murmur2 hash of the key,
+    as the Java client and the OTel Collector's exporter make it, over the sorted
+    partitions), computed in less than half its CPU: the hash reads the key four bytes at
+    a time. Records without a key go to the default partitioner."""
+
+    def partition(
+        self,
+        topic: str,
+        key: Any,
+        serialized_key: bytes | None,
+        value: Any,
+        serialized_value: bytes | None,
+        cluster: ClusterMetadata,
+    ) -> int:
+        partitions = cluster.partitions_for_topic(topic)
+        if serialized_key is None or not partitions:
+            return super().partition(topic, key, serialized_key, value, serialized_value, cluster)
+        ordered = sorted(partitions)
+        return ordered[(murmur2(serialized_key) & 0x7FFFFFFF) % len(ordered)]
+
+
+_MURMUR2_M = 0x5BD1E995
+_WORD = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 hash of `data` (`kafka.partitioner.default.murmur2`'s value)."""
+    length = len(data)
+    whole = length & ~3
+    h = 0x9747B28C ^ length
+    for (k,) in struct.iter_unpack("<I", data[:whole]):
+        k = (k * _MURMUR2_M) & _WORD
+        k ^= k >> 24
+        h = ((h * _MURMUR2_M) & _WORD) ^ ((k * _MURMUR2_M) & _WORD)
+    rest = length & 3
+    if rest:
+        if rest == 3:
+            h ^= data[whole + 2] << 16
+        if rest >= 2:
+            h ^= data[whole + 1] << 8
+        h = ((h ^ data[whole]) * _MURMUR2_M) & _WORD
+    h ^= h >> 13
+    h = (h * _MURMUR2_M) & _WORD
+    return h ^ (h >> 15)
 
 
 def refusal_reason(error: KafkaError) -> str | None:
@@ -131,6 +187,8 @@ class KafkaPublisher:
         self.committed = committed  # the readers' committed offsets: a durable log
         self.trim = TrimQueue()
         self._cluster_id: str | None = None  # of the broker the log is sent to, once known
+        self._unsaved_note: tuple[str, SentBatch] | None = None  # the drainer's, newest
+        self._note_saved_at = 0.0  # monotonic seconds of the last `save_sent`
         self._failed_drains = 0  # batches in a row the broker did not take
         self.spill = spill
         self.dead_letters = dead_letters or DeadLetterFile(spill.directory)
@@ -288,7 +346,8 @@ class KafkaPublisher:
         """Drain until stopped; an unexpected error is logged and the batch tried again
         later (a drainer that died would leave the spill unsent for good)."""
         while not self._stop.is_set():
-            self._wake.wait(timeout=self.drain_backoff_s)
+            if not self._wake.wait(timeout=self.drain_backoff_s):
+                self._save_note()  # idle for a while: note how far the log was sent
             self._wake.clear()
             while self.spill.pending() and not self._stop.is_set() and self._begin_sending():
                 try:
@@ -303,6 +362,7 @@ class KafkaPublisher:
                     self._renew_after_failures()
                     self._stop.wait(self.drain_backoff_s)  # broker still away: retry later
                     break
+        self._save_note()
 
     def _renew_after_failures(self) -> None:
         """After RENEW_AFTER_FAILED_DRAINS failed batches in a row, replace the producer
@@ -345,15 +405,22 @@ class KafkaPublisher:
             self.trim.sent(batch.end, sent.next_offsets)
             cluster = self._known_cluster()
             if cluster:
-                save_sent(
-                    self.spill.directory, cluster, SentBatch(batch.end, self.produced_offsets())
-                )
+                self._unsaved_note = (cluster, SentBatch(batch.end, self.produced_offsets()))
+                if time.monotonic() - self._note_saved_at >= SENT_NOTE_INTERVAL_S:
+                    self._save_note()
         else:
             self.spill.mark_drained(batch.end)
             log.info(
                 "drained %d spilled messages to Kafka", len(batch.messages) - len(sent.refused)
             )
         return True
+
+    def _save_note(self) -> None:
+        """Note (`save_sent`) how far the drainer sent the log, if not noted yet."""
+        if self._unsaved_note is not None:
+            save_sent(self.spill.directory, *self._unsaved_note)
+            self._unsaved_note = None
+            self._note_saved_at = time.monotonic()
 
     def _skip_what_the_broker_holds(self) -> None:
         """A restart on a broker that lives on (the cluster id of the last `save_sent`):

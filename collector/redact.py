@@ -41,6 +41,7 @@ from pathgrade.collector.facts import FactMaker, write_facts
 from pathgrade.schemas import genai
 from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
 from pathgrade.schemas.fingerprints import is_fingerprint
+from pathgrade.schemas.memo import BoundedMemo
 from pathgrade.schemas.messages import GrowingArrays, parse_json
 from pathgrade.schemas.otlp import any_value
 from pathgrade.schemas.pii import CARD, CARD_MARK, Counts, PiiScanner, add_counts, card_number
@@ -67,7 +68,8 @@ _PLAIN, _CONTENT, _CONTEXT, _FACT = range(4)
 _NOTHING: Final[Counts] = {}
 _MIN_CARD, _MAX_CARD = 10**12, 10**19  # numbers of 13-19 digits
 _MAX_CACHED_KEYS = 4096
-_MIN_GROWING_CHARS = 512  # longer message arrays are read incrementally when they grow
+_MIN_GROWING_CHARS = 256  # longer message arrays (which the scanner does not remember) are read
+# incrementally when they grow
 
 
 class RedactionConfig(BaseModel):
@@ -152,7 +154,7 @@ class Redactor:
         self.scanner = _shared_scanner(facts, config.extra_patterns)
         self._all_tools = CAPTURE_ALL_TOOLS in config.capture_tools
         self._captured_tools = frozenset(config.capture_tools)
-        self._verdicts = _BoundedCache(_MAX_CACHED_KEYS)
+        self._verdicts: BoundedMemo[str, int] = BoundedMemo(_MAX_CACHED_KEYS)
         self._dropped_arrays = GrowingArrays(self.scanner.find, _added)
         self._policies: dict[tuple[bool, bool, bool], _ContentPolicy] = {}
 
@@ -327,15 +329,14 @@ class Redactor:
         """Note the personal data in an attribute about to be dropped (`known`: its value,
         when already read). A message array that grows from one model call of the trace to
         the next is read in its new part."""
-        value = kv.value
-        text = known if isinstance(known, str) else value.string_value
+        text = known if isinstance(known, str) else kv.value.string_value
         if len(text) > _MIN_GROWING_CHARS and text.startswith("["):
             counts = self._dropped_arrays((trace_id, prefix + kv.key), text)
         elif text:
             counts = self.scanner.find(text)
         else:
             counts = {}
-            self._find_in(value, counts)
+            self._find_in(kv.value, counts)
         if counts:
             _note(found.dropped, prefix + kv.key, counts)
 
@@ -455,22 +456,6 @@ class Redactor:
         if counts:
             value.string_value = json.dumps(clean, ensure_ascii=False)
         return counts
-
-
-class _BoundedCache(dict):
-    """A dict that forgets everything once it holds `limit` entries (hostile input cannot
-    grow it without bound; the hot entries come back at once)."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__()
-        self.limit = limit
-
-    def put(self, key: Any, value: Any) -> Any:
-        """Remember `value` under `key` and return it."""
-        if len(self) >= self.limit:
-            self.clear()
-        self[key] = value
-        return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,11 @@ never takes the good spans of its request down with it (OTLP partial success).
 
 The value limits hold at every depth: in span, event and link attributes, in resource and
 scope attributes (a bad resource or scope refuses the spans it carries), and inside arrays
-and key-value lists nested in any of them. What a span adds up to in total is checked
-after redaction, where the Kafka messages are built (`collector.grouping`).
+and key-value lists nested in any of them. No value can be longer than the encoded part
+that holds it, so values are walked only in a request (then a resource, scope or span)
+encoded larger than the limit: a request within it, the common case, costs no value read.
+What a span adds up to in total is checked after redaction, where the Kafka messages are
+built (`collector.grouping`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
@@ -82,26 +86,37 @@ class SpanLimits:
 
 
 def validate_request(
-    request: ExportTraceServiceRequest, limits: SpanLimits = SpanLimits()
+    request: ExportTraceServiceRequest,
+    limits: SpanLimits = SpanLimits(),
+    encoded_bytes: int | None = None,
 ) -> Rejections:
     """Drop invalid spans from `request` IN PLACE (and then empty scopes/resources).
 
     Returns the number of rejected spans and a message naming each bad span by its trace and
     span id (or its index path when the ids are bad), the field and the reason.
+    `encoded_bytes` is the request's encoded size when known (the protobuf body it was
+    parsed from); else it is computed.
     """
     rejections = Rejections()
+    size = request.ByteSize() if encoded_bytes is None else encoded_bytes
+    long_values = size > limits.max_string_value_bytes  # else no value can be too long
     for r, resource_spans in enumerate(request.resource_spans):
+        resource = resource_spans.resource
         resource_problem = _attribute_problem(
-            resource_spans.resource.attributes, limits, "resource.attributes"
-        )
+            resource.attributes, limits, "resource.attributes",
+            walk=long_values and _larger_than_a_value(resource, limits),
+        )  # fmt: skip
         for s, scope_spans in enumerate(resource_spans.scope_spans):
+            scope = scope_spans.scope
             shared_problem = resource_problem or _attribute_problem(
-                scope_spans.scope.attributes, limits, "scope.attributes"
-            )
+                scope.attributes, limits, "scope.attributes",
+                walk=long_values and _larger_than_a_value(scope, limits),
+            )  # fmt: skip
             spans = scope_spans.spans
             bad_indexes = []
             for i, span in enumerate(spans):
-                problem = shared_problem or span_problem(span, limits)
+                walk = long_values and _larger_than_a_value(span, limits)
+                problem = shared_problem or span_problem(span, limits, walk)
                 if problem is not None:
                     bad_indexes.append(i)
                     path = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
@@ -112,9 +127,19 @@ def validate_request(
     return rejections
 
 
-def span_problem(span: trace_pb2.Span, limits: SpanLimits = SpanLimits()) -> str | None:
-    """The first reason `span` is invalid, as "field reason", or None when it is valid."""
-    return _id_problem(span) or _content_problem(span, limits)
+def span_problem(
+    span: trace_pb2.Span, limits: SpanLimits = SpanLimits(), walk_values: bool = True
+) -> str | None:
+    """The first reason `span` is invalid, as "field reason", or None when it is valid;
+    without `walk_values` (the span is known to be encoded within the value limit) its
+    attribute values are not read."""
+    return _id_problem(span) or _content_problem(span, limits, walk_values)
+
+
+def _larger_than_a_value(part: Any, limits: SpanLimits) -> bool:
+    """Whether a message's encoding is larger than a value may be (else none of its values
+    can be over the limit)."""
+    return part.ByteSize() > limits.max_string_value_bytes
 
 
 def _id_problem(span: trace_pb2.Span) -> str | None:
@@ -139,7 +164,7 @@ def _bad_id(field: str, value: bytes, size: int, zero: bytes) -> str | None:
     return None
 
 
-def _content_problem(span: trace_pb2.Span, limits: SpanLimits) -> str | None:
+def _content_problem(span: trace_pb2.Span, limits: SpanLimits, walk_values: bool) -> str | None:
     """A problem with name, timestamps, enums, links or attributes of a span with good ids."""
     if not span.name.strip():
         return "name is empty"
@@ -159,24 +184,28 @@ def _content_problem(span: trace_pb2.Span, limits: SpanLimits) -> str | None:
         return f"status.code {span.status.code} is not a StatusCode (0..{_MAX_STATUS_CODE})"
     events, links = span.events, span.links
     return (
-        (_event_problem(events, limits) if events else None)
-        or (_link_problem(links, limits) if links else None)
-        or _attribute_problem(span.attributes, limits, "attributes", True)
+        (_event_problem(events, limits, walk_values) if events else None)
+        or (_link_problem(links, limits, walk_values) if links else None)
+        or _attribute_problem(span.attributes, limits, "attributes", walk_values, True)
     )
 
 
 def _event_problem(
-    events: RepeatedCompositeFieldContainer[trace_pb2.Span.Event], limits: SpanLimits
+    events: RepeatedCompositeFieldContainer[trace_pb2.Span.Event],
+    limits: SpanLimits,
+    walk_values: bool,
 ) -> str | None:
     """An event after the store's time range, or with bad attributes."""
     for k, event in enumerate(events):
         if event.time_unix_nano > MAX_TIME_NS:
             return f"events[{k}].timeUnixNano is after {_MAX_TIME_TEXT} (the store's time range)"
-    return _attributes_of_each(events, limits, "events")
+    return _attributes_of_each(events, limits, "events", walk_values)
 
 
 def _link_problem(
-    links: RepeatedCompositeFieldContainer[trace_pb2.Span.Link], limits: SpanLimits
+    links: RepeatedCompositeFieldContainer[trace_pb2.Span.Link],
+    limits: SpanLimits,
+    walk_values: bool,
 ) -> str | None:
     """A link whose trace or span id has the wrong length, or whose attributes are bad."""
     for k, link in enumerate(links):
@@ -184,33 +213,42 @@ def _link_problem(
             return f"links[{k}].traceId must be {_TRACE_ID_BYTES} bytes, got {len(link.trace_id)}"
         if len(link.span_id) != _SPAN_ID_BYTES:
             return f"links[{k}].spanId must be {_SPAN_ID_BYTES} bytes, got {len(link.span_id)}"
-    return _attributes_of_each(links, limits, "links")
+    return _attributes_of_each(links, limits, "links", walk_values)
 
 
 def _attributes_of_each(
-    items: RepeatedCompositeFieldContainer[Any], limits: SpanLimits, name: str
+    items: RepeatedCompositeFieldContainer[Any], limits: SpanLimits, name: str, walk_values: bool
 ) -> str | None:
     """The first bad attribute list of `items` (a span's events or links)."""
     for k, item in enumerate(items):
         problem = item.attributes and _attribute_problem(
-            item.attributes, limits, f"{name}[{k}].attributes"
+            item.attributes, limits, f"{name}[{k}].attributes", walk_values
         )
         if problem:
             return problem
     return None
 
 
+_KEY = attrgetter("key")
+
+
 def _attribute_problem(
     attributes: RepeatedCompositeFieldContainer[KeyValue],
     limits: SpanLimits,
     field: str,
+    walk: bool,
     require_keys: bool = False,
 ) -> str | None:
     """Too many attributes, an empty key (when `require_keys`: a span's own attributes),
-    or a value over the limits at any depth; `field` names the list ("attributes",
-    "events[2].attributes", "resource.attributes")."""
+    or (when `walk`) a value over the limits at any depth; `field` names the list
+    ("attributes", "events[2].attributes", "resource.attributes")."""
     if len(attributes) > limits.max_attributes:
         return f"{field}: {len(attributes)} exceeds the limit of {limits.max_attributes}"
+    if not walk:  # the common case: only the keys are read, in one C-level pass
+        if not require_keys or all(map(_KEY, attributes)):
+            return None
+        empty = next(a for a, attribute in enumerate(attributes) if not attribute.key)
+        return f"{field}[{empty}].key is empty"
     possibly_long = limits.max_string_value_bytes // _UTF8_MAX_BYTES_PER_CHAR
     for a, attribute in enumerate(attributes):
         if require_keys and not attribute.key:

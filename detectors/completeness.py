@@ -370,7 +370,9 @@ def turn_usage(view: TraceView, context: DetectorContext) -> TurnUsage:
 def budget_exceeded(
     view: TraceView, params: BudgetParams, context: DetectorContext
 ) -> list[Finding]:
-    """One finding per exceeded budget."""
+    """One finding per exceeded budget (none set, as by default: nothing to compute)."""
+    if all(getattr(params, budget) is None for budget in BudgetParams.model_fields):
+        return []
     used = turn_usage(view, context)
     usage: dict[str, float | None] = {
         "max_steps": used.steps,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from pathgrade.schemas.json_text import sorted_text
 
 Severity = Literal["low", "medium", "high", "critical"]
 FindingKind = Literal["violation", "cannot_decide"]
@@ -40,9 +41,5 @@ class Finding:
 def finding_key(finding: Finding) -> str:
     """Hex SHA-256 over the fields that identify `finding` (see `Finding.identifying`)."""
     identity = {name: finding.details.get(name) for name in finding.identifying}
-    payload = json.dumps(
-        [finding.code, finding.kind, finding.trace_id, finding.span_id, identity],
-        sort_keys=True,
-        default=str,
-    )
+    payload = sorted_text([finding.code, finding.kind, finding.trace_id, finding.span_id, identity])
     return hashlib.sha256(payload.encode()).hexdigest()[:32]

@@ -8,10 +8,8 @@ untrusted content through the lexicon hits the collector recorded.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from pathgrade.detectors.conventions import WRITE_EFFECTS, Conventions, ToolEffect
 from pathgrade.detectors.prices import PriceTable, shipped_price_table
@@ -20,6 +18,8 @@ from pathgrade.schemas.conventions import session_identity
 from pathgrade.schemas.facts import ArgumentFacts, OutputFacts
 from pathgrade.schemas.fingerprints import same_value
 from pathgrade.schemas.graph_walk import NodeVisit, node_visits
+from pathgrade.schemas.json_text import sorted_text
+from pathgrade.schemas.memo import cached_attribute
 from pathgrade.schemas.messages import (
     RequestedToolCall,
     assistant_text,
@@ -34,9 +34,10 @@ from pathgrade.schemas.predicates import call_arguments
 from pathgrade.schemas.turns import ConfirmedAction, TurnDigest
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One execute_tool span with its arguments parsed once and its effect resolved."""
+class ToolCall(NamedTuple):
+    """One execute_tool span with its arguments parsed once and its effect resolved (a
+    named tuple, as `RequestedToolCall`: one is built per tool call of every trace, at a
+    fraction of a frozen dataclass's cost)."""
 
     span: Span
     name: str
@@ -135,12 +136,12 @@ class TraceView:
         """An attribute of the root span, or None."""
         return self.root.attributes.get(name) if self.root else None
 
-    @cached_property
+    @cached_attribute
     def node_visits(self) -> list[NodeVisit]:
         """The turn's walk through an agent graph, from its node spans (`schemas.graph_walk`)."""
         return node_visits(self.trace)
 
-    @cached_property
+    @cached_attribute
     def turn_kind(self) -> str:
         """`pathgrade.turn.kind` of the root span ("action", "read") or "" when absent."""
         value = self.root_attribute(genai.PG_TURN_KIND)
@@ -149,7 +150,7 @@ class TraceView:
     def _root_first(self) -> list[Span]:
         return ([self.root] if self.root else []) + self.trace.spans
 
-    @cached_property
+    @cached_attribute
     def session_identity(self) -> str:
         """The captured session identity from the root span, else any span; "" when absent.
         The default attribute (`enduser.id`) reads every convention's identity attribute."""
@@ -165,7 +166,7 @@ class TraceView:
                 return str(value)
         return ""
 
-    @cached_property
+    @cached_attribute
     def session_fingerprint(self) -> str:
         """The collector's fingerprint of the session identity (root span first), ""."""
         if self.conventions.identity.attribute != genai.ENDUSER_ID:
@@ -186,7 +187,7 @@ class TraceView:
             return str(call.arguments[argument]) == self.session_identity
         return None
 
-    @cached_property
+    @cached_attribute
     def confirmed_actions(self) -> list[ConfirmedAction]:
         """The confirmation recorded on this turn's root span (zero or one)."""
         if self.root is None:
@@ -204,7 +205,7 @@ class TraceView:
         fps = facts.confirmed.fingerprints if facts.confirmed is not None else None
         return [ConfirmedAction(name=name, arguments=arguments, argument_fps=fps)]
 
-    @cached_property
+    @cached_attribute
     def answer(self) -> FinalAnswer | None:
         """The final answer (see FinalAnswer); None when no output was captured or
         recorded at all."""
@@ -232,7 +233,7 @@ class TraceView:
         answer = self.answer
         return answer.text if answer is not None else None
 
-    @cached_property
+    @cached_attribute
     def requested_tool_calls(self) -> list[tuple[Span, RequestedToolCall]]:
         """Tool calls requested in model output messages (captured, else the collector's
         record of them), with the requesting span."""
@@ -251,7 +252,7 @@ class TraceView:
                 ]
         return calls
 
-    @cached_property
+    @cached_attribute
     def untrusted_content(self) -> list[UntrustedContent]:
         """Content not typed by the user: tool results, retrieved documents, tool messages
         and document parts, as captured text or as the collector's lexicon hits."""
@@ -264,7 +265,7 @@ class TraceView:
                 found.append(UntrustedContent(span, None, span.facts.instructions))
         return found
 
-    @cached_property
+    @cached_attribute
     def tool_definitions(self) -> dict[str, dict[str, Any]]:
         """Tool JSON Schemas from `gen_ai.tool.definitions` on model spans: name -> schema."""
         schemas: dict[str, dict[str, Any]] = {}
@@ -334,13 +335,13 @@ def _signature(
     addresses never look alike), else the captured values; None with neither."""
     if facts is not None and facts.fingerprints is not None:
         kept = {k: v for k, v in facts.fingerprints.items() if k not in ignored}
-        return name + json.dumps(kept, sort_keys=True)
+        return name + sorted_text(kept)  # fingerprints: text, default never needed
     if facts is not None:
         return f"{name}:{facts.fingerprint}"  # arguments that are not a JSON object
     if arguments is None:
         return None
     payload = {k: v for k, v in arguments.items() if k not in ignored}
-    return name + json.dumps(payload, sort_keys=True, default=str)
+    return name + sorted_text(payload)
 
 
 def _untrusted_texts_of(span: Span) -> list[str]:

@@ -107,7 +107,8 @@ class TraceAssembler:
             touched[key] = pending
             pending.span_ids.add(span.span_id)
             pending.spans.append(span)
-            pending.has_root = pending.has_root or span.is_root
+            if not span.parent_span_id:  # `span.is_root`, without a property call per span
+                pending.has_root = True
             self._span_count += 1
         for key, pending in touched.items():
             pending.last_seen = now

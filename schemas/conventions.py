@@ -80,10 +80,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final, NamedTuple
 
 from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as m
+from pathgrade.schemas.memo import BoundedMemo
 from pathgrade.schemas.model import EvalContext, GenAIFields
 from pathgrade.schemas.numbers import integral, parse_index
 
@@ -97,20 +98,9 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
     name_operation, _, name_target = span_name.partition(" ")
     target = name_target if name_operation == operation else ""
 
-    entity_name = _text(get(g.TL_ENTITY_NAME))
-    agent_name = _first_text(attributes, m.AGENT_NAME_KEYS)
-    if not agent_name and traceloop_kind in m.TRACELOOP_AGENT_KINDS:
-        agent_name = entity_name
-    if not agent_name and operation in m.AGENT_OPERATIONS:
-        agent_name = target
-    tool_name = _first_text(attributes, m.TOOL_NAME_KEYS)
-    if not tool_name and traceloop_kind == "tool":
-        tool_name = entity_name
-    if not tool_name and operation == g.OP_EXECUTE_TOOL:
-        tool_name = target
-    request_model = _first_text(attributes, m.REQUEST_MODEL_KEYS)
-    if not request_model and operation in g.MODEL_OPERATIONS:
-        request_model = target
+    agent_name, tool_name, request_model = _names(
+        attributes, _text(get(g.TL_ENTITY_NAME)), traceloop_kind, operation, target
+    )
 
     input_tokens = _token_count(_first(attributes, m.INPUT_TOKEN_KEYS))
     output_tokens = _token_count(_first(attributes, m.OUTPUT_TOKEN_KEYS))
@@ -134,39 +124,83 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
     return fields
 
 
+def _names(
+    attributes: Mapping[str, Any], entity_name: str, traceloop_kind: str, operation: str,
+    target: str,
+) -> list[str]:  # fmt: skip
+    """The name-like fields as `genai_mapping.NAME_RULES` read them (agent name, tool
+    name, request model), from the attributes, `traceloop.entity.name`,
+    `traceloop.span.kind`, the operation and the span name's target."""
+    names = []
+    for rule in m.NAME_RULES:
+        found = _first_text(attributes, rule.keys)
+        if not found and traceloop_kind in rule.entity_kinds:
+            found = entity_name
+        if not found and operation in rule.target_operations:
+            found = target
+        names.append(found)
+    return names
+
+
 def content_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
     """The part of the GenAI view that content decides (operation, tool arguments and
     result, input and output messages, finish reasons), the other fields left empty:
     what facts read (`schemas.facts_producer`), at a fraction of `genai_fields`' cost."""
+    fields, rebuilt = content_view(span_name, attributes, arguments=True)
+    if rebuilt.inputs:
+        fields.input_messages = _messages_json(rebuilt.inputs)
+    if rebuilt.outputs:
+        fields.output_messages = _messages_json(rebuilt.outputs)
+    return fields
+
+
+class RebuiltMessages(NamedTuple):
+    """A model call's input and output messages rebuilt from flattened keys, as GenAI
+    message objects whose values JSON holds (what parsing their JSON text gives, tool-call
+    arguments left out unless asked for); [] for messages that were not flattened."""
+
+    inputs: list[dict[str, Any]]
+    outputs: list[dict[str, Any]]
+
+
+NOT_REBUILT: Final = RebuiltMessages([], [])
+
+
+ContentView = tuple[GenAIFields, RebuiltMessages]
+"""`content_fields` before rebuilt messages are written as JSON: the fields (their
+`input_messages` / `output_messages` "" where the rebuilt messages hold them) and the
+rebuilt messages, which facts read as they are (no JSON round trip). A plain tuple: one is
+made per span facts read."""
+
+
+def content_view(
+    span_name: str, attributes: Mapping[str, Any], arguments: bool = False
+) -> ContentView:
+    """The content part of the GenAI view, with flattened messages left as objects (their
+    tool calls' `arguments` only when asked for: facts read none)."""
     get = attributes.get
     operation = _operation(attributes)
     name_operation = span_name.partition(" ")[0]
     if not operation and name_operation in g.OPERATIONS:
         operation = name_operation
 
-    tool_arguments = _text(get(g.TOOL_CALL_ARGUMENTS))
-    tool_result = _text(get(g.TOOL_CALL_RESULT))
+    tool_arguments = _text(get(m.TOOL_ARGUMENTS.key))
+    tool_result = _text(get(m.TOOL_RESULT.key))
     if operation == g.OP_EXECUTE_TOOL:
-        tool_arguments = tool_arguments or _first_text(attributes, m.TOOL_ARGUMENT_FALLBACK_KEYS)
-        tool_result = tool_result or _first_text(attributes, m.TOOL_RESULT_FALLBACK_KEYS)
+        tool_arguments = tool_arguments or _first_text(attributes, m.TOOL_ARGUMENTS.fallback_keys)
+        tool_result = tool_result or _first_text(attributes, m.TOOL_RESULT.fallback_keys)
 
-    input_messages = _text(get(g.INPUT_MESSAGES))
-    output_messages = _text(get(g.OUTPUT_MESSAGES))
+    input_messages = _text(get(m.INPUT_MESSAGES.key))
+    output_messages = _text(get(m.OUTPUT_MESSAGES.key))
     finish_reasons = _string_list(_first(attributes, m.FINISH_REASON_KEYS))
+    rebuilt = NOT_REBUILT
     if operation in m.MESSAGE_OPERATIONS and not (input_messages and output_messages):
-        if _first(attributes, m.FLATTENED_PROBE_KEYS) is not None:
-            flat_inputs, flat_outputs = _flattened_messages(attributes)
-            input_messages = input_messages or _messages_json(flat_inputs)
-            output_messages = output_messages or _messages_json(flat_outputs)
-            if not finish_reasons:
-                finish_reasons = [m["finish_reason"] for m in flat_outputs if "finish_reason" in m]
-        input_messages = input_messages or _text(get(g.PROMPT_DEPRECATED))
-        output_messages = output_messages or _text(get(g.COMPLETION_DEPRECATED))
-        if get(g.OI_SPAN_KIND) == "LLM":
-            input_messages = input_messages or _text(get(g.OI_INPUT_VALUE))
-            output_messages = output_messages or _text(get(g.OI_OUTPUT_VALUE))
+        (input_messages, output_messages), rebuilt, flattened_reasons = _messages_without_keys(
+            attributes, (input_messages, output_messages), arguments
+        )
+        finish_reasons = finish_reasons or flattened_reasons
 
-    return GenAIFields(
+    fields = GenAIFields(
         operation=operation,
         tool_arguments=tool_arguments,
         tool_result=tool_result,
@@ -174,6 +208,7 @@ def content_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields
         output_messages=output_messages,
         finish_reasons=finish_reasons,
     )
+    return fields, rebuilt
 
 
 def session_identity(attributes: Mapping[str, Any]) -> str:
@@ -201,19 +236,25 @@ _EVAL_KEYS = frozenset(
 
 
 def _operation(attributes: Mapping[str, Any]) -> str:
-    """The operation named by attributes, or "" when none names one."""
+    """The operation named by attributes (`genai_mapping.OPERATION_KEY`, then
+    `OPERATION_SOURCES`), or "" when none names one."""
     get = attributes.get
-    operation = _text(get(g.OPERATION_NAME))
+    operation = _text(get(m.OPERATION_KEY))
     if operation:
         return operation
-    openinference_kind = get(g.OI_SPAN_KIND)
-    if openinference_kind:
-        kind = str(openinference_kind).upper()
-        return m.OPENINFERENCE_OPERATIONS.get(kind, "" if kind == "UNKNOWN" else kind.lower())
-    traceloop_kind = _text(get(g.TL_SPAN_KIND))
-    if traceloop_kind in m.TRACELOOP_OPERATIONS:
-        return m.TRACELOOP_OPERATIONS[traceloop_kind]
-    return m.LLM_REQUEST_TYPE_OPERATIONS.get(_text(get(g.TL_LLM_REQUEST_TYPE)), "")
+    for source in m.OPERATION_SOURCES:
+        value = get(source.key)
+        if not value:
+            continue
+        kind = value if value.__class__ is str else _text(value)
+        if source.upper:
+            kind = kind.upper()
+        operation = source.table.get(kind)
+        if operation is not None:
+            return operation
+        if source.unknown == "lowercase":
+            return "" if kind == source.unknown_value else kind.lower()
+    return ""
 
 
 def _first(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
@@ -271,107 +312,139 @@ def _string_list(value: Any) -> list[str]:
     return [str(value)]
 
 
-def _flattened_messages(attributes: Mapping[str, Any]) -> tuple[list[dict], list[dict]]:
-    """GenAI input and output messages rebuilt from OpenInference/OpenLLMetry flattened keys."""
-    collected: dict[str, dict[int, dict[str, Any]]] = {}
+_Collected = dict[str, dict[int, dict[str, Any]]]
+"""Flattened message leaves by key prefix, then message index."""
+
+
+def _flattened_messages(attributes: Mapping[str, Any]) -> _Collected:
+    """The OpenInference/OpenLLMetry flattened message keys' leaves, collected."""
+    collected: _Collected = {}
     for key, value in attributes.items():
         path = _FLATTENED_PATHS.get(key)
         if path is None:
             path = _FLATTENED_PATHS.put(key, _flattened_path(key))
         if path:
             _collect_leaf(collected.setdefault(path[0], {}), path, value)
-    inputs = _first_collected(collected, m.INPUT_MESSAGE_PREFIXES)
-    outputs = _first_collected(collected, m.OUTPUT_MESSAGE_PREFIXES)
-    return [_genai_message(m) for _, m in sorted(inputs.items())], [
-        _genai_message(m) for _, m in sorted(outputs.items())
-    ]
+    return collected
 
 
-def _first_collected(
-    collected: dict[str, dict[int, dict[str, Any]]], prefixes: tuple[str, ...]
-) -> dict[int, dict[str, Any]]:
-    """The messages of the first prefix that yielded any (keys whose index is no number
-    yield none, so they never hide another convention's messages)."""
-    for prefix in prefixes:
+def _messages_without_keys(
+    attributes: Mapping[str, Any], texts: tuple[str, str], arguments: bool
+) -> tuple[list[str], RebuiltMessages, list[str]]:
+    """The input and output messages of a model call that lacks one of them (`texts`:
+    what their keys hold) as `genai_mapping.MESSAGES_RULES` read them: flattened (rebuilt,
+    their text then ""), then the deprecated key, then OpenInference's; and the flattened
+    outputs' finish reasons."""
+    get = attributes.get
+    probed = _first(attributes, m.FLATTENED_PROBE_KEYS) is not None
+    collected = _flattened_messages(attributes) if probed else {}
+    found, rebuilt, reasons = [], [], []
+    for rule, text in zip(m.MESSAGES_RULES, texts, strict=True):
+        flattened = _flattened_of(collected, rule, arguments) if collected else []
+        if flattened and rule.finish_reasons:
+            reasons = [
+                message["finish_reason"] for message in flattened if "finish_reason" in message
+            ]
+        used = [] if text else flattened
+        if not used:
+            text = text or _text(get(rule.deprecated_key))
+            if not text and get(g.OI_SPAN_KIND) == rule.openinference_kind:
+                text = _text(get(rule.openinference_key))
+        found.append(text)
+        rebuilt.append(used)
+    return found, RebuiltMessages(*rebuilt), reasons
+
+
+def _flattened_of(
+    collected: _Collected, rule: m.MessagesRule, arguments: bool
+) -> list[dict[str, Any]]:
+    """GenAI messages rebuilt from the first of `rule`'s prefixes that yielded any (keys
+    whose index is no number yield none, so they never hide another convention's)."""
+    for prefix in rule.flattened_prefixes:
         if collected.get(prefix):
-            return collected[prefix]
-    return {}
+            messages = sorted(collected[prefix].items())
+            return [_genai_message(leaves, arguments) for _, leaves in messages]
+    return []
 
 
-_FlattenedPath = tuple[str, int | None, tuple[str, ...]]
-"""(prefix, message index or None, leaf segments) of a flattened message key."""
+_FlattenedPath = tuple[str, int | None, tuple[str, ...], int | None]
+"""(prefix, message index or None, leaf segments, item index or None) of a flattened
+message key; the item index is that of a leaf in an indexed list ("tool_calls.0.name")."""
 
 
-class _BoundedPaths(dict):
-    """Flattened paths by key, forgotten all at once at `limit` keys (hostile keys cannot
-    grow it without bound; the hot keys, a few per message index, come back at once)."""
-
-    limit = 4096
-
-    def put(self, key: str, path: _FlattenedPath | tuple[()]) -> _FlattenedPath | tuple[()]:
-        """Remember `path` under `key` and return it."""
-        if len(self) >= self.limit:
-            self.clear()
-        self[key] = path
-        return path
-
-
-_FLATTENED_PATHS = _BoundedPaths()  # keys repeat span after span: each is split once
+# Flattened paths by key: keys repeat span after span (a few per message index), so each
+# is split once.
+_FLATTENED_PATHS: BoundedMemo[str, _FlattenedPath | tuple[()]] = BoundedMemo(4096)
 
 
 def _flattened_path(key: str) -> _FlattenedPath | tuple[()]:
     """Where a flattened key's leaf goes ("llm.input_messages.0.message.role" ->
-    (prefix, 0, ("role",))); () when the key is no flattened message key."""
+    (prefix, 0, ("role",), None)); () when the key is no flattened message key."""
     if not key.startswith(m.FLATTENED_PREFIXES):
         return ()
     prefix = next(p for p in m.FLATTENED_PREFIXES if key.startswith(p))
     segments = [s for s in key[len(prefix) :].split(".") if s not in m.NAMESPACE_SEGMENTS]
     index = parse_index(segments[0]) if len(segments) >= 2 else None
-    return prefix, index, tuple(segments[1:])
+    leaf = tuple(segments[1:])
+    item = parse_index(leaf[1]) if len(leaf) == 3 and leaf[0] in m.INDEXED_LISTS else None
+    return prefix, index, leaf, item
 
 
 def _collect_leaf(messages: dict[int, dict[str, Any]], path: _FlattenedPath, value: Any) -> None:
     """Store one flattened leaf (path of "0.message.role", "1.tool_calls.0.name", ...) in
     `messages`."""
-    _, index, leaf = path
+    _, index, leaf, item = path
     if index is None:
         return  # not a message index ("gen_ai.prompt.².content"): the attribute stays text
     message = messages.setdefault(index, {})
     if len(leaf) == 1:
         message[leaf[0]] = value
-    elif len(leaf) == 3 and leaf[0] in m.INDEXED_LISTS:
-        item = parse_index(leaf[1])
-        if item is not None:
-            message.setdefault(leaf[0], {}).setdefault(item, {})[leaf[2]] = value
+    elif item is not None:
+        message.setdefault(leaf[0], {}).setdefault(item, {})[leaf[2]] = value
 
 
-def _genai_message(flat: dict[str, Any]) -> dict[str, Any]:
-    """One GenAI-convention message from its collected flattened fields."""
+def _genai_message(flat: dict[str, Any], arguments: bool) -> dict[str, Any]:
+    """One GenAI-convention message from its collected flattened fields (its tool calls'
+    `arguments` when asked for)."""
     role = _text(flat.get("role"))
-    content = flat.get("content")
+    content = _json_value(flat.get("content"))
     parts: list[dict[str, Any]] = []
     if role == "tool" and flat.get("tool_call_id"):
         parts.append(
-            {"type": "tool_call_response", "id": flat["tool_call_id"], "response": content}
+            {
+                "type": "tool_call_response",
+                "id": _json_value(flat["tool_call_id"]),
+                "response": content,
+            }
         )
     elif content not in (None, ""):
         parts.append({"type": "text", "content": content})
     for _, item in sorted(flat.get("contents", {}).items()):
         if item.get("type", "text") == "text" and "text" in item:
-            parts.append({"type": "text", "content": item["text"]})
+            parts.append({"type": "text", "content": _json_value(item["text"])})
     for _, call in sorted(flat.get("tool_calls", {}).items()):
-        parts.append(
-            {
-                "type": "tool_call",
-                "id": _text(call.get("id")),
-                "name": _text(call.get("name")),
-                "arguments": json_or_text(call.get("arguments")),
-            }
-        )
+        part = {"type": "tool_call", "id": _text(call.get("id")), "name": _text(call.get("name"))}
+        if arguments:
+            part["arguments"] = _json_value(json_or_text(call.get("arguments")))
+        parts.append(part)
     message: dict[str, Any] = {"role": role, "parts": parts}
     if "finish_reason" in flat:
         message["finish_reason"] = _text(flat["finish_reason"])
     return message
+
+
+def _json_value(value: Any) -> Any:
+    """An attribute value as its JSON text (`_messages_json`) reads back: bytes as text,
+    in lists and maps too; other values as they are."""
+    if value.__class__ is str:
+        return value
+    if isinstance(value, bytes):
+        return _text(value)
+    if isinstance(value, list):
+        return [_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _json_value(item) for key, item in value.items()}
+    return value
 
 
 def json_or_text(value: Any) -> Any:
@@ -386,4 +459,4 @@ def json_or_text(value: Any) -> Any:
 
 def _messages_json(messages: list[dict[str, Any]]) -> str:
     """JSON text of rebuilt messages; values JSON has no type for (bytes) become text."""
-    return json.dumps(messages, default=_text) if messages else ""
+    return json.dumps(messages, default=_text)

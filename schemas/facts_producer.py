@@ -4,12 +4,11 @@ the same attributes itself."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from pathgrade.schemas import genai as g
-from pathgrade.schemas.conventions import session_identity
+from pathgrade.schemas.conventions import NOT_REBUILT, RebuiltMessages, session_identity
 from pathgrade.schemas.facts import (
     CONFIRMED,
     FACTS_VERSION,
@@ -21,6 +20,8 @@ from pathgrade.schemas.facts import (
     PiiRecord,
 )
 from pathgrade.schemas.fingerprints import TenantKey
+from pathgrade.schemas.json_text import sorted_compact
+from pathgrade.schemas.memo import BoundedMemo
 from pathgrade.schemas.messages import (
     assistant_text,
     message_tool_calls,
@@ -34,12 +35,11 @@ from pathgrade.schemas.predicates import CLAIMS, INSTRUCTIONS, argument_skeleton
 
 # Raw text that may hold untrusted parts (tool messages, document/file/tool-response parts).
 _UNTRUSTED_MARKERS = ('"tool"', '"tool_call_response"', '"document"', '"file"')
-_dumps = json.JSONEncoder(separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode
 # Facts of arguments and of output messages, remembered (bounded) by their text: calls
 # repeat their arguments, answers their words.
 _REMEMBERED: Final = 4096
 _REMEMBERED_CHARS: Final = 1024
-_remembered: dict[tuple[Any, ...], str] = {}
+_remembered: BoundedMemo[tuple[Any, ...], str] = BoundedMemo(_REMEMBERED)
 
 
 def compute_facts(
@@ -48,11 +48,13 @@ def compute_facts(
     key: TenantKey,
     scanner: PiiScanner,
     input_instructions: Callable[[str], list[str] | None] | None = None,
+    rebuilt: RebuiltMessages = NOT_REBUILT,
 ) -> dict[str, Any]:
     """The fact attributes of one span from its canonical fields and raw attributes, with
     the tenant's `key`; `scanner` scrubs the names and ids facts carry and finds personal
     data in the answer text; `input_instructions` stands for `instructions_in_messages`
-    on the input messages (a caller that remembers a conversation's earlier inputs).
+    on the input messages (a caller that remembers a conversation's earlier inputs);
+    `rebuilt`: the messages `fields` holds no text of (`conventions.content_view`).
     {} when the span has nothing to record."""
     clean = scanner.clean
     facts: dict[str, Any] = {}
@@ -60,7 +62,7 @@ def compute_facts(
         arguments_text = fields.tool_arguments
         facts[TOOL_ARGS] = _remembered_text(
             ("arguments", key, scanner, arguments_text),
-            lambda: _dumps(_arguments(arguments_text, key, clean, skeleton=True)),
+            lambda: sorted_compact(_arguments(arguments_text, key, clean, skeleton=True)),
         )
     identity = session_identity(attributes)
     if identity:
@@ -69,20 +71,23 @@ def compute_facts(
     confirmed = parse_json(raw_confirmation) if isinstance(raw_confirmation, str) else None
     if isinstance(confirmed, dict) and isinstance(confirmed.get("name"), str):
         arguments = confirmed.get("arguments")
-        text = _dumps(arguments if isinstance(arguments, dict) else {})
-        facts[CONFIRMED] = _dumps(
+        text = sorted_compact(arguments if isinstance(arguments, dict) else {})
+        facts[CONFIRMED] = sorted_compact(
             {"name": clean(confirmed["name"]), **_arguments(text, key, clean)}
         )
     instructions = _untrusted_instructions(
-        fields, attributes, input_instructions or instructions_in_messages
+        fields, attributes, input_instructions or instructions_in_messages, rebuilt.inputs
     )
     if instructions is not None:
         facts[UNTRUSTED_INSTRUCTIONS] = instructions
     if fields.output_messages:
+        output_text = fields.output_messages
         facts[OUTPUT] = _remembered_text(
-            ("output", scanner, fields.output_messages, *fields.finish_reasons),
-            lambda: _dumps(_output_facts(fields, scanner)),
+            ("output", scanner, output_text, *fields.finish_reasons),
+            lambda: _output_fact(parse_messages(output_text), fields.finish_reasons, scanner),
         )
+    elif rebuilt.outputs:
+        facts[OUTPUT] = _output_fact(rebuilt.outputs, fields.finish_reasons, scanner)
     if facts:
         facts[VERSION] = FACTS_VERSION
     return facts
@@ -96,9 +101,7 @@ def _remembered_text(memo_key: tuple[Any, ...], make: Callable[[], str]) -> str:
         return known
     made = make()
     if sum(len(k) for k in memo_key if isinstance(k, str)) <= _REMEMBERED_CHARS:
-        if len(_remembered) >= _REMEMBERED:
-            _remembered.clear()  # hostile input cannot grow it; hot texts return
-        _remembered[memo_key] = made
+        _remembered.put(memo_key, made)
     return made
 
 
@@ -121,6 +124,7 @@ def _untrusted_instructions(
     fields: GenAIFields,
     attributes: Mapping[str, Any],
     in_inputs: Callable[[str], list[str] | None],
+    rebuilt_inputs: list[dict[str, Any]],
 ) -> list[str] | None:
     """Lexicon names in the span's untrusted content; None when it has none."""
     found: list[str] | None = None
@@ -131,8 +135,12 @@ def _untrusted_instructions(
         found = (found or []) + INSTRUCTIONS.hits(
             documents if isinstance(documents, str) else str(documents)
         )
-    if fields.operation in g.MODEL_OPERATIONS and fields.input_messages:
-        in_messages = in_inputs(fields.input_messages)
+    if fields.operation in g.MODEL_OPERATIONS and (fields.input_messages or rebuilt_inputs):
+        in_messages = (
+            in_inputs(fields.input_messages)
+            if fields.input_messages
+            else instructions_in(rebuilt_inputs)
+        )
         if in_messages is not None:
             found = (found or []) + in_messages
     if found is None:
@@ -145,27 +153,34 @@ def instructions_in_messages(text: str) -> list[str] | None:
     Messages are parsed only when they may hold such parts."""
     if not any(marker in text for marker in _UNTRUSTED_MARKERS):
         return None
-    texts = [t for m in parse_messages(text) for t in untrusted_texts(m)]
+    return instructions_in(parse_messages(text))
+
+
+def instructions_in(messages: list[dict[str, Any]]) -> list[str] | None:
+    """Lexicon names in the untrusted parts of message objects; None when they have none."""
+    texts = [t for m in messages for t in untrusted_texts(m)]
     return [name for t in texts for name in INSTRUCTIONS.hits(t)] if texts else None
 
 
-def _output_facts(fields: GenAIFields, scanner: PiiScanner) -> dict[str, Any]:
-    messages = parse_messages(fields.output_messages)
+def _output_fact(
+    messages: list[dict[str, Any]], finish_reasons: list[str], scanner: PiiScanner
+) -> str:
+    """The output fact (JSON text) of a model call's output messages."""
     calls = [call for message in messages for call in message_tool_calls(message)]
     text = assistant_text(messages)
     facts: dict[str, Any] = {"text": bool(text.strip())}
     if calls:
         clean = scanner.clean
         facts["tool_calls"] = [{"id": clean(c.call_id), "name": clean(c.name)} for c in calls]
-    if fields.finish_reasons:
-        facts["finish_reasons"] = [scanner.clean(r) for r in fields.finish_reasons]
+    if finish_reasons:
+        facts["finish_reasons"] = [scanner.clean(r) for r in finish_reasons]
     claims = CLAIMS.hits(text)
     if claims:
         facts["claims"] = claims
     pii = scanner.find(text)
     if pii:
         facts["pii"] = pii
-    return facts
+    return sorted_compact(facts)
 
 
 def joined_hits(earlier: list[str] | None, later: list[str] | None) -> list[str] | None:
@@ -177,4 +192,4 @@ def joined_hits(earlier: list[str] | None, later: list[str] | None) -> list[str]
 
 def pii_record_text(record: PiiRecord) -> str:
     """A pii record's attribute value (JSON, sorted)."""
-    return _dumps(record)
+    return sorted_compact(record)

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import os
 import secrets
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
+
+from pathgrade.schemas.json_text import sorted_compact
+from pathgrade.schemas.memo import BoundedMemo
 
 KEY_FILE_NAME: Final = "facts.key"  # the key file's name in a data or spill directory
 SECRET_BYTES: Final = 32
@@ -36,14 +38,13 @@ _KEY_ID_LABEL: Final = b"pathgrade/facts/v1/key-id"
 _BLOCK_BYTES: Final = 64  # SHA-256's block: HMAC pads its key to this
 _REMEMBERED: Final = 4096  # fingerprints of short texts a tenant key remembers
 _REMEMBERED_CHARS: Final = 256
-_dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
 def canonical_text(value: Any) -> str:
     """The text a value is fingerprinted as (see the module doc)."""
     if isinstance(value, str):
         return value
-    return _dumps(_integral_floats(value))
+    return sorted_compact(_integral_floats(value))
 
 
 def _integral_floats(value: Any) -> Any:
@@ -72,7 +73,7 @@ class TenantKey:
         self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in padded))
         self.key_id = hmac.digest(key, _KEY_ID_LABEL, "sha256").hex()[:KEY_ID_CHARS]
         self._prefix = self.key_id + ":"
-        self._remembered: dict[str, str] = {}
+        self._remembered: BoundedMemo[str, str] = BoundedMemo(_REMEMBERED)
 
     def fingerprint(self, value: Any) -> str:
         """`<key id>:<digest>` of the canonical text of `value`."""
@@ -86,9 +87,7 @@ class TenantKey:
         outer.update(inner.digest())
         made = self._prefix + outer.digest()[:DIGEST_BYTES].hex()
         if len(text) <= _REMEMBERED_CHARS:
-            if len(self._remembered) >= _REMEMBERED:
-                self._remembered.clear()  # hostile input cannot grow it; hot texts return
-            self._remembered[text] = made
+            self._remembered.put(text, made)
         return made
 
     def __repr__(self) -> str:  # never the key itself

@@ -4,11 +4,15 @@ order, and how each convention's span kinds name an operation.
 One definition, two readers: `schemas.conventions` (the Python decoder every consumer of
 `pathgrade.spans` runs) and `schemas.genai_sql` (the SQL expressions the store computes
 its GenAI columns with when ClickHouse parses OTLP itself) are both derived from these
-tables, so the two cannot drift apart; tests/unit/batch_plane/store/test_sql_parity.py
-checks their rows agree.
+tables and rules, so the two cannot drift apart: each reader interprets a rule (which
+sources, in which order, under which condition) in its own language and holds no
+precedence of its own; tests/integration/test_store_sql_parity.py checks their rows agree.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
 
 from pathgrade.schemas import genai as g
 
@@ -86,3 +90,88 @@ FLATTENED_PROBE_KEYS = (
 )
 NAMESPACE_SEGMENTS = frozenset({"message", "tool_call", "function", "message_content"})
 INDEXED_LISTS = frozenset({"tool_calls", "contents"})
+
+
+@dataclass(frozen=True, slots=True)
+class KindSource:
+    """An attribute that names the span's operation through `table`. `unknown`: what a
+    value outside the table does; "lowercase": a present value decides, as its lowercased
+    text (`unknown_value`, "UNKNOWN", as none), "skip": the next source decides. `upper`:
+    the value is upper-cased before the lookup."""
+
+    key: str
+    table: dict[str, str]
+    unknown: Literal["lowercase", "skip"]
+    upper: bool = False
+    unknown_value: str = ""
+
+
+OPERATION_KEY = g.OPERATION_NAME
+"""The operation as the GenAI convention names it: decides first when not empty."""
+OPERATION_SOURCES = (
+    KindSource(g.OI_SPAN_KIND, OPENINFERENCE_OPERATIONS, "lowercase", True, "UNKNOWN"),
+    KindSource(g.TL_SPAN_KIND, TRACELOOP_OPERATIONS, "skip"),
+    KindSource(g.TL_LLM_REQUEST_TYPE, LLM_REQUEST_TYPE_OPERATIONS, "skip"),
+)
+"""After `OPERATION_KEY`, in order; then the span name's first word when it is a GenAI
+operation."""
+
+
+@dataclass(frozen=True, slots=True)
+class NameRule:
+    """A name-like field: the first text of `keys`; else `traceloop.entity.name` on spans
+    whose `traceloop.span.kind` is one of `entity_kinds`; else the span name's target
+    ("chat gpt-4o" -> "gpt-4o") when the span's operation is one of `target_operations`
+    and the name's first word."""
+
+    keys: tuple[str, ...]
+    entity_kinds: frozenset[str]
+    target_operations: frozenset[str]
+
+
+AGENT_NAME = NameRule(AGENT_NAME_KEYS, TRACELOOP_AGENT_KINDS, AGENT_OPERATIONS)
+TOOL_NAME = NameRule(TOOL_NAME_KEYS, frozenset({"tool"}), frozenset({g.OP_EXECUTE_TOOL}))
+REQUEST_MODEL = NameRule(REQUEST_MODEL_KEYS, frozenset(), frozenset(g.MODEL_OPERATIONS))
+NAME_RULES = (AGENT_NAME, TOOL_NAME, REQUEST_MODEL)
+"""The name-like fields, in the order `schemas.conventions` reads them."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContentRule:
+    """A tool call's arguments or result: `key`; empty, on `execute_tool` spans, the first
+    text of `fallback_keys`."""
+
+    key: str
+    fallback_keys: tuple[str, ...]
+
+
+TOOL_ARGUMENTS = ToolContentRule(g.TOOL_CALL_ARGUMENTS, TOOL_ARGUMENT_FALLBACK_KEYS)
+TOOL_RESULT = ToolContentRule(g.TOOL_CALL_RESULT, TOOL_RESULT_FALLBACK_KEYS)
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesRule:
+    """A model call's input or output messages: `key`; when it is empty on a span of
+    `MESSAGE_OPERATIONS` that does not hold both `MESSAGES_KEYS`: the flattened messages
+    under `flattened_prefixes` (the Python reader only: the SQL reader never sees them),
+    then `deprecated_key`, then `openinference_key` on spans whose OpenInference kind is
+    `openinference_kind`. `finish_reasons`: the flattened messages' finish reasons are
+    the span's when it names none."""
+
+    key: str
+    flattened_prefixes: tuple[str, ...]
+    deprecated_key: str
+    openinference_key: str
+    finish_reasons: bool = False
+    openinference_kind: str = "LLM"
+
+
+MESSAGES_KEYS = (g.INPUT_MESSAGES, g.OUTPUT_MESSAGES)
+INPUT_MESSAGES = MessagesRule(
+    g.INPUT_MESSAGES, INPUT_MESSAGE_PREFIXES, g.PROMPT_DEPRECATED, g.OI_INPUT_VALUE
+)
+OUTPUT_MESSAGES = MessagesRule(
+    g.OUTPUT_MESSAGES, OUTPUT_MESSAGE_PREFIXES, g.COMPLETION_DEPRECATED, g.OI_OUTPUT_VALUE, True
+)
+MESSAGES_RULES = (INPUT_MESSAGES, OUTPUT_MESSAGES)
+"""Input, then output: the order `schemas.conventions` reads them in."""

@@ -101,9 +101,9 @@ def first_count(attr: AttributeSql, keys: tuple[str, ...], upper: int) -> str:
 
 @dataclass
 class GenAISql:
-    """The GenAI columns' SQL: `steps` are layers of named intermediate values (each layer
-    a subquery over the one before, so each is computed once), `columns` the SQL of each
-    GenAI / evaluation column of `spans` over the last layer."""
+    """The GenAI columns' SQL: `steps` are named intermediate values, in order (a step's
+    values read the steps before it; the caller names each value once, so each is computed
+    once), `columns` the SQL of each GenAI / evaluation column of `spans` over them."""
 
     steps: list[dict[str, str]]
     columns: dict[str, str]
@@ -113,20 +113,9 @@ def genai_sql(attr: AttributeSql, span_name: str, status_code: str) -> GenAISql:
     """The GenAI view in SQL, given the SQL of the span's name and status code string
     (see the module docstring)."""
     text = attr.text
-    oi_kind = f"upper({text(g.OI_SPAN_KIND)})"
-    other_kind = f"if({oi_kind} = 'UNKNOWN', '', lower({oi_kind}))"
-    openinference = _lookup(m.OPENINFERENCE_OPERATIONS, oi_kind, other_kind)
-    tl_kind = text(g.TL_SPAN_KIND)
-    traceloop = _lookup(m.TRACELOOP_OPERATIONS, tl_kind, "''")
-    request_type = _lookup(m.LLM_REQUEST_TYPE_OPERATIONS, text(g.TL_LLM_REQUEST_TYPE), "''")
     name_space = f"position({span_name}, ' ')"
     first = {
-        "pg_attribute_operation": (
-            f"multiIf({text(g.OPERATION_NAME)} != '', {text(g.OPERATION_NAME)}, "
-            f"{text(g.OI_SPAN_KIND)} != '', {openinference}, "
-            f"has({_ordered(list(m.TRACELOOP_OPERATIONS))}, {tl_kind}), {traceloop}, "
-            f"{request_type})"
-        ),
+        "pg_attribute_operation": _operation(attr),
         "pg_name_operation": (
             f"if({name_space} > 0, substring({span_name}, 1, {name_space} - 1), {span_name})"
         ),
@@ -141,37 +130,6 @@ def genai_sql(attr: AttributeSql, span_name: str, status_code: str) -> GenAISql:
             "pg_name_operation, pg_attribute_operation)"
         )
     }
-    target = "if(pg_name_operation = pg_operation, pg_name_target, '')"
-    is_tool = f"pg_operation = {quote(g.OP_EXECUTE_TOOL)}"
-    entity = text(g.TL_ENTITY_NAME)
-    agent_name = (
-        f"multiIf({_first_branches(attr, m.AGENT_NAME_KEYS)}, "
-        f"has({_array(m.TRACELOOP_AGENT_KINDS)}, {tl_kind}) AND {entity} != '', {entity}, "
-        f"has({_array(m.AGENT_OPERATIONS)}, pg_operation), {target}, '')"
-    )
-    tool_name = (
-        f"multiIf({_first_branches(attr, m.TOOL_NAME_KEYS)}, "
-        f"{tl_kind} = 'tool' AND {entity} != '', {entity}, {is_tool}, {target}, '')"
-    )
-    request_model = (
-        f"multiIf({_first_branches(attr, m.REQUEST_MODEL_KEYS)}, "
-        f"has({_array(g.MODEL_OPERATIONS)}, pg_operation), {target}, '')"
-    )
-
-    def with_fallback(key: str, fallback: tuple[str, ...]) -> str:
-        return f"if({text(key)} = '' AND {is_tool}, {first_text(attr, fallback)}, {text(key)})"
-
-    is_message_op = f"has({_array(m.MESSAGE_OPERATIONS)}, pg_operation)"
-    is_oi_llm = f"{text(g.OI_SPAN_KIND)} = 'LLM'"
-    both = f"({text(g.INPUT_MESSAGES)} != '' AND {text(g.OUTPUT_MESSAGES)} != '')"
-
-    def messages(key: str, deprecated: str, openinference: str) -> str:
-        return (
-            f"multiIf({text(key)} != '' OR NOT {is_message_op} OR {both}, {text(key)}, "
-            f"{text(deprecated)} != '', {text(deprecated)}, "
-            f"{is_oi_llm}, {text(openinference)}, '')"
-        )
-
     total_tokens = (
         f"ifNull({first_count(attr, m.TOTAL_TOKEN_KEYS, MAX_UINT64)}, "
         "if(isNotNull(pg_input_tokens) AND isNotNull(pg_output_tokens) "
@@ -186,24 +144,22 @@ def genai_sql(attr: AttributeSql, span_name: str, status_code: str) -> GenAISql:
     columns = {
         "GenAIOperation": "pg_operation",
         "GenAIProvider": first_text(attr, m.PROVIDER_KEYS),
-        "GenAIAgentName": agent_name,
+        "GenAIAgentName": _name(attr, m.AGENT_NAME),
         "GenAIAgentId": text(g.AGENT_ID),
-        "GenAIToolName": tool_name,
+        "GenAIToolName": _name(attr, m.TOOL_NAME),
         "GenAIToolCallId": first_text(attr, m.TOOL_CALL_ID_KEYS),
         "GenAIToolType": text(g.TOOL_TYPE),
-        "GenAIToolArguments": with_fallback(g.TOOL_CALL_ARGUMENTS, m.TOOL_ARGUMENT_FALLBACK_KEYS),
-        "GenAIToolResult": with_fallback(g.TOOL_CALL_RESULT, m.TOOL_RESULT_FALLBACK_KEYS),
+        "GenAIToolArguments": _tool_content(attr, m.TOOL_ARGUMENTS),
+        "GenAIToolResult": _tool_content(attr, m.TOOL_RESULT),
         "GenAIConversationId": first_text(attr, m.CONVERSATION_KEYS),
-        "GenAIRequestModel": request_model,
+        "GenAIRequestModel": _name(attr, m.REQUEST_MODEL),
         "GenAIResponseModel": first_text(attr, m.RESPONSE_MODEL_KEYS),
         "GenAIInputTokens": "pg_input_tokens",
         "GenAIOutputTokens": "pg_output_tokens",
         "GenAITotalTokens": total_tokens,
         "GenAIErrorType": error_type,
-        "GenAIInputMessages": messages(g.INPUT_MESSAGES, g.PROMPT_DEPRECATED, g.OI_INPUT_VALUE),
-        "GenAIOutputMessages": messages(
-            g.OUTPUT_MESSAGES, g.COMPLETION_DEPRECATED, g.OI_OUTPUT_VALUE
-        ),
+        "GenAIInputMessages": _messages(attr, m.INPUT_MESSAGES),
+        "GenAIOutputMessages": _messages(attr, m.OUTPUT_MESSAGES),
         "EvalDatasetItemId": text(g.PG_DATASET_ITEM_ID),
         "EvalRunId": text(g.PG_RUN_ID),
         "EvalReplayIndex": f"CAST({replay_index} AS Nullable(UInt32))",
@@ -211,3 +167,61 @@ def genai_sql(attr: AttributeSql, span_name: str, status_code: str) -> GenAISql:
         "EvalSuiteVersion": text(g.PG_SUITE_VERSION),
     }
     return GenAISql([first, second], columns)
+
+
+# The span name's target ("chat gpt-4o" -> "gpt-4o") when its first word is the operation.
+_TARGET = "if(pg_name_operation = pg_operation, pg_name_target, '')"
+_IS_TOOL = f"pg_operation = {quote(g.OP_EXECUTE_TOOL)}"
+
+
+def _operation(attr: AttributeSql) -> str:
+    """`genai_mapping.OPERATION_KEY`, then each of `OPERATION_SOURCES`, "" when none
+    names an operation."""
+    named = attr.text(m.OPERATION_KEY)
+    branches = [f"{named} != '', {named}"]
+    for source in m.OPERATION_SOURCES:
+        value = attr.text(source.key)
+        kind = f"upper({value})" if source.upper else value
+        if source.unknown == "lowercase":
+            other = f"if({kind} = {quote(source.unknown_value)}, '', lower({kind}))"
+            branches.append(f"{value} != '', {_lookup(source.table, kind, other)}")
+        else:
+            looked_up = _lookup(source.table, kind, "''")
+            branches.append(f"has({_ordered(list(source.table))}, {kind}), {looked_up}")
+    return f"multiIf({', '.join(branches)}, '')"
+
+
+def _name(attr: AttributeSql, rule: m.NameRule) -> str:
+    """A name-like field as `rule` reads it (`genai_mapping.NameRule`)."""
+    branches = [_first_branches(attr, rule.keys)]
+    if rule.entity_kinds:
+        entity = attr.text(g.TL_ENTITY_NAME)
+        branches.append(
+            f"has({_array(rule.entity_kinds)}, {attr.text(g.TL_SPAN_KIND)}) "
+            f"AND {entity} != '', {entity}"
+        )
+    if rule.target_operations:
+        branches.append(f"has({_array(rule.target_operations)}, pg_operation), {_TARGET}")
+    return f"multiIf({', '.join(branches)}, '')"
+
+
+def _tool_content(attr: AttributeSql, rule: m.ToolContentRule) -> str:
+    """A tool call's arguments or result (`genai_mapping.ToolContentRule`)."""
+    value = attr.text(rule.key)
+    return f"if({value} = '' AND {_IS_TOOL}, {first_text(attr, rule.fallback_keys)}, {value})"
+
+
+def _messages(attr: AttributeSql, rule: m.MessagesRule) -> str:
+    """A model call's messages (`genai_mapping.MessagesRule`; the SQL never sees flattened
+    message keys)."""
+    text = attr.text
+    value = text(rule.key)
+    is_message_op = f"has({_array(m.MESSAGE_OPERATIONS)}, pg_operation)"
+    both = " AND ".join(f"{text(key)} != ''" for key in m.MESSAGES_KEYS)
+    deprecated = text(rule.deprecated_key)
+    return (
+        f"multiIf({value} != '' OR NOT {is_message_op} OR ({both}), {value}, "
+        f"{deprecated} != '', {deprecated}, "
+        f"{text(g.OI_SPAN_KIND)} = {quote(rule.openinference_kind)}, "
+        f"{text(rule.openinference_key)}, '')"
+    )

@@ -8,18 +8,19 @@ Accepts the semantic-convention shape (`{"role", "parts": [{"type": "text", "con
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from pathgrade.schemas.json_text import loads
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class RequestedToolCall:
-    """A tool call a model asked for in its output messages."""
+class RequestedToolCall(NamedTuple):
+    """A tool call a model asked for in its output messages (a named tuple: one is made
+    per call of every model output the collector reads, at less than a frozen
+    dataclass's cost)."""
 
     call_id: str
     name: str
@@ -30,7 +31,7 @@ def parse_json(text: str) -> Any:
     if not text:
         return None
     try:
-        return json.loads(text)
+        return loads(text)
     except ValueError:
         return None
 
@@ -83,15 +84,17 @@ UNTRUSTED_PART_TYPES = frozenset({"document", "file", "tool_call_response"})
 
 
 def untrusted_texts(message: dict[str, Any]) -> list[str]:
-    """The texts of `message` the user did not type: a tool message's content, and
-    document, file and tool-response parts of any message."""
+    """The texts of `message` the user did not type: a tool message's content (or the text
+    of each of its parts), and document, file and tool-response parts of any message."""
     if message.get("role") == "tool":
-        return [str(message.get("content") or message.get("parts") or "")]
-    return [
-        str(part.get("content") or part.get("response") or "")
-        for part in _parts(message)
-        if part.get("type") in UNTRUSTED_PART_TYPES
-    ]
+        content = message.get("content")
+        # each part's text as the tool gave it (a tool result's text, repeated)
+        parts = None if content else _parts(message)
+        if not parts:
+            return [str(content or message.get("parts") or "")]
+    else:
+        parts = [part for part in _parts(message) if part.get("type") in UNTRUSTED_PART_TYPES]
+    return [str(part.get("content") or part.get("response") or "") for part in parts]
 
 
 def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:

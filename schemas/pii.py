@@ -13,7 +13,9 @@ Plain ASCII text without `%` is matched as is (the common case costs nothing ext
   (internationalised domains, also in their `xn--` form), sizes bounded as RFC 5321 does so
   the scan stays linear on hostile input;
 - card: 13-19 digits that pass the Luhn check, the digits optionally separated by up to
-  three characters of space, `.`, `/`, `+`, `-` or a Unicode dash (`4111 - 1111 ...`); a
+  three characters of space, `.`, `/`, `+`, `-` or a Unicode dash (`4111 - 1111 ...`),
+  with no ASCII letter or digit right before or after the run (a digit run inside a hex
+  id such as `5f14ca83ce2508042088708e47` is part of the id, not a card); a
   number value (an integer, or a float holding an integer) is a card when its 13-19
   digits pass the Luhn check and start with a major industry identifier of banking and
   finance (2-6), so timestamps and ids in number attributes (which start with 1) are not
@@ -32,6 +34,8 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Final
 from urllib.parse import unquote
+
+from pathgrade.schemas.memo import BoundedMemo
 
 EMAIL: Final = "email"
 CARD: Final = "card"
@@ -52,8 +56,10 @@ CARD_MAX_DIGITS: Final = 19
 _SEPARATOR = r"[\s./+\-\u2010-\u2015\u2212]"
 # A run of 13-19 ASCII digits (after normalisation), with short separators between digits;
 # the first digit comes first in the expression (the engine then skips to digits) and the
-# look-behind checks that no digit precedes it.
-_CARD_CANDIDATE = re.compile(rf"[0-9](?<![0-9]{{2}})(?:{_SEPARATOR}{{0,3}}[0-9]){{12,18}}(?![0-9])")
+# look-behind checks that no digit or ASCII letter precedes it (nor follows the run).
+_CARD_CANDIDATE = re.compile(
+    rf"[0-9](?<![0-9A-Za-z]{{2}})(?:{_SEPARATOR}{{0,3}}[0-9]){{12,18}}(?![0-9A-Za-z])"
+)
 _ANY_DIGIT = re.compile(r"[0-9]")  # cheap pre-check before the card regex
 # The pre-check of ASCII text: a card is a run of at least 13 digits and separators, so
 # the text mapped byte by byte (digit or separator -> "0", anything else -> "x") holds 13
@@ -117,7 +123,7 @@ class PiiScanner:
 
     def __init__(self, extra_patterns: Iterable[str] = ()) -> None:
         self.extra_patterns = [re.compile(pattern) for pattern in extra_patterns]
-        self._remembered: dict[str, tuple[str, Counts]] = {}
+        self._remembered: BoundedMemo[str, tuple[str, Counts]] = BoundedMemo(_MAX_REMEMBERED)
 
     def scrub(self, text: str) -> tuple[str, Counts]:
         """`text` with every finding replaced by its mark, and the count per kind; the
@@ -126,9 +132,7 @@ class PiiScanner:
             return self._scrub(text)
         done = self._remembered.get(text)
         if done is None:
-            if len(self._remembered) >= _MAX_REMEMBERED:
-                self._remembered.clear()  # hostile input cannot grow it; hot texts return
-            done = self._remembered[text] = self._scrub(text)
+            done = self._remembered.put(text, self._scrub(text))
         return done
 
     def clean(self, text: str) -> str:

@@ -22,10 +22,12 @@ entry or a changed expression is a new version.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
+
+from pathgrade.schemas.json_text import loads
+from pathgrade.schemas.memo import BoundedMemo
 
 _CACHED_TEXTS = 4096  # texts whose hits a lexicon remembers (tool results repeat in inputs)
 _CACHED_TEXT_CHARS = 4096
@@ -103,7 +105,7 @@ class Lexicon:
         self._any = re.compile(
             "|".join(f"(?:{e})" for e in self.expressions.values()), re.MULTILINE
         )
-        self._remembered: dict[str, list[str]] = {}
+        self._remembered: BoundedMemo[str, list[str]] = BoundedMemo(_CACHED_TEXTS)
 
     def hits(self, text: str) -> list[str]:
         """The names of the entries that match somewhere in `text`, in lexicon order."""
@@ -119,9 +121,7 @@ class Lexicon:
             else []
         )
         if len(text) <= _CACHED_TEXT_CHARS:
-            if len(self._remembered) >= _CACHED_TEXTS:
-                self._remembered.clear()
-            self._remembered[text] = found
+            self._remembered.put(text, found)
         return found
 
     def _may_match(self, lowered: str) -> bool:
@@ -147,7 +147,7 @@ def call_arguments(text: str) -> dict[str, Any] | None:
     if not text:
         return None
     try:
-        value = json.loads(text)
+        value = loads(text)
     except ValueError:
         return None
     if not isinstance(value, dict):

@@ -3,7 +3,8 @@
 Batches are bounded by span count and age: a busy stream is inserted every `max_batch_age_s`
 (each chDB insert has a fixed cost of tens of ms, so few large inserts keep up with far more
 spans than many small ones), a stream that went quiet after `idle_flush_s` so its last spans
-become queryable quickly. A batch of at least `sql_insert_min_spans` spans goes to
+become queryable quickly, and a stream busy enough for the SQL path every `sql_batch_age_s`
+(`flush_due`). A batch of at least `sql_insert_min_spans` spans goes to
 ClickHouse as the values came, parsed and computed there (`otlp_insert`): that statement's
 analysis costs a fixed share of a second of CPU, which only a large batch earns back, so
 smaller batches (an idle or lightly loaded stack's) are decoded here and inserted as rows.
@@ -67,6 +68,23 @@ def _parsed(message: Any, problems: DecodeProblems) -> PendingMessage:
     return pending_message(message.value, tenant, received_at)
 
 
+def flush_due(
+    config: StoreWriterConfig, spans: int, age_s: float, quiet_s: float, sql: bool
+) -> bool:
+    """Whether a batch of `spans` spans, its first `age_s` ago and its last `quiet_s` ago,
+    is written now: when full, when no message came for `idle_flush_s`, at
+    `max_batch_age_s`, except (with the SQL path) for a batch that has, or at its rate will
+    have by `sql_batch_age_s`, `sql_insert_min_spans` spans: that one grows until
+    `sql_batch_age_s`."""
+    if spans >= config.max_batch_spans or quiet_s >= config.idle_flush_s:
+        return True
+    if age_s < config.max_batch_age_s:
+        return False
+    if not sql or age_s >= config.sql_batch_age_s:
+        return True
+    return spans / age_s * config.sql_batch_age_s < config.sql_insert_min_spans
+
+
 class _Batch:
     """What is pending insert (rows decoded here, parsed messages whose path the batch's
     size decides at its flush), its spans, and the offsets it covers."""
@@ -76,14 +94,15 @@ class _Batch:
         self.messages: list[PendingMessage] = []
         self.spans = 0
         self.next_offsets: dict[TopicPartition, int] = {}
-        self.started = 0.0
+        self.started = self.last_added = 0.0
 
     def add(
         self, partition: TopicPartition, offset: int, pending: list[Span] | PendingMessage | None
     ) -> None:
         """Add a message's spans, or the message parsed (None: it was skipped)."""
+        self.last_added = time.monotonic()
         if not self.next_offsets:
-            self.started = time.monotonic()
+            self.started = self.last_added
         if isinstance(pending, PendingMessage):
             self.messages.append(pending)
             self.spans += pending.spans
@@ -121,8 +140,8 @@ class StoreWriter:
         self.flush()
 
     def poll_once(self, timeout_ms: int = 100) -> int:
-        """One poll, then a flush when the batch is full, old enough, or the poll found
-        nothing new and the batch has waited `idle_flush_s`; returns the messages read."""
+        """One poll, then a flush when the batch is due (`flush_due`); returns the messages
+        read."""
         records = self.consumer.poll(timeout_ms=timeout_ms)
         for partition, messages in records.items():
             for message in messages:
@@ -131,12 +150,9 @@ class StoreWriter:
         batch = self._batch
         if not batch.next_offsets:
             return read
-        age = time.monotonic() - batch.started
-        config = self.config
-        if (
-            batch.spans >= config.max_batch_spans
-            or age >= config.max_batch_age_s
-            or (not records and age >= config.idle_flush_s)
+        now = time.monotonic()
+        if flush_due(
+            self.config, batch.spans, now - batch.started, now - batch.last_added, self.sql
         ):
             self.flush()
         return read

@@ -30,6 +30,13 @@ class StoreWriterConfig(BaseModel):
     idle_flush_s: float = Field(
         0.25, description="a batch is written when no message came for this long"
     )
+    sql_batch_age_s: float = Field(
+        5.0,
+        description="under load, a batch on its way to the SQL path (one that has, or at "
+        "the rate its spans came will have by then, `sql_insert_min_spans` spans) is "
+        "written at the latest this long after its first span instead of `max_batch_age_s`, "
+        "so the SQL statement's fixed cost is shared by more spans",
+    )
     sql_insert: bool = Field(
         True,
         description="let ClickHouse parse the values of large batches itself "

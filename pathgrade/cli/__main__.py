@@ -5,12 +5,13 @@ import sys
 
 def run() -> int:
     """`main.main`, and exit code 130 without a traceback for a Ctrl-C that comes while the
-    command line is still being imported."""
+    command line is still being imported or its parser built."""
     try:
         from pathgrade.cli.main import main
+
+        return main()
     except KeyboardInterrupt:
         return 130
-    return main()
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -24,6 +25,10 @@ DEFAULT_PARTITIONS = 4
 _ATTEMPT_S = 2.0  # one metadata request's bound while waiting for Kafka
 _PR_SET_PDEATHSIG = 1
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST_DRAWN_PORT = 10_000
+_PORT_DRAWS = 50
+_handed_out: set[int] = set()
 
 
 class BrokerError(RuntimeError):
@@ -31,9 +36,38 @@ class BrokerError(RuntimeError):
 
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port on `host` that nothing holds now. Drawn at random from below the kernel's
+    ephemeral range where Linux says what that is, never twice in one process: a port the
+    kernel picks for `bind(0)` is an ephemeral one, which any outgoing connection may take
+    as its local port before the listener meant for it binds it. The kernel's own pick
+    where the range is unknown, or when `_PORT_DRAWS` draws all found a port held."""
+    below = _ephemeral_ports_start()
+    if below > _LOWEST_DRAWN_PORT:
+        for _ in range(_PORT_DRAWS):
+            port = random.randrange(_LOWEST_DRAWN_PORT, below)
+            if port not in _handed_out and _bindable(host, port):
+                _handed_out.add(port)
+                return port
     with socket.socket() as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def _ephemeral_ports_start() -> int:
+    """The first port of the kernel's ephemeral range; 0 where the system does not say."""
+    try:
+        return int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
 
 
 def tansu_binary() -> str:

@@ -260,6 +260,7 @@ def test_coverage_gaps_are_figures_and_one_alert_per_window(stack: Stack) -> Non
     assert 'pathgrade_realtime_coverage_ratio{code="PG113",service="sentinel"' in metrics
 
 
+@pytest.mark.timeout(900)  # fifteen CLI runs, five of them evaluations: slow on a loaded machine
 def test_seeded_defects_pass_their_gate_rows_on_the_default_stack(
     stack: Stack, tmp_path: Path
 ) -> None:

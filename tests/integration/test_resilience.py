@@ -19,6 +19,7 @@ from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
 
 from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import LocalBroker
+from pathgrade.stack.embedded import BROKER_SWAP_MIN_INTERVAL_S
 from pathgrade.stack.store_access import stack_status
 from tests.integration.conftest import (
     PathgradeProcess,
@@ -167,6 +168,7 @@ def test_full_spill_answers_503_retry_after_and_grpc_unavailable(
         assert collector.terminate() == 0, collector.output
 
 
+@pytest.mark.timeout(900)  # a loaded machine sends the 3,000 traces slowly
 def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> None:
     """Past --broker-max-mb the memory-only broker is replaced while traffic flows: every
     span is stored once, and the realtime plane (two processes in the group, which split
@@ -189,7 +191,7 @@ def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> No
             )
         )
         first.start()
-        wait_until(lambda: stack.output_has("broker swapped"), timeout_s=180)
+        wait_for_the_swap(stack, first)
         first.join(timeout=180)
         sent.append(send_demo_traces(OTLPSpanExporter(endpoint=url), traces=200, seed=5))
         every = [trace_id for summary in sent for trace_id in summary.trace_ids]
@@ -212,6 +214,23 @@ def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> No
     # past the limit (printed to 0.1 MB), then a fresh broker (~16-24 MB idle) took its place
     assert before >= 24 and after < before
     assert 0 < carried <= samples_now  # the unscored samples came along
+
+
+def wait_for_the_swap(stack: PathgradeProcess, sending: threading.Thread) -> None:
+    """Wait for "broker swapped" while the traffic is sent (a loaded machine sends slowly)
+    and for two swap intervals after it (a swap whose readers did not settle is tried
+    again); fail with what the stack said of its broker (memory in its status lines,
+    swaps abandoned)."""
+
+    def swapped() -> bool:
+        return stack.output_has("broker swapped")
+
+    wait_until(lambda: swapped() or not sending.is_alive(), timeout_s=600)
+    try:
+        wait_until(swapped, timeout_s=2 * BROKER_SWAP_MIN_INTERVAL_S + 30)
+    except AssertionError:
+        said = [line for line in stack.output.splitlines() if "broker" in line]
+        raise AssertionError("no broker swap; the stack said:\n" + "\n".join(said[-40:])) from None
 
 
 def counted_across_the_swap(data_dir: Path, total: int) -> bool:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -147,8 +147,12 @@ def test_bad_settings_are_refused_before_any_process_starts(
 
 
 def test_ctrl_c_while_waiting_for_kafka_stops_at_once(tmp_path: Path) -> None:
-    starting = pathgrade("up", "--data-dir", str(tmp_path), "--kafka", f"127.0.0.1:{free_port()}")
-    time.sleep(2)  # importing and waiting for the broker that never answers
-    os.killpg(starting.pid, signal.SIGINT)
+    with socket.create_server(("127.0.0.1", 0)) as silent_broker:  # accepts, never answers
+        address = f"127.0.0.1:{silent_broker.getsockname()[1]}"
+        starting = pathgrade("up", "--data-dir", str(tmp_path), "--kafka", address)
+        silent_broker.settimeout(120)
+        connection, _ = silent_broker.accept()  # `up` is waiting for Kafka now
+        os.killpg(starting.pid, signal.SIGINT)
+        connection.close()
     out, errors = starting.communicate(timeout=60)
     assert starting.returncode == 130 and "Traceback" not in errors + out, errors

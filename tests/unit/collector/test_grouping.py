@@ -101,3 +101,47 @@ def test_a_resource_too_large_for_any_message_refuses_its_spans() -> None:
     assert grouped.rejections.rejected_spans == 2
     assert [len(m.spans) for m in grouped.messages] == [2]
     assert all(len(m.value) <= 2000 for m in grouped.messages)
+
+
+def protobuf_traces_data(
+    request: ExportTraceServiceRequest, ids: list[tuple[bytes, bytes]]
+) -> bytes:
+    """The TracesData protobuf itself encodes for the spans of `request` with (trace id,
+    span id) in `ids`,
+    grouped under copies of their resources and scopes as they first come."""
+    data = TracesData()
+    for resource_spans in request.resource_spans:
+        resource = None
+        for scope_spans in resource_spans.scope_spans:
+            scope = None
+            for span in scope_spans.spans:
+                if (span.trace_id, span.span_id) not in ids:
+                    continue
+                if resource is None:
+                    resource = data.resource_spans.add(schema_url=resource_spans.schema_url)
+                    resource.resource.CopyFrom(resource_spans.resource)
+                if scope is None:
+                    scope = resource.scope_spans.add(schema_url=scope_spans.schema_url)
+                    scope.scope.CopyFrom(scope_spans.scope)
+                scope.spans.append(span)
+    return data.SerializeToString()
+
+
+def test_messages_are_the_bytes_protobuf_encodes() -> None:
+    """Messages are written from the parts' encodings: byte for byte what protobuf
+    encodes for the same TracesData, with empty and non-empty resources, scopes and schema
+    URLs, and lengths taking one, two and three varint bytes."""
+    a, b = bytes(range(16)), bytes(range(1, 17))
+    request = request_with({a: 3, b: 2}, resources=3)
+    request.resource_spans[0].schema_url = "https://opentelemetry.io/schemas/1.26.0"
+    request.resource_spans[1].ClearField("resource")
+    request.resource_spans[1].scope_spans[0].ClearField("scope")
+    request.resource_spans[1].scope_spans[0].schema_url = "https://example.com/scope"
+    extra_scope = request.resource_spans[2].scope_spans.add()
+    extra_scope.spans.add(trace_id=a, span_id=bytes(8 * [9]), name="y" * 20_000)
+    request.resource_spans[2].scope_spans[0].spans[0].name = "z" * 200
+    grouped = group_by_trace(request)
+    assert len(grouped.messages) == 2
+    for message in grouped.messages:
+        ids = [(span.trace_id, span.span_id) for span in message.spans]
+        assert message.value == protobuf_traces_data(request, ids)

@@ -251,3 +251,22 @@ def test_event_and_resource_attributes_may_have_empty_keys() -> None:
     request = _request([_span(1, events=[event])])
     request.resource_spans[0].resource.attributes.add(key="")
     assert validate_request(request).rejected_spans == 0
+
+
+@pytest.mark.parametrize("told_size", [False, True])
+def test_in_a_request_over_the_limit_each_span_is_checked_on_its_own(told_size: bool) -> None:
+    """Values are walked where the encoding is larger than the limit: in a request over
+    it, the span holding the long value is refused and its neighbours (each under the
+    limit, together over it) are kept, whether the request's size is given or computed."""
+    limits = SpanLimits(max_string_value_bytes=64)
+    spans = [_span(i, attributes=[KeyValue(key="v", value=AnyValue(string_value="x" * 40))])
+             for i in (1, 3)]  # fmt: skip
+    long = KeyValue(key="v", value=AnyValue(array_value={"values": [{"string_value": "y" * 65}]}))
+    request = _request([spans[0], _span(2, attributes=[long]), spans[1]])
+    size = request.ByteSize() if told_size else None
+    result = validate_request(request, limits, size)
+    assert result.rejected_spans == 1
+    assert "attributes[0] (v).arrayValue.values[0]: string value of 65 bytes" in (
+        result.error_message
+    )
+    assert _names(request) == ["span 1", "span 3"]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import content_fields, eval_context, genai_fields
+from pathgrade.schemas.conventions import content_fields, content_view, eval_context, genai_fields
 
 
 def test_current_genai_chat_span() -> None:
@@ -424,3 +424,47 @@ def test_content_fields_are_the_content_part_of_the_genai_view(
                  "output_messages", "finish_reasons"):  # fmt: skip
         assert getattr(content, name) == getattr(full, name), name
     assert content.operation and not content.request_model and not content.tool_name
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"openinference.span.kind": "LLM",
+         "llm.input_messages.0.message.role": "user",
+         "llm.input_messages.0.message.content": b"hi \xff",
+         "llm.input_messages.1.message.role": "tool",
+         "llm.input_messages.1.message.tool_call_id": b"c1",
+         "llm.input_messages.1.message.content": ["ok", b"bytes", {"k": b"v"}],
+         "llm.output_messages.0.message.role": "assistant",
+         "llm.output_messages.0.message.contents.0.message_content.text": b"done",
+         "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "f",
+         "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": b'{"a"',
+         "llm.output_messages.0.message.finish_reason": "stop"},
+        {"gen_ai.operation.name": "chat", "gen_ai.input.messages": '[{"role": "user"}]',
+         "gen_ai.prompt": "ignored: the key's text wins",
+         "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": 1.5},
+    ],
+)  # fmt: skip
+def test_rebuilt_messages_are_their_json_text_parsed(attributes: dict) -> None:
+    viewed, rebuilt = content_view("chat", attributes, arguments=True)
+    fields = content_fields("chat", attributes)
+    for messages, text, viewed_text in (
+        (rebuilt.inputs, fields.input_messages, viewed.input_messages),
+        (rebuilt.outputs, fields.output_messages, viewed.output_messages),
+    ):
+        assert (messages, viewed_text) == ((json.loads(text), "") if messages else ([], text))
+    assert viewed.finish_reasons == fields.finish_reasons
+
+
+def test_rebuilt_messages_leave_tool_call_arguments_out_unless_asked_for() -> None:
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.tool_calls.0.id": "c1",
+        "gen_ai.completion.0.tool_calls.0.name": "refund",
+        "gen_ai.completion.0.tool_calls.0.arguments": '{"order": 7}',
+    }
+    (call,) = content_view("chat", attributes)[1].outputs[0]["parts"]
+    (with_arguments,) = content_view("chat", attributes, arguments=True)[1].outputs[0]["parts"]
+    assert call == {"type": "tool_call", "id": "c1", "name": "refund"}
+    assert with_arguments == {**call, "arguments": {"order": 7}}

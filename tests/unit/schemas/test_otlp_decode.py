@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from opentelemetry import trace as trace_api
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -19,6 +21,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.schemas.conventions import eval_context, genai_fields
+from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import any_value, attributes_dict, decode_spans_message
 
 TRACE_ID = bytes.fromhex("0AF7651916CD43DD8448EB211C80319C")
@@ -247,3 +250,46 @@ def test_spans_without_genai_keys_decode_as_genai_fields_reads_them(
     expected.error_type = expected.error_type or "_OTHER"
     assert decoded.genai == expected
     assert decoded.eval == eval_context(attributes)
+
+
+def test_every_span_field_is_decoded_into_its_own_field() -> None:
+    """The decoder builds spans positionally (a third of keywords' cost): each field of
+    `Span` gets its own value, checked by name on a span where every field differs, so a
+    field added to or moved in `Span` without the decoder fails here."""
+    data = TracesData()
+    resource_spans = data.resource_spans.add()
+    resource_spans.resource.attributes.append(_kv("service.name", string_value="svc"))
+    scope_spans = resource_spans.scope_spans.add()
+    scope_spans.scope.name, scope_spans.scope.version = "scope-name", "scope-version"
+    span = scope_spans.spans.add(
+        trace_id=TRACE_ID, span_id=CHILD_ID, parent_span_id=ROOT_ID, name="chat m",
+        kind=ProtoSpan.SPAN_KIND_CLIENT, start_time_unix_nano=5, end_time_unix_nano=7,
+        trace_state="ts=1", status=Status(code=Status.STATUS_CODE_ERROR, message="boom"),
+    )  # fmt: skip
+    span.attributes.extend(
+        [
+            _kv("gen_ai.operation.name", string_value="chat"),
+            _kv("pathgrade.run.id", string_value="r"),
+        ]
+    )
+    span.events.add(time_unix_nano=6, name="event")
+    span.links.add(trace_id=TRACE_ID, span_id=ROOT_ID, trace_state="link=1")
+    (decoded,) = decode_spans_message(data.SerializeToString(), "tenant-a", 11)
+    expected = {
+        "tenant": "tenant-a", "trace_id": TRACE_ID.hex(), "span_id": CHILD_ID.hex(),
+        "parent_span_id": ROOT_ID.hex(), "name": "chat m", "kind": "Client", "start_ns": 5,
+        "end_ns": 7, "service_name": "svc", "trace_state": "ts=1",
+        "resource_attributes": {"service.name": "svc"}, "scope_name": "scope-name",
+        "scope_version": "scope-version",
+        "attributes": {"gen_ai.operation.name": "chat", "pathgrade.run.id": "r"},
+        "status_code": "Error", "status_message": "boom", "received_at_ns": 11,
+    }  # fmt: skip
+    init_fields = [f.name for f in dataclasses.fields(Span) if f.init]
+    assert sorted(init_fields) == sorted([*expected, "events", "links", "genai", "eval"])
+    for name, value in expected.items():
+        assert getattr(decoded, name) == value, name
+    assert [(e.time_ns, e.name) for e in decoded.events] == [(6, "event")]
+    assert [(link.span_id, link.trace_state) for link in decoded.links] == [
+        (ROOT_ID.hex(), "link=1")
+    ]
+    assert decoded.genai.operation == "chat" and decoded.eval.run_id == "r"

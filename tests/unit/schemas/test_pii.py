@@ -216,3 +216,16 @@ def test_the_card_pre_check_passes_cards_and_skips_runs_too_short_for_one() -> N
     assert pii._may_hold_card('{"card": "4111 1111 - 1111 1111"}')
     assert pii._may_hold_card("4111\u20121111\u20121111\u20121111")  # Unicode dash
     assert not pii._may_hold_card('{"id": "call_409a8a78909ff4976a8a43ef", "n": 12345678901}')
+
+
+def test_digit_runs_glued_to_letters_are_ids_not_cards() -> None:
+    """A hex id may hold a Luhn-valid run of 13-19 digits; it is part of the id (replayed
+    traces keep their ids), while the same digits standing alone are still a card."""
+    run = "2508042088708"
+    assert luhn_valid(run)
+    trace_id = f"trace-5f14ca83ce{run}e475a61f5"
+    assert SCANNER.scrub(trace_id) == (trace_id, {})
+    for glued in (f"x{run}", f"{run}y", f"ab{run}cd"):
+        assert SCANNER.scrub(glued) == (glued, {})
+    for alone in (run, f"id-{run}", f"({run})", f"_{run}_", f"n°{run}"):
+        assert SCANNER.scrub(alone)[1] == {"card": 1}, alone
