@@ -7,6 +7,10 @@ OTLP/HTTP from a few threads of this process, and waits until the collector has 
 span in Kafka (its log sent on). The figure is the collector process's CPU seconds (all
 its threads, from the first request to the last span sent on) per span; the variants
 alternate round by round, and the last line is the ratio of the medians this / against.
+`--against-no-facts` compares this checkout's collector with facts (the default) against
+the same collector with facts off (`CollectorConfig.facts`): the live process's share of
+facts, beside the stage figure of bench/ingest_stages.py (which leaves out HTTP, the Kafka
+client and the durable log).
 
 `--profile FILE` (one variant, this checkout) cProfiles every thread of the collector and
 writes the merged statistics to FILE (`python -m pstats FILE`); profiling inflates the
@@ -14,7 +18,7 @@ figures, so read its shares, not its times.
 
     python bench/collector_cpu.py [--spans 60000] [--mix realistic|demo] [--batch 512]
                                   [--senders 4] [--rounds 3] [--against PYTHON]
-                                  [--memory-only] [--profile FILE]
+                                  [--against-no-facts] [--memory-only] [--profile FILE]
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -37,7 +42,7 @@ CHILD_FLAG = "--serve-collector"
 # ------------------------------------------------------------------ the collector child
 
 
-def serve(bootstrap: str, spill_dir: str, durable: bool, profile: str | None) -> None:
+def serve(bootstrap: str, spill_dir: str, durable: bool, facts: bool, profile: str | None) -> None:
     """Child: run a collector, answer the parent's commands on stdin ("cpu": this
     process's CPU seconds; "sent N": wait until N spans are accepted and the log is sent
     on, then the CPU seconds; "stop")."""
@@ -47,7 +52,7 @@ def serve(bootstrap: str, spill_dir: str, durable: bool, profile: str | None) ->
 
     config = CollectorConfig(
         kafka_bootstrap=bootstrap, spill_dir=Path(spill_dir), grpc_port=0, http_port=0,
-        durable_log=durable,
+        durable_log=durable, facts=facts,
     )  # fmt: skip
     collector = Collector(config)
     collector.start()
@@ -103,11 +108,18 @@ def _write_profile(profilers: list, path: str) -> None:
 # ------------------------------------------------------------------ the parent
 
 
+class Variant(NamedTuple):
+    """A collector to measure: its checkout's python, and whether it records facts."""
+
+    python: str
+    facts: bool = True
+
+
 def run_once(
-    python: str, bodies: list[bytes], spans: int, args: argparse.Namespace
+    variant: Variant, bodies: list[bytes], spans: int, args: argparse.Namespace
 ) -> tuple[float, float]:
-    """CPU µs per span (all, and the system's part) of one collector of `python`'s
-    checkout, on a fresh broker."""
+    """CPU µs per span (all, and the system's part) of one collector of `variant`, on a
+    fresh broker."""
     from ingest import send_all
 
     from pathgrade.stack.broker import LocalBroker, ensure_topics
@@ -117,8 +129,9 @@ def run_once(
     try:
         ensure_topics(broker.bootstrap)
         with tempfile.TemporaryDirectory(prefix="pathgrade-collector-cpu-") as spill_dir:
-            command = [python, __file__, CHILD_FLAG, broker.bootstrap, spill_dir,
-                       "memory" if args.memory_only else "durable", args.profile or ""]  # fmt: skip
+            command = [variant.python, __file__, CHILD_FLAG, broker.bootstrap, spill_dir,
+                       "memory" if args.memory_only else "durable",
+                       "facts" if variant.facts else "no-facts", args.profile or ""]  # fmt: skip
             child = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                 cwd=tempfile.gettempdir(),
@@ -157,6 +170,9 @@ def main() -> None:
     parser.add_argument("--senders", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3, help="runs of each variant")
     parser.add_argument("--against", metavar="PYTHON", help="the other checkout's python")
+    parser.add_argument(
+        "--against-no-facts", action="store_true", help="baseline: this collector, facts off"
+    )
     parser.add_argument("--memory-only", action="store_true", help="durable log off")
     parser.add_argument("--profile", metavar="FILE", help="cProfile this checkout's collector")
     args = parser.parse_args()
@@ -165,13 +181,17 @@ def main() -> None:
 
     bodies = MIXES[args.mix](args.spans, args.batch)
     spans = span_count(bodies)
-    variants = {"this": sys.executable}
-    if args.against and not args.profile:
-        variants = {"against": args.against, **variants}
+    if args.against and args.against_no_facts:
+        parser.error("--against and --against-no-facts: one baseline at a time")
+    variants = {"this": Variant(sys.executable)}
+    if args.against_no_facts and not args.profile:
+        variants = {"no facts": Variant(sys.executable, facts=False), **variants}
+    elif args.against and not args.profile:
+        variants = {"against": Variant(args.against), **variants}
     figures: dict[str, list[float]] = {label: [] for label in variants}
     for round_ in range(1 if args.profile else args.rounds):
-        for label, python in variants.items():
-            cpu_us, system_us = run_once(python, bodies, spans, args)
+        for label, variant in variants.items():
+            cpu_us, system_us = run_once(variant, bodies, spans, args)
             figures[label].append(cpu_us)
             print(f"round {round_ + 1} {label:<8} {cpu_us:6.1f} µs CPU per span "
                   f"({system_us:.1f} of it system)", flush=True)  # fmt: skip
@@ -181,15 +201,16 @@ def main() -> None:
         print(f"collector {label:<8} median {statistics.median(values):6.1f} µs CPU per span "
               f"(runs: {', '.join(f'{v:.1f}' for v in values)})")  # fmt: skip
     if len(figures) == 2:
-        ratio = statistics.median(figures["this"]) / statistics.median(figures["against"])
-        print(f"this / against: {ratio:.3f}")
+        baseline = next(iter(figures))
+        ratio = statistics.median(figures["this"]) / statistics.median(figures[baseline])
+        print(f"this / {baseline}: {ratio:.3f}")
     if args.profile:
         print(f"profile: python -m pstats {args.profile}")
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == CHILD_FLAG:
-        bootstrap, spill_dir, mode, profile = sys.argv[2:6]
-        serve(bootstrap, spill_dir, mode == "durable", profile or None)
+        bootstrap, spill_dir, mode, facts, profile = sys.argv[2:7]
+        serve(bootstrap, spill_dir, mode == "durable", facts == "facts", profile or None)
     else:
         main()
