@@ -194,7 +194,9 @@ class Redactor:
         events) and scrub everything left."""
         attributes = span.attributes
         context: dict[str, Any] = {}
-        content, producer_facts = self._scan(attributes, context, found.scrubbed, "", stats)
+        content, producer_facts, confirmed = self._scan(
+            attributes, context, found.scrubbed, "", stats
+        )
         facts: dict[str, Any] = {}
         values: list[Any] | None = None
         if self.facts is not None and content:
@@ -202,7 +204,7 @@ class Redactor:
             raw = {attributes[i].key: value for i, value in zip(content, values, strict=True)}
             raw.update(context)
             facts = self.facts.facts(span.name, raw, tenant, span.trace_id)
-        keep = self._policy(context, attributes, content)
+        keep = self._policy(context, attributes, confirmed)
         removed = self._settle(attributes, content, keep, found, "", stats, span.trace_id, values)
         for event in span.events:
             removed += self._redact_event(event, keep, found, stats)
@@ -252,17 +254,21 @@ class Redactor:
         scrubbed: PiiRecord,
         prefix: str,
         stats: RedactionStats,
-    ) -> tuple[list[int], bool]:
+    ) -> tuple[list[int], bool, list[int]]:
         """Scrub the values that are neither content nor fingerprints; return the content
-        indexes and whether a producer set any fact. Fills `context` with the raw values
-        of the context keys when given."""
+        indexes, whether a producer set any fact, and the indexes of the
+        `pathgrade.confirmed_action` attributes (content too). Fills `context` with the raw
+        values of the context keys when given."""
         content = []
+        confirmed = []
         producer_facts = False
         for index, kv in enumerate(attributes):
             key = kv.key
             verdict = self._verdict(key)
             if verdict == _CONTENT:
                 content.append(index)
+                if key == genai.PG_CONFIRMED_ACTION:
+                    confirmed.append(index)
                 continue
             value = kv.value
             if verdict == _CONTEXT and context is not None:
@@ -276,7 +282,7 @@ class Redactor:
                 counts = self._scrub_value(value)
             if counts:
                 stats.scrubbed(scrubbed, prefix + key, counts)
-        return content, producer_facts
+        return content, producer_facts, confirmed
 
     def _verdict(self, key: str) -> int:
         verdict = self._verdicts.get(key)
@@ -311,7 +317,7 @@ class Redactor:
         unkept = []
         for position, index in enumerate(content):
             kv = attributes[index]
-            if keep.keeps(kv.key):
+            if keep.keeps_content(kv.key):
                 counts = self._scrub_value(kv.value)
                 if counts:
                     stats.scrubbed(found.scrubbed, prefix + kv.key, counts)
@@ -341,14 +347,13 @@ class Redactor:
             _note(found.dropped, prefix + kv.key, counts)
 
     def _policy(
-        self, context: dict[str, Any], attributes: MutableSequence[KeyValue], content: list[int]
+        self, context: dict[str, Any], attributes: MutableSequence[KeyValue], confirmed: list[int]
     ) -> _ContentPolicy:
-        """What the span may keep, from its operation / kind / tool-name attributes."""
+        """What the span may keep, from its operation / kind / tool-name attributes and its
+        confirmed actions (`confirmed`: their indexes)."""
         tool_captured = self._all_tools or _tool_name(context) in self._captured_tools
         confirmed_captured = self._all_tools or any(
-            attributes[i].key == genai.PG_CONFIRMED_ACTION
-            and _confirmed_tool(attributes[i].value) in self._captured_tools
-            for i in content
+            _confirmed_tool(attributes[i].value) in self._captured_tools for i in confirmed
         )
         key = (_is_tool_span(context), tool_captured, confirmed_captured)
         policy = self._policies.get(key)
@@ -468,10 +473,9 @@ class _ContentPolicy:
     identity: bool
     confirmed: bool
 
-    def keeps(self, key: str) -> bool:
-        """True when `key` is not content, or is content this span may keep."""
-        if not genai.is_content_key(key):
-            return True
+    def keeps_content(self, key: str) -> bool:
+        """True when this span may keep the content attribute `key` (a key
+        `genai.is_content_key` holds for)."""
         if key in genai.TOOL_CONTENT_KEYS or (self.is_tool_span and key in _TOOL_OR_MESSAGE_KEYS):
             return self.tool_captured
         if key in _IDENTITY_KEYS:

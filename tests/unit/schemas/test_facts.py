@@ -176,6 +176,8 @@ def test_identity_and_a_confirmed_action_are_kept_only_when_captured() -> None:
     assert kept[genai.PG_CONFIRMED_ACTION].string_value == CONFIRMED
     fingerprint = SECRET.for_tenant("acme").fingerprint("dana@example.com")
     assert kept[f.SESSION_FP].string_value == dropped[f.SESSION_FP].string_value == fingerprint
+    (other_tool,) = _redact(RedactionConfig(capture_tools=["lookup_order"]), _span(root))
+    assert genai.PG_CONFIRMED_ACTION not in other_tool  # its own tool is not captured
 
 
 def test_a_producers_facts_are_replaced_when_the_collector_computes_its_own() -> None:
