@@ -194,18 +194,17 @@ class Redactor:
         events) and scrub everything left."""
         attributes = span.attributes
         context: dict[str, Any] = {}
+        read: list[tuple[str, Any]] | None = [] if self.facts is not None else None
         content, producer_facts, confirmed = self._scan(
-            attributes, context, found.scrubbed, "", stats
+            attributes, context, found.scrubbed, "", stats, read
         )
         facts: dict[str, Any] = {}
-        values: list[Any] | None = None
-        if self.facts is not None and content:
-            values = [any_value(attributes[i].value) for i in content]
-            raw = {attributes[i].key: value for i, value in zip(content, values, strict=True)}
+        if read and self.facts is not None:
+            raw = dict(read)
             raw.update(context)
             facts = self.facts.facts(span.name, raw, tenant, span.trace_id)
         keep = self._policy(context, attributes, confirmed)
-        removed = self._settle(attributes, content, keep, found, "", stats, span.trace_id, values)
+        removed = self._settle(attributes, content, keep, found, "", stats, span.trace_id, read)
         for event in span.events:
             removed += self._redact_event(event, keep, found, stats)
         for link in span.links:
@@ -254,11 +253,13 @@ class Redactor:
         scrubbed: PiiRecord,
         prefix: str,
         stats: RedactionStats,
+        read: list[tuple[str, Any]] | None = None,
     ) -> tuple[list[int], bool, list[int]]:
         """Scrub the values that are neither content nor fingerprints; return the content
         indexes, whether a producer set any fact, and the indexes of the
         `pathgrade.confirmed_action` attributes (content too). Fills `context` with the raw
-        values of the context keys when given."""
+        values of the context keys, and `read` with the content's (key, raw value) pairs in
+        index order, when given."""
         content = []
         confirmed = []
         producer_facts = False
@@ -269,6 +270,8 @@ class Redactor:
                 content.append(index)
                 if key == genai.PG_CONFIRMED_ACTION:
                     confirmed.append(index)
+                if read is not None:
+                    read.append((key, any_value(kv.value)))
                 continue
             value = kv.value
             if verdict == _CONTEXT and context is not None:
@@ -310,10 +313,11 @@ class Redactor:
         prefix: str,
         stats: RedactionStats,
         trace_id: bytes = b"",
-        values: list[Any] | None = None,
+        read: list[tuple[str, Any]] | None = None,
     ) -> int:
         """Scrub the kept content values, delete the others; returns how many were deleted.
-        `values`: the content's Python values (in `content`'s order) when already read."""
+        `read`: the content's (key, Python value) pairs (in `content`'s order) when already
+        read."""
         unkept = []
         for position, index in enumerate(content):
             kv = attributes[index]
@@ -324,7 +328,7 @@ class Redactor:
             else:
                 unkept.append(index)
                 if self.facts is not None:
-                    known = values[position] if values is not None else None
+                    known = read[position][1] if read else None
                     self._note_dropped(kv, found, prefix, trace_id, known)
         return _delete(attributes, unkept)
 
