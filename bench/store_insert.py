@@ -9,8 +9,10 @@ store writer's guard against malformed values); the row path then decodes in Pyt
 builds rows and inserts them; the SQL path appends tenant and receive time and hands the
 batch to one INSERT ... SELECT, whose query analysis, a fixed cost per insert, is
 included. CPU is this process's (all threads), per span stored, the best of `--rounds`
-alternating rounds, for each batch size of `--batches`. The crossover (the smallest
-batch from which on the SQL path costs less per span) is what
+alternating rounds, for each batch size of `--batches`. Full garbage collections run on
+the store owner's timer (`pathgrade.stack.gc_schedule`): on CPython's allocation counts
+they tripled the row path's figure (decode and rows rescanning every span kept). The
+crossover (the smallest batch from which on the SQL path costs less per span) is what
 `StoreWriterConfig.sql_insert_min_spans` defaults from.
 
     python bench/store_insert.py [--batches 1000,5000,20000,50000] [--rounds 3]
@@ -46,6 +48,8 @@ from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret
 from pathgrade.schemas.migrations import migrate
 from pathgrade.schemas.otlp import decode_resource_spans
 from pathgrade.schemas.pii import PiiScanner
+
+from pathgrade.stack.gc_schedule import schedule_full_collections
 
 
 def forwarded_values(spans: int, mix: str) -> list[bytes]:
@@ -130,6 +134,7 @@ def main() -> None:
     parser.add_argument("--mix", choices=sorted(MIXES), default="realistic")
     args = parser.parse_args()
     batches = sorted(int(b) for b in args.batches.split(","))
+    schedule_full_collections()  # as the store owner does (pathgrade.stack.children)
     values = forwarded_values(batches[-1], args.mix)
     curve = []
     with tempfile.TemporaryDirectory(prefix="pathgrade-store-insert-") as data_dir:

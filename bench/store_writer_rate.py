@@ -7,10 +7,12 @@ at `--rate` spans/s to a topic of its own on a bundled Tansu broker; this proces
 counted) until the writer has inserted every span. CPU is this process's (all threads:
 the writer, kafka-python's, chDB's) per span inserted, from the first value produced to
 the last span inserted; the batches the writer wrote and the path they took are printed
-too. Variants alternate for `--rounds` rounds; the ratio is the last variant's mean CPU
-per span over the first's. The default variants compare the store writer's default
-`sql_batch_age_s` (5 s: a batch on its way to the SQL path grows until then) with 2 s
-(`max_batch_age_s`: every batch written at 2 s, as before that setting).
+too. Full garbage collections run on the store owner's timer, as in the stack
+(`pathgrade.stack.gc_schedule`). Variants alternate for `--rounds` rounds; the ratio is
+the last variant's mean CPU per span over the first's. The default variants compare the
+store writer's default `sql_batch_age_s` (5 s: a batch on its way to the SQL path grows
+until then) with 2 s (`max_batch_age_s`: every batch written at 2 s, as before that
+setting).
 
     python bench/store_writer_rate.py [--rate 6000] [--seconds 20] [--rounds 2]
 """
@@ -37,6 +39,7 @@ from pathgrade.schemas.topics import RECEIVED_AT_HEADER, TENANT_HEADER
 from store_insert import forwarded_values
 
 from pathgrade.stack.broker import LocalBroker
+from pathgrade.stack.gc_schedule import schedule_full_collections
 
 VARIANTS: dict[str, dict[str, float]] = {
     "2 s batches": {"sql_batch_age_s": 2.0},
@@ -97,6 +100,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20, help="of traffic per run")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
+    schedule_full_collections()  # as the store owner does (pathgrade.stack.children)
     template = forwarded_values(20_000, "realistic")
     counts = [pending_message(v, "", 0).spans for v in template]
     values, spans = [], []
