@@ -277,7 +277,7 @@ class Redactor:
             if verdict == _CONTEXT and context is not None:
                 context[key] = any_value(value)
             elif verdict == _PLAIN:
-                key = self._scrub_key(kv, scrubbed, prefix, stats)
+                key = self._scrub_key(kv, key, scrubbed, prefix, stats)
             if verdict == _FACT:
                 producer_facts = True
                 counts = self._scrub_fact(value)
@@ -294,11 +294,11 @@ class Redactor:
         return verdict
 
     def _scrub_key(
-        self, kv: KeyValue, record: PiiRecord, prefix: str, stats: RedactionStats
+        self, kv: KeyValue, key: str, record: PiiRecord, prefix: str, stats: RedactionStats
     ) -> str:
-        """Scrub an attribute's key (keys are strings the collector forwards too); returns
-        the key as forwarded."""
-        clean, counts = self._scrubbed(kv.key)
+        """Scrub an attribute's key (`key`: `kv.key` as already read; keys are strings the
+        collector forwards too); returns the key as forwarded."""
+        clean, counts = self.scanner.scrub(key)
         if counts:
             kv.key = clean
             stats.scrubbed(record, prefix + "key", counts)
@@ -375,7 +375,7 @@ class Redactor:
         """Scrub every key and value of an attribute list, noting findings under `prefix`
         + key."""
         for kv in attributes:
-            key = self._scrub_key(kv, record, prefix, stats)
+            key = self._scrub_key(kv, kv.key, record, prefix, stats)
             counts = self._scrub_value(kv.value)
             if counts:
                 stats.scrubbed(record, prefix + key, counts)
@@ -384,7 +384,7 @@ class Redactor:
         """One string field of the span, scope or resource, scrubbed."""
         if not text:
             return text
-        clean, counts = self._scrubbed(text)
+        clean, counts = self.scanner.scrub(text)
         if counts:
             stats.scrubbed(record, field, counts)
         return clean
@@ -392,13 +392,13 @@ class Redactor:
     def _scrub_value(self, value: AnyValue) -> Counts:
         """Scrub one value in place (descending into arrays and key-value lists); returns
         what it found."""
-        kind = value.WhichOneof("value")
-        if kind == "string_value":
-            text = value.string_value
-            clean, counts = self._scrubbed(text)
+        text = value.string_value  # most values: a non-empty string (no oneof lookup)
+        if text:
+            clean, counts = self.scanner.scrub(text)
             if counts:
                 value.string_value = clean
             return counts
+        kind = value.WhichOneof("value")
         if kind == "int_value" or kind == "double_value":
             number = getattr(value, kind)
             if _MIN_CARD <= abs(number) < _MAX_CARD and card_number(number):
@@ -407,7 +407,7 @@ class Redactor:
             return _NOTHING
         if kind == "bytes_value":
             text = value.bytes_value.decode("utf-8", "replace")
-            clean, counts = self._scrubbed(text)
+            clean, counts = self.scanner.scrub(text)
             if counts:
                 value.bytes_value = clean.encode()
             return counts
@@ -417,7 +417,7 @@ class Redactor:
                 add_counts(total, self._scrub_value(item))
         elif kind == "kvlist_value":
             for kv in value.kvlist_value.values:
-                clean, counts = self._scrubbed(kv.key)
+                clean, counts = self.scanner.scrub(kv.key)
                 if counts:
                     kv.key = clean
                     add_counts(total, counts)
@@ -428,7 +428,7 @@ class Redactor:
         """Add the personal data in a value about to be dropped to `total`."""
         kind = value.WhichOneof("value")
         if kind == "string_value":
-            add_counts(total, self._scrubbed(value.string_value)[1])
+            add_counts(total, self.scanner.scrub(value.string_value)[1])
         elif kind == "bytes_value":
             add_counts(total, self.scanner.find(value.bytes_value.decode("utf-8", "replace")))
         elif kind == "int_value" or kind == "double_value":
@@ -441,9 +441,6 @@ class Redactor:
         elif kind == "kvlist_value":
             for kv in value.kvlist_value.values:
                 self._find_in(kv.value, total)
-
-    def _scrubbed(self, text: str) -> tuple[str, Counts]:
-        return self.scanner.scrub(text)
 
     def _scrub_fact(self, value: AnyValue) -> Counts:
         """Scrub a fact a producer set (the collector's own are clean by construction):
