@@ -113,13 +113,19 @@ class Span:
         return self._facts
 
 
+_NOT_FOUND_YET: Any = object()
+"""`Trace._root` before the root was looked for (None is a trace without a root)."""
+
+
 @dataclass(slots=True)
 class Trace:
-    """The spans of one trace of one tenant, in start-time order."""
+    """The spans of one trace of one tenant, in start-time order. Treat `spans` as
+    read-only once the trace is built: its root is found once, on first use."""
 
     tenant: str
     trace_id: str
     spans: list[Span]
+    _root: Span | None = field(default=_NOT_FOUND_YET, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.spans.sort(key=lambda s: (s.start_ns, s.span_id))
@@ -127,6 +133,11 @@ class Trace:
     @property
     def root(self) -> Span | None:
         """The root span (no parent, or a parent not in the trace), earliest first."""
+        if self._root is _NOT_FOUND_YET:
+            self._root = self._find_root()
+        return self._root
+
+    def _find_root(self) -> Span | None:
         ids = {s.span_id for s in self.spans}
         for span in self.spans:
             if not span.parent_span_id or span.parent_span_id not in ids:
