@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from pathgrade.schemas.facts import SpanFacts, span_facts
@@ -113,6 +114,8 @@ class Span:
         return self._facts
 
 
+_START_ORDER = attrgetter("start_ns", "span_id")
+"""A trace's span order: start time, then span id (a C-level key, once per span)."""
 _NOT_FOUND_YET: Any = object()
 """`Trace._root` before the root was looked for (None is a trace without a root)."""
 
@@ -128,7 +131,7 @@ class Trace:
     _root: Span | None = field(default=_NOT_FOUND_YET, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.spans.sort(key=lambda s: (s.start_ns, s.span_id))
+        self.spans.sort(key=_START_ORDER)
 
     @property
     def root(self) -> Span | None:

@@ -33,3 +33,8 @@ def test_the_cached_root_takes_no_part_in_equality() -> None:
     looked_up = Trace("t", "a" * 32, [_span("a", "", 1)])
     assert looked_up.root is not None
     assert looked_up == Trace("t", "a" * 32, [_span("a", "", 1)])
+
+
+def test_spans_are_in_start_order_then_by_span_id() -> None:
+    trace = Trace("t", "a" * 32, [_span("c", "", 2), _span("b", "a", 2), _span("d", "a", 1)])
+    assert [s.span_id for s in trace.spans] == ["d", "b", "c"]
