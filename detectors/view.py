@@ -8,7 +8,6 @@ untrusted content through the lexicon hits the collector recorded.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -156,25 +155,16 @@ class TraceView:
         """The captured session identity from the root span, else any span; "" when absent.
         The default attribute (`enduser.id`) reads every convention's identity attribute."""
         attribute = self.conventions.identity.attribute
-        if attribute == genai.ENDUSER_ID:
-            found = (session_identity(a) for a in self._identity_sources())
-            return next((value for value in found if value), "")
         for span in self._root_first():
-            value = span.attributes.get(attribute, span.resource_attributes.get(attribute))
+            if attribute == genai.ENDUSER_ID:
+                value: Any = session_identity(span.attributes) or session_identity(
+                    span.resource_attributes
+                )
+            else:
+                value = span.attributes.get(attribute, span.resource_attributes.get(attribute))
             if value not in (None, ""):
                 return str(value)
         return ""
-
-    def _identity_sources(self) -> Iterator[Mapping[str, Any]]:
-        """Where the session identity is read, in order: each span's attributes, then its
-        resource's (root span first); each mapping once (a resource's is shared by its
-        spans, and the root comes twice), as reading it again finds nothing new."""
-        seen: set[int] = set()
-        for span in self._root_first():
-            for attributes in (span.attributes, span.resource_attributes):
-                if id(attributes) not in seen:
-                    seen.add(id(attributes))
-                    yield attributes
 
     @cached_attribute
     def session_fingerprint(self) -> str:
