@@ -360,15 +360,13 @@ def _untrusted_texts_of(span: Span) -> list[str]:
 def turn_digest(view: TraceView, conversation_id: str) -> TurnDigest:
     """What later turns of the conversation may know about the turn `view` indexes."""
     trace = view.trace
-    # Every value is already of its field's type (decoded spans, validated confirmed
-    # actions): building without validation yields the same digest, once per turn cheaper.
-    return TurnDigest.model_construct(
+    return TurnDigest(
         tenant=trace.tenant,
         conversation_id=conversation_id,
         trace_id=trace.trace_id,
         start_ns=trace.spans[0].start_ns if trace.spans else 0,
         succeeded_tools=[c.name for c in view.tool_calls if not c.failed],
-        confirmed_actions=list(view.confirmed_actions),
+        confirmed_actions=view.confirmed_actions,
         graph_nodes=[visit.node for visit in view.node_visits],
     )
 

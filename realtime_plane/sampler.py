@@ -61,9 +61,7 @@ class Sampler:
         reasons = [reason for reason, rate in candidates.items() if unit < rate]
         if not reasons:
             return None
-        # Every value is already of its field's type (decoded spans, the policy's tier):
-        # building without validation yields the same document.
-        return SampledTrace.model_construct(
+        return SampledTrace(
             trace_id=trace.trace_id, tenant=trace.tenant, service=evaluation.service,
             agent=evaluation.agent, risk_tier=evaluation.risk_tier, reasons=reasons,
             conversation_id=evaluation.conversation_id, sampled_at_ns=now_ns,

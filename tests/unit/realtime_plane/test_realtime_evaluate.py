@@ -280,16 +280,3 @@ def test_negative_feedback_on_any_span_flags_the_trace(values: tuple, flagged: b
     ]
     flags = _flags(Trace("t", "a" * 32, spans), SamplerRates(negative_feedback=0.5))
     assert flags.get("negative_feedback") == (0.5 if flagged else None)
-
-
-def test_digests_and_samples_built_unvalidated_equal_their_validated_selves(demo: list) -> None:
-    evaluator = TraceEvaluator(default_policy())
-    sampler = Sampler(SamplerRates(tiers={"medium": 1.0}))
-    for _, trace in demo:
-        evaluation = evaluator.evaluate(DueTrace(trace, "quiet", False), 0)
-        sample = sampler.decide(evaluation, 9)
-        assert sample is not None
-        for built in (evaluation.digest, sample):
-            validated = type(built).model_validate(built.model_dump())
-            assert validated == built
-            assert validated.model_dump_json() == built.model_dump_json()
