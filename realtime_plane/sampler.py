@@ -38,8 +38,8 @@ def _flags(trace: Trace, rates: SamplerRates) -> dict[str, float]:
         flags["tool_error"] = rates.tool_error
     if len(tools) > rates.long_trajectory_tool_calls:
         flags["long_trajectory"] = rates.long_trajectory
-    feedback = (v for s in trace.spans if (v := s.attributes.get(PG_FEEDBACK)) is not None)
-    if any(map(_negative, feedback)):
+    feedback = (s.attributes.get(PG_FEEDBACK) for s in trace.spans)
+    if any(_negative(value) for value in feedback if value is not None):
         flags["negative_feedback"] = rates.negative_feedback
     return flags
 

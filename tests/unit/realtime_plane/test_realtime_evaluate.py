@@ -14,11 +14,10 @@ from pathgrade.detectors import default_policy, load_policy
 from pathgrade.realtime_plane.assembler import DueTrace
 from pathgrade.realtime_plane.config import SamplerRates
 from pathgrade.realtime_plane.evaluate import TraceEvaluator
-from pathgrade.realtime_plane.sampler import Sampler, _flags, hash_unit
+from pathgrade.realtime_plane.sampler import Sampler, hash_unit
 from pathgrade.realtime_plane.turns import MAX_BATCH_BYTES, TurnBatcher, remote_digests
 from pathgrade.schemas.alerts import Alert
-from pathgrade.schemas.genai import PG_FEEDBACK
-from pathgrade.schemas.model import Span, Trace
+from pathgrade.schemas.model import Trace
 from pathgrade.schemas.otlp import decode_spans_message
 from pathgrade.schemas.sampled import SampledTrace
 from pathgrade.schemas.turns import ConfirmedAction, TurnDigest
@@ -261,22 +260,3 @@ def test_alerts_cli_query_filters_and_errors_name_the_flag() -> None:
         alerts_query(None, "110", 10)
     with pytest.raises(CliError, match="--since"):
         since_timestamp("yesterday")
-
-
-def _step(n: int, attributes: dict) -> Span:
-    parent = "" if n == 0 else "0" * 16
-    return Span("t", "a" * 32, f"{n:016x}", parent, "step", "Internal", n, n + 1,
-                attributes=attributes)  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("values", "flagged"),
-    [((None, 1, "thumbs_down"), True), ((-1,), True), ((1, "great", True), False), ((), False)],
-)
-def test_negative_feedback_on_any_span_flags_the_trace(values: tuple, flagged: bool) -> None:
-    spans = [
-        _step(n, {} if value is None else {PG_FEEDBACK: value})
-        for n, value in enumerate((None, *values))
-    ]
-    flags = _flags(Trace("t", "a" * 32, spans), SamplerRates(negative_feedback=0.5))
-    assert flags.get("negative_feedback") == (0.5 if flagged else None)
