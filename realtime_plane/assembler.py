@@ -20,12 +20,16 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import attrgetter
 from typing import Literal
 
 from pathgrade.schemas.model import Span, Trace
 
 DueReason = Literal["quiet", "max_age", "memory", "drain"]
 TraceKey = tuple[str, str]  # (tenant, trace id)
+_TRACE_KEY = attrgetter("tenant", "trace_id")
+"""A span's TraceKey."""
 
 
 @dataclass(slots=True)
@@ -94,22 +98,25 @@ class TraceAssembler:
         self._next_offset[partition] = max(self._next_offset.get(partition, 0), offset + 1)
         self.stats.spans_added += len(spans)
         touched: dict[TraceKey, _Pending] = {}
-        for span in spans:
-            key = (span.tenant, span.trace_id)
+        # A message holds the spans of one trace (the collector groups them): its buffer is
+        # looked up once per run of spans of one trace, not once per span.
+        for key, run in groupby(spans, _TRACE_KEY):
             pending = touched.get(key) or self._pending.get(key)
-            if pending is None and self._evaluated_with(key, span.span_id):
-                self.stats.duplicate_spans += 1
-                continue
-            pending = pending or self._open(key, now)
-            if span.span_id in pending.span_ids:
-                self.stats.duplicate_spans += 1
-                continue
-            touched[key] = pending
-            pending.span_ids.add(span.span_id)
-            pending.spans.append(span)
-            if not span.parent_span_id:  # `span.is_root`, without a property call per span
-                pending.has_root = True
-            self._span_count += 1
+            for span in run:
+                if pending is None:
+                    if self._evaluated_with(key, span.span_id):
+                        self.stats.duplicate_spans += 1
+                        continue
+                    pending = self._open(key, now)
+                if span.span_id in pending.span_ids:
+                    self.stats.duplicate_spans += 1
+                    continue
+                touched[key] = pending
+                pending.span_ids.add(span.span_id)
+                pending.spans.append(span)
+                if not span.parent_span_id:  # `span.is_root`, without a property call
+                    pending.has_root = True
+                self._span_count += 1
         for key, pending in touched.items():
             pending.last_seen = now
             if pending.has_root:

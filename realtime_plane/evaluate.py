@@ -137,7 +137,7 @@ class TraceEvaluator:
         common = {
             "tenant": trace.tenant, "service": service, "agent": agent,
             "conversation_id": conversation, "risk_tier": tier, "policy": self.policy_name,
-            "incomplete": due.incomplete, "trace_start_ns": min(s.start_ns for s in trace.spans),
+            "incomplete": due.incomplete, "trace_start_ns": trace.spans[0].start_ns,
             "trace_end_ns": end_ns, "detected_at_ns": now_ns, "trace_id": trace.trace_id,
         }  # fmt: skip
         alerts = [_alert(key, f, common) for key, f in fresh]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from pathgrade.schemas.facts import SpanFacts, span_facts
@@ -113,20 +114,33 @@ class Span:
         return self._facts
 
 
+_START_ORDER = attrgetter("start_ns", "span_id")
+"""A trace's span order: start time, then span id (a C-level key, once per span)."""
+_NOT_FOUND_YET: Any = object()
+"""`Trace._root` before the root was looked for (None is a trace without a root)."""
+
+
 @dataclass(slots=True)
 class Trace:
-    """The spans of one trace of one tenant, in start-time order."""
+    """The spans of one trace of one tenant, in start-time order. Treat `spans` as
+    read-only once the trace is built: its root is found once, on first use."""
 
     tenant: str
     trace_id: str
     spans: list[Span]
+    _root: Span | None = field(default=_NOT_FOUND_YET, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.spans.sort(key=lambda s: (s.start_ns, s.span_id))
+        self.spans.sort(key=_START_ORDER)
 
     @property
     def root(self) -> Span | None:
         """The root span (no parent, or a parent not in the trace), earliest first."""
+        if self._root is _NOT_FOUND_YET:
+            self._root = self._find_root()
+        return self._root
+
+    def _find_root(self) -> Span | None:
         ids = {s.span_id for s in self.spans}
         for span in self.spans:
             if not span.parent_span_id or span.parent_span_id not in ids:

@@ -103,9 +103,10 @@ def decode_resource_spans(
             scope_name, scope_version = scope_span.scope.name, scope_span.scope.version
             for span in scope_span.spans:
                 attributes = attributes_dict(span.attributes)
+                name = span.name  # each read of a protobuf string field builds a new str
                 status = span.status
                 status_code = _STATUS_CODES.get(status.code, _UNSET)
-                fields, context = _views(span, attributes, problems)
+                fields, context = _views(span, name, attributes, problems)
                 if status_code == _ERROR and not fields.error_type:
                     fields.error_type = genai.ERROR_TYPE_OTHER
                 events, links = span.events, span.links  # most spans have neither
@@ -115,7 +116,7 @@ def decode_resource_spans(
                         span.trace_id.hex(),
                         span.span_id.hex(),
                         span.parent_span_id.hex(),
-                        span.name,
+                        name,
                         _SPAN_KINDS.get(span.kind, _UNSPECIFIED),
                         span.start_time_unix_nano,
                         span.end_time_unix_nano,
@@ -179,17 +180,18 @@ _GENAI_KEYS = _keys_genai_fields_reads()
 
 
 def _views(
-    span: trace_pb2.Span, attributes: dict[str, Any], problems: DecodeProblems | None
+    span: trace_pb2.Span, name: str, attributes: dict[str, Any], problems: DecodeProblems | None
 ) -> tuple[GenAIFields, EvalContext]:
-    """The span's GenAI view and evaluation context; empty ones (counted, logged) when
-    reading them raises, so a value no convention foresaw costs those fields, not the span.
-    A span with no key `genai_fields` reads and no operation in its name gets the empty
-    view at once (a quarter fewer instructions decoding bench/ingest.py's realistic mix)."""
+    """The GenAI view and evaluation context of `span` (named `name`, its attributes
+    decoded as `attributes`); empty ones (counted, logged) when reading them raises, so a
+    value no convention foresaw costs those fields, not the span. A span with no key
+    `genai_fields` reads and no operation in its name gets the empty view at once (a
+    quarter fewer instructions decoding bench/ingest.py's realistic mix)."""
     try:
-        named_operation = span.name.partition(" ")[0] in genai.OPERATIONS
+        named_operation = name.partition(" ")[0] in genai.OPERATIONS
         if not named_operation and _GENAI_KEYS.isdisjoint(attributes):
             return GenAIFields(), eval_context(attributes)
-        return genai_fields(span.name, attributes), eval_context(attributes)
+        return genai_fields(name, attributes), eval_context(attributes)
     except Exception as exc:  # any conversion of any attribute: the span is kept regardless
         if problems is not None:
             problems.partly_decoded_spans += 1

@@ -172,3 +172,16 @@ def test_a_span_read_again_is_left_out_and_does_not_reopen_an_evaluated_trace() 
     a.add(1, 8, [span("a", "c2", "r")], now=11.0)  # a span that is new re-opens it
     (again,) = a.due(13.0)
     assert again.re_evaluation and len(again.trace.spans) == 3
+
+
+def test_a_message_mixing_traces_and_repeats_buffers_each_span_once() -> None:
+    """Spans of several traces, interleaved, and spans read before in one message."""
+    a = TraceAssembler(quiet_window_s=1.0)
+    a.add(0, 0, [span("a", "r"), span("b", "r"), span("a", "c1", "r"), span("a", "r")], now=0.0)
+    assert a.stats.duplicate_spans == 1 and a.spans_held == 3
+    due = {d.trace.trace_id[0]: [s.span_id for s in d.trace.spans] for d in a.due(1.0)}
+    assert due == {"a": ["c1", "r"], "b": ["r"]}
+    a.add(0, 1, [span("a", "c1", "r"), span("a", "c2", "r"), span("b", "r")], now=2.0)
+    (again,) = a.due(3.0)
+    assert again.re_evaluation and [s.span_id for s in again.trace.spans] == ["c1", "c2", "r"]
+    assert a.stats.duplicate_spans == 3 and a.traces_held == 0

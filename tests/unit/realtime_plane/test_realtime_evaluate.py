@@ -71,6 +71,7 @@ def test_production_failures_alert_and_clean_turns_do_not(demo: list) -> None:
             assert Alert.from_json(alert.to_json()) == alert
             assert alert.tenant == "acme" and alert.service == "support-agent"
             assert alert.trace_end_ns == trace.root.end_ns and alert.detected_at_ns == 7
+            assert alert.trace_start_ns == min(s.start_ns for s in trace.spans)
 
 
 def test_re_evaluation_never_alerts_twice(demo: list) -> None:
