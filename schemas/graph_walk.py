@@ -69,7 +69,12 @@ def _langgraph_node_openinference(span: Span) -> str:
 
 
 def _langgraph_node(span: Span) -> str:
+    if _LANGGRAPH_KEYS.isdisjoint(span.attributes):  # most spans: neither convention's key
+        return ""
     return _langgraph_node_openllmetry(span) or _langgraph_node_openinference(span)
+
+
+_LANGGRAPH_KEYS = frozenset({genai.TL_LANGGRAPH_NODE, genai.OI_METADATA})
 
 
 def _genai_node(root_agent: str) -> Callable[[Span], str]:
