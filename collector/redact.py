@@ -62,7 +62,6 @@ _CONTEXT_KEYS = frozenset(
         genai.RESPONSE_FINISH_REASONS, genai.OI_LLM_FINISH_REASON,
     }
 )  # fmt: skip
-_IDENTITY_KEYS = frozenset(genai.IDENTITY_KEYS)
 # Key verdicts of the attribute scan.
 _PLAIN, _CONTENT, _CONTEXT, _FACT = range(4)
 _NOTHING: Final[Counts] = {}
@@ -479,7 +478,7 @@ class _ContentPolicy:
         `genai.is_content_key` holds for)."""
         if key in genai.TOOL_CONTENT_KEYS or (self.is_tool_span and key in _TOOL_OR_MESSAGE_KEYS):
             return self.tool_captured
-        if key in _IDENTITY_KEYS:
+        if key in genai.IDENTITY_KEY_SET:
             return self.identity
         if key == genai.PG_CONFIRMED_ACTION:
             return self.confirmed

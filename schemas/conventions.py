@@ -213,12 +213,9 @@ def content_view(
 
 def session_identity(attributes: Mapping[str, Any]) -> str:
     """The session's identity (the end user) in any convention, "" when none is set."""
-    if _IDENTITY_KEY_SET.isdisjoint(attributes):  # most spans: no identity (one C-level test)
+    if g.IDENTITY_KEY_SET.isdisjoint(attributes):  # most spans: no identity (one C-level test)
         return ""
     return _first_text(attributes, g.IDENTITY_KEYS)
-
-
-_IDENTITY_KEY_SET = frozenset(g.IDENTITY_KEYS)
 
 
 def eval_context(attributes: Mapping[str, Any]) -> EvalContext:

@@ -233,8 +233,9 @@ MESSAGE_CONTENT_PREFIXES: Final = (
 # The session's identity in every convention (conventions.session_identity reads them in
 # this order): personal data, which the collector keeps only when told to.
 IDENTITY_KEYS: Final = (ENDUSER_ID, OI_USER_ID, TL_USER_ID)
+IDENTITY_KEY_SET: Final = frozenset(IDENTITY_KEYS)
 # A confirmed action holds the arguments of a tool call: kept when that tool's are.
-PRIVATE_KEYS: Final = frozenset(IDENTITY_KEYS) | {PG_CONFIRMED_ACTION}
+PRIVATE_KEYS: Final = IDENTITY_KEY_SET | {PG_CONFIRMED_ACTION}
 CONTENT_KEYS: Final = TOOL_CONTENT_KEYS | MESSAGE_CONTENT_KEYS | PRIVATE_KEYS
 
 
