@@ -130,11 +130,12 @@ def genai_sql(attr: AttributeSql, span_name: str, status_code: str) -> GenAISql:
             "pg_name_operation, pg_attribute_operation)"
         )
     }
+    # The sum in UInt128 (no wrap), NULL when a count is absent or the sum is past UInt64.
+    # Each count is read once: the analyzer copies a step into every read of it, and
+    # reading the two counts seven times cost ~0.1 s of analysis per insert.
     total_tokens = (
         f"ifNull({first_count(attr, m.TOTAL_TOKEN_KEYS, MAX_UINT64)}, "
-        "if(isNotNull(pg_input_tokens) AND isNotNull(pg_output_tokens) "
-        "AND pg_input_tokens + pg_output_tokens >= pg_input_tokens, "  # no UInt64 wrap
-        "pg_input_tokens + pg_output_tokens, NULL))"
+        "accurateCastOrNull(toUInt128(pg_input_tokens) + pg_output_tokens, 'UInt64'))"
     )
     error_type = (
         f"if({text(g.ERROR_TYPE)} = '' AND {status_code} = 'Error', "

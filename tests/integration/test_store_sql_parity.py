@@ -176,6 +176,7 @@ def _one_span(
     resource: list[tuple[str, Any]] | None = None,
     events: list[tuple[str, list[tuple[str, Any]]]] = (),  # type: ignore[assignment]
     start: int = 1_700_000_000_000_000_000,
+    link: list[tuple[str, Any]] | None = None,
 ) -> bytes:
     traces = TracesData()
     resource_spans = traces.resource_spans.add()
@@ -194,8 +195,9 @@ def _one_span(
         event = span.events.add(time_unix_nano=start + 1, name=event_name)
         for key, raw in event_attributes:
             event.attributes.add(key=key, value=_value(raw))
-    link = span.links.add(trace_id=b"\x02" * 16, span_id=b"\x03" * 8)
-    link.attributes.add(key="link.kind", value=_value("parent"))
+    span_link = span.links.add(trace_id=b"\x02" * 16, span_id=b"\x03" * 8)
+    for key, raw in link or [("link.kind", "parent")]:
+        span_link.attributes.add(key=key, value=_value(raw))
     return traces.SerializeToString()
 
 
@@ -235,6 +237,10 @@ EDGE_CASES: list[tuple[str, list[tuple[str, Any]], dict[str, Any], bool]] = [
                          ("gen_ai.usage.output_tokens", 2)], {}, True),
     ("token sum overflows", [("gen_ai.usage.input_tokens", 2**63 - 1),
                              ("gen_ai.usage.output_tokens", 2**63 - 1)], {}, True),
+    ("token sum past UInt64", [("gen_ai.usage.input_tokens", "9999999999999999999"),
+                               ("gen_ai.usage.output_tokens", "9999999999999999999")], {}, True),
+    ("token sum at UInt64's end", [("gen_ai.usage.input_tokens", "9223372036854775808"),
+                                   ("gen_ai.usage.output_tokens", 2**63 - 1)], {}, True),
     ("scalars", [("b", True), ("i", -7), ("f", 0.5), ("z", 0.0), ("g", 3.0), ("by", b"\x00\xff"),
                  ("none", None), ("empty", "")], {}, True),
     ("arrays", [("a", ["x", 1, True, b"ab", None]), ("e", [])], {}, True),
@@ -244,6 +250,8 @@ EDGE_CASES: list[tuple[str, list[tuple[str, Any]], dict[str, Any], bool]] = [
                                       ("exception", [("exception.type", "E"),
                                                      ("gen_ai.prompt", "p")])]}, True),
     ("unicode text", [("k", "é ✓ \n"), ("gen_ai.tool.name", "🔧")], {}, True),
+    ("one key in two events", [], {"events": [("a", [("k", "1")]), ("b", [("k", 2)])]}, True),
+    ("link values", [], {"link": [("n", 3), ("a", ["x", 1])]}, True),
     # outside what the SQL reads: the Python path stores them
     ("nested twice", [("a", [["x"]])], {}, False),
     ("map value", [("m", {"k": "v"})], {}, False),
@@ -258,6 +266,10 @@ EDGE_CASES: list[tuple[str, list[tuple[str, Any]], dict[str, Any], bool]] = [
     ("duplicate resource keys", [], {"resource": [("service.name", "a"), ("service.name", "b")]},
      False),
     ("service name not text", [], {"resource": [("service.name", 5)]}, False),
+    ("duplicate event keys", [], {"events": [("e", [("k", "a"), ("k", "b")])]}, False),
+    ("map value in an event", [], {"events": [("e", [("m", {"k": "v"})])]}, False),
+    ("duplicate link keys", [], {"link": [("k", "a"), ("k", "b")]}, False),
+    ("float text in a link", [], {"link": [("f", 1e16)]}, False),
     ("flattened prompt", [("llm.request.type", "chat"), ("gen_ai.prompt.0.role", "user"),
                           ("gen_ai.prompt.0.content", "hi")], {}, False),
     ("flattened openinference", [("openinference.span.kind", "LLM"),
