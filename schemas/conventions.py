@@ -337,6 +337,8 @@ def _messages_without_keys(
     what their keys hold) as `genai_mapping.MESSAGES_RULES` read them: flattened (rebuilt,
     their text then ""), then the deprecated key, then OpenInference's; and the flattened
     outputs' finish reasons."""
+    if _MESSAGE_FALLBACK_KEYS.isdisjoint(attributes):  # content dropped: nothing to rebuild
+        return list(texts), NOT_REBUILT, []
     get = attributes.get
     probed = _first(attributes, m.FLATTENED_PROBE_KEYS) is not None
     collected = _flattened_messages(attributes) if probed else {}
@@ -355,6 +357,15 @@ def _messages_without_keys(
         found.append(text)
         rebuilt.append(used)
     return found, RebuiltMessages(*rebuilt), reasons
+
+
+_MESSAGE_FALLBACK_KEYS = frozenset(
+    m.FLATTENED_PROBE_KEYS
+    + tuple(k for rule in m.MESSAGES_RULES for k in (rule.deprecated_key, rule.openinference_key))
+)
+"""Every key `_messages_without_keys` reads (flattened messages are collected only when
+a probe key is present): a model call holding none of them (its messages dropped by the
+collector, say) has none to rebuild."""
 
 
 def _flattened_of(
