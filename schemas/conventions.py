@@ -363,9 +363,10 @@ _MESSAGE_FALLBACK_KEYS = frozenset(
     m.FLATTENED_PROBE_KEYS
     + tuple(k for rule in m.MESSAGES_RULES for k in (rule.deprecated_key, rule.openinference_key))
 )
-"""Every key `_messages_without_keys` reads (flattened messages are collected only when
-a probe key is present): a model call holding none of them (its messages dropped by the
-collector, say) has none to rebuild."""
+"""Every key `_messages_without_keys` can take messages from (flattened messages are
+collected only when a probe key is present; the OpenInference kind only selects a key
+of these): a model call holding none of them (its messages dropped by the collector,
+say) has none to rebuild."""
 
 
 def _flattened_of(
