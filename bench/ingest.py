@@ -47,6 +47,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -478,6 +479,7 @@ def run_once(variant: Variant, bodies: list[bytes], spans: int, traces: int, arg
     finally:
         stack.terminate()
         stack.wait(timeout=180)
+        shutil.rmtree(data_dir, ignore_errors=True)  # the run's store, log and broker log
     cpu: dict[str, float] = {}
     for name, seconds in cpu_after.items():
         if not name.startswith("bench"):
