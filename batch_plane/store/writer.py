@@ -8,14 +8,8 @@ become queryable quickly, and a stream busy enough for the SQL path every `sql_b
 ClickHouse as the values came, parsed and computed there (`otlp_insert`): that statement's
 analysis costs a fixed share of a second of CPU, which only a large batch earns back, so
 smaller batches (an idle or lightly loaded stack's) are decoded here and inserted as rows.
-A due batch is inserted by a thread of its own while the writer reads on into the next
-one (the insert waits on ClickHouse, which holds no Python lock meanwhile): one batch at a
-time is inserted and one more is read, so a writer stores about as fast as the slower of
-reading and inserting rather than at the pace of both in turn, and at most two batches are
-held. A batch that falls due while the one before is still being inserted grows until
-that insert returned (or it is full, when the writer waits for it).
-Offsets are committed only after the insert returned, in order, so a crash between the
-two re-delivers a batch whose duplicates the ReplacingMergeTree `spans` table absorbs.
+Offsets are committed only after the insert returned, so a crash between the two
+re-delivers a batch whose duplicates the ReplacingMergeTree `spans` table absorbs.
 """
 
 from __future__ import annotations
@@ -23,7 +17,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,14 +111,6 @@ class _Batch:
             self.spans += len(pending)
         self.next_offsets[partition] = offset + 1
 
-    def absorb(self, later: _Batch) -> None:
-        """Take over what `later` (read after this batch) holds and covers."""
-        self.rows.extend(later.rows)
-        self.messages.extend(later.messages)
-        self.spans += later.spans
-        self.next_offsets.update(later.next_offsets)
-        self.last_added = max(self.last_added, later.last_added)
-
 
 class StoreWriter:
     """Consume, decode, insert, then commit. `run` until `stop` is set."""
@@ -137,9 +122,6 @@ class StoreWriter:
         self.stats = StoreWriterStats()
         self._batch = _Batch()
         self._lock = threading.Lock()
-        self._inserter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-insert")
-        self._inserting: tuple[_Batch, Future[None]] | None = None
-        self._insert_failed = False  # retried in this thread before anything more is read
         self.consumer = TopicConsumer(
             config.bootstrap_servers, config.group_id, config.topic, config.session_timeout_ms,
             on_revoked=lambda _: self.flush(),  # store and commit before partitions move
@@ -158,50 +140,22 @@ class StoreWriter:
         self.flush()
 
     def poll_once(self, timeout_ms: int = 100) -> int:
-        """One poll, then, when the batch is due (`flush_due`), its insert in the background
-        (once the one under way returned); returns the messages read. After an insert
-        failed, that batch is retried here first, and nothing is read while it fails."""
-        if self._insert_failed:
-            self.flush()
+        """One poll, then a flush when the batch is due (`flush_due`); returns the messages
+        read."""
         records = self.consumer.poll(timeout_ms=timeout_ms)
         for partition, messages in records.items():
             for message in messages:
                 self._add(partition, message)
         read = sum(map(len, records.values()))
-        with self._lock:
-            self._settle(wait=False)
-            batch = self._batch
-            if not batch.next_offsets:
-                return read
-            now = time.monotonic()
-            due = flush_due(
-                self.config, batch.spans, now - batch.started, now - batch.last_added, self.sql
-            )
-            if due and (self._inserting is None or batch.spans >= self.config.max_batch_spans):
-                self._settle(wait=True)
-                self._batch = _Batch()
-                self._inserting = (batch, self._inserter.submit(self._write, batch))
+        batch = self._batch
+        if not batch.next_offsets:
+            return read
+        now = time.monotonic()
+        if flush_due(
+            self.config, batch.spans, now - batch.started, now - batch.last_added, self.sql
+        ):
+            self.flush()
         return read
-
-    def _settle(self, wait: bool) -> None:
-        """Commit the offsets of the batch inserted in the background once its insert
-        returned (`wait`: wait for it). When it failed, the batch is put back before the
-        one read since (retried at its next flush, nothing of either committed) and the
-        error raised."""
-        if self._inserting is None:
-            return
-        batch, insert = self._inserting
-        if not (wait or insert.done()):
-            return
-        self._inserting = None
-        try:
-            insert.result()
-        except BaseException:
-            batch.absorb(self._batch)
-            self._batch = batch
-            self._insert_failed = True
-            raise
-        self.consumer.commit(batch.next_offsets)
 
     def _add(self, partition: TopicPartition, message: Any) -> None:
         """Decode the message (no SQL path), or parse it and keep it for the flush, which
@@ -215,26 +169,17 @@ class StoreWriter:
         self._batch.add(partition, message.offset, pending)
 
     def flush(self) -> None:
-        """Insert every pending row (after the insert under way), then commit the offsets
-        they cover."""
+        """Insert the pending rows, then commit the offsets they cover."""
         with self._lock:
-            self._settle(wait=True)
             batch = self._batch
             if not batch.next_offsets:
                 return
-            self._write(batch)
+            if batch.messages:
+                self._store_messages(batch)
+            if batch.rows:
+                self._insert(batch.rows)
             self._batch = _Batch()
-            self._insert_failed = False
             self.consumer.commit(batch.next_offsets)
-
-    def _write(self, batch: _Batch) -> None:
-        """Insert the batch's messages and rows (what an insert that failed part way
-        stored is not inserted again)."""
-        if batch.messages:
-            self._store_messages(batch)
-        if batch.rows:
-            self._insert(batch.rows)
-            batch.rows = []
 
     def _store_messages(self, batch: _Batch) -> None:
         """Insert the batch's parsed messages with the store's SQL when the batch has at
@@ -301,8 +246,5 @@ class StoreWriter:
         return self.caught_up(targets)
 
     def close(self) -> None:
-        try:
-            self.flush()
-        finally:
-            self._inserter.shutdown()
-            self.consumer.close()
+        self.flush()
+        self.consumer.close()
