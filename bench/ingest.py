@@ -5,12 +5,12 @@ Starts `pathgrade up` (bundled Tansu broker, chDB store) on free ports, waits un
 warm-up of a few traces of its own is stored and evaluated (so the consumer groups' first
 joins, seconds long on a fresh broker, are not counted as the stack's pace), sends
 pre-encoded OTLP protobuf requests over keep-alive HTTP from a few threads as fast as the
-collector answers, and stops the clock when the stack's status counters show every span stored
-(then confirmed by `SELECT count()` and distinct span ids in `spans`) and every trace
-evaluated by the realtime processes. It prints the sustained
-rate, CPU µs per span per process (collector, store owner, realtime, broker, the rest)
-and in total, and, measured in the same run, the CPU of parsing the same request bodies
-(protobuf parse alone, and parse + canonical decode) with the ratio total / parse-only.
+collector answers, and stops the clock when the stack's status counters show every span
+stored (then confirmed by `SELECT count()` and distinct span ids in `spans`) and every
+trace evaluated by the realtime processes. It prints the sustained rate, CPU µs per span
+per process (collector, store owner, realtime, broker, the rest) and in total, and,
+measured in the same run, the CPU of parsing the same request bodies (protobuf parse
+alone, and parse + canonical decode) with the ratio total / parse-only.
 
 Mixes (`--mix`):
 - `realistic` (default): conversations of 1-6 turns of the demo support agent, about 5%
@@ -482,7 +482,7 @@ def run_once(variant: Variant, bodies: list[bytes], spans: int, traces: int, arg
     try:
         store = RemoteStore(json.loads((data_dir / "stack.json").read_text())["query_url"])
         warm_spans, warm_traces, warm_alerts, warm_sampled = warm_up(http_port, data_dir, store)
-        spans, traces = spans + warm_spans, traces + warm_traces
+        stored_target, evaluated_target = spans + warm_spans, traces + warm_traces
         pids = process_tree(stack.pid, data_dir)
         cpu_before = cpu_seconds(pids)
         started = time.perf_counter()
@@ -495,10 +495,10 @@ def run_once(variant: Variant, bodies: list[bytes], spans: int, traces: int, arg
                 raise SystemExit(f"{variant.label}: the stack did not catch up in time")
             now = time.perf_counter() - started
             snapshot = stack_snapshot(data_dir)
-            if stored_at is None and stored_all(store, spans, snapshot):
+            if stored_at is None and stored_all(store, stored_target, snapshot):
                 stored_at = now
             if evaluated_at is None and (counted := realtime_evaluated(snapshot)) is not None:
-                evaluated_at = now if counted[0] >= traces else None
+                evaluated_at = now if counted[0] >= evaluated_target else None
             time.sleep(0.1)
         cpu_after = cpu_seconds(pids)
     finally:
