@@ -115,6 +115,7 @@ class RealtimePlane:
         self._outgoing: list[tuple[int, Alert]] = []
         self._next_number: dict[int, int] = {}  # partition -> the number of its next alert
         self.assigned: set[int] = set()
+        self.joined: Any = threading.Event()  # set at the first partitions; any Event type
         self._committed: dict[int, int] = {}
         self._last_commit = float("-inf")
         self._last_turns_poll = float("-inf")
@@ -348,6 +349,7 @@ class RealtimePlane:
     def _assigned(self, partitions: set[int]) -> None:
         """Partitions arrived: number their alerts on from what the table holds."""
         self.assigned |= partitions
+        self.joined.set()
         try:
             self.claim(partitions)
         except Exception as exc:  # claimed again when their first alerts are handed over

@@ -122,9 +122,11 @@ class StoreWriter:
         self.stats = StoreWriterStats()
         self._batch = _Batch()
         self._lock = threading.Lock()
+        self.joined = threading.Event()  # set when the group first hands it partitions
         self.consumer = TopicConsumer(
             config.bootstrap_servers, config.group_id, config.topic, config.session_timeout_ms,
             on_revoked=lambda _: self.flush(),  # store and commit before partitions move
+            on_assigned=lambda _: self.joined.set(),
             max_poll_records=5000, fetch_max_bytes=64 * 1024 * 1024,
             max_partition_fetch_bytes=16 * 1024 * 1024, **config.consumer_options,
         )  # fmt: skip

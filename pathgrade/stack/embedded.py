@@ -95,6 +95,7 @@ BROKER_SWAP_MIN_INTERVAL_S = 30.0
 MAX_RESTARTS = 3
 """Child processes restarted within RESTART_WINDOW_S before the stack gives up and stops."""
 RESTART_WINDOW_S = 300.0
+GROUP_JOIN_TIMEOUT_S = 30.0  # "up" waits this long for the consumers' first group joins
 STATUS_TIMEOUT_S = 5.0  # a child slower than this to report its counters shows as null
 _MB = 1024 * 1024
 
@@ -138,6 +139,7 @@ def _realtime_main(
     store_url: str,
     write_token: str,
     alert_lines: AlertLineSettings,
+    joined: Any,
     counters: SharedCounters[RealtimeCounters],
     assembler_stats: SharedCounters[AssemblerStats],
     events: Queue[Event],
@@ -145,15 +147,17 @@ def _realtime_main(
 ) -> None:
     """Child process: the realtime plane (its own interpreter, so detection never waits
     on the store writer), storing alerts through the store owner's endpoint, printing
-    them as `alert_lines` say and counting into the shared `counters` and
-    `assembler_stats`. `Suspend` and `Stop` carry the offsets to read up to and whether to
-    evaluate every held trace; `Stop` answers with the partitions it read up to and its
-    final counters (`RealtimeStopped`)."""
+    them as `alert_lines` say, setting the shared Event `joined` once its consumer group
+    hands it partitions and counting into the shared `counters` and `assembler_stats`.
+    `Suspend` and `Stop` carry the offsets to read up to and whether to evaluate every
+    held trace; `Stop` answers with the partitions it read up to and its final counters
+    (`RealtimeStopped`)."""
     with child_process("realtime", events, alert_lines):
         store = RemoteStore(store_url, write_token)
         plane = RealtimePlane(RealtimeConfig.model_validate(config), store)
         plane.counters_ = counters.counters()
         plane.assembler.stats = assembler_stats.counters()
+        plane.joined = joined
         plane.start()
         events.put(Ready())
         while True:
@@ -186,6 +190,7 @@ class Stack:
         self._ctx = mp.get_context("spawn")
         self._collector: ChildProcess | None = None
         self._realtime: list[ChildProcess] = []
+        self._realtime_joined: list[Any] = []  # per realtime process: its `joined` Event
         self._earlier: dict[str, dict[str, int]] = {}  # by child: what the dead ones counted
         self._demo: threading.Thread | None = None
         self.grpc_port = 0
@@ -222,6 +227,7 @@ class Stack:
             for index in range(self.options.realtime_workers):
                 self._start_realtime(index)
             self._start_collector()
+            self._wait_for_consumer_groups()
         except BaseException:
             self.stop()
             raise
@@ -229,6 +235,29 @@ class Stack:
         self._print_endpoints()
         if self.options.demo:
             self._start_demo()
+
+    def _wait_for_consumer_groups(self) -> None:
+        """Wait until the store writer and every realtime process have joined their
+        consumer groups (a fresh broker's first joins take seconds), so that "up" means
+        spans are being stored and evaluated; past GROUP_JOIN_TIMEOUT_S, say so and go on
+        (what is sent meanwhile waits in Kafka)."""
+        late = self.unjoined_consumers(GROUP_JOIN_TIMEOUT_S)
+        if late:
+            self.out(
+                f"{' and '.join(late)} did not join the consumer groups in "
+                f"{GROUP_JOIN_TIMEOUT_S:.0f} s; spans sent now wait in Kafka until they do"
+            )
+
+    def unjoined_consumers(self, timeout_s: float = 0.0) -> list[str]:
+        """The consumers (the store writer, each realtime process) that have not joined
+        their consumer group within `timeout_s` from now."""
+        assert self.store is not None
+        deadline = time.monotonic() + timeout_s
+        waits = [("the store writer", self.store.writer_joined)] + [
+            (child.name, joined.wait)
+            for child, joined in zip(self._realtime, self._realtime_joined, strict=True)
+        ]
+        return [name for name, wait in waits if not wait(max(0.0, deadline - time.monotonic()))]
 
     def _start_kafka(self) -> None:
         if self.options.kafka:
@@ -317,14 +346,16 @@ class Stack:
         server = self.store.query_server
         shared = [SharedCounters(self._ctx, RealtimeCounters),
                   SharedCounters(self._ctx, AssemblerStats)]  # fmt: skip
+        joined = self._ctx.Event()
         child = ChildProcess(
             self._ctx, name, _realtime_main, self.realtime_config().model_dump(),
-            server.url, server.write_token, self.alert_lines(), shared=shared,
+            server.url, server.write_token, self.alert_lines(), joined, shared=shared,
         )  # fmt: skip
         if index < len(self._realtime):
-            self._realtime[index] = child
+            self._realtime[index], self._realtime_joined[index] = child, joined
         else:
             self._realtime.append(child)
+            self._realtime_joined.append(joined)
         child.start()
 
     def alert_lines(self) -> AlertLineSettings:

@@ -104,6 +104,12 @@ class StoreOwner:
         self._finished_runs = summed([self._finished_runs, asdict(run.writer.stats)])
         return reached
 
+    def writer_joined(self, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` for the store writer to join its consumer group; True
+        once it has partitions to read."""
+        run = self._writer_run
+        return run is not None and run.writer.joined.wait(timeout_s)
+
     def writer_stats(self) -> dict[str, int]:
         """The store writer's counters since `start()`, across broker swaps."""
         run = self._writer_run
