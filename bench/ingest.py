@@ -95,12 +95,14 @@ def template_spans(flavor: str = "genai") -> list:
     return list(exporter.get_finished_spans())
 
 
-def request_bodies(total_spans: int, batch: int, flavor: str = "genai") -> list[bytes]:
+def request_bodies(
+    total_spans: int, batch: int, flavor: str = "genai", seed: int = 3
+) -> list[bytes]:
     """Demo mix: request bodies of `batch` spans each; every copy of the ~10k template
-    spans gets fresh trace ids."""
+    spans gets fresh trace ids (drawn from `seed`)."""
     template = encode_spans(template_spans(flavor))
     spans_per_copy = sum(len(ss.spans) for rs in template.resource_spans for ss in rs.scope_spans)
-    rng = random.Random(3)
+    rng = random.Random(seed)
     bodies = []
     made = 0
     while made < total_spans:
@@ -227,11 +229,11 @@ def _any(value: str | int) -> AnyValue:
     return AnyValue(int_value=value) if isinstance(value, int) else AnyValue(string_value=value)
 
 
-def realistic_bodies(total_spans: int, batch: int) -> list[bytes]:
+def realistic_bodies(total_spans: int, batch: int, seed: int = 5) -> list[bytes]:
     """Realistic mix: request bodies of `batch` spans each, about `total_spans` spans in
-    all, every trace generated afresh (no trace or conversation repeats)."""
+    all, every trace generated afresh from `seed` (no trace or conversation repeats)."""
     mean = sum(SPANS_PER_TRACE) / 2
-    return _split(realistic_request(max(1, round(total_spans / mean)), seed=5), batch)
+    return _split(realistic_request(max(1, round(total_spans / mean)), seed=seed), batch)
 
 
 MIXES: dict[str, Callable[[int, int], list[bytes]]] = {
