@@ -442,13 +442,13 @@ def realtime_evaluated(snapshot: dict | None) -> tuple[int, int, int] | None:
 
 def start_stack(variant: Variant, data_dir: Path, http_port: int, nice: int) -> subprocess.Popen:
     """`pathgrade up` of the variant's checkout, its output drained to a log file."""
-    log = (data_dir / "stack.log").open("w")
-    stack = subprocess.Popen(
-        [variant.python, "-m", "pathgrade.cli", "up", "--data-dir", str(data_dir),
-         "--grpc-port", "0", "--http-port", str(http_port), "--store-writer-nice", str(nice),
-         "--status-every", "1", *variant.up_args],
-        stdout=log, stderr=subprocess.STDOUT, text=True, cwd=tempfile.gettempdir(),
-    )  # fmt: skip
+    with (data_dir / "stack.log").open("w") as log:  # the child writes to its own copy
+        stack = subprocess.Popen(
+            [variant.python, "-m", "pathgrade.cli", "up", "--data-dir", str(data_dir),
+             "--grpc-port", "0", "--http-port", str(http_port), "--store-writer-nice",
+             str(nice), "--status-every", "1", *variant.up_args],
+            stdout=log, stderr=subprocess.STDOUT, text=True, cwd=tempfile.gettempdir(),
+        )  # fmt: skip
     while "pathgrade is up" not in (data_dir / "stack.log").read_text():
         if stack.poll() is not None:
             raise SystemExit(f"pathgrade up exited:\n{(data_dir / 'stack.log').read_text()}")

@@ -91,10 +91,30 @@ def untrusted_texts(message: dict[str, Any]) -> list[str]:
         # each part's text as the tool gave it (a tool result's text, repeated)
         parts = None if content else _parts(message)
         if not parts:
-            return [str(content or message.get("parts") or "")]
+            return [leaf_text(content or message.get("parts") or "")]
     else:
         parts = [part for part in _parts(message) if part.get("type") in UNTRUSTED_PART_TYPES]
-    return [str(part.get("content") or part.get("response") or "") for part in parts]
+    return [leaf_text(part.get("content") or part.get("response") or "") for part in parts]
+
+
+def leaf_text(value: Any) -> str:
+    """A JSON value's text as a reader would see it: a string as it is; an object or array
+    (a structured tool response) as its string and number leaves, one per line, in order
+    (not its Python repr, whose quotes and escaped newlines split the words predicates
+    look for)."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, dict | list):
+        return str(value)
+    leaves: list[str] = []
+    pending: list[Any] = [value]
+    while pending:  # depth first, in order, without recursion (depth is the sender's)
+        item = pending.pop()
+        if isinstance(item, dict | list):
+            pending.extend(reversed(item.values() if isinstance(item, dict) else item))
+        elif item is not None:
+            leaves.append(item if isinstance(item, str) else str(item))
+    return "\n".join(leaves)
 
 
 def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:
