@@ -44,7 +44,8 @@ class AlertLineSettings(BaseModel):
     trace_url_base: str | None = Field(
         None,
         description="the browser UI's address (`pathgrade ui`), so each human alert line "
-        "links to its trace page (URL/trace/TRACE_ID); without it the line names the trace id",
+        "links to its trace page with the alerted span selected (URL/trace/TRACE_ID?span="
+        "SPAN_ID); without it the line names the trace and span ids",
     )
     lines_per_s: float = Field(2.0, description="human alert lines a second, on average")
     burst: int = Field(5, description="human alert lines at once after a quiet spell")
@@ -53,16 +54,19 @@ class AlertLineSettings(BaseModel):
     )
 
 
-def trace_link(trace_id: str, trace_url_base: str | None) -> str:
-    """The trace page's URL (`<base>/trace/<id>`), or `trace <id>` without a base."""
+def trace_link(trace_id: str, trace_url_base: str | None, span_id: str = "") -> str:
+    """The trace page's URL (`<base>/trace/<id>`, `?span=<span id>` selecting the span
+    when there is one), or `trace <id> span <span id>` without a base: two alerts of one
+    trace on different spans (each failed attempt of a retry) read apart."""
     if trace_url_base is None:
-        return f"trace {trace_id}"
-    return f"{trace_url_base.rstrip('/')}/trace/{trace_id}"
+        return f"trace {trace_id}" + (f" span {span_id}" if span_id else "")
+    selected = f"?span={span_id}" if span_id else ""
+    return f"{trace_url_base.rstrip('/')}/trace/{trace_id}{selected}"
 
 
 def alert_line(alert: Alert, trace_url_base: str | None) -> str:
     """One alert as a short line: local detection time, severity, code, service, reason
-    (cut at REASON_CHARS), the trace link."""
+    (cut at REASON_CHARS), the link to the trace and its span."""
     detected = time.strftime("%H:%M:%S", time.localtime(alert.detected_at_ns / 1e9))
     reason = " ".join(alert.reason.split())
     if len(reason) > REASON_CHARS:
@@ -71,7 +75,7 @@ def alert_line(alert: Alert, trace_url_base: str | None) -> str:
         reason = f"cannot decide: {reason}"
     return (
         f"{detected} {alert.severity:<8} {alert.code} {alert.service}: {reason}  "
-        f"{trace_link(alert.trace_id, trace_url_base)}"
+        f"{trace_link(alert.trace_id, trace_url_base, alert.span_id)}"
     )
 
 

@@ -50,9 +50,11 @@ def test_a_line_names_time_severity_code_service_reason_and_the_trace_page() -> 
     clock = time.strftime("%H:%M:%S", time.localtime(DETECTED_NS / 1e9))
     assert line == (
         f"{clock} high     PG108 support-agent: change_plan retried 3 times  "
-        f"http://127.0.0.1:8123/trace/{'ab' * 16}"
+        f"http://127.0.0.1:8123/trace/{'ab' * 16}?span={'cd' * 8}"
     )
-    assert alert_line(make_alert(), None).endswith(f"  trace {'ab' * 16}")
+    assert alert_line(make_alert(), None).endswith(f"  trace {'ab' * 16} span {'cd' * 8}")
+    trace_level = alert_line(make_alert(span_id=""), "http://h:1")
+    assert trace_level.endswith(f"  http://h:1/trace/{'ab' * 16}")
 
 
 def test_a_long_reason_is_cut_and_a_check_that_could_not_decide_says_so() -> None:
@@ -61,7 +63,8 @@ def test_a_long_reason_is_cut_and_a_check_that_could_not_decide_says_so() -> Non
     assert len(reason) == REASON_CHARS and reason.endswith("...")
     undecided = alert_line(make_alert(kind="cannot_decide", reason="no arguments"), None)
     assert ": cannot decide: no arguments  trace " in undecided
-    assert len(alert_line(make_alert(reason="x" * 5000), "http://h:1")) < 200
+    cut = alert_line(make_alert(reason="x" * 5000), "http://h:1")
+    assert len(cut) - len(f"http://h:1/trace/{'ab' * 16}?span={'cd' * 8}") < REASON_CHARS + 50
 
 
 def test_the_pacer_lets_a_burst_through_then_its_rate() -> None:
