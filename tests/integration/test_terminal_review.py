@@ -30,7 +30,7 @@ pytestmark = pytest.mark.integration
 
 ALERT_LINE = re.compile(
     r"^\d\d:\d\d:\d\d (low|medium|high|critical) +PG\d{3} \S+: .+  "
-    r"(http://127\.0\.0\.1:\d+/trace/[0-9a-f]{32})$"
+    r"(http://127\.0\.0\.1:\d+/trace/[0-9a-f]{32}(?:\?span=[0-9a-f]{16})?)$"
 )
 SUMMARY_LINE = re.compile(r"^\+(\d+) alerts? in the last \d+ s not shown: PG\d{3} x\d+")
 FAILING_TRACES = 30  # at once: more than the terminal's burst, so some are summarised
@@ -101,6 +101,7 @@ def test_up_demo_prints_short_alert_lines_linked_to_their_traces_and_a_summary(s
     alert_lines = [m for line in process.lines if (m := ALERT_LINE.match(line))]
     assert alert_lines and not [line for line in process.lines if line.startswith("alert {")]
     assert all(len(m[0]) < 250 for m in alert_lines)
+    assert any("?span=" in m[2] for m in alert_lines)  # the alerted span, selected
     held = sum(int(m[1]) for m in summaries)
     raised = process.scalar("SELECT count() FROM alerts FINAL")
     assert held >= 1 and len(alert_lines) + held <= raised  # each alert shown or counted once
