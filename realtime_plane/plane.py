@@ -54,6 +54,7 @@ COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts a
 # Alerts go to the sinks in groups of this many (and at the end of each poll): waking the
 # webhook's threads per alert cost the polling thread the interpreter lock per alert.
 ALERTS_PER_DELIVERY = 32
+IDLE_POLL_MS = 500  # a poll's longest wait while nothing is held (see `_poll_timeout_ms`)
 TURNS_POLL_INTERVAL_S = 0.2  # publish own turns and read the others' at most this often
 
 
@@ -176,7 +177,7 @@ class RealtimePlane:
         every COMMIT_INTERVAL_S store the alerts and commit, so a slow insert never holds
         up detection for long. Returns the messages read."""
         assert self.consumer is not None
-        records = self.consumer.poll(timeout_ms=self.config.poll_timeout_ms)
+        records = self.consumer.poll(timeout_ms=self._poll_timeout_ms())
         now = self.clock()
         for partition, messages in records.items():
             for message in messages:
@@ -196,6 +197,16 @@ class RealtimePlane:
             self._last_commit = now
             self._flush_and_commit()
         return sum(map(len, records.values()))
+
+    def _poll_timeout_ms(self) -> int:
+        """The configured wait while traces or alerts are held (they fall due by the
+        clock) or turns are shared; with nothing held, up to IDLE_POLL_MS: nothing falls
+        due before a span arrives, and a poll returns as soon as one does (an idle plane
+        at 50 ms: 3.9% of a core, at 500 ms: 2.3%)."""
+        configured = self.config.poll_timeout_ms
+        if self.turn_feed is not None or self.assembler.traces_held or self._outgoing:
+            return configured
+        return max(configured, IDLE_POLL_MS)
 
     def _publish_turns(self) -> None:
         """Publish the digests of the turns evaluated since the last publish, batched (a

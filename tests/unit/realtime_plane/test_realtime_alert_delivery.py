@@ -9,7 +9,7 @@ from typing import Any
 from pathgrade.realtime_plane.assembler import DueTrace
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.evaluate import Evaluation
-from pathgrade.realtime_plane.plane import ALERTS_PER_DELIVERY, RealtimePlane
+from pathgrade.realtime_plane.plane import ALERTS_PER_DELIVERY, IDLE_POLL_MS, RealtimePlane
 from pathgrade.realtime_plane.sinks import (
     LogAlertSink,
     NumberedAlert,
@@ -190,3 +190,32 @@ def test_the_log_line_and_the_alerts_topic_are_sinks_of_the_same_group() -> None
         "8-0",
         "8-1",
     ]
+
+
+class QuietConsumer:
+    """Stands in for the Kafka consumer of an idle topic: records each poll's wait."""
+
+    def __init__(self) -> None:
+        self.waits: list[int] = []
+
+    def poll(self, timeout_ms: int) -> dict[Any, list[Any]]:
+        self.waits.append(timeout_ms)
+        return {}
+
+    def commit(self, next_offsets: dict[Any, int]) -> None:
+        pass
+
+    def partition(self, number: int) -> int:
+        return number
+
+
+def test_an_idle_plane_waits_longer_per_poll_and_a_held_trace_brings_the_short_wait_back() -> None:
+    plane, _ = plane_with_sink()
+    consumer = QuietConsumer()
+    plane.consumer = consumer  # type: ignore[assignment]
+    plane.poll_once()
+    span = Span("t", "ab" * 16, "00000000000000aa", "", "invoke_agent", "Internal", 1, 2)
+    plane.assembler.add(0, 0, [span], plane.clock())
+    plane.poll_once()
+    assert consumer.waits == [IDLE_POLL_MS, plane.config.poll_timeout_ms]
+    assert plane.config.poll_timeout_ms < IDLE_POLL_MS
