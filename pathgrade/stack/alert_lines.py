@@ -12,6 +12,7 @@ prints each one's full JSON document instead (for log shippers).
 from __future__ import annotations
 
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable
 from typing import Literal
@@ -19,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pathgrade.schemas.alerts import Alert
+from pathgrade.schemas.topics import DEFAULT_TENANT
 
 LogFormat = Literal["human", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("human", "json")
@@ -45,7 +47,8 @@ class AlertLineSettings(BaseModel):
         None,
         description="the browser UI's address (`pathgrade ui`), so each human alert line "
         "links to its trace page with the alerted span selected (URL/trace/TRACE_ID?span="
-        "SPAN_ID); without it the line names the trace and span ids",
+        "SPAN_ID, and tenant=TENANT for a tenant other than the default); without it the "
+        "line names the trace and span ids",
     )
     lines_per_s: float = Field(2.0, description="human alert lines a second, on average")
     burst: int = Field(5, description="human alert lines at once after a quiet spell")
@@ -54,14 +57,19 @@ class AlertLineSettings(BaseModel):
     )
 
 
-def trace_link(trace_id: str, trace_url_base: str | None, span_id: str = "") -> str:
-    """The trace page's URL (`<base>/trace/<id>`, `?span=<span id>` selecting the span
-    when there is one), or `trace <id> span <span id>` without a base: two alerts of one
-    trace on different spans (each failed attempt of a retry) read apart."""
+def trace_link(
+    trace_id: str, trace_url_base: str | None, span_id: str = "", tenant: str = DEFAULT_TENANT
+) -> str:
+    """The trace page's URL (`<base>/trace/<id>`, `span=<span id>` selecting the span when
+    there is one, `tenant=` naming a tenant other than the default, so a viewer of several
+    tenants lands on the trace, not the tenant chooser), or `trace <id> span <span id>`
+    without a base: two alerts of one trace on different spans (each failed attempt of a
+    retry) read apart."""
     if trace_url_base is None:
         return f"trace {trace_id}" + (f" span {span_id}" if span_id else "")
-    selected = f"?span={span_id}" if span_id else ""
-    return f"{trace_url_base.rstrip('/')}/trace/{trace_id}{selected}"
+    query = {"tenant": tenant if tenant != DEFAULT_TENANT else "", "span": span_id}
+    selected = urllib.parse.urlencode({k: v for k, v in query.items() if v})
+    return f"{trace_url_base.rstrip('/')}/trace/{trace_id}" + (f"?{selected}" if selected else "")
 
 
 def alert_line(alert: Alert, trace_url_base: str | None) -> str:
@@ -75,7 +83,7 @@ def alert_line(alert: Alert, trace_url_base: str | None) -> str:
         reason = f"cannot decide: {reason}"
     return (
         f"{detected} {alert.severity:<8} {alert.code} {alert.service}: {reason}  "
-        f"{trace_link(alert.trace_id, trace_url_base, alert.span_id)}"
+        f"{trace_link(alert.trace_id, trace_url_base, alert.span_id, alert.tenant)}"
     )
 
 

@@ -55,6 +55,8 @@ def test_a_line_names_time_severity_code_service_reason_and_the_trace_page() -> 
     assert alert_line(make_alert(), None).endswith(f"  trace {'ab' * 16} span {'cd' * 8}")
     trace_level = alert_line(make_alert(span_id=""), "http://h:1")
     assert trace_level.endswith(f"  http://h:1/trace/{'ab' * 16}")
+    acme = alert_line(make_alert(tenant="acme corp"), "http://h:1")
+    assert acme.endswith(f"  http://h:1/trace/{'ab' * 16}?tenant=acme+corp&span={'cd' * 8}")
 
 
 def test_a_long_reason_is_cut_and_a_check_that_could_not_decide_says_so() -> None:
