@@ -67,9 +67,13 @@ def trace_link(
     retry) read apart."""
     if trace_url_base is None:
         return f"trace {trace_id}" + (f" span {span_id}" if span_id else "")
-    query = {"tenant": tenant if tenant != DEFAULT_TENANT else "", "span": span_id}
-    selected = urllib.parse.urlencode({k: v for k, v in query.items() if v})
-    return f"{trace_url_base.rstrip('/')}/trace/{trace_id}" + (f"?{selected}" if selected else "")
+    query: dict[str, str] = {}
+    if tenant != DEFAULT_TENANT:
+        query["tenant"] = tenant
+    if span_id:
+        query["span"] = span_id
+    page = f"{trace_url_base.rstrip('/')}/trace/{trace_id}"
+    return f"{page}?{urllib.parse.urlencode(query)}" if query else page
 
 
 def alert_line(alert: Alert, trace_url_base: str | None) -> str:
