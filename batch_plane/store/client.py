@@ -133,6 +133,14 @@ class ClientStore:
         if self._files is not None:
             self._files.cleanup()
 
+    def command(self, sql: str) -> None:
+        """Run a statement that returns no rows (DDL) on the writer's session."""
+        try:
+            with self.lock:
+                self.client.command(sql)
+        except Exception as exc:  # clickhouse-connect and chDB raise several types
+            raise QueryError(clickhouse_reason(str(exc))) from exc
+
     def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:
         if not rows:
             return

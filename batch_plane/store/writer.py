@@ -24,6 +24,7 @@ from kafka import TopicPartition
 from pathgrade.batch_plane.store.client import ClientStore, QueryError
 from pathgrade.batch_plane.store.otlp_insert import (
     PendingMessage,
+    create_input_table,
     insert_sql_messages,
     missing_settings,
     pending_message,
@@ -54,12 +55,15 @@ class StoreWriterStats:
 
 
 def _sql_insert_runs(store: ClientStore) -> bool:
-    """Whether the store's ClickHouse can run the SQL insert (logged when it cannot)."""
+    """Whether the store's ClickHouse can run the SQL insert (logged when it cannot); when
+    it can, its input table is created (`otlp_insert.input_table`)."""
     missing = missing_settings(store)
     if missing:
         log.warning("the store's ClickHouse lacks the settings %s: the store writer "
                     "decodes every batch in Python", ", ".join(missing))  # fmt: skip
-    return not missing
+        return False
+    create_input_table(store)
+    return True
 
 
 def _parsed(message: Any, problems: DecodeProblems) -> PendingMessage:

@@ -10,11 +10,14 @@ import pytest
 from google.protobuf.internal.decoder import _DecodeVarint
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
-from pathgrade.batch_plane.store.client import ClientStore, content_named_file
+from pathgrade.batch_plane.store.client import ClientStore, QueryError, content_named_file
 from pathgrade.batch_plane.store.otlp_insert import (
+    INPUT_TABLE_PREFIX,
     PROTOBUF_SETTINGS,
     REFUSED,
     framed_value,
+    input_table,
+    input_table_ddl,
     insert_sql_messages,
     insert_statement,
     pending_message,
@@ -61,14 +64,19 @@ def test_a_flattened_message_key_leaves_the_sql_but_the_same_text_in_a_value_doe
     assert pending_message(named_in_a_fact, "t", 1).sql_readable
 
 
-def test_the_insert_reads_its_source_and_writes_every_spans_column() -> None:
-    server = insert_statement("input")
-    assert "FROM input('" in server and server.endswith("FORMAT Protobuf")
+def test_the_insert_goes_into_the_input_table_whose_view_writes_every_spans_column() -> None:
+    table = input_table()
+    assert table.startswith(INPUT_TABLE_PREFIX) and table == input_table()
+    assert insert_statement("input") == f"INSERT INTO {table} FORMAT Protobuf"
     embedded = insert_statement("file:/tmp/it's.data")
+    assert embedded.startswith(f"INSERT INTO {table} SELECT * FROM ")
     assert "file('/tmp/it\\'s.data', 'Protobuf', '" in embedded
-    assert "FORMAT" not in embedded.splitlines()[-1]
-    columns = server.split("\n", 1)[0]
-    assert all(f"`{column}`" in columns for column in SPAN_COLUMNS)
+    create_table, create_view = input_table_ddl()
+    assert create_table.startswith(f"CREATE TABLE IF NOT EXISTS {table} (")
+    assert create_table.endswith(") ENGINE = Null")
+    assert create_view.startswith(f"CREATE MATERIALIZED VIEW IF NOT EXISTS {table}_mv TO spans")
+    assert f"\nFROM {table}\n" in create_view
+    assert all(f" AS `{column}`" in create_view for column in SPAN_COLUMNS)
 
 
 def test_the_schema_carries_tenant_and_receive_time_and_its_file_is_named_by_content(
@@ -107,6 +115,36 @@ def test_a_server_gets_the_values_with_the_statement_and_the_schema_inline() -> 
         "format_schema_source": "string",
         "format_schema": spans_value_proto(),
     }
+
+
+class _FreshServer(_RecordingServer):
+    """Has no input table until a statement creates it (`missing` names the table its
+    first insert does not find: the input table, or another)."""
+
+    def __init__(self, missing: str) -> None:
+        super().__init__()
+        self.missing = missing
+
+    def command(self, cmd: str, data: bytes | None = None, settings: dict | None = None) -> None:
+        super().command(cmd, data, settings)
+        if cmd.startswith("CREATE TABLE"):
+            self.missing = ""
+        elif cmd.startswith("INSERT") and self.missing:
+            raise RuntimeError(f"Code: 60. Table default.{self.missing} does not exist. "
+                               "(UNKNOWN_TABLE)")  # fmt: skip
+
+
+def test_a_store_without_the_input_table_gets_it_and_the_insert_once_more() -> None:
+    server = _FreshServer(input_table())
+    value = _traces(("k", "v"))
+    insert_sql_messages(ClientStore(server, server), [pending_message(value, "acme", 7)])
+    statements = [cmd for cmd, _, _ in server.commands]
+    assert statements == [insert_statement("input"), *input_table_ddl(), insert_statement("input")]
+    assert server.commands[-1][1] == framed_value(value, "acme", 7)
+    other = _FreshServer("spans")  # another table missing: not this path's to create
+    with pytest.raises(QueryError, match="spans does not exist"):
+        insert_sql_messages(ClientStore(other, other), [pending_message(value, "acme", 7)])
+    assert len(other.commands) == 1
 
 
 class _RefusingServer(_RecordingServer):
