@@ -39,6 +39,8 @@ from pathgrade.transport.consumer import TopicConsumer, decode_spans, read_messa
 
 log = logging.getLogger(__name__)
 _TENANT, _TRACE_ID, _SPAN_ID = (SPAN_COLUMNS.index(c) for c in ("Tenant", "TraceId", "SpanId"))
+BUSY_POLL_MS = 100  # a poll's longest wait while a batch is pending (`poll_once`)
+IDLE_POLL_MS = 500  # a poll's longest wait while none is
 
 
 @dataclass
@@ -145,9 +147,13 @@ class StoreWriter:
         )  # fmt: skip
         self.flush()
 
-    def poll_once(self, timeout_ms: int = 100) -> int:
+    def poll_once(self, timeout_ms: int | None = None) -> int:
         """One poll, then a flush when the batch is due (`flush_due`); returns the messages
-        read."""
+        read. A poll waits at most `timeout_ms`, by default BUSY_POLL_MS while a batch is
+        pending (it falls due by the clock) and IDLE_POLL_MS while none is: nothing falls
+        due before a message arrives, and a poll returns as soon as one does."""
+        if timeout_ms is None:
+            timeout_ms = BUSY_POLL_MS if self._batch.next_offsets else IDLE_POLL_MS
         records = self.consumer.poll(timeout_ms=timeout_ms)
         for partition, messages in records.items():
             for message in messages:
@@ -242,7 +248,7 @@ class StoreWriter:
         came for `idle_s`, so messages of other producers are not left behind; flush.
         Gives up at `timeout_s`; True when the targets were reached."""
         read_until_drained(
-            self.poll_once,
+            lambda: self.poll_once(BUSY_POLL_MS),  # a drain notices quiet at this pace
             # draining what others wrote needs partitions first (a new member joins late)
             lambda: self.caught_up(targets) and (not idle_s or bool(self.consumer.assignment())),
             timeout_s,
