@@ -57,14 +57,21 @@ class StoreWriterStats:
 
 
 def _sql_insert_runs(store: ClientStore) -> bool:
-    """Whether the store's ClickHouse can run the SQL insert (logged when it cannot); when
-    it can, its input table is created (`otlp_insert.input_table`)."""
+    """Whether the store's ClickHouse can run the SQL insert (logged when it cannot): it
+    knows the settings the insert needs, and the insert's input table exists or could be
+    created (`otlp_insert.input_table`; a user allowed to insert but not to create tables
+    gets the Python path)."""
     missing = missing_settings(store)
     if missing:
         log.warning("the store's ClickHouse lacks the settings %s: the store writer "
                     "decodes every batch in Python", ", ".join(missing))  # fmt: skip
         return False
-    create_input_table(store)
+    try:
+        create_input_table(store)
+    except QueryError as exc:
+        log.warning("the store writer cannot create the SQL insert's input table (%s): it "
+                    "decodes every batch in Python", exc)  # fmt: skip
+        return False
     return True
 
 
