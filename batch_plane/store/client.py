@@ -165,13 +165,14 @@ class ClientStore:
         settings: dict[str, Any],
         format_schema: str,
     ) -> None:
-        """Run `statement(source)`, an `INSERT ... SELECT ... FROM source`, where `source`
-        reads `data` in the statement's input format with the schema `format_schema` (a
-        `.proto`'s text; `settings` name its message). A server gets the data with the
-        statement (`input(...)`) and the schema inline (`format_schema_source = 'string'`,
-        which it caches under its `format_schema_path`); embedded chDB, which takes no data
-        with a statement, reads the data (`file(...)`) and the schema from files in a
-        directory of this store's own. `statement` is given "input" or "file:PATH"."""
+        """Run `statement(source)`, an `INSERT` of `data` read from `source` in the
+        statement's input format with the schema `format_schema` (a `.proto`'s text;
+        `settings` name its message). A server gets the data with the statement (`source`
+        "input": `INSERT ... FORMAT`) and the schema inline (`format_schema_source =
+        'string'`, which it caches under its `format_schema_path`); embedded chDB, which
+        takes no data with a statement, reads the data (`file(...)`) and the schema from
+        files in a directory of this store's own. `statement` is given "input" or
+        "file:PATH"."""
         try:
             with self.lock:
                 if isinstance(self.client, ChdbClient):
