@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -255,13 +256,24 @@ def scorer_has_read_nothing(bootstrap: str) -> None:
     consumer.close(autocommit=False)
 
 
-def sampled_count(bootstrap: str) -> int:
-    """How many messages pathgrade.sampled holds (read from the start)."""
+def sampled_count(bootstrap: str, quiet_s: float = 3.0, first_within_s: float = 60.0) -> int:
+    """How many messages pathgrade.sampled holds: read from the start until `quiet_s`
+    bring no more once the first came. The first fetch of a new consumer on a loaded
+    machine can take longer than `quiet_s` (a CI run read none in 3 s), so the read waits
+    up to `first_within_s` for it."""
     consumer = KafkaConsumer(
         SAMPLED_TOPIC, bootstrap_servers=bootstrap, group_id=None,
-        auto_offset_reset="earliest", consumer_timeout_ms=3000,
+        auto_offset_reset="earliest",
     )  # fmt: skip
-    count = sum(1 for _ in consumer)
+    count, started = 0, time.monotonic()
+    last_read = started
+    while True:
+        read = sum(map(len, consumer.poll(timeout_ms=500).values()))
+        now = time.monotonic()
+        if read:
+            count, last_read = count + read, now
+        elif now - (last_read if count else started) >= (quiet_s if count else first_within_s):
+            break
     consumer.close()
     return count
 
