@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
     OTLPSpanExporter as GrpcSpanExporter,
 )
@@ -31,6 +30,7 @@ from pathgrade.demo.sender import DemoSummary, send_demo_traces
 from pathgrade.stack.broker import LocalBroker, ensure_topics
 from tests.integration.conftest import spill_on_disk, start_collector, start_stack, wait_until
 from tests.integration.test_poison_inputs import Stack
+from tests.support.topics import read_topic
 
 pytestmark = pytest.mark.integration
 
@@ -116,16 +116,11 @@ def test_broker_stalled_under_load_every_export_answered_in_time_nothing_lost(
 def topic_spans(bootstrap: str) -> set[tuple[bytes, bytes]]:
     """(trace id, span id) of every span in the spans topic (read from the start until
     quiet; a span sent twice, at least once as promised, counts once)."""
-    consumer = KafkaConsumer(
-        SPANS_TOPIC, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-        consumer_timeout_ms=5000, group_id=None,
-    )  # fmt: skip
     spans = set()
-    for record in consumer:
+    for record in read_topic(bootstrap, SPANS_TOPIC):
         data = TracesData.FromString(record.value)
         spans.update((s.trace_id, s.span_id) for rs in data.resource_spans
                      for ss in rs.scope_spans for s in ss.spans)  # fmt: skip
-    consumer.close()
     return spans
 
 

@@ -11,6 +11,7 @@ from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
 
 from pathgrade.stack.broker import LocalBroker, ensure_topics
 from pathgrade.stack.carry import republish, unread_messages
+from tests.support.topics import read_topic
 
 pytestmark = pytest.mark.integration
 
@@ -33,14 +34,9 @@ def commit(bootstrap: str, group: str, offsets: dict[int, int]) -> None:
 
 
 def read_all(bootstrap: str) -> dict[int, list[tuple[bytes, bytes, list]]]:
-    consumer = KafkaConsumer(
-        SAMPLED_TOPIC, bootstrap_servers=bootstrap, group_id=None,
-        auto_offset_reset="earliest", consumer_timeout_ms=3000,
-    )  # fmt: skip
     by_partition: dict[int, list[tuple[bytes, bytes, list]]] = {}
-    for m in consumer:
+    for m in read_topic(bootstrap, SAMPLED_TOPIC):
         by_partition.setdefault(m.partition, []).append((m.key, m.value, list(m.headers)))
-    consumer.close()
     return by_partition
 
 

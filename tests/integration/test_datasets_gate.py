@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from pathgrade.schemas.topics import SPANS_TOPIC
 
 from pathgrade.demo.sender import send_demo_traces
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
+from tests.support.topics import read_topic
 
 pytestmark = pytest.mark.integration
 
@@ -38,15 +38,8 @@ class Stack:
     def messages_for(self, trace_ids: list[str]) -> int:
         """pathgrade.spans messages (read from the start) keyed by one of `trace_ids`."""
         state = json.loads((self.data_dir / "stack.json").read_text())
-        consumer = KafkaConsumer(
-            SPANS_TOPIC, bootstrap_servers=state["kafka"], auto_offset_reset="earliest",
-            enable_auto_commit=False, consumer_timeout_ms=3000,
-        )  # fmt: skip
         keys = {t.encode() for t in trace_ids}
-        try:
-            return sum(1 for message in consumer if message.key in keys)
-        finally:
-            consumer.close()
+        return sum(1 for m in read_topic(state["kafka"], SPANS_TOPIC) if m.key in keys)
 
     def demo_traces(self, traces: int, seed: int) -> list[str]:
         exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{self.http_port}/v1/traces")

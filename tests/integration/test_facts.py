@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -33,6 +32,7 @@ from tests.integration.conftest import PathgradeProcess, start_collector, start_
 from tests.integration.test_harness import HARNESS_BUILDS
 from tests.integration.test_realtime import Webhook
 from tests.integration.test_up_alerts import fetch
+from tests.support.topics import read_topic
 
 pytestmark = pytest.mark.integration
 
@@ -163,17 +163,14 @@ def secrets_of(turns: list[tuple[TurnPlan, str]]) -> set[str]:
     return values
 
 
-def raw_topic(data_dir: Path) -> bytes:
-    """Every message value on the stack's `pathgrade.spans`, concatenated."""
+def raw_topic(data_dir: Path, trace_ids: list[str]) -> bytes:
+    """Every message value on the stack's `pathgrade.spans`, concatenated; asserts that
+    the read holds every trace of `trace_ids` (a read that got nothing would find no leak
+    either)."""
     state = json.loads((data_dir / "stack.json").read_text())
-    consumer = KafkaConsumer(
-        SPANS_TOPIC, bootstrap_servers=state["kafka"], auto_offset_reset="earliest",
-        enable_auto_commit=False, consumer_timeout_ms=4000,
-    )  # fmt: skip
-    try:
-        return b"".join(message.value for message in consumer)
-    finally:
-        consumer.close()
+    messages = read_topic(state["kafka"], SPANS_TOPIC)
+    assert set(trace_ids) <= {m.key.decode() for m in messages}
+    return b"".join(m.value for m in messages)
 
 
 @pytest.mark.parametrize(
@@ -192,7 +189,7 @@ def test_default_settings_detect_every_failure_and_send_no_content(
         for alert in trace_alerts:  # findings name fields and kinds, never values
             text = alert["reason"] + json.dumps(alert["details"])
             assert not [s for s in secrets if s in text], alert
-    topic = raw_topic(stack.data_dir)
+    topic = raw_topic(stack.data_dir, [trace_id for _, trace_id in turns])
     leaked = sorted(s for s in secrets if s.encode() in topic)
     assert leaked == [], leaked[:5]
     assert b"@example.com" not in topic

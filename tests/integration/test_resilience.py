@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from tests.integration.conftest import (
     start_stack,
     wait_until,
 )
+from tests.support.topics import read_topic
 
 pytestmark = pytest.mark.integration
 
@@ -256,26 +256,9 @@ def scorer_has_read_nothing(bootstrap: str) -> None:
     consumer.close(autocommit=False)
 
 
-def sampled_count(bootstrap: str, quiet_s: float = 3.0, first_within_s: float = 60.0) -> int:
-    """How many messages pathgrade.sampled holds: read from the start until `quiet_s`
-    bring no more once the first came. The first fetch of a new consumer on a loaded
-    machine can take longer than `quiet_s` (a CI run read none in 3 s), so the read waits
-    up to `first_within_s` for it."""
-    consumer = KafkaConsumer(
-        SAMPLED_TOPIC, bootstrap_servers=bootstrap, group_id=None,
-        auto_offset_reset="earliest",
-    )  # fmt: skip
-    count, started = 0, time.monotonic()
-    last_read = started
-    while True:
-        read = sum(map(len, consumer.poll(timeout_ms=500).values()))
-        now = time.monotonic()
-        if read:
-            count, last_read = count + read, now
-        elif now - (last_read if count else started) >= (quiet_s if count else first_within_s):
-            break
-    consumer.close()
-    return count
+def sampled_count(bootstrap: str) -> int:
+    """How many messages pathgrade.sampled holds (read from the start)."""
+    return len(read_topic(bootstrap, SAMPLED_TOPIC))
 
 
 def test_dead_collector_and_realtime_processes_are_restarted(tmp_path: Path) -> None:
