@@ -1,33 +1,65 @@
 """The collector's facts: the deployment's fact secret, computing one span's facts from its
-raw values (`schemas.facts_producer`), and writing facts onto an OTLP span."""
+raw values (`schemas.facts_producer`), and writing facts onto an OTLP span.
+
+The same facts come from two places. The fact kernel (`_facts_kernel`, a C extension built
+at install) reads a whole export request's bytes once and answers for every span it can
+decide, from the definitions handed to it here (`kernel_config`); a span it leaves to
+Python (flattened messages, values that are not text, unusual JSON), a request that was
+not read from bytes, and an install without the extension get `FactMaker.facts`. Both
+give the same attributes (tests/unit/collector/test_facts_kernel.py).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableSequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import NOT_REBUILT, ContentView, content_view
+from pathgrade.schemas import genai_mapping as mapping
+from pathgrade.schemas.conventions import (
+    MESSAGE_FALLBACK_KEYS,
+    NOT_REBUILT,
+    ContentView,
+    content_view,
+)
 from pathgrade.schemas.facts import (
+    CONFIRMED,
     FACT_KEYS,
     FACTS_VERSION,
+    OUTPUT,
     PII_DROPPED,
     PII_SCRUBBED,
+    SESSION_FP,
+    TOOL_ARGS,
+    UNTRUSTED_INSTRUCTIONS,
     VERSION,
     PiiRecord,
 )
 from pathgrade.schemas.facts_producer import (
+    UNTRUSTED_MARKERS,
     compute_facts,
     instructions_in_messages,
     joined_hits,
     pii_record_text,
 )
 from pathgrade.schemas.fingerprints import KEY_FILE_NAME, FactSecret
-from pathgrade.schemas.messages import GrowingArrays
+from pathgrade.schemas.messages import UNTRUSTED_PART_TYPES, GrowingArrays
 from pathgrade.schemas.model import GenAIFields
-from pathgrade.schemas.pii import PiiScanner
+from pathgrade.schemas.pii import CARD_MIN_DIGITS, CARD_RUN_MAP, PiiScanner
+from pathgrade.schemas.predicates import (
+    CLAIMS,
+    INSTRUCTIONS,
+    SKELETON_MAX_DEPTH,
+    SKELETON_MAX_ITEMS,
+)
+
+try:
+    from pathgrade.collector._facts_kernel import Kernel
+except ImportError:  # installed without a C compiler: every span's facts in Python
+    Kernel = None
 
 
 def load_secret(key_file: Path | None, spill_dir: Path) -> FactSecret:
@@ -46,10 +78,23 @@ class FactMaker:
     model calls repeat the conversation so far in their input: what was found in the
     earlier messages is remembered per trace (bounded), and only new ones are read."""
 
-    def __init__(self, secret: FactSecret, scanner: PiiScanner) -> None:
+    def __init__(self, secret: FactSecret, scanner: PiiScanner, native: bool = True) -> None:
         self.secret = secret
         self.scanner = scanner
         self._inputs = GrowingArrays(instructions_in_messages, joined_hits)
+        self.kernel = Kernel(kernel_config(scanner)) if native and Kernel is not None else None
+        """The fact kernel (None: the extension is not built, or `native` is False)."""
+
+    def request_facts(self, body: bytes, tenant: str) -> list[Any] | None:
+        """The kernel's answer for each span of the export request encoded as `body`, in
+        request order (None: a span it has no facts for; False: a span it leaves to
+        `facts`; else (encoded facts or None, content keys the scanner must read or
+        None)); None when there is no kernel or it does not read this body."""
+        if self.kernel is None:
+            return None
+        key = self.secret.for_tenant(tenant)
+        answers: list[Any] | None = self.kernel.request(body, key.key, key.key_id, tenant)
+        return answers
 
     def facts(
         self, span_name: str, raw: Mapping[str, Any], tenant: str, trace_id: bytes = b""
@@ -67,30 +112,95 @@ class FactMaker:
         )
 
 
+def kernel_config(scanner: PiiScanner) -> dict[str, Any]:
+    """What the fact kernel reads its definitions from: the convention mapping's keys and
+    tables, the lexicons (their anchors, and their `hits` for a text holding one), the
+    scanner (its pre-check's card characters, and `find` / `clean` for a text that may hold
+    personal data), the fact names."""
+    return {
+        "content_keys": genai.CONTENT_KEYS,
+        "content_prefixes": genai.MESSAGE_CONTENT_PREFIXES,
+        "context_keys": CONTEXT_KEYS,
+        "identity_keys": genai.IDENTITY_KEYS,
+        "confirmed_key": genai.PG_CONFIRMED_ACTION,
+        "message_fallback_keys": MESSAGE_FALLBACK_KEYS,
+        "operation_key": mapping.OPERATION_KEY,
+        "operation_sources": tuple(
+            (s.key, s.table, s.unknown == "lowercase", s.upper, s.unknown_value)
+            for s in mapping.OPERATION_SOURCES
+        ),
+        "operations": genai.OPERATIONS,
+        "message_operations": mapping.MESSAGE_OPERATIONS,
+        "model_operations": genai.MODEL_OPERATIONS,
+        "execute_tool": genai.OP_EXECUTE_TOOL,
+        "tool_arguments_key": mapping.TOOL_ARGUMENTS.key,
+        "tool_argument_fallback_keys": mapping.TOOL_ARGUMENTS.fallback_keys,
+        "tool_result_key": mapping.TOOL_RESULT.key,
+        "tool_result_fallback_keys": mapping.TOOL_RESULT.fallback_keys,
+        "input_messages_key": mapping.INPUT_MESSAGES.key,
+        "output_messages_key": mapping.OUTPUT_MESSAGES.key,
+        "finish_reason_keys": mapping.FINISH_REASON_KEYS,
+        "documents_key": genai.RETRIEVAL_DOCUMENTS,
+        "untrusted_markers": UNTRUSTED_MARKERS,
+        "untrusted_part_types": UNTRUSTED_PART_TYPES,
+        "instruction_names": tuple(INSTRUCTIONS.expressions),
+        "instruction_anchors": INSTRUCTIONS.anchors,
+        "instruction_hits": INSTRUCTIONS.hits,
+        "claim_anchors": CLAIMS.anchors,
+        "claim_hits": CLAIMS.hits,
+        "pii_find": scanner.find,
+        "pii_clean": scanner.clean,
+        "exact_pii": not scanner.extra_patterns,
+        "card_run_map": CARD_RUN_MAP,
+        "card_min": CARD_MIN_DIGITS,
+        "skeleton_max_depth": SKELETON_MAX_DEPTH,
+        "skeleton_max_items": SKELETON_MAX_ITEMS,
+        "fact_names": (TOOL_ARGS, SESSION_FP, CONFIRMED, UNTRUSTED_INSTRUCTIONS, OUTPUT, VERSION),
+        "facts_version": FACTS_VERSION,
+    }
+
+
+CONTEXT_KEYS = frozenset(
+    {
+        genai.OPERATION_NAME, genai.OI_SPAN_KIND, genai.TL_SPAN_KIND, genai.TOOL_NAME,
+        genai.OI_TOOL_NAME, genai.TL_ENTITY_NAME, genai.TL_LLM_REQUEST_TYPE,
+        genai.RESPONSE_FINISH_REASONS, genai.OI_LLM_FINISH_REASON,
+    }
+)  # fmt: skip
+"""Keys whose raw values decide a span's capture policy and feed its facts (never
+content): what facts read besides content."""
+
+
 def write_facts(
-    attributes: MutableSequence[KeyValue],
+    span: Span,
     facts: Mapping[str, Any],
     scrubbed: PiiRecord,
     dropped: PiiRecord,
     producer_facts: bool = True,
+    encoded: bytes | None = None,
 ) -> None:
-    """Write the span's computed `facts` (replacing every `pathgrade.facts.*` attribute a
-    producer set: the collector's are one consistent set) and the pii records (replacing
+    """Write the span's computed `facts`, or the kernel's `encoded` ones (`Span.attributes`
+    entries, the version included), replacing every `pathgrade.facts.*` attribute a
+    producer set (the collector's are one consistent set), and the pii records (replacing
     only those), when there is anything to write at all. `producer_facts` False: the
     caller saw no fact attribute on the span, so none is looked for."""
-    if not (facts or scrubbed or dropped):
+    if not (facts or encoded or scrubbed or dropped):
         return
+    attributes = span.attributes
     values = dict(facts)
-    values[VERSION] = FACTS_VERSION
+    if not encoded:
+        values[VERSION] = FACTS_VERSION
     if scrubbed:
         values[PII_SCRUBBED] = pii_record_text(scrubbed)
     if dropped:
         values[PII_DROPPED] = pii_record_text(dropped)
     if producer_facts:
-        replaced = FACT_KEYS if facts else values.keys()
+        replaced = FACT_KEYS if facts or encoded else values.keys()
         stale = [i for i, kv in enumerate(attributes) if kv.key in replaced]
         for index in reversed(stale):
             del attributes[index]
+    if encoded:
+        span.MergeFromString(encoded)
     for key, value in values.items():
         _set_value(attributes.add(key=key).value, value)
 

@@ -57,7 +57,7 @@ class TraceServiceHandler:
         except DecodeError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid OTLP protobuf: {exc}")
         try:
-            result = self.pipeline.ingest(request, tenant, deadline, len(raw))
+            result = self.pipeline.ingest(request, tenant, deadline, raw)
         except SpillFull as exc:
             _abort_unavailable(context, str(exc), exc.retry_after_s)
         response = ExportTraceServiceResponse()

@@ -114,9 +114,9 @@ class _OtlpHandler(PooledRequestHandler):
                     f"use {PROTOBUF} or {JSON}",
                 )
             tenant = self._tenant()
-            request, encoded_bytes = self._read_request(content_type)
+            request, body = self._read_request(content_type)
             deadline = self.ready_at + self.server.ack_timeout_s
-            result = self.server.pipeline.ingest(request, tenant, deadline, encoded_bytes)
+            result = self.server.pipeline.ingest(request, tenant, deadline, body)
         except _HttpError as exc:
             self._refuse(exc.status, str(exc), answer_type, exc.headers)
             return
@@ -186,8 +186,8 @@ class _OtlpHandler(PooledRequestHandler):
             )
         return length
 
-    def _read_request(self, content_type: str) -> tuple[ExportTraceServiceRequest, int | None]:
-        """The request of the body, and its protobuf size when it came as protobuf."""
+    def _read_request(self, content_type: str) -> tuple[ExportTraceServiceRequest, bytes | None]:
+        """The request of the body, and the body when it came as protobuf."""
         limit = self.server.max_body_bytes
         length = self._content_length()
         if length > limit:
@@ -210,7 +210,7 @@ class _OtlpHandler(PooledRequestHandler):
             request.ParseFromString(body)
         except DecodeError as exc:
             raise _HttpError(HTTPStatus.BAD_REQUEST, f"invalid OTLP protobuf: {exc}") from exc
-        return request, len(body)
+        return request, body
 
     def _read_body(self, length: int) -> bytes:
         """Exactly `length` body bytes; 408 when they stop coming, 400 when the client

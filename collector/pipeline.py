@@ -55,15 +55,17 @@ class IngestPipeline:
         request: ExportTraceServiceRequest,
         tenant: str,
         deadline: float | None = None,
-        encoded_bytes: int | None = None,
+        body: bytes | None = None,
     ) -> IngestResult:
         """Returns by `deadline` (monotonic seconds; see KafkaPublisher.publish) once the
         good spans are in Kafka or the spill; spans that are invalid, too large to publish
-        or refused by Kafka are reported, unacknowledged. `encoded_bytes`: the size of the
-        protobuf body `request` was parsed from, when it was (spares validation computing
-        it). Raises SpillFull."""
-        rejections = validate_request(request, encoded_bytes=encoded_bytes)
-        self.redactor.redact(request, tenant)
+        or refused by Kafka are reported, unacknowledged. `body`: the protobuf body
+        `request` was parsed from, when it was (spares validation computing its size; the
+        fact kernel reads it when validation kept every span). Raises SpillFull."""
+        rejections = validate_request(
+            request, encoded_bytes=len(body) if body is not None else None
+        )
+        self.redactor.redact(request, tenant, body if not rejections.rejected_spans else None)
         received_at = time.time_ns()
         grouped = group_by_trace(request, self.max_message_bytes)
         rejections.extend(grouped.rejections)

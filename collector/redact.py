@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, MutableSequence
+from collections.abc import Iterable, Mapping, MutableSequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
-from pathgrade.collector.facts import FactMaker, write_facts
+from pathgrade.collector.facts import CONTEXT_KEYS, FactMaker, write_facts
 from pathgrade.schemas import genai
 from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
 from pathgrade.schemas.fingerprints import is_fingerprint
@@ -54,17 +54,10 @@ CAPTURE_ALL_TOOLS: Final = "*"
 _TOOL_OR_MESSAGE_KEYS = frozenset(
     {genai.OI_INPUT_VALUE, genai.OI_OUTPUT_VALUE, genai.TL_ENTITY_INPUT, genai.TL_ENTITY_OUTPUT}
 )
-# Keys whose raw values decide the span's policy and feed its facts (never content).
-_CONTEXT_KEYS = frozenset(
-    {
-        genai.OPERATION_NAME, genai.OI_SPAN_KIND, genai.TL_SPAN_KIND, genai.TOOL_NAME,
-        genai.OI_TOOL_NAME, genai.TL_ENTITY_NAME, genai.TL_LLM_REQUEST_TYPE,
-        genai.RESPONSE_FINISH_REASONS, genai.OI_LLM_FINISH_REASON,
-    }
-)  # fmt: skip
 # Key verdicts of the attribute scan.
 _PLAIN, _CONTENT, _CONTEXT, _FACT = range(4)
 _NOTHING: Final[Counts] = {}
+_NO_PII: Final[Mapping[str, Counts | None]] = {}
 _MIN_CARD, _MAX_CARD = 10**12, 10**19  # numbers of 13-19 digits
 _MAX_CACHED_KEYS = 4096
 _MIN_GROWING_CHARS = 256  # longer message arrays (which the scanner does not remember) are read
@@ -158,10 +151,17 @@ class Redactor:
         self._policies: dict[tuple[bool, bool, bool], _ContentPolicy] = {}
 
     def redact(
-        self, request: ExportTraceServiceRequest, tenant: str = DEFAULT_TENANT
+        self,
+        request: ExportTraceServiceRequest,
+        tenant: str = DEFAULT_TENANT,
+        body: bytes | None = None,
     ) -> RedactionStats:
-        """Record facts, remove content that is not opted in, scrub every string left."""
+        """Record facts, remove content that is not opted in, scrub every string left.
+        `body`: the bytes `request` was parsed from, when it holds exactly their spans
+        (the fact kernel then reads them, `collector.facts`)."""
         stats = RedactionStats()
+        answers = self._kernel_answers(request, tenant, body)
+        ordinal = 0
         for resource_spans in request.resource_spans:
             shared: PiiRecord = {}
             self._scrub_list(resource_spans.resource.attributes, shared, "resource:", stats)
@@ -178,22 +178,40 @@ class Redactor:
                     scope_spans.schema_url, scoped, "scope.schema_url", stats
                 )
                 for span in scope_spans.spans:
-                    stats.spans += 1
-                    self._redact_span(span, tenant, _Findings(scoped), stats)
+                    answer = answers[ordinal] if answers is not None else False
+                    ordinal += 1
+                    self._redact_span(span, tenant, _Findings(scoped), stats, answer)
+        stats.spans = ordinal
         return stats
+
+    def _kernel_answers(
+        self, request: ExportTraceServiceRequest, tenant: str, body: bytes | None
+    ) -> list[Any] | None:
+        """The fact kernel's answer per span of `body`, when there is a kernel and it read
+        as many spans as `request` holds; None otherwise (every span in Python)."""
+        if body is None or self.facts is None:
+            return None
+        answers = self.facts.request_facts(body, tenant)
+        if answers is None:
+            return None
+        spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+        return answers if len(answers) == spans else None
 
     def scrub_text(self, text: str) -> str:
         """`text` with e-mails, card numbers and extra-pattern matches replaced."""
         return self.scanner.scrub(text)[0]
 
     def _redact_span(
-        self, span: trace_pb2.Span, tenant: str, found: _Findings, stats: RedactionStats
-    ) -> None:
-        """Facts first (from raw values), then remove the span's unkept content (span and
-        events) and scrub everything left."""
+        self, span: trace_pb2.Span, tenant: str, found: _Findings, stats: RedactionStats,
+        answer: Any = False,
+    ) -> None:  # fmt: skip
+        """Facts first (from raw values, or the kernel's `answer`: see
+        `FactMaker.request_facts`; False: computed here), then remove the span's unkept
+        content (span and events) and scrub everything left."""
         attributes = span.attributes
         context: dict[str, Any] = {}
-        read: list[tuple[str, Any]] | None = [] if self.facts is not None else None
+        computes = answer is False and self.facts is not None
+        read: list[tuple[str, Any]] | None = [] if computes else None
         content, producer_facts, confirmed = self._scan(
             attributes, context, found.scrubbed, "", stats, read
         )
@@ -203,7 +221,13 @@ class Redactor:
             raw.update(context)
             facts = self.facts.facts(span.name, raw, tenant, span.trace_id)
         keep = self._policy(context, attributes, confirmed)
-        removed = self._settle(attributes, content, keep, found, "", stats, span.trace_id, read)
+        if computes or self.facts is None:
+            known_pii = None
+        else:
+            known_pii = (answer[1] or _NO_PII) if answer else _NO_PII
+        removed = self._settle(
+            attributes, content, keep, found, "", stats, span.trace_id, read, known_pii
+        )
         for event in span.events:
             removed += self._redact_event(event, keep, found, stats)
         for link in span.links:
@@ -219,8 +243,9 @@ class Redactor:
                 status.message, found.scrubbed, "status.message", stats
             )
         if self.facts is not None:
-            write_facts(attributes, facts, found.scrubbed, found.dropped, producer_facts)
-            stats.spans_with_facts += bool(facts or found.scrubbed or found.dropped)
+            encoded = answer[0] if answer else None
+            write_facts(span, facts, found.scrubbed, found.dropped, producer_facts, encoded)
+            stats.spans_with_facts += bool(facts or encoded or found.scrubbed or found.dropped)
         if removed:
             attributes.add(key=genai.PG_REDACTED_KEYS).value.int_value = removed
         stats.removed_attributes += removed
@@ -313,10 +338,12 @@ class Redactor:
         stats: RedactionStats,
         trace_id: bytes = b"",
         read: list[tuple[str, Any]] | None = None,
+        known_pii: Mapping[str, Counts | None] | None = None,
     ) -> int:
         """Scrub the kept content values, delete the others; returns how many were deleted.
         `read`: the content's (key, Python value) pairs (in `content`'s order) when already
-        read."""
+        read; `known_pii`: the personal data the fact kernel found in the content values
+        (by key, keys with any; None for a value it left to the scanner here)."""
         unkept = []
         for position, index in enumerate(content):
             kv = attributes[index]
@@ -326,9 +353,13 @@ class Redactor:
                     stats.scrubbed(found.scrubbed, prefix + kv.key, counts)
             else:
                 unkept.append(index)
-                if self.facts is not None:
+                if self.facts is None:
+                    continue
+                if known_pii is None or (kv.key in known_pii and known_pii[kv.key] is None):
                     known = read[position][1] if read else None
                     self._note_dropped(kv, found, prefix, trace_id, known)
+                elif kv.key in known_pii:
+                    _note(found.dropped, prefix + kv.key, known_pii[kv.key])
         return _delete(attributes, unkept)
 
     def _note_dropped(
@@ -496,7 +527,7 @@ def _shared_scanner(facts: FactMaker | None, patterns: list[str]) -> PiiScanner:
 def _verdict(key: str) -> int:
     if genai.is_content_key(key):
         return _CONTENT
-    if key in _CONTEXT_KEYS:
+    if key in CONTEXT_KEYS:
         return _CONTEXT
     return _FACT if key in FACT_KEYS else _PLAIN
 

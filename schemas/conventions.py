@@ -337,7 +337,7 @@ def _messages_without_keys(
     what their keys hold) as `genai_mapping.MESSAGES_RULES` read them: flattened (rebuilt,
     their text then ""), then the deprecated key, then OpenInference's; and the flattened
     outputs' finish reasons."""
-    if _MESSAGE_FALLBACK_KEYS.isdisjoint(attributes):  # content dropped: nothing to rebuild
+    if MESSAGE_FALLBACK_KEYS.isdisjoint(attributes):  # content dropped: nothing to rebuild
         return list(texts), NOT_REBUILT, []
     get = attributes.get
     probed = _first(attributes, m.FLATTENED_PROBE_KEYS) is not None
@@ -359,7 +359,7 @@ def _messages_without_keys(
     return found, RebuiltMessages(*rebuilt), reasons
 
 
-_MESSAGE_FALLBACK_KEYS = frozenset(
+MESSAGE_FALLBACK_KEYS = frozenset(
     m.FLATTENED_PROBE_KEYS
     + tuple(k for rule in m.MESSAGES_RULES for k in (rule.deprecated_key, rule.openinference_key))
 )

@@ -34,7 +34,7 @@ from pathgrade.schemas.pii import PiiScanner
 from pathgrade.schemas.predicates import CLAIMS, INSTRUCTIONS, argument_skeleton, call_arguments
 
 # Raw text that may hold untrusted parts (tool messages, document/file/tool-response parts).
-_UNTRUSTED_MARKERS = ('"tool"', '"tool_call_response"', '"document"', '"file"')
+UNTRUSTED_MARKERS = ('"tool"', '"tool_call_response"', '"document"', '"file"')
 # Facts of arguments and of output messages, remembered (bounded) by their text: calls
 # repeat their arguments, answers their words.
 _REMEMBERED: Final = 4096
@@ -151,7 +151,7 @@ def _untrusted_instructions(
 def instructions_in_messages(text: str) -> list[str] | None:
     """Lexicon names in the untrusted parts of JSON messages; None when they have none.
     Messages are parsed only when they may hold such parts."""
-    if not any(marker in text for marker in _UNTRUSTED_MARKERS):
+    if not any(marker in text for marker in UNTRUSTED_MARKERS):
         return None
     return instructions_in(parse_messages(text))
 

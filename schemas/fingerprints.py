@@ -63,9 +63,10 @@ class TenantKey:
     the same digest as `hmac.digest`, at half its cost per call). The fingerprints of
     short texts are remembered (bounded): identities, ids and argument values repeat."""
 
-    __slots__ = ("_inner", "_outer", "_prefix", "_remembered", "key_id")
+    __slots__ = ("_inner", "_outer", "_prefix", "_remembered", "key", "key_id")
 
     def __init__(self, key: bytes) -> None:
+        self.key = key  # the HMAC key, for code that computes the same fingerprints natively
         if len(key) > _BLOCK_BYTES:
             key = hashlib.sha256(key).digest()
         padded = key.ljust(_BLOCK_BYTES, b"\0")

@@ -65,7 +65,7 @@ _ANY_DIGIT = re.compile(r"[0-9]")  # cheap pre-check before the card regex
 # the text mapped byte by byte (digit or separator -> "0", anything else -> "x") holds 13
 # "0"s in a row (one C-speed substring search instead of the regex over every digit).
 _CARD_CHARACTER = re.compile(rf"[0-9]|{_SEPARATOR}")
-_CARD_RUN_MAP = bytes(
+CARD_RUN_MAP = bytes(
     ord("0") if _CARD_CHARACTER.fullmatch(chr(byte)) else ord("x") for byte in range(256)
 )
 _CARD_RUN = b"0" * CARD_MIN_DIGITS
@@ -164,10 +164,10 @@ class PiiScanner:
 
 
 def _may_hold_card(text: str) -> bool:
-    """False when `text` cannot hold a card (see `_CARD_RUN_MAP`); non-ASCII text (Unicode
+    """False when `text` cannot hold a card (see `CARD_RUN_MAP`); non-ASCII text (Unicode
     separators) holds one when it holds a digit."""
     if text.isascii():
-        return _CARD_RUN in text.encode().translate(_CARD_RUN_MAP)
+        return _CARD_RUN in text.encode().translate(CARD_RUN_MAP)
     return _ANY_DIGIT.search(text) is not None
 
 

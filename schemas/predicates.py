@@ -80,6 +80,20 @@ CLAIM_LEXICON: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
 """Name -> (claim verb expression after "I have"/"we've", tool-name fragments that back
 it) (PG116's default lexicon)."""
 
+CLAIM_ANCHORS: Final[dict[str, tuple[str, ...]]] = {
+    "cancel": ("cancel",),
+    "refund": ("refund",),
+    "reset": ("reset", "rebooted", "restarted"),
+    "change": ("changed", "updated", "switched", "upgraded", "downgraded", "modified"),
+    "ticket": ("ticket", "case", "dispute"),
+    "send": ("sent", "emailed"),
+    "book": ("booked", "scheduled", "reserved"),
+    "delete": ("deleted", "removed"),
+    "transfer": ("transferred",),
+}
+"""Name -> literals (lower-case) one of which every match of that claim contains (as
+`INSTRUCTION_ANCHORS`; checked by the same tests)."""
+
 SKELETON_MAX_DEPTH: Final = 8
 SKELETON_MAX_ITEMS: Final = 64
 """Bounds of an argument skeleton: deeper levels and further items are cut (`truncated`)."""
@@ -96,11 +110,12 @@ class Lexicon:
         self, expressions: Mapping[str, str], anchors: Mapping[str, tuple[str, ...]] | None = None
     ) -> None:
         self.expressions = dict(expressions)
-        self._anchors = (
+        self.anchors: tuple[str, ...] = (
             tuple(dict.fromkeys(a for name in self.expressions for a in anchors[name]))
             if anchors is not None
             else ()
         )
+        """Every anchor, once (empty: the lexicon has none and reads every text)."""
         self._compiled = {name: re.compile(e, re.MULTILINE) for name, e in self.expressions.items()}
         self._any = re.compile(
             "|".join(f"(?:{e})" for e in self.expressions.values()), re.MULTILINE
@@ -126,9 +141,9 @@ class Lexicon:
 
     def _may_match(self, lowered: str) -> bool:
         """False when the lower-cased text holds none of the anchors (so no match)."""
-        if not self._anchors:
+        if not self.anchors:
             return True
-        for anchor in self._anchors:  # noqa: SIM110 (a loop: half the cost of any())
+        for anchor in self.anchors:  # noqa: SIM110 (a loop: half the cost of any())
             if anchor in lowered:
                 return True
         return False
@@ -136,7 +151,8 @@ class Lexicon:
 
 INSTRUCTIONS: Final = Lexicon(INSTRUCTION_LEXICON, INSTRUCTION_ANCHORS)
 CLAIMS: Final = Lexicon(
-    {name: CLAIM_PREFIX + f"(?:{verb})" for name, (verb, _) in CLAIM_LEXICON.items()}
+    {name: CLAIM_PREFIX + f"(?:{verb})" for name, (verb, _) in CLAIM_LEXICON.items()},
+    CLAIM_ANCHORS,
 )
 
 

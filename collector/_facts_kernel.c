@@ -1,0 +1,2594 @@
+/* The collector's facts over the raw bytes of an OTLP export request.
+ *
+ * `Kernel.request(body, key, key_id, tenant)` walks the protobuf wire format of an
+ * ExportTraceServiceRequest once and, for every span in request order, answers what
+ * `schemas.facts_producer.compute_facts` (through `collector.facts.FactMaker`) answers for
+ * it, without making a Python object of any value it reads:
+ *
+ *   None                  the span has no facts and no content that may hold personal data
+ *   False                 this kernel does not decide the span: run the Python fact maker
+ *   (bytes | None, dict | None)
+ *                         the facts as encoded `Span.attributes` entries (merged into the
+ *                         span as they are), and the personal data the scanner finds in
+ *                         each content value ({key: {kind: count}}, keys with any; None
+ *                         for a value that is not text, which Python reads if it drops it)
+ *
+ * Every definition stays in Python and is handed over at construction: the convention
+ * mapping's keys and tables, the lexicons (their anchors pre-check here; a text holding an
+ * anchor goes to the Python lexicon), the personal-data scanner (a text that cannot hold
+ * personal data by its own pre-checks is answered here; any other goes to the scanner),
+ * the fact names. What this file defines is only how the bytes are read: the protobuf
+ * wire format, JSON, the canonical JSON text of fingerprints and the facts' JSON text
+ * (`json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)`), HMAC-SHA256.
+ * Anything outside the common case (flattened messages, values that are not text, JSON
+ * that is invalid or holds NaN, big integers, lone surrogates or duplicate keys past a
+ * bound) is left to Python for that span (False): the answers are the Python fact
+ * maker's, tests/unit/collector/test_facts_kernel.py checks them against it.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ byte buffers */
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+    int failed; /* out of memory */
+} Buf;
+
+static int buf_reserve(Buf *b, size_t more) {
+    if (b->failed) return -1;
+    if (b->len + more <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap * 2 : 256;
+    while (cap < b->len + more) cap *= 2;
+    char *data = PyMem_Realloc(b->data, cap);
+    if (!data) {
+        b->failed = 1;
+        return -1;
+    }
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+static void buf_put(Buf *b, const void *p, size_t n) {
+    if (n == 0 || buf_reserve(b, n) < 0) return;
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+static void buf_putc(Buf *b, char c) { buf_put(b, &c, 1); }
+static void buf_puts(Buf *b, const char *s) { buf_put(b, s, strlen(s)); }
+static void buf_free(Buf *b) {
+    PyMem_Free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    b->failed = 0;
+}
+
+static void buf_varint(Buf *b, uint64_t v) {
+    char tmp[10];
+    int n = 0;
+    do {
+        tmp[n++] = (char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    buf_put(b, tmp, n);
+}
+
+static void buf_int64(Buf *b, long long v) {
+    char tmp[32];
+    int n = snprintf(tmp, sizeof tmp, "%lld", v);
+    buf_put(b, tmp, (size_t)n);
+}
+
+/* ------------------------------------------------------------------ SHA-256, HMAC */
+
+typedef struct {
+    uint32_t h[8];
+    uint64_t bytes;
+    uint8_t block[64];
+    size_t fill;
+} Sha256;
+
+static const uint32_t K256[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2};
+
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha256_compress(uint32_t h[8], const uint8_t *p) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+               (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+    for (int i = 0; i < 64; i++) {
+        uint32_t t1 = k + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) +
+                      K256[i] + w[i];
+        uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        k = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = c;
+        c = b;
+        b = a;
+        a = t1 + t2;
+    }
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += k;
+}
+
+static void sha256_init(Sha256 *s) {
+    static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(s->h, iv, sizeof iv);
+    s->bytes = 0;
+    s->fill = 0;
+}
+
+static void sha256_update(Sha256 *s, const uint8_t *p, size_t n) {
+    s->bytes += n;
+    if (s->fill) {
+        size_t take = 64 - s->fill < n ? 64 - s->fill : n;
+        memcpy(s->block + s->fill, p, take);
+        s->fill += take;
+        p += take;
+        n -= take;
+        if (s->fill < 64) return;
+        sha256_compress(s->h, s->block);
+        s->fill = 0;
+    }
+    for (; n >= 64; p += 64, n -= 64) sha256_compress(s->h, p);
+    memcpy(s->block, p, n);
+    s->fill = n;
+}
+
+static void sha256_final(Sha256 *s, uint8_t out[32]) {
+    uint64_t bits = s->bytes * 8;
+    uint8_t pad = 0x80, zero = 0, len[8];
+    sha256_update(s, &pad, 1);
+    while (s->fill != 56) sha256_update(s, &zero, 1);
+    for (int i = 0; i < 8; i++) len[i] = (uint8_t)(bits >> (56 - 8 * i));
+    sha256_update(s, len, 8);
+    for (int i = 0; i < 8; i++) {
+        out[4 * i] = (uint8_t)(s->h[i] >> 24);
+        out[4 * i + 1] = (uint8_t)(s->h[i] >> 16);
+        out[4 * i + 2] = (uint8_t)(s->h[i] >> 8);
+        out[4 * i + 3] = (uint8_t)s->h[i];
+    }
+}
+
+/* HMAC-SHA256 with the key's inner and outer states computed once per request. */
+typedef struct {
+    Sha256 inner, outer;
+    char prefix[64]; /* "<key id>:" */
+    size_t prefix_len;
+} Hmac;
+
+static void hmac_init(Hmac *m, const uint8_t *key, size_t key_len) {
+    uint8_t block[64] = {0}, pad[64];
+    if (key_len > 64) {
+        Sha256 s;
+        sha256_init(&s);
+        sha256_update(&s, key, key_len);
+        sha256_final(&s, block);
+    } else {
+        memcpy(block, key, key_len);
+    }
+    for (int i = 0; i < 64; i++) pad[i] = block[i] ^ 0x36;
+    sha256_init(&m->inner);
+    sha256_update(&m->inner, pad, 64);
+    for (int i = 0; i < 64; i++) pad[i] = block[i] ^ 0x5c;
+    sha256_init(&m->outer);
+    sha256_update(&m->outer, pad, 64);
+}
+
+#define DIGEST_BYTES 16 /* schemas.fingerprints.DIGEST_BYTES */
+
+/* Append `<key id>:<first 128 bits of HMAC in hex>` of `text` to `out`. */
+static void fingerprint(const Hmac *m, const char *text, size_t n, Buf *out) {
+    static const char hex[] = "0123456789abcdef";
+    uint8_t digest[32];
+    Sha256 s = m->inner;
+    sha256_update(&s, (const uint8_t *)text, n);
+    sha256_final(&s, digest);
+    s = m->outer;
+    sha256_update(&s, digest, 32);
+    sha256_final(&s, digest);
+    buf_put(out, m->prefix, m->prefix_len);
+    char tmp[2 * DIGEST_BYTES];
+    for (int i = 0; i < DIGEST_BYTES; i++) {
+        tmp[2 * i] = hex[digest[i] >> 4];
+        tmp[2 * i + 1] = hex[digest[i] & 15];
+    }
+    buf_put(out, tmp, sizeof tmp);
+}
+
+/* ------------------------------------------------------------------ JSON */
+
+enum { J_NULL, J_FALSE, J_TRUE, J_INT, J_FLOAT, J_STR, J_ARR, J_OBJ };
+
+typedef struct {
+    uint8_t type;
+    uint32_t n;     /* J_ARR: items; J_OBJ: members; J_STR: bytes */
+    uint32_t first; /* J_ARR / J_OBJ: index in kids; J_STR: offset in text */
+    union {
+        long long i;
+        double d;
+    } v;
+} JNode;
+
+#define MAX_DEPTH 64
+#define MAX_MEMBERS 256 /* object members deduplicated here; more: left to Python */
+
+typedef struct {
+    const char *p, *end;
+    JNode *nodes;
+    size_t n_nodes, cap_nodes;
+    uint32_t *kids; /* children of containers, contiguous per container */
+    size_t n_kids, cap_kids;
+    uint32_t *stack; /* children of the containers being parsed */
+    size_t n_stack, cap_stack;
+    Buf text; /* decoded strings */
+    int unsupported;
+} Json;
+
+static void json_free(Json *j) {
+    PyMem_Free(j->nodes);
+    PyMem_Free(j->kids);
+    PyMem_Free(j->stack);
+    buf_free(&j->text);
+    memset(j, 0, sizeof *j);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap) return 0;
+    size_t cap2 = *cap ? *cap * 2 : 64;
+    while (cap2 < need) cap2 *= 2;
+    void *q = PyMem_Realloc(*p, cap2 * size);
+    if (!q) return -1;
+    *p = q;
+    *cap = cap2;
+    return 0;
+}
+
+static long json_node(Json *j, uint8_t type) {
+    if (grow((void **)&j->nodes, &j->cap_nodes, j->n_nodes + 1, sizeof(JNode)) < 0) return -1;
+    JNode *node = &j->nodes[j->n_nodes];
+    memset(node, 0, sizeof *node);
+    node->type = type;
+    return (long)j->n_nodes++;
+}
+
+static int json_push(Json *j, uint32_t index) {
+    if (grow((void **)&j->stack, &j->cap_stack, j->n_stack + 1, sizeof(uint32_t)) < 0)
+        return -1;
+    j->stack[j->n_stack++] = index;
+    return 0;
+}
+
+static void skip_ws(Json *j) {
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+        j->p++;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int read_hex4(const char *p) {
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(p[i]);
+        if (h < 0) return -1;
+        v = v * 16 + h;
+    }
+    return v;
+}
+
+static void put_utf8(Buf *b, uint32_t cp) {
+    char t[4];
+    if (cp < 0x80) {
+        t[0] = (char)cp;
+        buf_put(b, t, 1);
+    } else if (cp < 0x800) {
+        t[0] = (char)(0xc0 | cp >> 6);
+        t[1] = (char)(0x80 | (cp & 0x3f));
+        buf_put(b, t, 2);
+    } else if (cp < 0x10000) {
+        t[0] = (char)(0xe0 | cp >> 12);
+        t[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        t[2] = (char)(0x80 | (cp & 0x3f));
+        buf_put(b, t, 3);
+    } else {
+        t[0] = (char)(0xf0 | cp >> 18);
+        t[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+        t[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        t[3] = (char)(0x80 | (cp & 0x3f));
+        buf_put(b, t, 4);
+    }
+}
+
+/* A JSON string (at the opening quote) as json.loads(strict=True) reads it; a lone
+ * surrogate escape is unsupported (Python makes a string UTF-8 cannot hold). */
+static long parse_string(Json *j) {
+    const char *p = j->p + 1;
+    size_t start = j->text.len;
+    for (;;) {
+        const char *run = p;
+        while (p < j->end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20) p++;
+        buf_put(&j->text, run, (size_t)(p - run));
+        if (p >= j->end || (unsigned char)*p < 0x20) return -1;
+        if (*p == '"') break;
+        if (++p >= j->end) return -1;
+        char c = *p++;
+        switch (c) {
+            case '"': buf_putc(&j->text, '"'); break;
+            case '\\': buf_putc(&j->text, '\\'); break;
+            case '/': buf_putc(&j->text, '/'); break;
+            case 'b': buf_putc(&j->text, '\b'); break;
+            case 'f': buf_putc(&j->text, '\f'); break;
+            case 'n': buf_putc(&j->text, '\n'); break;
+            case 'r': buf_putc(&j->text, '\r'); break;
+            case 't': buf_putc(&j->text, '\t'); break;
+            case 'u': {
+                if (j->end - p < 4) return -1;
+                int cp = read_hex4(p);
+                if (cp < 0) return -1;
+                p += 4;
+                if (cp >= 0xd800 && cp < 0xdc00 && j->end - p >= 6 && p[0] == '\\' &&
+                    p[1] == 'u') {
+                    int low = read_hex4(p + 2);
+                    if (low >= 0xdc00 && low < 0xe000) {
+                        cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+                        p += 6;
+                    }
+                }
+                if (cp >= 0xd800 && cp < 0xe000) {
+                    j->unsupported = 1;
+                    return -1;
+                }
+                put_utf8(&j->text, (uint32_t)cp);
+                break;
+            }
+            default: return -1;
+        }
+    }
+    j->p = p + 1;
+    long index = json_node(j, J_STR);
+    if (index < 0) return -1;
+    j->nodes[index].first = (uint32_t)start;
+    j->nodes[index].n = (uint32_t)(j->text.len - start);
+    return index;
+}
+
+static long parse_number(Json *j) {
+    const char *p = j->p, *start = p;
+    int is_float = 0;
+    if (p < j->end && *p == '-') p++;
+    if (p >= j->end) return -1;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < j->end && *p >= '0' && *p <= '9') p++;
+    } else {
+        if (*p == 'I') j->unsupported = 1; /* -Infinity */
+        return -1;
+    }
+    if (p + 1 < j->end && *p == '.' && p[1] >= '0' && p[1] <= '9') {
+        is_float = 1;
+        p++;
+        while (p < j->end && *p >= '0' && *p <= '9') p++;
+    }
+    if (p < j->end && (*p == 'e' || *p == 'E')) {
+        const char *q = p + 1;
+        if (q < j->end && (*q == '+' || *q == '-')) q++;
+        if (q < j->end && *q >= '0' && *q <= '9') {
+            is_float = 1;
+            p = q;
+            while (p < j->end && *p >= '0' && *p <= '9') p++;
+        }
+    }
+    char tmp[64];
+    size_t n = (size_t)(p - start);
+    if (n >= sizeof tmp) {
+        j->unsupported = 1; /* a big integer, or a float Python reads digit by digit */
+        return -1;
+    }
+    memcpy(tmp, start, n);
+    tmp[n] = 0;
+    long index = json_node(j, is_float ? J_FLOAT : J_INT);
+    if (index < 0) return -1;
+    if (is_float) {
+        double d = PyOS_string_to_double(tmp, NULL, NULL);
+        if (d == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            j->unsupported = 1;
+            return -1;
+        }
+        if (!isfinite(d)) {
+            j->unsupported = 1;
+            return -1;
+        }
+        j->nodes[index].v.d = d;
+    } else {
+        if (n > 18) {
+            j->unsupported = 1; /* past int64 (Python: a big integer) */
+            return -1;
+        }
+        j->nodes[index].v.i = strtoll(tmp, NULL, 10);
+    }
+    j->p = p;
+    return index;
+}
+
+static int same_key(Json *j, uint32_t a, uint32_t b) {
+    JNode *x = &j->nodes[a], *y = &j->nodes[b];
+    return x->n == y->n && memcmp(j->text.data + x->first, j->text.data + y->first, x->n) == 0;
+}
+
+static long parse_value(Json *j, int depth);
+
+/* Close the container `index` whose children are on the stack from `base`. */
+static int close_container(Json *j, long index, size_t base) {
+    size_t count = j->n_stack - base;
+    if (grow((void **)&j->kids, &j->cap_kids, j->n_kids + count, sizeof(uint32_t)) < 0)
+        return -1;
+    memcpy(j->kids + j->n_kids, j->stack + base, count * sizeof(uint32_t));
+    j->nodes[index].first = (uint32_t)j->n_kids;
+    j->nodes[index].n = (uint32_t)(j->nodes[index].type == J_OBJ ? count / 2 : count);
+    j->n_kids += count;
+    j->n_stack = base;
+    return 0;
+}
+
+static long parse_container(Json *j, int depth, int object) {
+    if (depth > MAX_DEPTH) {
+        j->unsupported = 1;
+        return -1;
+    }
+    long index = json_node(j, object ? J_OBJ : J_ARR);
+    if (index < 0) return -1;
+    size_t base = j->n_stack;
+    char close = object ? '}' : ']';
+    j->p++;
+    skip_ws(j);
+    if (j->p < j->end && *j->p == close) {
+        j->p++;
+        return close_container(j, index, base) < 0 ? -1 : index;
+    }
+    for (;;) {
+        skip_ws(j);
+        long key = -1;
+        if (object) {
+            if (j->p >= j->end || *j->p != '"') return -1;
+            key = parse_string(j);
+            if (key < 0) return -1;
+            skip_ws(j);
+            if (j->p >= j->end || *j->p != ':') return -1;
+            j->p++;
+            skip_ws(j);
+        }
+        long value = parse_value(j, depth + 1);
+        if (value < 0) return -1;
+        if (object) {
+            /* a repeated key keeps its first place and its last value, as a dict does */
+            size_t members = (j->n_stack - base) / 2, m;
+            if (members >= MAX_MEMBERS) {
+                j->unsupported = 1;
+                return -1;
+            }
+            for (m = 0; m < members; m++)
+                if (same_key(j, j->stack[base + 2 * m], (uint32_t)key)) break;
+            if (m < members) {
+                j->stack[base + 2 * m + 1] = (uint32_t)value;
+            } else if (json_push(j, (uint32_t)key) < 0 || json_push(j, (uint32_t)value) < 0) {
+                return -1;
+            }
+        } else if (json_push(j, (uint32_t)value) < 0) {
+            return -1;
+        }
+        skip_ws(j);
+        if (j->p >= j->end) return -1;
+        if (*j->p == ',') {
+            j->p++;
+            continue;
+        }
+        if (*j->p != close) return -1;
+        j->p++;
+        return close_container(j, index, base) < 0 ? -1 : index;
+    }
+}
+
+static int literal(Json *j, const char *word) {
+    size_t n = strlen(word);
+    if ((size_t)(j->end - j->p) < n || memcmp(j->p, word, n) != 0) return 0;
+    j->p += n;
+    return 1;
+}
+
+static long parse_value(Json *j, int depth) {
+    if (j->p >= j->end) return -1;
+    switch (*j->p) {
+        case '"': return parse_string(j);
+        case '{': return parse_container(j, depth, 1);
+        case '[': return parse_container(j, depth, 0);
+        case 'n': return literal(j, "null") ? json_node(j, J_NULL) : -1;
+        case 't': return literal(j, "true") ? json_node(j, J_TRUE) : -1;
+        case 'f': return literal(j, "false") ? json_node(j, J_FALSE) : -1;
+        case 'N':
+        case 'I': j->unsupported = 1; return -1; /* NaN, Infinity */
+        default: return parse_number(j);
+    }
+}
+
+/* Parse `n` bytes of JSON text (json.loads: whitespace around the value allowed).
+ * Returns the root's index; -1 when invalid or unsupported (`j->unsupported`). Either
+ * way the caller frees `j`. */
+static long json_parse(Json *j, const char *text, size_t n) {
+    memset(j, 0, sizeof *j);
+    j->p = text;
+    j->end = text + n;
+    skip_ws(j);
+    long root = parse_value(j, 0);
+    if (root < 0) return -1;
+    skip_ws(j);
+    if (j->p != j->end) return -1;
+    if (j->text.failed) {
+        j->unsupported = 1;
+        return -1;
+    }
+    return root;
+}
+
+#define NODE(j, i) (&(j)->nodes[i])
+#define KID(j, node, k) ((j)->kids[(node)->first + (k)])
+#define STR(j, node) ((j)->text.data + (node)->first)
+
+/* The member `name` of object `obj`, or -1. */
+static long member(Json *j, long obj, const char *name) {
+    JNode *o = NODE(j, obj);
+    if (o->type != J_OBJ) return -1;
+    size_t n = strlen(name);
+    for (uint32_t m = 0; m < o->n; m++) {
+        JNode *k = NODE(j, KID(j, o, 2 * m));
+        if (k->n == n && memcmp(STR(j, k), name, n) == 0) return KID(j, o, 2 * m + 1);
+    }
+    return -1;
+}
+
+static int is_str(Json *j, long i, const char *s) {
+    if (i < 0 || NODE(j, i)->type != J_STR) return 0;
+    JNode *node = NODE(j, i);
+    return node->n == strlen(s) && memcmp(STR(j, node), s, node->n) == 0;
+}
+
+/* Python truth of a JSON value (absent: false). */
+static int truthy(Json *j, long i) {
+    if (i < 0) return 0;
+    JNode *node = NODE(j, i);
+    switch (node->type) {
+        case J_NULL:
+        case J_FALSE: return 0;
+        case J_TRUE: return 1;
+        case J_INT: return node->v.i != 0;
+        case J_FLOAT: return node->v.d != 0.0;
+        default: return node->n != 0;
+    }
+}
+
+static void put_float_repr(Buf *out, double d) {
+    char *text = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (!text) {
+        PyErr_Clear();
+        out->failed = 1;
+        return;
+    }
+    buf_puts(out, text);
+    PyMem_Free(text);
+}
+
+/* `str(value)` in Python of a scalar (str as is, True, None, 5, 1.5); 0 for a container. */
+static int put_py_str(Json *j, long i, Buf *out) {
+    JNode *node = NODE(j, i);
+    switch (node->type) {
+        case J_NULL: buf_puts(out, "None"); return 1;
+        case J_FALSE: buf_puts(out, "False"); return 1;
+        case J_TRUE: buf_puts(out, "True"); return 1;
+        case J_INT: buf_int64(out, node->v.i); return 1;
+        case J_FLOAT: put_float_repr(out, node->v.d); return 1;
+        case J_STR: buf_put(out, STR(j, node), node->n); return 1;
+        default: return 0;
+    }
+}
+
+/* A JSON string literal as json's encoder writes it with ensure_ascii=False. */
+static void put_json_string(Buf *out, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    buf_putc(out, '"');
+    const char *run = s;
+    for (size_t k = 0; k < n; k++) {
+        unsigned char c = (unsigned char)s[k];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        buf_put(out, run, (size_t)(s + k - run));
+        run = s + k + 1;
+        switch (c) {
+            case '"': buf_puts(out, "\\\""); break;
+            case '\\': buf_puts(out, "\\\\"); break;
+            case '\n': buf_puts(out, "\\n"); break;
+            case '\r': buf_puts(out, "\\r"); break;
+            case '\t': buf_puts(out, "\\t"); break;
+            case '\b': buf_puts(out, "\\b"); break;
+            case '\f': buf_puts(out, "\\f"); break;
+            default: {
+                char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                buf_put(out, u, 6);
+            }
+        }
+    }
+    buf_put(out, run, (size_t)(s + n - run));
+    buf_putc(out, '"');
+}
+
+/* Order of object members by key bytes (UTF-8 order is code point order, as Python
+ * sorts str keys). Members are deduplicated at parse time. */
+typedef struct {
+    const char *key;
+    uint32_t len;
+    uint32_t value;
+    uint32_t order;
+} Member;
+
+static int member_cmp(const void *a, const void *b) {
+    const Member *x = a, *y = b;
+    uint32_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->key, y->key, n);
+    if (c) return c;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->order < y->order ? -1 : (x->order > y->order);
+}
+
+/* Canonical JSON text (`schemas.fingerprints.canonical_text` of a non-string: sorted
+ * keys, no spaces, floats holding an integer below 2**63 as integers). */
+static int put_canonical(Json *j, long i, Buf *out) {
+    JNode *node = NODE(j, i);
+    switch (node->type) {
+        case J_NULL: buf_puts(out, "null"); return 0;
+        case J_FALSE: buf_puts(out, "false"); return 0;
+        case J_TRUE: buf_puts(out, "true"); return 0;
+        case J_INT: buf_int64(out, node->v.i); return 0;
+        case J_FLOAT:
+            if (node->v.d == floor(node->v.d) && fabs(node->v.d) < 9223372036854775808.0)
+                buf_int64(out, (long long)node->v.d);
+            else
+                put_float_repr(out, node->v.d);
+            return 0;
+        case J_STR: put_json_string(out, STR(j, node), node->n); return 0;
+        case J_ARR:
+            buf_putc(out, '[');
+            for (uint32_t k = 0; k < node->n; k++) {
+                if (k) buf_putc(out, ',');
+                put_canonical(j, KID(j, node, k), out);
+                node = NODE(j, i);
+            }
+            buf_putc(out, ']');
+            return 0;
+        default: {
+            uint32_t n = node->n;
+            Member *members = PyMem_Malloc((n ? n : 1) * sizeof(Member));
+            if (!members) {
+                out->failed = 1;
+                return -1;
+            }
+            for (uint32_t m = 0; m < n; m++) {
+                JNode *key = NODE(j, KID(j, node, 2 * m));
+                members[m] = (Member){STR(j, key), key->n, KID(j, node, 2 * m + 1), m};
+            }
+            qsort(members, n, sizeof(Member), member_cmp);
+            buf_putc(out, '{');
+            for (uint32_t m = 0; m < n; m++) {
+                if (m) buf_putc(out, ',');
+                put_json_string(out, members[m].key, members[m].len);
+                buf_putc(out, ':');
+                put_canonical(j, members[m].value, out);
+            }
+            buf_putc(out, '}');
+            PyMem_Free(members);
+            return 0;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ the kernel */
+
+#define MAX_LEXICON 32
+#define MEMORY_SLOTS 1024          /* trace input memories (`GrowingArrays`' bound) */
+#define MEMORY_MAX_TEXT (64 << 10) /* longer inputs are read whole each time */
+
+typedef struct {
+    char **keys;
+    size_t *lens;
+    size_t n;
+} KeyList;
+
+typedef struct {
+    KeyList key; /* one key */
+    PyObject *table; /* dict str -> str */
+    int lowercase_unknown, upper;
+    PyObject *unknown_value; /* str */
+} KindSource;
+
+/* What was read of a trace's growing message array (`messages.GrowingArrays`): the text,
+ * and what it answered (the instruction mask, or the personal data found). */
+typedef struct {
+    char *tenant, *key; /* the attribute's key ("" for the instruction memory) */
+    size_t tenant_len, key_len;
+    uint8_t trace_id[16];
+    char *text;
+    size_t text_len;
+    long result;      /* instructions: -3 no untrusted part, else a mask */
+    PyObject *counts; /* personal data: {kind: count} */
+    int used;
+} Memory;
+
+/* Attribute keys the kernel reads, by class. */
+enum { KEY_OTHER = 0, KEY_CONTENT = 1, KEY_CONTEXT = 2 };
+#define KEY_SLOTS 256
+
+typedef struct {
+    const char *key; /* owned by the key lists */
+    size_t len;
+    int cls;
+} KeySlot;
+
+typedef struct {
+    PyObject_HEAD
+    KeyList content_keys, content_prefixes, context_keys, identity_keys, message_fallback_keys;
+    KeyList operations, message_operations, model_operations, finish_reason_keys;
+    KeyList tool_argument_keys, tool_result_keys, untrusted_markers, untrusted_part_types;
+    KeyList instruction_anchors, claim_anchors;
+    char *operation_key, *confirmed_key, *input_key, *output_key, *documents_key,
+        *execute_tool, *arguments_key, *result_key;
+    KindSource sources[8];
+    int n_sources;
+    PyObject *instruction_names; /* tuple of str, lexicon order */
+    PyObject *instruction_hits, *claim_hits, *pii_find, *pii_clean; /* callables */
+    PyObject *fact_names; /* tuple: tool args, session, confirmed, instructions, output, version */
+    long facts_version;
+    uint8_t card_map[256];
+    int card_min, exact_pii, skeleton_depth, skeleton_items;
+    KeySlot key_table[KEY_SLOTS];
+    Memory instructions[MEMORY_SLOTS]; /* by (tenant, trace) */
+    Memory pii[MEMORY_SLOTS];          /* by (tenant, trace, attribute key) */
+} Kernel;
+
+static void keylist_free(KeyList *l) {
+    for (size_t i = 0; i < l->n; i++) PyMem_Free(l->keys[i]);
+    PyMem_Free(l->keys);
+    PyMem_Free(l->lens);
+    memset(l, 0, sizeof *l);
+}
+
+static char *copy_str(PyObject *s, size_t *len) {
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+    if (!u) return NULL;
+    char *c = PyMem_Malloc((size_t)n + 1);
+    if (!c) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(c, u, (size_t)n + 1);
+    if (len) *len = (size_t)n;
+    return c;
+}
+
+/* A key list from any iterable of str (sorted, so sets hand over in a fixed order). */
+static int keylist_from(KeyList *l, PyObject *iterable) {
+    PyObject *list = PySequence_List(iterable);
+    if (!list) return -1;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    l->keys = PyMem_Calloc((size_t)n + 1, sizeof(char *));
+    l->lens = PyMem_Calloc((size_t)n + 1, sizeof(size_t));
+    if (!l->keys || !l->lens) {
+        Py_DECREF(list);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(list, i);
+        if (!PyUnicode_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "kernel config: expected str keys");
+            Py_DECREF(list);
+            return -1;
+        }
+        l->keys[i] = copy_str(item, &l->lens[i]);
+        if (!l->keys[i]) {
+            Py_DECREF(list);
+            return -1;
+        }
+        l->n++;
+    }
+    Py_DECREF(list);
+    return 0;
+}
+
+static int in_list(const KeyList *l, const char *s, size_t n) {
+    for (size_t i = 0; i < l->n; i++)
+        if (l->lens[i] == n && memcmp(l->keys[i], s, n) == 0) return 1;
+    return 0;
+}
+
+static int has_prefix(const KeyList *l, const char *s, size_t n) {
+    for (size_t i = 0; i < l->n; i++)
+        if (l->lens[i] <= n && memcmp(l->keys[i], s, l->lens[i]) == 0) return 1;
+    return 0;
+}
+
+static uint64_t hash_bytes(const void *p, size_t n, uint64_t h) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
+#define FNV_BASIS 14695981039346656037ULL
+
+static int key_table_add(KeySlot *table, const KeyList *l, int cls) {
+    for (size_t i = 0; i < l->n; i++) {
+        size_t slot = hash_bytes(l->keys[i], l->lens[i], FNV_BASIS) % KEY_SLOTS;
+        for (size_t probe = 0; table[slot].key; probe++) {
+            if (probe == KEY_SLOTS) {
+                PyErr_SetString(PyExc_ValueError, "kernel config: too many keys");
+                return -1;
+            }
+            slot = (slot + 1) % KEY_SLOTS;
+        }
+        table[slot] = (KeySlot){l->keys[i], l->lens[i], cls};
+    }
+    return 0;
+}
+
+static int key_class(const KeySlot *table, const char *s, size_t n) {
+    size_t slot = hash_bytes(s, n, FNV_BASIS) % KEY_SLOTS;
+    for (; table[slot].key; slot = (slot + 1) % KEY_SLOTS)
+        if (table[slot].len == n && memcmp(table[slot].key, s, n) == 0) return table[slot].cls;
+    return KEY_OTHER;
+}
+
+static int eq(const char *s, size_t n, const char *c) {
+    return c && strlen(c) == n && memcmp(s, c, n) == 0;
+}
+
+/* ---- the pre-checks of the Python definitions */
+
+/* 0 when the Python scanner certainly finds nothing in this text (ASCII without "%" or
+ * "@", no run of card characters as long as a card, no extra patterns): its own
+ * pre-checks, in the same order; 1 when the scanner must read it. */
+static int may_hold_pii(const Kernel *k, const char *s, size_t n) {
+    if (!k->exact_pii) return 1;
+    int run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80 || c == '%' || c == '@') return 1;
+        run = k->card_map[c] ? run + 1 : 0;
+        if (run >= k->card_min) return 1;
+    }
+    return 0;
+}
+
+/* 0 when the lower-cased ASCII text holds none of the anchors (so no entry matches);
+ * 1 when the Python lexicon must read it (non-ASCII text always: its lower-casing is
+ * Unicode's). */
+static int may_match(const KeyList *anchors, const char *s, size_t n) {
+    if (anchors->n == 0) return 1;
+    char small[1024];
+    char *lowered = n <= sizeof small ? small : PyMem_Malloc(n);
+    if (!lowered) return 1; /* the lexicon reads it */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80) {
+            if (lowered != small) PyMem_Free(lowered);
+            return 1;
+        }
+        lowered[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    }
+    int found = 0;
+    for (size_t a = 0; a < anchors->n && !found; a++)
+        found = memmem(lowered, n, anchors->keys[a], anchors->lens[a]) != NULL;
+    if (lowered != small) PyMem_Free(lowered);
+    return found;
+}
+
+/* Call a Python definition with one str argument made of `n` UTF-8 bytes. */
+static PyObject *call_text(PyObject *fn, const char *s, size_t n) {
+    PyObject *text = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "surrogatepass");
+    if (!text) return NULL;
+    PyObject *result = PyObject_CallOneArg(fn, text);
+    Py_DECREF(text);
+    return result;
+}
+
+/* Lexicon hits of a text as a mask over `names` (INSTRUCTIONS), or the Python list
+ * itself in `*list` when asked (CLAIMS). -1 on error. */
+static long lexicon_mask(Kernel *k, const char *s, size_t n) {
+    if (n == 0 || !may_match(&k->instruction_anchors, s, n)) return 0;
+    PyObject *hits = call_text(k->instruction_hits, s, n);
+    if (!hits) return -1;
+    long mask = 0;
+    PyObject *it = PyObject_GetIter(hits);
+    Py_DECREF(hits);
+    if (!it) return -1;
+    PyObject *name;
+    while ((name = PyIter_Next(it))) {
+        Py_ssize_t index = PySequence_Index(k->instruction_names, name);
+        Py_DECREF(name);
+        if (index < 0) {
+            Py_DECREF(it);
+            return -1;
+        }
+        mask |= 1L << index;
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : mask;
+}
+
+/* Append `clean(text)` (`PiiScanner.clean`) to `out`. */
+static int put_clean(Kernel *k, const char *s, size_t n, Buf *out) {
+    if (!may_hold_pii(k, s, n)) {
+        buf_put(out, s, n);
+        return 0;
+    }
+    PyObject *clean = call_text(k->pii_clean, s, n);
+    if (!clean) return -1;
+    Py_ssize_t m;
+    const char *u = PyUnicode_AsUTF8AndSize(clean, &m);
+    if (!u) {
+        Py_DECREF(clean);
+        return -1;
+    }
+    buf_put(out, u, (size_t)m);
+    Py_DECREF(clean);
+    return 0;
+}
+
+/* ---- the span's attributes, as read from the wire */
+
+enum { V_NONE, V_STR, V_INT, V_OTHER };
+
+typedef struct {
+    const char *key;
+    size_t key_len;
+    int type;
+    const char *s; /* V_STR: the text; V_OTHER: the AnyValue's bytes */
+    size_t n;
+    long long i;
+    int content; /* a content key (else a context key) */
+} Attr;
+
+#define MAX_ATTRS 64
+
+typedef struct {
+    const char *name;
+    size_t name_len;
+    const uint8_t *trace_id;
+    size_t trace_id_len;
+    Attr attrs[MAX_ATTRS];
+    int n_attrs;
+    int overflow; /* more relevant attributes than MAX_ATTRS */
+} SpanView;
+
+static const Attr *attr(const SpanView *v, const char *key) {
+    if (!key) return NULL;
+    size_t n = strlen(key);
+    for (int i = v->n_attrs - 1; i >= 0; i--)
+        if (v->attrs[i].key_len == n && memcmp(v->attrs[i].key, key, n) == 0)
+            return &v->attrs[i];
+    return NULL;
+}
+
+/* ---- the protobuf wire format */
+
+static const uint8_t *read_varint(const uint8_t *p, const uint8_t *end, uint64_t *v) {
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64 && p < end; shift += 7) {
+        uint8_t b = *p++;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* The next field: its number, wire type, and for length-delimited fields its bytes;
+ * NULL at a malformed or group field. */
+static const uint8_t *next_field(const uint8_t *p, const uint8_t *end, uint32_t *field,
+                                 int *wire, const uint8_t **data, size_t *len, uint64_t *num) {
+    uint64_t tag;
+    p = read_varint(p, end, &tag);
+    if (!p) return NULL;
+    *field = (uint32_t)(tag >> 3);
+    *wire = (int)(tag & 7);
+    switch (*wire) {
+        case 0: return read_varint(p, end, num);
+        case 1:
+            if (end - p < 8) return NULL;
+            memcpy(num, p, 8);
+            return p + 8;
+        case 2: {
+            uint64_t n;
+            p = read_varint(p, end, &n);
+            if (!p || n > (uint64_t)(end - p)) return NULL;
+            *data = p;
+            *len = (size_t)n;
+            return p + n;
+        }
+        case 5: {
+            if (end - p < 4) return NULL;
+            uint32_t v;
+            memcpy(&v, p, 4);
+            *num = v;
+            return p + 4;
+        }
+        default: return NULL;
+    }
+}
+
+/* Read an AnyValue into `a` (the last field of its oneof wins, as protobuf reads it). */
+static int read_any_value(const uint8_t *p, const uint8_t *end, Attr *a) {
+    a->type = V_NONE;
+    while (p < end) {
+        uint32_t field;
+        int wire;
+        const uint8_t *data = NULL;
+        size_t len = 0;
+        uint64_t num = 0;
+        p = next_field(p, end, &field, &wire, &data, &len, &num);
+        if (!p) return -1;
+        if (field == 1 && wire == 2) {
+            a->type = V_STR;
+            a->s = (const char *)data;
+            a->n = len;
+        } else if (field == 3 && wire == 0) {
+            a->type = V_INT;
+            a->i = (long long)num;
+        } else if (field >= 2 && field <= 7) {
+            a->type = V_OTHER;
+        }
+    }
+    return 0;
+}
+
+/* ---- facts */
+
+typedef struct {
+    Kernel *k;
+    Hmac *hmac;
+    Buf *scratch;
+    int fallback; /* the span is left to Python */
+} Ctx;
+
+/* "" and absent are None for the conventions' readers (`_first`, `_text`). */
+static int text_of(const Attr *a, const char **s, size_t *n, Ctx *c) {
+    if (!a || a->type == V_NONE) return 0;
+    if (a->type == V_STR) {
+        *s = a->s;
+        *n = a->n;
+        return a->n > 0;
+    }
+    c->fallback = 1; /* a number or container where text is read: Python's str() / JSON */
+    return 0;
+}
+
+static int first_text(const SpanView *v, const KeyList *keys, const char **s, size_t *n, Ctx *c) {
+    for (size_t i = 0; i < keys->n; i++) {
+        const Attr *a = attr(v, keys->keys[i]);
+        if (text_of(a, s, n, c) || c->fallback) return !c->fallback;
+    }
+    return 0;
+}
+
+/* The operation (`conventions.content_view`'s `_operation`, then the span name's first word)
+ * into `op`. -1 on a Python error; c->fallback when Python decides. */
+static int operation_of(Ctx *c, const SpanView *v, Buf *op) {
+    Kernel *k = c->k;
+    const char *s;
+    size_t n;
+    if (text_of(attr(v, k->operation_key), &s, &n, c)) {
+        buf_put(op, s, n);
+        return 0;
+    }
+    if (c->fallback) return 0;
+    for (int i = 0; i < k->n_sources; i++) {
+        KindSource *src = &k->sources[i];
+        const Attr *a = attr(v, src->key.keys[0]);
+        if (!a || a->type == V_NONE || (a->type == V_STR && a->n == 0)) continue;
+        if (a->type != V_STR) {
+            c->fallback = 1;
+            return 0;
+        }
+        PyObject *kind = PyUnicode_DecodeUTF8(a->s, (Py_ssize_t)a->n, "strict");
+        if (!kind) return -1;
+        if (src->upper) {
+            PyObject *upper = PyObject_CallMethod(kind, "upper", NULL);
+            Py_DECREF(kind);
+            if (!upper) return -1;
+            kind = upper;
+        }
+        PyObject *text = PyDict_GetItemWithError(src->table, kind);
+        if (text) {
+            Py_INCREF(text);
+        } else if (PyErr_Occurred()) {
+            Py_DECREF(kind);
+            return -1;
+        } else if (src->lowercase_unknown) {
+            int unknown = PyUnicode_Compare(kind, src->unknown_value) == 0;
+            text = unknown ? PyUnicode_FromString("") : PyObject_CallMethod(kind, "lower", NULL);
+            if (!text) {
+                Py_DECREF(kind);
+                return -1;
+            }
+        }
+        Py_DECREF(kind);
+        if (!text) continue; /* "skip": the next source decides */
+        Py_ssize_t m;
+        const char *u = PyUnicode_AsUTF8AndSize(text, &m);
+        if (u) buf_put(op, u, (size_t)m);
+        Py_DECREF(text);
+        if (!u) return -1;
+        if (m) return 0;
+        break; /* UNKNOWN: no operation named, the span name may name one */
+    }
+    const char *space = memchr(v->name, ' ', v->name_len);
+    size_t first = space ? (size_t)(space - v->name) : v->name_len;
+    if (in_list(&k->operations, v->name, first)) buf_put(op, v->name, first);
+    return 0;
+}
+
+/* ---- messages (`schemas.messages`) */
+
+static long parts_of(Json *j, long message) {
+    long parts = member(j, message, "parts");
+    return parts >= 0 && NODE(j, parts)->type == J_ARR ? parts : -1;
+}
+
+/* `message_text` of one message appended to `out` (texts joined by "\n"). 0 when
+ * Python would make a repr. */
+static int message_text(Json *j, long message, Buf *out) {
+    int count = 0;
+    long content = member(j, message, "content");
+    if (content >= 0 && NODE(j, content)->type == J_STR) {
+        buf_put(out, STR(j, NODE(j, content)), NODE(j, content)->n);
+        count++;
+    }
+    long parts = parts_of(j, message);
+    for (uint32_t p = 0; parts >= 0 && p < NODE(j, parts)->n; p++) {
+        long part = KID(j, NODE(j, parts), p);
+        if (NODE(j, part)->type != J_OBJ) continue;
+        long type = member(j, part, "type"), text = -1;
+        if (is_str(j, type, "text")) {
+            text = member(j, part, "content");
+        } else if (is_str(j, type, "tool_call_response")) {
+            text = member(j, part, "response");
+            if (!truthy(j, text)) text = member(j, part, "content");
+        } else {
+            continue;
+        }
+        if (count++) buf_putc(out, '\n');
+        if (truthy(j, text) && !put_py_str(j, text, out)) return 0;
+    }
+    return 1;
+}
+
+/* `leaf_text` of a JSON value appended to `out`. */
+static int leaf_text(Json *j, long i, Buf *out, int *first) {
+    JNode *node = NODE(j, i);
+    if (node->type == J_ARR || node->type == J_OBJ) {
+        int object = node->type == J_OBJ;
+        for (uint32_t k = 0; k < node->n; k++) {
+            if (!leaf_text(j, KID(j, NODE(j, i), object ? 2 * k + 1 : k), out, first)) return 0;
+        }
+        return 1;
+    }
+    if (node->type == J_NULL) return 1;
+    if (!*first) buf_putc(out, '\n');
+    *first = 0;
+    return put_py_str(j, i, out);
+}
+
+static int leaf_text_of(Json *j, long i, Buf *out) {
+    JNode *node = NODE(j, i);
+    if (node->type == J_ARR || node->type == J_OBJ) {
+        int first = 1;
+        return leaf_text(j, i, out, &first);
+    }
+    return put_py_str(j, i, out);
+}
+
+/* `instructions_in_messages` over JSON messages text: -2 unsupported (fallback), -1 on a
+ * Python error, -3 no untrusted part (None), else the mask of lexicon hits. */
+#define NO_UNTRUSTED (-3)
+#define UNSUPPORTED (-2)
+
+static int is_untrusted_type(Kernel *k, Json *j, long type) {
+    if (type < 0 || NODE(j, type)->type != J_STR) return 0;
+    return in_list(&k->untrusted_part_types, STR(j, NODE(j, type)), NODE(j, type)->n);
+}
+
+static long untrusted_hits(Ctx *c, Json *j, long value, long *mask) {
+    Buf text = {0};
+    long found = 0;
+    if (!leaf_text_of(j, value, &text)) found = UNSUPPORTED;
+    else if (text.failed) found = -1;
+    else {
+        long m = lexicon_mask(c->k, text.data ? text.data : "", text.len);
+        if (m < 0) found = -1;
+        else *mask |= m;
+    }
+    buf_free(&text);
+    return found;
+}
+
+static long instructions_in_messages(Ctx *c, const char *s, size_t n) {
+    Kernel *k = c->k;
+    int marked = 0;
+    for (size_t m = 0; m < k->untrusted_markers.n && !marked; m++) {
+        const char *marker = k->untrusted_markers.keys[m];
+        size_t len = k->untrusted_markers.lens[m];
+        for (size_t i = 0; i + len <= n; i++)
+            if (s[i] == marker[0] && memcmp(s + i, marker, len) == 0) {
+                marked = 1;
+                break;
+            }
+    }
+    if (!marked) return NO_UNTRUSTED;
+    Json j;
+    long root = json_parse(&j, s, n);
+    if (root < 0) {
+        json_free(&j);
+        return UNSUPPORTED;
+    }
+    long mask = 0, texts = 0, status = 0;
+    JNode *r = NODE(&j, root);
+    uint32_t count = r->type == J_ARR ? r->n : r->type == J_OBJ ? 1 : 0;
+    for (uint32_t m = 0; m < count && status >= 0; m++) {
+        long message = r->type == J_ARR ? (long)KID(&j, NODE(&j, root), m) : root;
+        if (NODE(&j, message)->type != J_OBJ) continue;
+        long parts = parts_of(&j, message);
+        if (is_str(&j, member(&j, message, "role"), "tool")) {
+            long content = member(&j, message, "content");
+            int has_parts = 0;
+            if (!truthy(&j, content) && parts >= 0)
+                for (uint32_t p = 0; p < NODE(&j, parts)->n; p++)
+                    has_parts |= NODE(&j, KID(&j, NODE(&j, parts), p))->type == J_OBJ;
+            if (!has_parts) {
+                long value = truthy(&j, content) ? content : member(&j, message, "parts");
+                texts++;
+                if (truthy(&j, value)) status = untrusted_hits(c, &j, value, &mask);
+                continue;
+            }
+            for (uint32_t p = 0; p < NODE(&j, parts)->n && status >= 0; p++) {
+                long part = KID(&j, NODE(&j, parts), p);
+                if (NODE(&j, part)->type != J_OBJ) continue;
+                long value = member(&j, part, "content");
+                if (!truthy(&j, value)) value = member(&j, part, "response");
+                texts++;
+                if (truthy(&j, value)) status = untrusted_hits(c, &j, value, &mask);
+            }
+            continue;
+        }
+        for (uint32_t p = 0; parts >= 0 && p < NODE(&j, parts)->n && status >= 0; p++) {
+            long part = KID(&j, NODE(&j, parts), p);
+            if (NODE(&j, part)->type != J_OBJ || !is_untrusted_type(k, &j, member(&j, part, "type")))
+                continue;
+            long value = member(&j, part, "content");
+            if (!truthy(&j, value)) value = member(&j, part, "response");
+            texts++;
+            if (truthy(&j, value)) status = untrusted_hits(c, &j, value, &mask);
+        }
+    }
+    json_free(&j);
+    if (status < 0) return status;
+    return texts ? mask : NO_UNTRUSTED;
+}
+
+/* The memory slot of (tenant, trace, key) in `table`, and how `s` relates to what it
+ * holds: 0 nothing known, 1 the same text, 2 the text extends it by more elements (`[A,B]`
+ * -> `[A,B,C]`, as `messages._extends`); `*rest` then starts at the new elements. */
+static Memory *recall(Memory *table, const char *tenant, size_t tenant_len, const SpanView *v,
+                      const char *key, size_t key_len, const char *s, size_t n, int *relation,
+                      size_t *rest) {
+    uint64_t h = hash_bytes(tenant, tenant_len, FNV_BASIS);
+    h = hash_bytes(v->trace_id, v->trace_id_len, h);
+    h = hash_bytes(key, key_len, h);
+    Memory *slot = &table[h % MEMORY_SLOTS];
+    int same = slot->used && v->trace_id_len == 16 && slot->tenant_len == tenant_len &&
+               slot->key_len == key_len && memcmp(slot->tenant, tenant, tenant_len) == 0 &&
+               memcmp(slot->key, key, key_len) == 0 && memcmp(slot->trace_id, v->trace_id, 16) == 0;
+    size_t m = slot->text_len;
+    *relation = 0;
+    if (!same) return slot;
+    if (m == n && memcmp(slot->text, s, n) == 0) {
+        *relation = 1;
+    } else if (n > m && m > 0 && slot->text[m - 1] == ']' && s[m - 1] == ',' &&
+               memcmp(s, slot->text, m - 1) == 0) {
+        *relation = 2;
+        *rest = m;
+    }
+    return slot;
+}
+
+/* Remember `s` and what it answered in `slot` (replacing what it held: another thread
+ * may have changed it while Python ran, which only costs a re-read). */
+static void remember(Memory *slot, const char *tenant, size_t tenant_len, const SpanView *v,
+                     const char *key, size_t key_len, const char *s, size_t n, long result,
+                     PyObject *counts) {
+    if (n > MEMORY_MAX_TEXT || v->trace_id_len != 16) return;
+    char *text = PyMem_Malloc(n ? n : 1), *name = PyMem_Malloc(tenant_len + 1);
+    char *attribute = PyMem_Malloc(key_len + 1);
+    if (!text || !name || !attribute) {
+        PyMem_Free(text);
+        PyMem_Free(name);
+        PyMem_Free(attribute);
+        return;
+    }
+    PyMem_Free(slot->text);
+    PyMem_Free(slot->tenant);
+    PyMem_Free(slot->key);
+    Py_XDECREF(slot->counts);
+    memcpy(text, s, n);
+    memcpy(name, tenant, tenant_len);
+    memcpy(attribute, key, key_len);
+    Py_XINCREF(counts);
+    *slot = (Memory){name, attribute, tenant_len, key_len, {0}, text, n, result, counts, 1};
+    memcpy(slot->trace_id, v->trace_id, 16);
+}
+
+/* "[" + the elements of `s` from `rest` on: the new elements as an array of their own. */
+static char *new_elements(const char *s, size_t n, size_t rest, size_t *len) {
+    char *part = PyMem_Malloc(n - rest + 1);
+    if (!part) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    part[0] = '[';
+    memcpy(part + 1, s + rest, n - rest);
+    *len = n - rest + 1;
+    return part;
+}
+
+/* `instructions_in_messages` of a trace's input messages, read only in their new part
+ * when they extend the trace's previous input (`messages.GrowingArrays`). */
+static long input_instructions(Ctx *c, const char *tenant, size_t tenant_len,
+                               const SpanView *v, const char *s, size_t n) {
+    int relation;
+    size_t rest = 0, len;
+    Memory *slot = recall(c->k->instructions, tenant, tenant_len, v, "", 0, s, n, &relation, &rest);
+    if (relation == 1) return slot->result;
+    long prior = slot->result, result;
+    if (relation == 2) {
+        char *part = new_elements(s, n, rest, &len);
+        if (!part) return -1;
+        long later = instructions_in_messages(c, part, len);
+        PyMem_Free(part);
+        if (later == -1 || later == UNSUPPORTED) return later;
+        if (prior == NO_UNTRUSTED && later == NO_UNTRUSTED) result = NO_UNTRUSTED;
+        else result = (prior == NO_UNTRUSTED ? 0 : prior) | (later == NO_UNTRUSTED ? 0 : later);
+    } else {
+        result = instructions_in_messages(c, s, n);
+        if (result == -1 || result == UNSUPPORTED) return result;
+    }
+    remember(slot, tenant, tenant_len, v, "", 0, s, n, result, NULL);
+    return result;
+}
+
+/* The personal data the scanner finds in a content value (`find`), a new reference to
+ * a dict {kind: count} ({} without calling Python when its pre-checks rule it out); a
+ * growing message array is read in its new elements only. NULL on error. */
+static PyObject *content_pii(Kernel *k, const char *tenant, size_t tenant_len,
+                             const SpanView *v, const Attr *a) {
+    int growing = a->n > 0 && a->s[0] == '[';
+    int relation = 0;
+    size_t rest = 0, len;
+    Memory *slot = growing ? recall(k->pii, tenant, tenant_len, v, a->key, a->key_len, a->s,
+                                    a->n, &relation, &rest)
+                           : NULL;
+    if (relation == 1) return Py_NewRef(slot->counts);
+    PyObject *counts;
+    if (relation == 2 && slot->counts) {
+        PyObject *prior = Py_NewRef(slot->counts);
+        PyObject *later;
+        if (!may_hold_pii(k, a->s + rest, a->n - rest)) {
+            later = PyDict_New();
+        } else {
+            char *part = new_elements(a->s, a->n, rest, &len);
+            later = part ? call_text(k->pii_find, part, len) : NULL;
+            PyMem_Free(part);
+        }
+        counts = later ? PyDict_Copy(prior) : NULL;
+        if (counts) {
+            PyObject *kind, *count;
+            Py_ssize_t pos = 0;
+            while (PyDict_Next(later, &pos, &kind, &count)) {
+                PyObject *had = PyDict_GetItemWithError(counts, kind);
+                PyObject *sum = had ? PyNumber_Add(had, count) : Py_NewRef(count);
+                if (!sum || PyDict_SetItem(counts, kind, sum) < 0) {
+                    Py_XDECREF(sum);
+                    Py_CLEAR(counts);
+                    break;
+                }
+                Py_DECREF(sum);
+            }
+        }
+        Py_DECREF(prior);
+        Py_XDECREF(later);
+    } else if (!may_hold_pii(k, a->s, a->n)) {
+        counts = PyDict_New();
+    } else {
+        counts = call_text(k->pii_find, a->s, a->n);
+    }
+    if (counts && !PyDict_Check(counts)) {
+        Py_DECREF(counts);
+        PyErr_SetString(PyExc_TypeError, "kernel: the scanner's find must return a dict");
+        return NULL;
+    }
+    if (counts && growing)
+        remember(slot, tenant, tenant_len, v, a->key, a->key_len, a->s, a->n, 0, counts);
+    return counts;
+}
+
+/* ---- argument facts (`facts_producer._arguments`) */
+
+/* `predicates.call_arguments`: the arguments object, OpenLLMetry's wrapper unwrapped;
+ * -1 when not an object. */
+static long call_arguments(Json *j, long root) {
+    if (root < 0 || NODE(j, root)->type != J_OBJ) return -1;
+    JNode *o = NODE(j, root);
+    if (o->n == 2) {
+        long args = member(j, root, "args"), kwargs = member(j, root, "kwargs");
+        if (args >= 0 && kwargs >= 0 && !truthy(j, args))
+            return NODE(j, kwargs)->type == J_OBJ ? kwargs : -1;
+    }
+    return root;
+}
+
+/* Fingerprint of a parsed value (a string is its own text). */
+static int put_value_fingerprint(Ctx *c, Json *j, long i, Buf *out) {
+    JNode *node = NODE(j, i);
+    if (node->type == J_STR) {
+        fingerprint(c->hmac, STR(j, node), node->n, out);
+        return 0;
+    }
+    size_t start = c->scratch->len;
+    put_canonical(j, i, c->scratch);
+    if (c->scratch->failed) return -1;
+    fingerprint(c->hmac, c->scratch->data + start, c->scratch->len - start, out);
+    c->scratch->len = start;
+    return 0;
+}
+
+/* Cleaned member names of an object, sorted, the last of equal names kept (a dict built
+ * from them keeps the last value). Names are appended to `names`; returns the count of
+ * distinct names, -1 on error. */
+typedef struct {
+    size_t offset, len;
+    uint32_t value, order;
+} Named;
+
+static Buf *sort_names_buf;
+static int named_cmp(const void *a, const void *b) {
+    const Named *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(sort_names_buf->data + x->offset, sort_names_buf->data + y->offset, n);
+    if (c) return c;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->order < y->order ? -1 : (x->order > y->order);
+}
+
+static long clean_names(Ctx *c, Json *j, long obj, uint32_t limit, Buf *names, Named **out) {
+    JNode *o = NODE(j, obj);
+    uint32_t n = o->n < limit ? o->n : limit;
+    Named *named = PyMem_Malloc((n ? n : 1) * sizeof(Named));
+    if (!named) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (uint32_t m = 0; m < n; m++) {
+        JNode *key = NODE(j, KID(j, NODE(j, obj), 2 * m));
+        size_t start = names->len;
+        if (put_clean(c->k, STR(j, key), key->n, names) < 0) {
+            PyMem_Free(named);
+            return -1;
+        }
+        named[m] = (Named){start, names->len - start, KID(j, NODE(j, obj), 2 * m + 1), m};
+    }
+    sort_names_buf = names;
+    qsort(named, n, sizeof(Named), named_cmp);
+    uint32_t kept = 0;
+    for (uint32_t m = 0; m < n; m++) {
+        int last_of_run = m + 1 == n || named[m].len != named[m + 1].len ||
+                          memcmp(names->data + named[m].offset,
+                                 names->data + named[m + 1].offset, named[m].len) != 0;
+        if (last_of_run) named[kept++] = named[m];
+    }
+    *out = named;
+    return kept;
+}
+
+/* `predicates.argument_skeleton` of a value as JSON text (sorted keys). */
+static int put_skeleton(Ctx *c, Json *j, long i, int depth, Buf *out) {
+    Kernel *k = c->k;
+    JNode *node = NODE(j, i);
+    switch (node->type) {
+        case J_OBJ: {
+            if (depth >= k->skeleton_depth) {
+                buf_puts(out, "{\"truncated\":true,\"type\":\"object\"}");
+                return 0;
+            }
+            Buf names = {0};
+            Named *named = NULL;
+            long n = clean_names(c, j, i, (uint32_t)k->skeleton_items, &names, &named);
+            if (n < 0) {
+                buf_free(&names);
+                return -1;
+            }
+            buf_puts(out, "{\"keys\":{");
+            int status = 0;
+            for (long m = 0; m < n && status == 0; m++) {
+                if (m) buf_putc(out, ',');
+                put_json_string(out, names.data + named[m].offset, named[m].len);
+                buf_putc(out, ':');
+                status = put_skeleton(c, j, named[m].value, depth + 1, out);
+            }
+            buf_putc(out, '}');
+            if (NODE(j, i)->n > (uint32_t)k->skeleton_items) buf_puts(out, ",\"truncated\":true");
+            buf_puts(out, ",\"type\":\"object\"}");
+            PyMem_Free(named);
+            buf_free(&names);
+            return status;
+        }
+        case J_ARR: {
+            uint32_t n = node->n;
+            if (depth >= k->skeleton_depth) {
+                buf_puts(out, "{\"length\":");
+                buf_int64(out, n);
+                buf_puts(out, ",\"truncated\":true,\"type\":\"array\"}");
+                return 0;
+            }
+            buf_puts(out, "{\"items\":[");
+            uint32_t shown = n < (uint32_t)k->skeleton_items ? n : (uint32_t)k->skeleton_items;
+            for (uint32_t m = 0; m < shown; m++) {
+                if (m) buf_putc(out, ',');
+                if (put_skeleton(c, j, KID(j, NODE(j, i), m), depth + 1, out) < 0) return -1;
+            }
+            buf_puts(out, "],\"length\":");
+            buf_int64(out, n);
+            if (n > (uint32_t)k->skeleton_items) buf_puts(out, ",\"truncated\":true");
+            buf_puts(out, ",\"type\":\"array\"}");
+            return 0;
+        }
+        case J_STR: {
+            long long chars = 0;
+            const char *s = STR(j, node);
+            for (uint32_t m = 0; m < node->n; m++) chars += ((unsigned char)s[m] & 0xc0) != 0x80;
+            buf_puts(out, "{\"length\":");
+            buf_int64(out, chars);
+            buf_puts(out, ",\"type\":\"string\"}");
+            return 0;
+        }
+        case J_TRUE:
+        case J_FALSE: buf_puts(out, "{\"type\":\"boolean\"}"); return 0;
+        case J_INT: buf_puts(out, "{\"type\":\"integer\"}"); return 0;
+        case J_FLOAT:
+            buf_puts(out, node->v.d == floor(node->v.d) ? "{\"type\":\"integer\"}"
+                                                        : "{\"type\":\"number\"}");
+            return 0;
+        default: buf_puts(out, "{\"type\":\"null\"}"); return 0;
+    }
+}
+
+/* The `args` object ({clean(name): fingerprint}) and `fp` of arguments object `args`,
+ * written as members (`"args":{...},"fp":"..."`) into `out`. */
+static int put_argument_members(Ctx *c, Json *j, long args, Buf *out) {
+    Buf names = {0};
+    Named *named = NULL;
+    long n = clean_names(c, j, args, UINT32_MAX, &names, &named);
+    if (n < 0) {
+        buf_free(&names);
+        return -1;
+    }
+    buf_puts(out, "\"args\":{");
+    for (long m = 0; m < n; m++) {
+        if (m) buf_putc(out, ',');
+        put_json_string(out, names.data + named[m].offset, named[m].len);
+        buf_puts(out, ":\"");
+        put_value_fingerprint(c, j, named[m].value, out);
+        buf_putc(out, '"');
+    }
+    PyMem_Free(named);
+    buf_free(&names);
+    buf_puts(out, "},\"fp\":\"");
+    if (put_value_fingerprint(c, j, args, out) < 0) return -1;
+    buf_putc(out, '"');
+    return 0;
+}
+
+/* The tool.args fact of arguments text. */
+static int tool_args_fact(Ctx *c, const char *s, size_t n, Buf *out) {
+    Json j;
+    long root = json_parse(&j, s, n);
+    long args = call_arguments(&j, root);
+    int status = 0;
+    if (args < 0) {
+        c->fallback = 1; /* not an object (or not JSON): the raw text's facts, in Python */
+    } else {
+        buf_putc(out, '{');
+        status = put_argument_members(c, &j, args, out);
+        buf_puts(out, ",\"skeleton\":");
+        if (status == 0) status = put_skeleton(c, &j, args, 0, out);
+        buf_putc(out, '}');
+    }
+    json_free(&j);
+    return status;
+}
+
+/* The confirmed fact of a `pathgrade.confirmed_action` text; 0 with nothing written when
+ * it names no tool. */
+static int confirmed_fact(Ctx *c, const char *s, size_t n, Buf *out, int *written) {
+    Json j;
+    long root = json_parse(&j, s, n);
+    int status = 0;
+    *written = 0;
+    if (root < 0) {
+        if (j.unsupported) c->fallback = 1;
+        json_free(&j);
+        return 0; /* not JSON: no confirmation */
+    }
+    long name = member(&j, root, "name");
+    if (NODE(&j, root)->type == J_OBJ && name >= 0 && NODE(&j, name)->type == J_STR) {
+        long arguments = member(&j, root, "arguments");
+        long args = arguments >= 0 && NODE(&j, arguments)->type == J_OBJ
+                        ? call_arguments(&j, arguments)
+                        : -2; /* {} */
+        buf_putc(out, '{');
+        if (args == -1) {
+            c->fallback = 1; /* the wrapper held no object: the fingerprint of its text */
+        } else if (args == -2) {
+            buf_puts(out, "\"args\":{},\"fp\":\"");
+            fingerprint(c->hmac, "{}", 2, out);
+            buf_putc(out, '"');
+        } else {
+            status = put_argument_members(c, &j, args, out);
+        }
+        buf_puts(out, ",\"name\":");
+        size_t start = c->scratch->len;
+        if (status == 0) status = put_clean(c->k, STR(&j, NODE(&j, name)), NODE(&j, name)->n, c->scratch);
+        put_json_string(out, c->scratch->data + start, c->scratch->len - start);
+        c->scratch->len = start;
+        buf_putc(out, '}');
+        *written = 1;
+    }
+    json_free(&j);
+    return status;
+}
+
+/* ---- the output fact (`facts_producer._output_fact`) */
+
+static int is_blank(const char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned char b = (unsigned char)s[i];
+        if (b < 0x80) {
+            if (!(b == ' ' || (b >= 0x09 && b <= 0x0d) || (b >= 0x1c && b <= 0x1f))) return 0;
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        int len = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2;
+        if (i + (size_t)len > n) return 0;
+        cp = b & (len == 4 ? 0x07 : len == 3 ? 0x0f : 0x1f);
+        for (int q = 1; q < len; q++) cp = cp << 6 | ((unsigned char)s[i + q] & 0x3f);
+        if (!Py_UNICODE_ISSPACE(cp)) return 0;
+        i += (size_t)len;
+    }
+    return 1;
+}
+
+/* A Python list of str (a lexicon's or finish reasons) or a dict of counts written as
+ * JSON (sorted for dicts) to `out`. */
+static int put_py_json(PyObject *value, Buf *out) {
+    if (PyDict_Check(value)) {
+        PyObject *keys = PyDict_Keys(value);
+        if (!keys || PyList_Sort(keys) < 0) {
+            Py_XDECREF(keys);
+            return -1;
+        }
+        buf_putc(out, '{');
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++) {
+            PyObject *key = PyList_GET_ITEM(keys, i);
+            Py_ssize_t n;
+            const char *u = PyUnicode_AsUTF8AndSize(key, &n);
+            PyObject *count = PyDict_GetItem(value, key);
+            if (!u || !count) {
+                Py_DECREF(keys);
+                return -1;
+            }
+            long long number = PyLong_AsLongLong(count);
+            if (number == -1 && PyErr_Occurred()) {
+                Py_DECREF(keys);
+                return -1;
+            }
+            if (i) buf_putc(out, ',');
+            put_json_string(out, u, (size_t)n);
+            buf_putc(out, ':');
+            buf_int64(out, number);
+        }
+        Py_DECREF(keys);
+        buf_putc(out, '}');
+        return 0;
+    }
+    buf_putc(out, '[');
+    Py_ssize_t n = PySequence_Length(value);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_GetItem(value, i);
+        if (!item) return -1;
+        Py_ssize_t len;
+        const char *u = PyUnicode_AsUTF8AndSize(item, &len);
+        Py_DECREF(item);
+        if (!u) return -1;
+        if (i) buf_putc(out, ',');
+        put_json_string(out, u, (size_t)len);
+    }
+    buf_putc(out, ']');
+    return 0;
+}
+
+typedef struct {
+    const char **s;
+    size_t *n;
+    size_t count;
+} Reasons;
+
+static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, Buf *out) {
+    Kernel *k = c->k;
+    Json j;
+    long root = json_parse(&j, s, n);
+    if (root < 0) {
+        c->fallback = 1; /* not JSON: Python reads it as no messages */
+        json_free(&j);
+        return 0;
+    }
+    JNode *r = NODE(&j, root);
+    uint32_t count = r->type == J_ARR ? r->n : r->type == J_OBJ ? 1 : 0;
+    Buf text = {0}, calls = {0};
+    int texts = 0, n_calls = 0, status = 0;
+    for (uint32_t m = 0; m < count && status == 0 && !c->fallback; m++) {
+        long message = r->type == J_ARR ? (long)KID(&j, NODE(&j, root), m) : root;
+        if (NODE(&j, message)->type != J_OBJ) continue;
+        /* tool calls: parts of type tool_call, then OpenAI's tool_calls */
+        long parts = parts_of(&j, message);
+        for (uint32_t p = 0; parts >= 0 && p < NODE(&j, parts)->n && status == 0; p++) {
+            long part = KID(&j, NODE(&j, parts), p);
+            if (NODE(&j, part)->type != J_OBJ || !is_str(&j, member(&j, part, "type"), "tool_call"))
+                continue;
+            long id = member(&j, part, "id"), name = member(&j, part, "name");
+            Buf pair[2] = {{0}, {0}};
+            long values[2] = {id, name};
+            for (int q = 0; q < 2; q++)
+                if (truthy(&j, values[q]) && !put_py_str(&j, values[q], &pair[q])) c->fallback = 1;
+            buf_puts(&calls, n_calls++ ? ",{\"id\":" : "{\"id\":");
+            size_t start = c->scratch->len;
+            status = put_clean(k, pair[0].data ? pair[0].data : "", pair[0].len, c->scratch);
+            put_json_string(&calls, c->scratch->data + start, c->scratch->len - start);
+            c->scratch->len = start;
+            buf_puts(&calls, ",\"name\":");
+            if (status == 0) status = put_clean(k, pair[1].data ? pair[1].data : "", pair[1].len, c->scratch);
+            put_json_string(&calls, c->scratch->data + start, c->scratch->len - start);
+            c->scratch->len = start;
+            buf_putc(&calls, '}');
+            buf_free(&pair[0]);
+            buf_free(&pair[1]);
+        }
+        long openai = member(&j, message, "tool_calls");
+        if (truthy(&j, openai)) {
+            if (NODE(&j, openai)->type != J_ARR) {
+                c->fallback = 1;
+            } else {
+                for (uint32_t q = 0; q < NODE(&j, openai)->n; q++) {
+                    long call = KID(&j, NODE(&j, openai), q);
+                    if (NODE(&j, call)->type != J_OBJ) continue;
+                    long function = member(&j, call, "function");
+                    if (truthy(&j, function) && NODE(&j, function)->type != J_OBJ) {
+                        c->fallback = 1; /* Python: no .get on it */
+                        break;
+                    }
+                    long id = member(&j, call, "id");
+                    long name = truthy(&j, function) ? member(&j, function, "name") : -1;
+                    Buf pair[2] = {{0}, {0}};
+                    if (truthy(&j, id) && !put_py_str(&j, id, &pair[0])) c->fallback = 1;
+                    if (name < 0) buf_puts(&pair[1], "None"); /* str(None) */
+                    else if (!put_py_str(&j, name, &pair[1])) c->fallback = 1;
+                    buf_puts(&calls, n_calls++ ? ",{\"id\":" : "{\"id\":");
+                    size_t start = c->scratch->len;
+                    status = put_clean(k, pair[0].data ? pair[0].data : "", pair[0].len, c->scratch);
+                    put_json_string(&calls, c->scratch->data + start, c->scratch->len - start);
+                    c->scratch->len = start;
+                    buf_puts(&calls, ",\"name\":");
+                    if (status == 0)
+                        status = put_clean(k, pair[1].data, pair[1].len, c->scratch);
+                    put_json_string(&calls, c->scratch->data + start, c->scratch->len - start);
+                    c->scratch->len = start;
+                    buf_putc(&calls, '}');
+                    buf_free(&pair[0]);
+                    buf_free(&pair[1]);
+                }
+            }
+        }
+        /* the assistant's text (a message without a role is the assistant's) */
+        long role = member(&j, message, "role");
+        if (role < 0 || is_str(&j, role, "assistant")) {
+            size_t start = text.len;
+            if (texts) buf_putc(&text, '\n');
+            if (!message_text(&j, message, &text)) c->fallback = 1;
+            if (text.len == start + (texts ? 1 : 0)) text.len = start; /* empty: not joined */
+            else texts++;
+        }
+    }
+    json_free(&j);
+    if (c->fallback || status < 0 || text.failed || calls.failed) {
+        buf_free(&text);
+        buf_free(&calls);
+        return status < 0 ? -1 : 0;
+    }
+    const char *t = text.data ? text.data : "";
+    /* {"claims", "finish_reasons", "pii", "text", "tool_calls"}: sorted */
+    buf_putc(out, '{');
+    if (text.len && may_match(&k->claim_anchors, t, text.len)) {
+        PyObject *claims = call_text(k->claim_hits, t, text.len);
+        if (!claims) status = -1;
+        else {
+            if (PyObject_IsTrue(claims)) {
+                buf_puts(out, "\"claims\":");
+                status = put_py_json(claims, out);
+                buf_putc(out, ',');
+            }
+            Py_DECREF(claims);
+        }
+    }
+    if (reasons->count) {
+        buf_puts(out, "\"finish_reasons\":[");
+        for (size_t q = 0; q < reasons->count && status == 0; q++) {
+            if (q) buf_putc(out, ',');
+            size_t start = c->scratch->len;
+            status = put_clean(k, reasons->s[q], reasons->n[q], c->scratch);
+            put_json_string(out, c->scratch->data + start, c->scratch->len - start);
+            c->scratch->len = start;
+        }
+        buf_puts(out, "],");
+    }
+    if (status == 0 && may_hold_pii(k, t, text.len)) {
+        PyObject *pii = call_text(k->pii_find, t, text.len);
+        if (!pii) status = -1;
+        else {
+            if (PyObject_IsTrue(pii)) {
+                buf_puts(out, "\"pii\":");
+                status = put_py_json(pii, out);
+                buf_putc(out, ',');
+            }
+            Py_DECREF(pii);
+        }
+    }
+    buf_puts(out, is_blank(t, text.len) ? "\"text\":false" : "\"text\":true");
+    if (n_calls) {
+        buf_puts(out, ",\"tool_calls\":[");
+        buf_put(out, calls.data, calls.len);
+        buf_putc(out, ']');
+    }
+    buf_putc(out, '}');
+    buf_free(&text);
+    buf_free(&calls);
+    return status;
+}
+
+/* ---- one span */
+
+/* Encoded `Span.attributes` entries */
+static size_t varint_len(uint64_t v) {
+    size_t n = 1;
+    while (v > 0x7f) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static void put_attribute_head(Buf *out, const char *key, size_t key_len, size_t value_len) {
+    Buf kv = {0};
+    buf_putc(&kv, 0x0a);
+    buf_varint(&kv, key_len);
+    buf_put(&kv, key, key_len);
+    buf_putc(&kv, 0x12);
+    buf_varint(&kv, value_len);
+    buf_putc(out, 0x4a); /* Span.attributes, length-delimited */
+    buf_varint(out, kv.len + value_len);
+    buf_put(out, kv.data, kv.len);
+    buf_free(&kv);
+}
+
+static void put_string_fact(Buf *out, PyObject *name, const char *s, size_t n) {
+    Py_ssize_t key_len;
+    const char *key = PyUnicode_AsUTF8AndSize(name, &key_len);
+    Buf value = {0};
+    buf_putc(&value, 0x0a); /* AnyValue.string_value */
+    buf_varint(&value, n);
+    buf_put(&value, s, n);
+    put_attribute_head(out, key, (size_t)key_len, value.len);
+    buf_put(out, value.data, value.len);
+    buf_free(&value);
+}
+
+static void put_int_fact(Buf *out, PyObject *name, long v) {
+    Py_ssize_t key_len;
+    const char *key = PyUnicode_AsUTF8AndSize(name, &key_len);
+    Buf value = {0};
+    buf_putc(&value, 0x18); /* AnyValue.int_value */
+    buf_varint(&value, (uint64_t)v);
+    put_attribute_head(out, key, (size_t)key_len, value.len);
+    buf_put(out, value.data, value.len);
+    buf_free(&value);
+}
+
+static void put_names_fact(Buf *out, PyObject *name, PyObject *names, long mask) {
+    Py_ssize_t key_len;
+    const char *key = PyUnicode_AsUTF8AndSize(name, &key_len);
+    Buf array = {0}, value = {0};
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+        if (!(mask & (1L << i))) continue;
+        Py_ssize_t n;
+        const char *u = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(names, i), &n);
+        buf_putc(&array, 0x0a); /* ArrayValue.values */
+        buf_varint(&array, 1 + varint_len((uint64_t)n) + (uint64_t)n);
+        buf_putc(&array, 0x0a); /* AnyValue.string_value */
+        buf_varint(&array, (uint64_t)n);
+        buf_put(&array, u, (size_t)n);
+    }
+    buf_putc(&value, 0x2a); /* AnyValue.array_value */
+    buf_varint(&value, array.len);
+    buf_put(&value, array.data, array.len);
+    put_attribute_head(out, key, (size_t)key_len, value.len);
+    buf_put(out, value.data, value.len);
+    buf_free(&array);
+    buf_free(&value);
+}
+
+#define FACT(i) PyTuple_GET_ITEM(k->fact_names, i)
+
+/* The facts of one span into `out`; 1 when it has any. c->fallback when Python decides. */
+static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tenant_len, Buf *out) {
+    Kernel *k = c->k;
+    Buf fact = {0};
+    int any = 0, status = 0;
+    Buf opbuf = {0};
+    const char *op = "";
+    size_t op_len = 0;
+    int needs_fields = 0;
+    for (int i = 0; i < v->n_attrs; i++)
+        if (v->attrs[i].content && !in_list(&k->identity_keys, v->attrs[i].key, v->attrs[i].key_len) &&
+            !eq(v->attrs[i].key, v->attrs[i].key_len, k->confirmed_key))
+            needs_fields = 1;
+    const char *args = NULL, *result = NULL, *inputs = NULL, *outputs = NULL;
+    size_t args_n = 0, result_n = 0, inputs_n = 0, outputs_n = 0;
+    Reasons reasons = {NULL, NULL, 0};
+    const char *reason_s[64];
+    size_t reason_n[64];
+    if (needs_fields) {
+        if (operation_of(c, v, &opbuf) < 0) {
+            buf_free(&opbuf);
+            return -1;
+        }
+        if (c->fallback) goto done;
+        op = opbuf.data ? opbuf.data : "";
+        op_len = opbuf.len;
+        int tool = eq(op, op_len, k->execute_tool);
+        text_of(attr(v, k->arguments_key), &args, &args_n, c);
+        text_of(attr(v, k->result_key), &result, &result_n, c);
+        if (tool && !args_n) first_text(v, &k->tool_argument_keys, &args, &args_n, c);
+        if (tool && !result_n) first_text(v, &k->tool_result_keys, &result, &result_n, c);
+        text_of(attr(v, k->input_key), &inputs, &inputs_n, c);
+        text_of(attr(v, k->output_key), &outputs, &outputs_n, c);
+        if (c->fallback) goto done;
+        /* finish reasons: the first key present with a value other than "" */
+        for (size_t r = 0; r < k->finish_reason_keys.n; r++) {
+            const Attr *a = attr(v, k->finish_reason_keys.keys[r]);
+            if (!a || a->type == V_NONE || (a->type == V_STR && a->n == 0)) continue;
+            if (a->type == V_STR) {
+                reason_s[0] = a->s;
+                reason_n[0] = a->n;
+                reasons.count = 1;
+            } else if (a->type == V_OTHER) {
+                /* an array of strings: AnyValue.array_value (5) of AnyValue.string_value */
+                const uint8_t *p = (const uint8_t *)a->s, *end = p + a->n;
+                int is_array = 0;
+                while (p && p < end) {
+                    uint32_t field;
+                    int wire;
+                    const uint8_t *data = NULL;
+                    size_t len = 0;
+                    uint64_t num;
+                    p = next_field(p, end, &field, &wire, &data, &len, &num);
+                    if (!p) break;
+                    if (field != 5 || wire != 2) {
+                        c->fallback = 1;
+                        break;
+                    }
+                    is_array = 1;
+                    reasons.count = 0;
+                    const uint8_t *q = data, *qend = data + len;
+                    while (q < qend && !c->fallback) {
+                        q = next_field(q, qend, &field, &wire, &data, &len, &num);
+                        if (!q || field != 1 || wire != 2 || reasons.count >= 64) {
+                            c->fallback = 1;
+                            break;
+                        }
+                        Attr item;
+                        if (read_any_value(data, data + len, &item) < 0 || item.type != V_STR) {
+                            c->fallback = 1;
+                            break;
+                        }
+                        reason_s[reasons.count] = item.s;
+                        reason_n[reasons.count++] = item.n;
+                    }
+                }
+                if (!is_array) c->fallback = 1;
+            } else {
+                c->fallback = 1;
+            }
+            break;
+        }
+        reasons.s = reason_s;
+        reasons.n = reason_n;
+        if (c->fallback) goto done;
+        if (in_list(&k->message_operations, op, op_len) && !(inputs_n && outputs_n)) {
+            for (int i = 0; i < v->n_attrs; i++)
+                if (in_list(&k->message_fallback_keys, v->attrs[i].key, v->attrs[i].key_len)) {
+                    c->fallback = 1; /* flattened or deprecated messages: Python rebuilds */
+                    goto done;
+                }
+        }
+        if (tool && args_n) {
+            status = tool_args_fact(c, args, args_n, &fact);
+            if (status < 0 || c->fallback) goto done;
+            put_string_fact(out, FACT(0), fact.data, fact.len);
+            fact.len = 0;
+            any = 1;
+        }
+    }
+    /* the session identity */
+    for (size_t i = 0; i < k->identity_keys.n; i++) {
+        const Attr *a = attr(v, k->identity_keys.keys[i]);
+        if (!a || a->type == V_NONE) continue;
+        if (a->type == V_STR) {
+            if (!a->n) continue;
+            fingerprint(c->hmac, a->s, a->n, &fact);
+        } else if (a->type == V_INT) {
+            if (!a->i) continue;
+            Buf number = {0};
+            buf_int64(&number, a->i);
+            fingerprint(c->hmac, number.data, number.len, &fact);
+            buf_free(&number);
+        } else {
+            c->fallback = 1;
+            goto done;
+        }
+        put_string_fact(out, FACT(1), fact.data, fact.len);
+        fact.len = 0;
+        any = 1;
+        break;
+    }
+    /* a confirmed action */
+    const Attr *confirmation = attr(v, k->confirmed_key);
+    if (confirmation && confirmation->type == V_STR && confirmation->n) {
+        int written;
+        status = confirmed_fact(c, confirmation->s, confirmation->n, &fact, &written);
+        if (status < 0 || c->fallback) goto done;
+        if (written) {
+            put_string_fact(out, FACT(2), fact.data, fact.len);
+            any = 1;
+        }
+        fact.len = 0;
+    } else if (confirmation && confirmation->type != V_NONE && confirmation->type != V_STR) {
+        c->fallback = 1;
+        goto done;
+    }
+    if (needs_fields) {
+        /* instruction-like text in what the user did not type */
+        long mask = NO_UNTRUSTED;
+        if (eq(op, op_len, k->execute_tool) && result_n) {
+            long m = lexicon_mask(k, result, result_n);
+            if (m < 0) goto error;
+            mask = m;
+        }
+        const Attr *documents = attr(v, k->documents_key);
+        if (documents && documents->type == V_STR && documents->n) {
+            long m = lexicon_mask(k, documents->s, documents->n);
+            if (m < 0) goto error;
+            mask = (mask == NO_UNTRUSTED ? 0 : mask) | m;
+        } else if (documents && documents->type != V_NONE && documents->type != V_STR) {
+            c->fallback = 1;
+            goto done;
+        }
+        if (in_list(&k->model_operations, op, op_len) && inputs_n) {
+            long m = input_instructions(c, tenant, tenant_len, v, inputs, inputs_n);
+            if (m == -1) goto error;
+            if (m == UNSUPPORTED) {
+                c->fallback = 1;
+                goto done;
+            }
+            if (m != NO_UNTRUSTED) mask = (mask == NO_UNTRUSTED ? 0 : mask) | m;
+        }
+        if (mask != NO_UNTRUSTED) {
+            put_names_fact(out, FACT(3), k->instruction_names, mask);
+            any = 1;
+        }
+        if (outputs_n) {
+            status = output_fact(c, outputs, outputs_n, &reasons, &fact);
+            if (status < 0 || c->fallback) goto done;
+            put_string_fact(out, FACT(4), fact.data, fact.len);
+            fact.len = 0;
+            any = 1;
+        }
+    }
+    if (any) put_int_fact(out, FACT(5), k->facts_version);
+done:
+    buf_free(&fact);
+    buf_free(&opbuf);
+    if (status < 0) return -1;
+    if (out->failed) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return any;
+error:
+    buf_free(&fact);
+    buf_free(&opbuf);
+    return -1;
+}
+
+/* Read a span's name, trace id and relevant attributes. -1 malformed. */
+static int read_span(Kernel *k, const uint8_t *p, const uint8_t *end, SpanView *v) {
+    v->name = "";
+    v->name_len = 0;
+    v->trace_id = NULL;
+    v->trace_id_len = 0;
+    v->n_attrs = 0;
+    v->overflow = 0;
+    while (p < end) {
+        uint32_t field;
+        int wire;
+        const uint8_t *data = NULL;
+        size_t len = 0;
+        uint64_t num;
+        p = next_field(p, end, &field, &wire, &data, &len, &num);
+        if (!p) return -1;
+        if (wire != 2) continue;
+        if (field == 1) {
+            v->trace_id = data;
+            v->trace_id_len = len;
+        } else if (field == 5) {
+            v->name = (const char *)data;
+            v->name_len = len;
+        } else if (field == 9) {
+            const uint8_t *q = data, *qend = data + len;
+            const char *key = "";
+            size_t key_len = 0;
+            const uint8_t *value = NULL;
+            size_t value_len = 0;
+            int has_value = 0;
+            while (q < qend) {
+                uint32_t f;
+                int w;
+                const uint8_t *d = NULL;
+                size_t l = 0;
+                uint64_t x;
+                q = next_field(q, qend, &f, &w, &d, &l, &x);
+                if (!q) return -1;
+                if (f == 1 && w == 2) {
+                    key = (const char *)d;
+                    key_len = l;
+                } else if (f == 2 && w == 2) {
+                    value = d; /* a repeated message field merges: rare, left to Python */
+                    value_len = l;
+                    if (has_value++) v->overflow = 1;
+                }
+            }
+            int cls = key_class(k->key_table, key, key_len);
+            int content = cls == KEY_CONTENT || has_prefix(&k->content_prefixes, key, key_len);
+            if (!content && cls != KEY_CONTEXT) continue;
+            if (v->n_attrs == MAX_ATTRS) {
+                v->overflow = 1;
+                continue;
+            }
+            Attr *a = &v->attrs[v->n_attrs++];
+            memset(a, 0, sizeof *a);
+            a->key = key;
+            a->key_len = key_len;
+            a->content = content;
+            if (value && read_any_value(value, value + value_len, a) < 0) return -1;
+            if (a->type == V_OTHER) {
+                a->s = (const char *)value;
+                a->n = value_len;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The answer for one span (see the module doc); NULL on error. */
+static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, const char *tenant,
+                             size_t tenant_len) {
+    if (v->overflow) Py_RETURN_FALSE;
+    int has_content = 0;
+    for (int i = 0; i < v->n_attrs; i++) has_content |= v->attrs[i].content;
+    if (!has_content) Py_RETURN_NONE; /* facts read content, identity and confirmations only */
+    Buf scratch = {0}, out = {0};
+    Ctx c = {k, hmac, &scratch, 0};
+    int any = span_facts(&c, v, tenant, tenant_len, &out);
+    buf_free(&scratch);
+    if (any < 0) {
+        buf_free(&out);
+        return NULL;
+    }
+    if (c.fallback) {
+        buf_free(&out);
+        Py_RETURN_FALSE;
+    }
+    /* the personal data in each content value: {key: counts}, only keys with any; a value
+     * that is not text maps to None (Python reads it when it drops it) */
+    PyObject *found = NULL;
+    for (int i = 0; i < v->n_attrs; i++) {
+        const Attr *a = &v->attrs[i];
+        if (!a->content || a->type == V_NONE || (a->type == V_STR && a->n == 0)) continue;
+        PyObject *counts = a->type == V_STR ? content_pii(k, tenant, tenant_len, v, a)
+                                            : Py_NewRef(Py_None);
+        if (!counts) goto error;
+        if (counts != Py_None && PyDict_GET_SIZE(counts) == 0) {
+            Py_DECREF(counts);
+            continue;
+        }
+        PyObject *key = PyUnicode_DecodeUTF8(a->key, (Py_ssize_t)a->key_len, "strict");
+        if ((!found && !(found = PyDict_New())) || !key ||
+            PyDict_SetItem(found, key, counts) < 0) {
+            Py_XDECREF(key);
+            Py_DECREF(counts);
+            goto error;
+        }
+        Py_DECREF(key);
+        Py_DECREF(counts);
+    }
+    if (!any && !found) {
+        buf_free(&out);
+        Py_RETURN_NONE;
+    }
+    PyObject *blob = any ? PyBytes_FromStringAndSize(out.data, (Py_ssize_t)out.len) : Py_NewRef(Py_None);
+    buf_free(&out);
+    if (!blob) goto error;
+    PyObject *answer = PyTuple_Pack(2, blob, found ? found : Py_None);
+    Py_DECREF(blob);
+    Py_XDECREF(found);
+    return answer;
+error:
+    buf_free(&out);
+    Py_XDECREF(found);
+    return NULL;
+}
+
+static int walk(Kernel *k, const uint8_t *p, const uint8_t *end, int depth, PyObject *answers,
+                Hmac *hmac, const char *tenant, size_t tenant_len) {
+    /* depth 0: request (resource_spans = 1); 1: ResourceSpans (scope_spans = 2);
+     * 2: ScopeSpans (spans = 2) */
+    static const uint32_t child_field[3] = {1, 2, 2};
+    while (p < end) {
+        uint32_t field;
+        int wire;
+        const uint8_t *data = NULL;
+        size_t len = 0;
+        uint64_t num;
+        p = next_field(p, end, &field, &wire, &data, &len, &num);
+        if (!p) return 1; /* malformed: Python decides the whole request */
+        if (wire != 2 || field != child_field[depth]) continue;
+        if (depth < 2) {
+            int status = walk(k, data, data + len, depth + 1, answers, hmac, tenant, tenant_len);
+            if (status) return status;
+            continue;
+        }
+        SpanView view;
+        if (read_span(k, data, data + len, &view) < 0) return 1;
+        PyObject *answer = span_answer(k, &view, hmac, tenant, tenant_len);
+        if (!answer) return -1;
+        int failed = PyList_Append(answers, answer);
+        Py_DECREF(answer);
+        if (failed) return -1;
+    }
+    return 0;
+}
+
+static PyObject *Kernel_request(Kernel *k, PyObject *args) {
+    Py_buffer body, key;
+    const char *key_id, *tenant;
+    Py_ssize_t key_id_len, tenant_len;
+    if (!PyArg_ParseTuple(args, "y*y*s#s#", &body, &key, &key_id, &key_id_len, &tenant,
+                          &tenant_len))
+        return NULL;
+    Hmac hmac;
+    hmac_init(&hmac, key.buf, (size_t)key.len);
+    if ((size_t)key_id_len + 1 >= sizeof hmac.prefix) {
+        PyBuffer_Release(&body);
+        PyBuffer_Release(&key);
+        PyErr_SetString(PyExc_ValueError, "key id too long");
+        return NULL;
+    }
+    memcpy(hmac.prefix, key_id, (size_t)key_id_len);
+    hmac.prefix[key_id_len] = ':';
+    hmac.prefix_len = (size_t)key_id_len + 1;
+    PyObject *answers = PyList_New(0);
+    int status = answers ? walk(k, body.buf, (const uint8_t *)body.buf + body.len, 0, answers,
+                                &hmac, tenant, (size_t)tenant_len)
+                         : -1;
+    PyBuffer_Release(&body);
+    PyBuffer_Release(&key);
+    if (status < 0) {
+        Py_XDECREF(answers);
+        return NULL;
+    }
+    if (status > 0) {
+        Py_DECREF(answers);
+        Py_RETURN_NONE;
+    }
+    return answers;
+}
+
+static PyObject *Kernel_fingerprint(Kernel *k, PyObject *args) {
+    (void)k;
+    Py_buffer key, text;
+    const char *key_id;
+    Py_ssize_t key_id_len;
+    if (!PyArg_ParseTuple(args, "y*s#y*", &key, &key_id, &key_id_len, &text)) return NULL;
+    Hmac hmac;
+    hmac_init(&hmac, key.buf, (size_t)key.len);
+    size_t n = (size_t)key_id_len < sizeof hmac.prefix - 1 ? (size_t)key_id_len : sizeof hmac.prefix - 2;
+    memcpy(hmac.prefix, key_id, n);
+    hmac.prefix[n] = ':';
+    hmac.prefix_len = n + 1;
+    Buf out = {0};
+    fingerprint(&hmac, text.buf, (size_t)text.len, &out);
+    PyBuffer_Release(&key);
+    PyBuffer_Release(&text);
+    PyObject *result = PyUnicode_DecodeUTF8(out.data, (Py_ssize_t)out.len, "strict");
+    buf_free(&out);
+    return result;
+}
+
+/* ------------------------------------------------------------------ construction */
+
+static int config_keys(PyObject *config, const char *name, KeyList *l) {
+    PyObject *value = PyDict_GetItemString(config, name);
+    if (!value) {
+        PyErr_Format(PyExc_KeyError, "kernel config: %s missing", name);
+        return -1;
+    }
+    return keylist_from(l, value);
+}
+
+static int config_str(PyObject *config, const char *name, char **out) {
+    PyObject *value = PyDict_GetItemString(config, name);
+    if (!value || !PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_KeyError, "kernel config: %s missing or not str", name);
+        return -1;
+    }
+    *out = copy_str(value, NULL);
+    return *out ? 0 : -1;
+}
+
+static int config_obj(PyObject *config, const char *name, PyObject **out) {
+    PyObject *value = PyDict_GetItemString(config, name);
+    if (!value) {
+        PyErr_Format(PyExc_KeyError, "kernel config: %s missing", name);
+        return -1;
+    }
+    Py_INCREF(value);
+    *out = value;
+    return 0;
+}
+
+static int config_int(PyObject *config, const char *name, long *out) {
+    PyObject *value = PyDict_GetItemString(config, name);
+    if (!value) {
+        PyErr_Format(PyExc_KeyError, "kernel config: %s missing", name);
+        return -1;
+    }
+    *out = PyLong_AsLong(value);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
+    PyObject *config;
+    static char *names[] = {"config", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!", names, &PyDict_Type, &config)) return -1;
+    long card_min, exact, depth, items;
+    if (config_keys(config, "content_keys", &k->content_keys) < 0 ||
+        config_keys(config, "content_prefixes", &k->content_prefixes) < 0 ||
+        config_keys(config, "context_keys", &k->context_keys) < 0 ||
+        config_keys(config, "identity_keys", &k->identity_keys) < 0 ||
+        config_keys(config, "message_fallback_keys", &k->message_fallback_keys) < 0 ||
+        config_keys(config, "operations", &k->operations) < 0 ||
+        config_keys(config, "message_operations", &k->message_operations) < 0 ||
+        config_keys(config, "model_operations", &k->model_operations) < 0 ||
+        config_keys(config, "finish_reason_keys", &k->finish_reason_keys) < 0 ||
+        config_keys(config, "tool_argument_fallback_keys", &k->tool_argument_keys) < 0 ||
+        config_keys(config, "tool_result_fallback_keys", &k->tool_result_keys) < 0 ||
+        config_keys(config, "untrusted_markers", &k->untrusted_markers) < 0 ||
+        config_keys(config, "untrusted_part_types", &k->untrusted_part_types) < 0 ||
+        config_keys(config, "instruction_anchors", &k->instruction_anchors) < 0 ||
+        config_keys(config, "claim_anchors", &k->claim_anchors) < 0 ||
+        config_str(config, "operation_key", &k->operation_key) < 0 ||
+        config_str(config, "confirmed_key", &k->confirmed_key) < 0 ||
+        config_str(config, "input_messages_key", &k->input_key) < 0 ||
+        config_str(config, "output_messages_key", &k->output_key) < 0 ||
+        config_str(config, "documents_key", &k->documents_key) < 0 ||
+        config_str(config, "execute_tool", &k->execute_tool) < 0 ||
+        config_str(config, "tool_arguments_key", &k->arguments_key) < 0 ||
+        config_str(config, "tool_result_key", &k->result_key) < 0 ||
+        config_obj(config, "instruction_names", &k->instruction_names) < 0 ||
+        config_obj(config, "instruction_hits", &k->instruction_hits) < 0 ||
+        config_obj(config, "claim_hits", &k->claim_hits) < 0 ||
+        config_obj(config, "pii_find", &k->pii_find) < 0 ||
+        config_obj(config, "pii_clean", &k->pii_clean) < 0 ||
+        config_obj(config, "fact_names", &k->fact_names) < 0 ||
+        config_int(config, "facts_version", &k->facts_version) < 0 ||
+        config_int(config, "card_min", &card_min) < 0 ||
+        config_int(config, "exact_pii", &exact) < 0 ||
+        config_int(config, "skeleton_max_depth", &depth) < 0 ||
+        config_int(config, "skeleton_max_items", &items) < 0)
+        return -1;
+    if (!PyTuple_Check(k->instruction_names) || PyTuple_GET_SIZE(k->instruction_names) > MAX_LEXICON ||
+        !PyTuple_Check(k->fact_names) || PyTuple_GET_SIZE(k->fact_names) != 6) {
+        PyErr_SetString(PyExc_ValueError, "kernel config: instruction_names / fact_names");
+        return -1;
+    }
+    if (key_table_add(k->key_table, &k->content_keys, KEY_CONTENT) < 0 ||
+        key_table_add(k->key_table, &k->context_keys, KEY_CONTEXT) < 0)
+        return -1;
+    k->card_min = (int)card_min;
+    k->exact_pii = (int)exact;
+    k->skeleton_depth = (int)depth;
+    k->skeleton_items = (int)items;
+    PyObject *map = PyDict_GetItemString(config, "card_run_map");
+    if (!map || !PyBytes_Check(map) || PyBytes_GET_SIZE(map) != 256) {
+        PyErr_SetString(PyExc_ValueError, "kernel config: card_run_map must be 256 bytes");
+        return -1;
+    }
+    for (int i = 0; i < 256; i++) k->card_map[i] = PyBytes_AS_STRING(map)[i] == '0';
+    PyObject *sources = PyDict_GetItemString(config, "operation_sources");
+    if (!sources || !PyTuple_Check(sources) || PyTuple_GET_SIZE(sources) > 8) {
+        PyErr_SetString(PyExc_ValueError, "kernel config: operation_sources");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(sources); i++) {
+        PyObject *key, *table, *unknown_value;
+        int lowercase, upper;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(sources, i), "UO!ppU", &key, &PyDict_Type,
+                              &table, &lowercase, &upper, &unknown_value))
+            return -1;
+        KindSource *src = &k->sources[k->n_sources++];
+        PyObject *one = PyTuple_Pack(1, key);
+        if (!one || keylist_from(&src->key, one) < 0) {
+            Py_XDECREF(one);
+            return -1;
+        }
+        Py_DECREF(one);
+        Py_INCREF(table);
+        src->table = table;
+        src->lowercase_unknown = lowercase;
+        src->upper = upper;
+        Py_INCREF(unknown_value);
+        src->unknown_value = unknown_value;
+    }
+    return 0;
+}
+
+static void Kernel_dealloc(Kernel *k) {
+    KeyList *lists[] = {&k->content_keys, &k->content_prefixes, &k->context_keys,
+                        &k->identity_keys, &k->message_fallback_keys, &k->operations,
+                        &k->message_operations, &k->model_operations, &k->finish_reason_keys,
+                        &k->tool_argument_keys, &k->tool_result_keys, &k->untrusted_markers,
+                        &k->untrusted_part_types, &k->instruction_anchors, &k->claim_anchors};
+    for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) keylist_free(lists[i]);
+    char *strs[] = {k->operation_key, k->confirmed_key, k->input_key, k->output_key,
+                    k->documents_key, k->execute_tool, k->arguments_key, k->result_key};
+    for (size_t i = 0; i < sizeof strs / sizeof *strs; i++) PyMem_Free(strs[i]);
+    for (int i = 0; i < k->n_sources; i++) {
+        keylist_free(&k->sources[i].key);
+        Py_XDECREF(k->sources[i].table);
+        Py_XDECREF(k->sources[i].unknown_value);
+    }
+    Py_XDECREF(k->instruction_names);
+    Py_XDECREF(k->instruction_hits);
+    Py_XDECREF(k->claim_hits);
+    Py_XDECREF(k->pii_find);
+    Py_XDECREF(k->pii_clean);
+    Py_XDECREF(k->fact_names);
+    for (int i = 0; i < MEMORY_SLOTS; i++) {
+        Memory *tables[2] = {&k->instructions[i], &k->pii[i]};
+        for (int t = 0; t < 2; t++) {
+            PyMem_Free(tables[t]->text);
+            PyMem_Free(tables[t]->tenant);
+            PyMem_Free(tables[t]->key);
+            Py_XDECREF(tables[t]->counts);
+        }
+    }
+    Py_TYPE(k)->tp_free((PyObject *)k);
+}
+
+static PyMethodDef Kernel_methods[] = {
+    {"request", (PyCFunction)Kernel_request, METH_VARARGS,
+     "request(body, key, key_id, tenant) -> list | None: each span's answer, in request "
+     "order (see the module doc); None when the body is not read here."},
+    {"fingerprint", (PyCFunction)Kernel_fingerprint, METH_VARARGS,
+     "fingerprint(key, key_id, text: bytes) -> str: `<key id>:<digest>` of `text`."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject KernelType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "pathgrade.collector._facts_kernel.Kernel",
+    .tp_basicsize = sizeof(Kernel),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The collector's facts over raw OTLP request bytes (see the module doc).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Kernel_init,
+    .tp_dealloc = (destructor)Kernel_dealloc,
+    .tp_methods = Kernel_methods,
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_facts_kernel",
+                                    "The collector's facts over raw OTLP request bytes.", -1,
+                                    NULL};
+
+PyMODINIT_FUNC PyInit__facts_kernel(void) {
+    if (PyType_Ready(&KernelType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&KernelType);
+    if (PyModule_AddObject(m, "Kernel", (PyObject *)&KernelType) < 0) {
+        Py_DECREF(&KernelType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
