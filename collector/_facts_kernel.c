@@ -182,11 +182,24 @@ static void sha256_final(Sha256 *s, uint8_t out[32]) {
     }
 }
 
+/* Fingerprints of short texts, remembered: identities, ids and argument values repeat
+ * (`schemas.fingerprints.TenantKey` remembers them too). Direct-mapped. */
+#define FP_SLOTS 4096
+#define FP_TEXT 48
+
+typedef struct {
+    uint8_t used, len, prefix_len;
+    char prefix[24];
+    char text[FP_TEXT];
+    char hex[32];
+} FpSlot;
+
 /* HMAC-SHA256 with the key's inner and outer states computed once per request. */
 typedef struct {
     Sha256 inner, outer;
-    char prefix[64]; /* "<key id>:" */
+    char prefix[24]; /* "<key id>:" */
     size_t prefix_len;
+    FpSlot *remembered; /* or NULL */
 } Hmac;
 
 static void hmac_init(Hmac *m, const uint8_t *key, size_t key_len) {
@@ -212,6 +225,19 @@ static void hmac_init(Hmac *m, const uint8_t *key, size_t key_len) {
 /* Append `<key id>:<first 128 bits of HMAC in hex>` of `text` to `out`. */
 static void fingerprint(const Hmac *m, const char *text, size_t n, Buf *out) {
     static const char hex[] = "0123456789abcdef";
+    FpSlot *slot = NULL;
+    if (m->remembered && n <= FP_TEXT) {
+        uint64_t h = 14695981039346656037ULL;
+        for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)text[i]) * 1099511628211ULL;
+        for (size_t i = 0; i < m->prefix_len; i++) h = (h ^ (uint8_t)m->prefix[i]) * 1099511628211ULL;
+        slot = &m->remembered[(h ^ (h >> 32)) % FP_SLOTS];
+        if (slot->used && slot->len == n && slot->prefix_len == m->prefix_len &&
+            memcmp(slot->text, text, n) == 0 && memcmp(slot->prefix, m->prefix, m->prefix_len) == 0) {
+            buf_put(out, m->prefix, m->prefix_len);
+            buf_put(out, slot->hex, 32);
+            return;
+        }
+    }
     uint8_t digest[32];
     Sha256 s = m->inner;
     sha256_update(&s, (const uint8_t *)text, n);
@@ -219,13 +245,21 @@ static void fingerprint(const Hmac *m, const char *text, size_t n, Buf *out) {
     s = m->outer;
     sha256_update(&s, digest, 32);
     sha256_final(&s, digest);
-    buf_put(out, m->prefix, m->prefix_len);
     char tmp[2 * DIGEST_BYTES];
     for (int i = 0; i < DIGEST_BYTES; i++) {
         tmp[2 * i] = hex[digest[i] >> 4];
         tmp[2 * i + 1] = hex[digest[i] & 15];
     }
+    buf_put(out, m->prefix, m->prefix_len);
     buf_put(out, tmp, sizeof tmp);
+    if (slot) {
+        slot->used = 1;
+        slot->len = (uint8_t)n;
+        slot->prefix_len = (uint8_t)m->prefix_len;
+        memcpy(slot->prefix, m->prefix, m->prefix_len);
+        memcpy(slot->text, text, n);
+        memcpy(slot->hex, tmp, 32);
+    }
 }
 
 /* ------------------------------------------------------------------ JSON */
@@ -785,6 +819,7 @@ typedef struct {
     uint8_t card_map[256];
     int card_min, exact_pii, skeleton_depth, skeleton_items;
     KeySlot key_table[KEY_SLOTS];
+    FpSlot *fingerprints; /* FP_SLOTS, remembered fingerprints */
     Memory instructions[MEMORY_SLOTS]; /* by (tenant, trace) */
     Memory pii[MEMORY_SLOTS];          /* by (tenant, trace, attribute key) */
 } Kernel;
@@ -860,9 +895,19 @@ static uint64_t hash_bytes(const void *p, size_t n, uint64_t h) {
 
 #define FNV_BASIS 14695981039346656037ULL
 
+/* A key's slot in the key table: its length and first and last 8 bytes, mixed (every
+ * attribute key of every span is looked up: a hash over all its bytes cost more). */
+static size_t key_hash(const char *s, size_t n) {
+    uint64_t head = 0, tail = 0;
+    memcpy(&head, s, n < 8 ? n : 8);
+    if (n > 8) memcpy(&tail, s + n - 8, 8);
+    uint64_t h = (head * 0x9e3779b97f4a7c15ULL) ^ (tail * 0xc2b2ae3d27d4eb4fULL) ^ n;
+    return (size_t)((h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ULL >> 56) % KEY_SLOTS;
+}
+
 static int key_table_add(KeySlot *table, const KeyList *l, int cls) {
     for (size_t i = 0; i < l->n; i++) {
-        size_t slot = hash_bytes(l->keys[i], l->lens[i], FNV_BASIS) % KEY_SLOTS;
+        size_t slot = key_hash(l->keys[i], l->lens[i]);
         for (size_t probe = 0; table[slot].key; probe++) {
             if (probe == KEY_SLOTS) {
                 PyErr_SetString(PyExc_ValueError, "kernel config: too many keys");
@@ -876,7 +921,7 @@ static int key_table_add(KeySlot *table, const KeyList *l, int cls) {
 }
 
 static int key_class(const KeySlot *table, const char *s, size_t n) {
-    size_t slot = hash_bytes(s, n, FNV_BASIS) % KEY_SLOTS;
+    size_t slot = key_hash(s, n);
     for (; table[slot].key; slot = (slot + 1) % KEY_SLOTS)
         if (table[slot].len == n && memcmp(table[slot].key, s, n) == 0) return table[slot].cls;
     return KEY_OTHER;
@@ -892,13 +937,29 @@ static int eq(const char *s, size_t n, const char *c) {
  * "@", no run of card characters as long as a card, no extra patterns): its own
  * pre-checks, in the same order; 1 when the scanner must read it. */
 static int may_hold_pii(const Kernel *k, const char *s, size_t n) {
-    if (!k->exact_pii) return 1;
-    int run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x80 || c == '%' || c == '@') return 1;
-        run = k->card_map[c] ? run + 1 : 0;
-        if (run >= k->card_min) return 1;
+    if (!k->exact_pii || memchr(s, '@', n) || memchr(s, '%', n)) return 1;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t word;
+        memcpy(&word, s + i, 8);
+        if (word & 0x8080808080808080ULL) return 1; /* not ASCII */
+    }
+    for (; i < n; i++)
+        if ((unsigned char)s[i] >= 0x80) return 1;
+    /* A run of `card_min` card characters holds one of every `card_min`-th position:
+     * look there, and around a card character only. */
+    const uint8_t *card = k->card_map;
+    size_t m = (size_t)k->card_min;
+    for (size_t at = m - 1; at < n;) {
+        if (!card[(unsigned char)s[at]]) {
+            at += m;
+            continue;
+        }
+        size_t start = at, stop = at;
+        while (start > 0 && card[(unsigned char)s[start - 1]]) start--;
+        while (stop + 1 < n && card[(unsigned char)s[stop + 1]]) stop++;
+        if (stop - start + 1 >= m) return 1;
+        at = stop + 1 + m; /* the next run starts past stop + 1 */
     }
     return 0;
 }
@@ -2358,6 +2419,7 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
     memcpy(hmac.prefix, key_id, (size_t)key_id_len);
     hmac.prefix[key_id_len] = ':';
     hmac.prefix_len = (size_t)key_id_len + 1;
+    hmac.remembered = k->fingerprints;
     PyObject *answers = PyList_New(0);
     int status = answers ? walk(k, body.buf, (const uint8_t *)body.buf + body.len, 0, answers,
                                 &hmac, tenant, (size_t)tenant_len)
@@ -2383,6 +2445,7 @@ static PyObject *Kernel_fingerprint(Kernel *k, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*s#y*", &key, &key_id, &key_id_len, &text)) return NULL;
     Hmac hmac;
     hmac_init(&hmac, key.buf, (size_t)key.len);
+    hmac.remembered = NULL;
     size_t n = (size_t)key_id_len < sizeof hmac.prefix - 1 ? (size_t)key_id_len : sizeof hmac.prefix - 2;
     memcpy(hmac.prefix, key_id, n);
     hmac.prefix[n] = ':';
@@ -2483,6 +2546,11 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "kernel config: instruction_names / fact_names");
         return -1;
     }
+    k->fingerprints = PyMem_Calloc(FP_SLOTS, sizeof(FpSlot));
+    if (!k->fingerprints) {
+        PyErr_NoMemory();
+        return -1;
+    }
     if (key_table_add(k->key_table, &k->content_keys, KEY_CONTENT) < 0 ||
         key_table_add(k->key_table, &k->context_keys, KEY_CONTEXT) < 0)
         return -1;
@@ -2539,6 +2607,7 @@ static void Kernel_dealloc(Kernel *k) {
         Py_XDECREF(k->sources[i].table);
         Py_XDECREF(k->sources[i].unknown_value);
     }
+    PyMem_Free(k->fingerprints);
     Py_XDECREF(k->instruction_names);
     Py_XDECREF(k->instruction_hits);
     Py_XDECREF(k->claim_hits);

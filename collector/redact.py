@@ -221,10 +221,7 @@ class Redactor:
             raw.update(context)
             facts = self.facts.facts(span.name, raw, tenant, span.trace_id)
         keep = self._policy(context, attributes, confirmed)
-        if computes or self.facts is None:
-            known_pii = None
-        else:
-            known_pii = (answer[1] or _NO_PII) if answer else _NO_PII
+        known_pii = None if computes or self.facts is None else (answer and answer[1]) or _NO_PII
         removed = self._settle(
             attributes, content, keep, found, "", stats, span.trace_id, read, known_pii
         )
@@ -242,7 +239,10 @@ class Redactor:
             status.message = self._scrub_field(
                 status.message, found.scrubbed, "status.message", stats
             )
-        if self.facts is not None:
+        if answer and answer[0] and not (producer_facts or found.scrubbed or found.dropped):
+            span.MergeFromString(answer[0])  # the kernel's facts alone (write_facts' case)
+            stats.spans_with_facts += 1
+        elif self.facts is not None and (facts or answer or found.scrubbed or found.dropped):
             encoded = answer[0] if answer else None
             write_facts(span, facts, found.scrubbed, found.dropped, producer_facts, encoded)
             stats.spans_with_facts += bool(facts or encoded or found.scrubbed or found.dropped)
