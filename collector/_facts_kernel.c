@@ -5,13 +5,16 @@
  * `schemas.facts_producer.compute_facts` (through `collector.facts.FactMaker`) answers for
  * it, without making a Python object of any value it reads:
  *
- *   None                  the span has no facts and no content that may hold personal data
+ *   None                  the span has no facts and no content that holds personal data
  *   False                 this kernel does not decide the span: run the Python fact maker
- *   (bytes | None, dict | None)
- *                         the facts as encoded `Span.attributes` entries (merged into the
- *                         span as they are), and the personal data the scanner finds in
- *                         each content value ({key: {kind: count}}, keys with any; None
- *                         for a value that is not text, which Python reads if it drops it)
+ *   bytes                 the facts as encoded `Span.attributes` entries, the version and
+ *                         the pii.dropped record of its content included (merged into the
+ *                         span as they are): `drops_all` (nothing is captured), a span
+ *                         without events and with text content only
+ *   (bytes | None, dict)  else: the facts (the version included), and the personal data
+ *                         the scanner finds in each content value ({key: {kind: count}},
+ *                         keys with any; None for a value that is not text, which Python
+ *                         reads if it drops it)
  *
  * Every definition stays in Python and is handed over at construction: the convention
  * mapping's keys and tables, the lexicons (their anchors pre-check here; a text holding an
@@ -1063,6 +1066,7 @@ typedef struct {
     Attr attrs[MAX_ATTRS];
     int n_attrs;
     int overflow; /* more relevant attributes than MAX_ATTRS */
+    int has_events;
 } SpanView;
 
 static const Attr *attr(const SpanView *v, const char *key) {
@@ -2227,7 +2231,6 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
             any = 1;
         }
     }
-    if (any) put_int_fact(out, FACT(5), k->facts_version);
 done:
     buf_free(&fact);
     buf_free(&opbuf);
@@ -2251,6 +2254,7 @@ static int read_span(Kernel *k, const uint8_t *p, const uint8_t *end, SpanView *
     v->trace_id_len = 0;
     v->n_attrs = 0;
     v->overflow = 0;
+    v->has_events = 0;
     while (p < end) {
         uint32_t field;
         int wire;
@@ -2260,7 +2264,9 @@ static int read_span(Kernel *k, const uint8_t *p, const uint8_t *end, SpanView *
         p = next_field(p, end, &field, &wire, &data, &len, &num);
         if (!p) return -1;
         if (wire != 2) continue;
-        if (field == 1) {
+        if (field == 11) {
+            v->has_events = 1;
+        } else if (field == 1) {
             v->trace_id = data;
             v->trace_id_len = len;
         } else if (field == 5) {
@@ -2313,11 +2319,52 @@ static int read_span(Kernel *k, const uint8_t *p, const uint8_t *end, SpanView *
 }
 
 /* The answer for one span (see the module doc); NULL on error. */
+/* The pii.dropped record ({field: {kind: count}}, sorted) of `found` into `out`. */
+static int put_dropped_fact(Kernel *k, PyObject *found, Buf *out) {
+    PyObject *fields = PyDict_Keys(found);
+    if (!fields || PyList_Sort(fields) < 0) {
+        Py_XDECREF(fields);
+        return -1;
+    }
+    Buf record = {0};
+    int status = 0;
+    buf_putc(&record, '{');
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(fields) && status == 0; i++) {
+        PyObject *field = PyList_GET_ITEM(fields, i);
+        Py_ssize_t n;
+        const char *u = PyUnicode_AsUTF8AndSize(field, &n);
+        if (!u) {
+            status = -1;
+            break;
+        }
+        if (i) buf_putc(&record, ',');
+        put_json_string(&record, u, (size_t)n);
+        buf_putc(&record, ':');
+        status = put_py_json(PyDict_GetItem(found, field), &record);
+    }
+    buf_putc(&record, '}');
+    Py_DECREF(fields);
+    if (status == 0) put_string_fact(out, FACT(6), record.data, record.len);
+    buf_free(&record);
+    return status;
+}
+
+/* The answer for one span (see the module doc); NULL on error. `drops_all`: the
+ * collector drops every content value (nothing is captured), so the pii.dropped record
+ * of a span without events is written here too. */
 static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, const char *tenant,
-                             size_t tenant_len) {
+                             size_t tenant_len, int drops_all) {
     if (v->overflow) Py_RETURN_FALSE;
     int has_content = 0;
-    for (int i = 0; i < v->n_attrs; i++) has_content |= v->attrs[i].content;
+    for (int i = 0; i < v->n_attrs; i++) {
+        const Attr *a = &v->attrs[i];
+        if (!a->content) continue;
+        has_content = 1;
+        for (int j = 0; j < i; j++) /* a repeated content key: each value is dropped */
+            if (v->attrs[j].content && v->attrs[j].key_len == a->key_len &&
+                memcmp(v->attrs[j].key, a->key, a->key_len) == 0)
+                Py_RETURN_FALSE;
+    }
     if (!has_content) Py_RETURN_NONE; /* facts read content, identity and confirmations only */
     Buf scratch = {0}, out = {0};
     Ctx c = {k, hmac, &scratch, 0};
@@ -2334,9 +2381,11 @@ static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, const cha
     /* the personal data in each content value: {key: counts}, only keys with any; a value
      * that is not text maps to None (Python reads it when it drops it) */
     PyObject *found = NULL;
+    int all_text = 1;
     for (int i = 0; i < v->n_attrs; i++) {
         const Attr *a = &v->attrs[i];
         if (!a->content || a->type == V_NONE || (a->type == V_STR && a->n == 0)) continue;
+        all_text &= a->type == V_STR;
         PyObject *counts = a->type == V_STR ? content_pii(k, tenant, tenant_len, v, a)
                                             : Py_NewRef(Py_None);
         if (!counts) goto error;
@@ -2354,16 +2403,30 @@ static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, const cha
         Py_DECREF(key);
         Py_DECREF(counts);
     }
+    int writes_dropped = found && drops_all && all_text && !v->has_events;
+    if (writes_dropped) {
+        if (put_dropped_fact(k, found, &out) < 0) goto error;
+        Py_CLEAR(found);
+        any = 1;
+    }
     if (!any && !found) {
         buf_free(&out);
         Py_RETURN_NONE;
     }
+    if (any) put_int_fact(&out, FACT(5), k->facts_version);
+    if (out.failed) {
+        PyErr_NoMemory();
+        goto error;
+    }
     PyObject *blob = any ? PyBytes_FromStringAndSize(out.data, (Py_ssize_t)out.len) : Py_NewRef(Py_None);
     buf_free(&out);
-    if (!blob) goto error;
-    PyObject *answer = PyTuple_Pack(2, blob, found ? found : Py_None);
+    if (!blob || !found) {
+        Py_XDECREF(found);
+        return blob;
+    }
+    PyObject *answer = PyTuple_Pack(2, blob, found);
     Py_DECREF(blob);
-    Py_XDECREF(found);
+    Py_DECREF(found);
     return answer;
 error:
     buf_free(&out);
@@ -2372,7 +2435,7 @@ error:
 }
 
 static int walk(Kernel *k, const uint8_t *p, const uint8_t *end, int depth, PyObject *answers,
-                Hmac *hmac, const char *tenant, size_t tenant_len) {
+                Hmac *hmac, const char *tenant, size_t tenant_len, int drops_all) {
     /* depth 0: request (resource_spans = 1); 1: ResourceSpans (scope_spans = 2);
      * 2: ScopeSpans (spans = 2) */
     static const uint32_t child_field[3] = {1, 2, 2};
@@ -2386,13 +2449,14 @@ static int walk(Kernel *k, const uint8_t *p, const uint8_t *end, int depth, PyOb
         if (!p) return 1; /* malformed: Python decides the whole request */
         if (wire != 2 || field != child_field[depth]) continue;
         if (depth < 2) {
-            int status = walk(k, data, data + len, depth + 1, answers, hmac, tenant, tenant_len);
+            int status =
+                walk(k, data, data + len, depth + 1, answers, hmac, tenant, tenant_len, drops_all);
             if (status) return status;
             continue;
         }
         SpanView view;
         if (read_span(k, data, data + len, &view) < 0) return 1;
-        PyObject *answer = span_answer(k, &view, hmac, tenant, tenant_len);
+        PyObject *answer = span_answer(k, &view, hmac, tenant, tenant_len, drops_all);
         if (!answer) return -1;
         int failed = PyList_Append(answers, answer);
         Py_DECREF(answer);
@@ -2405,8 +2469,9 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
     Py_buffer body, key;
     const char *key_id, *tenant;
     Py_ssize_t key_id_len, tenant_len;
-    if (!PyArg_ParseTuple(args, "y*y*s#s#", &body, &key, &key_id, &key_id_len, &tenant,
-                          &tenant_len))
+    int drops_all;
+    if (!PyArg_ParseTuple(args, "y*y*s#s#p", &body, &key, &key_id, &key_id_len, &tenant,
+                          &tenant_len, &drops_all))
         return NULL;
     Hmac hmac;
     hmac_init(&hmac, key.buf, (size_t)key.len);
@@ -2422,7 +2487,7 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
     hmac.remembered = k->fingerprints;
     PyObject *answers = PyList_New(0);
     int status = answers ? walk(k, body.buf, (const uint8_t *)body.buf + body.len, 0, answers,
-                                &hmac, tenant, (size_t)tenant_len)
+                                &hmac, tenant, (size_t)tenant_len, drops_all)
                          : -1;
     PyBuffer_Release(&body);
     PyBuffer_Release(&key);
@@ -2542,7 +2607,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_int(config, "skeleton_max_items", &items) < 0)
         return -1;
     if (!PyTuple_Check(k->instruction_names) || PyTuple_GET_SIZE(k->instruction_names) > MAX_LEXICON ||
-        !PyTuple_Check(k->fact_names) || PyTuple_GET_SIZE(k->fact_names) != 6) {
+        !PyTuple_Check(k->fact_names) || PyTuple_GET_SIZE(k->fact_names) != 7) {
         PyErr_SetString(PyExc_ValueError, "kernel config: instruction_names / fact_names");
         return -1;
     }
@@ -2628,8 +2693,8 @@ static void Kernel_dealloc(Kernel *k) {
 
 static PyMethodDef Kernel_methods[] = {
     {"request", (PyCFunction)Kernel_request, METH_VARARGS,
-     "request(body, key, key_id, tenant) -> list | None: each span's answer, in request "
-     "order (see the module doc); None when the body is not read here."},
+     "request(body, key, key_id, tenant, drops_all) -> list | None: each span's answer, in "
+     "request order (see the module doc); None when the body is not read here."},
     {"fingerprint", (PyCFunction)Kernel_fingerprint, METH_VARARGS,
      "fingerprint(key, key_id, text: bytes) -> str: `<key id>:<digest>` of `text`."},
     {NULL, NULL, 0, NULL}};

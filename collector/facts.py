@@ -85,15 +85,20 @@ class FactMaker:
         self.kernel = Kernel(kernel_config(scanner)) if native and Kernel is not None else None
         """The fact kernel (None: the extension is not built, or `native` is False)."""
 
-    def request_facts(self, body: bytes, tenant: str) -> list[Any] | None:
+    def request_facts(self, body: bytes, tenant: str, drops_all: bool) -> list[Any] | None:
         """The kernel's answer for each span of the export request encoded as `body`, in
-        request order (None: a span it has no facts for; False: a span it leaves to
-        `facts`; else (encoded facts or None, content keys the scanner must read or
-        None)); None when there is no kernel or it does not read this body."""
+        request order; None when there is no kernel or it does not read this body. An
+        answer is None (no facts, no personal data in content), False (left to `facts`),
+        bytes (encoded `Span.attributes`: the facts, the version and, when `drops_all`
+        (every content value is dropped) and the span has no events, the pii.dropped
+        record), or (bytes or None, {content key: {kind: count}, or None for a value the
+        scanner must read}) (see collector/_facts_kernel.c)."""
         if self.kernel is None:
             return None
         key = self.secret.for_tenant(tenant)
-        answers: list[Any] | None = self.kernel.request(body, key.key, key.key_id, tenant)
+        answers: list[Any] | None = self.kernel.request(
+            body, key.key, key.key_id, tenant, drops_all
+        )
         return answers
 
     def facts(
@@ -155,7 +160,9 @@ def kernel_config(scanner: PiiScanner) -> dict[str, Any]:
         "card_min": CARD_MIN_DIGITS,
         "skeleton_max_depth": SKELETON_MAX_DEPTH,
         "skeleton_max_items": SKELETON_MAX_ITEMS,
-        "fact_names": (TOOL_ARGS, SESSION_FP, CONFIRMED, UNTRUSTED_INSTRUCTIONS, OUTPUT, VERSION),
+        "fact_names": (
+            TOOL_ARGS, SESSION_FP, CONFIRMED, UNTRUSTED_INSTRUCTIONS, OUTPUT, VERSION, PII_DROPPED,
+        ),  # fmt: skip
         "facts_version": FACTS_VERSION,
     }
 

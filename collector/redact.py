@@ -149,6 +149,9 @@ class Redactor:
         self._verdicts: BoundedMemo[str, int] = BoundedMemo(_MAX_CACHED_KEYS)
         self._dropped_arrays = GrowingArrays(self.scanner.find, _added)
         self._policies: dict[tuple[bool, bool, bool], _ContentPolicy] = {}
+        self._drops_all = not (
+            config.capture_tools or config.capture_messages or config.capture_identity
+        )
 
     def redact(
         self,
@@ -191,7 +194,7 @@ class Redactor:
         as many spans as `request` holds; None otherwise (every span in Python)."""
         if body is None or self.facts is None:
             return None
-        answers = self.facts.request_facts(body, tenant)
+        answers = self.facts.request_facts(body, tenant, self._drops_all)
         if answers is None:
             return None
         spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
@@ -208,6 +211,9 @@ class Redactor:
         """Facts first (from raw values, or the kernel's `answer`: see
         `FactMaker.request_facts`; False: computed here), then remove the span's unkept
         content (span and events) and scrub everything left."""
+        encoded, known_pii = answer, _NO_PII  # what the kernel wrote, found
+        if answer.__class__ is tuple:
+            encoded, known_pii = answer
         attributes = span.attributes
         context: dict[str, Any] = {}
         computes = answer is False and self.facts is not None
@@ -221,7 +227,8 @@ class Redactor:
             raw.update(context)
             facts = self.facts.facts(span.name, raw, tenant, span.trace_id)
         keep = self._policy(context, attributes, confirmed)
-        known_pii = None if computes or self.facts is None else (answer and answer[1]) or _NO_PII
+        if computes or self.facts is None:
+            known_pii = None
         removed = self._settle(
             attributes, content, keep, found, "", stats, span.trace_id, read, known_pii
         )
@@ -239,13 +246,12 @@ class Redactor:
             status.message = self._scrub_field(
                 status.message, found.scrubbed, "status.message", stats
             )
-        if answer and answer[0] and not (producer_facts or found.scrubbed or found.dropped):
-            span.MergeFromString(answer[0])  # the kernel's facts alone (write_facts' case)
+        if encoded and not (producer_facts or found.scrubbed or found.dropped):
+            span.MergeFromString(encoded)  # the kernel's facts alone (write_facts' case)
             stats.spans_with_facts += 1
-        elif self.facts is not None and (facts or answer or found.scrubbed or found.dropped):
-            encoded = answer[0] if answer else None
+        elif self.facts is not None and (facts or encoded or found.scrubbed or found.dropped):
             write_facts(span, facts, found.scrubbed, found.dropped, producer_facts, encoded)
-            stats.spans_with_facts += bool(facts or encoded or found.scrubbed or found.dropped)
+            stats.spans_with_facts += 1
         if removed:
             attributes.add(key=genai.PG_REDACTED_KEYS).value.int_value = removed
         stats.removed_attributes += removed
