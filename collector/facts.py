@@ -160,12 +160,15 @@ def kernel_config(scanner: PiiScanner) -> dict[str, Any]:
         "card_min": CARD_MIN_DIGITS,
         "skeleton_max_depth": SKELETON_MAX_DEPTH,
         "skeleton_max_items": SKELETON_MAX_ITEMS,
-        "fact_names": (
-            TOOL_ARGS, SESSION_FP, CONFIRMED, UNTRUSTED_INSTRUCTIONS, OUTPUT, VERSION, PII_DROPPED,
-        ),  # fmt: skip
+        "fact_names": FACT_NAMES,
         "facts_version": FACTS_VERSION,
     }
 
+
+FACT_NAMES = (
+    TOOL_ARGS, SESSION_FP, CONFIRMED, UNTRUSTED_INSTRUCTIONS, OUTPUT, VERSION, PII_DROPPED,
+)  # fmt: skip
+"""The fact attributes the kernel writes, in the order it is handed them."""
 
 CONTEXT_KEYS = frozenset(
     {
