@@ -7,6 +7,10 @@ import re
 
 import pytest
 from pathgrade.schemas.predicates import (
+    CLAIM_ANCHORS,
+    CLAIM_LEXICON,
+    CLAIM_PREFIX,
+    CLAIMS,
     INSTRUCTION_ANCHORS,
     INSTRUCTION_LEXICON,
     INSTRUCTIONS,
@@ -34,16 +38,39 @@ _RUNS = (
 )  # fmt: skip
 
 
-def _adversarial_texts(count: int, seed: int = 16) -> list[str]:
+# The same for the claims: "I have ... refunded" and its near misses.
+_CLAIM_WORDS = (
+    "i", "we", "I've", "we've", "have", "just", "successfully", "cancelled", "canceled",
+    "cancel", "refunded", "refund", "issued", "a", "the", "your", "reset", "rebooted",
+    "restarted", "changed", "updated", "switched", "upgraded", "downgraded", "modified",
+    "opened", "created", "filed", "raised", "logged", "ticket", "case", "dispute", "sent",
+    "emailed", "booked", "scheduled", "reserved", "deleted", "removed", "transferred",
+    "İ", "Keep", "sentence", "casework", "resetting", ".", "(", "'",
+)  # fmt: skip
+_CLAIM_RUNS = (
+    ("i", "have", "refunded"), ("we've", "just", "cancelled"), ("i", "successfully", "reset"),
+    ("we", "have", "issued", "your", "refund"), ("i", "opened", "a", "ticket"),
+    ("i've", "sent"), ("we", "just", "booked"), ("i", "transferred"), ("i", "removed"),
+    ("we", "filed", "the", "dispute"), ("i", "upgraded"),
+)  # fmt: skip
+_CLAIM_EXPRESSIONS = {
+    name: CLAIM_PREFIX + f"(?:{verb})" for name, (verb, _) in CLAIM_LEXICON.items()
+}
+
+
+def _adversarial_texts(
+    count: int, seed: int = 16, words: tuple[str, ...] = _WORDS,
+    runs: tuple[tuple[str, ...], ...] = _RUNS,
+) -> list[str]:  # fmt: skip
     rng = random.Random(seed)
     texts = []
     for _ in range(count):
-        words = [rng.choice(_WORDS) for _ in range(rng.randint(0, 4))]
+        words_ = [rng.choice(words) for _ in range(rng.randint(0, 4))]
         for _ in range(rng.randint(0, 2)):
-            at = rng.randint(0, len(words))
-            words[at:at] = rng.choice(_RUNS)
+            at = rng.randint(0, len(words_))
+            words_[at:at] = rng.choice(runs)
         cased = [w.upper() if rng.random() < 0.2 else w.title() if rng.random() < 0.2 else w
-                 for w in words]  # fmt: skip
+                 for w in words_]  # fmt: skip
         texts.append(
             "".join(w + (" " if rng.random() < 0.6 else rng.choice(_SEPARATORS)) for w in cased)
         )
@@ -83,3 +110,25 @@ def test_the_anchored_lexicon_answers_as_the_expressions_alone() -> None:
     assert [INSTRUCTIONS.hits(t) for t in texts] == [plain.hits(t) for t in texts]
     assert INSTRUCTIONS.hits(_PHRASES[0]) == ["ignore_instructions", "action_request"]
     assert INSTRUCTIONS.hits("the user asked for the status of the order.") == []
+
+
+@pytest.mark.parametrize("name", list(CLAIM_LEXICON))
+def test_every_match_of_a_claim_holds_one_of_its_anchors(name: str) -> None:
+    pattern = re.compile(_CLAIM_EXPRESSIONS[name], re.MULTILINE)
+    matched = 0
+    for text in _adversarial_texts(4000, 18, _CLAIM_WORDS, _CLAIM_RUNS):
+        lowered = text.lower()
+        if pattern.search(lowered):
+            matched += 1
+            assert any(anchor in lowered for anchor in CLAIM_ANCHORS[name]), text
+    assert matched >= 10  # the generated texts reach the entry, or the check proves nothing
+
+
+def test_the_anchored_claims_answer_as_the_expressions_alone() -> None:
+    plain = Lexicon(_CLAIM_EXPRESSIONS)
+    texts = _adversarial_texts(4000, 19, _CLAIM_WORDS, _CLAIM_RUNS)
+    assert [CLAIMS.hits(t) for t in texts] == [plain.hits(t) for t in texts]
+    assert CLAIMS.hits("I have refunded the order. We opened a ticket.") == [
+        "refund", "ticket",
+    ]  # fmt: skip
+    assert CLAIMS.hits("Your refund is on its way.") == []
