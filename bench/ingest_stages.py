@@ -7,12 +7,15 @@ the collector and the store writer do (`pathgrade/stack/gc_schedule.py`).
 
 Redaction runs without facts (`redact`: drop and scrub only) and with them (`facts`: the
 collector's default, which also fingerprints arguments and identities, evaluates the
-content predicates and records what it found, `schemas.facts`), in turn for `--rounds`
-rounds, each round on requests of its own (fresh trace ids and conversations; one
-redactor of each kind throughout, as in a live collector), and the run prints each
-round's ratio of the collector stages' CPU with facts over without, then the ratio of the
-rounds' medians (issue 16's target: at most 1.15) and the same with the request's
-protobuf parse counted (the collector's whole per-span work in this bench). One round
+content predicates and records what it found, `schemas.facts`; the fact kernel reads each
+request's body, as in the collector), and with facts computed in Python (`python`: the
+fact maker without its kernel, as for an OTLP/JSON request or an install without a C
+compiler), in turn for `--rounds` rounds, each round on requests of its own (fresh trace
+ids and conversations; one redactor of each kind throughout, as in a live collector), and
+the run prints each round's ratio of the collector stages' CPU with facts over without,
+then the ratio of the rounds' medians (issue 16's target: at most 1.15), the same with
+the request's protobuf parse counted (the collector's whole per-span work in this bench),
+and the Python fact maker's ratio measured in the same run. One round
 alone moved the ratio by a fifth from run to run on this shared machine (1.28-1.60 in
 three runs on 2026-12-04). The copies of the
 template repeat its content (only trace ids are fresh): past one copy (~10,600 spans) the
@@ -105,24 +108,31 @@ def redaction_rounds(
     rounds: int,
     profile: str | None,
     cpu_per_span: dict[str, float],
-) -> tuple[list[ExportTraceServiceRequest], list[tuple[float, float]]]:
-    """`redact` and `facts` in turn, `rounds` times, round n on the parsed requests of
-    `make_bodies(n)` (fresh trace ids and conversations each round, so the redactors'
-    memories of a trace never see it again; round 0 last), with one redactor of each kind
-    for all the rounds, as a live collector has; notes each stage's median in
+) -> tuple[list[ExportTraceServiceRequest], list[tuple[float, float, float]]]:
+    """`redact`, `facts` and `python` in turn, `rounds` times, round n on the parsed
+    requests of `make_bodies(n)` (fresh trace ids and conversations each round, so the
+    redactors' memories of a trace never see it again; round 0 last), with one redactor of
+    each kind for all the rounds, as a live collector has; notes each stage's median in
     `cpu_per_span` and returns round 0's `facts` requests (the later stages read them) and
-    every round's (redact, facts) CPU per span."""
+    every round's (redact, facts, python) CPU per span."""
+    secret = FactSecret(os.urandom(32))
     redactors = {
         "redact": Redactor(RedactionConfig()),
-        "facts": Redactor(RedactionConfig(), FactMaker(FactSecret(os.urandom(32)), PiiScanner())),
+        "facts": Redactor(RedactionConfig(), FactMaker(secret, PiiScanner())),
+        "python": Redactor(RedactionConfig(), FactMaker(secret, PiiScanner(), native=False)),
     }
+    if redactors["facts"].facts.kernel is None:  # type: ignore[union-attr]
+        sys.exit("the fact kernel is not built (pip install -e . with a C compiler)")
     samples: dict[str, list[float]] = {name: [] for name in redactors}
     requests: list[ExportTraceServiceRequest] = []
+    facts_requests: list[ExportTraceServiceRequest] = []
     for number in [*range(1, rounds), 0]:
         bodies = make_bodies(number)
         spans = span_count(bodies)
         for name, redactor in redactors.items():
             requests = [ExportTraceServiceRequest.FromString(b) for b in bodies]
+            if name == "facts":
+                facts_requests = requests
             measured: dict[str, float] = {}
             timed(
                 name, spans, partial(_redact_all, redactor, requests, bodies),
@@ -131,7 +141,8 @@ def redaction_rounds(
             samples[name].append(measured[name])
     for name, values in samples.items():
         cpu_per_span[name] = statistics.median(values)
-    return requests, list(zip(samples["redact"], samples["facts"], strict=True))
+    rows = zip(samples["redact"], samples["facts"], samples["python"], strict=True)
+    return facts_requests, list(rows)
 
 
 def _redact_all(
@@ -143,22 +154,27 @@ def _redact_all(
         redactor.redact(request, body=body)
 
 
-def print_facts_ratio(cpu_per_span: dict[str, float], rounds: list[tuple[float, float]]) -> None:
+def print_facts_ratio(
+    cpu_per_span: dict[str, float], rounds: list[tuple[float, float, float]]
+) -> None:
     """The collector stages' CPU per span with facts over without them (issue 16's
     figure), round by round and from the rounds' medians, then the same with the request's
     protobuf parse counted too: the collector parses every request it takes, so that is
     the collector's whole per-span work here (the live one also pays for HTTP/gRPC and its
-    Kafka client, bench/ingest.py)."""
+    Kafka client, bench/ingest.py); last, the same figure with the facts computed in
+    Python (no kernel)."""
     others = cpu_per_span["validate"] + cpu_per_span["group"]
-    ratios = ", ".join(f"{(others + facts) / (others + redact):.3f}" for redact, facts in rounds)
+    ratios = ", ".join(f"{(others + facts) / (others + redact):.3f}" for redact, facts, _ in rounds)
     print(f"facts      collector ratio by round: {ratios}")
-    for label, stages in (
-        ("collector", COLLECTOR_STAGES),
-        ("+ parse", ("parse", *COLLECTOR_STAGES)),
+    for label, stages, facts_stage in (
+        ("collector", COLLECTOR_STAGES, "facts"),
+        ("+ parse", ("parse", *COLLECTOR_STAGES), "facts"),
+        ("python", COLLECTOR_STAGES, "python"),
     ):
-        with_facts = sum(cpu_per_span[name] for name in stages)
-        without = with_facts - cpu_per_span["facts"] + cpu_per_span["redact"]
-        target = f" (target <= {FACTS_TARGET})" if stages == COLLECTOR_STAGES else ""
+        with_facts = sum(cpu_per_span[name] for name in stages) - cpu_per_span["facts"]
+        with_facts += cpu_per_span[facts_stage]
+        without = with_facts - cpu_per_span[facts_stage] + cpu_per_span["redact"]
+        target = f" (target <= {FACTS_TARGET})" if label == "collector" else ""
         print(
             f"facts      {label:<9} {with_facts:6.1f} µs/span with facts, {without:6.1f} "
             f"without: ratio {with_facts / without:.3f}{target}"

@@ -112,7 +112,14 @@ class Collector:
         if not config.facts:
             return None
         secret = load_secret(config.facts_key_file, config.spill_dir)
-        return FactMaker(secret, PiiScanner(config.redaction.extra_patterns))
+        maker = FactMaker(secret, PiiScanner(config.redaction.extra_patterns))
+        if maker.kernel is None:
+            log.warning(
+                "the fact kernel (pathgrade.collector._facts_kernel) is not built: every "
+                "span's facts are computed in Python, at several times the CPU; reinstall "
+                "pathgrade with a C compiler and the Python headers (python3-dev) to build it"
+            )
+        return maker
 
     def counters(self) -> dict[str, int]:
         """Requests and spans since `start()`, the spill's bytes not yet in Kafka, the log's
