@@ -57,13 +57,19 @@ static int buf_reserve(Buf *b, size_t more) {
     return 0;
 }
 
-static void buf_put(Buf *b, const void *p, size_t n) {
+static inline void buf_put(Buf *b, const void *p, size_t n) {
     if (n == 0 || buf_reserve(b, n) < 0) return;
     memcpy(b->data + b->len, p, n);
     b->len += n;
 }
 
-static void buf_putc(Buf *b, char c) { buf_put(b, &c, 1); }
+static inline void buf_putc(Buf *b, char c) {
+    if (b->len < b->cap) {
+        b->data[b->len++] = c;
+        return;
+    }
+    buf_put(b, &c, 1);
+}
 static void buf_puts(Buf *b, const char *s) { buf_put(b, s, strlen(s)); }
 static void buf_free(Buf *b) {
     PyMem_Free(b->data);
@@ -1080,7 +1086,7 @@ static const Attr *attr(const SpanView *v, const char *key) {
 
 /* ---- the protobuf wire format */
 
-static const uint8_t *read_varint(const uint8_t *p, const uint8_t *end, uint64_t *v) {
+static inline const uint8_t *read_varint(const uint8_t *p, const uint8_t *end, uint64_t *v) {
     uint64_t x = 0;
     for (int shift = 0; shift < 64 && p < end; shift += 7) {
         uint8_t b = *p++;
@@ -1095,7 +1101,7 @@ static const uint8_t *read_varint(const uint8_t *p, const uint8_t *end, uint64_t
 
 /* The next field: its number, wire type, and for length-delimited fields its bytes;
  * NULL at a malformed or group field. */
-static const uint8_t *next_field(const uint8_t *p, const uint8_t *end, uint32_t *field,
+static inline const uint8_t *next_field(const uint8_t *p, const uint8_t *end, uint32_t *field,
                                  int *wire, const uint8_t **data, size_t *len, uint64_t *num) {
     uint64_t tag;
     p = read_varint(p, end, &tag);
@@ -1995,63 +2001,60 @@ static size_t varint_len(uint64_t v) {
     return n;
 }
 
-static void put_attribute_head(Buf *out, const char *key, size_t key_len, size_t value_len) {
-    Buf kv = {0};
-    buf_putc(&kv, 0x0a);
-    buf_varint(&kv, key_len);
-    buf_put(&kv, key, key_len);
-    buf_putc(&kv, 0x12);
-    buf_varint(&kv, value_len);
+/* A `Span.attributes` entry's opening: its framing, the KeyValue's key and the opening
+ * of its AnyValue, which holds `value_len` bytes. */
+static void put_attribute_head(Buf *out, PyObject *name, size_t value_len) {
+    Py_ssize_t n;
+    const char *key = PyUnicode_AsUTF8AndSize(name, &n);
+    size_t key_len = key ? (size_t)n : 0;
+    size_t kv_len = 1 + varint_len(key_len) + key_len + 1 + varint_len(value_len) + value_len;
     buf_putc(out, 0x4a); /* Span.attributes, length-delimited */
-    buf_varint(out, kv.len + value_len);
-    buf_put(out, kv.data, kv.len);
-    buf_free(&kv);
+    buf_varint(out, kv_len);
+    buf_putc(out, 0x0a); /* KeyValue.key */
+    buf_varint(out, key_len);
+    buf_put(out, key, key_len);
+    buf_putc(out, 0x12); /* KeyValue.value */
+    buf_varint(out, value_len);
 }
 
 static void put_string_fact(Buf *out, PyObject *name, const char *s, size_t n) {
-    Py_ssize_t key_len;
-    const char *key = PyUnicode_AsUTF8AndSize(name, &key_len);
-    Buf value = {0};
-    buf_putc(&value, 0x0a); /* AnyValue.string_value */
-    buf_varint(&value, n);
-    buf_put(&value, s, n);
-    put_attribute_head(out, key, (size_t)key_len, value.len);
-    buf_put(out, value.data, value.len);
-    buf_free(&value);
+    put_attribute_head(out, name, 1 + varint_len(n) + n);
+    buf_putc(out, 0x0a); /* AnyValue.string_value */
+    buf_varint(out, n);
+    buf_put(out, s, n);
 }
 
 static void put_int_fact(Buf *out, PyObject *name, long v) {
-    Py_ssize_t key_len;
-    const char *key = PyUnicode_AsUTF8AndSize(name, &key_len);
-    Buf value = {0};
-    buf_putc(&value, 0x18); /* AnyValue.int_value */
-    buf_varint(&value, (uint64_t)v);
-    put_attribute_head(out, key, (size_t)key_len, value.len);
-    buf_put(out, value.data, value.len);
-    buf_free(&value);
+    put_attribute_head(out, name, 1 + varint_len((uint64_t)v));
+    buf_putc(out, 0x18); /* AnyValue.int_value */
+    buf_varint(out, (uint64_t)v);
 }
 
 static void put_names_fact(Buf *out, PyObject *name, PyObject *names, long mask) {
-    Py_ssize_t key_len;
-    const char *key = PyUnicode_AsUTF8AndSize(name, &key_len);
-    Buf array = {0}, value = {0};
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
-        if (!(mask & (1L << i))) continue;
-        Py_ssize_t n;
-        const char *u = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(names, i), &n);
-        buf_putc(&array, 0x0a); /* ArrayValue.values */
-        buf_varint(&array, 1 + varint_len((uint64_t)n) + (uint64_t)n);
-        buf_putc(&array, 0x0a); /* AnyValue.string_value */
-        buf_varint(&array, (uint64_t)n);
-        buf_put(&array, u, (size_t)n);
+    size_t array_len = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) {
+            put_attribute_head(out, name, 1 + varint_len(array_len) + array_len);
+            buf_putc(out, 0x2a); /* AnyValue.array_value */
+            buf_varint(out, array_len);
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+            if (!(mask & (1L << i))) continue;
+            Py_ssize_t n;
+            const char *u = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(names, i), &n);
+            size_t len = u ? (size_t)n : 0;
+            size_t item = 1 + varint_len(len) + len; /* AnyValue.string_value */
+            if (!pass) {
+                array_len += 1 + varint_len(item) + item;
+                continue;
+            }
+            buf_putc(out, 0x0a); /* ArrayValue.values */
+            buf_varint(out, item);
+            buf_putc(out, 0x0a);
+            buf_varint(out, len);
+            buf_put(out, u, len);
+        }
     }
-    buf_putc(&value, 0x2a); /* AnyValue.array_value */
-    buf_varint(&value, array.len);
-    buf_put(&value, array.data, array.len);
-    put_attribute_head(out, key, (size_t)key_len, value.len);
-    buf_put(out, value.data, value.len);
-    buf_free(&array);
-    buf_free(&value);
 }
 
 #define FACT(i) PyTuple_GET_ITEM(k->fact_names, i)
