@@ -289,7 +289,7 @@ typedef struct {
 #define MAX_MEMBERS 256 /* object members deduplicated here; more: left to Python */
 
 typedef struct {
-    const char *p, *end;
+    const char *src, *p, *end;
     JNode *nodes;
     size_t n_nodes, cap_nodes;
     uint32_t *kids; /* children of containers, contiguous per container */
@@ -306,6 +306,14 @@ static void json_free(Json *j) {
     PyMem_Free(j->stack);
     buf_free(&j->text);
     memset(j, 0, sizeof *j);
+}
+
+/* Empty `j` for the next text, keeping its memory. */
+static void json_reset(Json *j) {
+    j->n_nodes = j->n_kids = j->n_stack = 0;
+    j->text.len = 0;
+    j->text.failed = 0;
+    j->unsupported = 0;
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
@@ -383,6 +391,18 @@ static void put_utf8(Buf *b, uint32_t cp) {
  * surrogate escape is unsupported (Python makes a string UTF-8 cannot hold). */
 static long parse_string(Json *j) {
     const char *p = j->p + 1;
+    const char *run = p;
+    while (p < j->end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20) p++;
+    if (p < j->end && *p == '"') { /* no escape: the string is its source bytes */
+        j->p = p + 1;
+        long index = json_node(j, J_STR);
+        if (index < 0) return -1;
+        j->nodes[index].first = (uint32_t)(run - j->src);
+        j->nodes[index].n = (uint32_t)(p - run);
+        j->nodes[index].v.i = 1;
+        return index;
+    }
+    p = run;
     size_t start = j->text.len;
     for (;;) {
         const char *run = p;
@@ -492,9 +512,12 @@ static long parse_number(Json *j) {
     return index;
 }
 
+/* A string node's bytes: in the source when it had no escape (v.i = 1), else decoded. */
+#define STR(j, node) ((node)->v.i ? (j)->src + (node)->first : (j)->text.data + (node)->first)
+
 static int same_key(Json *j, uint32_t a, uint32_t b) {
     JNode *x = &j->nodes[a], *y = &j->nodes[b];
-    return x->n == y->n && memcmp(j->text.data + x->first, j->text.data + y->first, x->n) == 0;
+    return x->n == y->n && memcmp(STR(j, x), STR(j, y), x->n) == 0;
 }
 
 static long parse_value(Json *j, int depth);
@@ -596,8 +619,8 @@ static long parse_value(Json *j, int depth) {
  * Returns the root's index; -1 when invalid or unsupported (`j->unsupported`). Either
  * way the caller frees `j`. */
 static long json_parse(Json *j, const char *text, size_t n) {
-    memset(j, 0, sizeof *j);
-    j->p = text;
+    json_reset(j);
+    j->src = j->p = text;
     j->end = text + n;
     skip_ws(j);
     long root = parse_value(j, 0);
@@ -613,7 +636,6 @@ static long json_parse(Json *j, const char *text, size_t n) {
 
 #define NODE(j, i) (&(j)->nodes[i])
 #define KID(j, node, k) ((j)->kids[(node)->first + (k)])
-#define STR(j, node) ((j)->text.data + (node)->first)
 
 /* The member `name` of object `obj`, or -1. */
 static long member(Json *j, long obj, const char *name) {
@@ -1164,6 +1186,7 @@ typedef struct {
     Kernel *k;
     Hmac *hmac;
     Buf *scratch;
+    Json *json; /* the request's JSON arena: one text is parsed at a time */
     int fallback; /* the span is left to Python */
 } Ctx;
 
@@ -1341,52 +1364,50 @@ static long instructions_in_messages(Ctx *c, const char *s, size_t n) {
             }
     }
     if (!marked) return NO_UNTRUSTED;
-    Json j;
-    long root = json_parse(&j, s, n);
+    Json *jj = c->json;
+    long root = json_parse(jj, s, n);
     if (root < 0) {
-        json_free(&j);
         return UNSUPPORTED;
     }
     long mask = 0, texts = 0, status = 0;
-    JNode *r = NODE(&j, root);
+    JNode *r = NODE(jj, root);
     uint32_t count = r->type == J_ARR ? r->n : r->type == J_OBJ ? 1 : 0;
     for (uint32_t m = 0; m < count && status >= 0; m++) {
-        long message = r->type == J_ARR ? (long)KID(&j, NODE(&j, root), m) : root;
-        if (NODE(&j, message)->type != J_OBJ) continue;
-        long parts = parts_of(&j, message);
-        if (is_str(&j, member(&j, message, "role"), "tool")) {
-            long content = member(&j, message, "content");
+        long message = r->type == J_ARR ? (long)KID(jj, NODE(jj, root), m) : root;
+        if (NODE(jj, message)->type != J_OBJ) continue;
+        long parts = parts_of(jj, message);
+        if (is_str(jj, member(jj, message, "role"), "tool")) {
+            long content = member(jj, message, "content");
             int has_parts = 0;
-            if (!truthy(&j, content) && parts >= 0)
-                for (uint32_t p = 0; p < NODE(&j, parts)->n; p++)
-                    has_parts |= NODE(&j, KID(&j, NODE(&j, parts), p))->type == J_OBJ;
+            if (!truthy(jj, content) && parts >= 0)
+                for (uint32_t p = 0; p < NODE(jj, parts)->n; p++)
+                    has_parts |= NODE(jj, KID(jj, NODE(jj, parts), p))->type == J_OBJ;
             if (!has_parts) {
-                long value = truthy(&j, content) ? content : member(&j, message, "parts");
+                long value = truthy(jj, content) ? content : member(jj, message, "parts");
                 texts++;
-                if (truthy(&j, value)) status = untrusted_hits(c, &j, value, &mask);
+                if (truthy(jj, value)) status = untrusted_hits(c, jj, value, &mask);
                 continue;
             }
-            for (uint32_t p = 0; p < NODE(&j, parts)->n && status >= 0; p++) {
-                long part = KID(&j, NODE(&j, parts), p);
-                if (NODE(&j, part)->type != J_OBJ) continue;
-                long value = member(&j, part, "content");
-                if (!truthy(&j, value)) value = member(&j, part, "response");
+            for (uint32_t p = 0; p < NODE(jj, parts)->n && status >= 0; p++) {
+                long part = KID(jj, NODE(jj, parts), p);
+                if (NODE(jj, part)->type != J_OBJ) continue;
+                long value = member(jj, part, "content");
+                if (!truthy(jj, value)) value = member(jj, part, "response");
                 texts++;
-                if (truthy(&j, value)) status = untrusted_hits(c, &j, value, &mask);
+                if (truthy(jj, value)) status = untrusted_hits(c, jj, value, &mask);
             }
             continue;
         }
-        for (uint32_t p = 0; parts >= 0 && p < NODE(&j, parts)->n && status >= 0; p++) {
-            long part = KID(&j, NODE(&j, parts), p);
-            if (NODE(&j, part)->type != J_OBJ || !is_untrusted_type(k, &j, member(&j, part, "type")))
+        for (uint32_t p = 0; parts >= 0 && p < NODE(jj, parts)->n && status >= 0; p++) {
+            long part = KID(jj, NODE(jj, parts), p);
+            if (NODE(jj, part)->type != J_OBJ || !is_untrusted_type(k, jj, member(jj, part, "type")))
                 continue;
-            long value = member(&j, part, "content");
-            if (!truthy(&j, value)) value = member(&j, part, "response");
+            long value = member(jj, part, "content");
+            if (!truthy(jj, value)) value = member(jj, part, "response");
             texts++;
-            if (truthy(&j, value)) status = untrusted_hits(c, &j, value, &mask);
+            if (truthy(jj, value)) status = untrusted_hits(c, jj, value, &mask);
         }
     }
-    json_free(&j);
     if (status < 0) return status;
     return texts ? mask : NO_UNTRUSTED;
 }
@@ -1714,40 +1735,38 @@ static int put_argument_members(Ctx *c, Json *j, long args, Buf *out) {
 
 /* The tool.args fact of arguments text. */
 static int tool_args_fact(Ctx *c, const char *s, size_t n, Buf *out) {
-    Json j;
-    long root = json_parse(&j, s, n);
-    long args = call_arguments(&j, root);
+    Json *jj = c->json;
+    long root = json_parse(jj, s, n);
+    long args = call_arguments(jj, root);
     int status = 0;
     if (args < 0) {
         c->fallback = 1; /* not an object (or not JSON): the raw text's facts, in Python */
     } else {
         buf_putc(out, '{');
-        status = put_argument_members(c, &j, args, out);
+        status = put_argument_members(c, jj, args, out);
         buf_puts(out, ",\"skeleton\":");
-        if (status == 0) status = put_skeleton(c, &j, args, 0, out);
+        if (status == 0) status = put_skeleton(c, jj, args, 0, out);
         buf_putc(out, '}');
     }
-    json_free(&j);
     return status;
 }
 
 /* The confirmed fact of a `pathgrade.confirmed_action` text; 0 with nothing written when
  * it names no tool. */
 static int confirmed_fact(Ctx *c, const char *s, size_t n, Buf *out, int *written) {
-    Json j;
-    long root = json_parse(&j, s, n);
+    Json *jj = c->json;
+    long root = json_parse(jj, s, n);
     int status = 0;
     *written = 0;
     if (root < 0) {
-        if (j.unsupported) c->fallback = 1;
-        json_free(&j);
+        if (jj->unsupported) c->fallback = 1;
         return 0; /* not JSON: no confirmation */
     }
-    long name = member(&j, root, "name");
-    if (NODE(&j, root)->type == J_OBJ && name >= 0 && NODE(&j, name)->type == J_STR) {
-        long arguments = member(&j, root, "arguments");
-        long args = arguments >= 0 && NODE(&j, arguments)->type == J_OBJ
-                        ? call_arguments(&j, arguments)
+    long name = member(jj, root, "name");
+    if (NODE(jj, root)->type == J_OBJ && name >= 0 && NODE(jj, name)->type == J_STR) {
+        long arguments = member(jj, root, "arguments");
+        long args = arguments >= 0 && NODE(jj, arguments)->type == J_OBJ
+                        ? call_arguments(jj, arguments)
                         : -2; /* {} */
         buf_putc(out, '{');
         if (args == -1) {
@@ -1757,17 +1776,16 @@ static int confirmed_fact(Ctx *c, const char *s, size_t n, Buf *out, int *writte
             fingerprint(c->hmac, "{}", 2, out);
             buf_putc(out, '"');
         } else {
-            status = put_argument_members(c, &j, args, out);
+            status = put_argument_members(c, jj, args, out);
         }
         buf_puts(out, ",\"name\":");
         size_t start = c->scratch->len;
-        if (status == 0) status = put_clean(c->k, STR(&j, NODE(&j, name)), NODE(&j, name)->n, c->scratch);
+        if (status == 0) status = put_clean(c->k, STR(jj, NODE(jj, name)), NODE(jj, name)->n, c->scratch);
         put_json_string(out, c->scratch->data + start, c->scratch->len - start);
         c->scratch->len = start;
         buf_putc(out, '}');
         *written = 1;
     }
-    json_free(&j);
     return status;
 }
 
@@ -1850,31 +1868,30 @@ typedef struct {
 
 static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, Buf *out) {
     Kernel *k = c->k;
-    Json j;
-    long root = json_parse(&j, s, n);
+    Json *jj = c->json;
+    long root = json_parse(jj, s, n);
     if (root < 0) {
         c->fallback = 1; /* not JSON: Python reads it as no messages */
-        json_free(&j);
         return 0;
     }
-    JNode *r = NODE(&j, root);
+    JNode *r = NODE(jj, root);
     uint32_t count = r->type == J_ARR ? r->n : r->type == J_OBJ ? 1 : 0;
     Buf text = {0}, calls = {0};
     int texts = 0, n_calls = 0, status = 0;
     for (uint32_t m = 0; m < count && status == 0 && !c->fallback; m++) {
-        long message = r->type == J_ARR ? (long)KID(&j, NODE(&j, root), m) : root;
-        if (NODE(&j, message)->type != J_OBJ) continue;
+        long message = r->type == J_ARR ? (long)KID(jj, NODE(jj, root), m) : root;
+        if (NODE(jj, message)->type != J_OBJ) continue;
         /* tool calls: parts of type tool_call, then OpenAI's tool_calls */
-        long parts = parts_of(&j, message);
-        for (uint32_t p = 0; parts >= 0 && p < NODE(&j, parts)->n && status == 0; p++) {
-            long part = KID(&j, NODE(&j, parts), p);
-            if (NODE(&j, part)->type != J_OBJ || !is_str(&j, member(&j, part, "type"), "tool_call"))
+        long parts = parts_of(jj, message);
+        for (uint32_t p = 0; parts >= 0 && p < NODE(jj, parts)->n && status == 0; p++) {
+            long part = KID(jj, NODE(jj, parts), p);
+            if (NODE(jj, part)->type != J_OBJ || !is_str(jj, member(jj, part, "type"), "tool_call"))
                 continue;
-            long id = member(&j, part, "id"), name = member(&j, part, "name");
+            long id = member(jj, part, "id"), name = member(jj, part, "name");
             Buf pair[2] = {{0}, {0}};
             long values[2] = {id, name};
             for (int q = 0; q < 2; q++)
-                if (truthy(&j, values[q]) && !put_py_str(&j, values[q], &pair[q])) c->fallback = 1;
+                if (truthy(jj, values[q]) && !put_py_str(jj, values[q], &pair[q])) c->fallback = 1;
             buf_puts(&calls, n_calls++ ? ",{\"id\":" : "{\"id\":");
             size_t start = c->scratch->len;
             status = put_clean(k, pair[0].data ? pair[0].data : "", pair[0].len, c->scratch);
@@ -1888,25 +1905,25 @@ static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, 
             buf_free(&pair[0]);
             buf_free(&pair[1]);
         }
-        long openai = member(&j, message, "tool_calls");
-        if (truthy(&j, openai)) {
-            if (NODE(&j, openai)->type != J_ARR) {
+        long openai = member(jj, message, "tool_calls");
+        if (truthy(jj, openai)) {
+            if (NODE(jj, openai)->type != J_ARR) {
                 c->fallback = 1;
             } else {
-                for (uint32_t q = 0; q < NODE(&j, openai)->n; q++) {
-                    long call = KID(&j, NODE(&j, openai), q);
-                    if (NODE(&j, call)->type != J_OBJ) continue;
-                    long function = member(&j, call, "function");
-                    if (truthy(&j, function) && NODE(&j, function)->type != J_OBJ) {
+                for (uint32_t q = 0; q < NODE(jj, openai)->n; q++) {
+                    long call = KID(jj, NODE(jj, openai), q);
+                    if (NODE(jj, call)->type != J_OBJ) continue;
+                    long function = member(jj, call, "function");
+                    if (truthy(jj, function) && NODE(jj, function)->type != J_OBJ) {
                         c->fallback = 1; /* Python: no .get on it */
                         break;
                     }
-                    long id = member(&j, call, "id");
-                    long name = truthy(&j, function) ? member(&j, function, "name") : -1;
+                    long id = member(jj, call, "id");
+                    long name = truthy(jj, function) ? member(jj, function, "name") : -1;
                     Buf pair[2] = {{0}, {0}};
-                    if (truthy(&j, id) && !put_py_str(&j, id, &pair[0])) c->fallback = 1;
+                    if (truthy(jj, id) && !put_py_str(jj, id, &pair[0])) c->fallback = 1;
                     if (name < 0) buf_puts(&pair[1], "None"); /* str(None) */
-                    else if (!put_py_str(&j, name, &pair[1])) c->fallback = 1;
+                    else if (!put_py_str(jj, name, &pair[1])) c->fallback = 1;
                     buf_puts(&calls, n_calls++ ? ",{\"id\":" : "{\"id\":");
                     size_t start = c->scratch->len;
                     status = put_clean(k, pair[0].data ? pair[0].data : "", pair[0].len, c->scratch);
@@ -1924,16 +1941,15 @@ static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, 
             }
         }
         /* the assistant's text (a message without a role is the assistant's) */
-        long role = member(&j, message, "role");
-        if (role < 0 || is_str(&j, role, "assistant")) {
+        long role = member(jj, message, "role");
+        if (role < 0 || is_str(jj, role, "assistant")) {
             size_t start = text.len;
             if (texts) buf_putc(&text, '\n');
-            if (!message_text(&j, message, &text)) c->fallback = 1;
+            if (!message_text(jj, message, &text)) c->fallback = 1;
             if (text.len == start + (texts ? 1 : 0)) text.len = start; /* empty: not joined */
             else texts++;
         }
     }
-    json_free(&j);
     if (c->fallback || status < 0 || text.failed || calls.failed) {
         buf_free(&text);
         buf_free(&calls);
@@ -2355,8 +2371,8 @@ static int put_dropped_fact(Kernel *k, PyObject *found, Buf *out) {
 /* The answer for one span (see the module doc); NULL on error. `drops_all`: the
  * collector drops every content value (nothing is captured), so the pii.dropped record
  * of a span without events is written here too. */
-static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, const char *tenant,
-                             size_t tenant_len, int drops_all) {
+static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, Json *json,
+                             const char *tenant, size_t tenant_len, int drops_all) {
     if (v->overflow) Py_RETURN_FALSE;
     int has_content = 0;
     for (int i = 0; i < v->n_attrs; i++) {
@@ -2370,7 +2386,7 @@ static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, const cha
     }
     if (!has_content) Py_RETURN_NONE; /* facts read content, identity and confirmations only */
     Buf scratch = {0}, out = {0};
-    Ctx c = {k, hmac, &scratch, 0};
+    Ctx c = {k, hmac, &scratch, json, 0};
     int any = span_facts(&c, v, tenant, tenant_len, &out);
     buf_free(&scratch);
     if (any < 0) {
@@ -2438,7 +2454,7 @@ error:
 }
 
 static int walk(Kernel *k, const uint8_t *p, const uint8_t *end, int depth, PyObject *answers,
-                Hmac *hmac, const char *tenant, size_t tenant_len, int drops_all) {
+                Hmac *hmac, Json *json, const char *tenant, size_t tenant_len, int drops_all) {
     /* depth 0: request (resource_spans = 1); 1: ResourceSpans (scope_spans = 2);
      * 2: ScopeSpans (spans = 2) */
     static const uint32_t child_field[3] = {1, 2, 2};
@@ -2453,13 +2469,14 @@ static int walk(Kernel *k, const uint8_t *p, const uint8_t *end, int depth, PyOb
         if (wire != 2 || field != child_field[depth]) continue;
         if (depth < 2) {
             int status =
-                walk(k, data, data + len, depth + 1, answers, hmac, tenant, tenant_len, drops_all);
+                walk(k, data, data + len, depth + 1, answers, hmac, json, tenant, tenant_len,
+                     drops_all);
             if (status) return status;
             continue;
         }
         SpanView view;
         if (read_span(k, data, data + len, &view) < 0) return 1;
-        PyObject *answer = span_answer(k, &view, hmac, tenant, tenant_len, drops_all);
+        PyObject *answer = span_answer(k, &view, hmac, json, tenant, tenant_len, drops_all);
         if (!answer) return -1;
         int failed = PyList_Append(answers, answer);
         Py_DECREF(answer);
@@ -2489,9 +2506,12 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
     hmac.prefix_len = (size_t)key_id_len + 1;
     hmac.remembered = k->fingerprints;
     PyObject *answers = PyList_New(0);
+    Json json;
+    memset(&json, 0, sizeof json);
     int status = answers ? walk(k, body.buf, (const uint8_t *)body.buf + body.len, 0, answers,
-                                &hmac, tenant, (size_t)tenant_len, drops_all)
+                                &hmac, &json, tenant, (size_t)tenant_len, drops_all)
                          : -1;
+    json_free(&json);
     PyBuffer_Release(&body);
     PyBuffer_Release(&key);
     if (status < 0) {
