@@ -801,6 +801,7 @@ typedef struct {
     char **keys;
     size_t *lens;
     size_t n;
+    int *slots; /* each key's place in the kernel's key table (`key_slots`), or NULL */
 } KeyList;
 
 typedef struct {
@@ -827,20 +828,49 @@ typedef struct {
 enum { KEY_OTHER = 0, KEY_CONTENT = 1, KEY_CONTEXT = 2 };
 #define KEY_SLOTS 256
 
+/* Flags of a key in the table. */
+enum { KEY_PRIVATE = 1, KEY_MESSAGES_FALLBACK = 2 };
+
 typedef struct {
     const char *key; /* owned by the key lists */
     size_t len;
-    int cls;
+    int cls, flags;
 } KeySlot;
+
+/* A lexicon's anchors, with the byte pairs that open one (a position whose pair opens
+ * none is skipped). */
+typedef struct {
+    KeyList list;
+    uint8_t pairs[65536 / 8];
+    int short_anchor; /* an anchor of fewer than two bytes: every text may match */
+} Anchors;
+
+static uint8_t lower_ascii[256];
+
+static int keylist_from(KeyList *l, PyObject *iterable);
+
+static int anchors_from(Anchors *a, PyObject *iterable) {
+    if (keylist_from(&a->list, iterable) < 0) return -1;
+    for (size_t k = 0; k < a->list.n; k++) {
+        if (a->list.lens[k] < 2) {
+            a->short_anchor = 1;
+            continue;
+        }
+        unsigned pair = (unsigned)(uint8_t)a->list.keys[k][0] << 8 | (uint8_t)a->list.keys[k][1];
+        a->pairs[pair >> 3] |= (uint8_t)(1u << (pair & 7));
+    }
+    return 0;
+}
 
 typedef struct {
     PyObject_HEAD
     KeyList content_keys, content_prefixes, context_keys, identity_keys, message_fallback_keys;
     KeyList operations, message_operations, model_operations, finish_reason_keys;
     KeyList tool_argument_keys, tool_result_keys, untrusted_markers, untrusted_part_types;
-    KeyList instruction_anchors, claim_anchors;
-    char *operation_key, *confirmed_key, *input_key, *output_key, *documents_key,
-        *execute_tool, *arguments_key, *result_key;
+    Anchors instruction_anchors, claim_anchors;
+    KeyList operation_key, confirmed_key, input_key, output_key, documents_key, arguments_key,
+        result_key; /* one key each */
+    char *execute_tool;
     KindSource sources[8];
     int n_sources;
     PyObject *instruction_names; /* tuple of str, lexicon order */
@@ -859,6 +889,7 @@ static void keylist_free(KeyList *l) {
     for (size_t i = 0; i < l->n; i++) PyMem_Free(l->keys[i]);
     PyMem_Free(l->keys);
     PyMem_Free(l->lens);
+    PyMem_Free(l->slots);
     memset(l, 0, sizeof *l);
 }
 
@@ -936,8 +967,23 @@ static size_t key_hash(const char *s, size_t n) {
     return (size_t)((h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ULL >> 56) % KEY_SLOTS;
 }
 
-static int key_table_add(KeySlot *table, const KeyList *l, int cls) {
+/* The place of a key in the table, or -1. */
+static int key_index(const KeySlot *table, const char *s, size_t n) {
+    size_t slot = key_hash(s, n);
+    for (; table[slot].key; slot = (slot + 1) % KEY_SLOTS)
+        if (table[slot].len == n && memcmp(table[slot].key, s, n) == 0) return (int)slot;
+    return -1;
+}
+
+/* Add the keys of `l` (once each) with class `cls` (a key already there keeps its
+ * class) and `flags`. */
+static int key_table_add(KeySlot *table, const KeyList *l, int cls, int flags) {
     for (size_t i = 0; i < l->n; i++) {
+        int known = key_index(table, l->keys[i], l->lens[i]);
+        if (known >= 0) {
+            table[known].flags |= flags;
+            continue;
+        }
         size_t slot = key_hash(l->keys[i], l->lens[i]);
         for (size_t probe = 0; table[slot].key; probe++) {
             if (probe == KEY_SLOTS) {
@@ -946,16 +992,27 @@ static int key_table_add(KeySlot *table, const KeyList *l, int cls) {
             }
             slot = (slot + 1) % KEY_SLOTS;
         }
-        table[slot] = (KeySlot){l->keys[i], l->lens[i], cls};
+        table[slot] = (KeySlot){l->keys[i], l->lens[i], cls, flags};
     }
     return 0;
 }
 
-static int key_class(const KeySlot *table, const char *s, size_t n) {
-    size_t slot = key_hash(s, n);
-    for (; table[slot].key; slot = (slot + 1) % KEY_SLOTS)
-        if (table[slot].len == n && memcmp(table[slot].key, s, n) == 0) return table[slot].cls;
-    return KEY_OTHER;
+/* Note each key's place in the table in `l->slots`; every key must be there. */
+static int key_slots(const KeySlot *table, KeyList *l) {
+    l->slots = PyMem_Calloc(l->n ? l->n : 1, sizeof(int));
+    if (!l->slots) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        l->slots[i] = key_index(table, l->keys[i], l->lens[i]);
+        if (l->slots[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "kernel config: %s is not a content or context key",
+                         l->keys[i]);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int eq(const char *s, size_t n, const char *c) {
@@ -998,24 +1055,25 @@ static int may_hold_pii(const Kernel *k, const char *s, size_t n) {
 /* 0 when the lower-cased ASCII text holds none of the anchors (so no entry matches);
  * 1 when the Python lexicon must read it (non-ASCII text always: its lower-casing is
  * Unicode's). */
-static int may_match(const KeyList *anchors, const char *s, size_t n) {
-    if (anchors->n == 0) return 1;
-    char small[1024];
-    char *lowered = n <= sizeof small ? small : PyMem_Malloc(n);
-    if (!lowered) return 1; /* the lexicon reads it */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x80) {
-            if (lowered != small) PyMem_Free(lowered);
-            return 1;
+static int may_match(const Anchors *a, const char *s, size_t n) {
+    const KeyList *anchors = &a->list;
+    if (anchors->n == 0 || a->short_anchor) return 1;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] >= 0x80) return 1;
+    /* one pass: at a position whose two lower-cased bytes open an anchor, compare it */
+    for (size_t i = 0; i + 1 < n; i++) {
+        unsigned pair = (unsigned)lower_ascii[(unsigned char)s[i]] << 8 |
+                        lower_ascii[(unsigned char)s[i + 1]];
+        if (!(a->pairs[pair >> 3] & (1u << (pair & 7)))) continue;
+        for (size_t k = 0; k < anchors->n; k++) {
+            size_t m = anchors->lens[k], q = 0;
+            if (m > n - i) continue;
+            const char *anchor = anchors->keys[k];
+            while (q < m && lower_ascii[(unsigned char)s[i + q]] == (unsigned char)anchor[q]) q++;
+            if (q == m) return 1;
         }
-        lowered[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
     }
-    int found = 0;
-    for (size_t a = 0; a < anchors->n && !found; a++)
-        found = memmem(lowered, n, anchors->keys[a], anchors->lens[a]) != NULL;
-    if (lowered != small) PyMem_Free(lowered);
-    return found;
+    return 0;
 }
 
 /* Call a Python definition with one str argument made of `n` UTF-8 bytes. */
@@ -1077,6 +1135,7 @@ enum { V_NONE, V_STR, V_INT, V_OTHER };
 typedef struct {
     const char *key;
     size_t key_len;
+    int slot; /* its place in the key table, -1 for a content key known by its prefix */
     int type;
     const char *s; /* V_STR: the text; V_OTHER: the AnyValue's bytes */
     size_t n;
@@ -1097,14 +1156,15 @@ typedef struct {
     int has_events;
 } SpanView;
 
-static const Attr *attr(const SpanView *v, const char *key) {
-    if (!key) return NULL;
-    size_t n = strlen(key);
+/* The span's (last) attribute at table place `slot`, or NULL. */
+static const Attr *attr_at(const SpanView *v, int slot) {
     for (int i = v->n_attrs - 1; i >= 0; i--)
-        if (v->attrs[i].key_len == n && memcmp(v->attrs[i].key, key, n) == 0)
-            return &v->attrs[i];
+        if (v->attrs[i].slot == slot) return &v->attrs[i];
     return NULL;
 }
+
+/* The span's attribute of a one-key list. */
+static const Attr *attr(const SpanView *v, const KeyList *key) { return attr_at(v, key->slots[0]); }
 
 /* ---- the protobuf wire format */
 
@@ -1204,7 +1264,7 @@ static int text_of(const Attr *a, const char **s, size_t *n, Ctx *c) {
 
 static int first_text(const SpanView *v, const KeyList *keys, const char **s, size_t *n, Ctx *c) {
     for (size_t i = 0; i < keys->n; i++) {
-        const Attr *a = attr(v, keys->keys[i]);
+        const Attr *a = attr_at(v, keys->slots[i]);
         if (text_of(a, s, n, c) || c->fallback) return !c->fallback;
     }
     return 0;
@@ -1216,14 +1276,14 @@ static int operation_of(Ctx *c, const SpanView *v, Buf *op) {
     Kernel *k = c->k;
     const char *s;
     size_t n;
-    if (text_of(attr(v, k->operation_key), &s, &n, c)) {
+    if (text_of(attr(v, &k->operation_key), &s, &n, c)) {
         buf_put(op, s, n);
         return 0;
     }
     if (c->fallback) return 0;
     for (int i = 0; i < k->n_sources; i++) {
         KindSource *src = &k->sources[i];
-        const Attr *a = attr(v, src->key.keys[0]);
+        const Attr *a = attr(v, &src->key);
         if (!a || a->type == V_NONE || (a->type == V_STR && a->n == 0)) continue;
         if (a->type != V_STR) {
             c->fallback = 1;
@@ -2085,8 +2145,8 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
     size_t op_len = 0;
     int needs_fields = 0;
     for (int i = 0; i < v->n_attrs; i++)
-        if (v->attrs[i].content && !in_list(&k->identity_keys, v->attrs[i].key, v->attrs[i].key_len) &&
-            !eq(v->attrs[i].key, v->attrs[i].key_len, k->confirmed_key))
+        if (v->attrs[i].content &&
+            (v->attrs[i].slot < 0 || !(k->key_table[v->attrs[i].slot].flags & KEY_PRIVATE)))
             needs_fields = 1;
     const char *args = NULL, *result = NULL, *inputs = NULL, *outputs = NULL;
     size_t args_n = 0, result_n = 0, inputs_n = 0, outputs_n = 0;
@@ -2102,16 +2162,16 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
         op = opbuf.data ? opbuf.data : "";
         op_len = opbuf.len;
         int tool = eq(op, op_len, k->execute_tool);
-        text_of(attr(v, k->arguments_key), &args, &args_n, c);
-        text_of(attr(v, k->result_key), &result, &result_n, c);
+        text_of(attr(v, &k->arguments_key), &args, &args_n, c);
+        text_of(attr(v, &k->result_key), &result, &result_n, c);
         if (tool && !args_n) first_text(v, &k->tool_argument_keys, &args, &args_n, c);
         if (tool && !result_n) first_text(v, &k->tool_result_keys, &result, &result_n, c);
-        text_of(attr(v, k->input_key), &inputs, &inputs_n, c);
-        text_of(attr(v, k->output_key), &outputs, &outputs_n, c);
+        text_of(attr(v, &k->input_key), &inputs, &inputs_n, c);
+        text_of(attr(v, &k->output_key), &outputs, &outputs_n, c);
         if (c->fallback) goto done;
         /* finish reasons: the first key present with a value other than "" */
         for (size_t r = 0; r < k->finish_reason_keys.n; r++) {
-            const Attr *a = attr(v, k->finish_reason_keys.keys[r]);
+            const Attr *a = attr_at(v, k->finish_reason_keys.slots[r]);
             if (!a || a->type == V_NONE || (a->type == V_STR && a->n == 0)) continue;
             if (a->type == V_STR) {
                 reason_s[0] = a->s;
@@ -2162,7 +2222,8 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
         if (c->fallback) goto done;
         if (in_list(&k->message_operations, op, op_len) && !(inputs_n && outputs_n)) {
             for (int i = 0; i < v->n_attrs; i++)
-                if (in_list(&k->message_fallback_keys, v->attrs[i].key, v->attrs[i].key_len)) {
+                if (v->attrs[i].slot >= 0 &&
+                    k->key_table[v->attrs[i].slot].flags & KEY_MESSAGES_FALLBACK) {
                     c->fallback = 1; /* flattened or deprecated messages: Python rebuilds */
                     goto done;
                 }
@@ -2177,7 +2238,7 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
     }
     /* the session identity */
     for (size_t i = 0; i < k->identity_keys.n; i++) {
-        const Attr *a = attr(v, k->identity_keys.keys[i]);
+        const Attr *a = attr_at(v, k->identity_keys.slots[i]);
         if (!a || a->type == V_NONE) continue;
         if (a->type == V_STR) {
             if (!a->n) continue;
@@ -2198,7 +2259,7 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
         break;
     }
     /* a confirmed action */
-    const Attr *confirmation = attr(v, k->confirmed_key);
+    const Attr *confirmation = attr(v, &k->confirmed_key);
     if (confirmation && confirmation->type == V_STR && confirmation->n) {
         int written;
         status = confirmed_fact(c, confirmation->s, confirmation->n, &fact, &written);
@@ -2220,7 +2281,7 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
             if (m < 0) goto error;
             mask = m;
         }
-        const Attr *documents = attr(v, k->documents_key);
+        const Attr *documents = attr(v, &k->documents_key);
         if (documents && documents->type == V_STR && documents->n) {
             long m = lexicon_mask(k, documents->s, documents->n);
             if (m < 0) goto error;
@@ -2315,7 +2376,8 @@ static int read_span(Kernel *k, const uint8_t *p, const uint8_t *end, SpanView *
                     if (has_value++) v->overflow = 1;
                 }
             }
-            int cls = key_class(k->key_table, key, key_len);
+            int slot = key_index(k->key_table, key, key_len);
+            int cls = slot >= 0 ? k->key_table[slot].cls : KEY_OTHER;
             int content = cls == KEY_CONTENT || has_prefix(&k->content_prefixes, key, key_len);
             if (!content && cls != KEY_CONTEXT) continue;
             if (v->n_attrs == MAX_ATTRS) {
@@ -2326,6 +2388,7 @@ static int read_span(Kernel *k, const uint8_t *p, const uint8_t *end, SpanView *
             memset(a, 0, sizeof *a);
             a->key = key;
             a->key_len = key_len;
+            a->slot = slot;
             a->content = content;
             if (value && read_any_value(value, value + value_len, a) < 0) return -1;
             if (a->type == V_OTHER) {
@@ -2558,6 +2621,27 @@ static int config_keys(PyObject *config, const char *name, KeyList *l) {
     return keylist_from(l, value);
 }
 
+static int config_anchors(PyObject *config, const char *name, Anchors *a) {
+    PyObject *value = PyDict_GetItemString(config, name);
+    if (!value) {
+        PyErr_Format(PyExc_KeyError, "kernel config: %s missing", name);
+        return -1;
+    }
+    return anchors_from(a, value);
+}
+
+static int config_key(PyObject *config, const char *name, KeyList *l) {
+    PyObject *value = PyDict_GetItemString(config, name);
+    if (!value || !PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_KeyError, "kernel config: %s missing or not str", name);
+        return -1;
+    }
+    PyObject *one = PyTuple_Pack(1, value);
+    int status = one ? keylist_from(l, one) : -1;
+    Py_XDECREF(one);
+    return status;
+}
+
 static int config_str(PyObject *config, const char *name, char **out) {
     PyObject *value = PyDict_GetItemString(config, name);
     if (!value || !PyUnicode_Check(value)) {
@@ -2607,16 +2691,16 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_keys(config, "tool_result_fallback_keys", &k->tool_result_keys) < 0 ||
         config_keys(config, "untrusted_markers", &k->untrusted_markers) < 0 ||
         config_keys(config, "untrusted_part_types", &k->untrusted_part_types) < 0 ||
-        config_keys(config, "instruction_anchors", &k->instruction_anchors) < 0 ||
-        config_keys(config, "claim_anchors", &k->claim_anchors) < 0 ||
-        config_str(config, "operation_key", &k->operation_key) < 0 ||
-        config_str(config, "confirmed_key", &k->confirmed_key) < 0 ||
-        config_str(config, "input_messages_key", &k->input_key) < 0 ||
-        config_str(config, "output_messages_key", &k->output_key) < 0 ||
-        config_str(config, "documents_key", &k->documents_key) < 0 ||
+        config_anchors(config, "instruction_anchors", &k->instruction_anchors) < 0 ||
+        config_anchors(config, "claim_anchors", &k->claim_anchors) < 0 ||
+        config_key(config, "operation_key", &k->operation_key) < 0 ||
+        config_key(config, "confirmed_key", &k->confirmed_key) < 0 ||
+        config_key(config, "input_messages_key", &k->input_key) < 0 ||
+        config_key(config, "output_messages_key", &k->output_key) < 0 ||
+        config_key(config, "documents_key", &k->documents_key) < 0 ||
         config_str(config, "execute_tool", &k->execute_tool) < 0 ||
-        config_str(config, "tool_arguments_key", &k->arguments_key) < 0 ||
-        config_str(config, "tool_result_key", &k->result_key) < 0 ||
+        config_key(config, "tool_arguments_key", &k->arguments_key) < 0 ||
+        config_key(config, "tool_result_key", &k->result_key) < 0 ||
         config_obj(config, "instruction_names", &k->instruction_names) < 0 ||
         config_obj(config, "instruction_hits", &k->instruction_hits) < 0 ||
         config_obj(config, "claim_hits", &k->claim_hits) < 0 ||
@@ -2639,9 +2723,19 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         PyErr_NoMemory();
         return -1;
     }
-    if (key_table_add(k->key_table, &k->content_keys, KEY_CONTENT) < 0 ||
-        key_table_add(k->key_table, &k->context_keys, KEY_CONTEXT) < 0)
+    KeyList *looked_up[] = {&k->operation_key, &k->confirmed_key, &k->input_key, &k->output_key,
+                            &k->documents_key, &k->arguments_key, &k->result_key,
+                            &k->identity_keys, &k->finish_reason_keys, &k->tool_argument_keys,
+                            &k->tool_result_keys};
+    if (key_table_add(k->key_table, &k->content_keys, KEY_CONTENT, 0) < 0 ||
+        key_table_add(k->key_table, &k->context_keys, KEY_CONTEXT, 0) < 0 ||
+        key_table_add(k->key_table, &k->identity_keys, KEY_CONTENT, KEY_PRIVATE) < 0 ||
+        key_table_add(k->key_table, &k->confirmed_key, KEY_CONTENT, KEY_PRIVATE) < 0 ||
+        key_table_add(k->key_table, &k->message_fallback_keys, KEY_CONTENT,
+                      KEY_MESSAGES_FALLBACK) < 0)
         return -1;
+    for (size_t i = 0; i < sizeof looked_up / sizeof *looked_up; i++)
+        if (key_slots(k->key_table, looked_up[i]) < 0) return -1;
     k->card_min = (int)card_min;
     k->exact_pii = (int)exact;
     k->skeleton_depth = (int)depth;
@@ -2670,6 +2764,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
             return -1;
         }
         Py_DECREF(one);
+        if (key_slots(k->key_table, &src->key) < 0) return -1;
         Py_INCREF(table);
         src->table = table;
         src->lowercase_unknown = lowercase;
@@ -2685,11 +2780,13 @@ static void Kernel_dealloc(Kernel *k) {
                         &k->identity_keys, &k->message_fallback_keys, &k->operations,
                         &k->message_operations, &k->model_operations, &k->finish_reason_keys,
                         &k->tool_argument_keys, &k->tool_result_keys, &k->untrusted_markers,
-                        &k->untrusted_part_types, &k->instruction_anchors, &k->claim_anchors};
+                        &k->untrusted_part_types, &k->instruction_anchors.list,
+                        &k->claim_anchors.list};
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) keylist_free(lists[i]);
-    char *strs[] = {k->operation_key, k->confirmed_key, k->input_key, k->output_key,
-                    k->documents_key, k->execute_tool, k->arguments_key, k->result_key};
-    for (size_t i = 0; i < sizeof strs / sizeof *strs; i++) PyMem_Free(strs[i]);
+    KeyList *keys[] = {&k->operation_key, &k->confirmed_key, &k->input_key, &k->output_key,
+                       &k->documents_key, &k->arguments_key, &k->result_key};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) keylist_free(keys[i]);
+    PyMem_Free(k->execute_tool);
     for (int i = 0; i < k->n_sources; i++) {
         keylist_free(&k->sources[i].key);
         Py_XDECREF(k->sources[i].table);
@@ -2738,6 +2835,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_facts_kernel",
                                     NULL};
 
 PyMODINIT_FUNC PyInit__facts_kernel(void) {
+    for (int c = 0; c < 256; c++) lower_ascii[c] = (uint8_t)(c >= 'A' && c <= 'Z' ? c + 32 : c);
     if (PyType_Ready(&KernelType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
