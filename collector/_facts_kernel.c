@@ -193,7 +193,7 @@ static void sha256_final(Sha256 *s, uint8_t out[32]) {
 
 /* Fingerprints of short texts, remembered: identities, ids and argument values repeat
  * (`schemas.fingerprints.TenantKey` remembers them too). Direct-mapped. */
-#define FP_SLOTS 4096
+#define FP_SLOTS 1024
 #define FP_TEXT 48
 
 typedef struct {
