@@ -28,14 +28,15 @@ machine's cores could sustain on that work alone, against issue 2's 30,000 spans
 No real stack can exceed that ceiling; the live one (bench/ingest.py) also pays for
 everything left out here.
 
-`--mix realistic` sends bench/ingest.py's realistic mix instead of the demo deck (GenAI
+The requests are bench/ingest.py's realistic mix by default, as that bench's (GenAI
 convention only: conversations of 1-6 turns, 6-30 spans per trace, most of them the plain
-spans auto-instrumentation adds, which carry no content).
+spans auto-instrumentation adds, which carry no content); `--mix demo` sends the demo
+deck instead (every span of it carries content; `--flavor` picks its convention).
 
     python bench/ingest_stages.py [--spans 50000] [--batch 512] [--rounds 3]
                                   [--profile STAGE]
                                   [--flavor genai|openinference|openllmetry]
-                                  [--mix demo|realistic]
+                                  [--mix realistic|demo]
 """
 
 from __future__ import annotations
@@ -202,10 +203,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="redact/facts rounds, in turn")
     parser.add_argument("--profile", default=None, help="stage name to cProfile")
     parser.add_argument("--flavor", default="genai", help="demo convention of the spans")
-    parser.add_argument("--mix", choices=("demo", "realistic"), default="demo")
+    parser.add_argument("--mix", choices=("realistic", "demo"), default="realistic")
     args = parser.parse_args()
     if args.mix == "realistic" and args.flavor != "genai":
-        parser.error("--mix realistic: the realistic mix is GenAI-convention spans only")
+        parser.error("--flavor: the realistic mix is GenAI-convention spans only (--mix demo)")
 
     def make_bodies(number: int) -> list[bytes]:
         """The requests of round `number` (round 0 also for the stages before)."""
