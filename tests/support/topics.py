@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kafka import KafkaConsumer
+from kafka import KafkaConsumer, TopicPartition
 
 
 def read_topic(
@@ -14,13 +14,26 @@ def read_topic(
     """Every message of `topic` from its start (kafka-python records): read until
     `quiet_s` bring no more once the first came. A new consumer's first fetch on a loaded
     machine can take longer than `quiet_s` (a clean-clone CI run read none in 3 s), so the
-    read waits up to `first_within_s` for it; an empty topic costs that long."""
+    read waits up to `first_within_s` for it; an empty topic costs that long. Every
+    partition is read from offset 0 (where a topic with nothing deleted starts) rather
+    than from an offset the broker is asked for: after the embedded stack swapped its
+    bundled broker, a reader reset to "earliest" by the broker's answer read nothing for
+    a minute while the topic held hundreds of samples."""
     consumer = KafkaConsumer(
-        topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest"
+        bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest"
     )
     messages: list[Any] = []
-    last_read = time.monotonic()
+    started = last_read = time.monotonic()
     try:
+        partitions = consumer.partitions_for_topic(topic)
+        while not partitions and time.monotonic() - started < first_within_s:
+            time.sleep(0.5)
+            consumer.topics()  # refreshes the metadata
+            partitions = consumer.partitions_for_topic(topic)
+        assigned = [TopicPartition(topic, p) for p in sorted(partitions or ())]
+        consumer.assign(assigned)
+        for tp in assigned:
+            consumer.seek(tp, 0)
         while True:
             read = [m for batch in consumer.poll(timeout_ms=500).values() for m in batch]
             now = time.monotonic()
