@@ -1181,63 +1181,81 @@ static inline const uint8_t *read_varint(const uint8_t *p, const uint8_t *end, u
     return NULL;
 }
 
-/* The next field: its number, wire type, and for length-delimited fields its bytes;
- * NULL at a malformed or group field. */
-static inline const uint8_t *next_field(const uint8_t *p, const uint8_t *end, uint32_t *field,
-                                 int *wire, const uint8_t **data, size_t *len, uint64_t *num) {
+/* Fields of one encoded message, read in order: `field_next` gives the next one's number,
+ * wire type, and its bytes (length-delimited) or number. */
+typedef struct {
+    const uint8_t *p, *end;
+    uint32_t field;
+    int wire;
+    const uint8_t *data;
+    size_t len;
+    uint64_t num;
+} Fields;
+
+static inline Fields fields_of(const void *data, size_t len) {
+    Fields f = {0};
+    f.p = data;
+    f.end = f.p + len;
+    return f;
+}
+
+/* 1 with the next field in `f`, 0 at the end, -1 at a malformed or group field. */
+static inline int field_next(Fields *f) {
+    if (f->p >= f->end) return 0;
     uint64_t tag;
-    p = read_varint(p, end, &tag);
-    if (!p) return NULL;
-    *field = (uint32_t)(tag >> 3);
-    *wire = (int)(tag & 7);
-    switch (*wire) {
-        case 0: return read_varint(p, end, num);
+    const uint8_t *p = read_varint(f->p, f->end, &tag), *end = f->end;
+    if (!p) return -1;
+    f->field = (uint32_t)(tag >> 3);
+    f->wire = (int)(tag & 7);
+    switch (f->wire) {
+        case 0: p = read_varint(p, end, &f->num); break;
         case 1:
-            if (end - p < 8) return NULL;
-            memcpy(num, p, 8);
-            return p + 8;
+            if (end - p < 8) return -1;
+            memcpy(&f->num, p, 8);
+            p += 8;
+            break;
         case 2: {
             uint64_t n;
             p = read_varint(p, end, &n);
-            if (!p || n > (uint64_t)(end - p)) return NULL;
-            *data = p;
-            *len = (size_t)n;
-            return p + n;
+            if (!p || n > (uint64_t)(end - p)) return -1;
+            f->data = p;
+            f->len = (size_t)n;
+            p += n;
+            break;
         }
         case 5: {
-            if (end - p < 4) return NULL;
+            if (end - p < 4) return -1;
             uint32_t v;
             memcpy(&v, p, 4);
-            *num = v;
-            return p + 4;
+            f->num = v;
+            p += 4;
+            break;
         }
-        default: return NULL;
+        default: return -1;
     }
+    if (!p) return -1;
+    f->p = p;
+    return 1;
 }
 
 /* Read an AnyValue into `a` (the last field of its oneof wins, as protobuf reads it). */
 static int read_any_value(const uint8_t *p, const uint8_t *end, Attr *a) {
     a->type = V_NONE;
-    while (p < end) {
-        uint32_t field;
-        int wire;
-        const uint8_t *data = NULL;
-        size_t len = 0;
-        uint64_t num = 0;
-        p = next_field(p, end, &field, &wire, &data, &len, &num);
-        if (!p) return -1;
-        if (field == 1 && wire == 2) {
+    Fields f = fields_of(p, (size_t)(end - p));
+    int more;
+    while ((more = field_next(&f)) > 0) {
+        if (f.field == 1 && f.wire == 2) {
             a->type = V_STR;
-            a->s = (const char *)data;
-            a->n = len;
-        } else if (field == 3 && wire == 0) {
+            a->s = (const char *)f.data;
+            a->n = f.len;
+        } else if (f.field == 3 && f.wire == 0) {
             a->type = V_INT;
-            a->i = (long long)num;
-        } else if (field >= 2 && field <= 7) {
+            a->i = (long long)f.num;
+        } else if (f.field >= 2 && f.field <= 7) {
             a->type = V_OTHER;
         }
     }
-    return 0;
+    return more;
 }
 
 /* ---- facts */
@@ -1617,6 +1635,15 @@ static PyObject *content_pii(Kernel *k, const char *tenant, size_t tenant_len,
     return counts;
 }
 
+/* `clean(text)` as a JSON string into `out`. */
+static int put_clean_json(Ctx *c, const char *s, size_t n, Buf *out) {
+    size_t start = c->scratch->len;
+    int status = put_clean(c->k, s ? s : "", n, c->scratch);
+    put_json_string(out, c->scratch->data + start, c->scratch->len - start);
+    c->scratch->len = start;
+    return status;
+}
+
 /* ---- argument facts (`facts_producer._arguments`) */
 
 /* `predicates.call_arguments`: the arguments object, OpenLLMetry's wrapper unwrapped;
@@ -1839,10 +1866,7 @@ static int confirmed_fact(Ctx *c, const char *s, size_t n, Buf *out, int *writte
             status = put_argument_members(c, jj, args, out);
         }
         buf_puts(out, ",\"name\":");
-        size_t start = c->scratch->len;
-        if (status == 0) status = put_clean(c->k, STR(jj, NODE(jj, name)), NODE(jj, name)->n, c->scratch);
-        put_json_string(out, c->scratch->data + start, c->scratch->len - start);
-        c->scratch->len = start;
+        if (status == 0) status = put_clean_json(c, STR(jj, NODE(jj, name)), NODE(jj, name)->n, out);
         buf_putc(out, '}');
         *written = 1;
     }
@@ -1926,6 +1950,31 @@ typedef struct {
     size_t count;
 } Reasons;
 
+/* One requested tool call, `{"id": clean(id), "name": clean(name)}`, into `calls`. */
+static int put_tool_call(Ctx *c, Buf *calls, int *n_calls, const Buf *id, const Buf *name) {
+    buf_puts(calls, (*n_calls)++ ? ",{\"id\":" : "{\"id\":");
+    int status = put_clean_json(c, id->data, id->len, calls);
+    buf_puts(calls, ",\"name\":");
+    if (status == 0) status = put_clean_json(c, name->data, name->len, calls);
+    buf_putc(calls, '}');
+    return status;
+}
+
+/* `"label":<answer>,` into `out` when the Python definition `fn` answers the text with
+ * anything (a lexicon's hits, the scanner's counts). */
+static int put_python_answer(Buf *out, const char *label, PyObject *fn, const char *s, size_t n) {
+    PyObject *answer = call_text(fn, s, n);
+    if (!answer) return -1;
+    int status = 0;
+    if (PyObject_IsTrue(answer)) {
+        buf_puts(out, label);
+        status = put_py_json(answer, out);
+        buf_putc(out, ',');
+    }
+    Py_DECREF(answer);
+    return status;
+}
+
 static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, Buf *out) {
     Kernel *k = c->k;
     Json *jj = c->json;
@@ -1947,58 +1996,34 @@ static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, 
             long part = KID(jj, NODE(jj, parts), p);
             if (NODE(jj, part)->type != J_OBJ || !is_str(jj, member(jj, part, "type"), "tool_call"))
                 continue;
-            long id = member(jj, part, "id"), name = member(jj, part, "name");
+            long values[2] = {member(jj, part, "id"), member(jj, part, "name")};
             Buf pair[2] = {{0}, {0}};
-            long values[2] = {id, name};
             for (int q = 0; q < 2; q++)
                 if (truthy(jj, values[q]) && !put_py_str(jj, values[q], &pair[q])) c->fallback = 1;
-            buf_puts(&calls, n_calls++ ? ",{\"id\":" : "{\"id\":");
-            size_t start = c->scratch->len;
-            status = put_clean(k, pair[0].data ? pair[0].data : "", pair[0].len, c->scratch);
-            put_json_string(&calls, c->scratch->data + start, c->scratch->len - start);
-            c->scratch->len = start;
-            buf_puts(&calls, ",\"name\":");
-            if (status == 0) status = put_clean(k, pair[1].data ? pair[1].data : "", pair[1].len, c->scratch);
-            put_json_string(&calls, c->scratch->data + start, c->scratch->len - start);
-            c->scratch->len = start;
-            buf_putc(&calls, '}');
+            status = put_tool_call(c, &calls, &n_calls, &pair[0], &pair[1]);
             buf_free(&pair[0]);
             buf_free(&pair[1]);
         }
         long openai = member(jj, message, "tool_calls");
-        if (truthy(jj, openai)) {
-            if (NODE(jj, openai)->type != J_ARR) {
-                c->fallback = 1;
-            } else {
-                for (uint32_t q = 0; q < NODE(jj, openai)->n; q++) {
-                    long call = KID(jj, NODE(jj, openai), q);
-                    if (NODE(jj, call)->type != J_OBJ) continue;
-                    long function = member(jj, call, "function");
-                    if (truthy(jj, function) && NODE(jj, function)->type != J_OBJ) {
-                        c->fallback = 1; /* Python: no .get on it */
-                        break;
-                    }
-                    long id = member(jj, call, "id");
-                    long name = truthy(jj, function) ? member(jj, function, "name") : -1;
-                    Buf pair[2] = {{0}, {0}};
-                    if (truthy(jj, id) && !put_py_str(jj, id, &pair[0])) c->fallback = 1;
-                    if (name < 0) buf_puts(&pair[1], "None"); /* str(None) */
-                    else if (!put_py_str(jj, name, &pair[1])) c->fallback = 1;
-                    buf_puts(&calls, n_calls++ ? ",{\"id\":" : "{\"id\":");
-                    size_t start = c->scratch->len;
-                    status = put_clean(k, pair[0].data ? pair[0].data : "", pair[0].len, c->scratch);
-                    put_json_string(&calls, c->scratch->data + start, c->scratch->len - start);
-                    c->scratch->len = start;
-                    buf_puts(&calls, ",\"name\":");
-                    if (status == 0)
-                        status = put_clean(k, pair[1].data, pair[1].len, c->scratch);
-                    put_json_string(&calls, c->scratch->data + start, c->scratch->len - start);
-                    c->scratch->len = start;
-                    buf_putc(&calls, '}');
-                    buf_free(&pair[0]);
-                    buf_free(&pair[1]);
-                }
+        if (truthy(jj, openai) && NODE(jj, openai)->type != J_ARR) c->fallback = 1;
+        for (uint32_t q = 0; !c->fallback && truthy(jj, openai) && q < NODE(jj, openai)->n && status == 0;
+             q++) {
+            long call = KID(jj, NODE(jj, openai), q);
+            if (NODE(jj, call)->type != J_OBJ) continue;
+            long function = member(jj, call, "function");
+            if (truthy(jj, function) && NODE(jj, function)->type != J_OBJ) {
+                c->fallback = 1; /* Python: no .get on it */
+                break;
             }
+            long id = member(jj, call, "id");
+            long name = truthy(jj, function) ? member(jj, function, "name") : -1;
+            Buf pair[2] = {{0}, {0}};
+            if (truthy(jj, id) && !put_py_str(jj, id, &pair[0])) c->fallback = 1;
+            if (name < 0) buf_puts(&pair[1], "None"); /* str(None) */
+            else if (!put_py_str(jj, name, &pair[1])) c->fallback = 1;
+            status = put_tool_call(c, &calls, &n_calls, &pair[0], &pair[1]);
+            buf_free(&pair[0]);
+            buf_free(&pair[1]);
         }
         /* the assistant's text (a message without a role is the assistant's) */
         long role = member(jj, message, "role");
@@ -2018,41 +2043,18 @@ static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, 
     const char *t = text.data ? text.data : "";
     /* {"claims", "finish_reasons", "pii", "text", "tool_calls"}: sorted */
     buf_putc(out, '{');
-    if (text.len && may_match(&k->claim_anchors, t, text.len)) {
-        PyObject *claims = call_text(k->claim_hits, t, text.len);
-        if (!claims) status = -1;
-        else {
-            if (PyObject_IsTrue(claims)) {
-                buf_puts(out, "\"claims\":");
-                status = put_py_json(claims, out);
-                buf_putc(out, ',');
-            }
-            Py_DECREF(claims);
-        }
-    }
-    if (reasons->count) {
+    if (text.len && may_match(&k->claim_anchors, t, text.len))
+        status = put_python_answer(out, "\"claims\":", k->claim_hits, t, text.len);
+    if (reasons->count && status == 0) {
         buf_puts(out, "\"finish_reasons\":[");
         for (size_t q = 0; q < reasons->count && status == 0; q++) {
             if (q) buf_putc(out, ',');
-            size_t start = c->scratch->len;
-            status = put_clean(k, reasons->s[q], reasons->n[q], c->scratch);
-            put_json_string(out, c->scratch->data + start, c->scratch->len - start);
-            c->scratch->len = start;
+            status = put_clean_json(c, reasons->s[q], reasons->n[q], out);
         }
         buf_puts(out, "],");
     }
-    if (status == 0 && may_hold_pii(k, t, text.len)) {
-        PyObject *pii = call_text(k->pii_find, t, text.len);
-        if (!pii) status = -1;
-        else {
-            if (PyObject_IsTrue(pii)) {
-                buf_puts(out, "\"pii\":");
-                status = put_py_json(pii, out);
-                buf_putc(out, ',');
-            }
-            Py_DECREF(pii);
-        }
-    }
+    if (status == 0 && may_hold_pii(k, t, text.len))
+        status = put_python_answer(out, "\"pii\":", k->pii_find, t, text.len);
     buf_puts(out, is_blank(t, text.len) ? "\"text\":false" : "\"text\":true");
     if (n_calls) {
         buf_puts(out, ",\"tool_calls\":[");
@@ -2179,31 +2181,22 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
                 reasons.count = 1;
             } else if (a->type == V_OTHER) {
                 /* an array of strings: AnyValue.array_value (5) of AnyValue.string_value */
-                const uint8_t *p = (const uint8_t *)a->s, *end = p + a->n;
+                Fields value = fields_of(a->s, a->n);
                 int is_array = 0;
-                while (p && p < end) {
-                    uint32_t field;
-                    int wire;
-                    const uint8_t *data = NULL;
-                    size_t len = 0;
-                    uint64_t num;
-                    p = next_field(p, end, &field, &wire, &data, &len, &num);
-                    if (!p) break;
-                    if (field != 5 || wire != 2) {
+                while (!c->fallback && field_next(&value) > 0) {
+                    if (value.field != 5 || value.wire != 2) {
                         c->fallback = 1;
                         break;
                     }
                     is_array = 1;
                     reasons.count = 0;
-                    const uint8_t *q = data, *qend = data + len;
-                    while (q < qend && !c->fallback) {
-                        q = next_field(q, qend, &field, &wire, &data, &len, &num);
-                        if (!q || field != 1 || wire != 2 || reasons.count >= 64) {
-                            c->fallback = 1;
-                            break;
-                        }
+                    Fields items = fields_of(value.data, value.len);
+                    int more;
+                    while (!c->fallback && (more = field_next(&items)) != 0) {
                         Attr item;
-                        if (read_any_value(data, data + len, &item) < 0 || item.type != V_STR) {
+                        if (more < 0 || items.field != 1 || items.wire != 2 || reasons.count >= 64 ||
+                            read_any_value(items.data, items.data + items.len, &item) < 0 ||
+                            item.type != V_STR) {
                             c->fallback = 1;
                             break;
                         }
@@ -2335,47 +2328,36 @@ static int read_span(Kernel *k, const uint8_t *p, const uint8_t *end, SpanView *
     v->n_attrs = 0;
     v->overflow = 0;
     v->has_events = 0;
-    while (p < end) {
-        uint32_t field;
-        int wire;
-        const uint8_t *data = NULL;
-        size_t len = 0;
-        uint64_t num;
-        p = next_field(p, end, &field, &wire, &data, &len, &num);
-        if (!p) return -1;
-        if (wire != 2) continue;
-        if (field == 11) {
+    Fields f = fields_of(p, (size_t)(end - p));
+    int more;
+    while ((more = field_next(&f)) > 0) {
+        if (f.wire != 2) continue;
+        if (f.field == 11) {
             v->has_events = 1;
-        } else if (field == 1) {
-            v->trace_id = data;
-            v->trace_id_len = len;
-        } else if (field == 5) {
-            v->name = (const char *)data;
-            v->name_len = len;
-        } else if (field == 9) {
-            const uint8_t *q = data, *qend = data + len;
+        } else if (f.field == 1) {
+            v->trace_id = f.data;
+            v->trace_id_len = f.len;
+        } else if (f.field == 5) {
+            v->name = (const char *)f.data;
+            v->name_len = f.len;
+        } else if (f.field == 9) {
             const char *key = "";
             size_t key_len = 0;
             const uint8_t *value = NULL;
             size_t value_len = 0;
-            int has_value = 0;
-            while (q < qend) {
-                uint32_t f;
-                int w;
-                const uint8_t *d = NULL;
-                size_t l = 0;
-                uint64_t x;
-                q = next_field(q, qend, &f, &w, &d, &l, &x);
-                if (!q) return -1;
-                if (f == 1 && w == 2) {
-                    key = (const char *)d;
-                    key_len = l;
-                } else if (f == 2 && w == 2) {
-                    value = d; /* a repeated message field merges: rare, left to Python */
-                    value_len = l;
+            int has_value = 0, in_kv;
+            Fields kv = fields_of(f.data, f.len);
+            while ((in_kv = field_next(&kv)) > 0) {
+                if (kv.field == 1 && kv.wire == 2) {
+                    key = (const char *)kv.data;
+                    key_len = kv.len;
+                } else if (kv.field == 2 && kv.wire == 2) {
+                    value = kv.data; /* a repeated message field merges: rare, left to Python */
+                    value_len = kv.len;
                     if (has_value++) v->overflow = 1;
                 }
             }
+            if (in_kv < 0) return -1;
             int slot = key_index(k->key_table, key, key_len);
             int cls = slot >= 0 ? k->key_table[slot].cls : KEY_OTHER;
             int content = cls == KEY_CONTENT || has_prefix(&k->content_prefixes, key, key_len);
@@ -2397,10 +2379,9 @@ static int read_span(Kernel *k, const uint8_t *p, const uint8_t *end, SpanView *
             }
         }
     }
-    return 0;
+    return more < 0 ? -1 : 0;
 }
 
-/* The answer for one span (see the module doc); NULL on error. */
 /* The pii.dropped record ({field: {kind: count}}, sorted) of `found` into `out`. */
 static int put_dropped_fact(Kernel *k, PyObject *found, Buf *out) {
     PyObject *fields = PyDict_Keys(found);
@@ -2521,15 +2502,12 @@ static int walk(Kernel *k, const uint8_t *p, const uint8_t *end, int depth, PyOb
     /* depth 0: request (resource_spans = 1); 1: ResourceSpans (scope_spans = 2);
      * 2: ScopeSpans (spans = 2) */
     static const uint32_t child_field[3] = {1, 2, 2};
-    while (p < end) {
-        uint32_t field;
-        int wire;
-        const uint8_t *data = NULL;
-        size_t len = 0;
-        uint64_t num;
-        p = next_field(p, end, &field, &wire, &data, &len, &num);
-        if (!p) return 1; /* malformed: Python decides the whole request */
-        if (wire != 2 || field != child_field[depth]) continue;
+    Fields f = fields_of(p, (size_t)(end - p));
+    int more;
+    while ((more = field_next(&f)) > 0) {
+        if (f.wire != 2 || f.field != child_field[depth]) continue;
+        const uint8_t *data = f.data;
+        size_t len = f.len;
         if (depth < 2) {
             int status =
                 walk(k, data, data + len, depth + 1, answers, hmac, json, tenant, tenant_len,
@@ -2545,7 +2523,7 @@ static int walk(Kernel *k, const uint8_t *p, const uint8_t *end, int depth, PyOb
         Py_DECREF(answer);
         if (failed) return -1;
     }
-    return 0;
+    return more < 0 ? 1 : 0; /* malformed: Python decides the whole request */
 }
 
 static PyObject *Kernel_request(Kernel *k, PyObject *args) {
@@ -2612,30 +2590,27 @@ static PyObject *Kernel_fingerprint(Kernel *k, PyObject *args) {
 
 /* ------------------------------------------------------------------ construction */
 
-static int config_keys(PyObject *config, const char *name, KeyList *l) {
+/* The config's `name`; NULL with KeyError naming it when it is missing. */
+static PyObject *config_item(PyObject *config, const char *name) {
     PyObject *value = PyDict_GetItemString(config, name);
-    if (!value) {
-        PyErr_Format(PyExc_KeyError, "kernel config: %s missing", name);
-        return -1;
-    }
-    return keylist_from(l, value);
+    if (!value) PyErr_Format(PyExc_KeyError, "kernel config: %s missing", name);
+    return value;
+}
+
+static int config_keys(PyObject *config, const char *name, KeyList *l) {
+    PyObject *value = config_item(config, name);
+    return value ? keylist_from(l, value) : -1;
 }
 
 static int config_anchors(PyObject *config, const char *name, Anchors *a) {
-    PyObject *value = PyDict_GetItemString(config, name);
-    if (!value) {
-        PyErr_Format(PyExc_KeyError, "kernel config: %s missing", name);
-        return -1;
-    }
-    return anchors_from(a, value);
+    PyObject *value = config_item(config, name);
+    return value ? anchors_from(a, value) : -1;
 }
 
+/* A one-key list of the config's str `name`. */
 static int config_key(PyObject *config, const char *name, KeyList *l) {
-    PyObject *value = PyDict_GetItemString(config, name);
-    if (!value || !PyUnicode_Check(value)) {
-        PyErr_Format(PyExc_KeyError, "kernel config: %s missing or not str", name);
-        return -1;
-    }
+    PyObject *value = config_item(config, name);
+    if (!value) return -1;
     PyObject *one = PyTuple_Pack(1, value);
     int status = one ? keylist_from(l, one) : -1;
     Py_XDECREF(one);
@@ -2643,9 +2618,10 @@ static int config_key(PyObject *config, const char *name, KeyList *l) {
 }
 
 static int config_str(PyObject *config, const char *name, char **out) {
-    PyObject *value = PyDict_GetItemString(config, name);
-    if (!value || !PyUnicode_Check(value)) {
-        PyErr_Format(PyExc_KeyError, "kernel config: %s missing or not str", name);
+    PyObject *value = config_item(config, name);
+    if (!value) return -1;
+    if (!PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "kernel config: %s must be str", name);
         return -1;
     }
     *out = copy_str(value, NULL);
@@ -2653,22 +2629,16 @@ static int config_str(PyObject *config, const char *name, char **out) {
 }
 
 static int config_obj(PyObject *config, const char *name, PyObject **out) {
-    PyObject *value = PyDict_GetItemString(config, name);
-    if (!value) {
-        PyErr_Format(PyExc_KeyError, "kernel config: %s missing", name);
-        return -1;
-    }
+    PyObject *value = config_item(config, name);
+    if (!value) return -1;
     Py_INCREF(value);
     *out = value;
     return 0;
 }
 
 static int config_int(PyObject *config, const char *name, long *out) {
-    PyObject *value = PyDict_GetItemString(config, name);
-    if (!value) {
-        PyErr_Format(PyExc_KeyError, "kernel config: %s missing", name);
-        return -1;
-    }
+    PyObject *value = config_item(config, name);
+    if (!value) return -1;
     *out = PyLong_AsLong(value);
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }

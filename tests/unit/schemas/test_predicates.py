@@ -92,16 +92,35 @@ _PHRASES = [
 ]
 
 
-@pytest.mark.parametrize("name", list(INSTRUCTION_LEXICON))
-def test_every_match_of_an_instruction_entry_holds_one_of_its_anchors(name: str) -> None:
-    pattern = re.compile(INSTRUCTION_LEXICON[name], re.MULTILINE)
+_INSTRUCTION_TEXTS = _PHRASES + _adversarial_texts(3000)
+_CLAIM_TEXTS = _adversarial_texts(4000, 18, _CLAIM_WORDS, _CLAIM_RUNS)
+# (expression, its anchors, generated texts, how many must match for the check to prove
+# anything), by entry name
+_ANCHORED = {
+    **{
+        name: (INSTRUCTION_LEXICON[name], INSTRUCTION_ANCHORS[name], _INSTRUCTION_TEXTS, 20)
+        for name in INSTRUCTION_LEXICON
+    },
+    **{
+        f"claim {name}": (_CLAIM_EXPRESSIONS[name], CLAIM_ANCHORS[name], _CLAIM_TEXTS, 10)
+        for name in CLAIM_LEXICON
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(_ANCHORED))
+def test_every_match_of_an_entry_holds_one_of_its_anchors(name: str) -> None:
+    """Instructions and claims alike: the generated texts reach the entry, and each
+    match holds one of its anchors."""
+    expression, anchors, texts, least = _ANCHORED[name]
+    pattern = re.compile(expression, re.MULTILINE)
     matched = 0
-    for text in _PHRASES + _adversarial_texts(3000):
+    for text in texts:
         lowered = text.lower()
         if pattern.search(lowered):
             matched += 1
-            assert any(anchor in lowered for anchor in INSTRUCTION_ANCHORS[name]), text
-    assert matched >= 20  # the generated texts reach the entry, or the check proves nothing
+            assert any(anchor in lowered for anchor in anchors), text
+    assert matched >= least  # the generated texts reach the entry, or the check proves nothing
 
 
 def test_the_anchored_lexicon_answers_as_the_expressions_alone() -> None:
@@ -110,18 +129,6 @@ def test_the_anchored_lexicon_answers_as_the_expressions_alone() -> None:
     assert [INSTRUCTIONS.hits(t) for t in texts] == [plain.hits(t) for t in texts]
     assert INSTRUCTIONS.hits(_PHRASES[0]) == ["ignore_instructions", "action_request"]
     assert INSTRUCTIONS.hits("the user asked for the status of the order.") == []
-
-
-@pytest.mark.parametrize("name", list(CLAIM_LEXICON))
-def test_every_match_of_a_claim_holds_one_of_its_anchors(name: str) -> None:
-    pattern = re.compile(_CLAIM_EXPRESSIONS[name], re.MULTILINE)
-    matched = 0
-    for text in _adversarial_texts(4000, 18, _CLAIM_WORDS, _CLAIM_RUNS):
-        lowered = text.lower()
-        if pattern.search(lowered):
-            matched += 1
-            assert any(anchor in lowered for anchor in CLAIM_ANCHORS[name]), text
-    assert matched >= 10  # the generated texts reach the entry, or the check proves nothing
 
 
 def test_the_anchored_claims_answer_as_the_expressions_alone() -> None:
