@@ -109,13 +109,17 @@ def redaction_rounds(
     rounds: int,
     profile: str | None,
     cpu_per_span: dict[str, float],
-) -> tuple[list[ExportTraceServiceRequest], list[tuple[float, float, float]]]:
+) -> tuple[
+    list[tuple[ExportTraceServiceRequest, list[bytes | None] | None]],
+    list[tuple[float, float, float]],
+]:
     """`redact`, `facts` and `python` in turn, `rounds` times, round n on the parsed
     requests of `make_bodies(n)` (fresh trace ids and conversations each round, so the
     redactors' memories of a trace never see it again; round 0 last), with one redactor of
     each kind for all the rounds, as a live collector has; notes each stage's median in
-    `cpu_per_span` and returns round 0's `facts` requests (the later stages read them) and
-    every round's (redact, facts, python) CPU per span."""
+    `cpu_per_span` and returns round 0's `facts` requests with the facts the kernel left
+    for grouping (the later stages read them) and every round's (redact, facts, python) CPU
+    per span."""
     secret = FactSecret(os.urandom(32))
     redactors = {
         "redact": Redactor(RedactionConfig()),
@@ -126,19 +130,19 @@ def redaction_rounds(
         sys.exit("the fact kernel is not built (pip install -e . with a C compiler)")
     samples: dict[str, list[float]] = {name: [] for name in redactors}
     requests: list[ExportTraceServiceRequest] = []
-    facts_requests: list[ExportTraceServiceRequest] = []
+    facts_requests: list[tuple[ExportTraceServiceRequest, list[bytes | None] | None]] = []
     for number in [*range(1, rounds), 0]:
         bodies = make_bodies(number)
         spans = span_count(bodies)
         for name, redactor in redactors.items():
             requests = [ExportTraceServiceRequest.FromString(b) for b in bodies]
-            if name == "facts":
-                facts_requests = requests
             measured: dict[str, float] = {}
-            timed(
+            deferred = timed(
                 name, spans, partial(_redact_all, redactor, requests, bodies),
                 profile if number == 0 else None, measured,
             )  # fmt: skip
+            if name == "facts":
+                facts_requests = list(zip(requests, deferred, strict=True))
             samples[name].append(measured[name])
     for name, values in samples.items():
         cpu_per_span[name] = statistics.median(values)
@@ -148,11 +152,14 @@ def redaction_rounds(
 
 def _redact_all(
     redactor: Redactor, requests: list[ExportTraceServiceRequest], bodies: list[bytes]
-) -> None:
+) -> list[list[bytes | None] | None]:
     """Redact each request with the body it was parsed from, as the collector does (the
-    fact kernel reads the body, `collector.facts`)."""
-    for request, body in zip(requests, bodies, strict=True):
-        redactor.redact(request, body=body)
+    fact kernel reads the body, `collector.facts`, and leaves its facts for grouping);
+    returns each request's deferred facts."""
+    return [
+        redactor.redact(request, body=body, defer=True).encoded_facts
+        for request, body in zip(requests, bodies, strict=True)
+    ]
 
 
 def print_facts_ratio(
@@ -238,7 +245,11 @@ def main() -> None:
     messages = timed(
         "group",
         spans,
-        lambda: [m.value for r in requests for m in group_by_trace(r).messages],
+        lambda: [
+            m.value
+            for r, deferred in requests
+            for m in group_by_trace(r, encoded_facts=deferred).messages
+        ],
         args.profile,
         cpu,
     )

@@ -2588,6 +2588,42 @@ static PyObject *Kernel_fingerprint(Kernel *k, PyObject *args) {
     return result;
 }
 
+/* Span bytes with encoded attributes spliced in after its own (fields are written in
+ * number order: after the last field numbered up to 9, `Span.attributes`), the bytes
+ * `MergeFromString` of them and then `SerializeToString` give. */
+static PyObject *splice_attributes(PyObject *module, PyObject *args) {
+    (void)module;
+    Py_buffer span, extra;
+    if (!PyArg_ParseTuple(args, "y*y*", &span, &extra)) return NULL;
+    const uint8_t *start = span.buf;
+    Fields f = fields_of(span.buf, (size_t)span.len);
+    size_t cut = (size_t)span.len;
+    for (;;) {
+        const uint8_t *before = f.p;
+        if (field_next(&f) <= 0) break;
+        if (f.field > 9) {
+            cut = (size_t)(before - start);
+            break;
+        }
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, span.len + extra.len);
+    if (out) {
+        char *o = PyBytes_AS_STRING(out);
+        memcpy(o, start, cut);
+        memcpy(o + cut, extra.buf, (size_t)extra.len);
+        memcpy(o + cut + extra.len, start + cut, (size_t)span.len - cut);
+    }
+    PyBuffer_Release(&span);
+    PyBuffer_Release(&extra);
+    return out;
+}
+
+static PyMethodDef module_methods[] = {
+    {"splice_attributes", splice_attributes, METH_VARARGS,
+     "splice_attributes(span: bytes, attributes: bytes) -> bytes: the span's encoding with "
+     "encoded `Span.attributes` entries after its own, as merging them would write it."},
+    {NULL, NULL, 0, NULL}};
+
 /* ------------------------------------------------------------------ construction */
 
 /* The config's `name`; NULL with KeyError naming it when it is missing. */
@@ -2802,7 +2838,7 @@ static PyTypeObject KernelType = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_facts_kernel",
                                     "The collector's facts over raw OTLP request bytes.", -1,
-                                    NULL};
+                                    module_methods};
 
 PyMODINIT_FUNC PyInit__facts_kernel(void) {
     for (int c = 0; c < 256; c++) lower_ascii[c] = (uint8_t)(c >= 'A' && c <= 'Z' ? c + 32 : c);

@@ -57,9 +57,13 @@ from pathgrade.schemas.predicates import (
 )
 
 try:
-    from pathgrade.collector._facts_kernel import Kernel
+    from pathgrade.collector._facts_kernel import Kernel, splice_attributes
 except ImportError:  # installed without a C compiler: every span's facts in Python
     Kernel = None
+
+    def splice_attributes(span: bytes, attributes: bytes) -> bytes:
+        """Never called without the kernel (nothing is deferred)."""
+        raise RuntimeError("the fact kernel is not built")
 
 
 def load_secret(key_file: Path | None, spill_dir: Path) -> FactSecret:

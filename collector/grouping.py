@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from pathgrade.collector.facts import splice_attributes
 from pathgrade.collector.validate import Rejections, describe_span
 
 DEFAULT_MAX_MESSAGE_BYTES = 900 * 1024  # under Kafka's default message.max.bytes (1 MiB)
@@ -59,16 +60,21 @@ class Grouped:
 
 
 def group_by_trace(
-    request: ExportTraceServiceRequest, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    request: ExportTraceServiceRequest,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    encoded_facts: list[bytes | None] | None = None,
 ) -> Grouped:
     """Messages for `request` (key = trace id hex, value = TracesData bytes, each at most
-    `max_message_bytes`), and the spans refused because no message could hold them."""
+    `max_message_bytes`), and the spans refused because no message could hold them.
+    `encoded_facts`: per span in request order, attributes to splice into its encoding
+    (the fact kernel's, deferred by `Redactor.redact`)."""
     grouped = Grouped()
     resources: list[tuple[bytes, bytes]] = []  # per resource: its encoding, its schema URL
     scopes: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # the same per scope
     group_costs: dict[tuple[int, int], tuple[int, int]] = {}  # (resource, scope) costs
     per_trace: dict[bytes, list[_Entry]] = {}
     bound = 0  # the most any message of this request can take: everything in it
+    ordinal = -1
     for r_index, resource_spans in enumerate(request.resource_spans):
         resource = resource_spans.resource.SerializeToString()
         url = resource_spans.schema_url.encode()
@@ -81,7 +87,10 @@ def group_by_trace(
             group_costs[(r_index, s_index)] = (resource_cost, scope_cost)
             bound += resource_cost + scope_cost
             for i, span in enumerate(scope_spans.spans):
+                ordinal += 1
                 encoded = span.SerializeToString()
+                if encoded_facts is not None and encoded_facts[ordinal]:
+                    encoded = splice_attributes(encoded, encoded_facts[ordinal])
                 cost = _FIELD_OVERHEAD + len(encoded)
                 alone = cost + scope_cost + resource_cost
                 if alone > max_message_bytes:

@@ -65,9 +65,11 @@ class IngestPipeline:
         rejections = validate_request(
             request, encoded_bytes=len(body) if body is not None else None
         )
-        self.redactor.redact(request, tenant, body if not rejections.rejected_spans else None)
+        redacted = self.redactor.redact(
+            request, tenant, body if not rejections.rejected_spans else None, defer=True
+        )
         received_at = time.time_ns()
-        grouped = group_by_trace(request, self.max_message_bytes)
+        grouped = group_by_trace(request, self.max_message_bytes, redacted.encoded_facts)
         rejections.extend(grouped.rejections)
         refused = self.publisher.publish(
             [OutgoingMessage(m.key, m.value, tenant, received_at) for m in grouped.messages],

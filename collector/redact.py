@@ -111,6 +111,9 @@ class RedactionStats:
     removed_attributes: int = 0
     scrubbed_values: int = 0
     spans_with_facts: int = 0
+    encoded_facts: list[bytes | None] | None = None
+    """With `defer`: per span in request order, the fact kernel's encoded facts left for
+    the caller to splice into the span's encoding (`grouping.group_by_trace` does)."""
 
     def scrubbed(self, record: PiiRecord, field: str, counts: Counts) -> None:
         """Note `counts` found and replaced in `field`."""
@@ -158,12 +161,17 @@ class Redactor:
         request: ExportTraceServiceRequest,
         tenant: str = DEFAULT_TENANT,
         body: bytes | None = None,
+        defer: bool = False,
     ) -> RedactionStats:
         """Record facts, remove content that is not opted in, scrub every string left.
         `body`: the bytes `request` was parsed from, when it holds exactly their spans
-        (the fact kernel then reads them, `collector.facts`)."""
+        (the fact kernel then reads them, `collector.facts`). `defer`: a span whose only
+        change of facts is the kernel's encoded ones keeps them in `stats.encoded_facts`
+        instead (merging them costs more than splicing them into the span's encoding)."""
         stats = RedactionStats()
         answers = self._kernel_answers(request, tenant, body)
+        if defer and answers is not None:
+            stats.encoded_facts = [None] * len(answers)
         ordinal = 0
         for resource_spans in request.resource_spans:
             shared: PiiRecord = {}
@@ -182,8 +190,12 @@ class Redactor:
                 )
                 for span in scope_spans.spans:
                     answer = answers[ordinal] if answers is not None else False
+                    left = self._redact_span(
+                        span, tenant, _Findings(scoped), stats, answer, stats.encoded_facts
+                    )
+                    if left:
+                        stats.encoded_facts[ordinal] = left  # type: ignore[index]
                     ordinal += 1
-                    self._redact_span(span, tenant, _Findings(scoped), stats, answer)
         stats.spans = ordinal
         return stats
 
@@ -206,11 +218,13 @@ class Redactor:
 
     def _redact_span(
         self, span: trace_pb2.Span, tenant: str, found: _Findings, stats: RedactionStats,
-        answer: Any = False,
-    ) -> None:  # fmt: skip
+        answer: Any = False, deferred: list[bytes | None] | None = None,
+    ) -> bytes | None:  # fmt: skip
         """Facts first (from raw values, or the kernel's `answer`: see
         `FactMaker.request_facts`; False: computed here), then remove the span's unkept
-        content (span and events) and scrub everything left."""
+        content (span and events) and scrub everything left. Returns the kernel's encoded
+        facts when they are all the span's facts change and `deferred` is given (they
+        are then not merged)."""
         encoded, known_pii = answer, _NO_PII  # what the kernel wrote, found
         if answer.__class__ is tuple:
             encoded, known_pii = answer
@@ -246,15 +260,20 @@ class Redactor:
             status.message = self._scrub_field(
                 status.message, found.scrubbed, "status.message", stats
             )
+        if removed:  # before the facts: a span's deferred facts go after its attributes
+            attributes.add(key=genai.PG_REDACTED_KEYS).value.int_value = removed
+        left = None
         if encoded and not (producer_facts or found.scrubbed or found.dropped):
-            span.MergeFromString(encoded)  # the kernel's facts alone (write_facts' case)
-            stats.spans_with_facts += 1
+            stats.spans_with_facts += 1  # the kernel's facts alone (write_facts' case)
+            if deferred is None:
+                span.MergeFromString(encoded)
+            else:
+                left = encoded
         elif self.facts is not None and (facts or encoded or found.scrubbed or found.dropped):
             write_facts(span, facts, found.scrubbed, found.dropped, producer_facts, encoded)
             stats.spans_with_facts += 1
-        if removed:
-            attributes.add(key=genai.PG_REDACTED_KEYS).value.int_value = removed
         stats.removed_attributes += removed
+        return left
 
     def _redact_event(
         self, event: trace_pb2.Span.Event, keep: _ContentPolicy, found: _Findings,

@@ -25,6 +25,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.collector.facts import FactMaker, Kernel
+from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.schemas import facts as f
 from pathgrade.schemas import genai
@@ -487,3 +488,28 @@ def test_concurrent_requests_get_the_answers_of_sequential_ones() -> None:
     for i, expected in enumerate(by_python):
         for span_a, span_b in zip(_spans(results[i]), _spans(expected), strict=True):
             assert _attributes(span_a) == _attributes(span_b)
+
+
+@pytest.mark.parametrize("config_name", ["default", "patterns"])
+def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) -> None:
+    """The collector leaves the kernel's facts out of the span and splices them into its
+    encoding when grouping (cheaper than merging): the Kafka messages are byte for byte
+    those of merged facts."""
+    exporter = InMemorySpanExporter()
+    send_demo_traces(exporter, traces=30, seed=13, flavor="genai")
+    spans = list(exporter.get_finished_spans())
+    config = CONFIGS[config_name]
+    deferred_some = False
+    for i in range(0, len(spans), 32):
+        body = encode_spans(spans[i : i + 32]).SerializeToString()
+        merged, deferred = (ExportTraceServiceRequest.FromString(body) for _ in range(2))
+        Redactor(config, _maker(config, native=True)).redact(merged, "acme", body)
+        stats = Redactor(config, _maker(config, native=True)).redact(
+            deferred, "acme", body, defer=True
+        )
+        assert stats.encoded_facts is not None
+        deferred_some |= any(stats.encoded_facts)
+        expected = [(m.key, m.value) for m in group_by_trace(merged).messages]
+        spliced = group_by_trace(deferred, encoded_facts=stats.encoded_facts).messages
+        assert [(m.key, m.value) for m in spliced] == expected
+    assert deferred_some
