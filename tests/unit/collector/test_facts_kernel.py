@@ -315,7 +315,9 @@ def _generated_spans() -> st.SearchStrategy[list[tuple[str, dict[str, Any]]]]:
     return st.lists(span, min_size=1, max_size=5)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(spans=_generated_spans(), config_name=st.sampled_from(list(CONFIGS)), events=st.booleans())
 def test_generated_spans_get_the_same_attributes(
     spans: list[tuple[str, dict[str, Any]]], config_name: str, events: bool
@@ -323,7 +325,7 @@ def test_generated_spans_get_the_same_attributes(
     _assert_same([_body(*spans, events=events)], CONFIGS[config_name])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, derandomize=True)
 @given(
     conversation=st.lists(messages, min_size=2, max_size=7),
     config_name=st.sampled_from(list(CONFIGS)),
