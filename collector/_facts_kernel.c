@@ -1260,11 +1260,31 @@ static int read_any_value(const uint8_t *p, const uint8_t *end, Attr *a) {
 
 /* ---- facts */
 
+/* A request's working memory, reused span after span (each buffer is emptied by the one
+ * function that uses it, `fresh`). */
+typedef struct {
+    Json json; /* one text is parsed at a time */
+    Buf scratch, out, fact, op, text, calls;
+} Pool;
+
+static void pool_free(Pool *pool) {
+    json_free(&pool->json);
+    Buf *bufs[] = {&pool->scratch, &pool->out, &pool->fact, &pool->op, &pool->text, &pool->calls};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) buf_free(bufs[i]);
+}
+
+static Buf *fresh(Buf *b) {
+    b->len = 0;
+    b->failed = 0;
+    return b;
+}
+
 typedef struct {
     Kernel *k;
     Hmac *hmac;
-    Buf *scratch;
-    Json *json; /* the request's JSON arena: one text is parsed at a time */
+    Buf *scratch; /* stack-like: a user truncates it back to where it found it */
+    Json *json;
+    Pool *pool;
     int fallback; /* the span is left to Python */
 } Ctx;
 
@@ -1432,15 +1452,8 @@ static long untrusted_hits(Ctx *c, Json *j, long value, long *mask) {
 static long instructions_in_messages(Ctx *c, const char *s, size_t n) {
     Kernel *k = c->k;
     int marked = 0;
-    for (size_t m = 0; m < k->untrusted_markers.n && !marked; m++) {
-        const char *marker = k->untrusted_markers.keys[m];
-        size_t len = k->untrusted_markers.lens[m];
-        for (size_t i = 0; i + len <= n; i++)
-            if (s[i] == marker[0] && memcmp(s + i, marker, len) == 0) {
-                marked = 1;
-                break;
-            }
-    }
+    for (size_t m = 0; m < k->untrusted_markers.n && !marked; m++)
+        marked = memmem(s, n, k->untrusted_markers.keys[m], k->untrusted_markers.lens[m]) != NULL;
     if (!marked) return NO_UNTRUSTED;
     Json *jj = c->json;
     long root = json_parse(jj, s, n);
@@ -1985,7 +1998,7 @@ static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, 
     }
     JNode *r = NODE(jj, root);
     uint32_t count = r->type == J_ARR ? r->n : r->type == J_OBJ ? 1 : 0;
-    Buf text = {0}, calls = {0};
+    Buf *text = fresh(&c->pool->text), *calls = fresh(&c->pool->calls);
     int texts = 0, n_calls = 0, status = 0;
     for (uint32_t m = 0; m < count && status == 0 && !c->fallback; m++) {
         long message = r->type == J_ARR ? (long)KID(jj, NODE(jj, root), m) : root;
@@ -2000,7 +2013,7 @@ static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, 
             Buf pair[2] = {{0}, {0}};
             for (int q = 0; q < 2; q++)
                 if (truthy(jj, values[q]) && !put_py_str(jj, values[q], &pair[q])) c->fallback = 1;
-            status = put_tool_call(c, &calls, &n_calls, &pair[0], &pair[1]);
+            status = put_tool_call(c, calls, &n_calls, &pair[0], &pair[1]);
             buf_free(&pair[0]);
             buf_free(&pair[1]);
         }
@@ -2021,30 +2034,28 @@ static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, 
             if (truthy(jj, id) && !put_py_str(jj, id, &pair[0])) c->fallback = 1;
             if (name < 0) buf_puts(&pair[1], "None"); /* str(None) */
             else if (!put_py_str(jj, name, &pair[1])) c->fallback = 1;
-            status = put_tool_call(c, &calls, &n_calls, &pair[0], &pair[1]);
+            status = put_tool_call(c, calls, &n_calls, &pair[0], &pair[1]);
             buf_free(&pair[0]);
             buf_free(&pair[1]);
         }
         /* the assistant's text (a message without a role is the assistant's) */
         long role = member(jj, message, "role");
         if (role < 0 || is_str(jj, role, "assistant")) {
-            size_t start = text.len;
-            if (texts) buf_putc(&text, '\n');
-            if (!message_text(jj, message, &text)) c->fallback = 1;
-            if (text.len == start + (texts ? 1 : 0)) text.len = start; /* empty: not joined */
+            size_t start = text->len;
+            if (texts) buf_putc(text, '\n');
+            if (!message_text(jj, message, text)) c->fallback = 1;
+            if (text->len == start + (texts ? 1 : 0)) text->len = start; /* empty: not joined */
             else texts++;
         }
     }
-    if (c->fallback || status < 0 || text.failed || calls.failed) {
-        buf_free(&text);
-        buf_free(&calls);
+    if (c->fallback || status < 0 || text->failed || calls->failed) {
         return status < 0 ? -1 : 0;
     }
-    const char *t = text.data ? text.data : "";
+    const char *t = text->data ? text->data : "";
     /* {"claims", "finish_reasons", "pii", "text", "tool_calls"}: sorted */
     buf_putc(out, '{');
-    if (text.len && may_match(&k->claim_anchors, t, text.len))
-        status = put_python_answer(out, "\"claims\":", k->claim_hits, t, text.len);
+    if (text->len && may_match(&k->claim_anchors, t, text->len))
+        status = put_python_answer(out, "\"claims\":", k->claim_hits, t, text->len);
     if (reasons->count && status == 0) {
         buf_puts(out, "\"finish_reasons\":[");
         for (size_t q = 0; q < reasons->count && status == 0; q++) {
@@ -2053,17 +2064,15 @@ static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, 
         }
         buf_puts(out, "],");
     }
-    if (status == 0 && may_hold_pii(k, t, text.len))
-        status = put_python_answer(out, "\"pii\":", k->pii_find, t, text.len);
-    buf_puts(out, is_blank(t, text.len) ? "\"text\":false" : "\"text\":true");
+    if (status == 0 && may_hold_pii(k, t, text->len))
+        status = put_python_answer(out, "\"pii\":", k->pii_find, t, text->len);
+    buf_puts(out, is_blank(t, text->len) ? "\"text\":false" : "\"text\":true");
     if (n_calls) {
         buf_puts(out, ",\"tool_calls\":[");
-        buf_put(out, calls.data, calls.len);
+        buf_put(out, calls->data, calls->len);
         buf_putc(out, ']');
     }
     buf_putc(out, '}');
-    buf_free(&text);
-    buf_free(&calls);
     return status;
 }
 
@@ -2140,9 +2149,9 @@ static void put_names_fact(Buf *out, PyObject *name, PyObject *names, long mask)
 /* The facts of one span into `out`; 1 when it has any. c->fallback when Python decides. */
 static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tenant_len, Buf *out) {
     Kernel *k = c->k;
-    Buf fact = {0};
+    Buf *fact = fresh(&c->pool->fact);
     int any = 0, status = 0;
-    Buf opbuf = {0};
+    Buf *opbuf = fresh(&c->pool->op);
     const char *op = "";
     size_t op_len = 0;
     int needs_fields = 0;
@@ -2156,13 +2165,12 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
     const char *reason_s[64];
     size_t reason_n[64];
     if (needs_fields) {
-        if (operation_of(c, v, &opbuf) < 0) {
-            buf_free(&opbuf);
+        if (operation_of(c, v, opbuf) < 0) {
             return -1;
         }
         if (c->fallback) goto done;
-        op = opbuf.data ? opbuf.data : "";
-        op_len = opbuf.len;
+        op = opbuf->data ? opbuf->data : "";
+        op_len = opbuf->len;
         int tool = eq(op, op_len, k->execute_tool);
         text_of(attr(v, &k->arguments_key), &args, &args_n, c);
         text_of(attr(v, &k->result_key), &result, &result_n, c);
@@ -2222,10 +2230,10 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
                 }
         }
         if (tool && args_n) {
-            status = tool_args_fact(c, args, args_n, &fact);
+            status = tool_args_fact(c, args, args_n, fact);
             if (status < 0 || c->fallback) goto done;
-            put_string_fact(out, FACT(0), fact.data, fact.len);
-            fact.len = 0;
+            put_string_fact(out, FACT(0), fact->data, fact->len);
+            fact->len = 0;
             any = 1;
         }
     }
@@ -2235,19 +2243,19 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
         if (!a || a->type == V_NONE) continue;
         if (a->type == V_STR) {
             if (!a->n) continue;
-            fingerprint(c->hmac, a->s, a->n, &fact);
+            fingerprint(c->hmac, a->s, a->n, fact);
         } else if (a->type == V_INT) {
             if (!a->i) continue;
             Buf number = {0};
             buf_int64(&number, a->i);
-            fingerprint(c->hmac, number.data, number.len, &fact);
+            fingerprint(c->hmac, number.data, number.len, fact);
             buf_free(&number);
         } else {
             c->fallback = 1;
             goto done;
         }
-        put_string_fact(out, FACT(1), fact.data, fact.len);
-        fact.len = 0;
+        put_string_fact(out, FACT(1), fact->data, fact->len);
+        fact->len = 0;
         any = 1;
         break;
     }
@@ -2255,13 +2263,13 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
     const Attr *confirmation = attr(v, &k->confirmed_key);
     if (confirmation && confirmation->type == V_STR && confirmation->n) {
         int written;
-        status = confirmed_fact(c, confirmation->s, confirmation->n, &fact, &written);
+        status = confirmed_fact(c, confirmation->s, confirmation->n, fact, &written);
         if (status < 0 || c->fallback) goto done;
         if (written) {
-            put_string_fact(out, FACT(2), fact.data, fact.len);
+            put_string_fact(out, FACT(2), fact->data, fact->len);
             any = 1;
         }
-        fact.len = 0;
+        fact->len = 0;
     } else if (confirmation && confirmation->type != V_NONE && confirmation->type != V_STR) {
         c->fallback = 1;
         goto done;
@@ -2297,16 +2305,14 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
             any = 1;
         }
         if (outputs_n) {
-            status = output_fact(c, outputs, outputs_n, &reasons, &fact);
+            status = output_fact(c, outputs, outputs_n, &reasons, fact);
             if (status < 0 || c->fallback) goto done;
-            put_string_fact(out, FACT(4), fact.data, fact.len);
-            fact.len = 0;
+            put_string_fact(out, FACT(4), fact->data, fact->len);
+            fact->len = 0;
             any = 1;
         }
     }
 done:
-    buf_free(&fact);
-    buf_free(&opbuf);
     if (status < 0) return -1;
     if (out->failed) {
         PyErr_NoMemory();
@@ -2314,8 +2320,6 @@ done:
     }
     return any;
 error:
-    buf_free(&fact);
-    buf_free(&opbuf);
     return -1;
 }
 
@@ -2415,7 +2419,7 @@ static int put_dropped_fact(Kernel *k, PyObject *found, Buf *out) {
 /* The answer for one span (see the module doc); NULL on error. `drops_all`: the
  * collector drops every content value (nothing is captured), so the pii.dropped record
  * of a span without events is written here too. */
-static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, Json *json,
+static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, Pool *pool,
                              const char *tenant, size_t tenant_len, int drops_all) {
     if (v->overflow) Py_RETURN_FALSE;
     int has_content = 0;
@@ -2429,16 +2433,13 @@ static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, Json *jso
                 Py_RETURN_FALSE;
     }
     if (!has_content) Py_RETURN_NONE; /* facts read content, identity and confirmations only */
-    Buf scratch = {0}, out = {0};
-    Ctx c = {k, hmac, &scratch, json, 0};
-    int any = span_facts(&c, v, tenant, tenant_len, &out);
-    buf_free(&scratch);
+    Buf *out = fresh(&pool->out);
+    Ctx c = {k, hmac, fresh(&pool->scratch), &pool->json, pool, 0};
+    int any = span_facts(&c, v, tenant, tenant_len, out);
     if (any < 0) {
-        buf_free(&out);
         return NULL;
     }
     if (c.fallback) {
-        buf_free(&out);
         Py_RETURN_FALSE;
     }
     /* the personal data in each content value: {key: counts}, only keys with any; a value
@@ -2468,21 +2469,19 @@ static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, Json *jso
     }
     int writes_dropped = found && drops_all && all_text && !v->has_events;
     if (writes_dropped) {
-        if (put_dropped_fact(k, found, &out) < 0) goto error;
+        if (put_dropped_fact(k, found, out) < 0) goto error;
         Py_CLEAR(found);
         any = 1;
     }
     if (!any && !found) {
-        buf_free(&out);
         Py_RETURN_NONE;
     }
-    if (any) put_int_fact(&out, FACT(5), k->facts_version);
-    if (out.failed) {
+    if (any) put_int_fact(out, FACT(5), k->facts_version);
+    if (out->failed) {
         PyErr_NoMemory();
         goto error;
     }
-    PyObject *blob = any ? PyBytes_FromStringAndSize(out.data, (Py_ssize_t)out.len) : Py_NewRef(Py_None);
-    buf_free(&out);
+    PyObject *blob = any ? PyBytes_FromStringAndSize(out->data, (Py_ssize_t)out->len) : Py_NewRef(Py_None);
     if (!blob || !found) {
         Py_XDECREF(found);
         return blob;
@@ -2492,13 +2491,12 @@ static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, Json *jso
     Py_DECREF(found);
     return answer;
 error:
-    buf_free(&out);
     Py_XDECREF(found);
     return NULL;
 }
 
 static int walk(Kernel *k, const uint8_t *p, const uint8_t *end, int depth, PyObject *answers,
-                Hmac *hmac, Json *json, const char *tenant, size_t tenant_len, int drops_all) {
+                Hmac *hmac, Pool *pool, const char *tenant, size_t tenant_len, int drops_all) {
     /* depth 0: request (resource_spans = 1); 1: ResourceSpans (scope_spans = 2);
      * 2: ScopeSpans (spans = 2) */
     static const uint32_t child_field[3] = {1, 2, 2};
@@ -2510,14 +2508,14 @@ static int walk(Kernel *k, const uint8_t *p, const uint8_t *end, int depth, PyOb
         size_t len = f.len;
         if (depth < 2) {
             int status =
-                walk(k, data, data + len, depth + 1, answers, hmac, json, tenant, tenant_len,
+                walk(k, data, data + len, depth + 1, answers, hmac, pool, tenant, tenant_len,
                      drops_all);
             if (status) return status;
             continue;
         }
         SpanView view;
         if (read_span(k, data, data + len, &view) < 0) return 1;
-        PyObject *answer = span_answer(k, &view, hmac, json, tenant, tenant_len, drops_all);
+        PyObject *answer = span_answer(k, &view, hmac, pool, tenant, tenant_len, drops_all);
         if (!answer) return -1;
         int failed = PyList_Append(answers, answer);
         Py_DECREF(answer);
@@ -2547,12 +2545,12 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
     hmac.prefix_len = (size_t)key_id_len + 1;
     hmac.remembered = k->fingerprints;
     PyObject *answers = PyList_New(0);
-    Json json;
-    memset(&json, 0, sizeof json);
+    Pool pool;
+    memset(&pool, 0, sizeof pool);
     int status = answers ? walk(k, body.buf, (const uint8_t *)body.buf + body.len, 0, answers,
-                                &hmac, &json, tenant, (size_t)tenant_len, drops_all)
+                                &hmac, &pool, tenant, (size_t)tenant_len, drops_all)
                          : -1;
-    json_free(&json);
+    pool_free(&pool);
     PyBuffer_Release(&body);
     PyBuffer_Release(&key);
     if (status < 0) {
