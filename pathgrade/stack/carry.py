@@ -7,10 +7,12 @@ scorer (group `pathgrade-scorer`), which may be behind. Its unread samples are r
 the old broker (`unread_messages`: from the group's committed offset of each partition,
 or the partition's start where it committed none) and written into the fresh one
 (`republish`) on the same partitions, in order, before the stack resumes. The fresh broker
-knows no committed offsets, so the scorer starts again at the start of each partition,
-which holds exactly what it had not read yet (a sample it read but had not committed is
-read twice: at-least-once, as everywhere in pathgrade). A group that never committed
-anything (no scorer ever ran) has nothing carried: nobody would read it.
+knows no committed offsets, so the group's are set to the start of each partition it had
+committed on (`start_group`), which holds exactly what it had not read yet (a sample it
+read but had not committed is read twice: at-least-once, as everywhere in pathgrade);
+without that, a scorer that had not committed again by the next swap would look like one
+that never ran, and that swap would carry nothing. A group that never committed anything
+(no scorer ever ran) has nothing carried: nobody would read it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from dataclasses import dataclass
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.structs import OffsetAndMetadata
 
 from pathgrade.schemas.topics import DRAIN_IDLE_S, kafka_client_settings, read_until_drained
 
@@ -42,11 +45,14 @@ def committed_offsets(bootstrap: str, topic: str, group: str) -> dict[int, int |
 
 
 def unread_messages(
-    bootstrap: str, topic: str, group: str, timeout_s: float = 60.0
-) -> list[CarriedMessage]:
-    """What `group` has not committed on `topic`, read until the topic is quiet for
-    `DRAIN_IDLE_S`; empty when the group committed nothing at all."""
-    offsets = committed_offsets(bootstrap, topic, group)
+    bootstrap: str, topic: str, group: str, timeout_s: float = 60.0,
+    offsets: dict[int, int | None] | None = None,
+) -> list[CarriedMessage]:  # fmt: skip
+    """What `group` has not committed on `topic` (`offsets`: its committed offsets, when
+    already read), read until the topic is quiet for `DRAIN_IDLE_S`; empty when the group
+    committed nothing at all."""
+    if offsets is None:
+        offsets = committed_offsets(bootstrap, topic, group)
     if all(offset is None for offset in offsets.values()):
         return []
     reader = KafkaConsumer(
@@ -99,3 +105,17 @@ def republish(
             future.get(timeout=max(0.1, deadline - time.monotonic()))
     finally:
         producer.close()
+
+
+def start_group(bootstrap: str, topic: str, group: str, partitions: list[int]) -> None:
+    """Commit offset 0 for `group` on `partitions` of `topic` (on a fresh broker: it has
+    read nothing of what was carried there)."""
+    if not partitions:
+        return
+    consumer = KafkaConsumer(**kafka_client_settings(bootstrap), group_id=group)
+    try:
+        consumer.commit(
+            {TopicPartition(topic, p): OffsetAndMetadata(0, "", -1) for p in partitions}
+        )
+    finally:
+        consumer.close(autocommit=False)

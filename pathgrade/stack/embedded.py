@@ -51,7 +51,13 @@ from pathgrade.schemas.topics import (
 )
 from pathgrade.stack.alert_lines import AlertLineSettings, LogFormat
 from pathgrade.stack.broker import LocalBroker, ensure_topics, topic_partitions, wait_for_kafka
-from pathgrade.stack.carry import CarriedMessage, republish, unread_messages
+from pathgrade.stack.carry import (
+    CarriedMessage,
+    committed_offsets,
+    republish,
+    start_group,
+    unread_messages,
+)
 from pathgrade.stack.children import ChildProcess, SharedCounters, child_process
 from pathgrade.stack.messages import (
     CollectorReady,
@@ -640,11 +646,16 @@ class Stack:
         swapped = store_reached and _all_reached(realtime_reached, produced)
         after = before
         unread: list[CarriedMessage] = []
+        scorer_partitions: list[int] = []
         if not swapped:
             log.warning("broker swap abandoned: the readers did not reach %s", produced)
         else:
             try:
-                unread = unread_messages(self.bootstrap, SAMPLED_TOPIC, SCORER_GROUP)
+                offsets = committed_offsets(self.bootstrap, SAMPLED_TOPIC, SCORER_GROUP)
+                scorer_partitions = [p for p, offset in offsets.items() if offset is not None]
+                unread = unread_messages(
+                    self.bootstrap, SAMPLED_TOPIC, SCORER_GROUP, offsets=offsets
+                )
             except KafkaError as exc:
                 log.warning("broker swap abandoned: reading the unscored samples failed: %s", exc)
                 swapped = False
@@ -653,6 +664,7 @@ class Stack:
             ensure_topics(self.bootstrap)
             try:
                 republish(self.bootstrap, SAMPLED_TOPIC, unread)
+                start_group(self.bootstrap, SAMPLED_TOPIC, SCORER_GROUP, scorer_partitions)
             except KafkaError as exc:
                 log.error("%d unscored samples were lost in the broker swap: %s", len(unread), exc)
             after = self.broker.rss_bytes()

@@ -10,7 +10,7 @@ from kafka.structs import OffsetAndMetadata
 from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
 
 from pathgrade.stack.broker import LocalBroker, ensure_topics
-from pathgrade.stack.carry import republish, unread_messages
+from pathgrade.stack.carry import committed_offsets, republish, start_group, unread_messages
 from tests.support.topics import read_topic
 
 pytestmark = pytest.mark.integration
@@ -58,3 +58,24 @@ def test_unread_samples_are_carried_to_the_fresh_broker(broker: LocalBroker) -> 
 def test_a_group_that_never_committed_gets_nothing(broker: LocalBroker) -> None:
     produce(broker.bootstrap, 5, [0])
     assert unread_messages(broker.bootstrap, SAMPLED_TOPIC, SCORER_GROUP) == []
+
+
+def test_a_second_swap_carries_what_the_scorer_still_has_not_read(broker: LocalBroker) -> None:
+    """The fresh broker knows no committed offsets: the scorer group's are set to the start
+    of the carried partitions, so a scorer that did not commit again before the next swap
+    still gets its samples carried (not taken for one that never ran)."""
+    bootstrap = broker.bootstrap
+    produce(bootstrap, 6, [0, 1])
+    commit(bootstrap, SCORER_GROUP, {0: 2, 1: 0})
+    for _ in range(2):  # two swaps, no commit by the scorer in between
+        offsets = committed_offsets(bootstrap, SAMPLED_TOPIC, SCORER_GROUP)
+        unread = unread_messages(bootstrap, SAMPLED_TOPIC, SCORER_GROUP, offsets=offsets)
+        broker.restart()
+        ensure_topics(bootstrap)
+        republish(bootstrap, SAMPLED_TOPIC, unread)
+        start_group(
+            bootstrap, SAMPLED_TOPIC, SCORER_GROUP, [p for p, o in offsets.items() if o is not None]
+        )
+    carried = read_all(bootstrap)
+    assert [v for _, v, _ in carried[0]] == [f"p0-{n}".encode() for n in range(2, 6)]
+    assert [v for _, v, _ in carried[1]] == [f"p1-{n}".encode() for n in range(6)]
