@@ -191,8 +191,9 @@ class Redactor:
                 for span in scope_spans.spans:
                     answer = answers[ordinal] if answers is not None else False
                     left = self._redact_span(
-                        span, tenant, _Findings(scoped), stats, answer, stats.encoded_facts
-                    )
+                        span, tenant, _Findings(scoped), stats, answer,
+                        stats.encoded_facts is not None,
+                    )  # fmt: skip
                     if left:
                         stats.encoded_facts[ordinal] = left  # type: ignore[index]
                     ordinal += 1
@@ -218,13 +219,13 @@ class Redactor:
 
     def _redact_span(
         self, span: trace_pb2.Span, tenant: str, found: _Findings, stats: RedactionStats,
-        answer: Any = False, deferred: list[bytes | None] | None = None,
+        answer: Any = False, defer: bool = False,
     ) -> bytes | None:  # fmt: skip
         """Facts first (from raw values, or the kernel's `answer`: see
         `FactMaker.request_facts`; False: computed here), then remove the span's unkept
-        content (span and events) and scrub everything left. Returns the kernel's encoded
-        facts when they are all the span's facts change and `deferred` is given (they
-        are then not merged)."""
+        content (span and events) and scrub everything left. With `defer`, returns the
+        kernel's encoded facts instead of merging them when they are all the span's facts
+        change."""
         encoded, known_pii = answer, _NO_PII  # what the kernel wrote, found
         if answer.__class__ is tuple:
             encoded, known_pii = answer
@@ -265,10 +266,10 @@ class Redactor:
         left = None
         if encoded and not (producer_facts or found.scrubbed or found.dropped):
             stats.spans_with_facts += 1  # the kernel's facts alone (write_facts' case)
-            if deferred is None:
-                span.MergeFromString(encoded)
-            else:
+            if defer:
                 left = encoded
+            else:
+                span.MergeFromString(encoded)
         elif self.facts is not None and (facts or encoded or found.scrubbed or found.dropped):
             write_facts(span, facts, found.scrubbed, found.dropped, producer_facts, encoded)
             stats.spans_with_facts += 1
