@@ -1687,51 +1687,38 @@ static int put_value_fingerprint(Ctx *c, Json *j, long i, Buf *out) {
     return 0;
 }
 
-/* Cleaned member names of an object, sorted, the last of equal names kept (a dict built
- * from them keeps the last value). Names are appended to `names`; returns the count of
+/* Cleaned member names of an object (its first `limit`), sorted as `put_canonical` sorts
+ * members, the last of equal names kept (a dict built from them keeps the last value).
+ * The names are appended to `names`, which the members point into; returns the count of
  * distinct names, -1 on error. */
-typedef struct {
-    size_t offset, len;
-    uint32_t value, order;
-} Named;
-
-static Buf *sort_names_buf;
-static int named_cmp(const void *a, const void *b) {
-    const Named *x = a, *y = b;
-    size_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(sort_names_buf->data + x->offset, sort_names_buf->data + y->offset, n);
-    if (c) return c;
-    if (x->len != y->len) return x->len < y->len ? -1 : 1;
-    return x->order < y->order ? -1 : (x->order > y->order);
-}
-
-static long clean_names(Ctx *c, Json *j, long obj, uint32_t limit, Buf *names, Named **out) {
+static long clean_names(Ctx *c, Json *j, long obj, uint32_t limit, Buf *names, Member **out) {
     JNode *o = NODE(j, obj);
     uint32_t n = o->n < limit ? o->n : limit;
-    Named *named = PyMem_Malloc((n ? n : 1) * sizeof(Named));
-    if (!named) {
+    Member *members = PyMem_Malloc((n ? n : 1) * (sizeof(Member) + sizeof(size_t)));
+    if (!members) {
         PyErr_NoMemory();
         return -1;
     }
+    size_t *starts = (size_t *)(members + (n ? n : 1)); /* `names` may move while it grows */
     for (uint32_t m = 0; m < n; m++) {
         JNode *key = NODE(j, KID(j, NODE(j, obj), 2 * m));
-        size_t start = names->len;
+        starts[m] = names->len;
         if (put_clean(c->k, STR(j, key), key->n, names) < 0) {
-            PyMem_Free(named);
+            PyMem_Free(members);
             return -1;
         }
-        named[m] = (Named){start, names->len - start, KID(j, NODE(j, obj), 2 * m + 1), m};
+        members[m] = (Member){NULL, (uint32_t)(names->len - starts[m]),
+                              KID(j, NODE(j, obj), 2 * m + 1), m};
     }
-    sort_names_buf = names;
-    qsort(named, n, sizeof(Named), named_cmp);
+    for (uint32_t m = 0; m < n; m++) members[m].key = names->data + starts[m];
+    qsort(members, n, sizeof(Member), member_cmp);
     uint32_t kept = 0;
     for (uint32_t m = 0; m < n; m++) {
-        int last_of_run = m + 1 == n || named[m].len != named[m + 1].len ||
-                          memcmp(names->data + named[m].offset,
-                                 names->data + named[m + 1].offset, named[m].len) != 0;
-        if (last_of_run) named[kept++] = named[m];
+        int last_of_run = m + 1 == n || members[m].len != members[m + 1].len ||
+                          memcmp(members[m].key, members[m + 1].key, members[m].len) != 0;
+        if (last_of_run) members[kept++] = members[m];
     }
-    *out = named;
+    *out = members;
     return kept;
 }
 
@@ -1746,7 +1733,7 @@ static int put_skeleton(Ctx *c, Json *j, long i, int depth, Buf *out) {
                 return 0;
             }
             Buf names = {0};
-            Named *named = NULL;
+            Member *named = NULL;
             long n = clean_names(c, j, i, (uint32_t)k->skeleton_items, &names, &named);
             if (n < 0) {
                 buf_free(&names);
@@ -1756,7 +1743,7 @@ static int put_skeleton(Ctx *c, Json *j, long i, int depth, Buf *out) {
             int status = 0;
             for (long m = 0; m < n && status == 0; m++) {
                 if (m) buf_putc(out, ',');
-                put_json_string(out, names.data + named[m].offset, named[m].len);
+                put_json_string(out, named[m].key, named[m].len);
                 buf_putc(out, ':');
                 status = put_skeleton(c, j, named[m].value, depth + 1, out);
             }
@@ -1811,7 +1798,7 @@ static int put_skeleton(Ctx *c, Json *j, long i, int depth, Buf *out) {
  * written as members (`"args":{...},"fp":"..."`) into `out`. */
 static int put_argument_members(Ctx *c, Json *j, long args, Buf *out) {
     Buf names = {0};
-    Named *named = NULL;
+    Member *named = NULL;
     long n = clean_names(c, j, args, UINT32_MAX, &names, &named);
     if (n < 0) {
         buf_free(&names);
@@ -1820,7 +1807,7 @@ static int put_argument_members(Ctx *c, Json *j, long args, Buf *out) {
     buf_puts(out, "\"args\":{");
     for (long m = 0; m < n; m++) {
         if (m) buf_putc(out, ',');
-        put_json_string(out, names.data + named[m].offset, named[m].len);
+        put_json_string(out, named[m].key, named[m].len);
         buf_puts(out, ":\"");
         put_value_fingerprint(c, j, named[m].value, out);
         buf_putc(out, '"');
