@@ -263,18 +263,14 @@ class Redactor:
             )
         if removed:  # before the facts: a span's deferred facts go after its attributes
             attributes.add(key=genai.PG_REDACTED_KEYS).value.int_value = removed
-        left = None
-        if encoded and not (producer_facts or found.scrubbed or found.dropped):
-            stats.spans_with_facts += 1  # the kernel's facts alone (write_facts' case)
-            if defer:
-                left = encoded
-            else:
-                span.MergeFromString(encoded)
-        elif self.facts is not None and (facts or encoded or found.scrubbed or found.dropped):
-            write_facts(span, facts, found.scrubbed, found.dropped, producer_facts, encoded)
-            stats.spans_with_facts += 1
         stats.removed_attributes += removed
-        return left
+        if self.facts is None or not (facts or encoded or found.scrubbed or found.dropped):
+            return None
+        stats.spans_with_facts += 1
+        if defer and encoded and not (producer_facts or found.scrubbed or found.dropped):
+            return encoded  # the kernel's facts alone: spliced when grouping
+        write_facts(span, facts, found.scrubbed, found.dropped, producer_facts, encoded)
+        return None
 
     def _redact_event(
         self, event: trace_pb2.Span.Event, keep: _ContentPolicy, found: _Findings,
