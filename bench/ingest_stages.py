@@ -64,7 +64,7 @@ from pathgrade.batch_plane.store.client import embedded_dsn, open_client_store
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.grouping import group_by_trace
-from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.collector.redact import RedactionConfig, RedactionStats, Redactor
 from pathgrade.collector.validate import validate_request
 from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.migrations import migrate
@@ -110,7 +110,7 @@ def redaction_rounds(
     profile: str | None,
     cpu_per_span: dict[str, float],
 ) -> tuple[
-    list[tuple[ExportTraceServiceRequest, list[bytes | None] | None]],
+    list[tuple[ExportTraceServiceRequest, RedactionStats]],
     list[tuple[float, float, float]],
 ]:
     """`redact`, `facts` and `python` in turn, `rounds` times, round n on the parsed
@@ -130,7 +130,7 @@ def redaction_rounds(
         sys.exit("the fact kernel is not built (pip install -e . with a C compiler)")
     samples: dict[str, list[float]] = {name: [] for name in redactors}
     requests: list[ExportTraceServiceRequest] = []
-    facts_requests: list[tuple[ExportTraceServiceRequest, list[bytes | None] | None]] = []
+    facts_requests: list[tuple[ExportTraceServiceRequest, RedactionStats]] = []
     for number in [*range(1, rounds), 0]:
         bodies = make_bodies(number)
         spans = span_count(bodies)
@@ -152,12 +152,12 @@ def redaction_rounds(
 
 def _redact_all(
     redactor: Redactor, requests: list[ExportTraceServiceRequest], bodies: list[bytes]
-) -> list[list[bytes | None] | None]:
+) -> list[RedactionStats]:
     """Redact each request with the body it was parsed from, as the collector does (the
-    fact kernel reads the body, `collector.facts`, and leaves its facts for grouping);
-    returns each request's deferred facts."""
+    fact kernel reads the body, `collector.facts`, and leaves its facts and the spans it
+    wrote whole for grouping); returns what each request left to grouping."""
     return [
-        redactor.redact(request, body=body, defer=True).encoded_facts
+        redactor.redact(request, body=body, defer=True)
         for request, body in zip(requests, bodies, strict=True)
     ]
 
@@ -248,7 +248,7 @@ def main() -> None:
         lambda: [
             m.value
             for r, deferred in requests
-            for m in group_by_trace(r, encoded_facts=deferred).messages
+            for m in group_by_trace(r, deferred=deferred).messages
         ],
         args.profile,
         cpu,

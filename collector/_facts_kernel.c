@@ -825,7 +825,7 @@ typedef struct {
 } Memory;
 
 /* Attribute keys the kernel reads, by class. */
-enum { KEY_OTHER = 0, KEY_CONTENT = 1, KEY_CONTEXT = 2 };
+enum { KEY_OTHER = 0, KEY_CONTENT = 1, KEY_CONTEXT = 2, KEY_FACT = 3 };
 #define KEY_SLOTS 256
 
 /* Flags of a key in the table. */
@@ -865,6 +865,7 @@ static int anchors_from(Anchors *a, PyObject *iterable) {
 typedef struct {
     PyObject_HEAD
     KeyList content_keys, content_prefixes, context_keys, identity_keys, message_fallback_keys;
+    KeyList fact_keys; /* the facts' own keys: a producer that set one leaves its span to Python */
     KeyList operations, message_operations, model_operations, finish_reason_keys;
     KeyList tool_argument_keys, tool_result_keys, untrusted_markers, untrusted_part_types;
     Anchors instruction_anchors, claim_anchors;
@@ -876,6 +877,7 @@ typedef struct {
     PyObject *instruction_names; /* tuple of str, lexicon order */
     PyObject *instruction_hits, *claim_hits, *pii_find, *pii_clean; /* callables */
     PyObject *fact_names; /* tuple: tool args, session, confirmed, instructions, output, version */
+    PyObject *redacted_key; /* str: the count of the attributes removed from a span */
     long facts_version;
     uint8_t card_map[256];
     int card_min, exact_pii, skeleton_depth, skeleton_items;
@@ -1264,12 +1266,13 @@ static int read_any_value(const uint8_t *p, const uint8_t *end, Attr *a) {
  * function that uses it, `fresh`). */
 typedef struct {
     Json json; /* one text is parsed at a time */
-    Buf scratch, out, fact, op, text, calls;
+    Buf scratch, out, fact, op, text, calls, span;
 } Pool;
 
 static void pool_free(Pool *pool) {
     json_free(&pool->json);
-    Buf *bufs[] = {&pool->scratch, &pool->out, &pool->fact, &pool->op, &pool->text, &pool->calls};
+    Buf *bufs[] = {&pool->scratch, &pool->out, &pool->fact, &pool->op,
+                   &pool->text,    &pool->calls, &pool->span};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) buf_free(bufs[i]);
 }
 
@@ -2482,31 +2485,258 @@ error:
     return NULL;
 }
 
-static int walk(Kernel *k, const uint8_t *p, const uint8_t *end, int depth, PyObject *answers,
-                Hmac *hmac, Pool *pool, const char *tenant, size_t tenant_len, int drops_all) {
-    /* depth 0: request (resource_spans = 1); 1: ResourceSpans (scope_spans = 2);
-     * 2: ScopeSpans (spans = 2) */
+/* ---- the whole redacted span: what the collector forwards of a span when every content
+ * value is dropped (`drops_all`) and scrubbing changes nothing in it */
+
+#define MAX_VALUE_DEPTH 32
+
+/* 1 when the scanner finds nothing in the text, so scrubbing forwards it as it is. */
+static inline int clean_text(const Kernel *k, const uint8_t *s, size_t n) {
+    return !may_hold_pii(k, (const char *)s, n);
+}
+
+static int clean_values(const Kernel *k, const uint8_t *p, size_t len, int depth, int keyed);
+
+/* 1 when scrubbing leaves the AnyValue as it is (`Redactor._scrub_value`): its texts and
+ * bytes (read as UTF-8) hold nothing, its numbers are outside the 13-19 digits where a
+ * card number is looked for. Every member on the wire is checked, whichever one wins. */
+static int clean_any_value(const Kernel *k, const uint8_t *p, size_t len, int depth) {
+    if (depth > MAX_VALUE_DEPTH) return 0;
+    Fields f = fields_of(p, len);
+    int more;
+    while ((more = field_next(&f)) > 0) {
+        int clean = 1;
+        switch (f.field) {
+            case 1: /* string_value */
+            case 7: /* bytes_value */
+                clean = f.wire == 2 && clean_text(k, f.data, f.len);
+                break;
+            case 2: clean = f.wire == 0; break; /* bool_value */
+            case 3: { /* int_value */
+                uint64_t magnitude = (int64_t)f.num < 0 ? 0 - f.num : f.num;
+                clean = f.wire == 0 && magnitude < 1000000000000ULL;
+                break;
+            }
+            case 4: { /* double_value */
+                double x;
+                memcpy(&x, &f.num, sizeof x);
+                clean = f.wire == 1 && !(fabs(x) >= 1e12 && fabs(x) < 1e19);
+                break;
+            }
+            case 5: /* array_value */
+            case 6: /* kvlist_value */
+                clean = f.wire == 2 && clean_values(k, f.data, f.len, depth + 1, f.field == 6);
+                break;
+            default: break; /* an unknown field: kept unread, as protobuf keeps it */
+        }
+        if (!clean) return 0;
+    }
+    return more == 0;
+}
+
+/* 1 when scrubbing leaves a KeyValue as it is: its key and its value. */
+static int clean_key_value(const Kernel *k, const uint8_t *p, size_t len, int depth) {
+    Fields f = fields_of(p, len);
+    int more;
+    while ((more = field_next(&f)) > 0) {
+        if (f.field != 1 && f.field != 2) continue;
+        if (f.wire != 2) return 0;
+        if (f.field == 1 ? !clean_text(k, f.data, f.len) : !clean_any_value(k, f.data, f.len, depth))
+            return 0;
+    }
+    return more == 0;
+}
+
+/* 1 when scrubbing leaves every item as it is: the values of an ArrayValue (AnyValue) or
+ * of a KeyValueList (`keyed`: KeyValue), field 1 both. */
+static int clean_values(const Kernel *k, const uint8_t *p, size_t len, int depth, int keyed) {
+    Fields f = fields_of(p, len);
+    int more;
+    while ((more = field_next(&f)) > 0) {
+        if (f.field != 1) continue;
+        if (f.wire != 2) return 0;
+        if (!(keyed ? clean_key_value(k, f.data, f.len, depth) : clean_any_value(k, f.data, f.len, depth)))
+            return 0;
+    }
+    return more == 0;
+}
+
+/* 1 when scrubbing leaves a message as it is whose fields `texts` (a bit per field number)
+ * are strings and `lists` hold KeyValues: a Resource, an InstrumentationScope, a Status.
+ * `skip`: a field not read here (the children a walk reads next). */
+static int clean_message(const Kernel *k, const uint8_t *p, size_t len, unsigned texts,
+                         unsigned lists, uint32_t skip) {
+    Fields f = fields_of(p, len);
+    int more;
+    while ((more = field_next(&f)) > 0) {
+        if (f.field == skip || f.field >= 32) continue;
+        unsigned bit = 1u << f.field;
+        if (!((texts | lists) & bit)) continue;
+        if (f.wire != 2) return 0;
+        if ((texts & bit) ? !clean_text(k, f.data, f.len) : !clean_key_value(k, f.data, f.len, 0))
+            return 0;
+    }
+    return more == 0;
+}
+
+#define BIT(n) (1u << (n))
+
+/* 1 when scrubbing leaves the ResourceSpans (depth 1) or ScopeSpans (depth 2) around the
+ * spans as it is: the resource (its attributes) or scope (name, version, attributes),
+ * and the schema URL. */
+static int clean_container(const Kernel *k, const uint8_t *p, size_t len, int depth) {
+    Fields f = fields_of(p, len);
+    int more;
+    while ((more = field_next(&f)) > 0) {
+        if (f.field == 2) continue; /* the scope spans or the spans */
+        if (f.field != 1 && f.field != 3) continue;
+        if (f.wire != 2) return 0;
+        int clean = f.field == 3 ? clean_text(k, f.data, f.len)
+                    : depth == 1 ? clean_message(k, f.data, f.len, 0, BIT(1), 0)
+                                 : clean_message(k, f.data, f.len, BIT(1) | BIT(2), BIT(3), 0);
+        if (!clean) return 0;
+    }
+    return more == 0;
+}
+
+/* The class of an attribute's key: KEY_CONTENT (by the table or a content prefix),
+ * KEY_CONTEXT, KEY_FACT or KEY_OTHER. */
+static int key_class(const Kernel *k, const uint8_t *kv, size_t len) {
+    const char *key = "";
+    size_t key_len = 0;
+    Fields f = fields_of(kv, len);
+    while (field_next(&f) > 0)
+        if (f.field == 1 && f.wire == 2) {
+            key = (const char *)f.data;
+            key_len = f.len;
+        }
+    int slot = key_index(k->key_table, key, key_len);
+    int cls = slot >= 0 ? k->key_table[slot].cls : KEY_OTHER;
+    if (cls != KEY_CONTENT && has_prefix(&k->content_prefixes, key, key_len)) return KEY_CONTENT;
+    return cls;
+}
+
+/* How many content attributes the span holds, when the collector forwards everything else
+ * of it as it is (on `drops_all`); -1 when Python redacts the span: it has events or
+ * links, a fact a producer set, or a string or number scrubbing would change. */
+static long removed_whole(const Kernel *k, const uint8_t *p, size_t len) {
+    Fields f = fields_of(p, len);
+    long removed = 0;
+    int more;
+    while ((more = field_next(&f)) > 0) {
+        switch (f.field) {
+            case 3: /* trace_state */
+            case 5: /* name */
+                if (f.wire != 2 || !clean_text(k, f.data, f.len)) return -1;
+                break;
+            case 9: { /* attributes */
+                if (f.wire != 2) return -1;
+                int cls = key_class(k, f.data, f.len);
+                if (cls == KEY_FACT || (cls != KEY_CONTENT && !clean_key_value(k, f.data, f.len, 0)))
+                    return -1;
+                removed += cls == KEY_CONTENT;
+                break;
+            }
+            case 11: /* events */
+            case 13: /* links */
+                return -1;
+            case 15: /* status: its message */
+                if (f.wire != 2 || !clean_message(k, f.data, f.len, BIT(2), 0, 0)) return -1;
+                break;
+            default: break;
+        }
+    }
+    return more < 0 ? -1 : removed;
+}
+
+/* What redaction adds to a span: `pathgrade.redacted.keys` when it removed any, then the
+ * facts' entries. */
+static void put_added(const Kernel *k, long removed, const char *facts, size_t facts_len,
+                      Buf *out) {
+    if (removed) put_int_fact(out, k->redacted_key, removed);
+    buf_put(out, facts, facts_len);
+}
+
+/* Write a span `removed_whole` answered for into `out`: its fields as they are, less its
+ * content attributes, and what `put_added` adds after its attributes (before its first
+ * field past `Span.attributes`, where merging and serializing put them). */
+static void put_whole(const Kernel *k, const uint8_t *p, size_t len, long removed,
+                      const char *facts, size_t facts_len, Buf *out) {
+    Fields f = fields_of(p, len);
+    int added = 0;
+    for (;;) {
+        const uint8_t *before = f.p;
+        if (field_next(&f) <= 0) break;
+        if (f.field > 9 && !added) {
+            put_added(k, removed, facts, facts_len, out);
+            added = 1;
+        }
+        if (f.field != 9 || key_class(k, f.data, f.len) != KEY_CONTENT)
+            buf_put(out, before, (size_t)(f.p - before));
+    }
+    if (!added) put_added(k, removed, facts, facts_len, out);
+}
+
+/* ---- the request */
+
+/* One request's walk: where it answers, and what it works with. */
+typedef struct {
+    Kernel *k;
+    PyObject *answers;   /* list: each span's answer */
+    PyObject *encodings; /* list (whole spans asked for): each span's whole encoding or None */
+    Hmac *hmac;
+    Pool *pool;
+    const char *tenant;
+    size_t tenant_len;
+    int drops_all;
+    long removed, with_facts; /* over the whole spans */
+} Walk;
+
+/* The whole encoding of a span whose `answer` (its facts) is decided, as bytes, or None. */
+static PyObject *whole_encoding(Walk *w, const uint8_t *p, size_t len, PyObject *answer) {
+    if (answer != Py_None && !PyBytes_Check(answer)) Py_RETURN_NONE;
+    long removed = removed_whole(w->k, p, len);
+    if (removed < 0) Py_RETURN_NONE;
+    const char *facts = answer != Py_None ? PyBytes_AS_STRING(answer) : "";
+    size_t facts_len = answer != Py_None ? (size_t)PyBytes_GET_SIZE(answer) : 0;
+    Buf *out = fresh(&w->pool->span);
+    put_whole(w->k, p, len, removed, facts, facts_len, out);
+    if (out->failed) return PyErr_NoMemory();
+    w->removed += removed;
+    w->with_facts += facts_len > 0;
+    return PyBytes_FromStringAndSize(out->data, (Py_ssize_t)out->len);
+}
+
+/* Answer one span into the walk's lists; -1 on error, 1 malformed. */
+static int answer_span(Walk *w, const uint8_t *p, size_t len, int whole) {
+    SpanView view;
+    if (read_span(w->k, p, p + len, &view) < 0) return 1;
+    PyObject *answer =
+        span_answer(w->k, &view, w->hmac, w->pool, w->tenant, w->tenant_len, w->drops_all);
+    if (!answer) return -1;
+    int failed = PyList_Append(w->answers, answer);
+    if (!failed && w->encodings) {
+        PyObject *encoding = whole ? whole_encoding(w, p, len, answer) : Py_NewRef(Py_None);
+        failed = !encoding || PyList_Append(w->encodings, encoding);
+        Py_XDECREF(encoding);
+    }
+    Py_DECREF(answer);
+    return failed ? -1 : 0;
+}
+
+/* depth 0: request (resource_spans = 1); 1: ResourceSpans (scope_spans = 2);
+ * 2: ScopeSpans (spans = 2). `whole`: the spans here may be answered whole (nothing
+ * around them changes when scrubbed). */
+static int walk(Walk *w, const uint8_t *p, const uint8_t *end, int depth, int whole) {
     static const uint32_t child_field[3] = {1, 2, 2};
+    if (whole && depth > 0) whole = clean_container(w->k, p, (size_t)(end - p), depth);
     Fields f = fields_of(p, (size_t)(end - p));
     int more;
     while ((more = field_next(&f)) > 0) {
         if (f.wire != 2 || f.field != child_field[depth]) continue;
-        const uint8_t *data = f.data;
-        size_t len = f.len;
-        if (depth < 2) {
-            int status =
-                walk(k, data, data + len, depth + 1, answers, hmac, pool, tenant, tenant_len,
-                     drops_all);
-            if (status) return status;
-            continue;
-        }
-        SpanView view;
-        if (read_span(k, data, data + len, &view) < 0) return 1;
-        PyObject *answer = span_answer(k, &view, hmac, pool, tenant, tenant_len, drops_all);
-        if (!answer) return -1;
-        int failed = PyList_Append(answers, answer);
-        Py_DECREF(answer);
-        if (failed) return -1;
+        int status = depth < 2 ? walk(w, f.data, f.data + f.len, depth + 1, whole)
+                               : answer_span(w, f.data, f.len, whole);
+        if (status) return status;
     }
     return more < 0 ? 1 : 0; /* malformed: Python decides the whole request */
 }
@@ -2515,9 +2745,9 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
     Py_buffer body, key;
     const char *key_id, *tenant;
     Py_ssize_t key_id_len, tenant_len;
-    int drops_all;
-    if (!PyArg_ParseTuple(args, "y*y*s#s#p", &body, &key, &key_id, &key_id_len, &tenant,
-                          &tenant_len, &drops_all))
+    int drops_all, whole = 0;
+    if (!PyArg_ParseTuple(args, "y*y*s#s#p|p", &body, &key, &key_id, &key_id_len, &tenant,
+                          &tenant_len, &drops_all, &whole))
         return NULL;
     Hmac hmac;
     hmac_init(&hmac, key.buf, (size_t)key.len);
@@ -2531,24 +2761,26 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
     hmac.prefix[key_id_len] = ':';
     hmac.prefix_len = (size_t)key_id_len + 1;
     hmac.remembered = k->fingerprints;
-    PyObject *answers = PyList_New(0);
     Pool pool;
     memset(&pool, 0, sizeof pool);
-    int status = answers ? walk(k, body.buf, (const uint8_t *)body.buf + body.len, 0, answers,
-                                &hmac, &pool, tenant, (size_t)tenant_len, drops_all)
-                         : -1;
+    whole = whole && drops_all;
+    Walk w = {k, PyList_New(0), whole ? PyList_New(0) : NULL, &hmac, &pool, tenant,
+              (size_t)tenant_len, drops_all, 0, 0};
+    int status = w.answers && (w.encodings || !whole)
+                     ? walk(&w, body.buf, (const uint8_t *)body.buf + body.len, 0, whole)
+                     : -1;
     pool_free(&pool);
     PyBuffer_Release(&body);
     PyBuffer_Release(&key);
-    if (status < 0) {
-        Py_XDECREF(answers);
-        return NULL;
-    }
-    if (status > 0) {
-        Py_DECREF(answers);
+    if (status) {
+        Py_XDECREF(w.answers);
+        Py_XDECREF(w.encodings);
+        if (status < 0) return NULL;
         Py_RETURN_NONE;
     }
-    return answers;
+    if (!whole) return w.answers;
+    PyObject *result = Py_BuildValue("(NNll)", w.answers, w.encodings, w.removed, w.with_facts);
+    return result;
 }
 
 static PyObject *Kernel_fingerprint(Kernel *k, PyObject *args) {
@@ -2698,6 +2930,8 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_obj(config, "pii_find", &k->pii_find) < 0 ||
         config_obj(config, "pii_clean", &k->pii_clean) < 0 ||
         config_obj(config, "fact_names", &k->fact_names) < 0 ||
+        config_keys(config, "fact_keys", &k->fact_keys) < 0 ||
+        config_obj(config, "redacted_key", &k->redacted_key) < 0 ||
         config_int(config, "facts_version", &k->facts_version) < 0 ||
         config_int(config, "card_min", &card_min) < 0 ||
         config_int(config, "exact_pii", &exact) < 0 ||
@@ -2723,8 +2957,13 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         key_table_add(k->key_table, &k->identity_keys, KEY_CONTENT, KEY_PRIVATE) < 0 ||
         key_table_add(k->key_table, &k->confirmed_key, KEY_CONTENT, KEY_PRIVATE) < 0 ||
         key_table_add(k->key_table, &k->message_fallback_keys, KEY_CONTENT,
-                      KEY_MESSAGES_FALLBACK) < 0)
+                      KEY_MESSAGES_FALLBACK) < 0 ||
+        key_table_add(k->key_table, &k->fact_keys, KEY_FACT, 0) < 0)
         return -1;
+    if (!PyUnicode_Check(k->redacted_key)) {
+        PyErr_SetString(PyExc_ValueError, "kernel config: redacted_key must be a str");
+        return -1;
+    }
     for (size_t i = 0; i < sizeof looked_up / sizeof *looked_up; i++)
         if (key_slots(k->key_table, looked_up[i]) < 0) return -1;
     k->card_min = (int)card_min;
@@ -2772,7 +3011,7 @@ static void Kernel_dealloc(Kernel *k) {
                         &k->message_operations, &k->model_operations, &k->finish_reason_keys,
                         &k->tool_argument_keys, &k->tool_result_keys, &k->untrusted_markers,
                         &k->untrusted_part_types, &k->instruction_anchors.list,
-                        &k->claim_anchors.list};
+                        &k->claim_anchors.list, &k->fact_keys};
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) keylist_free(lists[i]);
     KeyList *keys[] = {&k->operation_key, &k->confirmed_key, &k->input_key, &k->output_key,
                        &k->documents_key, &k->arguments_key, &k->result_key};
@@ -2790,6 +3029,7 @@ static void Kernel_dealloc(Kernel *k) {
     Py_XDECREF(k->pii_find);
     Py_XDECREF(k->pii_clean);
     Py_XDECREF(k->fact_names);
+    Py_XDECREF(k->redacted_key);
     for (int i = 0; i < MEMORY_SLOTS; i++) {
         Memory *tables[2] = {&k->instructions[i], &k->pii[i]};
         for (int t = 0; t < 2; t++) {
@@ -2804,8 +3044,10 @@ static void Kernel_dealloc(Kernel *k) {
 
 static PyMethodDef Kernel_methods[] = {
     {"request", (PyCFunction)Kernel_request, METH_VARARGS,
-     "request(body, key, key_id, tenant, drops_all) -> list | None: each span's answer, in "
-     "request order (see the module doc); None when the body is not read here."},
+     "request(body, key, key_id, tenant, drops_all, whole=False) -> list | tuple | None: "
+     "each span's answer, in request order (see the module doc); with `whole` (and "
+     "`drops_all`), (answers, encodings, removed, with_facts): each span's whole encoding "
+     "as forwarded, or None; None when the body is not read here."},
     {"fingerprint", (PyCFunction)Kernel_fingerprint, METH_VARARGS,
      "fingerprint(key, key_id, text: bytes) -> str: `<key id>:<digest>` of `text`."},
     {NULL, NULL, 0, NULL}};

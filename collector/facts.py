@@ -12,6 +12,7 @@ give the same attributes (tests/unit/collector/test_facts_kernel.py).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,24 @@ def load_secret(key_file: Path | None, spill_dir: Path) -> FactSecret:
 _NO_CONTENT: ContentView = (GenAIFields(), NOT_REBUILT)
 
 
+@dataclass(frozen=True, slots=True)
+class WholeAnswers:
+    """The fact kernel's answers for a request whose content values are all dropped."""
+
+    answers: list[Any]
+    """Each span's facts answer, as `FactMaker.request_facts` gives it."""
+    encodings: list[bytes | None]
+    """Each span's encoding as the collector forwards it: its content attributes removed,
+    `pathgrade.redacted.keys` and its facts added, everything else as it came, which
+    scrubbing leaves as it is. None for a span the redactor redacts: one with events or
+    links, a fact a producer set, or a string or number that scrubbing changes (or whose
+    facts the kernel left to Python)."""
+    removed: int
+    """Attributes removed from the spans with an encoding."""
+    with_facts: int
+    """Spans with an encoding that got facts."""
+
+
 class FactMaker:
     """Computes the facts of one span from its raw attribute values, per tenant. A trace's
     model calls repeat the conversation so far in their input: what was found in the
@@ -105,6 +124,16 @@ class FactMaker:
         )
         return answers
 
+    def request_whole(self, body: bytes, tenant: str) -> WholeAnswers | None:
+        """`request_facts` on `drops_all` (every content value is dropped), with each span's
+        whole encoding as the collector forwards it where the kernel writes it; None when
+        there is no kernel or it does not read this body."""
+        if self.kernel is None:
+            return None
+        key = self.secret.for_tenant(tenant)
+        answered = self.kernel.request(body, key.key, key.key_id, tenant, True, True)
+        return None if answered is None else WholeAnswers(*answered)
+
     def facts(
         self, span_name: str, raw: Mapping[str, Any], tenant: str, trace_id: bytes = b""
     ) -> dict[str, Any]:
@@ -125,7 +154,8 @@ def kernel_config(scanner: PiiScanner) -> dict[str, Any]:
     """What the fact kernel reads its definitions from: the convention mapping's keys and
     tables, the lexicons (their anchors, and their `hits` for a text holding one), the
     scanner (its pre-check's card characters, and `find` / `clean` for a text that may hold
-    personal data), the fact names."""
+    personal data), the fact names, the facts' keys (a span a producer set one on is
+    redacted in Python) and the key of the count of removed attributes."""
     return {
         "content_keys": genai.CONTENT_KEYS,
         "content_prefixes": genai.MESSAGE_CONTENT_PREFIXES,
@@ -165,6 +195,8 @@ def kernel_config(scanner: PiiScanner) -> dict[str, Any]:
         "skeleton_max_depth": SKELETON_MAX_DEPTH,
         "skeleton_max_items": SKELETON_MAX_ITEMS,
         "fact_names": FACT_NAMES,
+        "fact_keys": FACT_KEYS,
+        "redacted_key": genai.PG_REDACTED_KEYS,
         "facts_version": FACTS_VERSION,
     }
 

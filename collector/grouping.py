@@ -14,11 +14,15 @@ so no message is ever built that Kafka would refuse as too large.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from pathgrade.collector.facts import splice_attributes
 from pathgrade.collector.validate import Rejections, describe_span
+
+if TYPE_CHECKING:
+    from pathgrade.collector.redact import RedactionStats
 
 DEFAULT_MAX_MESSAGE_BYTES = 900 * 1024  # under Kafka's default message.max.bytes (1 MiB)
 PRODUCER_MAX_REQUEST_BYTES = 16 * 1024 * 1024
@@ -62,12 +66,15 @@ class Grouped:
 def group_by_trace(
     request: ExportTraceServiceRequest,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    encoded_facts: list[bytes | None] | None = None,
+    deferred: RedactionStats | None = None,
 ) -> Grouped:
     """Messages for `request` (key = trace id hex, value = TracesData bytes, each at most
     `max_message_bytes`), and the spans refused because no message could hold them.
-    `encoded_facts`: per span in request order, attributes to splice into its encoding
-    (the fact kernel's, deferred by `Redactor.redact`)."""
+    `deferred`: what `Redactor.redact(..., defer=True)` left to this (it must be given
+    then): per span in request order, the fact kernel's attributes to splice into its
+    encoding (`encoded_facts`) or its whole encoding as forwarded (`encoded_spans`)."""
+    encoded_facts = deferred.encoded_facts if deferred is not None else None
+    encoded_spans = deferred.encoded_spans if deferred is not None else None
     grouped = Grouped()
     resources: list[tuple[bytes, bytes]] = []  # per resource: its encoding, its schema URL
     scopes: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # the same per scope
@@ -88,7 +95,8 @@ def group_by_trace(
             bound += resource_cost + scope_cost
             for i, span in enumerate(scope_spans.spans):
                 ordinal += 1
-                encoded = span.SerializeToString()
+                whole = encoded_spans[ordinal] if encoded_spans is not None else None
+                encoded = whole if whole is not None else span.SerializeToString()
                 if encoded_facts is not None and encoded_facts[ordinal]:
                     encoded = splice_attributes(encoded, encoded_facts[ordinal])
                 cost = _FIELD_OVERHEAD + len(encoded)

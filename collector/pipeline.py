@@ -69,7 +69,7 @@ class IngestPipeline:
             request, tenant, body if not rejections.rejected_spans else None, defer=True
         )
         received_at = time.time_ns()
-        grouped = group_by_trace(request, self.max_message_bytes, redacted.encoded_facts)
+        grouped = group_by_trace(request, self.max_message_bytes, redacted)
         rejections.extend(grouped.rejections)
         refused = self.publisher.publish(
             [OutgoingMessage(m.key, m.value, tenant, received_at) for m in grouped.messages],

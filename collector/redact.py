@@ -114,6 +114,10 @@ class RedactionStats:
     encoded_facts: list[bytes | None] | None = None
     """With `defer`: per span in request order, the fact kernel's encoded facts left for
     the caller to splice into the span's encoding (`grouping.group_by_trace` does)."""
+    encoded_spans: list[bytes | None] | None = None
+    """With `defer`: per span in request order, the span's whole encoding as forwarded,
+    written by the fact kernel (`WholeAnswers.encodings`). The request's span itself is
+    left as it came, content included: only this encoding may leave the collector."""
 
     def scrubbed(self, record: PiiRecord, field: str, counts: Counts) -> None:
         """Note `counts` found and replaced in `field`."""
@@ -167,11 +171,14 @@ class Redactor:
         `body`: the bytes `request` was parsed from, when it holds exactly their spans
         (the fact kernel then reads them, `collector.facts`). `defer`: a span whose only
         change of facts is the kernel's encoded ones keeps them in `stats.encoded_facts`
-        instead (merging them costs more than splicing them into the span's encoding)."""
+        instead (merging them costs more than splicing them into the span's encoding), and
+        a span the kernel wrote whole (`drops_all`) is left as it came, its encoding in
+        `stats.encoded_spans`: with `defer`, publish the request only through those."""
         stats = RedactionStats()
-        answers = self._kernel_answers(request, tenant, body)
+        answers, encodings = self._kernel_answers(request, tenant, body, defer, stats)
         if defer and answers is not None:
             stats.encoded_facts = [None] * len(answers)
+            stats.encoded_spans = encodings
         ordinal = 0
         for resource_spans in request.resource_spans:
             shared: PiiRecord = {}
@@ -189,6 +196,9 @@ class Redactor:
                     scope_spans.schema_url, scoped, "scope.schema_url", stats
                 )
                 for span in scope_spans.spans:
+                    if encodings is not None and encodings[ordinal] is not None:
+                        ordinal += 1
+                        continue
                     answer = answers[ordinal] if answers is not None else False
                     left = self._redact_span(
                         span, tenant, _Findings(scoped), stats, answer,
@@ -201,17 +211,28 @@ class Redactor:
         return stats
 
     def _kernel_answers(
-        self, request: ExportTraceServiceRequest, tenant: str, body: bytes | None
-    ) -> list[Any] | None:
-        """The fact kernel's answer per span of `body`, when there is a kernel and it read
+        self, request: ExportTraceServiceRequest, tenant: str, body: bytes | None,
+        whole: bool, stats: RedactionStats,
+    ) -> tuple[list[Any] | None, list[bytes | None] | None]:  # fmt: skip
+        """The fact kernel's answer per span of `body`, and with `whole` on `drops_all` its
+        whole encoding per span (counted in `stats`), when there is a kernel and it read
         as many spans as `request` holds; None otherwise (every span in Python)."""
         if body is None or self.facts is None:
-            return None
-        answers = self.facts.request_facts(body, tenant, self._drops_all)
-        if answers is None:
-            return None
+            return None, None
+        encodings = None
+        if whole and self._drops_all:
+            answered = self.facts.request_whole(body, tenant)
+            answers = answered.answers if answered is not None else None
+        else:
+            answered, answers = None, self.facts.request_facts(body, tenant, self._drops_all)
         spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-        return answers if len(answers) == spans else None
+        if answers is None or len(answers) != spans:
+            return None, None
+        if answered is not None:
+            encodings = answered.encodings
+            stats.removed_attributes += answered.removed
+            stats.spans_with_facts += answered.with_facts
+        return answers, encodings
 
     def scrub_text(self, text: str) -> str:
         """`text` with e-mails, card numbers and extra-pattern matches replaced."""

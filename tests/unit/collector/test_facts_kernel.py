@@ -501,7 +501,7 @@ def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) ->
     send_demo_traces(exporter, traces=30, seed=13, flavor="genai")
     spans = list(exporter.get_finished_spans())
     config = CONFIGS[config_name]
-    deferred_some = False
+    deferred_some = whole_some = False
     for i in range(0, len(spans), 32):
         body = encode_spans(spans[i : i + 32]).SerializeToString()
         merged, deferred = (ExportTraceServiceRequest.FromString(body) for _ in range(2))
@@ -511,7 +511,186 @@ def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) ->
         )
         assert stats.encoded_facts is not None
         deferred_some |= any(stats.encoded_facts)
+        whole_some |= any(stats.encoded_spans or ())
         expected = [(m.key, m.value) for m in group_by_trace(merged).messages]
-        spliced = group_by_trace(deferred, encoded_facts=stats.encoded_facts).messages
+        spliced = group_by_trace(deferred, deferred=stats).messages
         assert [(m.key, m.value) for m in spliced] == expected
     assert deferred_some
+    assert whole_some == (config_name == "default")  # whole spans only when nothing is kept
+
+
+# ---- whole spans: what the kernel forwards itself on default settings
+
+
+def _any(value: Any) -> AnyValue:
+    """An AnyValue of every OTLP type (dict: a key-value list; None: no value set)."""
+    if isinstance(value, bool):
+        return AnyValue(bool_value=value)
+    if isinstance(value, int):
+        return AnyValue(int_value=value)
+    if isinstance(value, float):
+        return AnyValue(double_value=value)
+    if isinstance(value, bytes):
+        return AnyValue(bytes_value=value)
+    if isinstance(value, list):
+        return AnyValue(array_value=ArrayValue(values=[_any(v) for v in value]))
+    if isinstance(value, dict):
+        any_value = AnyValue()
+        any_value.kvlist_value.values.extend(
+            KeyValue(key=k, value=_any(v)) for k, v in value.items()
+        )
+        return any_value
+    return AnyValue(string_value=value) if value is not None else AnyValue()
+
+
+PII_TEXTS = ["a@b.io", "card 4111 1111 1111 1111", "50% off", "héllo"]
+plain_scalars = st.one_of(
+    texts,
+    st.sampled_from(PII_TEXTS),
+    st.integers(-(2**63), 2**63 - 1),
+    st.sampled_from([4111111111111111, 10**12, 10**12 - 1, -(10**12), -(2**63)]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([1e12, 4.111111111111111e15, 1e19, -1e13, 999999999999.9]),
+    st.binary(max_size=6),
+    st.sampled_from([b"a@b.io", b"\xff\xfe"]),
+    st.booleans(),
+    st.none(),
+)
+plain_values = st.recursive(
+    plain_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from(["k", "x@y.io"]) | texts, inner, max_size=3),
+    ),
+    max_leaves=6,
+)
+plain_keys = st.sampled_from(
+    ["http.url", "db.statement", "http.status_code", "peer.service", "mail a@b.io", f.VERSION]
+)
+maybe_pii = st.sampled_from(["", "plain", "a@b.io", "id 4111111111111111"])
+
+
+@st.composite
+def _whole_requests(draw: st.DrawFn) -> bytes:
+    """A request of spans with plain attributes, content, and personal data (or not) in
+    every place scrubbing reads: resource, scope, names, trace state, status, events, links."""
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add(schema_url=draw(maybe_pii))
+    resource = draw(st.dictionaries(st.sampled_from(["service.name", "host"]), maybe_pii))
+    resource_spans.resource.attributes.extend(
+        KeyValue(key=k, value=_any(v)) for k, v in resource.items()
+    )
+    scope_spans = resource_spans.scope_spans.add()
+    scope_spans.scope.name = draw(maybe_pii)
+    scope_spans.scope.version = draw(st.sampled_from(["", "1.0", "a@b.io"]))
+    for index in range(draw(st.integers(1, 4))):
+        span = scope_spans.spans.add(
+            trace_id=TRACE, span_id=(index + 1).to_bytes(8, "big"),
+            name=draw(st.one_of(span_names, maybe_pii)), trace_state=draw(maybe_pii),
+            kind=draw(st.integers(0, 5)), start_time_unix_nano=draw(st.integers(0, 2**63)),
+        )  # fmt: skip
+        span.status.message = draw(maybe_pii)
+        span.status.code = draw(st.integers(0, 2))
+        attributes = {**draw(st.dictionaries(plain_keys | texts, plain_values, max_size=4))}
+        attributes.update(draw(st.builds(lambda op, c: {**op, **c}, operations, content)))
+        span.attributes.extend(KeyValue(key=k, value=_any(v)) for k, v in attributes.items())
+        if draw(st.integers(0, 7)) == 0:
+            span.events.add(name=draw(maybe_pii))
+        if draw(st.integers(0, 7)) == 0:
+            span.links.add(trace_id=TRACE, span_id=b"\x01" * 8, trace_state=draw(maybe_pii))
+    return request.SerializeToString()
+
+
+def _messages(body: bytes, config: RedactionConfig, native: bool, defer: bool) -> list[bytes]:
+    request = ExportTraceServiceRequest.FromString(body)
+    redactor = Redactor(config, _maker(config, native=native))
+    stats = redactor.redact(request, "acme", body if native else None, defer=defer)
+    return [m.value for m in group_by_trace(request, deferred=stats if defer else None).messages]
+
+
+@settings(
+    max_examples=500, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(body=_whole_requests(), config_name=st.sampled_from(["default", "patterns"]))
+def test_whole_spans_are_forwarded_byte_for_byte_as_python_redacts_them(
+    body: bytes, config_name: str
+) -> None:
+    """On default settings the kernel writes each span it can whole (its content removed,
+    its facts added, nothing else changed) and the redactor leaves it be: the Kafka
+    messages are byte for byte those of redacting the request in place with the kernel's
+    facts, and hold the spans of redacting it in Python (whose facts come in another
+    order)."""
+    config = CONFIGS[config_name]
+    forwarded = _messages(body, config, native=True, defer=True)
+    assert forwarded == _messages(body, config, native=True, defer=False)
+    assert _comparable(forwarded) == _comparable(_messages(body, config, False, False))
+
+
+def _comparable(messages: list[bytes]) -> list[tuple[bytes, list[tuple[str, bytes]]]]:
+    """Each span of the messages: its encoding without attributes, and its attributes
+    (order aside)."""
+    spans = []
+    for value in messages:
+        for span in _spans(ExportTraceServiceRequest.FromString(value)):
+            attributes = _attributes(span)
+            del span.attributes[:]
+            spans.append((span.SerializeToString(), attributes))
+    return spans
+
+
+def _plain_span(**fields: Any) -> bytes:
+    """One span, plain but for `fields`, its attributes mixing plain values and content."""
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    resource_spans.resource.attributes.append(
+        KeyValue(key="service.name", value=_any(fields.pop("service", "shop")))
+    )
+    span = resource_spans.scope_spans.add().spans.add(
+        trace_id=TRACE, span_id=b"\x01" * 8, name=fields.pop("name", "chat m")
+    )
+    attributes = {
+        genai.OPERATION_NAME: "chat",
+        "http.status_code": 200,
+        "ratio": 0.5,
+        "tags": ["a", "b"],
+        genai.OUTPUT_MESSAGES: '[{"role": "assistant", "content": "I have refunded it."}]',
+        **fields.pop("attributes", {}),
+    }
+    span.attributes.extend(KeyValue(key=k, value=_any(v)) for k, v in attributes.items())
+    span.status.message = fields.pop("status", "")
+    if fields.pop("event", False):
+        span.events.add(name="retry")
+    if fields.pop("link", False):
+        span.links.add(trace_id=TRACE, span_id=b"\x02" * 8, trace_state="to=a@b.io")
+    assert not fields
+    return request.SerializeToString()
+
+
+@pytest.mark.parametrize(
+    ("case", "fields"),
+    [
+        ("a plain span", {}),
+        ("an e-mail in a plain value", {"attributes": {"http.url": "/u/a@b.io"}}),
+        ("a card-sized number", {"attributes": {"order": 4111111111111111}}),
+        ("an e-mail in the span name", {"name": "lookup a@b.io"}),
+        ("an e-mail in the resource", {"service": "a@b.io"}),
+        ("a fact a producer set", {"attributes": {f.VERSION: 1}}),
+        ("an event", {"event": True}),
+        ("an e-mail in a link", {"link": True}),
+        ("an e-mail in the status", {"status": "no a@b.io"}),
+    ],
+)
+def test_which_spans_the_kernel_writes_whole(case: str, fields: dict[str, Any]) -> None:
+    body = _plain_span(**fields)
+    answered = _maker(RedactionConfig(), native=True).request_whole(body, "acme")
+    assert answered is not None
+    (encoding,) = answered.encodings
+    assert (encoding is not None) == (case == "a plain span"), case
+    expected = _messages(body, RedactionConfig(), native=True, defer=False)
+    assert _messages(body, RedactionConfig(), native=True, defer=True) == expected
+    if encoding is not None:
+        span = trace_pb2.Span.FromString(encoding)
+        keys = [kv.key for kv in span.attributes]
+        assert genai.OUTPUT_MESSAGES not in keys and b"refunded it" not in encoding
+        assert keys[-1] == f.VERSION and genai.PG_REDACTED_KEYS in keys
+        assert (answered.removed, answered.with_facts) == (1, 1)
