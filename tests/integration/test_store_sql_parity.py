@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
@@ -31,6 +30,7 @@ from pathgrade.schemas.otlp import decode_spans_message
 from pathgrade.schemas.pii import PiiScanner
 
 from pathgrade.demo.sender import send_demo_traces
+from tests.support.otlp_values import any_value
 
 pytestmark = pytest.mark.integration
 
@@ -145,30 +145,6 @@ def test_demo_traffic_raw(store: ClientStore, flavor: str) -> None:
         assert left > 0
 
 
-def _value(raw: Any) -> AnyValue:
-    if isinstance(raw, AnyValue):
-        return raw
-    if isinstance(raw, bool):
-        return AnyValue(bool_value=raw)
-    if isinstance(raw, int):
-        return AnyValue(int_value=raw)
-    if isinstance(raw, float):
-        return AnyValue(double_value=raw)
-    if isinstance(raw, bytes):
-        return AnyValue(bytes_value=raw)
-    if isinstance(raw, str):
-        return AnyValue(string_value=raw)
-    if isinstance(raw, list):
-        value = AnyValue()
-        value.array_value.values.extend(_value(x) for x in raw)
-        return value
-    if isinstance(raw, dict):
-        value = AnyValue()
-        value.kvlist_value.values.extend(KeyValue(key=k, value=_value(v)) for k, v in raw.items())
-        return value
-    return AnyValue()  # None: a key without a value
-
-
 def _one_span(
     attributes: list[tuple[str, Any]],
     name: str = "span",
@@ -181,7 +157,7 @@ def _one_span(
     traces = TracesData()
     resource_spans = traces.resource_spans.add()
     for key, raw in resource or [("service.name", "svc")]:
-        resource_spans.resource.attributes.add(key=key, value=_value(raw))
+        resource_spans.resource.attributes.add(key=key, value=any_value(raw))
     scope = resource_spans.scope_spans.add()
     scope.scope.name = "scope"
     span = scope.spans.add(
@@ -190,14 +166,14 @@ def _one_span(
     )  # fmt: skip
     span.status.code = status
     for key, raw in attributes:
-        span.attributes.add(key=key, value=_value(raw))
+        span.attributes.add(key=key, value=any_value(raw))
     for event_name, event_attributes in events:
         event = span.events.add(time_unix_nano=start + 1, name=event_name)
         for key, raw in event_attributes:
-            event.attributes.add(key=key, value=_value(raw))
+            event.attributes.add(key=key, value=any_value(raw))
     span_link = span.links.add(trace_id=b"\x02" * 16, span_id=b"\x03" * 8)
     for key, raw in link or [("link.kind", "parent")]:
-        span_link.attributes.add(key=key, value=_value(raw))
+        span_link.attributes.add(key=key, value=any_value(raw))
     return traces.SerializeToString()
 
 

@@ -33,6 +33,7 @@ from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.pii import PiiScanner
 
 from pathgrade.demo.sender import send_demo_traces
+from tests.support.otlp_values import any_value
 
 SECRET = FactSecret(bytes(range(32)))
 TRACE = bytes(range(16))
@@ -522,27 +523,6 @@ def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) ->
 # ---- whole spans: what the kernel forwards itself on default settings
 
 
-def _any(value: Any) -> AnyValue:
-    """An AnyValue of every OTLP type (dict: a key-value list; None: no value set)."""
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        return AnyValue(int_value=value)
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    if isinstance(value, bytes):
-        return AnyValue(bytes_value=value)
-    if isinstance(value, list):
-        return AnyValue(array_value=ArrayValue(values=[_any(v) for v in value]))
-    if isinstance(value, dict):
-        any_value = AnyValue()
-        any_value.kvlist_value.values.extend(
-            KeyValue(key=k, value=_any(v)) for k, v in value.items()
-        )
-        return any_value
-    return AnyValue(string_value=value) if value is not None else AnyValue()
-
-
 PII_TEXTS = ["a@b.io", "card 4111 1111 1111 1111", "50% off", "héllo"]
 plain_scalars = st.one_of(
     texts,
@@ -578,7 +558,7 @@ def _whole_requests(draw: st.DrawFn) -> bytes:
     resource_spans = request.resource_spans.add(schema_url=draw(maybe_pii))
     resource = draw(st.dictionaries(st.sampled_from(["service.name", "host"]), maybe_pii))
     resource_spans.resource.attributes.extend(
-        KeyValue(key=k, value=_any(v)) for k, v in resource.items()
+        KeyValue(key=k, value=any_value(v)) for k, v in resource.items()
     )
     scope_spans = resource_spans.scope_spans.add()
     scope_spans.scope.name = draw(maybe_pii)
@@ -593,7 +573,7 @@ def _whole_requests(draw: st.DrawFn) -> bytes:
         span.status.code = draw(st.integers(0, 2))
         attributes = {**draw(st.dictionaries(plain_keys | texts, plain_values, max_size=4))}
         attributes.update(draw(st.builds(lambda op, c: {**op, **c}, operations, content)))
-        span.attributes.extend(KeyValue(key=k, value=_any(v)) for k, v in attributes.items())
+        span.attributes.extend(KeyValue(key=k, value=any_value(v)) for k, v in attributes.items())
         if draw(st.integers(0, 7)) == 0:
             span.events.add(name=draw(maybe_pii))
         if draw(st.integers(0, 7)) == 0:
@@ -643,7 +623,7 @@ def _plain_span(**fields: Any) -> bytes:
     request = ExportTraceServiceRequest()
     resource_spans = request.resource_spans.add()
     resource_spans.resource.attributes.append(
-        KeyValue(key="service.name", value=_any(fields.pop("service", "shop")))
+        KeyValue(key="service.name", value=any_value(fields.pop("service", "shop")))
     )
     span = resource_spans.scope_spans.add().spans.add(
         trace_id=TRACE, span_id=b"\x01" * 8, name=fields.pop("name", "chat m")
@@ -656,7 +636,7 @@ def _plain_span(**fields: Any) -> bytes:
         genai.OUTPUT_MESSAGES: '[{"role": "assistant", "content": "I have refunded it."}]',
         **fields.pop("attributes", {}),
     }
-    span.attributes.extend(KeyValue(key=k, value=_any(v)) for k, v in attributes.items())
+    span.attributes.extend(KeyValue(key=k, value=any_value(v)) for k, v in attributes.items())
     span.status.message = fields.pop("status", "")
     if fields.pop("event", False):
         span.events.add(name="retry")
