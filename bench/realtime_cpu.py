@@ -12,8 +12,13 @@ in the same run the parse-only cost of the same values is the baseline of the ra
 process collects garbage on pathgrade's timer, as the realtime process does
 (`pathgrade/stack/gc_schedule.py`; Python's default thresholds cost 10-25% more here).
 
+`--compare-decode` runs the plane a second time in each round with the OTLP reader
+(`schemas/_otlp_reader.c`) off, so messages are decoded by upb's parse and the Python walk
+as without the extension, the two alternating which goes first; it prints both and their
+ratio.
+
     python bench/realtime_cpu.py [--spans 50000] [--mix realistic|demo] [--rounds 3]
-                                 [--profile FILE.prof]
+                                 [--compare-decode] [--profile FILE.prof]
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.collector.validate import validate_request
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.plane import RealtimePlane
+from pathgrade.schemas import otlp
 from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.pii import PiiScanner
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
@@ -136,8 +142,21 @@ def main() -> None:
     parser.add_argument("--spans", type=int, default=50_000)
     parser.add_argument("--mix", choices=sorted(MIXES), default="realistic")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--compare-decode",
+        action="store_true",
+        help="also run each round with the OTLP reader off (upb and the Python walk decode)",
+    )
     parser.add_argument("--profile", metavar="FILE", help="cProfile the last round to FILE")
     args = parser.parse_args()
+    if otlp.read_traces is None:
+        print("the OTLP reader (pathgrade.schemas._otlp_reader) is not built: upb decodes")
+        if args.compare_decode:
+            parser.error("--compare-decode needs the OTLP reader")
+    # how each variant decodes: the OTLP reader as installed, or none (upb and Python)
+    variants = {"reader": otlp.read_traces, "python": None}
+    if not args.compare_decode:
+        del variants["python"]
 
     schedule_full_collections()
     bodies = MIXES[args.mix](args.spans, 512)
@@ -156,20 +175,31 @@ def main() -> None:
     broker.start()
     try:
         ensure_topics(broker.bootstrap)
-        costs = []
+        costs: dict[str, list[float]] = {name: [] for name in variants}
         for round_ in range(args.rounds):
-            profile = cProfile.Profile() if args.profile and round_ == args.rounds - 1 else None
-            costs.append(run_plane(broker.bootstrap, messages, profile) / spans * 1e6)
-            if profile:
-                profile.dump_stats(args.profile)
+            for name in list(variants)[:: 1 if round_ % 2 == 0 else -1]:
+                last = round_ == args.rounds - 1 and name == "reader"
+                profile = cProfile.Profile() if args.profile and last else None
+                print(f"  round {round_ + 1}, {name}:", flush=True)
+                otlp.read_traces = variants[name]
+                try:
+                    costs[name].append(run_plane(broker.bootstrap, messages, profile) / spans * 1e6)
+                finally:
+                    otlp.read_traces = variants["reader"]
+                if profile:
+                    profile.dump_stats(args.profile)
     finally:
         broker.stop()
-    best = min(costs)
+    best = {name: min(c) for name, c in costs.items()}
     print(f"{spans} spans in {len(messages)} messages ({args.mix} mix)")
     print(f"parse only        {parse_us:7.2f} µs CPU per span")
-    print(f"realtime plane    {best:7.2f} µs CPU per span (best of "
-          f"{', '.join(f'{c:.1f}' for c in costs)})")  # fmt: skip
-    print(f"ratio to parse    {best / parse_us:7.1f}")
+    for name, label in (("reader", "realtime plane   "), ("python", "  Python decode  ")):
+        if name in costs:
+            print(f"{label} {best[name]:7.2f} µs CPU per span (best of "
+                  f"{', '.join(f'{c:.1f}' for c in costs[name])})")  # fmt: skip
+    print(f"ratio to parse    {best['reader'] / parse_us:7.1f}")
+    if "python" in best:
+        print(f"reader / Python   {best['reader'] / best['python']:7.2f}")
 
 
 if __name__ == "__main__":

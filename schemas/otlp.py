@@ -9,6 +9,13 @@ the GenAI convention's fallback value, so every failed span has an error type.
 
 Spans of one resource share one `resource_attributes` dict: treat it as read-only.
 
+A message value is read by the OTLP reader (`_otlp_reader`, a C extension built at
+install) in one pass over its bytes, which gives each span's parts as Python objects;
+bytes it does not read exactly as upb would (malformed ones, invalid UTF-8, a message
+field present twice, values nested deep, ...) and an install without the extension are
+parsed by upb and walked here (`decode_resource_spans`). Both build spans with `_span`
+and give the same spans (tests/unit/schemas/test_otlp_reader.py).
+
 Decoding is total past the protobuf parse: a span whose GenAI view or evaluation context
 cannot be read keeps its ids, times and attributes (the typed GenAI columns stay empty),
 and unreadable tenant or receive-time headers fall back to their defaults; each case is
@@ -31,6 +38,11 @@ from pathgrade.schemas.conventions import eval_context, genai_fields
 from pathgrade.schemas.model import MAX_TIME_NS, EvalContext, GenAIFields, Span, SpanEvent, SpanLink
 from pathgrade.schemas.numbers import parse_int
 from pathgrade.schemas.topics import DEFAULT_TENANT, RECEIVED_AT_HEADER, TENANT_HEADER
+
+try:
+    from pathgrade.schemas._otlp_reader import read_traces
+except ImportError:  # installed without a C compiler: every message parsed by upb
+    read_traces = None
 
 log = logging.getLogger(__name__)
 
@@ -104,46 +116,103 @@ def decode_resource_spans(
     spans: list[Span] = []
     for resource_span in resource_spans:
         resource_attributes = attributes_dict(resource_span.resource.attributes)
-        service_name = resource_attributes.get(genai.SERVICE_NAME, "")
-        if not isinstance(service_name, str):
-            service_name = str(service_name)
+        service_name = _service_name(resource_attributes)
         for scope_span in resource_span.scope_spans:
             scope_name, scope_version = scope_span.scope.name, scope_span.scope.version
             for span in scope_span.spans:
-                attributes = attributes_dict(span.attributes)
-                name = span.name  # each read of a protobuf string field builds a new str
                 status = span.status
-                status_code = _STATUS_CODES.get(status.code, _UNSET)
-                fields, context = _views(span, name, attributes, problems)
-                if status_code == _ERROR and not fields.error_type:
-                    fields.error_type = genai.ERROR_TYPE_OTHER
                 events, links = span.events, span.links  # most spans have neither
-                spans.append(
-                    Span(  # positional, in `Span`'s field order: a third of keywords' cost
-                        tenant,
-                        span.trace_id.hex(),
-                        span.span_id.hex(),
-                        span.parent_span_id.hex(),
-                        name,
-                        _SPAN_KINDS.get(span.kind, _UNSPECIFIED),
-                        span.start_time_unix_nano,
-                        span.end_time_unix_nano,
-                        service_name,
-                        span.trace_state,
-                        resource_attributes,
-                        scope_name,
-                        scope_version,
-                        attributes,
-                        status_code,
-                        status.message,
-                        _events(events) if events else [],
-                        _links(links) if links else [],
-                        fields,
-                        context,
-                        received_at_ns,
-                    )
-                )
+                spans.append(_span(
+                    tenant, received_at_ns, service_name, resource_attributes, scope_name,
+                    scope_version, span.trace_id.hex(), span.span_id.hex(),
+                    span.parent_span_id.hex(), span.name, span.kind, span.start_time_unix_nano,
+                    span.end_time_unix_nano, span.trace_state, attributes_dict(span.attributes),
+                    status.code, status.message, _events(events) if events else [],
+                    _links(links) if links else [], problems,
+                ))  # fmt: skip
     return spans
+
+
+def _decode_read(
+    resources: list, tenant: str, received_at_ns: int, problems: DecodeProblems | None
+) -> list[Span]:
+    """Canonical spans of a message value as `read_traces` read it (the shape is in
+    schemas/_otlp_reader.c's top comment), in the order they appear."""
+    spans: list[Span] = []
+    for resource_attributes, scopes in resources:
+        service_name = _service_name(resource_attributes)
+        for scope_name, scope_version, parts in scopes:
+            for (
+                trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, trace_state,
+                attributes, status_code, status_message, events, links,
+            ) in parts:  # fmt: skip
+                spans.append(_span(
+                    tenant, received_at_ns, service_name, resource_attributes, scope_name,
+                    scope_version, trace_id, span_id, parent_span_id, name, kind, start_ns,
+                    end_ns, trace_state, attributes, status_code, status_message,
+                    [SpanEvent(*e) for e in events] if events else [],
+                    [SpanLink(*k) for k in links] if links else [], problems,
+                ))  # fmt: skip
+    return spans
+
+
+def _service_name(resource_attributes: dict[str, Any]) -> str:
+    """A resource's `service.name` as text ("" when it has none)."""
+    service_name = resource_attributes.get(genai.SERVICE_NAME, "")
+    return service_name if isinstance(service_name, str) else str(service_name)
+
+
+def _span(
+    tenant: str,
+    received_at_ns: int,
+    service_name: str,
+    resource_attributes: dict[str, Any],
+    scope_name: str,
+    scope_version: str,
+    trace_id: str,
+    span_id: str,
+    parent_span_id: str,
+    name: str,
+    kind: int,
+    start_ns: int,
+    end_ns: int,
+    trace_state: str,
+    attributes: dict[str, Any],
+    status_code: int,
+    status_message: str,
+    events: list[SpanEvent],
+    links: list[SpanLink],
+    problems: DecodeProblems | None,
+) -> Span:
+    """The canonical span of one OTLP span's parts (ids as hex, kind and status code as
+    their enum numbers), with its GenAI view and evaluation context."""
+    status = _STATUS_CODES.get(status_code, _UNSET)
+    fields, context = _views(trace_id, span_id, name, attributes, problems)
+    if status == _ERROR and not fields.error_type:
+        fields.error_type = genai.ERROR_TYPE_OTHER
+    return Span(  # positional, in `Span`'s field order: a third of keywords' cost
+        tenant,
+        trace_id,
+        span_id,
+        parent_span_id,
+        name,
+        _SPAN_KINDS.get(kind, _UNSPECIFIED),
+        start_ns,
+        end_ns,
+        service_name,
+        trace_state,
+        resource_attributes,
+        scope_name,
+        scope_version,
+        attributes,
+        status,
+        status_message,
+        events,
+        links,
+        fields,
+        context,
+        received_at_ns,
+    )
 
 
 def _events(events: Iterable[trace_pb2.Span.Event]) -> list[SpanEvent]:
@@ -188,9 +257,13 @@ _GENAI_KEYS = _keys_genai_fields_reads()
 
 
 def _views(
-    span: trace_pb2.Span, name: str, attributes: dict[str, Any], problems: DecodeProblems | None
+    trace_id: str,
+    span_id: str,
+    name: str,
+    attributes: dict[str, Any],
+    problems: DecodeProblems | None,
 ) -> tuple[GenAIFields, EvalContext]:
-    """The GenAI view and evaluation context of `span` (named `name`, its attributes
+    """The GenAI view and evaluation context of a span (named `name`, its attributes
     decoded as `attributes`); empty ones (counted, logged) when reading them raises, so a
     value no convention foresaw costs those fields, not the span. A span with no key
     `genai_fields` reads and no operation in its name gets the empty view at once (a
@@ -205,7 +278,7 @@ def _views(
             problems.partly_decoded_spans += 1
         log.warning(
             "span %s/%s: GenAI fields left empty, its attributes could not be read: %r",
-            span.trace_id.hex(), span.span_id.hex(), exc,
+            trace_id, span_id, exc,
         )  # fmt: skip
         return GenAIFields(), EvalContext()
 
@@ -219,6 +292,10 @@ def decode_spans_message(
     `resource_spans` as field 1, so one parser reads either. Raises ValueError on bytes
     that are not such a message (the only input that costs a message's spans).
     """
+    resources = read_traces(value) if read_traces is not None else None
+    if resources is not None:
+        return _decode_read(resources, tenant, received_at_ns, problems)
+    # no reader, or bytes it leaves to upb: malformed ones raise here
     traces = parse_spans_message(value)
     return decode_resource_spans(traces.resource_spans, tenant, received_at_ns, problems)
 
