@@ -284,3 +284,16 @@ def test_a_refused_message_leaves_the_others_of_its_batch_on_the_sql_path(
     values = [_one_span([("k", f"v{i}")]) for i in range(6)]
     values.insert(3, _one_span([("a", [["deep"]])]))
     assert _compare(store, values) == 1
+
+
+def test_a_span_twice_in_one_insert_is_read_once_with_final(store: ClientStore) -> None:
+    """The insert skips ClickHouse's per-block deduplication (`INSERT_SETTINGS`): a message
+    in a batch twice (an at-least-once redelivery) is two rows until a merge, and one to
+    every reader that asks for `FINAL`, as a message inserted by two batches is."""
+    tenant = f"twice{next(_tenants)}"
+    values = [_one_span([("k", f"v{i}")]) for i in range(3)]
+    received = time.time_ns()
+    messages = [pending_message(v, tenant, received) for v in [*values, values[1]]]
+    assert insert_sql_messages(store, messages) == []
+    count = "SELECT count() FROM spans FINAL WHERE Tenant = {t:String}"
+    assert store.query(count, {"t": tenant}).rows[0][0] == 3

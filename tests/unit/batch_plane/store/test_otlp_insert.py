@@ -13,7 +13,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, content_named_file
 from pathgrade.batch_plane.store.otlp_insert import (
     INPUT_TABLE_PREFIX,
-    PROTOBUF_SETTINGS,
+    INSERT_SETTINGS,
     REFUSED,
     framed_value,
     input_table,
@@ -111,7 +111,7 @@ def test_a_server_gets_the_values_with_the_statement_and_the_schema_inline() -> 
     assert statement == insert_statement("input")
     assert data == framed_value(value, "acme", 7)
     assert settings == {
-        **PROTOBUF_SETTINGS,
+        **INSERT_SETTINGS,
         "format_schema_source": "string",
         "format_schema": spans_value_proto(),
     }
