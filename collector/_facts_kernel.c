@@ -2490,9 +2490,19 @@ error:
 
 #define MAX_VALUE_DEPTH 32
 
-/* 1 when the scanner finds nothing in the text, so scrubbing forwards it as it is. */
-static inline int clean_text(const Kernel *k, const uint8_t *s, size_t n) {
-    return !may_hold_pii(k, (const char *)s, n);
+/* 1 when the scanner finds nothing in the text, so scrubbing forwards it as it is: by its
+ * pre-checks, else by asking it (`PiiScanner.find`). 0 also when asking raised (the
+ * redactor then meets the same text, and the error, itself). */
+static int clean_text(const Kernel *k, const uint8_t *s, size_t n) {
+    if (!may_hold_pii(k, (const char *)s, n)) return 1;
+    PyObject *counts = call_text(k->pii_find, (const char *)s, n);
+    if (!counts) {
+        PyErr_Clear();
+        return 0;
+    }
+    int clean = PyDict_Check(counts) && PyDict_GET_SIZE(counts) == 0;
+    Py_DECREF(counts);
+    return clean;
 }
 
 static int clean_values(const Kernel *k, const uint8_t *p, size_t len, int depth, int keyed);
@@ -2508,8 +2518,10 @@ static int clean_any_value(const Kernel *k, const uint8_t *p, size_t len, int de
         int clean = 1;
         switch (f.field) {
             case 1: /* string_value */
-            case 7: /* bytes_value */
                 clean = f.wire == 2 && clean_text(k, f.data, f.len);
+                break;
+            case 7: /* bytes_value: read as UTF-8 with replacement, left to Python unless plain */
+                clean = f.wire == 2 && !may_hold_pii(k, (const char *)f.data, f.len);
                 break;
             case 2: clean = f.wire == 0; break; /* bool_value */
             case 3: { /* int_value */
