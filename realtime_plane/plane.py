@@ -41,6 +41,7 @@ from pathgrade.realtime_plane.sinks import (
 )
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.alerts import Alert
+from pathgrade.schemas.otlp import reader_built
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
@@ -86,6 +87,12 @@ class RealtimePlane:
     ) -> None:
         self.config = config
         self.clock = clock
+        if not reader_built():
+            log.warning(
+                "the OTLP reader (pathgrade.schemas._otlp_reader) is not built: every span "
+                "message is parsed by upb and read in Python, ~1.2x the realtime plane's CPU; "
+                "reinstall pathgrade with a C compiler and the Python headers (python3-dev)"
+            )
         policy = load_policy(config.policy_path)
         name = Path(config.policy_path).name if config.policy_path else "default"
         self.assembler = TraceAssembler(

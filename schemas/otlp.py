@@ -46,6 +46,12 @@ except ImportError:  # installed without a C compiler: every message parsed by u
 
 log = logging.getLogger(__name__)
 
+
+def reader_built() -> bool:
+    """Whether the OTLP reader extension is there (else every value goes through upb)."""
+    return read_traces is not None
+
+
 # OTLP enum numbers (Span.SpanKind, Status.StatusCode) -> otel_traces strings. Numbers
 # outside the enum (proto3 enums are open) read as Unspecified / Unset.
 _SPAN_KINDS = dict(
