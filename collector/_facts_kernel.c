@@ -1017,6 +1017,15 @@ static int key_slots(const KeySlot *table, KeyList *l) {
     return 0;
 }
 
+/* An attribute key's class as the redactor's verdict reads it: KEY_CONTENT (the table's, or
+ * by a content prefix), else the table's KEY_CONTEXT or KEY_FACT, else KEY_OTHER; its place
+ * in the table in `*slot` (-1: not there). */
+static int key_class(const Kernel *k, const char *key, size_t n, int *slot) {
+    *slot = key_index(k->key_table, key, n);
+    int cls = *slot >= 0 ? k->key_table[*slot].cls : KEY_OTHER;
+    return cls != KEY_CONTENT && has_prefix(&k->content_prefixes, key, n) ? KEY_CONTENT : cls;
+}
+
 static int eq(const char *s, size_t n, const char *c) {
     return c && strlen(c) == n && memcmp(s, c, n) == 0;
 }
@@ -1266,13 +1275,13 @@ static int read_any_value(const uint8_t *p, const uint8_t *end, Attr *a) {
  * function that uses it, `fresh`). */
 typedef struct {
     Json json; /* one text is parsed at a time */
-    Buf scratch, out, fact, op, text, calls, span;
+    Buf scratch, out, fact, op, text, calls, span, added;
 } Pool;
 
 static void pool_free(Pool *pool) {
     json_free(&pool->json);
-    Buf *bufs[] = {&pool->scratch, &pool->out, &pool->fact, &pool->op,
-                   &pool->text,    &pool->calls, &pool->span};
+    Buf *bufs[] = {&pool->scratch, &pool->out,  &pool->fact, &pool->op,
+                   &pool->text,    &pool->calls, &pool->span, &pool->added};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) buf_free(bufs[i]);
 }
 
@@ -2352,10 +2361,8 @@ static int read_span(Kernel *k, const uint8_t *p, const uint8_t *end, SpanView *
                 }
             }
             if (in_kv < 0) return -1;
-            int slot = key_index(k->key_table, key, key_len);
-            int cls = slot >= 0 ? k->key_table[slot].cls : KEY_OTHER;
-            int content = cls == KEY_CONTENT || has_prefix(&k->content_prefixes, key, key_len);
-            if (!content && cls != KEY_CONTEXT) continue;
+            int slot, cls = key_class(k, key, key_len, &slot);
+            if (cls != KEY_CONTENT && cls != KEY_CONTEXT) continue;
             if (v->n_attrs == MAX_ATTRS) {
                 v->overflow = 1;
                 continue;
@@ -2365,7 +2372,7 @@ static int read_span(Kernel *k, const uint8_t *p, const uint8_t *end, SpanView *
             a->key = key;
             a->key_len = key_len;
             a->slot = slot;
-            a->content = content;
+            a->content = cls == KEY_CONTENT;
             if (value && read_any_value(value, value + value_len, a) < 0) return -1;
             if (a->type == V_OTHER) {
                 a->s = (const char *)value;
@@ -2611,9 +2618,8 @@ static int clean_container(const Kernel *k, const uint8_t *p, size_t len, int de
     return more == 0;
 }
 
-/* The class of an attribute's key: KEY_CONTENT (by the table or a content prefix),
- * KEY_CONTEXT, KEY_FACT or KEY_OTHER. */
-static int key_class(const Kernel *k, const uint8_t *kv, size_t len) {
+/* The class of a KeyValue's key (`key_class`). */
+static int key_value_class(const Kernel *k, const uint8_t *kv, size_t len) {
     const char *key = "";
     size_t key_len = 0;
     Fields f = fields_of(kv, len);
@@ -2622,43 +2628,8 @@ static int key_class(const Kernel *k, const uint8_t *kv, size_t len) {
             key = (const char *)f.data;
             key_len = f.len;
         }
-    int slot = key_index(k->key_table, key, key_len);
-    int cls = slot >= 0 ? k->key_table[slot].cls : KEY_OTHER;
-    if (cls != KEY_CONTENT && has_prefix(&k->content_prefixes, key, key_len)) return KEY_CONTENT;
-    return cls;
-}
-
-/* How many content attributes the span holds, when the collector forwards everything else
- * of it as it is (on `drops_all`); -1 when Python redacts the span: it has events or
- * links, a fact a producer set, or a string or number scrubbing would change. */
-static long removed_whole(const Kernel *k, const uint8_t *p, size_t len) {
-    Fields f = fields_of(p, len);
-    long removed = 0;
-    int more;
-    while ((more = field_next(&f)) > 0) {
-        switch (f.field) {
-            case 3: /* trace_state */
-            case 5: /* name */
-                if (f.wire != 2 || !clean_text(k, f.data, f.len)) return -1;
-                break;
-            case 9: { /* attributes */
-                if (f.wire != 2) return -1;
-                int cls = key_class(k, f.data, f.len);
-                if (cls == KEY_FACT || (cls != KEY_CONTENT && !clean_key_value(k, f.data, f.len, 0)))
-                    return -1;
-                removed += cls == KEY_CONTENT;
-                break;
-            }
-            case 11: /* events */
-            case 13: /* links */
-                return -1;
-            case 15: /* status: its message */
-                if (f.wire != 2 || !clean_message(k, f.data, f.len, BIT(2), 0, 0)) return -1;
-                break;
-            default: break;
-        }
-    }
-    return more < 0 ? -1 : removed;
+    int slot;
+    return key_class(k, key, key_len, &slot);
 }
 
 /* What redaction adds to a span: `pathgrade.redacted.keys` when it removed any, then the
@@ -2669,24 +2640,60 @@ static void put_added(const Kernel *k, long removed, const char *facts, size_t f
     buf_put(out, facts, facts_len);
 }
 
-/* Write a span `removed_whole` answered for into `out`: its fields as they are, less its
- * content attributes, and what `put_added` adds after its attributes (before its first
- * field past `Span.attributes`, where merging and serializing put them). */
-static void put_whole(const Kernel *k, const uint8_t *p, size_t len, long removed,
-                      const char *facts, size_t facts_len, Buf *out) {
+/* Insert `n` bytes at offset `at` of `b`. */
+static void buf_insert(Buf *b, size_t at, const char *p, size_t n) {
+    if (n == 0 || buf_reserve(b, n) < 0) return;
+    memmove(b->data + at + n, b->data + at, b->len - at);
+    memcpy(b->data + at, p, n);
+    b->len += n;
+}
+
+/* Write the span into `out` as the collector forwards it on `drops_all`: its fields as
+ * they are, less its content attributes, with what `put_added` adds (built in `added`)
+ * after its attributes, before its first field past `Span.attributes`, where merging and
+ * serializing put them. Returns how many attributes it removed; -1 when Python redacts the
+ * span: it has events or links, a fact a producer set, or a string or number scrubbing
+ * would change. */
+static long put_whole(const Kernel *k, const uint8_t *p, size_t len, const char *facts,
+                      size_t facts_len, Buf *out, Buf *added) {
     Fields f = fields_of(p, len);
-    int added = 0;
+    long removed = 0;
+    size_t at = SIZE_MAX; /* where the added attributes go, once a field past 9 comes */
+    int more;
     for (;;) {
         const uint8_t *before = f.p;
-        if (field_next(&f) <= 0) break;
-        if (f.field > 9 && !added) {
-            put_added(k, removed, facts, facts_len, out);
-            added = 1;
+        if ((more = field_next(&f)) <= 0) break;
+        if (f.field > 9 && at == SIZE_MAX) at = out->len;
+        int keep = 1;
+        switch (f.field) {
+            case 3: /* trace_state */
+            case 5: /* name */
+                if (f.wire != 2 || !clean_text(k, f.data, f.len)) return -1;
+                break;
+            case 9: { /* attributes */
+                if (f.wire != 2) return -1;
+                int cls = key_value_class(k, f.data, f.len);
+                if (cls == KEY_FACT || (cls != KEY_CONTENT && !clean_key_value(k, f.data, f.len, 0)))
+                    return -1;
+                keep = cls != KEY_CONTENT;
+                removed += !keep;
+                break;
+            }
+            case 11: /* events */
+            case 13: /* links */
+                return -1;
+            case 15: /* status: its message */
+                if (f.wire != 2 || !clean_message(k, f.data, f.len, BIT(2), 0, 0)) return -1;
+                break;
+            default: break;
         }
-        if (f.field != 9 || key_class(k, f.data, f.len) != KEY_CONTENT)
-            buf_put(out, before, (size_t)(f.p - before));
+        if (keep) buf_put(out, before, (size_t)(f.p - before));
     }
-    if (!added) put_added(k, removed, facts, facts_len, out);
+    if (more < 0) return -1;
+    put_added(k, removed, facts, facts_len, added);
+    if (added->failed) out->failed = 1;
+    buf_insert(out, at == SIZE_MAX ? out->len : at, added->data, added->len);
+    return removed;
 }
 
 /* ---- the request */
@@ -2707,12 +2714,11 @@ typedef struct {
 /* The whole encoding of a span whose `answer` (its facts) is decided, as bytes, or None. */
 static PyObject *whole_encoding(Walk *w, const uint8_t *p, size_t len, PyObject *answer) {
     if (answer != Py_None && !PyBytes_Check(answer)) Py_RETURN_NONE;
-    long removed = removed_whole(w->k, p, len);
-    if (removed < 0) Py_RETURN_NONE;
     const char *facts = answer != Py_None ? PyBytes_AS_STRING(answer) : "";
     size_t facts_len = answer != Py_None ? (size_t)PyBytes_GET_SIZE(answer) : 0;
     Buf *out = fresh(&w->pool->span);
-    put_whole(w->k, p, len, removed, facts, facts_len, out);
+    long removed = put_whole(w->k, p, len, facts, facts_len, out, fresh(&w->pool->added));
+    if (removed < 0) Py_RETURN_NONE;
     if (out->failed) return PyErr_NoMemory();
     w->removed += removed;
     w->with_facts += facts_len > 0;
