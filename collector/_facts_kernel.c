@@ -527,7 +527,8 @@ static int close_container(Json *j, long index, size_t base) {
     size_t count = j->n_stack - base;
     if (grow((void **)&j->kids, &j->cap_kids, j->n_kids + count, sizeof(uint32_t)) < 0)
         return -1;
-    memcpy(j->kids + j->n_kids, j->stack + base, count * sizeof(uint32_t));
+    if (count) /* an empty container: no kids, and maybe no arrays yet */
+        memcpy(j->kids + j->n_kids, j->stack + base, count * sizeof(uint32_t));
     j->nodes[index].first = (uint32_t)j->n_kids;
     j->nodes[index].n = (uint32_t)(j->nodes[index].type == J_OBJ ? count / 2 : count);
     j->n_kids += count;
