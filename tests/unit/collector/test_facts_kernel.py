@@ -677,3 +677,26 @@ def test_which_spans_the_kernel_writes_whole(case: str, fields: dict[str, Any]) 
         assert genai.OUTPUT_MESSAGES not in keys and b"refunded it" not in encoding
         assert keys[-1] == f.VERSION and genai.PG_REDACTED_KEYS in keys
         assert (answered.removed, answered.with_facts) == (1, 1)
+
+
+def test_content_known_by_its_prefix_leaves_a_whole_span() -> None:
+    """A flattened content key (`genai.MESSAGE_CONTENT_PREFIXES`) is content as much as a
+    listed one: the kernel's whole span goes without it, as the redactor's would."""
+    request = ExportTraceServiceRequest()
+    span = (
+        request.resource_spans.add()
+        .scope_spans.add()
+        .spans.add(trace_id=TRACE, span_id=b"\x01" * 8, name="retrieve")
+    )
+    span.attributes.append(
+        KeyValue(key="retrieval.documents.0.document.content", value=any_value("secret doc"))
+    )
+    body = request.SerializeToString()
+    answered = _maker(RedactionConfig(), native=True).request_whole(body, "acme")
+    assert answered is not None
+    (encoding,) = answered.encodings
+    assert encoding is not None and b"secret doc" not in encoding
+    kept = trace_pb2.Span.FromString(encoding).attributes
+    assert [(kv.key, kv.value.int_value) for kv in kept] == [(genai.PG_REDACTED_KEYS, 1)]
+    expected = _messages(body, RedactionConfig(), native=True, defer=False)
+    assert _messages(body, RedactionConfig(), native=True, defer=True) == expected
