@@ -8,6 +8,7 @@ from pathlib import Path
 from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from pathgrade.collector.http_server import (
     DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MIN_BODY_RATE,
     DEFAULT_READ_TIMEOUT_S,
     DEFAULT_WORKERS,
 )
@@ -60,7 +61,7 @@ class CollectorConfig(BaseModel):
     receiver_workers: int = Field(
         DEFAULT_WORKERS, gt=0, le=1024,
         description="request threads of each receiver (OTLP/HTTP and gRPC); connections "
-        "hold no thread while idle",
+        "hold no thread while idle, nor (OTLP/HTTP) while their request arrives",
     )  # fmt: skip
     idle_timeout_s: float = Field(
         DEFAULT_IDLE_TIMEOUT_S, gt=0,
@@ -68,8 +69,15 @@ class CollectorConfig(BaseModel):
     )  # fmt: skip
     read_timeout_s: float = Field(
         DEFAULT_READ_TIMEOUT_S, gt=0,
-        description="OTLP/HTTP: a request whose head or body stops coming for this long is "
-        "answered 408",
+        description="OTLP/HTTP: a request head not whole this long after its first byte, "
+        "or a body that stops coming for this long, is answered 408",
+    )  # fmt: skip
+    min_body_rate: int = Field(
+        DEFAULT_MIN_BODY_RATE, gt=0,
+        description="OTLP/HTTP: slowest a body may arrive, in bytes/s: it must be whole "
+        "within `read_timeout_s` of its head plus one second per `min_body_rate` bytes "
+        "received (408 otherwise), so a trickling client is cut after about "
+        "`read_timeout_s`",
     )  # fmt: skip
     tokens_file: Path | None = Field(
         None,
