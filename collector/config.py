@@ -8,6 +8,7 @@ from pathlib import Path
 from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from pathgrade.collector.http_server import (
     DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MIN_BODY_RATE,
     DEFAULT_READ_TIMEOUT_S,
     DEFAULT_WORKERS,
@@ -78,6 +79,12 @@ class CollectorConfig(BaseModel):
         "within `read_timeout_s` of its head plus one second per `min_body_rate` bytes "
         "received (408 otherwise), so a trickling client is cut after about "
         "`read_timeout_s`",
+    )  # fmt: skip
+    max_connections: int = Field(
+        DEFAULT_MAX_CONNECTIONS, gt=0,
+        description="OTLP/HTTP: open connections at most (fewer when the process may not "
+        "open that many files); past it the longest-idle one is closed to admit a new one, "
+        "else the one whose request has been arriving longest",
     )  # fmt: skip
     tokens_file: Path | None = Field(
         None,

@@ -44,6 +44,7 @@ from pathgrade.collector.http_answers import (
 )
 from pathgrade.collector.http_server import (
     DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MIN_BODY_RATE,
     DEFAULT_READ_TIMEOUT_S,
     DEFAULT_WORKERS,
@@ -127,13 +128,14 @@ class OtlpHttpServer:
         idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
         read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
         min_body_rate: int = DEFAULT_MIN_BODY_RATE,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="otlp-http")
         app = _OtlpApp(
             pipeline, auth, max_body_bytes, ack_timeout_s, read_timeout_s, min_body_rate,
             _BodyBudget(workers * max_body_bytes), self._pool,
         )  # fmt: skip
-        limits = ConnectionLimits(idle_timeout_s, read_timeout_s)
+        limits = ConnectionLimits(idle_timeout_s, read_timeout_s, max_connections)
         self._server = UvicornServer(address, app, limits, grace_s=ack_timeout_s + 2)
         self.server_address = self._server.server_address
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import resource
 import socket
 import threading
 from dataclasses import dataclass
@@ -54,6 +55,9 @@ MAX_LINE_BYTES = 64 * 1024
 """Longest request line (414 beyond it) and header line (431)."""
 MAX_HEADERS = 100
 """Most header lines in a request head: 431 beyond it."""
+DESCRIPTOR_RESERVE = 512
+"""File descriptors kept for the rest of the process (Kafka, the spill, gRPC, ...)
+beside the receiver's connections."""
 EXCHANGE = "pathgrade.exchange"
 """The key of a request's `Exchange` in its ASGI scope's `extensions`."""
 
@@ -171,9 +175,7 @@ class OtlpConnection(HttpToolsProtocol):
         if not self.table.admit(self):
             transport.close()
             return
-        self.timeout_keep_alive_task = self.loop.call_later(
-            self.limits.idle_timeout_s, self.timeout_keep_alive_handler
-        )
+        self._arm_idle_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.table.drop(self)
@@ -202,6 +204,8 @@ class OtlpConnection(HttpToolsProtocol):
             if self._head_bytes > MAX_HEAD_BYTES:
                 message = f"request head over {MAX_HEAD_BYTES} bytes"
                 self._refuse(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, message)
+        elif self.table.phase(self) == _IDLE:  # bytes that start no request (blank lines)
+            self._arm_idle_timer()
 
     def eof_received(self) -> bool | None:
         """The client half-closed: a request being answered still gets its answer (and a
@@ -267,6 +271,12 @@ class OtlpConnection(HttpToolsProtocol):
         else:
             super().shutdown()
 
+    def _arm_idle_timer(self) -> None:
+        self._unset_keepalive_if_required()
+        self.timeout_keep_alive_task = self.loop.call_later(
+            self.limits.idle_timeout_s, self.timeout_keep_alive_handler
+        )
+
     def _head_timed_out(self) -> None:
         self._head_timer = None
         timeout = self.limits.read_timeout_s
@@ -310,6 +320,26 @@ def _explain(error: httptools.HttpParserError) -> tuple[HTTPStatus, str]:
     return HTTPStatus.BAD_REQUEST, f"Bad request ({reason})"
 
 
+def connection_cap(wanted: int) -> int:
+    """`wanted`, or fewer when the process may not open that many file descriptors and
+    DESCRIPTOR_RESERVE more (its soft limit is raised towards the hard one first): a
+    connection refused by the kernel could not make room by closing an idle one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = wanted + DESCRIPTOR_RESERVE
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError) as exc:
+            log.warning("OTLP/HTTP: cannot raise the open-files limit to %d: %s", raised, exc)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return wanted
+    cap = max(1, soft - DESCRIPTOR_RESERVE)
+    log.warning("OTLP/HTTP: at most %d connections (the process may open %d files)", cap, soft)
+    return cap
+
+
 class UvicornServer:
     """uvicorn serving an ASGI `app` on `address` through `OtlpConnection`:
     `serve_forever()` in one thread, `shutdown()` from another (requests being processed
@@ -320,9 +350,8 @@ class UvicornServer:
     ) -> None:
         self.socket = socket.create_server(address, backlog=1024)  # bound now: the port is known
         self.server_address = self.socket.getsockname()
-        protocol = functools.partial(
-            OtlpConnection, table=_ConnectionTable(limits.max_connections), limits=limits
-        )
+        table = _ConnectionTable(connection_cap(limits.max_connections))
+        protocol = functools.partial(OtlpConnection, table=table, limits=limits)
         config = uvicorn.Config(
             app, http=protocol, ws="none", lifespan="off", loop="asyncio", log_config=None,
             access_log=False, proxy_headers=False, server_header=False, date_header=False,
