@@ -181,6 +181,9 @@ class _OtlpApp:
             answer = await self._answer(scope, receive)
         except _ClientGone:
             return
+        except Exception as exc:  # a bug must still get an answer, and the log its trace
+            answer = _internal_error(exc, JSON)
+            answer.close = True
         headers = [
             (b"content-type", answer.content_type.encode()),
             (b"content-length", str(len(answer.body)).encode()),
@@ -327,10 +330,7 @@ class _OtlpApp:
             body = status_body(HTTPStatus.SERVICE_UNAVAILABLE, str(exc), answer_type)
             return _Answer(HTTPStatus.SERVICE_UNAVAILABLE, body, answer_type, headers)
         except Exception as exc:  # a bug must still get an answer, and the log its trace
-            log.exception("OTLP/HTTP request failed")
-            message = f"internal error: {type(exc).__name__}: {exc}"
-            body = status_body(HTTPStatus.INTERNAL_SERVER_ERROR, message, answer_type)
-            return _Answer(HTTPStatus.INTERNAL_SERVER_ERROR, body, answer_type)
+            return _internal_error(exc, answer_type)
         if answer_type == JSON:
             body = response_json(result.rejected_spans, result.error_message)
         else:
@@ -359,6 +359,14 @@ class _OtlpApp:
         except DecodeError as exc:
             raise _HttpError(HTTPStatus.BAD_REQUEST, f"invalid OTLP protobuf: {exc}") from exc
         return self.pipeline.ingest(parsed, request.tenant, request.deadline, body)
+
+
+def _internal_error(exc: Exception, answer_type: str) -> _Answer:
+    """The 500 of a bug (its trace goes to the log)."""
+    log.exception("OTLP/HTTP request failed")
+    message = f"internal error: {type(exc).__name__}: {exc}"
+    body = status_body(HTTPStatus.INTERNAL_SERVER_ERROR, message, answer_type)
+    return _Answer(HTTPStatus.INTERNAL_SERVER_ERROR, body, answer_type)
 
 
 def _decode_json(body: bytes) -> tuple[ExportTraceServiceRequest, Rejections]:

@@ -175,7 +175,9 @@ class OtlpConnection(HttpToolsProtocol):
         if not self.table.admit(self):
             transport.close()
             return
-        self._arm_idle_timer()
+        self.timeout_keep_alive_task = self.loop.call_later(
+            self.limits.idle_timeout_s, self.timeout_keep_alive_handler
+        )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.table.drop(self)
@@ -183,7 +185,8 @@ class OtlpConnection(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        self._unset_keepalive_if_required()
+        """Feed the parser (the idle timer stops only when a request begins: bytes that
+        start none, such as blank lines, leave the connection idle)."""
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserCallbackError as exc:
@@ -204,8 +207,6 @@ class OtlpConnection(HttpToolsProtocol):
             if self._head_bytes > MAX_HEAD_BYTES:
                 message = f"request head over {MAX_HEAD_BYTES} bytes"
                 self._refuse(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, message)
-        elif self.table.phase(self) == _IDLE:  # bytes that start no request (blank lines)
-            self._arm_idle_timer()
 
     def eof_received(self) -> bool | None:
         """The client half-closed: a request being answered still gets its answer (and a
@@ -222,6 +223,7 @@ class OtlpConnection(HttpToolsProtocol):
     # The parser's callbacks (a `_Refusal` raised in one stops the parser).
 
     def on_message_begin(self) -> None:
+        self._unset_keepalive_if_required()
         super().on_message_begin()
         self._head_bytes = 0
         self._headers = 0
@@ -270,12 +272,6 @@ class OtlpConnection(HttpToolsProtocol):
             self.transport.close()
         else:
             super().shutdown()
-
-    def _arm_idle_timer(self) -> None:
-        self._unset_keepalive_if_required()
-        self.timeout_keep_alive_task = self.loop.call_later(
-            self.limits.idle_timeout_s, self.timeout_keep_alive_handler
-        )
 
     def _head_timed_out(self) -> None:
         self._head_timer = None

@@ -354,6 +354,18 @@ def test_an_export_succeeds_while_a_hundred_connections_trickle_their_bodies(
     assert max(sent for _, _, sent in heads) < len(post(b"{}"))
 
 
+def test_blank_lines_start_no_request_and_keep_no_connection_open(collector: Collector) -> None:
+    """The parser skips empty lines before a request line: a client sending only those
+    is still idle, and closed after idle_timeout_s however often it sends one."""
+    with collector.connect() as sock:
+        for _ in range(IDLE_TIMEOUT_S * 10):
+            if select.select([sock], [], [], 0.5)[0]:
+                assert sock.recv(1) == b""  # closed, without an answer
+                return
+            sock.sendall(b"\r\n")
+    raise AssertionError("a connection sending blank lines was kept open")
+
+
 MAX_CONNECTIONS = 40
 MAX_BODY_OF_CAPPED = 100_000
 

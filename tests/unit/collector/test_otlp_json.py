@@ -418,8 +418,7 @@ def test_a_span_with_unreadable_ids_is_named_by_its_path() -> None:
     decoded = decode_export_request_json(body)
     assert _kept_span_ids(decoded) == [3]
     assert [refused.line for refused in decoded.refused] == [
-        "span resourceSpans[0].scopeSpans[0].spans[0]: traceId: expected 32 hex characters, "
-        "got 3",
+        "span resourceSpans[0].scopeSpans[0].spans[0]: traceId: expected 32 hex characters, got 3",
         "span resourceSpans[0].scopeSpans[0].spans[1]: expected a JSON object, got number",
     ]
 
