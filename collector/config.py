@@ -75,10 +75,9 @@ class CollectorConfig(BaseModel):
     )  # fmt: skip
     min_body_rate: int = Field(
         DEFAULT_MIN_BODY_RATE, gt=0,
-        description="OTLP/HTTP: slowest a body may arrive, in bytes/s: it must be whole "
-        "within `read_timeout_s` of its head plus one second per `min_body_rate` bytes "
-        "received (408 otherwise), so a trickling client is cut after about "
-        "`read_timeout_s`",
+        description="OTLP/HTTP: slowest a body may arrive, in bytes/s: every "
+        "`read_timeout_s` it must bring `min_body_rate` x `read_timeout_s` bytes or the rest "
+        "of it (408 otherwise), so a client that drips bytes is cut within `read_timeout_s`",
     )  # fmt: skip
     max_connections: int = Field(
         DEFAULT_MAX_CONNECTIONS, gt=0,

@@ -10,11 +10,12 @@ holding a value no field can hold is refused alone (partial success naming it), 
 protobuf path refuses an invalid span; a JSON request none of whose spans decodes is a 400.
 
 Connections are uvicorn's (`collector.http_server`: idle and head bounds). The body is
-read on the event loop and must keep coming: 408 when no byte arrived for
-`read_timeout_s`, or when it is slower than `min_body_rate` (it must be whole within
-`read_timeout_s` of its head plus one second per `min_body_rate` bytes received). Only a
-whole body goes to the pool of `receiver_workers` threads that decompress, parse, validate
-and publish it, so a slow or idle connection never holds a worker. Bodies held in memory
+read on the event loop and must keep coming: every `read_timeout_s` it must bring
+`min_body_rate` x `read_timeout_s` bytes, or the rest of it (408 otherwise), so a client
+that drips bytes is cut within `read_timeout_s` of its last quota, whatever it sent
+before or announced. Only a whole body goes to the pool of `receiver_workers` threads
+that decompress, parse, validate and publish it, so a slow or idle connection never holds
+a worker. Bodies held in memory
 (arriving or waiting for a worker) take at most `receiver_workers` x `max_body_bytes`
 bytes: a request whose Content-Length would take them past that is answered 503 with
 Retry-After.
@@ -272,32 +273,32 @@ class _OtlpApp:
         keep: Callable[[bytes], None] | None,
     ) -> None:
         """Receive `length` body bytes, giving each chunk to `keep` (counted against the
-        budget) when given, within the body's bounds (the module's docstring)."""
+        budget) when given. The body's bound (the module's docstring): each window of
+        `read_timeout_s` must bring its quota, `min_body_rate` x `read_timeout_s` bytes
+        or the rest of the body; a window whose quota is met starts the next."""
         loop = asyncio.get_running_loop()
-        started = last = loop.time()
-        received = 0
+        quota = self.min_body_rate * self.read_timeout_s
+        window_end = loop.time() + self.read_timeout_s
+        window_start_bytes = received = 0
         more = length > 0
         while more:
-            deadline = min(
-                last + self.read_timeout_s,
-                started + self.read_timeout_s + received / self.min_body_rate,
-            )
             try:
-                async with asyncio.timeout_at(deadline):
+                async with asyncio.timeout_at(window_end):
                     message = await receive()
             except TimeoutError:
-                raise _HttpError(
-                    HTTPStatus.REQUEST_TIMEOUT, self._late(received, length, loop.time() - last)
-                ) from None
+                late = self._late(received, length, received - window_start_bytes)
+                raise _HttpError(HTTPStatus.REQUEST_TIMEOUT, late) from None
             if message["type"] == "http.disconnect":
                 raise _ClientGone
             chunk = message.get("body", b"")
             if chunk:
                 received += len(chunk)
-                last = loop.time()
                 if keep is not None:
                     self.budget.held += len(chunk)
                     keep(chunk)
+                if received - window_start_bytes >= min(quota, length - window_start_bytes):
+                    window_start_bytes = received
+                    window_end = loop.time() + self.read_timeout_s
             more = message.get("more_body", False)
             if more and exchange.ended_early:
                 raise _HttpError(
@@ -305,16 +306,17 @@ class _OtlpApp:
                     f"body ended after {received} of the {length} bytes Content-Length announced",
                 )
 
-    def _late(self, received: int, length: int, quiet_s: float) -> str:
+    def _late(self, received: int, length: int, window_bytes: int) -> str:
         """The 408's reason: the body stopped coming, or came too slowly."""
-        if quiet_s >= self.read_timeout_s:
+        if not window_bytes:
             return (
                 f"body not completed: {received} of {length} bytes, then nothing for "
                 f"{self.read_timeout_s:g} s"
             )
         return (
-            f"body not completed: {received} of {length} bytes, slower than the minimum of "
-            f"{self.min_body_rate} bytes/s after the first {self.read_timeout_s:g} s"
+            f"body not completed: {received} of {length} bytes, the last {window_bytes} in "
+            f"{self.read_timeout_s:g} s: slower than the minimum of {self.min_body_rate} "
+            f"bytes/s"
         )
 
     def _process(self, request: _Request) -> _Answer:

@@ -47,8 +47,8 @@ DEFAULT_IDLE_TIMEOUT_S = 60.0
 DEFAULT_READ_TIMEOUT_S = 10.0
 DEFAULT_MAX_CONNECTIONS = 4096
 DEFAULT_MIN_BODY_RATE = 64 * 1024
-"""Slowest a body may arrive past its first `read_timeout_s`, in bytes per second (read
-by the request handler, `collector.http_receiver`)."""
+"""Slowest a body may arrive, in bytes per second, counted per `read_timeout_s` (the
+request handler's bound, `collector.http_receiver`)."""
 MAX_HEAD_BYTES = 1024 * 1024
 """Longest request head (request line and headers together): 431 beyond it."""
 MAX_LINE_BYTES = 64 * 1024

@@ -354,6 +354,18 @@ def test_an_export_succeeds_while_a_hundred_connections_trickle_their_bodies(
     assert max(sent for _, _, sent in heads) < len(post(b"{}"))
 
 
+def test_a_body_that_drips_after_a_burst_is_cut_all_the_same(patient: Collector) -> None:
+    """48 MiB at once, then a byte every 0.4 s: the burst buys no time (every
+    read_timeout_s must bring its quota), so the drip is answered 408 within a window or
+    two, not after the minutes the burst would have paid for at min_body_rate."""
+    burst = 48 * 1024 * 1024
+    head = post(b"").replace(b"Content-Length: 0", b"Content-Length: %d" % (burst + 10_000))
+    with patient.connect() as sock:
+        code, answer, dripped = trickle(sock, head + b" " * burst, b" " * 10_000)
+    assert code == 408 and "slower than the minimum" in answer["message"], answer
+    assert dripped < 3 * PATIENT_READ_TIMEOUT_S / TRICKLE_INTERVAL_S
+
+
 def test_blank_lines_start_no_request_and_keep_no_connection_open(collector: Collector) -> None:
     """The parser skips empty lines before a request line: a client sending only those
     is still idle, and closed after idle_timeout_s however often it sends one."""
