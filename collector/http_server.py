@@ -167,7 +167,7 @@ class OtlpConnection(HttpToolsProtocol):
         self._head_timer: asyncio.TimerHandle | None = None
         self._head_bytes = 0
         self._headers = 0
-        self._deferred: bytes | None = None  # a refusal to write once the answer under way is
+        self._deferred: bytes | None = None  # a refusal to write after the answer under way
         self.exchange: Exchange | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
