@@ -1,121 +1,139 @@
-"""CPU per request of the OTLP/HTTP receiver's pooled server (collector/http_server.py)
-against the standard library's ThreadingHTTPServer, with the same handler, in one run.
+"""CPU the OTLP/HTTP receiver spends per request and per span, against another checkout's
+receiver in the same run (issue 42: the receiver moved onto uvicorn only if it costs at
+most 1.1x the CPU per request of the hand-written server it replaced).
 
-Each server runs in a child process of its own with a handler that reads the body its
-Content-Length announces and answers 200; the parent posts the same body over keep-alive
-connections from a few client threads. The figure is the server process's CPU seconds per
-request (all its threads), the rounds alternate between the two servers, and the last
-line is the ratio pooled / threading (below 1: the pooled server costs less).
+Each variant's receiver (`collector.http_receiver.OtlpHttpServer` of its checkout's
+python) runs alone in a child process, with a pipeline that accepts every span at once
+(no redaction, no Kafka): what is measured is the receiver, from the socket to the
+answer, protobuf parse included. The parent posts bench/ingest.py's realistic request
+bodies (`--batch` spans each: 512 is what the OpenTelemetry SDK's batch processor sends)
+over keep-alive connections from a few threads. The figure is the child's CPU seconds
+(all its threads) per request and per span; the variants alternate round by round, and
+the last line is the ratio of the medians this / against.
 
-    python bench/http_receiver.py [--requests 4000] [--body-kb 300] [--clients 4] [--rounds 3]
+    python bench/http_receiver.py --against PYTHON [--spans 40000] [--batch 512]
+                                  [--senders 4] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
-import multiprocessing
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
 import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
-from pathgrade.collector.http_server import PooledHTTPServer, PooledRequestHandler
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def _answer(handler: BaseHTTPRequestHandler) -> None:
-    handler.rfile.read(int(handler.headers["Content-Length"]))
-    handler.send_response(200)
-    handler.send_header("Content-Length", "2")
-    handler.end_headers()
-    handler.wfile.write(b"{}")
+CHILD_FLAG = "--serve-receiver"
 
 
-class _PooledHandler(PooledRequestHandler):
-    def do_POST(self) -> None:
-        _answer(self)
+def serve() -> None:
+    """Child: run this python's receiver with a pipeline that accepts every span; answer
+    the parent's commands on stdin ("cpu": this process's CPU seconds; "stop")."""
+    from pathgrade.collector.auth import TokenAuth
+    from pathgrade.collector.http_receiver import OtlpHttpServer
+    from pathgrade.collector.pipeline import IngestResult
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+    class AcceptEverything:
+        def ingest(self, request: Any, tenant: str, *args: Any, **kwargs: Any) -> IngestResult:
+            spans = sum(len(s.spans) for r in request.resource_spans for s in r.scope_spans)
+            return IngestResult(spans, 0, "")
 
-
-class _ThreadingHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:
-        _answer(self)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-def _serve(kind: str, ports: Any, stop: Any, cpu: Any) -> None:
-    """Child process: serve until `stop` is set, then report this process's CPU seconds."""
-    server: Any
-    if kind == "pooled":
-        server = PooledHTTPServer(("127.0.0.1", 0), _PooledHandler)
-    else:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _ThreadingHandler)
-        server.daemon_threads = True
+    server = OtlpHttpServer(
+        ("127.0.0.1", 0), AcceptEverything(), TokenAuth.from_file(None),  # type: ignore[arg-type]
+        64 * 1024 * 1024,
+    )  # fmt: skip
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    started = time.process_time()
-    ports.put(server.server_address[1])
-    stop.wait()
-    cpu.put(time.process_time() - started)
+    print(json.dumps({"http_port": server.server_address[1]}), flush=True)
+    for line in sys.stdin:
+        if line.strip() == "stop":
+            break
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        print(json.dumps({"cpu_s": usage.ru_utime + usage.ru_stime}), flush=True)
     server.shutdown()
     server.server_close()
 
 
-def _client(port: int, body: bytes, requests: int) -> None:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    headers = {"Content-Type": "application/x-protobuf"}
-    for _ in range(requests):
-        connection.request("POST", "/v1/traces", body, headers)
-        response = connection.getresponse()
-        response.read()
-        assert response.status == 200, response.status
-    connection.close()
+class Run(NamedTuple):
+    per_request_us: float
+    per_span_us: float
 
 
-def measure(kind: str, body: bytes, requests: int, clients: int) -> float:
-    """Server CPU µs per request for `requests` posts of `body` from `clients` threads."""
-    context = multiprocessing.get_context("spawn")
-    ports, cpu, stop = context.Queue(), context.Queue(), context.Event()
-    child = context.Process(target=_serve, args=(kind, ports, stop, cpu))
-    child.start()
-    port = ports.get(timeout=60)
-    each = requests // clients
-    senders = [threading.Thread(target=_client, args=(port, body, each)) for _ in range(clients)]
-    for sender in senders:
-        sender.start()
-    for sender in senders:
-        sender.join()
-    stop.set()
-    seconds = cpu.get(timeout=60)
-    child.join(timeout=60)
-    return seconds / (each * clients) * 1e6
+def run_once(python: str, bodies: list[bytes], spans: int, senders: int) -> Run:
+    """The CPU of one receiver child of `python` for posting every body once."""
+    from ingest import send_all
+
+    child = subprocess.Popen(
+        [python, __file__, CHILD_FLAG], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True, cwd=tempfile.gettempdir(),
+    )  # fmt: skip
+    assert child.stdin is not None and child.stdout is not None
+    commands, answers = child.stdin, child.stdout
+
+    def cpu() -> float:
+        commands.write("cpu\n")
+        commands.flush()
+        return json.loads(answers.readline())["cpu_s"]
+
+    try:
+        port = json.loads(answers.readline())["http_port"]
+        before = cpu()
+        send_all(port, bodies, senders)
+        seconds = cpu() - before
+        commands.write("stop\n")
+        commands.flush()
+        child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    return Run(seconds / len(bodies) * 1e6, seconds / spans * 1e6)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--requests", type=int, default=4000)
-    parser.add_argument("--body-kb", type=int, default=300)
-    parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    body = bytes(range(256)) * (args.body_kb * 4)
-    figures: dict[str, list[float]] = {"threading": [], "pooled": []}
-    for round_number in range(1, args.rounds + 1):
-        for kind in figures:
-            figures[kind].append(measure(kind, body, args.requests, args.clients))
-            print(f"round {round_number} {kind:<9} {figures[kind][-1]:8.1f} µs CPU/request")
-    best = {kind: min(values) for kind, values in figures.items()}
-    print(
-        f"best: threading {best['threading']:.1f} µs, pooled {best['pooled']:.1f} µs per "
-        f"request of {args.body_kb} KB; pooled / threading = "
-        f"{best['pooled'] / best['threading']:.2f}"
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--against", metavar="PYTHON", required=True,
+                        help="the other checkout's python")  # fmt: skip
+    parser.add_argument("--spans", type=int, default=40_000)
+    parser.add_argument("--batch", type=int, default=512, help="spans per request")
+    parser.add_argument("--senders", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each variant")
+    args = parser.parse_args()
+
+    from ingest import realistic_bodies, span_count
+
+    bodies = realistic_bodies(args.spans, args.batch)
+    spans = span_count(bodies)
+    size = sum(map(len, bodies)) // len(bodies)
+    variants = {"against": args.against, "this": sys.executable}
+    runs: dict[str, list[Run]] = {label: [] for label in variants}
+    for round_ in range(args.rounds):
+        for label, python in variants.items():
+            run = run_once(python, bodies, spans, args.senders)
+            runs[label].append(run)
+            print(f"round {round_ + 1} {label:<8} {run.per_request_us:8.1f} µs CPU per request, "
+                  f"{run.per_span_us:5.2f} per span", flush=True)  # fmt: skip
+    print(f"\n{len(bodies)} requests of {args.batch} spans ({size} bytes on average), "
+          f"{spans} spans, {args.senders} senders")  # fmt: skip
+    medians = {}
+    for label, values in runs.items():
+        medians[label] = statistics.median(run.per_request_us for run in values)
+        per_span = statistics.median(run.per_span_us for run in values)
+        print(f"receiver {label:<8} median {medians[label]:8.1f} µs CPU per request, "
+              f"{per_span:5.2f} per span")  # fmt: skip
+    print(f"this / against: {medians['this'] / medians['against']:.3f}")
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == CHILD_FLAG:
+        serve()
+    else:
+        main()

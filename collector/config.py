@@ -8,6 +8,8 @@ from pathlib import Path
 from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from pathgrade.collector.http_server import (
     DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MIN_BODY_RATE,
     DEFAULT_READ_TIMEOUT_S,
     DEFAULT_WORKERS,
 )
@@ -60,7 +62,7 @@ class CollectorConfig(BaseModel):
     receiver_workers: int = Field(
         DEFAULT_WORKERS, gt=0, le=1024,
         description="request threads of each receiver (OTLP/HTTP and gRPC); connections "
-        "hold no thread while idle",
+        "hold no thread while idle, nor (OTLP/HTTP) while their request arrives",
     )  # fmt: skip
     idle_timeout_s: float = Field(
         DEFAULT_IDLE_TIMEOUT_S, gt=0,
@@ -68,8 +70,20 @@ class CollectorConfig(BaseModel):
     )  # fmt: skip
     read_timeout_s: float = Field(
         DEFAULT_READ_TIMEOUT_S, gt=0,
-        description="OTLP/HTTP: a request whose head or body stops coming for this long is "
-        "answered 408",
+        description="OTLP/HTTP: a request head not whole this long after its first byte, "
+        "or a body that stops coming for this long, is answered 408",
+    )  # fmt: skip
+    min_body_rate: int = Field(
+        DEFAULT_MIN_BODY_RATE, gt=0,
+        description="OTLP/HTTP: slowest a body may arrive, in bytes/s: every "
+        "`read_timeout_s` it must bring `min_body_rate` x `read_timeout_s` bytes or the rest "
+        "of it (408 otherwise), so a client that drips bytes is cut within `read_timeout_s`",
+    )  # fmt: skip
+    max_connections: int = Field(
+        DEFAULT_MAX_CONNECTIONS, gt=0,
+        description="OTLP/HTTP: open connections at most (fewer when the process may not "
+        "open that many files); past it the longest-idle one is closed to admit a new one, "
+        "else the one whose request has been arriving longest",
     )  # fmt: skip
     tokens_file: Path | None = Field(
         None,

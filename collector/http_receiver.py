@@ -3,65 +3,72 @@
 Answers in the request's content type; errors carry a `google.rpc.Status` body as the
 OTLP/HTTP specification asks (400 malformed, 401 unauthenticated, 408 a request not
 completed in time, 411 no Content-Length, 413 too large, 415 unsupported type, 431
-headers too large, 503 with Retry-After when Kafka and the spill are both full). Every
-request gets an answer, also one the HTTP parser refuses; a refusal that leaves a body
-unread closes the connection, so the body is never read as the next request.
+headers too large, 503 with Retry-After when Kafka and the spill are both full or bodies
+fill the memory they may take). Every request gets an answer, also one the HTTP parser
+refuses; a refusal that leaves a body unread closes the connection. An OTLP/JSON span
+holding a value no field can hold is refused alone (partial success naming it), as the
+protobuf path refuses an invalid span; a JSON request none of whose spans decodes is a 400.
 
-Requests run on a bounded pool of threads (`collector.http_server`): idle connections
-hold no thread and are closed after `idle_timeout_s`.
+Connections are uvicorn's (`collector.http_server`: idle and head bounds). The body is
+read on the event loop and must keep coming: every `read_timeout_s` it must bring
+`min_body_rate` x `read_timeout_s` bytes, or the rest of it (408 otherwise), so a client
+that drips bytes is cut within `read_timeout_s` of its last quota, whatever it sent
+before or announced. Only a whole body goes to the pool of `receiver_workers` threads
+that decompress, parse, validate and publish it, so a slow or idle connection never holds
+a worker. Bodies held in memory
+(arriving or waiting for a worker) take at most `receiver_workers` x `max_body_bytes`
+bytes: a request whose Content-Length would take them past that is answered 503 with
+Retry-After.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
 from google.protobuf.message import DecodeError
-from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 from pathgrade.collector.auth import TokenAuth, Unauthenticated
+from pathgrade.collector.http_answers import (
+    JSON,
+    PROTOBUF,
+    TRANSFER_ENCODING_REFUSED,
+    status_body,
+)
 from pathgrade.collector.http_server import (
     DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MIN_BODY_RATE,
     DEFAULT_READ_TIMEOUT_S,
     DEFAULT_WORKERS,
-    PooledHTTPServer,
-    PooledRequestHandler,
+    EXCHANGE,
+    ConnectionLimits,
+    Exchange,
+    UvicornServer,
 )
 from pathgrade.collector.limits import BodyTooLarge, MalformedBody, decompress_bounded
-from pathgrade.collector.otlp_json import OtlpJsonError, parse_export_request_json, response_json
-from pathgrade.collector.pipeline import IngestPipeline
+from pathgrade.collector.otlp_json import OtlpJsonError, decode_export_request_json, response_json
+from pathgrade.collector.pipeline import IngestPipeline, IngestResult
 from pathgrade.collector.spill import SpillFull
-from pathgrade.schemas.numbers import parse_index
+from pathgrade.collector.validate import Rejections
 
 log = logging.getLogger(__name__)
 
-PROTOBUF = "application/x-protobuf"
-JSON = "application/json"
 TRACES_PATH = "/v1/traces"
 MAX_DISCARD_BYTES = 1 << 30  # a refused body larger than this closes the connection instead
-_READ_CHUNK_BYTES = 1 << 20
+MEMORY_RETRY_AFTER_S = 1
+"""Retry-After of a 503 for bodies filling the memory they may take."""
 
-_RPC_CODES = {
-    HTTPStatus.BAD_REQUEST: code_pb2.INVALID_ARGUMENT,
-    HTTPStatus.UNAUTHORIZED: code_pb2.UNAUTHENTICATED,
-    HTTPStatus.NOT_FOUND: code_pb2.NOT_FOUND,
-    HTTPStatus.METHOD_NOT_ALLOWED: code_pb2.UNIMPLEMENTED,
-    HTTPStatus.NOT_IMPLEMENTED: code_pb2.UNIMPLEMENTED,
-    HTTPStatus.REQUEST_TIMEOUT: code_pb2.DEADLINE_EXCEEDED,
-    HTTPStatus.LENGTH_REQUIRED: code_pb2.INVALID_ARGUMENT,
-    HTTPStatus.REQUEST_ENTITY_TOO_LARGE: code_pb2.RESOURCE_EXHAUSTED,
-    HTTPStatus.REQUEST_URI_TOO_LONG: code_pb2.INVALID_ARGUMENT,
-    HTTPStatus.UNSUPPORTED_MEDIA_TYPE: code_pb2.INVALID_ARGUMENT,
-    HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE: code_pb2.RESOURCE_EXHAUSTED,
-    HTTPStatus.INTERNAL_SERVER_ERROR: code_pb2.INTERNAL,
-    HTTPStatus.SERVICE_UNAVAILABLE: code_pb2.UNAVAILABLE,
-    HTTPStatus.HTTP_VERSION_NOT_SUPPORTED: code_pb2.INVALID_ARGUMENT,
-}
+_Send = Callable[[dict[str, Any]], Awaitable[None]]
+_Receive = Callable[[], Awaitable[dict[str, Any]]]
 
 
 class _HttpError(Exception):
@@ -71,8 +78,45 @@ class _HttpError(Exception):
         self.headers = headers or {}
 
 
-class OtlpHttpServer(PooledHTTPServer):
-    """The pooled HTTP/1.1 server carrying the collector's pipeline and limits."""
+class _ClientGone(Exception):
+    """The connection closed before the request was read."""
+
+
+@dataclass(slots=True)
+class _Answer:
+    status: HTTPStatus
+    body: bytes
+    content_type: str
+    headers: dict[str, str] = field(default_factory=dict)
+    close: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """What a worker needs of a request read whole."""
+
+    body: bytes
+    content_type: str
+    content_encoding: str | None
+    tenant: str
+    deadline: float
+
+
+class _BodyBudget:
+    """Bytes of request bodies held in memory (arriving, or waiting for a worker);
+    touched on the event loop only."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+
+    def admits(self, length: int) -> bool:
+        return self.held + length <= self.limit
+
+
+class OtlpHttpServer:
+    """The OTLP/HTTP receiver on `address`: `serve_forever()` in one thread,
+    `shutdown()` from another (requests being processed finish), then `server_close()`."""
 
     def __init__(
         self,
@@ -84,51 +128,211 @@ class OtlpHttpServer(PooledHTTPServer):
         workers: int = DEFAULT_WORKERS,
         idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
         read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+        min_body_rate: int = DEFAULT_MIN_BODY_RATE,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    ) -> None:
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="otlp-http")
+        app = _OtlpApp(
+            pipeline, auth, max_body_bytes, ack_timeout_s, read_timeout_s, min_body_rate,
+            _BodyBudget(workers * max_body_bytes), self._pool,
+        )  # fmt: skip
+        limits = ConnectionLimits(idle_timeout_s, read_timeout_s, max_connections)
+        self._server = UvicornServer(address, app, limits, grace_s=ack_timeout_s + 2)
+        self.server_address = self._server.server_address
+
+    def serve_forever(self) -> None:
+        self._server.serve_forever()
+
+    def shutdown(self) -> None:
+        self._server.shutdown()
+
+    def server_close(self) -> None:
+        self._server.server_close()
+        self._pool.shutdown(wait=True)
+
+
+class _OtlpApp:
+    """The ASGI application: reads each request whole on the event loop, has a worker
+    process it, answers."""
+
+    def __init__(
+        self,
+        pipeline: IngestPipeline,
+        auth: TokenAuth,
+        max_body_bytes: int,
+        ack_timeout_s: float,
+        read_timeout_s: float,
+        min_body_rate: int,
+        budget: _BodyBudget,
+        pool: ThreadPoolExecutor,
     ) -> None:
         self.pipeline = pipeline
         self.auth = auth
         self.max_body_bytes = max_body_bytes
         self.ack_timeout_s = ack_timeout_s
-        super().__init__(address, _OtlpHandler, workers, idle_timeout_s, read_timeout_s)
+        self.read_timeout_s = read_timeout_s
+        self.min_body_rate = min_body_rate
+        self.budget = budget
+        self.pool = pool
 
-
-class _OtlpHandler(PooledRequestHandler):
-    server: OtlpHttpServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s " + format, self.address_string(), *args)
-
-    def do_POST(self) -> None:
-        content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-        answer_type = JSON if content_type == JSON else PROTOBUF
-        self._body_read = False
-        try:
-            if self.path.split("?")[0] != TRACES_PATH:
-                raise _HttpError(
-                    HTTPStatus.NOT_FOUND, f"no such path {self.path}; use {TRACES_PATH}"
-                )
-            if content_type not in (PROTOBUF, JSON):
-                raise _HttpError(
-                    HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
-                    f"Content-Type {content_type or '(none)'} is not supported; "
-                    f"use {PROTOBUF} or {JSON}",
-                )
-            tenant = self._tenant()
-            request, body = self._read_request(content_type)
-            deadline = self.ready_at + self.server.ack_timeout_s
-            result = self.server.pipeline.ingest(request, tenant, deadline, body)
-        except _HttpError as exc:
-            self._refuse(exc.status, str(exc), answer_type, exc.headers)
+    async def __call__(self, scope: dict[str, Any], receive: _Receive, send: _Send) -> None:
+        if scope["type"] != "http":
             return
-        except SpillFull as exc:
-            headers = {"Retry-After": str(exc.retry_after_s)}
-            self._refuse(HTTPStatus.SERVICE_UNAVAILABLE, str(exc), answer_type, headers)
+        try:
+            answer = await self._answer(scope, receive)
+        except _ClientGone:
             return
         except Exception as exc:  # a bug must still get an answer, and the log its trace
-            log.exception("OTLP/HTTP request failed")
-            message = f"internal error: {type(exc).__name__}: {exc}"
-            self._refuse(HTTPStatus.INTERNAL_SERVER_ERROR, message, answer_type, {})
-            return
+            answer = _internal_error(exc, JSON)
+            answer.close = True
+        headers = [
+            (b"content-type", answer.content_type.encode()),
+            (b"content-length", str(len(answer.body)).encode()),
+            *((name.encode(), value.encode()) for name, value in answer.headers.items()),
+        ]
+        if answer.close:
+            headers.append((b"connection", b"close"))
+        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+        await send({"type": "http.response.body", "body": answer.body})
+
+    async def _answer(self, scope: dict[str, Any], receive: _Receive) -> _Answer:
+        """The answer to one request (a refusal names its reason)."""
+        headers = _headers(scope)
+        content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        answer_type = JSON if content_type == JSON else PROTOBUF
+        exchange: Exchange = scope["extensions"][EXCHANGE]
+        body_read = False
+        if scope["method"] != "POST":
+            answer_type = JSON
+        try:
+            _check_route(scope, content_type)
+            tenant = self._tenant(headers)
+            length = _content_length(headers)
+            if length > self.max_body_bytes:
+                body_read = await self._discard_body(receive, length, exchange)
+                raise _HttpError(
+                    HTTPStatus.REQUEST_ENTITY_TOO_LARGE, str(BodyTooLarge(self.max_body_bytes))
+                )
+            if not self.budget.admits(length):
+                raise _HttpError(
+                    HTTPStatus.SERVICE_UNAVAILABLE,
+                    f"request bodies fill the memory they may take "
+                    f"({self.budget.limit} bytes); retry shortly",
+                    {"Retry-After": str(MEMORY_RETRY_AFTER_S)},
+                )
+            request = _Request(
+                await self._read_body(receive, length, exchange), content_type,
+                headers.get("content-encoding"), tenant, exchange.head_at + self.ack_timeout_s,
+            )  # fmt: skip
+            body_read = True
+            exchange.processing()
+            try:
+                loop = asyncio.get_running_loop()
+                return await loop.run_in_executor(self.pool, self._process, request)
+            finally:
+                self.budget.held -= len(request.body)
+        except _HttpError as exc:
+            close = not body_read or exc.status == HTTPStatus.UNAUTHORIZED
+            body = status_body(exc.status, str(exc), answer_type)
+            return _Answer(exc.status, body, answer_type, exc.headers, close)
+
+    def _tenant(self, headers: dict[str, str]) -> str:
+        try:
+            return self.auth.tenant(headers.get("authorization"))
+        except Unauthenticated as exc:
+            raise _HttpError(HTTPStatus.UNAUTHORIZED, str(exc)) from exc
+
+    async def _read_body(self, receive: _Receive, length: int, exchange: Exchange) -> bytes:
+        """The body, held against the budget; 408 when it stops coming or comes too
+        slowly, 400 when the client ends it early."""
+        chunks: list[bytes] = []
+        try:
+            await self._receive_body(receive, length, exchange, chunks.append)
+        except BaseException:
+            self.budget.held -= sum(map(len, chunks))
+            raise
+        return b"".join(chunks)
+
+    async def _discard_body(self, receive: _Receive, length: int, exchange: Exchange) -> bool:
+        """Read and drop a refused body, so the client sees the answer rather than a
+        broken pipe; False (close the connection) past MAX_DISCARD_BYTES or when it does
+        not arrive in time."""
+        if length > MAX_DISCARD_BYTES:
+            return False
+        try:
+            await self._receive_body(receive, length, exchange, None)
+        except _HttpError:
+            return False
+        return True
+
+    async def _receive_body(
+        self,
+        receive: _Receive,
+        length: int,
+        exchange: Exchange,
+        keep: Callable[[bytes], None] | None,
+    ) -> None:
+        """Receive `length` body bytes, giving each chunk to `keep` (counted against the
+        budget) when given. The body's bound (the module's docstring): each window of
+        `read_timeout_s` must bring its quota, `min_body_rate` x `read_timeout_s` bytes
+        or the rest of the body; a window whose quota is met starts the next."""
+        loop = asyncio.get_running_loop()
+        quota = self.min_body_rate * self.read_timeout_s
+        window_end = loop.time() + self.read_timeout_s
+        window_start_bytes = received = 0
+        more = length > 0
+        while more:
+            try:
+                async with asyncio.timeout_at(window_end):
+                    message = await receive()
+            except TimeoutError:
+                late = self._late(received, length, received - window_start_bytes)
+                raise _HttpError(HTTPStatus.REQUEST_TIMEOUT, late) from None
+            if message["type"] == "http.disconnect":
+                raise _ClientGone
+            chunk = message.get("body", b"")
+            if chunk:
+                received += len(chunk)
+                if keep is not None:
+                    self.budget.held += len(chunk)
+                    keep(chunk)
+                if received - window_start_bytes >= min(quota, length - window_start_bytes):
+                    window_start_bytes = received
+                    window_end = loop.time() + self.read_timeout_s
+            more = message.get("more_body", False)
+            if more and exchange.ended_early:
+                raise _HttpError(
+                    HTTPStatus.BAD_REQUEST,
+                    f"body ended after {received} of the {length} bytes Content-Length announced",
+                )
+
+    def _late(self, received: int, length: int, window_bytes: int) -> str:
+        """The 408's reason: the body stopped coming, or came too slowly."""
+        if not window_bytes:
+            return (
+                f"body not completed: {received} of {length} bytes, then nothing for "
+                f"{self.read_timeout_s:g} s"
+            )
+        return (
+            f"body not completed: {received} of {length} bytes, the last {window_bytes} in "
+            f"{self.read_timeout_s:g} s: slower than the minimum of {self.min_body_rate} "
+            f"bytes/s"
+        )
+
+    def _process(self, request: _Request) -> _Answer:
+        """Worker: decode the body, ingest it, answer (also a refusal or a failure)."""
+        answer_type = JSON if request.content_type == JSON else PROTOBUF
+        try:
+            result = self._ingest(request)
+        except _HttpError as exc:
+            body = status_body(exc.status, str(exc), answer_type)
+            return _Answer(exc.status, body, answer_type, exc.headers)
+        except SpillFull as exc:
+            headers = {"Retry-After": str(exc.retry_after_s)}
+            body = status_body(HTTPStatus.SERVICE_UNAVAILABLE, str(exc), answer_type)
+            return _Answer(HTTPStatus.SERVICE_UNAVAILABLE, body, answer_type, headers)
+        except Exception as exc:  # a bug must still get an answer, and the log its trace
+            return _internal_error(exc, answer_type)
         if answer_type == JSON:
             body = response_json(result.rejected_spans, result.error_message)
         else:
@@ -137,150 +341,86 @@ class _OtlpHandler(PooledRequestHandler):
                 response.partial_success.rejected_spans = result.rejected_spans
                 response.partial_success.error_message = result.error_message
             body = response.SerializeToString()
-        self._send(HTTPStatus.OK, body, answer_type)
+        return _Answer(HTTPStatus.OK, body, answer_type)
 
-    def do_GET(self) -> None:
-        self._body_read = False
-        self._refuse(HTTPStatus.NOT_FOUND, f"POST OTLP traces to {TRACES_PATH}", JSON, {})
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """The HTTP parser's refusals (bad request line, 414, 431, 505, unsupported
-        method) as google.rpc.Status JSON, closing the connection."""
-        status = HTTPStatus(code)
-        text = "; ".join(part for part in (message or status.phrase, explain) if part)
-        self._body_read = False
-        self._refuse(status, text, JSON, {})
-
-    def timed_out_answer(self) -> tuple[bytes, str]:
-        """The 408 for a request whose head stopped coming, as google.rpc.Status JSON."""
-        message = f"request not completed within {self.timeout:g} s"
-        code = _RPC_CODES[HTTPStatus.REQUEST_TIMEOUT]
-        return json.dumps({"code": code, "message": message}).encode(), JSON
-
-    def _tenant(self) -> str:
+    def _ingest(self, request: _Request) -> IngestResult:
+        """Decompress and decode the body, then run the pipeline on its spans."""
+        limit = self.max_body_bytes
         try:
-            return self.server.auth.tenant(self.headers.get("Authorization"))
-        except Unauthenticated as exc:
-            raise _HttpError(HTTPStatus.UNAUTHORIZED, str(exc)) from exc
-
-    def _content_length(self) -> int:
-        """The one Content-Length, a decimal integer; refuses chunked bodies (unframed
-        for this server) and conflicting or malformed lengths."""
-        if self.headers.get("Transfer-Encoding"):
-            raise _HttpError(
-                HTTPStatus.LENGTH_REQUIRED,
-                "Transfer-Encoding is not supported; send the body with a Content-Length",
-            )
-        values = self.headers.get_all("Content-Length") or []
-        if not values:
-            raise _HttpError(HTTPStatus.LENGTH_REQUIRED, "Content-Length is required")
-        if len({value.strip() for value in values}) > 1:
-            raise _HttpError(
-                HTTPStatus.BAD_REQUEST, f"conflicting Content-Length headers: {values!r}"
-            )
-        length = parse_index(values[0].strip())
-        if length is None:
-            raise _HttpError(
-                HTTPStatus.BAD_REQUEST,
-                f"Content-Length must be a non-negative decimal integer, got {values[0]!r}",
-            )
-        return length
-
-    def _read_request(self, content_type: str) -> tuple[ExportTraceServiceRequest, bytes | None]:
-        """The request of the body, and the body when it came as protobuf."""
-        limit = self.server.max_body_bytes
-        length = self._content_length()
-        if length > limit:
-            self._discard_body(length)
-            raise _HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, str(BodyTooLarge(limit)))
-        raw = self._read_body(length)
-        try:
-            body = decompress_bounded(raw, self.headers.get("Content-Encoding"), limit)
+            body = decompress_bounded(request.body, request.content_encoding, limit)
         except BodyTooLarge as exc:
             raise _HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, str(exc)) from exc
         except MalformedBody as exc:
             raise _HttpError(HTTPStatus.BAD_REQUEST, str(exc)) from exc
-        if content_type == JSON:
-            try:
-                return parse_export_request_json(body), None
-            except OtlpJsonError as exc:
-                raise _HttpError(HTTPStatus.BAD_REQUEST, f"invalid OTLP/JSON: {exc}") from exc
-        request = ExportTraceServiceRequest()
+        if request.content_type == JSON:
+            decoded, refused = _decode_json(body)
+            return self.pipeline.ingest(decoded, request.tenant, request.deadline, refused=refused)
+        parsed = ExportTraceServiceRequest()
         try:
-            request.ParseFromString(body)
+            parsed.ParseFromString(body)
         except DecodeError as exc:
             raise _HttpError(HTTPStatus.BAD_REQUEST, f"invalid OTLP protobuf: {exc}") from exc
-        return request, body
+        return self.pipeline.ingest(parsed, request.tenant, request.deadline, body)
 
-    def _read_body(self, length: int) -> bytes:
-        """Exactly `length` body bytes; 408 when they stop coming, 400 when the client
-        ends the body early."""
-        chunks: list[bytes] = []
-        received = 0
-        try:
-            while received < length:
-                chunk = self.rfile.read1(min(length - received, _READ_CHUNK_BYTES))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                received += len(chunk)
-        except TimeoutError as exc:
-            raise _HttpError(
-                HTTPStatus.REQUEST_TIMEOUT,
-                f"body not completed: {received} of {length} bytes, then nothing for "
-                f"{self.timeout:g} s",
-            ) from exc
-        if received < length:
-            raise _HttpError(
-                HTTPStatus.BAD_REQUEST,
-                f"body ended after {received} of the {length} bytes Content-Length announced",
-            )
-        self._body_read = True
-        return b"".join(chunks)
 
-    def _discard_body(self, length: int) -> None:
-        """Read and drop a refused body in small chunks, so the client sees the answer
-        rather than a broken pipe; a body beyond MAX_DISCARD_BYTES closes the connection."""
-        if length > MAX_DISCARD_BYTES:
-            return
-        try:
-            while length > 0:
-                chunk = self.rfile.read(min(length, 1 << 16))
-                if not chunk:
-                    return
-                length -= len(chunk)
-        except TimeoutError:
-            return
-        self._body_read = True
+def _internal_error(exc: Exception, answer_type: str) -> _Answer:
+    """The 500 of a bug (its trace goes to the log)."""
+    log.exception("OTLP/HTTP request failed")
+    message = f"internal error: {type(exc).__name__}: {exc}"
+    body = status_body(HTTPStatus.INTERNAL_SERVER_ERROR, message, answer_type)
+    return _Answer(HTTPStatus.INTERNAL_SERVER_ERROR, body, answer_type)
 
-    def _refuse(
-        self, status: HTTPStatus, message: str, answer_type: str, headers: dict[str, str]
-    ) -> None:
-        """Answer an error; close the connection when the body was not read (its bytes
-        would otherwise be read as the next request) or the client must re-authenticate."""
-        if not self._body_read or status == HTTPStatus.UNAUTHORIZED:
-            self.close_connection = True
-        code = _RPC_CODES.get(status, code_pb2.UNKNOWN)
-        if answer_type == JSON:
-            body = json.dumps({"code": code, "message": message}).encode()
-        else:
-            text = message.encode("utf-8", "backslashreplace").decode()  # no lone surrogates
-            body = status_pb2.Status(code=code, message=text).SerializeToString()
-        self._send(status, body, answer_type, headers)
 
-    def _send(
-        self,
-        status: HTTPStatus,
-        body: bytes,
-        content_type: str,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
+def _decode_json(body: bytes) -> tuple[ExportTraceServiceRequest, Rejections]:
+    """The spans of an OTLP/JSON body that decode, and the refused ones; 400 when it
+    cannot be decoded at all, or none of its spans can."""
+    try:
+        decoded = decode_export_request_json(body)
+    except OtlpJsonError as exc:
+        raise _HttpError(HTTPStatus.BAD_REQUEST, f"invalid OTLP/JSON: {exc}") from exc
+    refused = Rejections()
+    for span in decoded.refused:
+        refused.add(span.line)
+    if decoded.refused and len(decoded.refused) == decoded.spans:
+        message = f"invalid OTLP/JSON, no span could be decoded: {refused.error_message}"
+        raise _HttpError(HTTPStatus.BAD_REQUEST, message)
+    return decoded.request, refused
+
+
+def _headers(scope: dict[str, Any]) -> dict[str, str]:
+    """The request's headers by lower-case name (the first of repeated ones)."""
+    headers: dict[str, str] = {}
+    for name, value in scope["headers"]:
+        headers.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+    return headers
+
+
+def _check_route(scope: dict[str, Any], content_type: str) -> None:
+    """505 for an HTTP version other than 1.x; 404 for GET or another path; 501 for a
+    method other than POST; 415 for a content type other than protobuf or JSON."""
+    version = scope["http_version"]
+    if version not in ("1.0", "1.1"):
+        raise _HttpError(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"HTTP/{version} not supported")
+    method = scope["method"]
+    if method == "GET":
+        raise _HttpError(HTTPStatus.NOT_FOUND, f"POST OTLP traces to {TRACES_PATH}")
+    if method != "POST":
+        raise _HttpError(HTTPStatus.NOT_IMPLEMENTED, f"Unsupported method ({method!r})")
+    path = scope["path"]
+    if path != TRACES_PATH:
+        raise _HttpError(HTTPStatus.NOT_FOUND, f"no such path {path}; use {TRACES_PATH}")
+    if content_type not in (PROTOBUF, JSON):
+        raise _HttpError(
+            HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+            f"Content-Type {content_type or '(none)'} is not supported; use {PROTOBUF} or {JSON}",
+        )
+
+
+def _content_length(headers: dict[str, str]) -> int:
+    """The Content-Length (the parser refused a malformed or repeated one); 411 without
+    one, or with a Transfer-Encoding (bodies are framed by length here)."""
+    if "transfer-encoding" in headers:
+        raise _HttpError(HTTPStatus.LENGTH_REQUIRED, TRANSFER_ENCODING_REFUSED)
+    if "content-length" not in headers:
+        raise _HttpError(HTTPStatus.LENGTH_REQUIRED, "Content-Length is required")
+    return int(headers["content-length"])

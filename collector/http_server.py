@@ -1,39 +1,44 @@
-"""An HTTP/1.1 server whose requests run on a fixed pool of threads.
+"""The OTLP/HTTP receiver's connections: uvicorn (httptools' HTTP/1.1 parser on asyncio),
+with the bounds a server facing the network needs and uvicorn leaves open.
 
-The standard library's ThreadingHTTPServer starts a thread per connection and keeps it
-for the connection's life, so a thousand idle keep-alive connections hold a thousand
-threads. Here one selector thread watches every open connection and reads each request's
-head (request line and headers) as its bytes arrive; a complete head is handed, with the
-connection, to a pool of `workers` threads, which reads the body and answers; the
-connection then goes back to the selector. So:
+A connection costs a file descriptor and a little memory on the event loop, never a
+thread: requests are read on the loop, whole, and only then handed to the request
+handler's pool of worker threads (`collector.http_receiver`), so slow and idle
+connections hold no worker. Here, per connection:
 
-- an idle connection costs a file descriptor, not a thread, and is closed once it has
-  sent nothing for `idle_timeout_s`;
-- a connection that sends part of a head and stops never reaches a worker: it is answered
-  408 and closed `read_timeout_s` after its first byte; a body that stops coming is timed
-  out by the worker's socket after `read_timeout_s` without a byte (answered 408);
-- beyond `max_connections` (or when the process runs out of file descriptors) the
-  longest-idle connection is closed to admit a new one.
+- one that sends nothing is closed after `idle_timeout_s`, from its accept and after each
+  answer;
+- a request head (request line and headers) must be whole within `read_timeout_s` of its
+  first byte (408), within MAX_HEAD_BYTES, with a request line and header lines of at most
+  MAX_LINE_BYTES (414, 431) and at most MAX_HEADERS headers (431);
+- a head the parser refuses gets a 400 saying why (a Content-Length that is not one
+  decimal integer, two of them, a method that is no HTTP method...), or 411 for a
+  Content-Length beside a Transfer-Encoding;
+- past `max_connections` open connections, the longest-idle one is closed to admit a new
+  one, else the one whose request has been arriving for longest (a request being
+  processed is never closed); when every one is being processed, the new one is closed.
 
-Handlers subclass `PooledRequestHandler` (a `BaseHTTPRequestHandler` set up once per
-connection); `ready_at` is when the current request's head was complete, so a handler can
-count the time its request waited for a worker.
+Every refusal here is answered in JSON (no content type is known yet) and closes the
+connection. The body's bounds are the handler's, which reads it (`Exchange` tells it when
+the head was whole and whether the client ended the body early).
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import io
+import asyncio
+import functools
 import logging
-import queue
-import selectors
+import resource
 import socket
 import threading
-import time
-from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+
+import httptools
+import uvicorn
+from pathgrade.collector.http_answers import TRANSFER_ENCODING_REFUSED, raw_answer
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 log = logging.getLogger(__name__)
 
@@ -41,327 +46,334 @@ DEFAULT_WORKERS = 32
 DEFAULT_IDLE_TIMEOUT_S = 60.0
 DEFAULT_READ_TIMEOUT_S = 10.0
 DEFAULT_MAX_CONNECTIONS = 4096
+DEFAULT_MIN_BODY_RATE = 64 * 1024
+"""Slowest a body may arrive, in bytes per second, counted per `read_timeout_s` (the
+request handler's bound, `collector.http_receiver`)."""
 MAX_HEAD_BYTES = 1024 * 1024
-"""A head not complete within this many bytes goes to a worker anyway, whose parser
-answers 414 or 431."""
-_OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-_HEAD_ENDS = (b"\r\n\r\n", b"\n\n")
+"""Longest request head (request line and headers together): 431 beyond it."""
+MAX_LINE_BYTES = 64 * 1024
+"""Longest request line (414 beyond it) and header line (431)."""
+MAX_HEADERS = 100
+"""Most header lines in a request head: 431 beyond it."""
+DESCRIPTOR_RESERVE = 512
+"""File descriptors kept for the rest of the process (Kafka, the spill, gRPC, ...)
+beside the receiver's connections."""
+EXCHANGE = "pathgrade.exchange"
+"""The key of a request's `Exchange` in its ASGI scope's `extensions`."""
+
+_IDLE, _RECEIVING, _PROCESSING = "idle", "receiving", "processing"
 
 
-class PooledRequestHandler(BaseHTTPRequestHandler):
-    """A request handler of one connection of a PooledHTTPServer: set up once, then one
-    `handle_one_request` per head the selector read."""
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """The bounds on each connection (the module's docstring says what each does)."""
 
-    protocol_version = "HTTP/1.1"
-    default_request_version = "HTTP/1.1"  # even a malformed request line gets a status line
-    server: PooledHTTPServer
-
-    def __init__(self, request: socket.socket, client_address: tuple, server: PooledHTTPServer):
-        # Not BaseRequestHandler.__init__, which would handle the whole connection now.
-        self.request = request
-        self.client_address = client_address
-        self.server = server
-        self.timeout = server.read_timeout_s
-        self.ready_at = time.monotonic()
-        self.close_connection = True
-        self.requestline = ""
-        self.setup()
-        self.rfile.close()  # replaced per head by `read_from`
-        self.read_from(b"")
-
-    def read_from(self, head: bytes) -> None:
-        """Read the next request from `head` (already received), then from the socket."""
-        self.rfile = io.BufferedReader(_PrefixedSocket(head, self.connection))
-
-    def timed_out_answer(self) -> tuple[bytes, str]:
-        """Body and content type of the 408 for a head that stopped coming."""
-        return f"request not completed within {self.timeout:g} s\n".encode(), "text/plain"
-
-    def parse_request(self) -> bool:
-        """The stock parser; the rest of a head over MAX_HEAD_BYTES that stops coming gets
-        408 instead of silence."""
-        try:
-            return super().parse_request()
-        except TimeoutError:
-            self.send_error(408, f"headers not completed within {self.timeout:g} s")
-            return False
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
 
 
-class _PrefixedSocket(io.RawIOBase):
-    """Raw reads of bytes already received, then of the socket (blocking, with the
-    socket's timeout)."""
+class Exchange:
+    """One request as its connection reads it, for the handler: when its head was whole
+    (`head_at`, the event loop's clock: `time.monotonic()`), whether the client ended the
+    body early (half-closed the connection); `processing()` once the handler holds the
+    whole body."""
 
-    def __init__(self, prefix: bytes, sock: socket.socket) -> None:
-        self._prefix = memoryview(prefix)
-        self._sock = sock
+    __slots__ = ("_connection", "ended_early", "head_at")
 
-    def readable(self) -> bool:
+    def __init__(self, connection: OtlpConnection, head_at: float) -> None:
+        self._connection = connection
+        self.head_at = head_at
+        self.ended_early = False
+
+    def processing(self) -> None:
+        """The request is read whole: its connection can no longer be closed to admit
+        another, nor at shutdown before it is answered."""
+        self._connection.table.move(self._connection, _PROCESSING)
+
+
+class _ConnectionTable:
+    """The open connections by what they are doing, each kind oldest first (dicts keep
+    insertion order; a connection moved goes last)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._phases: dict[str, dict[OtlpConnection, None]] = {
+            _IDLE: {}, _RECEIVING: {}, _PROCESSING: {},
+        }  # fmt: skip
+        self._phase_of: dict[OtlpConnection, str] = {}
+
+    def admit(self, connection: OtlpConnection) -> bool:
+        """Count a new connection in, closing the longest-idle one (else the one whose
+        request has been arriving longest) when the limit is reached; False when every
+        connection is processing a request (the new one is to be closed)."""
+        if len(self._phase_of) >= self.limit:
+            victim = next(iter(self._phases[_IDLE]), None) or next(
+                iter(self._phases[_RECEIVING]), None
+            )
+            if victim is None:
+                log.warning("OTLP/HTTP: %d connections are all busy; refused one", self.limit)
+                return False
+            self.drop(victim)
+            victim.transport.close()
+        self._phases[_IDLE][connection] = None
+        self._phase_of[connection] = _IDLE
         return True
 
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        if self._prefix:
-            count = min(len(buffer), len(self._prefix))
-            buffer[:count] = self._prefix[:count]
-            self._prefix = self._prefix[count:]
-            return count
-        try:
-            return self._sock.recv_into(buffer)
-        except BlockingIOError:
-            return None  # type: ignore[return-value]  # no bytes yet (a non-blocking peek)
+    def move(self, connection: OtlpConnection, phase: str) -> None:
+        """Record that `connection` is now `phase` (no-op once dropped)."""
+        current = self._phase_of.get(connection)
+        if current is None:
+            return
+        del self._phases[current][connection]
+        self._phases[phase][connection] = None
+        self._phase_of[connection] = phase
+
+    def phase(self, connection: OtlpConnection) -> str | None:
+        return self._phase_of.get(connection)
+
+    def drop(self, connection: OtlpConnection) -> None:
+        phase = self._phase_of.pop(connection, None)
+        if phase is not None:
+            del self._phases[phase][connection]
 
 
-class _Connection:
-    """One accepted connection, its handler and the head being read."""
+class _Refusal(Exception):
+    """A head this server refuses: the status and the reason."""
 
-    __slots__ = ("handler", "head", "since", "sock")
-
-    def __init__(self, sock: socket.socket, handler: PooledRequestHandler) -> None:
-        self.sock = sock
-        self.handler = handler
-        self.head = bytearray()
-        self.since = time.monotonic()  # idle since, or since the head's first byte
+    def __init__(self, status: HTTPStatus, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
-class PooledHTTPServer:
-    """Serve `handler_class` on `address` with a bounded pool; `serve_forever()` in one
-    thread, `shutdown()` from another, then `server_close()`."""
+class OtlpConnection(HttpToolsProtocol):
+    """uvicorn's httptools connection with the bounds of the module's docstring. Overrides
+    the protocol's own steps (connection made and lost, data, the parser's callbacks, the
+    end of an answer, shutdown), calling uvicorn's for the rest."""
 
     def __init__(
         self,
-        address: tuple[str, int],
-        handler_class: type[PooledRequestHandler],
-        workers: int = DEFAULT_WORKERS,
-        idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
-        read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        config: uvicorn.Config,
+        server_state: Any,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        table: _ConnectionTable,
+        limits: ConnectionLimits,
     ) -> None:
-        self.handler_class = handler_class
-        self.idle_timeout_s = idle_timeout_s
-        self.read_timeout_s = read_timeout_s
-        self.max_connections = max_connections
-        self.socket = socket.create_server(address, backlog=1024)
-        self.socket.setblocking(False)
+        super().__init__(config, server_state, app_state, _loop)
+        self.table = table
+        self.limits = limits
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._head_bytes = 0
+        self._headers = 0
+        self._deferred: bytes | None = None  # a refusal to write after the answer under way
+        self.exchange: Exchange | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if not self.table.admit(self):
+            transport.close()
+            return
+        self.timeout_keep_alive_task = self.loop.call_later(
+            self.limits.idle_timeout_s, self.timeout_keep_alive_handler
+        )
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.table.drop(self)
+        self._stop_head_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        """Feed the parser (the idle timer stops only when a request begins: bytes that
+        start none, such as blank lines, leave the connection idle)."""
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserCallbackError as exc:
+            refusal = exc.__context__
+            if not isinstance(refusal, _Refusal):
+                raise
+            self._refuse(refusal.status, str(refusal))
+            return
+        except httptools.HttpParserUpgrade:  # Upgrade (h2c, websocket) is not offered: the
+            if self.cycle is not None:  # request is answered in HTTP/1.1, and the connection
+                self.cycle.keep_alive = False  # closed (its next bytes are another protocol's)
+            return
+        except httptools.HttpParserError as exc:
+            self._refuse(*_explain(exc))
+            return
+        if self._head_timer is not None:  # the head goes on in the next bytes
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                message = f"request head over {MAX_HEAD_BYTES} bytes"
+                self._refuse(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, message)
+
+    def eof_received(self) -> bool | None:
+        """The client half-closed: a request being answered still gets its answer (and a
+        body cut short its 400); an idle connection, or one in the middle of a head, is
+        closed."""
+        if self.cycle is None or self.cycle.response_complete:
+            return None
+        if self.cycle.more_body and self.exchange is not None:
+            self.exchange.ended_early = True
+            self.cycle.message_event.set()
+        self.cycle.keep_alive = False
+        return True
+
+    # The parser's callbacks (a `_Refusal` raised in one stops the parser).
+
+    def on_message_begin(self) -> None:
+        self._unset_keepalive_if_required()
+        super().on_message_begin()
+        self._head_bytes = 0
+        self._headers = 0
+        self.table.move(self, _RECEIVING)
+        self._head_timer = self.loop.call_later(self.limits.read_timeout_s, self._head_timed_out)
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        if len(self.url) > MAX_LINE_BYTES:
+            raise _Refusal(
+                HTTPStatus.REQUEST_URI_TOO_LONG, f"request line too long (over {MAX_LINE_BYTES})"
+            )
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers += 1
+        if self._headers > MAX_HEADERS:
+            message = f"Too many headers (more than {MAX_HEADERS})"
+            raise _Refusal(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, message)
+        if len(name) + len(value) > MAX_LINE_BYTES:
+            message = f"Line too long: a header line over {MAX_LINE_BYTES} bytes"
+            raise _Refusal(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, message)
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._stop_head_timer()
+        self.exchange = Exchange(self, self.loop.time())
+        self.scope["extensions"] = {EXCHANGE: self.exchange}
+        super().on_headers_complete()
+
+    # The end of an answer, shutdown, timers.
+
+    def on_response_complete(self) -> None:
+        if self._deferred is not None:
+            self.transport.write(self._deferred)
+            self.transport.close()
+            return
+        next_waits = bool(self.pipeline) or self._head_timer is not None
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self.table.move(self, _RECEIVING if next_waits else _IDLE)
+
+    def shutdown(self) -> None:
+        """Close a connection whose request is still arriving (nothing of it was
+        accepted); let one being processed finish its answer."""
+        if self.table.phase(self) != _PROCESSING:
+            self.transport.close()
+        else:
+            super().shutdown()
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        timeout = self.limits.read_timeout_s
+        self._refuse(HTTPStatus.REQUEST_TIMEOUT, f"request not completed within {timeout:g} s")
+
+    def _stop_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _refuse(self, status: HTTPStatus, message: str) -> None:
+        """Answer a head this server refuses and close the connection (after the answer
+        under way, if a pipelined request is being answered)."""
+        self._stop_head_timer()
+        self.table.drop(self)
+        if self.transport.is_closing():
+            return
+        answer = raw_answer(status, message)
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._deferred = answer
+            self.flow.pause_reading()
+            return
+        self.transport.write(answer)
+        self.transport.close()
+
+
+def _explain(error: httptools.HttpParserError) -> tuple[HTTPStatus, str]:
+    """The status and message of a head the parser refused."""
+    reason = str(error)
+    if "Content-Length" in reason and "Transfer-Encoding" in reason:
+        return HTTPStatus.LENGTH_REQUIRED, TRANSFER_ENCODING_REFUSED
+    if "Duplicate Content-Length" in reason:
+        return HTTPStatus.BAD_REQUEST, "conflicting Content-Length headers: send one"
+    if "Content-Length" in reason:
+        return (
+            HTTPStatus.BAD_REQUEST,
+            f"Content-Length must be a non-negative decimal integer ({reason})",
+        )
+    if isinstance(error, httptools.HttpParserInvalidMethodError):
+        return HTTPStatus.BAD_REQUEST, f"Bad request type or request line ({reason})"
+    return HTTPStatus.BAD_REQUEST, f"Bad request ({reason})"
+
+
+def connection_cap(wanted: int) -> int:
+    """`wanted`, or fewer when the process may not open that many file descriptors and
+    DESCRIPTOR_RESERVE more (its soft limit is raised towards the hard one first): a
+    connection refused by the kernel could not make room by closing an idle one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = wanted + DESCRIPTOR_RESERVE
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError) as exc:
+            log.warning("OTLP/HTTP: cannot raise the open-files limit to %d: %s", raised, exc)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return wanted
+    cap = max(1, soft - DESCRIPTOR_RESERVE)
+    log.warning("OTLP/HTTP: at most %d connections (the process may open %d files)", cap, soft)
+    return cap
+
+
+class UvicornServer:
+    """uvicorn serving an ASGI `app` on `address` through `OtlpConnection`:
+    `serve_forever()` in one thread, `shutdown()` from another (requests being processed
+    finish within `grace_s`), then `server_close()`."""
+
+    def __init__(
+        self, address: tuple[str, int], app: Any, limits: ConnectionLimits, grace_s: float
+    ) -> None:
+        self.socket = socket.create_server(address, backlog=1024)  # bound now: the port is known
         self.server_address = self.socket.getsockname()
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="otlp-http")
-        self._selector = selectors.DefaultSelector()
-        self._wake_reader, self._wake_writer = socket.socketpair()
-        self._wake_reader.setblocking(False)
-        self._wake_writer.setblocking(False)
-        self._returned: queue.SimpleQueue[_Connection] = queue.SimpleQueue()
-        # Watched connections, oldest first: idle ones, and those with part of a head.
-        self._idle: OrderedDict[socket.socket, _Connection] = OrderedDict()
-        self._reading: OrderedDict[socket.socket, _Connection] = OrderedDict()
-        self._busy = 0  # connections handed to the pool (changed by the selector thread)
+        table = _ConnectionTable(connection_cap(limits.max_connections))
+        protocol = functools.partial(OtlpConnection, table=table, limits=limits)
+        config = uvicorn.Config(
+            app, http=protocol, ws="none", lifespan="off", loop="asyncio", log_config=None,
+            access_log=False, proxy_headers=False, server_header=False, date_header=False,
+            timeout_keep_alive=limits.idle_timeout_s, timeout_graceful_shutdown=grace_s,
+        )  # fmt: skip
+        self._server = uvicorn.Server(config)
         self._serving = threading.Event()
-        self._stopping = threading.Event()
         self._stopped = threading.Event()
 
     def serve_forever(self) -> None:
-        """Accept, read heads, dispatch and expire until `shutdown()`."""
+        """Serve until `shutdown()`."""
         self._serving.set()
-        self._selector.register(self.socket, selectors.EVENT_READ)
-        self._selector.register(self._wake_reader, selectors.EVENT_READ)
         try:
-            while not self._stopping.is_set():
-                for key, _ in self._selector.select(self._select_timeout()):
-                    if key.fileobj is self.socket:
-                        self._accept()
-                    elif key.fileobj is self._wake_reader:
-                        self._drain_wakeups()
-                    else:
-                        self._read_head(key.data)
-                self._take_back_returned()
-                self._expire()
+            self._server.run(sockets=[self.socket])
         finally:
             self._stopped.set()
 
-    def _select_timeout(self) -> float:
-        """Until the next connection expires (at most 1 s)."""
-        deadlines = [
-            next(iter(watched.values())).since + timeout
-            for watched, timeout in ((self._idle, self.idle_timeout_s),
-                                     (self._reading, self.read_timeout_s))
-            if watched
-        ]  # fmt: skip
-        return min([1.0, *(max(0.0, d - time.monotonic()) for d in deadlines)])
-
-    def _accept(self) -> None:
-        """Accept every pending connection; make room when the bound or the descriptors
-        run out by closing the longest-idle one."""
-        while True:
-            try:
-                sock, address = self.socket.accept()
-            except BlockingIOError:
-                return
-            except OSError as exc:
-                if exc.errno not in _OUT_OF_DESCRIPTORS:
-                    raise
-                log.warning("OTLP/HTTP: cannot accept a connection: %s", exc)
-                if not self._close_oldest(self._idle):
-                    time.sleep(0.05)  # every connection is busy; let one finish
-                return
-            watched = len(self._idle) + len(self._reading) + self._busy
-            if watched >= self.max_connections and not self._close_oldest(self._idle):
-                sock.close()  # every connection is busy: refuse this one
-                continue
-            try:
-                handler = self.handler_class(sock, address, self)
-            except OSError:
-                sock.close()
-                continue
-            self._watch(_Connection(sock, handler))
-
-    def _watch(self, connection: _Connection) -> None:
-        connection.since = time.monotonic()
-        self._idle[connection.sock] = connection
-        self._selector.register(connection.sock, selectors.EVENT_READ, connection)
-
-    def _read_head(self, connection: _Connection) -> None:
-        """Take the bytes a watched connection has; hand a complete head to the pool."""
-        try:
-            data = connection.sock.recv(65536, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:  # the client closed (or reset) the connection
-            self._forget(connection)
-            _close(connection)
-            return
-        if not connection.head:  # the first byte of a head: the read timeout starts
-            del self._idle[connection.sock]
-            connection.since = time.monotonic()
-            self._reading[connection.sock] = connection
-        connection.head += data
-        tail = bytes(connection.head[-(len(data) + 3) :])
-        if any(end in tail for end in _HEAD_ENDS) or len(connection.head) > MAX_HEAD_BYTES:
-            self._dispatch(connection)
-
-    def _dispatch(self, connection: _Connection) -> None:
-        """Hand a connection with a complete head to the pool."""
-        self._forget(connection)
-        self._busy += 1
-        connection.handler.read_from(bytes(connection.head))
-        connection.head.clear()
-        connection.handler.ready_at = time.monotonic()
-        self._pool.submit(self._serve, connection)
-
-    def _forget(self, connection: _Connection) -> None:
-        """Stop watching a connection (it goes to a worker, or is closed)."""
-        self._selector.unregister(connection.sock)
-        self._idle.pop(connection.sock, None)
-        self._reading.pop(connection.sock, None)
-
-    def _serve(self, connection: _Connection) -> None:
-        """Worker: answer the requests whose bytes are already here, then give the
-        connection back to the selector (or close it)."""
-        handler = connection.handler
-        try:
-            while True:
-                handler.handle_one_request()
-                if handler.close_connection or not _has_buffered_bytes(connection):
-                    break
-                handler.ready_at = time.monotonic()
-        except OSError as exc:  # the client went away mid-answer
-            log.debug("OTLP/HTTP: connection from %s lost: %s", handler.client_address, exc)
-            handler.close_connection = True
-        except Exception:  # a handler's bug must not take the worker down
-            log.exception("OTLP/HTTP: request from %s failed", handler.client_address)
-            handler.close_connection = True
-        self._returned.put(connection)
-        self._wake()
-
-    def _take_back_returned(self) -> None:
-        while True:
-            try:
-                connection = self._returned.get_nowait()
-            except queue.Empty:
-                return
-            self._busy -= 1
-            if connection.handler.close_connection or self._stopping.is_set():
-                _close(connection)
-            else:
-                self._watch(connection)
-
-    def _expire(self) -> None:
-        """Close idle connections past the idle timeout; answer 408 to heads that stopped
-        coming past the read timeout."""
-        now = time.monotonic()
-        while self._idle and next(iter(self._idle.values())).since <= now - self.idle_timeout_s:
-            self._close_oldest(self._idle)
-        while self._reading and (
-            next(iter(self._reading.values())).since <= now - self.read_timeout_s
-        ):
-            _, connection = self._reading.popitem(last=False)
-            self._selector.unregister(connection.sock)
-            _answer_timed_out(connection)
-            _close(connection)
-
-    def _close_oldest(self, watched: OrderedDict[socket.socket, _Connection]) -> bool:
-        if not watched:
-            return False
-        _, connection = watched.popitem(last=False)
-        self._selector.unregister(connection.sock)
-        _close(connection)
-        return True
-
-    def _wake(self) -> None:
-        with contextlib.suppress(OSError):  # a wake-up is already pending, or closing
-            self._wake_writer.send(b"\0")
-
-    def _drain_wakeups(self) -> None:
-        with contextlib.suppress(BlockingIOError):
-            while self._wake_reader.recv(4096):
-                pass
-
     def shutdown(self) -> None:
-        """Stop `serve_forever` (requests under way finish in `server_close`)."""
-        self._stopping.set()
-        self._wake()
+        """Stop serving: close idle and arriving connections, let requests being
+        processed finish."""
+        self._server.should_exit = True
         if self._serving.is_set():
             self._stopped.wait()
 
     def server_close(self) -> None:
-        """Close the listening socket, let requests under way finish, close every
-        connection."""
         self.socket.close()
-        self._pool.shutdown(wait=True)
-        self._take_back_returned()
-        while self._close_oldest(self._idle) or self._close_oldest(self._reading):
-            pass
-        self._selector.close()
-        self._wake_reader.close()
-        self._wake_writer.close()
 
 
-def _has_buffered_bytes(connection: _Connection) -> bool:
-    """Whether the next request's bytes are already read into the handler's buffer or
-    waiting on the socket (a pipelined request), without blocking."""
-    sock = connection.sock
-    sock.setblocking(False)
-    try:
-        return bool(connection.handler.rfile.peek(1))
-    except OSError:
-        return False
-    finally:
-        sock.settimeout(connection.handler.timeout)
-
-
-def _answer_timed_out(connection: _Connection) -> None:
-    """Best effort, never blocking: a 408 for a head that stopped coming."""
-    body, content_type = connection.handler.timed_out_answer()
-    head = (
-        f"HTTP/1.1 408 Request Timeout\r\nContent-Type: {content_type}\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    )
-    with contextlib.suppress(OSError):
-        connection.sock.send(head.encode() + body, socket.MSG_DONTWAIT)
-
-
-def _close(connection: _Connection) -> None:
-    """Flush and close the handler's files, then the socket (as socketserver does)."""
-    with contextlib.suppress(OSError):
-        connection.handler.finish()
-    with contextlib.suppress(OSError):
-        connection.sock.shutdown(socket.SHUT_WR)
-    connection.sock.close()
+logging.getLogger("uvicorn.error").setLevel(logging.WARNING)

@@ -5,10 +5,16 @@ ids are hex strings (not base64 as in canonical protobuf JSON), enums are intege
 accepted too), field names are lowerCamelCase (the original snake_case is accepted too),
 64-bit integers may be strings or numbers, and unknown fields are ignored.
 
-Every malformed body is an `OtlpJsonError` naming the field: JSON nested deeper than
-MAX_JSON_DEPTH containers (refused before the recursive protobuf parser sees it) or than
-protobuf's 100 message levels, strings with a lone surrogate escape ("\\ud800", which is
-no Unicode text), non-hex or non-ASCII ids.
+A request is decoded span by span, as the protobuf path validates it: a value no field can
+hold (an integer past int64 or uint64, a negative time, a double that overflows or a bare
+NaN, bytes that are not base64, a lone surrogate escape `"\\ud800"` in a key or a string,
+an id that is not hex, a field of the wrong JSON type) refuses its span only, named by its
+ids when readable, its index path, the field and the reason; one in a resource or scope
+refuses every span it carries. What cannot be decoded at all is an `OtlpJsonError` naming
+the field: a body that is no JSON object, JSON nested deeper than MAX_JSON_DEPTH
+containers (refused before the recursive protobuf parser sees it) or than protobuf's 100
+message levels, resourceSpans, scopeSpans or spans that are not arrays of objects, a lone
+surrogate outside every resource.
 """
 
 from __future__ import annotations
@@ -16,17 +22,22 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.proto.trace.v1 import trace_pb2
 
 MAX_JSON_DEPTH = 256
 """Deepest nesting of JSON objects and arrays accepted. A request protobuf can represent
@@ -36,34 +47,168 @@ attribute value, some 140 JSON levels); deeper JSON is refused before it is pars
 _TRACE_ID_HEX_LEN = 32
 _SPAN_ID_HEX_LEN = 16
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_QUOTED_DOUBLE_OR_BYTES = re.compile(rb'"(?:double|bytes)_?[vV]alue"\s*:\s*"')
+_DOUBLE_KEYS = frozenset({"doubleValue", "double_value"})
+_BYTES_KEYS = frozenset({"bytesValue", "bytes_value"})
+_NON_FINITE_SPELLINGS = frozenset({"NaN", "Infinity", "-Infinity"})
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
 _TOO_DEEP = "Message too deep"
+_TOO_DEEP_MESSAGE = "request: values nested deeper than protobuf's 100 message levels"
 _PARSE_ERROR_PREFIX = re.compile(r"^(Failed to parse \w+ field: )+")
 _PARSE_ERROR_SUFFIX = re.compile(r"( at [\w.]+)?\.*$")
+_LONE_SURROGATE = "a lone surrogate escape (\\ud800-\\udfff), which is not Unicode text"
 
 
 class OtlpJsonError(ValueError):
     """The body is not a valid OTLP/JSON ExportTraceServiceRequest; names the field and why."""
 
 
+@dataclass(frozen=True, slots=True)
+class RefusedSpan:
+    """A span of an OTLP/JSON request that could not be decoded: its index `path`, its
+    "trace/span" hex `ids` when readable, the bad field's path in the request (`location`)
+    and as the span's line names it (`field`: inside the span, or `resource.` / `scope.`
+    and the field there; "" for the span itself), and the reason."""
+
+    path: str
+    ids: str | None
+    location: str
+    field: str
+    reason: str
+
+    @property
+    def line(self) -> str:
+        """The partial-success line, as the protobuf path writes it
+        (`validate.describe_span`)."""
+        span = f"{self.ids} ({self.path})" if self.ids else self.path
+        problem = f"{self.field}: {self.reason}" if self.field else self.reason
+        return f"span {span}: {problem}"
+
+
+@dataclass(slots=True)
+class DecodedRequest:
+    """An OTLP/JSON request decoded span by span: the spans that decoded (in `request`),
+    how many spans the body held, and those refused."""
+
+    request: ExportTraceServiceRequest
+    spans: int = 0
+    refused: list[RefusedSpan] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Problem:
+    """A bad value in a resource or scope: where in the request, the field as a span's
+    line names it, why."""
+
+    location: str
+    field: str
+    reason: str
+
+
 def parse_export_request_json(body: bytes) -> ExportTraceServiceRequest:
-    """Parse an OTLP/JSON `ExportTraceServiceRequest` body, raising `OtlpJsonError` if invalid."""
+    """Parse an OTLP/JSON `ExportTraceServiceRequest` whole: `OtlpJsonError` naming the
+    first bad field when any span cannot be decoded (the receiver decodes with
+    `decode_export_request_json`, which keeps the good spans)."""
+    decoded = decode_export_request_json(body)
+    if decoded.refused:
+        first = decoded.refused[0]
+        raise OtlpJsonError(f"{first.location}: {first.reason}")
+    return decoded.request
+
+
+def decode_export_request_json(body: bytes) -> DecodedRequest:
+    """Decode an OTLP/JSON `ExportTraceServiceRequest` span by span (see the module's
+    docstring); `OtlpJsonError` when the body cannot be decoded at all."""
     document = _load_json(body)
     if not isinstance(document, dict):
         raise OtlpJsonError(f"request: expected a JSON object, got {_json_type(document)}")
-    _check_document(document, check_text=_SURROGATE_ESCAPE.search(body) is not None)
-    _hex_ids_to_base64(document)
-    request = ExportTraceServiceRequest()
-    try:
-        json_format.ParseDict(document, request, ignore_unknown_fields=True)
-    except json_format.ParseError as exc:
-        if _TOO_DEEP in str(exc):
-            raise OtlpJsonError(
-                "request: values nested deeper than protobuf's 100 message levels"
-            ) from exc
-        raise OtlpJsonError(_locate_parse_error(document, request.DESCRIPTOR, "")) from exc
-    except (ValueError, TypeError, SystemError, RecursionError) as exc:  # inputs the parser
-        raise OtlpJsonError(f"request: {exc}") from exc  # does not turn into ParseError
-    return request
+    _check_depth(document)
+    checks = _ValueChecks(
+        surrogates=_SURROGATE_ESCAPE.search(body) is not None,
+        quoted=_QUOTED_DOUBLE_OR_BYTES.search(body) is not None,
+    )
+    decoded = DecodedRequest(ExportTraceServiceRequest())
+    resources = _objects(document, "resourceSpans", "resource_spans", "request", checks)
+    for r, resource_spans in resources:
+        resource_path = f"resourceSpans[{r}]"
+        scopes = _objects(resource_spans, "scopeSpans", "scope_spans", resource_path, checks)
+        holder = decoded.request.resource_spans.add()
+        resource_problem = _decode_part(
+            resource_spans, ("scopeSpans", "scope_spans"), holder, resource_path, "resource",
+            checks,
+        )  # fmt: skip
+        for s, scope_spans in scopes:
+            scope_path = f"{resource_path}.scopeSpans[{s}]"
+            spans = _array(scope_spans, "spans", "spans", scope_path)
+            scope_holder = holder.scope_spans.add()
+            problem = resource_problem or _decode_part(
+                scope_spans, ("spans",), scope_holder, scope_path, "scope", checks
+            )
+            decoded.spans += len(spans)
+            for i, span in enumerate(spans):
+                path = f"{scope_path}.spans[{i}]"
+                refused = _decode_span(span, scope_holder.spans, path, problem, checks)
+                if refused is not None:
+                    decoded.refused.append(refused)
+    return decoded
+
+
+@dataclass(frozen=True, slots=True)
+class _ValueChecks:
+    """Which value walks a body needs: for lone surrogate escapes, for doubles and bytes
+    written as strings (each only when the body's text shows one can be there)."""
+
+    surrogates: bool
+    quoted: bool
+
+    @property
+    def any(self) -> bool:
+        return self.surrogates or self.quoted
+
+
+def _decode_part(
+    value: dict[str, Any],
+    children: tuple[str, ...],
+    holder: Message,
+    path: str,
+    part: str,
+    checks: _ValueChecks,
+) -> _Problem | None:
+    """Parse a resource's or scope's own fields (all but its `children`) into `holder`;
+    the problem that refuses every span under it, or None."""
+    own = {key: item for key, item in value.items() if key not in children}
+    found = _value_problem(own, path, checks) or _parse_problem(own, holder, path)
+    if found is None:
+        return None
+    location, reason = found
+    inner = location[len(path) + 1 :]
+    if not inner.startswith(part):  # a field beside the resource or scope (`schemaUrl`)
+        inner = f"{part}Spans.{inner}" if inner else f"{part}Spans"
+    return _Problem(location, inner, reason)
+
+
+def _decode_span(
+    span: Any,
+    spans: RepeatedCompositeFieldContainer[trace_pb2.Span],
+    path: str,
+    shared: _Problem | None,
+    checks: _ValueChecks,
+) -> RefusedSpan | None:
+    """Parse one span into `spans`; the refusal when it (or its resource or scope,
+    `shared`) holds a value no field can."""
+    if not isinstance(span, dict):
+        return RefusedSpan(path, None, path, "", f"expected a JSON object, got {_json_type(span)}")
+    ids = _readable_ids(span)
+    if shared is not None:
+        return RefusedSpan(path, ids, shared.location, shared.field, shared.reason)
+    found = _value_problem(span, path, checks) or _ids_problem(span, path)
+    if found is None:
+        found = _parse_problem(span, spans.add(), path)
+        if found is None:
+            return None
+        del spans[-1]  # parsed in part
+    location, reason = found
+    return RefusedSpan(path, ids, location, location[len(path) + 1 :], reason)
 
 
 def response_json(rejected_spans: int, error_message: str) -> bytes:
@@ -99,30 +244,160 @@ def _load_json(body: bytes) -> Any:
         ) from exc
 
 
-def _check_document(document: dict[str, Any], check_text: bool) -> None:
-    """Refuse JSON nested deeper than MAX_JSON_DEPTH and, when `check_text` (the body has
-    a surrogate escape), keys or strings that are not Unicode text; names where."""
-    stack: list[tuple[Any, int, _Where]] = [(document, 1, None)]
-    while stack:
-        value, depth, where = stack.pop()
-        if isinstance(value, dict):
-            items: Any = value.items()
-        elif isinstance(value, list):
-            items = enumerate(value)
-        else:
-            if check_text and isinstance(value, str) and not _is_unicode(value):
-                raise OtlpJsonError(f"{_path(where)}: {_LONE_SURROGATE}")
+def _objects(
+    container: dict[str, Any], camel: str, snake: str, path: str, checks: _ValueChecks
+) -> list[tuple[int, dict[str, Any]]]:
+    """The objects of the array under `camel` (or `snake`), with their indexes; a part of
+    the request's skeleton, so anything else is an `OtlpJsonError`."""
+    items = _array(container, camel, snake, path)
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            where = f"{path}.{camel}[{index}]".removeprefix("request.")
+            raise OtlpJsonError(f"{where}: expected a JSON object, got {_json_type(item)}")
+    return list(enumerate(items))
+
+
+def _array(container: dict[str, Any], camel: str, snake: str, path: str) -> list[Any]:
+    """The array under `camel` (or `snake`); [] when absent or null."""
+    value = container.get(camel, container.get(snake))
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        where = f"{path}.{camel}".removeprefix("request.")
+        raise OtlpJsonError(f"{where}: expected a JSON array, got {_json_type(value)}")
+    return value
+
+
+def _parse_problem(value: dict[str, Any], holder: Message, path: str) -> tuple[str, str] | None:
+    """Parse `value` into `holder`; (where, why) when it holds a value no field can."""
+    try:
+        json_format.ParseDict(value, holder, ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        if _TOO_DEEP in str(exc):
+            raise OtlpJsonError(_TOO_DEEP_MESSAGE) from exc
+        return _locate_parse_error(value, holder.DESCRIPTOR, path)
+    except (ValueError, TypeError, SystemError, RecursionError) as exc:  # inputs the parser
+        return path, str(exc)  # does not turn into ParseError
+    return None
+
+
+def _readable_ids(span: dict[str, Any]) -> str | None:
+    """ "trace/span" of a span's hex ids (lowercase), when both are well formed."""
+    trace_id = span.get("traceId", span.get("trace_id"))
+    span_id = span.get("spanId", span.get("span_id"))
+    if _is_hex_id(trace_id, _TRACE_ID_HEX_LEN) and _is_hex_id(span_id, _SPAN_ID_HEX_LEN):
+        return f"{trace_id.lower()}/{span_id.lower()}"
+    return None
+
+
+def _is_hex_id(value: Any, hex_len: int) -> bool:
+    if not isinstance(value, str) or len(value) != hex_len or not value.isascii():
+        return False
+    try:
+        return any(binascii.a2b_hex(value))  # an all-zero id is no id
+    except ValueError:
+        return False
+
+
+def _ids_problem(span: dict[str, Any], path: str) -> tuple[str, str] | None:
+    """Convert a span's hex ids, and its links', to base64 in place for ParseDict; the
+    first id that is not hex, as (where, why)."""
+    for camel, snake, hex_len in _SPAN_IDS:
+        problem = _convert_id(span, camel, snake, hex_len, path)
+        if problem is not None:
+            return problem
+    links = span.get("links", span.get("links"))
+    for k, link in enumerate(links if isinstance(links, list) else ()):
+        if isinstance(link, dict):
+            for camel, snake, hex_len in _SPAN_IDS[:2]:
+                problem = _convert_id(link, camel, snake, hex_len, f"{path}.links[{k}]")
+                if problem is not None:
+                    return problem
+    return None
+
+
+_SPAN_IDS = (
+    ("traceId", "trace_id", _TRACE_ID_HEX_LEN),
+    ("spanId", "span_id", _SPAN_ID_HEX_LEN),
+    ("parentSpanId", "parent_span_id", _SPAN_ID_HEX_LEN),
+)
+
+
+def _convert_id(
+    holder: dict[str, Any], camel: str, snake: str, hex_len: int, path: str
+) -> tuple[str, str] | None:
+    """Replace the hex id under `camel` or `snake` by its base64 form ("" stays empty);
+    (where, why) when it is not a hex id."""
+    key = camel if camel in holder else snake
+    value = holder.get(key)
+    if value is None or value == "":
+        return None
+    where = f"{path}.{camel}"
+    if not isinstance(value, str):
+        return where, f"expected a hex string, got {type(value).__name__}"
+    if len(value) != hex_len:
+        return where, f"expected {hex_len} hex characters, got {len(value)}"
+    try:
+        raw = binascii.a2b_hex(value)
+    except ValueError:  # binascii.Error, or non-ASCII text
+        return where, f"not a hex string: {value!r}"
+    holder[key] = base64.b64encode(raw).decode("ascii")
+    return None
+
+
+def _value_problem(value: Any, path: str, checks: _ValueChecks) -> tuple[str, str] | None:
+    """The first value of `value` ParseDict would take without a word though no field can
+    hold it, as (where, why): a lone surrogate in a key or a string, a double written as
+    a string that overflows, a bytes value that is not base64. Walks only what the body's
+    text shows can be there (`checks`)."""
+    if not checks.any:
+        return None
+    for where, key, item in _walk(value, path):
+        if checks.surrogates and isinstance(key, str) and not _is_unicode(key):
+            return where, f"a key has {_LONE_SURROGATE}"
+        if not isinstance(item, str):
             continue
-        if depth > MAX_JSON_DEPTH:
-            raise OtlpJsonError(f"{_path(where)}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        if checks.surrogates and not _is_unicode(item):
+            return _member(where, key), _LONE_SURROGATE
+        reason = _quoted_problem(key, item) if checks.quoted else None
+        if reason is not None:
+            return _member(where, key), reason
+    return None
+
+
+def _walk(value: Any, path: str) -> Iterator[tuple[str, str | int, Any]]:
+    """(path of the container, key or index, item) of every member of `value`, at any
+    depth (the depth was bounded before)."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        container, where = stack.pop()
+        items = container.items() if isinstance(container, dict) else enumerate(container)
         for key, item in items:
-            if check_text and isinstance(key, str) and not _is_unicode(key):
-                raise OtlpJsonError(f"{_path(where)}: a key has {_LONE_SURROGATE}")
-            stack.append((item, depth + 1, (where, key)))
+            yield where, key, item
+            if isinstance(item, (dict, list)):
+                stack.append((item, _member(where, key)))
 
 
-_Where = tuple[Any, str | int] | None  # (parent, key or index), built only as walked
-_LONE_SURROGATE = "a lone surrogate escape (\\ud800-\\udfff), which is not Unicode text"
+def _member(path: str, key: str | int) -> str:
+    """The path of a member of the container at `path`: `.key` or `[index]`."""
+    return f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}"
+
+
+def _quoted_problem(key: str | int, text: str) -> str | None:
+    """Why a string under a double or bytes key is no value of it; None when it is one
+    (or the key is another)."""
+    if key in _DOUBLE_KEYS:
+        try:
+            number = float(text)
+        except ValueError:
+            return None  # ParseDict names it ("Couldn't parse float")
+        if not math.isfinite(number) and text not in _NON_FINITE_SPELLINGS:
+            return f"{text[:40]!r} is out of the range of a double"
+    elif key in _BYTES_KEYS:
+        stripped = text.strip()
+        if not _BASE64.fullmatch(stripped) or len(stripped.rstrip("=")) % 4 == 1:
+            return f"not base64: {text[:40]!r}"
+    return None
 
 
 def _is_unicode(text: str) -> bool:
@@ -131,6 +406,27 @@ def _is_unicode(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _check_depth(document: dict[str, Any]) -> None:
+    """Refuse JSON nested deeper than MAX_JSON_DEPTH, naming where."""
+    stack: list[tuple[Any, int, _Where]] = [(document, 1, None)]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, dict):
+            items: Any = value.items()
+        elif isinstance(value, list):
+            items = enumerate(value)
+        else:
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise OtlpJsonError(f"{_path(where)}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        for key, item in items:
+            if isinstance(item, (dict, list)):
+                stack.append((item, depth + 1, (where, key)))
+
+
+_Where = tuple[Any, str | int] | None  # (parent, key or index), built only as walked
 
 
 def _path(where: _Where, shown: int = 12) -> str:
@@ -145,64 +441,11 @@ def _path(where: _Where, shown: int = 12) -> str:
     return path.lstrip(".") or "request"
 
 
-def _items(container: dict[str, Any], camel: str, snake: str) -> list[Any]:
-    """The list under `camel` (or `snake`) in `container`; [] when absent or not a list."""
-    value = container.get(camel, container.get(snake))
-    return value if isinstance(value, list) else []
-
-
-def _hex_ids_to_base64(document: dict[str, Any]) -> None:
-    """Rewrite every hex trace/span id in `document` to base64, in place, for ParseDict."""
-    for r, resource_spans in enumerate(_items(document, "resourceSpans", "resource_spans")):
-        if not isinstance(resource_spans, dict):
-            continue
-        for s, scope_spans in enumerate(_items(resource_spans, "scopeSpans", "scope_spans")):
-            if not isinstance(scope_spans, dict):
-                continue
-            for i, span in enumerate(_items(scope_spans, "spans", "spans")):
-                if not isinstance(span, dict):
-                    continue
-                path = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
-                _convert_ids(span, path, parent=True)
-                for k, link in enumerate(_items(span, "links", "links")):
-                    if isinstance(link, dict):
-                        _convert_ids(link, f"{path}.links[{k}]", parent=False)
-
-
-def _convert_ids(holder: dict[str, Any], path: str, *, parent: bool) -> None:
-    """Convert the traceId, spanId (and parentSpanId when `parent`) of one span or link."""
-    _convert_id(holder, "traceId", "trace_id", _TRACE_ID_HEX_LEN, path)
-    _convert_id(holder, "spanId", "span_id", _SPAN_ID_HEX_LEN, path)
-    if parent:
-        _convert_id(holder, "parentSpanId", "parent_span_id", _SPAN_ID_HEX_LEN, path)
-
-
-def _convert_id(holder: dict[str, Any], camel: str, snake: str, hex_len: int, path: str) -> None:
-    """Replace the hex id under `camel` or `snake` by its base64 form; "" stays empty."""
-    key = camel if camel in holder else snake
-    value = holder.get(key)
-    if value is None or value == "":
-        return
-    field_path = f"{path}.{camel}"
-    if not isinstance(value, str):
-        raise OtlpJsonError(f"{field_path}: expected a hex string, got {type(value).__name__}")
-    if len(value) != hex_len:
-        raise OtlpJsonError(f"{field_path}: expected {hex_len} hex characters, got {len(value)}")
-    try:
-        raw = binascii.a2b_hex(value)
-    except ValueError as exc:  # binascii.Error, or non-ASCII text
-        raise OtlpJsonError(f"{field_path}: not a hex string: {value!r}") from exc
-    holder[key] = base64.b64encode(raw).decode("ascii")
-
-
-def _locate_parse_error(value: Any, descriptor: Descriptor, path: str) -> str:
-    """Re-parse failing `value` field by field to find the innermost bad field and why.
-
-    Only runs after ParseDict failed, so its cost is off the happy path.
-    """
-    where = path or "request"
+def _locate_parse_error(value: Any, descriptor: Descriptor, path: str) -> tuple[str, str]:
+    """Re-parse failing `value` field by field to find the innermost bad field, as
+    (where, why). Only runs after ParseDict failed, so its cost is off the happy path."""
     if not isinstance(value, dict):
-        return f"{where}: expected a JSON object, got {_json_type(value)}"
+        return path, f"expected a JSON object, got {_json_type(value)}"
     message_class = GetMessageClass(descriptor)
     for key, item in value.items():
         field = descriptor.fields_by_camelcase_name.get(key) or descriptor.fields_by_name.get(key)
@@ -210,16 +453,16 @@ def _locate_parse_error(value: Any, descriptor: Descriptor, path: str) -> str:
             continue
         field_path = f"{path}.{field.json_name}" if path else field.json_name
         return _locate_in_field(field, item, field_path, message_class, key)
-    return f"{where}: {_parse_failure(message_class, value) or 'invalid value'}"
+    return path, _parse_failure(message_class, value) or "invalid value"
 
 
 def _locate_in_field(
     field: FieldDescriptor, item: Any, field_path: str, message_class: type[Message], key: str
-) -> str:
+) -> tuple[str, str]:
     """Narrow a failing field down to its bad element (repeated) or sub-field (message)."""
     if field.is_repeated:
         if not isinstance(item, list):
-            return f"{field_path}: expected a JSON array, got {_json_type(item)}"
+            return field_path, f"expected a JSON array, got {_json_type(item)}"
         bad = next(
             (i for i, e in enumerate(item) if _parse_failure(message_class, {key: [e]})), None
         )
@@ -232,7 +475,7 @@ def _locate_in_field(
         value = {key: item}
     if field.type == FieldDescriptor.TYPE_MESSAGE and not isinstance(item, list):
         return _locate_parse_error(item, field.message_type, field_path)
-    return f"{field_path}: {_parse_failure(message_class, value) or 'invalid value'}"
+    return field_path, _parse_failure(message_class, value) or "invalid value"
 
 
 def _json_type(value: Any) -> str:
@@ -247,6 +490,8 @@ def _parse_failure(message_class: type[Message], value: Any) -> str | None:
         json_format.ParseDict(value, message_class(), ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         return _reason(exc)
+    except (ValueError, TypeError, SystemError, RecursionError) as exc:
+        return str(exc) or type(exc).__name__
     return None
 
 

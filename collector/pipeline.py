@@ -12,7 +12,7 @@ from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, TraceMessage
 from pathgrade.collector.publisher import KafkaPublisher
 from pathgrade.collector.redact import Redactor
 from pathgrade.collector.spill import OutgoingMessage
-from pathgrade.collector.validate import validate_request
+from pathgrade.collector.validate import Rejections, validate_request
 
 MAX_NAMED_SPANS = 5
 """How many span ids the error line of a message Kafka refused names."""
@@ -56,14 +56,17 @@ class IngestPipeline:
         tenant: str,
         deadline: float | None = None,
         body: bytes | None = None,
+        refused: Rejections | None = None,
     ) -> IngestResult:
         """Returns by `deadline` (monotonic seconds; see KafkaPublisher.publish) once the
         good spans are in Kafka or the spill; spans that are invalid, too large to publish
         or refused by Kafka are reported, unacknowledged. `body`: the protobuf body
         `request` was parsed from, when it was (spares validation computing its size; the
-        fact kernel reads it when validation kept every span). Raises SpillFull."""
-        rejections = validate_request(
-            request, encoded_bytes=len(body) if body is not None else None
+        fact kernel reads it when validation kept every span). `refused`: spans the
+        receiver could not decode (OTLP/JSON), reported first. Raises SpillFull."""
+        rejections = refused if refused is not None else Rejections()
+        rejections.extend(
+            validate_request(request, encoded_bytes=len(body) if body is not None else None)
         )
         redacted = self.redactor.redact(
             request, tenant, body if not rejections.rejected_spans else None, defer=True

@@ -81,7 +81,8 @@ class Collector:
             self._http = OtlpHttpServer(
                 (config.listen_host, config.http_port), self.pipeline, self.auth,
                 config.max_body_bytes, config.ack_timeout_s, config.receiver_workers,
-                config.idle_timeout_s, config.read_timeout_s,
+                config.idle_timeout_s, config.read_timeout_s, config.min_body_rate,
+                config.max_connections,
             )  # fmt: skip
         except OSError as exc:
             self.publisher.close()

@@ -3,10 +3,13 @@ threads (issue 15, poison inputs): raw sockets against a real `pathgrade collect
 
 from __future__ import annotations
 
+import contextlib
 import json
+import select
 import socket
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
@@ -260,3 +263,190 @@ def test_protobuf_nested_past_the_parser_is_refused_on_both_receivers(
             export(deep_protobuf_request(40), timeout=30)
         )
         assert response.partial_success.rejected_spans == 0  # within the limit: accepted
+
+
+# ------------------------------------------------------------ slow and many connections
+# Issue 38: connections that trickle a request held a worker each (the read timeout
+# restarted with every byte), so 33 of them stopped ingestion.
+
+TRICKLE_INTERVAL_S = 0.4
+PATIENT_READ_TIMEOUT_S = 6
+
+
+@contextlib.contextmanager
+def collector_with(directory: Path, settings: str) -> Iterator[Collector]:
+    """A collector of its own (with its own broker) with these YAML settings."""
+    broker = LocalBroker(log_path=directory / "broker.log")
+    broker.start()
+    ensure_topics(broker.bootstrap)
+    config = directory / "collector.yaml"
+    config.write_text(settings)
+    process, grpc_port, http_port = start_collector(
+        broker.bootstrap, directory / "spill", "--config", str(config)
+    )
+    try:
+        yield Collector(process, grpc_port, http_port)
+    finally:
+        assert process.terminate() == 0, process.output
+        broker.stop()
+
+
+@pytest.fixture(scope="module")
+def patient(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Collector]:
+    """A collector of 8 workers that gives a request head or a quiet body 6 s."""
+    settings = f"read_timeout_s: {PATIENT_READ_TIMEOUT_S}\nreceiver_workers: {WORKERS}\n"
+    with collector_with(tmp_path_factory.mktemp("patient"), settings) as started:
+        yield started
+
+
+def trickle(sock: socket.socket, head: bytes, drip: bytes) -> tuple[int, dict, int]:
+    """Send `head`, then `drip` a byte every TRICKLE_INTERVAL_S until the collector
+    answers; its status, body and how many bytes were dripped by then."""
+    sock.sendall(head)
+    for sent in range(len(drip)):
+        if select.select([sock], [], [], TRICKLE_INTERVAL_S)[0]:
+            return (*read_answer(sock), sent)
+        sock.sendall(drip[sent : sent + 1])
+    raise AssertionError("the collector let a trickling request arrive whole")
+
+
+@contextlib.contextmanager
+def trickling(
+    collector: Collector, requests: list[tuple[bytes, bytes]]
+) -> Iterator[list[Future[tuple[int, dict, int]]]]:
+    """Each (head, drip) trickled on a connection of its own, in threads."""
+    pool = ThreadPoolExecutor(len(requests))
+    sockets = [collector.connect() for _ in requests]
+    try:
+        yield [
+            pool.submit(trickle, sock, head, drip)
+            for sock, (head, drip) in zip(sockets, requests, strict=True)
+        ]
+    finally:
+        for sock in sockets:
+            sock.close()
+        pool.shutdown(wait=True)
+
+
+def test_an_export_succeeds_while_a_hundred_connections_trickle_their_bodies(
+    patient: Collector,
+) -> None:
+    """100 connections send a head and then a body byte every 0.4 s (half announcing a
+    body of 64 MiB), 50 more their head byte by byte: the official exporter is answered
+    while they are all open, and each of them is answered 408 long before its request
+    could be whole (the read timeout no longer restarts with every byte)."""
+    head = post(b"").replace(b"Content-Length: 0", b"Content-Length: %d")
+    small, huge = head % 10_000, head % (64 * 1024 * 1024 - 1)
+    requests = [(small if i % 2 else huge, b"{" * 10_000) for i in range(100)]
+    requests += [(b"", post(b"{}")) for _ in range(50)]
+    with trickling(patient, requests) as futures:
+        time.sleep(TRICKLE_INTERVAL_S * 2)  # every trickler is under way
+        url = f"http://127.0.0.1:{patient.http_port}/v1/traces"
+        summary = send_demo_traces(OTLPSpanExporter(endpoint=url), traces=5, seed=38)
+        assert summary.spans > 0  # (send_demo_traces raises when an export failed)
+        assert not any(future.done() for future in futures)  # all open meanwhile
+        answers = [future.result(timeout=PATIENT_READ_TIMEOUT_S * 20) for future in futures]
+    bodies, heads = answers[:100], answers[100:]
+    assert {code for code, _, _ in answers} == {408}
+    assert all("slower than the minimum" in answer["message"] for _, answer, _ in bodies)
+    assert all("not completed within" in answer["message"] for _, answer, _ in heads)
+    assert max(sent for _, _, sent in bodies) < 100  # cut off, far from whole
+    assert max(sent for _, _, sent in heads) < len(post(b"{}"))
+
+
+def test_a_body_that_drips_after_a_burst_is_cut_all_the_same(patient: Collector) -> None:
+    """48 MiB at once, then a byte every 0.4 s: the burst buys no time (every
+    read_timeout_s must bring its quota), so the drip is answered 408 within a window or
+    two, not after the minutes the burst would have paid for at min_body_rate."""
+    burst = 48 * 1024 * 1024
+    head = post(b"").replace(b"Content-Length: 0", b"Content-Length: %d" % (burst + 10_000))
+    with patient.connect() as sock:
+        code, answer, dripped = trickle(sock, head + b" " * burst, b" " * 10_000)
+    assert code == 408 and "slower than the minimum" in answer["message"], answer
+    assert dripped < 3 * PATIENT_READ_TIMEOUT_S / TRICKLE_INTERVAL_S
+
+
+def test_blank_lines_start_no_request_and_keep_no_connection_open(collector: Collector) -> None:
+    """The parser skips empty lines before a request line: a client sending only those
+    is still idle, and closed after idle_timeout_s however often it sends one."""
+    with collector.connect() as sock:
+        for _ in range(IDLE_TIMEOUT_S * 10):
+            if select.select([sock], [], [], 0.5)[0]:
+                assert sock.recv(1) == b""  # closed, without an answer
+                return
+            sock.sendall(b"\r\n")
+    raise AssertionError("a connection sending blank lines was kept open")
+
+
+MAX_CONNECTIONS = 40
+MAX_BODY_OF_CAPPED = 100_000
+
+
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Collector]:
+    """A collector of few connections and little body memory (2 workers x 100 KB)."""
+    settings = (
+        f"max_connections: {MAX_CONNECTIONS}\nreceiver_workers: 2\n"
+        f"max_body_bytes: {MAX_BODY_OF_CAPPED}\nread_timeout_s: 60\nidle_timeout_s: 60\n"
+    )
+    with collector_with(tmp_path_factory.mktemp("capped"), settings) as started:
+        yield started
+
+
+def is_open_and_silent(sock: socket.socket) -> bool:
+    """Whether the collector neither answered nor closed `sock` (yet)."""
+    sock.setblocking(False)
+    try:
+        sock.recv(1)
+    except BlockingIOError:
+        return True
+    return False
+
+
+def test_many_connections_from_one_client_make_room_for_another(capped: Collector) -> None:
+    """Past `max_connections`, a new connection closes the one whose request has been
+    arriving longest (unanswered: nothing of it was accepted); the exporter gets in."""
+    stalled = []
+    for _ in range(MAX_CONNECTIONS + 10):
+        sock = capped.connect()
+        sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\n")  # and then nothing
+        stalled.append(sock)
+        time.sleep(0.01)  # arrive in order
+    try:
+        url = f"http://127.0.0.1:{capped.http_port}/v1/traces"
+        send_demo_traces(OTLPSpanExporter(endpoint=url), traces=3, seed=39)
+        for sock in stalled[:10]:
+            sock.settimeout(30)
+            assert sock.recv(1) == b""  # closed to make room, without an answer
+        assert all(is_open_and_silent(sock) for sock in stalled[-MAX_CONNECTIONS // 2 :])
+    finally:
+        for sock in stalled:
+            sock.close()
+
+
+def test_bodies_past_the_memory_they_may_take_get_503_and_retry_after(
+    capped: Collector,
+) -> None:
+    """Bodies held in memory count the bytes received: two nearly whole 100 KB bodies
+    leave no room for a third request of 50 KB (503, Retry-After), and room again once
+    they are answered."""
+    length = MAX_BODY_OF_CAPPED - 1000
+    document = span_request()
+    body = document + b" " * (length - len(document))
+    held = [capped.connect() for _ in range(2)]
+    try:
+        for sock in held:
+            sock.sendall(post(body)[:-1000])  # all but the last 1000 bytes
+        time.sleep(0.5)  # received
+        code, answer = capped.exchange(post(b" " * 50_000))
+        assert code == 503 and "memory" in answer["message"], answer
+        with capped.connect() as sock:
+            sock.sendall(post(b" " * 50_000)[:200])
+            assert read_answer(sock)[0] == 503
+        for sock in held:
+            sock.sendall(post(body)[-1000:])
+            assert read_answer(sock)[0] == 200
+        assert capped.exchange(post(span_request()))[0] == 200
+    finally:
+        for sock in held:
+            sock.close()

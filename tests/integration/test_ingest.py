@@ -170,6 +170,35 @@ def test_raw_otlp_json_with_string_and_number_int64(stack: Stack, gzip_body: boo
     ]
 
 
+def test_a_bad_otlp_json_value_refuses_its_span_and_the_others_are_stored(stack: Stack) -> None:
+    """Issue 38: an intValue of 2^70, a double of 1e400, a negative time, a lone surrogate
+    in a key each refused the whole request (400). Now each refuses its own span, named in
+    the partial success, and the good spans of the request are stored."""
+    trace_id = "38" * 16
+    t0 = 1_700_000_000_000_000_000
+    spans = [json_span(trace_id, f"{n:016x}", "chat gpt-4o-mini", t0, t0 + n) for n in range(1, 7)]
+    spans[1]["attributes"].append({"key": "big", "value": {"intValue": 2**70}})
+    spans[2]["attributes"].append({"key": "huge", "value": {"doubleValue": "{1e400}"}})
+    spans[3]["startTimeUnixNano"] = -5
+    spans[4]["attributes"].append({"key": "\ud800", "value": {"stringValue": "x"}})
+    request = json_request(trace_id, spans).replace(b'"{1e400}"', b"1e400")  # a JSON number
+    status, body = post(stack.http_url, request, "application/json")
+    assert status == 200, body
+    partial = json.loads(body)["partialSuccess"]
+    assert int(partial["rejectedSpans"]) == 4
+    lines = partial["errorMessage"].split("; ")
+    assert [line.split(" ")[1] for line in lines] == [f"{trace_id}/{n:016x}" for n in (2, 3, 4, 5)]
+    assert "attributes[4].value.intValue: Value out of range" in lines[0]
+    assert "attributes[4].value.doubleValue" in lines[1]
+    assert "startTimeUnixNano: Value out of range: -5" in lines[2]
+    assert "attributes[4].key: a lone surrogate" in lines[3]
+    stack.wait_stored([trace_id], 2)
+    stored = stack.process.sql(
+        f"SELECT SpanId FROM spans FINAL WHERE TraceId = '{trace_id}' ORDER BY 1"
+    ).rows
+    assert stored == [[f"{1:016x}"], [f"{6:016x}"]]
+
+
 def test_openinference_and_openllmetry_land_in_the_same_genai_columns(stack: Stack) -> None:
     shapes = {}
     for flavor in ("genai", "openinference", "openllmetry"):

@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from typing import Any
 
 import pytest
 from google.protobuf import json_format, text_format
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
-from pathgrade.collector.otlp_json import OtlpJsonError, parse_export_request_json, response_json
+from pathgrade.collector.otlp_json import (
+    DecodedRequest,
+    OtlpJsonError,
+    decode_export_request_json,
+    parse_export_request_json,
+    response_json,
+)
 
 from tests.support.otlp_values import nested_value
 
@@ -280,3 +289,224 @@ def test_json_nested_past_the_decoder_is_refused() -> None:
         OtlpJsonError, match=r"^a\.a\.a.*\.\.\.: JSON nested deeper than 256 levels"
     ):
         parse_export_request_json(b'{"a":' * 300 + b"1" + b"}" * 300)
+
+
+# ---------------------------------------------------------------- refused span by span
+
+BAD_VALUES: dict[str, tuple[str, str]] = {  # case: (JSON of one span field, field named)
+    "an intValue of 2^70": (
+        '"attributes": [{"key": "k", "value": {"intValue": 1180591620717411303424}}]',
+        "attributes[0].value.intValue",
+    ),
+    "an intValue string past int64": (
+        '"attributes": [{"key": "k", "value": {"intValue": "-9223372036854775809"}}]',
+        "attributes[0].value.intValue",
+    ),
+    "a double of 1e400": (
+        '"attributes": [{"key": "k", "value": {"doubleValue": 1e400}}]',
+        "attributes[0].value.doubleValue",
+    ),
+    "a quoted double of -1e400, nested": (
+        '"attributes": [{"key": "k", "value": {"arrayValue": {"values": '
+        '[{"doubleValue": "-1e400"}]}}}]',
+        "attributes[0].value.arrayValue.values[0].doubleValue",
+    ),
+    "a bare NaN token": (
+        '"attributes": [{"key": "k", "value": {"doubleValue": NaN}}]',
+        "attributes[0].value.doubleValue",
+    ),
+    "bytes that are not base64": (
+        '"attributes": [{"key": "k", "value": {"bytesValue": "%%%"}}]',
+        "attributes[0].value.bytesValue",
+    ),
+    "a negative start time": ('"startTimeUnixNano": -1', "startTimeUnixNano"),
+    "an end time past uint64": ('"endTimeUnixNano": "18446744073709551616"', "endTimeUnixNano"),
+    "a negative event time": ('"events": [{"timeUnixNano": -5}]', "events[0].timeUnixNano"),
+    "a fractional time": ('"endTimeUnixNano": 1.5', "endTimeUnixNano"),
+    "flags past uint32": ('"flags": 4294967296', "flags"),
+    "a negative dropped count": ('"droppedAttributesCount": -1', "droppedAttributesCount"),
+    "a lone surrogate in a key": (
+        '"attributes": [{"key": "\\ud800", "value": {"stringValue": "x"}}]',
+        "attributes[0].key",
+    ),
+    "a lone surrogate in a value": (
+        '"attributes": [{"key": "k", "value": {"stringValue": "a\\udfffb"}}]',
+        "attributes[0].value.stringValue",
+    ),
+    "a lone surrogate as an object key": ('"status": {"\\udc00": 1}', "status"),
+    "a link id that is not hex": (
+        f'"links": [{{"traceId": "{TRACE_ID}", "spanId": "zzzzzzzzzzzzzzzz"}}]',
+        "links[0].spanId",
+    ),
+    "a name that is a number": ('"name": 5', "name"),
+    "events that are no array": ('"events": "none"', "events"),
+    "two values in one AnyValue": (
+        '"attributes": [{"key": "k", "value": {"stringValue": "x", "intValue": 1}}]',
+        "attributes[0].value",
+    ),
+}
+
+
+def _span_text(number: int, extra: str = "") -> str:
+    fields = (
+        f'"traceId": "{TRACE_ID}", "spanId": "{number:016x}", "name": "s{number}", '
+        '"startTimeUnixNano": 10, "endTimeUnixNano": 20'
+    )
+    return "{" + fields + (f", {extra}" if extra else "") + "}"
+
+
+def _request_text(*resources: str) -> bytes:
+    return ('{"resourceSpans": [' + ", ".join(resources) + "]}").encode()
+
+
+def _resource_text(*spans: str, resource: str = "", scope: str = "") -> str:
+    resource_part = f'"resource": {{{resource}}}, ' if resource else ""
+    scope_part = f'"scope": {{{scope}}}, ' if scope else ""
+    return f'{{{resource_part}"scopeSpans": [{{{scope_part}"spans": [{", ".join(spans)}]}}]}}'
+
+
+def _kept_span_ids(decoded: DecodedRequest) -> list[int]:
+    return [
+        int.from_bytes(span.span_id, "big")
+        for resource_spans in decoded.request.resource_spans
+        for scope_spans in resource_spans.scope_spans
+        for span in scope_spans.spans
+    ]
+
+
+@pytest.mark.parametrize(("case", "bad"), BAD_VALUES.items(), ids=list(BAD_VALUES))
+def test_a_bad_value_refuses_its_span_only_named_like_protobuf_does(
+    case: str, bad: tuple[str, str]
+) -> None:
+    extra, field_name = bad
+    body = _request_text(_resource_text(_span_text(1), _span_text(2, extra), _span_text(3)))
+    decoded = decode_export_request_json(body)
+    assert _kept_span_ids(decoded) == [1, 3], case
+    assert decoded.spans == 3
+    (refused,) = decoded.refused
+    path = "resourceSpans[0].scopeSpans[0].spans[1]"
+    assert refused.line.startswith(f"span {TRACE_ID}/{2:016x} ({path}): {field_name}: "), (
+        refused.line
+    )
+    with pytest.raises(OtlpJsonError, match=re.escape(f"{path}.{field_name}: ")):
+        parse_export_request_json(body)  # the whole-request parse names the same field
+
+
+def test_a_bad_resource_or_scope_value_refuses_the_spans_it_carries() -> None:
+    bad_int = '"attributes": [{"key": "host", "value": {"intValue": "99999999999999999999"}}]'
+    body = _request_text(
+        _resource_text(_span_text(1), _span_text(2), resource=bad_int),
+        _resource_text(_span_text(3), scope='"name": "lib\\ud800"'),
+        _resource_text(_span_text(4)),
+    )
+    decoded = decode_export_request_json(body)
+    assert _kept_span_ids(decoded) == [4]
+    lines = [refused.line for refused in decoded.refused]
+    assert lines[0] == (
+        f"span {TRACE_ID}/{1:016x} (resourceSpans[0].scopeSpans[0].spans[0]): "
+        "resource.attributes[0].value.intValue: Value out of range: 99999999999999999999"
+    )
+    assert lines[1].startswith(f"span {TRACE_ID}/{2:016x} (resourceSpans[0].scopeSpans[0]")
+    assert lines[2] == (
+        f"span {TRACE_ID}/{3:016x} (resourceSpans[1].scopeSpans[0].spans[0]): "
+        "scope.name: a lone surrogate escape (\\ud800-\\udfff), which is not Unicode text"
+    )
+
+
+def test_a_span_with_unreadable_ids_is_named_by_its_path() -> None:
+    body = _request_text(_resource_text('{"traceId": "xyz", "name": "n"}', "7", _span_text(3)))
+    decoded = decode_export_request_json(body)
+    assert _kept_span_ids(decoded) == [3]
+    assert [refused.line for refused in decoded.refused] == [
+        "span resourceSpans[0].scopeSpans[0].spans[0]: traceId: expected 32 hex characters, got 3",
+        "span resourceSpans[0].scopeSpans[0].spans[1]: expected a JSON object, got number",
+    ]
+
+
+def test_the_spec_spellings_of_non_finite_doubles_are_values() -> None:
+    """OTLP/JSON writes NaN and infinities as "NaN", "Infinity", "-Infinity" (protobuf
+    carries them too); only a finite spelling that overflows is refused."""
+    values = ", ".join(
+        f'{{"key": "k{i}", "value": {{"doubleValue": "{text}"}}}}'
+        for i, text in enumerate(("NaN", "Infinity", "-Infinity", "1.5e300"))
+    )
+    decoded = decode_export_request_json(
+        _request_text(_resource_text(_span_text(1, f'"attributes": [{values}]')))
+    )
+    assert decoded.refused == []
+    doubles = [a.value.double_value for a in _only_span(decoded.request).attributes]
+    assert [str(d) for d in doubles] == ["nan", "inf", "-inf", "1.5e+300"]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"resourceSpans": "x"}', "resourceSpans: expected a JSON array, got string"),
+        (b'{"resourceSpans": [5]}', "resourceSpans[0]: expected a JSON object, got number"),
+        (
+            b'{"resourceSpans": [{"scopeSpans": [[]]}]}',
+            "resourceSpans[0].scopeSpans[0]: expected a JSON object, got array",
+        ),
+        (
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": {}}]}]}',
+            "resourceSpans[0].scopeSpans[0].spans: expected a JSON array, got object",
+        ),
+    ],
+)
+def test_a_skeleton_that_holds_no_spans_is_refused_whole(body: bytes, message: str) -> None:
+    with pytest.raises(OtlpJsonError, match=re.escape(message)):
+        decode_export_request_json(body)
+
+
+_GOOD_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "kind": st.integers(0, 5),
+        "attributes": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "key": st.text(min_size=1, max_size=8),
+                    "value": st.one_of(
+                        st.fixed_dictionaries({"stringValue": st.text(max_size=12)}),
+                        st.fixed_dictionaries({"intValue": st.integers(-(2**63), 2**63 - 1)}),
+                        st.fixed_dictionaries(
+                            {"doubleValue": st.floats(allow_nan=False, allow_infinity=False)}
+                        ),
+                        st.fixed_dictionaries({"boolValue": st.booleans()}),
+                    ),
+                }
+            ),
+            max_size=3,
+        ),
+    },
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    spans=st.lists(
+        st.tuples(_GOOD_FIELDS, st.one_of(st.none(), st.sampled_from(sorted(BAD_VALUES)))),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_generated_requests_keep_every_good_span_and_name_every_bad_one(
+    spans: list[tuple[dict[str, Any], str | None]],
+) -> None:
+    """Any mix of good spans and spans with one bad value planted: the good ones decode as
+    they do in a request of their own, the bad ones are refused and named by id."""
+    texts, good_texts = [], []
+    for number, (fields, bad) in enumerate(spans, start=1):
+        extra = json.dumps(fields)[1:-1]
+        if bad is not None:
+            extra = BAD_VALUES[bad][0]  # the bad field replaces the span's own
+        text = _span_text(number, extra)
+        texts.append(text)
+        if bad is None:
+            good_texts.append(text)
+    decoded = decode_export_request_json(_request_text(_resource_text(*texts)))
+    bad_numbers = [n for n, (_, bad) in enumerate(spans, start=1) if bad is not None]
+    assert [r.ids for r in decoded.refused] == [f"{TRACE_ID}/{n:016x}" for n in bad_numbers]
+    alone = decode_export_request_json(_request_text(_resource_text(*good_texts)))
+    assert alone.refused == []
+    assert decoded.request == alone.request
