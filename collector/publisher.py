@@ -91,6 +91,9 @@ DEAD_LETTER_FILE = "the dead-letter file"
 POSITION_NOTE = "the log's position note (spill.pos)"
 SENT_NOTE = "the log's sent note (spill.sent)"
 """Stalls of the drainer and the trimmer: which file the disk refused."""
+RETIRED_PRODUCER_CLOSE_S = 120.0
+"""How long a replaced producer may take to close (its sends to a broker that is gone
+give up after `delivery_timeout_ms`, at least 30 s)."""
 MAX_SEND_BLOCK_S = 1.0
 """Longest one `send` may block for metadata or buffer space (the producer's
 `max_block_ms`, or `ack_timeout_s` when shorter). A request's wait for Kafka is thus at
@@ -572,12 +575,18 @@ class _Stalled(Exception):
 
 
 def _close_quietly(producer: KafkaProducer) -> None:
-    """Close a producer being replaced without waiting; what it still held is in the spill
-    (kafka-python raises KafkaTimeoutError when records were pending)."""
-    try:
-        producer.close(timeout=0)
-    except KafkaError as exc:
-        log.debug("closing the old producer: %s", exc)
+    """Close a producer being replaced without waiting for it: what it still held is in
+    the spill and goes through its successor. It closes in a thread of its own once its
+    own sends gave up (`delivery_timeout_ms`): kafka-python closes nothing while records
+    are pending (its close raises KafkaTimeoutError and leaves its sender thread running)."""
+
+    def close() -> None:
+        try:
+            producer.close(timeout=RETIRED_PRODUCER_CLOSE_S)
+        except KafkaError as exc:
+            log.warning("closing a replaced producer: %s", exc)
+
+    threading.Thread(target=close, name="producer-close", daemon=True).start()
 
 
 def _sort_failure(index: int, error: KafkaError, sent: _Sent) -> None:

@@ -151,6 +151,7 @@ class StoreWriter:
         self.sql = config.sql_insert and isinstance(store, ClientStore) and _sql_insert_runs(store)
         self.stats = StoreWriterStats()
         self.stalls = Stalls()
+        self.abandoned = False  # its broker died: store and commit nothing more
         self._batch = _Batch()
         self._lock = threading.Lock()
         self.joined = threading.Event()  # set when the group first hands it partitions
@@ -237,7 +238,7 @@ class StoreWriter:
         inserted, and commits."""
         with self._lock:
             batch = self._batch
-            if not batch.next_offsets:
+            if not batch.next_offsets or self.abandoned:
                 return
             with self._writing(STORE):
                 if batch.messages:

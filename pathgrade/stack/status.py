@@ -29,15 +29,18 @@ def snapshot_of(
     store_writer: dict[str, Any],
     realtime: list[dict[str, Any] | None],
     broker_rss_bytes: int | None,
+    restarts: Mapping[str, int] | None = None,
 ) -> Snapshot:
-    """A snapshot taken now: each process's counters (None: it did not answer) and the
-    bundled broker's memory (None: no bundled broker, or it has stopped)."""
+    """A snapshot taken now: each process's counters (None: it did not answer), the
+    bundled broker's memory (None: no bundled broker, or it has stopped) and how often
+    supervision restarted each process (the broker: replaced after it died)."""
     return {
         "taken_at": time.time(),
         "collector": collector,
         "store_writer": store_writer,
         "realtime": realtime,
         "broker_rss_bytes": broker_rss_bytes,
+        "restarts": dict(restarts or {}),
     }
 
 
@@ -86,7 +89,7 @@ def _collector_part(now: Snapshot, before: Snapshot | None, seconds: float) -> s
     )
     if c["rejected_spans"]:
         part += f", {c['rejected_spans']:,} rejected"
-    if c["spill_bytes"]:
+    if c.get("spill_bytes"):
         part += f", spill {c['spill_bytes'] / _MB:,.1f} MB"
     if c.get("dead_letter_messages"):
         part += f", {c['dead_letter_messages']:,} dead-lettered (pathgrade dead-letter)"
@@ -156,6 +159,9 @@ def status_line(now: Snapshot, before: Snapshot | None = None, label: str = "sta
     ]
     if now.get("broker_rss_bytes") is not None:
         parts.append(f"broker {now['broker_rss_bytes'] / _MB:,.0f} MB")
+    restarts = sorted((now.get("restarts") or {}).items())
+    if restarts:
+        parts.append("restarted " + ", ".join(f"{name} {n}x" for name, n in restarts))
     stalls = stalls_in(now)
     if stalls:
         parts.append("stalled: " + "; ".join(stalls))
@@ -232,4 +238,6 @@ def snapshot_samples(snapshot: Snapshot) -> list[Sample]:
             samples += labelled_samples("realtime", {"worker": str(n)}, counters)
     if snapshot.get("broker_rss_bytes") is not None:
         samples.append(("broker", {}, {"rss_bytes": snapshot["broker_rss_bytes"]}))
+    for name, count in (snapshot.get("restarts") or {}).items():
+        samples.append(("stack", {"process": name}, {"restarts": count}))
     return samples

@@ -105,6 +105,16 @@ class StoreOwner:
         self._finished_runs = summed([self._finished_runs, asdict(run.writer.stats)])
         return reached
 
+    def drop_writer(self) -> None:
+        """Stop the store writer at once, storing and committing nothing more: its broker
+        died, so what it read and did not commit comes again from the collector's log,
+        to the next writer (`resume_writer`). Its thread ends by itself."""
+        run, self._writer_run = self._writer_run, None
+        if run is not None:
+            run.writer.abandoned = True
+            run.finish({}, 0.0, timeout_s=0)
+            self._finished_runs = summed([self._finished_runs, asdict(run.writer.stats)])
+
     def writer_joined(self, timeout_s: float) -> bool:
         """Wait up to `timeout_s` for the store writer to join its consumer group; True
         once it has partitions to read."""
@@ -171,9 +181,12 @@ class _WriterRun:
         except Exception as exc:  # what it did not commit is read again by the next writer
             log.warning("the store writer stopped before storing everything it read: %s", exc)
         finally:
-            if not self._reached:
+            if not self._reached and not self.writer.abandoned:
                 log.warning("store writer stopped before reaching offsets %s", self._targets)
-            self.writer.consumer.close()
+            try:
+                self.writer.consumer.close()
+            except Exception as exc:  # its broker gone, say: nothing is left to do with it
+                log.info("closing the store writer's consumer: %s", exc)
             self._done.set()
 
     def finish(self, targets: dict[int, int], idle_s: float, timeout_s: float) -> bool:
