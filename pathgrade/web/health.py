@@ -42,7 +42,7 @@ def _total(workers: list[dict[str, Any] | None], key: str) -> int:
 
 def stalls_in(snapshot: dict[str, Any]) -> list[str]:
     """What the snapshot's processes are stalled on now, "what (why)" each. A scraped box
-    (`scraped_status`) says only how many stalls it has; its own /metrics names them."""
+    (`scraped_status`) says only that it is stalled; its own /metrics names on what."""
     found = []
     processes = [("collector", snapshot.get("collector")),
                  ("store writer", snapshot.get("store_writer"))]  # fmt: skip
@@ -52,7 +52,7 @@ def stalls_in(snapshot: dict[str, Any]) -> list[str]:
         if isinstance(stalled, dict):
             found += [f"{what} ({why})" for what, why in stalled.items()]
         elif stalled:
-            found.append(f"the {name} ({stalled:g} stalls: its /metrics names them)")
+            found.append(f"the {name} (its /metrics names what it waits for)")
     return found
 
 

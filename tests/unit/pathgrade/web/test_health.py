@@ -37,10 +37,15 @@ def test_a_stall_comes_before_the_stop_it_explains() -> None:
     ]
 
 
-def test_a_scraped_box_says_how_many_stalls_it_has() -> None:
-    """A production box's /metrics read back (`scraped_status`): the gauges summed."""
-    scraped = {"collector": {"accepted_spans": 1, "stalled": 2}, "store_writer": {"spans": 1}}
-    assert stalls_in(scraped) == ["the collector (2 stalls: its /metrics names them)"]
+def test_a_scraped_box_says_that_it_is_stalled() -> None:
+    """A production box's /metrics read back (`scraped_status`, which keeps no labels)."""
+    from pathgrade.web.metrics import labelled_samples, prometheus_text
+    from pathgrade.web.scraped_status import parse_metrics
+
+    counters = {"accepted_spans": 1, "stalled": {"the spill": "[Errno 28] No space left"}}
+    scraped = parse_metrics(prometheus_text(labelled_samples("collector", {}, counters)))
+    assert stalls_in(scraped) == ["the collector (its /metrics names what it waits for)"]
+    assert stalls_in(parse_metrics(prometheus_text([("collector", {}, {"spans": 1})]))) == []
 
 
 def test_the_processes_table_lists_numbers_only() -> None:
