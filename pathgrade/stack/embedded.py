@@ -694,12 +694,10 @@ class Stack:
         if failed:
             return f"the store writer could not be started on the fresh broker: {failed}"
         collector.send(Resume(True, self.bootstrap, broker_lost=True))
-        failed = next(filter(None, _in_parallel([
-            lambda index=index: _started(lambda: self._start_realtime(index))
-            for index in range(len(self._realtime))
-        ])), None)  # fmt: skip
-        if failed:
-            return f"a realtime process could not be started on the fresh broker: {failed}"
+        for index in range(len(self._realtime)):
+            failed = _started(lambda index=index: self._start_realtime(index))
+            if failed:
+                return f"a realtime process could not be started on the fresh broker: {failed}"
         self.restarted["broker"] += 1
         self._publish_state()
         self.out(f"a fresh broker serves on {self.bootstrap}; the collector replays its log "
