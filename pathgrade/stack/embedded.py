@@ -676,32 +676,40 @@ class Stack:
             return f"{exited} {refused}"
         self.out(f"{exited}; starting a fresh one, into which the collector's log replays "
                  "what was not stored and evaluated yet")  # fmt: skip
-        collector, store, broker = self._collector, self.store, self.broker
-        with ThreadPoolExecutor(max_workers=2 + len(self._realtime)) as pool:
-            settling = [
-                pool.submit(collector.request, Hold(), Held, 30),  # its sends settled
-                pool.submit(store.drop_writer),
-                *(pool.submit(self._end, child) for child in self._realtime),
-            ]
-            # in this thread: the broker ends with the thread that started it (PDEATHSIG)
-            failed = _started(lambda: _fresh_broker(broker))
-            for future in settling:
-                future.result()
+        collector = self._collector
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            settling = pool.submit(collector.request, Hold(), Held, 30)  # sends under way
+            problem = self._readers_on_a_fresh_broker(exited)
+            settling.result()
+        if problem:
+            return problem
+        collector.send(Resume(True, self.bootstrap, broker_lost=True))
+        self.restarted["broker"] += 1
+        self._publish_state()
+        self.out(f"a fresh broker serves on {self.bootstrap}; the collector replays its log "
+                 "into it")  # fmt: skip
+        return None
+
+    def _readers_on_a_fresh_broker(self, exited: str) -> str | None:
+        """Stop the store writer (storing and committing nothing more) and the realtime
+        processes, start a fresh broker on a new port and them on it; why not, if not."""
+        broker, store = self.broker, self.store
+        assert broker is not None and store is not None
+        store.drop_writer()
+        for child in self._realtime:
+            self._end(child)
+        # in this thread: the broker ends with the thread that started it (PDEATHSIG)
+        failed = _started(lambda: _fresh_broker(broker))
         if failed:
             return f"{exited} and a fresh one could not be started: {failed}"
         self.bootstrap = store.bootstrap = broker.bootstrap
         failed = _started(store.resume_writer)
         if failed:
             return f"the store writer could not be started on the fresh broker: {failed}"
-        collector.send(Resume(True, self.bootstrap, broker_lost=True))
         for index in range(len(self._realtime)):
             failed = _started(lambda index=index: self._start_realtime(index))
             if failed:
                 return f"a realtime process could not be started on the fresh broker: {failed}"
-        self.restarted["broker"] += 1
-        self._publish_state()
-        self.out(f"a fresh broker serves on {self.bootstrap}; the collector replays its log "
-                 "into it")  # fmt: skip
         return None
 
     def _end(self, child: ChildProcess) -> None:
