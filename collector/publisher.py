@@ -535,6 +535,8 @@ class KafkaPublisher:
                 log.exception("trimming the durable log failed; trying again")
 
     def _trim(self) -> None:
+        """One round of `_trim_loop`: let go of what every reader committed (with offsets
+        read of the broker the batches went to), or write a position note still owed."""
         assert self.committed is not None
         if self.trim.waiting():
             epoch = self.trim.epoch

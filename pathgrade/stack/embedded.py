@@ -714,7 +714,7 @@ class Stack:
 
     def _end(self, child: ChildProcess) -> None:
         """Kill `child` (what it had not committed is read again by the next one), keeping
-        its counts (once: a child that has ended already was counted)."""
+        its counts; a child that has ended already is left as it is."""
         if child.process.exitcode is not None:
             return
         child.process.kill()
