@@ -19,6 +19,7 @@ import os
 import struct
 import threading
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,14 +78,26 @@ class DeadLetterFile:
         self.entries = sum(1 for _ in read_entries(self.path))
 
     def append(self, entries: list[DeadLetter]) -> None:
-        """Move `entries` aside: appended and fsynced before this returns."""
+        """Move `entries` aside: appended and fsynced before this returns. Raises OSError
+        when the disk refuses them, with what was written of them cut off again (so a
+        later append does not follow a torn entry)."""
         if not entries:
             return
-        frames = b"".join(encode_entry(entry) for entry in entries)
-        with self._lock, open(self.path, "ab") as data:
-            data.write(frames)
-            data.flush()
-            os.fsync(data.fileno())
+        frames = memoryview(b"".join(encode_entry(entry) for entry in entries))
+        with self._lock:
+            descriptor = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                size = os.fstat(descriptor).st_size
+                try:
+                    while frames:
+                        frames = frames[os.write(descriptor, frames) :]
+                    os.fsync(descriptor)
+                except OSError:
+                    with suppress(OSError):
+                        os.ftruncate(descriptor, size)
+                    raise
+            finally:
+                os.close(descriptor)
             self.entries += len(entries)
 
 

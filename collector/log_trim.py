@@ -35,11 +35,14 @@ class SentBatch:
 
 
 class TrimQueue:
-    """Sent batches not yet committed by every reader, in log order."""
+    """Sent batches not yet committed by every reader, in log order. `epoch` counts the
+    brokers they went to: committed offsets read before `everything()` (the broker
+    replaced) say nothing about the batches sent after."""
 
     def __init__(self) -> None:
         self._sent: deque[SentBatch] = deque()
         self._lock = threading.Lock()
+        self.epoch = 0
 
     def sent(self, end: int, next_offsets: dict[int, int]) -> None:
         with self._lock:
@@ -49,11 +52,14 @@ class TrimQueue:
         with self._lock:
             return bool(self._sent)
 
-    def trimmable(self, committed: dict[int, int]) -> int | None:
+    def trimmable(self, committed: dict[int, int], epoch: int) -> int | None:
         """The log offset everything before which the readers committed (popping those
-        batches), or None when the oldest batch is not committed yet."""
+        batches), or None when the oldest batch is not committed yet or `committed` was
+        read in an earlier `epoch` (of another broker)."""
         end = None
         with self._lock:
+            if epoch != self.epoch:
+                return None
             while self._sent and all(
                 committed.get(partition, 0) >= offset
                 for partition, offset in self._sent[0].next_offsets.items()
@@ -67,6 +73,7 @@ class TrimQueue:
         with self._lock:
             end = self._sent[-1].end if self._sent else None
             self._sent.clear()
+            self.epoch += 1
         return end
 
 
@@ -103,6 +110,11 @@ class GroupOffsets:
         self.groups = groups
         self.topic = topic
         self._admin: KafkaAdminClient | None = None
+
+    def move_to(self, bootstrap_servers: str) -> None:
+        """Ask the broker at `bootstrap_servers` from now on (a replaced one)."""
+        self.close()
+        self.bootstrap_servers = bootstrap_servers
 
     def _client(self) -> KafkaAdminClient:
         if self._admin is None:

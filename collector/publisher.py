@@ -15,7 +15,16 @@ spill frames it cannot read) to the dead-letter file (`collector.dead_letter`) a
 with the rest, so it is never retried ahead of good data.
 
 `hold()` diverts everything to the spill on purpose (the embedded stack does so while it
-swaps its memory-only broker for a fresh one) and `resume()` lets the drainer send it on.
+swaps its memory-only broker for a fresh one, or replaces one that died) and `resume()`
+lets the drainer send it on (to a replaced broker: from where its readers committed, when
+the old one is lost).
+
+No failure stops the drainer or the trimmer: a file the disk refuses (the spill or
+durable log itself, the dead-letter file, the notes `spill.pos` and `spill.sent`) is
+written again after a growing wait (`schemas.stalls.Backoff`, up to 10 s), and reported
+meanwhile as a stall (`stalls`: what, why; `write_failures`), cleared by the next write
+that succeeds. The log's bound and a disk refusing an append answer the request 503 with
+`Retry-After`, never dropping what was accepted.
 
 With `committed` (the durable log of the embedded stack, whose broker keeps nothing on
 disk) the spill is the acknowledgement: `publish` appends every message to it and returns
@@ -31,7 +40,8 @@ import logging
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +59,8 @@ from kafka.partitioner import DefaultPartitioner
 from pathgrade.collector.dead_letter import DeadLetter, DeadLetterFile
 from pathgrade.collector.grouping import PRODUCER_MAX_REQUEST_BYTES
 from pathgrade.collector.log_trim import GroupOffsets, SentBatch, TrimQueue, load_sent, save_sent
-from pathgrade.collector.spill import OutgoingMessage, SpillFile, encode_body
+from pathgrade.collector.spill import OutgoingMessage, SpillFile, SpillFull, encode_body
+from pathgrade.schemas.stalls import Backoff, Stalls
 from pathgrade.schemas.topics import (
     RECEIVED_AT_HEADER,
     SPANS_TOPIC,
@@ -76,6 +87,13 @@ send for `drain_backoff_s`, and when it stops. A collector restarted on the same
 after a crash sends at most about this much of the log again."""
 RENEW_AFTER_FAILED_DRAINS = 3
 """Spilled batches in a row Kafka did not take before the drainer starts a new producer."""
+DEAD_LETTER_FILE = "the dead-letter file"
+POSITION_NOTE = "the log's position note (spill.pos)"
+SENT_NOTE = "the log's sent note (spill.sent)"
+"""Stalls of the drainer and the trimmer: which file the disk refused."""
+RETIRED_PRODUCER_CLOSE_S = 120.0
+"""How long a replaced producer may take to close (its sends to a broker that is gone
+give up after `delivery_timeout_ms`, at least 30 s)."""
 MAX_SEND_BLOCK_S = 1.0
 """Longest one `send` may block for metadata or buffer space (the producer's
 `max_block_ms`, or `ack_timeout_s` when shorter). A request's wait for Kafka is thus at
@@ -190,6 +208,8 @@ class KafkaPublisher:
         self._unsaved_note: tuple[str, SentBatch] | None = None  # the drainer's, newest
         self._note_saved_at = 0.0  # monotonic seconds of the last `save_sent`
         self._failed_drains = 0  # batches in a row the broker did not take
+        self.stalls = Stalls()
+        self._retry = Backoff()  # the drainer's, after a write the disk refused
         self.spill = spill
         self.dead_letters = dead_letters or DeadLetterFile(spill.directory)
         self.topic = topic
@@ -210,6 +230,11 @@ class KafkaPublisher:
         """Whether every message goes through the log, kept until its readers committed."""
         return self.committed is not None
 
+    @property
+    def log_name(self) -> str:
+        """What the spill is called in stalls and errors."""
+        return "the durable log" if self.durable else "the spill"
+
     def start(self) -> None:
         if self.durable:
             self._skip_what_the_broker_holds()
@@ -228,15 +253,15 @@ class KafkaPublisher:
         if not messages:
             return {}
         if self.durable:
-            self.spill.append(messages)
+            self._append(messages)
             self._wake.set()
             return {}
         if not self._begin_sending():
-            self.spill.append(messages)
+            self._append(messages)
             return {}
         try:
             if self.spill.pending():
-                self.spill.append(messages)
+                self._append(messages)
                 self._wake.set()
                 return {}
             if deadline is None:
@@ -246,11 +271,37 @@ class KafkaPublisher:
                 log.warning(
                     "Kafka did not acknowledge %d messages; spilling them", len(sent.failed)
                 )
-                self.spill.append([messages[i] for i in sent.failed])
+                self._append([messages[i] for i in sent.failed])
                 self._wake.set()
             return sent.refused
         finally:
             self._end_sending()
+
+    def _append(self, messages: list[OutgoingMessage]) -> None:
+        """Append to the spill (fsynced); SpillFull, reported as a stall of the log until an
+        append succeeds again, when it is at its bound or the disk refuses."""
+        try:
+            self.spill.append(messages)
+        except SpillFull as exc:
+            if self.stalls.failed(self.log_name, exc.reason):
+                log.error("%s refuses requests (503): %s", self.log_name, exc.reason)
+            raise
+        if self.stalls.cleared(self.log_name):
+            log.warning("%s accepts requests again", self.log_name)
+
+    @contextmanager
+    def _writing(self, what: str) -> Iterator[None]:
+        """Around a write of file `what` by the drainer or the trimmer: an OSError is
+        reported as a stall of `what` (logged once) and raised as _Stalled; a success
+        clears it."""
+        try:
+            yield
+        except OSError as exc:
+            if self.stalls.failed(what, str(exc)):
+                log.error("%s cannot be written, retrying: %s", what, exc)
+            raise _Stalled(what) from exc
+        if self.stalls.cleared(what):
+            log.warning("%s written again", what)
 
     def _begin_sending(self) -> bool:
         """Register a call that will talk to Kafka; False while held (spill instead)."""
@@ -275,11 +326,12 @@ class KafkaPublisher:
             settled = self._sending_done.wait_for(lambda: self._sending == 0, timeout=timeout_s)
         return self.produced_offsets() if settled else None
 
-    def resume(self, producer: KafkaProducer | None = None) -> None:
+    def resume(self, producer: KafkaProducer | None = None, lost: bool = False) -> None:
         """Undo `hold()`: the drainer sends what was spilled meanwhile, in order. Pass a
         new `producer` when the broker was replaced (an idempotent producer's id means
-        nothing to a new broker): its readers read everything the old one took, so the
-        durable log lets that go."""
+        nothing to a new broker). Swapped (`lost` False): its readers read everything the
+        old one took, so the durable log lets that go. `lost` (it died): the log is sent
+        again from where every reader committed, and nothing is let go for the old one."""
         with self._sending_done:
             if producer is not None:
                 _close_quietly(self.producer)
@@ -287,11 +339,20 @@ class KafkaPublisher:
                 with self._offsets_lock:
                     self.next_offsets = {}  # the new broker numbers its log from 0
                 read = self.trim.everything()
-                if read is not None:
-                    self.spill.mark_drained(read)
+                self._unsaved_note = None  # about the old broker
+                if lost:
+                    self.spill.rewind()
+                elif read is not None:
+                    self._let_go(read)
                 self._cluster_id = None  # asked again of the new broker
             self._held = False
         self._wake.set()
+
+    def _let_go(self, position: int) -> None:
+        """`spill.mark_drained(position)`; a note the disk refuses is a stall, written
+        again by the trimmer or the drainer (the position holds in memory meanwhile)."""
+        with suppress(_Stalled), self._writing(POSITION_NOTE):
+            self.spill.mark_drained(position)
 
     def _send_and_wait(self, messages: list[OutgoingMessage], deadline: float) -> _Sent:
         """Send all, wait for acks until `deadline`; returns the indexes of the messages
@@ -343,26 +404,34 @@ class KafkaPublisher:
             return dict(self.next_offsets)
 
     def _drain_loop(self) -> None:
-        """Drain until stopped; an unexpected error is logged and the batch tried again
-        later (a drainer that died would leave the spill unsent for good)."""
+        """Drain until stopped. Nothing ends it (a drainer that died would leave the spill
+        unsent for good): a batch Kafka did not take is sent again after
+        `drain_backoff_s`; a file the disk refused, after a growing wait; an unexpected
+        error is logged and the batch tried again later."""
         while not self._stop.is_set():
             if not self._wake.wait(timeout=self.drain_backoff_s):
-                self._save_note()  # idle for a while: note how far the log was sent
+                self._save_notes()  # idle for a while: note how far the log was sent
             self._wake.clear()
             while self.spill.pending() and not self._stop.is_set() and self._begin_sending():
                 try:
-                    sent = self._drain_batch()
+                    sent: bool | None = self._drain_batch()
+                except _Stalled:
+                    sent = None  # the disk, not Kafka: no new producer for it
                 except Exception:
                     log.exception("draining the spill failed; trying again")
                     sent = False
                 finally:
                     self._end_sending()
+                if sent is None:
+                    self._stop.wait(self._retry.next_s())
+                    break
+                self._retry.reset()
                 self._failed_drains = 0 if sent else self._failed_drains + 1
                 if not sent:
                     self._renew_after_failures()
                     self._stop.wait(self.drain_backoff_s)  # broker still away: retry later
                     break
-        self._save_note()
+        self._save_notes()
 
     def _renew_after_failures(self) -> None:
         """After RENEW_AFTER_FAILED_DRAINS failed batches in a row, replace the producer
@@ -395,7 +464,8 @@ class KafkaPublisher:
             for index, reason in sent.refused.items()
         ]
         if dead:
-            self.dead_letters.append(dead)
+            with self._writing(DEAD_LETTER_FILE):
+                self.dead_letters.append(dead)
             log.error(
                 "moved %d spilled entries Kafka refused or that cannot be read to %s: %s",
                 len(dead), self.dead_letters.path, dead[0].reason,
@@ -407,20 +477,32 @@ class KafkaPublisher:
             if cluster:
                 self._unsaved_note = (cluster, SentBatch(batch.end, self.produced_offsets()))
                 if time.monotonic() - self._note_saved_at >= SENT_NOTE_INTERVAL_S:
-                    self._save_note()
+                    with suppress(_Stalled):  # optional: tried again, sending goes on
+                        self._save_note()
         else:
-            self.spill.mark_drained(batch.end)
+            with self._writing(POSITION_NOTE):
+                self.spill.mark_drained(batch.end)
             log.info(
                 "drained %d spilled messages to Kafka", len(batch.messages) - len(sent.refused)
             )
         return True
 
     def _save_note(self) -> None:
-        """Note (`save_sent`) how far the drainer sent the log, if not noted yet."""
+        """Note (`save_sent`) how far the drainer sent the log, if not noted yet; raises
+        _Stalled when the disk refuses (the note waits for the next call)."""
         if self._unsaved_note is not None:
-            save_sent(self.spill.directory, *self._unsaved_note)
+            with self._writing(SENT_NOTE):
+                save_sent(self.spill.directory, *self._unsaved_note)
             self._unsaved_note = None
             self._note_saved_at = time.monotonic()
+
+    def _save_notes(self) -> None:
+        """The drainer's idle and last step: write the notes not written yet (how far the
+        log was sent, how far it was drained: after a failed write, again)."""
+        with suppress(_Stalled):
+            self._save_note()
+        if not self.spill.position_saved():
+            self._let_go(0)
 
     def _skip_what_the_broker_holds(self) -> None:
         """A restart on a broker that lives on (the cluster id of the last `save_sent`):
@@ -443,19 +525,32 @@ class KafkaPublisher:
         return self._cluster_id
 
     def _trim_loop(self) -> None:
-        """Every TRIM_INTERVAL_S, let the log go of the batches every reader committed."""
-        assert self.committed is not None
+        """Every TRIM_INTERVAL_S, let the log go of the batches every reader committed.
+        Nothing ends it: a position note the disk refused is written again on the next
+        round, an unexpected error is logged."""
         while not self._stop.wait(TRIM_INTERVAL_S):
-            if not self.trim.waiting():
-                continue
+            try:
+                self._trim()
+            except Exception:
+                log.exception("trimming the durable log failed; trying again")
+
+    def _trim(self) -> None:
+        """One round of `_trim_loop`: let go of what every reader committed (with offsets
+        read of the broker the batches went to), or write a position note still owed."""
+        assert self.committed is not None
+        if self.trim.waiting():
+            epoch = self.trim.epoch
             try:
                 committed = self.committed()
             except Exception as exc:  # the broker away: the log keeps everything meanwhile
                 log.debug("reading the committed offsets failed: %s", exc)
-                continue
-            read = self.trim.trimmable(committed)
+                return
+            read = self.trim.trimmable(committed, epoch)
             if read is not None:
-                self.spill.mark_drained(read)
+                self._let_go(read)
+                return
+        if not self.spill.position_saved():
+            self._let_go(0)
 
     def close(self, drain_timeout_s: float = 5.0) -> None:
         """Flush the producer, give the drainer a last chance (the durable log: up to
@@ -476,13 +571,24 @@ class KafkaPublisher:
         self.spill.close()
 
 
+class _Stalled(Exception):
+    """A file the drainer or the trimmer writes was refused by the disk (reported as a
+    stall by `KafkaPublisher._writing`)."""
+
+
 def _close_quietly(producer: KafkaProducer) -> None:
-    """Close a producer being replaced without waiting; what it still held is in the spill
-    (kafka-python raises KafkaTimeoutError when records were pending)."""
-    try:
-        producer.close(timeout=0)
-    except KafkaError as exc:
-        log.debug("closing the old producer: %s", exc)
+    """Close a producer being replaced without waiting for it: what it still held is in
+    the spill and goes through its successor. It closes in a thread of its own once its
+    own sends gave up (`delivery_timeout_ms`): kafka-python closes nothing while records
+    are pending (its close raises KafkaTimeoutError and leaves its sender thread running)."""
+
+    def close() -> None:
+        try:
+            producer.close(timeout=RETIRED_PRODUCER_CLOSE_S)
+        except KafkaError as exc:
+            log.warning("closing a replaced producer: %s", exc)
+
+    threading.Thread(target=close, name="producer-close", daemon=True).start()
 
 
 def _sort_failure(index: int, error: KafkaError, sent: _Sent) -> None:

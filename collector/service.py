@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import asdict
+from typing import Any
 
 from kafka.errors import KafkaError
 from pathgrade.collector.auth import TokenAuth
@@ -23,6 +24,7 @@ from pathgrade.collector.publisher import KafkaPublisher, producer_for
 from pathgrade.collector.redact import Redactor
 from pathgrade.collector.spill import SpillFile, SpillInUse
 from pathgrade.schemas.pii import PiiScanner
+from pathgrade.schemas.stalls import STALLED, WRITE_FAILURES
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +71,7 @@ class Collector:
         self.publisher = KafkaPublisher(
             producer, spill, config.topic, config.ack_timeout_s,
             dead_letters=DeadLetterFile(config.spill_dir),
-            renew=lambda: producer_for(config.kafka_bootstrap, config.ack_timeout_s),
+            renew=lambda: producer_for(self.config.kafka_bootstrap, self.config.ack_timeout_s),
             committed=self._group_offsets,
         )  # fmt: skip
         self.publisher.start()
@@ -122,18 +124,31 @@ class Collector:
             )
         return maker
 
-    def counters(self) -> dict[str, int]:
+    def counters(self) -> dict[str, Any]:
         """Requests and spans since `start()`, the spill's bytes not yet in Kafka, the log's
         bytes not yet let go (with durable_log: not yet committed by its readers; else the
-        same as the spill's), and the entries of the dead-letter file (from earlier runs
-        too)."""
+        same as the spill's), the entries of the dead-letter file (from earlier runs too),
+        the writes the disk refused and what is stalled now (`schemas.stalls`)."""
         assert self.pipeline is not None and self.publisher is not None
+        stalls = self.publisher.stalls
         return {
             **asdict(self.pipeline.counters),
             "spill_bytes": self.publisher.spill.pending_bytes(),
             "log_bytes": self.publisher.spill.held_bytes(),
             "dead_letter_messages": self.publisher.dead_letters.entries,
+            WRITE_FAILURES: stalls.failures,
+            STALLED: stalls.current(),
         }
+
+    def broker_replaced(self, bootstrap: str, lost: bool) -> None:
+        """After `publisher.hold()`: send on to the broker at `bootstrap`, which replaced the
+        one this collector sent to; `lost` (that one died with what it held): from where
+        its readers committed (`KafkaPublisher.resume`)."""
+        assert self.publisher is not None
+        self.config = self.config.model_copy(update={"kafka_bootstrap": bootstrap})
+        if self._group_offsets is not None:
+            self._group_offsets.move_to(bootstrap)
+        self.publisher.resume(producer_for(bootstrap, self.config.ack_timeout_s), lost=lost)
 
     def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting, finish in-flight requests, flush to Kafka (or keep in spill)."""

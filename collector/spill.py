@@ -58,7 +58,8 @@ class SpillFull(Exception):
     """The spill file holds its maximum (or cannot be written); the client must retry later."""
 
     def __init__(self, reason: str, retry_after_s: int = 5) -> None:
-        super().__init__(f"Kafka is unavailable and {reason}; retry later")
+        super().__init__(f"not accepted: {reason}; retry later")
+        self.reason = reason
         self.retry_after_s = retry_after_s
 
 
@@ -166,6 +167,7 @@ class SpillFile:
         self._reader: tuple[Path, BinaryIO] | None = None
         self._written = self._segments[-1].end if self._segments else 0
         self._drained = self._load_position()
+        self._saved_position = self._drained
         self._written = max(self._written, self._drained)
         self._synced = self._written  # what earlier processes wrote is on disk
         self._read = self._drained
@@ -274,22 +276,31 @@ class SpillFile:
         self._written += len(frames)
 
     def _start_segment(self) -> _Segment:
-        """Close this process's segment (fsynced) and open a new one at the end."""
+        """Close this process's segment (fsynced) and open a new one at the end. Raises
+        OSError when the disk refuses (an fsync that failed gives the unsynced frames up,
+        as `_sync_written` does; a new file whose name cannot be made durable is removed),
+        leaving the log as it was."""
         while self._syncing:
             self._cond.wait()
         if self._writer is not None:
-            os.fsync(self._writer)
+            try:
+                os.fsync(self._writer)
+            except OSError:
+                self._give_up_unsynced(self._writer)
+                raise
             os.close(self._writer)
             self._writer = None
             self._synced = self._written
             self._cond.notify_all()
         segment = _Segment(self._written, self.directory / segment_name(self._written), 0)
-        self._writer = os.open(segment.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        directory = os.open(self.directory, os.O_RDONLY)
+        writer = os.open(segment.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            os.fsync(directory)  # the new file's name survives a power cut
-        finally:
-            os.close(directory)
+            _fsync_directory(self.directory)  # the new file's name survives a power cut
+        except OSError:
+            os.close(writer)
+            segment.path.unlink(missing_ok=True)
+            raise
+        self._writer = writer
         self._segments.append(segment)
         return segment
 
@@ -309,16 +320,23 @@ class SpillFile:
             self._cond.acquire()
             self._syncing = False
             self._cond.notify_all()
-        if failed:  # give the unsynced frames up; the next append starts a new segment
-            self._segments[-1].size -= self._written - self._synced
-            self._written = self._synced
-            self._generation += 1
-            with suppress(OSError):
-                os.ftruncate(writer, self._segments[-1].size)
-            os.close(writer)
-            self._writer = None
+        if failed:
+            self._give_up_unsynced(writer)
         else:
             self._synced = max(self._synced, target)
+
+    def _give_up_unsynced(self, writer: int) -> None:
+        """Called with the lock held after an fsync of `writer` (this process's segment)
+        failed: cut the frames written since the last good fsync off (every append waiting
+        for them fails) and close it; the next append starts a new segment."""
+        self._segments[-1].size -= self._written - self._synced
+        self._written = self._synced
+        self._generation += 1
+        with suppress(OSError):
+            os.ftruncate(writer, self._segments[-1].size)
+        os.close(writer)
+        self._writer = None
+        self._cond.notify_all()
 
     def read_batch(self, max_bytes: int = 4 * 1024 * 1024) -> SpillBatch:
         """Frames from the read position up to what is fsynced: up to `max_bytes` of them
@@ -382,15 +400,32 @@ class SpillFile:
             self._read = max(self._read, position)
 
     def mark_drained(self, position: int) -> None:
-        """Everything before `position` is done with for good: persist it and delete the
-        segments wholly before it (all of them once everything is drained)."""
+        """Everything before `position` is done with for good: delete the segments wholly
+        before it (all of them once everything is drained) and persist it (`spill.pos`).
+        Raises OSError when the note cannot be written; the position holds in memory all
+        the same, and the next call writes it (a crash meanwhile only costs a resend of
+        what the note would have let go)."""
         with self._cond:
             self._drained = min(max(self._drained, position), self._written)
             self._read = max(self._read, self._drained)
             self._delete_drained_segments()
+            if self._drained == self._saved_position:
+                return
             tmp = self._pos_path.with_suffix(".tmp")
             tmp.write_text(str(self._drained))
             os.replace(tmp, self._pos_path)
+            self._saved_position = self._drained
+
+    def position_saved(self) -> bool:
+        """Whether `spill.pos` holds the drained position (False after a failed write)."""
+        with self._cond:
+            return self._drained == self._saved_position
+
+    def rewind(self) -> None:
+        """Read again from the drained position: what was read past it went to a broker
+        that is gone, and must be sent again."""
+        with self._cond:
+            self._read = self._drained
 
     def _delete_drained_segments(self) -> None:
         """Delete the segments wholly drained; this process's own one only when everything
@@ -421,6 +456,14 @@ class SpillFile:
         if self._lock_descriptor >= 0:
             os.close(self._lock_descriptor)  # releases the flock
             self._lock_descriptor = -1
+
+
+def _fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _next_frame_length(data: BinaryIO, remaining: int) -> int | None:

@@ -19,6 +19,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
 from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import DecodeProblems, decode_kafka_message
+from pathgrade.schemas.stalls import Backoff
 from pathgrade.schemas.topics import consumer_settings
 
 log = logging.getLogger(__name__)
@@ -92,11 +93,15 @@ class TopicConsumer:
         """Records by partition (empty after `timeout_ms` without any)."""
         return self._consumer.poll(timeout_ms=timeout_ms)
 
-    def commit(self, next_offsets: Mapping[TopicPartition, int]) -> None:
+    def commit(
+        self, next_offsets: Mapping[TopicPartition, int], timeout_ms: int | None = None
+    ) -> None:
         """Commit `next_offsets` (partition -> the next offset to read): call it only for
-        work that is stored."""
+        work that is stored. With `timeout_ms`, KafkaTimeoutError when the group's
+        coordinator did not take it by then (else it waits as long as that takes)."""
         self._consumer.commit(
-            {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in next_offsets.items()}
+            {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in next_offsets.items()},
+            timeout_ms=timeout_ms,
         )
 
     def partition(self, number: int) -> TopicPartition:
@@ -128,13 +133,16 @@ class TopicConsumer:
         poll_once: Callable[[], Any],
         failed: Callable[[Exception], None] | None = None,
         retry: tuple[type[Exception], ...] = (),
-        retry_s: float = 1.0,
+        retry_s: float | Backoff = 1.0,
         pause_while_failing: bool = False,
+        recovered: Callable[[], None] | None = None,
     ) -> None:
         """Call `poll_once` until `stop` is set. An exception of a `retry` type is handed to
-        `failed` (which logs it) and retried after `retry_s`, nothing committed; with
-        `pause_while_failing` consumption pauses until a poll succeeds again, so the
-        owner retries its pending work without reading more."""
+        `failed` (which logs it) and retried after `retry_s` (or the `Backoff`'s growing
+        wait), nothing committed; with `pause_while_failing` consumption pauses until a
+        poll succeeds again, so the owner retries its pending work without reading more.
+        `recovered` is called when a poll succeeds after failures."""
+        failing = False
         while not stop.is_set():
             try:
                 poll_once()
@@ -143,8 +151,15 @@ class TopicConsumer:
                     failed(exc)
                 if pause_while_failing:
                     self.pause(*self.assignment())
-                stop.wait(retry_s)
+                failing = True
+                stop.wait(retry_s.next_s() if isinstance(retry_s, Backoff) else retry_s)
                 continue
+            if failing:
+                failing = False
+                if isinstance(retry_s, Backoff):
+                    retry_s.reset()
+                if recovered is not None:
+                    recovered()
             if pause_while_failing and self.paused():
                 self.resume(*self.paused())
 

@@ -10,6 +10,12 @@ analysis costs a fixed share of a second of CPU, which only a large batch earns 
 smaller batches (an idle or lightly loaded stack's) are decoded here and inserted as rows.
 Offsets are committed only after the insert returned, so a crash between the two
 re-delivers a batch whose duplicates the ReplacingMergeTree `spans` table absorbs.
+
+Nothing stops the writer: an insert the store refuses (a full disk, a server away) or a
+commit Kafka does not take is retried after a growing wait (`schemas.stalls.Backoff`, up
+to 10 s) with consumption paused, the batch kept as far as it got (rows inserted are not
+inserted again when only the commit failed), and reported as a stall (`stalls`) until it
+succeeds.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +41,7 @@ from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
 from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import DecodeProblems, decode_resource_spans, message_tenant_and_time
+from pathgrade.schemas.stalls import Backoff, Stalls
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import read_until_drained
 from pathgrade.transport.consumer import TopicConsumer, decode_spans, read_message
@@ -41,6 +50,13 @@ log = logging.getLogger(__name__)
 _TENANT, _TRACE_ID, _SPAN_ID = (SPAN_COLUMNS.index(c) for c in ("Tenant", "TraceId", "SpanId"))
 BUSY_POLL_MS = 100  # a poll's longest wait while a batch is pending (`poll_once`)
 IDLE_POLL_MS = 500  # a poll's longest wait while none is
+COMMIT_TIMEOUT_MS = 10_000
+"""A commit Kafka has not taken by then fails, and is tried again (a broker that died
+never answers: the writer must not wait for it for good)."""
+STORE = "the store"
+COMMITS = "commits to Kafka"
+WRITER = "the store writer"
+"""Stalls of the store writer: inserts, commits, anything else its polls met."""
 
 
 @dataclass
@@ -54,6 +70,7 @@ class StoreWriterStats:
     unreadable_headers: int = 0  # messages stored with a default tenant or receive time
     sql_inserts: int = 0  # batches inserted by the store's SQL (`sql_insert_min_spans`)
     python_path_messages: int = 0  # of those batches, outside the SQL: decoded in Python
+    write_failures: int = 0  # inserts and commits that failed (and were tried again)
 
 
 def _sql_insert_runs(store: ClientStore) -> bool:
@@ -133,6 +150,8 @@ class StoreWriter:
         self.store = store
         self.sql = config.sql_insert and isinstance(store, ClientStore) and _sql_insert_runs(store)
         self.stats = StoreWriterStats()
+        self.stalls = Stalls()
+        self.abandoned = False  # its broker died: store and commit nothing more
         self._batch = _Batch()
         self._lock = threading.Lock()
         self.joined = threading.Event()  # set when the group first hands it partitions
@@ -144,15 +163,41 @@ class StoreWriter:
             max_partition_fetch_bytes=16 * 1024 * 1024, **config.consumer_options,
         )  # fmt: skip
 
-    def run(self, stop: threading.Event, retry_s: float = 1.0) -> None:
-        """Poll and store until `stop`. While the store refuses inserts, consumption is
-        paused and the pending batch retried, never dropped or committed."""
+    def run(self, stop: threading.Event, backoff: Backoff | None = None) -> None:
+        """Poll and store until `stop`. Whatever fails (the store refusing inserts, a commit
+        Kafka did not take, anything else), consumption is paused and the pending batch
+        retried after `backoff`'s growing wait, never dropped or committed unstored."""
         self.consumer.run(
-            stop, self.poll_once,
-            lambda exc: log.error("store insert failed, retrying in %.0f s: %s", retry_s, exc),
-            retry=(QueryError,), retry_s=retry_s, pause_while_failing=True,
+            stop, self.poll_once, self._failed, retry=(Exception,),
+            retry_s=backoff or Backoff(), pause_while_failing=True,
+            recovered=lambda: self._succeeded(WRITER),
         )  # fmt: skip
         self.flush()
+
+    def _failed(self, exc: Exception) -> None:
+        """A poll failed: report it as a stall (an insert's or a commit's was already)."""
+        if isinstance(exc, _Stalled):
+            return
+        self.stats.write_failures += 1
+        if self.stalls.failed(WRITER, f"{type(exc).__name__}: {exc}"):
+            log.exception("the store writer failed; retrying", exc_info=exc)
+
+    def _succeeded(self, what: str) -> None:
+        if self.stalls.cleared(what):
+            log.warning("%s: the store writer goes on", what)
+
+    @contextmanager
+    def _writing(self, what: str) -> Iterator[None]:
+        """Around an insert into `what` or a commit: a failure is counted, reported as a
+        stall (logged once) and raised as _Stalled; a success clears the stall."""
+        try:
+            yield
+        except Exception as exc:
+            self.stats.write_failures += 1
+            if self.stalls.failed(what, str(exc)):
+                log.error("%s failed, retrying: %s", what, exc)
+            raise _Stalled(what) from exc
+        self._succeeded(what)
 
     def poll_once(self, timeout_ms: int | None = None) -> int:
         """One poll, then a flush when the batch is due (`flush_due`); returns the messages
@@ -188,17 +233,22 @@ class StoreWriter:
         self._batch.add(partition, message.offset, pending)
 
     def flush(self) -> None:
-        """Insert the pending rows, then commit the offsets they cover."""
+        """Insert the pending rows, then commit the offsets they cover. A failure raises
+        _Stalled with the batch kept as far as it got: a retry inserts only what was not
+        inserted, and commits."""
         with self._lock:
             batch = self._batch
-            if not batch.next_offsets:
+            if not batch.next_offsets or self.abandoned:
                 return
-            if batch.messages:
-                self._store_messages(batch)
-            if batch.rows:
-                self._insert(batch.rows)
+            with self._writing(STORE):
+                if batch.messages:
+                    self._store_messages(batch)
+                if batch.rows:
+                    self._insert(batch.rows)
+                    batch.rows = []
+            with self._writing(COMMITS):
+                self.consumer.commit(batch.next_offsets, COMMIT_TIMEOUT_MS)
             self._batch = _Batch()
-            self.consumer.commit(batch.next_offsets)
 
     def _store_messages(self, batch: _Batch) -> None:
         """Insert the batch's parsed messages with the store's SQL when the batch has at
@@ -267,3 +317,7 @@ class StoreWriter:
     def close(self) -> None:
         self.flush()
         self.consumer.close()
+
+
+class _Stalled(Exception):
+    """An insert or a commit failed (reported as a stall by `StoreWriter._writing`)."""

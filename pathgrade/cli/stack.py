@@ -105,7 +105,9 @@ def _cmd_up(args: argparse.Namespace) -> int:
         RuntimeError,
     ) as exc:
         raise CliError(str(exc)) from exc
-    stack.run_until_signalled()
+    problem = stack.run_until_signalled()
+    if problem:  # stopped on its own: a supervisor must see a failure
+        raise CliError(f"stopped: {problem}", exit_code=1)
     return 0
 
 

@@ -141,6 +141,14 @@ class LocalBroker:
         self.stop()
         self.start(timeout_s)
 
+    def replace(self, timeout_s: float = 15.0) -> None:
+        """Start a fresh, empty broker on a new port in place of one that died: a client of
+        the dead one never reaches it (a consumer's late commit of the old offsets would
+        make a group skip the new broker's messages); the topics must be created again."""
+        self.stop()
+        self.port = free_port()
+        self.start(timeout_s)
+
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
             self.process.terminate()

@@ -10,7 +10,13 @@ consume up to them before exiting, so what was acknowledged is in the store afte
 
 The bundled broker keeps everything in memory with no retention; past `broker_max_mb`
 resident it is swapped for a fresh one the same way (`Stack.swap_broker`), so a
-long-running stack stays bounded.
+long-running stack stays bounded. A broker that dies is replaced within seconds by a fresh
+one on a new port, into which the collector's durable log replays what the readers had
+not committed (`Stack.replace_dead_broker`).
+
+Supervision restarts a child process or the broker that died, at most MAX_RESTARTS times
+within RESTART_WINDOW_S; past that, or when a restart fails, the stack stops within
+seconds and `run_until_signalled` returns why (`pathgrade up` exits 1 with it).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -32,7 +39,6 @@ from kafka.errors import KafkaError
 from pathgrade.batch_plane.store.client import redact_dsn
 from pathgrade.collector.config import CollectorConfig
 from pathgrade.collector.pipeline import IngestCounters
-from pathgrade.collector.publisher import producer_for
 from pathgrade.collector.service import Collector
 from pathgrade.collector.spill import SpillFile
 from pathgrade.realtime_plane.assembler import AssemblerStats
@@ -128,13 +134,11 @@ def _collector_main(
                 events.put(Counted(collector.counters()))
             elif isinstance(command, Hold):
                 events.put(Held(publisher.hold()))
+            elif isinstance(command, Resume) and command.broker_replaced:
+                bootstrap = command.bootstrap or collector.config.kafka_bootstrap
+                collector.broker_replaced(bootstrap, command.broker_lost)
             elif isinstance(command, Resume):
-                settings = collector.config
-                publisher.resume(
-                    producer_for(settings.kafka_bootstrap, settings.ack_timeout_s)
-                    if command.broker_replaced
-                    else None
-                )
+                publisher.resume()
         collector.stop()
         sent = publisher.spill.read_position
         events.put(CollectorStopped(collector.counters(), publisher.produced_offsets(), sent))
@@ -202,9 +206,12 @@ class Stack:
         self.grpc_port = 0
         self.http_port = 0
         self.swaps = 0
+        self.restarted: Counter[str] = Counter()  # by process: restarts (the broker: replaced)
         self._last_swap = float("-inf")
         self._restarts: list[float] = []
         self._last_status: Snapshot | None = None
+        self._next_status = 0.0  # monotonic seconds of the next status line
+        self._state_unsaved = False  # stack.json is behind (the disk refused it)
         self.final_status: Snapshot | None = None  # what every process did, once stopped
 
     def start(self) -> None:
@@ -284,18 +291,25 @@ class Stack:
     def _publish_state(self) -> None:
         """Ports and process ids in `stack.json` for other commands and operators, with
         each process's start time (`ownership.process_started`): a later stack on this
-        directory recognises the ones still running after a crash."""
+        directory recognises the ones still running after a crash. A disk that refuses
+        the file is logged, and the file written again on the next round (`_tend`)."""
         assert self.store is not None
         pids = {c.name: c.pid for c in self._children() if c is not None}
         pids["broker"] = self.broker.pid if self.broker else None
-        self.store.publish_state(
-            {
-                "grpc_port": self.grpc_port,
-                "http_port": self.http_port,
-                "pids": pids,
-                "started": {name: pid and process_started(pid) for name, pid in pids.items()},
-            }
-        )
+        state = {
+            "grpc_port": self.grpc_port,
+            "http_port": self.http_port,
+            "pids": pids,
+            "started": {name: pid and process_started(pid) for name, pid in pids.items()},
+        }
+        try:
+            self.store.publish_state(state)
+        except OSError as exc:
+            if not self._state_unsaved:
+                log.error("stack.json cannot be written, retrying: %s", exc)
+            self._state_unsaved = True
+            return
+        self._state_unsaved = False
 
     def _collector_config(self) -> dict[str, Any]:
         """The collector's settings: the bundled broker keeps nothing on disk, so the
@@ -450,9 +464,9 @@ class Stack:
         ]
         self.out("\n".join(lines))
 
-    def run_until_signalled(self) -> None:
+    def run_until_signalled(self) -> str | None:
         """Serve until SIGINT/SIGTERM (or a failure `_supervise` cannot mend), then stop
-        in order.
+        in order; returns that failure (None after a signal).
 
         The handlers stay installed through the shutdown, so a second Ctrl-C cannot cut
         the flush short.
@@ -464,19 +478,18 @@ class Stack:
             self.stop_event.set()
 
         previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-        every = self.options.status_every_s
-        next_status = time.monotonic() + every
+        self._next_status = time.monotonic() + self.options.status_every_s
+        problem = None
         try:
             while not self.stop_event.wait(1.0):
-                problem = self._supervise()
+                try:
+                    problem = self._tend()
+                except Exception as exc:  # stop in order rather than hang on the children
+                    log.exception("supervising the stack failed")
+                    problem = f"supervising the stack failed: {type(exc).__name__}: {exc}"
                 if problem:
                     self.out(f"{problem}; stopping")
                     break
-                if self._broker_too_big():
-                    self.swap_broker()
-                if every and time.monotonic() >= next_status:
-                    next_status = time.monotonic() + every
-                    self.report_status()
             self.out("stopping: flushing the collector and the store writer...")
             self.stop()
             final = self.final_status
@@ -484,6 +497,23 @@ class Stack:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+        return problem
+
+    def _tend(self) -> str | None:
+        """One round of `run_until_signalled`: supervise, swap an outgrown broker, report
+        the status when due; returns why the stack must stop, if it must."""
+        problem = self._supervise()
+        if problem:
+            return problem
+        if self._state_unsaved:
+            self._publish_state()
+        if self._broker_too_big():
+            self.swap_broker()
+        every = self.options.status_every_s
+        if every and time.monotonic() >= self._next_status:
+            self._next_status = time.monotonic() + every
+            self.report_status()
+        return None
 
     def snapshot(self) -> Snapshot:
         """Every process's counters now (`pathgrade.stack.status`), asked of the children
@@ -502,6 +532,7 @@ class Stack:
             self.store.writer_stats(),
             realtime,
             self.broker.rss_bytes() if self.broker else None,
+            self.restarted,
         )
 
     def _since_first(
@@ -525,10 +556,14 @@ class Stack:
     def stop(self) -> None:
         """Flush everything in order and release the data directory: the demo, the
         collector (its produced offsets), the realtime plane, the store writer up to
-        those offsets, the broker."""
+        those offsets, the broker. With the bundled broker dead, at once instead
+        (`_stop_without_broker`)."""
         self.stop_event.set()
         if self._demo is not None:
             self._demo.join(timeout=30)
+        if self.broker is not None and self.broker.pid is not None and not self.broker.alive():
+            self._stop_without_broker()
+            return
         offsets: dict[int, int] = {}
         collector_counts = None
         sent: int | None = None  # log offset the collector's spill was sent up to
@@ -560,19 +595,35 @@ class Stack:
                     for child, answer in zip(self._realtime, realtime, strict=True)
                 ],
                 None,
+                self.restarted,
             )
 
+    def _stop_without_broker(self) -> None:
+        """Stop within seconds when the bundled broker died and was not replaced: nothing
+        can be read up to anything, and what the processes had not committed is in the
+        collector's log, which the next `pathgrade up` on the directory replays. So the
+        children are killed (the collector acknowledged only what its log holds) and the
+        store writer stores what it has read."""
+        assert self.store is not None
+        for child in self._children():
+            if child is not None and child.pid is not None:
+                self._end(child)
+        self.store.stop({}, timeout_s=30)
+        self.final_status = snapshot_of(
+            self._since_first(self._collector, {}) if self._collector else None,
+            self.store.writer_stats(),
+            [self._since_first(child, {}) for child in self._realtime],
+            None,
+            self.restarted,
+        )
+
     def _supervise(self) -> str | None:
-        """Restart a child process that died (what it had not committed is re-read, its
-        endpoints stay); returns why the stack must stop instead: the bundled broker died
-        (its memory is gone), or a child keeps dying."""
+        """Replace a bundled broker that died (`replace_dead_broker`) and restart a child
+        process that died (what it had not committed is re-read, its endpoints stay);
+        returns why the stack must stop instead: a restart failed, or they keep dying
+        (MAX_RESTARTS within RESTART_WINDOW_S)."""
         if self.broker is not None and not self.broker.alive():
-            return (
-                f"the bundled broker exited unexpectedly (code {self.broker.exit_code}); "
-                "what it held that was not stored yet stays in the collector's log, and the "
-                "next pathgrade up on this directory sends it again"
-            )
-        now = time.monotonic()
+            return self.replace_dead_broker()
         restarts = [(self._collector, self._start_collector)] + [
             (child, lambda index=index: self._start_realtime(index))
             for index, child in enumerate(self._realtime)
@@ -580,24 +631,95 @@ class Stack:
         for child, start in restarts:
             if child is None or child.alive():
                 continue
-            self._restarts = [t for t in self._restarts if now - t < RESTART_WINDOW_S]
-            if len(self._restarts) >= MAX_RESTARTS:
-                return (
-                    f"the {child.name} process exited again ({MAX_RESTARTS} restarts in "
-                    f"{RESTART_WINDOW_S / 60:.0f} min)"
-                )
-            self._restarts.append(now)
-            self.out(
-                f"the {child.name} process exited unexpectedly (code "
-                f"{child.process.exitcode}); restarting it"
-            )
-            self._earlier[child.name] = summed([self._earlier.get(child.name, {}), child.counted()])
+            exited = f"the {child.name} process exited unexpectedly (code {child.process.exitcode})"
+            refused = self._count_restart()
+            if refused:
+                return f"{exited} {refused}"
+            self.out(f"{exited}; restarting it")
+            self._note_counts(child)
             try:
                 start()
             except RuntimeError as exc:
                 return f"the {child.name} process could not be restarted: {exc}"
+            self.restarted[child.name] += 1
             self._publish_state()
         return None
+
+    def _count_restart(self) -> str | None:
+        """Count a restart now; why not to, past MAX_RESTARTS within RESTART_WINDOW_S."""
+        now = time.monotonic()
+        self._restarts = [t for t in self._restarts if now - t < RESTART_WINDOW_S]
+        if len(self._restarts) >= MAX_RESTARTS:
+            return (
+                f"and was restarted {MAX_RESTARTS} times in the last "
+                f"{RESTART_WINDOW_S / 60:.0f} min already"
+            )
+        self._restarts.append(now)
+        return None
+
+    def _note_counts(self, child: ChildProcess) -> None:
+        """Keep what `child` counted before it is replaced."""
+        self._earlier[child.name] = summed([self._earlier.get(child.name, {}), child.counted()])
+
+    def replace_dead_broker(self) -> str | None:
+        """The bundled broker died with what it held: start a fresh one on a new port (no
+        client of the dead one can reach it), with a new store writer and new realtime
+        processes on it (what they had not committed is read again), and the collector
+        sending its durable log into it from where every reader committed (nothing it
+        acknowledged is lost: the log keeps what they have not committed). Returns why the
+        stack must stop instead (a fresh broker did not start, or the restart cap)."""
+        assert self.broker is not None and self._collector is not None
+        assert self.store is not None
+        exited = f"the bundled broker exited unexpectedly (code {self.broker.exit_code})"
+        refused = self._count_restart()
+        if refused:
+            return f"{exited} {refused}"
+        self.out(f"{exited}; starting a fresh one, into which the collector's log replays "
+                 "what was not stored and evaluated yet")  # fmt: skip
+        collector = self._collector
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            settling = pool.submit(collector.request, Hold(), Held, 30)  # sends under way
+            problem = self._readers_on_a_fresh_broker(exited)
+            settling.result()
+        if problem:
+            return problem
+        collector.send(Resume(True, self.bootstrap, broker_lost=True))
+        self.restarted["broker"] += 1
+        self._publish_state()
+        self.out(f"a fresh broker serves on {self.bootstrap}; the collector replays its log "
+                 "into it")  # fmt: skip
+        return None
+
+    def _readers_on_a_fresh_broker(self, exited: str) -> str | None:
+        """Stop the store writer (storing and committing nothing more) and the realtime
+        processes, start a fresh broker on a new port and them on it; why not, if not."""
+        broker, store = self.broker, self.store
+        assert broker is not None and store is not None
+        store.drop_writer()
+        for child in self._realtime:
+            self._end(child)
+        # in this thread: the broker ends with the thread that started it (PDEATHSIG)
+        failed = _started(lambda: _fresh_broker(broker))
+        if failed:
+            return f"{exited} and a fresh one could not be started: {failed}"
+        self.bootstrap = store.bootstrap = broker.bootstrap
+        failed = _started(store.resume_writer)
+        if failed:
+            return f"the store writer could not be started on the fresh broker: {failed}"
+        for index in range(len(self._realtime)):
+            failed = _started(lambda index=index: self._start_realtime(index))
+            if failed:
+                return f"a realtime process could not be started on the fresh broker: {failed}"
+        return None
+
+    def _end(self, child: ChildProcess) -> None:
+        """Kill `child` (what it had not committed is read again by the next one), keeping
+        its counts; a child that has ended already is left as it is."""
+        if child.process.exitcode is not None:
+            return
+        child.process.kill()
+        child.process.join(timeout=30)
+        self._note_counts(child)
 
     def _broker_too_big(self) -> bool:
         """The bundled broker outgrew `broker_max_mb` (and was not just swapped)."""
@@ -683,6 +805,21 @@ class Stack:
                 "the scorer had not read were carried over)"
             )
         return swapped
+
+
+def _started(start: Callable[[], Any]) -> str | None:
+    """Call `start` (it starts a replacement); None once it did, else why not."""
+    try:
+        start()
+    except (RuntimeError, KafkaError) as exc:
+        return str(exc)
+    return None
+
+
+def _fresh_broker(broker: LocalBroker) -> None:
+    """A fresh broker on a new port in place of `broker`, with pathgrade's topics."""
+    broker.replace()
+    ensure_topics(broker.bootstrap)
 
 
 def _terminal_alerts(log_format: LogFormat) -> str:

@@ -49,10 +49,14 @@ class Hold(Command):
 
 @dataclass(frozen=True)
 class Resume(Command):
-    """Collector: send to Kafka again, through a new producer when `broker_replaced`
-    (`KafkaPublisher.resume`). Realtime: start polling again (answered by `Resumed`)."""
+    """Collector: send to Kafka again, through a new producer when `broker_replaced` (to
+    `bootstrap` when it moved; `broker_lost`: the old broker died, so the log is sent again
+    from where its readers committed: `Collector.broker_replaced`). Realtime: start polling
+    again (answered by `Resumed`)."""
 
     broker_replaced: bool = False
+    bootstrap: str | None = None
+    broker_lost: bool = False
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ collector's, every realtime process's and the store writer's counters since each
 started, and the bundled broker's resident memory. It prints `status_line` when traffic
 moved since the last snapshot and serves the latest at the store owner's loopback
 `/status`, which `pathgrade status` prints (`status_report`). A process that did not
-answer in time shows as null in the snapshot and "not answering" in the line.
+answer in time shows as null in the snapshot and "not answering" in the line. What a
+writer is stalled on (`schemas.stalls`) ends the line, `stalled: what (why)`, while it is.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from pathgrade.realtime_plane.coverage import DETECTOR_ERRORS, consumers_coverage
 from pathgrade.realtime_plane.delays import P99
+from pathgrade.web.health import stalls_in
 from pathgrade.web.metrics import Sample, labelled_samples
 
 Snapshot = dict[str, Any]
@@ -24,18 +26,21 @@ _MB = 1024 * 1024
 
 def snapshot_of(
     collector: dict[str, Any] | None,
-    store_writer: dict[str, int],
+    store_writer: dict[str, Any],
     realtime: list[dict[str, Any] | None],
     broker_rss_bytes: int | None,
+    restarts: Mapping[str, int] | None = None,
 ) -> Snapshot:
-    """A snapshot taken now: each process's counters (None: it did not answer) and the
-    bundled broker's memory (None: no bundled broker, or it has stopped)."""
+    """A snapshot taken now: each process's counters (None: it did not answer), the
+    bundled broker's memory (None: no bundled broker, or it has stopped) and how often
+    supervision restarted each process (the broker: replaced after it died)."""
     return {
         "taken_at": time.time(),
         "collector": collector,
         "store_writer": store_writer,
         "realtime": realtime,
         "broker_rss_bytes": broker_rss_bytes,
+        "restarts": dict(restarts or {}),
     }
 
 
@@ -84,7 +89,7 @@ def _collector_part(now: Snapshot, before: Snapshot | None, seconds: float) -> s
     )
     if c["rejected_spans"]:
         part += f", {c['rejected_spans']:,} rejected"
-    if c["spill_bytes"]:
+    if c.get("spill_bytes"):
         part += f", spill {c['spill_bytes'] / _MB:,.1f} MB"
     if c.get("dead_letter_messages"):
         part += f", {c['dead_letter_messages']:,} dead-lettered (pathgrade dead-letter)"
@@ -154,6 +159,12 @@ def status_line(now: Snapshot, before: Snapshot | None = None, label: str = "sta
     ]
     if now.get("broker_rss_bytes") is not None:
         parts.append(f"broker {now['broker_rss_bytes'] / _MB:,.0f} MB")
+    restarts = sorted((now.get("restarts") or {}).items())
+    if restarts:
+        parts.append("restarted " + ", ".join(f"{name} {n}x" for name, n in restarts))
+    stalls = stalls_in(now)
+    if stalls:
+        parts.append("stalled: " + "; ".join(stalls))
     return f"{label}: " + " | ".join(parts)
 
 
@@ -219,12 +230,14 @@ def _detector_errors(workers: list[dict[str, Any] | None]) -> dict[str, int]:
 def snapshot_samples(snapshot: Snapshot) -> list[Sample]:
     """A snapshot as metric samples (`pathgrade.web.metrics`): realtime processes labelled
     `worker`, the bundled broker's memory as `pathgrade_broker_rss_bytes`."""
-    samples: list[Sample] = [("store_writer", {}, snapshot["store_writer"])]
+    samples = labelled_samples("store_writer", {}, snapshot["store_writer"])
     if snapshot.get("collector") is not None:
-        samples.append(("collector", {}, snapshot["collector"]))
+        samples += labelled_samples("collector", {}, snapshot["collector"])
     for n, counters in enumerate(snapshot.get("realtime", []), 1):
         if counters is not None:
             samples += labelled_samples("realtime", {"worker": str(n)}, counters)
     if snapshot.get("broker_rss_bytes") is not None:
         samples.append(("broker", {}, {"rss_bytes": snapshot["broker_rss_bytes"]}))
+    for name, count in (snapshot.get("restarts") or {}).items():
+        samples.append(("stack", {"process": name}, {"restarts": count}))
     return samples

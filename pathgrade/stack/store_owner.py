@@ -14,6 +14,7 @@ from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_c
 from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterStats
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
 from pathgrade.schemas.migrations import Migration, migrate, set_retention
+from pathgrade.schemas.stalls import STALLED
 from pathgrade.stack.ownership import DataDirLock, read_state, stop_stale_processes
 from pathgrade.stack.priority import keep_native_threads_lowered, lower_thread_priority
 from pathgrade.stack.status import summed
@@ -104,17 +105,29 @@ class StoreOwner:
         self._finished_runs = summed([self._finished_runs, asdict(run.writer.stats)])
         return reached
 
+    def drop_writer(self) -> None:
+        """Stop the store writer at once, storing and committing nothing more: its broker
+        died, so what it read and did not commit comes again from the collector's log,
+        to the next writer (`resume_writer`). Its thread ends by itself."""
+        run, self._writer_run = self._writer_run, None
+        if run is not None:
+            run.writer.abandoned = True
+            run.finish({}, 0.0, timeout_s=0)
+            self._finished_runs = summed([self._finished_runs, asdict(run.writer.stats)])
+
     def writer_joined(self, timeout_s: float) -> bool:
         """Wait up to `timeout_s` for the store writer to join its consumer group; True
         once it has partitions to read."""
         run = self._writer_run
         return run is not None and run.writer.joined.wait(timeout_s)
 
-    def writer_stats(self) -> dict[str, int]:
-        """The store writer's counters since `start()`, across broker swaps."""
+    def writer_stats(self) -> dict[str, Any]:
+        """The store writer's counters since `start()`, across broker swaps, and what it is
+        stalled on now (`schemas.stalls`)."""
         run = self._writer_run
         current = asdict(run.writer.stats if run is not None else StoreWriterStats())
-        return summed([self._finished_runs, current])
+        stalled = run.writer.stalls.current() if run is not None else {}
+        return {**summed([self._finished_runs, current]), STALLED: stalled}
 
     def publish_state(self, state: dict[str, Any]) -> None:
         """Tell other commands where to send queries (and whatever else is useful)."""
@@ -165,10 +178,15 @@ class _WriterRun:
         try:
             self.writer.run(self._stop)
             self._reached = self.writer.drain_to(self._targets, timeout_s=60, idle_s=self._idle_s)
-            if not self._reached:
-                log.warning("store writer stopped before reaching offsets %s", self._targets)
-            self.writer.close()
+        except Exception as exc:  # what it did not commit is read again by the next writer
+            log.warning("the store writer stopped before storing everything it read: %s", exc)
         finally:
+            if not self._reached and not self.writer.abandoned:
+                log.warning("store writer stopped before reaching offsets %s", self._targets)
+            try:
+                self.writer.consumer.close()
+            except Exception as exc:  # its broker gone, say: nothing is left to do with it
+                log.info("closing the store writer's consumer: %s", exc)
             self._done.set()
 
     def finish(self, targets: dict[int, int], idle_s: float, timeout_s: float) -> bool:

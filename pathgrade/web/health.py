@@ -5,7 +5,9 @@ carries when storing, evaluating or delivering alerts has stopped.
 A stage has stopped when spans kept coming in but its counter did not move for at least
 STALL_S (or its process does not answer): the store writer's `spans` for storing, the
 realtime processes' `traces_evaluated` for evaluating, and for delivering alerts the
-webhook's failures and drops and the alerts the table refused. `HealthWatch` keeps the
+webhook's failures and drops and the alerts the table refused. A writer that says it is
+stalled on a resource (`schemas.stalls`: the disk full under the collector's log, the store
+refusing inserts) is named at once, with why (`stalls_in`). `HealthWatch` keeps the
 snapshots it has seen, so it can compare the latest with the newest one at least STALL_S
 older (a store writer batching, or the realtime plane's quiet window, is not a stop).
 """
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pathgrade.realtime_plane.delays import MAX, P50, P99
+from pathgrade.schemas.stalls import STALLED
 
 STALL_S = 30.0
 KEPT_S = 600.0  # snapshots older than this are forgotten
@@ -37,10 +40,27 @@ def _total(workers: list[dict[str, Any] | None], key: str) -> int:
     return sum(int(w.get(key, 0)) for w in workers if w)
 
 
+def stalls_in(snapshot: dict[str, Any]) -> list[str]:
+    """What the snapshot's processes are stalled on now, "what (why)" each. A scraped box
+    (`scraped_status`) says only that it is stalled; its own /metrics names on what."""
+    found = []
+    processes = [("collector", snapshot.get("collector")),
+                 ("store writer", snapshot.get("store_writer"))]  # fmt: skip
+    processes += [(f"realtime-{n}", w) for n, w in enumerate(snapshot.get("realtime") or [], 1)]
+    for name, counters in processes:
+        stalled = (counters or {}).get(STALLED)
+        if isinstance(stalled, dict):
+            found += [f"{what} ({why})" for what, why in stalled.items()]
+        elif stalled:
+            found.append(f"the {name} (its /metrics names what it waits for)")
+    return found
+
+
 def problems(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
-    """What has stopped between snapshot `before` and snapshot `now` (or, without an
-    earlier one, what does not answer)."""
+    """What is stalled (`stalls_in`), and what has stopped between snapshot `before` and
+    snapshot `now` (or, without an earlier one, what does not answer)."""
     found = [f"a box does not answer: {where}" for where in now.get("unreachable", [])]
+    found += [f"stalled: {stall}" for stall in stalls_in(now)]
     collector, workers = now.get("collector"), now.get("realtime") or []
     if collector is None:
         found.append("receiving has stopped: the collector does not answer")
@@ -72,8 +92,8 @@ def processes(snapshot: dict[str, Any]) -> list[Process]:
     """Every process of the snapshot with its counters (numbers; the realtime processes'
     structured entries, coverage and detector errors, have sections of their own)."""
     listed = [
-        Process("collector", snapshot.get("collector")),
-        Process("store writer", snapshot.get("store_writer")),
+        Process("collector", _numbers(snapshot.get("collector"))),
+        Process("store writer", _numbers(snapshot.get("store_writer"))),
     ]
     workers = snapshot.get("realtime") or []
     listed += [Process(f"realtime-{n}", _numbers(c)) for n, c in enumerate(workers, 1)]

@@ -6,7 +6,8 @@ Production boxes serve them with `--metrics-listen HOST:PORT` (`pathgrade collec
 store owner's loopback `/metrics`. Every value is `pathgrade_<process>_<counter>`:
 cumulative counts since the process started get `_total` and type counter; levels
 (traces held, spill bytes, dead-lettered messages, broker memory, the realtime plane's
-recent detection delays) are gauges.
+recent detection delays) are gauges. A writer stalled on a resource (`schemas.stalls`)
+shows as `pathgrade_<process>_stalled{what="..."} 1` while it is.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS, coverage_rows
 from pathgrade.realtime_plane.delays import MAX, P50, P99
+from pathgrade.schemas.stalls import STALLED
 from pathgrade.web.http_handler import QuietHandler
 
 log = logging.getLogger(__name__)
@@ -26,7 +28,7 @@ log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 GAUGES = frozenset(
     {"traces_held", "spans_held", "spill_bytes", "log_bytes", "dead_letter_messages"}
-    | {"rss_bytes", "coverage_ratio", P50, P99, MAX}
+    | {"rss_bytes", "coverage_ratio", P50, P99, MAX, STALLED}
 )
 """Counter names that are levels, not cumulative counts."""
 
@@ -64,9 +66,11 @@ def labelled_samples(
 ) -> list[Sample]:
     """One process's counters as samples: its numbers, and its structured entries as
     labelled series: the realtime plane's coverage rows (`coverage_ratio`,
-    `coverage_undecided_traces` by tenant, service and code) and its detector errors by
-    code."""
+    `coverage_undecided_traces` by tenant, service and code), its detector errors by
+    code and what it is stalled on (`stalled` 1 by `what`)."""
     samples: list[Sample] = [(process, labels, counters)]
+    for what in counters.get(STALLED) or {}:
+        samples.append((process, {**labels, "what": what}, {STALLED: 1}))
     for row in coverage_rows([counters.get(COVERAGE)]):
         where = {**labels, "tenant": row["tenant"], "service": row["service"], "code": row["code"]}
         figures = {"coverage_ratio": row["coverage"], "coverage_undecided_traces": row["undecided"]}

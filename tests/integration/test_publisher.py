@@ -1,14 +1,22 @@
 """KafkaPublisher.hold/resume on a real broker: held messages wait in the fsynced spill,
-produced offsets start afresh, and resuming sends the spill on in order."""
+produced offsets start afresh, and resuming sends the spill on in order; the drainer
+outlives the notes a full disk refuses, and writes them once it has room."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer
 from pathgrade.collector.dead_letter import read_entries
-from pathgrade.collector.publisher import KafkaPublisher, producer_for
+from pathgrade.collector.log_trim import GroupOffsets, load_sent
+from pathgrade.collector.publisher import (
+    POSITION_NOTE,
+    SENT_NOTE,
+    KafkaPublisher,
+    producer_for,
+)
 from pathgrade.collector.spill import OutgoingMessage, SpillFile
 from pathgrade.schemas.topics import SPANS_TOPIC
 
@@ -88,5 +96,69 @@ def test_a_message_kafka_refuses_is_reported_live_and_dead_lettered_from_the_spi
         assert publisher.dead_letters.entries == 1
         (entry,) = read_entries(publisher.dead_letters.path)
         assert entry.message() == big and "MessageSizeTooLargeError" in entry.reason
+    finally:
+        publisher.close()
+
+
+def refuse_notes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every write of the log's notes (`spill.pos`, `spill.sent`: written aside, then
+    renamed into place) fails as on a full disk until `monkeypatch.undo()`."""
+    real_replace = os.replace
+
+    def replace(source: object, target: object) -> None:
+        if Path(str(target)).name in ("spill.pos", "spill.sent"):
+            raise OSError(28, "No space left on device")
+        real_replace(source, target)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "replace", replace)
+
+
+def test_the_durable_logs_drainer_outlives_notes_the_full_disk_refuses(
+    broker: LocalBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38: the drainer's note-saving step ran outside the guard that keeps it alive,
+    so one ENOSPC there ended the thread and nothing more reached Kafka. Here the notes
+    fail for a while: sending goes on, the stall is reported, and the note is written once
+    the disk has room."""
+    spill = SpillFile(tmp_path / "spill")
+    committed = GroupOffsets(broker.bootstrap, ["a-group-that-never-reads"], SPANS_TOPIC)
+    publisher = KafkaPublisher(
+        producer_for(broker.bootstrap, 5.0), spill, drain_backoff_s=0.2, committed=committed
+    )
+    refuse_notes(monkeypatch)
+    publisher.start()
+    try:
+        publisher.publish(messages("a", 3))
+        wait_until(lambda: SENT_NOTE in publisher.stalls.current())
+        failures = publisher.stalls.failures
+        wait_until(lambda: publisher.stalls.failures > failures)  # tried again while idle
+        publisher.publish(messages("b", 2))  # a drainer that died would never send these
+        assert topic_values(broker.bootstrap, 5) == [b"a0", b"a1", b"a2", b"b0", b"b1"]
+        assert "No space left" in publisher.stalls.current()[SENT_NOTE]
+        monkeypatch.undo()
+        wait_until(lambda: SENT_NOTE not in publisher.stalls.current())
+        assert load_sent(spill.directory, committed.cluster_id()) is not None
+    finally:
+        publisher.close()
+        committed.close()
+
+
+def test_the_spills_position_note_is_written_once_the_disk_has_room(
+    broker: LocalBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spill = SpillFile(tmp_path / "spill")
+    publisher = KafkaPublisher(producer_for(broker.bootstrap, 5.0), spill, drain_backoff_s=0.2)
+    publisher.start()
+    try:
+        publisher.hold()
+        publisher.publish(messages("a", 3))  # spilled while held
+        refuse_notes(monkeypatch)
+        publisher.resume()
+        assert topic_values(broker.bootstrap, 3) == [b"a0", b"a1", b"a2"]
+        wait_until(lambda: POSITION_NOTE in publisher.stalls.current())
+        assert not spill.pending()  # sent and let go of in memory: nothing is sent twice
+        monkeypatch.undo()
+        wait_until(lambda: POSITION_NOTE not in publisher.stalls.current())
+        assert int((spill.directory / "spill.pos").read_text()) == spill.read_position > 0
     finally:
         publisher.close()

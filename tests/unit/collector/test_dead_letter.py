@@ -4,6 +4,7 @@ listed and re-driven into the spill by `pathgrade dead-letter`."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,29 @@ def test_cli_lists_and_redrives(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["dead-letter", "--spill-dir", str(spill_dir), "--redrive"]) == 2
     assert "is in use by another process" in capsys.readouterr().err
     held.close()
+
+
+def test_an_append_the_full_disk_cuts_short_is_cut_off_so_the_next_one_reads_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pathgrade.collector import dead_letter as dead_letter_module
+
+    dead = DeadLetterFile(tmp_path)
+    dead.append([DeadLetter("too large", encode_body(message(1)))])
+    size = dead.path.stat().st_size
+    real_write = os.write
+
+    def half_then_full(descriptor: int, data: bytes) -> int:
+        def full(*_: object) -> int:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(dead_letter_module.os, "write", full)
+        return real_write(descriptor, bytes(data[: len(data) // 2]))
+
+    monkeypatch.setattr(dead_letter_module.os, "write", half_then_full)
+    with pytest.raises(OSError, match="No space left"):
+        dead.append([DeadLetter("corrupt", b"\x00" * 300)])
+    monkeypatch.undo()
+    assert dead.path.stat().st_size == size and dead.entries == 1
+    dead.append([DeadLetter("corrupt", b"\x01garbage")])
+    assert [e.reason for e in read_entries(dead.path)] == ["too large", "corrupt"]

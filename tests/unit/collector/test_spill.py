@@ -219,3 +219,92 @@ def test_one_process_owns_a_spill_directory(tmp_path: Path) -> None:
         SpillFile(tmp_path)
     spill.close()
     SpillFile(tmp_path).close()  # free again once closed
+
+
+def disk_full(*_: object) -> None:
+    raise OSError(28, "No space left on device")
+
+
+def test_a_write_the_full_disk_cuts_short_is_cut_off_and_the_log_goes_on_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ENOSPC after half a frame (as a disk that fills mid-write answers): the append
+    fails, its half frame is cut off, and once there is room the log goes on as if the
+    failed append had never been tried."""
+    spill = SpillFile(tmp_path)
+    spill.append([message(1)])
+    real_write = os.write
+
+    def half_then_full(descriptor: int, data: bytes) -> int:
+        monkeypatch.setattr(spill_module.os, "write", disk_full)
+        return real_write(descriptor, bytes(data[: len(data) // 2]))
+
+    monkeypatch.setattr(spill_module.os, "write", half_then_full)
+    with pytest.raises(SpillFull, match=r"cannot be written .*No space left"):
+        spill.append([message(2, size=400)])
+    monkeypatch.undo()
+    spill.append([message(3)])
+    spill.close()
+    assert [m.tenant for m in SpillFile(tmp_path).read_batch().messages] == [
+        "tenant-1", "tenant-3",
+    ]  # fmt: skip
+
+
+def test_a_segment_whose_name_cannot_be_made_durable_is_removed_and_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spill = SpillFile(tmp_path)
+    monkeypatch.setattr(spill_module, "_fsync_directory", disk_full)
+    with pytest.raises(SpillFull, match="No space left"):
+        spill.append([message(1)])
+    assert spill.paths() == [] and not list(tmp_path.glob("spill-*.log"))
+    monkeypatch.undo()
+    spill.append([message(2)])
+    assert [m.tenant for m in spill.read_batch().messages] == ["tenant-2"]
+
+
+def test_a_failed_fsync_when_a_segment_rolls_fails_that_append_and_the_log_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing a full segment fsyncs it; when that fails, the append that rolled it fails
+    and the log stays readable, the next append rolling it again."""
+    spill = SpillFile(tmp_path, segment_bytes=200)
+    spill.append([message(1, size=100)])
+    kept = spill.end
+    monkeypatch.setattr(spill_module.os, "fsync", disk_full)
+    with pytest.raises(SpillFull):
+        spill.append([message(2, size=100)])  # rolls: the old segment's fsync fails
+    monkeypatch.undo()
+    assert spill.end == kept
+    spill.append([message(3, size=100)])
+    assert [m.tenant for m in spill.read_batch().messages] == ["tenant-1", "tenant-3"]
+
+
+def test_a_position_note_the_disk_refuses_holds_in_memory_and_the_next_call_writes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spill = SpillFile(tmp_path, segment_bytes=50)
+    spill.append([message(1)])
+    spill.append([message(2)])  # a second segment: the first can go once drained
+    first_end = spill.read_batch(max_bytes=1).end
+    monkeypatch.setattr(spill_module.os, "replace", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        spill.mark_drained(first_end)
+    assert not spill.position_saved()
+    assert spill.read_position == first_end and len(spill.paths()) == 1  # let go of all the same
+    monkeypatch.undo()
+    spill.mark_drained(0)  # nothing new to let go: writes the note it owes
+    assert spill.position_saved()
+    spill.close()
+    assert SpillFile(tmp_path).read_position == first_end
+
+
+def test_rewind_reads_again_from_the_drained_position(tmp_path: Path) -> None:
+    spill = SpillFile(tmp_path)
+    spill.append([message(1), message(2), message(3)])
+    first = spill.read_batch(max_bytes=1)
+    spill.mark_drained(first.end)  # message 1 is done with for good
+    spill.mark_read(spill.read_batch().end)  # 2 and 3 went to a broker that died
+    assert not spill.pending()
+    spill.rewind()
+    assert [m.tenant for m in spill.read_batch().messages] == ["tenant-2", "tenant-3"]

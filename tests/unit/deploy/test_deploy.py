@@ -221,6 +221,7 @@ def exported_metrics() -> set[str]:
     from pathgrade.realtime_plane.delays import MAX, P50, P99
     from pathgrade.realtime_plane.plane import RealtimeCounters
     from pathgrade.realtime_plane.sinks import WebhookStats
+    from pathgrade.schemas.stalls import STALLED, WRITE_FAILURES
 
     from pathgrade.web.metrics import metric_name
 
@@ -228,8 +229,9 @@ def exported_metrics() -> set[str]:
     counters = {
         "collector": {
             *asdict(IngestCounters()), "spill_bytes", "log_bytes", "dead_letter_messages",
+            WRITE_FAILURES, STALLED,
         },
-        "store_writer": set(asdict(StoreWriterStats())),
+        "store_writer": {*asdict(StoreWriterStats()), STALLED},
         "realtime": {
             *asdict(RealtimeCounters()), *asdict(AssemblerStats()), *webhook,
             "traces_held", "spans_held", "duplicates_suppressed", "alerts_rejected",

@@ -146,3 +146,32 @@ def test_status_is_served_by_the_store_owners_endpoint_once_taken(tmp_path: Path
 def test_counter_sets_add_key_by_key_and_skip_what_is_not_a_count() -> None:
     assert summed([{"a": 1, "b": 2, "note": "x"}, {"a": 3, "c": 0}, {}]) == {"a": 4, "b": 2, "c": 0}
     assert summed([]) == {}
+
+
+def test_line_report_and_metrics_say_what_is_stalled_and_what_was_restarted() -> None:
+    from pathgrade.stack.status import snapshot_samples
+    from pathgrade.web.metrics import prometheus_text
+
+    before = snapshot(0.0, 10, 10, [5])
+    now = snapshot(
+        2.0, 10, 10, [5],
+        collector={"write_failures": 3,
+                   "stalled": {"the durable log": "[Errno 28] No space left on device"}},
+    )  # fmt: skip
+    now["store_writer"]["stalled"] = {"the store": "Code: 243. NOT_ENOUGH_SPACE"}
+    now["restarts"] = {"broker": 1, "collector": 2}
+    line = status_line(now, before)  # nothing counted moved, yet the stalls are news
+    assert line is not None and line.endswith(
+        " | restarted broker 1x, collector 2x"
+        " | stalled: the durable log ([Errno 28] No space left on device);"
+        " the store (Code: 243. NOT_ENOUGH_SPACE)"
+    )
+    report = status_report({"snapshot": now, "line": line}, now=3.0)
+    assert "write_failures=3" in report and "{" not in report  # the stalls are in its line
+    text = prometheus_text(snapshot_samples(now))
+    assert 'pathgrade_collector_stalled{what="the durable log"} 1\n' in text
+    assert 'pathgrade_store_writer_stalled{what="the store"} 1\n' in text
+    assert "pathgrade_collector_write_failures_total 3\n" in text
+    assert 'pathgrade_stack_restarts_total{process="broker"} 1\n' in text
+    healed = snapshot(4.0, 10, 10, [5], collector={"write_failures": 3, "stalled": {}})
+    assert "stalled" not in (status_line(healed, now) or "")
