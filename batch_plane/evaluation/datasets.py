@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pathgrade.batch_plane.evaluation.end_state import check_paths
 from pathgrade.batch_plane.evaluation.suite import format_loc
 from pathgrade.batch_plane.scoring.checks import CheckSpec
+from pathgrade.batch_plane.scoring.checks.field_errors import error_reasons
 from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import Trace
@@ -135,6 +136,10 @@ class DatasetItem(BaseModel):
         return self.input if isinstance(self.input, str) else str(self.input.get("user", ""))
 
 
+ITEM_KEYS: tuple[str, ...] = tuple(DatasetItem.model_fields)
+"""The keys an item may have (an unknown one is reported with the nearest of these)."""
+
+
 class DatasetInfo(BaseModel):
     """One version of a dataset, with its item count."""
 
@@ -171,7 +176,8 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
 
 def parse_items(text: str, source: str = "<items>") -> list[DatasetItem]:
     """Items from JSONL text; every bad line is reported as `source:line: field: reason`
-    (a bad check as `source:line: checks[1]: check 'answer_regex': pattern: reason`)."""
+    (a bad check as `source:line: checks[1]: check 'answer_regex': pattern: reason`; an
+    unknown key with the nearest known one)."""
     items: list[DatasetItem] = []
     problems: list[str] = []
     first_line: dict[str, int] = {}
@@ -181,9 +187,9 @@ def parse_items(text: str, source: str = "<items>") -> list[DatasetItem]:
         try:
             item = DatasetItem.model_validate_json(line)
         except ValidationError as exc:
-            for error in exc.errors():
+            errors = exc.errors()
+            for error, reason in zip(errors, error_reasons(errors, ITEM_KEYS), strict=True):
                 where = format_loc(tuple(error["loc"])) or "(line)"
-                reason = error["msg"].removeprefix("Value error, ")
                 problems.append(f"{source}:{number}: {where}: {reason}")
             continue
         if item.item_id in first_line:

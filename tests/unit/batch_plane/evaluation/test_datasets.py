@@ -295,10 +295,12 @@ def test_a_malformed_check_is_named_with_its_file_line_and_check() -> None:
     assert problems[0].startswith("golden.jsonl:2: checks[1]: check 'answer_regex': pattern: ")
     assert "invalid regular expression '('" in problems[0]
     assert "present: Input should be a valid boolean" in problems[0]
-    assert problems[1].startswith("golden.jsonl:3: checks[0]: unknown check 'answer_regexp'")
-    assert "answer_regex," in problems[1]  # the known names are listed
+    assert problems[1] == (  # the nearest known name
+        "golden.jsonl:3: checks[0]: unknown check 'answer_regexp' (did you mean 'answer_regex'?)"
+    )
     assert problems[2] == (
-        "golden.jsonl:4: checks[0]: check 'budget': max_tokns: Extra inputs are not permitted"
+        "golden.jsonl:4: checks[0]: check 'budget': max_tokns: unknown key "
+        "(did you mean 'max_tokens'?)"
     )
     assert problems[3] == (
         "golden.jsonl:5: end_state: 'account..plan' is not a dotted path such as account.plan"
