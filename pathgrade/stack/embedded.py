@@ -413,6 +413,8 @@ class Stack:
 
         self._demo = threading.Thread(target=demo, name="demo", daemon=True)
         self._demo.start()
+        if not self.options.demo_pages:
+            return
         pages = threading.Thread(
             target=self._seed_demo_pages, args=(url, token, tenant), name="demo-pages", daemon=True
         )
@@ -466,7 +468,7 @@ class Stack:
                 f"  demo        ON: demo agent traffic ({self.options.demo_rate_per_s:g} traces/s, "
                 "with seeded failures) is sent to the collector until Ctrl-C"
             )
-        if self.options.demo:
+        if self.options.demo and self.options.demo_pages:
             from pathgrade.demo.pages import banner
 
             lines += banner(self.store.ui_server.url, self.data_dir)

@@ -92,7 +92,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     tokens = data_dir.parent / "ui-tokens.yaml"
     tokens.write_text("".join(f"{token}: {tenant}\n" for token, tenant in TOKENS.items()))
     process, _, http_port = start_stack(
-        data_dir, "--demo", "--tokens-file", str(tokens), "--capture-tools", "*",
+        data_dir, "--demo", "--no-demo-pages", "--tokens-file", str(tokens), "--capture-tools", "*",
         "--capture-messages", "--status-every", "2",
     )  # fmt: skip
     try:
