@@ -40,7 +40,7 @@ KINDS = {
     "edge-node": r"/edge/[^/]+/node/.+", "review": r"/review", "health": r"/health",
 }  # fmt: skip
 """Each kind of page the UI serves, by its path."""
-VISITS_PER_KIND = 3  # the crawl opens at most this many pages of a kind
+VISITS_PER_KIND = 4  # the crawl opens at most this many pages of a kind
 
 
 def _populated_gate(page: Page) -> bool:
@@ -78,6 +78,10 @@ POPULATED: dict[str, Callable[[Page], bool]] = {
     ),
 }
 """What makes each kind of page populated (the kinds the demo must fill)."""
+SHOWCASE: dict[str, Callable[[Page], bool]] = {
+    "trace": lambda page: page.locator("a.wf-row.flagged").count() >= 1,
+}
+"""The page of a kind the screenshot prefers (a trace with a finding), when the crawl opens one."""
 
 
 @dataclass
@@ -121,7 +125,8 @@ def browser() -> Iterator[Browser]:
 
 def crawl(browser: Browser, ui: str, shots: Path) -> Crawl:
     """Open `/` and every same-site page linked from what was opened, up to
-    VISITS_PER_KIND pages of each kind; a screenshot of each kind's first populated page."""
+    VISITS_PER_KIND pages of each kind; a screenshot of each kind's first populated page
+    (its first SHOWCASE page, where the kind has one)."""
     context = browser.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()
     found = Crawl()
@@ -132,6 +137,7 @@ def crawl(browser: Browser, ui: str, shots: Path) -> Crawl:
 
     page.on("console", lambda m: logged(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: logged(str(e)))
+    shot: dict[str, bool] = {}  # kind -> whether its screenshot is a showcase page
     queue, queued = ["/"], Counter[str]()
     seen = {"/"}
     while queue:
@@ -144,8 +150,10 @@ def crawl(browser: Browser, ui: str, shots: Path) -> Crawl:
         kind = _kind(urlsplit(page.url).path)  # `/` lands on the trace list
         if kind is not None:
             populated = POPULATED.get(kind, lambda _: True)(page)
-            if populated and not any(ok for _, ok in found.opened.get(kind, [])):
+            showcase = populated and SHOWCASE.get(kind, lambda _: True)(page)
+            if populated and not shot.get(kind) and (showcase or kind not in shot):
                 page.screenshot(path=str(shots / f"{kind}.png"), full_page=False)
+                shot[kind] = showcase
             found.opened.setdefault(kind, []).append((path, populated))
         for href in page.locator("a[href]").evaluate_all("links => links.map(a => a.href)"):
             link = _same_site(ui, page.url, href)
