@@ -54,6 +54,7 @@ TRIAGE_SEED = 43
 so its conversation is its own."""
 _GATE_ID = re.compile(r"recorded as (gate-[0-9a-f]+)")
 _AGENT_TURNS = re.compile(r"(\d+) agent turns")
+_DEMO_DATASETS = "SELECT count() FROM datasets WHERE Owner = {owner:String}"
 
 
 def examples_dir() -> Path | None:
@@ -146,7 +147,8 @@ class PageSeeder:
             done = list(pool.map(self._chain, chains))
         if all(done):
             self.out(
-                f"demo: every page is populated ({time.monotonic() - self.started:.0f} s); "
+                f"demo: every page is populated ({time.monotonic() - self.started:.0f} s after "
+                f"the stack was up); "
                 f"commands and output in {self._log}"
             )
 
@@ -166,12 +168,7 @@ class PageSeeder:
         return self.site.files / "seed.log"
 
     def _seeded_before(self) -> bool:
-        return (
-            self._count(
-                "SELECT count() FROM datasets WHERE Owner = {owner:String}", {"owner": DEMO_OWNER}
-            )
-            > 0
-        )
+        return self._count(_DEMO_DATASETS, {"owner": DEMO_OWNER}) > 0
 
     def _datasets_and_gate(self) -> None:
         seeded = self.site.examples / "seeded_defects"
