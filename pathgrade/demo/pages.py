@@ -269,7 +269,7 @@ class PageSeeder:
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
             start_new_session=True,  # Ctrl-C reaches the stack, which ends it in order
         )  # fmt: skip
-        stdout, stderr = self._wait(process)
+        stdout, stderr = ended(process, self.stop)
         done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
         with self._log_lock, self._log.open("a") as log:
             log.write(
@@ -280,17 +280,6 @@ class PageSeeder:
             last = (stderr.strip().splitlines() or ["no output"])[-1]
             raise StepFailed(f"`pathgrade {' '.join(args[:2])}` failed ({last})")
         return done
-
-    def _wait(self, process: subprocess.Popen[str]) -> tuple[str, str]:
-        """The process's output once it ended; on a stop, end it and raise SeedingStopped."""
-        while True:
-            try:
-                return process.communicate(timeout=0.5)
-            except subprocess.TimeoutExpired:
-                if self.stop.is_set():
-                    process.terminate()
-                    process.communicate(timeout=30)
-                    raise SeedingStopped from None
 
     def _count(self, sql: str, parameters: dict[str, str | int] | None = None) -> int:
         return int(self.store.query(sql, parameters, readonly=True).rows[0][0])
@@ -306,6 +295,19 @@ class PageSeeder:
                 if failure:
                     raise StepFailed(failure)
                 return
+
+
+def ended(process: subprocess.Popen[str], stop: threading.Event) -> tuple[str, str]:
+    """The process's output once it ended; when `stop` is set first, end it and raise
+    SeedingStopped."""
+    while True:
+        try:
+            return process.communicate(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            if stop.is_set():
+                process.terminate()
+                process.communicate(timeout=30)
+                raise SeedingStopped from None
 
 
 def _first_turn(scenario: str) -> TurnPlan:

@@ -4,6 +4,8 @@ seeding itself runs in tests/integration/test_demo_pages.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,15 @@ from pathgrade.schemas.demo_marks import DEMO_OWNER
 from pathgrade.schemas.store import QueryResult
 
 from pathgrade.demo import pages
-from pathgrade.demo.pages import DemoSite, PageSeeder, banner, edge_example, examples_dir
+from pathgrade.demo.pages import (
+    DemoSite,
+    PageSeeder,
+    SeedingStopped,
+    banner,
+    edge_example,
+    ended,
+    examples_dir,
+)
 from pathgrade.web.rendering import NAVIGATION
 from tests.support.paths import REPO_ROOT
 
@@ -77,3 +87,15 @@ def test_a_stop_before_the_first_alert_ends_the_seeding_without_a_command(
     PageSeeder(site, Counting(0), stop, said.append).run()
     assert said == []
     assert not (tmp_path / "demo" / "seed.log").exists()  # no command ran
+
+
+def test_a_stop_ends_the_command_running() -> None:
+    stop = threading.Event()
+    running = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    threading.Timer(0.5, stop.set).start()
+    with pytest.raises(SeedingStopped):
+        ended(running, stop)
+    assert running.poll() is not None  # ended, not left behind
