@@ -266,6 +266,33 @@ def test_a_regression_check_written_before_the_catalogue_reads_as_checks(
         parse_items(text)
 
 
+def test_a_call_takes_name_and_args_only_and_a_misspelt_key_is_named(store: ClientStore) -> None:
+    lines = [
+        '{"item_id": "a", "input": "q", "expected_tool_calls": [{"name": "t", "arguments": {}}]}',
+        '{"item_id": "b", "input": "q", "alternative_trajectories": [[{"name": "t"}], '
+        '[{"nmae": "t"}]]}',
+        '{"item_id": "c", "input": "q", "expected_tool_calls": [{"name": "t", "args": "A1"}]}',
+    ]
+    with pytest.raises(DatasetError) as raised:
+        parse_items("\n".join(lines), "calls.jsonl")
+    assert raised.value.problems == [
+        "calls.jsonl:1: expected_tool_calls: call 0: arguments: unknown key (did you mean 'args'?)",
+        "calls.jsonl:2: alternative_trajectories: path 1, call 0: nmae: unknown key "
+        "(did you mean 'name'?)",
+        "calls.jsonl:3: expected_tool_calls: call 0: args: expected an object of argument values",
+    ]
+    stored = [{"name": "t", "arguments": {"x": 1}}]  # accepted before calls were checked
+    store.insert(
+        "dataset_items",
+        [["golden/old-calls", 1, "a", '"q"', None, json.dumps(stored), "[]", {}, "", [], 1]],
+        ["Dataset", "Version", "ItemId", "Input", "ReferenceAnswer", "ExpectedToolCalls",
+         "AlternativeTrajectories", "Slices", "SourceTraceId", "Tags", "AddedAt"],
+    )  # fmt: skip
+    Datasets(store).create("golden/old-calls", "golden", "o")
+    (item,) = Datasets(store).items("golden/old-calls@1")  # still read, as it was stored
+    assert item.expected_tool_calls == stored
+
+
 def test_checks_and_end_state_round_trip_through_the_store(store: ClientStore) -> None:
     declared = [
         {"check": "answer_regex", "pattern": r"\bORD-\d{6}\b"},
