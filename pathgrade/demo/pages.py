@@ -1,5 +1,5 @@
 """The demo's pages: what `pathgrade up --demo` puts on every page of the browser UI in its
-first minute, beside its live traffic.
+first minute (about half a minute after the stack is up), beside its live traffic.
 
 It runs pathgrade's own commands as a user would (`PageSeeder`), each in a process of its
 own that inherits the seeding threads' lowest priority, once the live traffic raised its
@@ -93,7 +93,7 @@ class DemoSite:
 def banner(ui_url: str, data_dir: Path) -> list[str]:
     """The `up --demo` banner's lines naming each page and what the demo puts there."""
     return [
-        "Demo pages (filled within the first minute, in the background):",
+        "Demo pages (filled in the background, about half a minute after this):",
         f"  traces      {ui_url}/traces    live support-agent turns, 2 a second",
         f"  alerts      {ui_url}/alerts    the seven failure stories and their detectors",
         f"  runs, gates {ui_url}/runs      seeded-defect suite: {BASELINE} vs {CANDIDATE}, "
