@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pathgrade.batch_plane.evaluation.end_state import check_paths
 from pathgrade.batch_plane.evaluation.suite import format_loc
 from pathgrade.batch_plane.scoring.checks import CheckSpec
+from pathgrade.batch_plane.scoring.checks.field_errors import did_you_mean, error_reasons
 from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import Trace
@@ -37,6 +38,7 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -79,10 +81,32 @@ def _legacy_lesson(check: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _named_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+Call = dict[str, Any]
+CALL_KEYS = ("name", "args")
+"""The keys of an expected tool call: the tool's name and (optionally) its arguments."""
+
+
+STORED = "stored"
+"""Validation context key: the item is read back from the store, where it was accepted
+before (it is read as it was stored, so an item accepted earlier is never lost)."""
+
+
+def _named_calls(calls: list[Call], info: ValidationInfo, where: str = "") -> list[Call]:
+    """Calls `{"name", "args"?}`: a non-empty name and, for an item not yet stored,
+    arguments as an object and no other key (a misspelt one is named with the key it likely
+    meant); `where` prefixes the call's place in a message."""
+    stored = bool(info.context and info.context.get(STORED))
     for index, call in enumerate(calls):
+        at = f"{where}call {index}"
+        unknown = [key for key in call if key not in CALL_KEYS]
+        if unknown and not stored:
+            raise ValueError(
+                f"{at}: {unknown[0]}: unknown key{did_you_mean(unknown[0], CALL_KEYS)}"
+            )
         if not isinstance(call.get("name"), str) or not call["name"]:
-            raise ValueError(f"call {index} needs a non-empty string `name`")
+            raise ValueError(f"{at} needs a non-empty string `name`")
+        if not isinstance(call.get("args", {}), dict) and not stored:
+            raise ValueError(f"{at}: args: expected an object of argument values")
     return calls
 
 
@@ -116,8 +140,15 @@ class DatasetItem(BaseModel):
 
     @field_validator("expected_tool_calls")
     @classmethod
-    def _calls_have_names(cls, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return _named_calls(calls)
+    def _calls_have_names(cls, calls: list[Call], info: ValidationInfo) -> list[Call]:
+        return _named_calls(calls, info)
+
+    @field_validator("alternative_trajectories")
+    @classmethod
+    def _alternatives_have_names(
+        cls, paths: list[list[Call]], info: ValidationInfo
+    ) -> list[list[Call]]:
+        return [_named_calls(path, info, f"path {n}, ") for n, path in enumerate(paths)]
 
     @field_validator("end_state")
     @classmethod
@@ -133,6 +164,10 @@ class DatasetItem(BaseModel):
     def user_message(self) -> str:
         """The user's turn: `input` when it is text, else `input["user"]`."""
         return self.input if isinstance(self.input, str) else str(self.input.get("user", ""))
+
+
+ITEM_KEYS: tuple[str, ...] = tuple(DatasetItem.model_fields)
+"""The keys an item may have (an unknown one is reported with the nearest of these)."""
 
 
 class DatasetInfo(BaseModel):
@@ -171,7 +206,8 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
 
 def parse_items(text: str, source: str = "<items>") -> list[DatasetItem]:
     """Items from JSONL text; every bad line is reported as `source:line: field: reason`
-    (a bad check as `source:line: checks[1]: check 'answer_regex': pattern: reason`)."""
+    (a bad check as `source:line: checks[1]: check 'answer_regex': pattern: reason`; an
+    unknown key with the nearest known one)."""
     items: list[DatasetItem] = []
     problems: list[str] = []
     first_line: dict[str, int] = {}
@@ -181,9 +217,9 @@ def parse_items(text: str, source: str = "<items>") -> list[DatasetItem]:
         try:
             item = DatasetItem.model_validate_json(line)
         except ValidationError as exc:
-            for error in exc.errors():
+            errors = exc.errors()
+            for error, reason in zip(errors, error_reasons(errors, ITEM_KEYS), strict=True):
                 where = format_loc(tuple(error["loc"])) or "(line)"
-                reason = error["msg"].removeprefix("Value error, ")
                 problems.append(f"{source}:{number}: {where}: {reason}")
             continue
         if item.item_id in first_line:
@@ -349,17 +385,20 @@ class Datasets:
             {"name": info.name, "version": info.version},
         )
         return [
-            DatasetItem(
-                item_id=r[0],
-                input=json.loads(r[1]),
-                reference_answer=r[2],
-                expected_tool_calls=json.loads(r[3]),
-                alternative_trajectories=json.loads(r[4]),
-                slices=r[5],
-                source_trace_id=r[6],
-                tags=r[7],
-                checks=_stored_checks(r[8], r[10]),
-                end_state=json.loads(r[9]) if r[9] else {},
+            DatasetItem.model_validate(
+                {
+                    "item_id": r[0],
+                    "input": json.loads(r[1]),
+                    "reference_answer": r[2],
+                    "expected_tool_calls": json.loads(r[3]),
+                    "alternative_trajectories": json.loads(r[4]),
+                    "slices": r[5],
+                    "source_trace_id": r[6],
+                    "tags": r[7],
+                    "checks": _stored_checks(r[8], r[10]),
+                    "end_state": json.loads(r[9]) if r[9] else {},
+                },
+                context={STORED: True},
             )
             for r in result.rows
         ]

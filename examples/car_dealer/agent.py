@@ -9,9 +9,9 @@ state's `seed` (set by pathgrade's simulation) and the turn number.
 
 Instrumentation (OpenTelemetry GenAI conventions, via the global tracer provider): per user
 turn a root `invoke_agent car-dealer-agent` span; per LangGraph node an `invoke_agent <node>`
-span with gen_ai.agent.name = node id; a `chat <model>` span for the routing call; an
-`execute_tool <tool>` span per tool. Agents for `pathgrade edge run --agent`:
-`examples/car_dealer/agent.py:scripted` and `examples/car_dealer/agent.py:stochastic`.
+span with gen_ai.agent.name = node id; a `chat <model>` span for the routing call (zero
+tokens: it is simulated); an `execute_tool <tool>` span per tool. Agents for `pathgrade edge
+run --agent`: `examples/car_dealer/agent.py:scripted` and `examples/car_dealer/agent.py:stochastic`.
 `python examples/car_dealer/agent.py graph.json` writes the LangGraph JSON of the graph.
 """
 
@@ -99,8 +99,11 @@ def build_graph(follow_probability: float) -> Any:
         update = _node_span("greetings", state)
         model = RouterChatModel(follow_probability=follow_probability, seed=state["seed"])
         with tracer.start_as_current_span(f"chat {MODEL_NAME}") as chat:
+            # a simulated router, not an LLM: it reads no tokens and writes none
             chat.set_attributes({"gen_ai.operation.name": "chat",
-                                 "gen_ai.request.model": MODEL_NAME})  # fmt: skip
+                                 "gen_ai.request.model": MODEL_NAME,
+                                 "gen_ai.usage.input_tokens": 0,
+                                 "gen_ai.usage.output_tokens": 0})  # fmt: skip
             route = str(model.invoke([SystemMessage("Pick a route."),
                                       HumanMessage(state["message"])]).content)  # fmt: skip
         return {**update, "route": route}

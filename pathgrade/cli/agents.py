@@ -56,12 +56,14 @@ def agent_args(parser: argparse.ArgumentParser) -> None:
 
 @contextmanager
 def store_for(args: argparse.Namespace) -> Iterator[Store]:
-    """The store of `--data-dir`/`--clickhouse`, with store and dataset errors as CliErrors."""
+    """The store of `--data-dir`/`--clickhouse` (an embedded one is created and migrated
+    when the directory has none, as `migrate` does), with store and dataset errors as
+    CliErrors."""
     from pathgrade.batch_plane.evaluation.datasets import DatasetError
     from pathgrade.batch_plane.store.trace_rows import FilterError
 
     try:
-        with cli_store(args) as store:
+        with cli_store(args, must_exist=False) as store:
             yield store
     except FilterError as exc:
         raise CliError(str(exc)) from exc

@@ -295,7 +295,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     graph = read_graph(args.graph) if args.graph else None
     try:
-        with cli_store(args) as store:
+        with cli_store(args, must_exist=False) as store:
             judge = make_judge(args, store, args.judge_model) if args.judge_url else None
             try:
                 grade = rubric_consistency_judge(judge) if judge else None

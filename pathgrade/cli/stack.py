@@ -31,6 +31,10 @@ def register(commands: Any) -> None:
     collector_args(up)
     model_flag(up, "--kafka", StackOptions, "kafka", metavar="HOST:PORT")
     model_flag(up, "--demo", StackOptions, "demo", action="store_true")
+    model_flag(
+        up, "--no-demo-pages", StackOptions, "demo_pages", action="store_false",
+        dest="demo_pages",
+    )  # fmt: skip
     retention_args(up)
     model_flag(up, "--policy", StackOptions, "policy", metavar="FILE")
     model_flag(up, "--alert-webhook", StackOptions, "alert_webhook", metavar="URL")
@@ -81,6 +85,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
             kafka=args.kafka,
             clickhouse=args.clickhouse,
             demo=args.demo,
+            demo_pages=args.demo_pages,
             policy=realtime.get("policy_path"),
             alert_webhook=realtime.get("webhook_url"),
             realtime=realtime,

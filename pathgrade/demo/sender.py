@@ -25,6 +25,7 @@ from pathgrade.demo.scenarios import (
     plan_turns,
 )
 from pathgrade.demo.writers import ConventionWriter, writer_for
+from pathgrade.schemas.demo_marks import DEMO_RESOURCE_ATTRIBUTES
 from pathgrade.schemas.genai import PG_FEEDBACK
 
 SERVICE_NAMES = {
@@ -166,23 +167,31 @@ def send_demo_traces(
     stop: threading.Event | None = None,
     progress: Callable[[int, int], None] | None = None,
     destination: str = "the exporter",
+    turns: Sequence[TurnPlan] | None = None,
 ) -> DemoSummary:
-    """Emit planned turns through a TracerProvider + BatchSpanProcessor into `exporter`.
+    """Emit planned turns (the seeded stream's first `traces`, all of them with 0, or the
+    given `turns`) through a TracerProvider + BatchSpanProcessor into `exporter`, every
+    span marked as demo data (`schemas.demo_marks`).
 
     Flushes, then shuts the provider (and the exporter) down. Raises DemoExportError when
     the exporter failed any batch; `destination` names the target in that message.
     """
+    planned: Iterable[TurnPlan]
+    if turns is not None:
+        planned, traces = turns, len(turns)
+    else:
+        planned = iter_turns(seed) if traces == 0 else plan_turns(traces, seed)
     _check_run_arguments(traces, rate_per_s, stop)
     writer = writer_for(flavor)
     recorder = RecordingExporter(exporter)
-    provider = TracerProvider(resource=Resource.create({"service.name": SERVICE_NAMES[flavor]}))
+    resource = Resource.create({"service.name": SERVICE_NAMES[flavor], **DEMO_RESOURCE_ATTRIBUTES})
+    provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(recorder, max_queue_size=QUEUE_SIZE))
     tracer = provider.get_tracer("pathgrade.demo")
     summary = DemoSummary(traces=0, spans=0, trace_ids=[])
-    turns: Iterable[TurnPlan] = iter_turns(seed) if traces == 0 else plan_turns(traces, seed)
     started, unflushed = time.monotonic(), 0
     try:
-        for index, turn in enumerate(turns):
+        for index, turn in enumerate(planned):
             _pace(index, started, rate_per_s, stop)
             if (stop is not None and stop.is_set()) or recorder.failed_batches:
                 break

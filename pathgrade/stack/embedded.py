@@ -84,6 +84,7 @@ from pathgrade.stack.messages import (
 )
 from pathgrade.stack.options import StackOptions
 from pathgrade.stack.ownership import broker_lease, process_started
+from pathgrade.stack.priority import lower_thread_priority
 from pathgrade.stack.settings import check_collector, check_policy, check_realtime
 from pathgrade.stack.status import (
     Snapshot,
@@ -203,6 +204,7 @@ class Stack:
         self._realtime_joined: list[Any] = []  # per realtime process: its `joined` Event
         self._earlier: dict[str, dict[str, int]] = {}  # by child: what the dead ones counted
         self._demo: threading.Thread | None = None
+        self._demo_pages: threading.Thread | None = None  # seeds the demo's pages
         self.grpc_port = 0
         self.http_port = 0
         self.swaps = 0
@@ -398,20 +400,23 @@ class Stack:
         path = self.options.collector.get("tokens_file")
         return Path(path) if path else None
 
-    def _demo_headers(self) -> dict[str, str] | None:
-        """With a tokens file, demo traffic carries the file's first token (its tenant)."""
+    def _demo_identity(self) -> tuple[str | None, str]:
+        """(token, tenant) of demo traffic: with a tokens file, the file's first token and
+        its tenant; else no token, tenant `default`."""
         if self._tokens_file is None:
-            return None
+            return None, "default"
         import yaml
 
         tokens = yaml.safe_load(self._tokens_file.read_text()) or {}
-        return {"authorization": f"Bearer {next(iter(tokens))}"} if tokens else None
+        token = next(iter(tokens), None)
+        return (str(token), str(tokens[token])) if token is not None else (None, "default")
 
     def _start_demo(self) -> None:
         from pathgrade.demo.sender import run_demo
 
         url = f"http://127.0.0.1:{self.http_port}"
-        headers = self._demo_headers()
+        token, tenant = self._demo_identity()
+        headers = {"authorization": f"Bearer {token}"} if token else None
 
         def demo() -> None:
             summary = run_demo(
@@ -422,6 +427,30 @@ class Stack:
 
         self._demo = threading.Thread(target=demo, name="demo", daemon=True)
         self._demo.start()
+        if not self.options.demo_pages:
+            return
+        pages = threading.Thread(
+            target=self._seed_demo_pages, args=(url, token, tenant), name="demo-pages", daemon=True
+        )
+        self._demo_pages = pages
+        pages.start()
+
+    def _seed_demo_pages(self, otlp_url: str, token: str | None, tenant: str) -> None:
+        """The demo's pages (`pathgrade.demo.pages`), seeded from a thread at the lowest
+        priority, which the commands it runs inherit: they take the CPU the collector, the
+        realtime plane and the store writer leave."""
+        from pathgrade.demo.pages import DemoSite, PageSeeder, examples_dir
+
+        assert self.store is not None and self.store.store is not None
+        assert self.store.ui_server is not None
+        lower_thread_priority(19)
+        examples = examples_dir()
+        if examples is None:
+            self.out("demo: no examples folder (a clone installed with `pip install -e .` has "
+                     "it): the runs, gates, datasets and EDGE pages stay empty")  # fmt: skip
+            return
+        site = DemoSite(self.data_dir, otlp_url, self.store.ui_server.url, examples, tenant, token)
+        PageSeeder(site, self.store.store, self.stop_event, self.out).run()
 
     def _print_endpoints(self) -> None:
         assert self.store is not None and self.store.query_server is not None
@@ -453,6 +482,10 @@ class Stack:
                 f"  demo        ON: demo agent traffic ({self.options.demo_rate_per_s:g} traces/s, "
                 "with seeded failures) is sent to the collector until Ctrl-C"
             )
+        if self.options.demo and self.options.demo_pages:
+            from pathgrade.demo.pages import banner
+
+            lines += banner(self.store.ui_server.url, self.data_dir)
         lines += [
             "Where to look:",
             f"  browser     {self.store.ui_server.url}/ (traces, alerts, gates, health)",
@@ -559,8 +592,9 @@ class Stack:
         those offsets, the broker. With the bundled broker dead, at once instead
         (`_stop_without_broker`)."""
         self.stop_event.set()
-        if self._demo is not None:
-            self._demo.join(timeout=30)
+        for demo in (self._demo, self._demo_pages):
+            if demo is not None:
+                demo.join(timeout=30)
         if self.broker is not None and self.broker.pid is not None and not self.broker.alive():
             self._stop_without_broker()
             return

@@ -23,6 +23,12 @@ class StackOptions(BaseModel):
     )
     demo: bool = Field(False, description="also send demo agent traffic")
     demo_rate_per_s: float = Field(2.0, description="demo traces sent per second")
+    demo_pages: bool = Field(
+        True,
+        description="with `--demo`, also fill the browser UI's runs, gates, datasets and "
+        "EDGE pages in the background (docs/stack.md, The demo); `--no-demo-pages`: live "
+        "traffic only",
+    )
     policy: str | None = Field(None, description="detector policy YAML (docs/detectors.md)")
     alert_webhook: str | None = Field(None, description="POST each alert here as JSON")
     collector: dict[str, Any] = Field(

@@ -83,7 +83,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     webhook = Webhook()
     threading.Thread(target=webhook.serve_forever, daemon=True).start()
     process, grpc_port, http_port = start_stack(
-        data_dir, "--demo", "--alert-webhook", webhook.url, "--status-every", "2"
+        data_dir, "--demo", "--no-demo-pages", "--alert-webhook", webhook.url, "--status-every", "2"
     )
     yield Stack(process, data_dir, http_port, grpc_port, webhook)
     try:

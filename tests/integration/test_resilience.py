@@ -104,7 +104,7 @@ def test_store_writer_killed_mid_stream_and_restarted_loses_nothing(
 
 @pytest.mark.parametrize("stop", ["sigterm", "ctrl-c"])
 def test_up_demo_stopped_then_sql_finds_the_demo_spans(tmp_path: Path, stop: str) -> None:
-    stack, _, _ = start_stack(tmp_path, "--demo")
+    stack, _, _ = start_stack(tmp_path, "--demo", "--no-demo-pages")  # the live traffic alone
     wait_until(lambda: stack.scalar("SELECT count() FROM spans") > 0, timeout_s=60)
     # Ctrl-C reaches every process of the terminal's group, the broker's included.
     code = stack.terminate() if stop == "sigterm" else stack.interrupt()

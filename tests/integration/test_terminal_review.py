@@ -44,7 +44,9 @@ charlie, which the reviewer failed."""
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PathgradeProcess, int]]:
     data_dir = tmp_path_factory.mktemp("terminal")
-    process, _, http_port = start_stack(data_dir, "--demo", "--status-every", "2")
+    process, _, http_port = start_stack(
+        data_dir, "--demo", "--no-demo-pages", "--status-every", "2"
+    )
     try:
         yield process, http_port
     finally:

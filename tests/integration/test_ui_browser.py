@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from pathgrade.demo.sender import send_demo_traces
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
+from tests.support.browser import chromium
 
 # The module fixture starts a stack and runs two evals and an EDGE run: its setup counts
 # against the first test's timeout, which is raised from the default 300 s accordingly.
@@ -33,11 +34,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 REPO = Path(__file__).resolve().parents[2]
 SEEDED = REPO / "examples" / "seeded_defects"
 RECRUITMENT = REPO / "examples" / "recruitment"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
 TOKENS = {"token-acme": "acme", "token-globex": "globex"}
 SHARED_TRACE = "5eed" * 8  # one trace id both tenants send
 GLOBEX_ONLY_NAME = "globex-confidential-span"
@@ -96,7 +92,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     tokens = data_dir.parent / "ui-tokens.yaml"
     tokens.write_text("".join(f"{token}: {tenant}\n" for token, tenant in TOKENS.items()))
     process, _, http_port = start_stack(
-        data_dir, "--demo", "--tokens-file", str(tokens), "--capture-tools", "*",
+        data_dir, "--demo", "--no-demo-pages", "--tokens-file", str(tokens), "--capture-tools", "*",
         "--capture-messages", "--status-every", "2",
     )  # fmt: skip
     try:
@@ -170,14 +166,8 @@ def _populate(
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    assert CHROMIUM.exists(), (
-        "the browser tests need Debian's Chromium at /usr/bin/chromium: "
-        "apt-get install -y chromium (the README's test command does)"
-    )
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 class Viewer:

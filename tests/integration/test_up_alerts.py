@@ -25,7 +25,7 @@ def test_up_demo_alerts_on_webhook_and_in_table(tmp_path: Path) -> None:
     # --demo captures the demo tools' arguments by itself, so PG108/PG112 can decide.
     # --log-format json: the full alert document a line, as log shippers read it.
     stack, _, _ = start_stack(
-        tmp_path, "--demo", "--alert-webhook", server.url, "--status-every", "1",
+        tmp_path, "--demo", "--no-demo-pages", "--alert-webhook", server.url, "--status-every", "1",
         "--log-format", "json",
     )  # fmt: skip
     try:

@@ -48,7 +48,7 @@ CLI_COMMANDS = {
     "cli.review",
     "cli.ui",
 }
-DEMO = {"demo.options", "demo.scenarios", "demo.writers", "demo.sender"}
+DEMO = {"demo.options", "demo.scenarios", "demo.writers", "demo.sender", "demo.pages"}
 BELOW_PATHGRADE = LAYERS | BATCH | {"batch_plane"}
 PATHGRADE_ROOMS = {"stack", "web", "pathgrade"}
 
@@ -74,6 +74,7 @@ ALLOWED: dict[str, set[str]] = {
     "demo.scenarios": BOTTOM,
     "demo.writers": BOTTOM | {"demo.options", "demo.scenarios"},
     "demo.sender": BOTTOM | {"demo.options", "demo.scenarios", "demo.writers"},
+    "demo.pages": BOTTOM | {"demo.options", "demo.scenarios", "demo.writers", "demo.sender"},
     "web": BELOW_PATHGRADE,
     "stack": BELOW_PATHGRADE | {"web"} | DEMO,
     **{helper: BELOW_PATHGRADE | {"stack", "web"} | DEMO | CLI_HELPERS for helper in CLI_HELPERS},

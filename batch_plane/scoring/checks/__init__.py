@@ -1,6 +1,7 @@
 """Per-case checks: what one dataset item asks of an attempt, beyond its expected path.
 
-An item declares its checks in JSONL as `{"check": NAME, ...params}` objects (`CheckSpec`);
+An item declares its checks in JSONL as `{"check": NAME, ...params}` objects (`CheckSpec`),
+or in the harness vocabulary as `{"type": NAME, ...params}` (`harness`);
 `CHECKS` is the one registry (name, params model, doc, passing and failing fixture,
 function), and `run_checks` gives each declared check's outcome on one attempt. Importing
 the package registers every family (`calls`, `answer`, `path`).
@@ -12,6 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pathgrade.batch_plane.scoring.checks import answer, calls, path  # noqa: F401  (register)
+from pathgrade.batch_plane.scoring.checks.field_errors import error_reasons
+from pathgrade.batch_plane.scoring.checks.harness import Declaration, read_declaration
 from pathgrade.batch_plane.scoring.checks.registry import (
     CHECKS,
     AttemptEvidence,
@@ -34,10 +37,13 @@ __all__ = [
 
 
 class CheckSpec(BaseModel):
-    """One check an item declares, written flat: `{"check": "answer_regex", "pattern": ...}`.
+    """One check an item declares, written flat: `{"check": "answer_regex", "pattern": ...}`,
+    or in the harness vocabulary (`{"type": "regex", "pattern": ...}`, `harness`), which
+    reads as the catalogue's check.
 
-    The params are validated by the check's own model (unknown keys are errors); a bad
-    declaration is one error naming the check and each bad field.
+    The params are validated by the check's own model (unknown keys are errors, named
+    with the nearest known key); a bad declaration is one error naming the check and each
+    bad field.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -51,26 +57,34 @@ class CheckSpec(BaseModel):
         if isinstance(value, CheckSpec):
             return value
         if not isinstance(value, dict):
-            raise ValueError('a check is an object {"check": NAME, ...params}')
-        name = value.get("check")
-        if name not in CHECKS:
-            raise ValueError(f"unknown check {name!r} (known: {', '.join(sorted(CHECKS))})")
-        raw = {key: item for key, item in value.items() if key != "check"}
-        try:
-            params = CHECKS[name].params.model_validate(raw)
-        except ValidationError as error:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(params)'}: "
-                f"{e['msg'].removeprefix('Value error, ')}"
-                for e in error.errors()
+            raise ValueError(
+                'a check is an object {"check": NAME, ...params} (or {"type": NAME, ...} in '
+                "the harness vocabulary)"
             )
-            raise ValueError(f"check {name!r}: {problems}") from None
-        return {"check": name, "params": params}
+        declared = read_declaration(value)
+        model = CHECKS[declared.check].params
+        try:
+            params = model.model_validate(declared.params)
+        except ValidationError as error:
+            errors = error.errors()
+            reasons = error_reasons(errors, declared.known_keys(model))
+            problems = "; ".join(
+                f"{'.'.join(_written(declared, e['loc'])) or '(params)'}: {reason}"
+                for e, reason in zip(errors, reasons, strict=True)
+            )
+            raise ValueError(f"check {declared.label}: {problems}") from None
+        return {"check": declared.check, "params": params}
 
     @model_serializer
     def _flat(self) -> dict[str, Any]:
         given = self.params.model_dump(mode="json", by_alias=True, exclude_unset=True)
         return {"check": self.check, **given}
+
+
+def _written(declared: Declaration, loc: tuple[int | str, ...]) -> list[str]:
+    """An error location with its first key as the item wrote it."""
+    parts = [str(part) for part in loc]
+    return [declared.written_key(parts[0]), *parts[1:]] if parts else []
 
 
 def run_checks(specs: Sequence[CheckSpec], evidence: AttemptEvidence) -> dict[str, CheckOutcome]:

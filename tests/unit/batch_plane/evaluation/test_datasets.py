@@ -266,6 +266,33 @@ def test_a_regression_check_written_before_the_catalogue_reads_as_checks(
         parse_items(text)
 
 
+def test_a_call_takes_name_and_args_only_and_a_misspelt_key_is_named(store: ClientStore) -> None:
+    lines = [
+        '{"item_id": "a", "input": "q", "expected_tool_calls": [{"name": "t", "arguments": {}}]}',
+        '{"item_id": "b", "input": "q", "alternative_trajectories": [[{"name": "t"}], '
+        '[{"nmae": "t"}]]}',
+        '{"item_id": "c", "input": "q", "expected_tool_calls": [{"name": "t", "args": "A1"}]}',
+    ]
+    with pytest.raises(DatasetError) as raised:
+        parse_items("\n".join(lines), "calls.jsonl")
+    assert raised.value.problems == [
+        "calls.jsonl:1: expected_tool_calls: call 0: arguments: unknown key (did you mean 'args'?)",
+        "calls.jsonl:2: alternative_trajectories: path 1, call 0: nmae: unknown key "
+        "(did you mean 'name'?)",
+        "calls.jsonl:3: expected_tool_calls: call 0: args: expected an object of argument values",
+    ]
+    stored = [{"name": "t", "arguments": {"x": 1}}]  # accepted before calls were checked
+    store.insert(
+        "dataset_items",
+        [["golden/old-calls", 1, "a", '"q"', None, json.dumps(stored), "[]", {}, "", [], 1]],
+        ["Dataset", "Version", "ItemId", "Input", "ReferenceAnswer", "ExpectedToolCalls",
+         "AlternativeTrajectories", "Slices", "SourceTraceId", "Tags", "AddedAt"],
+    )  # fmt: skip
+    Datasets(store).create("golden/old-calls", "golden", "o")
+    (item,) = Datasets(store).items("golden/old-calls@1")  # still read, as it was stored
+    assert item.expected_tool_calls == stored
+
+
 def test_checks_and_end_state_round_trip_through_the_store(store: ClientStore) -> None:
     declared = [
         {"check": "answer_regex", "pattern": r"\bORD-\d{6}\b"},
@@ -295,10 +322,12 @@ def test_a_malformed_check_is_named_with_its_file_line_and_check() -> None:
     assert problems[0].startswith("golden.jsonl:2: checks[1]: check 'answer_regex': pattern: ")
     assert "invalid regular expression '('" in problems[0]
     assert "present: Input should be a valid boolean" in problems[0]
-    assert problems[1].startswith("golden.jsonl:3: checks[0]: unknown check 'answer_regexp'")
-    assert "answer_regex," in problems[1]  # the known names are listed
+    assert problems[1] == (  # the nearest known name
+        "golden.jsonl:3: checks[0]: unknown check 'answer_regexp' (did you mean 'answer_regex'?)"
+    )
     assert problems[2] == (
-        "golden.jsonl:4: checks[0]: check 'budget': max_tokns: Extra inputs are not permitted"
+        "golden.jsonl:4: checks[0]: check 'budget': max_tokns: unknown key "
+        "(did you mean 'max_tokens'?)"
     )
     assert problems[3] == (
         "golden.jsonl:5: end_state: 'account..plan' is not a dotted path such as account.plan"
