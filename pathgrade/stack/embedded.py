@@ -143,7 +143,7 @@ def _collector_main(
 def _realtime_main(
     config: dict[str, Any],
     store_url: str,
-    write_token: str,
+    token: str,
     alert_lines: AlertLineSettings,
     joined: Any,
     counters: SharedCounters[RealtimeCounters],
@@ -159,7 +159,7 @@ def _realtime_main(
     held trace; `Stop` answers with the partitions it read up to and its final counters
     (`RealtimeStopped`)."""
     with child_process("realtime", events, alert_lines):
-        store = RemoteStore(store_url, write_token)
+        store = RemoteStore(store_url, token)
         plane = RealtimePlane(RealtimeConfig.model_validate(config), store)
         plane.counters_ = counters.counters()
         plane.assembler.stats = assembler_stats.counters()
@@ -355,7 +355,7 @@ class Stack:
         joined = self._ctx.Event()
         child = ChildProcess(
             self._ctx, name, _realtime_main, self.realtime_config().model_dump(),
-            server.url, server.write_token, self.alert_lines(), joined, shared=shared,
+            server.url, server.token, self.alert_lines(), joined, shared=shared,
         )  # fmt: skip
         if index < len(self._realtime):
             self._realtime[index], self._realtime_joined[index] = child, joined

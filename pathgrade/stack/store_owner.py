@@ -121,7 +121,7 @@ class StoreOwner:
         server = self.query_server
         self.lock.publish_state({
             "query_url": server and server.url,
-            "write_token": server and server.write_token,
+            "token": server and server.token,
             "ui_url": self.ui_server and self.ui_server.url,
             "kafka": self.bootstrap,
             **state,

@@ -253,7 +253,7 @@ def test_coverage_gaps_are_figures_and_one_alert_per_window(stack: Stack) -> Non
     assert "coverage gaps" in text and "PG113 no-clean-termination on sentinel" in text
     state = json.loads((stack.data_dir / "stack.json").read_text())
     wait_until(lambda: "Coverage gaps" in fetch(state["ui_url"] + "/health"), timeout_s=30)
-    metrics = fetch(state["query_url"] + "/metrics")
+    metrics = stack.process.owner().get("/metrics").decode()
     assert 'pathgrade_realtime_coverage_ratio{code="PG113",service="sentinel"' in metrics
 
 

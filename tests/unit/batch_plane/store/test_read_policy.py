@@ -238,15 +238,17 @@ def test_the_catalogue_allows_computing_functions_only(name: str, allowed: bool)
     assert catalogue().allows(name) is allowed
 
 
+def select_of(expression: dict) -> dict:
+    """The tree of `SELECT <expression>`."""
+    query = {"type": "SelectQuery", "select": {"children": [expression]}}
+    return {"type": "SelectWithUnionQuery", "list_of_selects": {"children": [query]}}
+
+
 def test_the_policy_reads_the_tree_not_the_text() -> None:
-    """A name in a string literal or a column alias is no reference; the same name called
-    is one."""
-    literal = {"type": "SelectWithUnionQuery", "list_of_selects": {"children": [
-        {"type": "SelectQuery", "select": {"children": [
-            {"type": "Literal", "value": {"value": "file('/etc/shadow')"}, "alias": "file"}]}}]}}
-    called = {"type": "SelectWithUnionQuery", "list_of_selects": {"children": [
-        {"type": "SelectQuery", "select": {"children": [
-            {"type": "Function", "name": "file", "arguments": {"children": []}}]}}]}}  # fmt: skip
+    """A name in a string literal or an alias is no reference; the same name called is."""
+    literal = {"type": "Literal", "value": {"value": "file('/etc/shadow')"}, "alias": "file"}
+    called = {"type": "Function", "name": "file", "arguments": {"children": []}}
     scope = ReadScope("acme", "default")
-    assert policy_refusal(references(literal), scope, catalogue(), frozenset) is None
-    assert "file()" in (policy_refusal(references(called), scope, catalogue(), frozenset) or "")
+    assert policy_refusal(references(select_of(literal)), scope, catalogue(), frozenset) is None
+    refused = policy_refusal(references(select_of(called)), scope, catalogue(), frozenset)
+    assert "file()" in (refused or "")

@@ -133,6 +133,10 @@ def test_status_is_served_by_the_store_owners_endpoint_once_taken(tmp_path: Path
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         (tmp_path / "stack.json").write_text(json.dumps({"query_url": server.url}))
+        with pytest.raises(StatusUnavailable, match="needs the owner's token"):
+            stack_status(tmp_path)
+        state = {"query_url": server.url, "token": server.token}
+        (tmp_path / "stack.json").write_text(json.dumps(state))
         with pytest.raises(StatusUnavailable, match="no status yet"):
             stack_status(tmp_path)
         document = {"snapshot": snapshot(1.0, 2, 2, [1]), "line": "status: in 2 spans"}
