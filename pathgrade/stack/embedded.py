@@ -90,7 +90,7 @@ from pathgrade.stack.status import (
 from pathgrade.stack.store_access import facts_key_file
 from pathgrade.stack.store_owner import StoreOwner
 from pathgrade.web.endpoint import RemoteStore
-from pathgrade.web.metrics import prometheus_text
+from pathgrade.web.metrics import MetricsServer, prometheus_text
 
 if TYPE_CHECKING:
     from multiprocessing.queues import Queue
@@ -199,6 +199,7 @@ class Stack:
         self._realtime_joined: list[Any] = []  # per realtime process: its `joined` Event
         self._earlier: dict[str, dict[str, int]] = {}  # by child: what the dead ones counted
         self._demo: threading.Thread | None = None
+        self._exposed_metrics: MetricsServer | None = None  # --metrics-listen
         self.grpc_port = 0
         self.http_port = 0
         self.swaps = 0
@@ -227,6 +228,7 @@ class Stack:
             self._start_kafka()
             self.store.bootstrap = self.bootstrap
             self.store.start()
+            self._expose_metrics()
             if self.store.applied:
                 names = ", ".join(f"{m.version:04d}_{m.name}" for m in self.store.applied)
                 self.out(f"applied migrations: {names}")
@@ -241,6 +243,22 @@ class Stack:
         self._print_endpoints()
         if self.options.demo:
             self._start_demo()
+
+    def _expose_metrics(self) -> None:
+        """`--metrics-listen`: the latest snapshot's metrics at the address the user chose,
+        without the owner's token (OSError naming the address when it cannot listen)."""
+        listen = self.options.metrics_listen
+        if listen is None:
+            return
+        assert self.store is not None and self.store.query_server is not None
+        server = self.store.query_server
+        try:
+            self._exposed_metrics = MetricsServer(*listen, lambda: server.metrics_text)
+        except OSError as exc:
+            raise OSError(
+                f"--metrics-listen {listen[0]}:{listen[1]}: {exc.strerror or exc}"
+            ) from exc
+        self._exposed_metrics.start()
 
     def _wait_for_consumer_groups(self) -> None:
         """Wait until the store writer and every realtime process have joined their
@@ -445,10 +463,18 @@ class Stack:
             f"  alerts      pathgrade alerts {data} [--follow]",
             f"  status      pathgrade status {data}"
             + (f" (a status line is printed here every {every:g} s)" if every else ""),
+            *self._exposed_metrics_line(),
             f'  query       pathgrade sql {data} "SELECT count() FROM spans"',
             "Ctrl-C stops it; what was acknowledged is stored before it exits.",
         ]
         self.out("\n".join(lines))
+
+    def _exposed_metrics_line(self) -> list[str]:
+        """The banner's line for `--metrics-listen` (none without it)."""
+        if self._exposed_metrics is None:
+            return []
+        host, port = self._exposed_metrics.server_address[:2]
+        return [f"  metrics     http://{host}:{port}/metrics (no token: --metrics-listen)"]
 
     def run_until_signalled(self) -> None:
         """Serve until SIGINT/SIGTERM (or a failure `_supervise` cannot mend), then stop
@@ -548,6 +574,8 @@ class Stack:
             stored = self.store.stop(offsets, DRAIN_IDLE_S if self.broker is not None else 0.0)
         if self.broker is not None:
             self.broker.stop()
+        if self._exposed_metrics is not None:
+            self._exposed_metrics.stop()
         evaluated = _all_reached(realtime, offsets)
         if sent is not None and stored and evaluated:
             _let_go_of_log(self.spill_dir, sent)
