@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pathgrade.realtime_plane.coverage import consumers_coverage
 from pathgrade.realtime_plane.delays import MAX, P50, P99
 
 STALL_S = 30.0
@@ -39,7 +40,7 @@ def _total(workers: list[dict[str, Any] | None], key: str) -> int:
 
 def problems(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
     """What has stopped between snapshot `before` and snapshot `now` (or, without an
-    earlier one, what does not answer)."""
+    earlier one, what does not answer), each as `headline: detail` (`headline`)."""
     found = [f"a box does not answer: {where}" for where in now.get("unreachable", [])]
     collector, workers = now.get("collector"), now.get("realtime") or []
     if collector is None:
@@ -66,6 +67,19 @@ def problems(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
         if grown > 0:
             found.append(f"delivering alerts has stopped: {grown:,} {what} since the last status")
     return found
+
+
+def headline(problem: str) -> str:
+    """What has stopped, without the detail after it (figures of every tenant's traffic,
+    the address of a box): what a tenant's viewer is shown."""
+    return problem.split(":", 1)[0]
+
+
+def tenant_coverage(snapshot: dict[str, Any], tenant: str | None) -> list[dict[str, Any]]:
+    """The coverage gaps of the realtime processes (`consumers_coverage`), only `tenant`'s
+    (every tenant's with None)."""
+    rows = consumers_coverage(snapshot.get("realtime") or [])
+    return [row for row in rows if tenant is None or row["tenant"] == tenant]
 
 
 def processes(snapshot: dict[str, Any]) -> list[Process]:
