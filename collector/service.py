@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import asdict
+from typing import Any
 
 from kafka.errors import KafkaError
 from pathgrade.collector.auth import TokenAuth
@@ -22,7 +23,9 @@ from pathgrade.collector.pipeline import IngestCounters, IngestPipeline
 from pathgrade.collector.publisher import KafkaPublisher, producer_for
 from pathgrade.collector.redact import Redactor
 from pathgrade.collector.spill import SpillFile, SpillInUse
+from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.pii import PiiScanner
+from pathgrade.transport.signing import signing
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +51,18 @@ class Collector:
         self._http: OtlpHttpServer | None = None
         self._http_thread: threading.Thread | None = None
 
+    def new_producer(self) -> Any:
+        """A producer to Kafka (`producer_for`) whose messages carry the stack's MAC when
+        the config has a message key (`schemas.message_auth`)."""
+        config = self.config
+        producer = producer_for(config.kafka_bootstrap, config.ack_timeout_s)
+        return signing(producer, message_key(config.message_key))
+
     def start(self) -> None:
         config = self.config
         facts = self._fact_maker()  # a bad key file stops the start before any connection
         try:
-            producer = producer_for(config.kafka_bootstrap, config.ack_timeout_s)
+            producer = self.new_producer()
         except KafkaError as exc:
             raise KafkaUnavailable(
                 f"cannot reach Kafka at {config.kafka_bootstrap}: {exc}"
@@ -69,7 +79,7 @@ class Collector:
         self.publisher = KafkaPublisher(
             producer, spill, config.topic, config.ack_timeout_s,
             dead_letters=DeadLetterFile(config.spill_dir),
-            renew=lambda: producer_for(config.kafka_bootstrap, config.ack_timeout_s),
+            renew=self.new_producer,
             committed=self._group_offsets,
         )  # fmt: skip
         self.publisher.start()

@@ -10,7 +10,9 @@ consume up to them before exiting, so what was acknowledged is in the store afte
 
 The bundled broker keeps everything in memory with no retention; past `broker_max_mb`
 resident it is swapped for a fresh one the same way (`Stack.swap_broker`), so a
-long-running stack stays bounded.
+long-running stack stays bounded. It has no authentication and listens on loopback, where
+any local account can reach it: the stack's processes sign what they write with a key made
+for this stack (`schemas.message_auth`) and refuse what is not signed with it.
 """
 
 from __future__ import annotations
@@ -32,13 +34,13 @@ from kafka.errors import KafkaError
 from pathgrade.batch_plane.store.client import redact_dsn
 from pathgrade.collector.config import CollectorConfig
 from pathgrade.collector.pipeline import IngestCounters
-from pathgrade.collector.publisher import producer_for
 from pathgrade.collector.service import Collector
 from pathgrade.collector.spill import SpillFile
 from pathgrade.realtime_plane.assembler import AssemblerStats
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.plane import RealtimeCounters, RealtimePlane
 from pathgrade.schemas.fingerprints import FactSecret
+from pathgrade.schemas.message_auth import MessageKey, message_key_from_env
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     KAFKA_SETTINGS_PREFIX,
@@ -78,7 +80,12 @@ from pathgrade.stack.messages import (
 )
 from pathgrade.stack.options import StackOptions
 from pathgrade.stack.ownership import broker_lease, process_started
-from pathgrade.stack.settings import check_collector, check_policy, check_realtime
+from pathgrade.stack.settings import (
+    StackSettingsError,
+    check_collector,
+    check_policy,
+    check_realtime,
+)
 from pathgrade.stack.status import (
     Snapshot,
     plus_earlier,
@@ -129,12 +136,7 @@ def _collector_main(
             elif isinstance(command, Hold):
                 events.put(Held(publisher.hold()))
             elif isinstance(command, Resume):
-                settings = collector.config
-                publisher.resume(
-                    producer_for(settings.kafka_bootstrap, settings.ack_timeout_s)
-                    if command.broker_replaced
-                    else None
-                )
+                publisher.resume(collector.new_producer() if command.broker_replaced else None)
         collector.stop()
         sent = publisher.spill.read_position
         events.put(CollectorStopped(collector.counters(), publisher.produced_offsets(), sent))
@@ -207,11 +209,13 @@ class Stack:
         self._restarts: list[float] = []
         self._last_status: Snapshot | None = None
         self.final_status: Snapshot | None = None  # what every process did, once stopped
+        self.message_key: MessageKey | None = None  # signs the stack's Kafka messages
 
     def start(self) -> None:
         """Check the settings, take the data directory (stopping what an earlier stack on
         it left running), then start the broker, the store owner, the realtime processes
         and the collector; on any failure, stop what started and raise."""
+        self.message_key = self._message_key()
         with _interrupt_after():  # pydantic would wrap a KeyboardInterrupt raised inside
             check_collector(self._collector_config())
             check_realtime(self._realtime_settings())
@@ -221,6 +225,7 @@ class Stack:
         self.store = StoreOwner(
             self.bootstrap, self.data_dir, self.options.clickhouse,
             self.options.store_writer_niceness, self._tokens_file, self.options.retention,
+            self.message_key,
         )  # fmt: skip
         try:
             for stale in self.store.claim():
@@ -243,6 +248,17 @@ class Stack:
         self._print_endpoints()
         if self.options.demo:
             self._start_demo()
+
+    def _message_key(self) -> MessageKey | None:
+        """The key the stack's processes sign and check their Kafka messages with: a fresh
+        one for the bundled broker (which anyone on the machine can reach); with `--kafka`,
+        the deployment's from $PATHGRADE_KAFKA_MESSAGE_KEY_FILE, or none."""
+        if not self.options.kafka:
+            return MessageKey.generate()
+        try:
+            return message_key_from_env()
+        except ValueError as exc:
+            raise StackSettingsError(str(exc)) from None
 
     def _expose_metrics(self) -> None:
         """`--metrics-listen`: the latest snapshot's metrics at the address the user chose,
@@ -312,6 +328,7 @@ class Stack:
                 "http_port": self.http_port,
                 "pids": pids,
                 "started": {name: pid and process_started(pid) for name, pid in pids.items()},
+                "message_key": self.message_key and self.message_key.hex,
             }
         )
 
@@ -327,6 +344,7 @@ class Stack:
             "durable_log": not self.options.kafka,
             "log_groups": [STORE_GROUP, self.options.realtime.get("group_id", REALTIME_GROUP)],
             **self.options.collector,
+            "message_key": self.message_key and self.message_key.hex,
         }
         if self.http_port:  # a restart: the endpoints stay where clients point
             config.update(grpc_port=self.grpc_port, http_port=self.http_port)
@@ -353,6 +371,7 @@ class Stack:
             "policy_path": self.options.policy,
             "webhook_url": self.options.alert_webhook,
             "turns_topic": TURNS_TOPIC if self._shares_turns else None,
+            "message_key": self.message_key and self.message_key.hex,
         }
 
     @property
