@@ -111,6 +111,11 @@ def dead_letters(snapshot: dict[str, Any]) -> list[tuple[str, int]]:
         ("spans the store could not encode", snapshot["store_writer"].get("rejected_spans", 0)),
         ("alerts the alerts table refused", _total(workers, "alerts_rejected")),
         ("webhook deliveries dropped", _total(workers, "webhook_dropped")),
+        (
+            "forged messages the store writer refused (no or a wrong MAC)",
+            snapshot["store_writer"].get("forged_messages", 0),
+        ),
+        ("forged messages the realtime plane refused", _total(workers, "forged_messages")),
     ]
 
 

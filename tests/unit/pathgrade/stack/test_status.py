@@ -150,3 +150,13 @@ def test_status_is_served_by_the_store_owners_endpoint_once_taken(tmp_path: Path
 def test_counter_sets_add_key_by_key_and_skip_what_is_not_a_count() -> None:
     assert summed([{"a": 1, "b": 2, "note": "x"}, {"a": 3, "c": 0}, {}]) == {"a": 4, "b": 2, "c": 0}
     assert summed([]) == {}
+
+
+def test_line_counts_forged_messages_each_consumer_refused() -> None:
+    quiet = snapshot(0.0, 10, 10, [5])
+    assert "forged" not in (status_line(quiet) or "")
+    forged = snapshot(10.0, 10, 10, [5])
+    forged["store_writer"]["forged_messages"] = 3
+    forged["realtime"][0]["forged_messages"] = 4
+    line = status_line(forged, quiet) or ""
+    assert line.endswith("| forged messages refused: store writer 3, realtime 4")
