@@ -40,12 +40,13 @@ _ABSENT = (2**64 - 1).to_bytes(8, "big")  # the length prefix of a missing key o
 class MessageKey:
     """A per-stack secret that signs and checks messages (never printed)."""
 
-    __slots__ = ("_secret",)
+    __slots__ = ("_keyed", "_secret")
 
     def __init__(self, secret: bytes) -> None:
         if len(secret) != KEY_BYTES:
             raise ValueError(f"a message key is {KEY_BYTES} bytes, got {len(secret)}")
         self._secret = secret
+        self._keyed = hmac.new(secret, digestmod=hashlib.sha256)  # copied per message
 
     @classmethod
     def generate(cls) -> MessageKey:
@@ -79,7 +80,7 @@ class MessageKey:
 
     def mac(self, topic: str, key: bytes | None, value: bytes | None, headers: Headers) -> bytes:
         """The MAC of a message: topic, key, value and its headers but MAC_HEADER, in order."""
-        digest = hmac.new(self._secret, digestmod=hashlib.sha256)
+        digest = self._keyed.copy()
         for part in (topic.encode(), key, value):
             _feed(digest, part)
         for name, data in headers:

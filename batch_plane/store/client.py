@@ -11,6 +11,7 @@ import json
 import tempfile
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,8 @@ from pathgrade.batch_plane.store.statement_tree import PARSE_TREE, references
 from pathgrade.batch_plane.store.tenancy import tenant_settings
 from pathgrade.schemas.store import QueryResult, RejectedRow
 
+CHECKED_READS = 1024
+"""Statements whose check a store remembers (`ClientStore._checked_read`)."""
 READER_SETTINGS = {"readonly": 1}
 """The reader session's settings, set when it opens: no statement run there can lift them."""
 SESSION_SETTINGS = {"distributed_product_mode": "local", "insert_distributed_sync": 1}
@@ -102,6 +105,8 @@ class ClientStore:
         self._readers_lock = threading.Lock()
         self._files: tempfile.TemporaryDirectory[str] | None = None  # `insert_select`'s
         self._inspection: _Inspection | None = None  # how statements are inspected, once known
+        self._checked: OrderedDict[tuple[str, bool], str] = OrderedDict()  # `_checked_read`
+        self._checked_lock = threading.Lock()
 
     def query(
         self,
@@ -118,12 +123,29 @@ class ClientStore:
         if not readonly and tenant is None:
             return _run(self.client, self.lock, sql, parameters)
         reader, lock = self._reader_of(tenant)
+        canonical = self._checked_read(sql, tenant, reader, lock)
+        return _run(reader, lock, canonical, parameters)
+
+    def _checked_read(self, sql: str, tenant: str | None, reader: Any, lock: threading.Lock) -> str:
+        """The canonical form of `sql` once checked as a read for `tenant`'s session (the
+        owner's with None); StatementRefused why not. The same statement text is checked
+        once per kind of session (the last CHECKED_READS: the UI's queries repeat with
+        other parameters), as the decision depends on the text only."""
+        key = (sql, tenant is None)
+        with self._checked_lock:
+            if key in self._checked:
+                self._checked.move_to_end(key)
+                return self._checked[key]
         parsed = _run(reader, lock, PARSE_SQL, {"statement": sql}, parse_reason)
         canonical = parsed.rows[0][0]
         problem = refusal(canonical) or self._inspected_refusal(canonical, tenant, reader, lock)
         if problem is not None:
             raise StatementRefused(problem)
-        return _run(reader, lock, canonical, parameters)
+        with self._checked_lock:
+            self._checked[key] = canonical
+            if len(self._checked) > CHECKED_READS:
+                self._checked.popitem(last=False)
+        return canonical
 
     def _inspected_refusal(
         self, canonical: str, tenant: str | None, reader: Any, lock: threading.Lock

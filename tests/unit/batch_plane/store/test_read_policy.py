@@ -252,3 +252,15 @@ def test_the_policy_reads_the_tree_not_the_text() -> None:
     assert policy_refusal(references(select_of(literal)), scope, catalogue(), frozenset) is None
     refused = policy_refusal(references(select_of(called)), scope, catalogue(), frozenset)
     assert "file()" in (refused or "")
+
+
+def test_a_statement_checked_for_the_owner_is_checked_again_for_a_tenant(
+    store: ClientStore,
+) -> None:
+    """Checks are remembered per statement text and kind of session: what the owner may
+    run once is still refused on a tenant's session, every time."""
+    statement = "SELECT sum(rows) >= 0 FROM system.parts WHERE table = 'alerts'"
+    for _ in range(2):
+        assert store.query(statement, readonly=True).rows == [[1]]
+        with pytest.raises(StatementRefused, match=r"system\.parts"):
+            store.query(statement, readonly=True, tenant="acme")
