@@ -33,6 +33,7 @@ from pathgrade.schemas.alerts import ALERT_COLUMNS
 from pathgrade.schemas.topics import MAC_HEADER, RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
 
 from pathgrade.demo.sender import send_demo_traces
+from pathgrade.stack.broker import listening_addresses
 from pathgrade.web.endpoint import TOKEN_HEADER
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.unit.realtime_plane.test_realtime_webhook import alert
@@ -285,19 +286,3 @@ def traces_data(trace_id: str) -> bytes:
     span.trace_id, span.span_id = bytes.fromhex(trace_id), b"\x01" * 8
     span.name, span.start_time_unix_nano, span.end_time_unix_nano = "invoke_agent forged", 1, 2
     return data.SerializeToString()
-
-
-def listening_addresses(port: int) -> set[str]:
-    """The local addresses of the TCP sockets listening on `port` (Linux /proc/net)."""
-    found = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            local, state = line.split()[1], line.split()[3]
-            address, hex_port = local.rsplit(":", 1)
-            if state == "0A" and int(hex_port, 16) == port:
-                raw = bytes.fromhex(address)
-                if len(raw) == 4:
-                    found.add(".".join(str(b) for b in reversed(raw)))
-                else:
-                    found.add(raw.hex())
-    return found
