@@ -11,11 +11,12 @@ the store writer, the realtime plane and the online scorer refuse (count, and co
 a message whose MAC is missing or wrong (`transport.consumer.authentic`). A copy of a
 message the stack signed is accepted again, which at-least-once delivery allows anyway.
 
-`pathgrade up` with its bundled broker makes a fresh key each start and hands it to its
-processes (and keeps it in the owner-only `stack.json` for commands that publish into the
-stack's broker); with `--kafka` and for the production boxes the key is optional:
-$PATHGRADE_KAFKA_MESSAGE_KEY_FILE names a file of 64 hex characters every box of the
-deployment reads (without it nothing is signed or checked; secure the cluster itself).
+`pathgrade up` with its bundled broker makes a fresh key each start, hands it to its
+processes and writes it to `message.key` in its owner-only data directory (named in
+`stack.json`, for commands and boxes that join the stack's broker); with `--kafka` and for
+the production boxes the key is optional: $PATHGRADE_KAFKA_MESSAGE_KEY_FILE names a file of
+64 hex characters every box of the deployment reads (without it nothing is signed or
+checked; secure the cluster itself).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pydantic import AfterValidator, SecretStr
 
 KEY_BYTES = 32
 MESSAGE_KEY_FILE_ENV = KAFKA_SETTINGS_PREFIX + "MESSAGE_KEY_FILE"
+MESSAGE_KEY_FILE = "message.key"  # in `pathgrade up`'s data directory
 Headers = Sequence[tuple[str, bytes | None]]
 _ABSENT = (2**64 - 1).to_bytes(8, "big")  # the length prefix of a missing key or value
 
@@ -70,6 +72,16 @@ class MessageKey:
         except OSError as exc:
             raise ValueError(f"{path}: cannot read the message key: {exc.strerror}") from exc
         return cls.from_hex(text, str(path))
+
+    def write(self, path: Path) -> None:
+        """Write the key to `path` as hex, readable by its owner only (replacing a file
+        there: a stack makes a key each start)."""
+        temporary = path.with_name(path.name + ".tmp")
+        temporary.unlink(missing_ok=True)
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(self.hex + "\n")
+        os.replace(temporary, path)
 
     @property
     def hex(self) -> str:

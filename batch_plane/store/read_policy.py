@@ -155,6 +155,11 @@ def policy_refusal(
         return f"{_statement_name(found.statement)} is not a read this session runs" + (
             " (a tenant's session runs SELECT, WITH, DESCRIBE and EXISTS)" if tenant else ""
         )
+    if found.unknown_nodes:
+        return (
+            f"the statement uses {found.unknown_nodes[0]}, which reads do not run (the check "
+            "reads every way a statement reaches a table or a function, for known syntax)"
+        )
     if found.settings:
         return "a SETTINGS clause is not allowed: the session's settings are fixed"
     for name in found.table_functions:

@@ -3,10 +3,12 @@
 ClickHouse parses the statement (`parseQueryToJSON`, the same parser that runs it) into a
 JSON tree; `references` walks every node of it and lists what the statement reaches: the
 tables it names (in FROM, JOIN, sub-queries, views' arguments, `x IN table`), the table
-functions it calls, every other function it calls, the names it defines itself (CTEs and
-aliases), identifier parameters (`{name:Identifier}`, which name a table only when the
-statement runs) and whether it carries a SETTINGS clause. `read_policy` decides from that
-whether a reader may run it.
+functions it calls, every other function it calls (`APPLY(f)` included), the names it
+defines itself (CTEs and aliases), identifier parameters (`{name:Identifier}`, which name a
+table only when the statement runs), whether it carries a SETTINGS clause, and any node of
+a kind outside KNOWN_NODES (syntax this walk was not written for: refused, so new syntax
+that could call a function some other way never runs unread). `read_policy` decides from
+that whether a reader may run it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,19 @@ PARSE_TREE = "SELECT parseQueryToJSON({statement:String})"
 """ClickHouse's syntax tree of one statement, as JSON (no evaluation, no table read)."""
 _IN_FUNCTION = re.compile(r"(global)?(not)?(null)?in(ignoreset)?", re.IGNORECASE)
 """The IN family (`in`, `notIn`, `globalNullIn`, ...): their right side may name a table."""
+
+KNOWN_NODES = frozenset({
+    "ArrayJoin", "Asterisk", "ColumnsApplyTransformer", "ColumnsExceptTransformer",
+    "ColumnsListMatcher", "ColumnsRegexpMatcher", "ColumnsReplaceTransformer",
+    "ColumnsReplaceTransformerReplacement", "ColumnsTransformerList", "ExplainQuery",
+    "ExpressionList", "Function", "Identifier", "InterpolateElement", "Literal",
+    "OrderByElement", "QualifiedAsterisk", "QualifiedColumnsListMatcher",
+    "QualifiedColumnsRegexpMatcher", "QueryParameter", "SampleRatio", "SelectQuery",
+    "SelectWithUnionQuery", "SetQuery", "ShowColumnsQuery", "ShowTablesQuery", "Subquery",
+    "TableExpression", "TableIdentifier", "TableJoin", "TablesInSelectQuery",
+    "TablesInSelectQueryElement", "WindowDefinition", "WindowListElement", "WithElement",
+})  # fmt: skip
+"""The node kinds whose every way to a table or a function this walk reads."""
 
 TableName = tuple[str, ...]
 """A table's name as its parts: ("spans",) or ("system", "parts")."""
@@ -36,6 +51,7 @@ class References:
     defined_names: set[str] = field(default_factory=set)  # CTE names and aliases
     identifier_parameters: list[str] = field(default_factory=list)
     settings: bool = False  # a SETTINGS clause of a query (EXPLAIN's own options excluded)
+    unknown_nodes: list[str] = field(default_factory=list)  # kinds outside KNOWN_NODES
 
 
 def references(tree: dict[str, Any]) -> References:
@@ -59,6 +75,8 @@ def _visit(node: Any, found: References) -> None:
     if not isinstance(node, dict):
         return
     kind = node.get("type")
+    if kind is not None and kind not in KNOWN_NODES:
+        found.unknown_nodes.append(str(kind))
     skipped: set[str] = set()
     if "alias" in node:
         found.defined_names.add(str(node["alias"]))
@@ -76,6 +94,8 @@ def _visit(node: Any, found: References) -> None:
         in_identifier = len(arguments) == 2 and arguments[1].get("type") == "Identifier"
         if in_identifier and _IN_FUNCTION.fullmatch(name):
             found.in_names.append(_name_parts(arguments[1]))
+    elif kind == "ColumnsApplyTransformer" and "func_name" in node:  # SELECT * APPLY(f)
+        found.functions.append(str(node["func_name"]))
     elif kind == "WithElement":
         found.defined_names.add(str(node.get("name", "")))
     elif kind == "QueryParameter" and node.get("param_type") == "Identifier":

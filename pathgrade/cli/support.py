@@ -289,25 +289,23 @@ def cli_store(args: argparse.Namespace, must_exist: bool = True) -> Iterator[Sto
 def message_key_setting(args: argparse.Namespace, bootstrap: str) -> str | None:
     """The message key (hex) a box or command signs and checks its Kafka messages with
     (`schemas.message_auth`): the file $PATHGRADE_KAFKA_MESSAGE_KEY_FILE names, else, when
-    `bootstrap` is the broker of the `pathgrade up` running on `--data-dir`, that stack's
-    (from its owner-only stack.json); None otherwise. A bad key file is a CliError."""
-    from pathgrade.schemas.message_auth import message_key_from_env
+    `bootstrap` is the bundled broker of the `pathgrade up` running on `--data-dir`, that
+    stack's (the file its owner-only stack.json names); None otherwise. A bad key file is a
+    CliError."""
+    from pathgrade.schemas.message_auth import MessageKey, message_key_from_env
     from pathgrade.stack.ownership import read_state
 
-    try:
-        key = message_key_from_env()
-    except ValueError as exc:
-        raise CliError(str(exc)) from exc
-    if key is not None:
-        return key.hex
     data_dir = getattr(args, "data_dir", None)
     try:
-        state = read_state(data_dir.resolve()) if data_dir is not None else None
+        key = message_key_from_env()
+        state = read_state(data_dir.resolve()) if data_dir is not None and key is None else None
+        if state and state.get("kafka") == bootstrap and state.get("message_key_file"):
+            key = MessageKey.from_file(state["message_key_file"])
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
     except OSError:  # another user's stack: its key is not ours to read
-        state = None
-    if state and state.get("kafka") == bootstrap:
-        return state.get("message_key")
-    return None
+        key = None
+    return key.hex if key is not None else None
 
 
 def agent_tracer_provider(args: argparse.Namespace) -> tuple[Any, Any]:

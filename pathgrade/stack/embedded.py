@@ -40,7 +40,7 @@ from pathgrade.realtime_plane.assembler import AssemblerStats
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.plane import RealtimeCounters, RealtimePlane
 from pathgrade.schemas.fingerprints import FactSecret
-from pathgrade.schemas.message_auth import MessageKey, message_key_from_env
+from pathgrade.schemas.message_auth import MESSAGE_KEY_FILE, MessageKey, message_key_from_env
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     KAFKA_SETTINGS_PREFIX,
@@ -254,7 +254,9 @@ class Stack:
         one for the bundled broker (which anyone on the machine can reach); with `--kafka`,
         the deployment's from $PATHGRADE_KAFKA_MESSAGE_KEY_FILE, or none."""
         if not self.options.kafka:
-            return MessageKey.generate()
+            key = MessageKey.generate()
+            key.write(self.data_dir / MESSAGE_KEY_FILE)  # for boxes joining the broker
+            return key
         try:
             return message_key_from_env()
         except ValueError as exc:
@@ -328,7 +330,7 @@ class Stack:
                 "http_port": self.http_port,
                 "pids": pids,
                 "started": {name: pid and process_started(pid) for name, pid in pids.items()},
-                "message_key": self.message_key and self.message_key.hex,
+                "message_key_file": self.broker and str(self.data_dir / MESSAGE_KEY_FILE),
             }
         )
 

@@ -64,7 +64,8 @@ class Stack:
 
     def leaks(self, text: str) -> list[str]:
         """What of acme's, of the host's files or of the owner's secrets `text` shows."""
-        secrets = [ACME_SERVICE, self.state["token"], self.state["message_key"], "root:"]
+        message_key = Path(self.state["message_key_file"]).read_text().strip()
+        secrets = [ACME_SERVICE, self.state["token"], message_key, "root:"]
         return [s for s in [*secrets, *self.acme_traces] if s in text]
 
 
@@ -133,7 +134,8 @@ def request(stack: Stack, path: str, body: Any = None, token: str | None = None)
 
 def test_the_endpoint_answers_no_local_process_without_the_owners_token(stack: Stack) -> None:
     stack_json = stack.data_dir / "stack.json"
-    assert stack_json.stat().st_mode & 0o077 == 0  # only the owner's user reads the token
+    for private in (stack.data_dir, stack_json, Path(stack.state["message_key_file"])):
+        assert private.stat().st_mode & 0o077 == 0, private  # the owner's user's only
     forged = alert("PG110").model_copy(update={"alert_key": "forged", "tenant": "acme"})
     doors = [
         ("/sql", {"sql": f"SELECT * FROM spans WHERE ServiceName = '{ACME_SERVICE}'"}),

@@ -59,3 +59,12 @@ def test_keys_are_read_from_hex_and_never_printed(tmp_path: Path) -> None:
         message_key_from_env({MESSAGE_KEY_FILE_ENV: str(path)})
     with pytest.raises(ValueError, match="cannot read"):
         MessageKey.from_file(tmp_path / "missing")
+
+
+def test_a_written_key_is_the_owners_only_and_a_new_one_replaces_it(tmp_path: Path) -> None:
+    path = tmp_path / "message.key"
+    for key in (KEY, MessageKey.generate()):
+        key.write(path)
+        assert MessageKey.from_file(path).hex == key.hex
+        assert path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["message.key"]

@@ -53,6 +53,9 @@ FILE_READS = [
     "WITH x AS (SELECT file('{path}') AS f) SELECT * FROM x",
     "WITH file('{path}') AS f SELECT f",
     "SELECT arrayMap(x -> file(x), ['{path}'])",
+    "SELECT * APPLY(file) FROM (SELECT '{path}' AS p)",
+    "SELECT COLUMNS('p') APPLY(file) FROM (SELECT '{path}' AS p)",
+    "SELECT * APPLY(x -> file(x)) FROM (SELECT '{path}' AS p)",
     "SELECT * FROM view(SELECT file('{path}'))",
     "SELECT * FROM file('{path}', 'LineAsString')",
     "SELECT * FROM file('{path}', 'CSVWithNames')",
@@ -242,6 +245,15 @@ def select_of(expression: dict) -> dict:
     """The tree of `SELECT <expression>`."""
     query = {"type": "SelectQuery", "select": {"children": [expression]}}
     return {"type": "SelectWithUnionQuery", "list_of_selects": {"children": [query]}}
+
+
+def test_syntax_the_walk_does_not_know_is_refused() -> None:
+    """A node kind the walk was not written for could reach a function some new way."""
+    novel = {"type": "SomeNewTransformer", "func_name": "file"}
+    refused = policy_refusal(
+        references(select_of(novel)), ReadScope(None, "default"), catalogue(), frozenset
+    )
+    assert "SomeNewTransformer, which reads do not run" in (refused or "")
 
 
 def test_the_policy_reads_the_tree_not_the_text() -> None:
