@@ -230,6 +230,9 @@ class Stack:
         try:
             for stale in self.store.claim():
                 self.out(f"stopped {stale}, left running by an earlier pathgrade up")
+            if self.message_key is not None and not self.options.kafka:
+                # in the data directory the claim made owner-only: for boxes joining the broker
+                self.message_key.write(self.data_dir / MESSAGE_KEY_FILE)
             self._start_kafka()
             self.store.bootstrap = self.bootstrap
             self.store.start()
@@ -254,9 +257,7 @@ class Stack:
         one for the bundled broker (which anyone on the machine can reach); with `--kafka`,
         the deployment's from $PATHGRADE_KAFKA_MESSAGE_KEY_FILE, or none."""
         if not self.options.kafka:
-            key = MessageKey.generate()
-            key.write(self.data_dir / MESSAGE_KEY_FILE)  # for boxes joining the broker
-            return key
+            return MessageKey.generate()
         try:
             return message_key_from_env()
         except ValueError as exc:
