@@ -482,7 +482,8 @@ def run_once(variant: Variant, bodies: list[bytes], spans: int, traces: int, arg
     http_port = free_port()
     stack = start_stack(variant, data_dir, http_port, args.store_writer_nice)
     try:
-        store = RemoteStore(json.loads((data_dir / "stack.json").read_text())["query_url"])
+        state = json.loads((data_dir / "stack.json").read_text())
+        store = RemoteStore(state["query_url"], state["token"])
         warm_spans, warm_traces, warm_alerts, warm_sampled = warm_up(http_port, data_dir, store)
         stored_target, evaluated_target = spans + warm_spans, traces + warm_traces
         pids = process_tree(stack.pid, data_dir)

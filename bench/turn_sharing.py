@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pathgrade.detectors import default_policy
 from pathgrade.realtime_plane.assembler import DueTrace
 from pathgrade.realtime_plane.evaluate import TraceEvaluator
+from pathgrade.realtime_plane.plane import RealtimeCounters
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.otlp import decode_spans_message
@@ -76,7 +77,7 @@ def shared_round(
     producer.flush()
     received, deadline = 0, time.monotonic() + 60
     while received < published and time.monotonic() < deadline:
-        digests = feed.poll()
+        digests = feed.poll(RealtimeCounters())
         for digest in digests:
             other.remember(digest)
         received += len(digests)

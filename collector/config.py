@@ -16,6 +16,7 @@ from pathgrade.collector.http_server import (
 from pathgrade.collector.limits import DEFAULT_MAX_BODY_BYTES
 from pathgrade.collector.redact import RedactionConfig
 from pathgrade.collector.spill import DEFAULT_SPILL_BYTES
+from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pathgrade.schemas.topics import REALTIME_GROUP, SPANS_TOPIC, STORE_GROUP
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -120,3 +121,4 @@ class CollectorConfig(BaseModel):
         "replicas one shared file (a Kubernetes Secret): a fingerprint names its key, and "
         "fingerprints of different keys are never compared",
     )
+    message_key: MessageKeySetting = Field(None, description=MESSAGE_KEY_HELP)

@@ -23,8 +23,10 @@ from pathgrade.collector.pipeline import IngestCounters, IngestPipeline
 from pathgrade.collector.publisher import KafkaPublisher, producer_for
 from pathgrade.collector.redact import Redactor
 from pathgrade.collector.spill import SpillFile, SpillInUse
+from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.pii import PiiScanner
 from pathgrade.schemas.stalls import STALLED, WRITE_FAILURES
+from pathgrade.transport.signing import signing
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +52,18 @@ class Collector:
         self._http: OtlpHttpServer | None = None
         self._http_thread: threading.Thread | None = None
 
+    def new_producer(self) -> Any:
+        """A producer to Kafka (`producer_for`) whose messages carry the stack's MAC when
+        the config has a message key (`schemas.message_auth`)."""
+        config = self.config
+        producer = producer_for(config.kafka_bootstrap, config.ack_timeout_s)
+        return signing(producer, message_key(config.message_key))
+
     def start(self) -> None:
         config = self.config
         facts = self._fact_maker()  # a bad key file stops the start before any connection
         try:
-            producer = producer_for(config.kafka_bootstrap, config.ack_timeout_s)
+            producer = self.new_producer()
         except KafkaError as exc:
             raise KafkaUnavailable(
                 f"cannot reach Kafka at {config.kafka_bootstrap}: {exc}"
@@ -71,7 +80,7 @@ class Collector:
         self.publisher = KafkaPublisher(
             producer, spill, config.topic, config.ack_timeout_s,
             dead_letters=DeadLetterFile(config.spill_dir),
-            renew=lambda: producer_for(self.config.kafka_bootstrap, self.config.ack_timeout_s),
+            renew=self.new_producer,
             committed=self._group_offsets,
         )  # fmt: skip
         self.publisher.start()
@@ -148,7 +157,7 @@ class Collector:
         self.config = self.config.model_copy(update={"kafka_bootstrap": bootstrap})
         if self._group_offsets is not None:
             self._group_offsets.move_to(bootstrap)
-        self.publisher.resume(producer_for(bootstrap, self.config.ack_timeout_s), lost=lost)
+        self.publisher.resume(self.new_producer(), lost=lost)
 
     def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting, finish in-flight requests, flush to Kafka (or keep in spill)."""

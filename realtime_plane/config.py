@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pathgrade.schemas.topics import (
     ALERTS_TOPIC,
     REALTIME_GROUP,
@@ -98,6 +99,7 @@ class RealtimeConfig(BaseModel):
     sampler: SamplerRates = Field(
         default_factory=SamplerRates, description="which traces go to online scoring"
     )
+    message_key: MessageKeySetting = Field(None, description=MESSAGE_KEY_HELP)
     session_timeout_ms: PositiveInt = Field(6000, description="consumer group session timeout")
     poll_timeout_ms: PositiveInt = Field(
         50,

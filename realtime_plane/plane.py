@@ -41,6 +41,7 @@ from pathgrade.realtime_plane.sinks import (
 )
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.alerts import Alert
+from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.otlp import reader_built
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import (
@@ -49,6 +50,7 @@ from pathgrade.schemas.topics import (
     read_until_drained,
 )
 from pathgrade.transport.consumer import TopicConsumer, decode_spans
+from pathgrade.transport.signing import signing
 
 log = logging.getLogger(__name__)
 COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts are costly
@@ -74,6 +76,7 @@ class RealtimeCounters:
     evaluation_failures: int = 0  # traces whose evaluation raised (logged, then skipped)
     turns_shared: int = 0  # conversation turns published for the group's other consumers
     turns_received: int = 0  # turns other consumers published
+    forged_messages: int = 0  # refused (spans, turns): no or a wrong MAC under the stack's key
 
 
 class RealtimePlane:
@@ -87,6 +90,7 @@ class RealtimePlane:
     ) -> None:
         self.config = config
         self.clock = clock
+        self.message_key = message_key(config.message_key)
         if not reader_built():
             log.warning(
                 "the OTLP reader (pathgrade.schemas._otlp_reader) is not built: every span "
@@ -109,7 +113,7 @@ class RealtimePlane:
             StoreAlertSink(alert_store, self._stored) if alert_store is not None else None
         )
         self.webhook: WebhookSink | None = None
-        self.producer: KafkaProducer | None = None
+        self.producer: Any = None  # a KafkaProducer, signing with the message key
         self.sinks: list[AlertSink] = [LogAlertSink()]
         """Every alert output, in the order each group of alerts is handed over (the log
         line, the alerts topic, the table; the webhook joins at `start`)."""
@@ -134,7 +138,7 @@ class RealtimePlane:
         self.turn_batcher = TurnBatcher(self.worker)
         self.turn_feed = (
             TurnFeed(config.bootstrap_servers, config.turns_topic, self.worker,
-                     config.turns_lookback_s)
+                     config.turns_lookback_s, self.message_key)
             if config.turns_topic else None
         )  # fmt: skip
 
@@ -154,8 +158,11 @@ class RealtimePlane:
             # Alerts, samples and turns are not on the webhook's path: lingering 100 ms fills
             # batches instead of waking the sender for nearly every message (at 3,000
             # spans/s, 57% of a core for the whole plane against 65-69% at 5 ms).
-            self.producer = KafkaProducer(
-                **kafka_client_settings(config.bootstrap_servers), linger_ms=100, acks=1
+            self.producer = signing(
+                KafkaProducer(
+                    **kafka_client_settings(config.bootstrap_servers), linger_ms=100, acks=1
+                ),
+                self.message_key,
             )
         if config.webhook_url and self.webhook is None:
             backlog = (
@@ -227,14 +234,14 @@ class RealtimePlane:
         consumer costs the same with nothing new, so it runs every
         TURNS_POLL_INTERVAL_S, not on every poll of the spans)."""
         assert self.turn_feed is not None
-        digests = self.turn_feed.poll()
+        digests = self.turn_feed.poll(self.counters_)
         self.counters_.turns_received += len(digests)
         for digest in digests:
             self.evaluator.remember(digest)
 
     def _add(self, partition: TopicPartition, message: Any, now: float) -> None:
         self.counters_.messages += 1
-        spans = decode_spans(partition, message, self.counters_)
+        spans = decode_spans(partition, message, self.counters_, self.message_key)
         self.counters_.spans += len(spans)
         self.assembler.add(partition.partition, message.offset, spans, now)
 

@@ -18,8 +18,10 @@ import time
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
+from pathgrade.schemas.message_auth import MessageKey
 from pathgrade.schemas.topics import WORKER_HEADER, kafka_client_settings
 from pathgrade.schemas.turns import TurnBatch, TurnDigest
+from pathgrade.transport.consumer import ForgedCount, authentic
 from pydantic import ValidationError
 
 log = logging.getLogger(__name__)
@@ -88,11 +90,19 @@ class TurnFeed:
     `lookback_s` ago (by timestamp; a partition with nothing that recent starts at its
     end), and hands out the digests other consumers published."""
 
-    def __init__(self, bootstrap_servers: str, topic: str, worker: str, lookback_s: float):
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        worker: str,
+        lookback_s: float,
+        key: MessageKey | None = None,
+    ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.topic = topic
         self.worker = worker
         self.lookback_s = lookback_s
+        self.key = key  # the stack's message key: other messages are refused
         self.consumer: KafkaConsumer | None = None
 
     def start(self) -> None:
@@ -123,15 +133,17 @@ class TurnFeed:
                 consumer.seek(tp, found.offset)
         self.consumer = consumer
 
-    def poll(self) -> list[TurnDigest]:
-        """Digests that arrived since the last call, without waiting."""
+    def poll(self, counts: ForgedCount) -> list[TurnDigest]:
+        """Digests that arrived since the last call, without waiting; a forged message
+        (`transport.consumer.authentic`) is refused and counted in `counts`."""
         if self.consumer is None:
             return []
         records = self.consumer.poll(timeout_ms=0)
         return [
             digest
-            for messages in records.values()
+            for partition, messages in records.items()
             for message in messages
+            if authentic(partition, message, self.key, counts)
             for digest in remote_digests(message, self.worker)
         ]
 

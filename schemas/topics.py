@@ -30,6 +30,9 @@ SCORER_GROUP = "pathgrade-scorer"
 TENANT_HEADER = "pathgrade.tenant"
 RECEIVED_AT_HEADER = "pathgrade.received_at_ns"  # decimal nanoseconds since the epoch
 WORKER_HEADER = "pathgrade.worker"  # on pathgrade.turns: the consumer that published it
+MAC_HEADER = "pathgrade.mac"
+"""On every message the stack's processes write, with a message key: its HMAC-SHA256
+(`schemas.message_auth`)."""
 
 DEFAULT_TENANT = "default"
 

@@ -1,7 +1,8 @@
 """`TopicConsumer`: the one shape of a pathgrade consumer-group member (the store writer,
 the realtime plane, the online scorer): subscribe with the group's settings, tell the
-owner of rebalances, decode span messages skipping the undecodable ones, commit only the
-offsets of work the owner has stored, and run a poll loop until stopped.
+owner of rebalances, decode span messages skipping the undecodable ones and refusing the
+forged ones (no or a wrong MAC under the stack's message key: `authentic`), commit only
+the offsets of work the owner has stored, and run a poll loop until stopped.
 
 The planes share it without importing each other; the consumer settings and the topics'
 wire names it reads are the bottom layer's (`schemas.topics`).
@@ -17,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
+from pathgrade.schemas.message_auth import MessageKey
 from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import DecodeProblems, decode_kafka_message
 from pathgrade.schemas.stalls import Backoff
@@ -29,21 +31,45 @@ Partitions = Callable[[set[int]], None]
 """A rebalance callback: the partition numbers revoked or assigned."""
 
 
-class DecodeCounts(Protocol):
+class ForgedCount(Protocol):
+    """Messages refused as not the stack's own (an owner's stats)."""
+
+    forged_messages: int
+
+
+class DecodeCounts(ForgedCount, Protocol):
     """What decoding span messages met (an owner's stats): messages skipped, spans partly
     decoded (stored without their GenAI fields: `schemas.otlp`), messages whose headers
-    could not be read (a default tenant or receive time)."""
+    could not be read (a default tenant or receive time), forged messages refused."""
 
     undecodable_messages: int
     partly_decoded_spans: int
     unreadable_headers: int
 
 
-def decode_spans(partition: TopicPartition, message: Any, counts: DecodeCounts) -> list[Span]:
+def authentic(
+    partition: TopicPartition, message: Any, key: MessageKey | None, counts: ForgedCount
+) -> bool:
+    """Whether `message` carries the stack's MAC (`schemas.message_auth`; any message
+    without a key); one that does not is logged and counted in `counts.forged_messages`,
+    and its owner skips it (and commits past it: nothing the stack wrote is lost)."""
+    if key is None or key.authentic(
+        partition.topic, message.key, message.value, message.headers or ()
+    ):
+        return True
+    counts.forged_messages += 1
+    log.warning("refused a message without the stack's MAC at %s[%d] offset %d",
+                partition.topic, partition.partition, message.offset)  # fmt: skip
+    return False
+
+
+def decode_spans(
+    partition: TopicPartition, message: Any, counts: DecodeCounts, key: MessageKey | None = None
+) -> list[Span]:
     """The spans of one `pathgrade.spans` message; an undecodable message is logged,
     counted in `counts.undecodable_messages` and skipped (no spans), so one bad message
-    never stops a consumer."""
-    return read_message(partition, message, counts, decode_kafka_message) or []
+    never stops a consumer; so is a forged one (`authentic`) with a key."""
+    return read_message(partition, message, counts, decode_kafka_message, key) or []
 
 
 def read_message(
@@ -51,9 +77,13 @@ def read_message(
     message: Any,
     counts: DecodeCounts,
     read: Callable[[Any, DecodeProblems], T],
+    key: MessageKey | None = None,
 ) -> T | None:
     """`read(message, problems)`, its problems added to `counts`; None for a message it
-    finds undecodable (ValueError), which is logged and counted."""
+    finds undecodable (ValueError), which is logged and counted, and, with `key`, for a
+    forged one (`authentic`)."""
+    if not authentic(partition, message, key, counts):
+        return None
     problems = DecodeProblems()
     try:
         result: T | None = read(message, problems)

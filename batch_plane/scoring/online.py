@@ -22,10 +22,11 @@ from pathgrade.batch_plane.scoring.scores import JUDGE_ERROR_LABEL, evaluation_e
 from pathgrade.batch_plane.scoring.trace_scorers import JUDGE_METRICS, TraceScorer, UnknownMetric
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.detectors.policy import RISK_TIERS, Policy
+from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.sampled import SampledTrace
 from pathgrade.schemas.store import Store
-from pathgrade.transport.consumer import TopicConsumer
+from pathgrade.transport.consumer import TopicConsumer, authentic
 from pydantic import ValidationError
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ class OnlineScorerStats:
     scores: int = 0
     skipped: int = 0  # undecodable, never stored, or no scorers for it
     judge_failures: int = 0  # judge scores written as `judge_error` (no value)
+    forged_messages: int = 0  # refused: no or a wrong MAC under the stack's message key
 
 
 class OnlineScorer:
@@ -67,6 +69,7 @@ class OnlineScorer:
         self.store = store
         self.on_event = on_event
         self.stats = OnlineScorerStats()
+        self.message_key = message_key(config.message_key)
         self.judge = judge
         self._scorers: dict[tuple[str, ...], TraceScorer] = {}
         self.consumer = TopicConsumer(
@@ -85,11 +88,13 @@ class OnlineScorer:
         self.consumer.run(stop, lambda: self.poll_once(stop))
 
     def poll_once(self, stop: threading.Event | None = None, timeout_ms: int = 200) -> None:
-        """Score each polled message and commit it once its scores are stored."""
+        """Score each polled message and commit it once its scores are stored (a forged one
+        is refused, counted and committed past)."""
         for partition, messages in self.consumer.poll(timeout_ms=timeout_ms).items():
             for message in messages:
                 self.stats.messages += 1
-                self.handle(message.value, stop)
+                if authentic(partition, message, self.message_key, self.stats):
+                    self.handle(message.value, stop)
                 self.consumer.commit({partition: message.offset + 1})
 
     def handle(self, value: bytes, stop: threading.Event | None = None) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pathgrade.detectors.policy import Policy
+from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,3 +46,4 @@ class OnlineScorerConfig(BaseModel):
     consumer_options: dict[str, Any] = Field(
         default_factory=dict, description="further kafka-python consumer settings"
     )
+    message_key: MessageKeySetting = Field(None, description=MESSAGE_KEY_HELP)

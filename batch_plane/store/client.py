@@ -4,22 +4,37 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 import hashlib
 import ipaddress
+import json
 import tempfile
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import clickhouse_connect
 from clickhouse_connect.driver._chdbclient import ChdbClient
 from clickhouse_connect.driver.exceptions import DataError
+from pathgrade.batch_plane.store.read_policy import (
+    CATALOGUE_SQL,
+    COMBINATORS_SQL,
+    CatalogueEntry,
+    FunctionCatalogue,
+    ReadScope,
+    policy_refusal,
+)
 from pathgrade.batch_plane.store.reads import PARSE_SQL, clickhouse_reason, parse_reason, refusal
+from pathgrade.batch_plane.store.statement_tree import PARSE_TREE, references
 from pathgrade.batch_plane.store.tenancy import tenant_settings
 from pathgrade.schemas.store import QueryResult, RejectedRow
 
+CHECKED_READS = 1024
+"""Statements whose check a store remembers (`ClientStore._checked_read`)."""
 READER_SETTINGS = {"readonly": 1}
 """The reader session's settings, set when it opens: no statement run there can lift them."""
 SESSION_SETTINGS = {"distributed_product_mode": "local", "insert_distributed_sync": 1}
@@ -89,6 +104,9 @@ class ClientStore:
         self._tenant_readers: dict[str, tuple[Any, threading.Lock]] = {}
         self._readers_lock = threading.Lock()
         self._files: tempfile.TemporaryDirectory[str] | None = None  # `insert_select`'s
+        self._inspection: _Inspection | None = None  # how statements are inspected, once known
+        self._checked: OrderedDict[tuple[str, bool], str] = OrderedDict()  # `_checked_read`
+        self._checked_lock = threading.Lock()
 
     def query(
         self,
@@ -97,19 +115,86 @@ class ClientStore:
         readonly: bool = False,
         tenant: str | None = None,
     ) -> QueryResult:
-        """Rows of `sql`; with `readonly`, on the reader session and only if it is a read;
-        with `tenant`, read-only on a reader session of that tenant's own, opened with
+        """Rows of `sql`; with `readonly`, on the reader session and only if it is a read
+        that reaches nothing but what a reader may (`reads.refusal`, `read_policy`); with
+        `tenant`, read-only on a reader session of that tenant's own, opened with
         `tenancy.tenant_settings` before `readonly`: no query there sees another tenant's
         rows, and none can lift the filter."""
         if not readonly and tenant is None:
             return _run(self.client, self.lock, sql, parameters)
         reader, lock = self._reader_of(tenant)
+        canonical = self._checked_read(sql, tenant, reader, lock)
+        return _run(reader, lock, canonical, parameters)
+
+    def _checked_read(self, sql: str, tenant: str | None, reader: Any, lock: threading.Lock) -> str:
+        """The canonical form of `sql` once checked as a read for `tenant`'s session (the
+        owner's with None); StatementRefused why not. The same statement text is checked
+        once per kind of session (the last CHECKED_READS: the UI's queries repeat with
+        other parameters), as the decision depends on the text only."""
+        key = (sql, tenant is None)
+        with self._checked_lock:
+            if key in self._checked:
+                self._checked.move_to_end(key)
+                return self._checked[key]
         parsed = _run(reader, lock, PARSE_SQL, {"statement": sql}, parse_reason)
         canonical = parsed.rows[0][0]
-        problem = refusal(canonical)
+        problem = refusal(canonical) or self._inspected_refusal(canonical, tenant, reader, lock)
         if problem is not None:
             raise StatementRefused(problem)
-        return _run(reader, lock, canonical, parameters)
+        with self._checked_lock:
+            self._checked[key] = canonical
+            if len(self._checked) > CHECKED_READS:
+                self._checked.popitem(last=False)
+        return canonical
+
+    def _inspected_refusal(
+        self, canonical: str, tenant: str | None, reader: Any, lock: threading.Lock
+    ) -> str | None:
+        """Why the read `canonical` reaches what this session may not (`read_policy`), from
+        ClickHouse's syntax tree of it (written on the session `reader` that would run it);
+        None when it may run. `EXISTS` names only; a `DESCRIBE` is checked as a query of
+        what it describes; a `SHOW` the parser cannot write as a tree is the owner's only."""
+        first = canonical.split(" ", 1)[0]
+        if first == "EXISTS":
+            return None
+        if first == "SHOW" and tenant is not None:
+            return (
+                "SHOW is not a read this session runs (a tenant's session runs SELECT, "
+                "WITH, DESCRIBE and EXISTS)"
+            )
+        statement = canonical
+        if canonical.startswith(_DESCRIBE):
+            statement = "SELECT * FROM " + canonical[len(_DESCRIBE) :]
+        inspection = self._inspection_of()
+        session = inspection.local or _Session(reader, lock)
+        try:
+            tree = json.loads(session.run(PARSE_TREE, {"statement": statement}).rows[0][0])
+        except QueryError as exc:
+            if first == "SHOW" and _NOT_SERIALISABLE in str(exc):
+                return None  # SHOW PROCESSLIST, SHOW CREATE TABLE ...: names only
+            return f"the statement could not be inspected: {exc}"
+        main = _Session(self.reader, self.reader_lock)
+        return policy_refusal(
+            references(tree), ReadScope(tenant, inspection.database), inspection.catalogue,
+            lambda: frozenset(name for (name,) in main.run(_TABLES_SQL).rows),
+        )  # fmt: skip
+
+    def _inspection_of(self) -> _Inspection:
+        """How statements are inspected (found once): with the store's own parser and
+        function catalogue, or, on a ClickHouse without `parseQueryToJSON` (before 26.x),
+        with an embedded engine's (`local_engine`)."""
+        if self._inspection is None:
+            main = _Session(self.reader, self.reader_lock)
+            local: _Session | None = None
+            try:
+                main.run(PARSE_TREE, {"statement": "SELECT 1"})
+                catalogue = _catalogue(main)
+            except QueryError:
+                local = _Session(*local_engine())
+                catalogue = _catalogue(local)
+            database = main.run("SELECT currentDatabase()").rows[0][0]
+            self._inspection = _Inspection(local, catalogue, database)
+        return self._inspection
 
     def _reader_of(self, tenant: str | None) -> tuple[Any, threading.Lock]:
         """The reader session (and its lock) of `tenant`, opened the first time; the
@@ -230,6 +315,48 @@ class ClientStore:
         if self._files is None:
             self._files = tempfile.TemporaryDirectory(prefix="pathgrade-insert-")
         return self._files.name
+
+
+_DESCRIBE = "DESCRIBE TABLE "
+_NOT_SERIALISABLE = "does not support JSON serialization"
+_TABLES_SQL = "SELECT name FROM system.tables WHERE database = currentDatabase()"
+
+
+@dataclass(frozen=True)
+class _Session:
+    """A client and the lock its users take."""
+
+    client: Any
+    lock: threading.Lock
+
+    def run(self, sql: str, parameters: dict[str, Any] | None = None) -> QueryResult:
+        return _run(self.client, self.lock, sql, parameters)
+
+
+@dataclass(frozen=True)
+class _Inspection:
+    """How a store inspects statements: on the session that runs them, or (`local`) on an
+    embedded engine; with the function catalogue of that engine; in `database`."""
+
+    local: _Session | None
+    catalogue: FunctionCatalogue
+    database: str
+
+
+def _catalogue(session: _Session) -> FunctionCatalogue:
+    """The function catalogue of `session`'s engine."""
+    entries = [
+        CatalogueEntry(name, bool(aggregate), bool(folded), alias_to, category)
+        for name, aggregate, folded, alias_to, category in session.run(CATALOGUE_SQL).rows
+    ]
+    return FunctionCatalogue(entries, [name for (name,) in session.run(COMBINATORS_SQL).rows])
+
+
+@functools.cache
+def local_engine() -> tuple[Any, threading.Lock]:
+    """An in-memory embedded engine of this process, to parse statements for a ClickHouse
+    server too old to (in a process with no embedded store open: chDB opens one path)."""
+    return clickhouse_connect.get_client(dsn="chdb://:memory:"), threading.Lock()
 
 
 def content_named_file(directory: str, text: str) -> str:

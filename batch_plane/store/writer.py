@@ -39,6 +39,7 @@ from pathgrade.batch_plane.store.otlp_insert import (
 )
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
+from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import DecodeProblems, decode_resource_spans, message_tenant_and_time
 from pathgrade.schemas.stalls import Backoff, Stalls
@@ -68,6 +69,7 @@ class StoreWriterStats:
     rejected_spans: int = 0  # spans the store could not encode (logged, then skipped)
     partly_decoded_spans: int = 0  # stored without their GenAI fields (schemas.otlp)
     unreadable_headers: int = 0  # messages stored with a default tenant or receive time
+    forged_messages: int = 0  # refused: no or a wrong MAC under the stack's message key
     sql_inserts: int = 0  # batches inserted by the store's SQL (`sql_insert_min_spans`)
     python_path_messages: int = 0  # of those batches, outside the SQL: decoded in Python
     write_failures: int = 0  # inserts and commits that failed (and were tried again)
@@ -152,6 +154,7 @@ class StoreWriter:
         self.stats = StoreWriterStats()
         self.stalls = Stalls()
         self.abandoned = False  # its broker died: store and commit nothing more
+        self.message_key = message_key(config.message_key)
         self._batch = _Batch()
         self._lock = threading.Lock()
         self.joined = threading.Event()  # set when the group first hands it partitions
@@ -226,10 +229,12 @@ class StoreWriter:
         decides its path: either way a malformed value is skipped here, counted, and never
         reaches, or fails, a batch insert."""
         self.stats.messages += 1
+        key = self.message_key
         if not self.sql:
-            self._batch.add(partition, message.offset, decode_spans(partition, message, self.stats))
+            spans = decode_spans(partition, message, self.stats, key)
+            self._batch.add(partition, message.offset, spans)
             return
-        pending = read_message(partition, message, self.stats, _parsed)
+        pending = read_message(partition, message, self.stats, _parsed, key)
         self._batch.add(partition, message.offset, pending)
 
     def flush(self) -> None:

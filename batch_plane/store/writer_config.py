@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pathgrade.schemas.topics import SPANS_TOPIC, STORE_GROUP
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,3 +55,4 @@ class StoreWriterConfig(BaseModel):
     consumer_options: dict[str, Any] = Field(
         default_factory=dict, description="further kafka-python consumer settings"
     )
+    message_key: MessageKeySetting = Field(None, description=MESSAGE_KEY_HELP)

@@ -17,6 +17,7 @@ from pathgrade.cli.support import (
     CliError,
     cli_store,
     log_format_arg,
+    message_key_setting,
     metrics_arg,
     positive_int,
     print_line,
@@ -149,6 +150,9 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
     )  # fmt: skip
     if args.no_shared_history:
         settings["turns_topic"] = None
+    key = message_key_setting(args, args.kafka)
+    if key is not None:  # else the --config file's, if any
+        settings["message_key"] = key
     config = RealtimeConfig(bootstrap_servers=args.kafka, **settings)
     lines = AlertLineSettings(log_format=args.log_format, trace_url_base=args.ui_url)
     configure_alert_log(LOG_LINE_FORMAT, settings=lines)

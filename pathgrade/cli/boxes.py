@@ -16,6 +16,7 @@ from pathgrade.cli.support import (
     CliError,
     collector_args,
     collector_settings,
+    message_key_setting,
     metrics_arg,
     served_metrics,
     stop_on_signal,
@@ -74,6 +75,9 @@ def _cmd_collector(args: argparse.Namespace) -> int:
 
     settings = {"kafka_bootstrap": args.kafka, "spill_dir": str(args.spill_dir)}
     settings.update(collector_settings(args))
+    key = message_key_setting(args, args.kafka)
+    if key is not None:  # else the --config file's, if any
+        settings["message_key"] = key
     try:
         collector = Collector(CollectorConfig.model_validate(settings))
         collector.start()
@@ -96,10 +100,14 @@ def _cmd_collector(args: argparse.Namespace) -> int:
 
 def _cmd_store_writer(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.store.client import StoreUnavailable
+    from pathgrade.schemas.message_auth import MessageKey
     from pathgrade.stack.ownership import DataDirBusy
     from pathgrade.stack.store_owner import StoreOwner
 
-    owner = StoreOwner(args.kafka, args.data_dir, args.clickhouse)
+    key = message_key_setting(args, args.kafka)
+    owner = StoreOwner(
+        args.kafka, args.data_dir, args.clickhouse, message_key=key and MessageKey.from_hex(key)
+    )
     try:
         for stale in owner.claim():
             print(f"stopped {stale}, left running by an earlier pathgrade up", flush=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 from pathgrade.cli.agents import agent_args, kafka_bootstrap, store_for
 from pathgrade.cli.progress import Progress
-from pathgrade.cli.support import CliError, positive_int, store_args
+from pathgrade.cli.support import CliError, message_key_setting, positive_int, store_args
 
 WHERE_HELP = (
     "a ClickHouse boolean expression over the `spans` columns, e.g. "
@@ -98,7 +98,7 @@ def _register_replay(commands: Any) -> None:
     replay = commands.add_parser(
         "replay", help="re-publish stored traces to pathgrade.spans, or replay conversations"
     )
-    store_args(replay)
+    store_args(replay, tenant=True)
     replay.add_argument("--where", help=WHERE_HELP)
     replay.add_argument("--rate", type=float, metavar="N", help="at most N traces a second")
     replay.add_argument("--limit", type=positive_int, help="at most this many traces")
@@ -286,7 +286,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.evaluation.replay import ACK_TIMEOUT_S, replay_traces
     from pathgrade.batch_plane.store.trace_rows import find_trace_ids
     from pathgrade.collector.publisher import producer_for
+    from pathgrade.schemas.message_auth import MessageKey
     from pathgrade.stack.ownership import broker_lease
+    from pathgrade.transport.signing import signing
 
     if not args.where:
         raise CliError("replay: --where is required (or use `pathgrade replay conversations`)")
@@ -300,8 +302,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         # Into a running stack's broker: never while the stack swaps it for a fresh one.
         lease = nullcontext() if args.kafka else broker_lease(args.data_dir.resolve(), False)
         with lease:
+            key = message_key_setting(args, bootstrap)
             try:
-                producer = producer_for(bootstrap, ACK_TIMEOUT_S)
+                producer = signing(
+                    producer_for(bootstrap, ACK_TIMEOUT_S), key and MessageKey.from_hex(key)
+                )
             except KafkaError as exc:
                 raise CliError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
             try:

@@ -131,7 +131,7 @@ def register(commands: Any) -> None:
     _walk_arg(recommend)
     _limit_arg(recommend)
     recommend.add_argument("--format", choices=["text", "json"], default="text")
-    store_args(recommend)
+    store_args(recommend, tenant=True)
     recommend.set_defaults(run=_cmd_recommend)
 
 
@@ -143,7 +143,7 @@ def _traffic_args(parser: argparse.ArgumentParser, where_required: bool) -> None
     )
     _limit_arg(parser)
     _walk_arg(parser)
-    store_args(parser)
+    store_args(parser, tenant=True)
 
 
 def _limit_arg(parser: argparse.ArgumentParser) -> None:

@@ -14,6 +14,7 @@ from pathgrade.cli.suite_scoring import judge_args, make_judge, score_suite_run,
 from pathgrade.cli.support import (
     CliError,
     cli_store,
+    message_key_setting,
     metrics_arg,
     served_metrics,
     stop_on_signal,
@@ -130,7 +131,11 @@ def _cmd_scorer(args: argparse.Namespace) -> int:
             events.flush()
 
         scorer = OnlineScorer(
-            OnlineScorerConfig(bootstrap_servers=args.kafka, policy=policy), store, judge,
+            OnlineScorerConfig(
+                bootstrap_servers=args.kafka, policy=policy,
+                message_key=message_key_setting(args, args.kafka),
+            ),
+            store, judge,
             on_event if events else None,
         )  # fmt: skip
         stop = stop_on_signal()

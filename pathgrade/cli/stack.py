@@ -15,6 +15,7 @@ from pathgrade.cli.support import (
     collector_args,
     collector_settings,
     int_between,
+    listen_address,
     log_format_arg,
     print_line,
     realtime_settings,
@@ -57,6 +58,10 @@ def register(commands: Any) -> None:
         type=int_between(0, 86_400, "seconds"), metavar="SECONDS",
     )  # fmt: skip
     log_format_arg(up)
+    model_flag(
+        up, "--metrics-listen", StackOptions, "metrics_listen", type=listen_address,
+        metavar="HOST:PORT",
+    )  # fmt: skip
     up.set_defaults(run=_cmd_up)
 
     status = commands.add_parser("status", help="what the running `pathgrade up` has done")
@@ -96,6 +101,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
             status_every_s=args.status_every,
             log_format=args.log_format,
             retention=retention_of(args),
+            metrics_listen=args.metrics_listen,
         ),
         out=print_line,
     )

@@ -286,6 +286,28 @@ def cli_store(args: argparse.Namespace, must_exist: bool = True) -> Iterator[Sto
         raise CliError(f"store: {exc}", exit_code=1) from exc
 
 
+def message_key_setting(args: argparse.Namespace, bootstrap: str) -> str | None:
+    """The message key (hex) a box or command signs and checks its Kafka messages with
+    (`schemas.message_auth`): the file $PATHGRADE_KAFKA_MESSAGE_KEY_FILE names, else, when
+    `bootstrap` is the bundled broker of the `pathgrade up` running on `--data-dir`, that
+    stack's (the file its owner-only stack.json names); None otherwise. A bad key file is a
+    CliError."""
+    from pathgrade.schemas.message_auth import MessageKey, message_key_from_env
+    from pathgrade.stack.ownership import read_state
+
+    data_dir = getattr(args, "data_dir", None)
+    try:
+        key = message_key_from_env()
+        state = read_state(data_dir.resolve()) if data_dir is not None and key is None else None
+        if state and state.get("kafka") == bootstrap and state.get("message_key_file"):
+            key = MessageKey.from_file(state["message_key_file"])
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    except OSError:  # another user's stack: its key is not ours to read
+        key = None
+    return key.hex if key is not None else None
+
+
 def agent_tracer_provider(args: argparse.Namespace) -> tuple[Any, Any]:
     """The global TracerProvider for in-process agents: eval context + OTLP to --otlp."""
     from opentelemetry import trace

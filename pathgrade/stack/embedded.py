@@ -12,7 +12,9 @@ The bundled broker keeps everything in memory with no retention; past `broker_ma
 resident it is swapped for a fresh one the same way (`Stack.swap_broker`), so a
 long-running stack stays bounded. A broker that dies is replaced within seconds by a fresh
 one on a new port, into which the collector's durable log replays what the readers had
-not committed (`Stack.replace_dead_broker`).
+not committed (`Stack.replace_dead_broker`). It has no authentication and listens on
+loopback, where any local account can reach it: the stack's processes sign what they write
+with a key made for this stack (`schemas.message_auth`) and refuse what is not signed with it.
 
 Supervision restarts a child process or the broker that died, at most MAX_RESTARTS times
 within RESTART_WINDOW_S; past that, or when a restart fails, the stack stops within
@@ -45,6 +47,7 @@ from pathgrade.realtime_plane.assembler import AssemblerStats
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.plane import RealtimeCounters, RealtimePlane
 from pathgrade.schemas.fingerprints import FactSecret
+from pathgrade.schemas.message_auth import MESSAGE_KEY_FILE, MessageKey, message_key_from_env
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     KAFKA_SETTINGS_PREFIX,
@@ -85,7 +88,12 @@ from pathgrade.stack.messages import (
 from pathgrade.stack.options import StackOptions
 from pathgrade.stack.ownership import broker_lease, process_started
 from pathgrade.stack.priority import lower_thread_priority
-from pathgrade.stack.settings import check_collector, check_policy, check_realtime
+from pathgrade.stack.settings import (
+    StackSettingsError,
+    check_collector,
+    check_policy,
+    check_realtime,
+)
 from pathgrade.stack.status import (
     Snapshot,
     plus_earlier,
@@ -97,7 +105,7 @@ from pathgrade.stack.status import (
 from pathgrade.stack.store_access import facts_key_file
 from pathgrade.stack.store_owner import StoreOwner
 from pathgrade.web.endpoint import RemoteStore
-from pathgrade.web.metrics import prometheus_text
+from pathgrade.web.metrics import MetricsServer, prometheus_text
 
 if TYPE_CHECKING:
     from multiprocessing.queues import Queue
@@ -148,7 +156,7 @@ def _collector_main(
 def _realtime_main(
     config: dict[str, Any],
     store_url: str,
-    write_token: str,
+    token: str,
     alert_lines: AlertLineSettings,
     joined: Any,
     counters: SharedCounters[RealtimeCounters],
@@ -164,7 +172,7 @@ def _realtime_main(
     held trace; `Stop` answers with the partitions it read up to and its final counters
     (`RealtimeStopped`)."""
     with child_process("realtime", events, alert_lines):
-        store = RemoteStore(store_url, write_token)
+        store = RemoteStore(store_url, token)
         plane = RealtimePlane(RealtimeConfig.model_validate(config), store)
         plane.counters_ = counters.counters()
         plane.assembler.stats = assembler_stats.counters()
@@ -205,6 +213,7 @@ class Stack:
         self._earlier: dict[str, dict[str, int]] = {}  # by child: what the dead ones counted
         self._demo: threading.Thread | None = None
         self._demo_pages: threading.Thread | None = None  # seeds the demo's pages
+        self._exposed_metrics: MetricsServer | None = None  # --metrics-listen
         self.grpc_port = 0
         self.http_port = 0
         self.swaps = 0
@@ -215,11 +224,13 @@ class Stack:
         self._next_status = 0.0  # monotonic seconds of the next status line
         self._state_unsaved = False  # stack.json is behind (the disk refused it)
         self.final_status: Snapshot | None = None  # what every process did, once stopped
+        self.message_key: MessageKey | None = None  # signs the stack's Kafka messages
 
     def start(self) -> None:
         """Check the settings, take the data directory (stopping what an earlier stack on
         it left running), then start the broker, the store owner, the realtime processes
         and the collector; on any failure, stop what started and raise."""
+        self.message_key = self._message_key()
         with _interrupt_after():  # pydantic would wrap a KeyboardInterrupt raised inside
             check_collector(self._collector_config())
             check_realtime(self._realtime_settings())
@@ -229,13 +240,18 @@ class Stack:
         self.store = StoreOwner(
             self.bootstrap, self.data_dir, self.options.clickhouse,
             self.options.store_writer_niceness, self._tokens_file, self.options.retention,
+            self.message_key,
         )  # fmt: skip
         try:
             for stale in self.store.claim():
                 self.out(f"stopped {stale}, left running by an earlier pathgrade up")
+            if self.message_key is not None and not self.options.kafka:
+                # in the data directory the claim made owner-only: for boxes joining the broker
+                self.message_key.write(self.data_dir / MESSAGE_KEY_FILE)
             self._start_kafka()
             self.store.bootstrap = self.bootstrap
             self.store.start()
+            self._expose_metrics()
             if self.store.applied:
                 names = ", ".join(f"{m.version:04d}_{m.name}" for m in self.store.applied)
                 self.out(f"applied migrations: {names}")
@@ -250,6 +266,33 @@ class Stack:
         self._print_endpoints()
         if self.options.demo:
             self._start_demo()
+
+    def _message_key(self) -> MessageKey | None:
+        """The key the stack's processes sign and check their Kafka messages with: a fresh
+        one for the bundled broker (which anyone on the machine can reach); with `--kafka`,
+        the deployment's from $PATHGRADE_KAFKA_MESSAGE_KEY_FILE, or none."""
+        if not self.options.kafka:
+            return MessageKey.generate()
+        try:
+            return message_key_from_env()
+        except ValueError as exc:
+            raise StackSettingsError(str(exc)) from None
+
+    def _expose_metrics(self) -> None:
+        """`--metrics-listen`: the latest snapshot's metrics at the address the user chose,
+        without the owner's token (OSError naming the address when it cannot listen)."""
+        listen = self.options.metrics_listen
+        if listen is None:
+            return
+        assert self.store is not None and self.store.query_server is not None
+        server = self.store.query_server
+        try:
+            self._exposed_metrics = MetricsServer(*listen, lambda: server.metrics_text)
+        except OSError as exc:
+            raise OSError(
+                f"--metrics-listen {listen[0]}:{listen[1]}: {exc.strerror or exc}"
+            ) from exc
+        self._exposed_metrics.start()
 
     def _wait_for_consumer_groups(self) -> None:
         """Wait until the store writer and every realtime process have joined their
@@ -303,6 +346,7 @@ class Stack:
             "http_port": self.http_port,
             "pids": pids,
             "started": {name: pid and process_started(pid) for name, pid in pids.items()},
+            "message_key_file": self.broker and str(self.data_dir / MESSAGE_KEY_FILE),
         }
         try:
             self.store.publish_state(state)
@@ -325,6 +369,7 @@ class Stack:
             "durable_log": not self.options.kafka,
             "log_groups": [STORE_GROUP, self.options.realtime.get("group_id", REALTIME_GROUP)],
             **self.options.collector,
+            "message_key": self.message_key and self.message_key.hex,
         }
         if self.http_port:  # a restart: the endpoints stay where clients point
             config.update(grpc_port=self.grpc_port, http_port=self.http_port)
@@ -351,6 +396,7 @@ class Stack:
             "policy_path": self.options.policy,
             "webhook_url": self.options.alert_webhook,
             "turns_topic": TURNS_TOPIC if self._shares_turns else None,
+            "message_key": self.message_key and self.message_key.hex,
         }
 
     @property
@@ -371,7 +417,7 @@ class Stack:
         joined = self._ctx.Event()
         child = ChildProcess(
             self._ctx, name, _realtime_main, self.realtime_config().model_dump(),
-            server.url, server.write_token, self.alert_lines(), joined, shared=shared,
+            server.url, server.token, self.alert_lines(), joined, shared=shared,
         )  # fmt: skip
         if index < len(self._realtime):
             self._realtime[index], self._realtime_joined[index] = child, joined
@@ -492,10 +538,18 @@ class Stack:
             f"  alerts      pathgrade alerts {data} [--follow]",
             f"  status      pathgrade status {data}"
             + (f" (a status line is printed here every {every:g} s)" if every else ""),
+            *self._exposed_metrics_line(),
             f'  query       pathgrade sql {data} "SELECT count() FROM spans"',
             "Ctrl-C stops it; what was acknowledged is stored before it exits.",
         ]
         self.out("\n".join(lines))
+
+    def _exposed_metrics_line(self) -> list[str]:
+        """The banner's line for `--metrics-listen` (none without it)."""
+        if self._exposed_metrics is None:
+            return []
+        host, port = self._exposed_metrics.server_address[:2]
+        return [f"  metrics     http://{host}:{port}/metrics (no token: --metrics-listen)"]
 
     def run_until_signalled(self) -> str | None:
         """Serve until SIGINT/SIGTERM (or a failure `_supervise` cannot mend), then stop
@@ -617,6 +671,8 @@ class Stack:
             stored = self.store.stop(offsets, DRAIN_IDLE_S if self.broker is not None else 0.0)
         if self.broker is not None:
             self.broker.stop()
+        if self._exposed_metrics is not None:
+            self._exposed_metrics.stop()
         evaluated = _all_reached(realtime, offsets)
         if sent is not None and stored and evaluated:
             _let_go_of_log(self.spill_dir, sent)

@@ -66,3 +66,9 @@ class StackOptions(BaseModel):
     retention: tuple[int, int] | None = Field(
         None, description="(content days, row days) of retention; none: as migrated"
     )
+    metrics_listen: tuple[str, int] | None = Field(
+        None,
+        description="also serve the stack's metrics at http://HOST:PORT/metrics without a "
+        "token, for a Prometheus you point there (the loopback endpoint's /metrics and "
+        "/status need the owner's token)",
+    )

@@ -1,5 +1,7 @@
-"""One owner of an embedded store: an exclusive lock on the data directory, and a
-`stack.json` telling other commands where the owner answers queries. Also the broker lease
+"""One owner of an embedded store: an exclusive lock on the data directory (which only the
+owner's user may enter: it holds the store, the collector's log of every acknowledged
+span, the fact key and `stack.json`), and a `stack.json` telling other commands where the
+owner answers queries and with which token. Also the broker lease
 that keeps direct producers (replay) and a broker swap of the stack apart, and the
 processes a crashed owner left running (`stop_stale_processes`)."""
 
@@ -32,7 +34,8 @@ class DataDirLock:
         self._fd: int | None = None
 
     def try_acquire(self) -> bool:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        owner_only(self.data_dir)
         fd = os.open(self.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -67,6 +70,13 @@ class DataDirLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def owner_only(directory: Path) -> None:
+    """Let only its owner's user enter `directory` (mode 0700), when this user owns it: no
+    other local account reads the store's files, the collector's log or the keys in it."""
+    if directory.stat().st_uid == os.getuid():
+        directory.chmod(0o700)
 
 
 def process_started(pid: int) -> int | None:

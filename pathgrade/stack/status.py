@@ -165,7 +165,20 @@ def status_line(now: Snapshot, before: Snapshot | None = None, label: str = "sta
     stalls = stalls_in(now)
     if stalls:
         parts.append("stalled: " + "; ".join(stalls))
+    forged = _forged_part(now)
+    if forged:
+        parts.append(forged)
     return f"{label}: " + " | ".join(parts)
+
+
+def _forged_part(now: Snapshot) -> str:
+    """The messages each consumer refused as not the stack's (no or a wrong MAC): "" for
+    none (each consumer group reads, and refuses, the same forged span message)."""
+    store = now["store_writer"].get("forged_messages", 0)
+    realtime = (_realtime_totals(now.get("realtime", [])) or {}).get("forged_messages", 0)
+    if not store and not realtime:
+        return ""
+    return f"forged messages refused: store writer {store:,}, realtime {realtime:,}"
 
 
 def status_report(document: dict[str, Any], now: float | None = None) -> str:

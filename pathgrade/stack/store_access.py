@@ -4,8 +4,6 @@ directly when no stack owns it, or through the running stack that owns it."""
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,7 +58,7 @@ def open_store(
     state = read_state(data_dir)
     if not state or not state.get("query_url"):
         raise NoStore(f"{data_dir} is owned by a running stack that is still starting; try again")
-    yield OwnersStore(data_dir, state["query_url"], state.get("write_token"))
+    yield OwnersStore(data_dir, state["query_url"], state.get("token") or "")
 
 
 class OwnersStore(RemoteStore):
@@ -69,8 +67,8 @@ class OwnersStore(RemoteStore):
     token `stack.json` names now, so a long-running command (`pathgrade realtime
     --data-dir` next to a `store-writer`) follows an owner that was restarted."""
 
-    def __init__(self, data_dir: Path, url: str, write_token: str | None) -> None:
-        super().__init__(url, write_token)
+    def __init__(self, data_dir: Path, url: str, token: str) -> None:
+        super().__init__(url, token)
         self.data_dir = data_dir
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -86,10 +84,10 @@ class OwnersStore(RemoteStore):
     def _follow_owner(self) -> bool:
         """Take the owner's address and token from `stack.json`; False when unchanged."""
         state = read_state(self.data_dir) or {}
-        url, token = (state.get("query_url") or "").rstrip("/"), state.get("write_token")
-        if not url or (url, token) == (self.url, self.write_token):
+        url, token = (state.get("query_url") or "").rstrip("/"), state.get("token") or ""
+        if not url or (url, token) == (self.url, self.token):
             return False
-        self.url, self.write_token = url, token
+        self.url, self.token = url, token
         return True
 
 
@@ -109,19 +107,15 @@ class StatusUnavailable(RuntimeError):
 
 
 def stack_status(data_dir: Path, timeout_s: float = 10.0) -> dict[str, Any]:
-    """The status document (`pathgrade.stack.status`) of the stack running on `data_dir`."""
+    """The status document (`pathgrade.stack.status`) of the stack running on `data_dir`,
+    asked with the owner's token from its `stack.json`."""
     state = read_state(data_dir)
     if not state or not state.get("query_url"):
         raise StatusUnavailable(
             f"no running `pathgrade up` in {data_dir} (no stack.json with its query address)"
         )
-    url = state["query_url"].rstrip("/") + "/status"
+    owner = RemoteStore(state["query_url"], state.get("token") or "", timeout_s)
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            return json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        raise StatusUnavailable(json.loads(exc.read()).get("error", str(exc))) from exc
-    except urllib.error.URLError as exc:
-        raise StatusUnavailable(
-            f"the stack of {data_dir} did not answer at {url}: {exc.reason} (is it running?)"
-        ) from exc
+        return json.loads(owner.get("/status"))
+    except QueryError as exc:
+        raise StatusUnavailable(f"the stack of {data_dir}: {exc} (is it running?)") from exc

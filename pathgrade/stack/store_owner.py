@@ -13,6 +13,7 @@ from typing import Any
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
 from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterStats
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
+from pathgrade.schemas.message_auth import MessageKey
 from pathgrade.schemas.migrations import Migration, migrate, set_retention
 from pathgrade.schemas.stalls import STALLED
 from pathgrade.stack.ownership import DataDirLock, read_state, stop_stale_processes
@@ -40,8 +41,10 @@ class StoreOwner:
         writer_niceness: int = 0,
         ui_tokens_file: Path | None = None,
         retention: tuple[int, int] | None = None,
+        message_key: MessageKey | None = None,
     ) -> None:
         self.bootstrap = bootstrap
+        self.message_key = message_key  # the stack's, when its messages are signed
         self.retention = retention  # (content days, row days) to set after migrating
         self.writer_niceness = writer_niceness  # see pathgrade.stack.priority
         self.ui_tokens_file = ui_tokens_file  # the browser UI's viewers (the collector's file)
@@ -89,7 +92,9 @@ class StoreOwner:
     def resume_writer(self) -> None:
         """Start a store writer (a fresh consumer) on the broker at `bootstrap`."""
         assert self.store is not None
-        writer = StoreWriter(StoreWriterConfig(bootstrap_servers=self.bootstrap), self.store)
+        key = self.message_key and self.message_key.hex
+        config = StoreWriterConfig(bootstrap_servers=self.bootstrap, message_key=key)
+        writer = StoreWriter(config, self.store)
         self._writer_run = _WriterRun(writer, self.writer_niceness)
 
     def suspend_writer(
@@ -134,7 +139,7 @@ class StoreOwner:
         server = self.query_server
         self.lock.publish_state({
             "query_url": server and server.url,
-            "write_token": server and server.write_token,
+            "token": server and server.token,
             "ui_url": self.ui_server and self.ui_server.url,
             "kafka": self.bootstrap,
             **state,

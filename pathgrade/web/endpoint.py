@@ -1,18 +1,24 @@
 """The store owner's loopback endpoint, and the client other commands use to reach it.
 
+Every request needs the owner's token in TOKEN_HEADER (or as `Authorization: Bearer`): it
+is made when the owner starts, kept in the owner's `stack.json`, readable by its user only,
+and handed to the stack's own processes; without it, or with another, the answer is 403
+and nothing is read or written. Any local account can connect to loopback; only the
+owner's user can read the token.
+
 `POST /sql {"sql", "parameters"?}` answers a query, always read-only: it runs on the
-store's reader session, and only if it is a read (`batch_plane.store.reads`); there is no
-way to ask for a write. Writes are the owner's typed operations only:
-`POST /insert {"table", "columns", "rows", "skip_rejected"?}` inserts rows into one of
-WRITABLE_TABLES, naming columns that table has (422 with `rows_rejected` when the store
-cannot encode them: `RowsRejected`; with `"skip_rejected": true` the others are stored
-and the rejected ones listed), with the owner's write token in WRITE_TOKEN_HEADER (it is
-in the owner's `stack.json`, readable by its user only, and handed to the stack's own
-processes). Any other body is a 400 naming the field, a missing or wrong token a 403.
-It listens on 127.0.0.1 only: it is how commands share the one embedded store.
-`"tenant"` in a `/sql` body runs it on that tenant's reader session (only its rows).
-`GET /status` and `GET /metrics` are the stack's latest status; the browser UI
-(`pathgrade.web.app`) is served on its own loopback port (`ui_url` in stack.json).
+store's reader session, and only if it is a read that reaches nothing but the store's
+tables (`batch_plane.store.reads`, `read_policy`); there is no way to ask for a write.
+`"tenant"` in the body runs it on that tenant's reader session (only its rows). Writes are
+the owner's typed operations only: `POST /insert {"table", "columns", "rows",
+"skip_rejected"?}` inserts rows into one of WRITABLE_TABLES, naming columns that table has
+(422 with `rows_rejected` when the store cannot encode them: `RowsRejected`; with
+`"skip_rejected": true` the others are stored and the rejected ones listed). Any other
+body is a 400 naming the field. `GET /status` and `GET /metrics` are the stack's latest
+status (`pathgrade up --metrics-listen` serves the metrics without a token on an address
+the user chose). It listens on 127.0.0.1 only: it is how commands share the one embedded
+store. The browser UI (`pathgrade.web.app`) is served on its own loopback port (`ui_url`
+in stack.json).
 
 A web page the user visits cannot drive it: POSTs must be `application/json` (a
 cross-site form cannot send that without a preflight this server never grants) and every
@@ -37,7 +43,7 @@ from pathgrade.web.http_handler import QuietHandler
 from pathgrade.web.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-WRITE_TOKEN_HEADER = "X-Pathgrade-Write-Token"
+TOKEN_HEADER = "X-Pathgrade-Token"
 WRITABLE_TABLES = frozenset({
     "alerts", "webhook_cursors", "scores", "datasets", "dataset_items", "runs", "gates",
     "gate_rows", "judge_cache", "judge_calls", "judge_calibrations",
@@ -62,7 +68,7 @@ class QueryServer(ThreadingHTTPServer):
         self.store = store
         self.status: dict[str, Any] | None = None  # `pathgrade up`'s latest, for /status
         self.metrics_text = ""  # the same snapshot in Prometheus's text format, for /metrics
-        self.write_token = secrets.token_urlsafe(32)
+        self.token = secrets.token_urlsafe(32)
         self._columns: dict[str, frozenset[str]] = {}  # of WRITABLE_TABLES, once asked
         self._columns_lock = threading.Lock()
         super().__init__(("127.0.0.1", port), _StoreHandler)
@@ -98,8 +104,6 @@ class _StoreHandler(QuietHandler):
         try:
             payload = self._dispatch(json.loads(body))
             status = HTTPStatus.OK
-        except PermissionError as exc:
-            status, payload = HTTPStatus.FORBIDDEN, {"error": str(exc)}
         except (ValueError, KeyError, TypeError) as exc:
             status, payload = HTTPStatus.BAD_REQUEST, {"error": f"bad request: {exc}"}
         except RowsRejected as exc:
@@ -142,9 +146,19 @@ class _StoreHandler(QuietHandler):
         self._reply(HTTPStatus.OK, self.server.metrics_text.encode(), METRICS_CONTENT_TYPE)
 
     def _refusal(self) -> str | None:
-        """Why this request is refused: a Host header that is not loopback."""
+        """Why this request is refused: a Host header that is not loopback, or no owner's
+        token."""
         host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]")
-        return None if host in _LOOPBACK_HOSTS else f"Host {host!r} is not loopback"
+        if host not in _LOOPBACK_HOSTS:
+            return f"Host {host!r} is not loopback"
+        bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
+        token = self.headers.get(TOKEN_HEADER) or bearer
+        if not hmac.compare_digest(token.encode(), self.server.token.encode()):
+            return (
+                f"{self.path.split('?', 1)[0]} needs the owner's token ({TOKEN_HEADER}, "
+                "in the data directory's stack.json, which only the owner's user can read)"
+            )
+        return None
 
     def _send(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
         self._reply(status, json.dumps(payload).encode(), "application/json")
@@ -162,11 +176,6 @@ class _StoreHandler(QuietHandler):
 
     def _insert(self, body: Any) -> dict[str, Any]:
         """One typed write: rows of a writable table, in columns it has."""
-        token = self.headers.get(WRITE_TOKEN_HEADER) or ""
-        if not hmac.compare_digest(token.encode(), self.server.write_token.encode()):
-            raise PermissionError(
-                f"/insert needs the owner's write token ({WRITE_TOKEN_HEADER}, in stack.json)"
-            )
         _check_fields(body, _INSERT_FIELDS, {"table", "columns", "rows"})
         table, columns, rows = body["table"], body["columns"], body["rows"]
         if table not in WRITABLE_TABLES:
@@ -220,12 +229,12 @@ def _check_columns(table: str, columns: Any, known: frozenset[str]) -> None:
 
 
 class RemoteStore:
-    """A `Store` reached through the running stack's loopback endpoint; `write_token`
-    (the owner's, from its `stack.json`) is needed to insert."""
+    """A `Store` reached through the running stack's loopback endpoint with the owner's
+    `token` (from its `stack.json`)."""
 
-    def __init__(self, url: str, write_token: str | None = None, timeout_s: float = 120.0) -> None:
+    def __init__(self, url: str, token: str, timeout_s: float = 120.0) -> None:
         self.url = url.rstrip("/")
-        self.write_token = write_token
+        self.token = token
         self.timeout_s = timeout_s
 
     def query(
@@ -242,6 +251,11 @@ class RemoteStore:
             body["tenant"] = tenant
         payload = self._post("/sql", body)
         return QueryResult(payload["columns"], payload["types"], payload["rows"])
+
+    def get(self, path: str) -> bytes:
+        """The body of `GET path` (`/status`, `/metrics`); QueryError with the endpoint's
+        reason when it refuses."""
+        return self._send(urllib.request.Request(self.url + path))
 
     def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:
         if rows:
@@ -260,15 +274,20 @@ class RemoteStore:
         return [(row, reason) for row, reason in answer["rejected"]]
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        headers = {"Content-Type": "application/json"}
-        if self.write_token:
-            headers[WRITE_TOKEN_HEADER] = self.write_token
         request = urllib.request.Request(
-            self.url + path, data=json.dumps(body, default=str).encode(), headers=headers
+            self.url + path,
+            data=json.dumps(body, default=str).encode(),
+            headers={"Content-Type": "application/json"},
         )
+        return json.loads(self._send(request))
+
+    def _send(self, request: urllib.request.Request) -> bytes:
+        """The answer's body to `request`, sent with the owner's token; the endpoint's
+        refusal as a QueryError (RowsRejected for rows the store cannot encode)."""
+        request.add_header(TOKEN_HEADER, self.token)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                return json.loads(response.read())
+                return response.read()
         except urllib.error.HTTPError as exc:
             answer = json.loads(exc.read())
             error = RowsRejected if answer.get("rows_rejected") else QueryError

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pathgrade.realtime_plane.coverage import consumers_coverage
 from pathgrade.realtime_plane.delays import MAX, P50, P99
 from pathgrade.schemas.stalls import STALLED
 
@@ -58,7 +59,8 @@ def stalls_in(snapshot: dict[str, Any]) -> list[str]:
 
 def problems(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
     """What is stalled (`stalls_in`), and what has stopped between snapshot `before` and
-    snapshot `now` (or, without an earlier one, what does not answer)."""
+    snapshot `now` (or, without an earlier one, what does not answer), each as
+    `headline: detail` (`headline`)."""
     found = [f"a box does not answer: {where}" for where in now.get("unreachable", [])]
     found += [f"stalled: {stall}" for stall in stalls_in(now)]
     collector, workers = now.get("collector"), now.get("realtime") or []
@@ -86,6 +88,19 @@ def problems(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
         if grown > 0:
             found.append(f"delivering alerts has stopped: {grown:,} {what} since the last status")
     return found
+
+
+def headline(problem: str) -> str:
+    """What has stopped, without the detail after it (figures of every tenant's traffic,
+    the address of a box): what a tenant's viewer is shown."""
+    return problem.split(":", 1)[0]
+
+
+def tenant_coverage(snapshot: dict[str, Any], tenant: str | None) -> list[dict[str, Any]]:
+    """The coverage gaps of the realtime processes (`consumers_coverage`), only `tenant`'s
+    (every tenant's with None)."""
+    rows = consumers_coverage(snapshot.get("realtime") or [])
+    return [row for row in rows if tenant is None or row["tenant"] == tenant]
 
 
 def processes(snapshot: dict[str, Any]) -> list[Process]:
@@ -117,6 +132,11 @@ def dead_letters(snapshot: dict[str, Any]) -> list[tuple[str, int]]:
         ("spans the store could not encode", snapshot["store_writer"].get("rejected_spans", 0)),
         ("alerts the alerts table refused", _total(workers, "alerts_rejected")),
         ("webhook deliveries dropped", _total(workers, "webhook_dropped")),
+        (
+            "forged messages the store writer refused (no or a wrong MAC)",
+            snapshot["store_writer"].get("forged_messages", 0),
+        ),
+        ("forged messages the realtime plane refused", _total(workers, "forged_messages")),
     ]
 
 

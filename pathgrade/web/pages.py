@@ -9,10 +9,9 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from pathgrade.detectors.registry import REGISTRY
-from pathgrade.realtime_plane.coverage import consumers_coverage
 from pathgrade.web import alerts_page, edge_page, eval_pages, review
 from pathgrade.web.conversation import load_conversation
-from pathgrade.web.health import dead_letters, delays, processes
+from pathgrade.web.health import dead_letters, delays, headline, processes, tenant_coverage
 from pathgrade.web.next_turn import next_turn
 from pathgrade.web.params import BadParameter
 from pathgrade.web.rendering import NotFound, Ui
@@ -85,15 +84,19 @@ def detectors(ui: Ui, request: Request) -> Page:
 
 
 def health(ui: Ui, request: Request) -> Page:
-    del request
+    """The pipeline's health. A tenant's viewer sees which stages move and its own
+    coverage gaps; the counters (every tenant's traffic) are the operator's view only."""
+    tenant = request.state.viewer.tenant
     document, problems = ui.health.status()
     snapshot = document["snapshot"] if document else None
+    operator = tenant is None and snapshot is not None
     return "health.html", {
         "document": document,
-        "stopped": problems,
-        "processes": processes(snapshot) if snapshot else [],
-        "delays": delays(snapshot) if snapshot else [],
-        "dead_letters": dead_letters(snapshot) if snapshot else [],
-        "coverage": consumers_coverage(snapshot.get("realtime") or []) if snapshot else [],
+        "stopped": problems if tenant is None else [headline(p) for p in problems],
+        "operator": operator,
+        "processes": processes(snapshot) if operator else [],
+        "delays": delays(snapshot) if operator else [],
+        "dead_letters": dead_letters(snapshot) if operator else [],
+        "coverage": tenant_coverage(snapshot, tenant) if snapshot else [],
         "snapshot": snapshot,
     }

@@ -17,7 +17,7 @@ from pathgrade.batch_plane.store.client import QueryError
 from pathgrade.detectors.prices import PriceTable, shipped_price_table
 from pathgrade.schemas.store import TenantScopedStore
 from pathgrade.web import formatting
-from pathgrade.web.health import HealthWatch, Status
+from pathgrade.web.health import HealthWatch, Status, headline
 from pathgrade.web.params import BadParameter
 from pathgrade.web.store_reads import ReadStore, viewing
 from pathgrade.web.viewers import Viewer, Viewers
@@ -95,14 +95,15 @@ class Ui:
     ) -> Response:
         document, problems = self.health.status()
         viewer: Viewer = request.state.viewer
+        operator = viewer.tenant is None  # a tenant's viewer: no figures of every tenant
         body = self.environment.get_template(template).render(
             request=request,
             path=request.url.path,
             navigation=NAVIGATION,
             viewer=viewer,
             tokens=self.settings.viewers.need_tokens,
-            problems=problems,
-            status_line=document and document.get("line"),
+            problems=problems if operator else [headline(p) for p in problems],
+            status_line=document and operator and document.get("line"),
             **context,
         )
         return HTMLResponse(body, status_code=status)

@@ -74,10 +74,14 @@ class PathgradeProcess:
     def output_has(self, text: str) -> bool:
         return any(text in line for line in self.lines)
 
-    def sql(self, query: str) -> QueryResult:
+    def owner(self) -> RemoteStore:
+        """The stack's store through its loopback endpoint, with the owner's token."""
         assert self.data_dir is not None
         state = json.loads((self.data_dir / "stack.json").read_text())
-        return RemoteStore(state["query_url"]).query(query, readonly=True)
+        return RemoteStore(state["query_url"], state["token"])
+
+    def sql(self, query: str) -> QueryResult:
+        return self.owner().query(query, readonly=True)
 
     def scalar(self, query: str) -> Any:
         return self.sql(query).rows[0][0]

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from pathgrade.batch_plane.edge.store import run_metrics
 
-from pathgrade.web.endpoint import RemoteStore
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.support.openai_standin import OpenAIStandIn
 
@@ -110,7 +109,7 @@ def test_constrained_recruitment_is_more_deterministic(
         assert "<svg" in html and "EDGE report" in html and f"Seed {SEED}" in html
         assert report.with_suffix(".svg").read_text().startswith("<svg")
         assert report.with_suffix(".png").read_bytes().startswith(PNG_SIGNATURE)
-        metrics = run_metrics(RemoteStore(_query_url(process)), run_id)
+        metrics = run_metrics(process.owner(), run_id)
         assert metrics["counts"] == {
             "scenarios": 6, "conversations": 36,
             "attempts": metrics["counts"]["attempts"], "turns": turns,
@@ -205,13 +204,6 @@ def test_car_dealer_langgraph_agent_spans_reach_the_store(
     kinds = {(operation, agent or tool) for operation, agent, tool, _ in spans}
     assert {("invoke_agent", "car-dealer-agent"), ("invoke_agent", "greetings"),
             ("chat", ""), ("execute_tool", "book_test_drive")} <= kinds  # fmt: skip
-    metrics = run_metrics(RemoteStore(_query_url(process)), run_id)
+    metrics = run_metrics(process.owner(), run_id)
     assert metrics["counts"]["scenarios"] == 4 and metrics["counts"]["turns"] == turns
     assert metrics["structure"]["structural_adherence"] == 1.0
-
-
-def _query_url(process: PathgradeProcess) -> str:
-    import json
-
-    assert process.data_dir is not None
-    return json.loads((process.data_dir / "stack.json").read_text())["query_url"]

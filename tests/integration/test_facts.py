@@ -22,6 +22,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode, set_span_in_context
+from pathgrade.schemas.message_auth import MESSAGE_KEY_FILE_ENV
 from pathgrade.schemas.topics import SPANS_TOPIC
 
 from examples.seeded_defects.agent import BUILDS, CATCHING_METRICS
@@ -199,10 +200,13 @@ def test_default_settings_detect_every_failure_and_send_no_content(
     assert stack.process.scalar(stored) == 0
 
 
-def test_capture_on_still_alerts_and_names_fields_and_kinds(stack: Stack) -> None:
+def test_capture_on_still_alerts_and_names_fields_and_kinds(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A collector keeping every tool's content and the messages (the same deployment:
-    its broker and fact key) feeds the same realtime plane."""
+    its broker, fact key and message key) feeds the same realtime plane."""
     state = json.loads((stack.data_dir / "stack.json").read_text())
+    monkeypatch.setenv(MESSAGE_KEY_FILE_ENV, state["message_key_file"])
     collector, _, http_port = start_collector(
         state["kafka"], stack.data_dir / "capture-spill", "--capture-tools", "*",
         "--capture-messages", "--facts-key-file", str(stack.data_dir / "facts.key"),
@@ -253,7 +257,7 @@ def test_coverage_gaps_are_figures_and_one_alert_per_window(stack: Stack) -> Non
     assert "coverage gaps" in text and "PG113 no-clean-termination on sentinel" in text
     state = json.loads((stack.data_dir / "stack.json").read_text())
     wait_until(lambda: "Coverage gaps" in fetch(state["ui_url"] + "/health"), timeout_s=30)
-    metrics = fetch(state["query_url"] + "/metrics")
+    metrics = stack.process.owner().get("/metrics").decode()
     assert 'pathgrade_realtime_coverage_ratio{code="PG113",service="sentinel"' in metrics
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -295,11 +294,6 @@ def seeded_spill(directory: Path) -> tuple[list[str], int]:
     return [f"{t:032x}" for t in (0xD1, 0xD2, 0xD3)], 5
 
 
-def scrape(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return response.read().decode()
-
-
 def test_spill_entry_kafka_refuses_is_dead_lettered_and_the_rest_drains_across_restarts(
     tmp_path: Path,
 ) -> None:
@@ -312,8 +306,7 @@ def test_spill_entry_kafka_refuses_is_dead_lettered_and_the_rest_drains_across_r
         collector = wait_until(lambda: first.counters()["collector"], timeout_s=30)
         assert collector["dead_letter_messages"] == 2 and collector["spill_bytes"] == 0
         wait_until(lambda: first.process.output_has("2 dead-lettered (pathgrade dead-letter)"))
-        state = json.loads((data_dir / "stack.json").read_text())
-        metrics = scrape(state["query_url"].rstrip("/") + "/metrics")
+        metrics = first.process.owner().get("/metrics").decode()
         assert "pathgrade_collector_dead_letter_messages 2" in metrics
         later = send_demo_traces(HttpSpanExporter(endpoint=first.http_url), traces=5, seed=8)
         first.wait_stored(later.trace_ids, later.spans)

@@ -21,7 +21,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from pathgrade.schemas.alerts import ALERT_COLUMNS
 
 from pathgrade.demo.sender import DemoSummary, send_demo_traces
-from pathgrade.web.endpoint import WRITE_TOKEN_HEADER
+from pathgrade.web.endpoint import TOKEN_HEADER
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.unit.realtime_plane.test_realtime_webhook import alert
 
@@ -62,7 +62,7 @@ class Stack:
     def post(self, path: str, body: Any, token: str | None = None) -> tuple[int, str]:
         headers = {"Content-Type": "application/json"}
         if token:
-            headers[WRITE_TOKEN_HEADER] = token
+            headers[TOKEN_HEADER] = token
         request = urllib.request.Request(
             self.state["query_url"] + path, data=json.dumps(body).encode(), headers=headers
         )
@@ -142,12 +142,12 @@ def test_sql_errors_show_the_statement_and_clickhouses_reason(stack: Stack) -> N
 
 def test_the_endpoint_refuses_free_sql_writes_and_forged_inserts(stack: Stack) -> None:
     before = stack.counts()
-    token = stack.state["write_token"]
+    token = stack.state["token"]
     row = alert("PG112").model_copy(update={"alert_key": "forged"}).row()
     forged_alert = {"table": "alerts", "columns": list(ALERT_COLUMNS), "rows": [row]}
     answers = [
-        stack.post("/sql", {"sql": "ALTER TABLE spans DELETE WHERE 1"}),
-        stack.post("/sql", {"sql": "ALTER TABLE spans DELETE WHERE 1", "readonly": False}),
+        stack.post("/sql", {"sql": "ALTER TABLE spans DELETE WHERE 1"}, token),
+        stack.post("/sql", {"sql": "ALTER TABLE spans DELETE WHERE 1", "readonly": False}, token),
         stack.post("/sql", {"sql": "SELECT 1", "readonly": False}, token),
         stack.post("/insert", forged_alert),
         stack.post("/insert", {"table": "spans", "columns": ["TraceId"], "rows": [["t"]]}, token),
@@ -156,7 +156,7 @@ def test_the_endpoint_refuses_free_sql_writes_and_forged_inserts(stack: Stack) -
     assert [status for status, _ in answers] == [400, 400, 400, 403, 400, 400]
     assert "not ALTER" in answers[0][1]
     assert "unknown field 'readonly'" in answers[1][1] and "read-only" in answers[2][1]
-    assert "write token" in answers[3][1]
+    assert "needs the owner's token" in answers[3][1]
     assert "'spans' is not written through the endpoint" in answers[4][1]
     assert "alerts has no column 'Forged'" in answers[5][1]
     assert stack.counts() == before == [*before[:2], 0, *before[3:5]]  # no mutation asked

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pathgrade.web.endpoint import RemoteStore
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.integration.test_realtime import Webhook
 
@@ -93,9 +94,9 @@ def check_status(data_dir: Path, stack: PathgradeProcess) -> None:
     )  # fmt: skip
     assert table.stdout.startswith("status: in ") and "realtime-1" in table.stdout
     state = json.loads((data_dir / "stack.json").read_text())
-    base = state["query_url"]
+    owner = RemoteStore(state["query_url"], state["token"])
     assert "status: in " in fetch(state["ui_url"] + "/health")  # the browser UI shows it too
-    metrics = fetch(base + "/metrics")  # and Prometheus, in its text format
+    metrics = owner.get("/metrics").decode()  # and Prometheus, in its text format
     assert "pathgrade_collector_accepted_spans_total" in metrics
     assert 'pathgrade_realtime_traces_evaluated_total{worker="1"}' in metrics
     assert 'pathgrade_realtime_detection_delay_p99_seconds{worker="1"}' in metrics

@@ -23,7 +23,7 @@ from tests.unit.realtime_plane.test_realtime_webhook import alert
 def remote(store: ClientStore) -> Iterator[RemoteStore]:
     server = QueryServer(store)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield RemoteStore(server.url, server.write_token)
+    yield RemoteStore(server.url, server.token)
     server.shutdown()
 
 
@@ -77,7 +77,7 @@ def test_the_endpoint_tells_a_rejection_from_other_failures(
     assert not isinstance(failure.value, RowsRejected)
     sink = StoreAlertSink(remote)
     sink.pending.append(NumberedAlert(0, 1, alert()).row())
-    sink.store = RemoteStore("http://127.0.0.1:9")  # nobody listens: not a rejection
+    sink.store = RemoteStore("http://127.0.0.1:9", "token")  # nobody listens: not a rejection
     with pytest.raises(QueryError):
         sink.flush()
     assert len(sink.pending) == 1 and sink.rejected == 0  # kept for the next try

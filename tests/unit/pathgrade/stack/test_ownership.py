@@ -1,12 +1,15 @@
 """What a crashed stack left running is recognised by process id and start time, and
-stopped; a process id now used by another program is left alone."""
+stopped; a process id now used by another program is left alone. The data directory is
+the owner's only."""
 
 from __future__ import annotations
 
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
-from pathgrade.stack.ownership import process_started, stop_stale_processes
+from pathgrade.stack.ownership import DataDirLock, process_started, stop_stale_processes
 
 STUBBORN = (
     "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
@@ -42,3 +45,17 @@ def test_an_ended_process_has_no_start_time() -> None:
     ended = subprocess.Popen(["true"])
     ended.wait()
     assert process_started(ended.pid) is None
+
+
+def test_the_data_directory_and_its_state_are_the_owners_only(tmp_path: Path) -> None:
+    """A new data directory, and an existing one another version left open, become
+    enterable by the owner's user only; `stack.json`, with the token, is its to read."""
+    fresh, existing = tmp_path / "fresh" / "data", tmp_path / "existing"
+    existing.mkdir(mode=0o755)
+    for directory in (fresh, existing):
+        lock = DataDirLock(directory)
+        assert lock.try_acquire()
+        lock.publish_state({"token": "t"})
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+        assert stat.S_IMODE((directory / "stack.json").stat().st_mode) == 0o600
+        lock.release()

@@ -133,6 +133,10 @@ def test_status_is_served_by_the_store_owners_endpoint_once_taken(tmp_path: Path
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         (tmp_path / "stack.json").write_text(json.dumps({"query_url": server.url}))
+        with pytest.raises(StatusUnavailable, match="needs the owner's token"):
+            stack_status(tmp_path)
+        state = {"query_url": server.url, "token": server.token}
+        (tmp_path / "stack.json").write_text(json.dumps(state))
         with pytest.raises(StatusUnavailable, match="no status yet"):
             stack_status(tmp_path)
         document = {"snapshot": snapshot(1.0, 2, 2, [1]), "line": "status: in 2 spans"}
@@ -175,3 +179,13 @@ def test_line_report_and_metrics_say_what_is_stalled_and_what_was_restarted() ->
     assert 'pathgrade_stack_restarts_total{process="broker"} 1\n' in text
     healed = snapshot(4.0, 10, 10, [5], collector={"write_failures": 3, "stalled": {}})
     assert "stalled" not in (status_line(healed, now) or "")
+
+
+def test_line_counts_forged_messages_each_consumer_refused() -> None:
+    quiet = snapshot(0.0, 10, 10, [5])
+    assert "forged" not in (status_line(quiet) or "")
+    forged = snapshot(10.0, 10, 10, [5])
+    forged["store_writer"]["forged_messages"] = 3
+    forged["realtime"][0]["forged_messages"] = 4
+    line = status_line(forged, quiet) or ""
+    assert line.endswith("| forged messages refused: store writer 3, realtime 4")

@@ -1,5 +1,5 @@
-"""The loopback endpoint runs free SQL read-only, always, and writes only the owner's
-typed operations: rows of a writable table in columns it has, with the owner's token.
+"""The loopback endpoint answers the owner's token only, runs free SQL read-only, always,
+and writes only the owner's typed operations: rows of a writable table in columns it has.
 Forged requests are raw HTTP, as any local process would send them."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from pathgrade.batch_plane.store.client import ClientStore, QueryError
 from pathgrade.schemas.alerts import ALERT_COLUMNS
 
-from pathgrade.web.endpoint import WRITE_TOKEN_HEADER, QueryServer, RemoteStore
+from pathgrade.web.endpoint import TOKEN_HEADER, QueryServer, RemoteStore
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 from tests.unit.realtime_plane.test_realtime_webhook import alert
 
@@ -32,7 +32,7 @@ def server(store: ClientStore) -> Iterator[QueryServer]:
 def post(server: QueryServer, path: str, body: Any, token: str | None = None) -> tuple[int, dict]:
     headers = {"Content-Type": "application/json"}
     if token is not None:
-        headers[WRITE_TOKEN_HEADER] = token
+        headers[TOKEN_HEADER] = token
     request = urllib.request.Request(
         server.url + path, data=json.dumps(body).encode(), headers=headers
     )
@@ -73,7 +73,7 @@ def test_free_sql_is_read_only_whatever_the_body_says(
     store: ClientStore, server: QueryServer, body: Any, reason: str
 ) -> None:
     before = counts(store)
-    status, answer = post(server, "/sql", body, token=server.write_token)
+    status, answer = post(server, "/sql", body, token=server.token)
     assert status == 400 and reason in answer["error"]
     assert counts(store) == before
 
@@ -81,8 +81,8 @@ def test_free_sql_is_read_only_whatever_the_body_says(
 @pytest.mark.parametrize(
     ("body", "token", "status", "reason"),
     [
-        ("alert", None, 403, "needs the owner's write token"),
-        ("alert", "guessed", 403, "needs the owner's write token"),
+        ("alert", None, 403, "/insert needs the owner's token"),
+        ("alert", "guessed", 403, "/insert needs the owner's token"),
         ({"table": "spans", "columns": ["TraceId"], "rows": [["t"]]}, "owner", 400,
          "'spans' is not written through the endpoint"),
         ({"table": "system.query_log", "columns": ["query"], "rows": [["q"]]}, "owner", 400,
@@ -106,9 +106,7 @@ def test_inserts_are_typed_operations_of_the_owner(
     if body == "alert":
         body = {"table": "alerts", "columns": list(ALERT_COLUMNS), "rows": [alert().row()]}
     before = counts(store)
-    answered, answer = post(
-        server, "/insert", body, server.write_token if token == "owner" else token
-    )
+    answered, answer = post(server, "/insert", body, server.token if token == "owner" else token)
     assert (answered, reason in answer["error"]) == (status, True)
     assert counts(store) == before
 
@@ -117,12 +115,42 @@ def test_the_owners_processes_and_commands_write_with_its_token(
     store: ClientStore, server: QueryServer
 ) -> None:
     written = alert("PG101").model_copy(update={"alert_key": "through-the-endpoint"})
-    RemoteStore(server.url, server.write_token).insert(
-        "alerts", [written.row()], list(ALERT_COLUMNS)
-    )
+    owner = RemoteStore(server.url, server.token)
+    owner.insert("alerts", [written.row()], list(ALERT_COLUMNS))
     keys = store.query("SELECT AlertKey FROM alerts FINAL", readonly=True).rows
     assert ["through-the-endpoint"] in keys
-    with pytest.raises(QueryError, match="write token"):
-        RemoteStore(server.url).insert("alerts", [written.row()], list(ALERT_COLUMNS))
-    answered = RemoteStore(server.url).query("SELECT count() FROM alerts FINAL", readonly=False)
-    assert answered.rows == [[len(keys)]]  # reads need no token, and are reads whatever asked
+    with pytest.raises(QueryError, match="needs the owner's token"):
+        RemoteStore(server.url, "guessed").insert("alerts", [written.row()], list(ALERT_COLUMNS))
+    answered = owner.query("SELECT count() FROM alerts FINAL", readonly=False)
+    assert answered.rows == [[len(keys)]]  # reads whatever asked
+
+
+def get(server: QueryServer, path: str, headers: dict[str, str]) -> tuple[int, bytes]:
+    request = urllib.request.Request(server.url + path, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def test_every_door_needs_the_owners_token(store: ClientStore, server: QueryServer) -> None:
+    """A local process without the token reads nothing: no rows, no status, no metrics."""
+    store.insert("alerts", [["door-secret", "globex"]], ["AlertKey", "Tenant"])
+    server.status = {"snapshot": {"taken_at": 1.0}, "line": "status: in 7 spans"}
+    server.metrics_text = "pathgrade_collector_accepted_spans_total 7\n"
+    reads = [("/sql", {"sql": "SELECT AlertKey FROM alerts"}),
+             ("/sql", {"sql": "SELECT AlertKey FROM alerts", "tenant": "globex"})]  # fmt: skip
+    for token in (None, "", "guessed", server.token[:-1], server.token + "x"):
+        for path, body in reads:
+            status, answer = post(server, path, body, token)
+            assert status == 403 and "needs the owner's token" in answer["error"]
+            assert "door-secret" not in json.dumps(answer)
+        for path in ("/status", "/metrics"):
+            headers = {} if token is None else {TOKEN_HEADER: token}
+            status, body = get(server, path, headers)
+            assert status == 403 and b"7" not in body
+    assert post(server, "/sql", reads[1][1], server.token)[1]["rows"] == [["door-secret"]]
+    for headers in ({TOKEN_HEADER: server.token}, {"Authorization": f"Bearer {server.token}"}):
+        assert get(server, "/status", headers) == (200, json.dumps(server.status).encode())
+        assert get(server, "/metrics", headers) == (200, server.metrics_text.encode())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -271,6 +272,53 @@ def test_a_red_banner_on_every_page_when_storing_stopped(
         assert 'id="stopped-banner"' in page, path
         assert "storing has stopped: 30 spans arrived, none was stored" in page
         assert "evaluating has stopped" not in page
+
+
+def coverage_of(tenant: str, service: str, traces: int) -> dict[str, object]:
+    """A realtime process's coverage figures: one gap of PG113 on `service`."""
+    return {
+        "services": [{"tenant": tenant, "service": service, "traces": traces}],
+        "gaps": [{"tenant": tenant, "service": service, "code": "PG113",
+                  "name": "no-clean-termination", "undecided": traces, "missing": "messages",
+                  "close": "capture messages"}],
+    }  # fmt: skip
+
+
+def test_a_tenants_health_page_shows_its_coverage_and_no_figure_of_the_others(
+    store: ClientStore, seeded: dict[str, list[str]], tmp_path: Path
+) -> None:
+    """The operator (loopback, no tokens) sees every process's counters and every tenant's
+    gaps; a tenant's viewer sees which stages move and its own gaps, nothing else."""
+    worker = {"traces_evaluated": 4_321, "coverage": {
+        "services": [*coverage_of("a", "svc-a", 7)["services"],
+                     *coverage_of("b", MARK_B, 9_876)["services"]],
+        "gaps": [*coverage_of("a", "svc-a", 7)["gaps"], *coverage_of("b", MARK_B, 9_876)["gaps"]],
+    }}  # fmt: skip
+    snapshots = iter([
+        {"taken_at": 1.0, "collector": {"accepted_spans": 1_000}, "store_writer": {"spans": 1_000},
+         "realtime": [worker]},
+        {"taken_at": 40.0, "collector": {"accepted_spans": 5_555}, "store_writer": {"spans": 1_000},
+         "realtime": [worker]},
+    ])  # fmt: skip
+    latest = {"snapshot": next(snapshots), "line": "status: in 5,555 spans"}
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text("tok-a: a\n")
+    operator = TestClient(create_app(UiSettings(store, status=lambda: latest)), base_url=LOOPBACK)
+    viewer = TestClient(
+        create_app(UiSettings(store, Viewers(tokens), status=lambda: latest)),
+        base_url="http://ui.example", headers={"Authorization": "Bearer tok-a"},
+    )  # fmt: skip
+    operator.get("/health")
+    viewer.get("/health")
+    latest = {"snapshot": next(snapshots), "line": "status: in 5,555 spans"}
+    seen = operator.get("/health").text
+    assert MARK_B in seen and "svc-a" in seen and "4,321" in seen and "5,555" in seen
+    for path in ("/health", "/traces?from=1d", "/alerts?from=1d"):
+        page = viewer.get(path).text
+        assert "storing has stopped" in page, path
+        for figure in (MARK_B, "9,876", "4,321", "5,555", "4,555", "status: in"):
+            assert figure not in page, (path, figure)
+    assert "svc-a" in viewer.get("/health").text
 
 
 def test_the_waterfall_puts_children_under_parents_on_one_axis(
