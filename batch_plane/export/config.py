@@ -28,7 +28,7 @@ class ExportConfig(BaseModel):
         default_factory=dict, description="headers of every request (authentication)"
     )
     tenants: list[str] = Field(
-        default_factory=list, description="export only these tenants' rows (empty: every tenant's)"
+        default_factory=list, description="export only these tenants' rows (none: every tenant's)"
     )
     batch_records: int = Field(512, ge=1, le=10_000, description="records per request at most")
     batch_bytes: int = Field(

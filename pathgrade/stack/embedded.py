@@ -1,8 +1,10 @@
 """`pathgrade up`: every box on one machine.
 
 The main process owns the store (one owner per chDB directory): it runs migrations, the
-store writer and the loopback query endpoint. The collector runs in a child process (its
-own core). With no `--kafka`, the bundled Tansu broker runs as a third process.
+store writer, the loopback query endpoint and, with `--export-otlp`, the results exporter
+(a thread that sends stored scores and alerts out as OTLP log records). The collector runs
+in a child process (its own core). With no `--kafka`, the bundled Tansu broker runs as a
+third process.
 
 Shutdown (SIGINT/SIGTERM): the collector stops accepting and flushes to Kafka (or its
 spill), reports the offsets it produced, and the realtime plane and the store writer
@@ -24,11 +26,13 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka.errors import KafkaError
 
+from pathgrade.batch_plane.export.exporter import ResultExporter
 from pathgrade.batch_plane.store.client import redact_dsn
 from pathgrade.collector.config import CollectorConfig
 from pathgrade.collector.pipeline import IngestCounters
@@ -78,7 +82,7 @@ from pathgrade.stack.messages import (
 )
 from pathgrade.stack.options import StackOptions
 from pathgrade.stack.ownership import broker_lease, process_started
-from pathgrade.stack.settings import check_collector, check_policy, check_realtime
+from pathgrade.stack.settings import check_collector, check_export, check_policy, check_realtime
 from pathgrade.stack.status import (
     Snapshot,
     plus_earlier,
@@ -199,6 +203,7 @@ class Stack:
         self._realtime_joined: list[Any] = []  # per realtime process: its `joined` Event
         self._earlier: dict[str, dict[str, int]] = {}  # by child: what the dead ones counted
         self._demo: threading.Thread | None = None
+        self.exporter: ResultExporter | None = None
         self.grpc_port = 0
         self.http_port = 0
         self.swaps = 0
@@ -215,6 +220,7 @@ class Stack:
             check_collector(self._collector_config())
             check_realtime(self._realtime_settings())
             check_policy(self.options.policy)
+            export = None if self.options.export is None else check_export(self.options.export)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         FactSecret.load_or_create(facts_key_file(self.data_dir))  # offline scoring reads it too
         self.store = StoreOwner(
@@ -232,6 +238,10 @@ class Stack:
                 self.out(f"applied migrations: {names}")
             for index in range(self.options.realtime_workers):
                 self._start_realtime(index)
+            if export is not None:
+                assert self.store.store is not None
+                self.exporter = ResultExporter(export, self.store.store)
+                self.exporter.start()
             self._start_collector()
             self._wait_for_consumer_groups()
         except BaseException:
@@ -434,6 +444,11 @@ class Stack:
             + _terminal_alerts(self.options.log_format),
             f"  policy      {self.options.policy or '(default: hints from the spans)'}",
         ]
+        if self.exporter is not None:
+            lines.append(
+                f"  results out every score and alert as an OTLP log record to "
+                f"{self.exporter.where} (gen_ai.evaluation.result, pathgrade.alert)"
+            )
         if self.options.demo:
             lines.append(
                 f"  demo        ON: demo agent traffic ({self.options.demo_rate_per_s:g} traces/s, "
@@ -502,7 +517,12 @@ class Stack:
             self.store.writer_stats(),
             realtime,
             self.broker.rss_bytes() if self.broker else None,
+            self._exporter_counters(),
         )
+
+    def _exporter_counters(self) -> dict[str, Any] | None:
+        """The results exporter's counters (None: no export)."""
+        return asdict(self.exporter.stats) if self.exporter is not None else None
 
     def _since_first(
         self, child: ChildProcess, counters: dict[str, Any] | None
@@ -524,7 +544,8 @@ class Stack:
 
     def stop(self) -> None:
         """Flush everything in order and release the data directory: the demo, the
-        collector (its produced offsets), the realtime plane, the store writer up to
+        collector (its produced offsets), the realtime plane, the results exporter (its
+        cursors saved: the next start sends what it had not), the store writer up to
         those offsets, the broker."""
         self.stop_event.set()
         if self._demo is not None:
@@ -543,6 +564,8 @@ class Stack:
             lambda child=child: child.stop(Stop(offsets, release_held=self.broker is not None))
             for child in self._realtime
         ])  # fmt: skip
+        if self.exporter is not None:
+            self.exporter.stop()
         stored = False
         if self.store is not None:
             stored = self.store.stop(offsets, DRAIN_IDLE_S if self.broker is not None else 0.0)
@@ -560,6 +583,7 @@ class Stack:
                     for child, answer in zip(self._realtime, realtime, strict=True)
                 ],
                 None,
+                self._exporter_counters(),
             )
 
     def _supervise(self) -> str | None:

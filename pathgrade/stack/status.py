@@ -27,16 +27,21 @@ def snapshot_of(
     store_writer: dict[str, int],
     realtime: list[dict[str, Any] | None],
     broker_rss_bytes: int | None,
+    exporter: dict[str, Any] | None = None,
 ) -> Snapshot:
-    """A snapshot taken now: each process's counters (None: it did not answer) and the
-    bundled broker's memory (None: no bundled broker, or it has stopped)."""
-    return {
+    """A snapshot taken now: each process's counters (None: it did not answer), the
+    bundled broker's memory (None: no bundled broker, or it has stopped) and the results
+    exporter's counters (only with `--export-otlp`)."""
+    snapshot: Snapshot = {
         "taken_at": time.time(),
         "collector": collector,
         "store_writer": store_writer,
         "realtime": realtime,
         "broker_rss_bytes": broker_rss_bytes,
     }
+    if exporter is not None:
+        snapshot["exporter"] = exporter
+    return snapshot
 
 
 def _rate(current: dict[str, Any] | None, previous: dict[str, Any] | None, key: str,
@@ -152,9 +157,22 @@ def status_line(now: Snapshot, before: Snapshot | None = None, label: str = "sta
         _store_part(now, before, seconds),
         _realtime_part(now, before, seconds),
     ]
+    if now.get("exporter") is not None:
+        parts.append(_exporter_part(now["exporter"]))
     if now.get("broker_rss_bytes") is not None:
         parts.append(f"broker {now['broker_rss_bytes'] / _MB:,.0f} MB")
     return f"{label}: " + " | ".join(parts)
+
+
+def _exporter_part(exporter: dict[str, Any]) -> str:
+    part = (
+        f"exported {exporter['exported_scores']:,} scores, {exporter['exported_alerts']:,} alerts"
+    )
+    if exporter["refused"]:
+        part += f", {exporter['refused']:,} given up"
+    if exporter["failing"]:
+        part += f", failing: {exporter['latest_error']} (retrying; nothing is dropped)"
+    return part
 
 
 def status_report(document: dict[str, Any], now: float | None = None) -> str:
@@ -171,6 +189,8 @@ def status_report(document: dict[str, Any], now: float | None = None) -> str:
     processes += [
         (f"realtime-{n}", counters) for n, counters in enumerate(snapshot.get("realtime", []), 1)
     ]
+    if "exporter" in snapshot:
+        processes.append(("exporter", snapshot["exporter"]))
     for name, counters in processes:
         shown = (
             "not answering" if counters is None
@@ -225,6 +245,8 @@ def snapshot_samples(snapshot: Snapshot) -> list[Sample]:
     for n, counters in enumerate(snapshot.get("realtime", []), 1):
         if counters is not None:
             samples += labelled_samples("realtime", {"worker": str(n)}, counters)
+    if snapshot.get("exporter") is not None:
+        samples.append(("exporter", {}, snapshot["exporter"]))
     if snapshot.get("broker_rss_bytes") is not None:
         samples.append(("broker", {}, {"rss_bytes": snapshot["broker_rss_bytes"]}))
     return samples
