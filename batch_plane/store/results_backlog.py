@@ -138,7 +138,7 @@ class ResultsBacklog:
     def cursors(self) -> dict[Source, Cursor]:
         """Source -> this exporter's saved cursor (the furthest saved)."""
         result = self.store.query(
-            "SELECT Source, max((StoredAtNs, Tenant, RowKey)) FROM export_cursors "
+            "SELECT Source, max((StoredAtNs, RowTenant, RowKey)) FROM export_cursors "
             "WHERE Exporter = {exporter:String} GROUP BY Source",
             {"exporter": self.exporter},
             readonly=True,
@@ -159,5 +159,5 @@ class ResultsBacklog:
         if rows:
             self.store.insert(
                 "export_cursors", rows,
-                ["Exporter", "Source", "StoredAtNs", "Tenant", "RowKey", "SavedAtNs"],
+                ["Exporter", "Source", "StoredAtNs", "RowTenant", "RowKey", "SavedAtNs"],
             )  # fmt: skip

@@ -22,15 +22,16 @@ ALTER TABLE alerts MODIFY COLUMN StoredAt DateTime64(9) DEFAULT now64(9);
 
 ALTER TABLE alerts ADD INDEX IF NOT EXISTS idx_stored_at StoredAt TYPE minmax GRANULARITY 1;
 
--- Each exporter's cursor per source table: the last row it delivered, in the order
--- (StoredAt, Tenant, key) it reads them. Exporter is a hash of the endpoint URL and the
--- tenants it exports (credentials never reach the table); the highest SavedAtNs wins.
+-- Each exporter's cursor per source table: the last row it delivered (its StoredAt, tenant
+-- and key), in the order (StoredAt, Tenant, key) it reads them. Exporter is a hash of the
+-- endpoint URL and the tenants it exports (credentials never reach the table); a source's
+-- furthest cursor is the one that counts.
 CREATE TABLE IF NOT EXISTS export_cursors
 (
     Exporter String,
     Source LowCardinality(String),
     StoredAtNs Int64,
-    Tenant String,
+    RowTenant String,
     RowKey String,
     SavedAtNs Int64
 )
