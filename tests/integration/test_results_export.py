@@ -156,3 +156,37 @@ def test_scores_and_alerts_reach_an_otlp_logs_receiver_across_its_outage_and_a_r
         else:
             assert record.event_name == "pathgrade.alert"
             assert record.attributes["pathgrade.alert.code"].startswith("PG")
+
+
+def test_the_exporter_box_sends_what_a_running_stack_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pathgrade exporter --data-dir D` beside a `pathgrade up` on D reads through the
+    stack's loopback endpoint and keeps its cursors there; headers from the environment."""
+    receiver = LogsReceiver(required_headers={"authorization": TOKEN})
+    stack, _, http_port = start_stack(tmp_path)
+    exporter = None
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"authorization={TOKEN}")
+        exporter = PathgradeProcess(
+            ["exporter", "--data-dir", str(tmp_path), "--export-otlp", receiver.url,
+             "--export-otlp-tenant", "default"],
+            ready_text="exporter: scores and alerts ->",
+        )  # fmt: skip
+        send_traffic(http_port, traces=20, seed=3)
+        alerts = wait_until(lambda: stored_alerts(stack), 90)
+        written = judge_scores(tmp_path, list(alerts.values())[:2])
+        wait_until(lambda: set(receiver.ids(ALERT_KEY)) >= alerts.keys(), 60)
+        wait_until(lambda: {s.score_id for s in written} <= set(receiver.ids(SCORE_ID)), 60)
+        assert exporter.terminate() == 0, exporter.output
+        assert exporter.output_has(f"exported {len(set(receiver.ids(SCORE_ID)))} scores")
+        saved = stack.sql("SELECT count() FROM export_cursors").rows[0][0]
+        assert saved >= 2  # a cursor per source, kept in the stack's store
+    finally:
+        if exporter is not None and exporter.process.poll() is None:
+            exporter.kill()
+        assert stack.terminate() == 0, stack.output
+    for record in receiver.records:
+        parent = alerts.get(record.attributes.get(ALERT_KEY, ""))
+        if parent is not None:
+            assert (record.trace_id, record.span_id) == parent
