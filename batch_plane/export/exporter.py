@@ -27,7 +27,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
@@ -70,7 +70,7 @@ class ExportStats:
     rejected: int = 0  # records a receiver's partial success said it rejected
     resent_late: int = 0  # rows found by the recount, sent after later ones
     failing: int = 0  # 1 while requests keep failing
-    latest_error: str = field(default="")
+    latest_error: str = ""
 
 
 class ResultExporter:
