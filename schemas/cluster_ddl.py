@@ -48,7 +48,7 @@ SHARDING_KEYS = {
 with: a Distributed table's key cannot change)."""
 EVERYWHERE = (
     "pathgrade_migrations", "datasets", "dataset_items", "runs", "gates", "gate_rows",
-    "judge_calibrations", "webhook_cursors",
+    "judge_calibrations", "webhook_cursors", "export_cursors",
 )  # fmt: skip
 """Tables replicated on every server of a sharded cluster (small, read by key)."""
 

@@ -102,6 +102,12 @@ EVENT_USER_MESSAGE: Final = "gen_ai.user.message"
 EVENT_ASSISTANT_MESSAGE: Final = "gen_ai.assistant.message"
 EVENT_TOOL_MESSAGE: Final = "gen_ai.tool.message"
 EVENT_CHOICE: Final = "gen_ai.choice"
+# The attributes of a `gen_ai.evaluation.result` event (model/gen-ai/events.yaml; the name
+# is required, the others set when they apply; `error.type` when the evaluation failed).
+EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 CONTENT_EVENTS: Final = frozenset(
     {
         EVENT_INFERENCE_DETAILS,

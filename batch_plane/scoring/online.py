@@ -18,10 +18,11 @@ from typing import Any
 
 from pathgrade.batch_plane.scoring.judge import Judge
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
-from pathgrade.batch_plane.scoring.scores import JUDGE_ERROR_LABEL, evaluation_event, write_scores
+from pathgrade.batch_plane.scoring.scores import evaluation_event, write_scores
 from pathgrade.batch_plane.scoring.trace_scorers import JUDGE_METRICS, TraceScorer, UnknownMetric
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.detectors.policy import RISK_TIERS, Policy
+from pathgrade.schemas.evaluation_records import JUDGE_ERROR_LABEL
 from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.sampled import SampledTrace

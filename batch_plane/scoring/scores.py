@@ -1,5 +1,6 @@
 """Score records, their deterministic ids, the `scores` table writer and the GenAI
-`gen_ai.evaluation.result` event shape for exporting scores back as span events."""
+`gen_ai.evaluation.result` event shape of a score (`pathgrade scorer --events-out`; the OTLP
+export sends the same attributes as log records: schemas.evaluation_records)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pathgrade.batch_plane.scoring.judge import canonical_json
+from pathgrade.schemas.evaluation_records import evaluation_attributes
+from pathgrade.schemas.genai import EVENT_EVALUATION_RESULT
 from pathgrade.schemas.store import Store
 
 SCORE_COLUMNS = (
@@ -16,10 +19,6 @@ SCORE_COLUMNS = (
     "JudgeModel", "RubricVersion", "DatasetItemId", "RunId", "Repeat", "TraceId", "SpanId",
     "Slices", "CreatedAt",
 )  # fmt: skip
-
-EVALUATION_EVENT = "gen_ai.evaluation.result"
-JUDGE_ERROR_LABEL = "judge_error"
-"""Label of a judge score whose judge call failed (written without a value)."""
 
 
 @dataclass(frozen=True)
@@ -89,18 +88,11 @@ def write_scores(store: Store, scores: list[Score]) -> None:
 def evaluation_event(score: Score) -> dict[str, Any]:
     """The score as an OpenTelemetry GenAI `gen_ai.evaluation.result` event: name and
     attributes, to be recorded on the evaluated span (`span_id`, else the trace's root)."""
-    attributes: dict[str, Any] = {"gen_ai.evaluation.name": score.metric}
-    if score.value is not None:
-        attributes["gen_ai.evaluation.score.value"] = score.value
-    if score.label:
-        attributes["gen_ai.evaluation.score.label"] = score.label
-    if score.explanation:
-        attributes["gen_ai.evaluation.explanation"] = score.explanation
-    if score.label == JUDGE_ERROR_LABEL:
-        attributes["error.type"] = JUDGE_ERROR_LABEL
     return {
-        "name": EVALUATION_EVENT,
+        "name": EVENT_EVALUATION_RESULT,
         "trace_id": score.trace_id,
         "span_id": score.span_id,
-        "attributes": attributes,
+        "attributes": evaluation_attributes(
+            score.metric, score.value, score.label, score.explanation
+        ),
     }

@@ -29,9 +29,10 @@ from pathgrade.batch_plane.scoring.hallucination import (
 )
 from pathgrade.batch_plane.scoring.judge import BudgetExhausted, Judge, JudgeError
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
-from pathgrade.batch_plane.scoring.scores import JUDGE_ERROR_LABEL, Score, write_scores
+from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.scoring.similarity import lexical_similarity, mean_pairwise
 from pathgrade.batch_plane.store.trace_rows import load_trace, run_trace_ids
+from pathgrade.schemas.evaluation_records import JUDGE_ERROR_LABEL
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.store import Store
 

@@ -448,3 +448,39 @@ CREATE TABLE IF NOT EXISTS webhook_cursors ON CLUSTER 'pathgrade'
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/all/{database}/{table}', '{shard}-{replica}', NextSeq)
 ORDER BY (Webhook, SpansPartition);
 
+ALTER TABLE scores_local ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS StoredAt DateTime64(9) DEFAULT toDateTime64(0, 9);
+
+ALTER TABLE scores ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS StoredAt DateTime64(9) DEFAULT toDateTime64(0, 9);
+
+ALTER TABLE scores_local ON CLUSTER 'pathgrade' MATERIALIZE COLUMN StoredAt SETTINGS mutations_sync = 2;
+
+ALTER TABLE scores_local ON CLUSTER 'pathgrade' MODIFY COLUMN StoredAt DateTime64(9) DEFAULT now64(9);
+
+ALTER TABLE scores ON CLUSTER 'pathgrade' MODIFY COLUMN StoredAt DateTime64(9) DEFAULT now64(9);
+
+ALTER TABLE scores_local ON CLUSTER 'pathgrade' ADD INDEX IF NOT EXISTS idx_stored_at StoredAt TYPE minmax GRANULARITY 1;
+
+ALTER TABLE alerts_local ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS StoredAt DateTime64(9) DEFAULT toDateTime64(0, 9);
+
+ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS StoredAt DateTime64(9) DEFAULT toDateTime64(0, 9);
+
+ALTER TABLE alerts_local ON CLUSTER 'pathgrade' MATERIALIZE COLUMN StoredAt SETTINGS mutations_sync = 2;
+
+ALTER TABLE alerts_local ON CLUSTER 'pathgrade' MODIFY COLUMN StoredAt DateTime64(9) DEFAULT now64(9);
+
+ALTER TABLE alerts ON CLUSTER 'pathgrade' MODIFY COLUMN StoredAt DateTime64(9) DEFAULT now64(9);
+
+ALTER TABLE alerts_local ON CLUSTER 'pathgrade' ADD INDEX IF NOT EXISTS idx_stored_at StoredAt TYPE minmax GRANULARITY 1;
+
+CREATE TABLE IF NOT EXISTS export_cursors ON CLUSTER 'pathgrade'
+(
+    Exporter String,
+    Source LowCardinality(String),
+    StoredAtNs Int64,
+    RowTenant String,
+    RowKey String,
+    SavedAtNs Int64
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/all/{database}/{table}', '{shard}-{replica}', SavedAtNs)
+ORDER BY (Exporter, Source);
+

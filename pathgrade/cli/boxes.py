@@ -1,5 +1,5 @@
-"""The production boxes run alone: `pathgrade collector` and `pathgrade store-writer`; and
-the collector's dead-letter file: `pathgrade dead-letter`."""
+"""The production boxes run alone: `pathgrade collector`, `pathgrade store-writer` and
+`pathgrade exporter`; and the collector's dead-letter file: `pathgrade dead-letter`."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ from pathgrade.cli.reference import model_flag
 from pathgrade.cli.support import (
     DEFAULT_DATA_DIR,
     CliError,
+    cli_store,
     collector_args,
     collector_settings,
+    export_args,
+    export_settings,
     message_key_setting,
     metrics_arg,
     served_metrics,
@@ -66,6 +69,19 @@ def register(commands: Any) -> None:
     )  # fmt: skip
     metrics_arg(writer)
     writer.set_defaults(run=_cmd_store_writer)
+
+    exporter = commands.add_parser(
+        "exporter",
+        help="send stored scores and alerts out as OTLP log records (production box)",
+        description="Reads every score and alert stored after its cursor and sends each as an "
+        "OTLP log record (gen_ai.evaluation.result, pathgrade.alert) to --export-otlp, at "
+        "least once, in batches, retrying while the receiver is down (docs/stack.md, "
+        "Evaluation results out). Run one per endpoint.",
+    )
+    store_args(exporter)
+    export_args(exporter)
+    metrics_arg(exporter)
+    exporter.set_defaults(run=_cmd_exporter)
 
 
 def _cmd_collector(args: argparse.Namespace) -> int:
@@ -122,6 +138,32 @@ def _cmd_store_writer(args: argparse.Namespace) -> int:
             wait_for_signal(signalled)
     finally:
         owner.stop()
+    return 0
+
+
+def _cmd_exporter(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from pathgrade.batch_plane.export.config import ExportConfig
+    from pathgrade.batch_plane.export.exporter import ResultExporter
+
+    settings = export_settings(args)
+    if settings is None:
+        raise CliError("exporter: --export-otlp URL (or --export-otlp-config FILE) is required")
+    config = ExportConfig.model_validate(settings)
+    with cli_store(args) as store:
+        exporter = ResultExporter(config, store)
+        with served_metrics(args.metrics_listen, "exporter", lambda: asdict(exporter.stats)):
+            signalled = stop_on_signal()
+            exporter.start()
+            print(f"exporter: scores and alerts -> {exporter.where}", flush=True)
+            try:
+                wait_for_signal(signalled)
+            finally:
+                exporter.stop()
+        stats = exporter.stats
+    print(f"exported {stats.exported_scores} scores and {stats.exported_alerts} alerts"
+          + (f"; {stats.refused} given up" if stats.refused else ""))  # fmt: skip
     return 0
 
 

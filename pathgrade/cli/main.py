@@ -25,7 +25,9 @@ from pathgrade.schemas.topics import KafkaSettingsError, kafka_client_settings
 from pathgrade.stack.alert_log import configure_alert_log
 from pathgrade.stack.gc_schedule import schedule_full_collections
 
-LONG_RUNNING_COMMANDS = frozenset({"up", "collector", "store-writer", "realtime", "scorer", "ui"})
+LONG_RUNNING_COMMANDS = frozenset(
+    {"up", "collector", "store-writer", "realtime", "scorer", "ui", "exporter"}
+)
 CLOSED_PIPE_EXIT = 141  # what a shell reports for a command ended by SIGPIPE
 COMMAND_MODULES = (stack, boxes, demo, store, alerts, datasets, edge, gate, scoring, review, ui)
 """Each command group's module, in the order `pathgrade --help` lists them."""

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
+from pathgrade.batch_plane.export.config import ExportConfig
 from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.collector.config import CollectorConfig
@@ -36,7 +37,10 @@ TABLES: dict[str, dict[str, tuple[type[BaseModel], tuple[str, ...]]]] = {
         "realtime-config": (RealtimeConfig, ("bootstrap_servers",)),
         "alert-lines": (AlertLineSettings, ()),
     },
-    "docs/stack.md": {"stack-options": (StackOptions, ())},
+    "docs/stack.md": {
+        "stack-options": (StackOptions, ()),
+        "export-config": (ExportConfig, ()),
+    },
     "docs/edge.md": {"simulation-config": (SimulationConfig, ())},
     "docs/scoring.md": {
         "judge-endpoint": (JudgeEndpoint, ()),

@@ -14,6 +14,8 @@ from pathgrade.cli.support import (
     CliError,
     collector_args,
     collector_settings,
+    export_args,
+    export_settings,
     int_between,
     listen_address,
     log_format_arg,
@@ -39,6 +41,7 @@ def register(commands: Any) -> None:
     retention_args(up)
     model_flag(up, "--policy", StackOptions, "policy", metavar="FILE")
     model_flag(up, "--alert-webhook", StackOptions, "alert_webhook", metavar="URL")
+    export_args(up)
     model_flag(up, "--broker-max-mb", StackOptions, "broker_max_mb", type=int, metavar="MB")
     model_flag(
         up, "--store-writer-nice", StackOptions, "store_writer_niceness",
@@ -93,6 +96,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
             demo_pages=args.demo_pages,
             policy=realtime.get("policy_path"),
             alert_webhook=realtime.get("webhook_url"),
+            export=export_settings(args),
             realtime=realtime,
             collector=collector,
             broker_max_mb=args.broker_max_mb,

@@ -244,24 +244,102 @@ def realtime_settings(path: Path | None, **flags: Any) -> dict[str, Any]:
     `--kafka` gives): the YAML mapping at `path`, then the `flags` that are not None on
     top. Validated here, so a bad file fails before anything starts (CliError naming the
     file and the field)."""
-    import yaml
-
     from pathgrade.stack.settings import StackSettingsError, check_realtime
 
-    settings: dict[str, Any] = {}
-    if path is not None:
-        try:
-            loaded = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise CliError(f"{path}: {exc}") from exc
-        if not isinstance(loaded, dict):
-            raise CliError(f"{path}: expected a mapping of realtime settings")
-        if "bootstrap_servers" in loaded:
-            raise CliError(f"{path}: bootstrap_servers: set the broker with --kafka instead")
-        settings.update(loaded)
+    settings = settings_file(path, "realtime settings")
+    if "bootstrap_servers" in settings:
+        raise CliError(f"{path}: bootstrap_servers: set the broker with --kafka instead")
     settings.update({key: value for key, value in flags.items() if value is not None})
     try:
         check_realtime(settings, f"{path}: " if path else "realtime settings: ")
+    except StackSettingsError as exc:
+        raise CliError(str(exc)) from None
+    return settings
+
+
+def settings_file(path: Path | None, what: str) -> dict[str, Any]:
+    """The YAML mapping at `path` ({} without one); a CliError naming the file when it
+    cannot be read or is not a mapping of `what`."""
+    import yaml
+
+    if path is None:
+        return {}
+    try:
+        loaded = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise CliError(f"{path}: {exc}") from exc
+    if not isinstance(loaded, dict):
+        raise CliError(f"{path}: expected a mapping of {what}")
+    return loaded
+
+
+OTLP_HEADERS_ENV = ("OTEL_EXPORTER_OTLP_LOGS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+"""Where the results exporter's headers come from without `--export-otlp-header` (the
+OpenTelemetry exporters' variables: `name=value,name=value`, values URL-encoded)."""
+
+
+def export_args(parser: argparse.ArgumentParser) -> None:
+    """`--export-otlp URL` and its companions: where and how scores and alerts are sent
+    as OTLP log records (`ExportConfig`)."""
+    from pathgrade.batch_plane.export.config import ExportConfig
+    from pathgrade.cli.reference import model_flag
+
+    model_flag(
+        parser, "--export-otlp", ExportConfig, "url", metavar="URL",
+        prefix="send every stored score and alert as an OTLP log record to this ",
+    )  # fmt: skip
+    parser.add_argument(
+        "--export-otlp-header", action="append", type=header_arg, metavar="NAME=VALUE",
+        help="a header of every export request, e.g. authorization=Bearer TOKEN (repeatable; "
+        f"default: ${OTLP_HEADERS_ENV[0]} or ${OTLP_HEADERS_ENV[1]}, which keep a token off "
+        "the command line)",
+    )  # fmt: skip
+    model_flag(
+        parser, "--export-otlp-tenant", ExportConfig, "tenants", unset=True, action="append",
+        metavar="TENANT", suffix="; repeatable",
+    )  # fmt: skip
+    parser.add_argument(
+        "--export-otlp-config", type=Path, metavar="FILE",
+        help="results exporter settings as YAML (docs/stack.md: batches, retries, settle "
+        "time); the flags above override it",
+    )  # fmt: skip
+
+
+def header_arg(text: str) -> tuple[str, str]:
+    """An argparse type: `NAME=VALUE`."""
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name.strip(), value.strip()
+
+
+def export_settings(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The results exporter's settings (`ExportConfig` fields) from --export-otlp-config
+    and the flags on top, headers from the environment when no flag names one; None when
+    nothing asks for an export. Validated: a CliError names the flag or the file's field."""
+    from opentelemetry.util.re import parse_env_headers
+
+    from pathgrade.stack.settings import StackSettingsError, check_export
+
+    path = args.export_otlp_config
+    settings = settings_file(path, "results exporter settings")
+    flags: dict[str, Any] = {
+        "url": args.export_otlp,
+        "headers": dict(args.export_otlp_header) if args.export_otlp_header else None,
+        "tenants": args.export_otlp_tenant,
+    }
+    settings.update({key: value for key, value in flags.items() if value is not None})
+    if not settings:
+        return None
+    if "headers" not in settings:
+        variable = next((name for name in OTLP_HEADERS_ENV if os.environ.get(name)), None)
+        if variable:
+            settings["headers"] = parse_env_headers(os.environ[variable], liberal=True)
+    labels = {"url": "--export-otlp", "headers": "--export-otlp-header",
+              "tenants": "--export-otlp-tenant"}  # fmt: skip
+    labels = {field: label for field, label in labels.items() if flags[field] is not None}
+    try:
+        check_export(settings, labels, f"{path}: " if path else "")
     except StackSettingsError as exc:
         raise CliError(str(exc)) from None
     return settings
@@ -378,19 +456,9 @@ def collector_args(parser: argparse.ArgumentParser) -> None:
 def collector_settings(args: argparse.Namespace) -> dict[str, Any]:
     """Collector config fields from --config and the flags (flags win), validated: a bad
     one is a CliError naming the flag (`--http-port 99999: ...`) or the file's field."""
-    import yaml
-
     from pathgrade.stack.settings import StackSettingsError, check_collector
 
-    settings: dict[str, Any] = {}
-    if args.config:
-        try:
-            loaded = yaml.safe_load(args.config.read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise CliError(f"{args.config}: {exc}") from exc
-        if not isinstance(loaded, dict):
-            raise CliError(f"{args.config}: expected a mapping of collector settings")
-        settings.update(loaded)
+    settings = settings_file(args.config, "collector settings")
     flags = {
         "grpc_port": args.grpc_port,
         "http_port": args.http_port,

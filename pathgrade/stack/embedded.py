@@ -1,8 +1,10 @@
 """`pathgrade up`: every box on one machine.
 
 The main process owns the store (one owner per chDB directory): it runs migrations, the
-store writer and the loopback query endpoint. The collector runs in a child process (its
-own core). With no `--kafka`, the bundled Tansu broker runs as a third process.
+store writer, the loopback query endpoint and, with `--export-otlp`, the results exporter
+(a thread that sends stored scores and alerts out as OTLP log records). The collector runs
+in a child process (its own core). With no `--kafka`, the bundled Tansu broker runs as a
+third process.
 
 Shutdown (SIGINT/SIGTERM): the collector stops accepting and flushes to Kafka (or its
 spill), reports the offsets it produced, and the realtime plane and the store writer
@@ -33,11 +35,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka.errors import KafkaError
 
+from pathgrade.batch_plane.export.exporter import ResultExporter
 from pathgrade.batch_plane.store.client import redact_dsn
 from pathgrade.collector.config import CollectorConfig
 from pathgrade.collector.pipeline import IngestCounters
@@ -91,6 +95,7 @@ from pathgrade.stack.priority import lower_thread_priority
 from pathgrade.stack.settings import (
     StackSettingsError,
     check_collector,
+    check_export,
     check_policy,
     check_realtime,
 )
@@ -214,6 +219,7 @@ class Stack:
         self._demo: threading.Thread | None = None
         self._demo_pages: threading.Thread | None = None  # seeds the demo's pages
         self._exposed_metrics: MetricsServer | None = None  # --metrics-listen
+        self.exporter: ResultExporter | None = None
         self.grpc_port = 0
         self.http_port = 0
         self.swaps = 0
@@ -235,6 +241,7 @@ class Stack:
             check_collector(self._collector_config())
             check_realtime(self._realtime_settings())
             check_policy(self.options.policy)
+            export = None if self.options.export is None else check_export(self.options.export)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         FactSecret.load_or_create(facts_key_file(self.data_dir))  # offline scoring reads it too
         self.store = StoreOwner(
@@ -257,6 +264,10 @@ class Stack:
                 self.out(f"applied migrations: {names}")
             for index in range(self.options.realtime_workers):
                 self._start_realtime(index)
+            if export is not None:
+                assert self.store.store is not None
+                self.exporter = ResultExporter(export, self.store.store)
+                self.exporter.start()
             self._start_collector()
             self._wait_for_consumer_groups()
         except BaseException:
@@ -523,6 +534,11 @@ class Stack:
             + _terminal_alerts(self.options.log_format),
             f"  policy      {self.options.policy or '(default: hints from the spans)'}",
         ]
+        if self.exporter is not None:
+            lines.append(
+                f"  results out every score and alert as an OTLP log record to "
+                f"{self.exporter.where} (gen_ai.evaluation.result, pathgrade.alert)"
+            )
         if self.options.demo:
             lines.append(
                 f"  demo        ON: demo agent traffic ({self.options.demo_rate_per_s:g} traces/s, "
@@ -620,7 +636,12 @@ class Stack:
             realtime,
             self.broker.rss_bytes() if self.broker else None,
             self.restarted,
+            self._exporter_counters(),
         )
+
+    def _exporter_counters(self) -> dict[str, Any] | None:
+        """The results exporter's counters (None: no export)."""
+        return asdict(self.exporter.stats) if self.exporter is not None else None
 
     def _since_first(
         self, child: ChildProcess, counters: dict[str, Any] | None
@@ -642,7 +663,8 @@ class Stack:
 
     def stop(self) -> None:
         """Flush everything in order and release the data directory: the demo, the
-        collector (its produced offsets), the realtime plane, the store writer up to
+        collector (its produced offsets), the realtime plane, the results exporter (its
+        cursors saved: the next start sends what it had not), the store writer up to
         those offsets, the broker. With the bundled broker dead, at once instead
         (`_stop_without_broker`)."""
         self.stop_event.set()
@@ -666,6 +688,8 @@ class Stack:
             lambda child=child: child.stop(Stop(offsets, release_held=self.broker is not None))
             for child in self._realtime
         ])  # fmt: skip
+        if self.exporter is not None:
+            self.exporter.stop()
         stored = False
         if self.store is not None:
             stored = self.store.stop(offsets, DRAIN_IDLE_S if self.broker is not None else 0.0)
@@ -686,6 +710,7 @@ class Stack:
                 ],
                 None,
                 self.restarted,
+                self._exporter_counters(),
             )
 
     def _stop_without_broker(self) -> None:
@@ -698,6 +723,8 @@ class Stack:
         for child in self._children():
             if child is not None and child.pid is not None:
                 self._end(child)
+        if self.exporter is not None:
+            self.exporter.stop()
         self.store.stop({}, timeout_s=30)
         self.final_status = snapshot_of(
             self._since_first(self._collector, {}) if self._collector else None,
@@ -705,6 +732,7 @@ class Stack:
             [self._since_first(child, {}) for child in self._realtime],
             None,
             self.restarted,
+            self._exporter_counters(),
         )
 
     def _supervise(self) -> str | None:

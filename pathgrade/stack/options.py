@@ -31,6 +31,11 @@ class StackOptions(BaseModel):
     )
     policy: str | None = Field(None, description="detector policy YAML (docs/detectors.md)")
     alert_webhook: str | None = Field(None, description="POST each alert here as JSON")
+    export: dict[str, Any] | None = Field(
+        None,
+        description="send every stored score and alert as an OTLP log record (`ExportConfig` "
+        "fields: Evaluation results out, below); none: not sent",
+    )
     collector: dict[str, Any] = Field(
         default_factory=dict, description="collector settings (`CollectorConfig` fields)"
     )

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from pathgrade.batch_plane.export.config import ExportConfig
 from pathgrade.collector.auth import TokenAuth
 from pathgrade.collector.config import CollectorConfig
 from pathgrade.detectors import PolicyError, load_policy
@@ -67,3 +68,14 @@ def check_policy(path: str | None) -> None:
         load_policy(path)
     except (OSError, PolicyError) as exc:
         raise StackSettingsError(f"policy: {exc}") from None
+
+
+def check_export(
+    settings: Mapping[str, Any], labels: Mapping[str, str] | None = None, source: str = ""
+) -> ExportConfig:
+    """The results exporter's config from `settings`; StackSettingsError naming the fields
+    (by `labels`, e.g. the flags that set them) otherwise."""
+    try:
+        return ExportConfig.model_validate(settings)
+    except ValidationError as exc:
+        raise StackSettingsError(validation_problems(exc, labels, source)) from None

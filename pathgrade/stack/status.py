@@ -30,11 +30,13 @@ def snapshot_of(
     realtime: list[dict[str, Any] | None],
     broker_rss_bytes: int | None,
     restarts: Mapping[str, int] | None = None,
+    exporter: dict[str, Any] | None = None,
 ) -> Snapshot:
     """A snapshot taken now: each process's counters (None: it did not answer), the
-    bundled broker's memory (None: no bundled broker, or it has stopped) and how often
-    supervision restarted each process (the broker: replaced after it died)."""
-    return {
+    bundled broker's memory (None: no bundled broker, or it has stopped), how often
+    supervision restarted each process (the broker: replaced after it died) and the
+    results exporter's counters (only with `--export-otlp`)."""
+    snapshot: Snapshot = {
         "taken_at": time.time(),
         "collector": collector,
         "store_writer": store_writer,
@@ -42,6 +44,9 @@ def snapshot_of(
         "broker_rss_bytes": broker_rss_bytes,
         "restarts": dict(restarts or {}),
     }
+    if exporter is not None:
+        snapshot["exporter"] = exporter
+    return snapshot
 
 
 def _rate(current: dict[str, Any] | None, previous: dict[str, Any] | None, key: str,
@@ -157,6 +162,8 @@ def status_line(now: Snapshot, before: Snapshot | None = None, label: str = "sta
         _store_part(now, before, seconds),
         _realtime_part(now, before, seconds),
     ]
+    if now.get("exporter") is not None:
+        parts.append(_exporter_part(now["exporter"]))
     if now.get("broker_rss_bytes") is not None:
         parts.append(f"broker {now['broker_rss_bytes'] / _MB:,.0f} MB")
     restarts = sorted((now.get("restarts") or {}).items())
@@ -181,6 +188,17 @@ def _forged_part(now: Snapshot) -> str:
     return f"forged messages refused: store writer {store:,}, realtime {realtime:,}"
 
 
+def _exporter_part(exporter: dict[str, Any]) -> str:
+    part = (
+        f"exported {exporter['exported_scores']:,} scores, {exporter['exported_alerts']:,} alerts"
+    )
+    if exporter["refused"]:
+        part += f", {exporter['refused']:,} given up"
+    if exporter["failing"]:
+        part += f", failing: {exporter['latest_error']} (retrying; nothing is dropped)"
+    return part
+
+
 def status_report(document: dict[str, Any], now: float | None = None) -> str:
     """`pathgrade status` text: the stack's latest line and how old it is (at `now`, Unix
     seconds), then every process's counters."""
@@ -195,6 +213,8 @@ def status_report(document: dict[str, Any], now: float | None = None) -> str:
     processes += [
         (f"realtime-{n}", counters) for n, counters in enumerate(snapshot.get("realtime", []), 1)
     ]
+    if "exporter" in snapshot:
+        processes.append(("exporter", snapshot["exporter"]))
     for name, counters in processes:
         shown = (
             "not answering" if counters is None
@@ -249,6 +269,8 @@ def snapshot_samples(snapshot: Snapshot) -> list[Sample]:
     for n, counters in enumerate(snapshot.get("realtime", []), 1):
         if counters is not None:
             samples += labelled_samples("realtime", {"worker": str(n)}, counters)
+    if snapshot.get("exporter") is not None:
+        samples.append(("exporter", {}, snapshot["exporter"]))
     if snapshot.get("broker_rss_bytes") is not None:
         samples.append(("broker", {}, {"rss_bytes": snapshot["broker_rss_bytes"]}))
     for name, count in (snapshot.get("restarts") or {}).items():

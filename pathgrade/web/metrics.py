@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 GAUGES = frozenset(
     {"traces_held", "spans_held", "spill_bytes", "log_bytes", "dead_letter_messages"}
-    | {"rss_bytes", "coverage_ratio", P50, P99, MAX, STALLED}
+    | {"rss_bytes", "coverage_ratio", "failing", P50, P99, MAX, STALLED}
 )
 """Counter names that are levels, not cumulative counts."""
 

@@ -24,6 +24,7 @@ BATCH = {
     "batch_plane.scoring",
     "batch_plane.edge",
     "batch_plane.evaluation",
+    "batch_plane.export",
 }
 CLI_HELPERS = {
     "cli.support",
@@ -68,6 +69,7 @@ ALLOWED: dict[str, set[str]] = {
     "batch_plane.evaluation": BOTTOM
     | TRANSPORT
     | {"detectors", "batch_plane.store", "batch_plane.agents", "batch_plane.scoring"},
+    "batch_plane.export": BOTTOM | {"batch_plane.store"},
     "pathgrade": set(),
     "demo": set(),
     "demo.options": set(),

@@ -26,7 +26,7 @@ K8S_VARIABLE = re.compile(r"\$\(([A-Z_]+)\)")  # $(VAR), expanded by Kubernetes 
 COLLECTOR_PORTS = tuple(CollectorConfig.model_fields[f].default for f in ("grpc_port", "http_port"))
 K8S_VERSION = "1.30"  # the oldest Kubernetes the manifests are meant for
 K8S_VALUES = {"KAFKA_BOOTSTRAP": "kafka-0:9092", "PATHGRADE_CLICKHOUSE": "http://u:p@ch:8123/db"}
-STORE_BOXES = {"migrate", "store-writer", "realtime", "scorer"}
+STORE_BOXES = {"migrate", "store-writer", "realtime", "scorer", "exporter"}
 
 
 def compose_services() -> dict[str, Any]:
@@ -77,7 +77,9 @@ def test_every_compose_box_runs_a_pathgrade_command_that_parses() -> None:
     assert commands == {
         "topics": "topics", "migrate": "migrate", "collector": "collector",
         "store-writer": "store-writer", "realtime": "realtime", "scorer": "scorer", "ui": "ui",
+        "exporter": "exporter",
     }  # fmt: skip
+    assert services["exporter"]["profiles"] == ["export"]  # sent out only when asked
     for name, service in boxes.items():
         args = compose_args(service)
         if hasattr(args, "kafka"):
@@ -214,6 +216,7 @@ def exported_metrics() -> set[str]:
     """Every metric name the production boxes serve: their counters' dataclass fields and
     the levels each `counters()` adds (kept in step with RealtimePlane.counters and
     Collector.counters by hand)."""
+    from pathgrade.batch_plane.export.exporter import ExportStats
     from pathgrade.batch_plane.scoring.online import OnlineScorerStats
     from pathgrade.batch_plane.store.writer import StoreWriterStats
     from pathgrade.collector.pipeline import IngestCounters
@@ -238,6 +241,7 @@ def exported_metrics() -> set[str]:
             P50, P99, MAX,
         },
         "scorer": set(asdict(OnlineScorerStats())),
+        "exporter": {k for k in asdict(ExportStats()) if k != "latest_error"},
     }  # fmt: skip
     return {metric_name(process, c) for process, names in counters.items() for c in names}
 

@@ -2,7 +2,8 @@
 drift-tested against deploy/clickhouse/sharded.sql, applied to one chDB server, and every
 query pathgrade runs over the browser UI's seeded data (tests/unit/pathgrade/web), the
 gate's inputs, webhook delivery, the judge's cache and `pathgrade alerts` runs on it and on
-the unsharded store with the same rows, and must answer the same.
+the unsharded store with the same rows, and must answer the same (the results exporter's
+reads, whose rows carry their insert time, on the sharded store alone).
 
 chDB is one server and knows no cluster: each `Distributed('pathgrade', db, X_local, key)`
 table is created as `remote('127.0.0.1', db, X_local, key)`, the same Distributed storage
@@ -32,6 +33,7 @@ from pathgrade.batch_plane.scoring.calibration import calibration_status
 from pathgrade.batch_plane.scoring.judge import JudgeCache, Usage, Verdict
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, open_client_store
 from pathgrade.batch_plane.store.otlp_insert import insert_sql_messages, pending_message
+from pathgrade.batch_plane.store.results_backlog import Cursor, ResultsBacklog
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.realtime_plane.delivery import AlertBacklog, latest_numbers
 from pathgrade.realtime_plane.sinks import SEQ_COLUMNS
@@ -310,3 +312,26 @@ def test_the_sql_insert_path_writes_through_the_distributed_spans(store: TwinSto
         query = "SELECT * EXCEPT Tenant FROM {} WHERE Tenant = 'sql-path' ORDER BY ALL"
         local = store.sharded.query(query.format(local_name(table))).rows
         assert local == store.plain.query(query.format(table)).rows != [], table
+
+
+def test_the_results_exporters_reads_run_on_the_distributed_tables(
+    store: TwinStore, seeded: dict[str, list[str]]
+) -> None:
+    """The results exporter reads scores and alerts past a cursor through the Distributed
+    tables (each row's StoredAt taken when it was inserted into them) and keeps its cursors
+    in a table replicated everywhere."""
+    exported = ResultsBacklog(store.sharded, "sharded", ["a"], 64)
+    now = exported.now_ns()
+    scores = exported.rows_after("scores", Cursor(0), now, 1000)
+    stored = store.sharded.query("SELECT count() FROM scores WHERE Tenant = 'a'").rows[0][0]
+    assert len(scores) == stored > 0 and {row.fields["Tenant"] for row in scores} == {"a"}
+    assert [row.cursor for row in scores] == sorted(row.cursor for row in scores)
+    assert all(0 < row.cursor.stored_at_ns <= now for row in scores)
+    assert exported.rows_after("scores", scores[0].cursor, now, 1000) == scores[1:]
+    assert exported.rows_after("alerts", Cursor(0), now, 1000)
+    seconds = {row.cursor.stored_at_ns // 10**9 for row in scores}
+    counts = exported.counts_by_second("scores", min(seconds), max(seconds))
+    assert sum(counts.values()) == len(scores)
+    exported.save({"scores": scores[0].cursor})
+    exported.save({"scores": scores[-1].cursor, "alerts": Cursor(now)})
+    assert exported.cursors() == {"scores": scores[-1].cursor, "alerts": Cursor(now)}

@@ -10,6 +10,7 @@ from typing import get_args
 
 import pytest
 from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
+from pathgrade.batch_plane.export.config import ExportConfig
 from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
@@ -51,6 +52,7 @@ CONFIGS = [
     StoreWriterConfig,
     OnlineScorerConfig,
     StackOptions,
+    ExportConfig,
     SimulationConfig,
     JudgeEndpoint,
     AlertLineSettings,
@@ -145,6 +147,10 @@ TIED_FLAGS = {
     ("demo", "--traces"): (DemoOptions, "traces"),
     ("demo", "--seed"): (DemoOptions, "seed"),
     ("demo", "--flavor"): (DemoOptions, "flavor"),
+    ("up", "--export-otlp"): (ExportConfig, "url"),
+    ("up", "--export-otlp-tenant"): (ExportConfig, "tenants"),
+    ("exporter", "--export-otlp"): (ExportConfig, "url"),
+    ("exporter", "--export-otlp-tenant"): (ExportConfig, "tenants"),
 }
 """(command, flag) -> the config field it sets: each must take help and default from it."""
 

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from pathgrade.cli.support import CliError, collector_args, collector_settings
+from pathgrade.cli.support import (
+    CliError,
+    collector_args,
+    collector_settings,
+    export_args,
+    export_settings,
+)
 from pathgrade.stack.embedded import Stack, _interrupt_after
 from pathgrade.stack.options import StackOptions
 from pathgrade.stack.settings import StackSettingsError, check_collector, check_policy
@@ -86,3 +92,38 @@ def test_an_ignored_sigint_stays_ignored_during_the_settings_checks() -> None:
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, inherited)
+
+
+def export_parsed(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    export_args(parser)
+    return parser.parse_args(argv)
+
+
+def test_export_settings_come_from_the_flags_the_file_and_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_LOGS_HEADERS", raising=False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20from-env")
+    assert export_settings(export_parsed()) is None  # nothing asks for an export
+    assert export_settings(export_parsed("--export-otlp", "http://c:4318")) == {
+        "url": "http://c:4318",
+        "headers": {"authorization": "Bearer from-env"},
+    }
+    config = tmp_path / "export.yaml"
+    config.write_text("url: http://c:4318\nbatch_records: 0\n")
+    argv = ["--export-otlp-config", str(config), "--export-otlp-header", "x-team=a=b",
+            "--export-otlp-tenant", "t1", "--export-otlp-tenant", "t2"]  # fmt: skip
+    with pytest.raises(CliError, match=rf"^{config}: batch_records: Input should be greater"):
+        export_settings(export_parsed(*argv))
+    config.write_text("url: http://c:4318\nbatch_records: 10\n")
+    assert export_settings(export_parsed(*argv)) == {
+        "url": "http://c:4318", "batch_records": 10, "headers": {"x-team": "a=b"},
+        "tenants": ["t1", "t2"],
+    }  # fmt: skip
+    with pytest.raises(CliError, match=r"^--export-otlp: Value error, expected http"):
+        export_settings(export_parsed("--export-otlp", "c:4318"))
+    stack = Stack(StackOptions(data_dir=tmp_path / "store", export={"url": "udp://c"}))
+    with pytest.raises(StackSettingsError, match="url: Value error"):
+        stack.start()
+    assert not (tmp_path / "store").exists()

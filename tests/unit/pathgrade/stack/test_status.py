@@ -10,9 +10,16 @@ from typing import Any
 import pytest
 from pathgrade.realtime_plane.delays import P99
 
-from pathgrade.stack.status import plus_earlier, status_line, status_report, summed
+from pathgrade.stack.status import (
+    plus_earlier,
+    snapshot_samples,
+    status_line,
+    status_report,
+    summed,
+)
 from pathgrade.stack.store_access import StatusUnavailable, stack_status
 from pathgrade.web.endpoint import QueryServer
+from pathgrade.web.metrics import prometheus_text
 
 
 def snapshot(
@@ -189,3 +196,24 @@ def test_line_counts_forged_messages_each_consumer_refused() -> None:
     forged["realtime"][0]["forged_messages"] = 4
     line = status_line(forged, quiet) or ""
     assert line.endswith("| forged messages refused: store writer 3, realtime 4")
+
+
+def test_the_results_exporter_shows_in_the_line_the_report_and_the_metrics() -> None:
+    exporter = {"exported_scores": 1_200, "exported_alerts": 30, "requests": 9, "retries": 0,
+                "refused": 0, "rejected": 0, "resent_late": 0, "failing": 0,
+                "latest_error": ""}  # fmt: skip
+    now = {**snapshot(10.0, 20, 15, [9]), "exporter": exporter}
+    assert (status_line(now) or "").endswith("| exported 1,200 scores, 30 alerts")
+    failing = {**exporter, "retries": 4, "refused": 2, "failing": 1,
+               "latest_error": "ConnectError: [Errno 111] Connection refused"}  # fmt: skip
+    line = status_line({**now, "exporter": failing}, now) or ""
+    assert line.endswith(
+        "| exported 1,200 scores, 30 alerts, 2 given up, failing: ConnectError: [Errno 111] "
+        "Connection refused (retrying; nothing is dropped)"
+    )
+    report = status_report({"snapshot": {**now, "exporter": failing}, "line": line}, now=11.0)
+    assert "  exporter      exported_alerts=30 exported_scores=1200 failing=1" in report
+    metrics = prometheus_text(snapshot_samples({**now, "exporter": failing}))
+    assert "pathgrade_exporter_exported_scores_total 1200" in metrics
+    assert "# TYPE pathgrade_exporter_failing gauge\npathgrade_exporter_failing 1" in metrics
+    assert "exporter" not in (status_line(snapshot(10.0, 20, 15, [9])) or "")
