@@ -14,6 +14,10 @@ from typing import Any
 from pathgrade.schemas.facts import SpanFacts, span_facts
 
 Attributes = dict[str, Any]
+SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK = 0x100
+"""OTLP `Span.flags`: set when bit 9 says whether the span's parent is remote."""
+SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK = 0x200
+"""OTLP `Span.flags`: the span's parent lives in another process (W3C `traceparent` in)."""
 MAX_TIME_NS = 2**63 - 1
 """The latest time the store holds, in ns since the epoch: its DateTime64(9) and Int64 time
 columns are signed 64-bit (2262-04-11T23:47:16Z)."""
@@ -95,6 +99,7 @@ class Span:
     genai: GenAIFields = field(default_factory=GenAIFields)
     eval: EvalContext = field(default_factory=EvalContext)
     received_at_ns: int = 0
+    flags: int = 0  # OTLP Span.flags: W3C trace flags, and whether the parent is remote
     _facts: SpanFacts | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -104,6 +109,14 @@ class Span:
     @property
     def is_root(self) -> bool:
         return not self.parent_span_id
+
+    @property
+    def parent_is_remote(self) -> bool | None:
+        """Whether the parent lives in another process (OTLP span flags); None when the
+        exporter did not say (flag bit 8 clear) or the span has no parent."""
+        if not self.parent_span_id or not self.flags & SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK:
+            return None
+        return bool(self.flags & SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
 
     @property
     def facts(self) -> SpanFacts:
