@@ -42,7 +42,8 @@ class IdentityConfig(BaseModel):
 
     attribute: str = Field(
         genai.ENDUSER_ID,
-        description="span attribute holding the session identity (on the root span, else "
+        description="span attribute holding the session identity (on the turn's top span, "
+        "else a span enclosing it, else any span of the turn; "
         "any span, or its fingerprint `pathgrade.facts.session.fp`)",
     )
     arguments: tuple[str, ...] = Field(

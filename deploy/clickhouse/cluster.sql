@@ -416,3 +416,5 @@ CREATE TABLE IF NOT EXISTS webhook_cursors ON CLUSTER 'pathgrade'
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', NextSeq)
 ORDER BY (Webhook, SpansPartition);
 
+ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS TurnSpanId String DEFAULT '';
+

@@ -34,11 +34,15 @@ def _request(with_event: bool) -> bytes:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("test")
     upstream = trace.set_span_in_context(NonRecordingSpan(UPSTREAM))
-    with tracer.start_as_current_span("POST /chat", context=upstream, kind=trace.SpanKind.SERVER):
-        with tracer.start_as_current_span("invoke_agent support") as agent:
-            agent.set_attribute("gen_ai.operation.name", "invoke_agent")
-            if with_event:
-                agent.add_event("gen_ai.tool.call.decision", {"gen_ai.tool.call.id": "c1"})
+    server = tracer.start_span("POST /chat", context=upstream, kind=trace.SpanKind.SERVER)
+    with (
+        trace.use_span(server, end_on_exit=True),
+        tracer.start_as_current_span(
+            "invoke_agent support", attributes={"gen_ai.operation.name": "invoke_agent"}
+        ) as agent,
+    ):
+        if with_event:
+            agent.add_event("gen_ai.tool.call.decision", {"gen_ai.tool.call.id": "c1"})
     return encode_spans(exporter.get_finished_spans()).SerializeToString()
 
 
