@@ -12,7 +12,7 @@ from dataclasses import asdict
 
 from kafka.errors import KafkaError
 from pathgrade.collector.auth import TokenAuth
-from pathgrade.collector.config import CollectorConfig
+from pathgrade.collector.config import CollectorConfig, load_request_patterns
 from pathgrade.collector.dead_letter import DeadLetterFile
 from pathgrade.collector.facts import FactMaker, load_secret
 from pathgrade.collector.grpc_receiver import TraceServiceHandler, start_grpc_server
@@ -50,7 +50,7 @@ class Collector:
 
     def start(self) -> None:
         config = self.config
-        facts = self._fact_maker()  # a bad key file stops the start before any connection
+        facts = self._fact_maker()  # a bad key or policy file stops the start before any connection
         try:
             producer = producer_for(config.kafka_bootstrap, config.ack_timeout_s)
         except KafkaError as exc:
@@ -112,7 +112,8 @@ class Collector:
         if not config.facts:
             return None
         secret = load_secret(config.facts_key_file, config.spill_dir)
-        maker = FactMaker(secret, PiiScanner(config.redaction.extra_patterns))
+        requests = load_request_patterns(config.policy)
+        maker = FactMaker(secret, PiiScanner(config.redaction.extra_patterns), requests=requests)
         if maker.kernel is None:
             log.warning(
                 "the fact kernel (pathgrade.collector._facts_kernel) is not built: every "

@@ -20,9 +20,15 @@ from typing import Any, NamedTuple
 from pathgrade.detectors.conventions import WRITE_EFFECTS, Conventions, ToolEffect
 from pathgrade.detectors.prices import PriceTable, shipped_price_table
 from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import handoff_tool_names, is_agent_entry, session_identity
+from pathgrade.schemas.conventions import (
+    NOT_REBUILT,
+    handoff_tool_names,
+    is_agent_entry,
+    session_identity,
+)
 from pathgrade.schemas.events import ToolCallDecision, tool_call_decisions
 from pathgrade.schemas.facts import ArgumentFacts, OutputFacts
+from pathgrade.schemas.facts_producer import requested_writes
 from pathgrade.schemas.fingerprints import same_value
 from pathgrade.schemas.graph_walk import NodeVisit, node_visits
 from pathgrade.schemas.json_text import sorted_text
@@ -37,7 +43,7 @@ from pathgrade.schemas.messages import (
 )
 from pathgrade.schemas.model import Span, Trace
 from pathgrade.schemas.pii import Counts
-from pathgrade.schemas.predicates import call_arguments
+from pathgrade.schemas.predicates import RequestPatterns, call_arguments
 from pathgrade.schemas.turns import ConfirmedAction, TurnDigest
 
 
@@ -167,6 +173,25 @@ class TraceView:
         """The decisions on the turn's proposed tool calls (`gen_ai.tool.call.decision`),
         recorded on its spans or the spans enclosing it only, in time order."""
         return tool_call_decisions(self.trace.spans + self.own_spans[1:])
+
+    @cached_attribute
+    def requested_writes(self) -> dict[str, bool]:
+        """For each write tool whose requests are known, whether the turn's request (its
+        last user message) asked for it: the collector's record (`pathgrade.facts.requests`)
+        on the turn's spans and the policy's `requests` matched on captured input messages
+        (`schemas.facts_producer.requested_writes`, one definition for both); a tool asked
+        for by either counts as asked. {} when neither says anything."""
+        asked: dict[str, bool] = {}
+        spans = self.own_spans + self.trace.spans
+        patterns = RequestPatterns(self.conventions.requests) if self.conventions.requests else None
+        for span in spans:
+            found = [span.facts.requests or {}]
+            if patterns is not None and span.genai.input_messages:
+                found.append(requested_writes(span.genai, NOT_REBUILT, patterns) or {})
+            for record in found:
+                for tool, yes in record.items():
+                    asked[tool] = asked.get(tool, False) or yes
+        return asked
 
     @cached_attribute
     def node_visits(self) -> list[NodeVisit]:

@@ -36,6 +36,7 @@ def register(commands: Any) -> None:
         "--spill-dir", type=Path, default=Path("pathgrade-spill"),
         help="local spill directory used while Kafka is unavailable",
     )  # fmt: skip
+    model_flag(collector, "--policy", CollectorConfig, "policy", type=Path, metavar="FILE")
     metrics_arg(collector)
     collector.set_defaults(run=_cmd_collector)
 
@@ -74,12 +75,14 @@ def _cmd_collector(args: argparse.Namespace) -> int:
 
     settings = {"kafka_bootstrap": args.kafka, "spill_dir": str(args.spill_dir)}
     settings.update(collector_settings(args))
+    if args.policy is not None:
+        settings["policy"] = str(args.policy)
     try:
         collector = Collector(CollectorConfig.model_validate(settings))
         collector.start()
     except ValidationError as exc:
         raise CliError(f"invalid collector settings: {exc}") from exc
-    except (KafkaUnavailable, OSError) as exc:
+    except (KafkaUnavailable, OSError, ValueError) as exc:  # ValueError: a bad policy file
         raise CliError(str(exc)) from exc
     try:
         with served_metrics(args.metrics_listen, "collector", collector.counters):

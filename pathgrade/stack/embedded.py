@@ -308,6 +308,7 @@ class Stack:
             "facts_key_file": str(facts_key_file(self.data_dir)),
             "durable_log": not self.options.kafka,
             "log_groups": [STORE_GROUP, self.options.realtime.get("group_id", REALTIME_GROUP)],
+            "policy": self.options.policy,  # its request patterns: the realtime plane's file
             **self.options.collector,
         }
         if self.http_port:  # a restart: the endpoints stay where clients point
