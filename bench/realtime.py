@@ -1,12 +1,17 @@
-"""Alert latency of the realtime plane under load: a root span's end -> its alert on a webhook.
+"""Alert latency of the realtime plane under load: an agent turn's top span end -> its alert
+on a webhook.
 
 Starts `pathgrade up` (bundled Tansu broker, chDB store, collector child, realtime plane
 with the default 1 s quiet window) with a webhook pointing at a receiver in this process,
 then sends whole demo agent traces (OTel SDK spans with fresh trace ids) at a target span
-rate from a few threads. Each stage's requests are encoded before it starts, every trace
-shifted so its root span ends at its request's scheduled send time, so sending costs the
-bench almost nothing; the latency of an alert is its receive time minus that root end
-(`trace_end_ns` in the alert), so a sender running late adds to it. The receiver keeps
+rate from a few threads. `--shape rooted` sends them as they are (the agent span is the
+trace's root); `--shape remote-parent` puts each agent span inside an HTTP server span
+whose parent is remote (span flags), as a web service behind a gateway exports it: the
+trace's root never arrives. Each stage's requests are encoded before it starts, every
+trace shifted so its agent span ends at its request's scheduled send time, so sending
+costs the bench almost nothing; the latency of an alert is its receive time minus that end
+(`trace_end_ns` in the alert: the turn's top span's end), so a sender running late adds to
+it. The receiver keeps
 connections open, as webhook services do. It prints, per target rate,
 the achieved ingest rate, achieved/target, p50/p99/max latency over the alerts of failure
 scenarios, and the CPU each process of the stack used; and the in-process cost of one
@@ -14,6 +19,7 @@ detector run over a 10-span trace (the baseline measured in the same run).
 
     python bench/realtime.py [--rates 10000,5000,2500] [--seconds 20] [--senders 4]
                              [--realtime-workers N] [--mix demo|realistic]
+                             [--shape rooted|remote-parent]
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ingest import (
     cpu_seconds,
@@ -42,7 +49,7 @@ from ingest import (
 )
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 from pathgrade.detectors import load_policy, run_detectors
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.otlp import decode_resource_spans
@@ -52,6 +59,9 @@ from pathgrade.stack.broker import free_port
 
 SCENARIO_ATTRIBUTE = "pathgrade.demo.scenario"
 TRACES_PER_REQUEST = 20
+LOCAL_PARENT = 0x100  # OTLP span flags: the parent's remoteness is known, and it is local
+REMOTE_PARENT = 0x300  # ... and it is remote
+SHAPES = ("rooted", "remote-parent")
 SUSTAINED = 0.95  # achieved/target at or above this counts as sustained
 
 
@@ -94,17 +104,17 @@ class _Handler(socketserver.StreamRequestHandler):
 
 @dataclass
 class TemplateTrace:
-    """One demo trace (resource, scope, spans with the root first), whether it is a failure
-    scenario, and its span count."""
+    """One demo trace (resource, scope, spans with the agent span first), whether it is a
+    failure scenario, and its span count."""
 
     resource_spans: ResourceSpans
     failure: bool
     spans: int
 
 
-def template_traces(mix: str = "demo") -> list[TemplateTrace]:
+def template_traces(mix: str = "demo", shape: str = "rooted") -> list[TemplateTrace]:
     """The traces of a mix (bench/ingest.py's `demo` or `realistic`) as OTLP, one
-    ResourceSpans per trace."""
+    ResourceSpans per trace, in `shape` (`SHAPES`)."""
     request = encode_spans(template_spans()) if mix == "demo" else realistic_request(2000, seed=1)
     by_trace: dict[bytes, ResourceSpans] = {}
     for rs in request.resource_spans:
@@ -115,13 +125,32 @@ def template_traces(mix: str = "demo") -> list[TemplateTrace]:
                     out.scope_spans.add(scope=ss.scope)
                     by_trace[span.trace_id] = out
                 by_trace[span.trace_id].scope_spans[0].spans.append(span)
-    for rs in by_trace.values():  # root first: its end time anchors the trace
+    for rs in by_trace.values():  # the agent span first: its end time anchors the trace
         spans = rs.scope_spans[0].spans
         spans.sort(key=lambda span: bool(span.parent_span_id))
+        if shape == "remote-parent":
+            in_server_span(spans)
     return [
         TemplateTrace(rs, _scenario(rs) in FAILURE_SCENARIOS, _spans(rs))
         for rs in by_trace.values()
     ]
+
+
+def in_server_span(spans: Any) -> None:
+    """Put the trace's root (its agent span, first) inside an HTTP server span whose
+    parent is remote, as the OTel SDK exports a request that came with a `traceparent`:
+    the server span last, every other span's parent local."""
+    agent = spans[0]
+    server = Span(
+        trace_id=agent.trace_id, span_id=b"\x5e" * 8, parent_span_id=b"\x9a" * 8,
+        name="POST /chat", kind=Span.SPAN_KIND_SERVER, flags=REMOTE_PARENT,
+        start_time_unix_nano=agent.start_time_unix_nano - 1_000_000,
+        end_time_unix_nano=agent.end_time_unix_nano + 1_000_000,
+    )  # fmt: skip
+    for span in spans:
+        span.flags = LOCAL_PARENT
+    agent.parent_span_id = server.span_id
+    spans.append(server)
 
 
 def _spans(rs: ResourceSpans) -> int:
@@ -129,8 +158,8 @@ def _spans(rs: ResourceSpans) -> int:
 
 
 def _scenario(rs: ResourceSpans) -> str:
-    root = rs.scope_spans[0].spans[0]
-    return next((a.value.string_value for a in root.attributes if a.key == SCENARIO_ATTRIBUTE), "")
+    agent = rs.scope_spans[0].spans[0]
+    return next((a.value.string_value for a in agent.attributes if a.key == SCENARIO_ATTRIBUTE), "")
 
 
 def copies(templates: list[TemplateTrace], rng: random.Random) -> Iterator[list[ResourceSpans]]:
@@ -148,7 +177,7 @@ def copies(templates: list[TemplateTrace], rng: random.Random) -> Iterator[list[
 
 
 def stamp(batch: list[ResourceSpans], end_ns: int) -> bytes:
-    """The request body with every trace shifted so its root span ends at `end_ns`."""
+    """The request body with every trace shifted so its agent span ends at `end_ns`."""
     for rs in batch:
         spans = rs.scope_spans[0].spans
         delta = end_ns - spans[0].end_time_unix_nano
@@ -161,7 +190,7 @@ def stamp(batch: list[ResourceSpans], end_ns: int) -> bytes:
 @dataclass(frozen=True)
 class PlannedRequest:
     """One request of a stage, encoded ahead of time: sent `due_s` after the stage starts,
-    its traces' roots stamped to end exactly then."""
+    its traces' agent spans stamped to end exactly then."""
 
     due_s: float
     body: bytes
@@ -200,8 +229,8 @@ class Stage:
     seconds: float
     failure_traces: int
     alerted_traces: int
-    latencies_s: list[float]  # root end -> webhook receive
-    detection_s: list[float]  # root end -> the plane's detection (`detected_at_ns`)
+    latencies_s: list[float]  # turn's top span end -> webhook receive
+    detection_s: list[float]  # turn's top span end -> the plane's detection (`detected_at_ns`)
     cpu_s: dict[str, float]
 
     @property
@@ -339,7 +368,10 @@ def start_stack(
 
 def report(stages: list[Stage], detector: tuple[int, float, float]) -> None:
     print()
-    print("latency = root span end -> alert received on the webhook (detected: -> detection)")
+    print(
+        "latency = agent turn's top span end -> alert received on the webhook "
+        "(detected: -> detection)"
+    )
     print(
         "target  achieved  ratio  failure traces  alerted   p50 s   p99 s   max s"
         "  detected p50/p99 s"
@@ -385,6 +417,11 @@ def main() -> None:
         "6-30 spans per trace)",
     )  # fmt: skip
     parser.add_argument(
+        "--shape", choices=SHAPES, default="rooted",
+        help="rooted: the agent span is the trace's root; remote-parent: it runs inside an "
+        "HTTP server span whose parent is remote (the trace's root never arrives)",
+    )  # fmt: skip
+    parser.add_argument(
         "--realtime-workers", type=int, default=1,
         help="realtime processes `pathgrade up` runs (more than one share conversation turns)",
     )  # fmt: skip
@@ -392,8 +429,8 @@ def main() -> None:
     rates = [float(r) for r in args.rates.split(",")]
 
     print("preparing demo traces ...", file=sys.stderr, flush=True)
-    templates = template_traces(args.mix)
-    detector = detector_cost_us(templates)
+    templates = template_traces(args.mix, args.shape)
+    detector = detector_cost_us(template_traces(args.mix))  # a rooted trace: one turn
     receiver = Receiver()
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     data_dir = Path(tempfile.mkdtemp(prefix="pathgrade-bench-realtime-"))

@@ -64,6 +64,14 @@ class _Held:
     graded: dict[str, int]  # top span id -> the turn's size when it was last graded
     conversation: str = ""
     open_start: float = math.inf  # earliest start of a span not yet graded as it is
+    layout: TurnLayout | None = None  # of the spans as they were when it was last found
+
+    def turns(self) -> TurnLayout:
+        """The trace's layout (`schemas.agent_turns`), found again only when spans came."""
+        layout = self.layout
+        if layout is None or layout.spans != len(self.spans):
+            layout = self.layout = turn_layout(self.spans)
+        return layout
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +137,7 @@ class TurnAssembler:
         # looked up once per run of spans of one trace, not once per span.
         for key, run in groupby(spans, _TRACE_KEY):
             held = touched.get(key) or self._held.get(key)
+            added = []
             for span in run:
                 if held is None:
                     earlier = self._recent.get(key)
@@ -139,20 +148,30 @@ class TurnAssembler:
                 if span.span_id in held.arrived:
                     self.stats.duplicate_spans += 1
                     continue
-                touched[key] = held
                 held.arrived[span.span_id] = now
-                held.spans.append(span)
-                held.open_start = min(held.open_start, span.start_ns)
-                if not held.conversation and span.genai.conversation_id:
-                    held.conversation = span.genai.conversation_id
-                    self._conversations.setdefault((key[0], held.conversation), set()).add(key)
-                self._span_count += 1
+                added.append(span)
+            if not added:
+                continue
+            assert held is not None
+            touched[key] = held
+            held.spans += added
+            self._span_count += len(added)
+            held.open_start = min(held.open_start, min(s.start_ns for s in added))
+            if not held.conversation:
+                self._note_conversation(key, held, added)
         for key, held in touched.items():
             held.last_seen = now
             heapq.heappush(self._wakes, (now + self.quiet_window_s, key))
             if offset < held.offsets.get(partition, offset + 1):
                 held.offsets[partition] = offset
                 heapq.heappush(self._offset_heaps.setdefault(partition, []), (offset, key))
+
+    def _note_conversation(self, key: TraceKey, held: _Held, spans: list[Span]) -> None:
+        """The trace's conversation, from the first of `spans` that names one."""
+        conversation = next((s.genai.conversation_id for s in spans if s.genai.conversation_id), "")
+        if conversation:
+            held.conversation = conversation
+            self._conversations.setdefault((key[0], conversation), set()).add(key)
 
     def _open(self, key: TraceKey, now: float) -> _Held:
         """The buffer of trace `key`: new, or re-opened with its recently graded spans."""
@@ -201,7 +220,7 @@ class TurnAssembler:
         """The turns of trace `key` due at `now`; the trace leaves the buffer when nothing
         of it may still come to a turn, else a wake-up is set for its next due time."""
         held = self._held[key]
-        layout = turn_layout(held.spans)
+        layout = held.turns()
         out: list[DueTurn] = []
         wake, waiting = math.inf, False
         for shape in layout.turns:
@@ -234,7 +253,7 @@ class TurnAssembler:
         """Every turn of trace `key` not graded as it is, and its loose spans as turns of
         their own, now (max age, memory bound, drain); the trace leaves the buffer."""
         held = self._held[key]
-        layout = turn_layout(held.spans)
+        layout = held.turns()
         out = []
         for shape in layout.turns:
             if held.graded.get(shape.top.span_id) != shape.size:
@@ -327,7 +346,7 @@ class TurnAssembler:
         """The trace leaves the buffer for the recently graded ones (kept for late spans)."""
         held = self._held.pop(key)
         self._span_count -= len(held.spans)
-        held.open_start = math.inf
+        held.open_start, held.layout = math.inf, None
         if held.conversation:
             ckey = (key[0], held.conversation)
             traces = self._conversations.get(ckey)

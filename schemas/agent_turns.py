@@ -62,6 +62,7 @@ class TurnLayout:
     turns: list[TurnShape]
     agents: bool
     loose: dict[str, tuple[Span, list[Span]]]  # hung from -> (a boundary, spans)
+    spans: int  # how many spans it was found from
 
 
 def turn_layout(spans: Sequence[Span]) -> TurnLayout:
@@ -76,31 +77,28 @@ def turn_layout(spans: Sequence[Span]) -> TurnLayout:
         s.span_id for s in spans if parents[s.span_id] is None or s.parent_is_remote
     }
     tops = [s for s in spans if s.span_id in candidates and not _nested(s, candidates, parents)]
-    top_ids = {top.span_id for top in tops}
-    owners, boundaries = _owners(spans, parents, top_ids)
+    members = _members(spans, parents, {top.span_id for top in tops})
     if not agents:  # spans hanging from one missing span are one turn until it comes
-        joined = _joined_orphans(tops)
-        tops = [top for top in tops if top.span_id not in joined]
-        owners = {span_id: joined.get(owner, owner) for span_id, owner in owners.items()}
+        for joined, first in _joined_orphans(tops).items():
+            members[first] += members.pop(joined)
+        tops = [top for top in tops if top.span_id in members]
     contexts = {top.span_id: _ancestors(top, parents) for top in tops}
     enclosing = Counter(span.span_id for context in contexts.values() for span in context)
-    members: dict[str, list[Span]] = {top_id: [] for top_id in top_ids}
     loose: dict[str, tuple[Span, list[Span]]] = {}
-    for span in spans:
-        owner = owners[span.span_id]
-        if owner:
-            members[owner].append(span)
-        elif agents and span.genai.operation and span.span_id not in enclosing:
-            boundary = by_id[boundaries[span.span_id]]
-            hung_from = boundary.parent_span_id or boundary.span_id
-            loose.setdefault(hung_from, (boundary, []))[1].append(span)
+    if agents:
+        placed = {span.span_id for turn in members.values() for span in turn} | enclosing.keys()
+        for span in spans:
+            if span.genai.operation and span.span_id not in placed:
+                boundary = (_ancestors(span, parents) or [span])[-1]
+                hung_from = boundary.parent_span_id or boundary.span_id
+                loose.setdefault(hung_from, (boundary, []))[1].append(span)
     turns = []
     for top in sorted(tops, key=lambda s: (s.start_ns, s.span_id)):
         context = contexts[top.span_id]
         own = next((i for i, s in enumerate(context) if enclosing[s.span_id] > 1), len(context))
         boundary = context[-1] if context else top
         turns.append(TurnShape(top, members[top.span_id], context, own, boundary))
-    return TurnLayout(turns, bool(agents), loose)
+    return TurnLayout(turns, bool(agents), loose, len(spans))
 
 
 def loose_turn(spans: list[Span]) -> TurnShape:
@@ -162,32 +160,24 @@ def _ancestors(span: Span, parents: dict[str, Span | None]) -> list[Span]:
     return out
 
 
-def _owners(
+def _members(
     spans: Sequence[Span], parents: dict[str, Span | None], top_ids: set[str]
-) -> tuple[dict[str, str], dict[str, str]]:
-    """Per span id: the nearest top at or above it ("" for none) and its boundary (the
-    outermost span id arrived at or above it); each chain is walked once."""
-    owners: dict[str, str] = {}
-    boundaries: dict[str, str] = {}
+) -> dict[str, list[Span]]:
+    """Per top span id, the spans of its turn: its subtree, less the subtrees of the tops
+    below it (each span is visited once)."""
+    children: dict[str, list[Span]] = {}
     for span in spans:
-        path: list[str] = []
-        seen: set[str] = set()
-        current: Span | None = span
-        owner, boundary = "", span.span_id
-        while current is not None:
-            span_id = current.span_id
-            if span_id in owners:
-                owner, boundary = owners[span_id], boundaries[span_id]
-                break
-            path.append(span_id)
-            seen.add(span_id)
-            parent = parents[span_id]
-            if parent is None or parent.span_id in seen:
-                boundary = span_id
-                break
-            current = parent
-        for span_id in reversed(path):
-            if span_id in top_ids:
-                owner = span_id
-            owners[span_id], boundaries[span_id] = owner, boundary
-    return owners, boundaries
+        parent = parents[span.span_id]
+        if parent is not None and span.span_id not in top_ids:
+            children.setdefault(parent.span_id, []).append(span)
+    members: dict[str, list[Span]] = {}
+    for span in spans:
+        if span.span_id not in top_ids:
+            continue
+        found, stack = [], [span]
+        while stack:
+            current = stack.pop()
+            found.append(current)
+            stack += children.pop(current.span_id, ())
+        members[span.span_id] = found
+    return members

@@ -237,11 +237,15 @@ def session_identity(attributes: Mapping[str, Any]) -> str:
 def is_agent_entry(span_name: str, operation: str, attributes: Mapping[str, Any]) -> bool:
     """Whether a span runs an agent (the "agent entry" row of the module table): the
     outermost such span of a service is the top of a turn."""
-    if operation in m.TURN_OPERATIONS or span_name.partition(" ")[0] in m.TURN_OPERATIONS:
+    if operation in m.TURN_OPERATIONS:
         return True
+    if not operation:  # a name's GenAI operation is its operation already; not this one's
+        return span_name.partition(" ")[0] in m.TURN_OPERATIONS
     rule = m.LANGGRAPH_ROOT
+    if operation != _GRAPH_ROOT_OPERATION:
+        return False
     metadata = attributes.get(rule.metadata_key)
-    if operation != rule.kind.lower() or not metadata:
+    if not metadata:
         return False
     if isinstance(metadata, str):
         if rule.integration not in metadata or rule.node_key in metadata:
@@ -258,9 +262,15 @@ def _graph_root(metadata: Any, rule: m.GraphRootRule) -> bool:
     )
 
 
+_GRAPH_ROOT_OPERATION = m.LANGGRAPH_ROOT.kind.lower()  # the operation the kind maps to
+_HANDOFF_PREFIXES = tuple(rule.span_prefix for rule in m.HANDOFFS)
+
+
 def handoff_tool_names(span_name: str) -> tuple[str, ...]:
     """The tools whose call a handoff span named `span_name` answers (the "handoff" row of
     the module table); () for any other span."""
+    if not span_name.startswith(_HANDOFF_PREFIXES):  # most spans: one C-level test
+        return ()
     return tuple(
         rule.tool_prefix + _function_style(span_name[len(rule.span_prefix) :])
         for rule in m.HANDOFFS

@@ -298,4 +298,3 @@ def test_a_conversation_in_one_trace_is_graded_turn_by_turn_as_each_ends(world: 
     assert "PG110" in {a["code"] for a in world.session_open_alerts}
     turns = [s for s in world.sent if s.shape == "conversation"]
     assert len({s.trace_id for s in turns}) == 1 and len(turns) == 5
-
