@@ -113,6 +113,14 @@ def turns_of(trace: Trace) -> list[Trace]:
     return [shape.trace() for shape in turn_layout(trace.spans).turns]
 
 
+def only_turn(trace: Trace) -> Trace:
+    """A whole trace's only turn (an offline attempt's agent run, with the spans an
+    adapter's server put around it as its context); the whole trace when it holds several
+    turns or none."""
+    turns = turns_of(trace)
+    return turns[0] if len(turns) == 1 else trace
+
+
 def turn_at(trace: Trace, top_span_id: str) -> Trace:
     """The turn of a whole trace whose top span is `top_span_id`; the whole trace when
     `top_span_id` is "" or tops no turn of it."""
