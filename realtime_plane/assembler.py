@@ -95,7 +95,7 @@ class AssemblerStats:
     early_evaluations: int = 0  # max age, memory bound or drain
     re_evaluations: int = 0
     duplicate_spans: int = 0  # read again (same trace and span id): left out
-    held_back: int = 0  # due turns that waited for an earlier turn of their conversation
+    held_back: int = 0  # times a due turn waited for an earlier turn of its conversation
 
 
 @dataclass
@@ -348,17 +348,21 @@ class TurnAssembler:
         self._span_count -= len(held.spans)
         held.open_start, held.layout = math.inf, None
         if held.conversation:
-            ckey = (key[0], held.conversation)
-            traces = self._conversations.get(ckey)
-            if traces is not None:
-                traces.discard(key)
-                if not traces:
-                    del self._conversations[ckey]
+            self._leave_conversation(key, held.conversation)
             self._wake_waiting(key, held)
         self._recent[key] = held
         self._recent.move_to_end(key)
         while len(self._recent) > self.recent_traces:
             self._recent.popitem(last=False)
+
+    def _leave_conversation(self, key: TraceKey, conversation: str) -> None:
+        """Trace `key` is no longer held: its conversation no longer waits for it."""
+        ckey = (key[0], conversation)
+        traces = self._conversations.get(ckey)
+        if traces is not None:
+            traces.discard(key)
+            if not traces:
+                del self._conversations[ckey]
 
     def forget_partitions(self, partitions: set[int]) -> int:
         """Drop every trace held for `partitions` (moved to another consumer, which re-reads
@@ -368,7 +372,7 @@ class TurnAssembler:
             held = self._held.pop(key)
             self._span_count -= len(held.spans)
             if held.conversation:
-                self._conversations.get((key[0], held.conversation), set()).discard(key)
+                self._leave_conversation(key, held.conversation)
         for partition in partitions:
             self._next_offset.pop(partition, None)
             self._offset_heaps.pop(partition, None)
