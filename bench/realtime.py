@@ -7,19 +7,20 @@ then sends whole demo agent traces (OTel SDK spans with fresh trace ids) at a ta
 rate from a few threads. `--shape rooted` sends them as they are (the agent span is the
 trace's root); `--shape remote-parent` puts each agent span inside an HTTP server span
 whose parent is remote (span flags), as a web service behind a gateway exports it: the
-trace's root never arrives. Each stage's requests are encoded before it starts, every
-trace shifted so its agent span ends at its request's scheduled send time, so sending
-costs the bench almost nothing; the latency of an alert is its receive time minus that end
-(`trace_end_ns` in the alert: the turn's top span's end), so a sender running late adds to
-it. The receiver keeps
-connections open, as webhook services do. It prints, per target rate,
-the achieved ingest rate, achieved/target, p50/p99/max latency over the alerts of failure
-scenarios, and the CPU each process of the stack used; and the in-process cost of one
-detector run over a 10-span trace (the baseline measured in the same run).
+trace's root never arrives; `--shape both` runs each rate in both shapes on one stack,
+rooted first (the baseline), and prints the ratio of their p99s. Each stage's requests are
+encoded before it starts, every trace shifted so its agent span ends at its request's
+scheduled send time, so sending costs the bench almost nothing; the latency of an alert is
+its receive time minus that end (`trace_end_ns` in the alert: the turn's top span's end),
+so a sender running late adds to it. The receiver keeps connections open, as webhook
+services do. It prints, per target rate, the achieved ingest rate, achieved/target,
+p50/p99/max latency over the alerts of failure scenarios, and the CPU each process of the
+stack used; and the in-process cost of one detector run over a 10-span trace (the
+baseline measured in the same run).
 
     python bench/realtime.py [--rates 10000,5000,2500] [--seconds 20] [--senders 4]
                              [--realtime-workers N] [--mix demo|realistic]
-                             [--shape rooted|remote-parent]
+                             [--shape rooted|remote-parent|both]
 """
 
 from __future__ import annotations
@@ -225,6 +226,7 @@ class Stage:
     """One target rate: what was sent, the alert latencies, and the CPU it took."""
 
     target: float
+    shape: str
     spans: int
     seconds: float
     failure_traces: int
@@ -294,6 +296,7 @@ def wait_for_quiet(receiver: Receiver, quiet_s: float = 5.0, limit_s: float = 12
 def run_stage(
     port: int, stack_pid: int, data_dir: Path, receiver: Receiver,
     templates: list[TemplateTrace], rate: float, seconds: float, senders: int,
+    shape: str = "rooted",
 ) -> Stage:  # fmt: skip
     """Send at one rate, wait for its alerts, and measure."""
     planned, start_ns = schedule_stage(templates, rate, seconds)
@@ -312,7 +315,7 @@ def run_stage(
             )  # fmt: skip
     cpu = {name: cpu_after[name] - cpu_before.get(name, 0.0) for name in cpu_after}
     return Stage(
-        rate, spans, elapsed, len(failing), len(first_by_trace),
+        rate, shape, spans, elapsed, len(failing), len(first_by_trace),
         sorted(t for t, _ in first_by_trace.values()),
         sorted(d for _, d in first_by_trace.values()), cpu,
     )  # fmt: skip
@@ -373,13 +376,13 @@ def report(stages: list[Stage], detector: tuple[int, float, float]) -> None:
         "(detected: -> detection)"
     )
     print(
-        "target  achieved  ratio  failure traces  alerted   p50 s   p99 s   max s"
+        "shape          target  achieved  ratio  failure traces  alerted   p50 s   p99 s   max s"
         "  detected p50/p99 s"
     )
     for s in stages:
         lat = s.latencies_s
         print(
-            f"{s.target:>6,.0f}  {s.achieved:>8,.0f}  {s.achieved / s.target:5.2f}  "
+            f"{s.shape:<13}  {s.target:>6,.0f}  {s.achieved:>8,.0f}  {s.achieved / s.target:5.2f}  "
             f"{s.failure_traces:>14}  {s.alerted_traces:>7}  {percentile(lat, 0.5):6.2f}  "
             f"{percentile(lat, 0.99):6.2f}  {max(lat, default=float('nan')):6.2f}  "
             f"{percentile(s.detection_s, 0.5):8.2f} / {percentile(s.detection_s, 0.99):.2f}"
@@ -391,10 +394,16 @@ def report(stages: list[Stage], detector: tuple[int, float, float]) -> None:
             f"highest sustained rate: {best.target:,.0f} spans/s, "
             f"p99 {percentile(best.latencies_s, 0.99):.2f} s"
         )
+    rooted = {s.target: s for s in stages if s.shape == "rooted"}
+    for s in stages:
+        baseline = rooted.get(s.target)
+        if s.shape != "rooted" and baseline is not None and baseline.latencies_s:
+            ratio = percentile(s.latencies_s, 0.99) / percentile(baseline.latencies_s, 0.99)
+            print(f"p99 {s.shape} / rooted at {s.target:,.0f} spans/s: {ratio:.2f}")
     for s in stages:
         busiest = sorted(s.cpu_s.items(), key=lambda item: -item[1])
         usage = ", ".join(f"{name} {cpu / s.seconds:.0%}" for name, cpu in busiest if cpu > 0.05)
-        print(f"CPU at {s.target:,.0f} spans/s (of one core): {usage}")
+        print(f"CPU at {s.target:,.0f} spans/s, {s.shape} (of one core): {usage}")
     spans, p50, p99 = detector
     print(f"detector run over a {spans}-span trace: p50 {p50:.0f} µs, p99 {p99:.0f} µs")
 
@@ -417,9 +426,10 @@ def main() -> None:
         "6-30 spans per trace)",
     )  # fmt: skip
     parser.add_argument(
-        "--shape", choices=SHAPES, default="rooted",
+        "--shape", choices=(*SHAPES, "both"), default="rooted",
         help="rooted: the agent span is the trace's root; remote-parent: it runs inside an "
-        "HTTP server span whose parent is remote (the trace's root never arrives)",
+        "HTTP server span whose parent is remote (the trace's root never arrives); both: "
+        "each rate in both shapes, rooted first",
     )  # fmt: skip
     parser.add_argument(
         "--realtime-workers", type=int, default=1,
@@ -429,7 +439,8 @@ def main() -> None:
     rates = [float(r) for r in args.rates.split(",")]
 
     print("preparing demo traces ...", file=sys.stderr, flush=True)
-    templates = template_traces(args.mix, args.shape)
+    shapes = SHAPES if args.shape == "both" else (args.shape,)
+    templates = {shape: template_traces(args.mix, shape) for shape in shapes}
     detector = detector_cost_us(template_traces(args.mix))  # a rooted trace: one turn
     receiver = Receiver()
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
@@ -441,16 +452,17 @@ def main() -> None:
         if args.warmup > 0:
             print(f"warm-up: 100 spans/s for {args.warmup:.0f} s ...", file=sys.stderr, flush=True)
             run_stage(
-                http_port, stack.pid, data_dir, receiver, templates, 100, args.warmup,
-                args.senders,
+                http_port, stack.pid, data_dir, receiver, templates[shapes[0]], 100,
+                args.warmup, args.senders,
             )  # fmt: skip
         for rate in rates:
-            print(f"stage: {rate:,.0f} spans/s for {args.seconds:.0f} s ...", file=sys.stderr,
-                  flush=True)  # fmt: skip
-            stages.append(
-                run_stage(http_port, stack.pid, data_dir, receiver, templates, rate,
-                          args.seconds, args.senders)
-            )  # fmt: skip
+            for shape in shapes:
+                print(f"stage: {rate:,.0f} spans/s for {args.seconds:.0f} s, {shape} ...",
+                      file=sys.stderr, flush=True)  # fmt: skip
+                stages.append(
+                    run_stage(http_port, stack.pid, data_dir, receiver, templates[shape], rate,
+                              args.seconds, args.senders, shape)
+                )  # fmt: skip
     finally:
         stack.terminate()
         stack.wait(timeout=180)
