@@ -5,10 +5,12 @@ A turn's top span is the outermost agent span of a service (`conventions.is_agen
 invoke_agent, invoke_workflow, handle_conversation_turn, OpenInference AGENT, a LangGraph
 graph root), when the trace holds any; in a trace with no agent span, an entry span: one
 whose parent is remote (OTLP span flags), absent from the trace or none (the root),
-outermost per service. A turn holds its top's subtree less the subtrees of turns nested in
-it (another service's agent, called over the network); the spans above its top (an HTTP
-server span, middleware, a session's span) are its context, nearest first. In a trace with
-agents, a span under no agent (a server's middleware beside the agent) belongs to no turn.
+outermost per service (spans hanging from one missing span are one turn, topped by the
+earliest, until that span comes). A turn holds its top's subtree less the subtrees of
+turns nested in it (another service's agent, called over the network); the spans above
+its top (an HTTP server span, middleware, a session's span) are its context, nearest
+first. In a trace with agents, a span under no agent (a server's middleware beside the
+agent) belongs to no turn.
 
 `turn_layout` reads whatever has arrived of a trace: the realtime plane's assembler calls
 it as spans come and decides when each turn is due (`realtime_plane.assembler`); offline

@@ -55,7 +55,9 @@ Turns (`schemas.agent_turns`; read by `is_agent_entry` and `handoff_tool_names`,
 fields):
 agent entry      operation (as above) or the span name's first word in invoke_agent,
                  invoke_workflow, handle_conversation_turn (OpenInference AGENT and
-                 OpenLLMetry workflow / agent spans map to invoke_agent); an OpenInference
+                 OpenLLMetry workflow / agent spans map to invoke_agent); a span named
+                 "agent run" without an operation (Pydantic AI, instrumentation version 2
+                 and before); an OpenInference
                  CHAIN span whose `metadata` says `"ls_integration": "langgraph"` and names no
                  `langgraph_node` (LangGraph's graph root)
 handoff          a span named "handoff to <agent>" (OpenInference, OpenAI Agents SDK) answers
@@ -240,7 +242,7 @@ def is_agent_entry(span_name: str, operation: str, attributes: Mapping[str, Any]
     if operation in m.TURN_OPERATIONS:
         return True
     if not operation:  # a name's GenAI operation is its operation already; not this one's
-        return span_name.partition(" ")[0] in m.TURN_OPERATIONS
+        return span_name.partition(" ")[0] in m.TURN_OPERATIONS or span_name in m.AGENT_SPAN_NAMES
     rule = m.LANGGRAPH_ROOT
     if operation != _GRAPH_ROOT_OPERATION:
         return False

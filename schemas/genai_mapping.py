@@ -183,6 +183,9 @@ TURN_OPERATIONS = frozenset(
 """Operations (the mapped operation, or a span name's first word) of a span that runs an
 agent: the outermost such span of a service is the top of a turn (`schemas.agent_turns`).
 OpenInference AGENT and OpenLLMetry workflow / agent spans map to invoke_agent."""
+AGENT_SPAN_NAMES = frozenset({"agent run"})
+"""Names of spans without an operation that run an agent: Pydantic AI's agent span at its
+instrumentation version 2 and before (later versions name it `invoke_agent <agent>`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,7 @@ def test_the_convention_mapping_s_agent_entries() -> None:
         ("RunnableSequence", {"openinference.span.kind": "CHAIN"}, False),
         ("LangGraph.workflow", {"traceloop.span.kind": "workflow"}, True),
         ("POST /chat", {}, False), ("chat gpt-4o", {}, False),
+        ("agent run", {"agent_name": "support"}, True),  # Pydantic AI, version 2
     ]  # fmt: skip
     found = [is_agent_entry(n, genai_fields(n, attrs).operation, attrs) for n, attrs, _ in cases]
     assert found == [want for _, _, want in cases]
