@@ -241,16 +241,18 @@ class Stage:
 
 
 def schedule_stage(
-    templates: list[TemplateTrace], rate: float, seconds: float
+    templates: list[TemplateTrace], rate: float, seconds: float, stage: int
 ) -> tuple[list[PlannedRequest], int]:
     """The stage's requests and their start (wall ns), far enough ahead to finish planning
-    (a sample of ~20 requests measures the cost)."""
+    (a sample of ~20 requests measures the cost); the `stage`-th stage of the run draws
+    trace ids of its own (a trace id sent again would be a late span of an evaluated
+    trace)."""
     sample_started = time.perf_counter()
     sample = plan(templates, rate, 20 * TRACES_PER_REQUEST * 5 / rate, time.time_ns(), seed=0)
     per_request_s = (time.perf_counter() - sample_started) / max(1, len(sample))
     expected = rate * seconds / max(1, sample[0].spans) if sample else 0
     start_ns = time.time_ns() + int((1.0 + 1.3 * per_request_s * expected) * 1e9)
-    planned = plan(templates, rate, seconds, start_ns, seed=int(rate))
+    planned = plan(templates, rate, seconds, start_ns, seed=int(rate) + 1_000_003 * stage)
     late_s = (time.time_ns() - start_ns) / 1e9
     if late_s > 0:
         print(f"  planning overran the start by {late_s:.1f} s (counted as latency)",
@@ -296,10 +298,10 @@ def wait_for_quiet(receiver: Receiver, quiet_s: float = 5.0, limit_s: float = 12
 def run_stage(
     port: int, stack_pid: int, data_dir: Path, receiver: Receiver,
     templates: list[TemplateTrace], rate: float, seconds: float, senders: int,
-    shape: str = "rooted",
+    shape: str = "rooted", stage: int = 0,
 ) -> Stage:  # fmt: skip
     """Send at one rate, wait for its alerts, and measure."""
-    planned, start_ns = schedule_stage(templates, rate, seconds)
+    planned, start_ns = schedule_stage(templates, rate, seconds, stage)
     pids = process_tree(stack_pid, data_dir)
     cpu_before = cpu_seconds(pids)
     first_alert = len(receiver.received)
@@ -394,12 +396,12 @@ def report(stages: list[Stage], detector: tuple[int, float, float]) -> None:
             f"highest sustained rate: {best.target:,.0f} spans/s, "
             f"p99 {percentile(best.latencies_s, 0.99):.2f} s"
         )
-    rooted = {s.target: s for s in stages if s.shape == "rooted"}
-    for s in stages:
-        baseline = rooted.get(s.target)
+    for n, s in enumerate(stages):
+        baseline = next((b for b in reversed(stages[:n]) if b.shape == "rooted"), None)
         if s.shape != "rooted" and baseline is not None and baseline.latencies_s:
             ratio = percentile(s.latencies_s, 0.99) / percentile(baseline.latencies_s, 0.99)
-            print(f"p99 {s.shape} / rooted at {s.target:,.0f} spans/s: {ratio:.2f}")
+            print(f"p99 {s.shape} / rooted (the stage before) at {s.target:,.0f} spans/s: "
+                  f"{ratio:.2f}")  # fmt: skip
     for s in stages:
         busiest = sorted(s.cpu_s.items(), key=lambda item: -item[1])
         usage = ", ".join(f"{name} {cpu / s.seconds:.0%}" for name, cpu in busiest if cpu > 0.05)
@@ -461,7 +463,7 @@ def main() -> None:
                       file=sys.stderr, flush=True)  # fmt: skip
                 stages.append(
                     run_stage(http_port, stack.pid, data_dir, receiver, templates[shape], rate,
-                              args.seconds, args.senders, shape)
+                              args.seconds, args.senders, shape, len(stages) + 1)
                 )  # fmt: skip
     finally:
         stack.terminate()
