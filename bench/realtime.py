@@ -1,19 +1,26 @@
-"""Alert latency of the realtime plane under load: a root span's end -> its alert on a webhook.
+"""Alert latency of the realtime plane under load: an agent turn's top span end -> its alert
+on a webhook.
 
 Starts `pathgrade up` (bundled Tansu broker, chDB store, collector child, realtime plane
 with the default 1 s quiet window) with a webhook pointing at a receiver in this process,
 then sends whole demo agent traces (OTel SDK spans with fresh trace ids) at a target span
-rate from a few threads. Each stage's requests are encoded before it starts, every trace
-shifted so its root span ends at its request's scheduled send time, so sending costs the
-bench almost nothing; the latency of an alert is its receive time minus that root end
-(`trace_end_ns` in the alert), so a sender running late adds to it. The receiver keeps
-connections open, as webhook services do. It prints, per target rate,
-the achieved ingest rate, achieved/target, p50/p99/max latency over the alerts of failure
-scenarios, and the CPU each process of the stack used; and the in-process cost of one
-detector run over a 10-span trace (the baseline measured in the same run).
+rate from a few threads. `--shape rooted` sends them as they are (the agent span is the
+trace's root); `--shape remote-parent` puts each agent span inside an HTTP server span
+whose parent is remote (span flags), as a web service behind a gateway exports it: the
+trace's root never arrives; `--shape both` runs each rate in both shapes on one stack,
+rooted first (the baseline), and prints the ratio of their p99s. Each stage's requests are
+encoded before it starts, every trace shifted so its agent span ends at its request's
+scheduled send time, so sending costs the bench almost nothing; the latency of an alert is
+its receive time minus that end (`trace_end_ns` in the alert: the turn's top span's end),
+so a sender running late adds to it. The receiver keeps connections open, as webhook
+services do. It prints, per target rate, the achieved ingest rate, achieved/target,
+p50/p99/max latency over the alerts of failure scenarios, and the CPU each process of the
+stack used; and the in-process cost of one detector run over a 10-span trace (the
+baseline measured in the same run).
 
     python bench/realtime.py [--rates 10000,5000,2500] [--seconds 20] [--senders 4]
                              [--realtime-workers N] [--mix demo|realistic]
+                             [--shape rooted|remote-parent|both]
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ingest import (
     cpu_seconds,
@@ -42,7 +50,7 @@ from ingest import (
 )
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 from pathgrade.detectors import load_policy, run_detectors
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.otlp import decode_resource_spans
@@ -52,6 +60,9 @@ from pathgrade.stack.broker import free_port
 
 SCENARIO_ATTRIBUTE = "pathgrade.demo.scenario"
 TRACES_PER_REQUEST = 20
+LOCAL_PARENT = 0x100  # OTLP span flags: the parent's remoteness is known, and it is local
+REMOTE_PARENT = 0x300  # ... and it is remote
+SHAPES = ("rooted", "remote-parent")
 SUSTAINED = 0.95  # achieved/target at or above this counts as sustained
 
 
@@ -94,17 +105,17 @@ class _Handler(socketserver.StreamRequestHandler):
 
 @dataclass
 class TemplateTrace:
-    """One demo trace (resource, scope, spans with the root first), whether it is a failure
-    scenario, and its span count."""
+    """One demo trace (resource, scope, spans with the agent span first), whether it is a
+    failure scenario, and its span count."""
 
     resource_spans: ResourceSpans
     failure: bool
     spans: int
 
 
-def template_traces(mix: str = "demo") -> list[TemplateTrace]:
+def template_traces(mix: str = "demo", shape: str = "rooted") -> list[TemplateTrace]:
     """The traces of a mix (bench/ingest.py's `demo` or `realistic`) as OTLP, one
-    ResourceSpans per trace."""
+    ResourceSpans per trace, in `shape` (`SHAPES`)."""
     request = encode_spans(template_spans()) if mix == "demo" else realistic_request(2000, seed=1)
     by_trace: dict[bytes, ResourceSpans] = {}
     for rs in request.resource_spans:
@@ -115,13 +126,32 @@ def template_traces(mix: str = "demo") -> list[TemplateTrace]:
                     out.scope_spans.add(scope=ss.scope)
                     by_trace[span.trace_id] = out
                 by_trace[span.trace_id].scope_spans[0].spans.append(span)
-    for rs in by_trace.values():  # root first: its end time anchors the trace
+    for rs in by_trace.values():  # the agent span first: its end time anchors the trace
         spans = rs.scope_spans[0].spans
         spans.sort(key=lambda span: bool(span.parent_span_id))
+        if shape == "remote-parent":
+            in_server_span(spans)
     return [
         TemplateTrace(rs, _scenario(rs) in FAILURE_SCENARIOS, _spans(rs))
         for rs in by_trace.values()
     ]
+
+
+def in_server_span(spans: Any) -> None:
+    """Put the trace's root (its agent span, first) inside an HTTP server span whose
+    parent is remote, as the OTel SDK exports a request that came with a `traceparent`:
+    the server span last, every other span's parent local."""
+    agent = spans[0]
+    server = Span(
+        trace_id=agent.trace_id, span_id=b"\x5e" * 8, parent_span_id=b"\x9a" * 8,
+        name="POST /chat", kind=Span.SPAN_KIND_SERVER, flags=REMOTE_PARENT,
+        start_time_unix_nano=agent.start_time_unix_nano - 1_000_000,
+        end_time_unix_nano=agent.end_time_unix_nano + 1_000_000,
+    )  # fmt: skip
+    for span in spans:
+        span.flags = LOCAL_PARENT
+    agent.parent_span_id = server.span_id
+    spans.append(server)
 
 
 def _spans(rs: ResourceSpans) -> int:
@@ -129,8 +159,8 @@ def _spans(rs: ResourceSpans) -> int:
 
 
 def _scenario(rs: ResourceSpans) -> str:
-    root = rs.scope_spans[0].spans[0]
-    return next((a.value.string_value for a in root.attributes if a.key == SCENARIO_ATTRIBUTE), "")
+    agent = rs.scope_spans[0].spans[0]
+    return next((a.value.string_value for a in agent.attributes if a.key == SCENARIO_ATTRIBUTE), "")
 
 
 def copies(templates: list[TemplateTrace], rng: random.Random) -> Iterator[list[ResourceSpans]]:
@@ -148,7 +178,7 @@ def copies(templates: list[TemplateTrace], rng: random.Random) -> Iterator[list[
 
 
 def stamp(batch: list[ResourceSpans], end_ns: int) -> bytes:
-    """The request body with every trace shifted so its root span ends at `end_ns`."""
+    """The request body with every trace shifted so its agent span ends at `end_ns`."""
     for rs in batch:
         spans = rs.scope_spans[0].spans
         delta = end_ns - spans[0].end_time_unix_nano
@@ -161,7 +191,7 @@ def stamp(batch: list[ResourceSpans], end_ns: int) -> bytes:
 @dataclass(frozen=True)
 class PlannedRequest:
     """One request of a stage, encoded ahead of time: sent `due_s` after the stage starts,
-    its traces' roots stamped to end exactly then."""
+    its traces' agent spans stamped to end exactly then."""
 
     due_s: float
     body: bytes
@@ -196,12 +226,13 @@ class Stage:
     """One target rate: what was sent, the alert latencies, and the CPU it took."""
 
     target: float
+    shape: str
     spans: int
     seconds: float
     failure_traces: int
     alerted_traces: int
-    latencies_s: list[float]  # root end -> webhook receive
-    detection_s: list[float]  # root end -> the plane's detection (`detected_at_ns`)
+    latencies_s: list[float]  # turn's top span end -> webhook receive
+    detection_s: list[float]  # turn's top span end -> the plane's detection (`detected_at_ns`)
     cpu_s: dict[str, float]
 
     @property
@@ -210,16 +241,18 @@ class Stage:
 
 
 def schedule_stage(
-    templates: list[TemplateTrace], rate: float, seconds: float
+    templates: list[TemplateTrace], rate: float, seconds: float, stage: int
 ) -> tuple[list[PlannedRequest], int]:
     """The stage's requests and their start (wall ns), far enough ahead to finish planning
-    (a sample of ~20 requests measures the cost)."""
+    (a sample of ~20 requests measures the cost); the `stage`-th stage of the run draws
+    trace ids of its own (a trace id sent again would be a late span of an evaluated
+    trace)."""
     sample_started = time.perf_counter()
     sample = plan(templates, rate, 20 * TRACES_PER_REQUEST * 5 / rate, time.time_ns(), seed=0)
     per_request_s = (time.perf_counter() - sample_started) / max(1, len(sample))
     expected = rate * seconds / max(1, sample[0].spans) if sample else 0
     start_ns = time.time_ns() + int((1.0 + 1.3 * per_request_s * expected) * 1e9)
-    planned = plan(templates, rate, seconds, start_ns, seed=int(rate))
+    planned = plan(templates, rate, seconds, start_ns, seed=int(rate) + 1_000_003 * stage)
     late_s = (time.time_ns() - start_ns) / 1e9
     if late_s > 0:
         print(f"  planning overran the start by {late_s:.1f} s (counted as latency)",
@@ -265,9 +298,10 @@ def wait_for_quiet(receiver: Receiver, quiet_s: float = 5.0, limit_s: float = 12
 def run_stage(
     port: int, stack_pid: int, data_dir: Path, receiver: Receiver,
     templates: list[TemplateTrace], rate: float, seconds: float, senders: int,
+    shape: str = "rooted", stage: int = 0,
 ) -> Stage:  # fmt: skip
     """Send at one rate, wait for its alerts, and measure."""
-    planned, start_ns = schedule_stage(templates, rate, seconds)
+    planned, start_ns = schedule_stage(templates, rate, seconds, stage)
     pids = process_tree(stack_pid, data_dir)
     cpu_before = cpu_seconds(pids)
     first_alert = len(receiver.received)
@@ -283,7 +317,7 @@ def run_stage(
             )  # fmt: skip
     cpu = {name: cpu_after[name] - cpu_before.get(name, 0.0) for name in cpu_after}
     return Stage(
-        rate, spans, elapsed, len(failing), len(first_by_trace),
+        rate, shape, spans, elapsed, len(failing), len(first_by_trace),
         sorted(t for t, _ in first_by_trace.values()),
         sorted(d for _, d in first_by_trace.values()), cpu,
     )  # fmt: skip
@@ -339,15 +373,18 @@ def start_stack(
 
 def report(stages: list[Stage], detector: tuple[int, float, float]) -> None:
     print()
-    print("latency = root span end -> alert received on the webhook (detected: -> detection)")
     print(
-        "target  achieved  ratio  failure traces  alerted   p50 s   p99 s   max s"
+        "latency = agent turn's top span end -> alert received on the webhook "
+        "(detected: -> detection)"
+    )
+    print(
+        "shape          target  achieved  ratio  failure traces  alerted   p50 s   p99 s   max s"
         "  detected p50/p99 s"
     )
     for s in stages:
         lat = s.latencies_s
         print(
-            f"{s.target:>6,.0f}  {s.achieved:>8,.0f}  {s.achieved / s.target:5.2f}  "
+            f"{s.shape:<13}  {s.target:>6,.0f}  {s.achieved:>8,.0f}  {s.achieved / s.target:5.2f}  "
             f"{s.failure_traces:>14}  {s.alerted_traces:>7}  {percentile(lat, 0.5):6.2f}  "
             f"{percentile(lat, 0.99):6.2f}  {max(lat, default=float('nan')):6.2f}  "
             f"{percentile(s.detection_s, 0.5):8.2f} / {percentile(s.detection_s, 0.99):.2f}"
@@ -359,10 +396,16 @@ def report(stages: list[Stage], detector: tuple[int, float, float]) -> None:
             f"highest sustained rate: {best.target:,.0f} spans/s, "
             f"p99 {percentile(best.latencies_s, 0.99):.2f} s"
         )
+    for n, s in enumerate(stages):
+        baseline = next((b for b in reversed(stages[:n]) if b.shape == "rooted"), None)
+        if s.shape != "rooted" and baseline is not None and baseline.latencies_s:
+            ratio = percentile(s.latencies_s, 0.99) / percentile(baseline.latencies_s, 0.99)
+            print(f"p99 {s.shape} / rooted (the stage before) at {s.target:,.0f} spans/s: "
+                  f"{ratio:.2f}")  # fmt: skip
     for s in stages:
         busiest = sorted(s.cpu_s.items(), key=lambda item: -item[1])
         usage = ", ".join(f"{name} {cpu / s.seconds:.0%}" for name, cpu in busiest if cpu > 0.05)
-        print(f"CPU at {s.target:,.0f} spans/s (of one core): {usage}")
+        print(f"CPU at {s.target:,.0f} spans/s, {s.shape} (of one core): {usage}")
     spans, p50, p99 = detector
     print(f"detector run over a {spans}-span trace: p50 {p50:.0f} µs, p99 {p99:.0f} µs")
 
@@ -385,6 +428,12 @@ def main() -> None:
         "6-30 spans per trace)",
     )  # fmt: skip
     parser.add_argument(
+        "--shape", choices=(*SHAPES, "both"), default="rooted",
+        help="rooted: the agent span is the trace's root; remote-parent: it runs inside an "
+        "HTTP server span whose parent is remote (the trace's root never arrives); both: "
+        "each rate in both shapes, rooted first",
+    )  # fmt: skip
+    parser.add_argument(
         "--realtime-workers", type=int, default=1,
         help="realtime processes `pathgrade up` runs (more than one share conversation turns)",
     )  # fmt: skip
@@ -392,8 +441,9 @@ def main() -> None:
     rates = [float(r) for r in args.rates.split(",")]
 
     print("preparing demo traces ...", file=sys.stderr, flush=True)
-    templates = template_traces(args.mix)
-    detector = detector_cost_us(templates)
+    shapes = SHAPES if args.shape == "both" else (args.shape,)
+    templates = {shape: template_traces(args.mix, shape) for shape in shapes}
+    detector = detector_cost_us(template_traces(args.mix))  # a rooted trace: one turn
     receiver = Receiver()
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     data_dir = Path(tempfile.mkdtemp(prefix="pathgrade-bench-realtime-"))
@@ -404,16 +454,17 @@ def main() -> None:
         if args.warmup > 0:
             print(f"warm-up: 100 spans/s for {args.warmup:.0f} s ...", file=sys.stderr, flush=True)
             run_stage(
-                http_port, stack.pid, data_dir, receiver, templates, 100, args.warmup,
-                args.senders,
+                http_port, stack.pid, data_dir, receiver, templates[shapes[0]], 100,
+                args.warmup, args.senders,
             )  # fmt: skip
         for rate in rates:
-            print(f"stage: {rate:,.0f} spans/s for {args.seconds:.0f} s ...", file=sys.stderr,
-                  flush=True)  # fmt: skip
-            stages.append(
-                run_stage(http_port, stack.pid, data_dir, receiver, templates, rate,
-                          args.seconds, args.senders)
-            )  # fmt: skip
+            for shape in shapes:
+                print(f"stage: {rate:,.0f} spans/s for {args.seconds:.0f} s, {shape} ...",
+                      file=sys.stderr, flush=True)  # fmt: skip
+                stages.append(
+                    run_stage(http_port, stack.pid, data_dir, receiver, templates[shape], rate,
+                              args.seconds, args.senders, shape, len(stages) + 1)
+                )  # fmt: skip
     finally:
         stack.terminate()
         stack.wait(timeout=180)

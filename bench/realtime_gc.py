@@ -24,9 +24,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.detectors import load_policy
-from pathgrade.realtime_plane.assembler import TraceAssembler
+from pathgrade.realtime_plane.assembler import TurnAssembler
 from pathgrade.realtime_plane.config import RealtimeConfig
-from pathgrade.realtime_plane.evaluate import TraceEvaluator
+from pathgrade.realtime_plane.evaluate import TurnEvaluator
 from pathgrade.realtime_plane.sampler import Sampler
 from pathgrade.schemas.otlp import decode_spans_message
 
@@ -58,7 +58,7 @@ def evaluate_all(values: list[bytes]) -> tuple[int, float, list[float]]:
 
     gc.callbacks.append(record)
     try:
-        assembler, evaluator = TraceAssembler(), TraceEvaluator(load_policy(None))
+        assembler, evaluator = TurnAssembler(), TurnEvaluator(load_policy(None))
         sampler = Sampler(RealtimeConfig(bootstrap_servers="-").sampler)
         begun, spans = time.perf_counter(), 0
         for offset, value in enumerate(values):

@@ -3,7 +3,7 @@ evaluation the realtime plane does for that turn anyway, in one run.
 
 Starts the bundled Tansu broker with pathgrade's topics, decodes demo traffic, then
 alternates rounds over the same turns: the baseline evaluates each turn (a
-`TraceEvaluator`, as the plane does); the shared rounds evaluate it too, publish its
+`TurnEvaluator`, as the plane does); the shared rounds evaluate it too, publish its
 digest with the plane's producer settings in batches (`TurnBatcher`; the plane publishes
 every 0.2 s, so a batch holds a fifth of a consumer's turns per second) and read every
 digest back through a `TurnFeed` of another consumer into a second evaluator's cache, as
@@ -23,8 +23,8 @@ from kafka import KafkaProducer
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.detectors import default_policy
-from pathgrade.realtime_plane.assembler import DueTrace
-from pathgrade.realtime_plane.evaluate import TraceEvaluator
+from pathgrade.realtime_plane.assembler import DueTurn
+from pathgrade.realtime_plane.evaluate import TurnEvaluator
 from pathgrade.realtime_plane.plane import RealtimeCounters
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.model import Trace
@@ -40,7 +40,7 @@ class _Keep(InMemorySpanExporter):
         pass
 
 
-def demo_turns(count: int) -> list[DueTrace]:
+def demo_turns(count: int) -> list[DueTurn]:
     exporter = _Keep()
     send_demo_traces(exporter, traces=count, seed=3)
     spans = decode_spans_message(
@@ -49,11 +49,11 @@ def demo_turns(count: int) -> list[DueTrace]:
     by_trace = defaultdict(list)
     for span in spans:
         by_trace[span.trace_id].append(span)
-    return [DueTrace(Trace("bench", t, s), "quiet", False) for t, s in by_trace.items()]
+    return [DueTurn(Trace("bench", t, s), "quiet", False) for t, s in by_trace.items()]
 
 
-def baseline_round(turns: list[DueTrace]) -> float:
-    evaluator = TraceEvaluator(default_policy())
+def baseline_round(turns: list[DueTurn]) -> float:
+    evaluator = TurnEvaluator(default_policy())
     started = time.process_time()
     for due in turns:
         evaluator.evaluate(due, time.time_ns())
@@ -61,9 +61,9 @@ def baseline_round(turns: list[DueTrace]) -> float:
 
 
 def shared_round(
-    turns: list[DueTrace], producer: KafkaProducer, feed: TurnFeed, batch: int
+    turns: list[DueTurn], producer: KafkaProducer, feed: TurnFeed, batch: int
 ) -> float:
-    evaluator, other = TraceEvaluator(default_policy()), TraceEvaluator(default_policy())
+    evaluator, other = TurnEvaluator(default_policy()), TurnEvaluator(default_policy())
     batcher = TurnBatcher("publisher")
     started = time.process_time()
     published = 0

@@ -882,6 +882,7 @@ typedef struct {
     long facts_version;
     uint8_t card_map[256];
     int card_min, exact_pii, skeleton_depth, skeleton_items;
+    int decline_inputs; /* request patterns are set: spans with input messages go to Python */
     KeySlot key_table[KEY_SLOTS];
     FpSlot *fingerprints; /* FP_SLOTS, remembered fingerprints */
     Memory instructions[MEMORY_SLOTS]; /* by (tenant, trace) */
@@ -2178,6 +2179,7 @@ static int span_facts(Ctx *c, const SpanView *v, const char *tenant, size_t tena
         if (tool && !result_n) first_text(v, &k->tool_result_keys, &result, &result_n, c);
         text_of(attr(v, &k->input_key), &inputs, &inputs_n, c);
         text_of(attr(v, &k->output_key), &outputs, &outputs_n, c);
+        if (inputs_n && k->decline_inputs) c->fallback = 1;
         if (c->fallback) goto done;
         /* finish reasons: the first key present with a value other than "" */
         for (size_t r = 0; r < k->finish_reason_keys.n; r++) {
@@ -2919,7 +2921,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
     PyObject *config;
     static char *names[] = {"config", NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!", names, &PyDict_Type, &config)) return -1;
-    long card_min, exact, depth, items;
+    long card_min, exact, depth, items, decline;
     if (config_keys(config, "content_keys", &k->content_keys) < 0 ||
         config_keys(config, "content_prefixes", &k->content_prefixes) < 0 ||
         config_keys(config, "context_keys", &k->context_keys) < 0 ||
@@ -2955,7 +2957,8 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_int(config, "card_min", &card_min) < 0 ||
         config_int(config, "exact_pii", &exact) < 0 ||
         config_int(config, "skeleton_max_depth", &depth) < 0 ||
-        config_int(config, "skeleton_max_items", &items) < 0)
+        config_int(config, "skeleton_max_items", &items) < 0 ||
+        config_int(config, "decline_inputs", &decline) < 0)
         return -1;
     if (!PyTuple_Check(k->instruction_names) || PyTuple_GET_SIZE(k->instruction_names) > MAX_LEXICON ||
         !PyTuple_Check(k->fact_names) || PyTuple_GET_SIZE(k->fact_names) != 7) {
@@ -2989,6 +2992,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
     k->exact_pii = (int)exact;
     k->skeleton_depth = (int)depth;
     k->skeleton_items = (int)items;
+    k->decline_inputs = (int)decline;
     PyObject *map = PyDict_GetItemString(config, "card_run_map");
     if (!map || !PyBytes_Check(map) || PyBytes_GET_SIZE(map) != 256) {
         PyErr_SetString(PyExc_ValueError, "kernel config: card_run_map must be 256 bytes");

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
 from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from pathgrade.collector.http_server import (
     DEFAULT_IDLE_TIMEOUT_S,
@@ -17,6 +18,7 @@ from pathgrade.collector.limits import DEFAULT_MAX_BODY_BYTES
 from pathgrade.collector.redact import RedactionConfig
 from pathgrade.collector.spill import DEFAULT_SPILL_BYTES
 from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
+from pathgrade.schemas.predicates import RequestPatterns
 from pathgrade.schemas.topics import REALTIME_GROUP, SPANS_TOPIC, STORE_GROUP
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -122,3 +124,28 @@ class CollectorConfig(BaseModel):
         "fingerprints of different keys are never compared",
     )
     message_key: MessageKeySetting = Field(None, description=MESSAGE_KEY_HELP)
+    policy: Path | None = Field(
+        None,
+        description="the detector policy YAML the realtime plane reads (docs/detectors.md): "
+        "the collector takes its `requests` (what users' requests for each write look like) "
+        "and records which writes each turn's request asked for "
+        "(`pathgrade.facts.requests`); give the collector and the realtime plane the same "
+        "file (docs/collector.md)",
+    )
+
+
+def load_request_patterns(path: Path | None) -> RequestPatterns:
+    """The `requests` of every section of the policy file at `path` (none without a file);
+    ValueError names the file and the field of a bad one."""
+    if path is None:
+        return RequestPatterns({})
+    try:
+        document = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ValueError(f"policy {path}: {error}") from error
+    if not isinstance(document, dict):
+        raise ValueError(f"policy {path}: expected a mapping")
+    try:
+        return RequestPatterns.of_policy(document)
+    except ValueError as error:
+        raise ValueError(f"policy {path}: {error}") from error

@@ -55,6 +55,7 @@ from pathgrade.schemas.predicates import (
     INSTRUCTIONS,
     SKELETON_MAX_DEPTH,
     SKELETON_MAX_ITEMS,
+    RequestPatterns,
 )
 
 try:
@@ -99,13 +100,26 @@ class WholeAnswers:
 class FactMaker:
     """Computes the facts of one span from its raw attribute values, per tenant. A trace's
     model calls repeat the conversation so far in their input: what was found in the
-    earlier messages is remembered per trace (bounded), and only new ones are read."""
+    earlier messages is remembered per trace (bounded), and only new ones are read.
+    `requests`: the policy's request patterns (`pathgrade.facts.requests`); with any, the
+    kernel leaves every span with input messages to Python, which matches them."""
 
-    def __init__(self, secret: FactSecret, scanner: PiiScanner, native: bool = True) -> None:
+    def __init__(
+        self,
+        secret: FactSecret,
+        scanner: PiiScanner,
+        native: bool = True,
+        requests: RequestPatterns | None = None,
+    ) -> None:
         self.secret = secret
         self.scanner = scanner
+        self.requests = requests or None
         self._inputs = GrowingArrays(instructions_in_messages, joined_hits)
-        self.kernel = Kernel(kernel_config(scanner)) if native and Kernel is not None else None
+        self.kernel = (
+            Kernel(kernel_config(scanner, decline_inputs=self.requests is not None))
+            if native and Kernel is not None
+            else None
+        )
         """The fact kernel (None: the extension is not built, or `native` is False)."""
 
     def request_facts(self, body: bytes, tenant: str, drops_all: bool) -> list[Any] | None:
@@ -146,16 +160,19 @@ class FactMaker:
         key = self.secret.for_tenant(tenant)
         inputs = self._inputs
         return compute_facts(
-            fields, raw, key, self.scanner, lambda text: inputs((tenant, trace_id), text), rebuilt
-        )
+            fields, raw, key, self.scanner, lambda text: inputs((tenant, trace_id), text),
+            rebuilt, self.requests,
+        )  # fmt: skip
 
 
-def kernel_config(scanner: PiiScanner) -> dict[str, Any]:
+def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str, Any]:
     """What the fact kernel reads its definitions from: the convention mapping's keys and
     tables, the lexicons (their anchors, and their `hits` for a text holding one), the
     scanner (its pre-check's card characters, and `find` / `clean` for a text that may hold
     personal data), the fact names, the facts' keys (a span a producer set one on is
-    redacted in Python) and the key of the count of removed attributes."""
+    redacted in Python), the key of the count of removed attributes, and whether it
+    declines spans with input messages (`decline_inputs`: request patterns are matched in
+    Python)."""
     return {
         "content_keys": genai.CONTENT_KEYS,
         "content_prefixes": genai.MESSAGE_CONTENT_PREFIXES,
@@ -198,6 +215,7 @@ def kernel_config(scanner: PiiScanner) -> dict[str, Any]:
         "fact_keys": FACT_KEYS,
         "redacted_key": genai.PG_REDACTED_KEYS,
         "facts_version": FACTS_VERSION,
+        "decline_inputs": int(decline_inputs),
     }
 
 

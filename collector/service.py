@@ -13,7 +13,7 @@ from typing import Any
 
 from kafka.errors import KafkaError
 from pathgrade.collector.auth import TokenAuth
-from pathgrade.collector.config import CollectorConfig
+from pathgrade.collector.config import CollectorConfig, load_request_patterns
 from pathgrade.collector.dead_letter import DeadLetterFile
 from pathgrade.collector.facts import FactMaker, load_secret
 from pathgrade.collector.grpc_receiver import TraceServiceHandler, start_grpc_server
@@ -61,7 +61,7 @@ class Collector:
 
     def start(self) -> None:
         config = self.config
-        facts = self._fact_maker()  # a bad key file stops the start before any connection
+        facts = self._fact_maker()  # a bad key or policy file stops the start before any connection
         try:
             producer = self.new_producer()
         except KafkaError as exc:
@@ -124,7 +124,8 @@ class Collector:
         if not config.facts:
             return None
         secret = load_secret(config.facts_key_file, config.spill_dir)
-        maker = FactMaker(secret, PiiScanner(config.redaction.extra_patterns))
+        requests = load_request_patterns(config.policy)
+        maker = FactMaker(secret, PiiScanner(config.redaction.extra_patterns), requests=requests)
         if maker.kernel is None:
             log.warning(
                 "the fact kernel (pathgrade.collector._facts_kernel) is not built: every "

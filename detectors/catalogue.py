@@ -39,7 +39,9 @@ def _conventions() -> str:
     lines = []
     for name, info in Conventions.model_fields.items():
         lines.append(f"- `{name}`: {info.description}")
-        lines += [f"  {line}" for line in _params(info.annotation).splitlines()]
+        fields = info.annotation
+        if isinstance(fields, type) and issubclass(fields, BaseModel):
+            lines += [f"  {line}" for line in _params(fields).splitlines()]
     return "\n".join(lines)
 
 

@@ -10,17 +10,19 @@ from pathgrade.detectors.finding import Finding
 from pathgrade.detectors.prices import cost_usd
 from pathgrade.detectors.registry import Params, Rule, RuleDoc
 from pathgrade.detectors.view import DetectorContext, TraceView
-from pathgrade.schemas import genai
 from pathgrade.schemas.messages import RequestedToolCall
 from pathgrade.schemas.model import Span
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 
 class CompletenessParams(Params):
-    """What a complete trace must have."""
+    """What a complete turn must have."""
 
-    require_root_agent: bool = Field(
-        True, description="Report a trace whose root span is not `invoke_agent`."
+    require_agent_span: bool = Field(
+        True,
+        validation_alias=AliasChoices("require_agent_span", "require_root_agent"),
+        description="Report a turn with no agent span (`require_root_agent`, its former "
+        "name, is read too).",
     )
     require_tool_spans: bool = Field(
         True, description="Report a requested tool call with no `execute_tool` span."
@@ -36,11 +38,16 @@ COMPLETENESS = Rule(
     severity="medium",
     doc=RuleDoc(
         finds=(
-            "A trace that is not complete enough to grade: no root `invoke_agent` span, "
-            "a tool call a model requested in `gen_ai.output.messages` (or, uncaptured, "
-            "`tool_calls` of `pathgrade.facts.output`) with no `execute_tool` span "
-            "(matched by `gen_ai.tool.call.id`, or by tool name for tool spans that "
-            "carry no call id), or an inference span without token usage."
+            "A turn that is not complete enough to grade: no agent span in it (a turn "
+            "found without one: `invoke_agent`, `invoke_workflow`, "
+            "`handle_conversation_turn`, OpenInference AGENT or a LangGraph graph root; "
+            "never whether the trace's root is one), a tool call a model requested in "
+            "`gen_ai.output.messages` (or, uncaptured, `tool_calls` of "
+            "`pathgrade.facts.output`) that no span answers (an `execute_tool` span "
+            "matched by `gen_ai.tool.call.id`, or by tool name for tool spans that carry "
+            "no call id; or a handoff span, as the convention mapping pairs them: "
+            '"handoff to billing" answers `transfer_to_billing`), or an inference span '
+            "without token usage."
         ),
         why=(
             "A gap means lost spans or broken instrumentation, and every other verdict "
@@ -56,17 +63,18 @@ COMPLETENESS = Rule(
             "and output tokens."
         ),
         capture_off=(
-            "the root's operation, token usage and tool spans' call ids and names (never "
-            "content), and the tool calls each model call requested as the collector "
-            "recorded them (`pathgrade.facts.output`: ids and names)."
+            "the turn's operations, token usage, tool spans' call ids and names and "
+            "handoff spans' names (never content), and the tool calls each model call "
+            "requested as the collector recorded them (`pathgrade.facts.output`: ids and "
+            "names)."
         ),
         capture_on="the same, the requested calls read from the captured output messages.",
     ),
     params=CompletenessParams,
     policy_key="completeness",
-    reads="root span operation; chat spans: output messages (tool calls), else "
-    "pathgrade.facts.output (`tool_calls`), token usage; execute_tool spans: tool call "
-    "id, tool name",
+    reads="the turn's spans: operation, OpenInference kind and metadata (agent span); "
+    "chat spans: output messages (tool calls), else pathgrade.facts.output (`tool_calls`), "
+    "token usage; execute_tool spans: tool call id, tool name; handoff spans: name",
 )
 
 
@@ -74,17 +82,16 @@ COMPLETENESS = Rule(
 def trace_completeness(
     view: TraceView, params: CompletenessParams, context: DetectorContext
 ) -> list[Finding]:
-    """Missing root agent span, unmatched requested tool calls, missing token usage."""
+    """No agent span in the turn, unanswered requested tool calls, missing token usage."""
     findings = []
-    if params.require_root_agent and (
-        view.root is None or view.root.genai.operation != genai.OP_INVOKE_AGENT
-    ):
-        operation = view.root.genai.operation if view.root else "none"
+    if params.require_agent_span and not view.has_agent_span:
+        top = view.top
+        named = f"{top.name!r}, operation {top.genai.operation or 'none'}" if top else "none"
         findings.append(
             COMPLETENESS.violation(
                 view,
-                f"The root span is not an invoke_agent span (operation: {operation}).",
-                details={"problem": "root_not_agent"},
+                f"The turn has no agent span (its top span: {named}).",
+                details={"problem": "no_agent_span"},
                 identifying=("problem",),
             )
         )
@@ -116,10 +123,13 @@ def trace_completeness(
 
 
 def _unexecuted(view: TraceView) -> list[tuple[Span, RequestedToolCall]]:
-    """Requested tool calls (with an id) that no execute_tool span ran: matched by call
-    id, else by tool name against tool spans without a call id (each span once)."""
+    """Requested tool calls (with an id) that no span answered: matched by call id, else
+    by tool name against tool spans without a call id and against handoff spans (each
+    span once)."""
     executed = {c.span.genai.tool_call_id for c in view.tool_calls}
+    executed |= {span.genai.tool_call_id for span, _ in view.handoffs}
     anonymous = [c.name for c in view.tool_calls if not c.span.genai.tool_call_id]
+    anonymous += [name for span, names in view.handoffs for name in names]
     missing = []
     for span, call in view.requested_tool_calls:
         if not call.call_id or call.call_id in executed:
@@ -205,7 +215,7 @@ TERMINATION = Rule(
         finds=(
             "A run that did not end cleanly: there is no final text response, the last "
             "model call stopped on a cap (finish reason `length`/`max_tokens`, or an "
-            "error such as MaxTurnsExceeded or GraphRecursionError), or the root span "
+            "error such as MaxTurnsExceeded or GraphRecursionError), or the turn's top span "
             "ended in error. An uncaptured final answer is judged by the collector's "
             "record of it (`text` of `pathgrade.facts.output`, finish reasons)."
         ),
@@ -221,7 +231,8 @@ TERMINATION = Rule(
     ),
     params=TerminationParams,
     policy_key="termination",
-    reads="root span status and error.type; chat spans: finish reasons, output messages, "
+    reads="the turn's top span: status and error.type; chat spans: finish reasons, output "
+    "messages, "
     "else pathgrade.facts.output",
 )
 
@@ -231,7 +242,7 @@ def no_clean_termination(
     view: TraceView, params: TerminationParams, context: DetectorContext
 ) -> list[Finding]:
     """Root in error, a capped run, or no final answer."""
-    root = view.root
+    root = view.top
     if root is not None and (root.status_code == "Error" or root.genai.error_type):
         problem = "step_cap" if STEP_CAP_ERROR.search(root.genai.error_type) else "error"
         return [_termination(view, problem, f"The run ended in error ({root.genai.error_type}).")]
@@ -286,7 +297,7 @@ class BudgetParams(Params):
     max_latency_ms: float | None = Field(
         default=None,
         ge=0,
-        description="Longest root-span duration in milliseconds (None: no limit).",
+        description="Longest duration of the turn's top span in milliseconds (None: no limit).",
     )
 
 
@@ -297,7 +308,7 @@ BUDGET = Rule(
     doc=RuleDoc(
         finds=(
             "A turn that used more than its budget: model calls (steps), tool calls, "
-            "tokens, cost or root-span latency. Cost is token usage joined with "
+            "tokens, cost or latency (of its top span). Cost is token usage joined with "
             "pathgrade's versioned list price table (overridable), never a cost the "
             "agent reports."
         ),
@@ -319,13 +330,13 @@ BUDGET = Rule(
     params=BudgetParams,
     policy_key="budgets",
     reads="chat spans: count, token usage, response/request model, provider; execute_tool "
-    "span count; root span duration",
+    "span count; the turn's top span: duration",
 )
 
 
 @dataclass(frozen=True, slots=True)
 class TurnUsage:
-    """What one turn used: model calls, tool calls, tokens, root-span latency and list-price
+    """What one turn used: model calls, tool calls, tokens, top-span latency and list-price
     cost (None, with the unpriced models named, when a model is not in the price table)."""
 
     steps: int
@@ -360,7 +371,7 @@ def turn_usage(view: TraceView, context: DetectorContext) -> TurnUsage:
         steps=len(view.chat_spans),
         tool_calls=len(view.tool_calls),
         tokens=tokens,
-        latency_ms=view.root.duration_ns / 1e6 if view.root else 0.0,
+        latency_ms=view.top.duration_ns / 1e6 if view.top else 0.0,
         cost_usd=None if unpriced else total,
         unpriced=tuple(unpriced),
     )

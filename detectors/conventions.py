@@ -1,11 +1,13 @@
-"""How a deployment marks tool effects and session identity: the policy's shared settings."""
+"""How a deployment marks tool effects, session identity, idempotency keys and what users'
+requests for writes look like: the policy's shared settings."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from pathgrade.schemas import genai
-from pydantic import BaseModel, ConfigDict, Field
+from pathgrade.schemas.predicates import RequestPatterns
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ToolEffect = Literal["read", "write", "irreversible"]
 WRITE_EFFECTS: frozenset[str] = frozenset({"write", "irreversible"})
@@ -42,7 +44,8 @@ class IdentityConfig(BaseModel):
 
     attribute: str = Field(
         genai.ENDUSER_ID,
-        description="span attribute holding the session identity (on the root span, else "
+        description="span attribute holding the session identity (on the turn's top span, "
+        "else a span enclosing it, else any span of the turn; "
         "any span, or its fingerprint `pathgrade.facts.session.fp`)",
     )
     arguments: tuple[str, ...] = Field(
@@ -64,6 +67,12 @@ class IdempotencyConfig(BaseModel):
     )
 
 
+def checked_requests(value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """Validator body: every request pattern must compile (the error names the tool)."""
+    RequestPatterns(value)
+    return value
+
+
 class Conventions(BaseModel):
     """The resolved shared settings every detector may read through `DetectorContext`."""
 
@@ -76,3 +85,10 @@ class Conventions(BaseModel):
     idempotency: IdempotencyConfig = Field(
         IdempotencyConfig(), description="where a tool call's idempotency key lives"
     )
+    requests: dict[str, tuple[str, ...]] = Field(
+        {},
+        description="per write tool, regular expressions of a user's message that asks for "
+        "it (matched case-insensitively on the turn's request: PG110)",
+    )
+
+    check_requests = field_validator("requests")(checked_requests)

@@ -16,7 +16,7 @@ FindingKind = Literal["violation", "cannot_decide"]
 class Finding:
     """One broken rule (or one rule that could not be decided) in one trace.
 
-    `span_id` is the span that broke the rule, or the root span for trace-level findings.
+    `span_id` is the span that broke the rule, or the turn's top span for turn-level findings.
     `identifying` names the `details` keys that tell this finding apart from others of the
     same code on the same span; only those enter `key`, so a re-evaluated (longer) trace
     yields the same key for the same problem.

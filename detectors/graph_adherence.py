@@ -133,8 +133,8 @@ _NODE_SPAN_TABLE = "\n".join([
     "(else `traceloop.entity.name`) | that name |",
     "| OpenInference (`openinference-instrumentation-langchain`) | `metadata` JSON whose "
     "`langgraph_node` equals the span name | the span name |",
-    "| GenAI conventions | an `invoke_agent` span below the root whose `gen_ai.agent.name` "
-    "differs from the root's | the agent name |",
+    "| GenAI conventions | an `invoke_agent` span below the turn's top whose "
+    "`gen_ai.agent.name` differs from the top's | the agent name |",
 ])  # fmt: skip
 NODE_SPANS = f"""\
 How the walk is read (`schemas/graph_walk.py`; the first convention that finds a node in
@@ -186,7 +186,7 @@ GRAPH_ADHERENCE = Rule(
     params=GraphAdherenceParams,
     policy_key="agent_graph",
     reads="LangGraph node spans (traceloop langgraph_node, OpenInference metadata), "
-    "invoke_agent spans below the root: agent name",
+    "invoke_agent spans below the turn's top: agent name",
 )
 
 

@@ -63,7 +63,8 @@ OUTPUT_PATTERNS = Rule(
     ),
     params=OutputPatternParams,
     policy_key="output_patterns",
-    reads="root span or last chat span: output messages (final answer), pathgrade.facts.output",
+    reads="the turn's top span (or a span enclosing it only) or last chat span: output "
+    "messages (final answer), pathgrade.facts.output",
 )
 _FIELD = "final answer"
 _SCANNER = PiiScanner()

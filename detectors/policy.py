@@ -13,10 +13,11 @@ agents: {triage-agent: {<section>}}
 ```
 
 A section holds `risk_tier`, `tools` (reads/writes/irreversible), `identity`,
-`idempotency`, `enable`/`disable`/`required` (detector codes or names), `severity`
+`idempotency`, `requests` (per write tool, regular expressions of a user's message that
+asks for it), `enable`/`disable`/`required` (detector codes or names), `severity`
 overrides, and each detector's params under its policy key (`budgets`, `ordering`, ...).
-Sections merge field by field: defaults, then tier, then service, then agent. Errors name
-the file, line and field.
+Sections merge field by field (`requests` tool by tool): defaults, then tier, then
+service, then agent. Errors name the file, line and field.
 """
 
 from __future__ import annotations
@@ -33,13 +34,22 @@ from pathgrade.detectors.conventions import (
     IdempotencyConfig,
     IdentityConfig,
     ToolEffects,
+    checked_requests,
 )
 from pathgrade.detectors.finding import Finding, Severity
 from pathgrade.detectors.prices import PriceTable, load_price_table, shipped_price_table
 from pathgrade.detectors.registry import REGISTRY, Params, rule_by_code_or_name
 from pathgrade.detectors.view import DetectorContext
 from pathgrade.schemas.turns import TurnDigest
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+)
 
 RiskTier = Literal["low", "medium", "high"]
 RISK_TIERS: tuple[RiskTier, ...] = ("low", "medium", "high")
@@ -81,6 +91,12 @@ class SectionBase(BaseModel):
     idempotency: IdempotencyConfig | None = Field(
         None, description="where a tool call's idempotency key lives (conventions)"
     )
+    requests: dict[str, tuple[str, ...]] | None = Field(
+        None,
+        description="per write tool, regular expressions of a user's message that asks for "
+        "it (PG110 without `pathgrade.turn.kind`; the collector reads them from the same "
+        "file: docs/collector.md)",
+    )
     enable: list[DetectorRef] = Field([], description="detectors turned on (codes or names)")
     disable: list[DetectorRef] = Field([], description="detectors turned off (codes or names)")
     required: list[DetectorRef] = Field(
@@ -93,6 +109,13 @@ class SectionBase(BaseModel):
     scorers: list[str] | None = Field(
         None, description="metrics the online scorer runs on the section's sampled traces"
     )
+
+    @field_validator("requests")
+    @classmethod
+    def _requests_compile(
+        cls, value: dict[str, tuple[str, ...]] | None
+    ) -> dict[str, tuple[str, ...]] | None:
+        return None if value is None else checked_requests(value)
 
 
 @cache
@@ -183,7 +206,7 @@ class Policy:
 
 # Section fields that select detectors rather than carry settings merged field by field.
 SELECTION_FIELDS = frozenset(
-    {"risk_tier", "enable", "disable", "required", "severity", "agents", "scorers"}
+    {"risk_tier", "enable", "disable", "required", "severity", "agents", "scorers", "requests"}
 )
 
 
@@ -193,9 +216,11 @@ def _merge(sections: list[Any], tier: RiskTier, prices: PriceTable) -> ResolvedP
     severities: dict[str, Severity] = {}
     merged: dict[str, dict[str, Any]] = {}
     scorers: tuple[str, ...] | None = None
+    requests: dict[str, tuple[str, ...]] = {}
     for section in sections:
         if section.scorers is not None:
             scorers = tuple(section.scorers)
+        requests.update(section.requests or {})
         enabled = (enabled - set(section.disable)) | set(section.enable)
         required |= set(section.required)
         severities.update(section.severity)
@@ -207,6 +232,7 @@ def _merge(sections: list[Any], tier: RiskTier, prices: PriceTable) -> ResolvedP
         tools=ToolEffects(**merged.pop("tools", {})),
         identity=IdentityConfig(**merged.pop("identity", {})),
         idempotency=IdempotencyConfig(**merged.pop("idempotency", {})),
+        requests=requests,
     )
     params = {
         code: rule.params(**merged.get(rule.policy_key, {}))

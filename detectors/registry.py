@@ -109,7 +109,8 @@ class Rule:
         details: dict[str, Any] | None = None,
         identifying: tuple[str, ...] = (),
     ) -> Finding:
-        """A `violation` finding of this rule (on the root span when `span_id` is empty)."""
+        """A `violation` finding of this rule (on the turn's top span when `span_id` is
+        empty)."""
         return self._finding(view, "violation", reason, span_id, details or {}, identifying)
 
     def cannot_decide(
@@ -155,7 +156,7 @@ class Rule:
             kind=kind,  # type: ignore[arg-type]
             reason=reason,
             trace_id=view.trace_id,
-            span_id=span_id or view.root_span_id,
+            span_id=span_id or view.top_span_id,
             details=details,
             identifying=identifying,
         )
@@ -174,7 +175,8 @@ _CLOSE_GAP = {
     "patterns need the text",
     "untrusted_content": "send the spans through pathgrade's collector (it records what tool "
     "results and documents said) or capture the results of {tools}",
-    "turn_kind": "set `pathgrade.turn.kind` (action or read) on the root span",
+    "turn_kind": "name what users' requests for the writes look like (policy `requests`) "
+    "or set `pathgrade.turn.kind` (action or read) on the turn's agent span",
     "tool_schema": "give {tools} a JSON Schema (policy `tool_schemas`, or "
     "`gen_ai.tool.definitions` on the model spans)",
     "model_price": "add the model to the policy's `price_table`",
@@ -186,7 +188,7 @@ def how_to_close(missing: str, tools: list[str]) -> str:
     """How a deployment closes a gap of kind `missing` (for coverage reports)."""
     text = _CLOSE_GAP.get(missing)
     if text is None:  # an identity attribute
-        return f"set `{missing}` on the root span"
+        return f"set `{missing}` on the turn's agent span or a span enclosing it"
     return text.format(tools=", ".join(tools) or "the tools involved")
 
 

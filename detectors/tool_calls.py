@@ -69,7 +69,7 @@ REQUIRED = Rule(
     doc=RuleDoc(
         finds=(
             "A tool the policy requires on every turn (for example `verify_identity`) "
-            "that was never called, reported once per missing tool on the root span. "
+            "that was never called, reported once per missing tool on the turn's top span. "
             "Quiet when the policy lists no required tools."
         ),
         why=(

@@ -1,4 +1,10 @@
-"""`TraceView`: per-trace indexes built once and shared by every detector, and the context.
+"""`TraceView`: per-turn indexes built once and shared by every detector, and the context.
+
+A view indexes one agent turn (`schemas.agent_turns`): its top span, its own spans and the
+spans enclosing it. What the turn says of itself (turn kind, confirmation, final answer)
+is read from its top span, else from the nearest enclosing span that encloses this turn
+only (a "handle turn" or HTTP server span); who the session is and its conversation from
+the top, then every enclosing span, then any span of the turn.
 
 Every index reads captured content when the trace has it and the collector's facts
 (`schemas.facts`, on `Span.facts`) when it does not, so a detector decides on redacted
@@ -14,8 +20,15 @@ from typing import Any, NamedTuple
 from pathgrade.detectors.conventions import WRITE_EFFECTS, Conventions, ToolEffect
 from pathgrade.detectors.prices import PriceTable, shipped_price_table
 from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import session_identity
+from pathgrade.schemas.conventions import (
+    NOT_REBUILT,
+    handoff_tool_names,
+    is_agent_entry,
+    session_identity,
+)
+from pathgrade.schemas.events import ToolCallDecision, tool_call_decisions
 from pathgrade.schemas.facts import ArgumentFacts, OutputFacts
+from pathgrade.schemas.facts_producer import requested_writes
 from pathgrade.schemas.fingerprints import same_value
 from pathgrade.schemas.graph_walk import NodeVisit, node_visits
 from pathgrade.schemas.json_text import sorted_text
@@ -30,7 +43,7 @@ from pathgrade.schemas.messages import (
 )
 from pathgrade.schemas.model import Span, Trace
 from pathgrade.schemas.pii import Counts
-from pathgrade.schemas.predicates import call_arguments
+from pathgrade.schemas.predicates import RequestPatterns, call_arguments
 from pathgrade.schemas.turns import ConfirmedAction, TurnDigest
 
 
@@ -82,7 +95,8 @@ class ToolCall(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class FinalAnswer:
-    """The turn's final answer: the root agent's output, else the last model output.
+    """The turn's final answer: its top span's output (or an enclosing span's that encloses
+    this turn only), else the last model output.
 
     `text` is the captured text ("" when the output asked for tools instead), None when
     only facts say what the output was.
@@ -110,12 +124,13 @@ class UntrustedContent:
 
 
 class TraceView:
-    """Indexes over one trace (one turn): root, tool calls, chat spans, final answer."""
+    """Indexes over one turn: its top span, tool calls, chat spans, final answer."""
 
     def __init__(self, trace: Trace, conventions: Conventions) -> None:
         self.trace = trace
         self.conventions = conventions
-        self.root: Span | None = trace.root
+        self.top: Span | None = trace.root
+        self.own_spans: list[Span] = trace.own_spans()
         self.chat_spans: list[Span] = [
             s for s in trace.spans if s.genai.operation in genai.MODEL_OPERATIONS
         ]
@@ -129,12 +144,54 @@ class TraceView:
         return self.trace.trace_id
 
     @property
-    def root_span_id(self) -> str:
-        return self.root.span_id if self.root else ""
+    def top_span_id(self) -> str:
+        return self.top.span_id if self.top else ""
 
-    def root_attribute(self, name: str) -> Any:
-        """An attribute of the root span, or None."""
-        return self.root.attributes.get(name) if self.root else None
+    def turn_attribute(self, name: str) -> Any:
+        """An attribute of the turn's top span, else of the nearest enclosing span that
+        encloses this turn only; None when none has it."""
+        for span in self.own_spans:
+            value = span.attributes.get(name)
+            if value is not None:
+                return value
+        return None
+
+    @cached_attribute
+    def has_agent_span(self) -> bool:
+        """Whether an agent span runs the turn (`schemas.conventions.is_agent_entry`)."""
+        spans = self.trace.spans
+        return any(is_agent_entry(s.name, s.genai.operation, s.attributes) for s in spans)
+
+    @cached_attribute
+    def handoffs(self) -> list[tuple[Span, tuple[str, ...]]]:
+        """The turn's handoff spans, each with the tools whose call it answers
+        (`schemas.conventions.handoff_tool_names`)."""
+        return [(s, names) for s in self.trace.spans if (names := handoff_tool_names(s.name))]
+
+    @cached_attribute
+    def tool_call_decisions(self) -> list[ToolCallDecision]:
+        """The decisions on the turn's proposed tool calls (`gen_ai.tool.call.decision`),
+        recorded on its spans or the spans enclosing it only, in time order."""
+        return tool_call_decisions(self.trace.spans + self.own_spans[1:])
+
+    @cached_attribute
+    def requested_writes(self) -> dict[str, bool]:
+        """For each write tool whose requests are known, whether the turn's request (its
+        last user message) asked for it: the collector's record (`pathgrade.facts.requests`)
+        on the turn's spans and the policy's `requests` matched on captured input messages
+        (`schemas.facts_producer.requested_writes`, one definition for both); a tool asked
+        for by either counts as asked. {} when neither says anything."""
+        asked: dict[str, bool] = {}
+        spans = self.own_spans + self.trace.spans
+        patterns = RequestPatterns(self.conventions.requests) if self.conventions.requests else None
+        for span in spans:
+            found = [span.facts.requests or {}]
+            if patterns is not None and span.genai.input_messages:
+                found.append(requested_writes(span.genai, NOT_REBUILT, patterns) or {})
+            for record in found:
+                for tool, yes in record.items():
+                    asked[tool] = asked.get(tool, False) or yes
+        return asked
 
     @cached_attribute
     def node_visits(self) -> list[NodeVisit]:
@@ -143,19 +200,17 @@ class TraceView:
 
     @cached_attribute
     def turn_kind(self) -> str:
-        """`pathgrade.turn.kind` of the root span ("action", "read") or "" when absent."""
-        value = self.root_attribute(genai.PG_TURN_KIND)
+        """`pathgrade.turn.kind` of the turn ("action", "read") or "" when absent."""
+        value = self.turn_attribute(genai.PG_TURN_KIND)
         return value if isinstance(value, str) else ""
-
-    def _root_first(self) -> list[Span]:
-        return ([self.root] if self.root else []) + self.trace.spans
 
     @cached_attribute
     def session_identity(self) -> str:
-        """The captured session identity from the root span, else any span; "" when absent.
-        The default attribute (`enduser.id`) reads every convention's identity attribute."""
+        """The captured session identity from the top span, else an enclosing span, else
+        any span of the turn; "" when absent. The default attribute (`enduser.id`) reads
+        every convention's identity attribute (`user.id` among them)."""
         attribute = self.conventions.identity.attribute
-        for span in self._root_first():
+        for span in self.trace.session_spans():
             if attribute == genai.ENDUSER_ID:
                 value: Any = session_identity(span.attributes) or session_identity(
                     span.resource_attributes
@@ -168,10 +223,10 @@ class TraceView:
 
     @cached_attribute
     def session_fingerprint(self) -> str:
-        """The collector's fingerprint of the session identity (root span first), ""."""
+        """The collector's fingerprint of the session identity (top span first), ""."""
         if self.conventions.identity.attribute != genai.ENDUSER_ID:
             return ""  # a custom identity attribute has no fingerprint
-        return next((s.facts.session for s in self._root_first() if s.facts.session), "")
+        return next((s.facts.session for s in self.trace.session_spans() if s.facts.session), "")
 
     @property
     def has_session(self) -> bool:
@@ -189,11 +244,17 @@ class TraceView:
 
     @cached_attribute
     def confirmed_actions(self) -> list[ConfirmedAction]:
-        """The confirmation recorded on this turn's root span (zero or one)."""
-        if self.root is None:
+        """The confirmation recorded on this turn (`pathgrade.confirmed_action`, on its top
+        span or a span enclosing it only; zero or one)."""
+        holder = next(
+            (s for s in self.own_spans
+             if genai.PG_CONFIRMED_ACTION in s.attributes or s.facts.confirmed_name),
+            None,
+        )  # fmt: skip
+        if holder is None:
             return []
-        value = parse_json(str(self.root_attribute(genai.PG_CONFIRMED_ACTION) or ""))
-        facts = self.root.facts
+        value = parse_json(str(holder.attributes.get(genai.PG_CONFIRMED_ACTION) or ""))
+        facts = holder.facts
         arguments: dict[str, Any] | None
         if isinstance(value, dict) and isinstance(value.get("name"), str):
             name, arguments = value["name"], value.get("arguments")
@@ -221,8 +282,11 @@ class TraceView:
         return FinalAnswer(span, None, facts.has_text and not facts.tool_call_ids, facts)
 
     def _answer_span(self) -> Span | None:
-        if self.root is not None and _has_output(self.root):
-            return self.root
+        """The top span's output, else that of a span enclosing this turn only, else the
+        last model output of the turn."""
+        own = next((s for s in self.own_spans if _has_output(s)), None)
+        if own is not None:
+            return own
         outputs = [s for s in self.chat_spans if _has_output(s)]
         return max(outputs, key=lambda s: s.end_ns) if outputs else None
 
@@ -360,14 +424,16 @@ def _untrusted_texts_of(span: Span) -> list[str]:
 def turn_digest(view: TraceView, conversation_id: str) -> TurnDigest:
     """What later turns of the conversation may know about the turn `view` indexes."""
     trace = view.trace
+    top = view.top
     return TurnDigest(
         tenant=trace.tenant,
         conversation_id=conversation_id,
         trace_id=trace.trace_id,
-        start_ns=trace.spans[0].start_ns if trace.spans else 0,
+        start_ns=top.start_ns if top else (trace.spans[0].start_ns if trace.spans else 0),
         succeeded_tools=[c.name for c in view.tool_calls if not c.failed],
         confirmed_actions=view.confirmed_actions,
         graph_nodes=[visit.node for visit in view.node_visits],
+        span_id=view.top_span_id,
     )
 
 

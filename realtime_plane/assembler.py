@@ -1,56 +1,87 @@
-"""TraceAssembler: buffers the spans of each trace until it is due for evaluation.
+"""TurnAssembler: buffers the spans of each trace and hands out its agent turns as they
+fall due.
 
-Pure and clock-injected (`now` is monotonic seconds), so it is tested without Kafka. A trace
-is due when its root span is present (spans are exported when they end) and no span came
-for the quiet window, or when it is older than the maximum age (then `incomplete`). At the
-memory bound the oldest traces are handed out early, also marked incomplete. Offsets that
-may be committed stop at the lowest offset still held for each partition. A span read
-again (at-least-once delivery sends a message twice after a collector restart) is
-counted and left out, so it neither doubles a trace nor re-opens an evaluated one.
+Pure and clock-injected (`now` is monotonic seconds), so it is tested without Kafka. The
+turns of a trace are found as its spans arrive (`schemas.agent_turns`). A turn is due when
+its top span has arrived, no span of it (or of its context) came for the quiet window, and
+its boundary (the outermost span arrived at or above its top) is settled, whether or not
+the trace's root ever arrives:
 
-Due detection and committable offsets are incremental, so a poll costs what changed, not
-the number of traces held: `_pending` is in opening order (max age and memory bound take
-from its front), quiet deadlines sit in a heap pushed on add, and held offsets in a heap
-per partition; stale heap entries are skipped lazily and the offset heaps are compacted
-when mostly stale.
+- the boundary has no parent, or its parent is remote (OTLP span flags): settled;
+- its parent is missing and the exporter set no flags: settled once the parent did not
+  arrive within the quiet window;
+- its parent is missing and local (flags): an agent turn waits `parent_wait_s` for it (the
+  OTel SDK's batch processor exports every 5 s, so an enclosing span that ended just after
+  the turn comes in the next export); a trace without agents waits for it up to the
+  maximum age.
+
+A trace older than the maximum age hands out every turn not yet graded as it is (then
+`incomplete`), and so does the memory bound for the oldest traces; loose GenAI spans (a
+model or tool call whose agent span never came) are then graded as a turn of their own.
+Turns of one conversation are handed out in start order: a due turn waits while a turn of
+its conversation (of its trace, or another) that started earlier is still held, so
+verdicts that read earlier turns (a confirmation) do not depend on arrival order; it waits
+`parent_wait_s` at most. Offsets that may be committed stop at the
+lowest offset still held for each partition. A span read again (at-least-once delivery)
+is counted and left out; a span arriving after its turn was graded re-opens the trace with
+its earlier spans, and the turns it changed are graded again.
+
+Due detection is incremental: `_held` is in opening order (max age and memory bound take
+from its front), wake-up times sit in a heap pushed on add, and held offsets in a heap per
+partition; stale heap entries are skipped lazily and the offset heaps are compacted when
+mostly stale.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import attrgetter
 from typing import Literal
 
+from pathgrade.schemas.agent_turns import TurnLayout, TurnShape, loose_turn, turn_layout
 from pathgrade.schemas.model import Span, Trace
 
 DueReason = Literal["quiet", "max_age", "memory", "drain"]
 TraceKey = tuple[str, str]  # (tenant, trace id)
+ConversationKey = tuple[str, str]  # (tenant, conversation id)
 _TRACE_KEY = attrgetter("tenant", "trace_id")
 """A span's TraceKey."""
 
 
 @dataclass(slots=True)
-class _Pending:
+class _Held:
+    """One trace's spans while any of them may still be (part of) a turn to grade."""
+
     spans: list[Span]
+    arrived: dict[str, float]  # span id -> when it was added
     first_seen: float
     last_seen: float
     offsets: dict[int, int]  # partition -> lowest offset holding one of these spans
-    has_root: bool
-    evaluations: int  # times this trace was handed out before (late spans re-open it)
-    span_ids: set[str]
+    graded: dict[str, int]  # top span id -> the turn's size when it was last graded
+    conversation: str = ""
+    open_start: float = math.inf  # earliest start of a span not yet graded as it is
+    layout: TurnLayout | None = None  # of the spans as they were when it was last found
+
+    def turns(self) -> TurnLayout:
+        """The trace's layout (`schemas.agent_turns`), found again only when spans came."""
+        layout = self.layout
+        if layout is None or layout.spans != len(self.spans):
+            layout = self.layout = turn_layout(self.spans)
+        return layout
 
 
 @dataclass(frozen=True, slots=True)
-class DueTrace:
-    """A trace to evaluate now, and why."""
+class DueTurn:
+    """A turn to evaluate now, and why."""
 
-    trace: Trace
+    turn: Trace  # the turn's spans, top and context
     reason: DueReason
-    re_evaluation: bool  # spans came after an earlier evaluation of this trace
-    partition: int = -1  # the partition its spans were read from (the lowest, if several)
+    re_evaluation: bool  # graded before, and spans of it (or its context) came since
+    partition: int = -1  # the partition its trace was read from (the lowest, if several)
 
     @property
     def incomplete(self) -> bool:
@@ -60,34 +91,38 @@ class DueTrace:
 @dataclass
 class AssemblerStats:
     spans_added: int = 0
-    traces_due: int = 0
-    early_evaluations: int = 0  # max age or memory bound
+    turns_due: int = 0
+    early_evaluations: int = 0  # max age, memory bound or drain
     re_evaluations: int = 0
     duplicate_spans: int = 0  # read again (same trace and span id): left out
+    held_back: int = 0  # times a due turn waited for an earlier turn of its conversation
 
 
 @dataclass
-class TraceAssembler:
-    """Per-trace span buffers with quiet-window, max-age and memory-bound release."""
+class TurnAssembler:
+    """Per-trace span buffers; turns released by quiet window, max age and memory bound."""
 
     quiet_window_s: float = 1.0
     max_age_s: float = 300.0
     max_traces: int = 50_000
     max_spans: int = 1_000_000
     recent_traces: int = 10_000
+    parent_wait_s: float = 5.0
     stats: AssemblerStats = field(default_factory=AssemblerStats)
 
     def __post_init__(self) -> None:
-        self._pending: OrderedDict[TraceKey, _Pending] = OrderedDict()  # oldest first
-        self._recent: OrderedDict[TraceKey, tuple[list[Span], int]] = OrderedDict()
+        self._held: OrderedDict[TraceKey, _Held] = OrderedDict()  # oldest first
+        self._recent: OrderedDict[TraceKey, _Held] = OrderedDict()
         self._next_offset: dict[int, int] = {}
         self._span_count = 0
-        self._deadlines: list[tuple[float, TraceKey]] = []  # may hold stale entries
-        self._held: dict[int, list[tuple[int, TraceKey]]] = {}  # partition -> offset heap
+        self._wakes: list[tuple[float, TraceKey]] = []  # may hold stale entries
+        self._offset_heaps: dict[int, list[tuple[int, TraceKey]]] = {}  # partition -> heap
+        self._conversations: dict[ConversationKey, set[TraceKey]] = {}
+        self._waiting: dict[ConversationKey, set[TraceKey]] = {}  # held back by an earlier turn
 
     @property
     def traces_held(self) -> int:
-        return len(self._pending)
+        return len(self._held)
 
     @property
     def spans_held(self) -> int:
@@ -97,131 +132,274 @@ class TraceAssembler:
         """Buffer the spans of one message (read at `partition`, `offset`)."""
         self._next_offset[partition] = max(self._next_offset.get(partition, 0), offset + 1)
         self.stats.spans_added += len(spans)
-        touched: dict[TraceKey, _Pending] = {}
+        touched: dict[TraceKey, _Held] = {}
         # A message holds the spans of one trace (the collector groups them): its buffer is
         # looked up once per run of spans of one trace, not once per span.
         for key, run in groupby(spans, _TRACE_KEY):
-            pending = touched.get(key) or self._pending.get(key)
+            held = touched.get(key) or self._held.get(key)
+            added = []
             for span in run:
-                if pending is None:
-                    if self._evaluated_with(key, span.span_id):
+                if held is None:
+                    earlier = self._recent.get(key)
+                    if earlier is not None and span.span_id in earlier.arrived:
                         self.stats.duplicate_spans += 1
                         continue
-                    pending = self._open(key, now)
-                if span.span_id in pending.span_ids:
+                    held = self._open(key, now)
+                if span.span_id in held.arrived:
                     self.stats.duplicate_spans += 1
                     continue
-                touched[key] = pending
-                pending.span_ids.add(span.span_id)
-                pending.spans.append(span)
-                if not span.parent_span_id:  # `span.is_root`, without a property call
-                    pending.has_root = True
-                self._span_count += 1
-        for key, pending in touched.items():
-            pending.last_seen = now
-            if pending.has_root:
-                heapq.heappush(self._deadlines, (now + self.quiet_window_s, key))
-            if offset < pending.offsets.get(partition, offset + 1):
-                pending.offsets[partition] = offset
-                heapq.heappush(self._held.setdefault(partition, []), (offset, key))
+                held.arrived[span.span_id] = now
+                added.append(span)
+            if not added:
+                continue
+            assert held is not None
+            touched[key] = held
+            held.spans += added
+            self._span_count += len(added)
+            held.open_start = min(held.open_start, min(s.start_ns for s in added))
+            if not held.conversation:
+                self._note_conversation(key, held, added)
+        for key, held in touched.items():
+            held.last_seen = now
+            heapq.heappush(self._wakes, (now + self.quiet_window_s, key))
+            if offset < held.offsets.get(partition, offset + 1):
+                held.offsets[partition] = offset
+                heapq.heappush(self._offset_heaps.setdefault(partition, []), (offset, key))
 
-    def _evaluated_with(self, key: TraceKey, span_id: str) -> bool:
-        """Whether the recently evaluated trace `key` already had span `span_id`."""
-        earlier = self._recent.get(key)
-        return earlier is not None and any(span.span_id == span_id for span in earlier[0])
+    def _note_conversation(self, key: TraceKey, held: _Held, spans: list[Span]) -> None:
+        """The trace's conversation, from the first of `spans` that names one."""
+        conversation = next((s.genai.conversation_id for s in spans if s.genai.conversation_id), "")
+        if conversation:
+            held.conversation = conversation
+            self._conversations.setdefault((key[0], conversation), set()).add(key)
 
-    def _open(self, key: TraceKey, now: float) -> _Pending:
-        earlier, evaluations = self._recent.pop(key, ([], 0))
-        has_root = any(span.is_root for span in earlier)
-        ids = {span.span_id for span in earlier}
-        pending = _Pending(list(earlier), now, now, {}, has_root, evaluations, ids)
-        self._pending[key] = pending
-        self._span_count += len(earlier)
-        return pending
+    def _open(self, key: TraceKey, now: float) -> _Held:
+        """The buffer of trace `key`: new, or re-opened with its recently graded spans."""
+        earlier = self._recent.pop(key, None)
+        if earlier is None:
+            held = _Held([], {}, now, now, {}, {})
+        else:
+            held = _Held(earlier.spans, earlier.arrived, now, now, {}, earlier.graded,
+                         earlier.conversation)  # fmt: skip
+            self._span_count += len(held.spans)
+            if held.conversation:
+                self._conversations.setdefault((key[0], held.conversation), set()).add(key)
+        self._held[key] = held
+        return held
 
-    def due(self, now: float) -> list[DueTrace]:
-        """Traces to evaluate now: quiet ones, too old ones, and the oldest beyond the bound."""
-        out = []
-        while self._pending and now - self._oldest()[1].first_seen >= self.max_age_s:
-            out.append(self._release(self._oldest()[0], "max_age"))
-        while self._deadlines and self._deadlines[0][0] <= now:
-            key = heapq.heappop(self._deadlines)[1]
-            if self._quiet(key, now):
-                out.append(self._release(key, "quiet"))
-        while self._pending and (
-            len(self._pending) > self.max_traces or self._span_count > self.max_spans
+    def due(self, now: float) -> list[DueTurn]:
+        """Turns to evaluate now: quiet ones, those of too old traces, and those of the
+        oldest traces beyond the memory bound."""
+        out: list[DueTurn] = []
+        while self._held and now - self._oldest()[1].first_seen >= self.max_age_s:
+            out += self._release_all_of(self._oldest()[0], "max_age")
+        while self._wakes and self._wakes[0][0] <= now:
+            key = heapq.heappop(self._wakes)[1]
+            if key in self._held:
+                out += self._release_due(key, now)
+        while self._held and (
+            len(self._held) > self.max_traces or self._span_count > self.max_spans
         ):
-            out.append(self._release(self._oldest()[0], "memory"))
+            out += self._release_all_of(self._oldest()[0], "memory")
         return out
 
-    def release_all(self) -> list[DueTrace]:
-        """Every held trace, now: the consumer is closing and its broker may be replaced,
-        so nothing held can wait for a re-read. A trace with its root counts as complete
-        (reason "quiet"), one without is marked incomplete (reason "drain")."""
-        return [
-            self._release(key, "quiet" if pending.has_root else "drain")
-            for key, pending in list(self._pending.items())
+    def release_all(self) -> list[DueTurn]:
+        """Every turn held, now: the consumer is closing and its broker may be replaced,
+        so nothing held can wait for a re-read. A turn whose boundary is settled counts as
+        complete (reason "quiet"), any other is marked incomplete (reason "drain")."""
+        out: list[DueTurn] = []
+        for key in list(self._held):
+            out += self._release_all_of(key, "drain")
+        return out
+
+    def _oldest(self) -> tuple[TraceKey, _Held]:
+        """The trace opened first (`_held` is in opening order, the clock is monotonic)."""
+        return next(iter(self._held.items()))
+
+    def _release_due(self, key: TraceKey, now: float) -> list[DueTurn]:
+        """The turns of trace `key` due at `now`; the trace leaves the buffer when nothing
+        of it may still come to a turn, else a wake-up is set for its next due time."""
+        held = self._held[key]
+        layout = held.turns()
+        out: list[DueTurn] = []
+        wake, waiting = math.inf, False
+        for shape in layout.turns:
+            if held.graded.get(shape.top.span_id) == shape.size:
+                continue
+            ready = self._ready_at(shape, held, layout.agents)
+            if ready > now:
+                waiting = True  # and the trace's later turns wait for this one
+                wake = min(wake, ready)
+                continue
+            patient = now - ready < self.parent_wait_s  # a due turn waits this long at most
+            if patient and (waiting or self._held_back(key, held, shape)):
+                waiting = True
+                wake = min(wake, ready + self.parent_wait_s)
+                continue
+            out.append(self._grade(key, held, shape, "quiet"))
+        for boundary, _ in layout.loose.values():
+            settles = self._settles_at(boundary, held, agent=False)
+            if settles > now:
+                waiting = True
+                wake = min(wake, settles)
+        self._after_grading(key, held, layout, out)
+        if not waiting:
+            self._close(key)
+        elif wake < math.inf:
+            heapq.heappush(self._wakes, (wake, key))
+        return out
+
+    def _release_all_of(self, key: TraceKey, reason: DueReason) -> list[DueTurn]:
+        """Every turn of trace `key` not graded as it is, and its loose spans as turns of
+        their own, now (max age, memory bound, drain); the trace leaves the buffer."""
+        held = self._held[key]
+        layout = held.turns()
+        out = []
+        for shape in layout.turns:
+            if held.graded.get(shape.top.span_id) != shape.size:
+                settled = self._settles_at(shape.boundary, held, layout.agents) < math.inf
+                quiet = reason == "drain" and settled
+                out.append(self._grade(key, held, shape, "quiet" if quiet else reason))
+        for boundary, spans in layout.loose.values():
+            if self._settles_at(boundary, held, agent=False) == math.inf:
+                out.append(self._grade(key, held, loose_turn(spans), reason))
+        self._after_grading(key, held, layout, out)
+        self._close(key)
+        return out
+
+    def _ready_at(self, shape: TurnShape, held: _Held, agent: bool) -> float:
+        """When the turn (an agent turn when `agent`) is due: quiet, and its boundary
+        settled (inf: not before the maximum age)."""
+        arrived = held.arrived
+        activity = max(arrived[s.span_id] for s in shape.spans)
+        if shape.context:
+            activity = max(activity, max(arrived[s.span_id] for s in shape.context))
+        return max(activity + self.quiet_window_s, self._settles_at(shape.boundary, held, agent))
+
+    def _settles_at(self, boundary: Span, held: _Held, agent: bool) -> float:
+        """When a boundary stops waiting for its parent: at once without one or with a
+        remote one; a quiet window after it arrived when the exporter did not say; a local
+        parent is waited for `parent_wait_s` by an agent turn (`agent`), else until the
+        maximum age (inf)."""
+        if not boundary.parent_span_id:
+            return -math.inf
+        remote = boundary.parent_is_remote
+        if remote:
+            return -math.inf
+        since = held.arrived[boundary.span_id]
+        if remote is None:
+            return since + self.quiet_window_s
+        return since + self.parent_wait_s if agent else math.inf
+
+    def _held_back(self, key: TraceKey, held: _Held, shape: TurnShape) -> bool:
+        """Whether another held trace of the turn's conversation has a span not yet
+        graded that started before the turn (its earlier turn goes first); the trace then
+        waits to be woken when that trace grades or leaves."""
+        conversation = held.conversation
+        if not conversation:
+            return False
+        start = shape.top.start_ns
+        ckey = (key[0], conversation)
+        for other in self._conversations.get(ckey, ()):
+            if other != key and self._held[other].open_start < start:
+                self._waiting.setdefault(ckey, set()).add(key)
+                self.stats.held_back += 1
+                return True
+        return False
+
+    def _grade(self, key: TraceKey, held: _Held, shape: TurnShape, reason: DueReason) -> DueTurn:
+        """Hand out one turn of trace `key`."""
+        top_id = shape.top.span_id
+        again = top_id in held.graded
+        held.graded[top_id] = shape.size
+        self.stats.turns_due += 1
+        self.stats.early_evaluations += reason != "quiet"
+        self.stats.re_evaluations += again
+        return DueTurn(shape.trace(), reason, again, min(held.offsets, default=-1))
+
+    def _after_grading(
+        self, key: TraceKey, held: _Held, layout: TurnLayout, graded: list[DueTurn]
+    ) -> None:
+        """Update what waits on the trace's conversation once it graded turns: its earliest
+        span not graded as it is, and a wake-up for the turns held back behind it."""
+        if not graded:
+            return
+        starts = [
+            span.start_ns
+            for shape in layout.turns
+            if held.graded.get(shape.top.span_id) != shape.size
+            for span in shape.spans
         ]
+        starts += [span.start_ns for _, spans in layout.loose.values() for span in spans]
+        held.open_start = min(starts, default=math.inf)
+        self._wake_waiting(key, held)
 
-    def _oldest(self) -> tuple[TraceKey, _Pending]:
-        """The trace opened first (`_pending` is in opening order, the clock is monotonic)."""
-        return next(iter(self._pending.items()))
+    def _wake_waiting(self, key: TraceKey, held: _Held) -> None:
+        """Wake (now) the traces whose turns wait behind trace `key`'s conversation."""
+        if not held.conversation:
+            return
+        for waiting in self._waiting.pop((key[0], held.conversation), ()):
+            if waiting != key and waiting in self._held:
+                heapq.heappush(self._wakes, (-math.inf, waiting))
 
-    def _quiet(self, key: TraceKey, now: float) -> bool:
-        """The trace at `key` is still held, has its root, and got no span for the window."""
-        pending = self._pending.get(key)
-        return (
-            pending is not None
-            and pending.has_root
-            and now - pending.last_seen >= self.quiet_window_s
-        )
+    def _close(self, key: TraceKey) -> None:
+        """The trace leaves the buffer for the recently graded ones (kept for late spans)."""
+        held = self._held.pop(key)
+        self._span_count -= len(held.spans)
+        held.open_start, held.layout = math.inf, None
+        if held.conversation:
+            self._leave_conversation(key, held.conversation)
+            self._wake_waiting(key, held)
+        self._recent[key] = held
+        self._recent.move_to_end(key)
+        while len(self._recent) > self.recent_traces:
+            self._recent.popitem(last=False)
+
+    def _leave_conversation(self, key: TraceKey, conversation: str) -> None:
+        """Trace `key` is no longer held: its conversation no longer waits for it."""
+        ckey = (key[0], conversation)
+        traces = self._conversations.get(ckey)
+        if traces is not None:
+            traces.discard(key)
+            if not traces:
+                del self._conversations[ckey]
 
     def forget_partitions(self, partitions: set[int]) -> int:
         """Drop every trace held for `partitions` (moved to another consumer, which re-reads
         them from the committed offset); returns how many were dropped."""
-        keys = [k for k, p in self._pending.items() if partitions & p.offsets.keys()]
+        keys = [k for k, h in self._held.items() if partitions & h.offsets.keys()]
         for key in keys:
-            self._span_count -= len(self._pending.pop(key).spans)
+            held = self._held.pop(key)
+            self._span_count -= len(held.spans)
+            if held.conversation:
+                self._leave_conversation(key, held.conversation)
         for partition in partitions:
             self._next_offset.pop(partition, None)
-            self._held.pop(partition, None)
+            self._offset_heaps.pop(partition, None)
         return len(keys)
-
-    def _release(self, key: TraceKey, reason: DueReason) -> DueTrace:
-        pending = self._pending.pop(key)
-        self._span_count -= len(pending.spans)
-        self._recent[key] = (pending.spans, pending.evaluations + 1)
-        while len(self._recent) > self.recent_traces:
-            self._recent.popitem(last=False)
-        self.stats.traces_due += 1
-        self.stats.early_evaluations += reason != "quiet"
-        self.stats.re_evaluations += pending.evaluations > 0
-        trace = Trace(key[0], key[1], list(pending.spans))
-        partition = min(pending.offsets, default=-1)
-        return DueTrace(trace, reason, pending.evaluations > 0, partition)
 
     def committable(self) -> dict[int, int]:
         """Per partition, the next offset to commit: the lowest offset still held, else one
         past the last offset read."""
         out = dict(self._next_offset)
-        if sum(map(len, self._held.values())) > 4 * len(self._pending) + 1024:
-            self._compact_held()
-        for partition, held in self._held.items():
-            while held and not self._holds(held[0][1], partition, held[0][0]):
-                heapq.heappop(held)
-            if held:
-                out[partition] = held[0][0]
+        if sum(map(len, self._offset_heaps.values())) > 4 * len(self._held) + 1024:
+            self._compact_offsets()
+        for partition, heap in self._offset_heaps.items():
+            while heap and not self._holds(heap[0][1], partition, heap[0][0]):
+                heapq.heappop(heap)
+            if heap:
+                out[partition] = heap[0][0]
         return out
 
-    def _compact_held(self) -> None:
+    def _compact_offsets(self) -> None:
         """Rebuild the offset heaps from the traces still held."""
-        self._held = {partition: [] for partition in self._held}
-        for key, pending in self._pending.items():
-            for partition, offset in pending.offsets.items():
-                self._held.setdefault(partition, []).append((offset, key))
-        for held in self._held.values():
-            heapq.heapify(held)
+        self._offset_heaps = {partition: [] for partition in self._offset_heaps}
+        for key, held in self._held.items():
+            for partition, offset in held.offsets.items():
+                self._offset_heaps.setdefault(partition, []).append((offset, key))
+        for heap in self._offset_heaps.values():
+            heapq.heapify(heap)
 
     def _holds(self, key: TraceKey, partition: int, offset: int) -> bool:
-        pending = self._pending.get(key)
-        return pending is not None and pending.offsets.get(partition) == offset
+        held = self._held.get(key)
+        return held is not None and held.offsets.get(partition) == offset

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 
 class SamplerRates(BaseModel):
-    """Sampling rates: a base rate per risk tier, and a rate per flag of a trace."""
+    """Sampling rates: a base rate per risk tier, and a rate per flag of a turn."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -24,19 +24,19 @@ class SamplerRates(BaseModel):
         default={"low": 0.01, "medium": 0.05, "high": 0.2},
         description="base rate per risk tier (a tier not listed uses `medium`)",
     )
-    finding: float = Field(1.0, ge=0, le=1, description="rate of traces with any alerting finding")
-    tool_error: float = Field(0.5, ge=0, le=1, description="rate of traces with a failed tool call")
+    finding: float = Field(1.0, ge=0, le=1, description="rate of turns with any alerting finding")
+    tool_error: float = Field(0.5, ge=0, le=1, description="rate of turns with a failed tool call")
     long_trajectory: float = Field(
         0.5,
         ge=0,
         le=1,
-        description="rate of traces with more tool calls than `long_trajectory_tool_calls`",
+        description="rate of turns with more tool calls than `long_trajectory_tool_calls`",
     )
     negative_feedback: float = Field(
-        1.0, ge=0, le=1, description="rate of traces whose user gave negative feedback"
+        1.0, ge=0, le=1, description="rate of turns whose user gave negative feedback"
     )
     long_trajectory_tool_calls: PositiveInt = Field(
-        10, description="tool calls beyond which a trace counts as a long trajectory"
+        10, description="tool calls beyond which a turn counts as a long trajectory"
     )
 
 
@@ -53,16 +53,25 @@ class RealtimeConfig(BaseModel):
     )
     sampled_topic: str | None = Field(SAMPLED_TOPIC, description="samples published (`null`: none)")
     quiet_window_s: PositiveFloat = Field(
-        1.0, description="evaluate a trace this long after its last span (root seen)"
+        1.0,
+        description="evaluate an agent turn this long after its last span (its top span "
+        "seen; docs/realtime.md, Turns)",
+    )
+    parent_wait_s: PositiveFloat = Field(
+        5.0,
+        description="how long an agent turn whose outermost span's parent is local (span "
+        "flags) and has not arrived waits for it (the OTel SDK exports every 5 s)",
     )
     max_age_s: PositiveFloat = Field(
-        300.0, description="evaluate a trace this old even without its root (`incomplete`)"
+        300.0,
+        description="evaluate every turn of a trace this old, complete or not (`incomplete`)",
     )
     max_traces: PositiveInt = Field(
-        50_000, description="traces held at most; beyond, the oldest are evaluated early"
+        50_000, description="traces held at most; beyond, the oldest's turns are evaluated early"
     )
     max_spans: PositiveInt = Field(
-        1_000_000, description="spans held at most; beyond, the oldest traces are evaluated early"
+        1_000_000,
+        description="spans held at most; beyond, the oldest traces' turns are evaluated early",
     )
     recent_traces: PositiveInt = Field(
         10_000, description="evaluated traces kept for late spans (and their alert keys)"
@@ -97,7 +106,7 @@ class RealtimeConfig(BaseModel):
     )
     webhook_timeout_s: PositiveFloat = Field(5.0, description="timeout of one POST")
     sampler: SamplerRates = Field(
-        default_factory=SamplerRates, description="which traces go to online scoring"
+        default_factory=SamplerRates, description="which turns go to online scoring"
     )
     message_key: MessageKeySetting = Field(None, description=MESSAGE_KEY_HELP)
     session_timeout_ms: PositiveInt = Field(6000, description="consumer group session timeout")

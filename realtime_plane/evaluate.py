@@ -1,10 +1,13 @@
-"""TraceEvaluator: runs the detectors over one due trace and turns new findings into alerts.
+"""TurnEvaluator: runs the detectors over one due agent turn and turns new findings into
+alerts.
 
-It resolves the policy for the trace's service, agent and risk tier, hands the detectors
-digests of earlier turns of the same conversation (a bounded cache of the turns it
-evaluated and, with shared history, of those other consumers evaluated), and remembers
-which finding keys each trace already alerted on (bounded), so a re-evaluated trace never
-alerts twice. Cannot-decide findings that do not alert per trace are coverage gaps
+It resolves the policy for the turn's service, agent and risk tier (read from its top
+span), hands the detectors digests of the turns of the same conversation that started
+before this one (a bounded cache of the turns it evaluated and, with shared history, of
+those other consumers evaluated; chosen by the turns' own start times, never by the order
+they were evaluated in), and remembers which finding keys each trace already alerted on
+(bounded), so a re-evaluated turn, or a turn nested in one evaluated before, never alerts
+twice. Cannot-decide findings that do not alert per turn are coverage gaps
 (`realtime_plane.coverage`): counted per service and detector, alerted once per window.
 """
 
@@ -15,10 +18,10 @@ from dataclasses import dataclass
 
 from pathgrade.detectors import Finding, Policy, ResolvedPolicy, run_detectors, turn_digest
 from pathgrade.detectors.policy import DEFAULT_RISK_TIER, RiskTier
-from pathgrade.realtime_plane.assembler import DueTrace
+from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.coverage import COVERAGE_SEVERITY, Coverage, GapAlert
 from pathgrade.schemas.alerts import Alert
-from pathgrade.schemas.model import Span, Trace
+from pathgrade.schemas.model import Trace
 from pathgrade.schemas.turns import TurnDigest
 
 RISK_TIER_ATTRIBUTE = "pathgrade.risk_tier"
@@ -27,15 +30,15 @@ RISK_TIERS: tuple[RiskTier, ...] = ("low", "medium", "high")
 
 @dataclass(frozen=True, slots=True)
 class Evaluation:
-    """What one detector run over one trace found, and the alerts not sent before."""
+    """What one detector run over one turn found, and the alerts not sent before."""
 
-    due: DueTrace
+    due: DueTurn
     service: str
     agent: str
     conversation_id: str
     risk_tier: RiskTier
     findings: list[Finding]  # every finding the policy alerts on
-    new_alerts: list[Alert]  # those whose key this trace has not alerted on before, and
+    new_alerts: list[Alert]  # those whose key the trace has not alerted on before, and
     # the coverage-gap alerts due
     digest: TurnDigest | None  # what later turns may know of this one (None: no conversation)
 
@@ -71,7 +74,7 @@ class _Lru(OrderedDict):
             self.popitem(last=False)
 
 
-class TraceEvaluator:
+class TurnEvaluator:
     """Policy resolution, conversation history, detector run and alert de-duplication."""
 
     def __init__(
@@ -87,19 +90,21 @@ class TraceEvaluator:
         self.policy_name = policy_name
         self.turns_per_conversation = turns_per_conversation
         self._resolved: dict[tuple[str, str, RiskTier], ResolvedPolicy] = {}
-        # (tenant, conversation id) -> {trace id: TurnDigest}, oldest arrival first
+        # (tenant, conversation id) -> {(trace id, top span id): TurnDigest}, oldest first
         self._conversations = _Lru(conversations)
         self._alerted = _Lru(traces_remembered)  # (tenant, trace id) -> set of finding keys
         self.duplicates_suppressed = 0
         self.coverage = Coverage(coverage_window_s)
         self.detector_errors: Counter[str] = Counter()  # code -> exceptions raised
 
-    def risk_tier(self, root: Span, service: str, agent: str) -> RiskTier:
-        """Policy tier, else a valid `pathgrade.risk_tier` on the root span, else medium."""
+    def risk_tier(self, turn: Trace, service: str, agent: str) -> RiskTier:
+        """Policy tier, else a valid `pathgrade.risk_tier` on the turn's top span (or a span
+        enclosing it only), else medium."""
         tier = policy_risk_tier(self.policy, service, agent)
         if tier is not None:
             return tier
-        hinted = root.attributes.get(RISK_TIER_ATTRIBUTE)
+        spans = turn.own_spans()
+        hinted = next((h for s in spans if (h := s.attributes.get(RISK_TIER_ATTRIBUTE))), None)
         return hinted if hinted in RISK_TIERS else DEFAULT_RISK_TIER
 
     def resolve(self, service: str, agent: str, tier: RiskTier) -> ResolvedPolicy:
@@ -108,18 +113,16 @@ class TraceEvaluator:
             self._resolved[key] = self.policy.resolve(service, agent, tier)
         return self._resolved[key]
 
-    def evaluate(self, due: DueTrace, now_ns: int) -> Evaluation:
-        """Run the detectors over `due.trace`; alerts only for findings not alerted before."""
-        trace = due.trace
-        root = trace.root
-        head = root or trace.spans[0]  # the earliest span when evaluated before its root came
+    def evaluate(self, due: DueTurn, now_ns: int) -> Evaluation:
+        """Run the detectors over `due.turn`; alerts only for findings not alerted before."""
+        trace = due.turn
+        head = trace.root or trace.spans[0]  # the turn's top span
         service, agent = head.service_name, head.genai.agent_name
-        conversation = next(
-            (s.genai.conversation_id for s in trace.spans if s.genai.conversation_id), ""
-        )
-        tier = self.risk_tier(head, service, agent)
+        spans = trace.session_spans()
+        conversation = next((s.genai.conversation_id for s in spans if s.genai.conversation_id), "")
+        tier = self.risk_tier(trace, service, agent)
         resolved = self.resolve(service, agent, tier)
-        context = resolved.context(self._history(trace, conversation))
+        context = resolved.context(self._history(head.start_ns, trace, conversation))
         found = run_detectors(trace, resolved, context, self.detector_errors)
         findings = [f for f in found if resolved.should_alert(f)]
         gaps = [f for f in found if f.kind == "cannot_decide" and not resolved.should_alert(f)]
@@ -133,12 +136,12 @@ class TraceEvaluator:
         fresh = [(key, f) for f in findings if (key := f.key) not in seen]
         self.duplicates_suppressed += len(findings) - len(fresh)
         self._alerted.put((trace.tenant, trace.trace_id), seen | {key for key, _ in fresh})
-        end_ns = head.end_ns if root else max(s.end_ns for s in trace.spans)
         common = {
             "tenant": trace.tenant, "service": service, "agent": agent,
             "conversation_id": conversation, "risk_tier": tier, "policy": self.policy_name,
-            "incomplete": due.incomplete, "trace_start_ns": trace.spans[0].start_ns,
-            "trace_end_ns": end_ns, "detected_at_ns": now_ns, "trace_id": trace.trace_id,
+            "incomplete": due.incomplete, "trace_start_ns": head.start_ns,
+            "trace_end_ns": head.end_ns, "detected_at_ns": now_ns, "trace_id": trace.trace_id,
+            "turn_span_id": head.span_id,
         }  # fmt: skip
         alerts = [_alert(key, f, common) for key, f in fresh]
         alerts += [_gap_alert(gap, common) for gap in due_gaps]
@@ -146,29 +149,30 @@ class TraceEvaluator:
 
     def remember(self, digest: TurnDigest) -> None:
         """Keep a turn's digest for later turns of its conversation (replacing an earlier
-        digest of the same trace): turns this evaluator evaluated and, with shared history,
-        turns other consumers evaluated."""
+        digest of the same turn): turns this evaluator evaluated and, with shared history,
+        turns other consumers evaluated. Beyond `turns_per_conversation`, the turn that
+        started first is forgotten."""
         key = (digest.tenant, digest.conversation_id)
         turns = self._conversations.get(key) or {}
-        turns.pop(digest.trace_id, None)
-        turns[digest.trace_id] = digest
+        turns[(digest.trace_id, digest.span_id)] = digest
         if len(turns) > self.turns_per_conversation:
-            del turns[next(iter(turns))]
+            del turns[min(turns, key=lambda k: (turns[k].start_ns, k))]
         self._conversations.put(key, turns)
 
-    def _history(self, trace: Trace, conversation: str) -> list[TurnDigest]:
-        """Digests of the conversation's turns that started before this one, oldest first."""
+    def _history(self, start_ns: int, turn: Trace, conversation: str) -> list[TurnDigest]:
+        """Digests of the conversation's turns that started before this one (at
+        `start_ns`), oldest first."""
         if not conversation:
             return []
-        turns = self._conversations.get((trace.tenant, conversation), {})
-        start, trace_id = trace.spans[0].start_ns, trace.trace_id
-        earlier = [d for d in turns.values() if d.start_ns < start and d.trace_id != trace_id]
+        turns = self._conversations.get((turn.tenant, conversation), {})
+        own = (turn.trace_id, turn.top_span_id)
+        earlier = [d for k, d in turns.items() if d.start_ns < start_ns and k != own]
         earlier.sort(key=_start_ns)
         return earlier
 
 
 def _alert(key: str, finding: Finding, common: dict) -> Alert:
-    """The alert of a finding of the evaluated trace."""
+    """The alert of a finding of the evaluated turn."""
     return Alert(
         alert_key=key, code=finding.code, name=finding.name, severity=finding.severity,
         kind=finding.kind, reason=finding.reason, span_id=finding.span_id,
@@ -177,7 +181,7 @@ def _alert(key: str, finding: Finding, common: dict) -> Alert:
 
 
 def _gap_alert(gap: GapAlert, common: dict) -> Alert:
-    """The window's alert of a coverage gap, on the root span of the trace that opened it."""
+    """The window's alert of a coverage gap, on the top span of the turn that opened it."""
     finding = gap.finding
     return Alert(
         alert_key=gap.alert_key, code=finding.code, name=finding.name,

@@ -1,14 +1,15 @@
 """RealtimePlane: consumer group `pathgrade-realtime` on `pathgrade.spans`.
 
-poll -> decode -> assemble -> (due traces) detectors -> alerts (Kafka topic, `alerts`
-table, webhook, log line) and samples (Kafka topic) -> commit. Offsets are committed only
-up to the lowest offset still buffered per partition, and only once the alerts are stored,
-so a crash or a rebalance re-reads unfinished traces. Re-read traces alert again only in
-the webhook and topic; the `alerts` table is idempotent on (tenant, alert key). The alerts
-of each partition are numbered in the order they are found (from the highest number the
-table holds for it when the partition is assigned), so the webhook delivers them at least
-once from the table (`realtime_plane.delivery`). With a turns topic, conversation turns
-are shared with the group's other consumers (`realtime_plane.turns`).
+poll -> decode -> assemble (agent turns) -> (due turns) detectors -> alerts (Kafka topic,
+`alerts` table, webhook, log line) and samples (Kafka topic) -> commit. Offsets are
+committed only up to the lowest offset still buffered per partition, and only once the
+alerts are stored, so a crash or a rebalance re-reads unfinished traces. Re-read traces
+alert again only in the webhook and topic; the `alerts` table is idempotent on (tenant,
+alert key). The alerts of each partition are numbered in the order they are found (from
+the highest number the table holds for it when the partition is assigned), so the webhook
+delivers them at least once from the table (`realtime_plane.delivery`). With a turns
+topic, conversation turns are shared with the group's other consumers
+(`realtime_plane.turns`).
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ from typing import Any
 
 from kafka import KafkaProducer, TopicPartition
 from pathgrade.detectors import load_policy
-from pathgrade.realtime_plane.assembler import DueTrace, TraceAssembler
+from pathgrade.realtime_plane.assembler import DueTurn, TurnAssembler
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS
 from pathgrade.realtime_plane.delays import DelayWindow
 from pathgrade.realtime_plane.delivery import AlertBacklog, latest_numbers
-from pathgrade.realtime_plane.evaluate import Evaluation, TraceEvaluator
+from pathgrade.realtime_plane.evaluate import Evaluation, TurnEvaluator
 from pathgrade.realtime_plane.sampler import Sampler
 from pathgrade.realtime_plane.sinks import (
     AlertSink,
@@ -68,12 +69,12 @@ class RealtimeCounters:
     undecodable_messages: int = 0
     partly_decoded_spans: int = 0  # evaluated without their GenAI fields (schemas.otlp)
     unreadable_headers: int = 0  # messages read with a default tenant or receive time
-    traces_evaluated: int = 0
+    traces_evaluated: int = 0  # turns evaluated (a trace holds one or more; the metric's name)
     alerts: int = 0
     sampled: int = 0
     commits: int = 0
     store_failures: int = 0
-    evaluation_failures: int = 0  # traces whose evaluation raised (logged, then skipped)
+    evaluation_failures: int = 0  # turns whose evaluation raised (logged, then skipped)
     turns_shared: int = 0  # conversation turns published for the group's other consumers
     turns_received: int = 0  # turns other consumers published
     forged_messages: int = 0  # refused (spans, turns): no or a wrong MAC under the stack's key
@@ -99,11 +100,11 @@ class RealtimePlane:
             )
         policy = load_policy(config.policy_path)
         name = Path(config.policy_path).name if config.policy_path else "default"
-        self.assembler = TraceAssembler(
+        self.assembler = TurnAssembler(
             config.quiet_window_s, config.max_age_s, config.max_traces, config.max_spans,
-            config.recent_traces,
+            config.recent_traces, config.parent_wait_s,
         )  # fmt: skip
-        self.evaluator = TraceEvaluator(
+        self.evaluator = TurnEvaluator(
             policy, name, config.conversation_cache_size, config.conversation_turns,
             config.recent_traces, config.coverage_window_s,
         )  # fmt: skip
@@ -187,7 +188,7 @@ class RealtimePlane:
         )  # fmt: skip
 
     def poll_once(self) -> int:
-        """One poll: buffer the spans, evaluate due traces, emit (Kafka, webhook, log line);
+        """One poll: buffer the spans, evaluate due turns, emit (Kafka, webhook, log line);
         every COMMIT_INTERVAL_S store the alerts and commit, so a slow insert never holds
         up detection for long. Returns the messages read."""
         assert self.consumer is not None
@@ -245,17 +246,17 @@ class RealtimePlane:
         self.counters_.spans += len(spans)
         self.assembler.add(partition.partition, message.offset, spans, now)
 
-    def _evaluate(self, due: DueTrace) -> None:
-        """Evaluate one released trace and emit what it found. A trace whose evaluation
+    def _evaluate(self, due: DueTurn) -> None:
+        """Evaluate one released turn and emit what it found. A turn whose evaluation
         raises (a detector's bug, or ids a foreign producer malformed so that its alerts
         fail validation) is logged with the error and skipped: the assembler has already
-        released it and the traces due with it, so raising would lose those too."""
+        released it and the turns due with it, so raising would lose those too."""
         try:
             evaluation = self.evaluator.evaluate(due, time.time_ns())
         except Exception:
             self.counters_.evaluation_failures += 1
-            log.exception("evaluating trace %s of tenant %s failed; skipped",
-                          due.trace.trace_id, due.trace.tenant)  # fmt: skip
+            log.exception("evaluating turn %s of trace %s of tenant %s failed; skipped",
+                          due.turn.top_span_id, due.turn.trace_id, due.turn.tenant)  # fmt: skip
             return
         self._emit(evaluation)
 
@@ -263,7 +264,7 @@ class RealtimePlane:
         self.counters_.traces_evaluated += 1
         due = evaluation.due
         if due.reason == "quiet" and not due.re_evaluation:
-            last_received_ns = max(span.received_at_ns for span in due.trace.spans)
+            last_received_ns = max(span.received_at_ns for span in due.turn.spans)
             self.delays.add((time.time_ns() - last_received_ns) / 1e9)
         alerts = evaluation.new_alerts
         self.counters_.alerts += len(alerts)
@@ -281,7 +282,7 @@ class RealtimePlane:
             )
 
     def _deliver_alerts(self) -> None:
-        """Number the alerts of the traces evaluated since the last call and hand them to
+        """Number the alerts of the turns evaluated since the last call and hand them to
         every sink at once (the webhook's threads are woken once per group, not once per
         alert). A partition's first alerts wait for its numbering (`claim`) to be known:
         raising, they stay for the next call."""

@@ -6,11 +6,12 @@
  *
  *   [(resource_attributes, [(scope_name, scope_version, [span, ...]), ...]), ...]
  *   span  = (trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, trace_state,
- *            attributes, status_code, status_message, events, links)
+ *            attributes, status_code, status_message, events, links, flags)
  *   event = (time_ns, name, attributes)
  *   link  = (trace_id, span_id, trace_state, attributes)
  *
  * Ids are lowercase hex (bytes.hex()), kind and status code the wire's int32 numbers,
+ * flags the span's fixed32 `flags` (0 when absent; bits 8-9 say whether its parent is remote),
  * attribute values what `otlp.any_value` gives, events and links None when a span has
  * none; the spans of one resource share one attributes dict. The values are exactly the
  * ones upb and the Python walk give, or the answer is None and the caller runs that path
@@ -333,7 +334,7 @@ static int read_scope(Bytes in, PyObject **name, PyObject **version) {
 /* A span's parts, in the order of the tuple read_span returns. */
 enum {
     TRACE_ID, SPAN_ID, PARENT_SPAN_ID, NAME, KIND, START, END, TRACE_STATE, ATTRIBUTES,
-    STATUS_CODE, STATUS_MESSAGE, EVENTS, LINKS, SPAN_PARTS
+    STATUS_CODE, STATUS_MESSAGE, EVENTS, LINKS, FLAGS, SPAN_PARTS
 };
 
 /* Reads a Status's code into `*code` and its message into `*message`. */
@@ -394,13 +395,14 @@ fail:
 /* Makes a span's parts that are not read into place as Python objects: its ids as hex,
  * its numbers, "" for absent strings and None for no events or links. */
 static int finish_span(PyObject **parts, const Bytes *ids, uint64_t kind, uint64_t start,
-                       uint64_t end, uint64_t status_code) {
+                       uint64_t end, uint64_t status_code, uint64_t flags) {
     for (int i = 0; i < 3; i++)
         if (!(parts[TRACE_ID + i] = hex_text(ids[i]))) return -1;
     if (!(parts[KIND] = PyLong_FromLongLong(as_int32(kind))) ||
         !(parts[START] = PyLong_FromUnsignedLongLong(start)) ||
         !(parts[END] = PyLong_FromUnsignedLongLong(end)) ||
         !(parts[STATUS_CODE] = PyLong_FromLongLong(as_int32(status_code))) ||
+        !(parts[FLAGS] = PyLong_FromUnsignedLongLong(flags)) ||
         fill_empty(&parts[NAME]) < 0 || fill_empty(&parts[TRACE_STATE]) < 0 ||
         fill_empty(&parts[STATUS_MESSAGE]) < 0)
         return -1;
@@ -409,13 +411,12 @@ static int finish_span(PyObject **parts, const Bytes *ids, uint64_t kind, uint64
     return 0;
 }
 
-/* A Span as the tuple of its parts (the enum's order); its flags and dropped counts are
- * skipped. */
+/* A Span as the tuple of its parts (the enum's order); its dropped counts are skipped. */
 static PyObject *read_span(Bytes in) {
     PyObject *parts[SPAN_PARTS] = {NULL};
     if (!(parts[ATTRIBUTES] = PyDict_New())) return NULL;
     Bytes ids[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}}; /* trace, span, parent */
-    uint64_t kind = 0, start = 0, end = 0, status_code = 0;
+    uint64_t kind = 0, start = 0, end = 0, status_code = 0, flags = 0;
     int statuses = 0;
     Field f;
     int more;
@@ -437,11 +438,12 @@ static PyObject *read_span(Bytes in) {
                 failed = statuses++ ? -1 : read_status(f.bytes, &status_code,
                                                        &parts[STATUS_MESSAGE]);
                 break;
+            case TAG(16, I32): flags = f.scalar; break;
             default: break;
         }
         if (failed < 0) goto fail;
     }
-    if (more < 0 || finish_span(parts, ids, kind, start, end, status_code) < 0) goto fail;
+    if (more < 0 || finish_span(parts, ids, kind, start, end, status_code, flags) < 0) goto fail;
     return tuple_of(SPAN_PARTS, parts);
 fail:
     clear(SPAN_PARTS, parts);

@@ -1,5 +1,6 @@
 """Alert: one JSON document on topic `pathgrade.alerts`, one row of table `alerts`, one
-webhook body."""
+webhook body. An alert is found on one agent turn (`schemas.agent_turns`): it names the
+trace and the turn's top span."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 AlertSeverity = Literal["low", "medium", "high", "critical"]
 
-# Column order of table `alerts` (schemas/migrations/0003_alerts.sql).
+# Column order of table `alerts` (schemas/migrations/0003_alerts.sql, 0014_alert_turns.sql).
 ALERT_COLUMNS: tuple[str, ...] = (
     "AlertKey", "Tenant", "Code", "Name", "Severity", "Kind", "Reason", "TraceId", "SpanId",
     "Service", "Agent", "ConversationId", "RiskTier", "Policy", "Details", "Incomplete",
-    "TraceStartNs", "TraceEndNs", "DetectedAtNs",
+    "TraceStartNs", "TraceEndNs", "DetectedAtNs", "TurnSpanId",
 )  # DetectedAt is derived from DetectedAtNs by the table  # fmt: skip
 
 
@@ -45,11 +46,12 @@ class Alert(BaseModel):
     risk_tier: str
     policy: str  # the policy file's name, or "default"
     details: dict[str, Any] = {}
-    incomplete: bool = False  # evaluated before the trace was complete (max age, memory)
+    incomplete: bool = False  # evaluated before the turn was complete (max age, memory)
     # Times fit the alerts table's Int64 columns (a foreign producer may send any uint64).
-    trace_start_ns: int = Field(ge=0, le=MAX_TIME_NS)
-    trace_end_ns: int = Field(ge=0, le=MAX_TIME_NS)  # root's end (else the latest span's)
+    trace_start_ns: int = Field(ge=0, le=MAX_TIME_NS)  # the turn's top span's start
+    trace_end_ns: int = Field(ge=0, le=MAX_TIME_NS)  # the turn's top span's end
     detected_at_ns: int = Field(ge=0, le=MAX_TIME_NS)
+    turn_span_id: str = ""  # the top span of the turn it was found on ("": written before)
 
     @cached_property
     def json_text(self) -> str:
@@ -80,6 +82,7 @@ class Alert(BaseModel):
             policy=fields["Policy"], details=json.loads(fields["Details"] or "{}"),
             incomplete=bool(fields["Incomplete"]), trace_start_ns=int(fields["TraceStartNs"]),
             trace_end_ns=int(fields["TraceEndNs"]), detected_at_ns=int(fields["DetectedAtNs"]),
+            turn_span_id=fields["TurnSpanId"],
         )  # fmt: skip
 
     def row(self) -> list[Any]:
@@ -89,5 +92,5 @@ class Alert(BaseModel):
             self.reason, self.trace_id, self.span_id, self.service, self.agent,
             self.conversation_id, self.risk_tier, self.policy,
             json.dumps(self.details, sort_keys=True, default=str), int(self.incomplete),
-            self.trace_start_ns, self.trace_end_ns, self.detected_at_ns,
+            self.trace_start_ns, self.trace_end_ns, self.detected_at_ns, self.turn_span_id,
         ]  # fmt: skip

@@ -46,9 +46,26 @@ output_messages  gen_ai.output.messages; on those spans: llm.output_messages.N.*
                  gen_ai.completion.N.*; gen_ai.completion; output.value on OpenInference LLM
 finish_reasons   gen_ai.response.finish_reasons; llm.finish_reason; finish_reason of the
                  flattened output messages
-session identity enduser.id; user.id (OpenInference); traceloop.association.properties.user_id
-                 (OpenLLMetry association properties); read by `session_identity`, not a
-                 GenAI field (the collector keeps its fingerprint, pathgrade.facts.session.fp)
+session identity enduser.id; user.id (OpenInference, and the conventions' own on invoke_agent);
+                 traceloop.association.properties.user_id (OpenLLMetry association
+                 properties); read by `session_identity`, not a GenAI field (the collector
+                 keeps its fingerprint, pathgrade.facts.session.fp)
+
+Turns (`schemas.agent_turns`; read by `is_agent_entry` and `handoff_tool_names`, not GenAI
+fields):
+agent entry      operation (as above) or the span name's first word in invoke_agent,
+                 invoke_workflow, handle_conversation_turn (OpenInference AGENT and
+                 OpenLLMetry workflow / agent spans map to invoke_agent); a span named
+                 "agent run" without an operation (Pydantic AI, instrumentation version 2
+                 and before); an OpenInference
+                 CHAIN span whose `metadata` says `"ls_integration": "langgraph"` and names no
+                 `langgraph_node` (LangGraph's graph root)
+handoff          a span named "handoff to <agent>" (OpenInference, OpenAI Agents SDK) answers
+                 the tool call `transfer_to_<agent in function style>` that requested it
+tool decision    span event `gen_ai.tool.call.decision` (semantic-conventions-genai pull
+                 request #535, proposed, not merged): `gen_ai.tool.call.decision.outcome`
+                 allow / deny / require_approval, `gen_ai.tool.call.id`, `gen_ai.tool.name`;
+                 read by `schemas.events.tool_call_decisions`
 
 Decisions:
 - The span-name target ("chat gpt-4o" -> "gpt-4o") fills the model / tool / agent name only
@@ -79,6 +96,7 @@ Decisions:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
@@ -216,6 +234,55 @@ def session_identity(attributes: Mapping[str, Any]) -> str:
     if g.IDENTITY_KEY_SET.isdisjoint(attributes):  # most spans: no identity (one C-level test)
         return ""
     return _first_text(attributes, g.IDENTITY_KEYS)
+
+
+def is_agent_entry(span_name: str, operation: str, attributes: Mapping[str, Any]) -> bool:
+    """Whether a span runs an agent (the "agent entry" row of the module table): the
+    outermost such span of a service is the top of a turn."""
+    if operation in m.TURN_OPERATIONS:
+        return True
+    if not operation:  # a name's GenAI operation is its operation already; not this one's
+        return span_name.partition(" ")[0] in m.TURN_OPERATIONS or span_name in m.AGENT_SPAN_NAMES
+    rule = m.LANGGRAPH_ROOT
+    if operation != _GRAPH_ROOT_OPERATION:
+        return False
+    metadata = attributes.get(rule.metadata_key)
+    if not metadata:
+        return False
+    if isinstance(metadata, str):
+        if rule.integration not in metadata or rule.node_key in metadata:
+            return False  # most chain spans: decided without parsing their metadata
+        metadata = json_or_text(metadata)
+    return _graph_root(metadata, rule)
+
+
+def _graph_root(metadata: Any, rule: m.GraphRootRule) -> bool:
+    return (
+        isinstance(metadata, dict)
+        and metadata.get(rule.integration_key) == rule.integration
+        and rule.node_key not in metadata
+    )
+
+
+_GRAPH_ROOT_OPERATION = m.LANGGRAPH_ROOT.kind.lower()  # the operation the kind maps to
+_HANDOFF_PREFIXES = tuple(rule.span_prefix for rule in m.HANDOFFS)
+
+
+def handoff_tool_names(span_name: str) -> tuple[str, ...]:
+    """The tools whose call a handoff span named `span_name` answers (the "handoff" row of
+    the module table); () for any other span."""
+    if not span_name.startswith(_HANDOFF_PREFIXES):  # most spans: one C-level test
+        return ()
+    return tuple(
+        rule.tool_prefix + _function_style(span_name[len(rule.span_prefix) :])
+        for rule in m.HANDOFFS
+        if span_name.startswith(rule.span_prefix) and len(span_name) > len(rule.span_prefix)
+    )
+
+
+def _function_style(name: str) -> str:
+    """A name as the OpenAI Agents SDK writes it into a function name."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", name.replace(" ", "_")).lower()
 
 
 def eval_context(attributes: Mapping[str, Any]) -> EvalContext:

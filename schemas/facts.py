@@ -43,6 +43,13 @@ pathgrade.facts.pii.scrubbed            string    JSON {field: {kind: count}}: p
                                                   collector replaced in fields it forwarded
 pathgrade.facts.pii.dropped             string    JSON {field: {kind: count}}: personal data in
                                                   content fields it dropped
+pathgrade.facts.requests                string    span whose input messages hold a user message,
+                                        (JSON)    when the collector has request patterns (a
+                                                  policy's `requests`,
+                                                  `predicates.RequestPatterns`): {write tool:
+                                                  whether the request (the last user message)
+                                                  asks for it}, for every tool it has
+                                                  patterns for
 
 Fingerprints are `schemas.fingerprints` fingerprints (`<key id>:<digest>`) of the tenant's
 key. Names and ids in facts are scrubbed like every forwarded string. Fields of the pii
@@ -76,9 +83,10 @@ UNTRUSTED_INSTRUCTIONS: Final = _P + "untrusted.instructions"
 OUTPUT: Final = _P + "output"
 PII_SCRUBBED: Final = _P + "pii.scrubbed"
 PII_DROPPED: Final = _P + "pii.dropped"
+REQUESTS: Final = _P + "requests"
 FACT_KEYS: Final = frozenset(
     {VERSION, TOOL_ARGS, SESSION_FP, CONFIRMED, UNTRUSTED_INSTRUCTIONS, OUTPUT, PII_SCRUBBED,
-     PII_DROPPED}
+     PII_DROPPED, REQUESTS}
 )  # fmt: skip
 
 
@@ -118,6 +126,7 @@ class SpanFacts(NamedTuple):
     output: OutputFacts | None
     pii_scrubbed: PiiRecord
     pii_dropped: PiiRecord
+    requests: dict[str, bool] | None = None  # write tool -> asked for; None: not checked
 
 
 NO_FACTS: Final = SpanFacts(0, None, "", "", None, None, None, {}, {})
@@ -128,12 +137,12 @@ def span_facts(attributes: Mapping[str, Any]) -> SpanFacts:
     if FACT_KEYS.isdisjoint(attributes):  # most spans of foreign producers: nothing to read
         return NO_FACTS
     get = attributes.get
-    # Each fact is read only when present: a span carries a few of the eight (a tool
+    # Each fact is read only when present: a span carries a few of the nine (a tool
     # span its arguments, a model span its output), and reading an absent one costs
     # several calls for the default it yields.
-    tool_args, confirmed, instructions, output, scrubbed, dropped = (
+    tool_args, confirmed, instructions, output, scrubbed, dropped, requests = (
         get(TOOL_ARGS), get(CONFIRMED), get(UNTRUSTED_INSTRUCTIONS), get(OUTPUT),
-        get(PII_SCRUBBED), get(PII_DROPPED),
+        get(PII_SCRUBBED), get(PII_DROPPED), get(REQUESTS),
     )  # fmt: skip
     confirmed_object = _object(confirmed) if confirmed is not None else {}
     return SpanFacts(
@@ -146,6 +155,7 @@ def span_facts(attributes: Mapping[str, Any]) -> SpanFacts:
         output=_output(output) if output is not None else None,
         pii_scrubbed=_record(scrubbed) if scrubbed is not None else {},
         pii_dropped=_record(dropped) if dropped is not None else {},
+        requests=_asked(requests) if requests is not None else None,
     )
 
 
@@ -207,6 +217,10 @@ def _counts(value: Any) -> Counts:
     if not isinstance(value, dict):
         return {}
     return {str(k): v for k, v in value.items() if isinstance(v, int) and v > 0}
+
+
+def _asked(value: Any) -> dict[str, bool]:
+    return {str(k): v for k, v in _object(value).items() if isinstance(v, bool)}
 
 
 def _record(value: Any) -> PiiRecord:

@@ -13,6 +13,7 @@ from pathgrade.schemas.facts import (
     CONFIRMED,
     FACTS_VERSION,
     OUTPUT,
+    REQUESTS,
     SESSION_FP,
     TOOL_ARGS,
     UNTRUSTED_INSTRUCTIONS,
@@ -27,11 +28,18 @@ from pathgrade.schemas.messages import (
     message_tool_calls,
     parse_json,
     parse_messages,
+    request_text,
     untrusted_texts,
 )
 from pathgrade.schemas.model import GenAIFields
 from pathgrade.schemas.pii import PiiScanner
-from pathgrade.schemas.predicates import CLAIMS, INSTRUCTIONS, argument_skeleton, call_arguments
+from pathgrade.schemas.predicates import (
+    CLAIMS,
+    INSTRUCTIONS,
+    RequestPatterns,
+    argument_skeleton,
+    call_arguments,
+)
 
 # Raw text that may hold untrusted parts (tool messages, document/file/tool-response parts).
 UNTRUSTED_MARKERS = ('"tool"', '"tool_call_response"', '"document"', '"file"')
@@ -49,12 +57,14 @@ def compute_facts(
     scanner: PiiScanner,
     input_instructions: Callable[[str], list[str] | None] | None = None,
     rebuilt: RebuiltMessages = NOT_REBUILT,
+    requests: RequestPatterns | None = None,
 ) -> dict[str, Any]:
     """The fact attributes of one span from its canonical fields and raw attributes, with
     the tenant's `key`; `scanner` scrubs the names and ids facts carry and finds personal
     data in the answer text; `input_instructions` stands for `instructions_in_messages`
     on the input messages (a caller that remembers a conversation's earlier inputs);
-    `rebuilt`: the messages `fields` holds no text of (`conventions.content_view`).
+    `rebuilt`: the messages `fields` holds no text of (`conventions.content_view`);
+    `requests`: the policy's request patterns, matched on the turn's request.
     {} when the span has nothing to record."""
     clean = scanner.clean
     facts: dict[str, Any] = {}
@@ -80,6 +90,10 @@ def compute_facts(
     )
     if instructions is not None:
         facts[UNTRUSTED_INSTRUCTIONS] = instructions
+    if requests:
+        asked = requested_writes(fields, rebuilt, requests)
+        if asked is not None:
+            facts[REQUESTS] = sorted_compact(asked)
     if fields.output_messages:
         output_text = fields.output_messages
         facts[OUTPUT] = _remembered_text(
@@ -146,6 +160,17 @@ def _untrusted_instructions(
     if found is None:
         return None
     return [name for name in INSTRUCTIONS.expressions if name in found]
+
+
+def requested_writes(
+    fields: GenAIFields, rebuilt: RebuiltMessages, requests: RequestPatterns
+) -> dict[str, bool] | None:
+    """For each write tool `requests` has patterns for, whether the span's request (the
+    last user message of its input messages) asks for it; None when its input holds no
+    user message. The one definition the collector's fact and the detectors share."""
+    messages = parse_messages(fields.input_messages) if fields.input_messages else rebuilt.inputs
+    request = request_text(messages)
+    return requests.asked(request) if request else None
 
 
 def instructions_in_messages(text: str) -> list[str] | None:

@@ -4,14 +4,23 @@ One place for every name, so no module spells an attribute key by hand.
 
 Sources: open-telemetry/semantic-conventions `model/gen-ai/registry.yaml`,
 `model/gen-ai/deprecated/registry-deprecated.yaml`, `model/gen-ai/events.yaml` (the GenAI
-conventions have since moved to open-telemetry/semantic-conventions-genai); OpenInference
-(Arize-ai/openinference, openinference-semantic-conventions); OpenLLMetry
-(traceloop/openllmetry, opentelemetry-semantic-conventions-ai).
+conventions have since moved to open-telemetry/semantic-conventions-genai: the version
+implemented is `GENAI_CONVENTIONS`); OpenInference (Arize-ai/openinference,
+openinference-semantic-conventions); OpenLLMetry (traceloop/openllmetry,
+opentelemetry-semantic-conventions-ai).
 """
 
 from __future__ import annotations
 
 from typing import Final
+
+GENAI_CONVENTIONS: Final = (
+    "open-telemetry/semantic-conventions-genai, main as of 2026-10 (Unreleased: operations "
+    "invoke_agent, invoke_workflow; user.id on invoke_agent), with pull request #535 as "
+    "proposed (commit 1572d33, not merged): the gen_ai.tool.call.decision event"
+)
+"""The GenAI conventions this module implements: pinned, since every `gen_ai.*` item is in
+development and may still change."""
 
 # --- GenAI span attributes (current names) --------------------------------------------------
 OPERATION_NAME: Final = "gen_ai.operation.name"
@@ -59,6 +68,7 @@ OP_EXECUTE_TOOL: Final = "execute_tool"
 OP_INVOKE_AGENT: Final = "invoke_agent"
 OP_CREATE_AGENT: Final = "create_agent"
 OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
+OP_HANDLE_CONVERSATION_TURN: Final = "handle_conversation_turn"  # a turn handler's own span
 OPERATIONS: Final = frozenset(
     {
         OP_CHAT,
@@ -108,6 +118,14 @@ EVALUATION_NAME: Final = "gen_ai.evaluation.name"
 EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
 EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
 EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+# Proposed in semantic-conventions-genai pull request #535 (not merged): an explicit decision
+# on a proposed tool call before it runs, correlated by gen_ai.tool.call.id.
+EVENT_TOOL_CALL_DECISION: Final = "gen_ai.tool.call.decision"
+TOOL_CALL_DECISION_OUTCOME: Final = "gen_ai.tool.call.decision.outcome"
+DECISION_ALLOW: Final = "allow"
+DECISION_DENY: Final = "deny"
+DECISION_REQUIRE_APPROVAL: Final = "require_approval"
+DECISION_OUTCOMES: Final = frozenset({DECISION_ALLOW, DECISION_DENY, DECISION_REQUIRE_APPROVAL})
 CONTENT_EVENTS: Final = frozenset(
     {
         EVENT_INFERENCE_DETAILS,
@@ -146,6 +164,7 @@ TURN_KINDS: Final = ("action", "read")  # values of pathgrade.turn.kind
 # --- OpenInference (Arize) ------------------------------------------------------------------
 OI_SPAN_KIND: Final = "openinference.span.kind"
 OI_SPAN_KIND_TOOL: Final = "TOOL"  # value of openinference.span.kind on tool spans
+OI_SPAN_KIND_CHAIN: Final = "CHAIN"
 OI_INPUT_VALUE: Final = "input.value"
 OI_OUTPUT_VALUE: Final = "output.value"
 OI_TOOL_NAME: Final = "tool.name"

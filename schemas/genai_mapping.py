@@ -175,3 +175,51 @@ OUTPUT_MESSAGES = MessagesRule(
 )
 MESSAGES_RULES = (INPUT_MESSAGES, OUTPUT_MESSAGES)
 """Input, then output: the order `schemas.conventions` reads them in."""
+
+
+TURN_OPERATIONS = frozenset(
+    {g.OP_INVOKE_AGENT, g.OP_INVOKE_WORKFLOW, g.OP_HANDLE_CONVERSATION_TURN}
+)
+"""Operations (the mapped operation, or a span name's first word) of a span that runs an
+agent: the outermost such span of a service is the top of a turn (`schemas.agent_turns`).
+OpenInference AGENT and OpenLLMetry workflow / agent spans map to invoke_agent."""
+AGENT_SPAN_NAMES = frozenset({"agent run"})
+"""Names of spans without an operation that run an agent: Pydantic AI's agent span at its
+instrumentation version 2 and before (later versions name it `invoke_agent <agent>`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphRootRule:
+    """A span that runs an agent graph without naming an agent operation: its
+    `openinference.span.kind` is `kind` and its `metadata_key` JSON says
+    `integration_key: integration` and names no `node_key`."""
+
+    kind: str
+    metadata_key: str
+    integration_key: str
+    integration: str
+    node_key: str
+
+
+LANGGRAPH_ROOT = GraphRootRule(
+    g.OI_SPAN_KIND_CHAIN, g.OI_METADATA, "ls_integration", "langgraph", "langgraph_node"
+)
+"""LangGraph's graph root under OpenInference: a CHAIN span named after the graph, whose
+metadata names the integration and no node (its node spans name theirs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffRule:
+    """A span recording an agent's handoff to another, which answers the tool call that
+    requested it: a span named `span_prefix` + the target agent answers the tool named
+    `tool_prefix` + the target in function style (lower case; every character but a
+    letter, a digit or `_` written `_`)."""
+
+    span_prefix: str
+    tool_prefix: str
+
+
+HANDOFFS = (HandoffRule("handoff to ", "transfer_to_"),)
+"""OpenInference's OpenAI Agents SDK instrumentation: the handoff the model requested as
+tool `transfer_to_billing` is the span "handoff to billing" (a TOOL span without the call's
+id)."""

@@ -10,8 +10,9 @@ Node spans, by convention (the first convention that finds a node in the trace w
    other names and are not visits.
 2. LangGraph, as OpenInference writes it: a span named after the node whose `metadata` JSON
    holds `"langgraph_node": <that name>`.
-3. GenAI: an `invoke_agent` span below the root whose `gen_ai.agent.name` differs from the
-   root's (a sub-agent of the agent that runs the turn); the node is the agent name.
+3. GenAI: an `invoke_agent` span below the turn's top (`Trace.root`) whose
+   `gen_ai.agent.name` differs from the top's (a sub-agent of the agent that runs the
+   turn); the node is the agent name.
 
 Only top-level visits count: a node span nested inside another node span (a subgraph's
 inner node, a sub-agent's own sub-agent) belongs to that node's visit. A visit's tools are
@@ -77,19 +78,20 @@ def _langgraph_node(span: Span) -> str:
 _LANGGRAPH_KEYS = frozenset({genai.TL_LANGGRAPH_NODE, genai.OI_METADATA})
 
 
-def _genai_node(root_agent: str) -> Callable[[Span], str]:
+def _genai_node(top: Span | None) -> Callable[[Span], str]:
+    top_agent = top.genai.agent_name if top else ""
+
     def node_of(span: Span) -> str:
         name = span.genai.agent_name
-        is_agent = span.genai.operation == genai.OP_INVOKE_AGENT and not span.is_root
-        return name if is_agent and name and name != root_agent else ""
+        is_agent = span.genai.operation == genai.OP_INVOKE_AGENT and span is not top
+        return name if is_agent and name and name != top_agent else ""
 
     return node_of
 
 
 def node_visits(trace: Trace) -> list[NodeVisit]:
     """The turn's walk: its top-level node visits in start order, each with its tools."""
-    root = trace.root
-    conventions = [_langgraph_node, _genai_node(root.genai.agent_name if root else "")]
+    conventions = [_langgraph_node, _genai_node(trace.root)]
     for node_of in conventions:
         nodes = {span.span_id: node for span in trace.spans if (node := node_of(span))}
         if nodes:

@@ -79,6 +79,16 @@ def assistant_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(t for t in texts if t)
 
 
+def request_text(messages: list[dict[str, Any]]) -> str:
+    """The text of the last user message of `messages`: the request the turn answers (a
+    model call's input holds the conversation so far; its last user message is this
+    turn's); "" when there is none."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return message_text(message)
+    return ""
+
+
 UNTRUSTED_PART_TYPES = frozenset({"document", "file", "tool_call_response"})
 """Message part types whose content the agent did not get from the user."""
 

@@ -14,6 +14,10 @@ from typing import Any
 from pathgrade.schemas.facts import SpanFacts, span_facts
 
 Attributes = dict[str, Any]
+SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK = 0x100
+"""OTLP `Span.flags`: set when bit 9 says whether the span's parent is remote."""
+SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK = 0x200
+"""OTLP `Span.flags`: the span's parent lives in another process (W3C `traceparent` in)."""
 MAX_TIME_NS = 2**63 - 1
 """The latest time the store holds, in ns since the epoch: its DateTime64(9) and Int64 time
 columns are signed 64-bit (2262-04-11T23:47:16Z)."""
@@ -95,6 +99,7 @@ class Span:
     genai: GenAIFields = field(default_factory=GenAIFields)
     eval: EvalContext = field(default_factory=EvalContext)
     received_at_ns: int = 0
+    flags: int = 0  # OTLP Span.flags: W3C trace flags, and whether the parent is remote
     _facts: SpanFacts | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -104,6 +109,14 @@ class Span:
     @property
     def is_root(self) -> bool:
         return not self.parent_span_id
+
+    @property
+    def parent_is_remote(self) -> bool | None:
+        """Whether the parent lives in another process (OTLP span flags); None when the
+        exporter did not say (flag bit 8 clear) or the span has no parent."""
+        if not self.parent_span_id or not self.flags & SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK:
+            return None
+        return bool(self.flags & SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
 
     @property
     def facts(self) -> SpanFacts:
@@ -122,12 +135,19 @@ _NOT_FOUND_YET: Any = object()
 
 @dataclass(slots=True)
 class Trace:
-    """The spans of one trace of one tenant, in start-time order. Treat `spans` as
-    read-only once the trace is built: its root is found once, on first use."""
+    """The spans of one trace of one tenant, in start-time order, or of one agent turn of
+    it (`schemas.agent_turns`): then `top_span_id` names the turn's top span, `spans` are
+    the turn's own and `context` the spans enclosing it (server spans, middleware, a
+    session's span), nearest first; the first `own_context` of those enclose this turn
+    only. Treat `spans` as read-only once the trace is built: its root is found once, on
+    first use."""
 
     tenant: str
     trace_id: str
     spans: list[Span]
+    context: list[Span] = field(default_factory=list)
+    top_span_id: str = ""
+    own_context: int = 0
     _root: Span | None = field(default=_NOT_FOUND_YET, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -135,12 +155,27 @@ class Trace:
 
     @property
     def root(self) -> Span | None:
-        """The root span (no parent, or a parent not in the trace), earliest first."""
+        """The turn's top span; for a whole trace, the root span (no parent, or a parent
+        not in the trace), earliest first."""
         if self._root is _NOT_FOUND_YET:
             self._root = self._find_root()
         return self._root
 
+    def own_spans(self) -> list[Span]:
+        """The top span (`root`), then the enclosing spans that enclose this turn only:
+        where a turn says what it is (its kind, a confirmation, its answer)."""
+        top = self.root
+        return ([top] if top else []) + self.context[: self.own_context]
+
+    def session_spans(self) -> list[Span]:
+        """The top span, every enclosing span (nearest first), then the turn's spans: where
+        the session a turn belongs to is named (who the user is, the conversation)."""
+        top = self.root
+        return ([top] if top else []) + self.context + self.spans
+
     def _find_root(self) -> Span | None:
+        if self.top_span_id:
+            return next((s for s in self.spans if s.span_id == self.top_span_id), None)
         ids = {s.span_id for s in self.spans}
         for span in self.spans:
             if not span.parent_span_id or span.parent_span_id not in ids:

@@ -1,8 +1,9 @@
 """Decode OTLP protobuf traces into canonical spans (the reader side of `pathgrade.spans`).
 
 Ids become lowercase hex (an absent parent becomes ""), kinds and status codes become the
-strings of the OTel Collector's `otel_traces` table, attribute values keep their OTLP types
-(str, bool, int, float, bytes, list, dict). Each span gets its GenAI view from
+strings of the OTel Collector's `otel_traces` table, `Span.flags` stays a number (bits 8-9
+say whether the parent is remote: `Span.parent_is_remote`), attribute values keep their
+OTLP types (str, bool, int, float, bytes, list, dict). Each span gets its GenAI view from
 `conventions.genai_fields` and its evaluation context from `conventions.eval_context`. A
 span whose status is Error and that has no `error.type` gets `genai.error_type = "_OTHER"`,
 the GenAI convention's fallback value, so every failed span has an error type.
@@ -134,7 +135,7 @@ def decode_resource_spans(
                     span.parent_span_id.hex(), span.name, span.kind, span.start_time_unix_nano,
                     span.end_time_unix_nano, span.trace_state, attributes_dict(span.attributes),
                     status.code, status.message, _events(events) if events else [],
-                    _links(links) if links else [], problems,
+                    _links(links) if links else [], span.flags, problems,
                 ))  # fmt: skip
     return spans
 
@@ -150,14 +151,14 @@ def _decode_read(
         for scope_name, scope_version, parts in scopes:
             for (
                 trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, trace_state,
-                attributes, status_code, status_message, events, links,
+                attributes, status_code, status_message, events, links, flags,
             ) in parts:  # fmt: skip
                 spans.append(_span(
                     tenant, received_at_ns, service_name, resource_attributes, scope_name,
                     scope_version, trace_id, span_id, parent_span_id, name, kind, start_ns,
                     end_ns, trace_state, attributes, status_code, status_message,
                     [SpanEvent(*e) for e in events] if events else [],
-                    [SpanLink(*k) for k in links] if links else [], problems,
+                    [SpanLink(*k) for k in links] if links else [], flags, problems,
                 ))  # fmt: skip
     return spans
 
@@ -188,6 +189,7 @@ def _span(
     status_message: str,
     events: list[SpanEvent],
     links: list[SpanLink],
+    flags: int,
     problems: DecodeProblems | None,
 ) -> Span:
     """The canonical span of one OTLP span's parts (ids as hex, kind and status code as
@@ -218,6 +220,7 @@ def _span(
         fields,
         context,
         received_at_ns,
+        flags,
     )
 
 

@@ -15,6 +15,11 @@
   fingerprint, skeleton and detector reads.
 - `argument_skeleton`: the shape of a JSON value without its values (keys, JSON types,
   lengths), for PG104's structural checks.
+- `RequestPatterns`: what a user's request for each write tool looks like (a policy's
+  `requests`: tool -> regular expressions, matched case-insensitively on the turn's
+  request, the last user message of a model call's input), for PG110: the collector
+  records which writes the request asked for (`schemas.facts`, `requests`), the
+  detectors match captured messages with the same patterns.
 
 A lexicon's version is part of the facts contract (`schemas.facts.FACTS_VERSION`): a new
 entry or a changed expression is a new version.
@@ -23,7 +28,7 @@ entry or a changed expression is a new version.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from pathgrade.schemas.json_text import loads
@@ -213,3 +218,70 @@ def argument_skeleton(
     if isinstance(value, float):
         return {"type": "number"}
     return {"type": "null"}
+
+
+REQUEST_SECTIONS: Final = ("defaults", "tiers", "services", "agents")
+"""The policy document's sections (`detectors.policy`): a section holds `requests`, and
+`tiers`, `services` and `agents` (and a service's own `agents`) map names to sections."""
+
+
+class RequestPatterns:
+    """Per write tool, regular expressions of a user's message that asks for it (a
+    policy's `requests`); ValueError names a pattern that does not compile."""
+
+    def __init__(self, patterns: Mapping[str, Sequence[str]]) -> None:
+        self.patterns = {tool: tuple(found) for tool, found in sorted(patterns.items())}
+        self._compiled: dict[str, list[re.Pattern[str]]] = {}
+        for tool, found in self.patterns.items():
+            compiled = []
+            for pattern in found:
+                try:
+                    compiled.append(re.compile(pattern, re.IGNORECASE))
+                except re.error as error:
+                    raise ValueError(
+                        f"requests.{tool}: invalid regular expression {pattern!r}: {error}"
+                    ) from error
+            self._compiled[tool] = compiled
+
+    def __bool__(self) -> bool:
+        return bool(self._compiled)
+
+    def asked(self, request: str) -> dict[str, bool]:
+        """For each tool with patterns, whether `request` (a user's message) asks for it."""
+        return {
+            tool: any(p.search(request) for p in patterns)
+            for tool, patterns in self._compiled.items()
+        }
+
+    @classmethod
+    def of_policy(cls, document: Mapping[str, Any]) -> RequestPatterns:
+        """Every section's `requests` of a policy document (its parsed YAML), joined: a
+        tool's patterns are those of every section that names it. ValueError names a
+        `requests` that is not a mapping of tool -> list of patterns."""
+        joined: dict[str, list[str]] = {}
+        for where, section in _sections(document):
+            requests = section.get("requests") if isinstance(section, Mapping) else None
+            if requests is None:
+                continue
+            if not isinstance(requests, Mapping):
+                raise ValueError(f"{where}.requests: expected a mapping of tool -> patterns")
+            for tool, patterns in requests.items():
+                if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+                    raise ValueError(f"{where}.requests.{tool}: expected a list of patterns")
+                known = joined.setdefault(str(tool), [])
+                known += [p for p in patterns if p not in known]
+        return cls(joined)
+
+
+def _sections(document: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(dotted path, section) of every section of a policy document."""
+    found: list[tuple[str, Any]] = [("defaults", document.get("defaults"))]
+    for group in REQUEST_SECTIONS[1:]:
+        named = document.get(group)
+        for name, section in named.items() if isinstance(named, Mapping) else ():
+            found.append((f"{group}.{name}", section))
+            inner_sections = section.get("agents") if isinstance(section, Mapping) else None
+            agents = inner_sections if group == "services" else None
+            for agent, inner in agents.items() if isinstance(agents, Mapping) else ():
+                found.append((f"{group}.{name}.agents.{agent}", inner))
+    return found

@@ -1,4 +1,5 @@
-"""SampledTrace: one JSON document on topic `pathgrade.sampled`, read by the batch plane."""
+"""SampledTrace: one JSON document on topic `pathgrade.sampled`, read by the batch plane:
+one agent turn of a trace (`schemas.agent_turns`) picked for online scoring."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ from pydantic import BaseModel, ConfigDict
 
 
 class SampledTrace(BaseModel):
-    """A trace the realtime sampler picked for batch scoring, and why.
+    """A turn the realtime sampler picked for batch scoring (its trace, and its top span
+    `turn_span_id`; "" from older writers: the whole trace), and why.
 
     `reasons` holds "base_rate", "finding:<code>" (e.g. "finding:PG110"), "tool_error",
-    "long_trajectory" or "negative_feedback"; a trace sampled for several reasons lists
+    "long_trajectory" or "negative_feedback"; a turn sampled for several reasons lists
     them all.
     """
 
@@ -24,6 +26,7 @@ class SampledTrace(BaseModel):
     reasons: list[str]
     conversation_id: str
     sampled_at_ns: int
+    turn_span_id: str = ""
 
     def to_json(self) -> bytes:
         """The wire form: UTF-8 JSON."""

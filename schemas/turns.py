@@ -29,7 +29,8 @@ class ConfirmedAction(BaseModel):
 
 
 class TurnDigest(BaseModel):
-    """One evaluated turn of a conversation, reduced to what later turns' detectors read:
+    """One evaluated turn of a conversation (`schemas.agent_turns`: a trace may hold
+    several, each its own digest), reduced to what later turns' detectors read:
     the tools it called successfully (PG106 ordering across turns), the action the user
     confirmed on it (PG111 confirmation from an earlier turn) and its walk through an agent
     graph (PG118 across turns, `walk: conversation`; absent from digests of older writers)."""
@@ -39,10 +40,11 @@ class TurnDigest(BaseModel):
     tenant: str
     conversation_id: str
     trace_id: str
-    start_ns: int  # the turn's earliest span start: later turns see turns that started earlier
+    start_ns: int  # the turn's top span's start: later turns see turns that started earlier
     succeeded_tools: list[str]  # names of its tool calls that did not fail, in start order
     confirmed_actions: list[ConfirmedAction]
     graph_nodes: list[str] = []  # the graph nodes the turn visited, in order
+    span_id: str = ""  # the turn's top span (a trace may hold several turns; "": older writers)
 
 
 class TurnBatch(BaseModel):

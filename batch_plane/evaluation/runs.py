@@ -48,6 +48,7 @@ from pathgrade.batch_plane.scoring.trajectory import match, tool_correctness
 from pathgrade.batch_plane.store.trace_rows import load_traces, run_trace_ids
 from pathgrade.detectors import Policy, ResolvedPolicy, default_policy, run_detectors, turn_digest
 from pathgrade.schemas import genai
+from pathgrade.schemas.agent_turns import only_turn
 from pathgrade.schemas.fingerprints import FactSecret, TenantKey
 from pathgrade.schemas.model import EvalContext, Trace
 from pathgrade.schemas.predicates import call_arguments
@@ -276,8 +277,9 @@ Outcomes = dict[str, CheckOutcome]
 
 
 def _service_and_agent(trace: Trace) -> tuple[str, str]:
-    root = trace.root
-    return (root.service_name, root.genai.agent_name) if root else ("", "")
+    """The service and agent of the trace's agent turn (`only_turn`)."""
+    top = only_turn(trace).root
+    return (top.service_name, top.genai.agent_name) if top else ("", "")
 
 
 def attempt_evidence(
@@ -287,15 +289,17 @@ def attempt_evidence(
     history: Sequence[TurnDigest] = (),
     secret: FactSecret | None = None,
 ) -> AttemptEvidence:
-    """The attempt as checks and detector metrics see it: the trace under the policy
-    resolved for its service and agent (with earlier turns of its conversation), the
-    agent's answer, the findings of the policy's detectors and, given the deployment's
+    """The attempt as checks and detector metrics see it: the trace's agent turn
+    (`schemas.agent_turns.only_turn`: the realtime plane grades the same) under the
+    policy resolved for its service and agent (with earlier turns of its conversation),
+    the agent's answer, the findings of the policy's detectors and, given the deployment's
     fact `secret`, the trace tenant's key to compare values with the collector's
     fingerprints of uncaptured arguments."""
     context = resolved.context(history)
-    findings = tuple(run_detectors(trace, resolved, context))
+    turn = only_turn(trace)
+    findings = tuple(run_detectors(turn, resolved, context))
     answer = attempt.turn.response if attempt.turn is not None else ""
-    view = context.view_of(trace)
+    view = context.view_of(turn)
     key = secret.for_tenant(trace.tenant) if secret is not None else None
     return AttemptEvidence(view, context, answer, findings, frozenset(resolved.params), key)
 

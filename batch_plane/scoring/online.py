@@ -1,8 +1,10 @@
 """The online scorer: consumer group `pathgrade-scorer` on `pathgrade.sampled`.
 
-Each message is a `SampledTrace`. The scorer loads the trace's spans from the store
-(waiting a little for the store writer), scores it with the metrics its risk tier is
-assigned, writes the scores and only then commits the offset. Each score is also handed
+Each message is a `SampledTrace`: one agent turn of a trace. The scorer loads the trace's
+spans from the store (waiting a little for the store writer), cuts out the turn
+(`schemas.agent_turns.turn_at`: the whole trace for a message naming none), scores it with
+the metrics its risk tier is assigned (each score on the turn's top span), writes the
+scores and only then commits the offset. Each score is also handed
 to `on_event` in the GenAI `gen_ai.evaluation.result` shape, for users who export scores
 back as span events.
 """
@@ -22,6 +24,7 @@ from pathgrade.batch_plane.scoring.scores import evaluation_event, write_scores
 from pathgrade.batch_plane.scoring.trace_scorers import JUDGE_METRICS, TraceScorer, UnknownMetric
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.detectors.policy import RISK_TIERS, Policy
+from pathgrade.schemas.agent_turns import turn_at
 from pathgrade.schemas.evaluation_records import JUDGE_ERROR_LABEL
 from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.model import Trace
@@ -123,7 +126,7 @@ class OnlineScorer:
             log.error("trace %s of %s was not stored within %.0f s", sampled.trace_id,
                       sampled.tenant, self.config.trace_wait_s)  # fmt: skip
             return
-        scores = scorer.score(trace)
+        scores = scorer.score(turn_at(trace, sampled.turn_span_id))
         write_scores(self.store, scores)
         self.stats.scored += 1
         self.stats.scores += len(scores)

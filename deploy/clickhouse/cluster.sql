@@ -444,3 +444,5 @@ CREATE TABLE IF NOT EXISTS export_cursors ON CLUSTER 'pathgrade'
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', SavedAtNs)
 ORDER BY (Exporter, Source);
 
+ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS TurnSpanId String DEFAULT '';
+

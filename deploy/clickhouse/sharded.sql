@@ -484,3 +484,7 @@ CREATE TABLE IF NOT EXISTS export_cursors ON CLUSTER 'pathgrade'
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/all/{database}/{table}', '{shard}-{replica}', SavedAtNs)
 ORDER BY (Exporter, Source);
 
+ALTER TABLE alerts_local ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS TurnSpanId String DEFAULT '';
+
+ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS TurnSpanId String DEFAULT '';
+

@@ -35,6 +35,8 @@ from langgraph.types import Command
 from examples.car_dealer.agent import NODES, ROUTES
 
 FORCE_WORD = "force"
+SCRIPTED_USAGE = {"input_tokens": 12, "output_tokens": 2, "total_tokens": 14}
+"""The token usage the scripted model reports, as a real model's response does."""
 
 
 @tool
@@ -74,7 +76,8 @@ def scripted_route(message: str) -> str:
 
 
 def greetings(state: DealerState) -> dict[str, Any]:
-    model = GenericFakeChatModel(messages=iter([AIMessage(scripted_route(state["message"]))]))
+    reply = AIMessage(scripted_route(state["message"]), usage_metadata=SCRIPTED_USAGE)
+    model = GenericFakeChatModel(messages=iter([reply]))
     route = str(model.invoke([HumanMessage(state["message"])]).content)
     return {"route": route, "visited": ["greetings"]}
 

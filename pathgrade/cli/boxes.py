@@ -40,6 +40,7 @@ def register(commands: Any) -> None:
         "--spill-dir", type=Path, default=Path("pathgrade-spill"),
         help="local spill directory used while Kafka is unavailable",
     )  # fmt: skip
+    model_flag(collector, "--policy", CollectorConfig, "policy", type=Path, metavar="FILE")
     metrics_arg(collector)
     collector.set_defaults(run=_cmd_collector)
 
@@ -94,12 +95,14 @@ def _cmd_collector(args: argparse.Namespace) -> int:
     key = message_key_setting(args, args.kafka)
     if key is not None:  # else the --config file's, if any
         settings["message_key"] = key
+    if args.policy is not None:
+        settings["policy"] = str(args.policy)
     try:
         collector = Collector(CollectorConfig.model_validate(settings))
         collector.start()
     except ValidationError as exc:
         raise CliError(f"invalid collector settings: {exc}") from exc
-    except (KafkaUnavailable, OSError) as exc:
+    except (KafkaUnavailable, OSError, ValueError) as exc:  # ValueError: a bad policy file
         raise CliError(str(exc)) from exc
     try:
         with served_metrics(args.metrics_listen, "collector", collector.counters):

@@ -379,6 +379,7 @@ class Stack:
             "facts_key_file": str(facts_key_file(self.data_dir)),
             "durable_log": not self.options.kafka,
             "log_groups": [STORE_GROUP, self.options.realtime.get("group_id", REALTIME_GROUP)],
+            "policy": self.options.policy,  # its request patterns: the realtime plane's file
             **self.options.collector,
             "message_key": self.message_key and self.message_key.hex,
         }

@@ -1,7 +1,8 @@
-"""One trace as the trace page shows it: a waterfall of its spans on one time axis and,
-per span, everything stored about it (attributes, events, links, the tool call, messages,
-tokens and cost, what the collector recorded instead of redacted content), the detector
-findings pinned to it and the scores of it.
+"""One trace as the trace page shows it: its agent turns (`schemas.agent_turns`: each
+turn's top span, and the findings raised on it), a waterfall of its spans on one time axis
+and, per span, everything stored about it (attributes, events, links, the tool call,
+messages, tokens and cost, what the collector recorded instead of redacted content), the
+detector findings pinned to it and the scores of it.
 
 `waterfall` is pure: spans in, rows with their depth and their bar's offset and width (in
 percent of the trace's span of time) out. `load_trace_view` reads one trace of the viewer's
@@ -19,6 +20,7 @@ from typing import Any
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.detectors.prices import PriceTable, cost_usd
 from pathgrade.detectors.registry import REGISTRY
+from pathgrade.schemas.agent_turns import turns_of
 from pathgrade.schemas.genai import PG_REDACTED_KEYS
 from pathgrade.schemas.model import Span, Trace
 from pathgrade.web.store_reads import ReadStore
@@ -40,6 +42,7 @@ class Finding:
     reason: str
     span_id: str
     details: dict[str, Any]
+    turn_span_id: str = ""  # the top span of the turn it was raised on ("": older rows)
 
     @property
     def doc(self) -> str:
@@ -97,6 +100,15 @@ class SpanDetail:
     scores: list[ScoreView] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class TurnRow:
+    """One agent turn of the trace: its top span and the findings raised on it."""
+
+    top: Span
+    spans: int
+    findings: int
+
+
 @dataclass
 class TraceView:
     trace: Trace
@@ -111,6 +123,7 @@ class TraceView:
     dataset_item: str
     run_id: str
     cost_usd: float | None
+    turns: list[TurnRow] = field(default_factory=list)
 
     @property
     def flagged(self) -> set[str]:
@@ -243,14 +256,20 @@ def load_trace_view(
     rows, start, duration = waterfall(trace.spans)
     keys = {"tenant": tenant, "trace": trace_id}
     findings = [
-        Finding(code, name, severity, kind, reason, span_id, _json_object(details))
-        for code, name, severity, kind, reason, span_id, details in store.rows(
-            "SELECT Code, Name, Severity, Kind, Reason, SpanId, Details FROM alerts FINAL "
-            "WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
+        Finding(code, name, severity, kind, reason, span_id, _json_object(details), turn)
+        for code, name, severity, kind, reason, span_id, details, turn in store.rows(
+            "SELECT Code, Name, Severity, Kind, Reason, SpanId, Details, TurnSpanId "
+            "FROM alerts FINAL WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
             "ORDER BY Kind DESC, Code, SpanId",
             keys,
         )
     ]
+    turns = [
+        TurnRow(turn.root, len(turn.spans),
+                sum(f.turn_span_id == turn.top_span_id for f in findings))
+        for turn in turns_of(trace)
+        if turn.root is not None
+    ]  # fmt: skip
     scores = [
         ScoreView(*row)
         for row in store.rows(
@@ -292,6 +311,7 @@ def load_trace_view(
         ),
         run_id=next((s.eval.run_id for s in trace.spans if s.eval.run_id), ""),
         cost_usd=sum(costs) if costs else None,
+        turns=turns,
     )
 
 

@@ -70,6 +70,13 @@ class Stack:
             f"AND ServiceName = '{service(instrumentation)}'"
         )
 
+    def codes(self, instrumentation: str) -> set[str]:
+        """The codes of every alert raised on the instrumentation's service."""
+        rows = self.process.sql(
+            f"SELECT DISTINCT Code FROM alerts FINAL WHERE Service = '{service(instrumentation)}'"
+        ).rows
+        return {code for (code,) in rows}
+
     def pg118(self, instrumentation: str) -> list[list]:
         return self.process.sql(
             "SELECT Details, DetectedAtNs - TraceEndNs FROM alerts FINAL WHERE Code = 'PG118' "
@@ -121,6 +128,9 @@ def test_inferred_graph_is_langgraphs_and_a_forced_turn_raises_pg118(
     nodes = {node["id"]: node for node in graph["nodes"]}
     assert nodes["test_drive"]["visits"] == 2 and nodes["greetings"]["visits"] == len(TRAFFIC)
     assert stack.pg118(instrumentation) == []  # every turn so far stayed on the graph
+    # each turn is complete: its agent span is the graph's root (under OpenInference a
+    # CHAIN span the convention mapping reads as LangGraph's), the model reports tokens
+    assert "PG100" not in stack.codes(instrumentation)
 
     stack.send(instrumentation, FORCED)
     (details, delay_ns), *_ = wait_until(lambda: stack.pg118(instrumentation), timeout_s=60)
@@ -129,6 +139,7 @@ def test_inferred_graph_is_langgraphs_and_a_forced_turn_raises_pg118(
     assert (finding["problem"], finding["from"], finding["node"]) == (
         "missing_edge", "test_drive", "warranty")  # fmt: skip
     assert finding["path"] == ["greetings", "test_drive", "warranty"]
+    assert "PG100" not in stack.codes(instrumentation)
 
 
 def test_traffic_report_shows_coverage_per_graph(stack: Stack, tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from pathgrade.detectors import load_policy
-from pathgrade.realtime_plane.assembler import DueTrace
-from pathgrade.realtime_plane.evaluate import TraceEvaluator
+from pathgrade.realtime_plane.assembler import DueTurn
+from pathgrade.realtime_plane.evaluate import TurnEvaluator
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.otlp import decode_resource_spans
 from pathgrade.schemas.topics import DEFAULT_TENANT
@@ -55,10 +55,10 @@ def expected_findings(spans: list[ReadableSpan], trace_order: list[str]) -> set[
     by_trace: dict[str, list] = {}
     for span in decoded:
         by_trace.setdefault(span.trace_id, []).append(span)
-    evaluator = TraceEvaluator(load_policy(None))
+    evaluator = TurnEvaluator(load_policy(None))
     found = set()
     for trace_id in trace_order:
-        due = DueTrace(Trace(DEFAULT_TENANT, trace_id, by_trace[trace_id]), "quiet", False)
+        due = DueTurn(Trace(DEFAULT_TENANT, trace_id, by_trace[trace_id]), "quiet", False)
         found |= {(a.trace_id, a.code) for a in evaluator.evaluate(due, 0).new_alerts}
     return found
 

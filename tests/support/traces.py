@@ -10,7 +10,17 @@ from pathgrade.detectors import REGISTRY, Finding
 from pathgrade.detectors.conventions import Conventions
 from pathgrade.detectors.view import DetectorContext, TraceView, turn_digest
 from pathgrade.schemas import genai
-from pathgrade.schemas.model import GenAIFields, Span, Trace
+from pathgrade.schemas.model import (
+    SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK,
+    SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK,
+    GenAIFields,
+    Span,
+    SpanEvent,
+    Trace,
+)
+
+REMOTE_PARENT = SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK | SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
+LOCAL_PARENT = SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
 
 
 class TraceBuilder:
@@ -133,6 +143,32 @@ class TraceBuilder:
         self.clock += 20
         self.spans.append(span)
         return span
+
+
+def in_server_span(trace: Trace, attributes: dict[str, Any] | None = None) -> Trace:
+    """`trace` (one agent turn, its root the agent span) inside an HTTP server span
+    `POST /chat` whose parent is remote (a gateway's, exported elsewhere), with
+    `attributes` on the server span; the whole trace, as the realtime plane receives it."""
+    root = trace.root
+    assert root is not None
+    server = Span(
+        tenant=trace.tenant, trace_id=trace.trace_id, span_id="5e" * 8,
+        parent_span_id="9a" * 8, name="POST /chat", kind="Server",
+        start_ns=root.start_ns - 5, end_ns=root.end_ns + 5, attributes=dict(attributes or {}),
+        flags=REMOTE_PARENT,
+    )  # fmt: skip
+    root.parent_span_id, root.flags = server.span_id, LOCAL_PARENT
+    return Trace(trace.tenant, trace.trace_id, [server, *trace.spans])
+
+
+def decision(span: Span, outcome: str, call_id: str = "", tool: str = "", at: int = 0) -> None:
+    """A `gen_ai.tool.call.decision` span event on `span` (at its start, else `at`)."""
+    attributes = {genai.TOOL_CALL_DECISION_OUTCOME: outcome}
+    if call_id:
+        attributes[genai.TOOL_CALL_ID] = call_id
+    if tool:
+        attributes[genai.TOOL_NAME] = tool
+    span.events.append(SpanEvent(at or span.start_ns, genai.EVENT_TOOL_CALL_DECISION, attributes))
 
 
 def _text(content: str) -> dict[str, Any]:

@@ -17,8 +17,8 @@ from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
 from pathgrade.detectors import load_policy
-from pathgrade.realtime_plane.assembler import TraceAssembler
-from pathgrade.realtime_plane.evaluate import TraceEvaluator
+from pathgrade.realtime_plane.assembler import TurnAssembler
+from pathgrade.realtime_plane.evaluate import TurnEvaluator
 from pathgrade.schemas.alerts import ALERT_COLUMNS
 from pathgrade.schemas.otlp import decode_resource_spans
 
@@ -66,9 +66,9 @@ def loaded(store: ClientStore) -> ClientStore:
     request = encode_spans(finished)
     spans = decode_resource_spans(request.resource_spans, "default", time.time_ns())
     store.insert("spans", span_rows(spans), list(SPAN_COLUMNS))
-    assembler = TraceAssembler()
+    assembler = TurnAssembler()
     assembler.add(0, 0, spans, 0.0)
-    evaluator = TraceEvaluator(load_policy(None))
+    evaluator = TurnEvaluator(load_policy(None))
     alerts = [
         a
         for due in assembler.release_all()

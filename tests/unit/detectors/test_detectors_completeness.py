@@ -29,10 +29,33 @@ def test_pg100_fires_on_unmatched_tool_call_and_missing_tokens() -> None:
     assert missing.details["tool_call_id"] == "c2" and missing.kind == "violation"
 
 
-def test_pg100_fires_when_root_is_not_an_agent_span() -> None:
+def test_pg100_asks_the_turn_for_an_agent_span_never_its_top_to_be_one() -> None:
     trace = clean_refund_trace()
-    trace.root.genai.operation = "invoke_workflow"  # type: ignore[union-attr]
-    assert problems(detect("PG100", trace)) == ["root_not_agent"]
+    root = trace.root
+    assert root is not None
+    root.genai.operation, root.name = "invoke_workflow", "invoke_workflow refunds"
+    assert detect("PG100", trace) == []  # a workflow runs the turn
+    root.genai.operation, root.name = "", "POST /chat"
+    assert problems(detect("PG100", trace)) == ["no_agent_span"]
+    assert detect("PG100", trace, {"require_root_agent": False}) == []  # its former name
+    b = TraceBuilder()
+    b.root.genai.operation, b.root.name = "", "POST /chat"
+    b.agent("support-agent")  # the agent runs inside the server span
+    assert detect("PG100", b.build()) == []
+
+
+def test_pg100_a_handoff_span_answers_the_tool_call_that_requested_it() -> None:
+    """OpenInference's OpenAI Agents SDK instrumentation records the handoff the model
+    requested as tool `transfer_to_billing_agent` as a TOOL span "handoff to Billing
+    agent" without the call's id."""
+    b = TraceBuilder()
+    b.chat(calls=[("c1", "transfer_to_billing_agent"), ("c2", "transfer_to_refunds")])
+    handoff = b.tool("handoff to Billing agent", None)
+    handoff.genai.tool_name = ""
+    handoff.name = "handoff to Billing agent"
+    (finding,) = detect("PG100", b.build())
+    assert (finding.details["problem"], finding.details["tool"]) == (
+        "missing_tool_span", "transfer_to_refunds")  # fmt: skip
 
 
 def test_pg101_fires_on_failed_tool_unless_ignored() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.detectors import Finding, default_policy, run_detectors
-from pathgrade.realtime_plane.assembler import DueTrace
+from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.coverage import Coverage, coverage_rows
-from pathgrade.realtime_plane.evaluate import Evaluation, TraceEvaluator
+from pathgrade.realtime_plane.evaluate import Evaluation, TurnEvaluator
 from pathgrade.schemas.model import Trace
 from starlette.testclient import TestClient
 
@@ -31,13 +31,13 @@ def gap_trace(trace_id: str, turn_kind: str | None = None) -> Trace:
 
 
 def evaluate(
-    evaluator: TraceEvaluator, trace_id: str, now_ns: int, again: bool = False
+    evaluator: TurnEvaluator, trace_id: str, now_ns: int, again: bool = False
 ) -> Evaluation:
-    return evaluator.evaluate(DueTrace(gap_trace(trace_id), "quiet", again), now_ns)
+    return evaluator.evaluate(DueTurn(gap_trace(trace_id), "quiet", again), now_ns)
 
 
 def test_a_gap_alerts_once_per_window_and_is_counted_per_trace() -> None:
-    evaluator = TraceEvaluator(default_policy(), coverage_window_s=3600)
+    evaluator = TurnEvaluator(default_policy(), coverage_window_s=3600)
     first = evaluate(evaluator, "a" * 32, 10 * HOUR_NS)
     (alert,) = [a for a in first.new_alerts if a.code == "PG110"]
     assert alert.kind == "cannot_decide" and alert.severity == "low"
@@ -54,12 +54,12 @@ def test_a_gap_alerts_once_per_window_and_is_counted_per_trace() -> None:
 
 
 def test_decided_traces_raise_the_coverage_figure() -> None:
-    evaluator = TraceEvaluator(default_policy())
+    evaluator = TurnEvaluator(default_policy())
     evaluate(evaluator, "a" * 32, 1)
     for n in range(3):
         b = TraceBuilder(f"{n + 1:032x}", turn_kind="action")
         b.tool("change_plan", {"account_id": "cust-1"}, effect="write")
-        evaluator.evaluate(DueTrace(b.build(), "quiet", False), 2)
+        evaluator.evaluate(DueTurn(b.build(), "quiet", False), 2)
     (row,) = coverage_rows([evaluator.coverage.figures()])
     assert (row["traces"], row["undecided"], row["coverage"]) == (4, 1, 0.75)
 
@@ -67,8 +67,8 @@ def test_decided_traces_raise_the_coverage_figure() -> None:
 def test_a_high_tier_that_requires_the_check_alerts_per_trace() -> None:
     trace = gap_trace("a" * 32)
     trace.root.attributes["pathgrade.risk_tier"] = "high"  # PG110 is required at high
-    evaluator = TraceEvaluator(default_policy())
-    evaluation = evaluator.evaluate(DueTrace(trace, "quiet", False), 1)
+    evaluator = TurnEvaluator(default_policy())
+    evaluation = evaluator.evaluate(DueTurn(trace, "quiet", False), 1)
     (alert,) = [a for a in evaluation.new_alerts if a.code == "PG110"]
     assert "coverage_gap" not in alert.details and alert.severity == "high"
     assert coverage_rows([evaluator.coverage.figures()]) == []
@@ -106,7 +106,10 @@ def test_status_metrics_and_the_overview_show_the_gap_and_how_to_close_it(
     assert ", 1 coverage gap" in status_line(snapshot)
     report = status_report({"snapshot": snapshot, "line": None})
     assert "PG110 orphan-write on billing: 50% of 2 traces; missing turn_kind" in report
-    assert "to close: set `pathgrade.turn.kind`" in report and "PG105: 2" in report
+    assert "to close: name what users' requests for the writes look like (policy `requests`)" in (
+        report
+    )
+    assert "PG105: 2" in report
     assert "coverage=" not in report  # structured entries are not k=v counters
     text = prometheus_text(labelled_samples("realtime", {"worker": "1"}, snapshot["realtime"][0]))
     assert (

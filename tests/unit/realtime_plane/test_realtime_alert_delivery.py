@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pathgrade.realtime_plane.assembler import DueTrace
+from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.evaluate import Evaluation
 from pathgrade.realtime_plane.plane import ALERTS_PER_DELIVERY, IDLE_POLL_MS, RealtimePlane
@@ -64,7 +64,7 @@ def evaluation(number: int, alerts: int, partition: int = 0) -> Evaluation:
     trace_id = f"{number:032x}"
     span = Span("t", trace_id, "00000000000000aa", "", "invoke_agent", "Internal", 1, 2)
     found = [alert(trace_id, span.span_id, f"{number}-{k}") for k in range(alerts)]
-    due = DueTrace(Trace("t", trace_id, [span]), "max_age", False, partition)
+    due = DueTurn(Trace("t", trace_id, [span]), "max_age", False, partition)
     return Evaluation(due, "s", "a", "", "medium", [], found, None)
 
 

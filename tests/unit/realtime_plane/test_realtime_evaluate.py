@@ -1,4 +1,4 @@
-"""TraceEvaluator and Sampler over demo traces produced by the official OTel SDK."""
+"""TurnEvaluator and Sampler over demo traces produced by the official OTel SDK."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.detectors import default_policy, load_policy
-from pathgrade.realtime_plane.assembler import DueTrace
+from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.config import SamplerRates
-from pathgrade.realtime_plane.evaluate import TraceEvaluator
+from pathgrade.realtime_plane.evaluate import TurnEvaluator
 from pathgrade.realtime_plane.sampler import Sampler, hash_unit
 from pathgrade.realtime_plane.turns import MAX_BATCH_BYTES, TurnBatcher, remote_digests
 from pathgrade.schemas.alerts import Alert
@@ -59,9 +59,9 @@ CLEAN = set(CLEAN_SCENARIOS)
 
 
 def test_production_failures_alert_and_clean_turns_do_not(demo: list) -> None:
-    evaluator = TraceEvaluator(default_policy())
+    evaluator = TurnEvaluator(default_policy())
     for scenario, trace in demo:
-        evaluation = evaluator.evaluate(DueTrace(trace, "quiet", False), now_ns=7)
+        evaluation = evaluator.evaluate(DueTurn(trace, "quiet", False), now_ns=7)
         codes = {a.code for a in evaluation.new_alerts}
         if scenario in FAILURES:
             assert FAILURES[scenario] in codes, scenario
@@ -75,10 +75,10 @@ def test_production_failures_alert_and_clean_turns_do_not(demo: list) -> None:
 
 
 def test_re_evaluation_never_alerts_twice(demo: list) -> None:
-    evaluator = TraceEvaluator(default_policy())
+    evaluator = TurnEvaluator(default_policy())
     trace = next(t for s, t in demo if s == "plan_change_retry_storm")
-    first = evaluator.evaluate(DueTrace(trace, "quiet", False), 1)
-    again = evaluator.evaluate(DueTrace(trace, "quiet", True), 2)
+    first = evaluator.evaluate(DueTurn(trace, "quiet", False), 1)
+    again = evaluator.evaluate(DueTurn(trace, "quiet", True), 2)
     assert first.new_alerts and again.new_alerts == []
     assert again.findings == first.findings
     assert evaluator.duplicates_suppressed == len(first.findings)
@@ -87,19 +87,19 @@ def test_re_evaluation_never_alerts_twice(demo: list) -> None:
 def test_risk_tier_policy_then_root_attribute_then_medium(demo: list, tmp_path) -> None:
     trace = demo[0][1]
     assert (
-        TraceEvaluator(default_policy()).evaluate(DueTrace(trace, "quiet", False), 0).risk_tier
+        TurnEvaluator(default_policy()).evaluate(DueTurn(trace, "quiet", False), 0).risk_tier
         == "medium"
     )
     trace.root.attributes["pathgrade.risk_tier"] = "high"
     try:
         assert (
-            TraceEvaluator(default_policy()).evaluate(DueTrace(trace, "quiet", False), 0).risk_tier
+            TurnEvaluator(default_policy()).evaluate(DueTurn(trace, "quiet", False), 0).risk_tier
             == "high"
         )
         policy = tmp_path / "policy.yaml"
         policy.write_text("services:\n  support-agent:\n    risk_tier: low\n")
-        evaluator = TraceEvaluator(load_policy(policy), "policy.yaml")
-        evaluation = evaluator.evaluate(DueTrace(trace, "quiet", False), 0)
+        evaluator = TurnEvaluator(load_policy(policy), "policy.yaml")
+        evaluation = evaluator.evaluate(DueTurn(trace, "quiet", False), 0)
         assert evaluation.risk_tier == "low"
     finally:
         del trace.root.attributes["pathgrade.risk_tier"]
@@ -109,7 +109,7 @@ def test_earlier_turn_confirmation_reaches_the_detectors(demo: list) -> None:
     """PG111: an irreversible reset confirmed on the previous turn of the conversation."""
     confirmed_here = next(t for s, t in demo if s == "requested_reset")
     trace = _without_confirmation(confirmed_here)
-    clean = TraceEvaluator(default_policy()).evaluate(DueTrace(confirmed_here, "quiet", False), 0)
+    clean = TurnEvaluator(default_policy()).evaluate(DueTurn(confirmed_here, "quiet", False), 0)
     assert "PG111" not in {a.code for a in clean.new_alerts}
     tool = next(s for s in trace.spans if s.genai.tool_name == "reset_equipment")
     confirmed = {
@@ -117,11 +117,11 @@ def test_earlier_turn_confirmation_reaches_the_detectors(demo: list) -> None:
         "arguments": json.loads(tool.genai.tool_arguments),
     }
     earlier = Trace("acme", "e" * 32, [_copy_root(trace, confirmed)])
-    evaluator = TraceEvaluator(default_policy())
-    alone = TraceEvaluator(default_policy()).evaluate(DueTrace(trace, "quiet", False), 0)
+    evaluator = TurnEvaluator(default_policy())
+    alone = TurnEvaluator(default_policy()).evaluate(DueTurn(trace, "quiet", False), 0)
     assert "PG111" in {a.code for a in alone.new_alerts}
-    evaluator.evaluate(DueTrace(earlier, "quiet", False), 0)
-    after = evaluator.evaluate(DueTrace(trace, "quiet", False), 0)
+    evaluator.evaluate(DueTurn(earlier, "quiet", False), 0)
+    after = evaluator.evaluate(DueTurn(trace, "quiet", False), 0)
     assert "PG111" not in {a.code for a in after.new_alerts}
 
 
@@ -140,21 +140,22 @@ def test_a_digest_another_consumer_published_reaches_the_detectors(demo: list) -
         start_ns=trace.spans[0].start_ns - 10**9, succeeded_tools=[],
         confirmed_actions=[confirmed],
     )  # fmt: skip
-    evaluator = TraceEvaluator(default_policy())
+    evaluator = TurnEvaluator(default_policy())
     evaluator.remember(earlier)
-    after = evaluator.evaluate(DueTrace(trace, "quiet", False), 0)
+    after = evaluator.evaluate(DueTurn(trace, "quiet", False), 0)
     assert "PG111" not in {a.code for a in after.new_alerts}
     assert after.digest == TurnDigest(
         tenant="acme", conversation_id=conversation, trace_id=trace.trace_id,
         start_ns=trace.spans[0].start_ns, confirmed_actions=[],
         succeeded_tools=[c.genai.tool_name for c in trace.by_operation("execute_tool")
                          if c.status_code != "Error" and not c.genai.error_type],
+        span_id=trace.root.span_id,
     )  # fmt: skip
     assert "reset_equipment" in after.digest.succeeded_tools
 
-    evaluator = TraceEvaluator(default_policy())
+    evaluator = TurnEvaluator(default_policy())
     evaluator.remember(earlier.model_copy(update={"start_ns": trace.spans[0].start_ns + 1}))
-    alone = evaluator.evaluate(DueTrace(trace, "quiet", False), 0)
+    alone = evaluator.evaluate(DueTurn(trace, "quiet", False), 0)
     assert "PG111" in {a.code for a in alone.new_alerts}
 
 
@@ -224,11 +225,11 @@ def test_hash_sampling_lower_rate_is_a_subset_and_flags_add_reasons(demo: list) 
     low = {t for t in ids if hash_unit(t) < 0.05}
     high = {t for t in ids if hash_unit(t) < 0.2}
     assert low < high and 0.1 < len(high) / len(ids) < 0.3
-    evaluator = TraceEvaluator(default_policy())
+    evaluator = TurnEvaluator(default_policy())
     sampler = Sampler(SamplerRates(tiers={"medium": 0.0}, tool_error=1.0))
     reasons = {}
     for scenario, trace in demo:
-        sample = sampler.decide(evaluator.evaluate(DueTrace(trace, "quiet", False), 0), 9)
+        sample = sampler.decide(evaluator.evaluate(DueTurn(trace, "quiet", False), 0), 9)
         reasons[scenario] = sample.reasons if sample else None
         if sample:
             assert SampledTrace.from_json(sample.to_json()) == sample
@@ -237,7 +238,7 @@ def test_hash_sampling_lower_rate_is_a_subset_and_flags_add_reasons(demo: list) 
     assert "finding:PG110" in reasons["unrequested_billing_ticket"]
     everything = Sampler(SamplerRates(tiers={"medium": 1.0}))
     clean = next(t for s, t in demo if s == "order_status")
-    assert everything.decide(evaluator.evaluate(DueTrace(clean, "quiet", True), 0), 0).reasons == [
+    assert everything.decide(evaluator.evaluate(DueTurn(clean, "quiet", True), 0), 0).reasons == [
         "base_rate"
     ]
 

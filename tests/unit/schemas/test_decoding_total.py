@@ -13,8 +13,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
 from pathgrade.detectors.policy import default_policy
-from pathgrade.realtime_plane.assembler import DueTrace
-from pathgrade.realtime_plane.evaluate import TraceEvaluator
+from pathgrade.realtime_plane.assembler import DueTurn
+from pathgrade.realtime_plane.evaluate import TurnEvaluator
 from pathgrade.schemas import genai
 from pathgrade.schemas.conventions import eval_context, genai_fields
 from pathgrade.schemas.model import Trace
@@ -145,9 +145,9 @@ def test_every_span_decodes_becomes_a_row_and_is_evaluated(
             assert tokens is None or 0 <= tokens <= MAX_UINT64
         replay = row[SPAN_COLUMNS.index("EvalReplayIndex")]
         assert replay is None or 0 <= replay <= MAX_UINT32
-    evaluator = TraceEvaluator(default_policy(), "default", 100, 10, 100)
+    evaluator = TurnEvaluator(default_policy(), "default", 100, 10, 100)
     trace = Trace("t", TRACE_ID.hex(), decoded)
-    evaluator.evaluate(DueTrace(trace, "quiet", False), time.time_ns())
+    evaluator.evaluate(DueTurn(trace, "quiet", False), time.time_ns())
 
 
 def test_superscript_digits_are_text_not_numbers() -> None:

@@ -265,6 +265,7 @@ def test_every_span_field_is_decoded_into_its_own_field() -> None:
         trace_id=TRACE_ID, span_id=CHILD_ID, parent_span_id=ROOT_ID, name="chat m",
         kind=ProtoSpan.SPAN_KIND_CLIENT, start_time_unix_nano=5, end_time_unix_nano=7,
         trace_state="ts=1", status=Status(code=Status.STATUS_CODE_ERROR, message="boom"),
+        flags=0x301,
     )  # fmt: skip
     span.attributes.extend(
         [
@@ -283,6 +284,7 @@ def test_every_span_field_is_decoded_into_its_own_field() -> None:
         "scope_version": "scope-version",
         "attributes": {"gen_ai.operation.name": "chat", "pathgrade.run.id": "r"},
         "status_code": "Error", "status_message": "boom", "received_at_ns": 11,
+        "flags": 0x301,
     }  # fmt: skip
     init_fields = [f.name for f in dataclasses.fields(Span) if f.init]
     assert sorted(init_fields) == sorted([*expected, "events", "links", "genai", "eval"])
@@ -293,3 +295,4 @@ def test_every_span_field_is_decoded_into_its_own_field() -> None:
         (ROOT_ID.hex(), "link=1")
     ]
     assert decoded.genai.operation == "chat" and decoded.eval.run_id == "r"
+    assert decoded.parent_is_remote is True

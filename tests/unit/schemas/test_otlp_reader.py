@@ -101,7 +101,7 @@ def _parts_by_upb(value: bytes) -> list[tuple]:
                  attributes(s.attributes), s.status.code, s.status.message,
                  [(e.time_unix_nano, e.name, attributes(e.attributes)) for e in s.events] or None,
                  [(k.trace_id.hex(), k.span_id.hex(), k.trace_state, attributes(k.attributes))
-                  for k in s.links] or None)
+                  for k in s.links] or None, s.flags)
                 for s in ss.spans
             ]  # fmt: skip
             scopes.append((ss.scope.name, ss.scope.version, spans))

@@ -216,7 +216,7 @@ def test_every_query_of_the_ui_gate_delivery_and_cli_answers_the_same_on_shards(
     gap = '{"coverage_gap": true}'  # the third: a coverage gap's, sharded by its AlertKey
     numbered = [[f"seq-{n}", "a", "PG110", "orphan-write", "high", "violation", "r",
                  seeded["a"][n], "", "svc", "agent", "", "medium", "default",
-                 gap if n == 2 else "{}", 0, now, now, now + n, 3, n + 1]
+                 gap if n == 2 else "{}", 0, now, now, now + n, "", 3, n + 1]
                 for n in range(3)]  # fmt: skip
     store.insert_encodable("alerts", numbered, [*ALERT_COLUMNS, *SEQ_COLUMNS])
     assert store.sharded.query("SELECT count() FROM alerts_local FINAL").rows[0][0] == 5

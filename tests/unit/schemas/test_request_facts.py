@@ -1,0 +1,44 @@
+"""The request fact's definition (`schemas.facts_producer.requested_writes`): the turn's
+request is the last user message of a model call's input, matched with the policy's
+patterns; the fact is parsed back by `span_facts`."""
+
+from __future__ import annotations
+
+import json
+
+from pathgrade.schemas import facts
+from pathgrade.schemas.conventions import content_view
+from pathgrade.schemas.facts_producer import compute_facts
+from pathgrade.schemas.fingerprints import FactSecret
+from pathgrade.schemas.pii import PiiScanner
+from pathgrade.schemas.predicates import RequestPatterns
+
+PATTERNS = RequestPatterns({"change_plan": [r"\bdowngrade\b"], "open_dispute": [r"\bdispute\b"]})
+KEY = FactSecret(bytes(range(32))).for_tenant("acme")
+
+
+def _facts(messages: list[dict], requests: RequestPatterns | None = PATTERNS) -> dict:
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(messages)}
+    fields, rebuilt = content_view("chat m", attributes)
+    return compute_facts(fields, attributes, KEY, PiiScanner(()), rebuilt=rebuilt,
+                         requests=requests)  # fmt: skip
+
+
+def user(text: str) -> dict:
+    return {"role": "user", "parts": [{"type": "text", "content": text}]}
+
+
+def test_the_last_user_message_is_the_request() -> None:
+    answer, tool = {"role": "assistant", "content": "done"}, {"role": "tool", "content": "dispute"}
+    history = [user("open a dispute"), answer, user("now DOWNGRADE me"), tool]
+    recorded = _facts(history)
+    assert json.loads(recorded[facts.REQUESTS]) == {"change_plan": True, "open_dispute": False}
+    assert "DOWNGRADE" not in recorded[facts.REQUESTS]  # a fact, never the content
+    parsed = facts.span_facts(recorded)
+    assert parsed.requests == {"change_plan": True, "open_dispute": False}
+
+
+def test_no_user_message_or_no_patterns_no_fact() -> None:
+    assert facts.REQUESTS not in _facts([{"role": "system", "content": "be nice"}])
+    assert facts.REQUESTS not in _facts([user("downgrade")], requests=None)
+    assert facts.span_facts({}).requests is None
