@@ -39,6 +39,7 @@ Per span, in place:
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import secrets
@@ -50,6 +51,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 from pathgrade.collector.facts import CONTEXT_KEYS, FactMaker, write_facts
+from pathgrade.collector.forwarding import Forwarding
 from pathgrade.schemas import genai
 from pathgrade.schemas.allowed_keys import (
     IDENTIFIER_KEYS,
@@ -70,6 +72,7 @@ from pathgrade.schemas.pii import (
     PiiScanner,
     add_counts,
     card_number,
+    holds_card_digits,
 )
 from pathgrade.schemas.topics import DEFAULT_TENANT
 from pathgrade.schemas.withheld import KEY_TYPE, withheld_mark
@@ -81,15 +84,14 @@ CAPTURE_ALL_TOOLS: Final = "*"
 _TOOL_OR_MESSAGE_KEYS = frozenset(
     {genai.OI_INPUT_VALUE, genai.OI_OUTPUT_VALUE, genai.TL_ENTITY_INPUT, genai.TL_ENTITY_OUTPUT}
 )
-# Key verdicts of the attribute scan: content (dropped unless captured), context (read by
-# the capture policy, forwarded as allowed), a fact, allowed, an allowed identifier, a value
-# to withhold, a key (and its value) to withhold.
-_CONTENT, _CONTEXT, _FACT, _ALLOWED, _IDENTIFIER, _WITHHELD, _KEY_WITHHELD = range(7)
+# Key verdicts of the attribute scan (`Forwarding`), as plain ints for the hot loop.
+_CONTENT, _CONTEXT, _FACT, _ALLOWED, _IDENTIFIER, _WITHHELD, _KEY_WITHHELD = map(int, Forwarding)
 _NOTHING: Final[Counts] = {}
 _NO_PII: Final[Mapping[str, Counts | None]] = {}
 _MIN_CARD, _MAX_CARD = 10**12, 10**19  # numbers of 13-19 digits
 _MAX_CACHED_KEYS = 4096
 _SPAN_IDS = ("trace_id", "span_id", "parent_span_id")
+_REDACTORS = itertools.count(1)
 _DECIMAL = "0123456789"
 _MIN_GROWING_CHARS = 256  # longer message arrays (which the scanner does not remember) are read
 # incrementally when they grow
@@ -211,6 +213,7 @@ class Redactor:
         self._all_tools = CAPTURE_ALL_TOOLS in config.capture_tools
         self._captured_tools = frozenset(config.capture_tools)
         self._verdicts: BoundedMemo[str, int] = BoundedMemo(_MAX_CACHED_KEYS)
+        self._verdicts_id = next(_REDACTORS)  # what the fact kernel remembers them under
         self._dropped_arrays = GrowingArrays(self.scanner.find, _added)
         self._policies: dict[tuple[bool, bool, bool], _ContentPolicy] = {}
         self._drops_all = not (
@@ -280,7 +283,7 @@ class Redactor:
             return None, None
         encodings = None
         if whole and self._drops_all:
-            answered = self.facts.request_whole(body, tenant)
+            answered = self.facts.request_whole(body, tenant, self.forwarding, self._verdicts_id)
             answers = answered.answers if answered is not None else None
         else:
             answered, answers = None, self.facts.request_facts(body, tenant, self._drops_all)
@@ -299,8 +302,8 @@ class Redactor:
         return self.scanner.scrub(text)[0]
 
     def forwarding(self, key: str) -> int:
-        """How an attribute `key` of a span is forwarded (one of the verdicts above); the
-        fact kernel asks it too (`collector.facts.kernel_config`)."""
+        """How an attribute `key` is forwarded (a `Forwarding` verdict); the fact kernel asks
+        it too, for the spans it writes whole."""
         verdict = self._verdicts.get(key)
         if verdict is None:
             verdict = self._verdicts.put(key, self._verdict(key))
@@ -401,6 +404,10 @@ class Redactor:
                 for kv in event_attributes:
                     self._note_dropped(kv, found, prefix)
             removed = _delete(event_attributes, range(len(event_attributes)))
+        elif is_content:  # captured messages: every attribute is content, kept
+            removed = 0
+            for kv in event_attributes:
+                self._keep_content(kv, found.scrubbed, prefix, stats, key)
         else:
             content = self._scan(event_attributes, None, found.scrubbed, prefix, stats, key)[0]
             removed = self._settle(event_attributes, content, keep, found, prefix, stats, key)
@@ -526,17 +533,15 @@ class Redactor:
         prefix: str, stats: RedactionStats,
     ) -> None:  # fmt: skip
         """Replace each of the trace or span ids of `holder` (a span or a link) whose hex
-        holds a card number by as many bytes of its fingerprint."""
+        holds a card number (`holds_card_digits`) by as many bytes of its fingerprint."""
         for field in fields:
             raw = getattr(holder, field)
             text = raw.hex()
-            if sum(map(text.count, _DECIMAL)) < CARD_MIN_DIGITS:
-                continue  # fewer decimal digits than a card has
-            counts = self.scanner.find(text)
-            if counts:
-                digest = key.fingerprint(text).partition(":")[2]
-                setattr(holder, field, bytes.fromhex(digest)[: len(raw)])
-                stats.scrubbed(record, prefix + field, counts)
+            if sum(map(text.count, _DECIMAL)) < CARD_MIN_DIGITS or not holds_card_digits(text):
+                continue  # fewer decimal digits than a card has, or no card among them
+            digest = key.fingerprint(text).partition(":")[2]
+            setattr(holder, field, bytes.fromhex(digest)[: len(raw)])
+            stats.scrubbed(record, prefix + field, {CARD: 1})
 
     def _settle(
         self,
@@ -560,12 +565,7 @@ class Redactor:
         for position, index in enumerate(content):
             kv = attributes[index]
             if keep.keeps_content(kv.key):
-                name = kv.key
-                if not self._key_is_clean(name):
-                    name = kv.key = self._withheld_key(name, key, found.scrubbed, prefix, stats)
-                counts = self._scrub_value(kv.value)
-                if counts:
-                    stats.scrubbed(found.scrubbed, prefix + name, counts)
+                self._keep_content(kv, found.scrubbed, prefix, stats, key)
             else:
                 unkept.append(index)
                 if self.facts is None:
@@ -576,6 +576,19 @@ class Redactor:
                 elif kv.key in known_pii:
                     _note(found.dropped, prefix + kv.key, known_pii[kv.key])
         return _delete(attributes, unkept)
+
+    def _keep_content(
+        self, kv: KeyValue, record: PiiRecord, prefix: str, stats: RedactionStats,
+        key: TenantKey,
+    ) -> None:  # fmt: skip
+        """Forward captured content scrubbed (its key withheld when it does not look like
+        one: a content key known by its prefix may carry anything after it)."""
+        name = kv.key
+        if not self._key_is_clean(name):
+            name = kv.key = self._withheld_key(name, key, record, prefix, stats)
+        counts = self._scrub_value(kv.value)
+        if counts:
+            stats.scrubbed(record, prefix + name, counts)
 
     def _note_dropped(
         self, kv: KeyValue, found: _Findings, prefix: str, trace_id: bytes = b"",

@@ -77,9 +77,16 @@ Counts = dict[str, int]
 """Kind of personal data -> how many were found."""
 
 # --- normalisation --------------------------------------------------------------------------
+TRIGGERS: Final = "@%&\\"
+"""Characters that send ASCII text to the full reading: an at sign, and the openings of
+percent-encoding, HTML references and backslash escapes."""
+OBFUSCATION_OPENERS: Final = "([{<"
+OBFUSCATION_WORDS: Final = ("at", "dot")
+"""A bracketed word standing for "@" or "." (`(at)`, `[ dot ]`), opened by one of these."""
 _MAX_DECODES = 8
-_BRACKETED = re.compile(r"[(\[{<][^\S\n]*(?:at|dot)[^\S\n]*[)\]}>]", re.I)  # `(at)`, `[dot]`
-_OBFUSCATED = re.compile(r"[^\S\n]*[(\[{<][^\S\n]*(at|dot)[^\S\n]*[)\]}>][^\S\n]*", re.I)
+_WORDS = "|".join(OBFUSCATION_WORDS)
+_BRACKETED = re.compile(rf"[(\[{{<][^\S\n]*(?:{_WORDS})[^\S\n]*[)\]}}>]", re.I)
+_OBFUSCATED = re.compile(rf"[^\S\n]*[(\[{{<][^\S\n]*({_WORDS})[^\S\n]*[)\]}}>][^\S\n]*", re.I)
 _BACKSLASH = re.compile(
     r"\\u\{([0-9A-Fa-f]{1,6})\}|\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})|\\(?=[^\w\s])"
 )
@@ -103,7 +110,9 @@ MAX_SEPARATOR_RUN: Final = 32
 # A chain of digits with separator runs between them (the classes are disjoint, so the
 # expression never backtracks more than one separator run).
 _DIGIT_CHAIN = re.compile(rf"[0-9](?:[\W_]{{0,{MAX_SEPARATOR_RUN}}}[0-9])*")
-_PAYMENT_INDUSTRIES = frozenset("23456")
+_DIGIT_RUN = re.compile(rf"[0-9]{{{CARD_MIN_DIGITS},}}")
+PAYMENT_INDUSTRIES: Final = frozenset("23456")
+"""First digits of cards (major industry identifiers of banking and finance)."""
 _PAYMENT_DIGITS = frozenset(range(2, 7))
 _SAME = tuple(range(10))
 _DOUBLED = tuple((2 * d) // 10 + (2 * d) % 10 for d in range(10))
@@ -120,17 +129,23 @@ _CARD_RUN = b"0" * CARD_MIN_DIGITS
 # --- encoded tokens -------------------------------------------------------------------------
 ENCODED_MIN_CHARS: Final = 8
 """The shortest run of base64 or hexadecimal characters that is decoded and scanned."""
+ENCODED_HEX_CHARS: Final = ENCODED_MIN_CHARS + 4
+"""Hexadecimal digits in a row that make a run a token to decode (6 bytes: `a@b.co`)."""
 _BASE64 = r"A-Za-z0-9+/_\-"
+ENCODED_MAP: Final = bytes(
+    ord("0") if re.fullmatch(f"[{_BASE64}]", chr(byte)) else ord("x") for byte in range(256)
+)
+"""Byte -> "0" for a base64 or base64url character, else "x"."""
 # A run of base64/base64url characters (the whole run: no base64 character before it) that
 # may encode text: letters of both cases (base64 of any text of 6 bytes or more has them),
 # or 12 hexadecimal digits in a row. Each lookahead scans the run once (lazily), so the
 # search stays linear on hostile runs.
 _ENCODED = re.compile(
     rf"(?<![{_BASE64}=])(?:(?=[{_BASE64}]*?[a-z])(?=[{_BASE64}]*?[A-Z])"
-    rf"|(?=[{_BASE64}]*?[0-9A-Fa-f]{{12}}))[{_BASE64}]{{{ENCODED_MIN_CHARS},}}={{0,2}}"
+    rf"|(?=[{_BASE64}]*?[0-9A-Fa-f]{{{ENCODED_HEX_CHARS}}}))[{_BASE64}]{{{ENCODED_MIN_CHARS},}}={{0,2}}"
 )
 _TOKEN_PIECES = re.compile(r"[/+_\-]")
-_HEX = re.compile(rf"[0-9A-Fa-f]{{{ENCODED_MIN_CHARS + 4},}}")  # 6 bytes: `a@b.co`
+_HEX = re.compile(rf"[0-9A-Fa-f]{{{ENCODED_HEX_CHARS},}}")
 _URL_SAFE = str.maketrans("-_", "+/")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _MAX_TOKEN_DEPTH = 2
@@ -234,7 +249,7 @@ def card_number(value: int | float) -> bool:
     digits = str(abs(value))
     return (
         CARD_MIN_DIGITS <= len(digits) <= CARD_MAX_DIGITS
-        and digits[0] in _PAYMENT_INDUSTRIES
+        and digits[0] in PAYMENT_INDUSTRIES
         and luhn_valid(digits)
     )
 
@@ -434,6 +449,22 @@ def _prefix_sums(digits: list[int], parity: int, weight: tuple[int, ...]) -> lis
     return list(
         accumulate((weight[d] if i % 2 == parity else 0 for i, d in enumerate(digits)), initial=0)
     )
+
+
+def holds_card_digits(text: str) -> bool:
+    """True when a run of ASCII digits in `text` holds a card anywhere in it: 13-19 of its
+    digits in a row that start with 2-6 and pass the Luhn check. The check of a hex id
+    (trace and span ids), whose digits stand glued to its letters and to each other."""
+    for run in _DIGIT_RUN.findall(text):
+        digits = [ord(c) - 48 for c in run]
+        luhn = _LuhnSums(digits)
+        for begin, first in enumerate(digits):
+            if first not in _PAYMENT_DIGITS:
+                continue
+            stop = min(len(digits), begin + CARD_MAX_DIGITS)
+            if any(luhn.valid(begin, end) for end in range(begin + CARD_MIN_DIGITS, stop + 1)):
+                return True
+    return False
 
 
 def add_counts(total: Counts, more: Counts) -> None:
