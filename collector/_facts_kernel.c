@@ -2804,9 +2804,10 @@ static int luhn(const uint8_t *digits, size_t n) {
     return total % 10 == 0;
 }
 
-/* 1 when the hex of a trace or span id holds a card (`pii.holds_card_digits`: in a run of
- * decimal digits, `card_min` to `card_max` of them in a row that start with a payment
- * industry's digit and pass the Luhn check); the redactor then maps the id. */
+/* 1 when the hex of a trace or span id may hold a card: in a run of decimal digits,
+ * `card_min` to `card_max` of them in a row that start with a payment industry's digit and
+ * pass the Luhn check (a superset of `pii.id_holds_card`, which also asks the rest to be
+ * padding); the redactor then decides, and maps the id if it is one. */
 static int id_holds_card(const Kernel *k, const uint8_t *p, size_t n) {
     uint8_t nibbles[64];
     if (n > 32) return 1; /* not an id validation lets through: Python decides */

@@ -72,7 +72,7 @@ from pathgrade.schemas.pii import (
     PiiScanner,
     add_counts,
     card_number,
-    holds_card_digits,
+    id_holds_card,
 )
 from pathgrade.schemas.topics import DEFAULT_TENANT
 from pathgrade.schemas.withheld import KEY_TYPE, withheld_mark
@@ -532,12 +532,12 @@ class Redactor:
         self, holder: Any, fields: tuple[str, ...], key: TenantKey, record: PiiRecord,
         prefix: str, stats: RedactionStats,
     ) -> None:  # fmt: skip
-        """Replace each of the trace or span ids of `holder` (a span or a link) whose hex
-        holds a card number (`holds_card_digits`) by as many bytes of its fingerprint."""
+        """Replace each of the trace or span ids of `holder` (a span or a link) that is a
+        card written into an id (`id_holds_card`) by as many bytes of its fingerprint."""
         for field in fields:
             raw = getattr(holder, field)
             text = raw.hex()
-            if sum(map(text.count, _DECIMAL)) < CARD_MIN_DIGITS or not holds_card_digits(text):
+            if sum(map(text.count, _DECIMAL)) < CARD_MIN_DIGITS or not id_holds_card(text):
                 continue  # fewer decimal digits than a card has, or no card among them
             digest = key.fingerprint(text).partition(":")[2]
             setattr(holder, field, bytes.fromhex(digest)[: len(raw)])

@@ -22,6 +22,7 @@ from pathgrade.collector.pipeline import IngestCounters, IngestPipeline
 from pathgrade.collector.publisher import KafkaPublisher, producer_for
 from pathgrade.collector.redact import Redactor
 from pathgrade.collector.spill import SpillFile, SpillInUse
+from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.pii import PiiScanner
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,10 @@ class Collector:
 
     def start(self) -> None:
         config = self.config
-        facts = self._fact_maker()  # a bad key file stops the start before any connection
+        # A bad key file stops the start before any connection. The key is read with facts
+        # off too: withheld values and identifiers are fingerprinted with it.
+        secret = load_secret(config.facts_key_file, config.spill_dir)
+        facts = self._fact_maker(secret)
         try:
             producer = producer_for(config.kafka_bootstrap, config.ack_timeout_s)
         except KafkaError as exc:
@@ -74,7 +78,7 @@ class Collector:
         )  # fmt: skip
         self.publisher.start()
         self.pipeline = IngestPipeline(
-            Redactor(config.redaction, facts), self.publisher, config.max_message_bytes,
+            Redactor(config.redaction, facts, secret), self.publisher, config.max_message_bytes,
             self._counters,
         )  # fmt: skip
         try:
@@ -106,12 +110,11 @@ class Collector:
         self._http_thread.start()
         log.info("collector listening: grpc %d, http %d", self.grpc_port, self.http_port)
 
-    def _fact_maker(self) -> FactMaker | None:
+    def _fact_maker(self, secret: FactSecret) -> FactMaker | None:
         """The facts stage, with the deployment's secret (None with facts off)."""
         config = self.config
         if not config.facts:
             return None
-        secret = load_secret(config.facts_key_file, config.spill_dir)
         maker = FactMaker(secret, PiiScanner(config.redaction.extra_patterns))
         if maker.kernel is None:
             log.warning(

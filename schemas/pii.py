@@ -451,19 +451,25 @@ def _prefix_sums(digits: list[int], parity: int, weight: tuple[int, ...]) -> lis
     )
 
 
-def holds_card_digits(text: str) -> bool:
-    """True when a run of ASCII digits in `text` holds a card anywhere in it: 13-19 of its
-    digits in a row that start with 2-6 and pass the Luhn check. The check of a hex id
-    (trace and span ids), whose digits stand glued to its letters and to each other."""
-    for run in _DIGIT_RUN.findall(text):
-        digits = [ord(c) - 48 for c in run]
+def id_holds_card(hex_text: str) -> bool:
+    """True when the hex of a trace or span id is a card written into an id: 13-19 of its
+    digits in a row start with 2-6 and pass the Luhn check, and every other character is
+    one and the same padding (`0000000000000000` + a card, a card + `ffff...`). A random
+    id never is one (one in a billion, where a card-like run somewhere in the hex is one
+    in 300); a card hidden among random hex letters is not recognised."""
+    for run in _DIGIT_RUN.finditer(hex_text):
+        digits = [ord(c) - 48 for c in run.group()]
         luhn = _LuhnSums(digits)
         for begin, first in enumerate(digits):
             if first not in _PAYMENT_DIGITS:
                 continue
-            stop = min(len(digits), begin + CARD_MAX_DIGITS)
-            if any(luhn.valid(begin, end) for end in range(begin + CARD_MIN_DIGITS, stop + 1)):
-                return True
+            for end in range(
+                begin + CARD_MIN_DIGITS, min(len(digits), begin + CARD_MAX_DIGITS) + 1
+            ):
+                start, stop = run.start() + begin, run.start() + end
+                padding = set(hex_text[:start] + hex_text[stop:])
+                if len(padding) <= 1 and luhn.valid(begin, end):
+                    return True
     return False
 
 

@@ -299,8 +299,11 @@ def test_content_counts_leave_encoded_tokens_undecoded() -> None:
     assert SCANNER.find(ENCODED_EMAIL.replace("@", "&#64;")) == {"email": 1}
 
 
-def test_hex_ids_hold_a_card_when_some_of_their_digits_do() -> None:
-    assert pii.holds_card_digits("0000000000000000" + "5555555555554444")
-    assert pii.holds_card_digits("4111111111111111")
-    assert not pii.holds_card_digits("5f14ca83ce1234567890128e475a61f5")
-    assert not pii.holds_card_digits("1234567890128")  # Luhn-valid, but starts with 1
+def test_a_card_written_into_an_id_is_found_and_random_ids_are_not() -> None:
+    card = "5555555555554444"
+    for id_hex in ("0" * 16 + card, card + "f" * 16, "4111111111111111", "00" + card + "0" * 14):
+        assert pii.id_holds_card(id_hex), id_hex
+    assert not pii.id_holds_card("5f14ca83ce1234567890128e475a61f5")  # Luhn, but starts with 1
+    assert not pii.id_holds_card("ab" + card + "0" * 14)  # random-looking: not an id of a card
+    randoms = [bytes(range(i, i + 16)).hex() for i in range(200)]
+    assert not any(pii.id_holds_card(r) for r in randoms)
