@@ -141,7 +141,7 @@ ENCODED_MAP: Final = bytes(
 # or 12 hexadecimal digits in a row. Each lookahead scans the run once (lazily), so the
 # search stays linear on hostile runs.
 _ENCODED = re.compile(
-    rf"(?<![{_BASE64}=])(?:(?=[{_BASE64}]*?[a-z])(?=[{_BASE64}]*?[A-Z])"
+    rf"(?<![{_BASE64}])(?:(?=[{_BASE64}]*?[a-z])(?=[{_BASE64}]*?[A-Z])"
     rf"|(?=[{_BASE64}]*?[0-9A-Fa-f]{{{ENCODED_HEX_CHARS}}}))[{_BASE64}]{{{ENCODED_MIN_CHARS},}}={{0,2}}"
 )
 _TOKEN_PIECES = re.compile(r"[/+_\-]")

@@ -25,6 +25,7 @@ import hashlib
 import html
 import json
 import re
+import time
 import unicodedata
 import urllib.parse
 from collections import Counter
@@ -50,7 +51,7 @@ from tests.support.topics import read_topic
 
 pytestmark = pytest.mark.integration
 
-NOW_NS = 1_765_000_000 * 10**9
+NOW_NS = time.time_ns()  # the trace index keeps 90 days: spans of now
 CONTENT_TYPES = {"protobuf": "application/x-protobuf", "json": "application/json"}
 
 
@@ -489,7 +490,7 @@ def topic_texts(bootstrap: str) -> list[str]:
 def _strings(message) -> list[str]:
     found = []
     for field, value in message.ListFields():
-        items = value if field.label == field.LABEL_REPEATED else [value]
+        items = value if field.is_repeated else [value]
         for item in items:
             if field.type == field.TYPE_MESSAGE:
                 found += _strings(item)

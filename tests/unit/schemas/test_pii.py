@@ -262,6 +262,8 @@ ENCODED_CARD = "4111111111111111"
         base64.b64encode(ENCODED_EMAIL.encode()).decode(),
         base64.urlsafe_b64encode(ENCODED_EMAIL.encode()).decode().rstrip("="),
         "id:" + base64.b64encode(ENCODED_EMAIL.encode()).decode(),
+        "vendor=" + base64.b64encode(ENCODED_EMAIL.encode()).decode(),
+        "GET /search?q=" + ENCODED_EMAIL.encode().hex(),
         ENCODED_EMAIL.encode().hex(),
         "dana.kim (at) example (dot) org",
         "dana.kim @ example.org",
