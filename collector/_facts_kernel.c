@@ -16,6 +16,12 @@
  *                         keys with any; None for a value that is not text, which Python
  *                         reads if it drops it)
  *
+ * With `whole` (nothing captured), each span's whole encoding as the collector forwards it,
+ * where the redactor would scrub nothing in it: content removed, each string of a key the
+ * allow-list does not allow as its withheld mark, `pathgrade.redacted.keys` and the facts
+ * added; the allow-list's verdict of a key is asked of the redactor (`forwarding(key)`,
+ * remembered under `forwarding_id`), never decided here; any other span is None (Python).
+ *
  * Every definition stays in Python and is handed over at construction: the convention
  * mapping's keys and tables, the lexicons (their anchors pre-check here; a text holding an
  * anchor goes to the Python lexicon), the personal-data scanner (a text that cannot hold

@@ -159,6 +159,8 @@ def decoded(text: str) -> str:
     combining characters removed, decimal digits as ASCII, other full stops as ".",
     bracketed at/dot as "@" / "."."""
     for _ in range(10):
+        if not any(c in text for c in "%&\\"):
+            break
         before = text
         text = urllib.parse.unquote(html.unescape(text))
         text = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text)
@@ -166,26 +168,45 @@ def decoded(text: str) -> str:
         text = re.sub(r"\\(?=[^\w\s])", "", text)  # a backslash before punctuation
         if text == before:
             break
-    text = unicodedata.normalize("NFKC", text)
-    text = "".join(
-        str(unicodedata.decimal(c)) if c.isdecimal() and not c.isascii() else c
-        for c in text
-        if unicodedata.category(c) not in ("Cf", "Mn", "Me")
-    )
-    text = re.sub("[\u3002\uff61]", ".", text)
+    if not text.isascii():
+        text = re.sub(r"[^\x00-\x7f]+", _plain_letters, unicodedata.normalize("NFKC", text))
     text = re.sub(r"\s*[(\[{<]\s*at\s*[)\]}>]\s*", "@", text, flags=re.I)
     text = re.sub(r"\s*[(\[{<]\s*dot\s*[)\]}>]\s*", ".", text, flags=re.I)
     return text.lower()
 
 
-def views(text: str) -> list[str]:
-    """`text` decoded, and every base64 or hex token in it decoded to text and decoded."""
+def _plain_letters(match: re.Match[str]) -> str:
+    """Non-ASCII characters without the invisible ones, digits as ASCII, full stops "."."""
+    kept = []
+    for c in match.group():
+        if unicodedata.category(c) in ("Cf", "Mn", "Me"):
+            continue
+        kept.append(
+            str(unicodedata.decimal(c)) if c.isdecimal() else "." if c in "\u3002\uff61" else c
+        )
+    return "".join(kept)
+
+
+def views(text: str, tokens: dict[str, list[str]]) -> list[str]:
+    """`text` decoded, and every base64 or hex token in it decoded to text (printable UTF-8)
+    and decoded; `tokens` remembers each token's texts."""
     found = [decoded(text)]
     for token in set(re.findall(r"[A-Za-z0-9+/_\-]{8,}={0,2}", text)):
-        for piece in {token, *re.split(r"[/+_\-=]", token)}:
-            for raw in _token_bytes(piece):
-                found.append(decoded(raw.decode("utf-8", "replace")))
+        if token not in tokens:
+            pieces = {token, *re.split(r"[/+_\-=]", token)}
+            texts = (_printable(raw) for piece in pieces for raw in _token_bytes(piece))
+            tokens[token] = [decoded(t) for t in texts if t]
+        found += tokens[token]
     return found
+
+
+def _printable(raw: bytes) -> str:
+    """`raw` as UTF-8 text when it is printable text, else ""."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
+    return "" if re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", text) else text
 
 
 def _token_bytes(piece: str) -> Iterator[bytes]:
@@ -203,19 +224,25 @@ def _token_bytes(piece: str) -> Iterator[bytes]:
 
 def survivors(planted: list[Planted], texts: list[str]) -> set[int]:
     """The planted values whose canonical form (or either half of a split one) is in any
-    of `texts` once decoded."""
-    spaced = [v for t in texts for v in views(t)]
+    of `texts` once decoded: an address anywhere around an "@" of the text without spaces
+    and quotes, a card's digits anywhere in the text without anything but digits."""
+    tokens: dict[str, list[str]] = {}
+    spaced = [v for t in set(texts) for v in views(t, tokens)]
     joined = "\n".join(spaced)
     compact = re.sub(r"\s+", "", joined).replace('"', "")
+    around_at = {compact[max(0, m.start() - 80) : m.start() + 80]
+                 for m in re.finditer("@", compact)}  # fmt: skip
+    nearby = "\n".join(around_at)
     digits = "\n".join(re.sub(r"\D", "", v) for v in spaced)
+    digit_runs = {digits[m.start() : m.start() + 16] for m in re.finditer("4", digits)}
     found = set()
     for value in planted:
         if value.halves[0]:
             seen = any(half.lower() in joined for half in value.halves)
         elif value.kind == "email":
-            seen = value.canonical.replace('"', "") in compact
+            seen = value.canonical.replace('"', "") in nearby
         else:
-            seen = value.canonical in digits
+            seen = value.canonical in digit_runs  # every planted card has 16 digits, from 4
         if seen:
             found.add(value.ident)
     return found
