@@ -1119,10 +1119,88 @@ static int may_hold_pii(const Kernel *k, const char *s, size_t n) {
     return 0;
 }
 
+static int decoded_may_hold(const Kernel *k, const uint8_t *s, size_t n, int depth);
+
+/* The value of a base64 (or base64url) character, or -1. */
+static int base64_value(uint8_t c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+}
+
+static int hex_value(uint8_t c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* 1 when a piece of a token decodes (as `pii._decodings` reads it: an even number of at
+ * least `encoded_hex_min` hex digits, or, with letters of both cases or none, base64 read
+ * from each of its first four characters) to text the scanner would read further. */
+static int piece_may_hold(const Kernel *k, const uint8_t *p, size_t n, int depth) {
+    while (n > 0 && p[n - 1] == '=') n--;
+    uint8_t out[768];
+    int hex = n % 2 == 0 && n >= (size_t)k->encoded_hex_min, lower = 0, upper = 0;
+    for (size_t i = 0; i < n; i++) {
+        hex &= hex_value(p[i]) >= 0;
+        lower |= p[i] >= 'a' && p[i] <= 'z';
+        upper |= p[i] >= 'A' && p[i] <= 'Z';
+    }
+    if (n > 4 * sizeof out / 3) return 1; /* longer than read here: the scanner decides */
+    if (hex) {
+        for (size_t i = 0; i < n / 2; i++)
+            out[i] = (uint8_t)(hex_value(p[2 * i]) << 4 | hex_value(p[2 * i + 1]));
+        return decoded_may_hold(k, out, n / 2, depth);
+    }
+    if (lower != upper) return 0; /* one case only: not read as base64 */
+    for (size_t skip = 0; skip < 4 && skip < n; skip++) {
+        size_t len = n - skip;
+        if (len < (size_t)k->encoded_min || len % 4 == 1) continue;
+        size_t m = 0;
+        uint32_t bits = 0;
+        int count = 0;
+        for (size_t i = skip; i < n; i++) {
+            bits = bits << 6 | (uint32_t)base64_value(p[i]);
+            if (++count == 4) {
+                out[m++] = (uint8_t)(bits >> 16);
+                out[m++] = (uint8_t)(bits >> 8);
+                out[m++] = (uint8_t)bits;
+                bits = 0;
+                count = 0;
+            }
+        }
+        if (count == 2) out[m++] = (uint8_t)(bits >> 4);
+        if (count == 3) {
+            out[m++] = (uint8_t)(bits >> 10);
+            out[m++] = (uint8_t)(bits >> 2);
+        }
+        if (decoded_may_hold(k, out, m, depth)) return 1;
+    }
+    return 0;
+}
+
+/* 1 when the run `p[0..n)` is a token (`pii._ENCODED`) one of whose pieces (the run and
+ * its parts between `/ + - _`) may decode to text with personal data. */
+static int token_may_hold(const Kernel *k, const uint8_t *p, size_t n, int depth) {
+    if (piece_may_hold(k, p, n, depth)) return 1;
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && p[i] != '/' && p[i] != '+' && p[i] != '-' && p[i] != '_') continue;
+        if (i > start && i - start < n && piece_may_hold(k, p + start, i - start, depth)) return 1;
+        start = i + 1;
+    }
+    return 0;
+}
+
 /* 1 when `s` holds a run of base64 characters the scanner decodes when it scrubs
  * (`pii._ENCODED`: at least `encoded_min` of them, with letters of both cases or
- * `encoded_hex_min` hexadecimal digits in a row). */
-static int has_encoded_token(const Kernel *k, const char *s, size_t n) {
+ * `encoded_hex_min` hexadecimal digits in a row) and which may decode to text with
+ * personal data; the scanner reads two levels of tokens (`depth` 0 and 1). */
+static int has_encoded_token(const Kernel *k, const char *s, size_t n, int depth) {
     size_t run = 0, hex = 0;
     int lower = 0, upper = 0, long_hex = 0;
     for (size_t i = 0; i <= n; i++) {
@@ -1131,22 +1209,52 @@ static int has_encoded_token(const Kernel *k, const char *s, size_t n) {
             run++;
             lower |= c >= 'a' && c <= 'z';
             upper |= c >= 'A' && c <= 'Z';
-            int is_hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-            hex = is_hex ? hex + 1 : 0;
+            hex = hex_value(c) >= 0 ? hex + 1 : 0;
             long_hex |= hex >= (size_t)k->encoded_hex_min;
             continue;
         }
-        if (run >= (size_t)k->encoded_min && ((lower && upper) || long_hex)) return 1;
+        size_t end = i; /* padding belongs to the token */
+        while (end < n && s[end] == '=' && end - i < 2) end++;
+        if (run >= (size_t)k->encoded_min && ((lower && upper) || long_hex) &&
+            (depth >= 2 || token_may_hold(k, (const uint8_t *)s + i - run, run + end - i, depth + 1)))
+            return 1;
         run = hex = 0;
         lower = upper = long_hex = 0;
     }
     return 0;
 }
 
+/* 1 when text decoded from a token may hold personal data for the scanner (`_decodings`
+ * keeps it): printable UTF-8 that is not ASCII, or holds a trigger, an obfuscated word, as
+ * many digits as a card, or a token to read at the next depth. */
+static int decoded_may_hold(const Kernel *k, const uint8_t *s, size_t n, int depth) {
+    int ascii = 1;
+    size_t digits = 0;
+    for (size_t i = 0; i < n;) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) return 0;
+            digits += c >= '0' && c <= '9';
+            i++;
+            continue;
+        }
+        ascii = 0; /* a valid UTF-8 sequence, or the text is not read */
+        size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+        if (len == 0 || i + len > n) return 0;
+        for (size_t j = 1; j < len; j++)
+            if ((s[i + j] & 0xc0) != 0x80) return 0;
+        i += len;
+    }
+    if (!ascii || digits >= (size_t)k->card_min) return 1;
+    for (const char *t = k->triggers; *t; t++)
+        if (memchr(s, *t, n)) return 1;
+    return has_obfuscation(k, (const char *)s, n) || has_encoded_token(k, (const char *)s, n, depth);
+}
+
 /* 0 when scrubbing certainly leaves this forwarded text as it is (`scrub`: `may_hold_pii`,
  * and no encoded token to decode); 1 when the scanner must read it. */
 static int may_need_scrub(const Kernel *k, const char *s, size_t n) {
-    return may_hold_pii(k, s, n) || has_encoded_token(k, s, n);
+    return may_hold_pii(k, s, n) || has_encoded_token(k, s, n, 0);
 }
 
 /* 0 when the lower-cased ASCII text holds none of the anchors (so no entry matches);
@@ -2049,9 +2157,32 @@ typedef struct {
 } Reasons;
 
 /* One requested tool call, `{"id": clean(id), "name": clean(name)}`, into `calls`. */
+/* An identifier (a tool call's id) as a JSON string into `out`: as it is when scrubbing
+ * leaves it unchanged, else its fingerprint (`facts_producer._identifier`). */
+static int put_identifier_json(Ctx *c, const char *s, size_t n, Buf *out) {
+    if (!s) s = "";
+    if (may_need_scrub(c->k, s, n)) {
+        PyObject *text = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "surrogatepass");
+        PyObject *clean = text ? PyObject_CallOneArg(c->k->pii_clean, text) : NULL;
+        int same = clean ? PyUnicode_Check(clean) && PyUnicode_Compare(clean, text) == 0 : -1;
+        Py_XDECREF(clean);
+        Py_XDECREF(text);
+        if (same < 0 || PyErr_Occurred()) return -1;
+        if (!same) {
+            size_t start = c->scratch->len;
+            fingerprint(c->hmac, s, n, c->scratch);
+            put_json_string(out, c->scratch->data + start, c->scratch->len - start);
+            c->scratch->len = start;
+            return 0;
+        }
+    }
+    put_json_string(out, s, n);
+    return 0;
+}
+
 static int put_tool_call(Ctx *c, Buf *calls, int *n_calls, const Buf *id, const Buf *name) {
     buf_puts(calls, (*n_calls)++ ? ",{\"id\":" : "{\"id\":");
-    int status = put_clean_json(c, id->data, id->len, calls);
+    int status = put_identifier_json(c, id->data, id->len, calls);
     buf_puts(calls, ",\"name\":");
     if (status == 0) status = put_clean_json(c, name->data, name->len, calls);
     buf_putc(calls, '}');

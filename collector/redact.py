@@ -98,7 +98,8 @@ _MIN_GROWING_CHARS = 256  # longer message arrays (which the scanner does not re
 
 
 class RedactionConfig(BaseModel):
-    """What content the collector lets through; everything else is removed or scrubbed."""
+    """What the collector lets through: captured content, and allowed keys' values as
+    (scrubbed) text; everything else is removed or withheld."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

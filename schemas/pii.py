@@ -339,7 +339,13 @@ def _decodings(piece: str) -> list[str]:
         text = raw.decode("utf-8", "replace")
         if "\ufffd" in text or _CONTROL.search(text):
             continue
-        if not text.isascii() or needs_decoding(text) or "@" in text or _digits(text) >= 13:
+        if (
+            not text.isascii()
+            or needs_decoding(text)
+            or "@" in text
+            or _digits(text) >= CARD_MIN_DIGITS
+            or _ENCODED.search(text)  # a token in a token: read at the next depth
+        ):
             texts.append(text)
     return texts
 

@@ -31,7 +31,7 @@ from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.schemas import facts as f
 from pathgrade.schemas import genai
 from pathgrade.schemas.fingerprints import FactSecret
-from pathgrade.schemas.pii import PiiScanner
+from pathgrade.schemas.pii import PiiScanner, luhn_valid
 from pathgrade.schemas.withheld import read_withheld
 
 from pathgrade.demo.sender import send_demo_traces
@@ -531,15 +531,32 @@ def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) ->
 
 
 def _long_digit_run(span: trace_pb2.Span) -> bool:
-    """True when the hex of one of the span's ids holds 13 decimal digits in a row."""
-    ids = (span.trace_id, span.span_id, span.parent_span_id)
-    return any(re.search(r"[0-9]{13}", raw.hex()) for raw in ids)
+    """True when the hex of one of the span's ids holds a card-like run (13-19 decimal
+    digits in a row that start with 2-6 and pass Luhn): the kernel leaves those spans to
+    the redactor, which maps the ids that are cards written into ids."""
+    for raw in (span.trace_id, span.span_id, span.parent_span_id):
+        for run in re.findall(r"[0-9]{13,}", raw.hex()):
+            for begin in range(len(run)):
+                for end in range(begin + 13, min(len(run), begin + 19) + 1):
+                    if run[begin] in "23456" and luhn_valid(run[begin:end]):
+                        return True
+    return False
 
 
 # ---- whole spans: what the kernel forwards itself on default settings
 
 
-PII_TEXTS = ["a@b.io", "card 4111 1111 1111 1111", "50% off", "héllo"]
+ENCODED_PII = [
+    "id=YUBiLmlvLmNv",  # base64 of an address after a prefix
+    "6a6f40622e696f2e636f",  # hex of one
+    "WVVCaUxtbHZMbU52",  # base64 of base64 of one
+    "NDExMTExMTExMTExMTExMQ",  # base64 of a card, no padding
+    "call_409a8a78909ff4976a8a43ef",  # an id with a hex run: decodes to nothing readable
+    "ChatOpenAI",  # both cases: read as base64, nothing in it
+    "jo&#64;b.io",
+    "jo (at) b (dot) io",
+]
+PII_TEXTS = ["a@b.io", "card 4111 1111 1111 1111", "50% off", "héllo", *ENCODED_PII]
 plain_scalars = st.one_of(
     texts,
     st.sampled_from(PII_TEXTS),
@@ -563,7 +580,7 @@ plain_values = st.recursive(
 plain_keys = st.sampled_from(
     ["http.url", "db.statement", "http.status_code", "peer.service", "mail a@b.io", f.VERSION]
 )
-maybe_pii = st.sampled_from(["", "plain", "a@b.io", "id 4111111111111111"])
+maybe_pii = st.sampled_from(["", "plain", "a@b.io", "id 4111111111111111", *ENCODED_PII])
 
 
 @st.composite

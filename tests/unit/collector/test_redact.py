@@ -9,6 +9,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1 import trace_pb2
+from pathgrade.collector.facts import CONTEXT_KEYS as CONTEXT_KEYS_OF_FACTS
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.schemas import genai
 from pathgrade.schemas.pii import CARD_MARK, EMAIL_MARK, PATTERN_MARK, luhn_valid
@@ -314,6 +315,25 @@ def test_extra_patterns() -> None:
 def test_invalid_extra_pattern_is_named() -> None:
     with pytest.raises(ValidationError, match=r"extra_patterns\[1\] '\(unclosed' is not a valid"):
         RedactionConfig(extra_patterns=["ok", "(unclosed"])
+
+
+def test_an_empty_allowed_key_is_named() -> None:
+    with pytest.raises(ValidationError, match=r"allowed_keys\[1\] is empty"):
+        RedactionConfig(allowed_keys=["app.public", " "])
+
+
+def test_allowed_keys_add_exact_keys_and_patterns_to_the_defaults() -> None:
+    config = {"allowed_keys": ["app.plan", "app.public.*", "team.[ab]"]}
+    span = _span({"app.plan": "gold", "app.public.region": "eu", "team.a": "x", "team.c": "y"})
+    kept = _redact(span, **config)
+    assert (kept["app.plan"], kept["app.public.region"], kept["team.a"]) == ("gold", "eu", "x")
+    assert read_withheld(kept["team.c"]) is not None
+
+
+def test_every_key_the_capture_policy_reads_is_allowed_by_default() -> None:
+    """The context keys are forwarded as allowed values: the default list holds them."""
+    redactor = Redactor(RedactionConfig())
+    assert all(redactor.allowed.allows(key) for key in CONTEXT_KEYS_OF_FACTS)
 
 
 def test_config_rejects_unknown_fields() -> None:
