@@ -899,7 +899,7 @@ typedef struct {
     long facts_version;
     uint8_t card_map[256];
     char *triggers;          /* bytes that send a text to the scanner (`pii.TRIGGERS`) */
-    uint8_t opener[256];     /* opening brackets of an obfuscated word (`(at)`) */
+    char *openers;           /* opening brackets of an obfuscated word (`(at)`) */
     KeyList obfuscation_words;
     uint8_t encoded_map[256]; /* base64 / base64url characters */
     int encoded_min, encoded_hex_min;
@@ -1065,16 +1065,18 @@ static int eq(const char *s, size_t n, const char *c) {
  * (`(at)`, `[ dot ]`: the scanner reads them as "@" and "."); the closing bracket is not
  * looked for (a superset of what the scanner replaces). */
 static int has_obfuscation(const Kernel *k, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        if (!k->opener[(unsigned char)s[i]]) continue;
-        size_t j = i + 1;
-        while (j < n && (s[j] == ' ' || s[j] == '\t')) j++;
-        for (size_t w = 0; w < k->obfuscation_words.n; w++) {
-            size_t len = k->obfuscation_words.lens[w];
-            if (j + len > n) continue;
-            size_t m = 0;
-            while (m < len && lower_ascii[(unsigned char)s[j + m]] == (uint8_t)k->obfuscation_words.keys[w][m]) m++;
-            if (m == len) return 1;
+    for (const char *o = k->openers; *o; o++) {
+        for (const char *at = memchr(s, *o, n); at; at = memchr(at + 1, *o, (size_t)(s + n - at - 1))) {
+            size_t j = (size_t)(at - s) + 1;
+            while (j < n && (s[j] == ' ' || s[j] == '\t')) j++;
+            for (size_t w = 0; w < k->obfuscation_words.n; w++) {
+                size_t len = k->obfuscation_words.lens[w], m = 0;
+                while (m < len && j + m < n &&
+                       lower_ascii[(unsigned char)s[j + m]] == (uint8_t)k->obfuscation_words.keys[w][m])
+                    m++;
+                if (m == len) return 1;
+            }
+            if (at + 1 >= s + n) break;
         }
     }
     return 0;
@@ -3447,16 +3449,10 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_int(config, "encoded_hex_min", &encoded_hex_min) < 0 ||
         config_keys(config, "obfuscation_words", &k->obfuscation_words) < 0 ||
         config_bytes_str(config, "pii_triggers", &k->triggers) < 0 ||
+        config_bytes_str(config, "obfuscation_openers", &k->openers) < 0 ||
         config_byte_map(config, "encoded_map", k->encoded_map) < 0 ||
         config_verdicts(config, k) < 0 || config_withheld(config, k) < 0)
         return -1;
-    PyObject *openers = config_item(config, "obfuscation_openers");
-    if (!openers || !PyBytes_Check(openers)) {
-        if (openers) PyErr_SetString(PyExc_TypeError, "kernel config: obfuscation_openers must be bytes");
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < PyBytes_GET_SIZE(openers); i++)
-        k->opener[(uint8_t)PyBytes_AS_STRING(openers)[i]] = 1;
     PyObject *payment = config_item(config, "payment_digits");
     if (!payment || !PyBytes_Check(payment)) {
         if (payment) PyErr_SetString(PyExc_TypeError, "kernel config: payment_digits must be bytes");
@@ -3561,6 +3557,7 @@ static void Kernel_dealloc(Kernel *k) {
     PyMem_Free(k->fingerprints);
     PyMem_Free(k->verdicts);
     PyMem_Free(k->triggers);
+    PyMem_Free(k->openers);
     PyMem_Free(k->withheld_prefix);
     PyMem_Free(k->withheld_suffix);
     Py_XDECREF(k->instruction_names);

@@ -67,7 +67,6 @@ from pathgrade.schemas.otlp import any_value
 from pathgrade.schemas.pii import (
     CARD,
     CARD_MARK,
-    CARD_MIN_DIGITS,
     Counts,
     PiiScanner,
     add_counts,
@@ -92,7 +91,6 @@ _MIN_CARD, _MAX_CARD = 10**12, 10**19  # numbers of 13-19 digits
 _MAX_CACHED_KEYS = 4096
 _SPAN_IDS = ("trace_id", "span_id", "parent_span_id")
 _REDACTORS = itertools.count(1)
-_DECIMAL = "0123456789"
 _MIN_GROWING_CHARS = 256  # longer message arrays (which the scanner does not remember) are read
 # incrementally when they grow
 
@@ -538,8 +536,8 @@ class Redactor:
         for field in fields:
             raw = getattr(holder, field)
             text = raw.hex()
-            if sum(map(text.count, _DECIMAL)) < CARD_MIN_DIGITS or not id_holds_card(text):
-                continue  # fewer decimal digits than a card has, or no card among them
+            if not id_holds_card(text):
+                continue
             digest = key.fingerprint(text).partition(":")[2]
             setattr(holder, field, bytes.fromhex(digest)[: len(raw)])
             stats.scrubbed(record, prefix + field, {CARD: 1})
