@@ -1083,9 +1083,9 @@ static int has_obfuscation(const Kernel *k, const char *s, size_t n) {
 }
 
 /* 0 when the Python scanner certainly finds nothing in this text (`find`: ASCII without a
- * trigger byte or an obfuscated word, fewer than `card_min` digits or no run of card
- * characters as long as a card, no extra patterns): its own pre-checks, or supersets of
- * them; 1 when the scanner must read it. */
+ * trigger byte or an obfuscated word, no run of card characters holding `card_min`
+ * digits, no extra patterns): its own pre-checks, or supersets of them; 1 when the
+ * scanner must read it. */
 static int may_hold_pii(const Kernel *k, const char *s, size_t n) {
     if (!k->exact_pii) return 1;
     size_t i = 0;
@@ -1112,9 +1112,9 @@ static int may_hold_pii(const Kernel *k, const char *s, size_t n) {
         while (start > 0 && card[(unsigned char)s[start - 1]]) start--;
         while (stop + 1 < n && card[(unsigned char)s[stop + 1]]) stop++;
         if (stop - start + 1 >= m) {
-            size_t digits = 0; /* a card needs as many digits in the whole text */
-            for (size_t d = 0; d < n; d++) digits += s[d] >= '0' && s[d] <= '9';
-            return digits >= m;
+            size_t digits = 0; /* a card needs as many digits in its run */
+            for (size_t d = start; d <= stop; d++) digits += s[d] >= '0' && s[d] <= '9';
+            if (digits >= m) return 1;
         }
         at = stop + 1 + m; /* the next run starts past stop + 1 */
     }
@@ -3507,7 +3507,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "kernel config: card_run_map must be 256 bytes");
         return -1;
     }
-    for (int i = 0; i < 256; i++) k->card_map[i] = PyBytes_AS_STRING(map)[i] == '0';
+    for (int i = 0; i < 256; i++) k->card_map[i] = PyBytes_AS_STRING(map)[i] != 'x';
     PyObject *sources = PyDict_GetItemString(config, "operation_sources");
     if (!sources || !PyTuple_Check(sources) || PyTuple_GET_SIZE(sources) > 8) {
         PyErr_SetString(PyExc_ValueError, "kernel config: operation_sources");
