@@ -900,6 +900,8 @@ typedef struct {
     uint8_t card_map[256];
     char *triggers;          /* bytes that send a text to the scanner (`pii.TRIGGERS`) */
     char *openers;           /* opening brackets of an obfuscated word (`(at)`) */
+    char *spelt_dot;         /* the word of an address spelt out (`dot`) */
+    size_t spelt_dot_len;
     KeyList obfuscation_words;
     uint8_t encoded_map[256]; /* base64 / base64url characters */
     int encoded_min, encoded_hex_min;
@@ -1062,8 +1064,9 @@ static int eq(const char *s, size_t n, const char *c) {
 /* ---- the pre-checks of the Python definitions */
 
 /* 1 when an opening bracket of `s` is followed (after spaces) by an obfuscation word
- * (`(at)`, `[ dot ]`: the scanner reads them as "@" and "."); the closing bracket is not
- * looked for (a superset of what the scanner replaces). */
+ * (`(at)`, `[ dot ]`: the scanner reads them as "@" and "."; the closing bracket is not
+ * looked for: a superset of what the scanner replaces), or when the word of an address
+ * spelt out stands between whitespace (` dot `). */
 static int has_obfuscation(const Kernel *k, const char *s, size_t n) {
     for (const char *o = k->openers; *o; o++) {
         for (const char *at = memchr(s, *o, n); at; at = memchr(at + 1, *o, (size_t)(s + n - at - 1))) {
@@ -1078,6 +1081,15 @@ static int has_obfuscation(const Kernel *k, const char *s, size_t n) {
             }
             if (at + 1 >= s + n) break;
         }
+    }
+    /* an address spelt out: whitespace, the word, whitespace (`jane at example dot com`) */
+    size_t len = k->spelt_dot_len;
+    for (size_t i = 0; len && i + len + 2 <= n; i++) {
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r') continue;
+        size_t m = 0;
+        while (m < len && lower_ascii[(unsigned char)s[i + 1 + m]] == (uint8_t)k->spelt_dot[m]) m++;
+        char after = s[i + 1 + len];
+        if (m == len && (after == ' ' || after == '\t' || after == '\n' || after == '\r')) return 1;
     }
     return 0;
 }
@@ -3450,6 +3462,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_keys(config, "obfuscation_words", &k->obfuscation_words) < 0 ||
         config_bytes_str(config, "pii_triggers", &k->triggers) < 0 ||
         config_bytes_str(config, "obfuscation_openers", &k->openers) < 0 ||
+        config_str(config, "spelt_dot", &k->spelt_dot) < 0 ||
         config_byte_map(config, "encoded_map", k->encoded_map) < 0 ||
         config_verdicts(config, k) < 0 || config_withheld(config, k) < 0)
         return -1;
@@ -3463,6 +3476,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         if (c >= '0' && c <= '9') k->payment_digit[c - '0'] = 1;
     }
     k->card_max = (int)card_max;
+    k->spelt_dot_len = strlen(k->spelt_dot);
     k->encoded_min = (int)encoded_min;
     k->encoded_hex_min = (int)encoded_hex_min;
     k->verdicts = PyMem_Calloc(VERDICT_SLOTS, sizeof(VerdictSlot));
@@ -3558,6 +3572,7 @@ static void Kernel_dealloc(Kernel *k) {
     PyMem_Free(k->verdicts);
     PyMem_Free(k->triggers);
     PyMem_Free(k->openers);
+    PyMem_Free(k->spelt_dot);
     PyMem_Free(k->withheld_prefix);
     PyMem_Free(k->withheld_suffix);
     Py_XDECREF(k->instruction_names);

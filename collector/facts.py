@@ -60,6 +60,7 @@ from pathgrade.schemas.pii import (
     OBFUSCATION_OPENERS,
     OBFUSCATION_WORDS,
     PAYMENT_INDUSTRIES,
+    SPELT_DOT,
     TRIGGERS,
     PiiScanner,
 )
@@ -221,6 +222,7 @@ def kernel_config(scanner: PiiScanner) -> dict[str, Any]:
         "pii_triggers": TRIGGERS.encode(),
         "obfuscation_openers": OBFUSCATION_OPENERS.encode(),
         "obfuscation_words": OBFUSCATION_WORDS,
+        "spelt_dot": SPELT_DOT,
         "card_run_map": CARD_RUN_MAP,
         "card_min": CARD_MIN_DIGITS,
         "card_max": CARD_MAX_DIGITS,

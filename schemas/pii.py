@@ -17,16 +17,18 @@ Normalisation:
 - invisible characters are removed: every format character (zero-width spaces and joiners,
   bidi marks, embeddings and isolates, the soft hyphen, tags) and every combining mark (the
   combining grapheme joiner, variation selectors, the keycap mark: `4️⃣` is `4`);
-- every decimal digit becomes its ASCII digit, every full stop of another script (the
-  ideographic `。`) becomes `.`, and a bracketed `at` or `dot` (`(at)`, `[dot]`) becomes
-  `@` or `.`.
-Plain ASCII text without `%`, `&`, `\\` or a bracketed `at`/`dot` is matched as is.
+- every decimal digit becomes its ASCII digit, every full stop or middle dot of another
+  script (the ideographic `。`, `·`) becomes `.`, a bracketed `at` or `dot` (`(at)`,
+  `[dot]`) becomes `@` or `.`, and an address spelt out (`jane at example dot com`)
+  becomes one.
+Plain ASCII text without `%`, `&`, `\\`, a bracketed `at`/`dot` or a spelt-out ` dot ` is
+matched as is.
 
 Rules:
 - e-mail: an `@` with a local part before it (up to 64 characters of the characters RFC
   5322 allows, or a quoted string) and a domain after it (two or more labels of letters,
   digits and `-` in any script, or an address literal such as `[192.0.2.1]`), spaces
-  around the `@` allowed; no top-level domain list;
+  around the `@` and the domain's dots allowed; no top-level domain list;
 - card: 13-19 digits that pass the Luhn check, in a chain of digits where any run of up to
   32 characters that are not letters or digits (spaces, `_`, `,`, `·`, dashes, ...)
   may stand between two digits; a card may start at the chain's first digit or after any
@@ -83,6 +85,8 @@ percent-encoding, HTML references and backslash escapes."""
 OBFUSCATION_OPENERS: Final = "([{<"
 OBFUSCATION_WORDS: Final = ("at", "dot")
 """A bracketed word standing for "@" or "." (`(at)`, `[ dot ]`), opened by one of these."""
+SPELT_DOT: Final = "dot"
+"""The word an address spelt out has between spaces (`jane at example dot com`)."""
 _MAX_DECODES = 8
 _WORDS = "|".join(OBFUSCATION_WORDS)
 _BRACKETED = re.compile(rf"[(\[{{<][^\S\n]*(?:{_WORDS})[^\S\n]*[)\]}}>]", re.I)
@@ -95,14 +99,26 @@ _SUPPLEMENTARY = re.compile("[\U00010000-\U0010ffff]")
 _NON_ASCII_DIGIT = re.compile(r"(?![0-9])\d")
 _INVISIBLE_CATEGORIES = frozenset({"Cf", "Mn", "Me"})
 # Full stops of other scripts (the ideographic one, its half-width and vertical forms, ...).
+# Full stops and middle dots of other scripts (the ideographic full stop, its half-width and
+# vertical forms, the middle dot, the katakana middle dot, the dot operator, ...).
 _FULL_STOPS = re.compile(
-    "[\u3002\uff61\ufe12\u06d4\u0701\u0702\u1362\u166e\u2e3c\ua4ff\ua60e\ua6f3]"
+    "[\u3002\uff61\ufe12\u06d4\u0701\u0702\u1362\u166e\u2e3c\ua4ff\ua60e\ua6f3"
+    "\u00b7\u0387\u2027\u2219\u22c5\u2e31\u30fb\uff65]"
 )
 
 # --- matching -------------------------------------------------------------------------------
 # An address is found from its "@": the local part ends there, the domain starts after it.
 _LOCAL_PART = re.compile(r"(?:\"[^\"\n]{1,64}\"|[\w.!#$%&'*+/=?^`{|}~\-]{1,64})[^\S\n]*\Z")
-_DOMAIN = re.compile(r"[^\S\n]*(?:\[[^\]\s]{1,64}\]|[\w\-]{1,63}(?:\.[\w\-]{1,63}){1,8})")
+_DOMAIN = re.compile(
+    r"[^\S\n]*(?:\[[^\]\s]{1,64}\]|[\w\-]{1,63}(?:[^\S\n]*\.[^\S\n]*[\w\-]{1,63}){1,8})"
+)
+# An address spelt out: `jane at example dot com` (the whole shape, so `look at this` is not).
+_SPELT = re.compile(
+    r"([\w.+\-]{1,64})[^\S\n]+at[^\S\n]+([\w\-]{1,63}(?:[^\S\n]+dot[^\S\n]+[\w\-]{1,63}){1,8})",
+    re.I,
+)
+_SPELT_DOT = re.compile(rf"[^\S\n]+{SPELT_DOT}[^\S\n]+", re.I)
+_SPELT_TRIGGER = re.compile(rf"\s{SPELT_DOT}\s", re.I)
 CARD_MIN_DIGITS: Final = 13
 CARD_MAX_DIGITS: Final = 19
 MAX_SEPARATOR_RUN: Final = 32
@@ -168,14 +184,15 @@ def luhn_valid(digits: str) -> bool:
 
 
 def needs_decoding(text: str) -> bool:
-    """False when `normalise` returns `text` as is: plain ASCII without `%`, `&`, `\\` or
-    a bracketed `at`/`dot`."""
+    """False when `normalise` returns `text` as is: plain ASCII without `%`, `&`, `\\`, a
+    bracketed `at`/`dot` or a spelt-out ` dot `."""
     return (
         not text.isascii()
         or "%" in text
         or "&" in text
         or "\\" in text
         or _BRACKETED.search(text) is not None
+        or _SPELT_TRIGGER.search(text) is not None
     )
 
 
@@ -192,7 +209,8 @@ def normalise(text: str) -> str:
             text = _SUPPLEMENTARY.sub(_supplementary, text)
         text = _NON_ASCII_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group(), 0)), text)
         text = _FULL_STOPS.sub(".", text)
-    return _OBFUSCATED.sub(lambda m: "@" if m.group(1).lower() == "at" else ".", text)
+    text = _OBFUSCATED.sub(lambda m: "@" if m.group(1).lower() == "at" else ".", text)
+    return _SPELT.sub(lambda m: m.group(1) + "@" + _SPELT_DOT.sub(".", m.group(2)), text)
 
 
 def _decoded(text: str) -> str:

@@ -92,6 +92,10 @@ EMAIL_CLOTHES: dict[str, Callable[[str], str]] = {
     "(at) (dot)": lambda e: e.replace("@", " (at) ").replace(".", "(dot)"),
     "[at] [dot]": lambda e: e.replace("@", "[at]").replace(".", " [ dot ] "),
     "spaces around @": lambda e: e.replace("@", " @ "),
+    "spaces around the domain's dots": lambda e: e.replace(".example.", " . example . "),
+    "spelt out": lambda e: e.replace("@", " at ").replace(".", " dot "),
+    "middle dots in the domain": lambda e: e.replace(".example.", "\u00b7example\u00b7"),
+    "katakana middle dots": lambda e: e.replace(".", "\u30fb"),
     "base64": b64,
     "base64url, no padding": lambda e: base64.urlsafe_b64encode(e.encode()).decode().rstrip("="),
     "base64 after a prefix": lambda e: "id=" + b64(e),
@@ -156,8 +160,8 @@ class Planted:
 def decoded(text: str) -> str:
     """`text` with every spelling undone, lower-case, written independently of
     `schemas.pii`: percent, HTML and backslash escapes (repeatedly), NFKC, format and
-    combining characters removed, decimal digits as ASCII, other full stops as ".",
-    bracketed at/dot as "@" / "."."""
+    combining characters removed, decimal digits as ASCII, other full stops and middle
+    dots as ".", bracketed or spelt-out at/dot as "@" / "."."""
     for _ in range(10):
         if not any(c in text for c in "%&\\"):
             break
@@ -172,6 +176,7 @@ def decoded(text: str) -> str:
         text = re.sub(r"[^\x00-\x7f]+", _plain_letters, unicodedata.normalize("NFKC", text))
     text = re.sub(r"\s*[(\[{<]\s*at\s*[)\]}>]\s*", "@", text, flags=re.I)
     text = re.sub(r"\s*[(\[{<]\s*dot\s*[)\]}>]\s*", ".", text, flags=re.I)
+    text = re.sub(r"\s+at\s+", "@", re.sub(r"\s+dot\s+", ".", text, flags=re.I), flags=re.I)
     return text.lower()
 
 
@@ -181,9 +186,8 @@ def _plain_letters(match: re.Match[str]) -> str:
     for c in match.group():
         if unicodedata.category(c) in ("Cf", "Mn", "Me"):
             continue
-        kept.append(
-            str(unicodedata.decimal(c)) if c.isdecimal() else "." if c in "\u3002\uff61" else c
-        )
+        dot = c in "\u3002\uff61\u00b7\u30fb"
+        kept.append(str(unicodedata.decimal(c)) if c.isdecimal() else "." if dot else c)
     return "".join(kept)
 
 

@@ -555,6 +555,8 @@ ENCODED_PII = [
     "ChatOpenAI",  # both cases: read as base64, nothing in it
     "jo&#64;b.io",
     "jo (at) b (dot) io",
+    "jo at b dot io",
+    "jo@b · io",
 ]
 PII_TEXTS = ["a@b.io", "card 4111 1111 1111 1111", "50% off", "héllo", *ENCODED_PII]
 plain_scalars = st.one_of(

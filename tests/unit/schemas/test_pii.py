@@ -266,6 +266,11 @@ ENCODED_CARD = "4111111111111111"
         "GET /search?q=" + ENCODED_EMAIL.encode().hex(),
         ENCODED_EMAIL.encode().hex(),
         "dana.kim (at) example (dot) org",
+        "dana.kim at example dot org",
+        "Dana.Kim AT Example DOT org",
+        "dana.kim@example . org",
+        "dana.kim@example\u00b7org",
+        "dana.kim@example\u30fborg",
         "dana.kim @ example.org",
         ENCODED_EMAIL.replace("@", "\ufe6b"),
         urllib.parse.quote(ENCODED_EMAIL.replace("@", "&#64;")),
@@ -291,6 +296,11 @@ def test_values_in_new_clothes_are_found(text: str) -> None:
     clean, counts = SCANNER.scrub(text)
     assert sum(counts.values()) == 1, (text, clean)
     assert "dana" not in clean and "4111" not in clean.replace(" ", ""), clean
+
+
+def test_words_that_only_look_like_a_spelt_address_stay() -> None:
+    for text in ("look at this", "meet at noon dot", "at the dot com bubble", "x at y"):
+        assert SCANNER.scrub(text) == (text, {}), text
 
 
 def test_content_counts_leave_encoded_tokens_undecoded() -> None:
