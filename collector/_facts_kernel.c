@@ -1153,15 +1153,16 @@ static int hex_value(uint8_t c) {
 }
 
 /* 1 when a piece of a token decodes (as `pii._decodings` reads it: an even number of at
- * least `encoded_hex_min` hex digits, or, with letters of both cases or none, base64 read
- * from each of its first four characters) to text the scanner would read further. */
+ * least `encoded_hex_min` hex digits, or, with an upper-case letter and a lower-case one or
+ * a digit, base64 read from each of its first four characters) to text the scanner would
+ * read further. */
 static int piece_may_hold(const Kernel *k, const uint8_t *p, size_t n, int depth) {
     while (n > 0 && p[n - 1] == '=') n--;
     uint8_t out[768];
     int hex = n % 2 == 0 && n >= (size_t)k->encoded_hex_min, lower = 0, upper = 0;
     for (size_t i = 0; i < n; i++) {
         hex &= hex_value(p[i]) >= 0;
-        lower |= p[i] >= 'a' && p[i] <= 'z';
+        lower |= (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= '0' && p[i] <= '9');
         upper |= p[i] >= 'A' && p[i] <= 'Z';
     }
     if (n > 4 * sizeof out / 3) return 1; /* longer than read here: the scanner decides */
@@ -1170,7 +1171,7 @@ static int piece_may_hold(const Kernel *k, const uint8_t *p, size_t n, int depth
             out[i] = (uint8_t)(hex_value(p[2 * i]) << 4 | hex_value(p[2 * i + 1]));
         return decoded_may_hold(k, out, n / 2, depth);
     }
-    if (lower != upper) return 0; /* one case only: not read as base64 */
+    if (!(upper && lower)) return 0; /* no upper case, or nothing else: not read as base64 */
     for (size_t skip = 0; skip < 4 && skip < n; skip++) {
         size_t len = n - skip;
         if (len < (size_t)k->encoded_min || len % 4 == 1) continue;
@@ -1211,8 +1212,9 @@ static int token_may_hold(const Kernel *k, const uint8_t *p, size_t n, int depth
 }
 
 /* 1 when `s` holds a run of base64 characters the scanner decodes when it scrubs
- * (`pii._ENCODED`: at least `encoded_min` of them, with letters of both cases or
- * `encoded_hex_min` hexadecimal digits in a row) and which may decode to text with
+ * (`pii._ENCODED`: at least `encoded_min` of them, with an upper-case letter and a
+ * lower-case one or a digit, or `encoded_hex_min` hexadecimal digits in a row; `lower`
+ * below counts digits too) and which may decode to text with
  * personal data; the scanner reads two levels of tokens (`depth` 0 and 1). */
 static int has_encoded_token(const Kernel *k, const char *s, size_t n, int depth) {
     size_t run = 0, hex = 0;
@@ -1221,7 +1223,7 @@ static int has_encoded_token(const Kernel *k, const char *s, size_t n, int depth
         unsigned char c = i < n ? (unsigned char)s[i] : 0;
         if (i < n && k->encoded_map[c]) {
             run++;
-            lower |= c >= 'a' && c <= 'z';
+            lower |= (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
             upper |= c >= 'A' && c <= 'Z';
             hex = hex_value(c) >= 0 ? hex + 1 : 0;
             long_hex |= hex >= (size_t)k->encoded_hex_min;

@@ -158,14 +158,16 @@ ENCODED_MAP: Final = bytes(
 )
 """Byte -> "0" for a base64 or base64url character, else "x"."""
 # A run of base64/base64url characters (the whole run: no base64 character before it) that
-# may encode text: letters of both cases (base64 of any text of 6 bytes or more has them),
-# or 12 hexadecimal digits in a row. Each lookahead scans the run once (lazily), so the
-# search stays linear on hostile runs.
+# may encode text: an upper-case letter with a lower-case one or a digit (base64 of text of
+# 6 bytes or more has them: of letters, both cases; of digits, upper case and digits), or
+# 12 hexadecimal digits in a row. Each lookahead scans the run once (lazily), so the search
+# stays linear on hostile runs.
 _ENCODED = re.compile(
-    rf"(?<![{_BASE64}])(?:(?=[{_BASE64}]*?[a-z])(?=[{_BASE64}]*?[A-Z])"
+    rf"(?<![{_BASE64}])(?:(?=[{_BASE64}]*?[A-Z])(?=[{_BASE64}]*?[a-z0-9])"
     rf"|(?=[{_BASE64}]*?[0-9A-Fa-f]{{{ENCODED_HEX_CHARS}}}))[{_BASE64}]{{{ENCODED_MIN_CHARS},}}={{0,2}}"
 )
 _TOKEN_PIECES = re.compile(r"[/+_\-]")
+_BASE64_TEXT = re.compile(r"[A-Z].*?[a-z0-9]|[a-z0-9].*?[A-Z]")  # upper case, and more
 _HEX = re.compile(rf"[0-9A-Fa-f]{{{ENCODED_HEX_CHARS},}}")
 _URL_SAFE = str.maketrans("-_", "+/")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -345,13 +347,14 @@ class PiiScanner:
 
 def _decodings(piece: str) -> list[str]:
     """The printable texts `piece` decodes to that may hold personal data: as hexadecimal
-    (an even number of hex digits), and as base64 or base64url (letters of both cases),
-    read from each of its first four characters (a token glued to a prefix)."""
+    (an even number of hex digits), or as base64 or base64url (an upper-case letter, and a
+    lower-case one or a digit), read from each of its first four characters (a token glued
+    to a prefix)."""
     raws = []
     body = piece.rstrip("=")
     if len(body) % 2 == 0 and _HEX.fullmatch(body):
         raws.append(bytes.fromhex(body))
-    elif not (body.islower() or body.isupper()):
+    elif _BASE64_TEXT.search(body):
         standard = body.translate(_URL_SAFE)
         for skip in range(4):
             part = standard[skip:]

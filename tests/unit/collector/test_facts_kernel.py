@@ -551,6 +551,7 @@ ENCODED_PII = [
     "6a6f40622e696f2e636f",  # hex of one
     "WVVCaUxtbHZMbU52",  # base64 of base64 of one
     "NDExMTExMTExMTExMTExMQ",  # base64 of a card, no padding
+    "NDI5MDA5ODY5NDU5OTE3MQ==",  # base64 of another: upper case and digits only
     "call_409a8a78909ff4976a8a43ef",  # an id with a hex run: decodes to nothing readable
     "ChatOpenAI",  # both cases: read as base64, nothing in it
     "jo&#64;b.io",

@@ -285,6 +285,7 @@ ENCODED_CARD = "4111111111111111"
         "4111&nbsp;1111&nbsp;1111&nbsp;1111",
         "4111&#32;1111&#32;1111&#32;1111",
         base64.b64encode(ENCODED_CARD.encode()).decode(),
+        base64.b64encode(b"4290098694599171").decode(),  # upper case and digits only
         ENCODED_CARD.encode().hex(),
         "\\u0034111111111111111",
         "4111\u200b1111\u200b1111\u200b1111",
