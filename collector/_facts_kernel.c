@@ -1063,6 +1063,8 @@ static int eq(const char *s, size_t n, const char *c) {
 
 /* ---- the pre-checks of the Python definitions */
 
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
 /* 1 when an opening bracket of `s` is followed (after spaces) by an obfuscation word
  * (`(at)`, `[ dot ]`: the scanner reads them as "@" and "."; the closing bracket is not
  * looked for: a superset of what the scanner replaces), or when the word of an address
@@ -1082,14 +1084,20 @@ static int has_obfuscation(const Kernel *k, const char *s, size_t n) {
             if (at + 1 >= s + n) break;
         }
     }
-    /* an address spelt out: whitespace, the word, whitespace (`jane at example dot com`) */
+    /* an address spelt out: whitespace, the word, whitespace (`jane at example dot com`),
+     * looked for at the word's first letter in either case */
     size_t len = k->spelt_dot_len;
-    for (size_t i = 0; len && i + len + 2 <= n; i++) {
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r') continue;
-        size_t m = 0;
-        while (m < len && lower_ascii[(unsigned char)s[i + 1 + m]] == (uint8_t)k->spelt_dot[m]) m++;
-        char after = s[i + 1 + len];
-        if (m == len && (after == ' ' || after == '\t' || after == '\n' || after == '\r')) return 1;
+    if (len == 0 || n < len + 2) return 0;
+    char first[2] = {k->spelt_dot[0], (char)(k->spelt_dot[0] - 'a' + 'A')};
+    for (int c = 0; c < 2; c++) {
+        for (const char *at = memchr(s + 1, first[c], n - 1); at;
+             at = at + 1 < s + n ? memchr(at + 1, first[c], (size_t)(s + n - at - 1)) : NULL) {
+            size_t i = (size_t)(at - s);
+            if (i + len >= n || !is_space(s[i - 1]) || !is_space(s[i + len])) continue;
+            size_t m = 1;
+            while (m < len && lower_ascii[(unsigned char)s[i + m]] == (uint8_t)k->spelt_dot[m]) m++;
+            if (m == len) return 1;
+        }
     }
     return 0;
 }
