@@ -16,6 +16,12 @@
  *                         keys with any; None for a value that is not text, which Python
  *                         reads if it drops it)
  *
+ * With `whole` (nothing captured), each span's whole encoding as the collector forwards it,
+ * where the redactor would scrub nothing in it: content removed, each string of a key the
+ * allow-list does not allow as its withheld mark, `pathgrade.redacted.keys` and the facts
+ * added; the allow-list's verdict of a key is asked of the redactor (`forwarding(key)`,
+ * remembered under `forwarding_id`), never decided here; any other span is None (Python).
+ *
  * Every definition stays in Python and is handed over at construction: the convention
  * mapping's keys and tables, the lexicons (their anchors pre-check here; a text holding an
  * anchor goes to the Python lexicon), the personal-data scanner (a text that cannot hold
@@ -825,6 +831,17 @@ typedef struct {
     int used;
 } Memory;
 
+/* Forwarding verdicts of attribute keys (`Redactor.forwarding`), remembered per callable:
+ * agents repeat their keys. Direct-mapped; a key longer than VERDICT_KEY is asked each time. */
+#define VERDICT_SLOTS 1024
+#define VERDICT_KEY 64
+
+typedef struct {
+    uint8_t used, len;
+    long verdict;
+    char key[VERDICT_KEY];
+} VerdictSlot;
+
 /* Attribute keys the kernel reads, by class. */
 enum { KEY_OTHER = 0, KEY_CONTENT = 1, KEY_CONTEXT = 2, KEY_FACT = 3 };
 #define KEY_SLOTS 256
@@ -881,8 +898,21 @@ typedef struct {
     PyObject *redacted_key; /* str: the count of the attributes removed from a span */
     long facts_version;
     uint8_t card_map[256];
-    int card_min, exact_pii, skeleton_depth, skeleton_items;
+    char *triggers;          /* bytes that send a text to the scanner (`pii.TRIGGERS`) */
+    char *openers;           /* opening brackets of an obfuscated word (`(at)`) */
+    char *spelt_dot;         /* the word of an address spelt out (`dot`) */
+    size_t spelt_dot_len;
+    KeyList obfuscation_words;
+    uint8_t encoded_map[256]; /* base64 / base64url characters */
+    int encoded_min, encoded_hex_min;
+    int card_min, card_max, exact_pii, skeleton_depth, skeleton_items;
     int decline_inputs; /* request patterns are set: spans with input messages go to Python */
+    uint8_t payment_digit[16]; /* digits a card starts with (`pii` major industries) */
+    long verdict_allowed, verdict_context, verdict_identifier, verdict_withheld;
+    char *withheld_prefix, *withheld_suffix; /* a withheld string's mark around its fingerprint */
+    size_t withheld_prefix_len, withheld_suffix_len;
+    VerdictSlot *verdicts; /* VERDICT_SLOTS, the forwarding verdicts of keys asked */
+    long verdicts_of;      /* the id of the forwarding callable they are of (0: none yet) */
     KeySlot key_table[KEY_SLOTS];
     FpSlot *fingerprints; /* FP_SLOTS, remembered fingerprints */
     Memory instructions[MEMORY_SLOTS]; /* by (tenant, trace) */
@@ -1034,11 +1064,51 @@ static int eq(const char *s, size_t n, const char *c) {
 
 /* ---- the pre-checks of the Python definitions */
 
-/* 0 when the Python scanner certainly finds nothing in this text (ASCII without "%" or
- * "@", no run of card characters as long as a card, no extra patterns): its own
- * pre-checks, in the same order; 1 when the scanner must read it. */
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* 1 when an opening bracket of `s` is followed (after spaces) by an obfuscation word
+ * (`(at)`, `[ dot ]`: the scanner reads them as "@" and "."; the closing bracket is not
+ * looked for: a superset of what the scanner replaces), or when the word of an address
+ * spelt out stands between whitespace (` dot `). */
+static int has_obfuscation(const Kernel *k, const char *s, size_t n) {
+    for (const char *o = k->openers; *o; o++) {
+        for (const char *at = memchr(s, *o, n); at; at = memchr(at + 1, *o, (size_t)(s + n - at - 1))) {
+            size_t j = (size_t)(at - s) + 1;
+            while (j < n && (s[j] == ' ' || s[j] == '\t')) j++;
+            for (size_t w = 0; w < k->obfuscation_words.n; w++) {
+                size_t len = k->obfuscation_words.lens[w], m = 0;
+                while (m < len && j + m < n &&
+                       lower_ascii[(unsigned char)s[j + m]] == (uint8_t)k->obfuscation_words.keys[w][m])
+                    m++;
+                if (m == len) return 1;
+            }
+            if (at + 1 >= s + n) break;
+        }
+    }
+    /* an address spelt out: whitespace, the word, whitespace (`jane at example dot com`),
+     * looked for at the word's first letter in either case */
+    size_t len = k->spelt_dot_len;
+    if (len == 0 || n < len + 2) return 0;
+    char first[2] = {k->spelt_dot[0], (char)(k->spelt_dot[0] - 'a' + 'A')};
+    for (int c = 0; c < 2; c++) {
+        for (const char *at = memchr(s + 1, first[c], n - 1); at;
+             at = at + 1 < s + n ? memchr(at + 1, first[c], (size_t)(s + n - at - 1)) : NULL) {
+            size_t i = (size_t)(at - s);
+            if (i + len >= n || !is_space(s[i - 1]) || !is_space(s[i + len])) continue;
+            size_t m = 1;
+            while (m < len && lower_ascii[(unsigned char)s[i + m]] == (uint8_t)k->spelt_dot[m]) m++;
+            if (m == len) return 1;
+        }
+    }
+    return 0;
+}
+
+/* 0 when the Python scanner certainly finds nothing in this text (`find`: ASCII without a
+ * trigger byte or an obfuscated word, no run of card characters holding `card_min`
+ * digits, no extra patterns): its own pre-checks, or supersets of them; 1 when the
+ * scanner must read it. */
 static int may_hold_pii(const Kernel *k, const char *s, size_t n) {
-    if (!k->exact_pii || memchr(s, '@', n) || memchr(s, '%', n)) return 1;
+    if (!k->exact_pii) return 1;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t word;
@@ -1047,6 +1117,9 @@ static int may_hold_pii(const Kernel *k, const char *s, size_t n) {
     }
     for (; i < n; i++)
         if ((unsigned char)s[i] >= 0x80) return 1;
+    for (const char *t = k->triggers; *t; t++)
+        if (memchr(s, *t, n)) return 1;
+    if (has_obfuscation(k, s, n)) return 1;
     /* A run of `card_min` card characters holds one of every `card_min`-th position:
      * look there, and around a card character only. */
     const uint8_t *card = k->card_map;
@@ -1059,10 +1132,154 @@ static int may_hold_pii(const Kernel *k, const char *s, size_t n) {
         size_t start = at, stop = at;
         while (start > 0 && card[(unsigned char)s[start - 1]]) start--;
         while (stop + 1 < n && card[(unsigned char)s[stop + 1]]) stop++;
-        if (stop - start + 1 >= m) return 1;
+        if (stop - start + 1 >= m) {
+            size_t digits = 0; /* a card needs as many digits in its run */
+            for (size_t d = start; d <= stop; d++) digits += s[d] >= '0' && s[d] <= '9';
+            if (digits >= m) return 1;
+        }
         at = stop + 1 + m; /* the next run starts past stop + 1 */
     }
     return 0;
+}
+
+static int decoded_may_hold(const Kernel *k, const uint8_t *s, size_t n, int depth);
+
+/* The value of a base64 (or base64url) character, or -1. */
+static int base64_value(uint8_t c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+}
+
+static int hex_value(uint8_t c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* 1 when a piece of a token decodes (as `pii._decodings` reads it: an even number of at
+ * least `encoded_hex_min` hex digits, or, with an upper-case letter and a lower-case one or
+ * a digit, base64 read from each of its first four characters) to text the scanner would
+ * read further. */
+static int piece_may_hold(const Kernel *k, const uint8_t *p, size_t n, int depth) {
+    while (n > 0 && p[n - 1] == '=') n--;
+    uint8_t out[768];
+    int hex = n % 2 == 0 && n >= (size_t)k->encoded_hex_min, lower = 0, upper = 0;
+    for (size_t i = 0; i < n; i++) {
+        hex &= hex_value(p[i]) >= 0;
+        lower |= (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= '0' && p[i] <= '9');
+        upper |= p[i] >= 'A' && p[i] <= 'Z';
+    }
+    if (n > 4 * sizeof out / 3) return 1; /* longer than read here: the scanner decides */
+    if (hex) {
+        for (size_t i = 0; i < n / 2; i++)
+            out[i] = (uint8_t)(hex_value(p[2 * i]) << 4 | hex_value(p[2 * i + 1]));
+        return decoded_may_hold(k, out, n / 2, depth);
+    }
+    if (!(upper && lower)) return 0; /* no upper case, or nothing else: not read as base64 */
+    for (size_t skip = 0; skip < 4 && skip < n; skip++) {
+        size_t len = n - skip;
+        if (len < (size_t)k->encoded_min || len % 4 == 1) continue;
+        size_t m = 0;
+        uint32_t bits = 0;
+        int count = 0;
+        for (size_t i = skip; i < n; i++) {
+            bits = bits << 6 | (uint32_t)base64_value(p[i]);
+            if (++count == 4) {
+                out[m++] = (uint8_t)(bits >> 16);
+                out[m++] = (uint8_t)(bits >> 8);
+                out[m++] = (uint8_t)bits;
+                bits = 0;
+                count = 0;
+            }
+        }
+        if (count == 2) out[m++] = (uint8_t)(bits >> 4);
+        if (count == 3) {
+            out[m++] = (uint8_t)(bits >> 10);
+            out[m++] = (uint8_t)(bits >> 2);
+        }
+        if (decoded_may_hold(k, out, m, depth)) return 1;
+    }
+    return 0;
+}
+
+/* 1 when the run `p[0..n)` is a token (`pii._ENCODED`) one of whose pieces (the run and
+ * its parts between `/ + - _`) may decode to text with personal data. */
+static int token_may_hold(const Kernel *k, const uint8_t *p, size_t n, int depth) {
+    if (piece_may_hold(k, p, n, depth)) return 1;
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && p[i] != '/' && p[i] != '+' && p[i] != '-' && p[i] != '_') continue;
+        if (i > start && i - start < n && piece_may_hold(k, p + start, i - start, depth)) return 1;
+        start = i + 1;
+    }
+    return 0;
+}
+
+/* 1 when `s` holds a run of base64 characters the scanner decodes when it scrubs
+ * (`pii._ENCODED`: at least `encoded_min` of them, with an upper-case letter and a
+ * lower-case one or a digit, or `encoded_hex_min` hexadecimal digits in a row; `lower`
+ * below counts digits too) and which may decode to text with
+ * personal data; the scanner reads two levels of tokens (`depth` 0 and 1). */
+static int has_encoded_token(const Kernel *k, const char *s, size_t n, int depth) {
+    size_t run = 0, hex = 0;
+    int lower = 0, upper = 0, long_hex = 0;
+    for (size_t i = 0; i <= n; i++) {
+        unsigned char c = i < n ? (unsigned char)s[i] : 0;
+        if (i < n && k->encoded_map[c]) {
+            run++;
+            lower |= (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+            upper |= c >= 'A' && c <= 'Z';
+            hex = hex_value(c) >= 0 ? hex + 1 : 0;
+            long_hex |= hex >= (size_t)k->encoded_hex_min;
+            continue;
+        }
+        size_t end = i; /* padding belongs to the token */
+        while (end < n && s[end] == '=' && end - i < 2) end++;
+        if (run >= (size_t)k->encoded_min && ((lower && upper) || long_hex) &&
+            (depth >= 2 || token_may_hold(k, (const uint8_t *)s + i - run, run + end - i, depth + 1)))
+            return 1;
+        run = hex = 0;
+        lower = upper = long_hex = 0;
+    }
+    return 0;
+}
+
+/* 1 when text decoded from a token may hold personal data for the scanner (`_decodings`
+ * keeps it): printable UTF-8 that is not ASCII, or holds a trigger, an obfuscated word, as
+ * many digits as a card, or a token to read at the next depth. */
+static int decoded_may_hold(const Kernel *k, const uint8_t *s, size_t n, int depth) {
+    int ascii = 1;
+    size_t digits = 0;
+    for (size_t i = 0; i < n;) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) return 0;
+            digits += c >= '0' && c <= '9';
+            i++;
+            continue;
+        }
+        ascii = 0; /* a valid UTF-8 sequence, or the text is not read */
+        size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+        if (len == 0 || i + len > n) return 0;
+        for (size_t j = 1; j < len; j++)
+            if ((s[i + j] & 0xc0) != 0x80) return 0;
+        i += len;
+    }
+    if (!ascii || digits >= (size_t)k->card_min) return 1;
+    for (const char *t = k->triggers; *t; t++)
+        if (memchr(s, *t, n)) return 1;
+    return has_obfuscation(k, (const char *)s, n) || has_encoded_token(k, (const char *)s, n, depth);
+}
+
+/* 0 when scrubbing certainly leaves this forwarded text as it is (`scrub`: `may_hold_pii`,
+ * and no encoded token to decode); 1 when the scanner must read it. */
+static int may_need_scrub(const Kernel *k, const char *s, size_t n) {
+    return may_hold_pii(k, s, n) || has_encoded_token(k, s, n, 0);
 }
 
 /* 0 when the lower-cased ASCII text holds none of the anchors (so no entry matches);
@@ -1124,7 +1341,7 @@ static long lexicon_mask(Kernel *k, const char *s, size_t n) {
 
 /* Append `clean(text)` (`PiiScanner.clean`) to `out`. */
 static int put_clean(Kernel *k, const char *s, size_t n, Buf *out) {
-    if (!may_hold_pii(k, s, n)) {
+    if (!may_need_scrub(k, s, n)) {
         buf_put(out, s, n);
         return 0;
     }
@@ -1965,9 +2182,32 @@ typedef struct {
 } Reasons;
 
 /* One requested tool call, `{"id": clean(id), "name": clean(name)}`, into `calls`. */
+/* An identifier (a tool call's id) as a JSON string into `out`: as it is when scrubbing
+ * leaves it unchanged, else its fingerprint (`facts_producer._identifier`). */
+static int put_identifier_json(Ctx *c, const char *s, size_t n, Buf *out) {
+    if (!s) s = "";
+    if (may_need_scrub(c->k, s, n)) {
+        PyObject *text = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "surrogatepass");
+        PyObject *clean = text ? PyObject_CallOneArg(c->k->pii_clean, text) : NULL;
+        int same = clean ? PyUnicode_Check(clean) && PyUnicode_Compare(clean, text) == 0 : -1;
+        Py_XDECREF(clean);
+        Py_XDECREF(text);
+        if (same < 0 || PyErr_Occurred()) return -1;
+        if (!same) {
+            size_t start = c->scratch->len;
+            fingerprint(c->hmac, s, n, c->scratch);
+            put_json_string(out, c->scratch->data + start, c->scratch->len - start);
+            c->scratch->len = start;
+            return 0;
+        }
+    }
+    put_json_string(out, s, n);
+    return 0;
+}
+
 static int put_tool_call(Ctx *c, Buf *calls, int *n_calls, const Buf *id, const Buf *name) {
     buf_puts(calls, (*n_calls)++ ? ",{\"id\":" : "{\"id\":");
-    int status = put_clean_json(c, id->data, id->len, calls);
+    int status = put_identifier_json(c, id->data, id->len, calls);
     buf_puts(calls, ",\"name\":");
     if (status == 0) status = put_clean_json(c, name->data, name->len, calls);
     buf_putc(calls, '}');
@@ -2500,19 +2740,19 @@ error:
 
 #define MAX_VALUE_DEPTH 32
 
-/* 1 when the scanner finds nothing in the text, so scrubbing forwards it as it is: by its
- * pre-checks, else by asking it (`PiiScanner.find`). 0 also when asking raised (the
+/* 1 when scrubbing forwards the text as it is: by its pre-checks, else by asking the
+ * scanner (`PiiScanner.clean` gives it back unchanged). 0 also when asking raised (the
  * redactor then meets the same text, and the error, itself). */
 static int clean_text(const Kernel *k, const uint8_t *s, size_t n) {
-    if (!may_hold_pii(k, (const char *)s, n)) return 1;
-    PyObject *counts = call_text(k->pii_find, (const char *)s, n);
-    if (!counts) {
-        PyErr_Clear();
-        return 0;
-    }
-    int clean = PyDict_Check(counts) && PyDict_GET_SIZE(counts) == 0;
-    Py_DECREF(counts);
-    return clean;
+    if (!may_need_scrub(k, (const char *)s, n)) return 1;
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)s, (Py_ssize_t)n, "surrogatepass");
+    PyObject *clean = text ? PyObject_CallOneArg(k->pii_clean, text) : NULL;
+    int same = clean && PyUnicode_Check(clean) && PyUnicode_Compare(clean, text) == 0;
+    if (!clean) PyErr_Clear();
+    Py_XDECREF(clean);
+    Py_XDECREF(text);
+    PyErr_Clear();
+    return same;
 }
 
 static int clean_values(const Kernel *k, const uint8_t *p, size_t len, int depth, int keyed);
@@ -2531,7 +2771,7 @@ static int clean_any_value(const Kernel *k, const uint8_t *p, size_t len, int de
                 clean = f.wire == 2 && clean_text(k, f.data, f.len);
                 break;
             case 7: /* bytes_value: read as UTF-8 with replacement, left to Python unless plain */
-                clean = f.wire == 2 && !may_hold_pii(k, (const char *)f.data, f.len);
+                clean = f.wire == 2 && !may_need_scrub(k, (const char *)f.data, f.len);
                 break;
             case 2: clean = f.wire == 0; break; /* bool_value */
             case 3: { /* int_value */
@@ -2583,44 +2823,6 @@ static int clean_values(const Kernel *k, const uint8_t *p, size_t len, int depth
     return more == 0;
 }
 
-/* 1 when scrubbing leaves a message as it is whose fields `texts` (a bit per field number)
- * are strings and `lists` hold KeyValues: a Resource, an InstrumentationScope, a Status.
- * `skip`: a field not read here (the children a walk reads next). */
-static int clean_message(const Kernel *k, const uint8_t *p, size_t len, unsigned texts,
-                         unsigned lists, uint32_t skip) {
-    Fields f = fields_of(p, len);
-    int more;
-    while ((more = field_next(&f)) > 0) {
-        if (f.field == skip || f.field >= 32) continue;
-        unsigned bit = 1u << f.field;
-        if (!((texts | lists) & bit)) continue;
-        if (f.wire != 2) return 0;
-        if ((texts & bit) ? !clean_text(k, f.data, f.len) : !clean_key_value(k, f.data, f.len, 0))
-            return 0;
-    }
-    return more == 0;
-}
-
-#define BIT(n) (1u << (n))
-
-/* 1 when scrubbing leaves the ResourceSpans (depth 1) or ScopeSpans (depth 2) around the
- * spans as it is: the resource (its attributes) or scope (name, version, attributes),
- * and the schema URL. */
-static int clean_container(const Kernel *k, const uint8_t *p, size_t len, int depth) {
-    Fields f = fields_of(p, len);
-    int more;
-    while ((more = field_next(&f)) > 0) {
-        if (f.field == 2) continue; /* the scope spans or the spans */
-        if (f.field != 1 && f.field != 3) continue;
-        if (f.wire != 2) return 0;
-        int clean = f.field == 3 ? clean_text(k, f.data, f.len)
-                    : depth == 1 ? clean_message(k, f.data, f.len, 0, BIT(1), 0)
-                                 : clean_message(k, f.data, f.len, BIT(1) | BIT(2), BIT(3), 0);
-        if (!clean) return 0;
-    }
-    return more == 0;
-}
-
 /* The class of a KeyValue's key (`key_class`). */
 static int key_value_class(const Kernel *k, const uint8_t *kv, size_t len) {
     const char *key = "";
@@ -2633,6 +2835,234 @@ static int key_value_class(const Kernel *k, const uint8_t *kv, size_t len) {
         }
     int slot;
     return key_class(k, key, key_len, &slot);
+}
+
+/* One request's walk: where it answers, and what it works with. */
+typedef struct {
+    Kernel *k;
+    PyObject *answers;   /* list: each span's answer */
+    PyObject *encodings; /* list (whole spans asked for): each span's whole encoding or None */
+    Hmac *hmac;
+    Pool *pool;
+    const char *tenant;
+    size_t tenant_len;
+    int drops_all;
+    PyObject *forwarding; /* whole spans: `Redactor.forwarding`, the verdict of a key */
+    long forwarding_id;   /* which forwarding it is (its verdicts are remembered under it; 0:
+                           * asked every time): one id per redactor, never reused */
+    long removed, with_facts, withheld; /* over the whole spans */
+} Walk;
+
+/* The forwarding verdict of attribute `key` (remembered per forwarding callable); -1 with
+ * an exception when asking raised. */
+static long key_verdict(Walk *w, const char *key, size_t n) {
+    Kernel *k = w->k;
+    if (k->verdicts_of != w->forwarding_id) {
+        memset(k->verdicts, 0, VERDICT_SLOTS * sizeof(VerdictSlot));
+        k->verdicts_of = w->forwarding_id;
+    }
+    VerdictSlot *slot = NULL;
+    if (n <= VERDICT_KEY && w->forwarding_id > 0) {
+        uint64_t h = hash_bytes(key, n, FNV_BASIS);
+        slot = &k->verdicts[(h ^ (h >> 32)) % VERDICT_SLOTS];
+        if (slot->used && slot->len == n && memcmp(slot->key, key, n) == 0) return slot->verdict;
+    }
+    PyObject *answer = call_text(w->forwarding, key, n);
+    if (!answer) return -1;
+    long verdict = PyLong_AsLong(answer);
+    Py_DECREF(answer);
+    if (verdict == -1 && PyErr_Occurred()) return -1;
+    if (slot) {
+        slot->used = 1;
+        slot->len = (uint8_t)n;
+        slot->verdict = verdict;
+        memcpy(slot->key, key, n);
+    }
+    return verdict;
+}
+
+/* A KeyValue's key and value, when it holds exactly one of each (wire type 2) and no other
+ * field (so writing it anew gives the bytes the redactor serializes); 0 otherwise. */
+static int key_and_value(const uint8_t *p, size_t len, const char **key, size_t *key_len,
+                         const uint8_t **value, size_t *value_len) {
+    int keys = 0, values = 0, more;
+    Fields f = fields_of(p, len);
+    while ((more = field_next(&f)) > 0) {
+        if (f.wire != 2 || (f.field != 1 && f.field != 2)) return 0;
+        if (f.field == 1) {
+            *key = (const char *)f.data;
+            *key_len = f.len;
+            keys++;
+        } else {
+            *value = f.data;
+            *value_len = f.len;
+            values++;
+        }
+    }
+    return more == 0 && keys == 1 && values <= 1;
+}
+
+/* How the redactor forwards a KeyValue of a span, resource or scope that is not content:
+ * 1 as it is (a context key, or an allowed one, identifiers included, whose value scrubbing
+ * leaves as it is), 0 not as it is (Python redacts it), -1 on error. `*verdict`: the key's
+ * forwarding verdict (-2: a context key, a fact's, or a KeyValue of unusual shape). */
+static int forwarded_as_is(Walk *w, const uint8_t *p, size_t len, long *verdict) {
+    const Kernel *k = w->k;
+    const char *key = "";
+    size_t key_len = 0;
+    const uint8_t *value = NULL;
+    size_t value_len = 0;
+    *verdict = -2;
+    if (!key_and_value(p, len, &key, &key_len, &value, &value_len)) return 0;
+    int slot, cls = key_class(k, key, key_len, &slot);
+    if (cls == KEY_FACT || cls == KEY_CONTENT) return 0;
+    if (cls == KEY_OTHER) {
+        *verdict = key_verdict(w, key, key_len);
+        if (*verdict == -1) return -1;
+        if (*verdict != k->verdict_allowed && *verdict != k->verdict_context &&
+            *verdict != k->verdict_identifier)
+            return 0;
+    }
+    return !value || clean_any_value(k, value, value_len, 0);
+}
+
+/* 1 when the redactor forwards the ResourceSpans (depth 1) or ScopeSpans (depth 2) around
+ * the spans as it is: the resource's attributes, or the scope's name, version and
+ * attributes, and the schema URL; 0 not, -1 on error. */
+static int clean_container(Walk *w, const uint8_t *p, size_t len, int depth) {
+    const Kernel *k = w->k;
+    Fields f = fields_of(p, len);
+    int more;
+    while ((more = field_next(&f)) > 0) {
+        if (f.field == 2) continue; /* the scope spans or the spans */
+        if (f.field != 1 && f.field != 3) continue;
+        if (f.wire != 2) return 0;
+        if (f.field == 3) {
+            if (!clean_text(k, f.data, f.len)) return 0;
+            continue;
+        }
+        Fields g = fields_of(f.data, f.len); /* the Resource or InstrumentationScope */
+        int in;
+        while ((in = field_next(&g)) > 0) {
+            int list = depth == 1 ? g.field == 1 : g.field == 3; /* attributes */
+            int text = depth == 2 && (g.field == 1 || g.field == 2); /* name, version */
+            if (!list && !text) continue;
+            if (g.wire != 2) return 0;
+            long verdict;
+            int clean = text ? clean_text(k, g.data, g.len) : forwarded_as_is(w, g.data, g.len, &verdict);
+            if (clean <= 0) return clean;
+        }
+        if (in < 0) return 0;
+    }
+    return more == 0;
+}
+
+/* 1 when the Luhn check passes over `digits[0..n)` (the last digit not doubled). */
+static int luhn(const uint8_t *digits, size_t n) {
+    unsigned total = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned d = digits[n - 1 - i];
+        total += i % 2 ? (2 * d) / 10 + (2 * d) % 10 : d;
+    }
+    return total % 10 == 0;
+}
+
+/* 1 when the hex of a trace or span id may hold a card: in a run of decimal digits,
+ * `card_min` to `card_max` of them in a row that start with a payment industry's digit and
+ * pass the Luhn check (a superset of `pii.id_holds_card`, which also asks the rest to be
+ * padding); the redactor then decides, and maps the id if it is one. */
+static int id_holds_card(const Kernel *k, const uint8_t *p, size_t n) {
+    uint8_t nibbles[64];
+    if (n > 32) return 1; /* not an id validation lets through: Python decides */
+    for (size_t i = 0; i < n; i++) {
+        nibbles[2 * i] = p[i] >> 4;
+        nibbles[2 * i + 1] = p[i] & 15;
+    }
+    size_t count = 2 * n, min = (size_t)k->card_min, max = (size_t)k->card_max;
+    for (size_t start = 0; start < count;) {
+        size_t stop = start;
+        while (stop < count && nibbles[stop] < 10) stop++;
+        for (size_t begin = start; stop - start >= min && begin + min <= stop; begin++) {
+            if (!k->payment_digit[nibbles[begin]]) continue;
+            for (size_t len = min; len <= max && begin + len <= stop; len++)
+                if (luhn(nibbles + begin, len)) return 1;
+        }
+        start = stop + 1;
+    }
+    return 0;
+}
+
+/* Write `Span.attributes` entry `key` = the mark of withheld string `text` into `out`. */
+static void put_withheld(Walk *w, const char *key, size_t key_len, const char *text, size_t n,
+                         Buf *out) {
+    const Kernel *k = w->k;
+    char mark[160];
+    Buf fp = {0};
+    fingerprint(w->hmac, text, n, &fp);
+    size_t len = 0;
+    if (!fp.failed && k->withheld_prefix_len + fp.len + k->withheld_suffix_len <= sizeof mark) {
+        memcpy(mark, k->withheld_prefix, k->withheld_prefix_len);
+        memcpy(mark + k->withheld_prefix_len, fp.data, fp.len);
+        memcpy(mark + k->withheld_prefix_len + fp.len, k->withheld_suffix, k->withheld_suffix_len);
+        len = k->withheld_prefix_len + fp.len + k->withheld_suffix_len;
+    } else {
+        out->failed = 1;
+    }
+    buf_free(&fp);
+    size_t any_value = 1 + varint_len(len) + len;
+    size_t key_value = 1 + varint_len(key_len) + key_len + 1 + varint_len(any_value) + any_value;
+    buf_putc(out, 0x4a); /* Span.attributes: field 9, length-delimited */
+    buf_varint(out, key_value);
+    buf_putc(out, 0x0a); /* KeyValue.key */
+    buf_varint(out, key_len);
+    buf_put(out, key, key_len);
+    buf_putc(out, 0x12); /* KeyValue.value */
+    buf_varint(out, any_value);
+    buf_putc(out, 0x0a); /* AnyValue.string_value */
+    buf_varint(out, len);
+    buf_put(out, mark, len);
+}
+
+/* A span attribute whose key is not allowed, written into `out` as the redactor forwards
+ * it: a string as its mark (when the scanner finds nothing in it: the mark then names no
+ * kind), a boolean or an empty string as it is. 1 written, 0 Python redacts it, -1 error. */
+static int put_withheld_attribute(Walk *w, const uint8_t *p, size_t len, Buf *out) {
+    const char *key = "";
+    size_t key_len = 0;
+    const uint8_t *value = NULL;
+    size_t value_len = 0;
+    if (!key_and_value(p, len, &key, &key_len, &value, &value_len)) return 0;
+    Fields f = fields_of(value, value ? value_len : 0);
+    int fields = 0, is_text = 0, more;
+    const char *text = "";
+    size_t n = 0;
+    while ((more = field_next(&f)) > 0) {
+        fields++;
+        if (f.field == 1 && f.wire == 2) {
+            is_text = 1;
+            text = (const char *)f.data;
+            n = f.len;
+        } else if (f.field != 2 || f.wire != 0) {
+            return 0; /* not a string or a boolean */
+        }
+    }
+    if (more < 0 || fields > 1) return 0;
+    if (!is_text || n == 0) {
+        buf_putc(out, 0x4a);
+        buf_varint(out, len);
+        buf_put(out, p, len);
+        return 1;
+    }
+    if (may_hold_pii(w->k, text, n)) {
+        PyObject *counts = call_text(w->k->pii_find, text, n);
+        if (!counts) return -1;
+        int none = PyDict_Check(counts) && PyDict_GET_SIZE(counts) == 0;
+        Py_DECREF(counts);
+        if (!none) return 0; /* its mark names what it holds: Python writes it */
+    }
+    put_withheld(w, key, key_len, text, n, out);
+    w->withheld++;
+    return 1;
 }
 
 /* What redaction adds to a span: `pathgrade.redacted.keys` when it removed any, then the
@@ -2652,13 +3082,16 @@ static void buf_insert(Buf *b, size_t at, const char *p, size_t n) {
 }
 
 /* Write the span into `out` as the collector forwards it on `drops_all`: its fields as
- * they are, less its content attributes, with what `put_added` adds (built in `added`)
- * after its attributes, before its first field past `Span.attributes`, where merging and
- * serializing put them. Returns how many attributes it removed; -1 when Python redacts the
- * span: it has events or links, a fact a producer set, or a string or number scrubbing
- * would change. */
-static long put_whole(const Kernel *k, const uint8_t *p, size_t len, const char *facts,
+ * they are, less its content attributes, the string values of keys that are not allowed
+ * as their marks, with what `put_added` adds (built in `added`) after its attributes,
+ * before its first field past `Span.attributes`, where merging and serializing put them.
+ * Returns how many attributes it removed; -1 when Python redacts the span (it has events,
+ * links or a status message, a fact a producer set, a key or value it does not forward
+ * as it is or as a plain mark, an id whose hex may hold a card, or a string or number
+ * scrubbing would change); -2 on error. */
+static long put_whole(Walk *w, const uint8_t *p, size_t len, const char *facts,
                       size_t facts_len, Buf *out, Buf *added) {
+    const Kernel *k = w->k;
     Fields f = fields_of(p, len);
     long removed = 0;
     size_t at = SIZE_MAX; /* where the added attributes go, once a field past 9 comes */
@@ -2669,6 +3102,11 @@ static long put_whole(const Kernel *k, const uint8_t *p, size_t len, const char 
         if (f.field > 9 && at == SIZE_MAX) at = out->len;
         int keep = 1;
         switch (f.field) {
+            case 1: /* trace_id */
+            case 2: /* span_id */
+            case 4: /* parent_span_id */
+                if (f.wire != 2 || id_holds_card(k, f.data, f.len)) return -1;
+                break;
             case 3: /* trace_state */
             case 5: /* name */
                 if (f.wire != 2 || !clean_text(k, f.data, f.len)) return -1;
@@ -2676,18 +3114,33 @@ static long put_whole(const Kernel *k, const uint8_t *p, size_t len, const char 
             case 9: { /* attributes */
                 if (f.wire != 2) return -1;
                 int cls = key_value_class(k, f.data, f.len);
-                if (cls == KEY_FACT || (cls != KEY_CONTENT && !clean_key_value(k, f.data, f.len, 0)))
-                    return -1;
-                keep = cls != KEY_CONTENT;
-                removed += !keep;
+                if (cls == KEY_CONTENT) {
+                    keep = 0;
+                    removed++;
+                    break;
+                }
+                long verdict;
+                int as_is = forwarded_as_is(w, f.data, f.len, &verdict);
+                if (as_is < 0) return -2;
+                if (as_is) break;
+                if (verdict != k->verdict_withheld) return -1;
+                int written = put_withheld_attribute(w, f.data, f.len, out);
+                if (written <= 0) return written < 0 ? -2 : -1;
+                keep = 0;
                 break;
             }
             case 11: /* events */
             case 13: /* links */
                 return -1;
-            case 15: /* status: its message */
-                if (f.wire != 2 || !clean_message(k, f.data, f.len, BIT(2), 0, 0)) return -1;
+            case 15: { /* status: withheld or scrubbed by the redactor when it has a message */
+                if (f.wire != 2) return -1;
+                Fields g = fields_of(f.data, f.len);
+                int in;
+                while ((in = field_next(&g)) > 0)
+                    if (g.field == 2 && (g.wire != 2 || g.len > 0)) return -1;
+                if (in < 0) return -1;
                 break;
+            }
             default: break;
         }
         if (keep) buf_put(out, before, (size_t)(f.p - before));
@@ -2701,18 +3154,7 @@ static long put_whole(const Kernel *k, const uint8_t *p, size_t len, const char 
 
 /* ---- the request */
 
-/* One request's walk: where it answers, and what it works with. */
-typedef struct {
-    Kernel *k;
-    PyObject *answers;   /* list: each span's answer */
-    PyObject *encodings; /* list (whole spans asked for): each span's whole encoding or None */
-    Hmac *hmac;
-    Pool *pool;
-    const char *tenant;
-    size_t tenant_len;
-    int drops_all;
-    long removed, with_facts; /* over the whole spans */
-} Walk;
+
 
 /* The whole encoding of a span whose `answer` (its facts) is decided, as bytes, or None. */
 static PyObject *whole_encoding(Walk *w, const uint8_t *p, size_t len, PyObject *answer) {
@@ -2720,8 +3162,13 @@ static PyObject *whole_encoding(Walk *w, const uint8_t *p, size_t len, PyObject 
     const char *facts = answer != Py_None ? PyBytes_AS_STRING(answer) : "";
     size_t facts_len = answer != Py_None ? (size_t)PyBytes_GET_SIZE(answer) : 0;
     Buf *out = fresh(&w->pool->span);
-    long removed = put_whole(w->k, p, len, facts, facts_len, out, fresh(&w->pool->added));
-    if (removed < 0) Py_RETURN_NONE;
+    long withheld = w->withheld;
+    long removed = put_whole(w, p, len, facts, facts_len, out, fresh(&w->pool->added));
+    if (removed == -2) return NULL;
+    if (removed < 0) {
+        w->withheld = withheld; /* the marks written before it declined are not forwarded */
+        Py_RETURN_NONE;
+    }
     if (out->failed) return PyErr_NoMemory();
     w->removed += removed;
     w->with_facts += facts_len > 0;
@@ -2750,7 +3197,10 @@ static int answer_span(Walk *w, const uint8_t *p, size_t len, int whole) {
  * around them changes when scrubbed). */
 static int walk(Walk *w, const uint8_t *p, const uint8_t *end, int depth, int whole) {
     static const uint32_t child_field[3] = {1, 2, 2};
-    if (whole && depth > 0) whole = clean_container(w->k, p, (size_t)(end - p), depth);
+    if (whole && depth > 0) {
+        whole = clean_container(w, p, (size_t)(end - p), depth);
+        if (whole < 0) return -1;
+    }
     Fields f = fields_of(p, (size_t)(end - p));
     int more;
     while ((more = field_next(&f)) > 0) {
@@ -2767,9 +3217,17 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
     const char *key_id, *tenant;
     Py_ssize_t key_id_len, tenant_len;
     int drops_all, whole = 0;
-    if (!PyArg_ParseTuple(args, "y*y*s#s#p|p", &body, &key, &key_id, &key_id_len, &tenant,
-                          &tenant_len, &drops_all, &whole))
+    PyObject *forwarding = Py_None;
+    long forwarding_id = 0;
+    if (!PyArg_ParseTuple(args, "y*y*s#s#p|pOl", &body, &key, &key_id, &key_id_len, &tenant,
+                          &tenant_len, &drops_all, &whole, &forwarding, &forwarding_id))
         return NULL;
+    if (whole && !PyCallable_Check(forwarding)) {
+        PyBuffer_Release(&body);
+        PyBuffer_Release(&key);
+        PyErr_SetString(PyExc_TypeError, "whole spans need the forwarding verdict of a key");
+        return NULL;
+    }
     Hmac hmac;
     hmac_init(&hmac, key.buf, (size_t)key.len);
     if ((size_t)key_id_len + 1 >= sizeof hmac.prefix) {
@@ -2786,7 +3244,7 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
     memset(&pool, 0, sizeof pool);
     whole = whole && drops_all;
     Walk w = {k, PyList_New(0), whole ? PyList_New(0) : NULL, &hmac, &pool, tenant,
-              (size_t)tenant_len, drops_all, 0, 0};
+              (size_t)tenant_len, drops_all, forwarding, forwarding_id, 0, 0, 0};
     int status = w.answers && (w.encodings || !whole)
                      ? walk(&w, body.buf, (const uint8_t *)body.buf + body.len, 0, whole)
                      : -1;
@@ -2800,7 +3258,8 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
         Py_RETURN_NONE;
     }
     if (!whole) return w.answers;
-    PyObject *result = Py_BuildValue("(NNll)", w.answers, w.encodings, w.removed, w.with_facts);
+    PyObject *result =
+        Py_BuildValue("(NNlll)", w.answers, w.encodings, w.removed, w.with_facts, w.withheld);
     return result;
 }
 
@@ -2917,11 +3376,62 @@ static int config_int(PyObject *config, const char *name, long *out) {
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
+/* The config's bytes `name` as a NUL-terminated string (no NUL inside). */
+static int config_bytes_str(PyObject *config, const char *name, char **out) {
+    PyObject *value = config_item(config, name);
+    if (!value) return -1;
+    if (!PyBytes_Check(value) || memchr(PyBytes_AS_STRING(value), 0, PyBytes_GET_SIZE(value))) {
+        PyErr_Format(PyExc_TypeError, "kernel config: %s must be bytes without NUL", name);
+        return -1;
+    }
+    *out = PyMem_Malloc((size_t)PyBytes_GET_SIZE(value) + 1);
+    if (!*out) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(*out, PyBytes_AS_STRING(value), (size_t)PyBytes_GET_SIZE(value) + 1);
+    return 0;
+}
+
+/* The config's 256-byte map `name` ("0" for a byte in the class) as flags. */
+static int config_byte_map(PyObject *config, const char *name, uint8_t map[256]) {
+    PyObject *value = config_item(config, name);
+    if (!value) return -1;
+    if (!PyBytes_Check(value) || PyBytes_GET_SIZE(value) != 256) {
+        PyErr_Format(PyExc_ValueError, "kernel config: %s must be 256 bytes", name);
+        return -1;
+    }
+    for (int i = 0; i < 256; i++) map[i] = PyBytes_AS_STRING(value)[i] == '0';
+    return 0;
+}
+
+/* The forwarding verdicts whole spans are written for: (allowed, context, identifier,
+ * withheld). */
+static int config_verdicts(PyObject *config, Kernel *k) {
+    PyObject *value = config_item(config, "forwarding_verdicts");
+    if (!value) return -1;
+    return PyArg_ParseTuple(value, "llll;kernel config: forwarding_verdicts", &k->verdict_allowed,
+                            &k->verdict_context, &k->verdict_identifier, &k->verdict_withheld)
+               ? 0
+               : -1;
+}
+
+/* A withheld string's mark around its fingerprint: (prefix, suffix). */
+static int config_withheld(PyObject *config, Kernel *k) {
+    PyObject *value = config_item(config, "withheld_string");
+    PyObject *prefix, *suffix;
+    if (!value || !PyArg_ParseTuple(value, "UU;kernel config: withheld_string", &prefix, &suffix))
+        return -1;
+    k->withheld_prefix = copy_str(prefix, &k->withheld_prefix_len);
+    k->withheld_suffix = copy_str(suffix, &k->withheld_suffix_len);
+    return k->withheld_prefix && k->withheld_suffix ? 0 : -1;
+}
+
 static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
     PyObject *config;
     static char *names[] = {"config", NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!", names, &PyDict_Type, &config)) return -1;
-    long card_min, exact, depth, items, decline;
+    long card_min, card_max, exact, depth, items, encoded_min, encoded_hex_min, decline;
     if (config_keys(config, "content_keys", &k->content_keys) < 0 ||
         config_keys(config, "content_prefixes", &k->content_prefixes) < 0 ||
         config_keys(config, "context_keys", &k->context_keys) < 0 ||
@@ -2958,8 +3468,35 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_int(config, "exact_pii", &exact) < 0 ||
         config_int(config, "skeleton_max_depth", &depth) < 0 ||
         config_int(config, "skeleton_max_items", &items) < 0 ||
-        config_int(config, "decline_inputs", &decline) < 0)
+        config_int(config, "decline_inputs", &decline) < 0 ||
+        config_int(config, "encoded_min", &encoded_min) < 0 ||
+        config_int(config, "card_max", &card_max) < 0 ||
+        config_int(config, "encoded_hex_min", &encoded_hex_min) < 0 ||
+        config_keys(config, "obfuscation_words", &k->obfuscation_words) < 0 ||
+        config_bytes_str(config, "pii_triggers", &k->triggers) < 0 ||
+        config_bytes_str(config, "obfuscation_openers", &k->openers) < 0 ||
+        config_str(config, "spelt_dot", &k->spelt_dot) < 0 ||
+        config_byte_map(config, "encoded_map", k->encoded_map) < 0 ||
+        config_verdicts(config, k) < 0 || config_withheld(config, k) < 0)
         return -1;
+    PyObject *payment = config_item(config, "payment_digits");
+    if (!payment || !PyBytes_Check(payment)) {
+        if (payment) PyErr_SetString(PyExc_TypeError, "kernel config: payment_digits must be bytes");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyBytes_GET_SIZE(payment); i++) {
+        char c = PyBytes_AS_STRING(payment)[i];
+        if (c >= '0' && c <= '9') k->payment_digit[c - '0'] = 1;
+    }
+    k->card_max = (int)card_max;
+    k->spelt_dot_len = strlen(k->spelt_dot);
+    k->encoded_min = (int)encoded_min;
+    k->encoded_hex_min = (int)encoded_hex_min;
+    k->verdicts = PyMem_Calloc(VERDICT_SLOTS, sizeof(VerdictSlot));
+    if (!k->verdicts) {
+        PyErr_NoMemory();
+        return -1;
+    }
     if (!PyTuple_Check(k->instruction_names) || PyTuple_GET_SIZE(k->instruction_names) > MAX_LEXICON ||
         !PyTuple_Check(k->fact_names) || PyTuple_GET_SIZE(k->fact_names) != 7) {
         PyErr_SetString(PyExc_ValueError, "kernel config: instruction_names / fact_names");
@@ -2998,7 +3535,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "kernel config: card_run_map must be 256 bytes");
         return -1;
     }
-    for (int i = 0; i < 256; i++) k->card_map[i] = PyBytes_AS_STRING(map)[i] == '0';
+    for (int i = 0; i < 256; i++) k->card_map[i] = PyBytes_AS_STRING(map)[i] != 'x';
     PyObject *sources = PyDict_GetItemString(config, "operation_sources");
     if (!sources || !PyTuple_Check(sources) || PyTuple_GET_SIZE(sources) > 8) {
         PyErr_SetString(PyExc_ValueError, "kernel config: operation_sources");
@@ -3034,7 +3571,7 @@ static void Kernel_dealloc(Kernel *k) {
                         &k->message_operations, &k->model_operations, &k->finish_reason_keys,
                         &k->tool_argument_keys, &k->tool_result_keys, &k->untrusted_markers,
                         &k->untrusted_part_types, &k->instruction_anchors.list,
-                        &k->claim_anchors.list, &k->fact_keys};
+                        &k->claim_anchors.list, &k->fact_keys, &k->obfuscation_words};
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) keylist_free(lists[i]);
     KeyList *keys[] = {&k->operation_key, &k->confirmed_key, &k->input_key, &k->output_key,
                        &k->documents_key, &k->arguments_key, &k->result_key};
@@ -3046,6 +3583,12 @@ static void Kernel_dealloc(Kernel *k) {
         Py_XDECREF(k->sources[i].unknown_value);
     }
     PyMem_Free(k->fingerprints);
+    PyMem_Free(k->verdicts);
+    PyMem_Free(k->triggers);
+    PyMem_Free(k->openers);
+    PyMem_Free(k->spelt_dot);
+    PyMem_Free(k->withheld_prefix);
+    PyMem_Free(k->withheld_suffix);
     Py_XDECREF(k->instruction_names);
     Py_XDECREF(k->instruction_hits);
     Py_XDECREF(k->claim_hits);
@@ -3067,10 +3610,12 @@ static void Kernel_dealloc(Kernel *k) {
 
 static PyMethodDef Kernel_methods[] = {
     {"request", (PyCFunction)Kernel_request, METH_VARARGS,
-     "request(body, key, key_id, tenant, drops_all, whole=False) -> list | tuple | None: "
-     "each span's answer, in request order (see the module doc); with `whole` (and "
-     "`drops_all`), (answers, encodings, removed, with_facts): each span's whole encoding "
-     "as forwarded, or None; None when the body is not read here."},
+     "request(body, key, key_id, tenant, drops_all, whole=False, forwarding=None, "
+     "forwarding_id=0) -> list | tuple | None: each span's answer, in request order (see "
+     "the module doc); with `whole` (and `drops_all`), (answers, encodings, removed, "
+     "with_facts, withheld): each span's whole encoding as forwarded (each attribute key "
+     "forwarded by its `forwarding(key)` verdict, remembered under `forwarding_id`), or "
+     "None; None when the body is not read here."},
     {"fingerprint", (PyCFunction)Kernel_fingerprint, METH_VARARGS,
      "fingerprint(key, key_id, text: bytes) -> str: `<key id>:<digest>` of `text`."},
     {NULL, NULL, 0, NULL}};

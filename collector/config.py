@@ -116,7 +116,8 @@ class CollectorConfig(BaseModel):
     )
     facts_key_file: Path | None = Field(
         None,
-        description="the deployment's fact key (64 hex characters); default: `facts.key` in "
+        description="the deployment's fact key (64 hex characters; it also keys the fingerprints "
+        "of withheld values and identifiers, facts on or off); default: `facts.key` in "
         "the spill directory, created there on first start. Every collector of a deployment "
         "and offline scoring (`pathgrade eval --facts-key-file`, `$PATHGRADE_FACTS_KEY_FILE`) "
         "must read the same file; `pathgrade up` keeps it in its data directory. Give "

@@ -11,13 +11,14 @@ give the same attributes (tests/unit/collector/test_facts_kernel.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from pathgrade.collector.forwarding import Forwarding
 from pathgrade.schemas import genai
 from pathgrade.schemas import genai_mapping as mapping
 from pathgrade.schemas.conventions import (
@@ -49,7 +50,20 @@ from pathgrade.schemas.facts_producer import (
 from pathgrade.schemas.fingerprints import KEY_FILE_NAME, FactSecret
 from pathgrade.schemas.messages import UNTRUSTED_PART_TYPES, GrowingArrays
 from pathgrade.schemas.model import GenAIFields
-from pathgrade.schemas.pii import CARD_MIN_DIGITS, CARD_RUN_MAP, PiiScanner
+from pathgrade.schemas.pii import (
+    CARD_MAX_DIGITS,
+    CARD_MIN_DIGITS,
+    CARD_RUN_MAP,
+    ENCODED_HEX_CHARS,
+    ENCODED_MAP,
+    ENCODED_MIN_CHARS,
+    OBFUSCATION_OPENERS,
+    OBFUSCATION_WORDS,
+    PAYMENT_INDUSTRIES,
+    SPELT_DOT,
+    TRIGGERS,
+    PiiScanner,
+)
 from pathgrade.schemas.predicates import (
     CLAIMS,
     INSTRUCTIONS,
@@ -57,6 +71,7 @@ from pathgrade.schemas.predicates import (
     SKELETON_MAX_ITEMS,
     RequestPatterns,
 )
+from pathgrade.schemas.withheld import WITHHELD_PREFIX, WITHHELD_SUFFIX
 
 try:
     from pathgrade.collector._facts_kernel import Kernel, splice_attributes
@@ -87,14 +102,19 @@ class WholeAnswers:
     """Each span's facts answer, as `FactMaker.request_facts` gives it."""
     encodings: list[bytes | None]
     """Each span's encoding as the collector forwards it: its content attributes removed,
+    the string values of keys that are not allowed replaced by their marks,
     `pathgrade.redacted.keys` and its facts added, everything else as it came, which
     scrubbing leaves as it is. None for a span the redactor redacts: one with events or
-    links, a fact a producer set, or a string or number that scrubbing changes (or whose
-    facts the kernel left to Python)."""
+    links, a status message, a fact a producer set, a key that is withheld, a value to
+    withhold that is not a string or holds personal data, an id whose hex may hold a card,
+    or a string or number that scrubbing changes (or whose facts the kernel left to
+    Python)."""
     removed: int
     """Attributes removed from the spans with an encoding."""
     with_facts: int
     """Spans with an encoding that got facts."""
+    withheld: int
+    """Values the spans with an encoding forward as their marks."""
 
 
 class FactMaker:
@@ -138,14 +158,20 @@ class FactMaker:
         )
         return answers
 
-    def request_whole(self, body: bytes, tenant: str) -> WholeAnswers | None:
+    def request_whole(
+        self, body: bytes, tenant: str, forwarding: Callable[[str], int], forwarding_id: int
+    ) -> WholeAnswers | None:
         """`request_facts` on `drops_all` (every content value is dropped), with each span's
-        whole encoding as the collector forwards it where the kernel writes it; None when
-        there is no kernel or it does not read this body."""
+        whole encoding as the collector forwards it where the kernel writes it (each
+        attribute key forwarded by its `forwarding` verdict, `Redactor.forwarding`; the
+        kernel remembers the verdicts under `forwarding_id`, which no other forwarding may
+        have); None when there is no kernel or it does not read this body."""
         if self.kernel is None:
             return None
         key = self.secret.for_tenant(tenant)
-        answered = self.kernel.request(body, key.key, key.key_id, tenant, True, True)
+        answered = self.kernel.request(
+            body, key.key, key.key_id, tenant, True, True, forwarding, forwarding_id
+        )
         return None if answered is None else WholeAnswers(*answered)
 
     def facts(
@@ -168,11 +194,13 @@ class FactMaker:
 def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str, Any]:
     """What the fact kernel reads its definitions from: the convention mapping's keys and
     tables, the lexicons (their anchors, and their `hits` for a text holding one), the
-    scanner (its pre-check's card characters, and `find` / `clean` for a text that may hold
-    personal data), the fact names, the facts' keys (a span a producer set one on is
-    redacted in Python), the key of the count of removed attributes, and whether it
-    declines spans with input messages (`decline_inputs`: request patterns are matched in
-    Python)."""
+    scanner (its pre-checks' characters, card characters, encoded tokens' characters, and
+    `find` / `clean` for a text that may hold personal data), the fact names, the facts'
+    keys (a span a producer set one on is redacted in Python), the key of the count of
+    removed attributes, the forwarding verdicts the kernel writes whole spans for
+    (allowed, context, identifier, withheld), a withheld string's mark around its
+    fingerprint, and whether it declines spans with input messages (`decline_inputs`:
+    request patterns are matched in Python)."""
     return {
         "content_keys": genai.CONTENT_KEYS,
         "content_prefixes": genai.MESSAGE_CONTENT_PREFIXES,
@@ -207,8 +235,24 @@ def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str
         "pii_find": scanner.find,
         "pii_clean": scanner.clean,
         "exact_pii": not scanner.extra_patterns,
+        "pii_triggers": TRIGGERS.encode(),
+        "obfuscation_openers": OBFUSCATION_OPENERS.encode(),
+        "obfuscation_words": OBFUSCATION_WORDS,
+        "spelt_dot": SPELT_DOT,
         "card_run_map": CARD_RUN_MAP,
         "card_min": CARD_MIN_DIGITS,
+        "card_max": CARD_MAX_DIGITS,
+        "payment_digits": "".join(sorted(PAYMENT_INDUSTRIES)).encode(),
+        "encoded_map": ENCODED_MAP,
+        "encoded_min": ENCODED_MIN_CHARS,
+        "encoded_hex_min": ENCODED_HEX_CHARS,
+        "forwarding_verdicts": (
+            Forwarding.ALLOWED,
+            Forwarding.CONTEXT,
+            Forwarding.IDENTIFIER,
+            Forwarding.WITHHELD,
+        ),
+        "withheld_string": (WITHHELD_PREFIX + "string:", WITHHELD_SUFFIX),
         "skeleton_max_depth": SKELETON_MAX_DEPTH,
         "skeleton_max_items": SKELETON_MAX_ITEMS,
         "fact_names": FACT_NAMES,

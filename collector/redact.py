@@ -1,5 +1,5 @@
-"""Redaction: what the collector removes or scrubs before a span leaves it, and the facts
-it records about what it saw (`schemas.facts`).
+"""Redaction: what the collector removes, withholds or scrubs before a span leaves it, and
+the facts it records about what it saw (`schemas.facts`).
 
 Per span, in place:
 
@@ -12,24 +12,37 @@ Per span, in place:
    property) unless `capture_identity`; a `pathgrade.confirmed_action` unless its tool is
    captured. A span that lost attributes gets `pathgrade.redacted.keys` (int): how many
    were removed from it and its events, so readers can tell "redacted" from "absent".
-3. Every string the span still forwards is scrubbed, whatever its field or type
-   (`schemas.pii`, normalised before matching): attribute values of the span, its events
-   and links, its resource and scope (nested arrays and key-value lists included; bytes
-   as UTF-8 text; integers and floats that hold a card number), span and event names, the
-   status message, `trace_state` of the span and its links, scope name and version, and
-   the schema URLs. E-mail addresses become `[REDACTED:email]`, card numbers
-   `[REDACTED:card]`, matches of the configured extra patterns `[REDACTED]`.
-4. With facts, what was found is recorded per field: `pathgrade.facts.pii.scrubbed`
-   (replaced in what is forwarded) and `pathgrade.facts.pii.dropped` (in what was removed).
-   The collector's facts are clean by construction (names and ids in them scrubbed);
-   facts a producer set are scrubbed except their fingerprints (hex, which can look like a
-   card's digits).
+3. Forward by allow-list (`schemas.allowed_keys`): every other attribute (of the span, its
+   events and links, its resource and scope) is forwarded as text only when its key is
+   allowed (the default list plus `allowed_keys`); any other value is withheld: it
+   becomes its mark (`schemas.withheld`: its type, its keyed fingerprint under the
+   tenant's fact key, the kinds of personal data found in it), whatever it holds; a
+   boolean and an empty string travel as they are. An attribute key that does not look
+   like one, or holds personal data, is withheld the same way (and so is its value). The
+   span's status message is withheld unless `allowed_keys` names `status.message`.
+4. Everything forwarded as text is scrubbed (`schemas.pii`, after a normalisation that
+   undoes encodings): allowed values (nested arrays and key-value lists included; bytes as
+   UTF-8 text; integers and floats that hold a card number), kept content, span and event
+   names, `trace_state` of the span and its links, scope name and version, the schema
+   URLs. E-mail addresses become `[REDACTED:email]`, card numbers `[REDACTED:card]`,
+   matches of the configured extra patterns `[REDACTED]`. An identifier
+   (`allowed_keys.IDENTIFIER_KEYS`: conversation, session, tool-call ids...) that scrubbing
+   would change becomes its keyed fingerprint instead, so two users' ids stay two; so does
+   a trace or span id (of the span, its parent, its links) whose hex holds a card number
+   (16 or 8 bytes of the fingerprint: every reference to it maps alike).
+5. With facts, what was found is recorded per field: `pathgrade.facts.pii.scrubbed`
+   (replaced or withheld in what is forwarded) and `pathgrade.facts.pii.dropped` (in what
+   was removed). The collector's facts are clean by construction (names and ids in them
+   scrubbed); facts a producer set are scrubbed except their fingerprints (hex, which can
+   look like a card's digits).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import secrets
 from collections.abc import Iterable, Mapping, MutableSequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -38,14 +51,30 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 from pathgrade.collector.facts import CONTEXT_KEYS, FactMaker, write_facts
+from pathgrade.collector.forwarding import Forwarding
 from pathgrade.schemas import genai
+from pathgrade.schemas.allowed_keys import (
+    IDENTIFIER_KEYS,
+    STATUS_MESSAGE_FIELD,
+    AllowList,
+    looks_like_key,
+)
 from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
-from pathgrade.schemas.fingerprints import is_fingerprint
+from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret, TenantKey, is_fingerprint
 from pathgrade.schemas.memo import BoundedMemo
 from pathgrade.schemas.messages import GrowingArrays, parse_json
 from pathgrade.schemas.otlp import any_value
-from pathgrade.schemas.pii import CARD, CARD_MARK, Counts, PiiScanner, add_counts, card_number
+from pathgrade.schemas.pii import (
+    CARD,
+    CARD_MARK,
+    Counts,
+    PiiScanner,
+    add_counts,
+    card_number,
+    id_holds_card,
+)
 from pathgrade.schemas.topics import DEFAULT_TENANT
+from pathgrade.schemas.withheld import KEY_TYPE, withheld_mark
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CAPTURE_ALL_TOOLS: Final = "*"
@@ -54,18 +83,21 @@ CAPTURE_ALL_TOOLS: Final = "*"
 _TOOL_OR_MESSAGE_KEYS = frozenset(
     {genai.OI_INPUT_VALUE, genai.OI_OUTPUT_VALUE, genai.TL_ENTITY_INPUT, genai.TL_ENTITY_OUTPUT}
 )
-# Key verdicts of the attribute scan.
-_PLAIN, _CONTENT, _CONTEXT, _FACT = range(4)
+# Key verdicts of the attribute scan (`Forwarding`), as plain ints for the hot loop.
+_CONTENT, _CONTEXT, _FACT, _ALLOWED, _IDENTIFIER, _WITHHELD, _KEY_WITHHELD = map(int, Forwarding)
 _NOTHING: Final[Counts] = {}
 _NO_PII: Final[Mapping[str, Counts | None]] = {}
 _MIN_CARD, _MAX_CARD = 10**12, 10**19  # numbers of 13-19 digits
 _MAX_CACHED_KEYS = 4096
+_SPAN_IDS = ("trace_id", "span_id", "parent_span_id")
+_REDACTORS = itertools.count(1)
 _MIN_GROWING_CHARS = 256  # longer message arrays (which the scanner does not remember) are read
 # incrementally when they grow
 
 
 class RedactionConfig(BaseModel):
-    """What content the collector lets through; everything else is removed or scrubbed."""
+    """What the collector lets through: captured content, and allowed keys' values as
+    (scrubbed) text; everything else is removed or withheld."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -88,6 +120,21 @@ class RedactionConfig(BaseModel):
         description="extra regexes scrubbed from every forwarded string (e-mail addresses and "
         "Luhn-valid card numbers always are, after normalisation)",
     )
+    allowed_keys: list[str] = Field(
+        default_factory=list,
+        description="attribute keys whose values are forwarded as (scrubbed) text besides the "
+        "default list (docs/collector.md); exact keys, or patterns with `*`, `?`, `[...]`; "
+        "`status.message` forwards the span's status message. Any other value travels as its "
+        "keyed fingerprint, type and the kinds of personal data found in it, never as text",
+    )
+
+    @field_validator("allowed_keys")
+    @classmethod
+    def _keys_named(cls, keys: list[str]) -> list[str]:
+        for index, key in enumerate(keys):
+            if not key.strip():
+                raise ValueError(f"allowed_keys[{index}] is empty: name a key or a pattern")
+        return keys
 
     @field_validator("extra_patterns")
     @classmethod
@@ -105,11 +152,12 @@ class RedactionConfig(BaseModel):
 @dataclass(slots=True)
 class RedactionStats:
     """What one `Redactor.redact` call did: spans seen, attributes removed, items of
-    personal data replaced in what is forwarded, spans that got facts."""
+    personal data replaced in what is forwarded, values withheld, spans that got facts."""
 
     spans: int = 0
     removed_attributes: int = 0
     scrubbed_values: int = 0
+    withheld_values: int = 0
     spans_with_facts: int = 0
     encoded_facts: list[bytes | None] | None = None
     """With `defer`: per span in request order, the fact kernel's encoded facts left for
@@ -143,17 +191,28 @@ class Redactor:
     """Applies a `RedactionConfig` to export requests, in place; with a `FactMaker`, also
     records each span's facts before removing anything.
 
+    Fingerprints (of withheld values and of identifiers that need scrubbing) are keyed per
+    tenant by `secret`, else the fact maker's, else a random secret of this redactor's own.
     One pass per attribute list: each key's verdict and each short string's scrubbed form
     are remembered (bounded), since agents repeat the same keys and many of the values.
     """
 
-    def __init__(self, config: RedactionConfig, facts: FactMaker | None = None) -> None:
+    def __init__(
+        self, config: RedactionConfig, facts: FactMaker | None = None,
+        secret: FactSecret | None = None,
+    ) -> None:  # fmt: skip
         self.config = config
         self.facts = facts
+        if secret is None:
+            secret = facts.secret if facts is not None else _random_secret()
+        self.secret = secret
         self.scanner = _shared_scanner(facts, config.extra_patterns)
+        self.allowed = AllowList(config.allowed_keys)
+        self._status_allowed = self.allowed.allows(STATUS_MESSAGE_FIELD)
         self._all_tools = CAPTURE_ALL_TOOLS in config.capture_tools
         self._captured_tools = frozenset(config.capture_tools)
         self._verdicts: BoundedMemo[str, int] = BoundedMemo(_MAX_CACHED_KEYS)
+        self._verdicts_id = next(_REDACTORS)  # what the fact kernel remembers them under
         self._dropped_arrays = GrowingArrays(self.scanner.find, _added)
         self._policies: dict[tuple[bool, bool, bool], _ContentPolicy] = {}
         self._drops_all = not (
@@ -167,29 +226,31 @@ class Redactor:
         body: bytes | None = None,
         defer: bool = False,
     ) -> RedactionStats:
-        """Record facts, remove content that is not opted in, scrub every string left.
-        `body`: the bytes `request` was parsed from, when it holds exactly their spans
-        (the fact kernel then reads them, `collector.facts`). `defer`: a span whose only
-        change of facts is the kernel's encoded ones keeps them in `stats.encoded_facts`
-        instead (merging them costs more than splicing them into the span's encoding), and
-        a span the kernel wrote whole (`drops_all`) is left as it came, its encoding in
-        `stats.encoded_spans`: with `defer`, publish the request only through those."""
+        """Record facts, remove content that is not opted in, withhold what is not allowed,
+        scrub every string left. `body`: the bytes `request` was parsed from, when it holds
+        exactly their spans (the fact kernel then reads them, `collector.facts`). `defer`: a
+        span whose only change of facts is the kernel's encoded ones keeps them in
+        `stats.encoded_facts` instead (merging them costs more than splicing them into the
+        span's encoding), and a span the kernel wrote whole (`drops_all`) is left as it
+        came, its encoding in `stats.encoded_spans`: with `defer`, publish the request only
+        through those."""
         stats = RedactionStats()
         answers, encodings = self._kernel_answers(request, tenant, body, defer, stats)
         if defer and answers is not None:
             stats.encoded_facts = [None] * len(answers)
             stats.encoded_spans = encodings
+        key = self.secret.for_tenant(tenant)
         ordinal = 0
         for resource_spans in request.resource_spans:
             shared: PiiRecord = {}
-            self._scrub_list(resource_spans.resource.attributes, shared, "resource:", stats)
+            self._forward_list(resource_spans.resource.attributes, shared, "resource:", stats, key)
             resource_spans.schema_url = self._scrub_field(
                 resource_spans.schema_url, shared, "schema_url", stats
             )
             for scope_spans in resource_spans.scope_spans:
                 scoped = {k: dict(v) for k, v in shared.items()}
                 scope = scope_spans.scope
-                self._scrub_list(scope.attributes, scoped, "scope:", stats)
+                self._forward_list(scope.attributes, scoped, "scope:", stats, key)
                 scope.name = self._scrub_field(scope.name, scoped, "scope.name", stats)
                 scope.version = self._scrub_field(scope.version, scoped, "scope.version", stats)
                 scope_spans.schema_url = self._scrub_field(
@@ -201,7 +262,7 @@ class Redactor:
                         continue
                     answer = answers[ordinal] if answers is not None else False
                     left = self._redact_span(
-                        span, tenant, _Findings(scoped), stats, answer,
+                        span, tenant, key, _Findings(scoped), stats, answer,
                         stats.encoded_facts is not None,
                     )  # fmt: skip
                     if left:
@@ -221,7 +282,7 @@ class Redactor:
             return None, None
         encodings = None
         if whole and self._drops_all:
-            answered = self.facts.request_whole(body, tenant)
+            answered = self.facts.request_whole(body, tenant, self.forwarding, self._verdicts_id)
             answers = answered.answers if answered is not None else None
         else:
             answered, answers = None, self.facts.request_facts(body, tenant, self._drops_all)
@@ -231,6 +292,7 @@ class Redactor:
         if answered is not None:
             encodings = answered.encodings
             stats.removed_attributes += answered.removed
+            stats.withheld_values += answered.withheld
             stats.spans_with_facts += answered.with_facts
         return answers, encodings
 
@@ -238,15 +300,41 @@ class Redactor:
         """`text` with e-mails, card numbers and extra-pattern matches replaced."""
         return self.scanner.scrub(text)[0]
 
+    def forwarding(self, key: str) -> int:
+        """How an attribute `key` is forwarded (a `Forwarding` verdict); the fact kernel asks
+        it too, for the spans it writes whole."""
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self._verdicts.put(key, self._verdict(key))
+        return verdict
+
+    def _verdict(self, key: str) -> int:
+        if genai.is_content_key(key):
+            return _CONTENT
+        if key in CONTEXT_KEYS:
+            return _CONTEXT
+        if key in FACT_KEYS:
+            return _FACT
+        if not self._key_is_clean(key):
+            return _KEY_WITHHELD
+        if self.allowed.allows(key):
+            return _IDENTIFIER if key in IDENTIFIER_KEYS else _ALLOWED
+        return _WITHHELD
+
+    def _key_is_clean(self, key: str) -> bool:
+        """True when `key` may be forwarded as it is: it looks like a key and holds no
+        personal data."""
+        return looks_like_key(key) and not self.scanner.scrub(key)[1]
+
     def _redact_span(
-        self, span: trace_pb2.Span, tenant: str, found: _Findings, stats: RedactionStats,
-        answer: Any = False, defer: bool = False,
+        self, span: trace_pb2.Span, tenant: str, key: TenantKey, found: _Findings,
+        stats: RedactionStats, answer: Any = False, defer: bool = False,
     ) -> bytes | None:  # fmt: skip
         """Facts first (from raw values, or the kernel's `answer`: see
         `FactMaker.request_facts`; False: computed here), then remove the span's unkept
-        content (span and events) and scrub everything left. With `defer`, returns the
-        kernel's encoded facts instead of merging them when they are all the span's facts
-        change."""
+        content (span and events), withhold what is not allowed and scrub everything left.
+        With `defer`, returns the kernel's encoded facts instead of merging them when they
+        are all the span's facts change."""
         encoded, known_pii = answer, _NO_PII  # what the kernel wrote, found
         if answer.__class__ is tuple:
             encoded, known_pii = answer
@@ -255,7 +343,7 @@ class Redactor:
         computes = answer is False and self.facts is not None
         read: list[tuple[str, Any]] | None = [] if computes else None
         content, producer_facts, confirmed = self._scan(
-            attributes, context, found.scrubbed, "", stats, read
+            attributes, context, found.scrubbed, "", stats, key, read
         )
         facts: dict[str, Any] = {}
         if read and self.facts is not None:
@@ -266,22 +354,29 @@ class Redactor:
         if computes or self.facts is None:
             known_pii = None
         removed = self._settle(
-            attributes, content, keep, found, "", stats, span.trace_id, read, known_pii
+            attributes, content, keep, found, "", stats, key, span.trace_id, read, known_pii
         )
         for event in span.events:
-            removed += self._redact_event(event, keep, found, stats)
+            removed += self._redact_event(event, keep, found, stats, key)
         for link in span.links:
-            self._scrub_list(link.attributes, found.scrubbed, "link:", stats)
+            self._forward_list(link.attributes, found.scrubbed, "link:", stats, key)
             link.trace_state = self._scrub_field(
                 link.trace_state, found.scrubbed, "link.trace_state", stats
             )
+            self._scrub_ids(link, ("trace_id", "span_id"), key, found.scrubbed, "link.", stats)
+        self._scrub_ids(span, _SPAN_IDS, key, found.scrubbed, "", stats)
         span.name = self._scrub_field(span.name, found.scrubbed, "name", stats)
         span.trace_state = self._scrub_field(span.trace_state, found.scrubbed, "trace_state", stats)
         status = span.status
         if status.message:
-            status.message = self._scrub_field(
-                status.message, found.scrubbed, "status.message", stats
-            )
+            if self._status_allowed:
+                status.message = self._scrub_field(
+                    status.message, found.scrubbed, "status.message", stats
+                )
+            else:
+                status.message = self._withheld_text(
+                    status.message, key, found.scrubbed, STATUS_MESSAGE_FIELD, stats
+                )
         if removed:  # before the facts: a span's deferred facts go after its attributes
             attributes.add(key=genai.PG_REDACTED_KEYS).value.int_value = removed
         stats.removed_attributes += removed
@@ -295,10 +390,10 @@ class Redactor:
 
     def _redact_event(
         self, event: trace_pb2.Span.Event, keep: _ContentPolicy, found: _Findings,
-        stats: RedactionStats,
+        stats: RedactionStats, key: TenantKey,
     ) -> int:  # fmt: skip
-        """Scrub one event's name, remove or scrub its attributes; returns how many
-        attributes were removed."""
+        """Scrub one event's name, remove, withhold or scrub its attributes; returns how
+        many attributes were removed."""
         is_content = event.name in genai.CONTENT_EVENTS
         event.name = self._scrub_field(event.name, found.scrubbed, "event.name", stats)
         prefix = f"event:{event.name}:"
@@ -308,9 +403,13 @@ class Redactor:
                 for kv in event_attributes:
                     self._note_dropped(kv, found, prefix)
             removed = _delete(event_attributes, range(len(event_attributes)))
+        elif is_content:  # captured messages: every attribute is content, kept
+            removed = 0
+            for kv in event_attributes:
+                self._keep_content(kv, found.scrubbed, prefix, stats, key)
         else:
-            content = self._scan(event_attributes, None, found.scrubbed, prefix, stats)[0]
-            removed = self._settle(event_attributes, content, keep, found, prefix, stats)
+            content = self._scan(event_attributes, None, found.scrubbed, prefix, stats, key)[0]
+            removed = self._settle(event_attributes, content, keep, found, prefix, stats, key)
         return removed
 
     def _scan(
@@ -320,56 +419,128 @@ class Redactor:
         scrubbed: PiiRecord,
         prefix: str,
         stats: RedactionStats,
+        key: TenantKey,
         read: list[tuple[str, Any]] | None = None,
     ) -> tuple[list[int], bool, list[int]]:
-        """Scrub the values that are neither content nor fingerprints; return the content
-        indexes, whether a producer set any fact, and the indexes of the
+        """Forward (scrubbed or withheld) the values that are not content; return the
+        content indexes, whether a producer set any fact, and the indexes of the
         `pathgrade.confirmed_action` attributes (content too). Fills `context` with the raw
         values of the context keys, and `read` with the content's (key, raw value) pairs in
         index order, when given."""
         content = []
         confirmed = []
         producer_facts = False
+        forwarding = self.forwarding
         for index, kv in enumerate(attributes):
-            key = kv.key
-            verdict = self._verdict(key)
+            name = kv.key
+            verdict = forwarding(name)
             if verdict == _CONTENT:
                 content.append(index)
-                if key == genai.PG_CONFIRMED_ACTION:
+                if name == genai.PG_CONFIRMED_ACTION:
                     confirmed.append(index)
                 if read is not None:
-                    read.append((key, any_value(kv.value)))
+                    read.append((name, any_value(kv.value)))
                 continue
-            value = kv.value
-            if verdict == _CONTEXT and context is not None:
-                context[key] = any_value(value)
-            elif verdict == _PLAIN:
-                key = self._scrub_key(kv, key, scrubbed, prefix, stats)
             if verdict == _FACT:
                 producer_facts = True
-                counts = self._scrub_fact(value)
-            else:
-                counts = self._scrub_value(value)
-            if counts:
-                stats.scrubbed(scrubbed, prefix + key, counts)
+            elif verdict == _CONTEXT and context is not None:
+                context[name] = any_value(kv.value)
+            self._forward(kv, name, verdict, scrubbed, prefix, stats, key)
         return content, producer_facts, confirmed
 
-    def _verdict(self, key: str) -> int:
-        verdict = self._verdicts.get(key)
-        if verdict is None:
-            verdict = self._verdicts.put(key, _verdict(key))
-        return verdict
-
-    def _scrub_key(
-        self, kv: KeyValue, key: str, record: PiiRecord, prefix: str, stats: RedactionStats
-    ) -> str:
-        """Scrub an attribute's key (`key`: `kv.key` as already read; keys are strings the
-        collector forwards too); returns the key as forwarded."""
-        clean, counts = self.scanner.scrub(key)
+    def _forward(
+        self, kv: KeyValue, name: str, verdict: int, record: PiiRecord, prefix: str,
+        stats: RedactionStats, key: TenantKey,
+    ) -> None:  # fmt: skip
+        """Forward one attribute that is not content by its verdict: scrubbed (allowed),
+        as a fingerprint where scrubbing would change it (identifier), withheld, or with
+        its key withheld too; notes what was found under `prefix` + its key as forwarded."""
+        value = kv.value
+        if verdict in (_ALLOWED, _CONTEXT):
+            counts = self._scrub_value(value)
+        elif verdict == _FACT:
+            counts = self._scrub_fact(value)
+        elif verdict == _IDENTIFIER:
+            counts = self._scrub_identifier(value, key)
+        else:
+            if verdict == _KEY_WITHHELD:
+                name = kv.key = self._withheld_key(name, key, record, prefix, stats)
+            counts = self._withhold(value, key, stats)
         if counts:
-            kv.key = clean
+            stats.scrubbed(record, prefix + name, counts)
+
+    def _withheld_key(
+        self, name: str, key: TenantKey, record: PiiRecord, prefix: str, stats: RedactionStats
+    ) -> str:
+        """The mark an attribute key travels as (noting what it held under `prefix`
+        "key")."""
+        counts = self.scanner.find(name)
+        if counts:
             stats.scrubbed(record, prefix + "key", counts)
-        return clean
+        stats.withheld_values += 1
+        return withheld_mark(KEY_TYPE, key.fingerprint(name), counts)
+
+    def _withhold(self, value: AnyValue, key: TenantKey, stats: RedactionStats) -> Counts:
+        """Replace `value` by its mark (a boolean and an empty string stay: they hold no
+        text); returns the personal data found in it."""
+        text = value.string_value
+        if text:
+            counts = self.scanner.find(text)
+            value.string_value = withheld_mark("string", key.fingerprint(text), counts)
+            stats.withheld_values += 1
+            return counts
+        kind = value.WhichOneof("value")
+        if kind is None or kind == "bool_value" or kind == "string_value":
+            return _NOTHING
+        counts = {}
+        self._find_in(value, counts)
+        value_type = kind.removesuffix("_value")
+        value.string_value = withheld_mark(value_type, key.fingerprint(_plain(value)), counts)
+        stats.withheld_values += 1
+        return counts
+
+    def _withheld_text(
+        self, text: str, key: TenantKey, record: PiiRecord, field: str, stats: RedactionStats
+    ) -> str:
+        """The mark a string field that is not allowed travels as (noting what it held)."""
+        counts = self.scanner.find(text)
+        if counts:
+            stats.scrubbed(record, field, counts)
+        stats.withheld_values += 1
+        return withheld_mark("string", key.fingerprint(text), counts)
+
+    def _scrub_identifier(self, value: AnyValue, key: TenantKey) -> Counts:
+        """Keep an identifier as it is when scrubbing would not change it, else forward its
+        fingerprint (a value of the same text always gets the same one)."""
+        text = value.string_value
+        if text:
+            counts = self.scanner.scrub(text)[1]
+            if counts:
+                value.string_value = key.fingerprint(text)
+            return counts
+        kind = value.WhichOneof("value")
+        if kind == "int_value" or kind == "double_value":
+            number = getattr(value, kind)
+            if _MIN_CARD <= abs(number) < _MAX_CARD and card_number(number):
+                value.string_value = key.fingerprint(number)
+                return {CARD: 1}
+            return _NOTHING
+        return self._scrub_value(value)
+
+    def _scrub_ids(
+        self, holder: Any, fields: tuple[str, ...], key: TenantKey, record: PiiRecord,
+        prefix: str, stats: RedactionStats,
+    ) -> None:  # fmt: skip
+        """Replace each of the trace or span ids of `holder` (a span or a link) that is a
+        card written into an id (`id_holds_card`) by as many bytes of its fingerprint."""
+        for field in fields:
+            raw = getattr(holder, field)
+            text = raw.hex()
+            if not id_holds_card(text):
+                continue
+            digest = key.fingerprint(text).partition(":")[2]
+            setattr(holder, field, bytes.fromhex(digest)[: len(raw)])
+            stats.scrubbed(record, prefix + field, {CARD: 1})
 
     def _settle(
         self,
@@ -379,21 +550,21 @@ class Redactor:
         found: _Findings,
         prefix: str,
         stats: RedactionStats,
+        key: TenantKey,
         trace_id: bytes = b"",
         read: list[tuple[str, Any]] | None = None,
         known_pii: Mapping[str, Counts | None] | None = None,
     ) -> int:
-        """Scrub the kept content values, delete the others; returns how many were deleted.
-        `read`: the content's (key, Python value) pairs (in `content`'s order) when already
-        read; `known_pii`: the personal data the fact kernel found in the content values
-        (by key, keys with any; None for a value it left to the scanner here)."""
+        """Scrub the kept content values (withholding a key that does not look like one),
+        delete the others; returns how many were deleted. `read`: the content's (key,
+        Python value) pairs (in `content`'s order) when already read; `known_pii`: the
+        personal data the fact kernel found in the content values (by key, keys with any;
+        None for a value it left to the scanner here)."""
         unkept = []
         for position, index in enumerate(content):
             kv = attributes[index]
             if keep.keeps_content(kv.key):
-                counts = self._scrub_value(kv.value)
-                if counts:
-                    stats.scrubbed(found.scrubbed, prefix + kv.key, counts)
+                self._keep_content(kv, found.scrubbed, prefix, stats, key)
             else:
                 unkept.append(index)
                 if self.facts is None:
@@ -404,6 +575,19 @@ class Redactor:
                 elif kv.key in known_pii:
                     _note(found.dropped, prefix + kv.key, known_pii[kv.key])
         return _delete(attributes, unkept)
+
+    def _keep_content(
+        self, kv: KeyValue, record: PiiRecord, prefix: str, stats: RedactionStats,
+        key: TenantKey,
+    ) -> None:  # fmt: skip
+        """Forward captured content scrubbed (its key withheld when it does not look like
+        one: a content key known by its prefix may carry anything after it)."""
+        name = kv.key
+        if not self._key_is_clean(name):
+            name = kv.key = self._withheld_key(name, key, record, prefix, stats)
+        counts = self._scrub_value(kv.value)
+        if counts:
+            stats.scrubbed(record, prefix + name, counts)
 
     def _note_dropped(
         self, kv: KeyValue, found: _Findings, prefix: str, trace_id: bytes = b"",
@@ -441,17 +625,20 @@ class Redactor:
             )
         return policy
 
-    def _scrub_list(
+    def _forward_list(
         self, attributes: Iterable[KeyValue], record: PiiRecord, prefix: str,
-        stats: RedactionStats,
+        stats: RedactionStats, key: TenantKey,
     ) -> None:  # fmt: skip
-        """Scrub every key and value of an attribute list, noting findings under `prefix`
-        + key."""
+        """Forward every attribute of a resource, scope or link by its key's verdict
+        (content there is withheld: it is neither read for facts nor captured), noting
+        findings under `prefix` + key."""
+        forwarding = self.forwarding
         for kv in attributes:
-            key = self._scrub_key(kv, kv.key, record, prefix, stats)
-            counts = self._scrub_value(kv.value)
-            if counts:
-                stats.scrubbed(record, prefix + key, counts)
+            name = kv.key
+            verdict = forwarding(name)
+            if verdict == _CONTENT:
+                verdict = _WITHHELD if self._key_is_clean(name) else _KEY_WITHHELD
+            self._forward(kv, name, verdict, record, prefix, stats, key)
 
     def _scrub_field(self, text: str, record: PiiRecord, field: str, stats: RedactionStats) -> str:
         """One string field of the span, scope or resource, scrubbed."""
@@ -559,20 +746,30 @@ class _ContentPolicy:
         return self.messages
 
 
+def _random_secret() -> FactSecret:
+    """A secret of this process's own, for a redactor given none (tests, tools): its
+    fingerprints are keyed, never comparable with another process's."""
+    return FactSecret(secrets.token_bytes(SECRET_BYTES))
+
+
+def _plain(value: AnyValue) -> Any:
+    """An AnyValue as the plain value its fingerprint is of: bytes as their hex text."""
+    which = value.WhichOneof("value")
+    if which == "bytes_value":
+        return value.bytes_value.hex()
+    if which == "array_value":
+        return [_plain(item) for item in value.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: _plain(kv.value) for kv in value.kvlist_value.values}
+    return getattr(value, which) if which else None
+
+
 def _shared_scanner(facts: FactMaker | None, patterns: list[str]) -> PiiScanner:
     """The fact maker's scanner when it finds the same patterns (the strings facts and
     scrubbing both read are then scanned, and remembered, once), else a scanner of ours."""
     if facts is not None and [p.pattern for p in facts.scanner.extra_patterns] == patterns:
         return facts.scanner
     return PiiScanner(patterns)
-
-
-def _verdict(key: str) -> int:
-    if genai.is_content_key(key):
-        return _CONTENT
-    if key in CONTEXT_KEYS:
-        return _CONTEXT
-    return _FACT if key in FACT_KEYS else _PLAIN
 
 
 def _added(earlier: Counts, later: Counts) -> Counts:

@@ -23,6 +23,7 @@ from pathgrade.collector.pipeline import IngestCounters, IngestPipeline
 from pathgrade.collector.publisher import KafkaPublisher, producer_for
 from pathgrade.collector.redact import Redactor
 from pathgrade.collector.spill import SpillFile, SpillInUse
+from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.pii import PiiScanner
 from pathgrade.schemas.stalls import STALLED, WRITE_FAILURES
@@ -61,7 +62,10 @@ class Collector:
 
     def start(self) -> None:
         config = self.config
-        facts = self._fact_maker()  # a bad key or policy file stops the start before any connection
+        # A bad key or policy file stops the start before any connection. The key is read with facts
+        # off too: withheld values and identifiers are fingerprinted with it.
+        secret = load_secret(config.facts_key_file, config.spill_dir)
+        facts = self._fact_maker(secret)
         try:
             producer = self.new_producer()
         except KafkaError as exc:
@@ -85,7 +89,7 @@ class Collector:
         )  # fmt: skip
         self.publisher.start()
         self.pipeline = IngestPipeline(
-            Redactor(config.redaction, facts), self.publisher, config.max_message_bytes,
+            Redactor(config.redaction, facts, secret), self.publisher, config.max_message_bytes,
             self._counters,
         )  # fmt: skip
         try:
@@ -118,12 +122,11 @@ class Collector:
         self._http_thread.start()
         log.info("collector listening: grpc %d, http %d", self.grpc_port, self.http_port)
 
-    def _fact_maker(self) -> FactMaker | None:
+    def _fact_maker(self, secret: FactSecret) -> FactMaker | None:
         """The facts stage, with the deployment's secret (None with facts off)."""
         config = self.config
         if not config.facts:
             return None
-        secret = load_secret(config.facts_key_file, config.spill_dir)
         requests = load_request_patterns(config.policy)
         maker = FactMaker(secret, PiiScanner(config.redaction.extra_patterns), requests=requests)
         if maker.kernel is None:

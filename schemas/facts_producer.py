@@ -97,11 +97,11 @@ def compute_facts(
     if fields.output_messages:
         output_text = fields.output_messages
         facts[OUTPUT] = _remembered_text(
-            ("output", scanner, output_text, *fields.finish_reasons),
-            lambda: _output_fact(parse_messages(output_text), fields.finish_reasons, scanner),
+            ("output", key, scanner, output_text, *fields.finish_reasons),
+            lambda: _output_fact(parse_messages(output_text), fields.finish_reasons, key, scanner),
         )
     elif rebuilt.outputs:
-        facts[OUTPUT] = _output_fact(rebuilt.outputs, fields.finish_reasons, scanner)
+        facts[OUTPUT] = _output_fact(rebuilt.outputs, fields.finish_reasons, key, scanner)
     if facts:
         facts[VERSION] = FACTS_VERSION
     return facts
@@ -188,15 +188,19 @@ def instructions_in(messages: list[dict[str, Any]]) -> list[str] | None:
 
 
 def _output_fact(
-    messages: list[dict[str, Any]], finish_reasons: list[str], scanner: PiiScanner
+    messages: list[dict[str, Any]], finish_reasons: list[str], key: TenantKey, scanner: PiiScanner
 ) -> str:
-    """The output fact (JSON text) of a model call's output messages."""
+    """The output fact (JSON text) of a model call's output messages. A tool call's id is
+    an identifier: as it is, or its fingerprint when scrubbing would change it (so two
+    calls stay two, and match their tool spans' ids, which the collector treats alike)."""
     calls = [call for message in messages for call in message_tool_calls(message)]
     text = assistant_text(messages)
     facts: dict[str, Any] = {"text": bool(text.strip())}
     if calls:
         clean = scanner.clean
-        facts["tool_calls"] = [{"id": clean(c.call_id), "name": clean(c.name)} for c in calls]
+        facts["tool_calls"] = [
+            {"id": _identifier(c.call_id, key, scanner), "name": clean(c.name)} for c in calls
+        ]
     if finish_reasons:
         facts["finish_reasons"] = [scanner.clean(r) for r in finish_reasons]
     claims = CLAIMS.hits(text)
@@ -206,6 +210,11 @@ def _output_fact(
     if pii:
         facts["pii"] = pii
     return sorted_compact(facts)
+
+
+def _identifier(text: str, key: TenantKey, scanner: PiiScanner) -> str:
+    """An id as it travels: itself, or its fingerprint when scrubbing would change it."""
+    return key.fingerprint(text) if scanner.scrub(text)[1] else text
 
 
 def joined_hits(earlier: list[str] | None, later: list[str] | None) -> list[str] | None:

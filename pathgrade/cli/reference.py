@@ -2,9 +2,9 @@
 the configuration tables of the README and docs/realtime.md are rendered from the models'
 defaults and field descriptions.
 
-`python -m pathgrade.cli.reference --write` rewrites the tables between their markers
-(and docs/detectors.md from the detector registry); without `--write` it names the files
-that differ and exits 1.
+`python -m pathgrade.cli.reference --write` rewrites the tables between their markers,
+the collector's default allow-list in docs/collector.md (and docs/detectors.md from the
+detector registry); without `--write` it names the files that differ and exits 1.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.collector.config import CollectorConfig
 from pathgrade.detectors.catalogue import render as render_catalogue
 from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.schemas.allowed_keys import allowed_keys_list
 from pathgrade.stack.alert_lines import AlertLineSettings
 from pathgrade.stack.options import StackOptions
 from pathgrade.web.options import UiOptions
@@ -51,6 +53,10 @@ TABLES: dict[str, dict[str, tuple[type[BaseModel], tuple[str, ...]]]] = {
 """File -> marker -> (the model its table documents, fields left out: set by a flag)."""
 GENERATED = {"docs/detectors.md": render_catalogue}
 """Files rendered whole."""
+SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
+    "docs/collector.md": {"allowed-keys": allowed_keys_list},
+}
+"""File -> marker -> the function rendering the text between its markers."""
 
 
 def field_default(model: type[BaseModel], name: str) -> Any:
@@ -149,14 +155,19 @@ def render_tables(text: str, tables: dict[str, tuple[type[BaseModel], tuple[str,
     """`text` with the table between each `<!-- generated: MARKER -->` and
     `<!-- end generated -->` pair rendered anew; ValueError when a marker is missing."""
     for marker, (model, skip) in tables.items():
-        pattern = re.compile(
-            rf"(<!-- generated: {re.escape(marker)} [^\n]*-->\n).*?(<!-- end generated -->)", re.S
-        )
-        if not pattern.search(text):
-            raise ValueError(f"marker {marker!r} not found")
-        table = config_table(model, skip)
-        text = pattern.sub(lambda m, table=table: m.group(1) + table + "\n" + m.group(2), text)
+        text = render_marked(text, marker, config_table(model, skip))
     return text
+
+
+def render_marked(text: str, marker: str, content: str) -> str:
+    """`text` with `content` between `<!-- generated: MARKER ... -->` and the next
+    `<!-- end generated -->`; ValueError when the marker is missing."""
+    pattern = re.compile(
+        rf"(<!-- generated: {re.escape(marker)} [^\n]*-->\n).*?(<!-- end generated -->)", re.S
+    )
+    if not pattern.search(text):
+        raise ValueError(f"marker {marker!r} not found")
+    return pattern.sub(lambda m: m.group(1) + content + "\n" + m.group(2), text)
 
 
 def rendered(root: Path) -> dict[str, str]:
@@ -164,6 +175,11 @@ def rendered(root: Path) -> dict[str, str]:
     files = {path: render() for path, render in GENERATED.items()}
     for path, tables in TABLES.items():
         files[path] = render_tables((root / path).read_text(encoding="utf-8"), tables)
+    for path, sections in SECTIONS.items():
+        text = files.get(path) or (root / path).read_text(encoding="utf-8")
+        for marker, render in sections.items():
+            text = render_marked(text, marker, render())
+        files[path] = text
     return files
 
 

@@ -450,6 +450,10 @@ def collector_args(parser: argparse.ArgumentParser) -> None:
     for flag in ("--capture-messages", "--capture-identity"):
         field = flag[2:].replace("-", "_")
         model_flag(parser, flag, RedactionConfig, field, unset=True, action="store_true")
+    model_flag(
+        parser, "--allow-keys", RedactionConfig, "allowed_keys", unset=True,
+        prefix="comma-separated ", metavar="KEYS",
+    )  # fmt: skip
     model_flag(parser, "--facts-key-file", Config, "facts_key_file", type=Path, metavar="FILE")
 
 
@@ -471,6 +475,8 @@ def collector_settings(args: argparse.Namespace) -> dict[str, Any]:
     redaction = dict(settings.get("redaction") or {})
     if args.capture_tools is not None:
         redaction["capture_tools"] = [n.strip() for n in args.capture_tools.split(",") if n.strip()]
+    if args.allow_keys is not None:
+        redaction["allowed_keys"] = [k.strip() for k in args.allow_keys.split(",") if k.strip()]
     if args.capture_messages is not None:
         redaction["capture_messages"] = args.capture_messages
     if args.capture_identity is not None:

@@ -6,6 +6,8 @@ import datetime
 import json
 from typing import Any
 
+from pathgrade.schemas.withheld import read_withheld
+
 
 def duration(ns: int | float | None) -> str:
     """`850 µs`, `12.3 ms`, `4.56 s`, `3 m 05 s`; "-" for None."""
@@ -68,7 +70,19 @@ def short_id(value: str, length: int = 12) -> str:
     return value if len(value) <= length else value[:length] + "…"
 
 
+def attribute(value: Any) -> Any:
+    """An attribute key or value as the trace page shows it: a withheld one
+    (`schemas.withheld`) says so, with its type, the start of its fingerprint and the kinds
+    of personal data the collector found in it; anything else as it is."""
+    mark = read_withheld(value)
+    if mark is None:
+        return value
+    held = f"; held {' and '.join(mark.kinds)}" if mark.kinds else ""
+    return f"withheld {mark.type} (fingerprint {short_id(mark.fingerprint, 17)}{held})"
+
+
 FILTERS = {
+    "attribute": attribute,
     "duration": duration,
     "instant": instant,
     "iso_instant": iso_instant,

@@ -152,19 +152,21 @@ def test_span_too_large_for_kafka_in_total_is_refused_and_later_spans_are_stored
 ) -> None:
     """The reported case: 20 strings of 900 KiB (each under the 1 MiB value limit) nested in
     one span add up past what Kafka takes. Also a span between the message limit and the
-    producer's, inside an event, and a resource too large for any message."""
+    producer's, inside an event, and a resource too large for any message. The keys are
+    allowed ones (`pathgrade.*`): a value whose key is not allowed travels as its short mark,
+    which any message holds."""
     trace = 0x15A
-    oversized = span(trace, 3, 1, app__chunks=strings_in_kvlists(20, 900 * KIB))
+    oversized = span(trace, 3, 1, pathgrade__chunks=strings_in_kvlists(20, 900 * KIB))
     in_event = span(trace, 4, 1)
     in_event.events.add(time_unix_nano=NOW_NS, name="chunked").attributes.append(
-        key_value("app.chunks", strings_in_kvlists(4, 300 * KIB))
+        key_value("pathgrade.chunks", strings_in_kvlists(4, 300 * KIB))
     )
     request = ExportTraceServiceRequest(
         resource_spans=[
             resource_spans("poison", [span(trace, 1), span(trace, 2, 1), oversized, in_event]),
             resource_spans(
                 "big-resource", [span(trace, 5, 1), span(trace, 6, 1)],
-                host__labels=strings_in_kvlists(4, 300 * KIB),
+                **{"pathgrade.labels": strings_in_kvlists(4, 300 * KIB)},
             ),
         ]
     )  # fmt: skip

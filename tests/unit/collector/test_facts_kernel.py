@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -30,7 +31,8 @@ from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.schemas import facts as f
 from pathgrade.schemas import genai
 from pathgrade.schemas.fingerprints import FactSecret
-from pathgrade.schemas.pii import PiiScanner
+from pathgrade.schemas.pii import PiiScanner, luhn_valid
+from pathgrade.schemas.withheld import read_withheld
 
 from pathgrade.demo.sender import send_demo_traces
 from tests.support.otlp_values import any_value
@@ -504,6 +506,8 @@ def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) ->
     spans = list(exporter.get_finished_spans())
     config = CONFIGS[config_name]
     deferred_some = whole_some = False
+    with_message = 0  # spans the redactor redacts in Python: a status message to withhold, or
+    # an id whose hex may hold a card
     for i in range(0, len(spans), 32):
         body = encode_spans(spans[i : i + 32]).SerializeToString()
         merged, deferred = (ExportTraceServiceRequest.FromString(body) for _ in range(2))
@@ -514,18 +518,48 @@ def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) ->
         assert stats.encoded_facts is not None
         deferred_some |= any(stats.encoded_facts)
         whole_some |= any(stats.encoded_spans or ())
+        if stats.encoded_spans is not None:
+            for span, whole in zip(_spans(deferred), stats.encoded_spans, strict=True):
+                assert (whole is None) == (bool(span.status.message) or _long_digit_run(span))
+                with_message += whole is None
         expected = [(m.key, m.value) for m in group_by_trace(merged).messages]
         spliced = group_by_trace(deferred, deferred=stats).messages
         assert [(m.key, m.value) for m in spliced] == expected
     captures = config_name == "some tools"
     assert whole_some != captures  # whole spans only when nothing is captured
-    assert deferred_some == captures  # the demo's spans are all whole otherwise
+    assert deferred_some == (captures or with_message > 0)  # otherwise every span is whole
+
+
+def _long_digit_run(span: trace_pb2.Span) -> bool:
+    """True when the hex of one of the span's ids holds a card-like run (13-19 decimal
+    digits in a row that start with 2-6 and pass Luhn): the kernel leaves those spans to
+    the redactor, which maps the ids that are cards written into ids."""
+    for raw in (span.trace_id, span.span_id, span.parent_span_id):
+        for run in re.findall(r"[0-9]{13,}", raw.hex()):
+            for begin in range(len(run)):
+                for end in range(begin + 13, min(len(run), begin + 19) + 1):
+                    if run[begin] in "23456" and luhn_valid(run[begin:end]):
+                        return True
+    return False
 
 
 # ---- whole spans: what the kernel forwards itself on default settings
 
 
-PII_TEXTS = ["a@b.io", "card 4111 1111 1111 1111", "50% off", "héllo"]
+ENCODED_PII = [
+    "id=YUBiLmlvLmNv",  # base64 of an address after a prefix
+    "6a6f40622e696f2e636f",  # hex of one
+    "WVVCaUxtbHZMbU52",  # base64 of base64 of one
+    "NDExMTExMTExMTExMTExMQ",  # base64 of a card, no padding
+    "NDI5MDA5ODY5NDU5OTE3MQ==",  # base64 of another: upper case and digits only
+    "call_409a8a78909ff4976a8a43ef",  # an id with a hex run: decodes to nothing readable
+    "ChatOpenAI",  # both cases: read as base64, nothing in it
+    "jo&#64;b.io",
+    "jo (at) b (dot) io",
+    "jo at b dot io",
+    "jo@b · io",
+]
+PII_TEXTS = ["a@b.io", "card 4111 1111 1111 1111", "50% off", "héllo", *ENCODED_PII]
 plain_scalars = st.one_of(
     texts,
     st.sampled_from(PII_TEXTS),
@@ -549,7 +583,7 @@ plain_values = st.recursive(
 plain_keys = st.sampled_from(
     ["http.url", "db.statement", "http.status_code", "peer.service", "mail a@b.io", f.VERSION]
 )
-maybe_pii = st.sampled_from(["", "plain", "a@b.io", "id 4111111111111111"])
+maybe_pii = st.sampled_from(["", "plain", "a@b.io", "id 4111111111111111", *ENCODED_PII])
 
 
 @st.composite
@@ -628,13 +662,17 @@ def _plain_span(**fields: Any) -> bytes:
         KeyValue(key="service.name", value=any_value(fields.pop("service", "shop")))
     )
     span = resource_spans.scope_spans.add().spans.add(
-        trace_id=TRACE, span_id=b"\x01" * 8, name=fields.pop("name", "chat m")
+        trace_id=TRACE,
+        span_id=fields.pop("span_id", b"\x01" * 8),
+        name=fields.pop("name", "chat m"),
     )
     attributes = {
         genai.OPERATION_NAME: "chat",
         "http.status_code": 200,
-        "ratio": 0.5,
-        "tags": ["a", "b"],
+        "gen_ai.request.temperature": 0.5,
+        genai.WORKFLOW_NODES: ["a", "b"],
+        "app.flag": True,
+        "app.note": "call me back tomorrow",  # not allowed: its mark, written by the kernel
         genai.OUTPUT_MESSAGES: '[{"role": "assistant", "content": "I have refunded it."}]',
         **fields.pop("attributes", {}),
     }
@@ -653,19 +691,26 @@ def _plain_span(**fields: Any) -> bytes:
     [
         ("a plain span", {}),
         ("a plain span, a text the scanner reads", {"name": "chat gpt-4.1-2025-04-14"}),
-        ("an e-mail in a plain value", {"attributes": {"http.url": "/u/a@b.io"}}),
+        ("a plain span, an identifier", {"attributes": {genai.CONVERSATION_ID: "c-9f3a0d2e7b11"}}),
+        ("an e-mail in a value not allowed", {"attributes": {"http.url": "/u/a@b.io"}}),
+        ("an e-mail in an allowed value", {"attributes": {genai.AGENT_NAME: "a@b.io"}}),
+        ("a card in an identifier", {"attributes": {genai.CONVERSATION_ID: "4111111111111111"}}),
+        ("a number not allowed", {"attributes": {"order": 7}}),
         ("a card-sized number", {"attributes": {"order": 4111111111111111}}),
+        ("a key that is not a key", {"attributes": {"note for a@b.io": "x"}}),
         ("an e-mail in the span name", {"name": "lookup a@b.io"}),
+        ("an encoded e-mail in the span name", {"name": "chat YUBiLmlvLmNvbQ=="}),
         ("an e-mail in the resource", {"service": "a@b.io"}),
         ("a fact a producer set", {"attributes": {f.VERSION: 1}}),
         ("an event", {"event": True}),
         ("an e-mail in a link", {"link": True}),
-        ("an e-mail in the status", {"status": "no a@b.io"}),
+        ("a status message", {"status": "failed"}),
+        ("an id whose hex may hold a card", {"span_id": bytes.fromhex("4111111111111111")}),
     ],
 )
 def test_which_spans_the_kernel_writes_whole(case: str, fields: dict[str, Any]) -> None:
     body = _plain_span(**fields)
-    answered = _maker(RedactionConfig(), native=True).request_whole(body, "acme")
+    answered = _whole(body)
     assert answered is not None
     (encoding,) = answered.encodings
     assert (encoding is not None) == case.startswith("a plain span"), case
@@ -673,10 +718,19 @@ def test_which_spans_the_kernel_writes_whole(case: str, fields: dict[str, Any]) 
     assert _messages(body, RedactionConfig(), native=True, defer=True) == expected
     if encoding is not None:
         span = trace_pb2.Span.FromString(encoding)
-        keys = [kv.key for kv in span.attributes]
-        assert genai.OUTPUT_MESSAGES not in keys and b"refunded it" not in encoding
-        assert keys[-1] == f.VERSION and genai.PG_REDACTED_KEYS in keys
-        assert (answered.removed, answered.with_facts) == (1, 1)
+        values = {kv.key: kv.value for kv in span.attributes}
+        assert genai.OUTPUT_MESSAGES not in values and b"refunded it" not in encoding
+        assert list(values)[-1] == f.VERSION and genai.PG_REDACTED_KEYS in values
+        assert read_withheld(values["app.note"].string_value).kinds == ()
+        assert b"call me back" not in encoding and values["app.flag"].bool_value
+        assert (answered.removed, answered.with_facts, answered.withheld) == (1, 1, 1)
+
+
+def _whole(body: bytes) -> Any:
+    """The kernel's whole spans of `body` on default settings."""
+    maker = _maker(RedactionConfig(), native=True)
+    redactor = Redactor(RedactionConfig(), maker)
+    return maker.request_whole(body, "acme", redactor.forwarding, 1)
 
 
 def test_content_known_by_its_prefix_leaves_a_whole_span() -> None:
@@ -692,7 +746,7 @@ def test_content_known_by_its_prefix_leaves_a_whole_span() -> None:
         KeyValue(key="retrieval.documents.0.document.content", value=any_value("secret doc"))
     )
     body = request.SerializeToString()
-    answered = _maker(RedactionConfig(), native=True).request_whole(body, "acme")
+    answered = _whole(body)
     assert answered is not None
     (encoding,) = answered.encodings
     assert encoding is not None and b"secret doc" not in encoding

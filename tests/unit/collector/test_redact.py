@@ -9,9 +9,11 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1 import trace_pb2
+from pathgrade.collector.facts import CONTEXT_KEYS as CONTEXT_KEYS_OF_FACTS
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.schemas import genai
 from pathgrade.schemas.pii import CARD_MARK, EMAIL_MARK, PATTERN_MARK, luhn_valid
+from pathgrade.schemas.withheld import read_withheld
 from pydantic import ValidationError
 
 VISA_TEST_CARD = "4111111111111111"  # a Luhn-valid test number, no real account
@@ -143,29 +145,30 @@ def test_content_event_attributes_dropped_but_event_kept() -> None:
         name=genai.EVENT_USER_MESSAGE, attributes=[_kv("content", "hello"), _kv("role", "user")]
     )
     exception = trace_pb2.Span.Event(name="exception", attributes=[_kv("exception.type", "E")])
-    request = _request(_span({"a": 1}, events=[event, exception]))
+    request = _request(_span({genai.USAGE_INPUT_TOKENS: 1}, events=[event, exception]))
     stats = Redactor(RedactionConfig()).redact(request)
     span = request.resource_spans[0].scope_spans[0].spans[0]
     assert [e.name for e in span.events] == [genai.EVENT_USER_MESSAGE, "exception"]
     assert len(span.events[0].attributes) == 0
     assert _attributes(span.events[1].attributes) == {"exception.type": "E"}
-    assert _attributes(span.attributes) == {"a": 1, genai.PG_REDACTED_KEYS: 2}
+    assert _attributes(span.attributes) == {genai.USAGE_INPUT_TOKENS: 1, genai.PG_REDACTED_KEYS: 2}
     assert stats.removed_attributes == 2
 
 
 def test_content_event_kept_when_messages_captured() -> None:
-    event = trace_pb2.Span.Event(name=genai.EVENT_CHOICE, attributes=[_kv("content", "hi")])
+    attributes = [_kv("content", "hi jo@example.com"), _kv("index", 0)]
+    event = trace_pb2.Span.Event(name=genai.EVENT_CHOICE, attributes=attributes)
     request = _request(_span({}, events=[event]))
     Redactor(RedactionConfig(capture_messages=True)).redact(request)
     span = request.resource_spans[0].scope_spans[0].spans[0]
-    assert _attributes(span.events[0].attributes) == {"content": "hi"}
+    assert _attributes(span.events[0].attributes) == {"content": f"hi {EMAIL_MARK}", "index": 0}
     assert len(span.attributes) == 0
 
 
 def test_span_without_content_gets_no_marker() -> None:
-    assert _redact(_span({genai.OPERATION_NAME: "chat", "n": 3})) == {
+    assert _redact(_span({genai.OPERATION_NAME: "chat", genai.USAGE_OUTPUT_TOKENS: 3})) == {
         genai.OPERATION_NAME: "chat",
-        "n": 3,
+        genai.USAGE_OUTPUT_TOKENS: 3,
     }
 
 
@@ -188,8 +191,9 @@ def test_scrub_text(text: str, expected: str) -> None:
     assert Redactor(RedactionConfig()).scrub_text(text) == expected
 
 
-def test_scrub_reaches_events_links_nested_and_resource() -> None:
-    email = "a@b.io"
+def _everywhere(email: str) -> ExportTraceServiceRequest:
+    """`email` in a span's, an event's, a link's and the resource's attributes, nested in an
+    array and a key-value list too."""
     nested = AnyValue(
         array_value=ArrayValue(
             values=[
@@ -201,14 +205,106 @@ def test_scrub_reaches_events_links_nested_and_resource() -> None:
     span = _span({"top": email, "n": 5})
     span.attributes.add(key="nested").value.CopyFrom(nested)
     span.events.add(name="log").attributes.append(_kv("msg", email))
-    span.links.add(trace_id=b"1" * 16, span_id=b"2" * 8).attributes.append(_kv("who", email))
+    span.links.add(trace_id=b"\xa1" * 16, span_id=b"\xb2" * 8).attributes.append(_kv("who", email))
     request = _request(span)
     request.resource_spans[0].resource.attributes.append(_kv("owner", email))
-    stats = Redactor(RedactionConfig()).redact(request)
-    assert stats.scrubbed_values == 6
-    assert email not in str(request)
+    return request
+
+
+def test_allowed_values_are_scrubbed_in_events_links_nested_and_resource() -> None:
+    request = _everywhere("a@b.io")
+    config = RedactionConfig(allowed_keys=["top", "n", "nested", "msg", "who", "own*"])
+    stats = Redactor(config).redact(request)
+    assert stats.scrubbed_values == 6 and stats.withheld_values == 0
+    assert "a@b.io" not in str(request)
     assert str(request).count(EMAIL_MARK) == 6
     assert stats.removed_attributes == 0
+
+
+def test_values_not_allowed_travel_as_their_marks_in_every_attribute_list() -> None:
+    """Any value whose key is not allowed is withheld (its type, keyed fingerprint and the
+    kinds found): the same value twice gets the same mark, another value another."""
+    request = _everywhere("a@b.io")
+    request.resource_spans[0].scope_spans[0].spans[0].attributes.add(key="again").value.CopyFrom(
+        AnyValue(string_value="a@b.io")
+    )
+    stats = Redactor(RedactionConfig()).redact(request)
+    span = request.resource_spans[0].scope_spans[0].spans[0]
+    values = _attributes(span.attributes)
+    marks = {k: read_withheld(v) for k, v in values.items()}
+    assert marks["top"] == marks["again"] and marks["top"].kinds == ("email",)
+    assert (marks["n"].type, marks["n"].kinds) == ("int", ())
+    assert (marks["nested"].type, marks["nested"].kinds) == ("array", ("email",))
+    assert marks["nested"].fingerprint != marks["top"].fingerprint
+    event, link = span.events[0], span.links[0]
+    assert read_withheld(_attributes(event.attributes)["msg"]).kinds == ("email",)
+    assert read_withheld(_attributes(link.attributes)["who"]).kinds == ("email",)
+    owner = _attributes(request.resource_spans[0].resource.attributes)["owner"]
+    assert read_withheld(owner).kinds == ("email",)
+    assert "a@b.io" not in str(request) and EMAIL_MARK not in str(request)
+    assert stats.withheld_values == 7 and stats.scrubbed_values == 7
+
+
+def test_keys_that_are_not_keys_are_withheld_with_their_values() -> None:
+    email_key, spaced = "note for ana@example.com", "ünïcode key"
+    kept = _redact(_span({email_key: "x", spaced: "y", genai.TOOL_NAME: "search"}))
+    assert kept[genai.TOOL_NAME] == "search"
+    withheld = {read_withheld(k): read_withheld(v) for k, v in kept.items() if k.startswith("[")}
+    assert {(k.type, k.kinds) for k in withheld} == {("key", ("email",)), ("key", ())}
+    assert all(v is not None and v.type == "string" for v in withheld.values())
+
+
+def test_booleans_and_empty_strings_travel_as_they_are() -> None:
+    span = _span({"empty": ""})
+    span.attributes.add(key="flag").value.bool_value = True
+    assert _redact(span) == {"flag": True, "empty": ""}
+
+
+def test_the_status_message_is_withheld_unless_allowed() -> None:
+    for config, expected in (({}, None), ({"allowed_keys": ["status.message"]}, "failed")):
+        span = _span({})
+        span.status.message = "failed"
+        request = _request(span)
+        Redactor(RedactionConfig(**config)).redact(request)
+        message = request.resource_spans[0].scope_spans[0].spans[0].status.message
+        assert (read_withheld(message) is None) == (expected is not None), message
+        assert expected is None or message == expected
+
+
+def test_identifiers_that_need_scrubbing_become_fingerprints_so_users_stay_apart() -> None:
+    """Two conversations whose ids both hold a card number stay two (a constant mark would
+    merge them), in every convention's key; an id with nothing to scrub is kept."""
+    ids = ["conv-4111 1111 1111 1111", "conv-5555 5555 5555 4444", "conv-plain-7"]
+    redactor = Redactor(RedactionConfig())
+    for key in (genai.CONVERSATION_ID, genai.OI_SESSION_ID, genai.TL_SESSION_ID):
+        forwarded = [_redact_with(redactor, _span({key: c}))[key] for c in [*ids, ids[0]]]
+        assert len(set(forwarded)) == 3 and forwarded[2] == "conv-plain-7"
+        assert forwarded[3] == forwarded[0]  # the same id, the same fingerprint
+        assert not any("1111" in f or "4444" in f or "REDACTED" in f for f in forwarded)
+
+
+def _redact_with(redactor: Redactor, span: trace_pb2.Span) -> dict[str, Any]:
+    request = _request(span)
+    redactor.redact(request)
+    return _attributes(request.resource_spans[0].scope_spans[0].spans[0].attributes)
+
+
+def test_trace_and_span_ids_holding_a_card_are_mapped_alike_everywhere() -> None:
+    card_span, card_trace = (
+        bytes.fromhex("4111111111111111"),
+        bytes.fromhex("0" * 16 + "5555555555554444"),
+    )
+    parent = trace_pb2.Span(name="p", trace_id=card_trace, span_id=card_span)
+    child = trace_pb2.Span(
+        name="c", trace_id=card_trace, span_id=b"\x01" * 8, parent_span_id=card_span
+    )
+    child.links.add(trace_id=card_trace, span_id=card_span)
+    request = _request(parent, child)
+    Redactor(RedactionConfig()).redact(request)
+    parent, child = request.resource_spans[0].scope_spans[0].spans
+    assert parent.span_id == child.parent_span_id == child.links[0].span_id != card_span
+    assert parent.trace_id == child.trace_id == child.links[0].trace_id != card_trace
+    assert (len(parent.span_id), len(parent.trace_id), child.span_id) == (8, 16, b"\x01" * 8)
 
 
 def test_extra_patterns() -> None:
@@ -219,6 +315,25 @@ def test_extra_patterns() -> None:
 def test_invalid_extra_pattern_is_named() -> None:
     with pytest.raises(ValidationError, match=r"extra_patterns\[1\] '\(unclosed' is not a valid"):
         RedactionConfig(extra_patterns=["ok", "(unclosed"])
+
+
+def test_an_empty_allowed_key_is_named() -> None:
+    with pytest.raises(ValidationError, match=r"allowed_keys\[1\] is empty"):
+        RedactionConfig(allowed_keys=["app.public", " "])
+
+
+def test_allowed_keys_add_exact_keys_and_patterns_to_the_defaults() -> None:
+    config = {"allowed_keys": ["app.plan", "app.public.*", "team.[ab]"]}
+    span = _span({"app.plan": "gold", "app.public.region": "eu", "team.a": "x", "team.c": "y"})
+    kept = _redact(span, **config)
+    assert (kept["app.plan"], kept["app.public.region"], kept["team.a"]) == ("gold", "eu", "x")
+    assert read_withheld(kept["team.c"]) is not None
+
+
+def test_every_key_the_capture_policy_reads_is_allowed_by_default() -> None:
+    """The context keys are forwarded as allowed values: the default list holds them."""
+    redactor = Redactor(RedactionConfig())
+    assert all(redactor.allowed.allows(key) for key in CONTEXT_KEYS_OF_FACTS)
 
 
 def test_config_rejects_unknown_fields() -> None:
@@ -269,7 +384,7 @@ def test_hostile_text_without_personal_data_comes_back_unchanged() -> None:
 
 def test_repeated_texts_are_scrubbed_every_time_and_past_the_cache_bound() -> None:
     """The scrub cache never lets a repeat through, also after it was cleared when full."""
-    redactor = Redactor(RedactionConfig())
+    redactor = Redactor(RedactionConfig(allowed_keys=["note"]))
     texts = [f"note {n}: reach ana.{n}@example.com" for n in range(20_000)]  # > cache bound
     spans = [_span({"note": text}) for text in texts + texts[:5]]
     request = _request(*spans)

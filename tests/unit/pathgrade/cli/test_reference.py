@@ -112,6 +112,7 @@ def test_flag_help_shows_the_model_default() -> None:
 TIED_FLAGS = {
     ("up", "--grpc-port"): (CollectorConfig, "grpc_port"),
     ("up", "--capture-tools"): (RedactionConfig, "capture_tools"),
+    ("up", "--allow-keys"): (RedactionConfig, "allowed_keys"),
     ("up", "--kafka"): (StackOptions, "kafka"),
     ("up", "--demo"): (StackOptions, "demo"),
     ("up", "--broker-max-mb"): (StackOptions, "broker_max_mb"),

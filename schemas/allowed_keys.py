@@ -1,0 +1,158 @@
+"""Which attribute values the collector forwards as text: the allow-list (as the OpenTelemetry
+Collector's redaction processor does with `allowed_keys`).
+
+An attribute whose key is allowed is forwarded with its value scrubbed (`schemas.pii`); any
+other value is withheld: it travels as its mark (`schemas.withheld`: type, keyed
+fingerprint, kinds of personal data found), never as its text, whatever it holds. A
+boolean travels as it is (one bit holds no text), and so does an empty string.
+
+Allowed by default: the structural keys of the conventions pathgrade reads (the keys the
+GenAI mapping reads names, ids, counts and kinds from, `schemas.genai_mapping`), a small
+set of OpenTelemetry semantic-convention keys that name what ran (service, SDK, HTTP
+method, route and status, RPC, database system and operation, error and exception
+types), and pathgrade's own `pathgrade.*` hints; a deployment adds its own keys
+(`RedactionConfig.allowed_keys`: exact keys, or patterns with `*`, `?` and `[...]` as in
+`fnmatch`). Free text is not allowed by default (descriptions, queries, URLs, exception
+messages and stack traces, prompts' metadata), nor is a span's status message
+(`STATUS_MESSAGE_FIELD`, which `allowed_keys` may name).
+
+Identifiers among the allowed keys (`IDENTIFIER_KEYS`: conversation, session, tool-call,
+response and run ids...) are forwarded as they are when scrubbing leaves them unchanged,
+else as their keyed fingerprint (never a shared mark: two users' ids stay two).
+
+An attribute key is forwarded as it is when it looks like a key (`looks_like_key`: ASCII
+letters, digits and `_ . - / : [ ] # $ +`, at most 256 characters) and scrubbing leaves it
+unchanged; any other key is withheld like a value (type `key`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable
+from typing import Final, NamedTuple
+
+from pathgrade.schemas import genai as g
+from pathgrade.schemas import genai_mapping as mapping
+
+STATUS_MESSAGE_FIELD: Final = "status.message"
+"""The name `allowed_keys` gives a span's status message (withheld unless allowed)."""
+_KEY_SHAPE = re.compile(r"[A-Za-z0-9_.\-/:\[\]#$+]{1,256}")
+
+
+class AllowedGroup(NamedTuple):
+    """Allowed keys of one source: exact keys, and prefixes (a key starting with one)."""
+
+    source: str
+    keys: frozenset[str]
+    prefixes: tuple[str, ...] = ()
+
+
+GROUPS: Final = (
+    AllowedGroup(
+        "GenAI semantic conventions (and their deprecated aliases)",
+        frozenset(
+            {
+                g.OPERATION_NAME, g.PROVIDER_NAME, g.AGENT_NAME, g.AGENT_ID, g.AGENT_VERSION,
+                g.WORKFLOW_NAME, g.WORKFLOW_NODES, g.WORKFLOW_EDGES, g.TASK_NAME, g.TOOL_NAME,
+                g.TOOL_CALL_ID, g.TOOL_TYPE, g.CONVERSATION_ID, g.DATA_SOURCE_ID,
+                g.REQUEST_MODEL, g.RESPONSE_MODEL, g.RESPONSE_ID, g.RESPONSE_FINISH_REASONS,
+                g.SYSTEM_DEPRECATED, "gen_ai.output.type", "gen_ai.evaluation.name",
+                "gen_ai.evaluation.score.value", "gen_ai.evaluation.score.label",
+                *g.DEPRECATED_ALIASES,
+            }
+        ),
+        ("gen_ai.usage.", "gen_ai.request.", "gen_ai.openai.request."),
+    ),
+    AllowedGroup(
+        "the conventions' structural keys as the GenAI mapping reads them (OpenInference, "
+        "OpenLLMetry)",
+        frozenset(
+            {
+                *mapping.PROVIDER_KEYS, *mapping.AGENT_NAME_KEYS, *mapping.TOOL_NAME_KEYS,
+                *mapping.TOOL_CALL_ID_KEYS, *mapping.CONVERSATION_KEYS,
+                *mapping.REQUEST_MODEL_KEYS, *mapping.RESPONSE_MODEL_KEYS,
+                *mapping.INPUT_TOKEN_KEYS, *mapping.OUTPUT_TOKEN_KEYS,
+                *mapping.TOTAL_TOKEN_KEYS, *mapping.FINISH_REASON_KEYS,
+                *(source.key for source in mapping.OPERATION_SOURCES),
+                g.TL_ENTITY_NAME, g.TL_WORKFLOW_NAME, g.TL_LANGGRAPH_NODE,
+                g.OI_TOOL_CALL_FUNCTION_NAME, "llm.is_streaming",
+            }
+        ),
+        ("llm.token_count.", "llm.usage."),
+    ),
+    AllowedGroup(
+        "OpenTelemetry semantic conventions: what ran, where, and how it ended",
+        frozenset(
+            {
+                g.SERVICE_NAME, "service.version", "service.namespace", "service.instance.id",
+                "deployment.environment", "deployment.environment.name",
+                "telemetry.auto.version", "otel.scope.name", "otel.scope.version",
+                "otel.status_code", g.ERROR_TYPE, "exception.type", "exception.escaped",
+                "http.request.method", "http.response.status_code", "http.route",
+                "http.method", "http.status_code", "url.scheme", "server.address",
+                "server.port", "network.protocol.name", "network.protocol.version",
+                "network.transport", "db.system", "db.system.name", "db.operation.name",
+                "db.collection.name", "db.namespace", "messaging.system",
+                "messaging.operation.type", "messaging.destination.name",
+                "process.runtime.name", "process.runtime.version", "os.type", "host.arch",
+            }
+        ),
+        ("telemetry.sdk.", "telemetry.distro.", "rpc."),
+    ),
+    AllowedGroup("pathgrade's own hints and facts", frozenset(), ("pathgrade.",)),
+)  # fmt: skip
+"""The default allow-list, by source (docs/collector.md lists it, generated from here)."""
+
+DEFAULT_KEYS: Final = frozenset().union(*(group.keys for group in GROUPS))
+DEFAULT_PREFIXES: Final = tuple(p for group in GROUPS for p in group.prefixes)
+
+IDENTIFIER_KEYS: Final = frozenset(
+    {
+        *mapping.CONVERSATION_KEYS, *mapping.TOOL_CALL_ID_KEYS, g.RESPONSE_ID, g.AGENT_ID,
+        g.DATA_SOURCE_ID, "service.instance.id", g.PG_DATASET_ITEM_ID, g.PG_RUN_ID,
+        g.PG_VARIANT_ID, g.PG_IDEMPOTENCY_KEY,
+    }
+)  # fmt: skip
+"""Allowed keys whose values are identifiers: forwarded as their fingerprint when scrubbing
+would change them."""
+
+
+class AllowList:
+    """The default allow-list plus a deployment's own entries (exact keys, or `fnmatch`
+    patterns when they hold `*`, `?` or `[`)."""
+
+    def __init__(self, extra: Iterable[str] = ()) -> None:
+        entries = list(extra)
+        self.keys = DEFAULT_KEYS | {e for e in entries if not _is_pattern(e)}
+        self.prefixes = DEFAULT_PREFIXES
+        patterns = [fnmatch.translate(e) for e in entries if _is_pattern(e)]
+        self._patterns = re.compile("|".join(patterns)) if patterns else None
+
+    def allows(self, key: str) -> bool:
+        """True when `key`'s value may be forwarded as (scrubbed) text."""
+        if key in self.keys or key.startswith(self.prefixes):
+            return True
+        return self._patterns is not None and self._patterns.match(key) is not None
+
+
+def _is_pattern(entry: str) -> bool:
+    return any(c in entry for c in "*?[")
+
+
+def looks_like_key(key: str) -> bool:
+    """True when `key` has an attribute key's shape (see the module doc)."""
+    return _KEY_SHAPE.fullmatch(key) is not None
+
+
+def allowed_keys_list() -> str:
+    """The default allow-list as Markdown (docs/collector.md)."""
+    lines = []
+    for group in GROUPS:
+        entries = sorted(group.keys) + [f"{prefix}*" for prefix in group.prefixes]
+        lines.append(f"- {group.source}: " + ", ".join(f"`{e}`" for e in entries))
+    identifiers = ", ".join(f"`{k}`" for k in sorted(IDENTIFIER_KEYS))
+    lines.append(
+        f"- identifiers among them (a fingerprint when scrubbing would change them): {identifiers}"
+    )
+    return "\n".join(lines)
