@@ -7,7 +7,8 @@ For each module: the repository is copied to a scratch folder (the working tree 
 mutated; `bench/mutation_site` makes every test process, and any `python -m pathgrade.cli`
 it starts, import the copy), the given tests run once under coverage with one context per
 test, then each mutant that cosmic-ray generates is applied to the copy and only the tests
-covering its lines run, stopping at the first failure (a line run only at import, such as
+covering its lines run (in a fork of bench/mutation_runner.py, which imported the tests'
+libraries once), stopping at the first failure (a line run only at import, such as
 a decorator or a module constant, runs them all). It prints, per module, mutants
 generated / killed / survived / timed out and the killed share ((killed + timed out) /
 (generated - equivalent)), then every survivor with its line, operator and change.
@@ -29,9 +30,10 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import json
 import os
-import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,11 +43,10 @@ from collections.abc import Iterator
 from contextlib import chdir
 from dataclasses import dataclass, field
 from pathlib import Path
-from unittest.mock import patch
 
 import cosmic_ray.commands
 import cosmic_ray.plugins
-from cosmic_ray.mutating import mutate_and_test, mutate_code
+from cosmic_ray.mutating import mutate_code, use_mutation
 from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import MutationSpec, TestOutcome, WorkerOutcome, WorkItem, WorkResult
 from coverage import CoverageData
@@ -57,14 +58,15 @@ COPY_IGNORED = shutil.ignore_patterns(
     ".ruff_cache", ".mutation", "pathgrade-data",
 )  # fmt: skip
 # Plugins are not autoloaded (xdist's `-n 2` and langsmith's import cost nothing here).
-PYTEST = [sys.executable, "-m", "pytest", "-q", "-o", "addopts=", "-p", "no:cacheprovider"]
+PYTEST_ARGS = ["-q", "-o", "addopts=", "-p", "no:cacheprovider"]
 MIRRORED = {
     ("Add", "Sub"), ("Sub", "Add"), ("Mul", "Div"), ("Div", "Mul"), ("FloorDiv", "Div"),
     ("Div", "FloorDiv"), ("Mod", "FloorDiv"), ("Pow", "Mul"), ("LShift", "RShift"),
     ("RShift", "LShift"), ("BitOr", "BitAnd"), ("BitAnd", "BitOr"), ("BitXor", "BitAnd"),
 }  # fmt: skip
 UNARY_KEPT = {"Delete_Not", "Delete_USub", "USub_UAdd", "UAdd_USub"}
-TIMED_OUT = "timeout"  # cosmic-ray's output for a test run it stopped at its timeout
+TIMED_OUT = "timeout"  # the output recorded for a test run stopped at its timeout (as cosmic-ray)
+NOT_COVERED = "no test covers it"
 
 
 def kept_operator(name: str) -> bool:
@@ -181,8 +183,8 @@ def covering_tests(root: Path, module: str, tests: list[str]) -> tuple[dict[int,
     data_file = root / ".coverage-mutation"
     started = time.monotonic()
     run = subprocess.run(
-        [*PYTEST, "-p", "pytest_cov", f"--cov={(root / module).parent}", "--cov-context=test",
-         "--cov-report=", *tests],
+        [sys.executable, "-m", "pytest", *PYTEST_ARGS, "-p", "pytest_cov",
+         f"--cov={(root / module).parent}", "--cov-context=test", "--cov-report=", *tests],
         cwd=root, env={**test_environment(root), "COVERAGE_FILE": str(data_file)},
         capture_output=True, text=True, check=False,
     )  # fmt: skip
@@ -220,6 +222,71 @@ def changed_line(source: str, spec: MutationSpec) -> tuple[str, str]:
     return removed, added
 
 
+class ForkingRunner:
+    """bench/mutation_runner.py in the copy: pytest runs, each in a fork of a process that
+    imported pytest and the tests' libraries once (see its doc)."""
+
+    def __init__(self, root: Path, tests: list[str]) -> None:
+        self.log = root / ".mutation-test.log"
+        self.errors = (root / ".mutation-runner.err").open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, str(root / "bench" / "mutation_runner.py"), *PYTEST_ARGS, *tests],
+            cwd=root, env=test_environment(root), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self.errors, text=True,
+        )  # fmt: skip
+        if not self._answer().get("ready"):
+            self._stopped("did not start")
+
+    def _answer(self) -> dict:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        return json.loads(line) if line else {}
+
+    def run(self, args: list[str], timeout_s: float) -> tuple[int, bool, str]:
+        """pytest `args` in a fork: exit code, whether it timed out, the output's end."""
+        assert self.process.stdin is not None
+        request = {"args": args, "timeout_s": timeout_s, "log": str(self.log)}
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        answer = self._answer()
+        if not answer:
+            self._stopped("stopped")
+        return answer["exit_code"], answer["timed_out"], self.log.read_text()[-3000:]
+
+    def _stopped(self, what: str) -> None:
+        self.errors.flush()
+        logs = (Path(self.errors.name), self.log, self.log.with_name(".mutation-runner.log"))
+        tail = "".join(log.read_text()[-3000:] for log in logs if log.exists())
+        sys.exit(f"the mutation test runner {what}:\n{tail}")
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+        self.errors.close()
+
+
+def run_mutant(
+    spec: MutationSpec, ids: list[str], runner: ForkingRunner, timeout_s: float
+) -> WorkResult:
+    """Apply the mutant to the copy, run `ids` on it (first failure stops), restore."""
+    if not ids:
+        return WorkResult(
+            worker_outcome=WorkerOutcome.NORMAL, test_outcome=TestOutcome.SURVIVED,
+            output=NOT_COVERED,
+        )  # fmt: skip
+    operator = cosmic_ray.plugins.get_operator(spec.operator_name)(**spec.operator_args)
+    with use_mutation(spec.module_path, operator, spec.occurrence) as (_, mutated):
+        if mutated is None:
+            return WorkResult(worker_outcome=WorkerOutcome.NO_TEST)
+        code, timed_out, output = runner.run([*PYTEST_ARGS, "-x", *ids], timeout_s)
+    return WorkResult(
+        worker_outcome=WorkerOutcome.NORMAL,
+        test_outcome=TestOutcome.KILLED if code or timed_out else TestOutcome.SURVIVED,
+        output=TIMED_OUT if timed_out else output,
+    )
+
+
 def planned_mutants(db: WorkDB, module: str, source: str) -> Iterator[WorkItem]:
     """Initialise `db` with cosmic-ray's mutants of `module`; mark those left out (see the
     module doc) as skipped and yield the others."""
@@ -244,26 +311,19 @@ def run_module(
     out.mkdir(parents=True, exist_ok=True)
     session = out / (module.replace("/", ".").removesuffix(".py") + ".sqlite")
     session.unlink(missing_ok=True)
-    env = test_environment(root)  # cosmic-ray's test runs inherit os.environ
-    with use_db(str(session)) as db, chdir(root), patch.dict(os.environ, env):
+    runner = ForkingRunner(root, tests)
+    with use_db(str(session)) as db, chdir(root):
         items = list(planned_mutants(db, module, source))
         figures.generated = len(items)
         for done, item in enumerate(items, 1):
             (spec,) = item.mutations
-            ids = selected_tests(spec, covering, tests)
-            if ids:
-                command = shlex.join([*PYTEST, "-x", *ids])
-                result = mutate_and_test(item.mutations, command, timeout_s)
-            else:
-                result = WorkResult(
-                    worker_outcome=WorkerOutcome.NORMAL, test_outcome=TestOutcome.SURVIVED,
-                    output="no test covers it",
-                )  # fmt: skip
+            result = run_mutant(spec, selected_tests(spec, covering, tests), runner, timeout_s)
             db.set_result(item.job_id, result)
             _count(figures, spec, result, source, equivalents)
             if done % 10 == 0 or done == len(items):
                 print(f"mutation {module}: {done}/{len(items)}, {figures.survived} survived",
                       file=sys.stderr, flush=True)  # fmt: skip
+    runner.close()
     return figures
 
 
@@ -295,7 +355,7 @@ def _count(
         survivor.why = match.reason
         figures.equivalents.append(survivor)
     else:
-        survivor.why = result.output if result.output == "no test covers it" else ""
+        survivor.why = result.output if result.output == NOT_COVERED else ""
         figures.survivors.append(survivor)
 
 
@@ -323,6 +383,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / ".mutation",
                         help="folder of the cosmic-ray sessions (default .mutation/)")  # fmt: skip
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the scratch copy is removed
     for module in args.modules:
         if not (REPO / module).is_file():
             parser.error(f"module {module}: no such file in the repository")
