@@ -40,7 +40,7 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Iterator
-from contextlib import chdir
+from contextlib import chdir, closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -260,8 +260,10 @@ class ForkingRunner:
         sys.exit(f"the mutation test runner {what}:\n{tail}")
 
     def close(self) -> None:
+        """Stop the runner (and a fork it has at work)."""
         assert self.process.stdin is not None
         self.process.stdin.close()
+        self.process.terminate()
         self.process.wait(timeout=60)
         self.errors.close()
 
@@ -312,7 +314,7 @@ def run_module(
     session = out / (module.replace("/", ".").removesuffix(".py") + ".sqlite")
     session.unlink(missing_ok=True)
     runner = ForkingRunner(root, tests)
-    with use_db(str(session)) as db, chdir(root):
+    with use_db(str(session)) as db, chdir(root), closing(runner):
         items = list(planned_mutants(db, module, source))
         figures.generated = len(items)
         for done, item in enumerate(items, 1):
@@ -323,7 +325,6 @@ def run_module(
             if done % 10 == 0 or done == len(items):
                 print(f"mutation {module}: {done}/{len(items)}, {figures.survived} survived",
                       file=sys.stderr, flush=True)  # fmt: skip
-    runner.close()
     return figures
 
 

@@ -19,12 +19,22 @@ import os
 import signal
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_PRELOADED = ("grpc", "chdb", "tests", "pathgrade", "__main__", "__mp_main__")
 POLL_S = 0.01
+running: list[int] = []  # the fork at work, if any (its process group is killed with us)
+
+
+def stop(signum: int, frame: object) -> None:
+    """SIGTERM: kill the fork at work and its process group, then exit."""
+    for pid in running:
+        with suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    os._exit(128 + signum)
 
 
 def in_fork(work: Any, log: str, timeout_s: float) -> tuple[int, bool]:
@@ -34,6 +44,7 @@ def in_fork(work: Any, log: str, timeout_s: float) -> tuple[int, bool]:
     if pid == 0:  # the child: never returns
         code = 70
         try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.setpgid(0, 0)
             descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(descriptor, 1)
@@ -43,15 +54,19 @@ def in_fork(work: Any, log: str, timeout_s: float) -> tuple[int, bool]:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status), False
-        time.sleep(POLL_S)
-    os.killpg(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    return -signal.SIGKILL, True
+    running.append(pid)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status), False
+            time.sleep(POLL_S)
+        os.killpg(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        return -signal.SIGKILL, True
+    finally:
+        running.remove(pid)
 
 
 def libraries(args: list[str], log: str) -> list[str]:
@@ -80,6 +95,7 @@ def libraries(args: list[str], log: str) -> list[str]:
 def main() -> None:
     import pytest
 
+    signal.signal(signal.SIGTERM, stop)
     log = str(ROOT / ".mutation-runner.log")
     for name in libraries(sys.argv[1:], log):
         try:
