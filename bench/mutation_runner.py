@@ -3,8 +3,8 @@ third-party libraries once, then runs each mutant's tests in a fork of itself.
 
 Started in the scratch copy (with `bench/mutation_site` on PYTHONPATH) as
 `python bench/mutation_runner.py PYTEST-ARGS...`; it first collects them in a fork and keeps the
-libraries that collection imported from outside the copy (grpc and chDB excepted: their
-native threads do not survive a fork), then reads one JSON request a line on stdin,
+libraries that collection imported from outside the copy (grpc, chDB and clickhouse-connect
+excepted: a fork hangs on what they start), then reads one JSON request a line on stdin,
 `{"args": [pytest arguments], "timeout_s": 30, "log": "/path/of/output"}`, and answers one
 line on stdout, `{"exit_code": 0, "timed_out": false}`. The code under test and the tests
 are imported afresh in every fork, so each sees the mutant on disk; a fork that outlives
@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-NOT_PRELOADED = ("grpc", "chdb", "tests", "pathgrade", "__main__", "__mp_main__")
+NOT_PRELOADED = (
+    "grpc", "chdb", "clickhouse_connect", "tests", "pathgrade", "__main__", "__mp_main__",
+)  # fmt: skip
 POLL_S = 0.01
 running: list[int] = []  # the fork at work, if any (its process group is killed with us)
 

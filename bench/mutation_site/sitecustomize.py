@@ -7,6 +7,7 @@ any `python -m pathgrade.cli` it starts import the mutated copy, not the editabl
 
 from __future__ import annotations
 
+import builtins
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -15,6 +16,10 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+class CosmicRayTestingException(Exception):
+    """What cosmic-ray's exception mutant catches instead of the original: never raised."""
 
 
 class CopyFinder(importlib.abc.MetaPathFinder):
@@ -35,10 +40,13 @@ class CopyFinder(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
-    """Put a CopyFinder first on sys.meta_path."""
+    """Put a CopyFinder first on sys.meta_path, and give cosmic-ray's exception mutant
+    (`except CosmicRayTestingException:`, a handler that catches nothing) its name, so it
+    lets the original exception through instead of failing on a NameError."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     folders = {name: ROOT / folder for name, folder in setuptools["package-dir"].items()}
     sys.meta_path.insert(0, CopyFinder(folders))
+    builtins.CosmicRayTestingException = CosmicRayTestingException  # type: ignore[attr-defined]
 
 
 install()
