@@ -52,6 +52,23 @@ def test_matchers_always_receive_output_args_first():
     assert match(narrow, wide, mode="subset", args_mode="superset") is False
 
 
+def test_a_key_list_override_compares_only_those_dotted_keys_and_for_equality():
+    keys = {"f": ["time.start", "city"]}
+    reference = turn({"name": "f", "args": {"time": {"start": 5}, "city": "Oslo", "x": 1}})
+
+    def output(start: object, city: str = "Oslo") -> list[dict]:
+        return turn({"name": "f", "args": {"time": {"start": start}, "city": city, "x": 2}})
+
+    assert match(output(5), reference, overrides=keys) is True  # x is not compared
+    assert match(output(6), reference, overrides=keys) is False  # a later start is no match
+    assert match(output(4), reference, overrides=keys) is False
+    assert match(output(5, "Paris"), reference, overrides=keys) is False
+    not_nested = turn({"name": "f", "args": {"time": "5", "city": "Oslo"}})
+    assert match(not_nested, reference, overrides=keys) is False  # time.start is missing
+    both_missing = turn({"name": "f", "args": {"city": "Oslo"}})
+    assert match(both_missing, turn({"name": "f", "args": {"city": "Oslo"}}), overrides=keys)
+
+
 def test_strict_compares_roles_but_not_contents():
     outputs = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
     assert match(outputs, [{"role": "user", "content": "x"}, {"role": "assistant"}]) is True
