@@ -302,16 +302,48 @@ def planned_mutants(db: WorkDB, module: str, source: str) -> Iterator[WorkItem]:
             db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
 
 
+MutantKey = tuple[str, int, tuple[int, int], tuple[int, int]]
+
+
+def mutant_key(spec: MutationSpec) -> MutantKey:
+    """A mutant's identity across sessions of the same source: operator and position."""
+    return (spec.operator_name, spec.occurrence, tuple(spec.start_pos), tuple(spec.end_pos))
+
+
+def session_path(out: Path, module: str) -> Path:
+    return out / (module.replace("/", ".").removesuffix(".py") + ".sqlite")
+
+
+def killed_before(session: Path | None) -> dict[MutantKey, WorkResult]:
+    """The mutants a previous session killed (or timed out), by key; {} without one."""
+    if session is None or not session.exists():
+        return {}
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        return {
+            mutant_key(item.mutations[0]): result
+            for item, result in db.completed_work_items
+            if result.test_outcome == TestOutcome.KILLED
+        }
+
+
 def run_module(
-    root: Path, module: str, tests: list[str], out: Path, equivalents: list[Equivalent]
+    root: Path,
+    module: str,
+    tests: list[str],
+    out: Path,
+    equivalents: list[Equivalent],
+    rerun: Path | None = None,
 ) -> ModuleFigures:
-    """Every kept mutant of `module` against the tests covering it; figures and survivors."""
+    """Every kept mutant of `module` against the tests covering it (with `rerun`, a
+    folder of earlier sessions of the same source, only those it did not kill: tests
+    added since cannot revive a killed mutant); figures and survivors."""
     covering, baseline_s = covering_tests(root, module, tests)
     timeout_s = max(30.0, 3 * baseline_s)
     source = (root / module).read_text()
     figures = ModuleFigures(module)
     out.mkdir(parents=True, exist_ok=True)
-    session = out / (module.replace("/", ".").removesuffix(".py") + ".sqlite")
+    session = session_path(out, module)
+    earlier = killed_before(session_path(rerun, module) if rerun else None)
     session.unlink(missing_ok=True)
     runner = ForkingRunner(root, tests)
     with use_db(str(session)) as db, chdir(root), closing(runner):
@@ -319,7 +351,9 @@ def run_module(
         figures.generated = len(items)
         for done, item in enumerate(items, 1):
             (spec,) = item.mutations
-            result = run_mutant(spec, selected_tests(spec, covering, tests), runner, timeout_s)
+            result = earlier.get(mutant_key(spec)) or run_mutant(
+                spec, selected_tests(spec, covering, tests), runner, timeout_s
+            )
             db.set_result(item.job_id, result)
             _count(figures, spec, result, source, equivalents)
             if done % 10 == 0 or done == len(items):
@@ -381,6 +415,10 @@ def main() -> None:
     parser.add_argument("modules", nargs="+", help="module files to mutate (repository paths)")
     parser.add_argument("--tests", action="append", required=True,
                         help="test files, folders or ids to run (repeatable)")  # fmt: skip
+    parser.add_argument(
+        "--rerun", type=Path, metavar="DIR",
+        help="an earlier --out of the same source: run only the mutants it did not kill",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=REPO / ".mutation",
                         help="folder of the cosmic-ray sessions (default .mutation/)")  # fmt: skip
     args = parser.parse_args()
@@ -393,7 +431,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pathgrade-mutation-") as scratch:
         root = copy_repository(Path(scratch))
         for module in args.modules:
-            figures = run_module(root, module, args.tests, args.out.resolve(), equivalents)
+            figures = run_module(
+                root, module, args.tests, args.out.resolve(), equivalents, args.rerun
+            )
             every.append(figures)
             print(report(figures), flush=True)
     if len(every) > 1:
