@@ -39,7 +39,6 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Iterator
 from contextlib import chdir, closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,6 +138,7 @@ class ModuleFigures:
 
     module: str
     generated: int = 0
+    kept: int = 0  # mutants before sampling (= generated without --sample)
     killed: int = 0
     survived: int = 0
     timed_out: int = 0
@@ -153,7 +153,9 @@ class ModuleFigures:
 
     def summary(self) -> str:
         return (
-            f"{self.module}: {self.generated} generated, {self.killed} killed, "
+            f"{self.module}: {self.generated} generated"
+            + (f" (an even sample of {self.kept})" if self.kept > self.generated else "")
+            + f", {self.killed} killed, "
             f"{self.survived} survived ({len(self.equivalents)} equivalent), "
             f"{self.timed_out} timed out, {self.errors} errors: "
             f"{self.killed_share:.1%} killed"
@@ -289,17 +291,34 @@ def run_mutant(
     )
 
 
-def planned_mutants(db: WorkDB, module: str, source: str) -> Iterator[WorkItem]:
+def source_order(spec: MutationSpec) -> tuple:
+    """Mutants in the order of their place in the source, then operator."""
+    return (tuple(spec.start_pos), tuple(spec.end_pos), spec.operator_name, spec.occurrence)
+
+
+def planned_mutants(
+    db: WorkDB, module: str, source: str, sample: int | None = None
+) -> tuple[list[WorkItem], int]:
     """Initialise `db` with cosmic-ray's mutants of `module`; mark those left out (see the
-    module doc) as skipped and yield the others."""
+    module doc) as skipped and return the others, in source order; with `sample`, that
+    many of them spread evenly over the module (the rest skipped too). Also returns how
+    many were kept before sampling."""
     cosmic_ray.commands.init([Path(module)], db, {})
     spans = annotation_spans(source)
-    for item in list(db.pending_work_items):
+    kept, left_out = [], []
+    for item in db.pending_work_items:
         (spec,) = item.mutations
-        if kept_operator(spec.operator_name) and not in_annotation(spec, spans):
-            yield item
-        else:
-            db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
+        wanted = kept_operator(spec.operator_name) and not in_annotation(spec, spans)
+        (kept if wanted else left_out).append(item)
+    kept.sort(key=lambda item: source_order(item.mutations[0]))
+    total = len(kept)
+    if sample is not None and sample < total:
+        chosen = {round(n * total / sample) for n in range(sample)}
+        left_out += [item for n, item in enumerate(kept) if n not in chosen]
+        kept = [item for n, item in enumerate(kept) if n in chosen]
+    for item in left_out:
+        db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
+    return kept, total
 
 
 MutantKey = tuple[str, int, tuple[int, int], tuple[int, int]]
@@ -333,6 +352,7 @@ def run_module(
     out: Path,
     equivalents: list[Equivalent],
     rerun: Path | None = None,
+    sample: int | None = None,
 ) -> ModuleFigures:
     """Every kept mutant of `module` against the tests covering it (with `rerun`, a
     folder of earlier sessions of the same source, only those it did not kill: tests
@@ -347,7 +367,7 @@ def run_module(
     session.unlink(missing_ok=True)
     runner = ForkingRunner(root, tests)
     with use_db(str(session)) as db, chdir(root), closing(runner):
-        items = list(planned_mutants(db, module, source))
+        items, figures.kept = planned_mutants(db, module, source, sample)
         figures.generated = len(items)
         for done, item in enumerate(items, 1):
             (spec,) = item.mutations
@@ -419,6 +439,10 @@ def main() -> None:
         "--rerun", type=Path, metavar="DIR",
         help="an earlier --out of the same source: run only the mutants it did not kill",
     )  # fmt: skip
+    parser.add_argument(
+        "--sample", type=int, metavar="N",
+        help="run N mutants per module, spread evenly over it (an estimate, said so)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=REPO / ".mutation",
                         help="folder of the cosmic-ray sessions (default .mutation/)")  # fmt: skip
     args = parser.parse_args()
@@ -432,7 +456,7 @@ def main() -> None:
         root = copy_repository(Path(scratch))
         for module in args.modules:
             figures = run_module(
-                root, module, args.tests, args.out.resolve(), equivalents, args.rerun
+                root, module, args.tests, args.out.resolve(), equivalents, args.rerun, args.sample
             )
             every.append(figures)
             print(report(figures), flush=True)
