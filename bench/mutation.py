@@ -200,14 +200,26 @@ def covering_tests(root: Path, module: str, tests: list[str]) -> tuple[dict[int,
     return covering, elapsed
 
 
+def statement_starts(source: str) -> dict[int, int]:
+    """Each line of `source` -> the first line of the innermost statement holding it (the
+    line coverage records for a statement spread over several lines, such as a signature)."""
+    starts: dict[int, int] = {}
+    for node in ast.walk(ast.parse(source)):  # outer statements first, inner ones overwrite
+        if isinstance(node, ast.stmt) and node.end_lineno is not None:
+            for line in range(node.lineno, node.end_lineno + 1):
+                starts[line] = node.lineno
+    return starts
+
+
 def selected_tests(
-    spec: MutationSpec, covering: dict[int, set[str]], tests: list[str]
+    spec: MutationSpec, covering: dict[int, set[str]], starts: dict[int, int], tests: list[str]
 ) -> list[str]:
-    """The tests to run on a mutant of lines start..end: those covering them, or all of
-    `tests` when a line runs at import (its mutant changes what every test imports)."""
+    """The tests to run on a mutant of lines start..end: those covering them (or their
+    statement's first line), or all of `tests` when a line runs at import (its mutant
+    changes what every test imports)."""
     ids: set[str] = set()
     for line in range(spec.start_pos[0], spec.end_pos[0] + 1):
-        ids |= covering.get(line, set())
+        ids |= covering.get(line) or covering.get(starts.get(line, line), set())
     return list(tests) if "" in ids else sorted(ids)
 
 
@@ -360,6 +372,7 @@ def run_module(
     covering, baseline_s = covering_tests(root, module, tests)
     timeout_s = max(30.0, 3 * baseline_s)
     source = (root / module).read_text()
+    starts = statement_starts(source)
     figures = ModuleFigures(module)
     out.mkdir(parents=True, exist_ok=True)
     session = session_path(out, module)
@@ -372,7 +385,7 @@ def run_module(
         for done, item in enumerate(items, 1):
             (spec,) = item.mutations
             result = earlier.get(mutant_key(spec)) or run_mutant(
-                spec, selected_tests(spec, covering, tests), runner, timeout_s
+                spec, selected_tests(spec, covering, starts, tests), runner, timeout_s
             )
             db.set_result(item.job_id, result)
             _count(figures, spec, result, source, equivalents)

@@ -73,6 +73,20 @@ def test_strict_compares_roles_but_not_contents():
     outputs = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
     assert match(outputs, [{"role": "user", "content": "x"}, {"role": "assistant"}]) is True
     assert match(outputs, [{"role": "user"}, {"role": "tool"}]) is False
+    assert match([{"role": "user"}, {"role": "tool"}], outputs) is False  # either way round
+
+
+@pytest.mark.parametrize(("output", "expected"), [(1, True), (0, False), (2, False)])
+def test_subset_args_need_the_reference_value_itself(output: int, expected: bool):
+    outputs = turn({"name": "f", "args": {"a": output}})
+    reference = turn({"name": "f", "args": {"a": 1, "b": 2}})
+    assert match(outputs, reference, args_mode="subset") is expected
+
+
+@pytest.mark.parametrize("keys", [["a", ""], ["a", 3]], ids=["empty key", "not a string"])
+def test_every_key_of_a_key_list_must_be_a_key_path(keys: list):
+    with pytest.raises(ValueError, match=r"overrides\['f'\]: a key list must be a non-empty"):
+        match(turn(), turn(), overrides={"f": keys})
 
 
 def test_langchain_role_names_equal_openai_roles():
@@ -159,6 +173,8 @@ def test_graph_match(steps, expected):
 
 
 def test_graph_match_names_bad_steps():
+    with pytest.raises(TypeError, match=r"^steps: expected a list of steps, got str"):
+        graph_match("agent", GRAPH_REFERENCE)
     with pytest.raises(TypeError, match=r"steps\[1\]: expected a list of node names"):
         graph_match([["a"], "b"], GRAPH_REFERENCE)
     with pytest.raises(TypeError, match=r"reference_steps\[0\]: every node name must be a str"):
