@@ -16,8 +16,8 @@ generated / killed / survived / timed out and the killed share ((killed + timed 
 Operators: cosmic-ray's core set, less the mutants that only add noise: binary operators
 are swapped for their mirror only (+ and -, * and /, // and /, % and //, ** and *, << and
 >>, | and &, ^ and &), comparisons are not turned into identity tests (`<` into `is`),
-unary operators only lose `not`/`-` or swap `-` and `+`, and annotations are not mutated
-(with postponed evaluation they are never run).
+unary operators only lose `not`/`-` or swap `-` and `+`, annotations are not mutated
+(with postponed evaluation they are never run), nor a signature's keyword-only `*`.
 
 Survivors reviewed as equivalent (no test can tell them apart from the original) are
 listed in bench/mutation_equivalents.toml with the reason; a changed line no longer
@@ -102,6 +102,14 @@ def annotation_spans(source: str) -> list[Span]:
 
 def in_annotation(mutation: MutationSpec, spans: list[Span]) -> bool:
     return any(start <= mutation.start_pos and mutation.end_pos <= end for start, end in spans)
+
+
+def keyword_only_marker(mutation: MutationSpec, lines: list[str]) -> bool:
+    """Whether the mutant turns a signature's bare `*` (cosmic-ray takes it for a product)
+    into `/`: keyword-only parameters become positional-or-keyword, which no call notices."""
+    row, column = mutation.start_pos
+    text = lines[row - 1][column:]
+    return text.startswith("*") and text[1:].lstrip().startswith((",", ")"))
 
 
 @dataclass(frozen=True)
@@ -316,11 +324,15 @@ def planned_mutants(
     many of them spread evenly over the module (the rest skipped too). Also returns how
     many were kept before sampling."""
     cosmic_ray.commands.init([Path(module)], db, {})
-    spans = annotation_spans(source)
+    spans, lines = annotation_spans(source), source.splitlines()
     kept, left_out = [], []
     for item in db.pending_work_items:
         (spec,) = item.mutations
-        wanted = kept_operator(spec.operator_name) and not in_annotation(spec, spans)
+        wanted = (
+            kept_operator(spec.operator_name)
+            and not in_annotation(spec, spans)
+            and not keyword_only_marker(spec, lines)
+        )
         (kept if wanted else left_out).append(item)
     kept.sort(key=lambda item: source_order(item.mutations[0]))
     total = len(kept)

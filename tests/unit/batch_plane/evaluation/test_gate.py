@@ -117,6 +117,11 @@ def test_bad_score_lines_are_named_with_line_and_field(tmp_path: Path) -> None:
         == f"{path}:6: duplicate score for item 'a' repeat 0 metric 'm' (first on line 1)"
     )
     assert len(problems) == 4
+    with path.open("a") as more:  # a problem after a duplicate is still reported
+        more.write(json.dumps({**good, "value": "low"}) + "\n")
+    with pytest.raises(ScoreFileError) as again:
+        load_scores(path)
+    assert len(again.value.problems) == 5 and again.value.problems[4].startswith(f"{path}:7: ")
 
 
 def test_missing_or_empty_score_file_is_configuration_error(tmp_path: Path) -> None:
@@ -379,7 +384,8 @@ def test_items_the_candidate_lost_or_scored_too_few_times_fail() -> None:
     # An item metric has one score per item over all its repeats.
     consistency = scores({f"i{k}": [0.8] for k in range(6)}, "response_consistency_lexical")
     verdict = gate(suite, scores(good) + consistency, base + consistency)
-    assert only_row(verdict, "response_consistency_lexical").passed
+    item_row = only_row(verdict, "response_consistency_lexical")
+    assert item_row.passed and item_row.expected_repeats == 1
 
 
 # --- edges the mutation run (bench/mutation.py) found unguarded ---------------------------
@@ -398,12 +404,26 @@ def test_budget_observations_cannot_change_after_the_fact() -> None:
         BUDGET_OK.latencies_s = []  # type: ignore[misc]
 
 
-def test_budget_rows_count_no_items_of_the_metric_rows() -> None:
+def test_budget_rows_count_observations_and_nothing_of_the_metric_rows() -> None:
     records = scores(constant(5, 1.0))
-    verdict = gate(BUDGETED, records, records)
-    for name in ("p95_latency_s", "cost_per_task_usd"):
-        row = only_row(verdict, name)
-        assert (row.n_paired, row.n_unpaired, row.n_undecided) == (0, 0, 0), name
+    counts = [
+        only_row(gate(BUDGETED, records, records, budgets=observed), "p95_latency_s").model_dump(
+            include={"n_items", "n_paired", "n_unpaired", "n_undecided", "expected_repeats"}
+        )
+        for observed in (BUDGET_OK, None)
+    ]  # fmt: skip
+    assert counts == [
+        {"n_items": 3, "n_paired": 0, "n_unpaired": 0, "n_undecided": 0, "expected_repeats": 1},
+        {"n_items": 0, "n_paired": 0, "n_unpaired": 0, "n_undecided": 0, "expected_repeats": 1},
+    ]
+
+
+def test_a_budget_met_exactly_passes() -> None:
+    records = scores(constant(5, 1.0))
+    observed = BudgetObservations(latencies_s=[10.0] * 20, costs_usd=[0.05] * 4)
+    verdict = gate(BUDGETED, records, records, budgets=observed)
+    assert only_row(verdict, "p95_latency_s").passed  # p95 10 within budget 10
+    assert only_row(verdict, "cost_per_task_usd").passed  # mean 0.05 within 0.05
 
 
 def test_budget_p95_is_numpys_linear_95th_percentile() -> None:
@@ -429,6 +449,9 @@ def test_a_long_list_of_missing_items_shows_three_and_how_many_more() -> None:
     assert "5 items scored in the baseline have no candidate score (i3, i4, i5, +2 more)" in (
         row.reason
     )
+    cand = scores({f"i{k}": [0.9] for k in range(5)})
+    row = only_row(gate(ACCURACY, cand, base))
+    assert "3 items scored in the baseline have no candidate score (i5, i6, i7)" in row.reason
 
 
 def test_a_regression_check_reads_the_intervals_lower_bound() -> None:
