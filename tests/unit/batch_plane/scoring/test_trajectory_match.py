@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+from types import MappingProxyType
+
 import pytest
 from pathgrade.batch_plane.scoring.trajectory import ToolCall, graph_match, match
+from pathgrade.batch_plane.scoring.trajectory_calls import Message
 
 
 def turn(*calls: dict) -> list[dict]:
@@ -98,6 +103,25 @@ def test_empty_tool_call_list_equals_no_tool_calls():
     assert match([{"role": "assistant", "tool_calls": []}], [{"role": "assistant"}]) is True
 
 
+def test_any_mapping_holds_arguments():
+    frozen_args = MappingProxyType({"a": 1})
+    assert match(turn({"name": "f", "args": frozen_args}), turn({"name": "f", "args": {"a": 1}}))
+
+
+def test_tool_calls_and_messages_are_frozen():
+    call, message = ToolCall("f", {"a": 1}), Message("assistant", ())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        call.name = "g"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        message.role = "user"  # type: ignore[misc]
+
+
+def test_without_langchain_an_object_is_no_message(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(sys.modules, "langchain_core.messages", None)  # import fails
+    with pytest.raises(TypeError, match=r"outputs\[0\]: expected a message dict or a LangChain"):
+        match([object()], turn())
+
+
 def test_messages_dict_and_tool_call_objects_are_accepted():
     outputs = {"messages": [{"role": "assistant", "tool_calls": [ToolCall("f", {"a": 1})]}]}
     assert match(outputs, [{"role": "assistant", "tool_calls": [{"name": "f", "args": {"a": 1}}]}])
@@ -122,6 +146,23 @@ def test_bad_options_name_the_argument(kwargs, message):
     ("outputs", "error", "message"),
     [
         ([{"content": "no role"}], ValueError, r"outputs\[0\]\.role: must be a non-empty string"),
+        ([{"role": ""}], ValueError, r"outputs\[0\]\.role: must be a non-empty string"),
+        ([{"role": 3}], ValueError, r"outputs\[0\]\.role: must be a non-empty string"),
+        (
+            [{"role": "assistant", "tool_calls": [{"name": ""}]}],
+            ValueError,
+            r"outputs\[0\]\.tool_calls\[0\]\.name: must be a non-empty string",
+        ),
+        (
+            [{"role": "assistant", "tool_calls": [{"name": 3}]}],
+            ValueError,
+            r"outputs\[0\]\.tool_calls\[0\]\.name: must be a non-empty string",
+        ),
+        (
+            [{"role": "assistant", "tool_calls": [{"function": {"name": ""}}]}],
+            ValueError,
+            r"outputs\[0\]\.tool_calls\[0\]\.function\.name: must be a non-empty string",
+        ),
         ([42], TypeError, r"outputs\[0\]: expected a message dict or a LangChain message"),
         ({"msgs": []}, ValueError, "outputs: a dict must hold the message list under 'messages'"),
         ("text", TypeError, "outputs: expected a list of messages"),
