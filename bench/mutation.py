@@ -256,7 +256,12 @@ class ForkingRunner:
             cwd=root, env=test_environment(root), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self.errors, text=True,
         )  # fmt: skip
-        if not self._answer().get("ready"):
+        try:
+            ready = self._answer().get("ready")
+        except BaseException:  # stopped while it starts (SIGTERM, Ctrl-C): stop it too
+            self.process.terminate()
+            raise
+        if not ready:
             self._stopped("did not start")
 
     def _answer(self) -> dict:
