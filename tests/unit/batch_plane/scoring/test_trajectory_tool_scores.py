@@ -103,6 +103,37 @@ def test_empty_lists(options):
     assert tool_correctness([], [{"name": "f"}], **options) == 0.0
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"compare_args": True},
+        {"compare_output": True},
+        {"ordering": True},
+        {"exact": True},
+        {"exact": True, "compare_output": True},
+    ],
+)
+@pytest.mark.parametrize(("called", "expected"), [("a", "b"), ("b", "a")])
+def test_a_different_tool_earns_nothing_whichever_name_sorts_first(options, called, expected):
+    assert tool_correctness([{"name": called}], [{"name": expected}], **options) == 0.0
+
+
+@pytest.mark.parametrize(
+    "options", [{"compare_output": True}, {"exact": True, "compare_output": True}]
+)
+@pytest.mark.parametrize(("called", "expected"), [("x", "y"), ("y", "x")])
+def test_a_different_output_earns_nothing_whichever_sorts_first(options, called, expected):
+    call, want = {"name": "f", "output": called}, {"name": "f", "output": expected}
+    assert tool_correctness([call], [want], **options) == 0.0
+    assert tool_correctness([want], [want], **options) == 1.0
+
+
+def test_partial_argument_credit_skips_a_value_that_is_no_longer_an_object():
+    expected = [{"name": "f", "args": {"when": {"day": 1}, "city": "Oslo"}}]
+    called = [{"name": "f", "args": {"when": 5, "city": "Oslo"}}]
+    assert tool_correctness(called, expected, compare_args=True) == 0.5  # city only
+
+
 def test_openai_tool_call_entries_are_accepted():
     openai_entry = {
         "id": "1",
