@@ -128,6 +128,11 @@ def test_a_different_output_earns_nothing_whichever_sorts_first(options, called,
     assert tool_correctness([want], [want], **options) == 1.0
 
 
+def test_a_call_no_expected_call_credits_stays_free_for_a_later_one():
+    called = [{"name": "b"}]
+    assert tool_correctness(called, [{"name": "a"}, {"name": "b"}], compare_args=True) == 0.5
+
+
 def test_partial_argument_credit_skips_a_value_that_is_no_longer_an_object():
     expected = [{"name": "f", "args": {"when": {"day": 1}, "city": "Oslo"}}]
     called = [{"name": "f", "args": {"when": 5, "city": "Oslo"}}]
