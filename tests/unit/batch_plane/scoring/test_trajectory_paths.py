@@ -132,6 +132,7 @@ def test_pass_k_accepts_trials_per_task():
         ([1], -3, 1, "trials: must be >= 0, got -3"),
         ([1], [2.5], 1, r"trials\[0\]: must be an integer"),
         ([], 3, 1, "successes: must be a non-empty list"),
+        ("12", 3, 1, "successes: must be a non-empty list"),
         ([1], 3, 0, "k: must be an integer >= 1"),
     ],
 )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from enum import IntEnum
+
+import numpy as np
 import pytest
 from pathgrade.batch_plane.scoring.trajectory import (
     tool_call_accuracy,
@@ -280,6 +283,15 @@ def test_f1_never_equates_arguments_of_different_json_types(predicted, reference
     assert (
         tool_call_f1([{"name": "d", "args": predicted}], [{"name": "d", "args": reference}]) == 0.0
     )
+
+
+def test_f1_takes_an_int_or_float_subclass_for_the_json_number_it_is():
+    class Level(IntEnum):
+        HIGH = 2
+
+    reference = [{"name": "f", "args": {"level": 2, "ratio": 0.5}}]
+    predicted = [{"name": "f", "args": {"level": Level.HIGH, "ratio": np.float64(0.5)}}]
+    assert tool_call_f1(predicted, reference) == 1.0
 
 
 def test_f1_equates_the_same_json_value_whatever_its_python_spelling():
