@@ -81,6 +81,12 @@ def test_kendall_tau_b_with_ties_matches_textbook_value():
     # -> tau_b = (3 - 1) / sqrt(5 * 5) = 0.4
     assert kendall_tau_b([1, 2, 2, 3], [1, 3, 2, 2]) == pytest.approx(0.4)
     assert math.isnan(kendall_tau_b([1, 1], [1, 2]))
+
+
+@pytest.mark.parametrize(("x", "y"), [([1, 2], [1, 2, 3]), ([1, 2, 3], [1, 2])])
+def test_kendall_tau_b_refuses_samples_of_different_lengths(x, y):
+    with pytest.raises(ValueError, match=f"y: length {len(y)} differs from x length {len(x)}"):
+        kendall_tau_b(x, y)
     with pytest.raises(ValueError, match="y: length 1 differs from x length 2"):
         kendall_tau_b([1, 2], [1])
 
