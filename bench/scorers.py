@@ -159,10 +159,12 @@ def bench_deterministic(n: int) -> None:
 
 
 def bench_judge(concurrency: int, requests: int, latency_s: float = 0.2) -> None:
-    """The stand-in runs in its own process, as a remote judge would."""
+    """The stand-in runs in its own process, as a remote judge would, and answers every
+    request validly (its default script's malformed answers would time retries)."""
     rubric = load_rubric("task_completion@1")
     server = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.openai_standin", "--latency-s", str(latency_s)],
+        [sys.executable, "-m", "tests.support.openai_standin", "--latency-s", str(latency_s),
+         "--always-best"],
         cwd=REPO, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

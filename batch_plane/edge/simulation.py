@@ -138,9 +138,12 @@ class OpenAIUser:
         try:
             reply = self.client.post(self.url, json=body)
             reply.raise_for_status()
-            return str(reply.json()["choices"][0]["message"]["content"]).strip()
+            content = reply.json()["choices"][0]["message"]["content"]
         except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as error:
             raise AdapterError(f"user simulator at {self.url}: {error}") from error
+        if not isinstance(content, str) or not content.strip():
+            raise AdapterError(f"user simulator at {self.url}: no message text in its answer")
+        return content.strip()
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
 
 from pathgrade.stack.broker import LocalBroker, ensure_topics
 from pathgrade.stack.carry import committed_offsets, republish, start_group, unread_messages
-from tests.support.topics import read_topic
+from tests.support.topics import read_topic_to_end
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,7 @@ def commit(bootstrap: str, group: str, offsets: dict[int, int]) -> None:
 
 def read_all(bootstrap: str) -> dict[int, list[tuple[bytes, bytes, list]]]:
     by_partition: dict[int, list[tuple[bytes, bytes, list]]] = {}
-    for m in read_topic(bootstrap, SAMPLED_TOPIC):
+    for m in read_topic_to_end(bootstrap, SAMPLED_TOPIC):
         by_partition.setdefault(m.partition, []).append((m.key, m.value, list(m.headers)))
     return by_partition
 

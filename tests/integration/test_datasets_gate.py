@@ -15,7 +15,7 @@ from pathgrade.schemas.topics import SPANS_TOPIC
 
 from pathgrade.demo.sender import send_demo_traces
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
-from tests.support.topics import read_topic
+from tests.support.topics import read_topic_to_end
 
 pytestmark = pytest.mark.integration
 
@@ -36,10 +36,11 @@ class Stack:
         )  # fmt: skip
 
     def messages_for(self, trace_ids: list[str]) -> int:
-        """pathgrade.spans messages (read from the start) keyed by one of `trace_ids`."""
+        """pathgrade.spans messages (read from the start to its end now) keyed by one of
+        `trace_ids`."""
         state = json.loads((self.data_dir / "stack.json").read_text())
         keys = {t.encode() for t in trace_ids}
-        return sum(1 for m in read_topic(state["kafka"], SPANS_TOPIC) if m.key in keys)
+        return sum(1 for m in read_topic_to_end(state["kafka"], SPANS_TOPIC) if m.key in keys)
 
     def demo_traces(self, traces: int, seed: int) -> list[str]:
         exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{self.http_port}/v1/traces")

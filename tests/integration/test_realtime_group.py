@@ -1,11 +1,12 @@
 """Two `pathgrade realtime` consumers in one group, against the real broker, a real
 collector, the official OTLP exporter and one store owned by a `pathgrade store-writer`:
-they split the partitions and every finding lands in `alerts_view` exactly once."""
+they split the partitions and every finding is raised once: published once on
+`pathgrade.alerts` (read to its end once both stopped, no waiting for quiet) and stored."""
 
 from __future__ import annotations
 
 import re
-import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,15 +18,17 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from pathgrade.detectors import load_policy
 from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.evaluate import TurnEvaluator
+from pathgrade.schemas.alerts import Alert
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.otlp import decode_resource_spans
-from pathgrade.schemas.topics import DEFAULT_TENANT
+from pathgrade.schemas.topics import ALERTS_TOPIC, DEFAULT_TENANT
 
 from pathgrade.demo.scenarios import FAILURE_SCENARIOS, plan_turns
 from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import DEFAULT_PARTITIONS, LocalBroker
 from tests.integration import test_realtime
 from tests.integration.conftest import PathgradeProcess, wait_until
+from tests.support.topics import read_topic_to_end
 
 pytestmark = pytest.mark.integration
 
@@ -71,10 +74,10 @@ def assignment(process: PathgradeProcess) -> set[int]:
     )
 
 
-def evaluated_count(process: PathgradeProcess) -> int:
-    """Traces the consumer evaluated, from its closing line."""
+def closing_count(process: PathgradeProcess, what: str) -> int:
+    """A count from the consumer's closing line: `evaluated` traces, `alerts` raised."""
     (line,) = [line for line in process.lines if line.startswith("realtime stopped:")]
-    match = re.search(r"(\d+) evaluated", line)
+    match = re.search(rf"(\d+) {what}\b", line)
     assert match, line
     return int(match[1])
 
@@ -108,19 +111,24 @@ def test_two_consumers_split_partitions_and_alert_each_finding_once(
         }  # fmt: skip
         assert failing <= {trace for trace, _ in expected}  # the expectation has teeth
 
-        def stored() -> list[tuple[str, str, int]]:
-            return owner.sql(
-                "SELECT TraceId, Code, count() FROM alerts_view GROUP BY AlertKey, TraceId, Code"
-            ).rows
+        def stored() -> set[tuple[str, str]]:
+            return {(t, c) for t, c in owner.sql("SELECT TraceId, Code FROM alerts_view").rows}
 
-        wait_until(lambda: {(t, c) for t, c, _ in stored()} >= expected, timeout_s=45)
-        time.sleep(2)  # let any late duplicate land before counting
+        wait_until(lambda: stored() >= expected, timeout_s=45)
+        for consumer in consumers:
+            consumer.terminate()  # each flushes what it raised
+        # The view keeps one row per alert key however often one was raised: count on the
+        # topic, read to its end now that both consumers are done.
+        published = read_topic_to_end(broker.bootstrap, ALERTS_TOPIC)
         rows = stored()
     finally:
         codes = [c.terminate() for c in consumers]
         assert owner.terminate() == 0, owner.output
     assert codes == [0, 0], [c.output for c in consumers]
-    assert [count for *_, count in rows if count != 1] == []
-    assert {(t, c) for t, c, _ in rows} == expected
-    evaluated = [evaluated_count(c) for c in consumers]
+    alerts = [Alert.from_json(m.value) for m in published]
+    assert [key for key, n in Counter(a.alert_key for a in alerts).items() if n > 1] == []
+    assert {(a.trace_id, a.code) for a in alerts} == expected == rows
+    raised = [closing_count(c, "alerts") for c in consumers]
+    assert sum(raised) == len(alerts), raised  # none raised twice, none left unpublished
+    evaluated = [closing_count(c, "evaluated") for c in consumers]
     assert all(evaluated) and sum(evaluated) >= TRACES, evaluated  # both did part of the work

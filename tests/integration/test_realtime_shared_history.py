@@ -1,6 +1,8 @@
 """Two realtime consumers in one group on the real broker share conversation turns through
 `pathgrade.turns`: a reset confirmed on turn 1 (read by one consumer) and executed on turn 2
-(read by the other) does not alert PG111; without the shared topic it does."""
+(read by the other) does not alert PG111; without the shared topic it does. Turn 2 also
+carries a failed lookup (PG101 in both cases), so its alerts are seen to arrive and the
+missing PG111 means something."""
 
 from __future__ import annotations
 
@@ -38,7 +40,8 @@ RESET_ARGUMENTS = {"customer_id": "C-1001", "device": "router"}
 
 def turn_spans(confirm: bool, execute: bool, start_ns: int) -> list[ReadableSpan]:
     """One turn of CONVERSATION through the OTel SDK: the user's confirmation of a router
-    reset on its root span (`confirm`) and/or the irreversible reset itself (`execute`)."""
+    reset on its root span (`confirm`) and/or the irreversible reset itself and a lookup
+    that timed out (`execute`)."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -65,6 +68,14 @@ def turn_spans(confirm: bool, execute: bool, start_ns: int) -> list[ReadableSpan
             start_time=start_ns + 1_000_000,
         )  # fmt: skip
         tool.end(end_time=start_ns + 2_000_000)
+        lookup = tracer.start_span(
+            "execute_tool lookup_order", context=set_span_in_context(root),
+            attributes={"gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": "lookup_order", "gen_ai.tool.call.id": "call-2",
+                        "error.type": "timeout"},
+            start_time=start_ns + 2_100_000,
+        )  # fmt: skip
+        lookup.end(end_time=start_ns + 2_200_000)
     root.end(end_time=start_ns + 3_000_000)
     provider.shutdown()
     return list(exporter.get_finished_spans())
@@ -102,7 +113,7 @@ def test_a_confirmation_read_by_one_consumer_reaches_the_next_turn_on_the_other(
         )
         first, second = planes
         now = time.time_ns()
-        turn_1 = send(producer, turn_spans(True, False, now - 10**9), min(first.assigned))
+        send(producer, turn_spans(True, False, now - 10**9), min(first.assigned))
         wait_until(lambda: first.counters()["traces_evaluated"] == 1, timeout_s=30)
         if shared:
             wait_until(lambda: second.counters()["turns_received"] == 1, timeout_s=30)
@@ -113,8 +124,10 @@ def test_a_confirmation_read_by_one_consumer_reaches_the_next_turn_on_the_other(
         for plane in planes:
             plane.stop()  # delivers the queued webhooks
     codes = codes_by_trace(webhook.alerts)
-    assert ("PG111" in codes.get(turn_2, set())) is not shared, codes
-    assert turn_1 not in codes or "PG111" not in codes[turn_1]
+    assert "PG101" in codes.get(turn_2, set()), codes  # turn 2's alerts were delivered
+    assert ("PG111" in codes[turn_2]) is not shared, codes
+    # every alert the two raised reached the webhook, once
+    assert len(webhook.alerts) == sum(p.counters()["alerts"] for p in planes), webhook.alerts
     assert [p.counters()["turns_shared"] for p in planes] == [int(shared)] * 2
     assert second.counters()["turns_received"] == int(shared)  # not its own turn 2 back
 

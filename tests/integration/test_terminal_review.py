@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 from pathgrade.schemas import genai
 
+from pathgrade.stack.store_access import stack_status
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.support.openai_standin import OpenAIStandIn
 
@@ -90,6 +92,16 @@ def status_code(url: str) -> int:
         return exc.code
 
 
+def alerts_raised_after(process: PathgradeProcess, moment: float) -> int | None:
+    """The alerts the realtime processes raised, from a status snapshot taken after
+    `moment` (None until there is one): every alert printed before `moment` is counted."""
+    assert process.data_dir is not None
+    snapshot = stack_status(process.data_dir)["snapshot"]
+    if snapshot["taken_at"] <= moment:
+        return None
+    return sum(worker["alerts"] for worker in snapshot["realtime"] if worker)
+
+
 def test_up_demo_prints_short_alert_lines_linked_to_their_traces_and_a_summary(stack) -> None:
     process, http_port = stack
     banner = process.output
@@ -101,12 +113,14 @@ def test_up_demo_prints_short_alert_lines_linked_to_their_traces_and_a_summary(s
         lambda: [m for line in process.lines if (m := SUMMARY_LINE.match(line))], 90
     )
     alert_lines = [m for line in process.lines if (m := ALERT_LINE.match(line))]
+    read_at = time.time()
     assert alert_lines and not [line for line in process.lines if line.startswith("alert {")]
     assert all(len(m[0]) < 250 for m in alert_lines)
     assert any("?span=" in m[2] for m in alert_lines)  # the alerted span, selected
     held = sum(int(m[1]) for m in summaries)
-    raised = process.scalar("SELECT count() FROM alerts FINAL")
+    raised = wait_until(lambda: alerts_raised_after(process, read_at), 60)
     assert held >= 1 and len(alert_lines) + held <= raised  # each alert shown or counted once
+    wait_until(lambda: process.scalar("SELECT count() FROM alerts FINAL") >= raised, 60)
     first_alert = next(n for n, line in enumerate(process.lines) if ALERT_LINE.match(line))
     # status lines keep coming between the alert lines (paced like the summaries: wait)
     wait_until(

@@ -142,18 +142,25 @@ def test_full_spill_refuses_and_keeps_what_it_holds(tmp_path: Path) -> None:
 
 
 def test_concurrent_appends_share_fsyncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """While one fsync runs the others' frames are written, and one fsync covers them all."""
+    """While one fsync runs the others' frames are written, and one fsync covers them all.
+    The first fsync is held until every other append has written its frame, so the count
+    holds however the threads happen to be scheduled: forty appends, two fsyncs."""
     calls: list[int] = []
     real_fsync = os.fsync
-
-    def slow_fsync(descriptor: int) -> None:
-        calls.append(descriptor)
-        time.sleep(0.02)
-        real_fsync(descriptor)
-
     spill = SpillFile(tmp_path)
     spill.append([message(0)])  # the segment exists: only appends' fsyncs are counted below
-    monkeypatch.setattr(spill_module.os, "fsync", slow_fsync)
+    [segment] = spill.paths()
+    everything = segment.stat().st_size + sum(len(encode_message(message(n))) for n in range(1, 41))
+
+    def held_fsync(descriptor: int) -> None:
+        calls.append(descriptor)
+        deadline = time.monotonic() + 30  # reached only if appends cannot write meanwhile
+        while len(calls) == 1 and os.fstat(descriptor).st_size < everything:
+            assert time.monotonic() < deadline, "no other append wrote while an fsync ran"
+            time.sleep(0.005)
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(spill_module.os, "fsync", held_fsync)
     ends: list[int] = []
     threads = [
         threading.Thread(target=lambda n=n: ends.append(spill.append([message(n)])))
@@ -163,8 +170,8 @@ def test_concurrent_appends_share_fsyncs(tmp_path: Path, monkeypatch: pytest.Mon
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(ends) == 40 and max(ends) == spill.end  # each returned once fsynced
-    assert len(calls) < 20  # forty appends, far fewer fsyncs
+    assert len(ends) == 40 and max(ends) == spill.end == everything  # each returned once fsynced
+    assert len(calls) == 2  # the held one, then one for the thirty-nine frames written meanwhile
     keys = {m.key for m in spill.read_batch().messages}
     assert keys == {message(n).key for n in range(41)}
 

@@ -171,6 +171,20 @@ def test_openai_user_errors_name_the_endpoint() -> None:
             user.message(UserRequest(PATH_A, "x", [], Variant("base"), 0))
 
 
+def test_openai_user_says_the_stand_ins_default_script_and_refuses_an_empty_answer() -> None:
+    """The stand-in's default script: a reply, a refusal, then no content at all, which
+    must not become the user's message (it once became the text "None")."""
+    with OpenAIStandIn() as llm:
+        user = OpenAIUser(llm.url, "m")
+        said = [
+            user.message(UserRequest(PATH_A, intent, [], Variant("base"), 0))
+            for intent in ("ask about jobs", "apply")
+        ]
+        assert said == ["Yes, please go on.", "No, that is not what I asked for."]
+        with pytest.raises(AdapterError, match="no message text in its answer"):
+            user.message(UserRequest(PATH_A, "withdraw", [], Variant("base"), 0))
+
+
 def test_manifest_span_round_trips() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -116,11 +117,19 @@ def test_bad_score_lines_are_named_with_line_and_field(tmp_path: Path) -> None:
         == f"{path}:6: duplicate score for item 'a' repeat 0 metric 'm' (first on line 1)"
     )
     assert len(problems) == 4
+    with path.open("a") as more:  # a problem after a duplicate is still reported
+        more.write(json.dumps({**good, "value": "low"}) + "\n")
+    with pytest.raises(ScoreFileError) as again:
+        load_scores(path)
+    assert len(again.value.problems) == 5 and again.value.problems[4].startswith(f"{path}:7: ")
 
 
 def test_missing_or_empty_score_file_is_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ScoreFileError, match="cannot read score file") as missing:
         load_scores(tmp_path / "absent.jsonl")
+    assert missing.value.problems == [
+        f"{tmp_path / 'absent.jsonl'}: cannot read score file: No such file or directory"
+    ]
     assert exit_code(missing.value) == 2
     (tmp_path / "empty.jsonl").write_text("\n")
     with pytest.raises(ScoreFileError, match="no score records: the run is missing"):
@@ -375,4 +384,128 @@ def test_items_the_candidate_lost_or_scored_too_few_times_fail() -> None:
     # An item metric has one score per item over all its repeats.
     consistency = scores({f"i{k}": [0.8] for k in range(6)}, "response_consistency_lexical")
     verdict = gate(suite, scores(good) + consistency, base + consistency)
-    assert only_row(verdict, "response_consistency_lexical").passed
+    item_row = only_row(verdict, "response_consistency_lexical")
+    assert item_row.passed and item_row.expected_repeats == 1
+
+
+# --- edges the mutation run (bench/mutation.py) found unguarded ---------------------------
+
+
+def test_without_settings_the_gate_uses_and_records_the_documented_defaults() -> None:
+    """docs/gate.md: B = 10,000 resamples and seed 20260101 by default, printed in every
+    report."""
+    records = scores(constant(5, 1.0))
+    verdict = evaluate_gate(ACCURACY, records, records, calibrations=CALIBRATED, budgets=None)
+    assert (verdict.resamples, verdict.seed, verdict.confidence) == (10_000, 20_260_101, 0.95)
+
+
+def test_budget_observations_cannot_change_after_the_fact() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        BUDGET_OK.latencies_s = []  # type: ignore[misc]
+
+
+def test_budget_rows_count_observations_and_nothing_of_the_metric_rows() -> None:
+    records = scores(constant(5, 1.0))
+    counts = [
+        only_row(gate(BUDGETED, records, records, budgets=observed), "p95_latency_s").model_dump(
+            include={"n_items", "n_paired", "n_unpaired", "n_undecided", "expected_repeats"}
+        )
+        for observed in (BUDGET_OK, None)
+    ]  # fmt: skip
+    assert counts == [
+        {"n_items": 3, "n_paired": 0, "n_unpaired": 0, "n_undecided": 0, "expected_repeats": 1},
+        {"n_items": 0, "n_paired": 0, "n_unpaired": 0, "n_undecided": 0, "expected_repeats": 1},
+    ]
+
+
+def test_a_budget_met_exactly_passes() -> None:
+    records = scores(constant(5, 1.0))
+    observed = BudgetObservations(latencies_s=[10.0] * 20, costs_usd=[0.05] * 4)
+    verdict = gate(BUDGETED, records, records, budgets=observed)
+    assert only_row(verdict, "p95_latency_s").passed  # p95 10 within budget 10
+    assert only_row(verdict, "cost_per_task_usd").passed  # mean 0.05 within 0.05
+
+
+def test_budget_p95_is_numpys_linear_95th_percentile() -> None:
+    records = scores(constant(5, 1.0))
+    latencies = [float(s) for s in range(1, 101)]  # p94 94.06, p95 95.05, p96 96.04
+    observed = BudgetObservations(latencies_s=latencies, costs_usd=[0.01])
+    row = only_row(gate(BUDGETED, records, records, budgets=observed), "p95_latency_s")
+    assert row.candidate_mean == pytest.approx(95.05)
+    assert row.reason == "p95 95.05 over budget 10"
+
+
+def test_unpaired_items_are_those_in_one_run_only() -> None:
+    cand = scores({"a": [1.0], "b": [1.0], "c": [1.0]})
+    base = scores({"b": [1.0], "c": [1.0], "d": [1.0], "e": [1.0]})
+    row = only_row(gate(ACCURACY, cand, base))
+    assert (row.n_items, row.n_paired, row.n_unpaired) == (3, 2, 3)  # a | d, e
+
+
+def test_a_long_list_of_missing_items_shows_three_and_how_many_more() -> None:
+    base = scores(constant(8, 0.9))
+    cand = scores({"i0": [0.9], "i1": [0.9], "i2": [0.9]})
+    row = only_row(gate(ACCURACY, cand, base))
+    assert "5 items scored in the baseline have no candidate score (i3, i4, i5, +2 more)" in (
+        row.reason
+    )
+    cand = scores({f"i{k}": [0.9] for k in range(5)})
+    row = only_row(gate(ACCURACY, cand, base))
+    assert "3 items scored in the baseline have no candidate score (i5, i6, i7)" in row.reason
+
+
+def test_a_regression_check_reads_the_intervals_lower_bound() -> None:
+    """Deltas of -0.5 and +0.5 on many items: the mean holds but the interval is wide, and
+    its lower bound (not the upper) is what max_regression bounds."""
+    base = {f"i{k}": [0.5] for k in range(40)}
+    cand = {f"i{k}": [0.0 if k % 2 else 1.0] for k in range(40)}
+    row = only_row(gate(ACCURACY, scores(cand), scores(base)))
+    assert row.interval is not None and row.interval[0] < -0.02 < row.interval[1]
+    assert not row.passed and row.reason.startswith("regression: 95% interval lower bound")
+
+
+def test_a_drop_exactly_at_max_regression_passes() -> None:
+    """Fails only when the lower bound is *below* -max_regression (0.25 is exact in binary)."""
+    suite = make_suite(
+        "  - {id: accuracy, kind: deterministic, threshold: 0.5, max_regression: 0.25}"
+    )
+    row = only_row(gate(suite, scores(constant(10, 0.5)), scores(constant(10, 0.75))))
+    assert row.interval == (-0.25, -0.25)
+    assert row.passed and row.reason == "ok"
+
+
+def test_the_interval_is_the_percentiles_of_means_drawn_from_the_seed() -> None:
+    """A recorded seed reproduces a verdict exactly: the interval is numpy's percentile of
+    the means of items drawn with replacement by default_rng(seed), all in one draw here."""
+    deltas, _ = small_paired_run()
+    indices = np.random.default_rng(4).integers(0, deltas.size, size=(500, deltas.size),
+                                                dtype=np.int32)  # fmt: skip
+    expected = np.percentile(deltas[indices].mean(axis=1), [5.0, 95.0])
+    ours = paired_bootstrap_interval(deltas, resamples=500, seed=4, confidence=0.9)
+    assert ours == pytest.approx(tuple(expected), rel=1e-12)
+
+
+def test_a_run_larger_than_the_memory_bound_still_gets_the_interval_of_its_draws() -> None:
+    """Over a million items one resample alone fills the memory bound on resample indices:
+    chunks of one resample, and the interval of the seed's draws all the same."""
+    deltas = np.resize([-0.5, 0.25, 1.0], 1_000_003)
+    rng = np.random.default_rng(1)
+    means = [
+        deltas[rng.integers(0, deltas.size, size=(1, deltas.size), dtype=np.int32)].mean()
+        for _ in range(3)
+    ]
+    expected = np.percentile(means, [2.5, 97.5])
+    ours = paired_bootstrap_interval(deltas, resamples=3, seed=1, confidence=0.95)
+    assert ours == pytest.approx(tuple(expected), rel=1e-12)
+
+
+@pytest.mark.parametrize("confidence", [0.0, -0.5, 1.0, 1.5])
+def test_a_confidence_outside_zero_to_one_is_rejected(confidence: float) -> None:
+    with pytest.raises(ValueError, match="confidence must be between 0 and 1"):
+        gate(ACCURACY, [], [], confidence=confidence)
+
+
+def test_one_resample_is_enough_to_run() -> None:
+    records = scores(constant(5, 1.0))
+    verdict = gate(ACCURACY, records, records, resamples=1, confidence=0.5)
+    assert verdict.resamples == 1 and only_row(verdict).interval == (0.0, 0.0)

@@ -19,7 +19,7 @@ from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.store.client import ClientStore
 
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
-from tests.support.openai_standin import OpenAIStandIn, Reply
+from tests.support.openai_standin import NO_CONTENT, OpenAIStandIn, Reply
 
 RUBRIC = load_rubric("faithfulness@1")
 INPUTS = {"question": "refund?", "answer": "Refunded $5.", "tool_results": [{"refund": 5}]}
@@ -91,6 +91,48 @@ def test_malformed_and_off_schema_answers_are_retried_then_fail(standin: OpenAIS
     assert "missing required property 'explanation'" in message
 
 
+MALFORMED = {
+    "not JSON": Reply(content='{"score": '),
+    "a score above the scale": Reply(content={"score": 9, "explanation": "x"}),
+    "a score below the scale": Reply(content={"score": 0, "explanation": "x"}),
+    "a missing field": Reply(content={"score": 2}),
+    "a field of the wrong type": Reply(content={"score": "high", "explanation": "x"}),
+    "an extra field": Reply(content={"score": 2, "explanation": "x", "confidence": 1}),
+    "a JSON list": Reply(content="[3]"),
+    "no content": Reply(content=NO_CONTENT),
+    "a body that is no JSON": Reply(body="<html>bad gateway</html>"),
+    "a completion without choices": Reply(body='{"choices": []}'),
+}
+
+
+@pytest.mark.parametrize("reply", MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_malformed_answer_is_retried_and_the_next_valid_one_taken(
+    standin: OpenAIStandIn, reply: Reply
+) -> None:
+    """docs/scoring.md: malformed bodies and invalid answers are retried; the verdict is
+    the first valid answer, never the malformed one."""
+    standin.enqueue(reply, Reply(content={"score": 2, "explanation": "partly supported"}))
+    judge, sleeps = make_judge(standin)
+    result = judge.evaluate(RUBRIC, INPUTS)
+    assert (result.verdict.score, result.verdict.explanation) == (2, "partly supported")
+    assert result.attempts == 2 and len(sleeps) == 1 and len(standin.requests) == 2
+
+
+def test_the_stand_ins_default_script_gives_low_and_malformed_answers(
+    standin: OpenAIStandIn,
+) -> None:
+    """Four new prompts: the best verdict, the lowest, not JSON then the best, off the
+    scale then the lowest. The judge passes, fails, retries and fails as it should."""
+    judge, _ = make_judge(standin)
+    results = [judge.evaluate(RUBRIC, {**INPUTS, "question": f"refund {n}?"}) for n in range(4)]
+    assert [r.verdict.score for r in results] == [4, 1, 4, 1]
+    assert [r.attempts for r in results] == [1, 1, 2, 2]
+    assert len(standin.requests) == 6
+    assert [v["score"] for v in standin.scripted.verdicts(RUBRIC.id)] == [4, 1, 4, 1]
+    again = judge.evaluate(RUBRIC, {**INPUTS, "question": "refund 1?"}, repeat=1)
+    assert (again.verdict.score, again.attempts) == (1, 1)  # the same prompt, the same answer
+
+
 def test_client_errors_are_not_retried(standin: OpenAIStandIn) -> None:
     standin.enqueue(Reply(status=400))
     judge, sleeps = make_judge(standin)
@@ -129,13 +171,18 @@ def test_budget_stops_before_the_next_call(standin: OpenAIStandIn) -> None:
 
 
 def test_concurrency_limit_holds_with_more_threads() -> None:
-    with OpenAIStandIn(latency_s=0.05) as server:
+    """The stand-in holds each request until released, so three are in flight at once
+    however slowly the threads start; one released request lets exactly one more in."""
+    with OpenAIStandIn(held=True) as server:
         judge, _ = make_judge(server, concurrency=3)
         threads = [
             threading.Thread(target=judge.evaluate, args=(RUBRIC, INPUTS)) for _ in range(12)
         ]
         for thread in threads:
             thread.start()
+        for answered in range(12):
+            assert server.wait_for_in_flight(min(3, 12 - answered)), server.in_flight
+            server.release()
         for thread in threads:
             thread.join()
         assert server.max_in_flight == 3

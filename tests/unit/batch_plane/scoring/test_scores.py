@@ -121,5 +121,10 @@ def test_score_run_scores_every_trace_and_stops_at_the_budget(store: ClientStore
         {"r": run_id},
     ).rows
     assert [r[0] for r in rows] == ["claimed_actions"] * 2 + ["task_completion"] * 2
-    assert all(r[1] == 1.0 and r[2] == "pass" and r[4] == "item-1" and r[5] == "cancel"
-               for r in rows)  # fmt: skip
+    assert all(r[4] == "item-1" and r[5] == "cancel" for r in rows)
+    assert [r[1:3] for r in rows[:2]] == [[1.0, "pass"]] * 2
+    # The stand-in's script passes its first prompt (score 4 of 1-4) and fails its second
+    # (1 of 1-4): each stored judged score is its verdict, normalised and labelled.
+    verdicts = sorted(v["score"] for v in server.scripted.verdicts("task_completion"))
+    assert verdicts == [1, 4]
+    assert sorted(tuple(r[1:3]) for r in rows[2:]) == [(0.0, "fail"), (1.0, "pass")]

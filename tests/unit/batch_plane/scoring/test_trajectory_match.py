@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+from types import MappingProxyType
+
 import pytest
 from pathgrade.batch_plane.scoring.trajectory import ToolCall, graph_match, match
+from pathgrade.batch_plane.scoring.trajectory_calls import Message
 
 
 def turn(*calls: dict) -> list[dict]:
@@ -52,10 +57,41 @@ def test_matchers_always_receive_output_args_first():
     assert match(narrow, wide, mode="subset", args_mode="superset") is False
 
 
+def test_a_key_list_override_compares_only_those_dotted_keys_and_for_equality():
+    keys = {"f": ["time.start", "city"]}
+    reference = turn({"name": "f", "args": {"time": {"start": 5}, "city": "Oslo", "x": 1}})
+
+    def output(start: object, city: str = "Oslo") -> list[dict]:
+        return turn({"name": "f", "args": {"time": {"start": start}, "city": city, "x": 2}})
+
+    assert match(output(5), reference, overrides=keys) is True  # x is not compared
+    assert match(output(6), reference, overrides=keys) is False  # a later start is no match
+    assert match(output(4), reference, overrides=keys) is False
+    assert match(output(5, "Paris"), reference, overrides=keys) is False
+    not_nested = turn({"name": "f", "args": {"time": "5", "city": "Oslo"}})
+    assert match(not_nested, reference, overrides=keys) is False  # time.start is missing
+    both_missing = turn({"name": "f", "args": {"city": "Oslo"}})
+    assert match(both_missing, turn({"name": "f", "args": {"city": "Oslo"}}), overrides=keys)
+
+
 def test_strict_compares_roles_but_not_contents():
     outputs = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
     assert match(outputs, [{"role": "user", "content": "x"}, {"role": "assistant"}]) is True
     assert match(outputs, [{"role": "user"}, {"role": "tool"}]) is False
+    assert match([{"role": "user"}, {"role": "tool"}], outputs) is False  # either way round
+
+
+@pytest.mark.parametrize(("output", "expected"), [(1, True), (0, False), (2, False)])
+def test_subset_args_need_the_reference_value_itself(output: int, expected: bool):
+    outputs = turn({"name": "f", "args": {"a": output}})
+    reference = turn({"name": "f", "args": {"a": 1, "b": 2}})
+    assert match(outputs, reference, args_mode="subset") is expected
+
+
+@pytest.mark.parametrize("keys", [["a", ""], ["a", 3]], ids=["empty key", "not a string"])
+def test_every_key_of_a_key_list_must_be_a_key_path(keys: list):
+    with pytest.raises(ValueError, match=r"overrides\['f'\]: a key list must be a non-empty"):
+        match(turn(), turn(), overrides={"f": keys})
 
 
 def test_langchain_role_names_equal_openai_roles():
@@ -65,6 +101,25 @@ def test_langchain_role_names_equal_openai_roles():
 
 def test_empty_tool_call_list_equals_no_tool_calls():
     assert match([{"role": "assistant", "tool_calls": []}], [{"role": "assistant"}]) is True
+
+
+def test_any_mapping_holds_arguments():
+    frozen_args = MappingProxyType({"a": 1})
+    assert match(turn({"name": "f", "args": frozen_args}), turn({"name": "f", "args": {"a": 1}}))
+
+
+def test_tool_calls_and_messages_are_frozen():
+    call, message = ToolCall("f", {"a": 1}), Message("assistant", ())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        call.name = "g"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        message.role = "user"  # type: ignore[misc]
+
+
+def test_without_langchain_an_object_is_no_message(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(sys.modules, "langchain_core.messages", None)  # import fails
+    with pytest.raises(TypeError, match=r"outputs\[0\]: expected a message dict or a LangChain"):
+        match([object()], turn())
 
 
 def test_messages_dict_and_tool_call_objects_are_accepted():
@@ -91,6 +146,23 @@ def test_bad_options_name_the_argument(kwargs, message):
     ("outputs", "error", "message"),
     [
         ([{"content": "no role"}], ValueError, r"outputs\[0\]\.role: must be a non-empty string"),
+        ([{"role": ""}], ValueError, r"outputs\[0\]\.role: must be a non-empty string"),
+        ([{"role": 3}], ValueError, r"outputs\[0\]\.role: must be a non-empty string"),
+        (
+            [{"role": "assistant", "tool_calls": [{"name": ""}]}],
+            ValueError,
+            r"outputs\[0\]\.tool_calls\[0\]\.name: must be a non-empty string",
+        ),
+        (
+            [{"role": "assistant", "tool_calls": [{"name": 3}]}],
+            ValueError,
+            r"outputs\[0\]\.tool_calls\[0\]\.name: must be a non-empty string",
+        ),
+        (
+            [{"role": "assistant", "tool_calls": [{"function": {"name": ""}}]}],
+            ValueError,
+            r"outputs\[0\]\.tool_calls\[0\]\.function\.name: must be a non-empty string",
+        ),
         ([42], TypeError, r"outputs\[0\]: expected a message dict or a LangChain message"),
         ({"msgs": []}, ValueError, "outputs: a dict must hold the message list under 'messages'"),
         ("text", TypeError, "outputs: expected a list of messages"),
@@ -142,6 +214,8 @@ def test_graph_match(steps, expected):
 
 
 def test_graph_match_names_bad_steps():
+    with pytest.raises(TypeError, match=r"^steps: expected a list of steps, got str"):
+        graph_match("agent", GRAPH_REFERENCE)
     with pytest.raises(TypeError, match=r"steps\[1\]: expected a list of node names"):
         graph_match([["a"], "b"], GRAPH_REFERENCE)
     with pytest.raises(TypeError, match=r"reference_steps\[0\]: every node name must be a str"):

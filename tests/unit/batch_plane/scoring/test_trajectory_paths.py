@@ -55,6 +55,12 @@ def test_order_pairs_kth_occurrences():
     assert path_scores(["a", "b", "a"], ["a", "a", "b"])["order"] == pytest.approx(2 / 3)
 
 
+@pytest.mark.parametrize(("expected", "actual"), [("ab", ["a"]), (["a"], "ab"), (["a"], 3)])
+def test_path_scores_refuse_a_path_that_is_no_list(expected, actual):
+    with pytest.raises(TypeError, match="expected a list of tool names or calls"):
+        path_scores(expected, actual)
+
+
 def test_efficiency_uses_optimal_steps_and_caps_at_one():
     assert path_scores(["a", "b"], ["a", "x", "b", "y"], optimal_steps=3)["efficiency"] == 0.75
     assert path_scores(["a", "b"], ["a"], optimal_steps=5)["efficiency"] == 1.0
@@ -81,6 +87,12 @@ def test_kendall_tau_b_with_ties_matches_textbook_value():
     # -> tau_b = (3 - 1) / sqrt(5 * 5) = 0.4
     assert kendall_tau_b([1, 2, 2, 3], [1, 3, 2, 2]) == pytest.approx(0.4)
     assert math.isnan(kendall_tau_b([1, 1], [1, 2]))
+
+
+@pytest.mark.parametrize(("x", "y"), [([1, 2], [1, 2, 3]), ([1, 2, 3], [1, 2])])
+def test_kendall_tau_b_refuses_samples_of_different_lengths(x, y):
+    with pytest.raises(ValueError, match=f"y: length {len(y)} differs from x length {len(x)}"):
+        kendall_tau_b(x, y)
     with pytest.raises(ValueError, match="y: length 1 differs from x length 2"):
         kendall_tau_b([1, 2], [1])
 
@@ -129,9 +141,12 @@ def test_pass_k_accepts_trials_per_task():
         ([1, -1], 3, 1, r"successes\[1\]: must be >= 0, got -1"),
         ([1, 4], 3, 1, r"successes\[1\]: 4 exceeds its 3 trials"),
         ([1, 2], [3, 3, 3], 1, "trials: length 3 differs from successes length 2"),
+        ([1, 2], [3], 1, "trials: length 1 differs from successes length 2"),
+        ([1], 3, True, "k: must be an integer >= 1, got True"),
         ([1], -3, 1, "trials: must be >= 0, got -3"),
         ([1], [2.5], 1, r"trials\[0\]: must be an integer"),
         ([], 3, 1, "successes: must be a non-empty list"),
+        ("12", 3, 1, "successes: must be a non-empty list"),
         ([1], 3, 0, "k: must be an integer >= 1"),
     ],
 )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from enum import IntEnum, StrEnum
+from types import MappingProxyType
+
+import numpy as np
 import pytest
 from pathgrade.batch_plane.scoring.trajectory import (
     tool_call_accuracy,
@@ -101,6 +105,64 @@ def test_empty_lists(options):
     assert tool_correctness([], [], **options) == 1.0
     assert tool_correctness([{"name": "f"}], [], **options) == 0.0
     assert tool_correctness([], [{"name": "f"}], **options) == 0.0
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"compare_args": True},
+        {"compare_output": True},
+        {"ordering": True},
+        {"exact": True},
+        {"exact": True, "compare_output": True},
+    ],
+)
+@pytest.mark.parametrize(("called", "expected"), [("a", "b"), ("b", "a")])
+def test_a_different_tool_earns_nothing_whichever_name_sorts_first(options, called, expected):
+    assert tool_correctness([{"name": called}], [{"name": expected}], **options) == 0.0
+
+
+@pytest.mark.parametrize(
+    "options", [{"compare_output": True}, {"exact": True, "compare_output": True}]
+)
+@pytest.mark.parametrize(("called", "expected"), [("x", "y"), ("y", "x")])
+def test_a_different_output_earns_nothing_whichever_sorts_first(options, called, expected):
+    call, want = {"name": "f", "output": called}, {"name": "f", "output": expected}
+    assert tool_correctness([call], [want], **options) == 0.0
+    assert tool_correctness([want], [want], **options) == 1.0
+
+
+@pytest.mark.parametrize(("called", "expected"), [("mcp", "function"), ("function", "mcp")])
+def test_a_different_tool_type_earns_nothing_whichever_sorts_first(called, expected):
+    call, want = {"name": "f", "type": called}, {"name": "f", "type": expected}
+    assert tool_correctness([call], [want], compare_args=True) == 0.0
+
+
+def test_partial_argument_credit_is_over_every_key_of_either_call():
+    expected = [{"name": "f", "args": {"a": 1, "b": 2}}]
+    called = [{"name": "f", "args": {"a": 1, "c": 3}}]
+    assert tool_correctness(called, expected, compare_args=True) == pytest.approx(1 / 3)
+
+
+def test_outputs_are_not_compared_by_default():
+    called, expected = [{"name": "f", "output": 1}], [{"name": "f", "output": 2}]
+    assert tool_correctness(called, expected) == 1.0
+    assert tool_correctness(called, expected, compare_output=True) == 0.0
+
+
+def test_ordering_uses_each_called_tool_once():
+    assert tool_correctness([{"name": "a"}], [{"name": "a"}, {"name": "a"}], ordering=True) == 0.5
+
+
+def test_a_call_no_expected_call_credits_stays_free_for_a_later_one():
+    called = [{"name": "b"}]
+    assert tool_correctness(called, [{"name": "a"}, {"name": "b"}], compare_args=True) == 0.5
+
+
+def test_partial_argument_credit_skips_a_value_that_is_no_longer_an_object():
+    expected = [{"name": "f", "args": {"when": {"day": 1}, "city": "Oslo"}}]
+    called = [{"name": "f", "args": {"when": 5, "city": "Oslo"}}]
+    assert tool_correctness(called, expected, compare_args=True) == 0.5  # city only
 
 
 def test_openai_tool_call_entries_are_accepted():
@@ -244,6 +306,25 @@ def test_f1_never_equates_arguments_of_different_json_types(predicted, reference
     assert (
         tool_call_f1([{"name": "d", "args": predicted}], [{"name": "d", "args": reference}]) == 0.0
     )
+
+
+def test_f1_takes_an_int_or_float_subclass_for_the_json_number_it_is():
+    class Level(IntEnum):
+        HIGH = 2
+
+    reference = [{"name": "f", "args": {"level": 2, "ratio": 0.5}}]
+    predicted = [{"name": "f", "args": {"level": Level.HIGH, "ratio": np.float64(0.5)}}]
+    assert tool_call_f1(predicted, reference) == 1.0
+
+
+def test_f1_takes_any_mapping_and_str_subclass_for_the_json_value_it_is():
+    class Level(StrEnum):
+        HIGH = "high"
+
+    reference = [{"name": "f", "args": {"level": "high", "where": {"city": "Oslo"}}}]
+    predicted = [{"name": "f", "args": {"level": Level.HIGH,
+                                        "where": MappingProxyType({"city": "Oslo"})}}]  # fmt: skip
+    assert tool_call_f1(predicted, reference) == 1.0
 
 
 def test_f1_equates_the_same_json_value_whatever_its_python_spelling():
