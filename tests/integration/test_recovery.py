@@ -86,8 +86,11 @@ def stalls(data_dir: Path) -> dict[str, str]:
         "stalled", {}).items()}  # fmt: skip
 
 
-def page(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=30) as answer:
+def page(url: str, token: str | None = None) -> str:
+    """The page at `url`, with the owner's token when given (the loopback endpoint asks
+    for it on every request)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as answer:
         return answer.read().decode()
 
 
@@ -163,11 +166,12 @@ def test_a_full_data_directory_at_load_stalls_visibly_and_heals_without_a_restar
                 full_at = load.elapsed()
                 wait_until(lambda: "No space left" in stalls(data_dir).get("the durable log", ""))
                 wait_until(lambda: "the store" in stalls(data_dir), timeout_s=90)
-                ui, query = state(data_dir)["ui_url"], state(data_dir)["query_url"]
+                stack_state = state(data_dir)
+                ui, query = stack_state["ui_url"], stack_state["query_url"]
                 banner = page(f"{ui}/health")
                 assert 'id="stopped-banner"' in banner and "stalled: the durable log (" in banner
                 assert 'pathgrade_collector_stalled{what="the durable log"} 1' in page(
-                    f"{query}/metrics"
+                    f"{query}/metrics", stack_state["token"]
                 )
                 retried = load.retries
                 wait_until(lambda: load.elapsed() >= full_at + FULL_S, timeout_s=120)
