@@ -198,7 +198,12 @@ def test_bundled_broker_swapped_when_too_big_loses_nothing(tmp_path: Path) -> No
         every = [trace_id for summary in sent for trace_id in summary.trace_ids]
         total = sum(summary.spans for summary in sent)
         wait_until(lambda: distinct_and_final(stack, every) == (total, total), timeout_s=180)
-        wait_until(lambda: counted_across_the_swap(tmp_path, total), timeout_s=30)
+        try:
+            wait_until(lambda: all_counted(counted_across_the_swap(tmp_path), total), timeout_s=60)
+        except AssertionError:
+            counts = counted_across_the_swap(tmp_path)
+            said = f"status (accepted, stored, realtime up) {counts}, sent {total}"
+            raise AssertionError(said) from None
         for summary in sent:
             ids = ",".join(f"'{t}'" for t in summary.trace_ids)
             alerted = f"SELECT uniqExact(TraceId) FROM alerts WHERE TraceId IN ({ids})"
@@ -234,15 +239,21 @@ def wait_for_the_swap(stack: PathgradeProcess, sending: threading.Thread) -> Non
         raise AssertionError("no broker swap; the stack said:\n" + "\n".join(said[-40:])) from None
 
 
-def counted_across_the_swap(data_dir: Path, total: int) -> bool:
-    """`pathgrade status` counts every span the collector accepted and the store writers
-    stored, before and after the swap, and both realtime processes answer."""
+def counted_across_the_swap(data_dir: Path) -> tuple[int, int, bool]:
+    """What `pathgrade status` counts across the swap: spans the collector accepted, spans
+    the store writers stored, and whether both realtime processes answer."""
     snapshot = stack_status(data_dir)["snapshot"]
     return (
-        snapshot["collector"]["accepted_spans"] == total
-        and snapshot["store_writer"]["spans"] >= total
-        and all(worker is not None for worker in snapshot["realtime"])
+        snapshot["collector"]["accepted_spans"],
+        snapshot["store_writer"]["spans"],
+        all(worker is not None for worker in snapshot["realtime"]),
     )
+
+
+def all_counted(counts: tuple[int, int, bool], total: int) -> bool:
+    """Every sent span accepted once, at least that many stored, both realtime processes up."""
+    accepted, stored, realtime_up = counts
+    return accepted == total and stored >= total and realtime_up
 
 
 def scorer_has_read_nothing(bootstrap: str) -> None:
