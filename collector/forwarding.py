@@ -25,3 +25,7 @@ class Forwarding(IntEnum):
     KEY_WITHHELD = 6
     """A key that does not look like one, or holds personal data: it and its value travel
     as their marks."""
+    MEMBERS = 7
+    """A JSON object of which only named structural members are allowed
+    (`allowed_keys.ALLOWED_MEMBERS`): forwarded as those members, scrubbed; the rest is
+    dropped."""

@@ -17,7 +17,9 @@ Per span, in place:
    allowed (the default list plus `allowed_keys`); any other value is withheld: it
    becomes its mark (`schemas.withheld`: its type, its keyed fingerprint under the
    tenant's fact key, the kinds of personal data found in it), whatever it holds; a
-   boolean and an empty string travel as they are. An attribute key that does not look
+   boolean and an empty string travel as they are. A JSON object under a key of
+   `allowed_keys.ALLOWED_MEMBERS` (OpenInference's `metadata`) travels as its structural
+   members only (LangGraph's node, step, triggers...). An attribute key that does not look
    like one, or holds personal data, is withheld the same way (and so is its value). The
    span's status message is withheld unless `allowed_keys` names `status.message`.
 4. Everything forwarded as text is scrubbed (`schemas.pii`, after a normalisation that
@@ -54,6 +56,7 @@ from pathgrade.collector.facts import CONTEXT_KEYS, FactMaker, write_facts
 from pathgrade.collector.forwarding import Forwarding
 from pathgrade.schemas import genai
 from pathgrade.schemas.allowed_keys import (
+    ALLOWED_MEMBERS,
     IDENTIFIER_KEYS,
     STATUS_MESSAGE_FIELD,
     AllowList,
@@ -84,7 +87,9 @@ _TOOL_OR_MESSAGE_KEYS = frozenset(
     {genai.OI_INPUT_VALUE, genai.OI_OUTPUT_VALUE, genai.TL_ENTITY_INPUT, genai.TL_ENTITY_OUTPUT}
 )
 # Key verdicts of the attribute scan (`Forwarding`), as plain ints for the hot loop.
-_CONTENT, _CONTEXT, _FACT, _ALLOWED, _IDENTIFIER, _WITHHELD, _KEY_WITHHELD = map(int, Forwarding)
+_CONTENT, _CONTEXT, _FACT, _ALLOWED, _IDENTIFIER, _WITHHELD, _KEY_WITHHELD, _MEMBERS = map(
+    int, Forwarding
+)
 _NOTHING: Final[Counts] = {}
 _NO_PII: Final[Mapping[str, Counts | None]] = {}
 _MIN_CARD, _MAX_CARD = 10**12, 10**19  # numbers of 13-19 digits
@@ -319,7 +324,7 @@ class Redactor:
             return _KEY_WITHHELD
         if self.allowed.allows(key):
             return _IDENTIFIER if key in IDENTIFIER_KEYS else _ALLOWED
-        return _WITHHELD
+        return _MEMBERS if key in ALLOWED_MEMBERS else _WITHHELD
 
     def _key_is_clean(self, key: str) -> bool:
         """True when `key` may be forwarded as it is: it looks like a key and holds no
@@ -462,6 +467,8 @@ class Redactor:
             counts = self._scrub_fact(value)
         elif verdict == _IDENTIFIER:
             counts = self._scrub_identifier(value, key)
+        elif verdict == _MEMBERS and _keep_members(value, ALLOWED_MEMBERS[name]):
+            counts = self._scrub_value(value)
         else:
             if verdict == _KEY_WITHHELD:
                 name = kv.key = self._withheld_key(name, key, record, prefix, stats)
@@ -793,6 +800,27 @@ def _scrub_json(value: Any, scanner: PiiScanner, counts: Counts) -> Any:
         return {_scrub_json(k, scanner, counts): _scrub_json(v, scanner, counts)
                 for k, v in value.items()}  # fmt: skip
     return value
+
+
+def _keep_members(value: AnyValue, members: frozenset[str]) -> bool:
+    """Reduce a JSON object text in `value` to its `members` (texts, numbers, booleans and
+    lists of them); False, leaving it as it is, when it holds no such object."""
+    try:
+        parsed = json.loads(value.string_value) if value.string_value else None
+    except ValueError:
+        return False
+    if not isinstance(parsed, dict):
+        return False
+    kept = {k: v for k, v in parsed.items() if k in members and _structural(v)}
+    value.string_value = json.dumps(kept, sort_keys=True)
+    return True
+
+
+def _structural(value: Any) -> bool:
+    """A text, number, boolean, or a list of them."""
+    if isinstance(value, list):
+        return all(isinstance(item, str | int | float) for item in value)
+    return isinstance(value, str | int | float)
 
 
 def _confirmed_tool(value: AnyValue) -> str:

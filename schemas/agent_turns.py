@@ -6,11 +6,12 @@ invoke_agent, invoke_workflow, handle_conversation_turn, OpenInference AGENT, a 
 graph root), when the trace holds any; in a trace with no agent span, an entry span: one
 whose parent is remote (OTLP span flags), absent from the trace or none (the root),
 outermost per service (spans hanging from one missing span are one turn, topped by the
-earliest, until that span comes). A turn holds its top's subtree less the subtrees of
-turns nested in it (another service's agent, called over the network); the spans above
-its top (an HTTP server span, middleware, a session's span) are its context, nearest
-first. In a trace with agents, a span under no agent (a server's middleware beside the
-agent) belongs to no turn.
+earliest, until that span comes), and a turn only when a GenAI operation (a model, tool or
+agent call) is among its spans: a service's other traces (`GET /health`) are no turn. A
+turn holds its top's subtree less the subtrees of turns nested in it (another service's
+agent, called over the network); the spans above its top (an HTTP server span, middleware,
+a session's span) are its context, nearest first. In a trace with agents, a span under no
+agent (a server's middleware beside the agent) belongs to no turn.
 
 `turn_layout` reads whatever has arrived of a trace: the realtime plane's assembler calls
 it as spans come and decides when each turn is due (`realtime_plane.assembler`); offline
@@ -83,7 +84,7 @@ def turn_layout(spans: Sequence[Span]) -> TurnLayout:
     if not agents:  # spans hanging from one missing span are one turn until it comes
         for joined, first in _joined_orphans(tops).items():
             members[first] += members.pop(joined)
-        tops = [top for top in tops if top.span_id in members]
+        tops = [top for top in tops if any(s.genai.operation for s in members.get(top.span_id, ()))]
     contexts = {top.span_id: _ancestors(top, parents) for top in tops}
     enclosing = Counter(span.span_id for context in contexts.values() for span in context)
     loose: dict[str, tuple[Span, list[Span]]] = {}

@@ -59,6 +59,7 @@ GROUPS: Final = (
                 g.REQUEST_MODEL, g.RESPONSE_MODEL, g.RESPONSE_ID, g.RESPONSE_FINISH_REASONS,
                 g.SYSTEM_DEPRECATED, "gen_ai.output.type", "gen_ai.evaluation.name",
                 "gen_ai.evaluation.score.value", "gen_ai.evaluation.score.label",
+                g.TOOL_CALL_DECISION_OUTCOME,
                 *g.DEPRECATED_ALIASES,
             }
         ),
@@ -107,6 +108,19 @@ GROUPS: Final = (
 DEFAULT_KEYS: Final = frozenset().union(*(group.keys for group in GROUPS))
 DEFAULT_PREFIXES: Final = tuple(p for group in GROUPS for p in group.prefixes)
 
+ALLOWED_MEMBERS: Final = {
+    g.OI_METADATA: frozenset(
+        {
+            "langgraph_node", "langgraph_step", "langgraph_triggers", "langgraph_path",
+            "ls_integration", "ls_provider", "ls_model_name", "ls_model_type",
+        }
+    ),
+}  # fmt: skip
+"""Keys whose value is a JSON object holding structure beside free text (OpenInference's
+`metadata`: LangChain and LangGraph name the graph node, step and integration there): only
+these members travel (scrubbed, when they are texts, numbers or lists of them); the rest is
+dropped."""
+
 IDENTIFIER_KEYS: Final = frozenset(
     {
         *mapping.CONVERSATION_KEYS, *mapping.TOOL_CALL_ID_KEYS, g.RESPONSE_ID, g.AGENT_ID,
@@ -151,6 +165,9 @@ def allowed_keys_list() -> str:
     for group in GROUPS:
         entries = sorted(group.keys) + [f"{prefix}*" for prefix in group.prefixes]
         lines.append(f"- {group.source}: " + ", ".join(f"`{e}`" for e in entries))
+    for key, members in sorted(ALLOWED_MEMBERS.items()):
+        named = ", ".join(f"`{m}`" for m in sorted(members))
+        lines.append(f"- `{key}` (a JSON object): only its members {named}")
     identifiers = ", ".join(f"`{k}`" for k in sorted(IDENTIFIER_KEYS))
     lines.append(
         f"- identifiers among them (a fingerprint when scrubbing would change them): {identifiers}"

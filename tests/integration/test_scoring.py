@@ -120,9 +120,13 @@ def failing_verdicts(judge: OpenAIStandIn) -> int:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PathgradeProcess, Path, int]]:
-    """A `pathgrade up` keeping tool arguments and messages: (process, data dir, HTTP port)."""
+    """A `pathgrade up` keeping tool arguments and messages, and the `intent` attribute's
+    values the suite slices by (allowed: any other value travels as its mark):
+    (process, data dir, HTTP port)."""
     data_dir = tmp_path_factory.mktemp("scoring") / "data"
-    process, _, http_port = start_stack(data_dir, "--capture-tools", "*", "--capture-messages")
+    process, _, http_port = start_stack(
+        data_dir, "--capture-tools", "*", "--capture-messages", "--allow-keys", "intent"
+    )
     yield process, data_dir, http_port
     assert process.terminate() == 0, process.output
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -254,6 +255,25 @@ def test_keys_that_are_not_keys_are_withheld_with_their_values() -> None:
     assert all(v is not None and v.type == "string" for v in withheld.values())
 
 
+def test_openinference_metadata_travels_as_its_structural_members_only() -> None:
+    """LangGraph names its node in `metadata` beside free text: the node, step and triggers
+    travel (scrubbed), everything else is dropped; metadata that is no JSON object is
+    withheld like any value."""
+    metadata = {
+        "langgraph_node": "tools", "langgraph_step": 3, "langgraph_triggers": ["branch:tools"],
+        "ls_integration": "langgraph", "thread_id": "t-1", "note": "ana@example.com",
+        "langgraph_path": ["__pregel_pull", f"card {VISA_TEST_CARD}"], "nested": {"a": "b"},
+    }  # fmt: skip
+    forwarded = json.loads(_redact(_span({genai.OI_METADATA: json.dumps(metadata)}))["metadata"])
+    assert forwarded == {
+        "langgraph_node": "tools", "langgraph_step": 3, "langgraph_triggers": ["branch:tools"],
+        "ls_integration": "langgraph", "langgraph_path": ["__pregel_pull", f"card {CARD_MARK}"],
+    }  # fmt: skip
+    for text in ("not json ana@example.com", "[1, 2]"):
+        mark = read_withheld(_redact(_span({genai.OI_METADATA: text}))["metadata"])
+        assert mark is not None and mark.type == "string"
+
+
 def test_booleans_and_empty_strings_travel_as_they_are() -> None:
     span = _span({"empty": ""})
     span.attributes.add(key="flag").value.bool_value = True
@@ -280,7 +300,8 @@ def test_identifiers_that_need_scrubbing_become_fingerprints_so_users_stay_apart
         forwarded = [_redact_with(redactor, _span({key: c}))[key] for c in [*ids, ids[0]]]
         assert len(set(forwarded)) == 3 and forwarded[2] == "conv-plain-7"
         assert forwarded[3] == forwarded[0]  # the same id, the same fingerprint
-        assert not any("1111" in f or "4444" in f or "REDACTED" in f for f in forwarded)
+        cards = [c.removeprefix("conv-") for c in ids[:2]]  # spaced: no fingerprint holds one
+        assert not any(card in f or "REDACTED" in f for f in forwarded for card in cards)
 
 
 def _redact_with(redactor: Redactor, span: trace_pb2.Span) -> dict[str, Any]:

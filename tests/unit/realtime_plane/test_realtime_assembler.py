@@ -22,9 +22,11 @@ REMOTE = SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK | SPAN_FLAGS_CONTEXT_IS_REMOTE_MA
 def span(
     trace: str, span_id: str, parent: str = "", tenant: str = "t", *, flags: int = 0,
     agent: bool = False, start: int = 1, conversation: str = "", service: str = "svc",
+    model: bool = True,
 ) -> Span:  # fmt: skip
-    """A span of trace `trace` * 32; `agent`: an invoke_agent span."""
-    operation = "invoke_agent" if agent else ""
+    """A span of trace `trace` * 32: an invoke_agent span (`agent`), else a chat span
+    (`model`: a span of no GenAI operation when False)."""
+    operation = "invoke_agent" if agent else "chat" if model else ""
     fields = GenAIFields(operation=operation, conversation_id=conversation)
     name = "invoke_agent support" if agent else "s"
     return Span(tenant, trace * 32, span_id, parent, name, "Internal", start, start + 1,
@@ -82,6 +84,16 @@ def test_an_agent_turn_waits_for_its_local_parent_then_goes_without_it() -> None
     assert b.due(4.9) == []
     (due,) = b.due(5.0)
     assert due.reason == "quiet" and due.turn.context == []
+
+
+def test_a_trace_without_a_genai_operation_leaves_ungraded() -> None:
+    """A service's health check (no model, tool or agent call) is no turn: it leaves the
+    buffer once quiet, and nothing is graded."""
+    a = TurnAssembler(quiet_window_s=1.0)
+    health = [span("a", "db", "srv", flags=LOCAL, model=False),
+              span("a", "srv", "lb", flags=REMOTE, model=False)]  # fmt: skip
+    a.add(0, 0, health, now=0.0)
+    assert a.due(1.0) == [] and a.traces_held == 0
 
 
 def test_spans_without_an_agent_wait_for_their_local_parent_up_to_the_maximum_age() -> None:

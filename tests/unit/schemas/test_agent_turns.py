@@ -63,17 +63,30 @@ def test_several_agent_runs_and_a_session_span_enclosing_them() -> None:
     assert all(t.own_context == 0 and t.context[0].span_id == "session" for t in turns)
 
 
+CHAT = {"gen_ai.operation.name": "chat"}
+
+
 def test_without_an_agent_the_entry_spans_top_the_turns() -> None:
-    frontend = [span("root"), span("call", "root", start=1)]
+    frontend = [span("root"), span("call", "root", "chat m", CHAT, start=1)]
     backend = [span("srv", "call", "GET /x", service="api", start=2, flags=REMOTE_PARENT),
-               span("db", "srv", service="api", start=3)]  # fmt: skip
+               span("llm", "srv", "chat m", CHAT, service="api", start=3)]  # fmt: skip
     turns = turn_layout(frontend + backend).turns
     assert [(t.top.span_id, ids(t.spans)) for t in turns] == [
-        ("root", ["call", "root"]), ("srv", ["db", "srv"])]  # fmt: skip
+        ("root", ["call", "root"]), ("srv", ["llm", "srv"])]  # fmt: skip
     orphans = [span("c1", "missing", flags=LOCAL_PARENT, start=5),
-               span("c2", "missing", flags=LOCAL_PARENT, start=6)]  # fmt: skip
+               span("c2", "missing", "chat m", CHAT, flags=LOCAL_PARENT, start=6)]  # fmt: skip
     (joined,) = turn_layout(orphans).turns  # one missing span: one turn until it comes
     assert joined.top.span_id == "c1" and ids(joined.spans) == ["c1", "c2"]
+
+
+def test_a_trace_without_a_genai_operation_is_no_turn() -> None:
+    health = [span("srv", "gw", "GET /health", flags=REMOTE_PARENT), span("db", "srv", start=1)]
+    assert turn_layout(health).turns == [] and turns_of(Trace("t", "a" * 32, health)) == []
+    frontend = [span("root"), span("call", "root", start=1)]  # no model, tool or agent call
+    backend = [span("srv", "call", "POST /ask", service="api", start=2, flags=REMOTE_PARENT),
+               span("llm", "srv", "chat m", CHAT, service="api", start=3)]  # fmt: skip
+    (turn,) = turn_layout(frontend + backend).turns
+    assert turn.top.span_id == "srv" and ids(turn.spans) == ["llm", "srv"]
 
 
 def test_loose_genai_spans_of_a_trace_with_agents_wait_as_pieces_of_a_turn() -> None:
