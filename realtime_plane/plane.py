@@ -31,6 +31,7 @@ from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS
 from pathgrade.realtime_plane.delays import DelayWindow
 from pathgrade.realtime_plane.delivery import AlertBacklog, latest_numbers
 from pathgrade.realtime_plane.evaluate import Evaluation, TurnEvaluator
+from pathgrade.realtime_plane.rollups import MONITOR_TURNS, TurnRollups
 from pathgrade.realtime_plane.sampler import Sampler
 from pathgrade.realtime_plane.sinks import (
     AlertSink,
@@ -109,6 +110,7 @@ class RealtimePlane:
             config.recent_traces, config.coverage_window_s,
         )  # fmt: skip
         self.sampler = Sampler(config.sampler)
+        self.rollups = TurnRollups(policy.monitors)
         self.alert_store = alert_store
         self.store_sink = (
             StoreAlertSink(alert_store, self._stored) if alert_store is not None else None
@@ -262,6 +264,7 @@ class RealtimePlane:
 
     def _emit(self, evaluation: Evaluation) -> None:
         self.counters_.traces_evaluated += 1
+        self.rollups.observe(evaluation)
         due = evaluation.due
         if due.reason == "quiet" and not due.re_evaluation:
             last_received_ns = max(span.received_at_ns for span in due.turn.spans)
@@ -340,6 +343,9 @@ class RealtimePlane:
         """
         self._deliver_alerts()
         sink = self.store_sink
+        rollups = self.rollups.take()
+        if sink is not None:
+            sink.add_rollups(rollups)
         if sink is None:
             self._commit(self.assembler.committable(), partitions)
         elif partitions is None and not self._stop.is_set():
@@ -401,6 +407,7 @@ class RealtimePlane:
         out["duplicates_suppressed"] = self.evaluator.duplicates_suppressed
         out[DETECTOR_ERRORS] = dict(self.evaluator.detector_errors)
         out[COVERAGE] = self.evaluator.coverage.figures()
+        out[MONITOR_TURNS] = self.rollups.figures()
         out.update(self.delays.quantiles())
         if self.store_sink is not None:
             out["alerts_rejected"] = self.store_sink.rejected

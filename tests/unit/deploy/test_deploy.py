@@ -223,6 +223,7 @@ def exported_metrics() -> set[str]:
     from pathgrade.realtime_plane.assembler import AssemblerStats
     from pathgrade.realtime_plane.delays import MAX, P50, P99
     from pathgrade.realtime_plane.plane import RealtimeCounters
+    from pathgrade.realtime_plane.rollups import MONITOR_TURNS
     from pathgrade.realtime_plane.sinks import WebhookStats
     from pathgrade.schemas.stalls import STALLED, WRITE_FAILURES
 
@@ -238,7 +239,7 @@ def exported_metrics() -> set[str]:
         "realtime": {
             *asdict(RealtimeCounters()), *asdict(AssemblerStats()), *webhook,
             "traces_held", "spans_held", "duplicates_suppressed", "alerts_rejected",
-            P50, P99, MAX,
+            P50, P99, MAX, MONITOR_TURNS,
         },
         "scorer": set(asdict(OnlineScorerStats())),
         "exporter": {k for k in asdict(ExportStats()) if k != "latest_error"},
