@@ -27,6 +27,7 @@ from typing import Annotated, Literal
 
 from pathgrade.detectors.finding import Severity
 from pathgrade.detectors.registry import DetectorRef
+from pathgrade.schemas.monitors import SPLIT_DIMENSIONS
 from pathgrade.schemas.rollups import (
     INCOMPLETE,
     TOOL_ERROR,
@@ -38,8 +39,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MONITOR_CODES = {"objective": "PG200", "detector_rate": "PG201", "score": "PG202"}
 """The alert code of each kind of monitor (detectors have PG1xx)."""
-SPLIT_DIMENSIONS = ("service", "agent")
-"""Slices every turn and score has without being listed in `monitors.slices`."""
 WEEK_S = 7 * 86_400
 
 
