@@ -2,10 +2,13 @@
 reads).
 
 Per (tenant, monitor, scope) an episode opens when the monitor's condition holds and
-closes when it no longer does (or its window holds too little data to decide): one alert
-of kind `monitor` when it opens (`firing`) and one when it closes (`resolved`), both
-naming the episode. The episode and its alert keys are fixed by the tenant, monitor, scope
-and the tick it opened at, so a record written again (a restart that repeats a delivery)
+closes when the figures show it no longer does: one alert of kind `monitor` when it opens
+(`firing`) and one when it closes (`resolved`), both naming the episode. A tick whose
+window holds too little data to decide (traffic stopped, or a restarted plane still
+catching up on the spans it had not committed) changes nothing: an open episode stays
+open until data shows the condition cleared, so a gap never resolves and fires it again.
+The episode and its alert keys are fixed by the tenant, monitor, scope and the tick it
+opened at, so a record written again (a restart that repeats a delivery)
 carries the same key. The state survives restarts in the alerts table: the latest record
 of each scope is its episode (`Episodes.restore`).
 """
@@ -73,7 +76,7 @@ class Episodes:
         is_open = (figures.tenant, monitor.name, figures.scope) in self.open
         if figures.holds and not is_open:
             return "fire"
-        if is_open and not figures.holds:
+        if is_open and figures.decided and not figures.holds:
             return "resolve"
         return None
 
@@ -152,21 +155,10 @@ def scope_fields(monitor: Monitor, scope: str) -> list[tuple[str, str]]:
 def reason(monitor: Monitor, figures: Figures, state: EpisodeState, confidence: float) -> str:
     """The alert's sentence (docs/monitors.md, How an alert reads)."""
     head = monitor.name + (f" ({figures.scope})" if figures.scope else "")
-    if state == "resolved" and not figures.decided:
-        return f"{head}: resolved: too little data to decide ({_what_decides(monitor, figures)})"
     prefix = f"{head}: " + ("resolved: " if state == "resolved" else "")
     if isinstance(monitor, ObjectiveMonitor):
         return prefix + _objective_reason(monitor, figures, state)
     return prefix + _baseline_reason(monitor, figures, state, confidence)
-
-
-def _what_decides(monitor: Monitor, figures: Figures) -> str:
-    if isinstance(monitor, ObjectiveMonitor):
-        short = monitor.windows[0].short_s
-        return f"{figures.items:,} turns in the last {duration(short)}, {monitor.min_turns} needed"
-    needed = monitor.min_turns if isinstance(monitor, DetectorRateMonitor) else monitor.min_samples
-    unit = "turns" if isinstance(monitor, DetectorRateMonitor) else "scores"
-    return f"{figures.items:,} and {figures.baseline_items:,} {unit}, {needed} needed in each"
 
 
 def _objective_reason(monitor: ObjectiveMonitor, figures: Figures, state: EpisodeState) -> str:

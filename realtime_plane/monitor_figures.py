@@ -13,8 +13,8 @@
   minus the baseline's, with the same interval; it holds when the whole interval lies
   below `-max_drop`.
 
-A window with too little data (`min_turns`, `min_samples`) decides nothing: no figure that
-could fire, and an open episode resolves (docs/monitors.md, Episodes).
+A window with too little data (`min_turns`, `min_samples`) decides nothing: it neither
+fires nor resolves (docs/monitors.md, Episodes).
 """
 
 from __future__ import annotations

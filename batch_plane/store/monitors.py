@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
 from pathgrade.schemas.monitors import (
     EPISODE,
     MONITOR_TICK_COLUMNS,
@@ -123,6 +124,17 @@ class MonitorQueries:
             EpisodeRecord(tenant, monitor, scope, state, episode, int(opened), key)
             for tenant, monitor, scope, state, episode, opened, key in result.rows
         ]
+
+    def alerts(self, monitor: str, since_ns: int, limit: int = 50) -> list[Alert]:
+        """One monitor's alerts detected since `since_ns`, newest first."""
+        result = self.store.query(
+            f"SELECT {', '.join(ALERT_COLUMNS)} FROM alerts FINAL WHERE Kind = 'monitor' "
+            "AND Name = {monitor:String} AND DetectedAtNs >= {since:Int64} "
+            "ORDER BY DetectedAtNs DESC, AlertKey LIMIT {limit:UInt32}",
+            {"monitor": monitor, "since": since_ns, "limit": limit},
+            readonly=True,
+        )
+        return [Alert.from_row(row) for row in result.rows]
 
     def write_ticks(self, ticks: Iterable[MonitorTick]) -> None:
         rows = [tick.row() for tick in ticks]

@@ -43,6 +43,7 @@ CLI_COMMANDS = {
     "cli.demo",
     "cli.store",
     "cli.alerts",
+    "cli.monitors",
     "cli.datasets",
     "cli.edge",
     "cli.gate",

@@ -263,3 +263,43 @@ def test_prometheus_rules_parse_and_name_only_exported_metrics() -> None:
         assert used and used <= exported, (rule["alert"], used - exported)
         assert rule["labels"]["severity"] in {"info", "warning", "critical"}
         assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+
+
+MONITOR_POLICY = REPO_ROOT / "examples" / "monitors" / "policy.yaml"
+MONITOR_RULES = DEPLOY / "prometheus" / "pathgrade-monitor-rules.yaml"
+
+
+def test_the_monitor_rules_are_the_example_policys_objectives_generated_and_parse() -> None:
+    from pathgrade.detectors import load_policy
+    from pathgrade.detectors.monitor_policy import bad_counter
+
+    from pathgrade.web.monitor_rules import monitor_rules
+
+    monitors = load_policy(MONITOR_POLICY).monitors
+    relative = str(MONITOR_POLICY.relative_to(REPO_ROOT))
+    assert MONITOR_RULES.read_text() == monitor_rules(monitors, relative), (
+        "out of date: pathgrade monitors rules --policy examples/monitors/policy.yaml "
+        "--out deploy/prometheus/pathgrade-monitor-rules.yaml"
+    )
+    (group,) = yaml.safe_load(MONITOR_RULES.read_text())["groups"]
+    rules = group["rules"]
+    pairs = [(m, p) for m in monitors.objectives for p in m.windows]
+    assert len(rules) == len(pairs) == len({rule["alert"] for rule in rules})
+    exported = exported_metrics()
+    for rule, (monitor, pair) in zip(rules, pairs, strict=True):
+        promql_parser.parse(rule["expr"])  # raises ValueError naming the syntax error
+        assert (
+            set(re.findall(r"pathgrade_\w+", rule["expr"]))
+            == {"pathgrade_realtime_monitor_turns_total"}
+            <= exported
+        )
+        counters = set(re.findall(r'counter="([^"]+)"', rule["expr"]))
+        assert counters == {"turns", bad_counter(monitor.good, monitor.detector, monitor.budget)}
+        limit = pair.burn_rate * (1 - monitor.objective)
+        assert rule["expr"].count(f"> {limit:g}\n") == 2  # both windows
+        assert rule["labels"]["severity"] in {"info", "warning", "critical"}
+        assert rule["labels"]["monitor"] == monitor.name
+        if monitor.service:
+            assert f'service="{monitor.service}"' in rule["expr"]
+        by = "by (tenant, service)" if monitor.slice == "service" else "by (tenant)"
+        assert rule["expr"].count(by) == 5

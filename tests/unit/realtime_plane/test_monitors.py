@@ -228,3 +228,26 @@ def test_a_detector_rate_fires_only_beyond_noise(
         assert alert.service == "svc" and alert.code == "PG201"
         assert "had PG108 findings over the last 100s" in alert.reason
         assert "in the same window 1000s earlier" in alert.reason
+
+
+def test_a_window_without_data_keeps_an_open_episode_open(store: ClientStore) -> None:
+    """A gap (a restart catching up, traffic stopped) neither resolves nor fires again."""
+    start = 1_900_500_000
+    insert_turns(store, "gap", start, [10] * 8)  # 10% bad, then 40 s of nothing, then clean
+    insert_turns(store, "gap", start + 120, [0] * 8)
+    runner = Runner(store, POLICY, start)
+    try:
+        states = {
+            now - start: [a.details["state"] for a in runner.at(now) if a.tenant == "gap"]
+            for now in range(start + 60, start + 200, BUCKET)
+        }
+    finally:
+        runner.close()
+    assert states[60] == ["firing"]
+    assert all(states[t] == [] for t in range(70, 130, BUCKET))  # still bad, then the gap
+    resolved_at = next(t for t, found in states.items() if found and t > 60)
+    assert states[resolved_at] == ["resolved"] and resolved_at > 120  # on data, not on the gap
+    ticks = MonitorQueries(store).series(
+        "tool-errors", (start + 100) * 10**9, (start + 121) * 10**9
+    )
+    assert {t.state for t in ticks if t.tenant == "gap"} == {"firing"}  # undecided, still open
