@@ -130,7 +130,8 @@ def monitor_alert(
         "confidence": monitors.confidence, "current": figures.current,
         "baseline": figures.baseline, "items": figures.items,
         "baseline_items": figures.baseline_items,
-        "examples": [{"trace_id": t, "span_id": s} for t, s in examples], **figures.details,
+        "examples": [{"trace_id": t, "span_id": s} for t, s in examples],
+        "traces": trace_filter(monitor, figures.scope), **figures.details,
     }  # fmt: skip
     key_text = sorted_text([episode.episode, state])
     return Alert(
@@ -150,6 +151,26 @@ def scope_fields(monitor: Monitor, scope: str) -> list[tuple[str, str]]:
     fields = [("service", monitor.service or ""), ("agent", monitor.agent or "")]
     dimension, _, value = scope.partition("=")
     return [(name, value if name == dimension else kept) for name, kept in fields]
+
+
+def trace_filter(monitor: Monitor, scope: str) -> dict[str, str]:
+    """The browser UI's trace-list filters that show the turns behind a figure (with the
+    window's `from` and `to`): the service and agent it keeps to, and what its bad turns
+    did. A slice's value is not a filter of the list."""
+    found = {name: value for name, value in scope_fields(monitor, scope) if value}
+    if isinstance(monitor, ObjectiveMonitor):
+        budget = monitor.budget or 0.0
+        found.update({
+            "complete": {}, "no_tool_error": {"error": "yes"},
+            "no_finding": {"code": monitor.detector or ""},
+            "latency_under": {"min_ms": f"{budget * 1000:g}"},
+            "cost_under": {"min_cost": f"{budget:g}"},
+        }[monitor.good])  # fmt: skip
+    elif isinstance(monitor, DetectorRateMonitor):
+        found["code"] = monitor.detector
+    else:
+        found["score"] = "yes"
+    return found
 
 
 def reason(monitor: Monitor, figures: Figures, state: EpisodeState, confidence: float) -> str:

@@ -35,7 +35,7 @@ from pathgrade.detectors.monitor_policy import (
     monitor_kind,
 )
 from pathgrade.realtime_plane.delivery import MONITOR_STREAM, SEQ_COLUMNS
-from pathgrade.realtime_plane.monitor_alerts import Episodes, monitor_alert
+from pathgrade.realtime_plane.monitor_alerts import Episodes, monitor_alert, trace_filter
 from pathgrade.realtime_plane.monitor_figures import (
     Figures,
     objective_figures,
@@ -250,5 +250,8 @@ class MonitorRunner:
             high=figures.high, current=figures.current, baseline=figures.baseline,
             items=figures.items, baseline_items=figures.baseline_items, state=state,
             episode=opened.episode if opened else "",
-            details={"severity": figures.severity, "holds": figures.holds, **figures.details},
+            details={
+                "severity": figures.severity, "holds": figures.holds,
+                "traces": trace_filter(monitor, figures.scope), **figures.details,
+            },
         )  # fmt: skip

@@ -144,7 +144,8 @@ class MonitorQueries:
     def latest_ticks(self, since_ns: int, monitor: str | None = None) -> list[MonitorTick]:
         """The latest tick since `since_ns` of every (tenant, monitor, scope), or of one
         monitor's scopes."""
-        where, values = ["TickNs >= {since:Int64}"], {"since": since_ns}
+        where = ["TickNs >= {since:Int64}"]
+        values: dict[str, Any] = {"since": since_ns}
         if monitor is not None:
             where.append("Monitor = {monitor:String}")
             values["monitor"] = monitor
@@ -153,16 +154,20 @@ class MonitorQueries:
             values,
         )
 
-    def series(
-        self, monitor: str, start_ns: int, end_ns: int, limit: int = 2000
+    def ticks(
+        self, start_ns: int, end_ns: int, monitor: str | None = None, limit: int = 20_000
     ) -> list[MonitorTick]:
-        """One monitor's ticks over [start_ns, end_ns), oldest first (the newest `limit`)."""
-        ticks = self._ticks(
-            "WHERE Monitor = {monitor:String} AND TickNs >= {start:Int64} "
-            "AND TickNs < {end:Int64} ORDER BY TickNs DESC LIMIT {limit:UInt32}",
-            {"monitor": monitor, "start": start_ns, "end": end_ns, "limit": limit},
+        """The ticks over [start_ns, end_ns) of every monitor or of one, oldest first (the
+        newest `limit`)."""
+        where = ["TickNs >= {start:Int64}", "TickNs < {end:Int64}"]
+        values: dict[str, Any] = {"start": start_ns, "end": end_ns, "limit": limit}
+        if monitor is not None:
+            where.append("Monitor = {monitor:String}")
+            values["monitor"] = monitor
+        found = self._ticks(
+            f"WHERE {' AND '.join(where)} ORDER BY TickNs DESC LIMIT {{limit:UInt32}}", values
         )
-        return sorted(ticks, key=lambda tick: (tick.tick_ns, tick.tenant, tick.scope))
+        return sorted(found, key=lambda tick: (tick.tick_ns, tick.monitor, tick.tenant, tick.scope))
 
     def _ticks(self, rest: str, values: dict[str, Any]) -> list[MonitorTick]:
         result = self.store.query(

@@ -70,7 +70,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     start = since_ns(args.since) or 0
     with cli_store(args) as store:
         queries = MonitorQueries(store)
-        series = queries.series(args.name, start, 2**63 - 1)
+        series = queries.ticks(start, 2**63 - 1, args.name)
         alerts = queries.alerts(args.name, start)
     if not series and not alerts:
         raise CliError(f"monitor {args.name!r}: nothing evaluated since {args.since}")

@@ -125,7 +125,7 @@ def test_steady_noise_around_the_objective_fires_nothing(store: ClientStore) -> 
     finally:
         runner.close()
     assert [a for a in alerts if a.tenant == "steady"] == []
-    ticks = MonitorQueries(store).series("tool-errors", (start + 60) * 10**9, (start + 600) * 10**9)
+    ticks = MonitorQueries(store).ticks((start + 60) * 10**9, (start + 600) * 10**9, "tool-errors")
     steady = [t for t in ticks if t.tenant == "steady"]
     assert len(steady) == 54 and {t.state for t in steady} == {"ok"}
     assert max(t.figure for t in steady if t.figure is not None) < 5  # the threshold
@@ -247,7 +247,5 @@ def test_a_window_without_data_keeps_an_open_episode_open(store: ClientStore) ->
     assert all(states[t] == [] for t in range(70, 130, BUCKET))  # still bad, then the gap
     resolved_at = next(t for t, found in states.items() if found and t > 60)
     assert states[resolved_at] == ["resolved"] and resolved_at > 120  # on data, not on the gap
-    ticks = MonitorQueries(store).series(
-        "tool-errors", (start + 100) * 10**9, (start + 121) * 10**9
-    )
+    ticks = MonitorQueries(store).ticks((start + 100) * 10**9, (start + 121) * 10**9, "tool-errors")
     assert {t.state for t in ticks if t.tenant == "gap"} == {"firing"}  # undecided, still open

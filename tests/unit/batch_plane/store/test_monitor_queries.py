@@ -118,8 +118,8 @@ def test_ticks_round_trip_and_the_latest_per_scope_is_read(store: ClientStore) -
     queries.write_ticks(written)
     queries.write_ticks([tick(150, "a=2", 0.01, "ok")])  # a tick written twice: one
     start, end = T0 * 10**9, (T0 + 1000) * 10**9
-    assert queries.series("faith", start, end) == sorted(written, key=lambda t: t.tick_ns)
-    assert queries.series("faith", start + 120 * 10**9, end) == [written[2], written[1]]
+    assert queries.ticks(start, end, "faith") == sorted(written, key=lambda t: t.tick_ns)
+    assert queries.ticks(start + 120 * 10**9, end, "faith") == [written[2], written[1]]
     latest = {(t.scope, t.tick_ns - start) for t in queries.latest_ticks(start)}
     assert latest == {("a=1", 200 * 10**9), ("a=2", 150 * 10**9)}
     assert queries.latest_ticks(start, monitor="other") == []
