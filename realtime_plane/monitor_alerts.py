@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pathgrade.detectors.monitor_policy import (
     MONITOR_CODES,
@@ -49,6 +49,7 @@ from pathgrade.schemas.rollups import INCOMPLETE, TOOL_ERROR
 Change = Literal["fire", "resolve"]
 EpisodeKey = tuple[str, str, str]  # (tenant, monitor, scope)
 NS = 1_000_000_000
+FIGURE_DIGITS = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +134,7 @@ def monitor_alert(
         "examples": [{"trace_id": t, "span_id": s} for t, s in examples],
         "traces": trace_filter(monitor, figures.scope), **figures.details,
     }  # fmt: skip
+    details = rounded(details)
     key_text = sorted_text([episode.episode, state])
     return Alert(
         alert_key=hashlib.sha256(key_text.encode()).hexdigest()[:32],
@@ -143,6 +145,18 @@ def monitor_alert(
         risk_tier="", policy=policy_name, details=details, trace_start_ns=start_s * NS,
         trace_end_ns=end_s * NS, detected_at_ns=now_ns,
     )  # fmt: skip
+
+
+def rounded(value: Any) -> Any:
+    """`value` with every float in it to FIGURE_DIGITS significant digits (0.01, not
+    0.010000000000000009)."""
+    if isinstance(value, float):
+        return float(f"{value:.{FIGURE_DIGITS}g}")
+    if isinstance(value, dict):
+        return {key: rounded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [rounded(item) for item in value]
+    return value
 
 
 def scope_fields(monitor: Monitor, scope: str) -> list[tuple[str, str]]:
