@@ -1,0 +1,353 @@
+"""Monitors on the real stack (issue 45): a real Tansu broker, a `pathgrade collector`, the
+store writer, the realtime plane and the online scorer over a real chDB store, traffic sent
+with the official OTel SDK exporter at chosen times, the scripted OpenAI stand-in as the
+judge, and the monitors' clock set by the test (an hour of traffic, and last week's, is laid
+out in seconds; each tick is evaluated at the time the test says).
+
+- a tool-error rate ramping from 2% to 12% fires the burn-rate objective within its fast
+  window, once, and resolves once after the ramp;
+- steady traffic with the same 2% noise fires nothing over 14 minutes of evaluations every
+  5 s (a single-window rule would: its short window alone crosses 5% at some ticks);
+- a detector's rate that doubles from its week-ago baseline fires, one that reads 1.33 times
+  its baseline over fewer turns does not;
+- the stand-in judge's faithfulness scores dropping by 0.1 on one intent fire the score
+  monitor for that intent only.
+Every alert reaches the webhook and the alerts table.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from pathgrade.batch_plane.scoring.judge import Judge
+from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
+from pathgrade.batch_plane.scoring.online import OnlineScorer
+from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
+from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.batch_plane.store.monitors import MonitorQueries
+from pathgrade.batch_plane.store.writer import StoreWriter
+from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
+from pathgrade.detectors import load_policy
+from pathgrade.realtime_plane.config import RealtimeConfig, SamplerRates
+from pathgrade.realtime_plane.plane import RealtimePlane
+from pathgrade.schemas.alerts import ALERT_COLUMNS
+
+from pathgrade.stack.broker import LocalBroker, ensure_topics
+from tests.integration.conftest import start_collector, wait_until
+from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
+from tests.support.monitor_traffic import ScoreJudge, Turn, every, send_turns, with_errors
+from tests.support.openai_standin import OpenAIStandIn
+
+pytestmark = pytest.mark.integration
+
+WEEK = 7 * 86_400
+BUCKET = 5
+POLICY = """
+version: 1
+services:
+  score-svc: {risk_tier: high, scorers: [faithfulness]}
+  rate-up-svc: {budgets: {max_tool_calls: 1}}
+  rate-noise-svc: {budgets: {max_tool_calls: 1}}
+monitors:
+  every_s: 3600
+  bucket_s: 5
+  settle_s: 0
+  slices: [app.intent]
+  objectives:
+    - name: tool-errors
+      good: no_tool_error
+      objective: 0.99
+      slice: service
+      min_turns: 30
+      windows: [{long_s: 60, short_s: 15, burn_rate: 5, severity: high}]
+  detector_rates:
+    - {name: budget-rate, detector: PG114, window_s: 600, slice: service, min_turns: 200}
+  scores:
+    - name: faithfulness
+      service: score-svc
+      metric: faithfulness
+      window_s: 600
+      max_drop: 0.02
+      min_samples: 30
+      slice: app.intent
+"""
+
+
+def start_of_minute(seconds: float) -> int:
+    return int(seconds) - int(seconds) % 60
+
+
+T0 = start_of_minute(time.time() - 3 * 3600)  # the evaluated quarter hour starts here
+T1 = T0 + 900  # ... and ends here: the last tick, the end of the baselines' current windows
+RAMP = (T0 + 300, T0 + 330, T0 + 420)  # 2% -> 12% over 30 s, held until 420 s
+
+
+def ramp_rate(end_s: float) -> float:
+    start, top, stop = RAMP
+    if start <= end_s < top:
+        return 0.02 + 0.10 * (end_s - start) / (top - start)
+    return 0.12 if top <= end_s < stop else 0.02
+
+
+def budget_turns(service: str, start: float, per_s: float, every_nth: int) -> list[Turn]:
+    """Turns of `service` over 600 s from `start`, every `every_nth` with two tool calls
+    (over the policy's budget of one: a PG114 finding)."""
+    plain = list(every(service, start, start + 600, per_s))
+    return [
+        Turn(t.service, t.end_s, tool_calls=2 if i % every_nth == 0 else 1)
+        for i, t in enumerate(plain)
+    ]
+
+
+def scored_turns(start: float, intent: str, good_share: int) -> list[Turn]:
+    """80 turns of score-svc over 600 s from `start`: the judge gives `good_share` in 10 of
+    them a 4 (1.0) and the others a 3 (0.667)."""
+    plain = every("score-svc", start, start + 600, 80 / 600)
+    return [
+        Turn(t.service, t.end_s, intent=intent, verdict=4 if i % 10 < good_share else 3)
+        for i, t in enumerate(plain)
+    ]
+
+
+def traffic() -> list[Turn]:
+    steady = with_errors(every("steady-svc", T0, T1, 4), lambda _: 0.02, seed=1)
+    ramp = with_errors(every("ramp-svc", T0, T1, 4), ramp_rate, seed=2)
+    rates = [
+        *budget_turns("rate-up-svc", T1 - 600 - WEEK, 2, 40),  # 2.5% of 1,200 a week earlier
+        *budget_turns("rate-up-svc", T1 - 600, 2, 20),  # 5%: doubled
+        *budget_turns("rate-noise-svc", T1 - 600 - WEEK, 1, 40),  # 2.5% of 600
+        *budget_turns("rate-noise-svc", T1 - 600, 1, 30),  # 3.33% of 600: within noise
+    ]
+    scores = [
+        *scored_turns(T1 - 600 - WEEK, "refund", 7), *scored_turns(T1 - 600 - WEEK, "status", 7),
+        *scored_turns(T1 - 600, "refund", 4),  # 0.9 -> 0.8 on refunds
+        *scored_turns(T1 - 600, "status", 7),  # unchanged
+    ]  # fmt: skip
+    return [*steady, *ramp, *rates, *scores]
+
+
+class Webhook(ThreadingHTTPServer):
+    """Collects the alerts POSTed to it."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.alerts: list[dict] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/alerts"
+
+    def monitors(self, name: str) -> list[dict]:
+        return [a for a in self.alerts if a["kind"] == "monitor" and a["name"] == name]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Webhook
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.server.alerts.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(204)
+        self.end_headers()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = float(T0)
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Stack:
+    """What the tests drive: the plane (and its monitors' clock) and the webhook."""
+
+    def __init__(self, plane: RealtimePlane, clock: Clock, webhook: Webhook) -> None:
+        self.plane, self.clock, self.webhook = plane, clock, webhook
+
+    def tick(self, now: float) -> None:
+        assert self.plane.monitors is not None
+        self.clock.now = now
+        self.plane.monitors.tick_now()
+
+
+@pytest.fixture(scope="module")
+def stack(store: ClientStore, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """The whole stack with the traffic sent, evaluated, scored and counted."""
+    root = tmp_path_factory.mktemp("monitors")
+    broker = LocalBroker(log_path=root / "broker.log")
+    broker.start()
+    ensure_topics(broker.bootstrap)
+    collector, _, http_port = start_collector(
+        broker.bootstrap, root / "spill", "--capture-tools", "*", "--capture-messages",
+        "--allow-keys", "app.intent",
+    )  # fmt: skip
+    policy_path = root / "policy.yaml"
+    policy_path.write_text(POLICY)
+    webhook = Webhook()
+    threading.Thread(target=webhook.serve_forever, daemon=True).start()
+    clock = Clock()
+    config = RealtimeConfig(
+        bootstrap_servers=broker.bootstrap, policy_path=str(policy_path),
+        webhook_url=webhook.url, turns_topic=None,
+        sampler=SamplerRates(tiers={"low": 0, "medium": 0, "high": 1.0}, finding=0,
+                             tool_error=0, long_trajectory=0, negative_feedback=0),
+    )  # fmt: skip
+    plane = RealtimePlane(config, store, monitor_reads=MonitorQueries(store), monitor_clock=clock)
+    stop = threading.Event()
+    writer = StoreWriter(StoreWriterConfig(bootstrap_servers=broker.bootstrap), store)
+    judge_answers = ScoreJudge()
+    with OpenAIStandIn(answer=judge_answers) as standin:
+        judge = Judge(JudgeEndpoint(standin.url, "gpt-4o-mini"), store=store)
+        scorer = OnlineScorer(
+            OnlineScorerConfig(bootstrap_servers=broker.bootstrap,
+                               policy=load_policy(policy_path), trace_wait_s=30),
+            store, judge,
+        )  # fmt: skip
+        threads = [threading.Thread(target=writer.run, args=(stop,), daemon=True),
+                   threading.Thread(target=scorer.run, args=(stop,), daemon=True)]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        plane.start()
+        try:
+            turns = traffic()
+            sent = send_turns(f"http://127.0.0.1:{http_port}/v1/traces", turns)
+            wait_until(lambda: plane.counters()["traces_evaluated"] >= sent, timeout_s=240)
+            judged = sum(t.verdict is not None for t in turns)
+            wait_until(lambda: scorer.stats.scored >= judged, timeout_s=240)
+            wait_until(lambda: counted(store, "turns") >= sent, timeout_s=60)
+            wait_until(lambda: counted(store, "scores") >= judged, timeout_s=60)
+            assert plane.monitors is not None and plane.monitors.ready.wait(60)
+            yield Stack(plane, clock, webhook)
+        finally:
+            plane.stop()
+            stop.set()
+            for thread in threads:
+                thread.join(30)
+            writer.close()
+            scorer.close()
+            judge.close()
+            webhook.shutdown()
+            assert collector.terminate() == 0, collector.output
+            broker.stop()
+
+
+def counted(store: ClientStore, source: str) -> int:
+    """The turns (or scores) the rollups hold over all turns."""
+    name = "turns" if source == "turns" else "faithfulness"
+    return int(store.query(
+        "SELECT sum(Count) FROM monitor_rollups WHERE Source = {source:String} "
+        "AND Name = {name:String} AND Slice = ''", {"source": source, "name": name},
+    ).rows[0][0] or 0)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def evaluated(stack: Stack) -> dict[str, list[tuple[int, dict]]]:
+    """Every tick from a minute in to the end of the quarter hour, every 5 s: per
+    monitor, the (tick, alert) of each alert the webhook got from that tick on."""
+    seen = 0
+    found: dict[str, list[tuple[int, dict]]] = {}
+    for now in range(T0 + 60, T1 + 1, BUCKET):
+        stack.tick(now)
+        wait_until(lambda: len(stack.webhook.alerts) >= stack.plane.counters()["monitor_alerts"])
+        for alert in stack.webhook.alerts[seen:]:
+            found.setdefault(alert["name"], []).append((now, alert))
+        seen = len(stack.webhook.alerts)
+    return found
+
+
+def scope_of(alert: dict) -> str:
+    return alert["details"]["scope"]
+
+
+def test_a_ramping_tool_error_rate_fires_within_the_fast_window_and_resolves_after_it(
+    evaluated: dict[str, list[tuple[int, dict]]], store: ClientStore
+) -> None:
+    ramp = [(at, a) for at, a in evaluated["tool-errors"] if scope_of(a) == "service=ramp-svc"]
+    assert [a["details"]["state"] for _, a in ramp] == ["firing", "resolved"]
+    (fired_at, firing), (resolved_at, resolved) = ramp
+    start, _, stop = RAMP
+    assert start < fired_at <= start + 60  # within the fast pair's long window of the ramp
+    assert stop < resolved_at <= stop + 15 + 2 * BUCKET  # the short window cleared
+    assert firing["details"]["episode"] == resolved["details"]["episode"]
+    assert (firing["code"], firing["service"], firing["severity"]) == ("PG200", "ramp-svc", "high")
+    example = firing["details"]["examples"][0]
+    assert firing["trace_id"] == example["trace_id"]
+    bad = store.query(
+        "SELECT count() FROM spans FINAL WHERE TraceId = {t:String} AND StatusCode = 'Error'",
+        {"t": example["trace_id"]},
+    ).rows[0][0]
+    assert bad == 1  # the example is a turn with the failed tool call
+    stored = store.query(
+        f"SELECT {', '.join(ALERT_COLUMNS)} FROM alerts FINAL WHERE Kind = 'monitor' "
+        "AND Name = 'tool-errors' ORDER BY DetectedAtNs"
+    ).dicts()
+    assert [(r["AlertKey"], r["Reason"]) for r in stored] == [
+        (firing["alert_key"], firing["reason"]),
+        (resolved["alert_key"], resolved["reason"]),
+    ]
+
+
+def test_steady_traffic_with_the_same_noise_fires_nothing_over_the_long_run(
+    evaluated: dict[str, list[tuple[int, dict]]], store: ClientStore
+) -> None:
+    fired = [a for _, a in evaluated.get("tool-errors", []) if scope_of(a) != "service=ramp-svc"]
+    assert fired == []
+    ticks = [
+        t
+        for t in MonitorQueries(store).ticks(T0 * 10**9, (T1 + 1) * 10**9, "tool-errors")
+        if t.scope == "service=steady-svc"
+    ]
+    assert len(ticks) == len(range(T0 + 60, T1 + 1, BUCKET))
+    assert {t.state for t in ticks} == {"ok"}
+    short_burns = [t.details["pairs"][0]["short"]["burn"] for t in ticks]
+    assert max(short_burns) > 5  # the noise alone crosses the threshold in the short window
+    assert max(t.figure for t in ticks) <= 5  # ... never in both
+
+
+def test_a_doubled_detector_rate_fires_and_one_within_noise_does_not(
+    evaluated: dict[str, list[tuple[int, dict]]], store: ClientStore
+) -> None:
+    alerts = [a for _, a in evaluated.get("budget-rate", [])]
+    assert [(scope_of(a), a["details"]["state"]) for a in alerts] == [
+        ("service=rate-up-svc", "firing")
+    ]
+    (firing,) = alerts
+    assert firing["code"] == "PG201" and "had PG114 findings" in firing["reason"]
+    assert firing["details"]["interval"][0] > 0
+    latest = {t.scope: t for t in MonitorQueries(store).latest_ticks(T1 * 10**9, "budget-rate")}
+    noise = latest["service=rate-noise-svc"]
+    assert (noise.items, noise.baseline_items) == (600, 600)
+    assert noise.current / noise.baseline == pytest.approx(4 / 3, rel=0.01)  # a raw ratio of 1.33
+    assert noise.low < 0 < noise.high and noise.state == "ok"  # ... within noise
+
+
+def test_a_score_drop_on_one_slice_fires_for_that_slice_only(
+    evaluated: dict[str, list[tuple[int, dict]]], store: ClientStore
+) -> None:
+    alerts = [a for _, a in evaluated.get("faithfulness", [])]
+    assert [(scope_of(a), a["details"]["state"]) for a in alerts] == [
+        ("app.intent=refund", "firing")
+    ]
+    (firing,) = alerts
+    assert firing["code"] == "PG202" and firing["service"] == "score-svc"
+    latest = {t.scope: t for t in MonitorQueries(store).latest_ticks(T1 * 10**9, "faithfulness")}
+    refund, status = latest["app.intent=refund"], latest["app.intent=status"]
+    assert (refund.items, refund.baseline_items) == (80, 80)
+    assert refund.figure == pytest.approx(-0.1, abs=0.001)  # 0.9 -> 0.8
+    assert refund.high < -0.02 and refund.state == "firing"
+    assert status.figure == pytest.approx(0.0, abs=1e-9) and status.state == "ok"
+    worst = firing["details"]["examples"][0]["trace_id"]
+    value = store.query(
+        "SELECT min(Value) FROM scores FINAL WHERE TraceId = {t:String} "
+        "AND Metric = 'faithfulness'",
+        {"t": worst},
+    ).rows[0][0]
+    assert value == pytest.approx(2 / 3)  # an example of the lower scores
