@@ -221,6 +221,13 @@ class MonitorsPolicy(BaseModel):
         description="windows end this long before now, so late turns (the quiet window, "
         "the rollups' flush, the scorer's judge) are in",
     )
+    resolve_after_s: int = Field(
+        300,
+        ge=0,
+        description="an open episode resolves only once its condition has stayed clear this "
+        "long (a figure flapping around its threshold stays one episode); 0: at the first "
+        "tick it is clear",
+    )
     slices: list[str] = Field(
         [],
         description="attributes of a turn's top span whose values the rollups keep, for "

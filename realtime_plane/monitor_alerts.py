@@ -2,7 +2,8 @@
 reads).
 
 Per (tenant, monitor, scope) an episode opens when the monitor's condition holds and
-closes when the figures show it no longer does: one alert of kind `monitor` when it opens
+closes when the figures have shown it clear for `resolve_after_s` (a figure flapping
+around its threshold stays one episode): one alert of kind `monitor` when it opens
 (`firing`) and one when it closes (`resolved`), both naming the episode. A tick whose
 window holds too little data to decide (traffic stopped, or a restarted plane still
 catching up on the spans it had not committed) changes nothing: an open episode stays
@@ -59,27 +60,36 @@ class OpenEpisode:
 
 
 class Episodes:
-    """The open episode of each (tenant, monitor, scope)."""
+    """The open episode of each (tenant, monitor, scope), and since when the condition of
+    an open one has been clear."""
 
-    def __init__(self) -> None:
+    def __init__(self, resolve_after_s: int) -> None:
+        self.resolve_after_ns = resolve_after_s * NS
         self.open: dict[EpisodeKey, OpenEpisode] = {}
+        self.clear_since: dict[EpisodeKey, int] = {}  # open episodes whose condition cleared
 
     def restore(self, records: Iterable[EpisodeRecord]) -> None:
-        """Open the episodes whose latest stored record is a firing one."""
+        """Open the episodes whose latest stored record is a firing one (their condition's
+        clear time is not kept: it counts again from the next clear tick)."""
         self.open = {
             (r.tenant, r.monitor, r.scope): OpenEpisode(r.episode, r.opened_ns)
             for r in records
             if r.state == "firing"
         }
+        self.clear_since = {}
 
-    def change(self, monitor: Monitor, figures: Figures) -> Change | None:
-        """What the figures change: an episode to open, one to close, or nothing."""
-        is_open = (figures.tenant, monitor.name, figures.scope) in self.open
-        if figures.holds and not is_open:
-            return "fire"
-        if is_open and figures.decided and not figures.holds:
-            return "resolve"
-        return None
+    def change(self, monitor: Monitor, figures: Figures, now_ns: int) -> Change | None:
+        """What the figures at `now_ns` change: an episode to open, one to close (its
+        condition clear for `resolve_after_s`), or nothing."""
+        key = (figures.tenant, monitor.name, figures.scope)
+        is_open = key in self.open
+        if figures.holds:
+            self.clear_since.pop(key, None)
+            return None if is_open else "fire"
+        if not (is_open and figures.decided):
+            return None
+        since = self.clear_since.setdefault(key, now_ns)
+        return "resolve" if now_ns - since >= self.resolve_after_ns else None
 
     def episode(self, monitor: Monitor, figures: Figures, now_ns: int) -> OpenEpisode:
         """The episode an alert of these figures belongs to: the open one, else one opening
@@ -100,6 +110,7 @@ class Episodes:
             self.open[key] = episode
         else:
             self.open.pop(key, None)
+            self.clear_since.pop(key, None)
 
 
 def monitor_alert(

@@ -116,7 +116,7 @@ class MonitorRunner:
         self.emit = emit
         self.clock = clock
         self.stats = MonitorStats()
-        self.episodes = Episodes()
+        self.episodes = Episodes(monitors.resolve_after_s)
         self.ready = threading.Event()  # the state is read back and the numbering known
         self._next_number = 0
         self._lock = threading.Lock()
@@ -206,7 +206,7 @@ class MonitorRunner:
 
     def _settle(self, monitor: Monitor, figures: Figures, now_ns: int) -> None:
         """Open or close the scope's episode if the figures say so, its alert stored first."""
-        change = self.episodes.change(monitor, figures)
+        change = self.episodes.change(monitor, figures, now_ns)
         if change is None:
             return
         episode = self.episodes.episode(monitor, figures, now_ns)

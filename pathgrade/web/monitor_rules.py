@@ -7,9 +7,11 @@ Every realtime process serves its turns by monitor counter since it started
 turns that were not good). Each burn-rate pair of an objective becomes one rule: the share
 of bad turns over the long window and over the short window, both above the pair's burn
 rate times the error budget, with at least `min_turns` turns in the short window, per
-tenant (and per service or agent for an objective split by one). Slices of the policy are
-not labels of the metric (their values are unbounded): an objective split by a slice gets
-rules over all its traffic, and pathgrade's own evaluation keeps the per-value episodes.
+tenant (and per service or agent for an objective split by one); it keeps firing for the
+policy's `resolve_after_s` once clear (`keep_firing_for`), as pathgrade's episodes do.
+Slices of the policy are not labels of the metric (their values are unbounded): an
+objective split by a slice gets rules over all its traffic, and pathgrade's own evaluation
+keeps the per-value episodes.
 Detector-rate and score monitors need a bootstrap over a baseline window: pathgrade
 evaluates them itself, and they get no rule.
 """
@@ -38,7 +40,7 @@ def monitor_rules(monitors: MonitorsPolicy, source: str) -> str:
     """The rules file (YAML) of every objective of `monitors`; `source` names the policy
     in the file's header."""
     rules = [
-        _rule(monitor, pair)
+        _rule(monitor, pair, monitors.resolve_after_s)
         for monitor in monitors.objectives
         for pair in monitor.windows
     ]  # fmt: skip
@@ -64,7 +66,7 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _Dumper.add_representer(str, _text)
 
 
-def _rule(monitor: ObjectiveMonitor, pair: BurnWindow) -> dict:
+def _rule(monitor: ObjectiveMonitor, pair: BurnWindow, resolve_after_s: int) -> dict:
     long_w, short_w = duration(pair.long_s), duration(pair.short_s)  # PromQL ranges too
     by = ", ".join(["tenant", *([monitor.slice] if monitor.slice in SPLIT_DIMENSIONS else [])])
     limit = pair.burn_rate * monitor.error_budget
@@ -78,6 +80,7 @@ def _rule(monitor: ObjectiveMonitor, pair: BurnWindow) -> dict:
     return {
         "alert": f"PathgradeMonitor{_camel(monitor.name)}Burn{long_w}{short_w}",
         "expr": expr,
+        **({"keep_firing_for": duration(resolve_after_s)} if resolve_after_s else {}),
         "labels": {
             "severity": PROMETHEUS_SEVERITY[pair.severity],
             "pathgrade_severity": pair.severity, "monitor": monitor.name,

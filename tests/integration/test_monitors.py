@@ -4,14 +4,20 @@ with the official OTel SDK exporter at chosen times, the scripted OpenAI stand-i
 judge, and the monitors' clock set by the test (an hour of traffic, and last week's, is laid
 out in seconds; each tick is evaluated at the time the test says).
 
-- a tool-error rate ramping from 2% to 12% fires the burn-rate objective within its fast
-  window, once, and resolves once after the ramp;
-- steady traffic with the same 2% noise fires nothing over 14 minutes of evaluations every
+- a tool-error rate ramping from 1% to 10% fires the burn-rate objective within its fast
+  window, once (the short window dips to the threshold while the ramp holds: one episode
+  all the same, `resolve_after_s`), and resolves once after the ramp;
+- steady traffic with the same 1% noise fires nothing over 14 minutes of evaluations every
   5 s (a single-window rule would: its short window alone crosses 5% at some ticks);
 - a detector's rate that doubles from its week-ago baseline fires, one that reads 1.33 times
   its baseline over fewer turns does not;
 - the stand-in judge's faithfulness scores dropping by 0.1 on one intent fire the score
-  monitor for that intent only.
+  monitor for that intent only, once (its interval's edge wavers about the threshold as
+  the window fills: one episode all the same);
+- a restart of the realtime plane in the middle of the ramp's episode (a new plane, its
+  state only what the store holds; the webhook down from before the firing until the
+  restart) neither loses the firing (the new plane delivers it from the alerts table) nor
+  fires the episode again.
 Every alert reaches the webhook and the alerts table.
 """
 
@@ -34,6 +40,7 @@ from pathgrade.batch_plane.store.writer import StoreWriter
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
 from pathgrade.detectors import load_policy
 from pathgrade.realtime_plane.config import RealtimeConfig, SamplerRates
+from pathgrade.realtime_plane.delivery import MONITOR_STREAM
 from pathgrade.realtime_plane.plane import RealtimePlane
 from pathgrade.schemas.alerts import ALERT_COLUMNS
 
@@ -57,6 +64,7 @@ monitors:
   every_s: 3600
   bucket_s: 5
   settle_s: 0
+  resolve_after_s: 60
   slices: [app.intent]
   objectives:
     - name: tool-errors
@@ -84,14 +92,16 @@ def start_of_minute(seconds: float) -> int:
 
 T0 = start_of_minute(time.time() - 3 * 3600)  # the evaluated quarter hour starts here
 T1 = T0 + 900  # ... and ends here: the last tick, the end of the baselines' current windows
-RAMP = (T0 + 300, T0 + 330, T0 + 420)  # 2% -> 12% over 30 s, held until 420 s
+RAMP = (T0 + 300, T0 + 330, T0 + 420)  # 1% -> 10% over 30 s, held until 420 s
+WEBHOOK_DOWN = T0 + 320  # the webhook refuses alerts from this tick ...
+RESTART = T0 + 380  # ... until the realtime plane restarts before this one
 
 
 def ramp_rate(end_s: float) -> float:
     start, top, stop = RAMP
     if start <= end_s < top:
-        return 0.02 + 0.10 * (end_s - start) / (top - start)
-    return 0.12 if top <= end_s < stop else 0.02
+        return 0.01 + 0.09 * (end_s - start) / (top - start)
+    return 0.10 if top <= end_s < stop else 0.01
 
 
 def budget_turns(service: str, start: float, per_s: float, every_nth: int) -> list[Turn]:
@@ -115,7 +125,7 @@ def scored_turns(start: float, intent: str, good_share: int) -> list[Turn]:
 
 
 def traffic() -> list[Turn]:
-    steady = with_errors(every("steady-svc", T0, T1, 4), lambda _: 0.02, seed=1)
+    steady = with_errors(every("steady-svc", T0, T1, 4), lambda _: 0.01, seed=1)
     ramp = with_errors(every("ramp-svc", T0, T1, 4), ramp_rate, seed=2)
     rates = [
         *budget_turns("rate-up-svc", T1 - 600 - WEEK, 2, 40),  # 2.5% of 1,200 a week earlier
@@ -132,11 +142,12 @@ def traffic() -> list[Turn]:
 
 
 class Webhook(ThreadingHTTPServer):
-    """Collects the alerts POSTed to it."""
+    """Collects the alerts POSTed to it; answers 503 (try again) while `down`."""
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.alerts: list[dict] = []
+        self.down = False
 
     @property
     def url(self) -> str:
@@ -153,8 +164,12 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:
-        self.server.alerts.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-        self.send_response(204)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.server.down:
+            self.send_response(503)
+        else:
+            self.server.alerts.append(body)
+            self.send_response(204)
         self.end_headers()
 
 
@@ -167,15 +182,41 @@ class Clock:
 
 
 class Stack:
-    """What the tests drive: the plane (and its monitors' clock) and the webhook."""
+    """What the tests drive: the realtime plane (and its monitors' clock) and the webhook."""
 
-    def __init__(self, plane: RealtimePlane, clock: Clock, webhook: Webhook) -> None:
-        self.plane, self.clock, self.webhook = plane, clock, webhook
+    def __init__(self, config: RealtimeConfig, store: ClientStore, webhook: Webhook) -> None:
+        self.config, self.store, self.webhook = config, store, webhook
+        self.clock = Clock()
+        self.alerts_before = 0  # monitor alerts of the planes stopped before this one
+        self.plane = self.new_plane()
+
+    def new_plane(self) -> RealtimePlane:
+        return RealtimePlane(
+            self.config, self.store, monitor_reads=MonitorQueries(self.store),
+            monitor_clock=self.clock,
+        )  # fmt: skip
 
     def tick(self, now: float) -> None:
         assert self.plane.monitors is not None
         self.clock.now = now
         self.plane.monitors.tick_now()
+
+    def monitor_alerts(self) -> int:
+        """The monitor alerts stored and handed on by every plane so far."""
+        return self.alerts_before + self.plane.counters()["monitor_alerts"]
+
+    def restart(self) -> None:
+        """Stop the plane without delivering what it still holds (its webhook closed with
+        the alerts it could not deliver), and start a new one: whatever it knows of the
+        monitors it reads from the store."""
+        old = self.plane
+        self.alerts_before += old.counters()["monitor_alerts"]
+        old.suspend()
+        assert old.webhook is not None
+        old.webhook.close()
+        self.plane = self.new_plane()
+        self.plane.start()
+        assert self.plane.monitors is not None and self.plane.monitors.ready.wait(120)
 
 
 @pytest.fixture(scope="module")
@@ -193,14 +234,13 @@ def stack(store: ClientStore, tmp_path_factory: pytest.TempPathFactory) -> Itera
     policy_path.write_text(POLICY)
     webhook = Webhook()
     threading.Thread(target=webhook.serve_forever, daemon=True).start()
-    clock = Clock()
     config = RealtimeConfig(
         bootstrap_servers=broker.bootstrap, policy_path=str(policy_path),
         webhook_url=webhook.url, turns_topic=None,
         sampler=SamplerRates(tiers={"low": 0, "medium": 0, "high": 1.0}, finding=0,
                              tool_error=0, long_trajectory=0, negative_feedback=0),
     )  # fmt: skip
-    plane = RealtimePlane(config, store, monitor_reads=MonitorQueries(store), monitor_clock=clock)
+    stack = Stack(config, store, webhook)
     stop = threading.Event()
     writer = StoreWriter(StoreWriterConfig(bootstrap_servers=broker.bootstrap), store)
     judge_answers = ScoreJudge()
@@ -215,19 +255,19 @@ def stack(store: ClientStore, tmp_path_factory: pytest.TempPathFactory) -> Itera
                    threading.Thread(target=scorer.run, args=(stop,), daemon=True)]  # fmt: skip
         for thread in threads:
             thread.start()
-        plane.start()
+        stack.plane.start()
         try:
             turns = traffic()
             sent = send_turns(f"http://127.0.0.1:{http_port}/v1/traces", turns)
-            wait_until(lambda: plane.counters()["traces_evaluated"] >= sent, timeout_s=240)
+            wait_until(lambda: stack.plane.counters()["traces_evaluated"] >= sent, timeout_s=240)
             judged = sum(t.verdict is not None for t in turns)
             wait_until(lambda: scorer.stats.scored >= judged, timeout_s=240)
             wait_until(lambda: counted(store, "turns") >= sent, timeout_s=60)
             wait_until(lambda: counted(store, "scores") >= judged, timeout_s=60)
-            assert plane.monitors is not None and plane.monitors.ready.wait(60)
-            yield Stack(plane, clock, webhook)
+            assert stack.plane.monitors is not None and stack.plane.monitors.ready.wait(60)
+            yield stack
         finally:
-            plane.stop()
+            stack.plane.stop()
             stop.set()
             for thread in threads:
                 thread.join(30)
@@ -250,17 +290,28 @@ def counted(store: ClientStore, source: str) -> int:
 
 @pytest.fixture(scope="module")
 def evaluated(stack: Stack) -> dict[str, list[tuple[int, dict]]]:
-    """Every tick from a minute in to the end of the quarter hour, every 5 s: per
-    monitor, the (tick, alert) of each alert the webhook got from that tick on."""
-    seen = 0
-    found: dict[str, list[tuple[int, dict]]] = {}
+    """Every tick from a minute in to the end of the quarter hour, every 5 s, the webhook
+    down from WEBHOOK_DOWN and the plane restarted at RESTART: per monitor, the (tick it was
+    evaluated at, alert) of each alert the webhook got, once per alert key (delivery is at
+    least once), in the order they were found."""
     for now in range(T0 + 60, T1 + 1, BUCKET):
+        if now == WEBHOOK_DOWN:
+            stack.webhook.down = True
+        if now == RESTART:
+            stack.restart()
+            stack.webhook.down = False
         stack.tick(now)
-        wait_until(lambda: len(stack.webhook.alerts) >= stack.plane.counters()["monitor_alerts"])
-        for alert in stack.webhook.alerts[seen:]:
-            found.setdefault(alert["name"], []).append((now, alert))
-        seen = len(stack.webhook.alerts)
+        if not stack.webhook.down:
+            wait_until(lambda: len(delivered(stack)) >= stack.monitor_alerts(), timeout_s=60)
+    found: dict[str, list[tuple[int, dict]]] = {}
+    for alert in sorted(delivered(stack).values(), key=lambda a: a["detected_at_ns"]):
+        found.setdefault(alert["name"], []).append((alert["detected_at_ns"] // 10**9, alert))
     return found
+
+
+def delivered(stack: Stack) -> dict[str, dict]:
+    """The monitor alerts the webhook got, by alert key."""
+    return {a["alert_key"]: a for a in stack.webhook.alerts if a["kind"] == "monitor"}
 
 
 def scope_of(alert: dict) -> str:
@@ -275,7 +326,8 @@ def test_a_ramping_tool_error_rate_fires_within_the_fast_window_and_resolves_aft
     (fired_at, firing), (resolved_at, resolved) = ramp
     start, _, stop = RAMP
     assert start < fired_at <= start + 60  # within the fast pair's long window of the ramp
-    assert stop < resolved_at <= stop + 15 + 2 * BUCKET  # the short window cleared
+    # the short window cleared (15 s), and stayed clear for resolve_after_s (60 s)
+    assert stop < resolved_at <= stop + 15 + 60 + 2 * BUCKET
     assert firing["details"]["episode"] == resolved["details"]["episode"]
     assert (firing["code"], firing["service"], firing["severity"]) == ("PG200", "ramp-svc", "high")
     example = firing["details"]["examples"][0]
@@ -351,3 +403,23 @@ def test_a_score_drop_on_one_slice_fires_for_that_slice_only(
         {"t": worst},
     ).rows[0][0]
     assert value == pytest.approx(2 / 3)  # an example of the lower scores
+
+
+def test_a_restart_neither_loses_the_firing_nor_fires_the_episode_again(
+    evaluated: dict[str, list[tuple[int, dict]]], store: ClientStore
+) -> None:
+    ramp = [a for _, a in evaluated["tool-errors"] if scope_of(a) == "service=ramp-svc"]
+    firing, resolved = ramp  # one episode: one firing, one resolution (checked above too)
+    fired_at = firing["detected_at_ns"] // 10**9
+    # found by the first plane while the webhook refused it, delivered by the new one
+    assert WEBHOOK_DOWN <= fired_at < RESTART
+    assert resolved["detected_at_ns"] // 10**9 > RESTART
+    assert firing["details"]["episode"] == resolved["details"]["episode"]
+    rows = store.query(
+        "SELECT Details, SpansPartition, PartitionSeq FROM alerts FINAL WHERE Kind = 'monitor' "
+        "AND Name = 'tool-errors' ORDER BY DetectedAtNs"
+    ).rows
+    states = [json.loads(details)["state"] for details, _, _ in rows]
+    assert states == ["firing", "resolved"]  # the new plane stored no second firing
+    numbers = [(stream, number) for _, stream, number in rows]
+    assert len(set(numbers)) == 2 and {stream for stream, _ in numbers} == {MONITOR_STREAM}

@@ -272,6 +272,7 @@ MONITOR_RULES = DEPLOY / "prometheus" / "pathgrade-monitor-rules.yaml"
 def test_the_monitor_rules_are_the_example_policys_objectives_generated_and_parse() -> None:
     from pathgrade.detectors import load_policy
     from pathgrade.detectors.monitor_policy import bad_counter
+    from pathgrade.realtime_plane.monitor_alerts import duration
 
     from pathgrade.web.monitor_rules import monitor_rules
 
@@ -299,6 +300,7 @@ def test_the_monitor_rules_are_the_example_policys_objectives_generated_and_pars
         assert rule["expr"].count(f"> {limit:g}\n") == 2  # both windows
         assert rule["labels"]["severity"] in {"info", "warning", "critical"}
         assert rule["labels"]["monitor"] == monitor.name
+        assert rule["keep_firing_for"] == duration(monitors.resolve_after_s)  # as episodes
         if monitor.service:
             assert f'service="{monitor.service}"' in rule["expr"]
         by = "by (tenant, service)" if monitor.slice == "service" else "by (tenant)"

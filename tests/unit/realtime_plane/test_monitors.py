@@ -20,7 +20,7 @@ from tests.support import store_fixture  # noqa: F401  (the module's chDB store,
 
 BUCKET = 10
 POLICY = {
-    "every_s": 3600, "bucket_s": BUCKET, "settle_s": 0, "resamples": 2000,
+    "every_s": 3600, "bucket_s": BUCKET, "settle_s": 0, "resamples": 2000, "resolve_after_s": 0,
     "objectives": [{
         "name": "tool-errors", "good": "no_tool_error", "objective": 0.99, "min_turns": 50,
         "windows": [{"long_s": 60, "short_s": 20, "burn_rate": 5, "severity": "high"}],
@@ -129,6 +129,25 @@ def test_steady_noise_around_the_objective_fires_nothing(store: ClientStore) -> 
     steady = [t for t in ticks if t.tenant == "steady"]
     assert len(steady) == 54 and {t.state for t in steady} == {"ok"}
     assert max(t.figure for t in steady if t.figure is not None) < 5  # the threshold
+
+
+def test_a_figure_flapping_around_its_threshold_stays_one_episode(store: ClientStore) -> None:
+    """With `resolve_after_s`, one clear tick in the middle of a burn resolves nothing; the
+    episode resolves once the condition has stayed clear that long."""
+    start = 1_900_150_000
+    # 10% bad, one bucket of 0 (the short window's burn drops to 5x: clear), 10% again, clean
+    insert_turns(store, "flap", start, [10] * 8 + [0] + [10] * 4 + [0] * 8)
+    runner = Runner(store, {**POLICY, "resolve_after_s": 30}, start)
+    try:
+        states = {
+            now - start: [a.details["state"] for a in runner.at(now) if a.tenant == "flap"]
+            for now in range(start + 60, start + 220, BUCKET)
+        }
+    finally:
+        runner.close()
+    assert {t: s for t, s in states.items() if s} == {60: ["firing"], 170: ["resolved"]}
+    flapping = MonitorQueries(store).ticks((start + 100) * 10**9, (start + 101) * 10**9)
+    assert [t.details["holds"] for t in flapping if t.tenant == "flap"] == [False]
 
 
 def test_a_new_runner_neither_fires_again_nor_forgets_to_resolve(store: ClientStore) -> None:
