@@ -18,12 +18,14 @@ out in seconds; each tick is evaluated at the time the test says).
   state only what the store holds; the webhook down from before the firing until the
   restart) neither loses the firing (the new plane delivers it from the alerts table) nor
   fires the episode again.
-Every alert reaches the webhook and the alerts table.
+Every monitor alert reaches every sink: the alerts table, the webhook, the alerts topic
+and the log line.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -43,12 +45,14 @@ from pathgrade.realtime_plane.config import RealtimeConfig, SamplerRates
 from pathgrade.realtime_plane.delivery import MONITOR_STREAM
 from pathgrade.realtime_plane.plane import RealtimePlane
 from pathgrade.schemas.alerts import ALERT_COLUMNS
+from pathgrade.schemas.topics import ALERT_LOGGER, ALERTS_TOPIC
 
 from pathgrade.stack.broker import LocalBroker, ensure_topics
 from tests.integration.conftest import start_collector, wait_until
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 from tests.support.monitor_traffic import ScoreJudge, Turn, every, send_turns, with_errors
 from tests.support.openai_standin import OpenAIStandIn
+from tests.support.topics import read_topic_to_end
 
 pytestmark = pytest.mark.integration
 
@@ -173,6 +177,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
 
+class AlertLines(logging.Handler):
+    """The alert log lines' alerts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.alerts: list[dict] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.alerts.append(record.alert.model_dump(mode="json"))  # type: ignore[attr-defined]
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = float(T0)
@@ -186,6 +201,7 @@ class Stack:
 
     def __init__(self, config: RealtimeConfig, store: ClientStore, webhook: Webhook) -> None:
         self.config, self.store, self.webhook = config, store, webhook
+        self.lines = AlertLines()
         self.clock = Clock()
         self.alerts_before = 0  # monitor alerts of the planes stopped before this one
         self.plane = self.new_plane()
@@ -241,6 +257,10 @@ def stack(store: ClientStore, tmp_path_factory: pytest.TempPathFactory) -> Itera
                              tool_error=0, long_trajectory=0, negative_feedback=0),
     )  # fmt: skip
     stack = Stack(config, store, webhook)
+    alert_log = logging.getLogger(ALERT_LOGGER)
+    level = alert_log.level
+    alert_log.setLevel(logging.INFO)
+    alert_log.addHandler(stack.lines)
     stop = threading.Event()
     writer = StoreWriter(StoreWriterConfig(bootstrap_servers=broker.bootstrap), store)
     judge_answers = ScoreJudge()
@@ -275,6 +295,8 @@ def stack(store: ClientStore, tmp_path_factory: pytest.TempPathFactory) -> Itera
             scorer.close()
             judge.close()
             webhook.shutdown()
+            alert_log.removeHandler(stack.lines)
+            alert_log.setLevel(level)
             assert collector.terminate() == 0, collector.output
             broker.stop()
 
@@ -423,3 +445,18 @@ def test_a_restart_neither_loses_the_firing_nor_fires_the_episode_again(
     assert states == ["firing", "resolved"]  # the new plane stored no second firing
     numbers = [(stream, number) for _, stream, number in rows]
     assert len(set(numbers)) == 2 and {stream for stream, _ in numbers} == {MONITOR_STREAM}
+
+
+def test_every_monitor_alert_reaches_every_sink(
+    evaluated: dict[str, list[tuple[int, dict]]], stack: Stack, store: ClientStore
+) -> None:
+    stored = {
+        key
+        for (key,) in store.query("SELECT AlertKey FROM alerts FINAL WHERE Kind = 'monitor'").rows
+    }
+    assert len(stored) == 4  # the ramp's firing and resolution, a rate's and a score's firings
+    assert {a["alert_key"] for found in evaluated.values() for _, a in found} == stored
+    published = [json.loads(m.value) for m in read_topic_to_end(stack.config.bootstrap_servers,
+                                                                 ALERTS_TOPIC)]  # fmt: skip
+    assert {a["alert_key"] for a in published if a["kind"] == "monitor"} == stored
+    assert {a["alert_key"] for a in stack.lines.alerts if a["kind"] == "monitor"} == stored
