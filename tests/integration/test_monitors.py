@@ -69,6 +69,7 @@ monitors:
   bucket_s: 5
   settle_s: 0
   resolve_after_s: 60
+  resamples: 2000
   slices: [app.intent]
   objectives:
     - name: tool-errors
