@@ -10,6 +10,7 @@ services:
     <section fields>
     agents: {billing-agent: {<section>}}
 agents: {triage-agent: {<section>}}
+monitors: {<monitors>}             # alerts over windows of traffic (detectors.monitor_policy)
 ```
 
 A section holds `risk_tier`, `tools` (reads/writes/irreversible), `identity`,
@@ -26,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from pathgrade.detectors.conventions import (
@@ -37,12 +38,12 @@ from pathgrade.detectors.conventions import (
     checked_requests,
 )
 from pathgrade.detectors.finding import Finding, Severity
+from pathgrade.detectors.monitor_policy import MonitorsPolicy
 from pathgrade.detectors.prices import PriceTable, load_price_table, shipped_price_table
-from pathgrade.detectors.registry import REGISTRY, Params, rule_by_code_or_name
+from pathgrade.detectors.registry import REGISTRY, DetectorRef, Params
 from pathgrade.detectors.view import DetectorContext
 from pathgrade.schemas.turns import TurnDigest
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -64,16 +65,6 @@ TIER_REQUIRED: dict[str, frozenset[str]] = {
     "medium": frozenset({"PG111", "PG112"}),
     "high": frozenset({"PG100", "PG104", "PG108", "PG110", "PG111", "PG112", "PG117"}),
 }
-
-
-def _detector_code(key: str) -> str:
-    try:
-        return rule_by_code_or_name(key).code
-    except KeyError as error:
-        raise ValueError(error.args[0]) from error
-
-
-DetectorRef = Annotated[str, AfterValidator(_detector_code)]
 
 
 class SectionBase(BaseModel):
@@ -145,6 +136,7 @@ def policy_document_model() -> type[BaseModel]:
         tiers=(dict[RiskTier, section], {}),  # type: ignore[valid-type]
         services=(dict[str, service], {}),  # type: ignore[valid-type]
         agents=(dict[str, section], {}),  # type: ignore[valid-type]
+        monitors=(MonitorsPolicy, MonitorsPolicy()),
     )
 
 
@@ -185,6 +177,11 @@ class Policy:
 
     document: BaseModel
     prices: PriceTable
+
+    @property
+    def monitors(self) -> MonitorsPolicy:
+        """The policy's `monitors:` section (none declared: an empty one)."""
+        return self.document.monitors  # type: ignore[attr-defined]
 
     def resolve(
         self, service: str = "", agent: str = "", risk_tier: RiskTier | None = None

@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pathgrade.detectors.finding import Finding, Severity
 from pathgrade.detectors.view import DetectorContext, ToolCall, TraceView
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
 
 
 class Params(BaseModel):
@@ -198,3 +198,14 @@ def rule_by_code_or_name(key: str) -> Rule:
         if key in (rule.code, rule.name):
             return rule
     raise KeyError(f"unknown detector {key!r}")
+
+
+def _detector_code(key: str) -> str:
+    try:
+        return rule_by_code_or_name(key).code
+    except KeyError as error:
+        raise ValueError(error.args[0]) from error
+
+
+DetectorRef = Annotated[str, AfterValidator(_detector_code)]
+"""A detector named in a policy by code or name, validated to its code."""

@@ -3,7 +3,8 @@ and the table as the queue's backlog.
 
 The realtime plane numbers the alerts of each partition of `pathgrade.spans` 1, 2, ... in
 the order it found them and stores the number with the row (`SpansPartition`,
-`PartitionSeq`). Per partition the webhook keeps a cursor, the first number not yet
+`PartitionSeq`); the monitors' alerts are numbered likewise in a stream of their own
+(MONITOR_STREAM). Per partition the webhook keeps a cursor, the first number not yet
 delivered (`PartitionProgress`), and saves it now and then in `webhook_cursors`
 (`AlertBacklog.save`). Numbers it was handed but holds no body for (the in-memory queue
 was full, or a POST kept failing, or a restarted plane found stored alerts past its saved
@@ -29,6 +30,10 @@ from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
 
 SEQ_COLUMNS = ("SpansPartition", "PartitionSeq")
 """The columns of table `alerts` that number each alert within its partition."""
+MONITOR_STREAM = -2
+"""The `SpansPartition` of the monitors' alerts: numbered in a stream of their own, which
+the owner of partition 0 writes and delivers (`realtime_plane.monitors`); -1 is the rows
+written before alerts were numbered."""
 _CURSOR_COLUMNS = ["Webhook", "SpansPartition", "NextSeq", "SavedAtNs"]
 
 
@@ -39,9 +44,9 @@ def webhook_id(url: str) -> str:
 
 
 def latest_numbers(store: Any) -> dict[int, int]:
-    """Partition -> the highest alert number stored for it."""
+    """Partition (or MONITOR_STREAM) -> the highest alert number stored for it."""
     result = store.query(
-        "SELECT SpansPartition, max(PartitionSeq) FROM alerts WHERE SpansPartition >= 0 "
+        "SELECT SpansPartition, max(PartitionSeq) FROM alerts WHERE SpansPartition != -1 "
         "GROUP BY SpansPartition",
         readonly=True,
     )

@@ -16,7 +16,14 @@ from __future__ import annotations
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
-from pathgrade.detectors import Finding, Policy, ResolvedPolicy, run_detectors, turn_digest
+from pathgrade.detectors import (
+    DetectorContext,
+    Finding,
+    Policy,
+    ResolvedPolicy,
+    run_detectors,
+    turn_digest,
+)
 from pathgrade.detectors.policy import DEFAULT_RISK_TIER, RiskTier
 from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.coverage import COVERAGE_SEVERITY, Coverage, GapAlert
@@ -41,6 +48,7 @@ class Evaluation:
     new_alerts: list[Alert]  # those whose key the trace has not alerted on before, and
     # the coverage-gap alerts due
     digest: TurnDigest | None  # what later turns may know of this one (None: no conversation)
+    context: DetectorContext  # the detectors' context (its view of the turn, the prices)
 
 
 def policy_risk_tier(policy: Policy, service: str, agent: str) -> RiskTier | None:
@@ -145,7 +153,9 @@ class TurnEvaluator:
         }  # fmt: skip
         alerts = [_alert(key, f, common) for key, f in fresh]
         alerts += [_gap_alert(gap, common) for gap in due_gaps]
-        return Evaluation(due, service, agent, conversation, tier, findings, alerts, digest)
+        return Evaluation(
+            due, service, agent, conversation, tier, findings, alerts, digest, context
+        )
 
     def remember(self, digest: TurnDigest) -> None:
         """Keep a turn's digest for later turns of its conversation (replacing an earlier

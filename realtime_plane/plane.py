@@ -29,8 +29,10 @@ from pathgrade.realtime_plane.assembler import DueTurn, TurnAssembler
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS
 from pathgrade.realtime_plane.delays import DelayWindow
-from pathgrade.realtime_plane.delivery import AlertBacklog, latest_numbers
+from pathgrade.realtime_plane.delivery import MONITOR_STREAM, AlertBacklog, latest_numbers
 from pathgrade.realtime_plane.evaluate import Evaluation, TurnEvaluator
+from pathgrade.realtime_plane.monitors import MonitorReads, MonitorRunner
+from pathgrade.realtime_plane.rollups import MONITOR_TURNS, TurnRollups
 from pathgrade.realtime_plane.sampler import Sampler
 from pathgrade.realtime_plane.sinks import (
     AlertSink,
@@ -88,7 +90,12 @@ class RealtimePlane:
         config: RealtimeConfig,
         alert_store: Store | None = None,
         clock: Callable[[], float] = time.monotonic,
+        monitor_reads: MonitorReads | None = None,
+        monitor_clock: Callable[[], float] = time.time,
     ) -> None:
+        """`monitor_reads` (the store's queries of the monitors' tables) evaluates the
+        policy's monitors in the consumer that owns partition 0, with `monitor_clock`'s
+        Unix seconds as now; without it (or without `alert_store`) they are not evaluated."""
         self.config = config
         self.clock = clock
         self.message_key = message_key(config.message_key)
@@ -109,6 +116,7 @@ class RealtimePlane:
             config.recent_traces, config.coverage_window_s,
         )  # fmt: skip
         self.sampler = Sampler(config.sampler)
+        self.rollups = TurnRollups(policy.monitors)
         self.alert_store = alert_store
         self.store_sink = (
             StoreAlertSink(alert_store, self._stored) if alert_store is not None else None
@@ -122,6 +130,7 @@ class RealtimePlane:
             self.sinks.append(TopicAlertSink(config.alerts_topic, lambda: self.producer))
         if self.store_sink is not None:
             self.sinks.append(self.store_sink)
+        self.monitors = self._monitor_runner(policy, name, monitor_reads, monitor_clock)
         self.counters_ = RealtimeCounters()
         self.delays = DelayWindow()
         # alerts of this poll (with their partition), not yet handed to the sinks
@@ -142,6 +151,41 @@ class RealtimePlane:
                      config.turns_lookback_s, self.message_key)
             if config.turns_topic else None
         )  # fmt: skip
+
+    def _monitor_runner(
+        self,
+        policy: Any,
+        name: str,
+        reads: MonitorReads | None,
+        clock: Callable[[], float],
+    ) -> MonitorRunner | None:
+        """The runner of the policy's monitors, if it declares any and they can be read."""
+        if not policy.monitors.all():
+            return None
+        if reads is None or self.alert_store is None:
+            log.warning("the policy declares monitors, but this realtime plane has no store "
+                        "to read their rollups from: they are not evaluated")  # fmt: skip
+            return None
+        return MonitorRunner(
+            policy.monitors, name, reads, self.alert_store, self._claim_monitor_stream,
+            self._deliver_monitor_alert, clock,
+        )  # fmt: skip
+
+    def _claim_monitor_stream(self) -> int:
+        """Have the webhook deliver the monitors' alerts (from its saved cursor); the next
+        number of the stream. Raises the store's errors."""
+        stored = latest_numbers(self.alert_store)
+        if self.webhook is not None:
+            self.webhook.claim({MONITOR_STREAM}, stored)
+        return stored.get(MONITOR_STREAM, 0) + 1
+
+    def _deliver_monitor_alert(self, numbered: NumberedAlert) -> None:
+        """A monitor's alert, stored: to every other sink (from the monitors' thread)."""
+        if self.webhook is not None:
+            self.webhook.stored({MONITOR_STREAM: numbered.number})
+        for sink in self.sinks:
+            if sink is not self.store_sink:
+                sink.add([numbered])
 
     def start(self) -> None:
         """Connect to Kafka and run the plane in a daemon thread (again after `suspend`)."""
@@ -262,6 +306,7 @@ class RealtimePlane:
 
     def _emit(self, evaluation: Evaluation) -> None:
         self.counters_.traces_evaluated += 1
+        self.rollups.observe(evaluation)
         due = evaluation.due
         if due.reason == "quiet" and not due.re_evaluation:
             last_received_ns = max(span.received_at_ns for span in due.turn.spans)
@@ -313,7 +358,11 @@ class RealtimePlane:
 
     def _release(self, partitions: set[int]) -> None:
         """Forget the numbering of `partitions` (their next reader numbers on from what
-        the table holds) and stop delivering their alerts."""
+        the table holds) and stop delivering their alerts; with partition 0, stop the
+        monitors and their alerts' delivery (its next owner takes both over)."""
+        if 0 in partitions and self.monitors is not None:
+            self.monitors.release()
+            partitions = partitions | {MONITOR_STREAM}
         for partition in partitions:
             self._next_number.pop(partition, None)
         if self.webhook is not None:
@@ -340,6 +389,9 @@ class RealtimePlane:
         """
         self._deliver_alerts()
         sink = self.store_sink
+        rollups = self.rollups.take()
+        if sink is not None:
+            sink.add_rollups(rollups)
         if sink is None:
             self._commit(self.assembler.committable(), partitions)
         elif partitions is None and not self._stop.is_set():
@@ -373,13 +425,16 @@ class RealtimePlane:
         self.counters_.commits += 1
 
     def _assigned(self, partitions: set[int]) -> None:
-        """Partitions arrived: number their alerts on from what the table holds."""
+        """Partitions arrived: number their alerts on from what the table holds; with
+        partition 0, evaluate the monitors."""
         self.assigned |= partitions
         self.joined.set()
         try:
             self.claim(partitions)
         except Exception as exc:  # claimed again when their first alerts are handed over
             log.warning("numbering alerts of partitions %s failed: %s", sorted(partitions), exc)
+        if self.monitors is not None and 0 in partitions:
+            self.monitors.claim()
 
     def revoke(self, partitions: set[int]) -> None:
         """Commit up to the held traces of `partitions`, then forget them (their next owner
@@ -401,6 +456,9 @@ class RealtimePlane:
         out["duplicates_suppressed"] = self.evaluator.duplicates_suppressed
         out[DETECTOR_ERRORS] = dict(self.evaluator.detector_errors)
         out[COVERAGE] = self.evaluator.coverage.figures()
+        out[MONITOR_TURNS] = self.rollups.figures()
+        if self.monitors is not None:
+            out.update(asdict(self.monitors.stats))
         out.update(self.delays.quantiles())
         if self.store_sink is not None:
             out["alerts_rejected"] = self.store_sink.rejected
@@ -435,10 +493,12 @@ class RealtimePlane:
         data is about to be discarded) they are evaluated now instead
         (`TraceAssembler.release_all`). The partitions' alerts go on to the webhook only
         with `keep_webhook` (until it closes); else whoever reads them next delivers
-        them."""
+        them. The monitors stop until partition 0 is assigned again."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
+        if self.monitors is not None:
+            self.monitors.release()
         targets = targets or {}
         reached: set[int] = set()
         if self.consumer is not None:

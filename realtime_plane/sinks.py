@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol
 from pathgrade.realtime_plane.delivery import SEQ_COLUMNS, AlertBacklog, PartitionProgress
 from pathgrade.realtime_plane.webhook_http import WebhookConnection, WebhookProtocolError
 from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
+from pathgrade.schemas.rollups import ROLLUP_COLUMNS
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import ALERT_LOGGER
 
@@ -102,7 +103,8 @@ class TopicAlertSink:
 
 class StoreAlertSink:
     """Buffers alert rows and inserts them into table `alerts`, either now (`flush`) or in
-    the background (`flush_async`), so the consuming loop never waits on the store.
+    the background (`flush_async`), so the consuming loop never waits on the store; the
+    monitors' turn rollups (`add_rollups`) are inserted with them, first.
 
     A background flush carries a token (the offsets the caller may commit once these
     alerts are stored); `stored_token()` hands it back after the insert succeeded. After
@@ -115,6 +117,7 @@ class StoreAlertSink:
         self.store = store
         self.on_stored = on_stored
         self.pending: list[list[Any]] = []
+        self.pending_rollups: list[list[Any]] = []
         self.inserted = 0
         self.failures = 0
         self.rejected = 0  # rows the store could not encode: logged and dropped
@@ -126,6 +129,11 @@ class StoreAlertSink:
         with self._lock:
             self.pending.extend(alert.row() for alert in alerts)
 
+    def add_rollups(self, rows: list[list[Any]]) -> None:
+        """Rows of `monitor_rollups` (ROLLUP_COLUMNS order) to insert with the next flush."""
+        with self._lock:
+            self.pending_rollups.extend(rows)
+
     def flush(self) -> None:
         """Insert what is pending now; on failure (QueryError) the rows stay pending."""
         self.wait()
@@ -134,13 +142,17 @@ class StoreAlertSink:
     def _insert_pending(self) -> None:
         with self._lock:
             rows, self.pending = self.pending, []
-        if not rows:
-            return
+            rollups, self.pending_rollups = self.pending_rollups, []
         try:
-            self._insert(rows)
+            if rollups:
+                self.store.insert("monitor_rollups", rollups, list(ROLLUP_COLUMNS))
+            rollups = []
+            if rows:
+                self._insert(rows)
         except Exception:
             with self._lock:
                 self.pending = rows + self.pending
+                self.pending_rollups = rollups + self.pending_rollups
             raise
 
     def _insert(self, rows: list[list[Any]]) -> None:

@@ -1,6 +1,8 @@
 """Alert: one JSON document on topic `pathgrade.alerts`, one row of table `alerts`, one
 webhook body. An alert is found on one agent turn (`schemas.agent_turns`): it names the
-trace and the turn's top span."""
+trace and the turn's top span; or it is a monitor's (kind `monitor`: a trend over a window
+of turns, docs/monitors.md), which names an example turn of its window, if any, and says
+in its details whether its episode is firing or resolved (`schemas.monitors`)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from functools import cached_property
 from typing import Any, Literal
 
 from pathgrade.schemas.model import MAX_TIME_NS
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 AlertSeverity = Literal["low", "medium", "high", "critical"]
+AlertKind = Literal["violation", "cannot_decide", "monitor"]
 
 # Column order of table `alerts` (schemas/migrations/0003_alerts.sql, 0014_alert_turns.sql).
 ALERT_COLUMNS: tuple[str, ...] = (
@@ -35,9 +38,9 @@ class Alert(BaseModel):
     code: str = Field(pattern=r"^PG\d{3}$")
     name: str
     severity: AlertSeverity
-    kind: Literal["violation", "cannot_decide"]
+    kind: AlertKind
     reason: str
-    trace_id: str = Field(pattern=r"^[0-9a-f]{32}$")
+    trace_id: str = Field(pattern=r"^([0-9a-f]{32})?$")  # "": a monitor's, no example turn
     span_id: str
     tenant: str
     service: str
@@ -52,6 +55,12 @@ class Alert(BaseModel):
     trace_end_ns: int = Field(ge=0, le=MAX_TIME_NS)  # the turn's top span's end
     detected_at_ns: int = Field(ge=0, le=MAX_TIME_NS)
     turn_span_id: str = ""  # the top span of the turn it was found on ("": written before)
+
+    @model_validator(mode="after")
+    def _found_on_a_trace(self) -> Alert:
+        if not self.trace_id and self.kind != "monitor":
+            raise ValueError("trace_id: required (only a monitor's alert may name no trace)")
+        return self
 
     @cached_property
     def json_text(self) -> str:

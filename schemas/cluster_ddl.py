@@ -41,6 +41,8 @@ SHARDING_KEYS = {
     # sharded by its own key (any consumer's copy lands on the same shard)
     "alerts": "cityHash64(if(JSONExtractBool(Details, 'coverage_gap'), AlertKey, TraceId))",
     "span_counts": "rand()",  # SummingMergeTree read with sum(): a row may be on any shard
+    "monitor_rollups": "rand()",  # the same
+    "monitor_ticks": "cityHash64(Monitor, Scope)",  # dedup key (Tenant, Monitor, Scope, TickNs)
     "judge_cache": "cityHash64(CacheKey)",  # one verdict per CacheKey
     "judge_calls": "cityHash64(CallId)",  # one row per call
 }

@@ -39,15 +39,17 @@ from pathgrade.batch_plane.evaluation.cases import (
 from pathgrade.batch_plane.evaluation.records import ScoreRecord, item_means
 from pathgrade.batch_plane.evaluation.suite import ConfigurationError, GatedMetric, Suite
 from pathgrade.batch_plane.scoring.trace_scorers import ITEM_METRICS
+from pathgrade.stats.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    paired_bootstrap_intervals,
+)
 from pydantic import BaseModel, Field, ValidationError, computed_field
 from pydantic_core import ErrorDetails
 
-DEFAULT_RESAMPLES = 10_000
-DEFAULT_SEED = 20_260_101
-DEFAULT_CONFIDENCE = 0.95
 NO_SCORES = "no scores: treat as failure"
 UNCALIBRATED = "uncalibrated judge"
-_BOOTSTRAP_CHUNK_ELEMENTS = 1_000_000  # resample indices held in memory at once
 
 JudgeKey = tuple[str, str]
 """(judge model, rubric version): the unit a calibration is recorded for."""
@@ -168,56 +170,6 @@ def write_scores(records: Iterable[ScoreRecord], path: str | Path) -> None:
     with Path(path).open("w", encoding="utf-8") as out:
         for record in records:
             out.write(record.model_dump_json() + "\n")
-
-
-def paired_bootstrap_intervals(
-    deltas: Sequence[np.ndarray], *, resamples: int, seed: int, confidence: float
-) -> list[tuple[float, float]]:
-    """Percentile interval of the mean of each array of per-item deltas, resampling items
-    with replacement.
-
-    Every array is resampled from a generator seeded with `seed`, so its interval does not
-    depend on the other arrays; arrays of equal length share their index draws (one
-    gather over a stacked matrix), which is the vectorised fast path. Chunks of resamples
-    bound the memory.
-    """
-    intervals: list[tuple[float, float]] = [(0.0, 0.0)] * len(deltas)
-    positions_by_size: dict[int, list[int]] = defaultdict(list)
-    for position, array in enumerate(deltas):
-        if np.size(array) == 0:
-            raise ValueError("paired bootstrap needs at least one item")
-        positions_by_size[np.size(array)].append(position)
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    for positions in positions_by_size.values():
-        stacked = np.array([deltas[p] for p in positions], dtype=np.float64)
-        statistics = _bootstrap_means(stacked, resamples=resamples, seed=seed)
-        bounds = np.percentile(statistics, [tail, 100.0 - tail], axis=1)
-        for position, low, high in zip(positions, bounds[0], bounds[1], strict=True):
-            intervals[position] = (float(low), float(high))
-    return intervals
-
-
-def paired_bootstrap_interval(
-    deltas: np.ndarray, *, resamples: int, seed: int, confidence: float
-) -> tuple[float, float]:
-    """`paired_bootstrap_intervals` for a single array of per-item deltas."""
-    (interval,) = paired_bootstrap_intervals(
-        [deltas], resamples=resamples, seed=seed, confidence=confidence
-    )
-    return interval
-
-
-def _bootstrap_means(stacked: np.ndarray, *, resamples: int, seed: int) -> np.ndarray:
-    """(rows, resamples) means of `stacked` (rows, items) over items drawn with replacement."""
-    rows, n = stacked.shape
-    rng = np.random.default_rng(seed)
-    means = np.empty((rows, resamples), dtype=np.float64)
-    chunk = max(1, _BOOTSTRAP_CHUNK_ELEMENTS // (n * rows))
-    for start in range(0, resamples, chunk):
-        stop = min(resamples, start + chunk)
-        indices = rng.integers(0, n, size=(stop - start, n), dtype=np.int32)
-        means[:, start:stop] = stacked[:, indices].mean(axis=2)
-    return means
 
 
 @dataclass

@@ -4,7 +4,8 @@ Each message is a `SampledTrace`: one agent turn of a trace. The scorer loads th
 spans from the store (waiting a little for the store writer), cuts out the turn
 (`schemas.agent_turns.turn_at`: the whole trace for a message naming none), scores it with
 the metrics its risk tier is assigned (each score on the turn's top span), writes the
-scores and only then commits the offset. Each score is also handed
+scores and their counts for the score monitors (`score_rollups`), and only then commits
+the offset. Each score is also handed
 to `on_event` in the GenAI `gen_ai.evaluation.result` shape, for users who export scores
 back as span events.
 """
@@ -20,9 +21,11 @@ from typing import Any
 
 from pathgrade.batch_plane.scoring.judge import Judge
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
+from pathgrade.batch_plane.scoring.score_rollups import write_score_rollups
 from pathgrade.batch_plane.scoring.scores import evaluation_event, write_scores
 from pathgrade.batch_plane.scoring.trace_scorers import JUDGE_METRICS, TraceScorer, UnknownMetric
 from pathgrade.batch_plane.store.trace_rows import load_trace
+from pathgrade.detectors.monitor_policy import MonitorsPolicy
 from pathgrade.detectors.policy import RISK_TIERS, Policy
 from pathgrade.schemas.agent_turns import turn_at
 from pathgrade.schemas.evaluation_records import JUDGE_ERROR_LABEL
@@ -75,6 +78,8 @@ class OnlineScorer:
         self.stats = OnlineScorerStats()
         self.message_key = message_key(config.message_key)
         self.judge = judge
+        policy = config.policy
+        self.monitors = policy.monitors if policy is not None else MonitorsPolicy()
         self._scorers: dict[tuple[str, ...], TraceScorer] = {}
         self.consumer = TopicConsumer(
             config.bootstrap_servers, config.group_id, config.topic, config.session_timeout_ms,
@@ -126,8 +131,10 @@ class OnlineScorer:
             log.error("trace %s of %s was not stored within %.0f s", sampled.trace_id,
                       sampled.tenant, self.config.trace_wait_s)  # fmt: skip
             return
-        scores = scorer.score(turn_at(trace, sampled.turn_span_id))
+        turn = turn_at(trace, sampled.turn_span_id)
+        scores = scorer.score(turn)
         write_scores(self.store, scores)
+        write_score_rollups(self.store, sampled, turn, scores, self.monitors)
         self.stats.scored += 1
         self.stats.scores += len(scores)
         failed = [s for s in scores if s.label == JUDGE_ERROR_LABEL]

@@ -488,3 +488,55 @@ ALTER TABLE alerts_local ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS TurnSpa
 
 ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS TurnSpanId String DEFAULT '';
 
+CREATE TABLE IF NOT EXISTS monitor_rollups_local ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    Source LowCardinality(String),
+    Name LowCardinality(String),
+    Service LowCardinality(String),
+    Agent LowCardinality(String),
+    Slice String,
+    BucketStart DateTime('UTC'),
+    Value Float64,
+    Count UInt64,
+    Examples Array(String)
+)
+ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', Count)
+PARTITION BY toYYYYMM(BucketStart)
+ORDER BY (Tenant, Source, Name, BucketStart, Service, Agent, Slice, Value)
+TTL BucketStart + INTERVAL 90 DAY;
+
+CREATE TABLE IF NOT EXISTS monitor_rollups ON CLUSTER 'pathgrade' AS monitor_rollups_local
+ENGINE = Distributed('pathgrade', currentDatabase(), monitor_rollups_local, rand());
+
+CREATE TABLE IF NOT EXISTS monitor_ticks_local ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    Monitor LowCardinality(String),
+    Kind LowCardinality(String),
+    Scope String,
+    Service LowCardinality(String),
+    Agent LowCardinality(String),
+    TickNs Int64,
+    WindowStartNs Int64,
+    WindowEndNs Int64,
+    Figure Nullable(Float64),
+    Threshold Float64,
+    Low Nullable(Float64),
+    High Nullable(Float64),
+    Current Nullable(Float64),
+    Baseline Nullable(Float64),
+    Items UInt64,
+    BaselineItems UInt64,
+    State LowCardinality(String),
+    Episode String,
+    Details String
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', TickNs)
+PARTITION BY toYYYYMM(fromUnixTimestamp64Nano(TickNs))
+ORDER BY (Tenant, Monitor, Scope, TickNs)
+TTL toDateTime(fromUnixTimestamp64Nano(TickNs)) + INTERVAL 90 DAY;
+
+CREATE TABLE IF NOT EXISTS monitor_ticks ON CLUSTER 'pathgrade' AS monitor_ticks_local
+ENGINE = Distributed('pathgrade', currentDatabase(), monitor_ticks_local, cityHash64(Monitor, Scope));
+

@@ -138,6 +138,7 @@ def _follow_alerts(args: argparse.Namespace, store: Store, since: int) -> None:
 
 def _cmd_realtime(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.store.client import StoreUnavailable
+    from pathgrade.batch_plane.store.monitors import MonitorQueries
     from pathgrade.cli.support import wait_for_signal
     from pathgrade.detectors import PolicyError
     from pathgrade.realtime_plane.plane import RealtimePlane
@@ -158,7 +159,7 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
     configure_alert_log(LOG_LINE_FORMAT, settings=lines)
     try:
         with open_store(args.data_dir, args.clickhouse, must_exist=False) as store:
-            plane = RealtimePlane(config, store)
+            plane = RealtimePlane(config, store, monitor_reads=MonitorQueries(store))
             plane.start()
             try:
                 with served_metrics(args.metrics_listen, "realtime", plane.counters):

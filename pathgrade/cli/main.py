@@ -13,6 +13,7 @@ from pathgrade.cli import (
     demo,
     edge,
     gate,
+    monitors,
     review,
     scoring,
     stack,
@@ -29,7 +30,20 @@ LONG_RUNNING_COMMANDS = frozenset(
     {"up", "collector", "store-writer", "realtime", "scorer", "ui", "exporter"}
 )
 CLOSED_PIPE_EXIT = 141  # what a shell reports for a command ended by SIGPIPE
-COMMAND_MODULES = (stack, boxes, demo, store, alerts, datasets, edge, gate, scoring, review, ui)
+COMMAND_MODULES = (
+    stack,
+    boxes,
+    demo,
+    store,
+    alerts,
+    monitors,
+    datasets,
+    edge,
+    gate,
+    scoring,
+    review,
+    ui,
+)
 """Each command group's module, in the order `pathgrade --help` lists them."""
 
 

@@ -26,6 +26,13 @@ from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.collector.config import CollectorConfig
 from pathgrade.detectors.catalogue import render as render_catalogue
+from pathgrade.detectors.monitor_policy import (
+    BurnWindow,
+    DetectorRateMonitor,
+    MonitorsPolicy,
+    ObjectiveMonitor,
+    ScoreMonitor,
+)
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.schemas.allowed_keys import allowed_keys_list
 from pathgrade.stack.alert_lines import AlertLineSettings
@@ -49,6 +56,13 @@ TABLES: dict[str, dict[str, tuple[type[BaseModel], tuple[str, ...]]]] = {
         "online-scorer-config": (OnlineScorerConfig, ("bootstrap_servers",)),
     },
     "docs/ui.md": {"ui-options": (UiOptions, ())},
+    "docs/monitors.md": {
+        "monitors": (MonitorsPolicy, ()),
+        "objective": (ObjectiveMonitor, ()),
+        "burn-window": (BurnWindow, ()),
+        "detector-rate": (DetectorRateMonitor, ()),
+        "score": (ScoreMonitor, ()),
+    },
 }
 """File -> marker -> (the model its table documents, fields left out: set by a flag)."""
 GENERATED = {"docs/detectors.md": render_catalogue}
@@ -147,7 +161,10 @@ def _shown(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, (list, tuple, frozenset, set, dict)):
-        return json.dumps(sorted(value) if isinstance(value, (set, frozenset)) else value)
+        return json.dumps(
+            sorted(value) if isinstance(value, (set, frozenset)) else value,
+            default=lambda model: model.model_dump(mode="json"),
+        )
     return str(value)
 
 

@@ -76,19 +76,31 @@ def trace_link(
     return f"{page}?{urllib.parse.urlencode(query)}" if query else page
 
 
+def monitor_link(name: str, trace_url_base: str | None) -> str:
+    """The alerts page's chart of monitor `name`, or `monitor NAME` without a base."""
+    if trace_url_base is None:
+        return f"monitor {name}"
+    return f"{trace_url_base.rstrip('/')}/alerts?kind=monitor#monitor-{name}"
+
+
 def alert_line(alert: Alert, trace_url_base: str | None) -> str:
-    """One alert as a short line: local detection time, severity, code, service, reason
-    (cut at REASON_CHARS), the link to the trace and its span."""
+    """One alert as a short line: local detection time, severity, code, service (a
+    monitor's: its name), reason (cut at REASON_CHARS), the link to the trace and its span
+    (a monitor's without an example trace: to its chart)."""
     detected = time.strftime("%H:%M:%S", time.localtime(alert.detected_at_ns / 1e9))
     reason = " ".join(alert.reason.split())
     if len(reason) > REASON_CHARS:
         reason = reason[: REASON_CHARS - 3] + "..."
     if alert.kind == "cannot_decide":
         reason = f"cannot decide: {reason}"
-    return (
-        f"{detected} {alert.severity:<8} {alert.code} {alert.service}: {reason}  "
-        f"{trace_link(alert.trace_id, trace_url_base, alert.span_id, alert.tenant)}"
-    )
+    where = alert.service
+    link = trace_link(alert.trace_id, trace_url_base, alert.span_id, alert.tenant)
+    if alert.kind == "monitor":
+        where = f"monitor {alert.name}"
+        reason = reason.removeprefix(f"{alert.name}: ")
+        if not alert.trace_id:
+            link = monitor_link(alert.name, trace_url_base)
+    return f"{detected} {alert.severity:<8} {alert.code} {where}: {reason}  {link}"
 
 
 class AlertPacer:

@@ -1,7 +1,9 @@
 """The alerts page: stored alerts over a time range with filters like the trace list's, the
-alerts per interval by detector code as a chart, the top services and tools, and the
-coverage of the checks that could not decide (`cannot_decide` findings: what was missing,
-on how many of the range's traces)."""
+alerts per interval by detector code as a chart, the policy's monitors (each scope's figure
+at every evaluation of the range against its threshold, as a chart whose points lead to the
+traces behind them), the top services and tools, and the coverage of the checks that could
+not decide (`cannot_decide` findings: what was missing, on how many of the range's
+traces)."""
 
 from __future__ import annotations
 
@@ -12,17 +14,21 @@ from typing import Any
 
 from starlette.requests import Request
 
+from pathgrade.batch_plane.store.monitors import MonitorQueries
+from pathgrade.detectors.monitor_policy import MONITOR_CODES
+from pathgrade.schemas.monitors import MonitorTick
 from pathgrade.web import params as p
 from pathgrade.web.rendering import Ui
 from pathgrade.web.store_reads import ReadStore
-from pathgrade.web.svg import stacked_bars
+from pathgrade.web.svg import Point, line_chart, stacked_bars
 from pathgrade.web.trace_list import SEVERITIES
 from pathgrade.web.viewers import Viewer
 
 ROWS_SHOWN = 200
 BUCKETS = 40
-KINDS = ("", "violation", "cannot_decide")
+KINDS = ("", "violation", "cannot_decide", "monitor")
 TOP = 10
+CHART_POINTS = 240  # evaluations drawn per monitor chart at most (firing ones always)
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,75 @@ class AlertsPage:
     coverage: list[dict[str, Any]]
     traces_in_range: int
     facets: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    monitors: list[MonitorPanel] = field(default_factory=list)
+
+
+@dataclass
+class MonitorPanel:
+    """One monitor's scope of one tenant over the range: its latest figures and its chart."""
+
+    latest: MonitorTick
+    chart: str
+    traces_link: str  # the traces behind the latest figure
+    alerts_link: str  # this monitor's alerts in the range
+    evaluations: int
+    anchor: str = ""  # the page's anchor of the monitor, on its first panel
+
+
+def monitor_panels(store: ReadStore, query: AlertQuery) -> list[MonitorPanel]:
+    """A panel per (monitor, tenant, scope) evaluated in the range, unless the filters keep
+    to detectors' alerts (a code, or a kind other than monitor) or to another service."""
+    if (query.kind and query.kind != "monitor") or (
+        query.code and query.code not in MONITOR_CODES.values()
+    ):
+        return []
+    series: dict[tuple[str, str, str], list[MonitorTick]] = defaultdict(list)
+    for tick in MonitorQueries(store).ticks(query.start_ns, query.end_ns):
+        series[(tick.monitor, tick.tenant, tick.scope)].append(tick)
+    panels = []
+    for ticks in series.values():
+        latest = ticks[-1]
+        traces = latest.details.get("traces") or {}
+        if query.service and traces.get("service", query.service) != query.service:
+            continue
+        step = max(latest.tick_ns - ticks[0].tick_ns, 1)
+        points = [
+            Point(_label(t.tick_ns, step), t.figure, t.low, t.high, t.state == "firing",
+                  traces_link(t))
+            for t in _thinned(ticks)
+        ]  # fmt: skip
+        name = f"{latest.monitor} {latest.scope}".strip()
+        panels.append(
+            MonitorPanel(
+                latest,
+                line_chart(points, latest.threshold, name),
+                traces_link(latest),
+                query.link(kind="monitor", code=MONITOR_CODES[latest.kind]),
+                len(ticks),
+            )
+        )
+    panels.sort(key=lambda panel: (panel.latest.monitor, panel.latest.tenant, panel.latest.scope))
+    for panel in panels:
+        if not any(other.anchor == f"monitor-{panel.latest.monitor}" for other in panels):
+            panel.anchor = f"monitor-{panel.latest.monitor}"
+    return panels
+
+
+def traces_link(tick: MonitorTick) -> str:
+    """The trace list of the tick's window, filtered to the turns behind its figure."""
+    filters = {
+        **(tick.details.get("traces") or {}),
+        "from": _iso(tick.window_start_ns), "to": _iso(tick.window_end_ns),
+    }  # fmt: skip
+    return "/traces" + p.query_string(filters)
+
+
+def _thinned(ticks: list[MonitorTick]) -> list[MonitorTick]:
+    """At most CHART_POINTS of the ticks, evenly spread, every firing one kept."""
+    if len(ticks) <= CHART_POINTS:
+        return ticks
+    every = -(-len(ticks) // CHART_POINTS)
+    return [t for i, t in enumerate(ticks) if i % every == 0 or t.state == "firing"]
 
 
 def bucket_ns(start_ns: int, end_ns: int, buckets: int = BUCKETS) -> int:
@@ -181,6 +256,7 @@ def load_alerts(store: ReadStore, viewer: Viewer, query: AlertQuery) -> AlertsPa
         coverage=coverage(store, viewer, query, traces),
         traces_in_range=traces,
         facets=facets,
+        monitors=monitor_panels(store, query),
     )
 
 

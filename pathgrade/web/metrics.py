@@ -20,6 +20,7 @@ from typing import Any
 
 from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS, coverage_rows
 from pathgrade.realtime_plane.delays import MAX, P50, P99
+from pathgrade.realtime_plane.rollups import MONITOR_TURNS
 from pathgrade.schemas.stalls import STALLED
 from pathgrade.web.http_handler import QuietHandler
 
@@ -67,7 +68,9 @@ def labelled_samples(
     """One process's counters as samples: its numbers, and its structured entries as
     labelled series: the realtime plane's coverage rows (`coverage_ratio`,
     `coverage_undecided_traces` by tenant, service and code), its detector errors by
-    code and what it is stalled on (`stalled` 1 by `what`)."""
+    code, its turns by monitor counter (`monitor_turns` by tenant, service, agent and
+    counter: what the generated objective rules read) and what it is stalled on
+    (`stalled` 1 by `what`)."""
     samples: list[Sample] = [(process, labels, counters)]
     for what in counters.get(STALLED) or {}:
         samples.append((process, {**labels, "what": what}, {STALLED: 1}))
@@ -77,6 +80,9 @@ def labelled_samples(
         samples.append((process, where, figures))
     for code, count in counters.get(DETECTOR_ERRORS, {}).items():
         samples.append((process, {**labels, "code": code}, {"detector_errors": count}))
+    for row in counters.get(MONITOR_TURNS) or ():
+        where = {**labels, **{k: row[k] for k in ("tenant", "service", "agent", "counter")}}
+        samples.append((process, where, {MONITOR_TURNS: row["turns"]}))
     return samples
 
 

@@ -90,6 +90,95 @@ def stacked_bars(
     return "".join(parts)
 
 
+@dataclass(frozen=True)
+class Point:
+    """One evaluation on a line chart: its label, the figure (None: nothing to draw), the
+    interval around it, whether it was firing and where it leads."""
+
+    label: str
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    firing: bool = False
+    link: str = ""
+
+
+def line_chart(
+    points: Sequence[Point], threshold: float, name: str, chart: Chart | None = None
+) -> str:
+    """A figure over time as a line, its interval as a band, the threshold as a dashed
+    line; firing points in red. Each point links where its `link` says."""
+    chart = chart or Chart(height=180)
+    values = [v for p in points for v in (p.value, p.low, p.high) if v is not None]
+    low, high = min([*values, threshold]), max([*values, threshold])
+    pad = (high - low) * 0.08 or abs(threshold) * 0.5 or 1.0
+    low, high = low - pad, high + pad
+    plot_w = chart.width - chart.left - 8
+    plot_h = chart.height - chart.top - chart.bottom
+    step = plot_w / max(len(points) - 1, 1)
+
+    def x(index: int) -> float:
+        return chart.left + index * step
+
+    def y(value: float) -> float:
+        return chart.top + plot_h * (1 - (value - low) / (high - low))
+
+    parts = [
+        f'<svg class="chart monitor" viewBox="0 0 {chart.width} {chart.height}" role="img" '
+        f'aria-label="{_e(name)}: figure against threshold {threshold:g}">'
+    ]
+    for value in (low + pad, (low + high) / 2, high - pad):
+        parts.append(
+            f'<line x1="{chart.left}" x2="{chart.width - 8}" y1="{y(value):.1f}" '
+            f'y2="{y(value):.1f}" class="grid"/><text x="{chart.left - 6}" '
+            f'y="{y(value) + 4:.1f}" class="axis" text-anchor="end">{value:.3g}</text>'
+        )
+    band = [(i, p) for i, p in enumerate(points) if p.low is not None and p.high is not None]
+    if band:
+        upper = " ".join(f"{x(i):.1f},{y(p.high):.1f}" for i, p in band)  # type: ignore[arg-type]
+        lower = " ".join(f"{x(i):.1f},{y(p.low):.1f}" for i, p in reversed(band))  # type: ignore[arg-type]
+        parts.append(f'<polygon class="band" points="{upper} {lower}"/>')
+    parts.append(
+        f'<line class="threshold" x1="{chart.left}" x2="{chart.width - 8}" '
+        f'y1="{y(threshold):.1f}" y2="{y(threshold):.1f}"><title>threshold {threshold:g}'
+        "</title></line>"
+    )
+    for run in _runs(points):
+        line = " ".join(f"{x(i):.1f},{y(points[i].value):.1f}" for i in run)  # type: ignore[arg-type]
+        parts.append(f'<polyline class="figure" points="{line}"/>')
+    for index, point in enumerate(points):
+        if point.value is None:
+            continue
+        interval = "" if point.low is None else f" ({point.low:.3g} to {point.high:.3g})"
+        dot = (
+            f'<circle cx="{x(index):.1f}" cy="{y(point.value):.1f}" r="3" '
+            f'class="{"firing" if point.firing else "ok"}"><title>{_e(point.label)}: '
+            f"{point.value:.4g}{interval}{' firing' if point.firing else ''}</title></circle>"
+        )
+        parts.append(f'<a href="{_e(point.link)}">{dot}</a>' if point.link else dot)
+    positions = _label_positions(len(points))
+    for index in positions:
+        anchor = "end" if index == positions[-1] and len(positions) > 1 else "middle"
+        parts.append(
+            f'<text x="{x(index):.1f}" y="{chart.height - 8}" class="axis" '
+            f'text-anchor="{anchor}">{_e(points[index].label)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _runs(points: Sequence[Point]) -> list[list[int]]:
+    """Indices of the points with a value, in unbroken runs (a gap breaks the line)."""
+    runs: list[list[int]] = [[]]
+    for index, point in enumerate(points):
+        if point.value is None:
+            if runs[-1]:
+                runs.append([])
+        else:
+            runs[-1].append(index)
+    return [run for run in runs if run]
+
+
 def _legend_rows(names: Sequence[str]) -> int:
     return (len(names) + 5) // 6
 

@@ -16,8 +16,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 BOTTOM = {"schemas"}
+STATS = {"stats"}
 TRANSPORT = {"transport"}
-LAYERS = {"schemas", "transport", "collector", "detectors", "realtime_plane"}
+LAYERS = {"schemas", "stats", "transport", "collector", "detectors", "realtime_plane"}
 BATCH = {
     "batch_plane.store",
     "batch_plane.agents",
@@ -42,6 +43,7 @@ CLI_COMMANDS = {
     "cli.demo",
     "cli.store",
     "cli.alerts",
+    "cli.monitors",
     "cli.datasets",
     "cli.edge",
     "cli.gate",
@@ -55,10 +57,11 @@ PATHGRADE_ROOMS = {"stack", "web", "pathgrade"}
 
 ALLOWED: dict[str, set[str]] = {
     "schemas": set(),
+    "stats": set(),
     "transport": BOTTOM,
     "collector": BOTTOM | TRANSPORT,
     "detectors": BOTTOM,
-    "realtime_plane": BOTTOM | TRANSPORT | {"detectors"},
+    "realtime_plane": BOTTOM | STATS | TRANSPORT | {"detectors"},
     "batch_plane": set(),
     "batch_plane.store": BOTTOM | TRANSPORT,
     "batch_plane.agents": BOTTOM,
@@ -67,6 +70,7 @@ ALLOWED: dict[str, set[str]] = {
     | TRANSPORT
     | {"detectors", "batch_plane.store", "batch_plane.agents", "batch_plane.scoring"},
     "batch_plane.evaluation": BOTTOM
+    | STATS
     | TRANSPORT
     | {"detectors", "batch_plane.store", "batch_plane.agents", "batch_plane.scoring"},
     "batch_plane.export": BOTTOM | {"batch_plane.store"},
@@ -90,6 +94,7 @@ ALLOWED: dict[str, set[str]] = {
 
 LIBRARIES: dict[str, set[str]] = {
     "schemas": {"pydantic", "opentelemetry", "google"},  # google.protobuf: opentelemetry-proto's
+    "stats": {"numpy"},
 }
 """Room -> the top-level names of the libraries it may import besides the standard library
 and pathgrade (DESIGN.md: the bottom layer imports stdlib, pydantic, opentelemetry-proto)."""
@@ -101,6 +106,7 @@ PACKAGE_DIRS = {
     "transport": "pathgrade.transport",
     "realtime_plane": "pathgrade.realtime_plane",
     "batch_plane": "pathgrade.batch_plane",
+    "stats": "pathgrade.stats",
     "pathgrade": "pathgrade",
 }
 """Source folder -> the package it installs as (pyproject's package-dir)."""

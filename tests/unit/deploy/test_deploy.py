@@ -223,6 +223,7 @@ def exported_metrics() -> set[str]:
     from pathgrade.realtime_plane.assembler import AssemblerStats
     from pathgrade.realtime_plane.delays import MAX, P50, P99
     from pathgrade.realtime_plane.plane import RealtimeCounters
+    from pathgrade.realtime_plane.rollups import MONITOR_TURNS
     from pathgrade.realtime_plane.sinks import WebhookStats
     from pathgrade.schemas.stalls import STALLED, WRITE_FAILURES
 
@@ -238,7 +239,7 @@ def exported_metrics() -> set[str]:
         "realtime": {
             *asdict(RealtimeCounters()), *asdict(AssemblerStats()), *webhook,
             "traces_held", "spans_held", "duplicates_suppressed", "alerts_rejected",
-            P50, P99, MAX,
+            P50, P99, MAX, MONITOR_TURNS,
         },
         "scorer": set(asdict(OnlineScorerStats())),
         "exporter": {k for k in asdict(ExportStats()) if k != "latest_error"},
@@ -262,3 +263,45 @@ def test_prometheus_rules_parse_and_name_only_exported_metrics() -> None:
         assert used and used <= exported, (rule["alert"], used - exported)
         assert rule["labels"]["severity"] in {"info", "warning", "critical"}
         assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+
+
+MONITOR_POLICY = REPO_ROOT / "examples" / "monitors" / "policy.yaml"
+MONITOR_RULES = DEPLOY / "prometheus" / "pathgrade-monitor-rules.yaml"
+
+
+def test_the_monitor_rules_are_the_example_policys_objectives_generated_and_parse() -> None:
+    from pathgrade.detectors import load_policy
+    from pathgrade.detectors.monitor_policy import bad_counter
+    from pathgrade.realtime_plane.monitor_alerts import duration
+
+    from pathgrade.web.monitor_rules import monitor_rules
+
+    monitors = load_policy(MONITOR_POLICY).monitors
+    relative = str(MONITOR_POLICY.relative_to(REPO_ROOT))
+    assert MONITOR_RULES.read_text() == monitor_rules(monitors, relative), (
+        "out of date: pathgrade monitors rules --policy examples/monitors/policy.yaml "
+        "--out deploy/prometheus/pathgrade-monitor-rules.yaml"
+    )
+    (group,) = yaml.safe_load(MONITOR_RULES.read_text())["groups"]
+    rules = group["rules"]
+    pairs = [(m, p) for m in monitors.objectives for p in m.windows]
+    assert len(rules) == len(pairs) == len({rule["alert"] for rule in rules})
+    exported = exported_metrics()
+    for rule, (monitor, pair) in zip(rules, pairs, strict=True):
+        promql_parser.parse(rule["expr"])  # raises ValueError naming the syntax error
+        assert (
+            set(re.findall(r"pathgrade_\w+", rule["expr"]))
+            == {"pathgrade_realtime_monitor_turns_total"}
+            <= exported
+        )
+        counters = set(re.findall(r'counter="([^"]+)"', rule["expr"]))
+        assert counters == {"turns", bad_counter(monitor.good, monitor.detector, monitor.budget)}
+        limit = pair.burn_rate * (1 - monitor.objective)
+        assert rule["expr"].count(f"> {limit:g}\n") == 2  # both windows
+        assert rule["labels"]["severity"] in {"info", "warning", "critical"}
+        assert rule["labels"]["monitor"] == monitor.name
+        assert rule["keep_firing_for"] == duration(monitors.resolve_after_s)  # as episodes
+        if monitor.service:
+            assert f'service="{monitor.service}"' in rule["expr"]
+        by = "by (tenant, service)" if monitor.slice == "service" else "by (tenant)"
+        assert rule["expr"].count(by) == 5

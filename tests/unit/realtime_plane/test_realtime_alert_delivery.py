@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pathgrade.detectors import default_policy
 from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.evaluate import Evaluation
@@ -65,7 +66,9 @@ def evaluation(number: int, alerts: int, partition: int = 0) -> Evaluation:
     span = Span("t", trace_id, "00000000000000aa", "", "invoke_agent", "Internal", 1, 2)
     found = [alert(trace_id, span.span_id, f"{number}-{k}") for k in range(alerts)]
     due = DueTurn(Trace("t", trace_id, [span]), "max_age", False, partition)
-    return Evaluation(due, "s", "a", "", "medium", [], found, None)
+    return Evaluation(
+        due, "s", "a", "", "medium", [], found, None, default_policy().resolve().context()
+    )
 
 
 def test_alerts_reach_the_sinks_in_groups_and_all_of_them_at_the_end_of_a_poll() -> None:

@@ -21,11 +21,10 @@ from pathgrade.batch_plane.evaluation.gate import (
     exit_code,
     item_means,
     load_scores,
-    paired_bootstrap_interval,
-    paired_bootstrap_intervals,
     write_scores,
 )
 from pathgrade.batch_plane.evaluation.suite import Suite, SuiteError, parse_suite
+from pathgrade.stats.bootstrap import paired_bootstrap_interval, paired_bootstrap_intervals
 
 JUDGE = ("judge-v1", "rubric-r1")
 CALIBRATED = {JUDGE: True}

@@ -59,6 +59,19 @@ def test_a_line_names_time_severity_code_service_reason_and_the_trace_page() -> 
     assert acme.endswith(f"  http://h:1/trace/{'ab' * 16}?tenant=acme+corp&span={'cd' * 8}")
 
 
+def test_a_monitors_line_names_it_and_links_its_example_trace_or_else_its_chart() -> None:
+    monitor = {"kind": "monitor", "code": "PG200", "name": "tool-errors", "service": "",
+               "reason": "tool-errors: 9.0% of 200 turns had a failed tool call"}  # fmt: skip
+    line = alert_line(make_alert(**monitor), "http://h:1")
+    assert " PG200 monitor tool-errors: 9.0% of 200 turns had a failed tool call  " in line
+    assert line.endswith(f"http://h:1/trace/{'ab' * 16}?span={'cd' * 8}")  # its example
+    alone = make_alert(**monitor, trace_id="", span_id="")
+    assert alert_line(alone, "http://h:1").endswith(
+        "  http://h:1/alerts?kind=monitor#monitor-tool-errors"
+    )
+    assert alert_line(alone, None).endswith("call  monitor tool-errors")
+
+
 def test_a_long_reason_is_cut_and_a_check_that_could_not_decide_says_so() -> None:
     long = alert_line(make_alert(reason="word " * 60 + "\n  tail"), None)
     reason = long.split(": ", 1)[1].split("  trace ")[0]

@@ -14,7 +14,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pathgrade.cli.support import CliError, served_metrics
 from pathgrade.stack.status import snapshot_samples
-from pathgrade.web.metrics import CONTENT_TYPE, MetricsServer, parse_listen, prometheus_text
+from pathgrade.web.metrics import (
+    CONTENT_TYPE,
+    MetricsServer,
+    labelled_samples,
+    parse_listen,
+    prometheus_text,
+)
 
 
 def parsed(text: str) -> dict[str, tuple[str, list[tuple[dict, float]]]]:
@@ -62,6 +68,21 @@ def test_a_stack_snapshot_labels_each_realtime_worker_once_per_family() -> None:
     assert families["pathgrade_broker_rss_bytes"] == ("gauge", [({}, 2048.0)])
     assert families["pathgrade_store_writer_spans"] == ("counter", [({}, 7.0)])
     assert not any(name.startswith("pathgrade_collector") for name in families)
+
+
+def test_turns_by_monitor_counter_are_one_counter_family_labelled_by_where_and_what() -> None:
+    rows = [
+        {"tenant": "acme", "service": "billing", "agent": "a", "counter": "turns", "turns": 40},
+        {"tenant": "acme", "service": "billing", "agent": "a", "counter": "tool_error",
+         "turns": 3},
+    ]  # fmt: skip
+    samples = labelled_samples("realtime", {}, {"alerts": 1, "monitor_turns": rows})
+    family = parsed(prometheus_text(samples))["pathgrade_realtime_monitor_turns"]
+    where = {"tenant": "acme", "service": "billing", "agent": "a"}
+    assert family == (
+        "counter",
+        [({**where, "counter": "turns"}, 40.0), ({**where, "counter": "tool_error"}, 3.0)],
+    )
 
 
 def test_label_values_are_escaped() -> None:

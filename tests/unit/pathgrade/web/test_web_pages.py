@@ -16,10 +16,12 @@ from pathgrade.batch_plane.evaluation.gate import GateRow, Verdict
 from pathgrade.batch_plane.evaluation.gate_store import record_gate
 from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.batch_plane.store.monitors import MonitorQueries
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
 from pathgrade.batch_plane.store.tenancy import TenantStore
 from pathgrade.detectors.prices import shipped_price_table
 from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
+from pathgrade.schemas.monitors import MonitorTick
 from pathgrade.schemas.otlp import decode_spans_message
 from starlette.testclient import TestClient
 
@@ -58,6 +60,34 @@ def _alert(trace_id: str, tenant: str, code: str, reason: str) -> list[object]:
     ).row()  # fmt: skip
 
 
+def _tick(tenant: str, scope: str, at_ns: int, figure: float, state: str) -> MonitorTick:
+    return MonitorTick(
+        tenant=tenant, monitor="tool-errors", kind="objective", scope=scope, service="",
+        agent="", tick_ns=at_ns, window_start_ns=at_ns - 300 * 10**9, window_end_ns=at_ns,
+        figure=figure, threshold=5.0, current=figure / 100, baseline=0.01, items=400,
+        state=state, episode="ep" if state == "firing" else "",  # type: ignore[arg-type]
+        details={"traces": {"service": "svc", "error": "yes"}},
+    )  # fmt: skip
+
+
+def _seed_monitor(store: ClientStore) -> None:
+    """Tenant a: the tool-errors objective over 6 evaluations, firing at the last two, and
+    its firing alert; tenant b: one evaluation of a scope named by the marker."""
+    now = time.time_ns()
+    ticks = [_tick("a", "", now - (6 - i) * 60 * 10**9, f, s) for i, (f, s) in
+             enumerate([(0.5, "ok"), (1.0, "ok"), (2.0, "ok"), (3.0, "ok"), (9.0, "firing"),
+                        (12.0, "firing")])]  # fmt: skip
+    MonitorQueries(store).write_ticks([*ticks, _tick("b", f"x={MARK_B}", now, 1.0, "ok")])
+    firing = Alert(
+        alert_key="monitor-a", code="PG200", name="tool-errors", severity="high",
+        kind="monitor", reason="tool-errors: 12.0% of 400 turns had a failed tool call",
+        trace_id="", span_id="", tenant="a", service="", agent="", conversation_id="",
+        risk_tier="", policy="p.yaml", trace_start_ns=now - 10**9, trace_end_ns=now,
+        detected_at_ns=now - 60 * 10**9, details={"state": "firing"},
+    )  # fmt: skip
+    store.insert("alerts", [firing.row()], list(ALERT_COLUMNS))
+
+
 @pytest.fixture(scope="module")
 def seeded(store: ClientStore) -> dict[str, list[str]]:
     """Tenant a: 30 demo traces; tenant b: 5 (marked); one trace id in both; alerts, scores,
@@ -83,6 +113,7 @@ def seeded(store: ClientStore) -> dict[str, list[str]]:
         Score("faithfulness", "judge", "1", "b", traces["b"][0], value=0.1, label=MARK_B,
               run_id="run-b", dataset_item_id="i1"),
     ])  # fmt: skip
+    _seed_monitor(store)
     items = parse_items(json.dumps({"item_id": "i1", "input": {"user": "hi"}}))
     for tenant, name in (("a", "golden/a"), ("b", f"golden/{MARK_B}")):
         datasets = Datasets(TenantStore(store, tenant))
@@ -182,6 +213,25 @@ def test_pages_render_and_name_a_bad_parameter(client: TestClient) -> None:
     assert bad.status_code == 400 and "min_ms: expected a number" in bad.text
     assert client.get("/trace/zz").status_code == 400
     assert client.get("/traces?from=yesterday").status_code == 400
+
+
+def test_the_alerts_page_charts_each_monitor_against_its_threshold_with_trace_links(
+    client: TestClient,
+) -> None:
+    page = client.get("/alerts?from=1h").text
+    card = page.split('id="monitor-tool-errors"', 1)[1].split('<div class="card wide', 1)[0]
+    assert 'data-state="firing"' in page.split('id="monitor-tool-errors"', 1)[1][:200]
+    assert card.count("<circle") == 6 and card.count('class="firing"') == 2
+    assert 'class="threshold"' in card and "threshold 5" in card
+    assert "figure 12 against 5" in card
+    behind = card.split("traces behind the latest figure", 1)[0].rsplit('href="', 1)[1]
+    assert behind.startswith("/traces?error=yes&amp;service=svc&amp;from=")  # its turns
+    assert "kind=monitor" in card and "code=PG200" in card
+    row = page.split('id="alert-table"', 1)[1].split("monitor-a", 1)[0]
+    assert '<a href="#monitor-tool-errors"><b>PG200</b></a>' in page
+    assert "/trace/" not in row.split("tool-errors: 12.0%", 1)[1]  # no trace to link to
+    only_detectors = client.get("/alerts?from=1h&kind=violation").text
+    assert 'id="monitor-tool-errors"' not in only_detectors
 
 
 def test_trace_page_pins_findings_and_chooses_between_tenants(
