@@ -36,6 +36,8 @@ from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as mapping
 
 STATUS_MESSAGE_FIELD: Final = "status.message"
+EVENT_NAME: Final = "event.name"
+"""Where a log record names its event when the SDK predates the record's own field."""
 """The name `allowed_keys` gives a span's status message (withheld unless allowed)."""
 _KEY_SHAPE = re.compile(r"[A-Za-z0-9_.\-/:\[\]#$+]{1,256}")
 
@@ -57,8 +59,9 @@ GROUPS: Final = (
                 g.WORKFLOW_NAME, g.WORKFLOW_NODES, g.WORKFLOW_EDGES, g.TASK_NAME, g.TOOL_NAME,
                 g.TOOL_CALL_ID, g.TOOL_TYPE, g.CONVERSATION_ID, g.DATA_SOURCE_ID,
                 g.REQUEST_MODEL, g.RESPONSE_MODEL, g.RESPONSE_ID, g.RESPONSE_FINISH_REASONS,
-                g.SYSTEM_DEPRECATED, "gen_ai.output.type", "gen_ai.evaluation.name",
-                "gen_ai.evaluation.score.value", "gen_ai.evaluation.score.label",
+                g.SYSTEM_DEPRECATED, "gen_ai.output.type", g.EVALUATION_NAME,
+                g.EVALUATION_SCORE_VALUE, g.EVALUATION_SCORE_LABEL,
+                g.TOOL_CALL_DECISION_OUTCOME,
                 *g.DEPRECATED_ALIASES,
             }
         ),
@@ -85,7 +88,8 @@ GROUPS: Final = (
         "OpenTelemetry semantic conventions: what ran, where, and how it ended",
         frozenset(
             {
-                g.SERVICE_NAME, "service.version", "service.namespace", "service.instance.id",
+                g.SERVICE_NAME, EVENT_NAME, "service.version", "service.namespace",
+                "service.instance.id",
                 "deployment.environment", "deployment.environment.name",
                 "telemetry.auto.version", "otel.scope.name", "otel.scope.version",
                 "otel.status_code", g.ERROR_TYPE, "exception.type", "exception.escaped",
