@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,6 +43,7 @@ from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.integration.test_ingest import post
 from tests.integration.test_planted_values import store_texts
 from tests.integration.test_realtime import Webhook
+from tests.support.openai_standin import OpenAIStandIn
 from tests.support.topics import read_topic
 
 pytestmark = pytest.mark.integration
@@ -321,3 +324,42 @@ def test_json_logs_gzip_partial_success_and_the_tenant_of_the_token(stack: Stack
         f"WHERE TraceId = '{trace_id}'"
     ).rows, timeout_s=60)  # fmt: skip
     assert rows == [[TENANT, "gen_ai.evaluation.result", "tone"]]
+
+
+@pytest.mark.parametrize(
+    ("library", "environment"),
+    [
+        ("openai-v2", {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+                       "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "event_only"}),
+        ("openllmetry", {}),
+    ],
+)  # fmt: skip
+def test_instrumentations_with_content_as_events_only_raise_pg115(
+    stack: Stack, library: str, environment: dict[str, str]
+) -> None:
+    """The official OpenTelemetry OpenAI instrumentation with content as events only (an
+    inference-details record) and OpenLLMetry's with its messages as events (a
+    `gen_ai.choice` record whose body holds the answer), their chat spans without
+    content, against a stand-in model whose answer holds a card: PG115."""
+    answer = f"{ANSWER} {CARD}."
+    with OpenAIStandIn(answer=lambda _: answer) as model:
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.support.instrumented_chat", library, model.url,
+             f"http://127.0.0.1:{stack.http_port}", TOKEN],
+            env={**os.environ, **environment}, capture_output=True, text=True, timeout=120,
+            cwd=Path(__file__).resolve().parents[2],
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    trace_id = done.stdout.split()[-1]
+    wait_until(lambda: "PG115" in stack.codes(trace_id), timeout_s=90)
+    sql = stack.process.scalar
+    assert wait_until(lambda: sql(f"SELECT count() FROM spans WHERE TraceId = '{trace_id}'"))
+    assert wait_until(lambda: sql(
+        f"SELECT count() FROM logs WHERE TraceId = '{trace_id}' "
+        "AND LogAttributes['pathgrade.facts.output'] LIKE '%card%'"
+    ))  # fmt: skip
+    spans_with_output = sql(
+        f"SELECT count() FROM spans WHERE TraceId = '{trace_id}' "
+        "AND mapContains(SpanAttributes, 'pathgrade.facts.output')"
+    )
+    assert spans_with_output == 0  # the answer came as a record only
