@@ -419,8 +419,10 @@ def test_trace_page_shows_a_spans_records_beside_its_events(
     reread = load_trace(store, "a", span.trace_id)
     assert reread is not None
     joined = next(s for s in reread.spans if s.span_id == span.span_id)
-    assert sorted(r.event_name for r in joined.records) == ["gen_ai.choice",
-                                                            "gen_ai.tool.call.decision"]
+    assert sorted(r.event_name for r in joined.records) == [
+        "gen_ai.choice",
+        "gen_ai.tool.call.decision",
+    ]
     assert "record-carried answer" in joined.genai.output_messages
     assert all(not s.records for s in reread.spans if s.span_id != span.span_id)
     page = client.get(f"/trace/{span.trace_id}?tenant=a").text
