@@ -34,6 +34,7 @@ from typing import Final, NamedTuple
 
 from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as mapping
+from pathgrade.schemas.genai_versions import ATTRIBUTE_RENAMES
 
 STATUS_MESSAGE_FIELD: Final = "status.message"
 EVENT_NAME: Final = "event.name"
@@ -62,7 +63,7 @@ GROUPS: Final = (
                 g.SYSTEM_DEPRECATED, "gen_ai.output.type", g.EVALUATION_NAME,
                 g.EVALUATION_SCORE_VALUE, g.EVALUATION_SCORE_LABEL,
                 g.TOOL_CALL_DECISION_OUTCOME,
-                *g.DEPRECATED_ALIASES,
+                *ATTRIBUTE_RENAMES,
             }
         ),
         ("gen_ai.usage.", "gen_ai.request.", "gen_ai.openai.request."),
