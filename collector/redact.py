@@ -682,8 +682,11 @@ class Redactor:
         known: Any = None,
     ) -> None:  # fmt: skip
         """Note the personal data in an attribute about to be dropped (`known`: its value,
-        when already read). A message array that grows from one model call of the trace to
-        the next is read in its new part."""
+        when already read). A structured value is read as its JSON text, as the same
+        messages on a span are; a message array that grows from one model call of the trace
+        to the next is read in its new part."""
+        if isinstance(known, list | dict):  # a structured value (a record's messages): its
+            known = json.dumps(known, ensure_ascii=False, default=str)  # JSON, as on a span
         text = known if isinstance(known, str) else kv.value.string_value
         if len(text) > _MIN_GROWING_CHARS and text.startswith("["):
             counts = self._dropped_arrays((trace_id, prefix + kv.key), text)

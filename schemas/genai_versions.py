@@ -46,6 +46,8 @@ class ConventionVersion:
     changes: tuple[Change, ...]
 
 
+GENAI_VERSION: Final = "genai-2026-10"
+"""The short name of the version pinned in `genai.GENAI_CONVENTIONS` (the last of `VERSIONS`)."""
 ALIAS = "the old name read where the new one is missing"
 VERSIONS: Final = (
     ConventionVersion(
@@ -55,10 +57,18 @@ VERSIONS: Final = (
             Change("attribute", "", "gen_ai.system", "the provider, as `gen_ai.provider.name`"),
             Change("attribute", "", "gen_ai.usage.prompt_tokens", "input tokens"),
             Change("attribute", "", "gen_ai.usage.completion_tokens", "output tokens"),
-            Change("event", "", g.EVENT_CONTENT_PROMPT,
-                   "content (dropped unless captured); its messages are not read"),
-            Change("event", "", g.EVENT_CONTENT_COMPLETION,
-                   "content (dropped unless captured); its messages are not read"),
+            Change(
+                "event",
+                "",
+                g.EVENT_CONTENT_PROMPT,
+                "content (dropped unless captured); its messages are not read",
+            ),
+            Change(
+                "event",
+                "",
+                g.EVENT_CONTENT_COMPLETION,
+                "content (dropped unless captured); its messages are not read",
+            ),
         ),
     ),
     ConventionVersion(
@@ -67,16 +77,32 @@ VERSIONS: Final = (
         (
             Change("attribute", "gen_ai.usage.prompt_tokens", g.USAGE_INPUT_TOKENS, ALIAS),
             Change("attribute", "gen_ai.usage.completion_tokens", g.USAGE_OUTPUT_TOKENS, ALIAS),
-            Change("attribute", g.PROMPT_DEPRECATED, "",
-                   "content; read as the input messages when none other is there"),
-            Change("attribute", g.COMPLETION_DEPRECATED, "",
-                   "content; read as the output messages when none other is there"),
-            Change("event", g.EVENT_CONTENT_PROMPT, g.EVENT_USER_MESSAGE,
-                   "per-message events (also `gen_ai.system.message`, "
-                   "`gen_ai.assistant.message`, `gen_ai.tool.message`): a message each, "
-                   "span event or log record"),
-            Change("event", g.EVENT_CONTENT_COMPLETION, g.EVENT_CHOICE,
-                   "an output message, span event or log record"),
+            Change(
+                "attribute",
+                g.PROMPT_DEPRECATED,
+                "",
+                "content; read as the input messages when none other is there",
+            ),
+            Change(
+                "attribute",
+                g.COMPLETION_DEPRECATED,
+                "",
+                "content; read as the output messages when none other is there",
+            ),
+            Change(
+                "event",
+                g.EVENT_CONTENT_PROMPT,
+                g.EVENT_USER_MESSAGE,
+                "per-message events (also `gen_ai.system.message`, "
+                "`gen_ai.assistant.message`, `gen_ai.tool.message`): a message each, "
+                "span event or log record",
+            ),
+            Change(
+                "event",
+                g.EVENT_CONTENT_COMPLETION,
+                g.EVENT_CHOICE,
+                "an output message, span event or log record",
+            ),
         ),
     ),
     ConventionVersion(
@@ -85,40 +111,72 @@ VERSIONS: Final = (
         (
             Change("attribute", "gen_ai.system", g.PROVIDER_NAME, ALIAS),
             Change("attribute", "gen_ai.openai.request.seed", "gen_ai.request.seed", ALIAS),
-            Change("attribute", "gen_ai.openai.request.response_format", "gen_ai.output.type",
-                   ALIAS),
-            Change("event", g.EVENT_USER_MESSAGE, g.EVENT_INFERENCE_DETAILS,
-                   "the per-message events give way to `gen_ai.input.messages`, "
-                   "`gen_ai.output.messages`, `gen_ai.system_instructions` on the span or "
-                   "on this event (a log record); both read"),
+            Change(
+                "attribute", "gen_ai.openai.request.response_format", "gen_ai.output.type", ALIAS
+            ),
+            Change(
+                "event",
+                g.EVENT_USER_MESSAGE,
+                g.EVENT_INFERENCE_DETAILS,
+                "the per-message events give way to `gen_ai.input.messages`, "
+                "`gen_ai.output.messages`, `gen_ai.system_instructions` on the span or "
+                "on this event (a log record); both read",
+            ),
             Change("attribute", "", g.INPUT_MESSAGES, "the input messages (content)"),
             Change("attribute", "", g.OUTPUT_MESSAGES, "the output messages (content)"),
             Change("attribute", "", g.SYSTEM_INSTRUCTIONS, "system instructions (content)"),
-            Change("attribute", "", g.TOOL_DEFINITIONS,
-                   "tool definitions: the schemas PG104 checks tool arguments against"),
+            Change(
+                "attribute",
+                "",
+                g.TOOL_DEFINITIONS,
+                "tool definitions: the schemas PG104 checks tool arguments against",
+            ),
         ),
     ),
     ConventionVersion(
-        "genai-2026-10",
+        GENAI_VERSION,
         g.GENAI_CONVENTIONS,
         (
-            Change("attribute", "gen_ai.usage.cache_creation.input_tokens",
-                   "gen_ai.usage.cache_write.input_tokens",
-                   "kept (allow-listed under `gen_ai.usage.`); no detector reads it"),
-            Change("attribute", "", "gen_ai.usage.cache_read.input_tokens",
-                   "kept (allow-listed); no detector reads it"),
-            Change("attribute", "", "gen_ai.usage.reasoning.output_tokens",
-                   "kept (allow-listed); no detector reads it"),
+            Change(
+                "attribute",
+                "gen_ai.usage.cache_creation.input_tokens",
+                "gen_ai.usage.cache_write.input_tokens",
+                "kept (allow-listed under `gen_ai.usage.`); no detector reads it",
+            ),
+            Change(
+                "attribute",
+                "",
+                "gen_ai.usage.cache_read.input_tokens",
+                "kept (allow-listed); no detector reads it",
+            ),
+            Change(
+                "attribute",
+                "",
+                "gen_ai.usage.reasoning.output_tokens",
+                "kept (allow-listed); no detector reads it",
+            ),
             Change("operation", "", g.OP_INVOKE_WORKFLOW, "the top of a turn"),
-            Change("operation", "", g.OP_HANDLE_CONVERSATION_TURN,
-                   "the top of a turn (a turn handler's own span)"),
-            Change("part type", "", "generic",
-                   "a part of a type the conventions do not name (GenericPart): its text "
-                   "`content` is message text, as a `text` part's (`messages.message_text`)"),
+            Change(
+                "operation",
+                "",
+                g.OP_HANDLE_CONVERSATION_TURN,
+                "the top of a turn (a turn handler's own span)",
+            ),
+            Change(
+                "part type",
+                "",
+                "generic",
+                "a part of a type the conventions do not name (GenericPart): its text "
+                "`content` is message text, as a `text` part's (`messages.message_text`)",
+            ),
             Change("part type", "", "reasoning", "not message text (the model's reasoning)"),
             Change("event", "", g.EVENT_EVALUATION_RESULT, "an evaluator's score of its span"),
-            Change("event", "", g.EVENT_TOOL_CALL_DECISION,
-                   "pull request #535 as proposed (not merged): PG111's approval signal"),
+            Change(
+                "event",
+                "",
+                g.EVENT_TOOL_CALL_DECISION,
+                "pull request #535 as proposed (not merged): PG111's approval signal",
+            ),
         ),
     ),
 )
