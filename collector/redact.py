@@ -328,6 +328,9 @@ class Redactor:
             raw = record_content(name, dict(read), context, body)
             if raw:
                 facts = self.facts.facts("", raw, tenant, record.trace_id)
+            # the JSON text of structured messages, written once for the facts, is what
+            # `_note_dropped` reads of them too
+            read[:] = [(k, raw[k] if isinstance(raw.get(k), str) else v) for k, v in read]
         keep = self._policy(context, attributes, confirmed)
         removed = self._settle(
             attributes, content, keep, found, "", stats, key, record.trace_id, read, None
