@@ -363,3 +363,48 @@ def test_instrumentations_with_content_as_events_only_raise_pg115(
         "AND mapContains(SpanAttributes, 'pathgrade.facts.output')"
     )
     assert spans_with_output == 0  # the answer came as a record only
+
+
+def test_a_forged_logs_message_on_the_broker_is_refused(stack: Stack) -> None:
+    """A local process produces a `pathgrade.logs` message straight to the bundled broker,
+    without the stack's MAC (and with a made-up one): the store writer and the realtime
+    plane refuse and count both, nothing of it is stored, and the collector's own records
+    sent after it still are."""
+    from kafka import KafkaProducer
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
+    from pathgrade.schemas.topics import MAC_HEADER, RECEIVED_AT_HEADER, TENANT_HEADER
+
+    state = json.loads((Path(stack.process.data_dir or ".") / "stack.json").read_text())
+    trace_id = "f1" * 16
+    data = LogsData()
+    record = data.resource_logs.add().scope_logs.add().log_records.add(
+        trace_id=bytes.fromhex(trace_id), span_id=b"\x01" * 8, time_unix_nano=1,
+        event_name="gen_ai.evaluation.result",
+    )  # fmt: skip
+    record.attributes.add(key="gen_ai.evaluation.name").value.string_value = "forged-eval"
+    headers = [(TENANT_HEADER, TENANT.encode()), (RECEIVED_AT_HEADER, b"1700000000000000000")]
+    producer = KafkaProducer(bootstrap_servers=state["kafka"])
+    for forged in (headers, [*headers, (MAC_HEADER, b"\x00" * 32)]):
+        producer.send(LOGS_TOPIC, value=data.SerializeToString(), key=trace_id.encode(),
+                      headers=forged).get(30)  # fmt: skip
+    producer.close()
+    after = card_turn(stack)
+    after.send_spans()
+    assert after.send_records()
+
+    def refused() -> bool:
+        done = subprocess.run(
+            [sys.executable, "-m", "pathgrade.cli", "status", "--format", "json",
+             "--data-dir", str(stack.process.data_dir)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        snapshot = json.loads(done.stdout)["snapshot"]
+        counts = (snapshot["store_writer"].get("forged_messages", 0),
+                  sum(w.get("forged_messages", 0) for w in snapshot["realtime"] if w))  # fmt: skip
+        return counts == (2, 2)
+
+    wait_until(refused, timeout_s=90)
+    wait_until(lambda: stack.process.scalar(
+        f"SELECT count() FROM logs WHERE TraceId = '{after.trace_id}'"
+    ), timeout_s=60)  # fmt: skip
+    assert stack.process.scalar(f"SELECT count() FROM logs WHERE TraceId = '{trace_id}'") == 0
