@@ -21,6 +21,13 @@ Mixes (`--mix`):
   or HTTP span under a tool call), all from the official OTel SDK and encoder.
 - `demo`: the demo agent's deck as it is (~5 spans per trace, 35% failures, 10% tool
   errors: alerts on most traces and samples most of them).
+- `realistic-logs`: the realistic mix twice through this checkout, in one run: as it is
+  (messages as span attributes) and with every model call's messages moved to a
+  `gen_ai.client.inference.operation.details` log record tied to its span (structured
+  values, as the conventions want on events; the span keeps no content), each batch's
+  records sent to `/v1/logs` beside its spans. The table shows both and the ratio of CPU
+  per span, records / attributes (target: within 1.3x); a run is done when every record
+  is stored too.
 
 Against another checkout (`--against PYTHON`, the python of that checkout's venv, e.g. of
 a `git worktree` of main): the same bodies go through that checkout's `pathgrade up` and
@@ -28,7 +35,7 @@ this one's, alternately for `--rounds` rounds, and the table shows both and the 
 Each variant is a label, a python and extra `pathgrade up` arguments (`--up-arg`, for the
 variant under test), so other comparisons plug in the same way.
 
-    python bench/ingest.py [--spans 200000] [--mix realistic|demo] [--batch 512]
+    python bench/ingest.py [--spans 200000] [--mix realistic|realistic-logs|demo] [--batch 512]
                            [--senders 4] [--against PYTHON] [--rounds 1]
                            [--store-writer-nice N] [--up-arg ARG ...] [--durable-cost]
 
@@ -60,13 +67,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord as LogRecordProto
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanProto
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pathgrade.schemas import genai
+from pathgrade.schemas.messages import parse_json
 from pathgrade.schemas.otlp import decode_resource_spans
 
 from pathgrade.demo import scenarios
@@ -83,6 +94,9 @@ SPANS_PER_TRACE = (6, 30)
 WAIT_LIMIT_S = 900.0  # give up waiting for the stack to catch up after this long
 WARM_UP_TRACES = 3  # stored and evaluated before the clock starts (`warm_up`)
 ROLES = ("collector", "store owner", "realtime", "broker")  # the table's rows, in order
+TRACES_PATH, LOGS_PATH = "/v1/traces", "/v1/logs"
+Request = tuple[str, bytes]  # an OTLP/HTTP path and the protobuf body posted to it
+MESSAGE_KEYS = frozenset({genai.INPUT_MESSAGES, genai.OUTPUT_MESSAGES, genai.SYSTEM_INSTRUCTIONS})
 
 
 # --------------------------------------------------------------------------- the demo mix
@@ -236,13 +250,76 @@ def realistic_bodies(total_spans: int, batch: int, seed: int = 5) -> list[bytes]
     return _split(realistic_request(max(1, round(total_spans / mean)), seed=seed), batch)
 
 
+def messages_as_records(body: bytes) -> tuple[bytes, bytes]:
+    """One traces body with its spans' messages moved out (`MESSAGE_KEYS`), and a logs
+    body holding them: per span that had any, a `gen_ai.client.inference.operation.details`
+    record tied to it at its end, the messages as structured values."""
+    request = ExportTraceServiceRequest.FromString(body)
+    logs = ExportLogsServiceRequest()
+    for rs in request.resource_spans:
+        resource_logs = logs.resource_logs.add()
+        resource_logs.resource.CopyFrom(rs.resource)
+        for ss in rs.scope_spans:
+            scope_logs = resource_logs.scope_logs.add()
+            scope_logs.scope.CopyFrom(ss.scope)
+            for span in ss.spans:
+                moved = [kv for kv in span.attributes if kv.key in MESSAGE_KEYS]
+                if not moved:
+                    continue
+                kept = [kv for kv in span.attributes if kv.key not in MESSAGE_KEYS]
+                del span.attributes[:]
+                span.attributes.extend(kept)
+                scope_logs.log_records.append(LogRecordProto(
+                    time_unix_nano=span.end_time_unix_nano,
+                    observed_time_unix_nano=span.end_time_unix_nano,
+                    trace_id=span.trace_id, span_id=span.span_id,
+                    event_name=genai.EVENT_INFERENCE_DETAILS,
+                    attributes=[KeyValue(key=genai.OPERATION_NAME, value=_any(genai.OP_CHAT)),
+                                *(KeyValue(key=kv.key, value=_structured(
+                                    parse_json(kv.value.string_value))) for kv in moved)],
+                ))  # fmt: skip
+    return request.SerializeToString(), logs.SerializeToString()
+
+
+def _structured(value: object) -> AnyValue:
+    """A JSON value as an OTLP AnyValue (maps as key-value lists, lists as arrays)."""
+    if isinstance(value, dict):
+        pairs = [KeyValue(key=str(k), value=_structured(v)) for k, v in value.items()]
+        return AnyValue(kvlist_value=KeyValueList(values=pairs))
+    if isinstance(value, list):
+        return AnyValue(array_value=ArrayValue(values=[_structured(v) for v in value]))
+    if isinstance(value, bool):
+        return AnyValue(bool_value=value)
+    if isinstance(value, int):
+        return AnyValue(int_value=value)
+    if isinstance(value, float):
+        return AnyValue(double_value=value)
+    return AnyValue() if value is None else AnyValue(string_value=str(value))
+
+
+def log_record_count(requests: list[Request]) -> int:
+    return sum(
+        len(sl.log_records)
+        for path, body in requests
+        if path == LOGS_PATH
+        for rl in ExportLogsServiceRequest.FromString(body).resource_logs
+        for sl in rl.scope_logs
+    )
+
+
 MIXES: dict[str, Callable[[int, int], list[bytes]]] = {
     "realistic": realistic_bodies,
     "demo": request_bodies,
 }
+LOGS_MIX = "realistic-logs"
+"""The realistic mix, messages as span attributes against messages as records."""
 
 
 # --------------------------------------------------------------------------- measuring
+
+
+def traces_bodies(requests: list[Request]) -> list[bytes]:
+    return [body for path, body in requests if path == TRACES_PATH]
 
 
 def span_count(bodies: list[bytes]) -> int:
@@ -285,18 +362,17 @@ def parse_costs_us(bodies: list[bytes], spans: int) -> tuple[float, float]:
 
 
 def post_from_threads(
-    port: int, senders: int, next_body: Callable[[], bytes | None], timeout_s: float = 120
+    port: int, senders: int, next_request: Callable[[], Request | None], timeout_s: float = 120
 ) -> None:
-    """POST OTLP protobuf bodies to /v1/traces from `senders` keep-alive connections until
-    `next_body` (called from every sender thread) returns None; exits on any non-200."""
+    """POST OTLP protobuf requests from `senders` keep-alive connections until
+    `next_request` (called from every sender thread) returns None; exits on any non-200."""
     failures: list[str] = []
 
     def sender() -> None:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
-        while (body := next_body()) is not None:
-            connection.request(
-                "POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"}
-            )
+        while (request := next_request()) is not None:
+            path, body = request
+            connection.request("POST", path, body, {"Content-Type": "application/x-protobuf"})
             response = connection.getresponse()
             response.read()
             if response.status != 200:
@@ -312,16 +388,17 @@ def post_from_threads(
         raise SystemExit(f"{len(failures)} requests failed, first: {failures[0]}")
 
 
-def send_all(port: int, bodies: list[bytes], senders: int) -> None:
-    """Send every body once, as fast as the collector answers."""
-    queue = list(reversed(bodies))
+def send_all(port: int, requests: list[Request], senders: int) -> None:
+    """Send every request once, in order from `senders` threads, as fast as the collector
+    answers."""
+    queue = list(reversed(requests))
     lock = threading.Lock()
 
-    def next_body() -> bytes | None:
+    def next_request() -> Request | None:
         with lock:
             return queue.pop() if queue else None
 
-    post_from_threads(port, senders, next_body)
+    post_from_threads(port, senders, next_request)
 
 
 def process_tree(root: int, data_dir: Path | None = None) -> dict[int, str]:
@@ -409,16 +486,19 @@ class Run:
         return max(self.stored_s, self.evaluated_s)
 
 
-def stored_all(store: RemoteStore, spans: int, snapshot: dict | None) -> bool:
-    """Every span is in the store: the store writer's counter first (in the status
-    document the bench reads anyway: a query per tick would cost the store owner more CPU
-    than the spans it measures at low rates), then count() (a batch the writer inserted
-    twice counts twice until merged), then distinct span ids."""
+def stored_all(store: RemoteStore, spans: int, snapshot: dict | None, records: int = 0) -> bool:
+    """Every span (and record) is in the store: the store writer's counter first (in the
+    status document the bench reads anyway: a query per tick would cost the store owner
+    more CPU than the spans it measures at low rates), then count() (a batch the writer
+    inserted twice counts twice until merged), then distinct span ids (and records)."""
     if snapshot is None or snapshot["store_writer"]["spans"] < spans:
         return False
     if store.query("SELECT count() FROM spans").rows[0][0] < spans:
         return False
-    return store.query("SELECT uniqExact(TraceId, SpanId) FROM spans").rows[0][0] >= spans
+    if store.query("SELECT uniqExact(TraceId, SpanId) FROM spans").rows[0][0] < spans:
+        return False
+    stored_records = "SELECT uniqExact(RecordHash) FROM logs"
+    return records == 0 or store.query(stored_records).rows[0][0] >= records
 
 
 def stack_snapshot(data_dir: Path) -> dict | None:
@@ -464,7 +544,7 @@ def warm_up(http_port: int, data_dir: Path, store: RemoteStore) -> tuple[int, in
     the (spans, traces, alerts, sampled) the warm-up added, which the run leaves out."""
     bodies = _split(realistic_request(WARM_UP_TRACES, seed=7), 512)
     spans, traces = span_count(bodies), trace_count(bodies)
-    send_all(http_port, bodies, 1)
+    send_all(http_port, [(TRACES_PATH, body) for body in bodies], 1)
     deadline = time.perf_counter() + WAIT_LIMIT_S
     while time.perf_counter() < deadline:
         snapshot = stack_snapshot(data_dir)
@@ -475,9 +555,10 @@ def warm_up(http_port: int, data_dir: Path, store: RemoteStore) -> tuple[int, in
     raise SystemExit("the stack did not store and evaluate the warm-up traces in time")
 
 
-def run_once(variant: Variant, bodies: list[bytes], spans: int, traces: int, args) -> Run:
-    """Send the bodies through a fresh stack of `variant`, once it stored and evaluated a
+def run_once(variant: Variant, requests: list[Request], spans: int, traces: int, args) -> Run:
+    """Send the requests through a fresh stack of `variant`, once it stored and evaluated a
     warm-up, and wait until it caught up."""
+    records = log_record_count(requests)
     data_dir = Path(tempfile.mkdtemp(prefix="pathgrade-bench-"))
     http_port = free_port()
     stack = start_stack(variant, data_dir, http_port, args.store_writer_nice)
@@ -489,7 +570,7 @@ def run_once(variant: Variant, bodies: list[bytes], spans: int, traces: int, arg
         pids = process_tree(stack.pid, data_dir)
         cpu_before = cpu_seconds(pids)
         started = time.perf_counter()
-        send_all(http_port, bodies, args.senders)
+        send_all(http_port, requests, args.senders)
         acked = time.perf_counter() - started
         stored_at = evaluated_at = None
         counted = None
@@ -498,7 +579,7 @@ def run_once(variant: Variant, bodies: list[bytes], spans: int, traces: int, arg
                 raise SystemExit(f"{variant.label}: the stack did not catch up in time")
             now = time.perf_counter() - started
             snapshot = stack_snapshot(data_dir)
-            if stored_at is None and stored_all(store, stored_target, snapshot):
+            if stored_at is None and stored_all(store, stored_target, snapshot, records):
                 stored_at = now
             if evaluated_at is None and (counted := realtime_evaluated(snapshot)) is not None:
                 evaluated_at = now if counted[0] >= evaluated_target else None
@@ -561,7 +642,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--spans", type=int, default=200_000)
-    parser.add_argument("--mix", choices=sorted(MIXES), default="realistic")
+    parser.add_argument("--mix", choices=sorted([*MIXES, LOGS_MIX]), default="realistic")
     parser.add_argument("--batch", type=int, default=512, help="spans per request")
     parser.add_argument("--senders", type=int, default=4)
     parser.add_argument(
@@ -588,11 +669,22 @@ def main() -> None:
     args = parser.parse_args()
 
     print(f"preparing {args.mix} requests ...", flush=True)
-    bodies = MIXES[args.mix](args.spans, args.batch)
+    bodies = MIXES["realistic" if args.mix == LOGS_MIX else args.mix](args.spans, args.batch)
     spans, traces = span_count(bodies), trace_count(bodies)
     parse_us, decode_us = parse_costs_us(bodies, spans)
+    requests = [(TRACES_PATH, body) for body in bodies]
     variants = [Variant("this", sys.executable, tuple(args.up_arg))]
-    if args.against:
+    mixes = {"this": requests}
+    if args.mix == LOGS_MIX:
+        variants = [Variant("span attributes", sys.executable, tuple(args.up_arg)),
+                    Variant("log records", sys.executable, tuple(args.up_arg))]  # fmt: skip
+        moved = [messages_as_records(body) for body in bodies]
+        mixes = {
+            "span attributes": requests,
+            "log records": [r for t, logs in moved for r in ((TRACES_PATH, t), (LOGS_PATH, logs))],
+        }
+        print(f"{log_record_count(mixes['log records'])} inference-details records")
+    elif args.against:
         variants.insert(0, Variant("against", args.against))
     elif args.durable_cost:
         memory_only = Path(tempfile.mkdtemp(prefix="pathgrade-bench-")) / "memory-only.yaml"
@@ -606,7 +698,8 @@ def main() -> None:
         for variant in variants:
             print(f"round {round_ + 1}: {variant.label} ({variant.python}): sending {spans} "
                   f"spans in {len(bodies)} requests ...", flush=True)  # fmt: skip
-            runs.append(run_once(variant, bodies, spans, traces, args))
+            chosen = mixes.get(variant.label, requests)
+            runs.append(run_once(variant, chosen, spans, traces, args))
     report(runs, spans, traces, parse_us, decode_us)
 
 

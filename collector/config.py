@@ -19,7 +19,7 @@ from pathgrade.collector.redact import RedactionConfig
 from pathgrade.collector.spill import DEFAULT_SPILL_BYTES
 from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pathgrade.schemas.predicates import RequestPatterns
-from pathgrade.schemas.topics import REALTIME_GROUP, SPANS_TOPIC, STORE_GROUP
+from pathgrade.schemas.topics import LOGS_TOPIC, REALTIME_GROUP, SPANS_TOPIC, STORE_GROUP
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -104,10 +104,15 @@ class CollectorConfig(BaseModel):
     log_groups: list[str] = Field(
         default_factory=lambda: [STORE_GROUP, REALTIME_GROUP],
         min_length=1,
-        description="with `durable_log`: the consumer groups of `topic` that must commit a "
-        "message before the log lets it go",
+        description="with `durable_log`: the consumer groups of `topic` (and `logs_topic`) "
+        "that must commit a message before the log lets it go",
     )
-    topic: str = Field(SPANS_TOPIC, description="Kafka topic")
+    topic: str = Field(SPANS_TOPIC, description="Kafka topic of spans")
+    logs_topic: str = Field(
+        LOGS_TOPIC,
+        description="Kafka topic of log records (GenAI events as records); as many partitions "
+        "as `topic` (`pathgrade topics` creates it so)",
+    )
     redaction: RedactionConfig = Field(
         default_factory=RedactionConfig, description="what content the collector lets through"
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from pathgrade.collector.forwarding import Forwarding
 from pathgrade.schemas import genai
@@ -27,6 +28,7 @@ from pathgrade.schemas.conventions import (
     ContentView,
     content_view,
 )
+from pathgrade.schemas.events import event_messages, messages_json
 from pathgrade.schemas.facts import (
     CONFIRMED,
     FACT_KEYS,
@@ -279,18 +281,43 @@ CONTEXT_KEYS = frozenset(
 content): what facts read besides content."""
 
 
+def record_content(
+    name: str, content: Mapping[str, Any], context: Mapping[str, Any], body: Any
+) -> dict[str, Any]:
+    """The raw values `FactMaker.facts` reads of a log record named `name`: its content
+    attributes (`content`) and context keys, with the messages its event carries
+    (`schemas.events.event_messages`, from those attributes or the `body`) written as a
+    model call's `gen_ai.input.messages` / `gen_ai.output.messages` (operation `chat`
+    unless the record names one), so a card in a choice record is an output fact of it
+    as of a span; {} when it holds no content."""
+    raw = {**content, **context}
+    messages = event_messages(name, raw, body)
+    if not messages:
+        return raw if content else {}
+    for key, carried in ((genai.INPUT_MESSAGES, messages.inputs),
+                         (genai.OUTPUT_MESSAGES, messages.outputs)):  # fmt: skip
+        if carried:
+            raw[key] = messages_json(carried)
+        else:
+            raw.pop(key, None)
+    if messages.finish_reasons:
+        raw[genai.RESPONSE_FINISH_REASONS] = messages.finish_reasons
+    raw.setdefault(genai.OPERATION_NAME, genai.OP_CHAT)
+    return raw
+
+
 def write_facts(
-    span: Span,
+    span: Span | LogRecord,
     facts: Mapping[str, Any],
     scrubbed: PiiRecord,
     dropped: PiiRecord,
     producer_facts: bool = True,
     encoded: bytes | None = None,
 ) -> None:
-    """Write the span's computed `facts`, or the kernel's `encoded` ones (`Span.attributes`
-    entries, the version included), replacing every `pathgrade.facts.*` attribute a
-    producer set (the collector's are one consistent set), and the pii records (replacing
-    only those), when there is anything to write at all. `producer_facts` False: the
+    """Write the span's (or log record's) computed `facts`, or the kernel's `encoded` ones
+    (`Span.attributes` entries, the version included), replacing every `pathgrade.facts.*`
+    attribute a producer set (the collector's are one consistent set), and the pii records
+    (replacing only those), when there is anything to write at all. `producer_facts` False: the
     caller saw no fact attribute on the span, so none is looked for."""
     if not (facts or encoded or scrubbed or dropped):
         return

@@ -1,4 +1,5 @@
-"""Group the spans of one export request by trace: one OTLP `TracesData` per trace.
+"""Group the spans of one export request by trace: one OTLP `TracesData` per trace (and the
+log records of a logs request: one `LogsData` per trace, `group_logs_by_trace`).
 
 This is the OTel Collector Kafka exporter's `partition_traces_by_id` shape: each message
 holds spans of exactly one trace, keyed by the trace id in lowercase hex. A trace whose
@@ -13,13 +14,16 @@ so no message is ever built that Kafka would refuse as too large.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from google.protobuf.message import Message
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from pathgrade.collector.facts import splice_attributes
-from pathgrade.collector.validate import Rejections, describe_span
+from pathgrade.collector.validate import Rejections, describe_record, describe_span
 
 if TYPE_CHECKING:
     from pathgrade.collector.redact import RedactionStats
@@ -38,7 +42,7 @@ _FIELD_OVERHEAD = 6
 # to two levels of framing (ResourceSpans in TracesData, Resource in ResourceSpans, ...).
 _GROUP_OVERHEAD = 3 * _FIELD_OVERHEAD
 
-_Entry = tuple[int, int, Span, bytes]  # resource index, scope index, span, its encoding
+_Entry = tuple[int, int, Any, bytes]  # resource index, scope index, span or record, encoding
 
 # Tags of the length-delimited fields a TracesData is made of: TracesData.resource_spans,
 # ResourceSpans.resource and ScopeSpans.scope are field 1, ResourceSpans.scope_spans and
@@ -48,11 +52,12 @@ _FIELD_1, _FIELD_2, _FIELD_3 = b"\x0a", b"\x12", b"\x1a"
 
 @dataclass(slots=True)
 class TraceMessage:
-    """One Kafka message: spans of one trace, and which spans (for error messages)."""
+    """One Kafka message: spans (or log records) of one trace, and which (for error
+    messages)."""
 
     key: bytes
     value: bytes
-    spans: list[Span]
+    spans: list[Any]
 
 
 @dataclass(slots=True)
@@ -75,6 +80,58 @@ def group_by_trace(
     encoding (`encoded_facts`) or its whole encoding as forwarded (`encoded_spans`)."""
     encoded_facts = deferred.encoded_facts if deferred is not None else None
     encoded_spans = deferred.encoded_spans if deferred is not None else None
+
+    def encode(ordinal: int, span: Span) -> bytes:
+        whole = encoded_spans[ordinal] if encoded_spans is not None else None
+        encoded = whole if whole is not None else span.SerializeToString()
+        if encoded_facts is not None and encoded_facts[ordinal]:
+            encoded = splice_attributes(encoded, encoded_facts[ordinal])
+        return encoded
+
+    return _group(request.resource_spans, _SPANS, max_message_bytes, encode)
+
+
+def group_logs_by_trace(
+    request: ExportLogsServiceRequest, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> Grouped:
+    """Messages for a logs `request` as `group_by_trace` makes them for spans: the records
+    of one trace per message (LogsData bytes; the OTel Collector Kafka exporter's
+    `partition_logs_by_trace_id` shape), key = its trace id hex ("" for the records that
+    carry none), and the records refused because no message could hold them."""
+    return _group(request.resource_logs, _LOGS, max_message_bytes, _serialized)
+
+
+def _serialized(_: int, item: Message) -> bytes:
+    return item.SerializeToString()
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """Where a signal's items sit in a request (OTLP traces and logs are built alike:
+    resources, their scopes, the scopes' items), what its index paths call them, and how
+    a refused item's line names it."""
+
+    scopes: str
+    items: str
+    path: tuple[str, str, str]
+    describe: Callable[[Any, str, str], str]
+
+
+_SPANS = _Shape("scope_spans", "spans", ("resourceSpans", "scopeSpans", "spans"), describe_span)
+_LOGS = _Shape(
+    "scope_logs", "log_records", ("resourceLogs", "scopeLogs", "logRecords"), describe_record
+)
+
+
+def _group(
+    resource_items: Iterable[Any],
+    shape: _Shape,
+    max_message_bytes: int,
+    encode: Callable[[int, Any], bytes],
+) -> Grouped:
+    """The messages of one request's items (spans or log records: `shape`), each encoded
+    by `encode(ordinal in the request, item)`, grouped by trace (see the module's
+    docstring)."""
     grouped = Grouped()
     resources: list[tuple[bytes, bytes]] = []  # per resource: its encoding, its schema URL
     scopes: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # the same per scope
@@ -82,31 +139,29 @@ def group_by_trace(
     per_trace: dict[bytes, list[_Entry]] = {}
     bound = 0  # the most any message of this request can take: everything in it
     ordinal = -1
-    for r_index, resource_spans in enumerate(request.resource_spans):
-        resource = resource_spans.resource.SerializeToString()
-        url = resource_spans.schema_url.encode()
+    resource_path, scope_path, item_path = shape.path
+    for r_index, holder in enumerate(resource_items):
+        resource = holder.resource.SerializeToString()
+        url = holder.schema_url.encode()
         resources.append(_parts(resource, url))
         resource_cost = _GROUP_OVERHEAD + len(resource) + len(url)
-        for s_index, scope_spans in enumerate(resource_spans.scope_spans):
-            scope, url = scope_spans.scope.SerializeToString(), scope_spans.schema_url.encode()
+        for s_index, scope_holder in enumerate(getattr(holder, shape.scopes)):
+            scope, url = scope_holder.scope.SerializeToString(), scope_holder.schema_url.encode()
             scopes[(r_index, s_index)] = _parts(scope, url)
             scope_cost = _GROUP_OVERHEAD + len(scope) + len(url)
             group_costs[(r_index, s_index)] = (resource_cost, scope_cost)
             bound += resource_cost + scope_cost
-            for i, span in enumerate(scope_spans.spans):
+            for i, item in enumerate(getattr(scope_holder, shape.items)):
                 ordinal += 1
-                whole = encoded_spans[ordinal] if encoded_spans is not None else None
-                encoded = whole if whole is not None else span.SerializeToString()
-                if encoded_facts is not None and encoded_facts[ordinal]:
-                    encoded = splice_attributes(encoded, encoded_facts[ordinal])
+                encoded = encode(ordinal, item)
                 cost = _FIELD_OVERHEAD + len(encoded)
                 alone = cost + scope_cost + resource_cost
                 if alone > max_message_bytes:
-                    path = f"resourceSpans[{r_index}].scopeSpans[{s_index}].spans[{i}]"
+                    path = f"{resource_path}[{r_index}].{scope_path}[{s_index}].{item_path}[{i}]"
                     problem = _too_large(alone, max_message_bytes)
-                    grouped.rejections.add(describe_span(span, path, problem))
+                    grouped.rejections.add(shape.describe(item, path, problem))
                     continue
-                per_trace.setdefault(span.trace_id, []).append((r_index, s_index, span, encoded))
+                per_trace.setdefault(item.trace_id, []).append((r_index, s_index, item, encoded))
                 bound += cost
     for trace_id, entries in per_trace.items():
         key = trace_id.hex().encode()
@@ -167,9 +222,10 @@ def _traces_data(
     scopes: dict[tuple[int, int], tuple[bytes, bytes]],
     entries: list[_Entry],
 ) -> bytes:
-    """The encoded TracesData of `entries`, written from the parts' encodings: the bytes
-    `SerializeToString` gives for the same message (fields in number order, resources and
-    scopes in the order their first span comes), each span's bytes copied once."""
+    """The encoded TracesData (LogsData: the same field numbers) of `entries`, written from
+    the parts' encodings: the bytes `SerializeToString` gives for the same message (fields
+    in number order, resources and scopes in the order their first item comes), each
+    item's bytes copied once."""
     spans_of: dict[int, dict[int, list[bytes]]] = {}  # resource -> scope -> spans
     for r_index, s_index, _, encoded in entries:
         spans_of.setdefault(r_index, {}).setdefault(s_index, []).append(encoded)

@@ -1,4 +1,6 @@
-"""OTLP/gRPC receiver: `opentelemetry.proto.collector.trace.v1.TraceService/Export`.
+"""OTLP/gRPC receiver: `opentelemetry.proto.collector.trace.v1.TraceService/Export` and
+`opentelemetry.proto.collector.logs.v1.LogsService/Export`, under the same limits, answers
+and authentication (a logs request's partial success counts `rejected_log_records`).
 
 The request is parsed here, not by gRPC, so malformed protobuf is INVALID_ARGUMENT with
 the parser's reason (values nested past protobuf's 100 message levels included). gRPC
@@ -14,34 +16,42 @@ client's own deadline when that comes first.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent import futures
 
 import grpc
 from google.protobuf import any_pb2, duration_pb2
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from google.rpc import code_pb2, error_details_pb2, status_pb2
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
 from pathgrade.collector.auth import TokenAuth, Unauthenticated
+from pathgrade.collector.otlp_json import LOGS, TRACES, Signal
 from pathgrade.collector.pipeline import IngestPipeline
 from pathgrade.collector.spill import SpillFull
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 ANSWER_MARGIN_S = 0.5
 """How long before the client's deadline a call stops waiting for Kafka, to answer."""
 
 
 class TraceServiceHandler:
-    """The Export method over raw request bytes."""
+    """The Export method of both services over raw request bytes (`export`: traces,
+    `export_logs`: logs)."""
 
     def __init__(self, pipeline: IngestPipeline, auth: TokenAuth, ack_timeout_s: float) -> None:
         self.pipeline = pipeline
         self.auth = auth
         self.ack_timeout_s = ack_timeout_s
 
-    def export(self, raw: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+    def export(self, raw: bytes, context: grpc.ServicerContext) -> Message:
+        """TraceService/Export."""
+        return self._export(raw, context, TRACES)
+
+    def export_logs(self, raw: bytes, context: grpc.ServicerContext) -> Message:
+        """LogsService/Export."""
+        return self._export(raw, context, LOGS)
+
+    def _export(self, raw: bytes, context: grpc.ServicerContext, signal: Signal) -> Message:
         started = time.monotonic()
         remaining = context.time_remaining()  # None without a client deadline
         budget = self.ack_timeout_s if remaining is None else remaining - ANSWER_MARGIN_S
@@ -51,18 +61,19 @@ class TraceServiceHandler:
             tenant = self.auth.tenant(metadata.get("authorization"))
         except Unauthenticated as exc:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
-        request = ExportTraceServiceRequest()
+        request = signal.request()
         try:
             request.ParseFromString(raw)
         except DecodeError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"invalid OTLP protobuf: {exc}")
+        ingest = self.pipeline.ingest_logs if signal is LOGS else self.pipeline.ingest
         try:
-            result = self.pipeline.ingest(request, tenant, deadline, raw)
+            result = ingest(request, tenant, deadline, raw)
         except SpillFull as exc:
             _abort_unavailable(context, str(exc), exc.retry_after_s)
-        response = ExportTraceServiceResponse()
+        response = signal.response()
         if result.rejected_spans:
-            response.partial_success.rejected_spans = result.rejected_spans
+            setattr(response.partial_success, signal.rejected_field, result.rejected_spans)
             response.partial_success.error_message = result.error_message
         return response
 
@@ -84,6 +95,18 @@ class _RichStatus(grpc.Status):
         self.trailing_metadata = (("grpc-status-details-bin", status.SerializeToString()),)
 
 
+def _service(name: str, export: Callable[..., Message]) -> grpc.GenericRpcHandler:
+    """A service `name` whose Export method is `export` (over the raw request bytes)."""
+    method = grpc.unary_unary_rpc_method_handler(
+        export, request_deserializer=None, response_serializer=_serialized
+    )
+    return grpc.method_handlers_generic_handler(name, {"Export": method})
+
+
+def _serialized(response: Message) -> bytes:
+    return response.SerializeToString()
+
+
 def start_grpc_server(
     handler: TraceServiceHandler,
     host: str,
@@ -101,14 +124,8 @@ def start_grpc_server(
             ("grpc.max_connection_idle_ms", int(idle_timeout_s * 1000)),
         ],
     )
-    method = grpc.unary_unary_rpc_method_handler(
-        handler.export,
-        request_deserializer=None,
-        response_serializer=ExportTraceServiceResponse.SerializeToString,
-    )
-    server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(SERVICE, {"Export": method}),)
-    )
+    exports = ((SERVICE, handler.export), (LOGS_SERVICE, handler.export_logs))
+    server.add_generic_rpc_handlers(tuple(_service(service, export) for service, export in exports))
     try:
         bound = server.add_insecure_port(f"{host}:{port}")
     except RuntimeError as exc:

@@ -1,4 +1,6 @@
-"""OTLP/HTTP receiver: `POST /v1/traces`, protobuf or JSON, optionally gzip-compressed.
+"""OTLP/HTTP receiver: `POST /v1/traces` and `POST /v1/logs`, protobuf or JSON, optionally
+gzip-compressed; both paths under the same limits, answers and authentication (a logs
+request's partial success counts `rejectedLogRecords`).
 
 Answers in the request's content type; errors carry a `google.rpc.Status` body as the
 OTLP/HTTP specification asks (400 malformed, 401 unauthenticated, 408 a request not
@@ -32,10 +34,6 @@ from http import HTTPStatus
 from typing import Any
 
 from google.protobuf.message import DecodeError
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
 from pathgrade.collector.auth import TokenAuth, Unauthenticated
 from pathgrade.collector.http_answers import (
     JSON,
@@ -55,7 +53,14 @@ from pathgrade.collector.http_server import (
     UvicornServer,
 )
 from pathgrade.collector.limits import BodyTooLarge, MalformedBody, decompress_bounded
-from pathgrade.collector.otlp_json import OtlpJsonError, decode_export_request_json, response_json
+from pathgrade.collector.otlp_json import (
+    LOGS,
+    TRACES,
+    OtlpJsonError,
+    Signal,
+    decode_export_request_json,
+    response_json,
+)
 from pathgrade.collector.pipeline import IngestPipeline, IngestResult
 from pathgrade.collector.spill import SpillFull
 from pathgrade.collector.validate import Rejections
@@ -63,6 +68,9 @@ from pathgrade.collector.validate import Rejections
 log = logging.getLogger(__name__)
 
 TRACES_PATH = "/v1/traces"
+LOGS_PATH = "/v1/logs"
+SIGNALS = {TRACES_PATH: TRACES, LOGS_PATH: LOGS}
+"""The paths the receiver takes, and the signal each carries."""
 MAX_DISCARD_BYTES = 1 << 30  # a refused body larger than this closes the connection instead
 MEMORY_RETRY_AFTER_S = 1
 """Retry-After of a 503 for bodies filling the memory they may take."""
@@ -100,6 +108,7 @@ class _Request:
     content_encoding: str | None
     tenant: str
     deadline: float
+    signal: Signal
 
 
 class _BodyBudget:
@@ -223,6 +232,7 @@ class _OtlpApp:
             request = _Request(
                 await self._read_body(receive, length, exchange), content_type,
                 headers.get("content-encoding"), tenant, exchange.head_at + self.ack_timeout_s,
+                SIGNALS[scope["path"]],
             )  # fmt: skip
             body_read = True
             exchange.processing()
@@ -333,18 +343,20 @@ class _OtlpApp:
             return _Answer(HTTPStatus.SERVICE_UNAVAILABLE, body, answer_type, headers)
         except Exception as exc:  # a bug must still get an answer, and the log its trace
             return _internal_error(exc, answer_type)
+        signal = request.signal
         if answer_type == JSON:
-            body = response_json(result.rejected_spans, result.error_message)
+            body = response_json(result.rejected_spans, result.error_message, signal)
         else:
-            response = ExportTraceServiceResponse()
+            response = signal.response()
             if result.rejected_spans:
-                response.partial_success.rejected_spans = result.rejected_spans
+                setattr(response.partial_success, signal.rejected_field, result.rejected_spans)
                 response.partial_success.error_message = result.error_message
             body = response.SerializeToString()
         return _Answer(HTTPStatus.OK, body, answer_type)
 
     def _ingest(self, request: _Request) -> IngestResult:
-        """Decompress and decode the body, then run the pipeline on its spans."""
+        """Decompress and decode the body, then run the pipeline on its spans (or log
+        records)."""
         limit = self.max_body_bytes
         try:
             body = decompress_bounded(request.body, request.content_encoding, limit)
@@ -352,15 +364,17 @@ class _OtlpApp:
             raise _HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, str(exc)) from exc
         except MalformedBody as exc:
             raise _HttpError(HTTPStatus.BAD_REQUEST, str(exc)) from exc
+        signal = request.signal
+        ingest = self.pipeline.ingest_logs if signal is LOGS else self.pipeline.ingest
         if request.content_type == JSON:
-            decoded, refused = _decode_json(body)
-            return self.pipeline.ingest(decoded, request.tenant, request.deadline, refused=refused)
-        parsed = ExportTraceServiceRequest()
+            decoded, refused = _decode_json(body, signal)
+            return ingest(decoded, request.tenant, request.deadline, refused=refused)
+        parsed = signal.request()
         try:
             parsed.ParseFromString(body)
         except DecodeError as exc:
             raise _HttpError(HTTPStatus.BAD_REQUEST, f"invalid OTLP protobuf: {exc}") from exc
-        return self.pipeline.ingest(parsed, request.tenant, request.deadline, body)
+        return ingest(parsed, request.tenant, request.deadline, body)
 
 
 def _internal_error(exc: Exception, answer_type: str) -> _Answer:
@@ -371,18 +385,18 @@ def _internal_error(exc: Exception, answer_type: str) -> _Answer:
     return _Answer(HTTPStatus.INTERNAL_SERVER_ERROR, body, answer_type)
 
 
-def _decode_json(body: bytes) -> tuple[ExportTraceServiceRequest, Rejections]:
-    """The spans of an OTLP/JSON body that decode, and the refused ones; 400 when it
-    cannot be decoded at all, or none of its spans can."""
+def _decode_json(body: bytes, signal: Signal) -> tuple[Any, Rejections]:
+    """The spans (or records) of an OTLP/JSON body that decode, and the refused ones; 400
+    when it cannot be decoded at all, or none of its spans can."""
     try:
-        decoded = decode_export_request_json(body)
+        decoded = decode_export_request_json(body, signal)
     except OtlpJsonError as exc:
         raise _HttpError(HTTPStatus.BAD_REQUEST, f"invalid OTLP/JSON: {exc}") from exc
     refused = Rejections()
     for span in decoded.refused:
         refused.add(span.line)
     if decoded.refused and len(decoded.refused) == decoded.spans:
-        message = f"invalid OTLP/JSON, no span could be decoded: {refused.error_message}"
+        message = f"invalid OTLP/JSON, no {signal.noun} could be decoded: {refused.error_message}"
         raise _HttpError(HTTPStatus.BAD_REQUEST, message)
     return decoded.request, refused
 
@@ -403,12 +417,16 @@ def _check_route(scope: dict[str, Any], content_type: str) -> None:
         raise _HttpError(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"HTTP/{version} not supported")
     method = scope["method"]
     if method == "GET":
-        raise _HttpError(HTTPStatus.NOT_FOUND, f"POST OTLP traces to {TRACES_PATH}")
+        raise _HttpError(
+            HTTPStatus.NOT_FOUND, f"POST OTLP traces to {TRACES_PATH}, logs to {LOGS_PATH}"
+        )
     if method != "POST":
         raise _HttpError(HTTPStatus.NOT_IMPLEMENTED, f"Unsupported method ({method!r})")
     path = scope["path"]
-    if path != TRACES_PATH:
-        raise _HttpError(HTTPStatus.NOT_FOUND, f"no such path {path}; use {TRACES_PATH}")
+    if path not in SIGNALS:
+        raise _HttpError(
+            HTTPStatus.NOT_FOUND, f"no such path {path}; use {TRACES_PATH} or {LOGS_PATH}"
+        )
     if content_type not in (PROTOBUF, JSON):
         raise _HttpError(
             HTTPStatus.UNSUPPORTED_MEDIA_TYPE,

@@ -1,20 +1,21 @@
-"""OTLP/JSON trace requests in, OTLP/JSON responses out.
+"""OTLP/JSON trace and logs requests in, OTLP/JSON responses out.
 
 Follows opentelemetry-proto `docs/specification.md`, "JSON Protobuf Encoding": trace and span
 ids are hex strings (not base64 as in canonical protobuf JSON), enums are integers (names are
 accepted too), field names are lowerCamelCase (the original snake_case is accepted too),
 64-bit integers may be strings or numbers, and unknown fields are ignored.
 
-A request is decoded span by span, as the protobuf path validates it: a value no field can
-hold (an integer past int64 or uint64, a negative time, a double that overflows or a bare
-NaN, bytes that are not base64, a lone surrogate escape `"\\ud800"` in a key or a string,
-an id that is not hex, a field of the wrong JSON type) refuses its span only, named by its
-ids when readable, its index path, the field and the reason; one in a resource or scope
-refuses every span it carries. What cannot be decoded at all is an `OtlpJsonError` naming
-the field: a body that is no JSON object, JSON nested deeper than MAX_JSON_DEPTH
-containers (refused before the recursive protobuf parser sees it) or than protobuf's 100
-message levels, resourceSpans, scopeSpans or spans that are not arrays of objects, a lone
-surrogate outside every resource.
+A request is decoded span by span (a logs request record by record, `LOGS`: its records'
+`traceId` and `spanId` are hex as well, and may be empty), as the protobuf path validates
+it: a value no field can hold (an integer past int64 or uint64, a negative time, a double
+that overflows or a bare NaN, bytes that are not base64, a lone surrogate escape
+`"\\ud800"` in a key or a string, an id that is not hex, a field of the wrong JSON type)
+refuses its span only, named by its ids when readable, its index path, the field and the
+reason; one in a resource or scope refuses every span it carries. What cannot be decoded
+at all is an `OtlpJsonError` naming the field: a body that is no JSON object, JSON nested
+deeper than MAX_JSON_DEPTH containers (refused before the recursive protobuf parser sees
+it) or than protobuf's 100 message levels, resourceSpans, scopeSpans or spans that are not
+arrays of objects, a lone surrogate outside every resource.
 """
 
 from __future__ import annotations
@@ -33,11 +34,14 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.proto.trace.v1 import trace_pb2
 
 MAX_JSON_DEPTH = 256
 """Deepest nesting of JSON objects and arrays accepted. A request protobuf can represent
@@ -64,6 +68,29 @@ class OtlpJsonError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class Signal:
+    """Where a signal's items sit in an OTLP/JSON request (traces and logs are built alike:
+    resources, their scopes, the scopes' items), camelCase and snake_case, the request
+    and response messages, what a refused item's line calls it and which of its fields
+    are hex ids (of it, and of its links)."""
+
+    resources: tuple[str, str]
+    scopes: tuple[str, str]
+    items: tuple[str, str]
+    request: type[Message]
+    response: type[Message]
+    noun: str
+    ids: tuple[tuple[str, str, int], ...]
+    link_ids: tuple[tuple[str, str, int], ...]
+    rejected_field: str
+
+    @property
+    def part_suffix(self) -> str:
+        """What follows `resource` / `scope` in their holders' names ("Spans", "Logs")."""
+        return self.resources[0].removeprefix("resource")
+
+
+@dataclass(frozen=True, slots=True)
 class RefusedSpan:
     """A span of an OTLP/JSON request that could not be decoded: its index `path`, its
     "trace/span" hex `ids` when readable, the bad field's path in the request (`location`)
@@ -75,14 +102,15 @@ class RefusedSpan:
     location: str
     field: str
     reason: str
+    noun: str = "span"
 
     @property
     def line(self) -> str:
         """The partial-success line, as the protobuf path writes it
-        (`validate.describe_span`)."""
+        (`validate.describe_span`, `describe_record`)."""
         span = f"{self.ids} ({self.path})" if self.ids else self.path
         problem = f"{self.field}: {self.reason}" if self.field else self.reason
-        return f"span {span}: {problem}"
+        return f"{self.noun} {span}: {problem}"
 
 
 @dataclass(slots=True)
@@ -90,7 +118,7 @@ class DecodedRequest:
     """An OTLP/JSON request decoded span by span: the spans that decoded (in `request`),
     how many spans the body held, and those refused."""
 
-    request: ExportTraceServiceRequest
+    request: Any
     spans: int = 0
     refused: list[RefusedSpan] = field(default_factory=list)
 
@@ -116,9 +144,11 @@ def parse_export_request_json(body: bytes) -> ExportTraceServiceRequest:
     return decoded.request
 
 
-def decode_export_request_json(body: bytes) -> DecodedRequest:
-    """Decode an OTLP/JSON `ExportTraceServiceRequest` span by span (see the module's
+def decode_export_request_json(body: bytes, signal: Signal | None = None) -> DecodedRequest:
+    """Decode an OTLP/JSON `ExportTraceServiceRequest` span by span (an
+    `ExportLogsServiceRequest` record by record with `signal` LOGS; see the module's
     docstring); `OtlpJsonError` when the body cannot be decoded at all."""
+    signal = signal or TRACES
     document = _load_json(body)
     if not isinstance(document, dict):
         raise OtlpJsonError(f"request: expected a JSON object, got {_json_type(document)}")
@@ -127,27 +157,35 @@ def decode_export_request_json(body: bytes) -> DecodedRequest:
         surrogates=_SURROGATE_ESCAPE.search(body) is not None,
         quoted=_QUOTED_DOUBLE_OR_BYTES.search(body) is not None,
     )
-    decoded = DecodedRequest(ExportTraceServiceRequest())
-    resources = _objects(document, "resourceSpans", "resource_spans", "request", checks)
-    for r, resource_spans in resources:
-        resource_path = f"resourceSpans[{r}]"
-        scopes = _objects(resource_spans, "scopeSpans", "scope_spans", resource_path, checks)
-        holder = decoded.request.resource_spans.add()
+    decoded = DecodedRequest(signal.request())
+    (resources_camel, resources_snake), (scopes_camel, scopes_snake) = (
+        signal.resources,
+        signal.scopes,
+    )
+    items_camel, items_snake = signal.items
+    resources = _objects(document, resources_camel, resources_snake, "request", checks)
+    for r, resource_items in resources:
+        resource_path = f"{resources_camel}[{r}]"
+        scopes = _objects(resource_items, scopes_camel, scopes_snake, resource_path, checks)
+        holder = getattr(decoded.request, resources_snake).add()
         resource_problem = _decode_part(
-            resource_spans, ("scopeSpans", "scope_spans"), holder, resource_path, "resource",
-            checks,
+            resource_items, signal.scopes, holder, resource_path, "resource", checks,
+            signal.part_suffix,
         )  # fmt: skip
-        for s, scope_spans in scopes:
-            scope_path = f"{resource_path}.scopeSpans[{s}]"
-            spans = _array(scope_spans, "spans", "spans", scope_path)
-            scope_holder = holder.scope_spans.add()
+        for s, scope_items in scopes:
+            scope_path = f"{resource_path}.{scopes_camel}[{s}]"
+            items = _array(scope_items, items_camel, items_snake, scope_path)
+            scope_holder = getattr(holder, scopes_snake).add()
             problem = resource_problem or _decode_part(
-                scope_spans, ("spans",), scope_holder, scope_path, "scope", checks
-            )
-            decoded.spans += len(spans)
-            for i, span in enumerate(spans):
-                path = f"{scope_path}.spans[{i}]"
-                refused = _decode_span(span, scope_holder.spans, path, problem, checks)
+                scope_items, signal.items, scope_holder, scope_path, "scope", checks,
+                signal.part_suffix,
+            )  # fmt: skip
+            decoded.spans += len(items)
+            for i, item in enumerate(items):
+                path = f"{scope_path}.{items_camel}[{i}]"
+                refused = _decode_span(
+                    item, getattr(scope_holder, items_snake), path, problem, checks, signal
+                )
                 if refused is not None:
                     decoded.refused.append(refused)
     return decoded
@@ -173,9 +211,10 @@ def _decode_part(
     path: str,
     part: str,
     checks: _ValueChecks,
+    suffix: str = "Spans",
 ) -> _Problem | None:
     """Parse a resource's or scope's own fields (all but its `children`) into `holder`;
-    the problem that refuses every span under it, or None."""
+    the problem that refuses every span (or record) under it, or None."""
     own = {key: item for key, item in value.items() if key not in children}
     found = _value_problem(own, path, checks) or _parse_problem(own, holder, path)
     if found is None:
@@ -183,45 +222,50 @@ def _decode_part(
     location, reason = found
     inner = location[len(path) + 1 :]
     if not inner.startswith(part):  # a field beside the resource or scope (`schemaUrl`)
-        inner = f"{part}Spans.{inner}" if inner else f"{part}Spans"
+        inner = f"{part}{suffix}.{inner}" if inner else f"{part}{suffix}"
     return _Problem(location, inner, reason)
 
 
 def _decode_span(
     span: Any,
-    spans: RepeatedCompositeFieldContainer[trace_pb2.Span],
+    spans: RepeatedCompositeFieldContainer[Message],
     path: str,
     shared: _Problem | None,
     checks: _ValueChecks,
+    signal: Signal,
 ) -> RefusedSpan | None:
-    """Parse one span into `spans`; the refusal when it (or its resource or scope,
-    `shared`) holds a value no field can."""
+    """Parse one span (or record: `signal`) into `spans`; the refusal when it (or its
+    resource or scope, `shared`) holds a value no field can."""
+    noun = signal.noun
     if not isinstance(span, dict):
-        return RefusedSpan(path, None, path, "", f"expected a JSON object, got {_json_type(span)}")
+        reason = f"expected a JSON object, got {_json_type(span)}"
+        return RefusedSpan(path, None, path, "", reason, noun)
     ids = _readable_ids(span)
     if shared is not None:
-        return RefusedSpan(path, ids, shared.location, shared.field, shared.reason)
-    found = _value_problem(span, path, checks) or _ids_problem(span, path)
+        return RefusedSpan(path, ids, shared.location, shared.field, shared.reason, noun)
+    found = _value_problem(span, path, checks) or _ids_problem(span, path, signal)
     if found is None:
         found = _parse_problem(span, spans.add(), path)
         if found is None:
             return None
         del spans[-1]  # parsed in part
     location, reason = found
-    return RefusedSpan(path, ids, location, location[len(path) + 1 :], reason)
+    return RefusedSpan(path, ids, location, location[len(path) + 1 :], reason, noun)
 
 
-def response_json(rejected_spans: int, error_message: str) -> bytes:
-    """An OTLP/JSON `ExportTraceServiceResponse`.
+def response_json(rejected_spans: int, error_message: str, signal: Signal | None = None) -> bytes:
+    """An OTLP/JSON `ExportTraceServiceResponse` (`ExportLogsServiceResponse` with `signal`
+    LOGS, counting records).
 
     `partialSuccess` is set only when spans were rejected or there is a message (the spec lets
     servers convey warnings with `rejectedSpans` 0); otherwise the body is `{}`.
     """
+    signal = signal or TRACES
     if rejected_spans < 0:
         raise ValueError(f"rejected_spans: must be >= 0, got {rejected_spans}")
-    response = ExportTraceServiceResponse()
+    response = signal.response()
     if rejected_spans or error_message:
-        response.partial_success.rejected_spans = rejected_spans
+        setattr(response.partial_success, signal.rejected_field, rejected_spans)
         response.partial_success.error_message = error_message
     document = json_format.MessageToDict(response)
     return json.dumps(document, separators=(",", ":")).encode()
@@ -299,17 +343,19 @@ def _is_hex_id(value: Any, hex_len: int) -> bool:
         return False
 
 
-def _ids_problem(span: dict[str, Any], path: str) -> tuple[str, str] | None:
-    """Convert a span's hex ids, and its links', to base64 in place for ParseDict; the
-    first id that is not hex, as (where, why)."""
-    for camel, snake, hex_len in _SPAN_IDS:
+def _ids_problem(span: dict[str, Any], path: str, signal: Signal) -> tuple[str, str] | None:
+    """Convert a span's (or record's) hex ids, and its links', to base64 in place for
+    ParseDict; the first id that is not hex, as (where, why)."""
+    for camel, snake, hex_len in signal.ids:
         problem = _convert_id(span, camel, snake, hex_len, path)
         if problem is not None:
             return problem
+    if not signal.link_ids:
+        return None
     links = span.get("links", span.get("links"))
     for k, link in enumerate(links if isinstance(links, list) else ()):
         if isinstance(link, dict):
-            for camel, snake, hex_len in _SPAN_IDS[:2]:
+            for camel, snake, hex_len in signal.link_ids:
                 problem = _convert_id(link, camel, snake, hex_len, f"{path}.links[{k}]")
                 if problem is not None:
                     return problem
@@ -321,6 +367,16 @@ _SPAN_IDS = (
     ("spanId", "span_id", _SPAN_ID_HEX_LEN),
     ("parentSpanId", "parent_span_id", _SPAN_ID_HEX_LEN),
 )
+TRACES = Signal(
+    ("resourceSpans", "resource_spans"), ("scopeSpans", "scope_spans"), ("spans", "spans"),
+    ExportTraceServiceRequest, ExportTraceServiceResponse, "span", _SPAN_IDS, _SPAN_IDS[:2],
+    "rejected_spans",
+)  # fmt: skip
+LOGS = Signal(
+    ("resourceLogs", "resource_logs"), ("scopeLogs", "scope_logs"),
+    ("logRecords", "log_records"), ExportLogsServiceRequest, ExportLogsServiceResponse,
+    "log record", _SPAN_IDS[:2], (), "rejected_log_records",
+)  # fmt: skip
 
 
 def _convert_id(

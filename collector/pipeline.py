@@ -1,5 +1,6 @@
 """The collector's one processing path, shared by the gRPC and HTTP receivers:
-validate -> facts and redaction (per tenant) -> group by trace -> publish."""
+validate -> facts and redaction (per tenant) -> group by trace -> publish; for spans
+(`ingest`, to `pathgrade.spans`) and log records (`ingest_logs`, to `pathgrade.logs`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,19 @@ import threading
 import time
 from dataclasses import dataclass
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, TraceMessage, group_by_trace
+from pathgrade.collector.grouping import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Grouped,
+    TraceMessage,
+    group_by_trace,
+    group_logs_by_trace,
+)
 from pathgrade.collector.publisher import KafkaPublisher
 from pathgrade.collector.redact import Redactor
 from pathgrade.collector.spill import OutgoingMessage
-from pathgrade.collector.validate import Rejections, validate_request
+from pathgrade.collector.validate import Rejections, validate_logs_request, validate_request
 
 MAX_NAMED_SPANS = 5
 """How many span ids the error line of a message Kafka refused names."""
@@ -32,6 +40,9 @@ class IngestCounters:
     requests: int = 0
     accepted_spans: int = 0
     rejected_spans: int = 0
+    log_requests: int = 0
+    accepted_log_records: int = 0
+    rejected_log_records: int = 0
 
 
 class IngestPipeline:
@@ -43,9 +54,11 @@ class IngestPipeline:
         publisher: KafkaPublisher,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         counters: IngestCounters | None = None,
+        logs_publisher: KafkaPublisher | None = None,
     ) -> None:
         self.redactor = redactor
         self.publisher = publisher
+        self.logs_publisher = logs_publisher
         self.max_message_bytes = max_message_bytes
         self.counters = counters if counters is not None else IngestCounters()
         self._counters_lock = threading.Lock()
@@ -74,15 +87,8 @@ class IngestPipeline:
         received_at = time.time_ns()
         grouped = group_by_trace(request, self.max_message_bytes, redacted)
         rejections.extend(grouped.rejections)
-        refused = self.publisher.publish(
-            [OutgoingMessage(m.key, m.value, tenant, received_at) for m in grouped.messages],
-            deadline,
-        )
-        for index, reason in refused.items():
-            rejections.add(_refused_line(grouped.messages[index], reason),
-                           len(grouped.messages[index].spans))  # fmt: skip
-        accepted = sum(len(m.spans) for m in grouped.messages) - sum(
-            len(grouped.messages[index].spans) for index in refused
+        accepted = self._publish(
+            self.publisher, grouped, tenant, received_at, deadline, rejections, "spans"
         )
         with self._counters_lock:
             self.counters.requests += 1
@@ -90,10 +96,58 @@ class IngestPipeline:
             self.counters.rejected_spans += rejections.rejected_spans
         return IngestResult(accepted, rejections.rejected_spans, rejections.error_message)
 
+    def ingest_logs(
+        self,
+        request: ExportLogsServiceRequest,
+        tenant: str,
+        deadline: float | None = None,
+        body: bytes | None = None,
+        refused: Rejections | None = None,
+    ) -> IngestResult:
+        """`ingest` for a logs request: its good records in Kafka (`pathgrade.logs`) or
+        the spill by `deadline`, invalid ones and those too large or refused by Kafka
+        reported (`IngestResult` counts records as its spans). Raises SpillFull, and
+        RuntimeError when the collector has no logs publisher."""
+        if self.logs_publisher is None:
+            raise RuntimeError("this collector takes no logs (it has no logs publisher)")
+        rejections = refused if refused is not None else Rejections()
+        rejections.extend(
+            validate_logs_request(request, encoded_bytes=len(body) if body is not None else None)
+        )
+        self.redactor.redact_logs(request, tenant)
+        received_at = time.time_ns()
+        grouped = group_logs_by_trace(request, self.max_message_bytes)
+        rejections.extend(grouped.rejections)
+        accepted = self._publish(self.logs_publisher, grouped, tenant, received_at, deadline,
+                                 rejections, "log records")  # fmt: skip
+        with self._counters_lock:
+            self.counters.log_requests += 1
+            self.counters.accepted_log_records += accepted
+            self.counters.rejected_log_records += rejections.rejected_spans
+        return IngestResult(accepted, rejections.rejected_spans, rejections.error_message)
 
-def _refused_line(message: TraceMessage, reason: str) -> str:
-    """The error line of a message Kafka refused: its trace, (some of) its spans, why."""
-    named = ", ".join(span.span_id.hex() for span in message.spans[:MAX_NAMED_SPANS])
+    def _publish(
+        self, publisher: KafkaPublisher, grouped: Grouped, tenant: str, received_at: int,
+        deadline: float | None, rejections: Rejections, items: str,
+    ) -> int:  # fmt: skip
+        """Publish `grouped`'s messages; the items of those Kafka refused are added to
+        `rejections`; returns how many items were accepted."""
+        messages = grouped.messages
+        refused = publisher.publish(
+            [OutgoingMessage(m.key, m.value, tenant, received_at) for m in messages], deadline
+        )
+        for index, reason in refused.items():
+            rejections.add(_refused_line(messages[index], reason, items),
+                           len(messages[index].spans))  # fmt: skip
+        return sum(len(m.spans) for m in messages) - sum(
+            len(messages[index].spans) for index in refused
+        )
+
+
+def _refused_line(message: TraceMessage, reason: str, items: str = "spans") -> str:
+    """The error line of a message Kafka refused: its trace, (some of) its spans (or log
+    records: `items`), why."""
+    named = ", ".join(item.span_id.hex() for item in message.spans[:MAX_NAMED_SPANS])
     more = len(message.spans) - MAX_NAMED_SPANS
     named += f" and {more} more" if more > 0 else ""
-    return f"spans {named} of trace {message.key.decode()}: {reason}"
+    return f"{items} {named} of trace {message.key.decode()}: {reason}"

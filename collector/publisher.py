@@ -232,8 +232,9 @@ class KafkaPublisher:
 
     @property
     def log_name(self) -> str:
-        """What the spill is called in stalls and errors."""
-        return "the durable log" if self.durable else "the spill"
+        """What the spill is called in stalls and errors (with its topic, but for spans')."""
+        name = "the durable log" if self.durable else "the spill"
+        return name if self.topic == SPANS_TOPIC else f"{name} of {self.topic}"
 
     def start(self) -> None:
         if self.durable:

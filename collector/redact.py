@@ -49,10 +49,12 @@ from collections.abc import Iterable, Mapping, MutableSequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
-from pathgrade.collector.facts import CONTEXT_KEYS, FactMaker, write_facts
+from pathgrade.collector.facts import CONTEXT_KEYS, FactMaker, record_content, write_facts
 from pathgrade.collector.forwarding import Forwarding
 from pathgrade.schemas import genai
 from pathgrade.schemas.allowed_keys import (
@@ -67,6 +69,7 @@ from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret, TenantKey, 
 from pathgrade.schemas.memo import BoundedMemo
 from pathgrade.schemas.messages import GrowingArrays, parse_json
 from pathgrade.schemas.otlp import any_value
+from pathgrade.schemas.otlp_logs import EVENT_NAME_ATTRIBUTE
 from pathgrade.schemas.pii import (
     CARD,
     CARD_MARK,
@@ -95,6 +98,9 @@ _NO_PII: Final[Mapping[str, Counts | None]] = {}
 _MIN_CARD, _MAX_CARD = 10**12, 10**19  # numbers of 13-19 digits
 _MAX_CACHED_KEYS = 4096
 _SPAN_IDS = ("trace_id", "span_id", "parent_span_id")
+_RECORD_IDS = ("trace_id", "span_id")
+BODY_FIELD: Final = "body"
+"""A log record's body as the pii records name it."""
 _REDACTORS = itertools.count(1)
 _MIN_GROWING_CHARS = 256  # longer message arrays (which the scanner does not remember) are read
 # incrementally when they grow
@@ -247,20 +253,9 @@ class Redactor:
         key = self.secret.for_tenant(tenant)
         ordinal = 0
         for resource_spans in request.resource_spans:
-            shared: PiiRecord = {}
-            self._forward_list(resource_spans.resource.attributes, shared, "resource:", stats, key)
-            resource_spans.schema_url = self._scrub_field(
-                resource_spans.schema_url, shared, "schema_url", stats
-            )
+            shared = self._redact_resource(resource_spans, stats, key)
             for scope_spans in resource_spans.scope_spans:
-                scoped = {k: dict(v) for k, v in shared.items()}
-                scope = scope_spans.scope
-                self._forward_list(scope.attributes, scoped, "scope:", stats, key)
-                scope.name = self._scrub_field(scope.name, scoped, "scope.name", stats)
-                scope.version = self._scrub_field(scope.version, scoped, "scope.version", stats)
-                scope_spans.schema_url = self._scrub_field(
-                    scope_spans.schema_url, scoped, "scope.schema_url", stats
-                )
+                scoped = self._redact_scope(scope_spans, shared, stats, key)
                 for span in scope_spans.spans:
                     if encodings is not None and encodings[ordinal] is not None:
                         ordinal += 1
@@ -275,6 +270,102 @@ class Redactor:
                     ordinal += 1
         stats.spans = ordinal
         return stats
+
+    def redact_logs(
+        self, request: ExportLogsServiceRequest, tenant: str = DEFAULT_TENANT
+    ) -> RedactionStats:
+        """A logs request's records as `redact` treats spans, in place: facts first (from
+        the raw content: the messages the record carries, `schemas.events.event_messages`,
+        and its content attributes), then the record's content removed unless captured
+        (content attributes by the span rules; the body is content: kept with
+        `capture_messages`), every other attribute forwarded by the allow-list, every string
+        left scrubbed (the event name, the severity text, a kept body); a record whose
+        trace or span id holds a card gets fingerprint bytes instead. `stats.spans` counts
+        the records."""
+        stats = RedactionStats()
+        key = self.secret.for_tenant(tenant)
+        for resource_logs in request.resource_logs:
+            shared = self._redact_resource(resource_logs, stats, key)
+            for scope_logs in resource_logs.scope_logs:
+                scoped = self._redact_scope(scope_logs, shared, stats, key)
+                for record in scope_logs.log_records:
+                    self._redact_record(record, tenant, key, _Findings(scoped), stats)
+                    stats.spans += 1
+        return stats
+
+    def _redact_resource(self, holder: Any, stats: RedactionStats, key: TenantKey) -> PiiRecord:
+        """Forward a resource's attributes and scrub its schema URL (of `ResourceSpans` or
+        `ResourceLogs`); returns what was found, which its items' facts note too."""
+        shared: PiiRecord = {}
+        self._forward_list(holder.resource.attributes, shared, "resource:", stats, key)
+        holder.schema_url = self._scrub_field(holder.schema_url, shared, "schema_url", stats)
+        return shared
+
+    def _redact_scope(
+        self, holder: Any, shared: PiiRecord, stats: RedactionStats, key: TenantKey
+    ) -> PiiRecord:
+        """Forward a scope's attributes, scrub its name, version and schema URL (of
+        `ScopeSpans` or `ScopeLogs`); returns what was found, the resource's included."""
+        scoped = {k: dict(v) for k, v in shared.items()}
+        scope = holder.scope
+        self._forward_list(scope.attributes, scoped, "scope:", stats, key)
+        scope.name = self._scrub_field(scope.name, scoped, "scope.name", stats)
+        scope.version = self._scrub_field(scope.version, scoped, "scope.version", stats)
+        holder.schema_url = self._scrub_field(holder.schema_url, scoped, "scope.schema_url", stats)
+        return scoped
+
+    def _redact_record(
+        self, record: logs_pb2.LogRecord, tenant: str, key: TenantKey, found: _Findings,
+        stats: RedactionStats,
+    ) -> None:  # fmt: skip
+        """One log record (see `redact_logs`)."""
+        attributes = record.attributes
+        name = record.event_name or _raw_event_name(attributes)
+        has_body = record.HasField("body")
+        body = any_value(record.body) if has_body else None
+        context: dict[str, Any] = {}
+        read: list[tuple[str, Any]] | None = [] if self.facts is not None else None
+        content, producer_facts, confirmed = self._scan(
+            attributes, context, found.scrubbed, "", stats, key, read
+        )
+        facts: dict[str, Any] = {}
+        if self.facts is not None and read is not None:
+            raw = record_content(name, dict(read), context, body)
+            if raw:
+                facts = self.facts.facts("", raw, tenant, record.trace_id)
+            # the JSON text of structured messages, written once for the facts, is what
+            # `_note_dropped` reads of them too
+            read[:] = [(k, raw[k] if isinstance(raw.get(k), str) else v) for k, v in read]
+        keep = self._policy(context, attributes, confirmed)
+        removed = self._settle(
+            attributes, content, keep, found, "", stats, key, record.trace_id, read, None
+        )
+        if has_body and keep.messages:
+            counts = self._scrub_value(record.body)
+            if counts:
+                stats.scrubbed(found.scrubbed, BODY_FIELD, counts)
+        elif has_body:
+            if self.facts is not None:
+                dropped: Counts = {}
+                self._find_in(record.body, dropped)
+                if dropped:
+                    _note(found.dropped, BODY_FIELD, dropped)
+            record.ClearField("body")
+            removed += 1
+        self._scrub_ids(record, _RECORD_IDS, key, found.scrubbed, "", stats)
+        record.event_name = self._scrub_field(
+            record.event_name, found.scrubbed, "event_name", stats
+        )
+        record.severity_text = self._scrub_field(
+            record.severity_text, found.scrubbed, "severity_text", stats
+        )
+        if removed:
+            attributes.add(key=genai.PG_REDACTED_KEYS).value.int_value = removed
+        stats.removed_attributes += removed
+        if self.facts is None or not (facts or found.scrubbed or found.dropped):
+            return
+        stats.spans_with_facts += 1
+        write_facts(record, facts, found.scrubbed, found.dropped, producer_facts)
 
     def _kernel_answers(
         self, request: ExportTraceServiceRequest, tenant: str, body: bytes | None,
@@ -601,8 +692,11 @@ class Redactor:
         known: Any = None,
     ) -> None:  # fmt: skip
         """Note the personal data in an attribute about to be dropped (`known`: its value,
-        when already read). A message array that grows from one model call of the trace to
-        the next is read in its new part."""
+        when already read). A structured value is read as its JSON text, as the same
+        messages on a span are; a message array that grows from one model call of the trace
+        to the next is read in its new part."""
+        if isinstance(known, list | dict):  # a structured value (a record's messages): its
+            known = json.dumps(known, ensure_ascii=False, default=str)  # JSON, as on a span
         text = known if isinstance(known, str) else kv.value.string_value
         if len(text) > _MIN_GROWING_CHARS and text.startswith("["):
             counts = self._dropped_arrays((trace_id, prefix + kv.key), text)
@@ -821,6 +915,14 @@ def _structural(value: Any) -> bool:
     if isinstance(value, list):
         return all(isinstance(item, str | int | float) for item in value)
     return isinstance(value, str | int | float)
+
+
+def _raw_event_name(attributes: Iterable[KeyValue]) -> str:
+    """The event name an SDK without the record's own field wrote as an attribute."""
+    for kv in attributes:
+        if kv.key == EVENT_NAME_ATTRIBUTE:
+            return kv.value.string_value
+    return ""
 
 
 def _confirmed_tool(value: AnyValue) -> str:

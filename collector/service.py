@@ -1,7 +1,9 @@
 """The collector as one component: config, start, stop.
 
 Receivers (gRPC, HTTP) -> IngestPipeline (validate, redact, group) -> KafkaPublisher
-(acks=all, spill-to-disk fallback).
+(acks=all, spill-to-disk fallback): one for spans (`pathgrade.spans`, the spill in
+`spill_dir`), one for log records (`pathgrade.logs`, its spill in `spill_dir/logs`: the same
+guarantees, durable log included, for each topic).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from kafka.errors import KafkaError
@@ -32,6 +35,11 @@ from pathgrade.transport.signing import signing
 log = logging.getLogger(__name__)
 
 
+def logs_spill_dir(spill_dir: Path) -> Path:
+    """Where the log records' spill (their durable log) lives: beside the spans'."""
+    return spill_dir / "logs"
+
+
 class KafkaUnavailable(RuntimeError):
     """The configured Kafka could not be reached at start."""
 
@@ -47,7 +55,9 @@ class Collector:
         self.grpc_port = 0
         self.http_port = 0
         self.publisher: KafkaPublisher | None = None
+        self.logs_publisher: KafkaPublisher | None = None
         self._group_offsets: GroupOffsets | None = None
+        self._logs_group_offsets: GroupOffsets | None = None
         self.pipeline: IngestPipeline | None = None
         self._grpc = None
         self._http: OtlpHttpServer | None = None
@@ -74,6 +84,9 @@ class Collector:
             ) from exc
         try:
             spill = SpillFile(config.spill_dir, config.spill_max_bytes)
+            logs_dir = logs_spill_dir(config.spill_dir)
+            logs_dir.mkdir(mode=0o700, exist_ok=True)
+            logs_spill = SpillFile(logs_dir, config.spill_max_bytes)
         except SpillInUse as exc:
             producer.close(timeout=0)
             raise OSError(str(exc)) from exc
@@ -81,16 +94,25 @@ class Collector:
             self._group_offsets = GroupOffsets(
                 config.kafka_bootstrap, config.log_groups, config.topic
             )
+            self._logs_group_offsets = GroupOffsets(
+                config.kafka_bootstrap, config.log_groups, config.logs_topic
+            )
         self.publisher = KafkaPublisher(
             producer, spill, config.topic, config.ack_timeout_s,
             dead_letters=DeadLetterFile(config.spill_dir),
             renew=self.new_producer,
             committed=self._group_offsets,
         )  # fmt: skip
+        self.logs_publisher = KafkaPublisher(
+            self.new_producer(), logs_spill, config.logs_topic, config.ack_timeout_s,
+            dead_letters=DeadLetterFile(logs_dir), renew=self.new_producer,
+            committed=self._logs_group_offsets,
+        )  # fmt: skip
         self.publisher.start()
+        self.logs_publisher.start()
         self.pipeline = IngestPipeline(
             Redactor(config.redaction, facts, secret), self.publisher, config.max_message_bytes,
-            self._counters,
+            self._counters, self.logs_publisher,
         )  # fmt: skip
         try:
             self._http = OtlpHttpServer(
@@ -100,7 +122,7 @@ class Collector:
                 config.max_connections,
             )  # fmt: skip
         except OSError as exc:
-            self.publisher.close()
+            self._close_publishers()
             raise OSError(
                 f"cannot listen for OTLP/HTTP on {config.listen_host}:{config.http_port}: "
                 f"{exc.strerror or exc}; pass another --http-port"
@@ -114,7 +136,7 @@ class Collector:
             )  # fmt: skip
         except OSError as exc:
             self._http.server_close()
-            self.publisher.close()
+            self._close_publishers()
             raise OSError(f"{exc}; pass another --grpc-port") from exc
         self._http_thread = threading.Thread(
             target=self._http.serve_forever, name="otlp-http", daemon=True
@@ -142,26 +164,35 @@ class Collector:
         bytes not yet let go (with durable_log: not yet committed by its readers; else the
         same as the spill's), the entries of the dead-letter file (from earlier runs too),
         the writes the disk refused and what is stalled now (`schemas.stalls`)."""
-        assert self.pipeline is not None and self.publisher is not None
-        stalls = self.publisher.stalls
+        assert self.pipeline is not None
+        publishers = self.publishers()
         return {
             **asdict(self.pipeline.counters),
-            "spill_bytes": self.publisher.spill.pending_bytes(),
-            "log_bytes": self.publisher.spill.held_bytes(),
-            "dead_letter_messages": self.publisher.dead_letters.entries,
-            WRITE_FAILURES: stalls.failures,
-            STALLED: stalls.current(),
+            "spill_bytes": sum(p.spill.pending_bytes() for p in publishers),
+            "log_bytes": sum(p.spill.held_bytes() for p in publishers),
+            "dead_letter_messages": sum(p.dead_letters.entries for p in publishers),
+            WRITE_FAILURES: sum(p.stalls.failures for p in publishers),
+            STALLED: {what: why for p in publishers for what, why in p.stalls.current().items()},
         }
+
+    def publishers(self) -> list[KafkaPublisher]:
+        """The spans' publisher, then the log records' (once started)."""
+        return [p for p in (self.publisher, self.logs_publisher) if p is not None]
+
+    def _close_publishers(self) -> None:
+        for publisher in self.publishers():
+            publisher.close()
 
     def broker_replaced(self, bootstrap: str, lost: bool) -> None:
         """After `publisher.hold()`: send on to the broker at `bootstrap`, which replaced the
         one this collector sent to; `lost` (that one died with what it held): from where
         its readers committed (`KafkaPublisher.resume`)."""
-        assert self.publisher is not None
         self.config = self.config.model_copy(update={"kafka_bootstrap": bootstrap})
-        if self._group_offsets is not None:
-            self._group_offsets.move_to(bootstrap)
-        self.publisher.resume(self.new_producer(), lost=lost)
+        for offsets in (self._group_offsets, self._logs_group_offsets):
+            if offsets is not None:
+                offsets.move_to(bootstrap)
+        for publisher in self.publishers():
+            publisher.resume(self.new_producer(), lost=lost)
 
     def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting, finish in-flight requests, flush to Kafka (or keep in spill)."""
@@ -170,7 +201,7 @@ class Collector:
             self._http.server_close()
         if self._grpc is not None:
             self._grpc.stop(grace_s).wait()
-        if self.publisher is not None:
-            self.publisher.close()
-        if self._group_offsets is not None:
-            self._group_offsets.close()
+        self._close_publishers()
+        for offsets in (self._group_offsets, self._logs_group_offsets):
+            if offsets is not None:
+                offsets.close()

@@ -26,6 +26,14 @@ lowest offset still held for each partition. A span read again (at-least-once de
 is counted and left out; a span arriving after its turn was graded re-opens the trace with
 its earlier spans, and the turns it changed are graded again.
 
+Log records (GenAI events as records, `pathgrade.logs`) are held with their trace and
+joined to their spans when a turn is handed out (`schemas.events.join_records`), whichever
+came first: a record counts as activity of its span (a turn waits for the records of its
+spans within its quiet window), a trace whose records came before their spans waits for
+them (up to the maximum age), and a record arriving after its turn was graded re-opens
+the trace like a late span (the turn is graded again with it). Records read again are left
+out; their offsets are held and committed as the spans' are (`committable_records`).
+
 Due detection is incremental: `_held` is in opening order (max age and memory bound take
 from its front), wake-up times sit in a heap pushed on add, and held offsets in a heap per
 partition; stale heap entries are skipped lazily and the offset heaps are compacted when
@@ -37,13 +45,15 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import attrgetter
 from typing import Literal
 
 from pathgrade.schemas.agent_turns import TurnLayout, TurnShape, loose_turn, turn_layout
-from pathgrade.schemas.model import Span, Trace
+from pathgrade.schemas.events import join_records
+from pathgrade.schemas.model import LogRecord, Span, Trace
 
 DueReason = Literal["quiet", "max_age", "memory", "drain"]
 TraceKey = tuple[str, str]  # (tenant, trace id)
@@ -61,10 +71,14 @@ class _Held:
     first_seen: float
     last_seen: float
     offsets: dict[int, int]  # partition -> lowest offset holding one of these spans
-    graded: dict[str, int]  # top span id -> the turn's size when it was last graded
+    graded: dict[str, tuple[int, int]]  # top span id -> the turn's size when last graded
     conversation: str = ""
     open_start: float = math.inf  # earliest start of a span not yet graded as it is
     layout: TurnLayout | None = None  # of the spans as they were when it was last found
+    records: dict[str, list[LogRecord]] = field(default_factory=dict)  # by span id
+    record_keys: set[tuple[object, ...]] = field(default_factory=set)  # to leave re-reads out
+    record_arrived: dict[str, float] = field(default_factory=dict)  # span id -> latest
+    record_offsets: dict[int, int] = field(default_factory=dict)  # as `offsets`, of records
 
     def turns(self) -> TurnLayout:
         """The trace's layout (`schemas.agent_turns`), found again only when spans came."""
@@ -95,6 +109,8 @@ class AssemblerStats:
     early_evaluations: int = 0  # max age, memory bound or drain
     re_evaluations: int = 0
     duplicate_spans: int = 0  # read again (same trace and span id): left out
+    records_added: int = 0  # log records tied to a span
+    duplicate_records: int = 0  # read again: left out
     held_back: int = 0  # times a due turn waited for an earlier turn of its conversation
 
 
@@ -113,10 +129,11 @@ class TurnAssembler:
     def __post_init__(self) -> None:
         self._held: OrderedDict[TraceKey, _Held] = OrderedDict()  # oldest first
         self._recent: OrderedDict[TraceKey, _Held] = OrderedDict()
-        self._next_offset: dict[int, int] = {}
         self._span_count = 0
+        self._record_count = 0
         self._wakes: list[tuple[float, TraceKey]] = []  # may hold stale entries
-        self._offset_heaps: dict[int, list[tuple[int, TraceKey]]] = {}  # partition -> heap
+        self._spans = _Offsets(self._held, attrgetter("offsets"))
+        self._records = _Offsets(self._held, attrgetter("record_offsets"))
         self._conversations: dict[ConversationKey, set[TraceKey]] = {}
         self._waiting: dict[ConversationKey, set[TraceKey]] = {}  # held back by an earlier turn
 
@@ -128,9 +145,13 @@ class TurnAssembler:
     def spans_held(self) -> int:
         return self._span_count
 
+    @property
+    def records_held(self) -> int:
+        return self._record_count
+
     def add(self, partition: int, offset: int, spans: list[Span], now: float) -> None:
         """Buffer the spans of one message (read at `partition`, `offset`)."""
-        self._next_offset[partition] = max(self._next_offset.get(partition, 0), offset + 1)
+        self._spans.read(partition, offset)
         self.stats.spans_added += len(spans)
         touched: dict[TraceKey, _Held] = {}
         # A message holds the spans of one trace (the collector groups them): its buffer is
@@ -159,12 +180,48 @@ class TurnAssembler:
             held.open_start = min(held.open_start, min(s.start_ns for s in added))
             if not held.conversation:
                 self._note_conversation(key, held, added)
+        self._touched(touched, partition, offset, now, self._spans)
+
+    def add_records(
+        self, partition: int, offset: int, records: list[LogRecord], now: float
+    ) -> None:
+        """Buffer the log records of one message (read at `partition`, `offset` of the
+        records' topic); records tied to no span (no trace or span id) are left out."""
+        self._records.read(partition, offset)
+        touched: dict[TraceKey, _Held] = {}
+        for record in records:
+            if not record.span_id:
+                continue
+            key = (record.tenant, record.trace_id)
+            held = touched.get(key) or self._held.get(key)
+            identity = _record_identity(record)
+            if held is None:
+                earlier = self._recent.get(key)
+                if earlier is not None and identity in earlier.record_keys:
+                    self.stats.duplicate_records += 1
+                    continue
+                held = self._open(key, now)
+            if identity in held.record_keys:
+                self.stats.duplicate_records += 1
+                continue
+            held.record_keys.add(identity)
+            held.records.setdefault(record.span_id, []).append(record)
+            held.record_arrived[record.span_id] = now
+            self._record_count += 1
+            self.stats.records_added += 1
+            touched[key] = held
+        self._touched(touched, partition, offset, now, self._records)
+
+    def _touched(
+        self, touched: dict[TraceKey, _Held], partition: int, offset: int, now: float,
+        offsets: _Offsets,
+    ) -> None:  # fmt: skip
+        """After a message added to the traces `touched`: their quiet windows start again,
+        and `offset` is held for them in `offsets`."""
         for key, held in touched.items():
             held.last_seen = now
             heapq.heappush(self._wakes, (now + self.quiet_window_s, key))
-            if offset < held.offsets.get(partition, offset + 1):
-                held.offsets[partition] = offset
-                heapq.heappush(self._offset_heaps.setdefault(partition, []), (offset, key))
+            offsets.hold(key, held, partition, offset)
 
     def _note_conversation(self, key: TraceKey, held: _Held, spans: list[Span]) -> None:
         """The trace's conversation, from the first of `spans` that names one."""
@@ -180,8 +237,11 @@ class TurnAssembler:
             held = _Held([], {}, now, now, {}, {})
         else:
             held = _Held(earlier.spans, earlier.arrived, now, now, {}, earlier.graded,
-                         earlier.conversation)  # fmt: skip
+                         earlier.conversation, records=earlier.records,
+                         record_keys=earlier.record_keys,
+                         record_arrived=earlier.record_arrived)  # fmt: skip
             self._span_count += len(held.spans)
+            self._record_count += sum(map(len, held.records.values()))
             if held.conversation:
                 self._conversations.setdefault((key[0], held.conversation), set()).add(key)
         self._held[key] = held
@@ -198,7 +258,8 @@ class TurnAssembler:
             if key in self._held:
                 out += self._release_due(key, now)
         while self._held and (
-            len(self._held) > self.max_traces or self._span_count > self.max_spans
+            len(self._held) > self.max_traces
+            or self._span_count + self._record_count > self.max_spans
         ):
             out += self._release_all_of(self._oldest()[0], "memory")
         return out
@@ -224,7 +285,7 @@ class TurnAssembler:
         out: list[DueTurn] = []
         wake, waiting = math.inf, False
         for shape in layout.turns:
-            if held.graded.get(shape.top.span_id) == shape.size:
+            if held.graded.get(shape.top.span_id) == _size(shape, held):
                 continue
             ready = self._ready_at(shape, held, layout.agents)
             if ready > now:
@@ -242,6 +303,8 @@ class TurnAssembler:
             if settles > now:
                 waiting = True
                 wake = min(wake, settles)
+        if not held.records.keys() <= held.arrived.keys():
+            waiting = True  # records wait for their spans, up to the maximum age
         self._after_grading(key, held, layout, out)
         if not waiting:
             self._close(key)
@@ -256,7 +319,7 @@ class TurnAssembler:
         layout = held.turns()
         out = []
         for shape in layout.turns:
-            if held.graded.get(shape.top.span_id) != shape.size:
+            if held.graded.get(shape.top.span_id) != _size(shape, held):
                 settled = self._settles_at(shape.boundary, held, layout.agents) < math.inf
                 quiet = reason == "drain" and settled
                 out.append(self._grade(key, held, shape, "quiet" if quiet else reason))
@@ -274,6 +337,11 @@ class TurnAssembler:
         activity = max(arrived[s.span_id] for s in shape.spans)
         if shape.context:
             activity = max(activity, max(arrived[s.span_id] for s in shape.context))
+        if held.record_arrived:
+            latest = held.record_arrived
+            activity = max(
+                activity, *(latest.get(s.span_id, activity) for s in (*shape.spans, *shape.context))
+            )
         return max(activity + self.quiet_window_s, self._settles_at(shape.boundary, held, agent))
 
     def _settles_at(self, boundary: Span, held: _Held, agent: bool) -> float:
@@ -311,7 +379,12 @@ class TurnAssembler:
         """Hand out one turn of trace `key`."""
         top_id = shape.top.span_id
         again = top_id in held.graded
-        held.graded[top_id] = shape.size
+        held.graded[top_id] = _size(shape, held)
+        if held.records:
+            for span in (*shape.spans, *shape.context):
+                records = held.records.get(span.span_id)
+                if records:
+                    join_records(span, records)
         self.stats.turns_due += 1
         self.stats.early_evaluations += reason != "quiet"
         self.stats.re_evaluations += again
@@ -327,7 +400,7 @@ class TurnAssembler:
         starts = [
             span.start_ns
             for shape in layout.turns
-            if held.graded.get(shape.top.span_id) != shape.size
+            if held.graded.get(shape.top.span_id) != _size(shape, held)
             for span in shape.spans
         ]
         starts += [span.start_ns for _, spans in layout.loose.values() for span in spans]
@@ -346,6 +419,7 @@ class TurnAssembler:
         """The trace leaves the buffer for the recently graded ones (kept for late spans)."""
         held = self._held.pop(key)
         self._span_count -= len(held.spans)
+        self._record_count -= sum(map(len, held.records.values()))
         held.open_start, held.layout = math.inf, None
         if held.conversation:
             self._leave_conversation(key, held.conversation)
@@ -365,41 +439,99 @@ class TurnAssembler:
                 del self._conversations[ckey]
 
     def forget_partitions(self, partitions: set[int]) -> int:
-        """Drop every trace held for `partitions` (moved to another consumer, which re-reads
-        them from the committed offset); returns how many were dropped."""
-        keys = [k for k, h in self._held.items() if partitions & h.offsets.keys()]
+        """Drop every trace held for `partitions` of either topic (co-partitioned: moved
+        to another consumer together, which re-reads them from the committed offsets);
+        returns how many were dropped."""
+        keys = [
+            k for k, h in self._held.items()
+            if partitions & h.offsets.keys() or partitions & h.record_offsets.keys()
+        ]  # fmt: skip
         for key in keys:
             held = self._held.pop(key)
             self._span_count -= len(held.spans)
+            self._record_count -= sum(map(len, held.records.values()))
             if held.conversation:
                 self._leave_conversation(key, held.conversation)
-        for partition in partitions:
-            self._next_offset.pop(partition, None)
-            self._offset_heaps.pop(partition, None)
+        self._spans.forget(partitions)
+        self._records.forget(partitions)
         return len(keys)
 
     def committable(self) -> dict[int, int]:
-        """Per partition, the next offset to commit: the lowest offset still held, else one
-        past the last offset read."""
-        out = dict(self._next_offset)
-        if sum(map(len, self._offset_heaps.values())) > 4 * len(self._held) + 1024:
-            self._compact_offsets()
-        for partition, heap in self._offset_heaps.items():
+        """Per partition of the spans' topic, the next offset to commit: the lowest offset
+        still held, else one past the last offset read."""
+        return self._spans.committable()
+
+    def committable_records(self) -> dict[int, int]:
+        """`committable` of the records' topic."""
+        return self._records.committable()
+
+
+def _size(shape: TurnShape, held: _Held) -> tuple[int, int]:
+    """What a turn was graded as: its spans (and context), and the records tied to them."""
+    records = held.records
+    if not records:
+        return shape.size, 0
+    tied = sum(len(records.get(s.span_id, ())) for s in (*shape.spans, *shape.context))
+    return shape.size, tied
+
+
+def _record_identity(record: LogRecord) -> tuple[object, ...]:
+    """What tells a record from another of its span (a re-read one is the same)."""
+    return (
+        record.span_id, record.time_ns, record.observed_ns, record.event_name,
+        tuple(sorted((k, repr(v)) for k, v in record.attributes.items())),
+    )  # fmt: skip
+
+
+class _Offsets:
+    """The offsets of one topic's partitions: the next after the last read, and per
+    partition a heap of the lowest offset each held trace holds (`offsets_of` a trace's
+    buffer: partition -> its lowest), stale entries skipped lazily and compacted when
+    mostly stale."""
+
+    def __init__(
+        self, held: dict[TraceKey, _Held], offsets_of: Callable[[_Held], dict[int, int]]
+    ) -> None:
+        self._held = held
+        self._offsets_of = offsets_of
+        self._next: dict[int, int] = {}
+        self._heaps: dict[int, list[tuple[int, TraceKey]]] = {}  # partition -> heap
+
+    def read(self, partition: int, offset: int) -> None:
+        self._next[partition] = max(self._next.get(partition, 0), offset + 1)
+
+    def hold(self, key: TraceKey, held: _Held, partition: int, offset: int) -> None:
+        """Trace `key` holds `offset` of `partition` (when lower than what it held)."""
+        offsets = self._offsets_of(held)
+        if offset < offsets.get(partition, offset + 1):
+            offsets[partition] = offset
+            heapq.heappush(self._heaps.setdefault(partition, []), (offset, key))
+
+    def forget(self, partitions: set[int]) -> None:
+        for partition in partitions:
+            self._next.pop(partition, None)
+            self._heaps.pop(partition, None)
+
+    def committable(self) -> dict[int, int]:
+        out = dict(self._next)
+        if sum(map(len, self._heaps.values())) > 4 * len(self._held) + 1024:
+            self._compact()
+        for partition, heap in self._heaps.items():
             while heap and not self._holds(heap[0][1], partition, heap[0][0]):
                 heapq.heappop(heap)
             if heap:
                 out[partition] = heap[0][0]
         return out
 
-    def _compact_offsets(self) -> None:
-        """Rebuild the offset heaps from the traces still held."""
-        self._offset_heaps = {partition: [] for partition in self._offset_heaps}
+    def _compact(self) -> None:
+        """Rebuild the heaps from the traces still held."""
+        self._heaps = {partition: [] for partition in self._heaps}
         for key, held in self._held.items():
-            for partition, offset in held.offsets.items():
-                self._offset_heaps.setdefault(partition, []).append((offset, key))
-        for heap in self._offset_heaps.values():
+            for partition, offset in self._offsets_of(held).items():
+                self._heaps.setdefault(partition, []).append((offset, key))
+        for heap in self._heaps.values():
             heapq.heapify(heap)
 
     def _holds(self, key: TraceKey, partition: int, offset: int) -> bool:
         held = self._held.get(key)
-        return held is not None and held.offsets.get(partition) == offset
+        return held is not None and self._offsets_of(held).get(partition) == offset

@@ -7,6 +7,7 @@ from typing import Annotated
 from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pathgrade.schemas.topics import (
     ALERTS_TOPIC,
+    LOGS_TOPIC,
     REALTIME_GROUP,
     SAMPLED_TOPIC,
     SPANS_TOPIC,
@@ -47,7 +48,12 @@ class RealtimeConfig(BaseModel):
 
     bootstrap_servers: str = Field(description="Kafka bootstrap servers, HOST:PORT[,HOST:PORT]")
     group_id: str = Field(REALTIME_GROUP, description="consumer group")
-    spans_topic: str = Field(SPANS_TOPIC, description="topic read")
+    spans_topic: str = Field(SPANS_TOPIC, description="topic of spans read")
+    logs_topic: str | None = Field(
+        LOGS_TOPIC,
+        description="topic of log records read with the spans, co-partitioned with them "
+        "(`null`: spans only)",
+    )
     alerts_topic: str | None = Field(
         ALERTS_TOPIC, description="alerts published (`null`: not to Kafka)"
     )

@@ -1,8 +1,10 @@
-"""RealtimePlane: consumer group `pathgrade-realtime` on `pathgrade.spans`.
+"""RealtimePlane: consumer group `pathgrade-realtime` on `pathgrade.spans` and, co-partitioned
+with it, `pathgrade.logs` (GenAI events as log records, joined to their spans' turns).
 
-poll -> decode -> assemble (agent turns) -> (due turns) detectors -> alerts (Kafka topic,
-`alerts` table, webhook, log line) and samples (Kafka topic) -> commit. Offsets are
-committed only up to the lowest offset still buffered per partition, and only once the
+poll -> decode -> assemble (agent turns, records joined) -> (due turns) detectors ->
+alerts (Kafka topic, `alerts` table, webhook, log line) and samples (Kafka topic) ->
+commit. Offsets (of both topics) are committed only up to the lowest offset still
+buffered per partition, and only once the
 alerts are stored, so a crash or a rebalance re-reads unfinished traces. Re-read traces
 alert again only in the webhook and topic; the `alerts` table is idempotent on (tenant,
 alert key). The alerts of each partition are numbered in the order they are found (from
@@ -52,7 +54,7 @@ from pathgrade.schemas.topics import (
     kafka_client_settings,
     read_until_drained,
 )
-from pathgrade.transport.consumer import TopicConsumer, decode_spans
+from pathgrade.transport.consumer import TopicConsumer, decode_records, decode_spans
 from pathgrade.transport.signing import signing
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,7 @@ class RealtimeCounters:
     turns_shared: int = 0  # conversation turns published for the group's other consumers
     turns_received: int = 0  # turns other consumers published
     forged_messages: int = 0  # refused (spans, turns): no or a wrong MAC under the stack's key
+    log_records: int = 0  # read from the logs topic (joined to their spans' turns)
 
 
 class RealtimePlane:
@@ -138,7 +141,7 @@ class RealtimePlane:
         self._next_number: dict[int, int] = {}  # partition -> the number of its next alert
         self.assigned: set[int] = set()
         self.joined: Any = threading.Event()  # set at the first partitions; any Event type
-        self._committed: dict[int, int] = {}
+        self._committed: dict[tuple[str, int], int] = {}  # (topic, partition) -> offset
         self._last_commit = float("-inf")
         self._last_turns_poll = float("-inf")
         self._stop = threading.Event()
@@ -196,7 +199,7 @@ class RealtimePlane:
         self.consumer = TopicConsumer(
             config.bootstrap_servers, config.group_id, config.spans_topic,
             config.session_timeout_ms, on_revoked=self.revoke,
-            on_assigned=self._assigned,
+            on_assigned=self._assigned, also=(config.logs_topic,) if config.logs_topic else (),
             max_poll_records=2000, fetch_max_wait_ms=config.fetch_max_wait_ms,
         )  # fmt: skip
         if config.alerts_topic or config.sampled_topic or config.turns_topic:
@@ -286,6 +289,11 @@ class RealtimePlane:
 
     def _add(self, partition: TopicPartition, message: Any, now: float) -> None:
         self.counters_.messages += 1
+        if partition.topic == self.config.logs_topic:
+            records = decode_records(partition, message, self.counters_, self.message_key)
+            self.counters_.log_records += len(records)
+            self.assembler.add_records(partition.partition, message.offset, records, now)
+            return
         spans = decode_spans(partition, message, self.counters_, self.message_key)
         self.counters_.spans += len(spans)
         self.assembler.add(partition.partition, message.offset, spans, now)
@@ -393,12 +401,12 @@ class RealtimePlane:
         if sink is not None:
             sink.add_rollups(rollups)
         if sink is None:
-            self._commit(self.assembler.committable(), partitions)
+            self._commit(self._committable(), partitions)
         elif partitions is None and not self._stop.is_set():
             stored = sink.stored_token()
             if stored is not None:
                 self._commit(stored, None)
-            sink.flush_async(self.assembler.committable())
+            sink.flush_async(self._committable())
         else:
             try:
                 sink.flush()
@@ -406,13 +414,22 @@ class RealtimePlane:
                 self.counters_.store_failures += 1
                 log.error("storing alerts failed, offsets not committed: %s", exc)
                 return
-            self._commit(self.assembler.committable(), partitions)
+            self._commit(self._committable(), partitions)
 
-    def _commit(self, committable: dict[int, int], partitions: set[int] | None) -> None:
+    def _committable(self) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> the next offset to commit, of spans and records."""
+        config = self.config
+        out = {(config.spans_topic, p): o for p, o in self.assembler.committable().items()}
+        if config.logs_topic:
+            records = self.assembler.committable_records()
+            out.update({(config.logs_topic, p): o for p, o in records.items()})
+        return out
+
+    def _commit(self, committable: dict[tuple[str, int], int], partitions: set[int] | None) -> None:
         """Commit `committable` offsets (of `partitions`, when given) not yet committed."""
         targets = {
-            p: o for p, o in committable.items()
-            if self._committed.get(p) != o and (partitions is None or p in partitions)
+            (t, p): o for (t, p), o in committable.items()
+            if self._committed.get((t, p)) != o and (partitions is None or p in partitions)
             and p in self.assigned
         }  # fmt: skip
         if not targets:
@@ -420,7 +437,7 @@ class RealtimePlane:
         assert self.consumer is not None
         if self.producer is not None:
             self.producer.flush()
-        self.consumer.commit({self.consumer.partition(p): o for p, o in targets.items()})
+        self.consumer.commit({self.consumer.partition(p, t): o for (t, p), o in targets.items()})
         self._committed.update(targets)
         self.counters_.commits += 1
 
@@ -441,8 +458,7 @@ class RealtimePlane:
         re-reads them)."""
         self._flush_and_commit(partitions)
         self.assembler.forget_partitions(partitions)
-        for partition in partitions:
-            self._committed.pop(partition, None)
+        self._committed = {k: o for k, o in self._committed.items() if k[1] not in partitions}
         self.assigned -= partitions
         self._release(partitions)
 
@@ -452,7 +468,8 @@ class RealtimePlane:
         entries: `detector_errors` (code -> exceptions raised) and `coverage` (the
         coverage figures, `realtime_plane.coverage`)."""
         out: dict[str, Any] = {**asdict(self.counters_), **asdict(self.assembler.stats)}
-        out.update(traces_held=self.assembler.traces_held, spans_held=self.assembler.spans_held)
+        out.update(traces_held=self.assembler.traces_held, spans_held=self.assembler.spans_held,
+                   records_held=self.assembler.records_held)  # fmt: skip
         out["duplicates_suppressed"] = self.evaluator.duplicates_suppressed
         out[DETECTOR_ERRORS] = dict(self.evaluator.detector_errors)
         out[COVERAGE] = self.evaluator.coverage.figures()

@@ -34,8 +34,11 @@ from typing import Final, NamedTuple
 
 from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as mapping
+from pathgrade.schemas.genai_versions import ATTRIBUTE_RENAMES
 
 STATUS_MESSAGE_FIELD: Final = "status.message"
+EVENT_NAME: Final = "event.name"
+"""Where a log record names its event when the SDK predates the record's own field."""
 """The name `allowed_keys` gives a span's status message (withheld unless allowed)."""
 _KEY_SHAPE = re.compile(r"[A-Za-z0-9_.\-/:\[\]#$+]{1,256}")
 
@@ -57,10 +60,10 @@ GROUPS: Final = (
                 g.WORKFLOW_NAME, g.WORKFLOW_NODES, g.WORKFLOW_EDGES, g.TASK_NAME, g.TOOL_NAME,
                 g.TOOL_CALL_ID, g.TOOL_TYPE, g.CONVERSATION_ID, g.DATA_SOURCE_ID,
                 g.REQUEST_MODEL, g.RESPONSE_MODEL, g.RESPONSE_ID, g.RESPONSE_FINISH_REASONS,
-                g.SYSTEM_DEPRECATED, "gen_ai.output.type", "gen_ai.evaluation.name",
-                "gen_ai.evaluation.score.value", "gen_ai.evaluation.score.label",
+                g.SYSTEM_DEPRECATED, "gen_ai.output.type", g.EVALUATION_NAME,
+                g.EVALUATION_SCORE_VALUE, g.EVALUATION_SCORE_LABEL,
                 g.TOOL_CALL_DECISION_OUTCOME,
-                *g.DEPRECATED_ALIASES,
+                *ATTRIBUTE_RENAMES,
             }
         ),
         ("gen_ai.usage.", "gen_ai.request.", "gen_ai.openai.request."),
@@ -86,7 +89,8 @@ GROUPS: Final = (
         "OpenTelemetry semantic conventions: what ran, where, and how it ended",
         frozenset(
             {
-                g.SERVICE_NAME, "service.version", "service.namespace", "service.instance.id",
+                g.SERVICE_NAME, EVENT_NAME, "service.version", "service.namespace",
+                "service.instance.id",
                 "deployment.environment", "deployment.environment.name",
                 "telemetry.auto.version", "otel.scope.name", "otel.scope.version",
                 "otel.status_code", g.ERROR_TYPE, "exception.type", "exception.escaped",

@@ -159,6 +159,62 @@ def span_facts(attributes: Mapping[str, Any]) -> SpanFacts:
     )
 
 
+def merged_facts(own: SpanFacts, carried: list[SpanFacts]) -> SpanFacts:
+    """A span's facts with those its log records carry (`Span.records`: an inference's
+    messages, a tool message, a choice as records), as one set: what the span says of
+    itself first (arguments, session, confirmation), instruction hits and personal-data
+    records of all, outputs as one (a record per choice: any text, every tool call, finish
+    reason and claim, the personal data summed), requests asked by any."""
+    with_facts = [f for f in carried if f.version]
+    if not with_facts:
+        return own
+    every = [own, *with_facts]
+    outputs = [f.output for f in every if f.output is not None]
+    hits = [f.instructions for f in every if f.instructions is not None]
+    asked = [f.requests for f in every if f.requests is not None]
+    return SpanFacts(
+        version=max(f.version for f in every),
+        arguments=next((f.arguments for f in every if f.arguments is not None), None),
+        session=next((f.session for f in every if f.session), ""),
+        confirmed_name=next((f.confirmed_name for f in every if f.confirmed_name), ""),
+        confirmed=next((f.confirmed for f in every if f.confirmed is not None), None),
+        instructions=tuple(dict.fromkeys(n for h in hits for n in h)) if hits else None,
+        output=_merged_outputs(outputs) if outputs else None,
+        pii_scrubbed=_merged_records([f.pii_scrubbed for f in every]),
+        pii_dropped=_merged_records([f.pii_dropped for f in every]),
+        requests={t: any(a.get(t, False) for a in asked) for r in asked for t in r}
+        if asked
+        else None,
+    )
+
+
+def _merged_outputs(outputs: list[OutputFacts]) -> OutputFacts:
+    if len(outputs) == 1:
+        return outputs[0]
+    pii: Counts = {}
+    for output in outputs:
+        for kind, count in output.pii.items():
+            pii[kind] = pii.get(kind, 0) + count
+    return OutputFacts(
+        has_text=any(o.has_text for o in outputs),
+        tool_call_ids=tuple(i for o in outputs for i in o.tool_call_ids),
+        tool_call_names=tuple(n for o in outputs for n in o.tool_call_names),
+        finish_reasons=tuple(r for o in outputs for r in o.finish_reasons),
+        claims=tuple(dict.fromkeys(c for o in outputs for c in o.claims)),
+        pii=pii,
+    )
+
+
+def _merged_records(records: list[PiiRecord]) -> PiiRecord:
+    merged: PiiRecord = {}
+    for record in records:
+        for field, kinds in record.items():
+            into = merged.setdefault(field, {})
+            for kind, count in kinds.items():
+                into[kind] = into.get(kind, 0) + count
+    return merged
+
+
 def argument_facts(value: Mapping[str, Any]) -> ArgumentFacts | None:
     """An `fp`/`args`/`skeleton` object as ArgumentFacts; None without a fingerprint."""
     whole = _text(value.get("fp"))

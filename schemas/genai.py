@@ -87,17 +87,10 @@ MODEL_OPERATIONS: Final = frozenset(
     {OP_CHAT, OP_TEXT_COMPLETION, OP_GENERATE_CONTENT, OP_EMBEDDINGS}
 )
 
-# --- Deprecated GenAI attributes: alias -> current name -------------------------------------
+# --- Deprecated GenAI attributes (every rename: schemas.genai_versions) ---------------------
 SYSTEM_DEPRECATED: Final = "gen_ai.system"
 USAGE_PROMPT_TOKENS_DEPRECATED: Final = "gen_ai.usage.prompt_tokens"
 USAGE_COMPLETION_TOKENS_DEPRECATED: Final = "gen_ai.usage.completion_tokens"
-DEPRECATED_ALIASES: Final[dict[str, str]] = {
-    SYSTEM_DEPRECATED: PROVIDER_NAME,
-    USAGE_PROMPT_TOKENS_DEPRECATED: USAGE_INPUT_TOKENS,
-    USAGE_COMPLETION_TOKENS_DEPRECATED: USAGE_OUTPUT_TOKENS,
-    "gen_ai.openai.request.seed": "gen_ai.request.seed",
-    "gen_ai.openai.request.response_format": "gen_ai.output.type",
-}
 # Removed without replacement (the registry points to events); content when present.
 PROMPT_DEPRECATED: Final = "gen_ai.prompt"
 COMPLETION_DEPRECATED: Final = "gen_ai.completion"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pathgrade.schemas import genai as g
+from pathgrade.schemas.genai_versions import older_names
 
 OPENINFERENCE_OPERATIONS: dict[str, str] = {
     "LLM": g.OP_CHAT,
@@ -46,7 +47,9 @@ TRACELOOP_AGENT_KINDS = frozenset({"workflow", "agent"})
 # Operations whose spans may carry chat messages in flattened form.
 MESSAGE_OPERATIONS = frozenset({g.OP_CHAT, g.OP_TEXT_COMPLETION, g.OP_GENERATE_CONTENT})
 
-PROVIDER_KEYS = (g.PROVIDER_NAME, g.SYSTEM_DEPRECATED, g.OI_LLM_PROVIDER, g.OI_LLM_SYSTEM)
+PROVIDER_KEYS = (
+    g.PROVIDER_NAME, *older_names(g.PROVIDER_NAME), g.OI_LLM_PROVIDER, g.OI_LLM_SYSTEM,
+)  # fmt: skip
 AGENT_NAME_KEYS = (g.AGENT_NAME, g.OI_AGENT_NAME)
 TOOL_NAME_KEYS = (g.TOOL_NAME, g.OI_TOOL_NAME)
 TOOL_CALL_ID_KEYS = (g.TOOL_CALL_ID, g.OI_TOOL_CALL_ID, g.OI_TOOL_ID)
@@ -62,13 +65,13 @@ REQUEST_MODEL_KEYS = (
 RESPONSE_MODEL_KEYS = (g.RESPONSE_MODEL, g.OI_LLM_RESPONSE_MODEL_NAME, g.TL_LLM_RESPONSE_MODEL)
 INPUT_TOKEN_KEYS = (
     g.USAGE_INPUT_TOKENS,
-    g.USAGE_PROMPT_TOKENS_DEPRECATED,
+    *older_names(g.USAGE_INPUT_TOKENS),
     g.OI_TOKEN_COUNT_PROMPT,
     g.TL_LLM_USAGE_PROMPT_TOKENS,
 )
 OUTPUT_TOKEN_KEYS = (
     g.USAGE_OUTPUT_TOKENS,
-    g.USAGE_COMPLETION_TOKENS_DEPRECATED,
+    *older_names(g.USAGE_OUTPUT_TOKENS),
     g.OI_TOKEN_COUNT_COMPLETION,
     g.TL_LLM_USAGE_COMPLETION_TOKENS,
 )

@@ -46,15 +46,27 @@ def parse_messages(text: str) -> list[dict[str, Any]]:
     return [m for m in value if isinstance(m, dict)]
 
 
+NAMED_PART_TYPES = frozenset({
+    "text", "tool_call", "tool_call_response", "server_tool_call", "server_tool_call_response",
+    "blob", "file", "uri", "reasoning", "compaction",
+})  # fmt: skip
+"""The message part types the conventions name (gen-ai-input-messages.json and
+gen-ai-output-messages.json); any other is a `GenericPart` (its `type` is the producer's)."""
+
+
 def message_text(message: dict[str, Any]) -> str:
-    """The concatenated text content of one message."""
+    """The concatenated text content of one message: its text parts, tool responses, and
+    the text `content` of a generic part (a type the conventions do not name)."""
     content = message.get("content")
     texts = [content] if isinstance(content, str) else []
     for part in _parts(message):
-        if part.get("type") == "text":
+        kind = part.get("type")
+        if kind == "text":
             texts.append(str(part.get("content") or ""))
-        elif part.get("type") == "tool_call_response":
+        elif kind == "tool_call_response":
             texts.append(str(part.get("response") or part.get("content") or ""))
+        elif kind not in NAMED_PART_TYPES and isinstance(part.get("content"), str):
+            texts.append(part["content"])
     return "\n".join(texts)
 
 

@@ -42,6 +42,8 @@ CONTENT_COLUMNS = (
     "GenAIInputMessages", "GenAIOutputMessages",
 )  # fmt: skip
 """The `spans` columns holding captured content, cleared after the content retention."""
+LOG_CONTENT_COLUMNS = ("Body", "ContentAttributes")
+"""The `logs` columns holding captured content (migration 0015), cleared likewise."""
 DEFAULT_CONTENT_RETENTION_DAYS = 7
 DEFAULT_RETENTION_DAYS = 90
 """Migration 0010's retention: captured content, and span rows with their facts."""
@@ -144,8 +146,14 @@ def retention_ddl(
         for column in CONTENT_COLUMNS
     ]
     statements += [
+        f"ALTER TABLE logs MODIFY COLUMN {column} TTL toDateTime(ReceivedAt) + "
+        f"INTERVAL {content_days} DAY"
+        for column in LOG_CONTENT_COLUMNS
+    ]
+    statements += [
         f"ALTER TABLE spans MODIFY TTL toDateTime(ReceivedAt) + INTERVAL {retention_days} DAY",
         f"ALTER TABLE spans_trace_id_ts MODIFY TTL toDateTime(End) + INTERVAL {retention_days} DAY",
+        f"ALTER TABLE logs MODIFY TTL toDateTime(ReceivedAt) + INTERVAL {retention_days} DAY",
     ]
     layout = Layout(cluster, shards)
     return [laid for s in statements for laid in layout.statements(s)]

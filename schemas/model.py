@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from pathgrade.schemas.facts import SpanFacts, span_facts
+from pathgrade.schemas.facts import SpanFacts, merged_facts, span_facts
 
 Attributes = dict[str, Any]
 SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK = 0x100
@@ -75,6 +75,45 @@ class SpanLink:
 
 
 @dataclass(slots=True)
+class LogRecord:
+    """One OTLP log record in canonical form: a GenAI event when it names one (`event_name`,
+    the record's own field, else its `event.name` attribute as older SDKs write it). Ids are
+    lowercase hex ("" when the record carries none); times are ns since the epoch (`time_ns`
+    0 when the producer set only the observed time). `body` keeps its OTLP type (None when
+    absent); attribute values keep theirs, as a span's do."""
+
+    tenant: str
+    trace_id: str
+    span_id: str
+    time_ns: int
+    observed_ns: int
+    event_name: str = ""
+    severity_number: int = 0
+    severity_text: str = ""
+    body: Any = None
+    attributes: Attributes = field(default_factory=dict)
+    service_name: str = ""
+    resource_attributes: Attributes = field(default_factory=dict)
+    scope_name: str = ""
+    scope_version: str = ""
+    flags: int = 0
+    received_at_ns: int = 0
+    _facts: SpanFacts | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def at_ns(self) -> int:
+        """When the event happened: its time, else when it was observed."""
+        return self.time_ns or self.observed_ns
+
+    @property
+    def facts(self) -> SpanFacts:
+        """The record's `pathgrade.facts.*` attributes, parsed on first use."""
+        if self._facts is None:
+            self._facts = span_facts(self.attributes)
+        return self._facts
+
+
+@dataclass(slots=True)
 class Span:
     """One span in canonical form. Ids are lowercase hex; times are ns since the epoch."""
 
@@ -100,7 +139,11 @@ class Span:
     eval: EvalContext = field(default_factory=EvalContext)
     received_at_ns: int = 0
     flags: int = 0  # OTLP Span.flags: W3C trace flags, and whether the parent is remote
+    records: list[LogRecord] = field(default_factory=list, init=False)
+    """The log records tied to this span (its GenAI events as records), in time order:
+    joined by the consumer (`schemas.events.join_records`), never decoded with the span."""
     _facts: SpanFacts | None = field(default=None, init=False, repr=False, compare=False)
+    _content_from_records: bool = field(default=False, init=False, repr=False, compare=False)
 
     @property
     def duration_ns(self) -> int:
@@ -120,10 +163,13 @@ class Span:
 
     @property
     def facts(self) -> SpanFacts:
-        """The span's `pathgrade.facts.*` attributes, parsed on first use (`schemas.facts`:
-        consumers that never read them pay nothing)."""
+        """The span's `pathgrade.facts.*` attributes and those of its records (a fact is a
+        fact of the span whatever carried the content: `schemas.facts.merged_facts`),
+        parsed on first use (`schemas.facts`: consumers that never read them pay nothing)."""
         if self._facts is None:
-            self._facts = span_facts(self.attributes)
+            own = span_facts(self.attributes)
+            records = self.records
+            self._facts = merged_facts(own, [r.facts for r in records]) if records else own
         return self._facts
 
 

@@ -123,7 +123,7 @@ def decode_resource_spans(
     spans: list[Span] = []
     for resource_span in resource_spans:
         resource_attributes = attributes_dict(resource_span.resource.attributes)
-        service_name = _service_name(resource_attributes)
+        service_name = service_name_of(resource_attributes)
         for scope_span in resource_span.scope_spans:
             scope_name, scope_version = scope_span.scope.name, scope_span.scope.version
             for span in scope_span.spans:
@@ -147,7 +147,7 @@ def _decode_read(
     schemas/_otlp_reader.c's top comment), in the order they appear."""
     spans: list[Span] = []
     for resource_attributes, scopes in resources:
-        service_name = _service_name(resource_attributes)
+        service_name = service_name_of(resource_attributes)
         for scope_name, scope_version, parts in scopes:
             for (
                 trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, trace_state,
@@ -163,7 +163,7 @@ def _decode_read(
     return spans
 
 
-def _service_name(resource_attributes: dict[str, Any]) -> str:
+def service_name_of(resource_attributes: dict[str, Any]) -> str:
     """A resource's `service.name` as text ("" when it has none)."""
     service_name = resource_attributes.get(genai.SERVICE_NAME, "")
     return service_name if isinstance(service_name, str) else str(service_name)

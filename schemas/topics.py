@@ -11,6 +11,13 @@ from pathlib import Path
 from typing import Any
 
 SPANS_TOPIC = "pathgrade.spans"
+LOGS_TOPIC = "pathgrade.logs"
+"""OTLP log records (GenAI events as records: messages, decisions, evaluation results) in
+the OTel Collector Kafka exporter's `otlp_proto` logs encoding (`LogsData`) holding the
+records of ONE trace, keyed by its trace id in lowercase hex (`partition_logs_by_trace_id`),
+with the headers of `pathgrade.spans`. It has as many partitions as `pathgrade.spans`, so a
+trace's records and spans share a partition number (co-partitioned: a consumer of both
+topics is assigned the same numbers of each, as Kafka Streams joins)."""
 ALERTS_TOPIC = "pathgrade.alerts"
 ALERT_LOGGER = "pathgrade.alerts"
 """Logger of the structured alert log line `alert {json}` (INFO; shown by default)."""
@@ -20,13 +27,13 @@ TURNS_TOPIC = "pathgrade.turns"
 `schemas.turns.TurnBatch`, key and WORKER_HEADER = the publishing consumer), so each
 consumer of the group sees earlier turns that others evaluated."""
 
-ALL_TOPICS = (SPANS_TOPIC, ALERTS_TOPIC, SAMPLED_TOPIC, TURNS_TOPIC)
+ALL_TOPICS = (SPANS_TOPIC, LOGS_TOPIC, ALERTS_TOPIC, SAMPLED_TOPIC, TURNS_TOPIC)
 
 STORE_GROUP = "pathgrade-store"
 REALTIME_GROUP = "pathgrade-realtime"
 SCORER_GROUP = "pathgrade-scorer"
 
-# Headers on every pathgrade.spans message.
+# Headers on every pathgrade.spans and pathgrade.logs message.
 TENANT_HEADER = "pathgrade.tenant"
 RECEIVED_AT_HEADER = "pathgrade.received_at_ns"  # decimal nanoseconds since the epoch
 WORKER_HEADER = "pathgrade.worker"  # on pathgrade.turns: the consumer that published it

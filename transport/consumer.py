@@ -1,5 +1,7 @@
 """`TopicConsumer`: the one shape of a pathgrade consumer-group member (the store writer,
-the realtime plane, the online scorer): subscribe with the group's settings, tell the
+the realtime plane, the online scorer): subscribe with the group's settings (to one topic,
+or to co-partitioned topics: `pathgrade.spans` and `pathgrade.logs`, range-assigned so a
+member gets the same partition numbers of each), tell the
 owner of rebalances, decode span messages skipping the undecodable ones and refusing the
 forged ones (no or a wrong MAC under the stack's message key: `authentic`), commit only
 the offsets of work the owner has stored, and run a poll loop until stopped.
@@ -17,10 +19,12 @@ from typing import Any, Protocol, TypeVar
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.structs import OffsetAndMetadata
 from pathgrade.schemas.message_auth import MessageKey
-from pathgrade.schemas.model import Span
+from pathgrade.schemas.model import LogRecord, Span
 from pathgrade.schemas.otlp import DecodeProblems, decode_kafka_message
+from pathgrade.schemas.otlp_logs import decode_logs_kafka_message
 from pathgrade.schemas.stalls import Backoff
 from pathgrade.schemas.topics import consumer_settings
 
@@ -72,6 +76,13 @@ def decode_spans(
     return read_message(partition, message, counts, decode_kafka_message, key) or []
 
 
+def decode_records(
+    partition: TopicPartition, message: Any, counts: DecodeCounts, key: MessageKey | None = None
+) -> list[LogRecord]:
+    """The log records of one `pathgrade.logs` message, as `decode_spans` reads spans."""
+    return read_message(partition, message, counts, decode_logs_kafka_message, key) or []
+
+
 def read_message(
     partition: TopicPartition,
     message: Any,
@@ -111,13 +122,17 @@ class TopicConsumer:
         session_timeout_ms: int = 6000,
         on_revoked: Partitions | None = None,
         on_assigned: Partitions | None = None,
+        also: tuple[str, ...] = (),
         **settings: Any,
     ) -> None:
         self.topic = topic
+        self.topics = (topic, *also)
+        if also:  # co-partitioned: the same numbers of every topic go to the same member
+            settings.setdefault("partition_assignment_strategy", (RangePartitionAssignor,))
         self._consumer = KafkaConsumer(
             **consumer_settings(bootstrap_servers, group_id, session_timeout_ms, **settings)
         )
-        self._consumer.subscribe([topic], listener=_Rebalance(on_revoked, on_assigned))
+        self._consumer.subscribe(list(self.topics), listener=_Rebalance(on_revoked, on_assigned))
 
     def poll(self, timeout_ms: int) -> dict[TopicPartition, list[Any]]:
         """Records by partition (empty after `timeout_ms` without any)."""
@@ -134,9 +149,9 @@ class TopicConsumer:
             timeout_ms=timeout_ms,
         )
 
-    def partition(self, number: int) -> TopicPartition:
-        """Partition `number` of the topic."""
-        return TopicPartition(self.topic, number)
+    def partition(self, number: int, topic: str | None = None) -> TopicPartition:
+        """Partition `number` of `topic` (default: the first topic)."""
+        return TopicPartition(topic or self.topic, number)
 
     def assignment(self) -> set[TopicPartition]:
         return self._consumer.assignment()
@@ -200,6 +215,8 @@ class _Rebalance(ConsumerRebalanceListener):
     def __init__(self, revoked: Partitions | None, assigned: Partitions | None) -> None:
         self.revoked = revoked
         self.assigned = assigned
+
+    # With several topics (`also`), the numbers of all of them (co-partitioned: the same).
 
     def on_partitions_revoked(self, revoked: Any) -> None:
         if self.revoked is not None:

@@ -1,5 +1,7 @@
-"""Rows of the `spans` table back into canonical `Trace`s (the reverse of span_rows), and
-the stored traces found by a `--where` filter.
+"""Rows of the `spans` table back into canonical `Trace`s (the reverse of span_rows), with
+the log records of the `logs` table joined to their spans (`schemas.events.join_records`:
+the detectors and the trace page read a span's events from either carrier), and the stored
+traces found by a `--where` filter.
 
 Attribute values come back as the text the table stores (see `span_rows.attribute_text`);
 captured content (ContentAttributes, EventContentAttributes) joins the attributes again
@@ -12,7 +14,17 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from pathgrade.schemas.model import EvalContext, GenAIFields, Span, SpanEvent, SpanLink, Trace
+from pathgrade.schemas.events import join_records
+from pathgrade.schemas.messages import parse_json
+from pathgrade.schemas.model import (
+    EvalContext,
+    GenAIFields,
+    LogRecord,
+    Span,
+    SpanEvent,
+    SpanLink,
+    Trace,
+)
 from pathgrade.schemas.store import Store
 
 _SPAN_COLUMNS = """
@@ -83,6 +95,63 @@ def span_from_row(row: dict[str, Any]) -> Span:
     )  # fmt: skip
 
 
+LOG_SELECT = """
+SELECT Tenant, TraceId, SpanId, toUnixTimestamp64Nano(Timestamp) AS TimeNs, TraceFlags,
+       SeverityText, SeverityNumber, ServiceName, Body, ResourceAttributes, ScopeName,
+       ScopeVersion, LogAttributes, EventName, ContentAttributes,
+       toUnixTimestamp64Nano(ReceivedAt) AS ReceivedNs
+FROM logs FINAL
+"""
+
+
+def stored_body(text: str) -> Any:
+    """A record's stored `Body` as the record had it: a map body (a per-message event's
+    message) back as a map, other bodies as their text, None when there is none (or the
+    content retention cleared it)."""
+    if text.startswith("{"):
+        parsed = parse_json(text)
+        if isinstance(parsed, dict):
+            return parsed
+    return text or None
+
+
+def record_from_row(row: dict[str, Any]) -> LogRecord:
+    """One `LOG_SELECT` row as a canonical record (the store keeps one time: it is both
+    the record's time and its observed time)."""
+    time_ns = int(row["TimeNs"])
+    return LogRecord(
+        tenant=row["Tenant"], trace_id=row["TraceId"], span_id=row["SpanId"],
+        time_ns=time_ns, observed_ns=time_ns, event_name=row["EventName"],
+        severity_number=int(row["SeverityNumber"]), severity_text=row["SeverityText"],
+        body=stored_body(row["Body"]),
+        attributes={**row["LogAttributes"], **row["ContentAttributes"]},
+        service_name=row["ServiceName"], resource_attributes=dict(row["ResourceAttributes"]),
+        scope_name=row["ScopeName"], scope_version=row["ScopeVersion"],
+        flags=int(row["TraceFlags"]), received_at_ns=int(row["ReceivedNs"]),
+    )  # fmt: skip
+
+
+def join_stored_records(store: Store, traces: Sequence[Trace]) -> None:
+    """Tie the stored records of `traces` to their spans (records of a span not stored
+    are left out)."""
+    if not traces:
+        return
+    rows = store.query(
+        LOG_SELECT + "WHERE (Tenant, TraceId) IN {keys:Array(Tuple(String, String))}",
+        {"keys": [(t.tenant, t.trace_id) for t in traces]},
+        readonly=True,
+    ).dicts()
+    by_span: dict[tuple[str, str, str], list[LogRecord]] = defaultdict(list)
+    for row in rows:
+        record = record_from_row(row)
+        by_span[(record.tenant, record.trace_id, record.span_id)].append(record)
+    for trace in traces:
+        for span in trace.spans:
+            records = by_span.get((span.tenant, span.trace_id, span.span_id))
+            if records:
+                join_records(span, records)
+
+
 def traces_from_rows(rows: list[dict[str, Any]]) -> list[Trace]:
     """`SPAN_SELECT` rows grouped into traces (by tenant and trace id), in first-seen order."""
     grouped: dict[tuple[str, str], list[Span]] = defaultdict(list)
@@ -109,7 +178,11 @@ def load_trace(store: Store, tenant: str, trace_id: str) -> Trace | None:
         "ORDER BY SpanId, ReceivedAt DESC LIMIT 1 BY SpanId",
         {"tenant": tenant, "trace": trace_id},
     ).dicts()
-    return trace_from_rows(rows) if rows else None
+    if not rows:
+        return None
+    trace = trace_from_rows(rows)
+    join_stored_records(store, [trace])
+    return trace
 
 
 class FilterError(ValueError):
@@ -150,7 +223,9 @@ def load_traces(store: Store, trace_ids: Sequence[str]) -> list[Trace]:
         readonly=True,
     ).dicts()
     order = {trace_id: index for index, trace_id in enumerate(trace_ids)}
-    return sorted(traces_from_rows(rows), key=lambda t: (order[t.trace_id], t.tenant))
+    traces = sorted(traces_from_rows(rows), key=lambda t: (order[t.trace_id], t.tenant))
+    join_stored_records(store, traces)
+    return traces
 
 
 def run_trace_ids(store: Store, run_id: str) -> list[tuple[str, str]]:

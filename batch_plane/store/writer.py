@@ -1,4 +1,6 @@
-"""The store writer: consumer group `pathgrade-store` copying `pathgrade.spans` into ClickHouse.
+"""The store writer: consumer group `pathgrade-store` copying `pathgrade.spans` into ClickHouse
+(and `pathgrade.logs` into its `logs` table: records are decoded here and inserted as rows
+with the batch they came in).
 
 Batches are bounded by span count and age: a busy stream is inserted every `max_batch_age_s`
 (each chDB insert has a fixed cost of tens of ms, so few large inserts keep up with far more
@@ -30,6 +32,7 @@ from typing import Any
 
 from kafka import TopicPartition
 from pathgrade.batch_plane.store.client import ClientStore, QueryError
+from pathgrade.batch_plane.store.log_rows import LOG_COLUMNS, log_row
 from pathgrade.batch_plane.store.otlp_insert import (
     PendingMessage,
     create_input_table,
@@ -45,10 +48,11 @@ from pathgrade.schemas.otlp import DecodeProblems, decode_resource_spans, messag
 from pathgrade.schemas.stalls import Backoff, Stalls
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import read_until_drained
-from pathgrade.transport.consumer import TopicConsumer, decode_spans, read_message
+from pathgrade.transport.consumer import TopicConsumer, decode_records, decode_spans, read_message
 
 log = logging.getLogger(__name__)
 _TENANT, _TRACE_ID, _SPAN_ID = (SPAN_COLUMNS.index(c) for c in ("Tenant", "TraceId", "SpanId"))
+_LOG_TENANT, _LOG_TRACE_ID = (LOG_COLUMNS.index(c) for c in ("Tenant", "TraceId"))
 BUSY_POLL_MS = 100  # a poll's longest wait while a batch is pending (`poll_once`)
 IDLE_POLL_MS = 500  # a poll's longest wait while none is
 COMMIT_TIMEOUT_MS = 10_000
@@ -67,6 +71,8 @@ class StoreWriterStats:
     inserts: int = 0
     undecodable_messages: int = 0
     rejected_spans: int = 0  # spans the store could not encode (logged, then skipped)
+    log_records: int = 0  # log records stored (pathgrade.logs)
+    rejected_log_records: int = 0  # records the store could not encode (logged, skipped)
     partly_decoded_spans: int = 0  # stored without their GenAI fields (schemas.otlp)
     unreadable_headers: int = 0  # messages stored with a default tenant or receive time
     forged_messages: int = 0  # refused: no or a wrong MAC under the stack's message key
@@ -123,6 +129,7 @@ class _Batch:
 
     def __init__(self) -> None:
         self.rows: list[list[Any]] = []
+        self.log_rows: list[list[Any]] = []
         self.messages: list[PendingMessage] = []
         self.spans = 0
         self.next_offsets: dict[TopicPartition, int] = {}
@@ -163,7 +170,8 @@ class StoreWriter:
             on_revoked=lambda _: self.flush(),  # store and commit before partitions move
             on_assigned=lambda _: self.joined.set(),
             max_poll_records=5000, fetch_max_bytes=64 * 1024 * 1024,
-            max_partition_fetch_bytes=16 * 1024 * 1024, **config.consumer_options,
+            max_partition_fetch_bytes=16 * 1024 * 1024,
+            also=(config.logs_topic,) if config.logs_topic else (), **config.consumer_options,
         )  # fmt: skip
 
     def run(self, stop: threading.Event, backoff: Backoff | None = None) -> None:
@@ -230,6 +238,11 @@ class StoreWriter:
         reaches, or fails, a batch insert."""
         self.stats.messages += 1
         key = self.message_key
+        if partition.topic == self.config.logs_topic:
+            records = decode_records(partition, message, self.stats, key)
+            self._batch.log_rows.extend(log_row(record) for record in records)
+            self._batch.add(partition, message.offset, None)
+            return
         if not self.sql:
             spans = decode_spans(partition, message, self.stats, key)
             self._batch.add(partition, message.offset, spans)
@@ -251,6 +264,9 @@ class StoreWriter:
                 if batch.rows:
                     self._insert(batch.rows)
                     batch.rows = []
+                if batch.log_rows:
+                    self._insert_logs(batch.log_rows)
+                    batch.log_rows = []
             with self._writing(COMMITS):
                 self.consumer.commit(batch.next_offsets, COMMIT_TIMEOUT_MS)
             self._batch = _Batch()
@@ -296,9 +312,21 @@ class StoreWriter:
         self.stats.inserts += 1
         self.stats.spans += len(rows) - len(rejected)
 
-    def caught_up(self, targets: dict[int, int]) -> bool:
-        """Whether every partition's position has passed `targets` (partition -> next offset)."""
-        assigned = {tp.partition: tp for tp in self.consumer.assignment()}
+    def _insert_logs(self, rows: list[list[Any]]) -> None:
+        """Insert log rows; those the store cannot encode are logged, counted, left out."""
+        rejected = self.store.insert_encodable("logs", rows, list(LOG_COLUMNS))
+        for row, reason in rejected:
+            self.stats.rejected_log_records += 1
+            log.error("a log record of trace %s of tenant %s cannot be stored, skipped: %s",
+                      row[_LOG_TRACE_ID], row[_LOG_TENANT], reason)  # fmt: skip
+        self.stats.inserts += 1
+        self.stats.log_records += len(rows) - len(rejected)
+
+    def caught_up(self, targets: dict[int, int], topic: str | None = None) -> bool:
+        """Whether every partition's position has passed `targets` (partition -> next
+        offset) on `topic` (default: the spans' topic)."""
+        topic = topic or self.config.topic
+        assigned = {tp.partition: tp for tp in self.consumer.assignment() if tp.topic == topic}
         for partition, target in targets.items():
             tp = assigned.get(partition)
             if tp is None or self.consumer.position(tp) < target:

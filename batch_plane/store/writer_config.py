@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
-from pathgrade.schemas.topics import SPANS_TOPIC, STORE_GROUP
+from pathgrade.schemas.topics import LOGS_TOPIC, SPANS_TOPIC, STORE_GROUP
 from pydantic import BaseModel, ConfigDict, Field
 
 SQL_INSERT_MIN_SPANS = 20_000
@@ -20,7 +20,11 @@ class StoreWriterConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     bootstrap_servers: str = Field(description="Kafka bootstrap servers, HOST:PORT[,HOST:PORT...]")
-    topic: str = Field(SPANS_TOPIC, description="topic read")
+    topic: str = Field(SPANS_TOPIC, description="topic of spans read")
+    logs_topic: str | None = Field(
+        LOGS_TOPIC,
+        description="topic of log records read (into the `logs` table; `null`: spans only)",
+    )
     group_id: str = Field(STORE_GROUP, description="consumer group")
     max_batch_spans: int = Field(
         50_000, description="spans of one insert at most; a full batch is written at once"

@@ -446,6 +446,42 @@ ORDER BY (Exporter, Source);
 
 ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS TurnSpanId String DEFAULT '';
 
+CREATE TABLE IF NOT EXISTS logs ON CLUSTER 'pathgrade'
+(
+    Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
+    TimestampTime DateTime DEFAULT toDateTime(Timestamp),
+    TraceId String CODEC(ZSTD(1)),
+    SpanId String CODEC(ZSTD(1)),
+    TraceFlags UInt8,
+    SeverityText LowCardinality(String) CODEC(ZSTD(1)),
+    SeverityNumber UInt8,
+    ServiceName LowCardinality(String) CODEC(ZSTD(1)),
+    Body String CODEC(ZSTD(3)),
+    ResourceSchemaUrl LowCardinality(String) CODEC(ZSTD(1)),
+    ResourceAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+    ScopeSchemaUrl LowCardinality(String) CODEC(ZSTD(1)),
+    ScopeName String CODEC(ZSTD(1)),
+    ScopeVersion LowCardinality(String) CODEC(ZSTD(1)),
+    ScopeAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+    LogAttributes Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+    EventName String CODEC(ZSTD(1)),
+    ContentAttributes Map(LowCardinality(String), String) CODEC(ZSTD(3)),
+    Tenant LowCardinality(String) CODEC(ZSTD(1)),
+    ReceivedAt DateTime64(9) CODEC(Delta, ZSTD(1)),
+    RecordHash UInt64,
+    INDEX idx_log_attr_key mapKeys(LogAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_event_name EventName TYPE bloom_filter(0.001) GRANULARITY 1
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ReceivedAt)
+PARTITION BY toDate(ReceivedAt)
+ORDER BY (Tenant, TraceId, SpanId, Timestamp, RecordHash)
+TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY
+SETTINGS index_granularity = 8192;
+
+ALTER TABLE logs ON CLUSTER 'pathgrade' MODIFY COLUMN Body TTL toDateTime(ReceivedAt) + INTERVAL 7 DAY;
+
+ALTER TABLE logs ON CLUSTER 'pathgrade' MODIFY COLUMN ContentAttributes TTL toDateTime(ReceivedAt) + INTERVAL 7 DAY;
+
 CREATE TABLE IF NOT EXISTS monitor_rollups ON CLUSTER 'pathgrade'
 (
     Tenant LowCardinality(String),

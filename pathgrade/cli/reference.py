@@ -35,6 +35,7 @@ from pathgrade.detectors.monitor_policy import (
 )
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.schemas.allowed_keys import allowed_keys_list
+from pathgrade.schemas.genai_versions import versions_table
 from pathgrade.stack.alert_lines import AlertLineSettings
 from pathgrade.stack.options import StackOptions
 from pathgrade.web.options import UiOptions
@@ -68,7 +69,7 @@ TABLES: dict[str, dict[str, tuple[type[BaseModel], tuple[str, ...]]]] = {
 GENERATED = {"docs/detectors.md": render_catalogue}
 """Files rendered whole."""
 SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
-    "docs/collector.md": {"allowed-keys": allowed_keys_list},
+    "docs/collector.md": {"allowed-keys": allowed_keys_list, "genai-versions": versions_table},
 }
 """File -> marker -> the function rendering the text between its markers."""
 

@@ -21,7 +21,7 @@ from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
-from pathgrade.schemas.topics import ALL_TOPICS, kafka_client_settings
+from pathgrade.schemas.topics import ALL_TOPICS, LOGS_TOPIC, SPANS_TOPIC, kafka_client_settings
 
 DEFAULT_PARTITIONS = 4
 _ATTEMPT_S = 2.0  # one metadata request's bound while waiting for Kafka
@@ -244,15 +244,18 @@ def ensure_topics(
     bootstrap: str, partitions: int = DEFAULT_PARTITIONS, replication_factor: int = 1
 ) -> list[str]:
     """Create pathgrade's topics where missing (existing topics are left as they are);
-    returns the names it created."""
+    returns the names it created. `pathgrade.logs` is created with as many partitions as
+    `pathgrade.spans` has when that exists (the two are co-partitioned: `LOGS_TOPIC`)."""
     admin = KafkaAdminClient(**kafka_client_settings(bootstrap), request_timeout_ms=10_000)
     try:
         existing = set(admin.list_topics())
+        spans = topic_partitions(bootstrap, SPANS_TOPIC) if SPANS_TOPIC in existing else 0
         missing = [
-            NewTopic(name, partitions, replication_factor)
+            NewTopic(name, spans if name == LOGS_TOPIC and spans else partitions,
+                     replication_factor)
             for name in ALL_TOPICS
             if name not in existing
-        ]
+        ]  # fmt: skip
         if missing:
             with contextlib.suppress(TopicAlreadyExistsError):  # created meanwhile
                 admin.create_topics(missing)

@@ -46,7 +46,7 @@ from pathgrade.batch_plane.store.client import redact_dsn
 from pathgrade.batch_plane.store.monitors import MonitorQueries
 from pathgrade.collector.config import CollectorConfig
 from pathgrade.collector.pipeline import IngestCounters
-from pathgrade.collector.service import Collector
+from pathgrade.collector.service import Collector, logs_spill_dir
 from pathgrade.collector.spill import SpillFile
 from pathgrade.realtime_plane.assembler import AssemblerStats
 from pathgrade.realtime_plane.config import RealtimeConfig
@@ -147,16 +147,18 @@ def _collector_main(
         while not isinstance(command := commands.get(), Stop):
             if isinstance(command, Stats):
                 events.put(Counted(collector.counters()))
-            elif isinstance(command, Hold):
-                events.put(Held(publisher.hold()))
+            elif isinstance(command, Hold):  # the records' sends too: nothing new comes
+                settled = [p.hold() for p in collector.publishers()]
+                events.put(Held(None if None in settled else settled[0]))
             elif isinstance(command, Resume) and command.broker_replaced:
                 bootstrap = command.bootstrap or collector.config.kafka_bootstrap
                 collector.broker_replaced(bootstrap, command.broker_lost)
             elif isinstance(command, Resume):
-                publisher.resume()
+                for held in collector.publishers():
+                    held.resume()
         collector.stop()
-        sent = publisher.spill.read_position
-        events.put(CollectorStopped(collector.counters(), publisher.produced_offsets(), sent))
+        sent = [p.spill.read_position for p in collector.publishers()]
+        events.put(CollectorStopped(collector.counters(), publisher.produced_offsets(), *sent))
 
 
 def _realtime_main(
@@ -681,11 +683,12 @@ class Stack:
         offsets: dict[int, int] = {}
         collector_counts = None
         sent: int | None = None  # log offset the collector's spill was sent up to
+        logs_sent: int | None = None  # and its records' spill
         if self._collector is not None:
             stopped = self._collector.stop()
             if isinstance(stopped, CollectorStopped):
                 offsets, collector_counts = stopped.produced, stopped.counters
-                sent = stopped.sent
+                sent, logs_sent = stopped.sent, stopped.logs_sent
             collector_counts = self._since_first(self._collector, collector_counts)
         # The bundled broker's data ends with it: nothing held can be re-read later.
         realtime = _in_parallel([
@@ -704,6 +707,8 @@ class Stack:
         evaluated = _all_reached(realtime, offsets)
         if sent is not None and stored and evaluated:
             _let_go_of_log(self.spill_dir, sent)
+            if logs_sent is not None:
+                _let_go_of_log(logs_spill_dir(self.spill_dir), logs_sent)
         if self.store is not None:
             self.final_status = snapshot_of(
                 collector_counts,

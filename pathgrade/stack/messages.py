@@ -94,8 +94,10 @@ class Counted(Event):
 
 @dataclass(frozen=True)
 class Held(Event):
-    """The collector holds its sends; `offsets` it produced so far (partition -> next
-    offset), None when sends did not settle (answers `Hold`)."""
+    """The collector holds its sends (of spans and records); `offsets` of spans it
+    produced so far (partition -> next offset), None when sends did not settle (answers
+    `Hold`). The readers read on past them until the topics are quiet, which takes in the
+    records sent before the hold."""
 
     offsets: dict[int, int] | None
 
@@ -126,6 +128,7 @@ class CollectorStopped(Stopped):
 
     produced: dict[int, int] = field(default_factory=dict)
     sent: int | None = None
+    logs_sent: int | None = None  # the same of the log records' spill
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """One trace as the trace page shows it: its agent turns (`schemas.agent_turns`: each
 turn's top span, and the findings raised on it), a waterfall of its spans on one time axis
-and, per span, everything stored about it (attributes, events, links, the tool call,
-messages, tokens and cost, what the collector recorded instead of redacted content), the
-detector findings pinned to it and the scores of it.
+and, per span, everything stored about it (attributes, events and log records, links, the
+tool call, messages, tokens and cost, what the collector recorded instead of redacted
+content), the detector findings pinned to it and the scores of it.
 
 `waterfall` is pure: spans in, rows with their depth and their bar's offset and width (in
 percent of the trace's span of time) out. `load_trace_view` reads one trace of the viewer's
@@ -22,7 +22,7 @@ from pathgrade.detectors.prices import PriceTable, cost_usd
 from pathgrade.detectors.registry import REGISTRY
 from pathgrade.schemas.agent_turns import turns_of
 from pathgrade.schemas.genai import PG_REDACTED_KEYS
-from pathgrade.schemas.model import Span, Trace
+from pathgrade.schemas.model import LogRecord, Span, Trace
 from pathgrade.web.store_reads import ReadStore
 from pathgrade.web.viewers import Viewer
 
@@ -96,6 +96,7 @@ class SpanDetail:
     input_messages: list[dict[str, Any]]
     output_messages: list[dict[str, Any]]
     redacted_keys: int
+    records: list[RecordView] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     scores: list[ScoreView] = field(default_factory=list)
 
@@ -215,8 +216,34 @@ def span_cost(span: Span, prices: PriceTable) -> float | None:
     return cost_usd(model, g.provider_name, g.input_tokens or 0, g.output_tokens or 0, prices)
 
 
+@dataclass(frozen=True)
+class RecordView:
+    """One log record tied to a span, as the attribute panel shows it beside the span's
+    events: when, its event name, severity, `pathgrade.*` facts apart from its other
+    attributes, and its body while the store keeps it."""
+
+    time_ns: int
+    event_name: str
+    severity: str
+    facts: list[tuple[str, Any]]
+    attributes: list[tuple[str, Any]]
+    body: str
+
+
+def record_view(record: LogRecord) -> RecordView:
+    """`record` as the attribute panel shows it."""
+    items = sorted(record.attributes.items())
+    return RecordView(
+        record.at_ns, record.event_name or "(no event name)", record.severity_text,
+        [(k, v) for k, v in items if k.startswith(PATHGRADE_PREFIX)],
+        [(k, v) for k, v in items if not k.startswith(PATHGRADE_PREFIX)],
+        "" if record.body is None else str(record.body),
+    )  # fmt: skip
+
+
 def span_detail(span: Span, trace_start_ns: int, prices: PriceTable) -> SpanDetail:
-    """The attribute panel of `span`: `pathgrade.*` facts apart from other attributes."""
+    """The attribute panel of `span`: `pathgrade.*` facts apart from other attributes, its
+    records beside its events."""
     items = sorted(span.attributes.items())
     redacted = span.attributes.get(PG_REDACTED_KEYS)
     return SpanDetail(
@@ -230,6 +257,7 @@ def span_detail(span: Span, trace_start_ns: int, prices: PriceTable) -> SpanDeta
         input_messages=messages(span.genai.input_messages),
         output_messages=messages(span.genai.output_messages),
         redacted_keys=int(redacted) if str(redacted or "").isdigit() else 0,
+        records=[record_view(r) for r in span.records],
     )
 
 

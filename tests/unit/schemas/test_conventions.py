@@ -389,7 +389,6 @@ def test_is_content_key(key: str, expected: bool) -> None:
 
 def test_tool_and_message_content_keys_do_not_overlap() -> None:
     assert not genai.TOOL_CONTENT_KEYS & genai.MESSAGE_CONTENT_KEYS
-    assert genai.DEPRECATED_ALIASES["gen_ai.system"] == genai.PROVIDER_NAME
 
 
 def test_openllmetry_association_session_is_the_conversation() -> None:

@@ -102,15 +102,20 @@ def test_retention_is_configurable_and_the_migration_holds_the_defaults(
     store: ClientStore,
 ) -> None:
     (shipped,) = [m for m in bundled_migrations() if m.name == "retention"]
-    assert shipped.statements()[2:] == retention_ddl()
+    (logs,) = [m for m in bundled_migrations() if m.name == "logs"]
+    defaults = retention_ddl()
+    assert shipped.statements()[2:] == [s for s in defaults if "TABLE logs" not in s]
+    columns = [s for s in defaults if s.startswith("ALTER TABLE logs MODIFY COLUMN")]
+    assert logs.statements()[1:] == columns  # and the table's TTL in its CREATE:
+    assert "TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY" in logs.statements()[0]
     set_retention(store.client, 3, 30)
-    ddl = store.query("SHOW CREATE TABLE spans").rows[0][0]
-    assert (
-        ddl.count("toIntervalDay(3)") == 6
-        and "TTL toDateTime(ReceivedAt) + toIntervalDay(30)" in ddl
-    )
+    for table, content_columns in (("spans", 6), ("logs", 2)):
+        ddl = store.query(f"SHOW CREATE TABLE {table}").rows[0][0]
+        assert ddl.count("toIntervalDay(3)") == content_columns, table
+        assert "TTL toDateTime(ReceivedAt) + toIntervalDay(30)" in ddl, table
     set_retention(store.client)  # back to the defaults
     assert store.query("SHOW CREATE TABLE spans").rows[0][0].count("toIntervalDay(7)") == 6
+    assert store.query("SHOW CREATE TABLE logs").rows[0][0].count("toIntervalDay(7)") == 2
     with pytest.raises(ValueError, match="no longer than the rows"):
         retention_ddl(30, 7)
-    assert len(retention_ddl(1, 1)) == 8  # one day of each is allowed
+    assert len(retention_ddl(1, 1)) == 11  # one day of each is allowed

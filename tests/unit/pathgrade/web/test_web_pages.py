@@ -435,3 +435,48 @@ def test_a_conversation_without_graph_nodes_says_why_it_has_no_next_turn_advice(
     panel = page.text[page.text.index('id="next-turn"') :]
     assert "no turn of this conversation has a graph node span" in panel
     assert 'class="recommend"' not in panel
+
+
+def test_trace_page_shows_a_spans_records_beside_its_events(
+    client: TestClient, tokens_client: TestClient, store: ClientStore, seeded: dict[str, list[str]]
+) -> None:
+    """Records stored in `logs` are read back with their trace, tied to their span: the
+    page lists them under the span, a message a record carries is the span's message, and
+    another tenant's viewer sees none of them."""
+    from pathgrade.batch_plane.store.log_rows import LOG_COLUMNS, log_row
+    from pathgrade.batch_plane.store.trace_rows import load_trace
+    from pathgrade.schemas.model import LogRecord
+
+    trace = load_trace(store, "a", seeded["a"][4])
+    assert trace is not None
+    span = next(s for s in trace.spans if not s.genai.output_messages)
+    at = span.start_ns + 1_000
+
+    def record(name: str, attributes: dict[str, object], body: object = None) -> LogRecord:
+        return LogRecord(tenant="a", trace_id=span.trace_id, span_id=span.span_id, time_ns=at,
+                         observed_ns=at, event_name=name, severity_text="INFO",
+                         attributes=attributes, body=body,
+                         received_at_ns=time.time_ns())  # fmt: skip
+
+    records = [
+        record("gen_ai.tool.call.decision",
+               {"gen_ai.tool.call.decision.outcome": "require_approval",
+                "gen_ai.tool.call.id": "call-7", "pathgrade.facts.pii": "card"}),
+        record("gen_ai.choice", {}, {"message": {"content": "record-carried answer"},
+                                     "finish_reason": "stop"}),
+    ]  # fmt: skip
+    store.insert("logs", [log_row(r) for r in records], list(LOG_COLUMNS))
+    reread = load_trace(store, "a", span.trace_id)
+    assert reread is not None
+    joined = next(s for s in reread.spans if s.span_id == span.span_id)
+    assert sorted(r.event_name for r in joined.records) == [
+        "gen_ai.choice",
+        "gen_ai.tool.call.decision",
+    ]
+    assert "record-carried answer" in joined.genai.output_messages
+    assert all(not s.records for s in reread.spans if s.span_id != span.span_id)
+    page = client.get(f"/trace/{span.trace_id}?tenant=a").text
+    assert "gen_ai.tool.call.decision" in page and "require_approval" in page
+    assert "pathgrade.facts.pii" in page and "record-carried answer" in page
+    other = tokens_client.get(f"/trace/{span.trace_id}", headers={"Authorization": "Bearer tok-b"})
+    assert other.status_code == 404 and "require_approval" not in other.text
