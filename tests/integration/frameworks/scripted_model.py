@@ -25,13 +25,15 @@ def offered_tools(request: dict[str, Any]) -> set[str]:
 
 
 def reply_message(request: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The assistant message answering `request`, and its finish reason."""
-    step = step_for_messages(request.get("messages") or [])
+    """The assistant message answering `request`, and its finish reason. A tool is called
+    by the name the request offers it under (Semantic Kernel offers `plugin-function`)."""
+    step = step_for_messages(request.get("messages") or [], offered_tools(request))
     if step is None:
         return {"role": "assistant", "content": UNSCRIPTED}, "stop"
     if step.call is None and FINAL_ANSWER_TOOL not in offered_tools(request):
         return {"role": "assistant", "content": step.story.answer}, "stop"
     name, arguments = _call_of(step)
+    name = next((o for o in sorted(offered_tools(request)) if o.endswith(f"-{name}")), name)
     call = {"id": step.call_id, "type": "function",
             "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
     return {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"

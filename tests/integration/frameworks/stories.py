@@ -183,7 +183,7 @@ class Step:
 
     @property
     def call_id(self) -> str:
-        return f"call_{self.story.name}_{self.index}"
+        return f"call_{self.story.name}_{'handoff' if self.index < 0 else self.index}"
 
 
 def next_step(story: Story, steps_done: int) -> Step:
@@ -193,15 +193,30 @@ def next_step(story: Story, steps_done: int) -> Step:
     return Step(story, steps_done, None)
 
 
-def step_for_messages(messages: list[dict[str, Any]]) -> Step | None:
-    """The scripted reply to an OpenAI chat-completions message list: the turn is the last
-    message naming a story's user text; the step is the number of assistant replies since."""
+HANDOFF_PREFIX = "transfer_to_"
+"""Tools a framework offers for a handoff to another agent (OpenAI Agents SDK)."""
+
+
+def step_for_messages(messages: list[dict[str, Any]], offered: set[str]) -> Step | None:
+    """The scripted reply to an OpenAI chat-completions message list offering the tools
+    `offered`: the turn is the last message naming a story's user text; the step is the
+    number of assistant replies since, handoffs left out. An agent that can hand off and
+    has not yet in this turn hands off first."""
     for position in range(len(messages) - 1, -1, -1):
         story = story_of(message_text(messages[position]))
         if story is not None and messages[position].get("role") != "assistant":
             replies = [m for m in messages[position + 1 :] if m.get("role") == "assistant"]
-            return next_step(story, len(replies))
+            handoffs = [m for m in replies if _hands_off(m)]
+            targets = sorted(t for t in offered if t.startswith(HANDOFF_PREFIX))
+            if targets and not handoffs:
+                return Step(story, -1, Call(targets[0], {}))
+            return next_step(story, len(replies) - len(handoffs))
     return None
+
+
+def _hands_off(message: dict[str, Any]) -> bool:
+    calls = message.get("tool_calls") or []
+    return any(c.get("function", {}).get("name", "").startswith(HANDOFF_PREFIX) for c in calls)
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -214,18 +229,25 @@ def message_text(message: dict[str, Any]) -> str:
     return ""
 
 
-def policy_yaml(with_requests: bool) -> str:
+def policy_yaml(with_requests: bool, prefixes: dict[str, str]) -> str:
     """The matrix's policy: the tools by effect and, where the branch's policy has the
-    section, what a request for each write looks like."""
-    lines = [
-        "version: 1",
-        "defaults:",
-        "  tools:",
-        f"    reads: [{', '.join(READS)}]",
-        f"    writes: [{', '.join(WRITES)}]",
-        f"    irreversible: [{', '.join(IRREVERSIBLE)}]",
-    ]
-    if with_requests:
-        lines.append("  requests:")
-        lines += [f"    {tool}: {json.dumps(patterns)}" for tool, patterns in REQUESTS.items()]
+    section, what a request for each write looks like; a service whose framework puts a
+    prefix before tool names (`prefixes`, by service) gets the prefixed names."""
+    lines = ["version: 1", "defaults:", *_tool_lines("", with_requests, "  ")]
+    if prefixes:
+        lines.append("services:")
+    for service, prefix in sorted(prefixes.items()):
+        lines += [f"  {service}:", *_tool_lines(prefix, with_requests, "    ")]
     return "\n".join(lines) + "\n"
+
+
+def _tool_lines(prefix: str, with_requests: bool, indent: str) -> list[str]:
+    def names(tools: tuple[str, ...]) -> str:
+        return ", ".join(prefix + t for t in tools)
+
+    lines = [f"{indent}tools:", f"{indent}  reads: [{names(READS)}]",
+             f"{indent}  writes: [{names(WRITES)}]", f"{indent}  irreversible: [{names(IRREVERSIBLE)}]"]  # fmt: skip
+    if with_requests:
+        lines.append(f"{indent}requests:")
+        lines += [f"{indent}  {prefix}{tool}: {json.dumps(patterns)}" for tool, patterns in REQUESTS.items()]
+    return lines

@@ -66,7 +66,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     and the scripted model."""
     data_dir = tmp_path_factory.mktemp("frameworks")
     policy = data_dir.parent / "frameworks-policy.yaml"
-    policy.write_text(policy_yaml(with_requests=REQUESTS_IN_POLICY))
+    prefixes = {e.service: e.tool_prefix for e in ENVIRONMENTS.values() if e.tool_prefix}
+    policy.write_text(policy_yaml(REQUESTS_IN_POLICY, prefixes))
     webhook = Webhook()
     threading.Thread(target=webhook.serve_forever, daemon=True).start()
     process, _, http_port = start_stack(
