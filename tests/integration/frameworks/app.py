@@ -171,8 +171,13 @@ def reset_equipment(customer_id: str) -> str:
 
 
 TOOLS: tuple[Callable[..., str], ...] = (
-    get_account, lookup_order, search_kb, change_plan, open_dispute, reset_equipment,
-)  # fmt: skip
+    get_account,
+    lookup_order,
+    search_kb,
+    change_plan,
+    open_dispute,
+    reset_equipment,
+)
 INSTRUCTIONS = "You are the support agent of a telecom company. Use the tools."
 
 
@@ -202,14 +207,21 @@ class App:
         _current["story"] = None
         spans = self.recorder.spans[before:]
         ids = {f"{s.context.span_id:016x}" for s in spans}
-        tops = [f"{s.context.span_id:016x}" for s in spans
-                if s.parent is None or f"{s.parent.span_id:016x}" not in ids]  # fmt: skip
+        tops = [
+            f"{s.context.span_id:016x}"
+            for s in spans
+            if s.parent is None or f"{s.parent.span_id:016x}" not in ids
+        ]
         return Run(story_name, sorted(ids), tops[-1] if tops else "", answer)
 
     def server_span(self, stories: list[str]) -> list[Run]:
         """The runs inside one `POST /chat` server span whose parent is remote."""
-        attributes = {"http.request.method": "POST", "url.path": "/chat", "http.route": "/chat",
-                      "user.id": CUSTOMER}  # fmt: skip
+        attributes = {
+            "http.request.method": "POST",
+            "url.path": "/chat",
+            "http.route": "/chat",
+            "user.id": CUSTOMER,
+        }
         with self.tracer.start_as_current_span(
             "POST /chat", context=remote_parent(), kind=SpanKind.SERVER, attributes=attributes
         ):
@@ -236,8 +248,12 @@ class App:
         return runs
 
     def _runner(self, shape: str) -> Callable[[list[str]], list[Run]]:
-        runners = {"server_span": self.server_span, "no_server_span": self.no_server_span,
-                   "three_runs": self.server_span, "conversation": self.conversation}  # fmt: skip
+        runners = {
+            "server_span": self.server_span,
+            "no_server_span": self.no_server_span,
+            "three_runs": self.server_span,
+            "conversation": self.conversation,
+        }
         return runners[shape]
 
     def shapes(self) -> dict[str, list[dict[str, Any]]]:
@@ -252,8 +268,12 @@ class App:
                     for s in self.recorder.spans
                     if f"{s.context.span_id:016x}" in set(runs[0].span_ids)
                 }
-                done[shape].append({"trace_id": trace_ids.pop() if trace_ids else "",
-                                    "runs": [r.__dict__ for r in runs]})  # fmt: skip
+                done[shape].append(
+                    {
+                        "trace_id": trace_ids.pop() if trace_ids else "",
+                        "runs": [r.__dict__ for r in runs],
+                    }
+                )
         return done
 
 
@@ -270,17 +290,22 @@ def emitted(spans: list[ReadableSpan]) -> list[dict[str, Any]]:
             or attributes.get("traceloop.span.kind")
             or re.sub(r"\s.*", "", span.name)
         )
-        entry = kinds.setdefault(kind, {"kind": kind, "count": 0, "names": set(),
-                                        "attributes": set(), "events": set()})  # fmt: skip
+        entry = kinds.setdefault(
+            kind, {"kind": kind, "count": 0, "names": set(), "attributes": set(), "events": set()}
+        )
         entry["count"] += 1
         entry["names"].add(span.name)
         entry["attributes"] |= {re.sub(r"\.\d+(?=\.|$)", ".N", k) for k in attributes}
         entry["events"] |= {e.name for e in span.events}
     return [
-        {**e, "names": sorted(e["names"])[:6], "attributes": sorted(e["attributes"]),
-         "events": sorted(e["events"])}
+        {
+            **e,
+            "names": sorted(e["names"])[:6],
+            "attributes": sorted(e["attributes"]),
+            "events": sorted(e["events"]),
+        }
         for e in sorted(kinds.values(), key=lambda e: -e["count"])
-    ]  # fmt: skip
+    ]
 
 
 def versions(distributions: tuple[str, ...]) -> dict[str, str]:

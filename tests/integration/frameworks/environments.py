@@ -70,8 +70,18 @@ class Environment:
             started = time.monotonic()
             uv = find_uv_bin()
             run([uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(venv)])
-            run([uv, "pip", "install", "--quiet", "--python", str(python),
-                 *self.requirements, *APP_REQUIREMENTS])  # fmt: skip
+            run(
+                [
+                    uv,
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--python",
+                    str(python),
+                    *self.requirements,
+                    *APP_REQUIREMENTS,
+                ]
+            )
             (venv / ".complete").write_text("\n".join(self.requirements) + "\n")
             return str(python), time.monotonic() - started
 
@@ -83,29 +93,55 @@ def run(command: list[str]) -> None:
         raise RuntimeError(f"{' '.join(command[:4])} ... failed:\n{done.stderr[-3000:]}")
 
 
+OPENINFERENCE = "openinference-instrumentation-"
 ENVIRONMENTS: dict[str, Environment] = {
     env.slug: env
-    for env in (  # fmt: skip
+    for env in (
         Environment("pydantic-ai", "pydantic_ai", ("pydantic-ai-slim[openai]==2.68.0",)),
-        Environment("openai-agents", "openai_agents",
-                    ("openai-agents==0.24.0", "openinference-instrumentation-openai-agents==2.6.0")),
+        Environment(
+            "openai-agents",
+            "openai_agents",
+            ("openai-agents==0.24.0", f"{OPENINFERENCE}openai-agents==2.6.0"),
+        ),
         Environment("google-adk", "google_adk", ("google-adk==2.13.0",)),
         Environment("strands", "strands", ("strands-agents[openai]==1.62.0",)),
-        Environment("crewai", "crewai",
-                    ("crewai==1.15.30", "openinference-instrumentation-crewai==1.1.21",
-                     "openinference-instrumentation-openai==0.1.66")),
-        Environment("smolagents", "smolagents",
-                    ("smolagents[openai]==1.26.0", "openinference-instrumentation-smolagents==0.1.43")),
-        Environment("llamaindex", "llamaindex",
-                    ("llama-index-core==0.14.25", "llama-index-llms-openai==0.8.3",
-                     "openinference-instrumentation-llama-index==4.6.1")),
-        Environment("semantic-kernel", "semantic_kernel", ("semantic-kernel==1.45.0",),
-                    tool_prefix="support-"),
-        Environment("autogen", "autogen",
-                    ("autogen-agentchat==0.7.5", "autogen-ext[openai]==0.7.5",
-                     "openinference-instrumentation-autogen-agentchat==0.1.22")),
-        Environment("agno", "agno",
-                    ("agno==3.1.10", "openai==3.63.0", "openinference-instrumentation-agno==1.0.15")),
+        Environment(
+            "crewai",
+            "crewai",
+            ("crewai==1.15.30", f"{OPENINFERENCE}crewai==1.1.21", f"{OPENINFERENCE}openai==0.1.66"),
+        ),
+        Environment(
+            "smolagents",
+            "smolagents",
+            ("smolagents[openai]==1.26.0", f"{OPENINFERENCE}smolagents==0.1.43"),
+        ),
+        Environment(
+            "llamaindex",
+            "llamaindex",
+            (
+                "llama-index-core==0.14.25",
+                "llama-index-llms-openai==0.8.3",
+                f"{OPENINFERENCE}llama-index==4.6.1",
+            ),
+        ),
+        Environment(
+            "semantic-kernel",
+            "semantic_kernel",
+            ("semantic-kernel==1.45.0",),
+            tool_prefix="support-",
+        ),
+        Environment(
+            "autogen",
+            "autogen",
+            (
+                "autogen-agentchat==0.7.5",
+                "autogen-ext[openai]==0.7.5",
+                f"{OPENINFERENCE}autogen-agentchat==0.1.22",
+            ),
+        ),
+        Environment(
+            "agno", "agno", ("agno==3.1.10", "openai==3.63.0", f"{OPENINFERENCE}agno==1.0.15")
+        ),
         Environment("langgraph-openinference", "langgraph_openinference"),
         Environment("langgraph-openllmetry", "langgraph_openllmetry"),
     )

@@ -34,8 +34,11 @@ def reply_message(request: dict[str, Any]) -> tuple[dict[str, Any], str]:
         return {"role": "assistant", "content": step.story.answer}, "stop"
     name, arguments = _call_of(step)
     name = next((o for o in sorted(offered_tools(request)) if o.endswith(f"-{name}")), name)
-    call = {"id": step.call_id, "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+    call = {
+        "id": step.call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
     return {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
 
 
@@ -61,8 +64,12 @@ def completion(request: dict[str, Any]) -> dict[str, Any]:
 def chunks(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The same reply as `chat.completion.chunk` events (the last carries the usage)."""
     message, finish = reply_message(request)
-    base = {"id": f"chatcmpl-scripted-{time.time_ns()}", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": request.get("model", "scripted")}  # fmt: skip
+    base = {
+        "id": f"chatcmpl-scripted-{time.time_ns()}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": request.get("model", "scripted"),
+    }
     delta: dict[str, Any] = {"role": "assistant"}
     if message.get("tool_calls"):
         delta["tool_calls"] = [{"index": 0, **c} for c in message["tool_calls"]]
@@ -110,7 +117,9 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                 self._send(404, b'{"error": {"message": "only /v1/chat/completions"}}')
             elif request.get("stream"):
                 events = [f"data: {json.dumps(c)}\n\n" for c in chunks(request)]
-                self._send(200, "".join([*events, "data: [DONE]\n\n"]).encode(), "text/event-stream")
+                self._send(
+                    200, "".join([*events, "data: [DONE]\n\n"]).encode(), "text/event-stream"
+                )
             else:
                 self._send(200, json.dumps(completion(request)).encode())
 

@@ -245,9 +245,16 @@ def _tool_lines(prefix: str, with_requests: bool, indent: str) -> list[str]:
     def names(tools: tuple[str, ...]) -> str:
         return ", ".join(prefix + t for t in tools)
 
-    lines = [f"{indent}tools:", f"{indent}  reads: [{names(READS)}]",
-             f"{indent}  writes: [{names(WRITES)}]", f"{indent}  irreversible: [{names(IRREVERSIBLE)}]"]  # fmt: skip
+    lines = [
+        f"{indent}tools:",
+        f"{indent}  reads: [{names(READS)}]",
+        f"{indent}  writes: [{names(WRITES)}]",
+        f"{indent}  irreversible: [{names(IRREVERSIBLE)}]",
+    ]
     if with_requests:
         lines.append(f"{indent}requests:")
-        lines += [f"{indent}  {prefix}{tool}: {json.dumps(patterns)}" for tool, patterns in REQUESTS.items()]
+        lines += [
+            f"{indent}  {prefix}{tool}: {json.dumps(patterns)}"
+            for tool, patterns in REQUESTS.items()
+        ]
     return lines

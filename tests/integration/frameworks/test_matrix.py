@@ -11,6 +11,7 @@ detector alerts and the clean turns raise no alert at all.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -23,7 +24,6 @@ from typing import Any
 import pytest
 from pathgrade.detectors.policy import SectionBase
 
-from pathgrade.demo.sender import exporter_for_url
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.integration.frameworks.environments import ENVIRONMENTS, Environment
 from tests.integration.frameworks.scripted_model import ScriptedModel
@@ -100,10 +100,11 @@ class Outcome:
         mine = set(run["span_ids"])
         anyone = {s for r in trace["runs"] for s in r["span_ids"]}
         return [
-            a for a in self.alerts
+            a
+            for a in self.alerts
             if a["trace_id"] == trace["trace_id"]
             and (a["span_id"] in mine or len(trace["runs"]) == 1 or a["span_id"] not in anyone)
-        ]  # fmt: skip
+        ]
 
     def problems(self, shape: str) -> list[str]:
         """What breaks the matrix's promise in `shape`: a failure whose detector did not
@@ -114,26 +115,37 @@ class Outcome:
             alerts = self.alerts_of(trace, run)
             fired = {a["code"] for a in alerts if a["kind"] == "violation"}
             where = f"{run['story']} (trace {trace['trace_id']})"
-            found += [f"{where}: {code} did not alert" for code in story.expected
-                      if code not in fired]  # fmt: skip
+            found += [
+                f"{where}: {code} did not alert" for code in story.expected if code not in fired
+            ]
             if story.clean:
-                found += [f"{where}: clean turn alerted {a['code']} {a['kind']}: {a['reason']}"
-                          for a in alerts]  # fmt: skip
+                found += [
+                    f"{where}: clean turn alerted {a['code']} {a['kind']}: {a['reason']}"
+                    for a in alerts
+                ]
         return found
 
     def summary(self) -> dict[str, Any]:
         """The record with, per run, the alerts it raised (code and kind)."""
         shapes = {
             shape: [
-                {**run, "span_ids": len(run["span_ids"]),
-                 "alerts": sorted({f"{a['code']} {a['kind']}" for a in self.alerts_of(t, run)})}
+                {
+                    **run,
+                    "span_ids": len(run["span_ids"]),
+                    "alerts": sorted({f"{a['code']} {a['kind']}" for a in self.alerts_of(t, run)}),
+                }
                 for t, run in self.runs(shape)
             ]
             for shape in self.record["shapes"]
-        }  # fmt: skip
+        }
         problems = {shape: self.problems(shape) for shape in self.record["shapes"]}
-        return {**self.record, "slug": self.env.slug, "shapes": shapes, "problems": problems,
-                "requests_in_policy": REQUESTS_IN_POLICY}  # fmt: skip
+        return {
+            **self.record,
+            "slug": self.env.slug,
+            "shapes": shapes,
+            "problems": problems,
+            "requests_in_policy": REQUESTS_IN_POLICY,
+        }
 
 
 _outcomes: dict[str, Outcome] = {}
@@ -148,11 +160,25 @@ def outcome(stack: Stack, env: Environment, tmp_dir: Path) -> Outcome:
     python, install_s = env.python()
     out = tmp_dir / f"{env.slug}.json"
     done = subprocess.run(
-        [python, "-m", env.module, "--otlp", stack.otlp, "--model-url", stack.model.url,
-         "--service", env.service, "--out", str(out)],
-        cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        capture_output=True, text=True, timeout=ADAPTER_TIMEOUT_S,
-    )  # fmt: skip
+        [
+            python,
+            "-m",
+            env.module,
+            "--otlp",
+            stack.otlp,
+            "--model-url",
+            stack.model.url,
+            "--service",
+            env.service,
+            "--out",
+            str(out),
+        ],
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=ADAPTER_TIMEOUT_S,
+    )
     assert done.returncode == 0, f"{env.slug} adapter failed:\n{done.stderr[-5000:]}"
     record = {**json.loads(out.read_text()), "install_s": round(install_s, 1)}
     result = Outcome(env, record)
@@ -162,10 +188,8 @@ def outcome(stack: Stack, env: Environment, tmp_dir: Path) -> Outcome:
         result.alerts = stack.alerts(traces)
         return not any("did not alert" in p for s in record["shapes"] for p in result.problems(s))
 
-    try:
+    with contextlib.suppress(AssertionError):  # the problems name what did not alert
         wait_until(all_failures_alerted, timeout_s=ALERT_WAIT_S)
-    except AssertionError:
-        pass  # the problems name what did not alert
     sentinel = failed_tool_trace(stack.otlp)
     wait_until(lambda: stack.alerts({sentinel}), timeout_s=60)
     result.alerts = stack.alerts(traces)
@@ -184,6 +208,8 @@ def test_failures_alert_and_clean_turns_do_not(
     stack: Stack, slug: str, shape: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     result = outcome(stack, ENVIRONMENTS[slug], tmp_path_factory.mktemp(slug))
-    own = [k for e in result.record["emitted"] for k in e["attributes"] if k.startswith("pathgrade.")]
+    own = [
+        k for e in result.record["emitted"] for k in e["attributes"] if k.startswith("pathgrade.")
+    ]
     assert own == [], "the app and the framework set no pathgrade.* attribute"
     assert result.problems(shape) == []

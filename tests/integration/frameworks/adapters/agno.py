@@ -22,9 +22,16 @@ def instrument(provider: TracerProvider) -> None:
 class Session:
     def __init__(self, model_url: str) -> None:
         model = OpenAIChat(id="gpt-4o-mini", base_url=model_url, api_key="scripted")
-        self.agent = Agent(model=model, name="support-agent", instructions=INSTRUCTIONS,
-                           tools=list(TOOLS), db=InMemoryDb(), add_history_to_context=True,
-                           session_id=secrets.token_hex(8), telemetry=False)  # fmt: skip
+        self.agent = Agent(
+            model=model,
+            name="support-agent",
+            instructions=INSTRUCTIONS,
+            tools=list(TOOLS),
+            db=InMemoryDb(),
+            add_history_to_context=True,
+            session_id=secrets.token_hex(8),
+            telemetry=False,
+        )
 
     def ask(self, text: str) -> str:
         return str(self.agent.run(text).content)

@@ -15,8 +15,13 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from tests.integration.frameworks.app import INSTRUCTIONS, TOOLS, Framework, main
 
-MODEL_INFO = {"vision": False, "function_calling": True, "json_output": False,
-              "family": "gpt-4o", "structured_output": False}  # fmt: skip
+MODEL_INFO = {
+    "vision": False,
+    "function_calling": True,
+    "json_output": False,
+    "family": "gpt-4o",
+    "structured_output": False,
+}
 
 
 def instrument(provider: TracerProvider) -> None:
@@ -25,10 +30,16 @@ def instrument(provider: TracerProvider) -> None:
 
 class Session:
     def __init__(self, model_url: str) -> None:
-        client = OpenAIChatCompletionClient(model="gpt-4o-mini", base_url=model_url,
-                                            api_key="scripted", model_info=MODEL_INFO)  # fmt: skip
-        self.agent = AssistantAgent("support_agent", model_client=client, tools=list(TOOLS),
-                                    system_message=INSTRUCTIONS, max_tool_iterations=10)  # fmt: skip
+        client = OpenAIChatCompletionClient(
+            model="gpt-4o-mini", base_url=model_url, api_key="scripted", model_info=MODEL_INFO
+        )
+        self.agent = AssistantAgent(
+            "support_agent",
+            model_client=client,
+            tools=list(TOOLS),
+            system_message=INSTRUCTIONS,
+            max_tool_iterations=10,
+        )
         self.loop = asyncio.new_event_loop()
 
     def ask(self, text: str) -> str:
@@ -38,8 +49,13 @@ class Session:
 
 FRAMEWORK = Framework(
     name="AutoGen AgentChat",
-    distributions=("autogen-agentchat", "autogen-ext", "openinference-instrumentation-autogen-agentchat"),
-    instrumentation="own (autogen-core GenAI spans) and OpenInference `AutogenAgentChatInstrumentor`",
+    distributions=(
+        "autogen-agentchat",
+        "autogen-ext",
+        "openinference-instrumentation-autogen-agentchat",
+    ),
+    instrumentation="own (autogen-core GenAI spans) and OpenInference "
+    "`AutogenAgentChatInstrumentor`",
     instrument=instrument,
     session=Session,
 )

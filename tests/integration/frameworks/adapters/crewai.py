@@ -11,13 +11,13 @@ import sys
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
-from crewai import LLM, Agent, Crew, Task  # noqa: E402
-from crewai.tools import tool  # noqa: E402
-from openinference.instrumentation.crewai import CrewAIInstrumentor  # noqa: E402
-from openinference.instrumentation.openai import OpenAIInstrumentor  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from crewai import LLM, Agent, Crew, Task
+from crewai.tools import tool
+from openinference.instrumentation.crewai import CrewAIInstrumentor
+from openinference.instrumentation.openai import OpenAIInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
 
-from tests.integration.frameworks.app import INSTRUCTIONS, TOOLS, Framework, main  # noqa: E402
+from tests.integration.frameworks.app import INSTRUCTIONS, TOOLS, Framework, main
 
 
 def instrument(provider: TracerProvider) -> None:
@@ -28,20 +28,29 @@ def instrument(provider: TracerProvider) -> None:
 class Session:
     def __init__(self, model_url: str) -> None:
         llm = LLM(model="openai/gpt-4o-mini", base_url=model_url, api_key="scripted")
-        self.agent = Agent(role="support agent", goal=INSTRUCTIONS, backstory=INSTRUCTIONS,
-                           llm=llm, tools=[tool(t.__name__)(t) for t in TOOLS],
-                           verbose=False)  # fmt: skip
+        self.agent = Agent(
+            role="support agent",
+            goal=INSTRUCTIONS,
+            backstory=INSTRUCTIONS,
+            llm=llm,
+            tools=[tool(t.__name__)(t) for t in TOOLS],
+            verbose=False,
+        )
 
     def ask(self, text: str) -> str:
-        task = Task(description=text, expected_output="The answer to the customer.",
-                    agent=self.agent)  # fmt: skip
+        task = Task(
+            description=text, expected_output="The answer to the customer.", agent=self.agent
+        )
         return str(Crew(agents=[self.agent], tasks=[task], verbose=False).kickoff())
 
 
 FRAMEWORK = Framework(
     name="CrewAI",
-    distributions=("crewai", "openinference-instrumentation-crewai",
-                   "openinference-instrumentation-openai"),  # fmt: skip
+    distributions=(
+        "crewai",
+        "openinference-instrumentation-crewai",
+        "openinference-instrumentation-openai",
+    ),
     instrumentation="OpenInference `CrewAIInstrumentor` and `OpenAIInstrumentor`",
     instrument=instrument,
     session=Session,

@@ -15,16 +15,16 @@ from typing import Any
 os.environ.setdefault("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
 os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
 
-from google.adk.agents import LlmAgent  # noqa: E402
-from google.adk.models.base_llm import BaseLlm  # noqa: E402
-from google.adk.models.llm_request import LlmRequest  # noqa: E402
-from google.adk.models.llm_response import LlmResponse  # noqa: E402
-from google.adk.runners import InMemoryRunner  # noqa: E402
-from google.genai import types  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from google.adk.agents import LlmAgent
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import InMemoryRunner
+from google.genai import types
+from opentelemetry.sdk.trace import TracerProvider
 
-from tests.integration.frameworks.app import INSTRUCTIONS, TOOLS, Framework, main  # noqa: E402
-from tests.integration.frameworks.stories import CUSTOMER, step_for_messages  # noqa: E402
+from tests.integration.frameworks.app import INSTRUCTIONS, TOOLS, Framework, main
+from tests.integration.frameworks.stories import CUSTOMER, step_for_messages
 
 
 def instrument(provider: TracerProvider) -> None:
@@ -57,19 +57,29 @@ class ScriptedLlm(BaseLlm):
             text = step.story.answer if step else "I can only help with your account."
             part = types.Part(text=text)
         else:
-            part = types.Part(function_call=types.FunctionCall(
-                id=step.call_id, name=step.call.tool, args=step.call.arguments))  # fmt: skip
+            part = types.Part(
+                function_call=types.FunctionCall(
+                    id=step.call_id, name=step.call.tool, args=step.call.arguments
+                )
+            )
         usage = types.GenerateContentResponseUsageMetadata(
             prompt_token_count=120, candidates_token_count=30, total_token_count=150
         )
-        yield LlmResponse(content=types.Content(role="model", parts=[part]),
-                          usage_metadata=usage, finish_reason=types.FinishReason.STOP)  # fmt: skip
+        yield LlmResponse(
+            content=types.Content(role="model", parts=[part]),
+            usage_metadata=usage,
+            finish_reason=types.FinishReason.STOP,
+        )
 
 
 class Session:
     def __init__(self, model_url: str) -> None:
-        agent = LlmAgent(name="support_agent", model=ScriptedLlm(model="scripted-gemini"),
-                         instruction=INSTRUCTIONS, tools=list(TOOLS))  # fmt: skip
+        agent = LlmAgent(
+            name="support_agent",
+            model=ScriptedLlm(model="scripted-gemini"),
+            instruction=INSTRUCTIONS,
+            tools=list(TOOLS),
+        )
         self.runner = InMemoryRunner(agent=agent, app_name="support")
         self.session = self.runner.session_service.create_session_sync(
             app_name="support", user_id=CUSTOMER
@@ -78,8 +88,9 @@ class Session:
     def ask(self, text: str) -> str:
         message = types.Content(role="user", parts=[types.Part(text=text)])
         answer = ""
-        for event in self.runner.run(user_id=CUSTOMER, session_id=self.session.id,
-                                     new_message=message):  # fmt: skip
+        for event in self.runner.run(
+            user_id=CUSTOMER, session_id=self.session.id, new_message=message
+        ):
             parts = event.content.parts if event.content else []
             answer = next((p.text for p in parts or [] if p.text), answer)
         return answer
@@ -88,11 +99,14 @@ class Session:
 FRAMEWORK = Framework(
     name="Google ADK",
     distributions=("google-adk",),
-    instrumentation="own (OpenTelemetry GenAI conventions with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`, content on spans)",
+    instrumentation="own (OpenTelemetry GenAI conventions: `OTEL_SEMCONV_STABILITY_OPT_IN`"
+    " and `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`)",
     instrument=instrument,
     session=Session,
-    notes=("the scripted model is an ADK `BaseLlm` (ADK reaches other models through "
-           "LiteLLM, not an OpenAI base URL)",),  # fmt: skip
+    notes=(
+        "the scripted model is an ADK `BaseLlm` (ADK reaches other models through "
+        "LiteLLM, not an OpenAI base URL)",
+    ),
 )
 
 if __name__ == "__main__":

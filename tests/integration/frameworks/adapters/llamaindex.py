@@ -23,8 +23,9 @@ def instrument(provider: TracerProvider) -> None:
 class Session:
     def __init__(self, model_url: str) -> None:
         llm = OpenAI(model="gpt-4o-mini", api_base=model_url, api_key="scripted")
-        self.agent = FunctionAgent(name="support_agent", tools=list(TOOLS), llm=llm,
-                                   system_prompt=INSTRUCTIONS)  # fmt: skip
+        self.agent = FunctionAgent(
+            name="support_agent", tools=list(TOOLS), llm=llm, system_prompt=INSTRUCTIONS
+        )
         self.context = Context(self.agent)
         self.loop = asyncio.new_event_loop()
 
@@ -37,8 +38,11 @@ class Session:
 
 FRAMEWORK = Framework(
     name="LlamaIndex",
-    distributions=("llama-index-core", "llama-index-llms-openai",
-                   "openinference-instrumentation-llama-index"),  # fmt: skip
+    distributions=(
+        "llama-index-core",
+        "llama-index-llms-openai",
+        "openinference-instrumentation-llama-index",
+    ),
     instrumentation="OpenInference `LlamaIndexInstrumentor`",
     instrument=instrument,
     session=Session,

@@ -24,10 +24,18 @@ class Session:
     def __init__(self, model_url: str) -> None:
         client = AsyncOpenAI(base_url=model_url, api_key="scripted")
         model = OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
-        billing = Agent(name="billing", instructions=INSTRUCTIONS, model=model,
-                        tools=[function_tool(t) for t in TOOLS])  # fmt: skip
-        self.agent = Agent(name="triage", instructions="Hand the customer to billing.",
-                           model=model, handoffs=[billing])  # fmt: skip
+        billing = Agent(
+            name="billing",
+            instructions=INSTRUCTIONS,
+            model=model,
+            tools=[function_tool(t) for t in TOOLS],
+        )
+        self.agent = Agent(
+            name="triage",
+            instructions="Hand the customer to billing.",
+            model=model,
+            handoffs=[billing],
+        )
         self.history: list[Any] = []
 
     def ask(self, text: str) -> str:

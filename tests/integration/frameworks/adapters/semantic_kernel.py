@@ -12,13 +12,13 @@ import sys
 os.environ.setdefault("SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS", "true")
 os.environ.setdefault("SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE", "true")
 
-from openai import AsyncOpenAI  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from semantic_kernel.agents import ChatCompletionAgent, ChatHistoryAgentThread  # noqa: E402
-from semantic_kernel.connectors.ai.open_ai import OpenAIChatCompletion  # noqa: E402
-from semantic_kernel.functions import KernelPlugin, kernel_function  # noqa: E402
+from openai import AsyncOpenAI
+from opentelemetry.sdk.trace import TracerProvider
+from semantic_kernel.agents import ChatCompletionAgent, ChatHistoryAgentThread
+from semantic_kernel.connectors.ai.open_ai import OpenAIChatCompletion
+from semantic_kernel.functions import KernelPlugin, kernel_function
 
-from tests.integration.frameworks.app import INSTRUCTIONS, TOOLS, Framework, main  # noqa: E402
+from tests.integration.frameworks.app import INSTRUCTIONS, TOOLS, Framework, main
 
 
 def instrument(provider: TracerProvider) -> None:
@@ -29,9 +29,12 @@ class Session:
     def __init__(self, model_url: str) -> None:
         client = AsyncOpenAI(base_url=model_url, api_key="scripted")
         service = OpenAIChatCompletion(ai_model_id="gpt-4o-mini", async_client=client)
-        plugin = KernelPlugin.from_object("support", {t.__name__: kernel_function(t) for t in TOOLS})
-        self.agent = ChatCompletionAgent(service=service, name="support_agent",
-                                         instructions=INSTRUCTIONS, plugins=[plugin])  # fmt: skip
+        plugin = KernelPlugin.from_object(
+            "support", {t.__name__: kernel_function(t) for t in TOOLS}
+        )
+        self.agent = ChatCompletionAgent(
+            service=service, name="support_agent", instructions=INSTRUCTIONS, plugins=[plugin]
+        )
         self.thread: ChatHistoryAgentThread | None = None
         self.loop = asyncio.new_event_loop()
 

@@ -20,8 +20,9 @@ def instrument(provider: TracerProvider) -> None:
 class Session:
     def __init__(self, model_url: str) -> None:
         model = OpenAIServerModel("gpt-4o-mini", api_base=model_url, api_key="scripted")
-        self.agent = ToolCallingAgent(tools=[tool(t) for t in TOOLS], model=model,
-                                      name="support_agent", verbosity_level=0)  # fmt: skip
+        self.agent = ToolCallingAgent(
+            tools=[tool(t) for t in TOOLS], model=model, name="support_agent", verbosity_level=0
+        )
         self.first = True
 
     def ask(self, text: str) -> str:

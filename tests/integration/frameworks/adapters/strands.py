@@ -21,8 +21,13 @@ class Session:
         model = OpenAIModel(
             client_args={"base_url": model_url, "api_key": "scripted"}, model_id="gpt-4o-mini"
         )
-        self.agent = Agent(model=model, name="support-agent", system_prompt=INSTRUCTIONS,
-                           tools=[tool(t) for t in TOOLS], callback_handler=None)  # fmt: skip
+        self.agent = Agent(
+            model=model,
+            name="support-agent",
+            system_prompt=INSTRUCTIONS,
+            tools=[tool(t) for t in TOOLS],
+            callback_handler=None,
+        )
 
     def ask(self, text: str) -> str:
         return str(self.agent(text))
