@@ -139,13 +139,12 @@ class Outcome:
             for shape in self.record["shapes"]
         }
         problems = {shape: self.problems(shape) for shape in self.record["shapes"]}
-        return {
-            **self.record,
-            "slug": self.env.slug,
-            "shapes": shapes,
-            "problems": problems,
-            "requests_in_policy": REQUESTS_IN_POLICY,
-        }
+        gaps = {a["code"]: str(a["details"].get("close", ""))
+                for a in self.alerts if a["kind"] == "cannot_decide"}  # fmt: skip
+        reasons = {f"{a['code']} {a['kind']}": a["reason"] for a in self.alerts}
+        return {**self.record, "slug": self.env.slug, "shapes": shapes, "problems": problems,
+                "gaps": gaps, "reasons": reasons,
+                "requests_in_policy": REQUESTS_IN_POLICY}  # fmt: skip
 
 
 _outcomes: dict[str, Outcome] = {}
