@@ -77,7 +77,6 @@ class Run:
 
     story: str
     span_ids: list[str] = field(default_factory=list)
-    top: str = ""
     answer: str = ""
 
 
@@ -206,13 +205,7 @@ class App:
         answer = session.ask(story.user_text)
         _current["story"] = None
         spans = self.recorder.spans[before:]
-        ids = {f"{s.context.span_id:016x}" for s in spans}
-        tops = [
-            f"{s.context.span_id:016x}"
-            for s in spans
-            if s.parent is None or f"{s.parent.span_id:016x}" not in ids
-        ]
-        return Run(story_name, sorted(ids), tops[-1] if tops else "", answer)
+        return Run(story_name, sorted(f"{s.context.span_id:016x}" for s in spans), answer)
 
     def server_span(self, stories: list[str]) -> list[Run]:
         """The runs inside one `POST /chat` server span whose parent is remote."""

@@ -84,8 +84,7 @@ class ScriptedModel:
     """Start with `with ScriptedModel() as model:`; `model.url` is the base URL (.../v1)."""
 
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -102,32 +101,28 @@ class ScriptedModel:
         self._server.server_close()
 
 
-def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
+class Handler(BaseHTTPRequestHandler):
+    """Answers `POST /v1/chat/completions` from the script."""
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
-        def do_POST(self) -> None:
-            request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            model.requests.append(request)
-            if not self.path.endswith("/chat/completions"):
-                self._send(404, b'{"error": {"message": "only /v1/chat/completions"}}')
-            elif request.get("stream"):
-                events = [f"data: {json.dumps(c)}\n\n" for c in chunks(request)]
-                self._send(
-                    200, "".join([*events, "data: [DONE]\n\n"]).encode(), "text/event-stream"
-                )
-            else:
-                self._send(200, json.dumps(completion(request)).encode())
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
-        def _send(self, status: int, body: bytes, kind: str = "application/json") -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        if not self.path.endswith("/chat/completions"):
+            self._send(404, b'{"error": {"message": "only /v1/chat/completions"}}')
+        elif request.get("stream"):
+            events = [f"data: {json.dumps(c)}\n\n" for c in chunks(request)]
+            self._send(200, "".join([*events, "data: [DONE]\n\n"]).encode(), "text/event-stream")
+        else:
+            self._send(200, json.dumps(completion(request)).encode())
 
-    return Handler
+    def _send(self, status: int, body: bytes, kind: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
