@@ -36,8 +36,10 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from tests.integration.frameworks.stories import (
     CUSTOMER,
+    IRREVERSIBLE,
     SHAPES,
     STORIES,
+    Step,
     Story,
     tool_result,
 )
@@ -99,17 +101,23 @@ _current: dict[str, Any] = {"story": None, "calls": Counter()}
 def _tool(name: str, arguments: dict[str, Any]) -> str:
     story: Story | None = _current["story"]
     assert story is not None, f"{name} called outside a run"
+    step = Step(story, sum(_current["calls"].values()), None)
     _current["calls"][name] += 1
-    if story.decision and name == "reset_equipment":
-        gate(name, story.decision)
+    if story.decision and name in IRREVERSIBLE:
+        gate(name, step.call_id, story.decision)
     return tool_result(story, name, arguments, _current["calls"][name])
 
 
-def gate(tool: str, outcome: str) -> None:
-    """The app's approval gate: records its decision on the span of the tool call."""
-    trace.get_current_span().add_event(
-        DECISION_EVENT, {DECISION_OUTCOME: outcome, "gen_ai.tool.name": tool}
-    )
+def gate(tool: str, call_id: str, outcome: str) -> None:
+    """The app's approval gate: records its decision about the call `call_id` (the id the
+    model gave it) on the span current in the tool (the framework's tool span, where the
+    framework runs the tool in that span's context)."""
+    attributes = {
+        DECISION_OUTCOME: outcome,
+        "gen_ai.tool.name": tool,
+        "gen_ai.tool.call.id": call_id,
+    }
+    trace.get_current_span().add_event(DECISION_EVENT, attributes)
 
 
 def get_account(customer_id: str) -> str:
