@@ -59,7 +59,7 @@ def emits(result: dict[str, Any]) -> str:
                       for e in spans if e["kind"] in where)]  # fmt: skip
     absent = [s for s in SIGNALS if s not in present]
     return f"{kinds}; carries {', '.join(present) or 'none'}" + (
-        f"; no {', '.join(absent)}" if absent else ""
+        f"; lacks {', '.join(absent)}" if absent else ""
     )
 
 
@@ -227,6 +227,13 @@ def render(results: list[dict[str, Any]]) -> str:
         "excludes, CrewAI an older pydantic), and a shared resolution held Pydantic AI back",
         "some thirty releases. Each adapter runs as a subprocess in its venv, so one",
         "framework's failure names itself.",
+        "",
+        f"In the recorded run the installs took {sum(r['install_s'] for r in results):.0f} s in",
+        "all (uv's download cache warm; with it empty the largest, CrewAI, took 24 s and",
+        f"Google ADK 9 s) and the agents {sum(r['run_s'] for r in results):.0f} s for every",
+        "shape of every framework. A framework waits at most 45 s for its failures' alerts;",
+        "where the mechanism grades turns a quiet window after they end, each waits about a",
+        "second.",
         "",
     ])  # fmt: skip
 
