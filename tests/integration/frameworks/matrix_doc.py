@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -228,12 +229,15 @@ def render(results: list[dict[str, Any]]) -> str:
         "some thirty releases. Each adapter runs as a subprocess in its venv, so one",
         "framework's failure names itself.",
         "",
-        f"In the recorded run the installs took {sum(r['install_s'] for r in results):.0f} s in",
-        "all (uv's download cache warm; with it empty the largest, CrewAI, took 24 s and",
-        f"Google ADK 9 s) and the agents {sum(r['run_s'] for r in results):.0f} s for every",
-        "shape of every framework. A framework waits at most 45 s for its failures' alerts;",
-        "where the mechanism grades turns a quiet window after they end, each waits about a",
-        "second.",
+        *textwrap.wrap(
+            f"In the recorded run the installs took {sum(r['install_s'] for r in results):.0f}"
+            " s in all (uv's download cache warm; with it empty the largest, CrewAI, took 24 s"
+            f" and Google ADK 9 s) and the agents {sum(r['run_s'] for r in results):.0f} s for"
+            " every shape of every framework. A framework waits at most 45 s for its"
+            " failures' alerts; where the mechanism grades turns a quiet window after they"
+            " end, each waits about a second.",
+            width=88,
+        ),
         "",
     ])  # fmt: skip
 
