@@ -233,9 +233,9 @@ def render(results: list[dict[str, Any]]) -> str:
             f"In the recorded run the installs took {sum(r['install_s'] for r in results):.0f}"
             " s in all (uv's download cache warm; with it empty the largest, CrewAI, took 24 s"
             f" and Google ADK 9 s) and the agents {sum(r['run_s'] for r in results):.0f} s for"
-            " every shape of every framework. A framework waits at most 45 s for its"
-            " failures' alerts; where the mechanism grades turns a quiet window after they"
-            " end, each waits about a second.",
+            " every shape of every framework. Each framework then waits for its failures'"
+            " alerts (at most `ALERT_WAIT_S` of test_matrix.py; on a branch that grades"
+            " turns a quiet window after they end, about a second).",
             width=88,
         ),
         "",

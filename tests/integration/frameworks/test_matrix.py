@@ -37,9 +37,9 @@ pytestmark = pytest.mark.integration
 RESULTS = Path(__file__).parent / "results"
 RECORD = os.environ.get("PATHGRADE_RECORD_FRAMEWORKS") == "1"
 ADAPTER_TIMEOUT_S = 600
-ALERT_WAIT_S = 45
+ALERT_WAIT_S = 30
 """How long after a framework's traffic every failure's alert may take (a turn is due a
-quiet window after it ended, about a second)."""
+quiet window after it ended, about a second; a loaded CI machine adds a few)."""
 REQUESTS_IN_POLICY = "requests" in SectionBase.model_fields
 """Whether this branch's policy has the `requests:` section (what a request for each write
 looks like); without it the policy names only the tools' effects."""
