@@ -223,4 +223,5 @@ def test_failures_alert_and_clean_turns_do_not(
         k for e in result.record["emitted"] for k in e["attributes"] if k.startswith("pathgrade.")
     ]
     assert own == [], "the app and the framework set no pathgrade.* attribute"
-    assert result.problems(shape) == []
+    problems = result.problems(shape)
+    assert not problems, f"{slug} in {shape}:\n" + "\n".join(problems)
