@@ -201,7 +201,6 @@ class App:
     def __init__(self, framework: Framework, model_url: str, provider: TracerProvider) -> None:
         self.framework = framework
         self.model_url = model_url
-        self.provider = provider
         self.recorder = Recorder()
         provider.add_span_processor(self.recorder)
         self.tracer = provider.get_tracer("support-app")
