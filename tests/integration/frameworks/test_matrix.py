@@ -108,12 +108,15 @@ class Outcome:
 
     def problems(self, shape: str) -> list[str]:
         """What breaks the matrix's promise in `shape`: a failure whose detector did not
-        alert, a clean turn with any alert."""
+        alert, a clean turn with any alert, or a clean turn of a shape where nothing
+        alerted at all (no sign its turns were graded)."""
         found = []
+        graded = False
         for trace, run in self.runs(shape):
             story = STORIES[run["story"]]
             alerts = self.alerts_of(trace, run)
             fired = {a["code"] for a in alerts if a["kind"] == "violation"}
+            graded = graded or bool(alerts)
             where = f"{run['story']} (trace {trace['trace_id']})"
             found += [
                 f"{where}: {code} did not alert" for code in story.expected if code not in fired
@@ -123,6 +126,13 @@ class Outcome:
                     f"{where}: clean turn alerted {a['code']} {a['kind']}: {a['reason']}"
                     for a in alerts
                 ]
+        if not graded:
+            found += [
+                f"{run['story']} (trace {trace['trace_id']}): no turn of this shape alerted, "
+                "so nothing shows this clean turn was graded"
+                for trace, run in self.runs(shape)
+                if STORIES[run["story"]].clean
+            ]
         return found
 
     def summary(self) -> dict[str, Any]:
