@@ -10,6 +10,9 @@
   the cost: the expressions start with `\b`, which defeats the engine's literal scan).
 - `CLAIM_LEXICON`: first-person claims of a completed action in a final answer (PG116),
   each with the tool-name fragments a successful call must contain to back it.
+- `ASK_LEXICON`: questions that ask the user for a value (an account number, an order
+  number, an e-mail address...) in a model's output (PG121): each slot with the
+  argument-name fragments of the calls that already hold such a value.
 - `call_arguments`: a tool call's arguments as one JSON object (OpenLLMetry's
   `{"args": [], "kwargs": {...}}` wrapper unwrapped), the canonical arguments every
   fingerprint, skeleton and detector reads.
@@ -99,6 +102,33 @@ CLAIM_ANCHORS: Final[dict[str, tuple[str, ...]]] = {
 """Name -> literals (lower-case) one of which every match of that claim contains (as
 `INSTRUCTION_ANCHORS`; checked by the same tests)."""
 
+ASK_PREFIX: Final = (
+    r"\b(?:what(?:'s| is| are)|which|could you|can you|would you|will you|please"
+    r"|may i (?:have|ask for)|i(?: will|'ll)? need|tell me)\b[^.?!\n]{0,60}?"
+)
+ASK_LEXICON: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
+    "account": (
+        r"\b(?:account|customer|member(?:ship)?)\s*(?:number|id\b|no\b|#)",
+        ("account", "customer", "member"),
+    ),
+    "order": (r"\border\s*(?:number|id\b|no\b|#)", ("order",)),
+    "email": (r"\be-?mail(?: address)?\b", ("email", "mail")),
+    "phone": (r"\b(?:phone|mobile)(?: number)?\b", ("phone", "mobile")),
+    "ticket": (r"\b(?:ticket|case)\s*(?:number|id\b|no\b|#)", ("ticket", "case")),
+}
+"""Slot -> (what a question asking for it says after "could you ..." / "what is ...",
+argument-name fragments of a call that holds a value for it) (PG121's default lexicon)."""
+
+ASK_ANCHORS: Final[dict[str, tuple[str, ...]]] = {
+    "account": ("account", "customer", "member"),
+    "order": ("order",),
+    "email": ("mail",),
+    "phone": ("phone", "mobile"),
+    "ticket": ("ticket", "case"),
+}
+"""Slot -> literals (lower-case) one of which every match of that question contains (as
+`INSTRUCTION_ANCHORS`; checked by the same tests)."""
+
 SKELETON_MAX_DEPTH: Final = 8
 SKELETON_MAX_ITEMS: Final = 64
 """Bounds of an argument skeleton: deeper levels and further items are cut (`truncated`)."""
@@ -158,6 +188,10 @@ INSTRUCTIONS: Final = Lexicon(INSTRUCTION_LEXICON, INSTRUCTION_ANCHORS)
 CLAIMS: Final = Lexicon(
     {name: CLAIM_PREFIX + f"(?:{verb})" for name, (verb, _) in CLAIM_LEXICON.items()},
     CLAIM_ANCHORS,
+)
+ASKS: Final = Lexicon(
+    {name: ASK_PREFIX + f"(?:{noun})" for name, (noun, _) in ASK_LEXICON.items()},
+    ASK_ANCHORS,
 )
 
 
