@@ -127,9 +127,11 @@ class TraceBuilder:
             dict(attributes or {}),
         )
 
-    def handoff(self, target: str) -> Span:
-        """OpenInference's handoff span (OpenAI Agents SDK): `handoff to <target>`."""
-        return self._span("handoff to " + target, GenAIFields(operation="execute_tool"), {})
+    def handoff(self, target: str, sender: str = "") -> Span:
+        """OpenInference's handoff span (OpenAI Agents SDK): `handoff to <target>`, its
+        input the sending agent's name."""
+        fields = GenAIFields(operation="execute_tool", tool_arguments=sender, tool_result=target)
+        return self._span("handoff to " + target, fields, {})
 
     @contextmanager
     def inside(self, span: Span) -> Iterator[Span]:
