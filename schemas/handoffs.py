@@ -8,9 +8,11 @@ Agent runs, whatever convention wrote them:
   `invoke_agent` with `gen_ai.agent.name`, an OpenInference `AGENT` span with
   `agent.name`, an OpenLLMetry workflow or agent span): a run of that agent. An agent span
   nested in a run of the same agent belongs to that run (a framework's wrapper span);
-- a top-level LangGraph node visit (`graph_walk.langgraph_node`) whose subtree holds a
-  model call: a run of the agent the node is named after. A node visit without a model
-  call (a tools node, a router) is the work of the agent run before it.
+- a top-level LangGraph node visit (`graph_walk.langgraph_node`: one in no other node
+  visit) whose subtree holds a model call: a run of the agent the node is named after,
+  also inside the graph's own agent span (OpenLLMetry's `invoke_agent <graph>`). A node
+  visit without a model call (a tools node, a router) is the work of the latest node run
+  beside it before it.
 
 Each span of the turn belongs to the run of its nearest enclosing run span (its owner);
 a span under no run (the turn's top when it names no agent, a router before any agent)
@@ -24,7 +26,9 @@ Hand-offs, in the order the receiving runs start:
   same level (siblings under the same enclosing run, or both at the top: LangGraph nodes,
   sequential sub-agents);
 - `delegation` (the caller keeps control): a run nested in a run of another agent (a
-  sub-agent called by an agent). Its return to the caller is not a hand-off.
+  sub-agent called by an agent). Its return to the caller is not a hand-off. A node run
+  is never a delegation from the graph around it: the graph's first node is where the
+  turn starts.
 
 A run that follows a run of the same agent (a LangGraph agent node visited again after its
 tools node) is no hand-off. What a hand-off carried: the sender's `execute_tool` call of
@@ -49,12 +53,14 @@ HandoffKind = Literal["transfer", "delegation"]
 @dataclass(frozen=True, slots=True)
 class AgentRun:
     """One stretch of one agent in a turn: its agent (or node) span, the spans it owns
-    (its own span first, then in start order) and the run enclosing it (index), if any."""
+    (its own span first, then in start order), the run enclosing it (index), if any, and
+    whether it is a LangGraph node visit."""
 
     agent: str
     span: Span
     spans: tuple[Span, ...]
     parent: int | None
+    node: bool = False  # a LangGraph node visit
 
     @property
     def start_ns(self) -> int:
@@ -127,6 +133,7 @@ def handoff_flow(trace: Trace) -> HandoffFlow:
     agents: dict[str, str] = {}  # run span id -> agent
     visits: dict[str, str] = {}  # span id -> its top-level LangGraph node visit's span id
     above: dict[str, str] = {}  # span id -> agent of the nearest named agent span at or above
+    nodes: set[str] = set()  # the runs that are LangGraph node visits
     for span in order:
         parent = span.parent_span_id if span.parent_span_id in by_id else ""
         agent, holder, visit = above.get(parent, ""), holders.get(parent), visits.get(parent)
@@ -137,8 +144,9 @@ def handoff_flow(trace: Trace) -> HandoffFlow:
             agent = name
         elif visit is None and (node := langgraph_node(span)):
             visit = span.span_id
-            if holder is None and span.span_id in below_model:
+            if span.span_id in below_model:
                 holder, agent, agents[span.span_id] = span.span_id, node, node
+                nodes.add(span.span_id)
         above[span.span_id] = agent
         if holder is not None:
             holders[span.span_id] = holder
@@ -146,7 +154,7 @@ def handoff_flow(trace: Trace) -> HandoffFlow:
             visits[span.span_id] = visit
     if not agents:
         return NO_HANDOFFS
-    _assign_tool_nodes(order, by_id, holders, agents, visits)
+    _assign_tool_nodes(order, by_id, holders, nodes, visits)
     ordered = sorted(agents, key=lambda i: (by_id[i].start_ns, i))
     index = {span_id: n for n, span_id in enumerate(ordered)}
     owned: dict[str, list[Span]] = {span_id: [] for span_id in ordered}
@@ -159,7 +167,9 @@ def handoff_flow(trace: Trace) -> HandoffFlow:
         span = by_id[span_id]
         parent_holder = holders.get(span.parent_span_id)
         parent = index[parent_holder] if parent_holder is not None else None
-        runs.append(AgentRun(agents[span_id], span, (span, *owned[span_id]), parent))
+        runs.append(
+            AgentRun(agents[span_id], span, (span, *owned[span_id]), parent, span_id in nodes)
+        )
     owners = {span_id: index[holder] for span_id, holder in holders.items()}
     return HandoffFlow(tuple(runs), tuple(_handoffs(tuple(runs), owners)), owners)
 
@@ -198,23 +208,27 @@ def _assign_tool_nodes(
     order: list[Span],
     by_id: dict[str, Span],
     holders: dict[str, str],
-    agents: dict[str, str],
+    nodes: set[str],
     visits: dict[str, str],
 ) -> None:
-    """Give the spans of a LangGraph node visit that is no run (a tools node) to the
-    latest top-level run that started before the visit (in place)."""
-    top_runs = sorted(
-        (by_id[i] for i in agents if by_id[i].parent_span_id not in holders),
-        key=lambda s: (s.start_ns, s.span_id),
-    )
+    """Give the spans of a LangGraph node visit that is no run (a tools node) to the latest
+    node run beside it (the same enclosing run) that started before the visit (in place);
+    a run inside such a visit keeps its spans."""
     for span in order:
         visit = visits.get(span.span_id)
-        if span.span_id in holders or visit is None or visit in agents:
+        if visit is None or visit in nodes:
             continue
+        beside = holders.get(by_id[visit].parent_span_id)
+        if holders.get(span.span_id) != beside:
+            continue  # the span belongs to a run inside the visit
         start = by_id[visit].start_ns
-        earlier = [run for run in top_runs if run.start_ns <= start]
+        earlier = [
+            by_id[run]
+            for run in nodes
+            if holders.get(by_id[run].parent_span_id) == beside and by_id[run].start_ns <= start
+        ]
         if earlier:
-            holders[span.span_id] = earlier[-1].span_id
+            holders[span.span_id] = max(earlier, key=lambda s: (s.start_ns, s.span_id)).span_id
 
 
 def _handoffs(runs: tuple[AgentRun, ...], owners: dict[str, int]) -> list[Handoff]:
@@ -241,7 +255,7 @@ def _handoffs(runs: tuple[AgentRun, ...], owners: dict[str, int]) -> list[Handof
         if n in explicit:
             sender, shown = explicit[n]
             kind: HandoffKind = "transfer"
-        elif run.parent is not None and runs[run.parent].agent != run.agent:
+        elif run.parent is not None and runs[run.parent].agent != run.agent and not run.node:
             sender, shown, kind = run.parent, run.span, "delegation"
         else:
             before = [m for m in range(n) if runs[m].parent == run.parent]

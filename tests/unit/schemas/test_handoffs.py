@@ -151,3 +151,53 @@ def test_a_parent_cycle_does_not_hang_the_walk() -> None:
     b = Span("t", t, "2" * 16, "1" * 16, "invoke_agent b", "Internal", 3, 4,
              genai=GenAIFields(operation="invoke_agent", agent_name="b"))  # fmt: skip
     assert handoff_flow(Trace("t", t, [a, b])).runs == ()
+
+
+def test_openllmetry_graph_nodes_inside_the_graphs_agent_span_hand_off_to_each_other() -> None:
+    """OpenLLMetry: `invoke_agent support` > `support.workflow` (the same agent) > the
+    node spans (`execute_task triage`, ...), the graph's agent run around them."""
+    t = "d" * 32
+
+    def span(span_id: str, parent: str, name: str, start: int, **fields: str) -> Span:
+        node = fields.pop("node", "")
+        attributes = {genai.TL_LANGGRAPH_NODE: node, genai.TASK_NAME: node} if node else {}
+        parent_id = parent * 16 if parent else ""
+        return Span(
+            "t", t, span_id * 16, parent_id, name, "Internal", start, start + 10,
+            attributes=attributes, genai=GenAIFields(**fields),
+        )  # fmt: skip
+
+    spans = [
+        span("1", "", "invoke_agent support", 0, operation="invoke_agent", agent_name="support"),
+        span("2", "1", "support.workflow", 1, operation="invoke_agent", agent_name="support"),
+        span("3", "2", "execute_task triage", 2, operation="execute_task", node="triage"),
+        span("4", "3", "ChatOpenAI.chat", 3, operation="chat"),
+        span(
+            "5",
+            "3",
+            "execute_tool transfer_to_billing",
+            4,
+            operation="execute_tool",
+            tool_name="transfer_to_billing",
+        ),
+        span("6", "2", "execute_task tools", 5, operation="execute_task", node="tools"),
+        span(
+            "7",
+            "6",
+            "execute_tool get_account",
+            6,
+            operation="execute_tool",
+            tool_name="get_account",
+        ),
+        span("8", "2", "execute_task billing", 7, operation="execute_task", node="billing"),
+        span("9", "8", "ChatOpenAI.chat", 8, operation="chat"),
+    ]
+    trace = Trace("t", t, spans)
+    flow = handoff_flow(trace)
+    assert [(run.agent, run.node) for run in flow.runs] == [
+        ("support", False), ("triage", True), ("billing", True),
+    ]  # fmt: skip
+    assert summary(trace) == [("triage", "billing", "transfer")]
+    assert flow.handoffs[0].call is spans[4]
+    assert flow.agent_of(spans[6]) == "triage"  # the tools node: triage's work
+    assert flow.agent_of(spans[1]) == "support"
