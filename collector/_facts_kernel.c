@@ -1890,8 +1890,9 @@ static int put_clean_json(Ctx *c, const char *s, size_t n, Buf *out) {
 
 /* ---- argument facts (`facts_producer._arguments`) */
 
-/* `predicates.call_arguments`: the arguments object, OpenLLMetry's wrapper unwrapped;
- * -1 when not an object. */
+/* `predicates.call_arguments`: the arguments object, OpenLLMetry's wrappers unwrapped
+ * (`{"args": [], "kwargs": {...}}`, and its LangChain tool input, whose `inputs` are the
+ * arguments); -1 when not an object. */
 static long call_arguments(Json *j, long root) {
     if (root < 0 || NODE(j, root)->type != J_OBJ) return -1;
     JNode *o = NODE(j, root);
@@ -1899,6 +1900,12 @@ static long call_arguments(Json *j, long root) {
         long args = member(j, root, "args"), kwargs = member(j, root, "kwargs");
         if (args >= 0 && kwargs >= 0 && !truthy(j, args))
             return NODE(j, kwargs)->type == J_OBJ ? kwargs : -1;
+    }
+    if (o->n == 5) {
+        long inputs = member(j, root, "inputs");
+        if (inputs >= 0 && member(j, root, "input_str") >= 0 && member(j, root, "tags") >= 0 &&
+            member(j, root, "metadata") >= 0 && member(j, root, "kwargs") >= 0)
+            return NODE(j, inputs)->type == J_OBJ ? inputs : -1;
     }
     return root;
 }

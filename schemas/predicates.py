@@ -195,10 +195,16 @@ ASKS: Final = Lexicon(
 )
 
 
+LANGCHAIN_TOOL_INPUT: Final = frozenset({"input_str", "tags", "metadata", "inputs", "kwargs"})
+"""The keys of OpenLLMetry's LangChain tool input (its callback's arguments): `inputs`
+holds the call's arguments."""
+
+
 def call_arguments(text: str) -> dict[str, Any] | None:
     """A tool call's arguments (JSON text) as one object; None when `text` is empty or not
     a JSON object. OpenLLMetry writes `{"args": [], "kwargs": {...}}`: its kwargs are the
-    arguments when no positional argument was passed."""
+    arguments when no positional argument was passed; for LangChain tools it writes its
+    callback's arguments (`LANGCHAIN_TOOL_INPUT`), whose `inputs` are the arguments."""
     if not text:
         return None
     try:
@@ -210,6 +216,9 @@ def call_arguments(text: str) -> dict[str, Any] | None:
     if value.keys() == {"args", "kwargs"} and not value["args"]:
         kwargs = value["kwargs"]
         return kwargs if isinstance(kwargs, dict) else None
+    if value.keys() == LANGCHAIN_TOOL_INPUT:
+        inputs = value["inputs"]
+        return inputs if isinstance(inputs, dict) else None
     return value
 
 

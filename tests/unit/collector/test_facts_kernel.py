@@ -246,6 +246,19 @@ arguments = st.one_of(
     st.dictionaries(st.sampled_from(["customer_id", "amount"]), json_values, max_size=3).map(
         lambda kwargs: _json({"args": [], "kwargs": kwargs})
     ),
+    # OpenLLMetry's LangChain tool input: `inputs` holds the arguments (or is no object)
+    st.fixed_dictionaries(
+        {
+            "input_str": texts,
+            "tags": st.just(["seq:step:1"]),
+            "metadata": st.dictionaries(st.sampled_from(["langgraph_node", "step"]), texts),
+            "inputs": st.one_of(
+                st.dictionaries(st.sampled_from(["customer_id", "amount"]), json_values),
+                json_values,
+            ),
+            "kwargs": st.just({"color": "green", "name": None}),
+        }
+    ).map(_json),
     json_values.map(_json),
     st.sampled_from(
         [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
 
@@ -19,6 +20,7 @@ from pathgrade.schemas.predicates import (
     INSTRUCTION_LEXICON,
     INSTRUCTIONS,
     Lexicon,
+    call_arguments,
 )
 
 # Words of the lexicon's expressions (and near misses), joined by separators the
@@ -190,3 +192,16 @@ def test_the_anchored_asks_answer_as_the_expressions_alone() -> None:
 )
 def test_questions_that_ask_for_a_value_name_its_slot(text: str, slots: list[str]) -> None:
     assert ASKS.hits(text) == slots
+
+
+def test_call_arguments_unwrap_openllmetrys_wrappers() -> None:
+    assert call_arguments('{"args": [], "kwargs": {"q": "x"}}') == {"q": "x"}
+    langchain = {
+        "input_str": "{'customer_id': 'c1'}", "tags": ["seq:step:1"],
+        "metadata": {"langgraph_node": "triage"}, "inputs": {"customer_id": "c1"},
+        "kwargs": {"color": "green"},
+    }  # fmt: skip
+    assert call_arguments(json.dumps(langchain)) == {"customer_id": "c1"}
+    assert call_arguments(json.dumps({**langchain, "inputs": "c1"})) is None
+    extra = {**langchain, "other": 1}  # not the callback's input: the object as it is
+    assert call_arguments(json.dumps(extra)) == extra
