@@ -446,3 +446,5 @@ ORDER BY (Exporter, Source);
 
 ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS TurnSpanId String DEFAULT '';
 
+ALTER TABLE dataset_items ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS ReferenceContexts String DEFAULT '';
+

@@ -118,13 +118,13 @@ def test_each_seeded_build_fails_the_gate_on_the_metric_that_catches_it(
 def test_scores_link_items_repeats_and_slices(traced_store: ClientStore, baseline: str) -> None:
     records = run_scores(traced_store, baseline)
     refund_metrics = {r.metric for r in records if r.item_id == "refund-1" and r.repeat == 0}
-    detectors = {f"PG{code}" for code in range(100, 119)}
+    detectors = {f"PG{code}" for code in range(100, 123)}
     assert refund_metrics == {
         "tool_correctness", "argument_correctness", "trajectory_match", "reference_match",
-        "check.answer_regex", "check.ordering", "checks", "sound", "goal_completed",
-        "tool_calls", "tokens", "cost_usd", "latency_s", *detectors,
+        "step_efficiency", "check.answer_regex", "check.ordering", "checks", "sound",
+        "goal_completed", "tool_calls", "tokens", "cost_usd", "latency_s", *detectors,
     }  # fmt: skip
-    per_attempt = 4 + 19 + 1 + 4  # trajectory, detectors, sound, efficiency
+    per_attempt = 5 + 23 + 1 + 4  # trajectory (step efficiency too), detectors, sound, efficiency
     checks = 3 * 3 + 2 * 4 + 2 * 2 + 1 * 3  # order, refund (+ goal), kb, plan (+ goal) items
     assert len(records) == 16 * per_attempt + 2 * checks
     refund = [r for r in records if r.item_id == "refund-1" and r.metric == "trajectory_match"]
