@@ -32,7 +32,8 @@ def test_retrieval_by_text_when_the_reference_names_texts() -> None:
 def test_retrieval_cannot_decide_without_the_agents_chunks_or_the_kind_needed() -> None:
     item = DatasetItem(item_id="a", input="q", reference_context_ids=["kb-1"])
     unsaid = retrieval_metrics(item, turn())
-    assert unsaid["context_precision"][0] is None and "did not say" in unsaid["context_precision"][1]
+    value, why = unsaid["context_precision"]
+    assert value is None and "did not say" in why
     texts_only = retrieval_metrics(item, turn(retrieved_contexts=[RetrievedContext(text="x")]))
     assert texts_only["context_recall"][0] is None and "neither" in texts_only["context_recall"][1]
     assert retrieval_metrics(DatasetItem(item_id="b", input="q"), turn()) == {}
