@@ -36,6 +36,7 @@ class RedoParams(Params):
 
 HANDOFF_REDO = Rule(
     code="PG119",
+    layer="hand-off",
     name="handoff-redo",
     severity="medium",
     doc=RuleDoc(
@@ -139,6 +140,7 @@ class InverseParams(Params):
 
 HANDOFF_UNDO = Rule(
     code="PG120",
+    layer="hand-off",
     name="handoff-undo",
     severity="high",
     doc=RuleDoc(
@@ -241,6 +243,7 @@ class ContextParams(Params):
 
 HANDOFF_CONTEXT = Rule(
     code="PG121",
+    layer="hand-off",
     name="handoff-context-lost",
     severity="high",
     doc=RuleDoc(
@@ -429,6 +432,7 @@ class PingPongParams(Params):
 
 HANDOFF_PING_PONG = Rule(
     code="PG122",
+    layer="hand-off",
     name="handoff-ping-pong",
     severity="medium",
     doc=RuleDoc(
