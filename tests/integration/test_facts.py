@@ -278,7 +278,7 @@ def test_seeded_defects_pass_their_gate_rows_on_the_default_stack(
         done = stack.cli("eval", suite, "--agent", f"{EXAMPLE / 'agent.py'}:{build}",
                          "--run-id", run_id)  # fmt: skip
         assert done.returncode == 0, done.stderr
-        assert f"run {run_id} finished: 16 attempts, 16 traces" in done.stdout
+        assert f"run {run_id} finished: 18 attempts, 18 traces" in done.stdout
         return run_id
 
     baseline = evaluate("healthy")
