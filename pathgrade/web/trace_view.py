@@ -1,5 +1,6 @@
 """One trace as the trace page shows it: its agent turns (`schemas.agent_turns`: each
-turn's top span, and the findings raised on it), a waterfall of its spans on one time axis
+turn's top span, and the findings raised on it), the agents of each multi-agent turn as
+lanes with the hand-offs between them (`web.agent_lanes`), a waterfall of its spans on one time axis
 and, per span, everything stored about it (attributes, events, links, the tool call,
 messages, tokens and cost, what the collector recorded instead of redacted content), the
 detector findings pinned to it and the scores of it.
@@ -23,6 +24,7 @@ from pathgrade.detectors.registry import REGISTRY
 from pathgrade.schemas.agent_turns import turns_of
 from pathgrade.schemas.genai import PG_REDACTED_KEYS
 from pathgrade.schemas.model import Span, Trace
+from pathgrade.web.agent_lanes import TurnLanes, turn_lanes
 from pathgrade.web.store_reads import ReadStore
 from pathgrade.web.viewers import Viewer
 
@@ -124,6 +126,7 @@ class TraceView:
     run_id: str
     cost_usd: float | None
     turns: list[TurnRow] = field(default_factory=list)
+    lanes: list[TurnLanes] = field(default_factory=list)  # turns of two or more agents
 
     @property
     def flagged(self) -> set[str]:
@@ -264,12 +267,18 @@ def load_trace_view(
             keys,
         )
     ]
+    agent_turns = turns_of(trace)
     turns = [
         TurnRow(turn.root, len(turn.spans),
                 sum(f.turn_span_id == turn.top_span_id for f in findings))
-        for turn in turns_of(trace)
+        for turn in agent_turns
         if turn.root is not None
     ]  # fmt: skip
+    lanes = [
+        shown
+        for turn in agent_turns
+        if (shown := turn_lanes(turn, start, duration)) is not None
+    ]
     scores = [
         ScoreView(*row)
         for row in store.rows(
@@ -312,6 +321,7 @@ def load_trace_view(
         run_id=next((s.eval.run_id for s in trace.spans if s.eval.run_id), ""),
         cost_usd=sum(costs) if costs else None,
         turns=turns,
+        lanes=lanes,
     )
 
 
