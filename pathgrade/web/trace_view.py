@@ -275,9 +275,7 @@ def load_trace_view(
         if turn.root is not None
     ]  # fmt: skip
     lanes = [
-        shown
-        for turn in agent_turns
-        if (shown := turn_lanes(turn, start, duration)) is not None
+        shown for turn in agent_turns if (shown := turn_lanes(turn, start, duration)) is not None
     ]
     scores = [
         ScoreView(*row)
