@@ -17,9 +17,10 @@ Where the relevance comes from:
   retrieved and a reference context alike when `1 - normalised Levenshtein distance`
   (rapidfuzz, the measure RAGAS uses) reaches the threshold (0.5; `>=` for precision, `>`
   for recall, as RAGAS has it);
-- a judge, where no reference context exists: the rubrics `context_precision` and
-  `context_recall` give one verdict per chunk or statement, which the two functions above
-  turn into the score.
+- a judge, where no reference context exists: one verdict per chunk (is it relevant to
+  the question and reference answer) or per statement of the reference answer (is it
+  supported by the retrieved context), which the two functions above turn into the score.
+  pathgrade ships no rubric for these verdicts yet (docs/trajectory.md).
 
 docs/trajectory.md lists where pathgrade differs from either library and the published
 vectors the tests reproduce.

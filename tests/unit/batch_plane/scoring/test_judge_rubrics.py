@@ -12,7 +12,7 @@ from pathgrade.batch_plane.scoring.rubrics import (
 
 EXPECTED = {
     "task_completion", "faithfulness", "plan_quality", "trajectory_accuracy",
-    "response_consistency", "unsupported_claims",
+    "response_consistency", "unsupported_claims", "handoff_context",
 }  # fmt: skip
 
 
