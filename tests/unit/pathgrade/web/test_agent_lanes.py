@@ -60,6 +60,8 @@ def test_the_trace_page_draws_the_lanes_and_lists_the_handoffs(store: ClientStor
     client = TestClient(create_app(UiSettings(store)), base_url="http://127.0.0.1:8080")
     page = client.get(f"/trace/{trace.trace_id}").text
     assert re.findall(r'class="lane" data-agent="([^"]+)"', page) == ["triage", "billing"]
+    triage, billing = page.split('class="lane" data-agent=')[1:3]
+    assert (triage.count('class="lane-run'), billing.count('class="lane-run')) == (2, 1)
     assert "triage → billing → triage" in page
     links = re.findall(r'class="handoff handoff-(\w+) span-link( up)?"', page)
     assert links == [("transfer", ""), ("transfer", " up")]  # down to billing, back up
