@@ -6,18 +6,31 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from pathgrade.batch_plane.scoring.calibration import (
+    calibrate,
+    calibration_status,
+    labels_digest,
+    load_labels,
+    store_calibration,
+)
 from pathgrade.batch_plane.scoring.hallucination import judge_inputs
 from pathgrade.batch_plane.scoring.judge import Judge
 from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.layers import layer_of
+from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.scoring.trace_scorers import TraceScorer
+from pathgrade.batch_plane.store.client import ClientStore
 
+from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 from tests.support.openai_standin import OpenAIStandIn, Reply
+from tests.support.paths import REPO_ROOT
 from tests.support.traces import TraceBuilder
 
 ASKED = "Could you give me your account number?"
+LABELS = REPO_ROOT / "examples" / "calibration" / "handoff_context.jsonl"
 
 
 def billing_asks_again() -> TraceBuilder:
@@ -67,3 +80,28 @@ def test_the_judge_grades_a_turn_with_a_handoff_and_a_turn_without_one_is_not_sc
     assert scorer.score(single.build()) == []
     assert len(standin.requests) == 1
     assert layer_of("handoff_context") == "hand-off"
+
+
+def test_the_shipped_labels_calibrate_the_rubric_as_the_others_are(
+    tmp_path: Path, store: ClientStore
+) -> None:
+    """`pathgrade judge calibrate --rubric handoff_context@1 --labels
+    examples/calibration/handoff_context.jsonl`: the labels load against the rubric, and a
+    judge that passes exactly the hand-offs the humans passed agrees fully."""
+    rubric = load_rubric("handoff_context@1")
+    labels = load_labels(LABELS, rubric)
+    passing = {label.item_id for label in labels if label.passed(rubric)}
+    assert passing == {"clean-carried", "clean-history", "redo-lookup"}
+
+    def answer(request: dict) -> dict:  # the humans' verdict, read back from the prompt
+        prompt = request["messages"][0]["content"]
+        clean = "refunded" in prompt.lower() and "could you" not in prompt.lower()
+        right = "C-1043" not in prompt
+        return {"score": 4 if clean and right else 1, "explanation": "scripted"}
+
+    with OpenAIStandIn(answer=answer) as server:
+        judge = Judge(JudgeEndpoint(server.url, "m-handoff"), store=store)
+        result = calibrate(judge, rubric, labels, repeats=1, labels_sha256=labels_digest(labels))
+    assert (result.items, result.agreement, result.kappa) == (8, 1.0, 1.0)
+    store_calibration(store, result)
+    assert calibration_status(store, "m-handoff", "handoff_context@1")
