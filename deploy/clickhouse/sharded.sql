@@ -488,3 +488,5 @@ ALTER TABLE alerts_local ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS TurnSpa
 
 ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS TurnSpanId String DEFAULT '';
 
+ALTER TABLE dataset_items ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS ReferenceContexts String DEFAULT '';
+
