@@ -128,6 +128,11 @@ class TraceView:
     turns: list[TurnRow] = field(default_factory=list)
     lanes: list[TurnLanes] = field(default_factory=list)  # turns of two or more agents
 
+    def turn_number(self, top_span_id: str) -> int:
+        """The number of the turn `top_span_id` tops, as the page's turn list numbers it
+        (0: no listed turn)."""
+        return next((n for n, t in enumerate(self.turns, 1) if t.top.span_id == top_span_id), 0)
+
     @property
     def flagged(self) -> set[str]:
         """Span ids a finding is pinned to."""
