@@ -886,14 +886,14 @@ typedef struct {
     KeyList fact_keys; /* the facts' own keys: a producer that set one leaves its span to Python */
     KeyList operations, message_operations, model_operations, finish_reason_keys;
     KeyList tool_argument_keys, tool_result_keys, untrusted_markers, untrusted_part_types;
-    Anchors instruction_anchors, claim_anchors;
+    Anchors instruction_anchors, claim_anchors, ask_anchors;
     KeyList operation_key, confirmed_key, input_key, output_key, documents_key, arguments_key,
         result_key; /* one key each */
     char *execute_tool;
     KindSource sources[8];
     int n_sources;
     PyObject *instruction_names; /* tuple of str, lexicon order */
-    PyObject *instruction_hits, *claim_hits, *pii_find, *pii_clean; /* callables */
+    PyObject *instruction_hits, *claim_hits, *ask_hits, *pii_find, *pii_clean; /* callables */
     PyObject *fact_names; /* tuple: tool args, session, confirmed, instructions, output, version */
     PyObject *redacted_key; /* str: the count of the attributes removed from a span */
     long facts_version;
@@ -1890,8 +1890,9 @@ static int put_clean_json(Ctx *c, const char *s, size_t n, Buf *out) {
 
 /* ---- argument facts (`facts_producer._arguments`) */
 
-/* `predicates.call_arguments`: the arguments object, OpenLLMetry's wrapper unwrapped;
- * -1 when not an object. */
+/* `predicates.call_arguments`: the arguments object, OpenLLMetry's wrappers unwrapped
+ * (`{"args": [], "kwargs": {...}}`, and its LangChain tool input, whose `inputs` are the
+ * arguments); -1 when not an object. */
 static long call_arguments(Json *j, long root) {
     if (root < 0 || NODE(j, root)->type != J_OBJ) return -1;
     JNode *o = NODE(j, root);
@@ -1899,6 +1900,12 @@ static long call_arguments(Json *j, long root) {
         long args = member(j, root, "args"), kwargs = member(j, root, "kwargs");
         if (args >= 0 && kwargs >= 0 && !truthy(j, args))
             return NODE(j, kwargs)->type == J_OBJ ? kwargs : -1;
+    }
+    if (o->n == 5) {
+        long inputs = member(j, root, "inputs");
+        if (inputs >= 0 && member(j, root, "input_str") >= 0 && member(j, root, "tags") >= 0 &&
+            member(j, root, "metadata") >= 0 && member(j, root, "kwargs") >= 0)
+            return NODE(j, inputs)->type == J_OBJ ? inputs : -1;
     }
     return root;
 }
@@ -2293,9 +2300,11 @@ static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, 
         return status < 0 ? -1 : 0;
     }
     const char *t = text->data ? text->data : "";
-    /* {"claims", "finish_reasons", "pii", "text", "tool_calls"}: sorted */
+    /* {"asks", "claims", "finish_reasons", "pii", "text", "tool_calls"}: sorted */
     buf_putc(out, '{');
-    if (text->len && may_match(&k->claim_anchors, t, text->len))
+    if (text->len && may_match(&k->ask_anchors, t, text->len))
+        status = put_python_answer(out, "\"asks\":", k->ask_hits, t, text->len);
+    if (status == 0 && text->len && may_match(&k->claim_anchors, t, text->len))
         status = put_python_answer(out, "\"claims\":", k->claim_hits, t, text->len);
     if (reasons->count && status == 0) {
         buf_puts(out, "\"finish_reasons\":[");
@@ -3447,6 +3456,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_keys(config, "untrusted_part_types", &k->untrusted_part_types) < 0 ||
         config_anchors(config, "instruction_anchors", &k->instruction_anchors) < 0 ||
         config_anchors(config, "claim_anchors", &k->claim_anchors) < 0 ||
+        config_anchors(config, "ask_anchors", &k->ask_anchors) < 0 ||
         config_key(config, "operation_key", &k->operation_key) < 0 ||
         config_key(config, "confirmed_key", &k->confirmed_key) < 0 ||
         config_key(config, "input_messages_key", &k->input_key) < 0 ||
@@ -3458,6 +3468,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_obj(config, "instruction_names", &k->instruction_names) < 0 ||
         config_obj(config, "instruction_hits", &k->instruction_hits) < 0 ||
         config_obj(config, "claim_hits", &k->claim_hits) < 0 ||
+        config_obj(config, "ask_hits", &k->ask_hits) < 0 ||
         config_obj(config, "pii_find", &k->pii_find) < 0 ||
         config_obj(config, "pii_clean", &k->pii_clean) < 0 ||
         config_obj(config, "fact_names", &k->fact_names) < 0 ||
@@ -3571,7 +3582,8 @@ static void Kernel_dealloc(Kernel *k) {
                         &k->message_operations, &k->model_operations, &k->finish_reason_keys,
                         &k->tool_argument_keys, &k->tool_result_keys, &k->untrusted_markers,
                         &k->untrusted_part_types, &k->instruction_anchors.list,
-                        &k->claim_anchors.list, &k->fact_keys, &k->obfuscation_words};
+                        &k->claim_anchors.list, &k->ask_anchors.list, &k->fact_keys,
+                        &k->obfuscation_words};
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) keylist_free(lists[i]);
     KeyList *keys[] = {&k->operation_key, &k->confirmed_key, &k->input_key, &k->output_key,
                        &k->documents_key, &k->arguments_key, &k->result_key};
@@ -3592,6 +3604,7 @@ static void Kernel_dealloc(Kernel *k) {
     Py_XDECREF(k->instruction_names);
     Py_XDECREF(k->instruction_hits);
     Py_XDECREF(k->claim_hits);
+    Py_XDECREF(k->ask_hits);
     Py_XDECREF(k->pii_find);
     Py_XDECREF(k->pii_clean);
     Py_XDECREF(k->fact_names);

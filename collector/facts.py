@@ -67,6 +67,7 @@ from pathgrade.schemas.pii import (
     PiiScanner,
 )
 from pathgrade.schemas.predicates import (
+    ASKS,
     CLAIMS,
     INSTRUCTIONS,
     SKELETON_MAX_DEPTH,
@@ -234,6 +235,8 @@ def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str
         "instruction_hits": INSTRUCTIONS.hits,
         "claim_anchors": CLAIMS.anchors,
         "claim_hits": CLAIMS.hits,
+        "ask_anchors": ASKS.anchors,
+        "ask_hits": ASKS.hits,
         "pii_find": scanner.find,
         "pii_clean": scanner.clean,
         "exact_pii": not scanner.extra_patterns,

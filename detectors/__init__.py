@@ -7,6 +7,7 @@ May import `schemas` only; never a plane, `transport` or `pathgrade`.
 from pathgrade.detectors import (  # noqa: F401  (register)
     completeness,
     graph_adherence,
+    handoffs,
     output,
     side_effects,
     tool_calls,

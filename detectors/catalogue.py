@@ -53,10 +53,10 @@ def _tiers() -> str:
 
 def _table(rules: list[Rule]) -> str:
     rows = [
-        f"| {r.code} | `{r.name}` | {r.severity} | {r.stability} | `{r.policy_key}` |"
+        f"| {r.code} | `{r.name}` | {r.severity} | {r.layer} | {r.stability} | `{r.policy_key}` |"
         for r in rules
     ]
-    head = "| code | name | severity | stability | policy key |\n|---|---|---|---|---|"
+    head = "| code | name | severity | layer | stability | policy key |\n|---|---|---|---|---|---|"
     return "\n".join([head, *rows])
 
 
@@ -72,6 +72,8 @@ def _rule(rule: Rule) -> str:
         f"**Reads:** {rule.reads}.",
         f"**Capture off (the default):** {doc.capture_off}",
         f"**Capture on:** {doc.capture_on}",
+        f"**Layer:** {rule.layer} (the layer of the agent it grades, as an offline metric "
+        "and in the gate's report).",
         f"**Stability:** {rule.stability}.",
         f"**Params** (`{rule.policy_key}`):\n\n" + _params(rule.params),
     ]

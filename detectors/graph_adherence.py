@@ -159,6 +159,7 @@ services:
 
 GRAPH_ADHERENCE = Rule(
     code="PG118",
+    layer="plan",
     name="off-graph-path",
     severity="high",
     doc=RuleDoc(

@@ -32,6 +32,7 @@ class OutputPatternParams(Params):
 
 OUTPUT_PATTERNS = Rule(
     code="PG115",
+    layer="safety",
     name="output-patterns",
     severity="high",
     doc=RuleDoc(
@@ -150,6 +151,7 @@ class ClaimParams(Params):
 
 CLAIMS = Rule(
     code="PG116",
+    layer="answer",
     name="claimed-action-not-in-trace",
     severity="high",
     doc=RuleDoc(

@@ -10,6 +10,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pathgrade.detectors.finding import Finding, Severity
 from pathgrade.detectors.view import DetectorContext, ToolCall, TraceView
+from pathgrade.schemas.layers import Layer
 from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
 
 
@@ -80,7 +81,8 @@ class Rule:
     """A detector's identity (code, name, severity, doc, params, policy key) and function.
 
     `policy_key` is the key under which a policy section carries this rule's params.
-    `reads` says which span shapes and attributes the rule looks at (for the catalogue).
+    `reads` says which span shapes and attributes the rule looks at (for the catalogue);
+    `layer` is the layer of the agent it grades (`schemas.layers`).
     """
 
     code: str
@@ -91,6 +93,7 @@ class Rule:
     policy_key: str
     reads: str
     stability: Stability = "stable"
+    layer: Layer = "tool use"
     function: DetectorFn | None = field(default=None, repr=False)
 
     def check(self, function: DetectorFn) -> DetectorFn:

@@ -290,6 +290,7 @@ class ConfirmationParams(Params):
 
 CONFIRMATION = Rule(
     code="PG111",
+    layer="safety",
     name="unconfirmed-irreversible-action",
     severity="critical",
     doc=RuleDoc(
@@ -479,6 +480,7 @@ class IdentityParams(Params):
 
 IDENTITY = Rule(
     code="PG112",
+    layer="safety",
     name="identity-scope",
     severity="critical",
     doc=RuleDoc(
@@ -578,6 +580,7 @@ class InjectionParams(Params):
 
 INJECTION = Rule(
     code="PG117",
+    layer="safety",
     name="injected-action",
     severity="critical",
     doc=RuleDoc(

@@ -24,6 +24,7 @@ class ToolNamesParams(ListParams):
 
 FORBIDDEN = Rule(
     code="PG102",
+    layer="safety",
     name="forbidden-tool-called",
     severity="high",
     doc=RuleDoc(

@@ -31,6 +31,7 @@ from pathgrade.schemas.facts import ArgumentFacts, OutputFacts
 from pathgrade.schemas.facts_producer import requested_writes
 from pathgrade.schemas.fingerprints import same_value
 from pathgrade.schemas.graph_walk import NodeVisit, node_visits
+from pathgrade.schemas.handoffs import AgentRun, HandoffFlow, handoff_flow
 from pathgrade.schemas.json_text import sorted_text
 from pathgrade.schemas.memo import cached_attribute
 from pathgrade.schemas.messages import (
@@ -136,8 +137,12 @@ class TraceView:
         ]
         self._by_id = {s.span_id: s for s in trace.spans}
         self.tool_calls: list[ToolCall] = [
-            self._tool_call(s) for s in trace.spans if s.genai.operation == genai.OP_EXECUTE_TOOL
+            self._tool_call(s)
+            for s in trace.spans
+            if s.genai.operation == genai.OP_EXECUTE_TOOL and not handoff_tool_names(s.name)
         ]
+        """The turn's tool calls: its execute_tool spans but the handoff spans, which are
+        hand-offs (`handoffs`, `handoff_flow`), not calls of the agent's tools."""
 
     @property
     def trace_id(self) -> str:
@@ -197,6 +202,37 @@ class TraceView:
     def node_visits(self) -> list[NodeVisit]:
         """The turn's walk through an agent graph, from its node spans (`schemas.graph_walk`)."""
         return node_visits(self.trace)
+
+    @cached_attribute
+    def handoff_flow(self) -> HandoffFlow:
+        """The turn's agent runs and the hand-offs between them (`schemas.handoffs`)."""
+        return handoff_flow(self.trace)
+
+    def calls_of(self, run: AgentRun) -> list[ToolCall]:
+        """The tool calls the agent run `run` made, in start order."""
+        owned = {span.span_id for span in run.spans}
+        return [call for call in self.tool_calls if call.span.span_id in owned]
+
+    def identity_of(self, span: Span) -> str:
+        """The session identity `span` itself carries: the collector's fingerprint of it,
+        else the captured value of the policy's identity attribute; "" when it carries
+        none."""
+        if span.facts.session and self.conventions.identity.attribute == genai.ENDUSER_ID:
+            return span.facts.session
+        attribute = self.conventions.identity.attribute
+        if attribute == genai.ENDUSER_ID:
+            return session_identity(span.attributes)
+        value = span.attributes.get(attribute)
+        return "" if value in (None, "") else str(value)
+
+    def enclosing(self, span: Span) -> set[str]:
+        """The ids of the spans above `span` in the turn (a parent cycle ends the walk)."""
+        found: set[str] = set()
+        current = self._by_id.get(span.parent_span_id)
+        while current is not None and current.span_id not in found:
+            found.add(current.span_id)
+            current = self._by_id.get(current.parent_span_id)
+        return found
 
     @cached_attribute
     def turn_kind(self) -> str:

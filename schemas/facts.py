@@ -6,7 +6,8 @@ The collector computes them from every span's raw values before it drops or scru
 `pathgrade.facts.*` attributes. Any producer may set them the same way; consumers read
 them through the canonical model (`Span.facts`, parsed by `span_facts` on first use).
 
-Wire contract, version 1 (`pathgrade.facts.version` = 1 on every span that has facts).
+Wire contract, version 2 (`pathgrade.facts.version` = 2 on every span that has facts;
+version 1 had no `asks` in the output facts).
 Facts that hold several values are one JSON object each (one attribute costs a producer
 far more than its bytes); members without a value are left out.
 
@@ -38,7 +39,9 @@ pathgrade.facts.output                  string    span with output messages, JSO
                                                   request; `finish_reasons`; `claims`:
                                                   `CLAIM_LEXICON` names claimed in the text;
                                                   `pii`: {kind: count} of personal data in the
-                                                  text (`schemas.pii` kinds)
+                                                  text (`schemas.pii` kinds); `asks`:
+                                                  `ASK_LEXICON` slots the text asks the user
+                                                  for (version 2)
 pathgrade.facts.pii.scrubbed            string    JSON {field: {kind: count}}: personal data the
                                                   collector replaced in fields it forwarded
 pathgrade.facts.pii.dropped             string    JSON {field: {kind: count}}: personal data in
@@ -73,7 +76,7 @@ Counts = dict[str, int]
 PiiRecord = dict[str, Counts]
 """Field -> kind of personal data -> count."""
 
-FACTS_VERSION: Final = 1
+FACTS_VERSION: Final = 2
 _P = g.PG_FACTS_PREFIX
 VERSION: Final = _P + "version"
 TOOL_ARGS: Final = _P + "tool.args"
@@ -112,6 +115,7 @@ class OutputFacts(NamedTuple):
     finish_reasons: tuple[str, ...]
     claims: tuple[str, ...]
     pii: Counts
+    asks: tuple[str, ...] = ()  # slots the text asks the user for (`ASK_LEXICON`)
 
 
 class SpanFacts(NamedTuple):
@@ -242,6 +246,7 @@ def _output(value: Any) -> OutputFacts | None:
         finish_reasons=_strings(output.get("finish_reasons")),
         claims=_strings(output.get("claims")),
         pii=_counts(output.get("pii")),
+        asks=_strings(output.get("asks")),
     )
 
 

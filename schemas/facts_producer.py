@@ -34,6 +34,7 @@ from pathgrade.schemas.messages import (
 from pathgrade.schemas.model import GenAIFields
 from pathgrade.schemas.pii import PiiScanner
 from pathgrade.schemas.predicates import (
+    ASKS,
     CLAIMS,
     INSTRUCTIONS,
     RequestPatterns,
@@ -206,6 +207,9 @@ def _output_fact(
     claims = CLAIMS.hits(text)
     if claims:
         facts["claims"] = claims
+    asks = ASKS.hits(text)
+    if asks:
+        facts["asks"] = asks
     pii = scanner.find(text)
     if pii:
         facts["pii"] = pii

@@ -69,7 +69,8 @@ def _langgraph_node_openinference(span: Span) -> str:
     return node if isinstance(node, str) and node == span.name else ""
 
 
-def _langgraph_node(span: Span) -> str:
+def langgraph_node(span: Span) -> str:
+    """The LangGraph node `span` is a visit of (conventions 1 and 2 above), "" for none."""
     if _LANGGRAPH_KEYS.isdisjoint(span.attributes):  # most spans: neither convention's key
         return ""
     return _langgraph_node_openllmetry(span) or _langgraph_node_openinference(span)
@@ -91,7 +92,7 @@ def _genai_node(top: Span | None) -> Callable[[Span], str]:
 
 def node_visits(trace: Trace) -> list[NodeVisit]:
     """The turn's walk: its top-level node visits in start order, each with its tools."""
-    conventions = [_langgraph_node, _genai_node(trace.root)]
+    conventions = [langgraph_node, _genai_node(trace.root)]
     for node_of in conventions:
         nodes = {span.span_id: node for span in trace.spans if (node := node_of(span))}
         if nodes:

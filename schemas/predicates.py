@@ -10,6 +10,9 @@
   the cost: the expressions start with `\b`, which defeats the engine's literal scan).
 - `CLAIM_LEXICON`: first-person claims of a completed action in a final answer (PG116),
   each with the tool-name fragments a successful call must contain to back it.
+- `ASK_LEXICON`: questions that ask the user for a value (an account number, an order
+  number, an e-mail address...) in a model's output (PG121): each slot with the
+  argument-name fragments of the calls that already hold such a value.
 - `call_arguments`: a tool call's arguments as one JSON object (OpenLLMetry's
   `{"args": [], "kwargs": {...}}` wrapper unwrapped), the canonical arguments every
   fingerprint, skeleton and detector reads.
@@ -99,6 +102,33 @@ CLAIM_ANCHORS: Final[dict[str, tuple[str, ...]]] = {
 """Name -> literals (lower-case) one of which every match of that claim contains (as
 `INSTRUCTION_ANCHORS`; checked by the same tests)."""
 
+ASK_PREFIX: Final = (
+    r"\b(?:what(?:'s| is| are)|which|could you|can you|would you|will you|please"
+    r"|may i (?:have|ask for)|i(?: will|'ll)? need|tell me)\b[^.?!\n]{0,60}?"
+)
+ASK_LEXICON: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
+    "account": (
+        r"\b(?:account|customer|member(?:ship)?)\s*(?:number|id\b|no\b|#)",
+        ("account", "customer", "member"),
+    ),
+    "order": (r"\border\s*(?:number|id\b|no\b|#)", ("order",)),
+    "email": (r"\be-?mail(?: address)?\b", ("email", "mail")),
+    "phone": (r"\b(?:phone|mobile)(?: number)?\b", ("phone", "mobile")),
+    "ticket": (r"\b(?:ticket|case)\s*(?:number|id\b|no\b|#)", ("ticket", "case")),
+}
+"""Slot -> (what a question asking for it says after "could you ..." / "what is ...",
+argument-name fragments of a call that holds a value for it) (PG121's default lexicon)."""
+
+ASK_ANCHORS: Final[dict[str, tuple[str, ...]]] = {
+    "account": ("account", "customer", "member"),
+    "order": ("order",),
+    "email": ("mail",),
+    "phone": ("phone", "mobile"),
+    "ticket": ("ticket", "case"),
+}
+"""Slot -> literals (lower-case) one of which every match of that question contains (as
+`INSTRUCTION_ANCHORS`; checked by the same tests)."""
+
 SKELETON_MAX_DEPTH: Final = 8
 SKELETON_MAX_ITEMS: Final = 64
 """Bounds of an argument skeleton: deeper levels and further items are cut (`truncated`)."""
@@ -159,12 +189,22 @@ CLAIMS: Final = Lexicon(
     {name: CLAIM_PREFIX + f"(?:{verb})" for name, (verb, _) in CLAIM_LEXICON.items()},
     CLAIM_ANCHORS,
 )
+ASKS: Final = Lexicon(
+    {name: ASK_PREFIX + f"(?:{noun})" for name, (noun, _) in ASK_LEXICON.items()},
+    ASK_ANCHORS,
+)
+
+
+LANGCHAIN_TOOL_INPUT: Final = frozenset({"input_str", "tags", "metadata", "inputs", "kwargs"})
+"""The keys of OpenLLMetry's LangChain tool input (its callback's arguments): `inputs`
+holds the call's arguments."""
 
 
 def call_arguments(text: str) -> dict[str, Any] | None:
     """A tool call's arguments (JSON text) as one object; None when `text` is empty or not
     a JSON object. OpenLLMetry writes `{"args": [], "kwargs": {...}}`: its kwargs are the
-    arguments when no positional argument was passed."""
+    arguments when no positional argument was passed; for LangChain tools it writes its
+    callback's arguments (`LANGCHAIN_TOOL_INPUT`), whose `inputs` are the arguments."""
     if not text:
         return None
     try:
@@ -176,6 +216,9 @@ def call_arguments(text: str) -> dict[str, Any] | None:
     if value.keys() == {"args", "kwargs"} and not value["args"]:
         kwargs = value["kwargs"]
         return kwargs if isinstance(kwargs, dict) else None
+    if value.keys() == LANGCHAIN_TOOL_INPUT:
+        inputs = value["inputs"]
+        return inputs if isinstance(inputs, dict) else None
     return value
 
 

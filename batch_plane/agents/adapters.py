@@ -42,12 +42,23 @@ PATHGRADE_PREFIX = "pathgrade."
 ConversationState = dict[str, Any]
 
 
+class RetrievedContext(BaseModel):
+    """One chunk the agent retrieved: its document id and/or its text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = ""
+    text: str = ""
+
+
 class AgentTurn(BaseModel):
     """What the agent returns for one user turn.
 
     `response` is its answer; `nodes` the graph nodes it visited during the turn, in order
     (needed to detect a deviation from the intended path; leave empty if unknown); `done`
-    says the conversation is over; `state` is handed back on the next turn.
+    says the conversation is over; `state` is handed back on the next turn. Optional, for
+    the retrieval and plan metrics: `retrieved_contexts`, the chunks it retrieved in rank
+    order (None: not said); `plan`, the steps (tool names) it stated it would take.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -56,6 +67,8 @@ class AgentTurn(BaseModel):
     nodes: list[str] = Field(default_factory=list)
     done: bool = False
     state: ConversationState = Field(default_factory=dict)
+    retrieved_contexts: list[RetrievedContext] | None = None
+    plan: list[str] | None = None
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ What is read (one trace per agent turn, see docs/edge.md "What the EDGE store re
 - per turn, the root span: EvalDatasetItemId (scenario), EvalVariantId, EvalReplayIndex,
   `pathgrade.edge.attempt` / `pathgrade.edge.turn`, and the text of GenAIOutputMessages
   (the response; needs the collector's `--capture-messages`);
-- nodes = the turn's walk (`schemas.graph_walk.node_visits`: LangGraph node spans of
-  OpenLLMetry or OpenInference, else GenAI sub-agent spans), in start order;
+- nodes = the turn's walk (`batch_plane.edge.walks.turn_walk`: LangGraph node spans of
+  OpenLLMetry or OpenInference, else the agents a turn transferred control between,
+  else GenAI sub-agent spans), in order;
 - actions = every `execute_tool` span's GenAIToolName and GenAIToolArguments (needs
   `--capture-tools`), in start order.
 
@@ -42,12 +43,12 @@ from pathgrade.batch_plane.edge.simulation import (
     RunManifest,
 )
 from pathgrade.batch_plane.edge.traffic import infer_graph
+from pathgrade.batch_plane.edge.walks import turn_walk
 from pathgrade.batch_plane.scoring.judge import Judge, JudgeError
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces, run_trace_ids
 from pathgrade.schemas import genai
 from pathgrade.schemas.agent_graph import AgentGraph, load_graph
-from pathgrade.schemas.graph_walk import node_visits
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.store import Store
 
@@ -140,7 +141,7 @@ def turn_record(trace: Trace) -> TurnRecord | None:
         turn=int(attributes.get(PG_EDGE_TURN) or 0),
         start_ns=root.start_ns,
         response=response_text(root.genai.output_messages),
-        nodes=[visit.node for visit in node_visits(trace)],
+        nodes=[visit.node for visit in turn_walk(trace)],
         actions=[
             {"name": span.genai.tool_name, "args": span.genai.tool_arguments}
             for span in trace.by_operation(genai.OP_EXECUTE_TOOL)
@@ -267,7 +268,7 @@ def replay_run_metrics(
         turns_seen[item.conversation_id] += 1
         intents.setdefault(item.conversation_id, item.user_message)
         if item.source_trace_id in sources:
-            walk = node_visits(sources[item.source_trace_id])
+            walk = turn_walk(sources[item.source_trace_id])
             stored_paths[item.conversation_id] += [visit.node for visit in walk]
     turns = replayed_turns(load_turns(store, run_id), positions)
     if not turns:

@@ -5,9 +5,11 @@ Pure functions over canonical traces (`schemas.model.Trace`); the walk of one tr
 from `schemas.graph_walk.node_visits`, the same reading PG118 does in the realtime plane,
 and adherence is PG118's own check (`detectors.graph_adherence.walk_problems`).
 
-A walk is one run through the graph: `turn` (each trace walks the graph from its start, as
-one LangGraph invocation per user turn does) or `conversation` (the turns of one
-conversation, `gen_ai.conversation.id`, joined in start order: one node per user turn).
+The walk of one turn is `batch_plane.edge.walks.turn_walk`: LangGraph nodes, else the
+agents a turn transferred control between (its hand-offs the edges), else GenAI
+sub-agents. A walk is one run through the graph: `turn` (each trace walks the graph from
+its start, as one LangGraph invocation per user turn does) or `conversation` (the turns of
+one conversation, `gen_ai.conversation.id`, joined in start order: one node per user turn).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from itertools import pairwise
 from typing import Any
 
 from pathgrade.batch_plane.edge.determinism import node_utility, structural_adherence
+from pathgrade.batch_plane.edge.walks import turn_walk
 from pathgrade.detectors.graph_adherence import Walk, walk_problems
 from pathgrade.schemas.agent_graph import LANGGRAPH_START, AgentGraph, GraphError
-from pathgrade.schemas.graph_walk import DeclaredGraph, NodeVisit, declared_graph, node_visits
+from pathgrade.schemas.graph_walk import DeclaredGraph, NodeVisit, declared_graph
 from pathgrade.schemas.model import Trace
 
 
@@ -49,7 +52,7 @@ def _conversation_of(trace: Trace) -> str:
 def graph_walks(traces: Sequence[Trace], walk: Walk = "turn") -> list[GraphWalk]:
     """The walks of `traces` (traces without a node span are left out), in start order."""
     ordered = sorted(traces, key=lambda trace: trace.spans[0].start_ns)
-    turns = [(_conversation_of(trace), node_visits(trace)) for trace in ordered]
+    turns = [(_conversation_of(trace), turn_walk(trace)) for trace in ordered]
     if walk == "turn":
         return [GraphWalk(conversation, visits, 1) for conversation, visits in turns if visits]
     joined: dict[str, GraphWalk] = {}

@@ -120,6 +120,10 @@ class DatasetItem(BaseModel):
     item_id: str = Field(min_length=1)
     input: dict[str, Any] | str
     reference_answer: str | None = None
+    reference_contexts: list[str] = Field(default_factory=list)
+    """Texts the item's retrieval should find (context precision and recall by text)."""
+    reference_context_ids: list[str] = Field(default_factory=list)
+    """Ids of the documents the item's retrieval should find (by ids)."""
     expected_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     alternative_trajectories: list[list[dict[str, Any]]] = Field(default_factory=list)
     checks: list[CheckSpec] = Field(default_factory=list)
@@ -243,6 +247,22 @@ def dump_items(items: Iterable[DatasetItem]) -> str:
 # --------------------------------------------------------------------------- the store
 
 
+def _contexts_text(item: DatasetItem) -> str:
+    """An item's reference contexts as stored (`ReferenceContexts`); "" for none."""
+    if not (item.reference_contexts or item.reference_context_ids):
+        return ""
+    return json.dumps({"texts": item.reference_contexts, "ids": item.reference_context_ids})
+
+
+def _stored_contexts(text: str) -> dict[str, list[str]]:
+    """The item fields of a stored `ReferenceContexts` value."""
+    stored = json.loads(text) if text else {}
+    return {
+        "reference_contexts": stored.get("texts", []),
+        "reference_context_ids": stored.get("ids", []),
+    }
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -252,6 +272,7 @@ ITEMS_PER_INSERT = 500
 _ITEM_COLUMNS = [
     "Dataset", "Version", "ItemId", "Input", "ReferenceAnswer", "ExpectedToolCalls",
     "AlternativeTrajectories", "Slices", "SourceTraceId", "Tags", "AddedAt", "Checks", "EndState",
+    "ReferenceContexts",
 ]  # fmt: skip
 _CHECK_LIST: TypeAdapter[list[CheckSpec]] = TypeAdapter(list[CheckSpec])
 _DATASET_COLUMNS = [
@@ -379,7 +400,7 @@ class Datasets:
         info = self.resolve(ref, published=published)
         result = self.store.query(
             "SELECT ItemId, Input, ReferenceAnswer, ExpectedToolCalls, AlternativeTrajectories, "
-            "Slices, SourceTraceId, Tags, Checks, EndState, RegressionCheck "
+            "Slices, SourceTraceId, Tags, Checks, EndState, RegressionCheck, ReferenceContexts "
             "FROM dataset_items FINAL "
             "WHERE Dataset = {name:String} AND Version = {version:UInt32} ORDER BY ItemId",
             {"name": info.name, "version": info.version},
@@ -397,6 +418,7 @@ class Datasets:
                     "tags": r[7],
                     "checks": _stored_checks(r[8], r[10]),
                     "end_state": json.loads(r[9]) if r[9] else {},
+                    **_stored_contexts(r[11]),
                 },
                 context={STORED: True},
             )
@@ -410,7 +432,7 @@ class Datasets:
              json.dumps(item.expected_tool_calls), json.dumps(item.alternative_trajectories),
              item.slices, item.source_trace_id, item.tags, now,
              _CHECK_LIST.dump_json(item.checks).decode() if item.checks else "",
-             json.dumps(item.end_state) if item.end_state else ""]
+             json.dumps(item.end_state) if item.end_state else "", _contexts_text(item)]
             for item in items
         ]  # fmt: skip
         self.store.insert("dataset_items", rows, _ITEM_COLUMNS)

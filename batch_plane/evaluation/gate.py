@@ -38,7 +38,9 @@ from pathgrade.batch_plane.evaluation.cases import (
 )
 from pathgrade.batch_plane.evaluation.records import ScoreRecord, item_means
 from pathgrade.batch_plane.evaluation.suite import ConfigurationError, GatedMetric, Suite
+from pathgrade.batch_plane.scoring.layers import layer_of, layer_rank
 from pathgrade.batch_plane.scoring.trace_scorers import ITEM_METRICS
+from pathgrade.schemas.layers import OTHER
 from pathgrade.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -72,6 +74,7 @@ class GateRow(BaseModel):
 
     check: Literal["metric", "budget"]
     metric: str
+    layer: str = OTHER  # the layer the metric grades (`schemas.layers`)
     slice: str | None = None  # "intent=refund"; None for all items
     n_items: int = 0  # candidate items (budget rows: observations)
     n_paired: int = 0
@@ -214,6 +217,7 @@ def evaluate_gate(
         measurement.row.interval = interval
     rows = [_decide(m, calibrated, confidence) for m in measurements]
     rows.extend(_budget_rows(suite, budgets))
+    rows.sort(key=lambda row: layer_rank(row.layer))  # stable: grouped by layer
     metrics = suite.gated_metrics()
     return Verdict(
         suite=suite.suite,
@@ -300,6 +304,7 @@ def _measure(
     row = GateRow(
         check="metric",
         metric=metric.id,
+        layer=layer_of(metric.id),
         slice=slice_label,
         threshold=metric.threshold,
         max_regression=metric.max_regression,

@@ -1,6 +1,8 @@
 """Gate verdicts as text: a terminal table, a GitHub job summary, JSON and JUnit XML.
 
-Every format carries the bootstrap seed and resample count, so a reader can reproduce it,
+Rows are grouped by the layer of the agent their metric grades (`schemas.layers`): the
+table's `layer` column, a Markdown table per layer, a JUnit class per layer. Every format
+carries the bootstrap seed and resample count, so a reader can reproduce it,
 the limits of each metric with where they came from (the suite or its risk tier), the
 cases that fail or flip with their pass fractions and the diff of a failing attempt's
 trajectory against the expected one, and the efficiency of both runs.
@@ -13,12 +15,14 @@ from collections.abc import Sequence
 
 from pathgrade.batch_plane.evaluation.cases import CaseResult, CaseRun, TrajectoryDiff
 from pathgrade.batch_plane.evaluation.gate import GateRow, Verdict
+from pathgrade.batch_plane.scoring.layers import by_layer
 
 CASES_SHOWN = 50
 """Failing or flipped cases the table and Markdown list at most (JSON and JUnit: all)."""
 DIFF_MARKS = {"same": " ", "expected": "-", "actual": "+"}
 COLUMNS = (
     "status",
+    "layer",
     "metric",
     "slice",
     "n",
@@ -51,6 +55,7 @@ def row_cells(row: GateRow) -> list[str]:
     interval = f"[{row.interval[0]:+.4f}, {row.interval[1]:+.4f}]" if row.interval else "-"
     return [
         "PASS" if row.passed else "FAIL",
+        row.layer,
         row.metric,
         row.slice or ALL_ITEMS,
         str(row.n_items),
@@ -213,13 +218,20 @@ def _markdown_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> li
 
 
 def to_markdown(verdict: Verdict) -> str:
-    """A GitHub job summary: a PASS/FAIL headline, the table with failed rows first, the
-    limits, the failing and flipped cases with a diff per failing item (as a PR comment
-    shows one), and efficiency."""
+    """A GitHub job summary: a PASS/FAIL headline, a table per layer with its failed rows
+    first, the limits, the failing and flipped cases with a diff per failing item (as a PR
+    comment shows one), and efficiency."""
     mark = "✅" if verdict.passed else "❌"
-    ordered = sorted(verdict.rows, key=lambda row: row.passed)  # stable: failures first
-    lines = [f"## {mark} {headline(verdict)}", ""]
-    lines += _markdown_table(COLUMNS, [row_cells(row) for row in ordered])
+    lines = [f"## {mark} {headline(verdict)}"]
+    for layer, rows in by_layer(verdict.rows, lambda row: row.layer):
+        failed = sum(1 for row in rows if not row.passed)
+        ordered = sorted(rows, key=lambda row: row.passed)  # stable: failures first
+        lines += [
+            "",
+            f"### {layer}: {'FAIL' if failed else 'PASS'} ({failed} of {len(rows)} rows failed)",
+            "",
+        ]
+        lines += _markdown_table(COLUMNS, [row_cells(row) for row in ordered])
     if verdict.metrics:
         lines += ["", f"### Limits (risk tier {verdict.risk_tier})", ""]
         lines += _markdown_table(LIMIT_COLUMNS, limit_lines(verdict))
@@ -278,7 +290,7 @@ def to_junit(verdict: Verdict) -> str:
         case = ET.SubElement(
             suite,
             "testcase",
-            classname=f"{verdict.suite}.{row.check}",
+            classname=f"{verdict.suite}.{row.layer}",
             name=f"{row.metric} [{row.slice or ALL_ITEMS}]",
         )
         if not row.passed:

@@ -23,7 +23,9 @@ A run has three steps, each its own function:
      efficiency metrics (`batch_plane.scoring.path_metrics`), all from the detectors the
      realtime plane runs, under the same policy;
    - `goal_completed` from the item's end-state oracle and the sandbox state the adapter
-     exposed (`batch_plane.evaluation.end_state`).
+     exposed (`batch_plane.evaluation.end_state`);
+   - the retrieval and plan metrics (`context_precision`, `context_recall`,
+     `plan_adherence`, `step_efficiency`: `batch_plane.evaluation.layer_metrics`).
    An undecidable metric is stored without a value, labelled `cannot_decide`, with the
    reason. An attempt without a trace gets no scores, so the gate fails closed.
 """
@@ -41,6 +43,7 @@ from typing import Any
 from pathgrade.batch_plane.agents.adapters import AdapterError, AgentAdapter, AgentTurn, TurnContext
 from pathgrade.batch_plane.evaluation.datasets import DatasetItem, called_tools
 from pathgrade.batch_plane.evaluation.end_state import GOAL_COMPLETED, goal_completed
+from pathgrade.batch_plane.evaluation.layer_metrics import plan_metrics, retrieval_metrics
 from pathgrade.batch_plane.scoring.checks import AttemptEvidence, CheckOutcome, all_of, run_checks
 from pathgrade.batch_plane.scoring.path_metrics import SOUND, detector_outcomes, efficiency, sound
 from pathgrade.batch_plane.scoring.scores import Score, write_scores
@@ -364,6 +367,11 @@ def attempt_scores(
         values["reference_match"] = reference_match(item.reference_answer, attempt.turn.response)
     values = {metric: value for metric, value in values.items() if value is not None}
     labels: dict[str, str] = {}
+    path = [call["name"] for call in called]
+    measured = retrieval_metrics(item, attempt.turn) | plan_metrics(item, attempt.turn, path)
+    for metric, (value, why) in measured.items():
+        values[metric], explanations[metric] = value, why
+        labels[metric] = CANNOT_DECIDE if value is None else ""
     for metric, outcome in outcome_metrics(item, attempt, evidence).items():
         values[metric] = None if outcome.passed is None else float(outcome.passed)
         labels[metric] = CANNOT_DECIDE if outcome.passed is None else ""

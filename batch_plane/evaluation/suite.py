@@ -42,6 +42,7 @@ KNOWN_METRIC_KINDS: dict[str, MetricKind] = {
     "goal_completed": "deterministic",
     "claimed_actions": "deterministic",
     "plan_quality": "judge",
+    "handoff_context": "judge",
     "unsupported_claims": "judge",
     "trajectory_accuracy": "judge",
     "response_consistency": "judge",

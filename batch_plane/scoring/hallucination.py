@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pathgrade.batch_plane.scoring.handoff_inputs import handoff_inputs
 from pathgrade.detectors import REGISTRY, Finding, default_policy
 from pathgrade.detectors.view import TraceView
 from pathgrade.schemas import genai
@@ -41,7 +42,8 @@ def claimed_actions_score(findings: list[Finding]) -> tuple[float | None, str, s
 
 def judge_inputs(trace: Trace) -> dict[str, Any]:
     """What the rubrics read from a trace: the user's request, the final answer, the tool
-    calls in order (name, arguments, result) and the tool results alone."""
+    calls in order (name, arguments, result), the tool results alone and the hand-offs
+    between its agents (`handoff_inputs`)."""
     view = TraceView(trace, default_policy().resolve().context().conventions)
     calls = [
         {"name": c.name, "arguments": c.arguments, "result": c.span.genai.tool_result}
@@ -52,6 +54,7 @@ def judge_inputs(trace: Trace) -> dict[str, Any]:
         "answer": view.final_answer or "",
         "tool_calls": calls,
         "tool_results": [{"tool": c["name"], "result": c["result"]} for c in calls],
+        "handoffs": handoff_inputs(view),
     }
 
 

@@ -4,7 +4,8 @@
 Metrics pathgrade scores from a trace alone:
 - `claimed_actions` (deterministic, PG116 reused: see pathgrade.batch_plane.scoring.hallucination);
 - judge metrics, one rubric each: `task_completion`, `faithfulness`, `plan_quality`,
-  `unsupported_claims`.
+  `unsupported_claims`, and `handoff_context` for a trace with a hand-off between two
+  agents (a trace without one gets no score: there is nothing to grade).
 From a trace and its dataset item's reference (offline runs):
 - `trajectory_accuracy` (judge): the tool calls against the item's expected tool calls;
   a trace whose item has no reference gets no score (the gate fails it as missing).
@@ -37,7 +38,11 @@ from pathgrade.schemas.model import Trace
 from pathgrade.schemas.store import Store
 
 DETERMINISTIC_METRICS = ("claimed_actions",)
-JUDGE_METRICS = ("task_completion", "faithfulness", "plan_quality", "unsupported_claims")
+JUDGE_METRICS = (
+    "task_completion", "faithfulness", "plan_quality", "unsupported_claims", "handoff_context",
+)  # fmt: skip
+HANDOFF_METRICS = ("handoff_context",)
+"""Judge metrics of the hand-offs between agents: a turn without one gets no score."""
 TRACE_METRICS = DETERMINISTIC_METRICS + JUDGE_METRICS
 REFERENCE_METRICS = ("trajectory_accuracy",)
 ITEM_METRICS = ("response_consistency", "response_consistency_lexical")
@@ -109,6 +114,8 @@ class TraceScorer:
                         **base,
                     )
                 )
+            elif metric in HANDOFF_METRICS and not inputs["handoffs"]:
+                continue
             else:
                 scores.append(self._judged(metric, inputs, base))
         return scores

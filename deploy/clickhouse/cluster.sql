@@ -528,3 +528,5 @@ PARTITION BY toYYYYMM(fromUnixTimestamp64Nano(TickNs))
 ORDER BY (Tenant, Monitor, Scope, TickNs)
 TTL toDateTime(fromUnixTimestamp64Nano(TickNs)) + INTERVAL 90 DAY;
 
+ALTER TABLE dataset_items ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS ReferenceContexts String DEFAULT '';
+

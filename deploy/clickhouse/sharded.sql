@@ -579,3 +579,5 @@ TTL toDateTime(fromUnixTimestamp64Nano(TickNs)) + INTERVAL 90 DAY;
 CREATE TABLE IF NOT EXISTS monitor_ticks ON CLUSTER 'pathgrade' AS monitor_ticks_local
 ENGINE = Distributed('pathgrade', currentDatabase(), monitor_ticks_local, cityHash64(Monitor, Scope));
 
+ALTER TABLE dataset_items ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS ReferenceContexts String DEFAULT '';
+

@@ -19,14 +19,21 @@ that should catch it (`CATCHING_METRICS`):
   the sandbox, fails (and the path metrics, the answer and the unmade calls).
 - `placeholder_reference`: refunds answer with the placeholder reference `ORD-12345`
   (five digits); caught by the refund items' `answer_regex` check `ORD-\\d{6}`.
+- `reasks_account`: a double charge is handed from the support agent, which looked the
+  account up, to the billing agent; this build's billing agent does the refund but then
+  asks the user for the account number the support agent already had (the hand-off lost
+  it). The answer, the path and the end state are right: only the hand-off row catches
+  it, PG121 `handoff-context-lost`.
 
 Every build is an object with `respond(conversation_state, user_message, context)` and
 `end_state(conversation_state, context)` (`pathgrade eval suite.yaml --agent
 examples/seeded_defects/agent.py:healthy`). It emits its own OpenTelemetry GenAI spans
 through the global tracer provider: an `invoke_agent` root (with `pathgrade.turn.kind`:
 `action` when the user asks for a change, else `read`), one `chat` span and one
-`execute_tool` span per tool call. Its writes land in a sandbox account per attempt (run,
-item, repeat: read from the `pathgrade.*` baggage), which `end_state` returns.
+`execute_tool` span per tool call; a double charge also runs a nested `invoke_agent
+billing-agent` (the support agent delegates to it) with its own `chat` span and calls.
+Its writes land in a sandbox account per attempt (run, item, repeat: read from the
+`pathgrade.*` baggage), which `end_state` returns.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from typing import Any
 from opentelemetry import baggage, trace
 
 AGENT_NAME = "support-agent"
+BILLING_AGENT = "billing-agent"
 MODEL = "gpt-4o-mini"
 PROVIDER = "openai"
 
@@ -67,6 +75,15 @@ class Build:
     opens_tickets: bool = False  # opens a ticket on order-status questions too
     allowed_plans: tuple[str, ...] = ("basic", "premium")  # the plan guard's bounds
     placeholder_reference: bool = False  # refunds answer with ORD-12345
+    reasks_account: bool = False  # billing asks for the account it was handed
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """The billing agent's part of a turn: its calls and its answer."""
+
+    calls: list[Call]
+    answer: str
 
 
 Call = tuple[str, dict[str, Any]]
@@ -75,6 +92,20 @@ Call = tuple[str, dict[str, Any]]
 def _reference(order: str) -> str:
     """The refund reference of an order: `ORD-` and six digits."""
     return f"ORD-{100000 + int(order[1:]):06d}"
+
+
+def billing(build: Build, message: str) -> tuple[list[Call], Handoff] | None:
+    """A double charge: the support agent looks the account up and hands it to the billing
+    agent, which refunds the duplicate; None for any other message."""
+    account = re.search(r"\bAC-\d{4}\b", message)
+    if "charged twice" not in message.lower() or not account:
+        return None
+    answer = f"Refunded the duplicate charge on account {account[0]}."
+    if build.reasks_account:
+        answer += " Could you give me your account number so I can send the receipt?"
+    return [("lookup_account", {"account_id": account[0]})], Handoff(
+        [("refund_duplicate", {"account_id": account[0]})], answer
+    )
 
 
 def plan(build: Build, message: str) -> tuple[list[Call], str]:
@@ -128,6 +159,8 @@ class Sandbox:
             account["plan"] = arguments["plan"]
         elif tool == "open_ticket":
             account["tickets"].append(arguments["order_id"])
+        elif tool == "refund_duplicate":
+            account["refunds"].append(arguments["account_id"])
 
 
 SANDBOX = Sandbox()
@@ -136,40 +169,62 @@ SANDBOX = Sandbox()
 def respond(build: Build, message: str) -> dict[str, Any]:
     """Answer one user turn, emitting the turn's GenAI spans and applying its writes."""
     tracer = trace.get_tracer("examples.seeded_defects")
-    calls, answer = plan(build, message)
-    wants_change = any(word in message.lower() for word in ("refund", "plan"))
+    handed = billing(build, message)
+    calls, answer = (handed[0], "") if handed else plan(build, message)
+    wants_change = any(word in message.lower() for word in ("refund", "plan", "charged"))
+    user = {"user.id": handed[0][0][1]["account_id"]} if handed else {}  # whose account
     with tracer.start_as_current_span(
         f"invoke_agent {AGENT_NAME}",
         attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": AGENT_NAME,
                     "gen_ai.provider.name": PROVIDER,
-                    "pathgrade.turn.kind": "action" if wants_change else "read"},
+                    "pathgrade.turn.kind": "action" if wants_change else "read", **user},
     ):  # fmt: skip
+        _model_call(tracer, message, answer or "Handing you to billing.")
+        _tool_calls(tracer, calls)
+        if handed:
+            with tracer.start_as_current_span(
+                f"invoke_agent {BILLING_AGENT}",
+                attributes={"gen_ai.operation.name": "invoke_agent",
+                            "gen_ai.agent.name": BILLING_AGENT, "gen_ai.provider.name": PROVIDER,
+                            **user},
+            ):  # fmt: skip
+                answer = handed[1].answer
+                _model_call(tracer, message, answer)
+                _tool_calls(tracer, handed[1].calls, first=len(calls))
+    return {"response": answer, "done": True}
+
+
+def _model_call(tracer: trace.Tracer, message: str, answer: str) -> None:
+    """One `chat` span: the user's message in, `answer` out."""
+    with tracer.start_as_current_span(
+        f"chat {MODEL}",
+        kind=trace.SpanKind.CLIENT,
+        attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.provider.name": PROVIDER,
+            "gen_ai.request.model": MODEL, "gen_ai.response.model": MODEL,
+            "gen_ai.usage.input_tokens": 200, "gen_ai.usage.output_tokens": 50,
+            "gen_ai.response.finish_reasons": ["stop"],
+            "gen_ai.input.messages": json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": message}]}]),
+            "gen_ai.output.messages": json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]),
+        },
+    ):  # fmt: skip
+        pass
+
+
+def _tool_calls(tracer: trace.Tracer, calls: list[Call], first: int = 0) -> None:
+    """One `execute_tool` span per call (ids `call-<n>` from `first`), each write applied."""
+    for number, (tool, arguments) in enumerate(calls, start=first):
         with tracer.start_as_current_span(
-            f"chat {MODEL}",
-            kind=trace.SpanKind.CLIENT,
+            f"execute_tool {tool}",
             attributes={
-                "gen_ai.operation.name": "chat", "gen_ai.provider.name": PROVIDER,
-                "gen_ai.request.model": MODEL, "gen_ai.response.model": MODEL,
-                "gen_ai.usage.input_tokens": 200, "gen_ai.usage.output_tokens": 50,
-                "gen_ai.response.finish_reasons": ["stop"],
-                "gen_ai.input.messages": json.dumps(
-                    [{"role": "user", "parts": [{"type": "text", "content": message}]}]),
-                "gen_ai.output.messages": json.dumps(
-                    [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]),
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+                "gen_ai.tool.call.id": f"call-{number}", "gen_ai.tool.type": "function",
+                "gen_ai.tool.call.arguments": json.dumps(arguments),
             },
         ):  # fmt: skip
-            pass
-        for number, (tool, arguments) in enumerate(calls):
-            with tracer.start_as_current_span(
-                f"execute_tool {tool}",
-                attributes={
-                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
-                    "gen_ai.tool.call.id": f"call-{number}", "gen_ai.tool.type": "function",
-                    "gen_ai.tool.call.arguments": json.dumps(arguments),
-                },
-            ):  # fmt: skip
-                SANDBOX.apply(tool, arguments)
-    return {"response": answer, "done": True}
+            SANDBOX.apply(tool, arguments)
 
 
 class SupportAgent:
@@ -193,6 +248,7 @@ stale_index = SupportAgent(Build(knowledge_base=KB_STALE))
 eager_ticket = SupportAgent(Build(opens_tickets=True))
 plan_guard = SupportAgent(Build(allowed_plans=("basic",)))
 placeholder_reference = SupportAgent(Build(placeholder_reference=True))
+reasks_account = SupportAgent(Build(reasks_account=True))
 
 BUILDS = {
     "healthy": healthy,
@@ -202,6 +258,7 @@ BUILDS = {
     "eager_ticket": eager_ticket,
     "plan_guard": plan_guard,
     "placeholder_reference": placeholder_reference,
+    "reasks_account": reasks_account,
 }
 CATCHING_METRICS: dict[str, set[str]] = {
     "healthy": set(),
@@ -217,5 +274,6 @@ CATCHING_METRICS: dict[str, set[str]] = {
         "reference_match",
     },
     "placeholder_reference": {"checks"},
+    "reasks_account": {"PG121"},
 }
 """The metrics each build must fail the gate on (and no others)."""

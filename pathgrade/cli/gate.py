@@ -80,7 +80,11 @@ def register(commands: Any) -> None:
 
     scores = commands.add_parser("scores", help="score files for the gate")
     actions = scores.add_subparsers(dest="action", required=True)
-    export = actions.add_parser("export", help="write a run's scores as a JSONL score file")
+    export = actions.add_parser(
+        "export",
+        help="write a run's scores as a JSONL score file, grouped by the layer each metric "
+        "grades (its `layer` field)",
+    )
     store_args(export, tenant=True)
     export.add_argument("--run", dest="run_id", required=True, metavar="RUN")
     export.add_argument("--out", type=Path, required=True, metavar="FILE.jsonl")
@@ -338,6 +342,7 @@ def _cmd_gates_show(args: argparse.Namespace) -> int:
 def _cmd_scores_export(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.evaluation.gate import write_scores
     from pathgrade.batch_plane.evaluation.gate_inputs import MissingRun, run_budgets, run_scores
+    from pathgrade.batch_plane.evaluation.records import by_layer_of_metric
 
     prices = _prices(args.prices)
     with store_for(args) as store:
@@ -346,10 +351,12 @@ def _cmd_scores_export(args: argparse.Namespace) -> int:
         except MissingRun as exc:
             raise CliError(str(exc)) from exc
         budgets = run_budgets(store, args.run_id, prices) if args.budgets_out else None
-    write_scores(records, args.out)
+    layers = by_layer_of_metric(records)
+    write_scores([record for _, group in layers for record in group], args.out)
     if budgets is not None:
         args.budgets_out.write_text(
             json.dumps({"latencies_s": budgets.latencies_s, "costs_usd": budgets.costs_usd})
         )
-    print(f"wrote {len(records)} scores of run {args.run_id} to {args.out}")
+    counts = ", ".join(f"{layer} {len(group)}" for layer, group in layers)
+    print(f"wrote {len(records)} scores of run {args.run_id} to {args.out} ({counts or 'none'})")
     return 0

@@ -10,6 +10,8 @@ from typing import Any
 
 from starlette.requests import Request
 
+from pathgrade.batch_plane.scoring.layers import by_layer, layer_of
+from pathgrade.schemas.layers import OTHER
 from pathgrade.web import params as p
 from pathgrade.web.gate_page import recorded_gate_view, run_evidence
 from pathgrade.web.rendering import NotFound, Ui
@@ -35,17 +37,30 @@ def runs(ui: Ui, request: Request) -> Page:
         f"FROM runs FINAL WHERE {scope} ORDER BY StartedAt DESC, RunId LIMIT {LISTED}",
         values,
     )
-    counts = {
-        run: n
-        for run, n in ui.store.rows(
-            f"SELECT RunId, count() FROM scores FINAL WHERE {viewer.where('Tenant')} "
-            "AND RunId IN {runs:Array(String)} GROUP BY RunId",
-            {"runs": [r["RunId"] for r in run_rows], **viewer.parameters},
-        )
-    }
+    per_metric = ui.store.rows(
+        "SELECT RunId, Metric, count(), sum(Value), count(Value) FROM scores FINAL "
+        f"WHERE {viewer.where('Tenant')} AND RunId IN {{runs:Array(String)}} "
+        "GROUP BY RunId, Metric",
+        {"runs": [r["RunId"] for r in run_rows], **viewer.parameters},
+    )
     for row in run_rows:
-        row["Scores"] = counts.get(row["RunId"], 0)
+        mine = [m for m in per_metric if m[0] == row["RunId"]]
+        row["Scores"] = sum(m[2] for m in mine)
+        row["Layers"] = _layer_means(mine)
     return "runs.html", {"gates": gates, "runs": run_rows, "suite": suite}
+
+
+def _layer_means(per_metric: list[tuple]) -> list[tuple[str, float | None]]:
+    """Per layer (`schemas.layers`, in report order), the mean of the decided scores of
+    (run, metric, count, sum, decided) rows; metrics of no layer (efficiency: tokens,
+    cost) are left out, their values being no score in [0, 1]."""
+    means = []
+    for layer, group in by_layer(per_metric, lambda row: layer_of(row[1])):
+        decided = sum(row[4] for row in group)
+        total = sum(row[3] or 0.0 for row in group)
+        if layer != OTHER:
+            means.append((layer, total / decided if decided else None))
+    return means
 
 
 def gate(ui: Ui, request: Request) -> Page:
@@ -57,7 +72,8 @@ def gate(ui: Ui, request: Request) -> Page:
 
 
 def compare(ui: Ui, request: Request) -> Page:
-    """Two runs side by side: per item and metric, each run's scores and their delta."""
+    """Two runs side by side: per item and metric, each run's scores and their delta; the
+    metrics grouped by the layer they grade."""
     viewer: Viewer = request.state.viewer
     values = dict(request.query_params)
     candidate, baseline = p.text(values, "candidate"), p.text(values, "baseline")
@@ -75,10 +91,12 @@ def compare(ui: Ui, request: Request) -> Page:
         raise NotFound(f"no scores of run {candidate!r} or run {baseline!r}")
     evidence = run_evidence(ui.store, viewer, candidate, baseline, metrics)
     items = sorted({item for per_item in evidence.values() for item in per_item})
+    layers = by_layer(metrics, layer_of)
     return "compare.html", {
         "candidate": candidate,
         "baseline": baseline,
-        "metrics": metrics,
+        "layers": layers,
+        "metrics": [metric for _, group in layers for metric in group],
         "items": items,
         "evidence": evidence,
     }

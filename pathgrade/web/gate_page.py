@@ -19,6 +19,7 @@ from pathgrade.batch_plane.evaluation import gate_report
 from pathgrade.batch_plane.evaluation.cases import CaseResult, TrajectoryDiff
 from pathgrade.batch_plane.evaluation.gate import GateRow, Verdict
 from pathgrade.batch_plane.evaluation.gate_report import ALL_ITEMS
+from pathgrade.batch_plane.scoring.layers import by_layer
 from pathgrade.web.rendering import HERE, templates
 from pathgrade.web.store_reads import ReadStore
 from pathgrade.web.viewers import Viewer
@@ -135,6 +136,10 @@ class GateView:
 
     def efficiency(self) -> list[list[str]]:
         return gate_report.efficiency_cells(self.verdict)
+
+    def layers(self) -> list[tuple[str, list[GateRow]]]:
+        """The verdict's rows grouped by the layer their metric grades, in report order."""
+        return by_layer(self.verdict.rows, lambda row: row.layer)
 
 
 def recorded_gate_view(store: ReadStore, viewer: Viewer, gate_id: str) -> GateView | None:

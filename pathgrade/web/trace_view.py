@@ -1,8 +1,9 @@
 """One trace as the trace page shows it: its agent turns (`schemas.agent_turns`: each
-turn's top span, and the findings raised on it), a waterfall of its spans on one time axis
-and, per span, everything stored about it (attributes, events and log records, links, the
-tool call, messages, tokens and cost, what the collector recorded instead of redacted
-content), the detector findings pinned to it and the scores of it.
+turn's top span, and the findings raised on it), the agents of each multi-agent turn as
+lanes with the hand-offs between them (`web.agent_lanes`), a waterfall of its spans on one
+time axis and, per span, everything stored about it (attributes, events and log records,
+links, the tool call, messages, tokens and cost, what the collector recorded instead of
+redacted content), the detector findings pinned to it and the scores of it.
 
 `waterfall` is pure: spans in, rows with their depth and their bar's offset and width (in
 percent of the trace's span of time) out. `load_trace_view` reads one trace of the viewer's
@@ -23,6 +24,7 @@ from pathgrade.detectors.registry import REGISTRY
 from pathgrade.schemas.agent_turns import turns_of
 from pathgrade.schemas.genai import PG_REDACTED_KEYS
 from pathgrade.schemas.model import LogRecord, Span, Trace
+from pathgrade.web.agent_lanes import TurnLanes, turn_lanes
 from pathgrade.web.store_reads import ReadStore
 from pathgrade.web.viewers import Viewer
 
@@ -125,6 +127,12 @@ class TraceView:
     run_id: str
     cost_usd: float | None
     turns: list[TurnRow] = field(default_factory=list)
+    lanes: list[TurnLanes] = field(default_factory=list)  # turns of two or more agents
+
+    def turn_number(self, top_span_id: str) -> int:
+        """The number of the turn `top_span_id` tops, as the page's turn list numbers it
+        (0: no listed turn)."""
+        return next((n for n, t in enumerate(self.turns, 1) if t.top.span_id == top_span_id), 0)
 
     @property
     def flagged(self) -> set[str]:
@@ -292,12 +300,16 @@ def load_trace_view(
             keys,
         )
     ]
+    agent_turns = turns_of(trace)
     turns = [
         TurnRow(turn.root, len(turn.spans),
                 sum(f.turn_span_id == turn.top_span_id for f in findings))
-        for turn in turns_of(trace)
+        for turn in agent_turns
         if turn.root is not None
     ]  # fmt: skip
+    lanes = [
+        shown for turn in agent_turns if (shown := turn_lanes(turn, start, duration)) is not None
+    ]
     scores = [
         ScoreView(*row)
         for row in store.rows(
@@ -340,6 +352,7 @@ def load_trace_view(
         run_id=next((s.eval.run_id for s in trace.spans if s.eval.run_id), ""),
         cost_usd=sum(costs) if costs else None,
         turns=turns,
+        lanes=lanes,
     )
 
 

@@ -68,7 +68,7 @@ def test_import_publish_export_round_trip_and_immutability(stack: Stack, tmp_pat
     done = stack.cli("dataset", "import", "golden/round-trip", str(golden), "--owner", "qa",
                      "--publish")  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "golden/round-trip@1 (golden, published, 8 items, owner qa)" in done.stdout
+    assert "golden/round-trip@1 (golden, published, 9 items, owner qa)" in done.stdout
     out = tmp_path / "export.jsonl"
     assert stack.cli("dataset", "export", "golden/round-trip", "--out", str(out)).returncode == 0
     exported = [json.loads(line) for line in out.read_text().splitlines()]

@@ -22,6 +22,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode, set_span_in_context
+from pathgrade.schemas.layers import LAYERS, OTHER
 from pathgrade.schemas.message_auth import MESSAGE_KEY_FILE_ENV
 from pathgrade.schemas.topics import SPANS_TOPIC
 
@@ -278,7 +279,7 @@ def test_seeded_defects_pass_their_gate_rows_on_the_default_stack(
         done = stack.cli("eval", suite, "--agent", f"{EXAMPLE / 'agent.py'}:{build}",
                          "--run-id", run_id)  # fmt: skip
         assert done.returncode == 0, done.stderr
-        assert f"run {run_id} finished: 16 attempts, 16 traces" in done.stdout
+        assert f"run {run_id} finished: 18 attempts, 18 traces" in done.stdout
         return run_id
 
     baseline = evaluate("healthy")
@@ -313,6 +314,9 @@ def test_seeded_defects_pass_their_gate_rows_on_the_default_stack(
     candidate = tmp_path / "c.jsonl"
     exported = stack.cli("scores", "export", "--run", baseline, "--out", str(candidate))
     assert exported.returncode == 0, exported.stderr
+    layers = [json.loads(line)["layer"] for line in candidate.read_text().splitlines()]
+    assert list(dict.fromkeys(layers)) == [*(layer for layer in LAYERS if layer in layers), OTHER]
+    assert {"hand-off", "plan", "safety"} <= set(layers) and "hand-off " in exported.stdout
     offline = stack.cli("gate", suite, "--candidate-scores", str(candidate),
                         "--baseline-scores", str(candidate), "--format", "markdown")  # fmt: skip
     assert offline.returncode == 1  # no budget observations in score files: fail closed

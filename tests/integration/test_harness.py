@@ -40,7 +40,7 @@ class Stack:
     def evaluate(self, run_id: str, *agent: str) -> str:
         done = self.cli("eval", SUITE, *agent, "--run-id", run_id)
         assert done.returncode == 0, done.stderr
-        assert f"run {run_id} finished: 16 attempts, 16 traces" in done.stdout
+        assert f"run {run_id} finished: 18 attempts, 18 traces" in done.stdout
         return run_id
 
     def gate(self, candidate: str, baseline: str, out: Path) -> dict[str, Any]:

@@ -312,6 +312,70 @@ def test_waterfall_bars_follow_span_durations_and_selecting_a_span_shows_it(
     assert "selected" in (tool_row.get_attribute("class") or "")
 
 
+def test_a_multi_agent_turn_shows_its_agents_as_lanes_joined_by_the_handoff(
+    acme: Viewer, world: World
+) -> None:
+    """The seeded agent's double charge: the support agent delegates to the billing agent;
+    each agent a lane, its run's bar where its span's bar is, the hand-off at billing's
+    start, from the support lane down to the billing lane."""
+    trace_id = world.process.scalar(
+        "SELECT any(TraceId) FROM spans FINAL WHERE EvalRunId = 'ui-base' "
+        "AND EvalDatasetItemId = 'billing-1'"
+    )
+    acme.open(f"/trace/{trace_id}?tenant=acme")
+    lanes = acme.page.locator(".agent-lanes .lane")
+    assert lanes.evaluate_all("ls => ls.map(l => l.dataset.agent)") == [
+        "support-agent", "billing-agent"
+    ]  # fmt: skip
+    billing_run = acme.page.locator(".lane[data-agent='billing-agent'] .lane-run")
+    billing_span = billing_run.get_attribute("data-span")
+    bar = acme.page.locator(f"a.wf-row[data-span='{billing_span}'] .bar")
+    run_box, bar_box = billing_run.bounding_box(), bar.bounding_box()
+    assert run_box and bar_box and abs(run_box["x"] - bar_box["x"]) < 2  # one time axis
+    assert abs(run_box["width"] - bar_box["width"]) < 2
+    handoff = acme.page.locator(".lane-links a.handoff")
+    assert handoff.count() == 1 and "handoff-delegation" in (handoff.get_attribute("class") or "")
+    link = handoff.bounding_box()
+    support = acme.page.locator(".lane[data-agent='support-agent']").bounding_box()
+    billing = lanes.nth(1).bounding_box()
+    assert link and support and billing
+    assert abs(link["x"] - run_box["x"]) < 3  # at the receiver's start
+    assert (
+        link["y"] < support["y"] + support["height"] and link["y"] + link["height"] > billing["y"]
+    )
+    listed = acme.page.locator(".handoff-list li").inner_text()
+    assert "support-agent → billing-agent" in listed and "delegation" in listed
+    acme.shoot("trace-agent-lanes")
+    handoff.click()
+    assert acme.page.locator(f"#detail-{billing_span}").is_visible()
+    assert acme.errors == []
+
+
+def test_the_gate_and_runs_pages_group_metrics_by_layer(acme: Viewer, world: World) -> None:
+    acme.open(f"/gates/{world.gate_id}")
+    layers = acme.page.locator("#gate-rows tbody.layer")
+    order = layers.evaluate_all("bs => bs.map(b => b.dataset.layer)")
+    assert order == ["tool use", "hand-off", "answer", "other"]  # budgets: other
+    answer = acme.page.locator("#gate-rows tbody.layer[data-layer='answer']")
+    assert "FAIL" in answer.locator("tr.layer-head").inner_text()
+    failed = answer.locator("tr.gate-row.failed")
+    assert set(failed.evaluate_all("rs => rs.map(r => r.dataset.metric)")) == {"reference_match"}
+    hand_off = acme.page.locator("#gate-rows tbody.layer[data-layer='hand-off']")
+    assert hand_off.locator("tr.gate-row").first.get_attribute("data-metric") == "PG121"
+    assert "PASS" in hand_off.locator("tr.layer-head").inner_text()
+    acme.page.locator("#gate-rows").scroll_into_view_if_needed()
+    acme.shoot("gate-by-layer")
+    acme.open("/runs")
+    base = acme.page.locator("#run-table tr", has_text="ui-base")
+    means = base.locator(".layer-mean").evaluate_all("ms => ms.map(m => m.dataset.layer)")
+    assert means == ["plan", "tool use", "hand-off", "answer", "safety"]  # no retrieval metric
+    acme.open("/compare?candidate=ui-cand&baseline=ui-base")
+    heads = acme.page.locator("#compare-table th.layer-head")
+    shown = heads.evaluate_all("hs => hs.map(h => h.dataset.layer)")
+    assert shown == ["plan", "tool use", "hand-off", "answer", "safety", "other"]
+    acme.shoot("compare-by-layer")
+
+
 def test_a_findings_span_is_highlighted(acme: Viewer) -> None:
     acme.open("/alerts?from=1h&code=PG110")
     link = _first_href(acme, "#alert-table a[href^='/trace/']")

@@ -4,6 +4,8 @@ and helpers that run one detector or build a conversation's history."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pathgrade.detectors import REGISTRY, Finding
@@ -39,6 +41,7 @@ class TraceBuilder:
         self.trace_id = trace_id
         self.clock = 1_000
         self.spans: list[Span] = []
+        self.parent: Span | None = None  # where new spans go (None: under the root)
         attributes = dict(root_attributes or {})
         if turn_kind is not None:
             attributes[genai.PG_TURN_KIND] = turn_kind
@@ -93,9 +96,10 @@ class TraceBuilder:
         error: str = "",
         idempotency_key: str = "",
         agent: str = "",
+        attributes: dict[str, Any] | None = None,
     ) -> Span:
         """An execute_tool span; `arguments=None` means arguments were not captured."""
-        attributes: dict[str, Any] = {}
+        attributes = dict(attributes or {})
         if effect:
             attributes[genai.PG_TOOL_EFFECT] = effect
         if idempotency_key:
@@ -114,11 +118,31 @@ class TraceBuilder:
             span.status_code = "Error"
         return span
 
-    def agent(self, name: str) -> Span:
-        """An invoke_agent span of a sub-agent (a node of the agent graph) under the root."""
+    def agent(self, name: str, attributes: dict[str, Any] | None = None) -> Span:
+        """An invoke_agent span of a sub-agent (a node of the agent graph) under the root
+        (or the span of the enclosing `inside` block)."""
         return self._span(
-            "invoke_agent " + name, GenAIFields(operation="invoke_agent", agent_name=name), {}
+            "invoke_agent " + name,
+            GenAIFields(operation="invoke_agent", agent_name=name),
+            dict(attributes or {}),
         )
+
+    def handoff(self, target: str, sender: str = "") -> Span:
+        """OpenInference's handoff span (OpenAI Agents SDK): `handoff to <target>`, its
+        input the sending agent's name."""
+        fields = GenAIFields(operation="execute_tool", tool_arguments=sender, tool_result=target)
+        return self._span("handoff to " + target, fields, {})
+
+    @contextmanager
+    def inside(self, span: Span) -> Iterator[Span]:
+        """Spans added in the block are children of `span`, which ends after them."""
+        previous, self.parent = self.parent, span
+        try:
+            yield span
+        finally:
+            self.parent = previous
+            span.end_ns = self.clock
+            self.clock += 20
 
     def build(self) -> Trace:
         self.root.end_ns = self.clock + 10
@@ -132,7 +156,7 @@ class TraceBuilder:
             tenant="default",
             trace_id=self.trace_id,
             span_id=span_id,
-            parent_span_id=self.root.span_id if parent else "",
+            parent_span_id=(self.parent or self.root).span_id if parent else "",
             name=name,
             kind="Internal",
             start_ns=self.clock,

@@ -42,6 +42,7 @@ class RegexParams(CheckParams):
 
 
 ANSWER_REGEX = Check(
+    layer="answer",
     name="answer_regex",
     doc="The final answer contains a match of `pattern` (Python `re.search`; `present: "
     r"false`: contains none). For example `\bORD-\d{6}\b`: an order reference of exactly "
@@ -83,6 +84,7 @@ class PiiParams(CheckParams):
 
 
 ANSWER_NO_PII = Check(
+    layer="safety",
     name="answer_no_pii",
     doc="The final answer holds no e-mail address and no Luhn-valid card number (the "
     "definitions of `schemas.pii` the collector and PG115 `output-patterns` use); `kinds` "
@@ -112,6 +114,7 @@ class JsonParams(CheckParams):
 
 
 ANSWER_JSON = Check(
+    layer="answer",
     name="answer_json",
     doc="The final answer (surrounding whitespace ignored) parses as JSON; with "
     "`required_keys` it is an object holding each of them; with `schema` it validates "
@@ -180,6 +183,7 @@ class NumberParams(CheckParams):
 
 
 ANSWER_NUMBER = Check(
+    layer="answer",
     name="answer_number",
     doc="A number in the final answer is within `tolerance` (absolute) or "
     "`relative_tolerance` (of `expected`) of `expected`, whichever allows more. The number "

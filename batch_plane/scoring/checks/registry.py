@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pathgrade.detectors import DetectorContext, Finding, TraceView
 from pathgrade.detectors.registry import Params, Rule
 from pathgrade.schemas.fingerprints import TenantKey
+from pathgrade.schemas.layers import Layer
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
@@ -77,13 +78,15 @@ class Fixture:
 
 @dataclass(slots=True)
 class Check:
-    """A check's identity (name, doc, params model), its two fixtures and its function."""
+    """A check's identity (name, doc, params model), its two fixtures, the layer of the
+    agent it grades (`schemas.layers`) and its function."""
 
     name: str
     doc: str
     params: type[BaseModel]  # refuses unknown keys (CheckParams, or a detector's Params)
     passing: Fixture
     failing: Fixture
+    layer: Layer = "tool use"
     function: CheckFn | None = field(default=None, repr=False)
 
     def register(self, function: CheckFn) -> CheckFn:

@@ -1,6 +1,7 @@
 """Versioned judge rubrics: `<id>.v<version>.yaml` files beside this module.
 
-A rubric holds its id, version, the score scale (`min`, `max`, `pass_at`), the inputs its
+A rubric holds its id, version, the layer of the agent it grades (`schemas.layers`), the
+score scale (`min`, `max`, `pass_at`), the inputs its
 prompt template needs (`${name}` placeholders), the prompt and the JSON Schema of the
 judge's answer. A rubric change is a new file with a new version; `Rubric.ref`
 (`faithfulness@1`) is the rubric version recorded with every score, cache entry and
@@ -18,6 +19,7 @@ from typing import Any
 
 import yaml
 from pathgrade.detectors.jsonschema_subset import validate
+from pathgrade.schemas.layers import Layer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 _FILE_NAME = re.compile(r"^([a-z0-9_]+)\.v(\d+)\.yaml$")
@@ -55,6 +57,7 @@ class Rubric(BaseModel):
     id: str = Field(pattern=r"^[a-z0-9_]+$")
     version: int = Field(ge=1)
     description: str
+    layer: Layer
     scale: Scale
     inputs: tuple[str, ...] = Field(min_length=1)
     prompt: str

@@ -155,6 +155,8 @@ PHRASES = [
     "Do not tell the user.",
     "I have refunded your order.",
     "We've successfully cancelled the subscription and sent a note.",
+    "Could you give me your account number?",
+    "I have opened a ticket; what is the order ID and your e-mail address?",
     "reach me at noah.chen64@example.com",
     "card 4111 1111 1111 1111, expires soon",
     "card ４１１１１１１１１１１１１１１１",
@@ -244,6 +246,19 @@ arguments = st.one_of(
     st.dictionaries(st.sampled_from(["customer_id", "amount"]), json_values, max_size=3).map(
         lambda kwargs: _json({"args": [], "kwargs": kwargs})
     ),
+    # OpenLLMetry's LangChain tool input: `inputs` holds the arguments (or is no object)
+    st.fixed_dictionaries(
+        {
+            "input_str": texts,
+            "tags": st.just(["seq:step:1"]),
+            "metadata": st.dictionaries(st.sampled_from(["langgraph_node", "step"]), texts),
+            "inputs": st.one_of(
+                st.dictionaries(st.sampled_from(["customer_id", "amount"]), json_values),
+                json_values,
+            ),
+            "kwargs": st.just({"color": "green", "name": None}),
+        }
+    ).map(_json),
     json_values.map(_json),
     st.sampled_from(
         [
@@ -419,6 +434,15 @@ def test_personal_data_in_dropped_content_is_counted_by_field() -> None:
     }
     assert json.loads(attributes[f.OUTPUT].string_value) == {"claims": ["refund"], "text": True}
     assert attributes[f.VERSION].int_value == f.FACTS_VERSION
+    question = [{"role": "assistant", "content": "I have changed it. What's your order number?"}]
+    asking = _body(
+        ("chat m", {genai.OPERATION_NAME: "chat", genai.OUTPUT_MESSAGES: _json(question)})
+    )
+    for redacted in _both([asking], RedactionConfig()):
+        kept = {kv.key: kv.value for kv in _spans(redacted[0])[0].attributes}
+        assert json.loads(kept[f.OUTPUT].string_value) == {
+            "asks": ["order"], "claims": ["change"], "text": True
+        }  # fmt: skip
     assert genai.INPUT_MESSAGES not in attributes
     assert "4111" not in by_kernel[0].SerializeToString().decode("utf-8", "replace")
     _assert_same([body], RedactionConfig())

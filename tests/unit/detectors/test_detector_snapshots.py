@@ -21,6 +21,7 @@ from pathgrade.schemas import genai
 from pathgrade.schemas.model import Trace
 
 from tests.support.traces import TraceBuilder, detect
+from tests.unit.detectors import test_detectors_handoffs as handoff_cases
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("PATHGRADE_UPDATE_SNAPSHOTS") == "1"
@@ -155,6 +156,22 @@ def _pg118() -> Trace:
     return b.build()
 
 
+def _pg119() -> Trace:
+    return handoff_cases.redo_trace()
+
+
+def _pg120() -> Trace:
+    return handoff_cases.undo_trace()
+
+
+def _pg121() -> Trace:
+    return handoff_cases.reask_trace("Could you give me your account number?")
+
+
+def _pg122() -> Trace:
+    return handoff_cases.ping_pong_trace(3)
+
+
 GRAPH = {
     "start": "start",
     "terminals": ["answer"],
@@ -182,6 +199,10 @@ FIXTURES: dict[str, tuple[Callable[[], Trace], dict[str, Any] | list[Any] | None
     "PG116": (_pg116, None),
     "PG117": (_pg117, None),
     "PG118": (_pg118, {"graph": GRAPH}),
+    "PG119": (_pg119, None),
+    "PG120": (_pg120, {"close_ticket": "open_ticket"}),
+    "PG121": (_pg121, None),
+    "PG122": (_pg122, None),
 }
 """Code -> (the trace its doc's "fires" example describes, the params it runs with)."""
 

@@ -66,7 +66,7 @@ def test_finding_key_is_stable_when_trace_grows_but_differs_across_problems() ->
 
 
 def test_every_rule_is_documented_and_named_in_kebab_case() -> None:
-    assert len(REGISTRY) == 19
+    assert len(REGISTRY) == 23
     for code, rule in REGISTRY.items():
         assert code == rule.code and code.startswith("PG1")
         assert rule.name == rule.name.lower() and " " not in rule.name
@@ -113,7 +113,9 @@ def test_every_params_field_carries_a_description() -> None:
 
 
 def test_every_current_rule_is_stable_and_a_doc_section_cannot_be_empty() -> None:
-    assert {rule.stability for rule in REGISTRY.values()} == {"stable"}
+    preview = {"PG119", "PG120", "PG121", "PG122"}  # the hand-off rules (issue 44)
+    assert {code for code, rule in REGISTRY.items() if rule.stability == "preview"} == preview
+    assert {rule.stability for code, rule in REGISTRY.items() if code not in preview} == {"stable"}
     sections = dataclasses.asdict(REGISTRY["PG101"].doc)
     with pytest.raises(ValueError, match=r"RuleDoc\.fires is empty"):
         RuleDoc(**{**sections, "fires": " "})

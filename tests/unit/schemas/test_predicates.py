@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
 
 import pytest
 from pathgrade.schemas.predicates import (
+    ASK_ANCHORS,
+    ASK_LEXICON,
+    ASK_PREFIX,
+    ASKS,
     CLAIM_ANCHORS,
     CLAIM_LEXICON,
     CLAIM_PREFIX,
@@ -15,6 +20,7 @@ from pathgrade.schemas.predicates import (
     INSTRUCTION_LEXICON,
     INSTRUCTIONS,
     Lexicon,
+    call_arguments,
 )
 
 # Words of the lexicon's expressions (and near misses), joined by separators the
@@ -57,6 +63,23 @@ _CLAIM_EXPRESSIONS = {
     name: CLAIM_PREFIX + f"(?:{verb})" for name, (verb, _) in CLAIM_LEXICON.items()
 }
 
+# The same for the questions: "could you give me your account number" and its near misses.
+_ASK_WORDS = (
+    "what", "what's", "is", "are", "which", "could", "can", "would", "will", "you", "please",
+    "may", "i", "have", "ask", "for", "need", "i'll", "tell", "me", "your", "the", "account",
+    "customer", "member", "membership", "number", "id", "no", "#", "order", "e-mail", "email",
+    "mail", "address", "phone", "mobile", "ticket", "case", "identity", "ordering", "idea",
+    "nothing", "caseload", ".", "?", "!", "\n",
+)  # fmt: skip
+_ASK_RUNS = (
+    ("could", "you", "give", "me", "your", "account", "number"), ("what", "is", "your"),
+    ("what's", "the", "order", "id"), ("please", "confirm", "your", "email", "address"),
+    ("may", "i", "have", "your", "phone", "number"), ("i", "need", "the", "ticket", "#"),
+    ("can", "you", "share", "your", "customer", "id"), ("which", "member", "no"),
+    ("tell", "me", "your", "mobile"), ("would", "you", "send", "the", "case", "number"),
+)  # fmt: skip
+_ASK_EXPRESSIONS = {name: ASK_PREFIX + f"(?:{noun})" for name, (noun, _) in ASK_LEXICON.items()}
+
 
 def _adversarial_texts(
     count: int, seed: int = 16, words: tuple[str, ...] = _WORDS,
@@ -94,6 +117,7 @@ _PHRASES = [
 
 _INSTRUCTION_TEXTS = _PHRASES + _adversarial_texts(3000)
 _CLAIM_TEXTS = _adversarial_texts(4000, 18, _CLAIM_WORDS, _CLAIM_RUNS)
+_ASK_TEXTS = _adversarial_texts(4000, 20, _ASK_WORDS, _ASK_RUNS)
 # (expression, its anchors, generated texts, how many must match for the check to prove
 # anything), by entry name
 _ANCHORED = {
@@ -104,6 +128,10 @@ _ANCHORED = {
     **{
         f"claim {name}": (_CLAIM_EXPRESSIONS[name], CLAIM_ANCHORS[name], _CLAIM_TEXTS, 10)
         for name in CLAIM_LEXICON
+    },
+    **{
+        f"ask {name}": (_ASK_EXPRESSIONS[name], ASK_ANCHORS[name], _ASK_TEXTS, 10)
+        for name in ASK_LEXICON
     },
 }
 
@@ -139,3 +167,41 @@ def test_the_anchored_claims_answer_as_the_expressions_alone() -> None:
         "refund", "ticket",
     ]  # fmt: skip
     assert CLAIMS.hits("Your refund is on its way.") == []
+
+
+def test_the_anchored_asks_answer_as_the_expressions_alone() -> None:
+    plain = Lexicon(_ASK_EXPRESSIONS)
+    texts = _adversarial_texts(4000, 21, _ASK_WORDS, _ASK_RUNS)
+    assert [ASKS.hits(t) for t in texts] == [plain.hits(t) for t in texts]
+
+
+@pytest.mark.parametrize(
+    ("text", "slots"),
+    [
+        ("Could you give me your account number?", ["account"]),
+        ("Before I go on, what is your customer ID and the order number?", ["account", "order"]),
+        ("Please confirm the e-mail address on file.", ["email"]),
+        ("May I have your phone number", ["phone"]),
+        ("I'll need the case #, please.", ["ticket"]),
+        # statements, and questions about something else, ask for nothing
+        ("Your account number is on file.", []),
+        ("What is the status of order A1001?", []),
+        ("I have updated your account. Anything else?", []),
+        ("Which plan would you like?", []),
+    ],
+)
+def test_questions_that_ask_for_a_value_name_its_slot(text: str, slots: list[str]) -> None:
+    assert ASKS.hits(text) == slots
+
+
+def test_call_arguments_unwrap_openllmetrys_wrappers() -> None:
+    assert call_arguments('{"args": [], "kwargs": {"q": "x"}}') == {"q": "x"}
+    langchain = {
+        "input_str": "{'customer_id': 'c1'}", "tags": ["seq:step:1"],
+        "metadata": {"langgraph_node": "triage"}, "inputs": {"customer_id": "c1"},
+        "kwargs": {"color": "green"},
+    }  # fmt: skip
+    assert call_arguments(json.dumps(langchain)) == {"customer_id": "c1"}
+    assert call_arguments(json.dumps({**langchain, "inputs": "c1"})) is None
+    extra = {**langchain, "other": 1}  # not the callback's input: the object as it is
+    assert call_arguments(json.dumps(extra)) == extra

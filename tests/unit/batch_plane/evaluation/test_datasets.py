@@ -307,6 +307,15 @@ def test_checks_and_end_state_round_trip_through_the_store(store: ClientStore) -
     assert datasets.items("golden/checks") == [item]
 
 
+def test_reference_contexts_round_trip_through_the_store(store: ClientStore) -> None:
+    texts = DatasetItem(item_id="t", input="q", reference_contexts=["Refunds take 5 days."])
+    ids = DatasetItem(item_id="i", input="q", reference_context_ids=["kb-7", "kb-9"])
+    datasets = Datasets(store)
+    datasets.create("golden/contexts", "golden", "qa")
+    datasets.add("golden/contexts", [texts, ids])
+    assert datasets.items("golden/contexts") == [ids, texts]
+
+
 def test_a_malformed_check_is_named_with_its_file_line_and_check() -> None:
     lines = [
         '{"item_id": "a", "input": "q", "checks": [{"check": "tool_called", "tool": "x"}]}',

@@ -508,3 +508,27 @@ def test_one_resample_is_enough_to_run() -> None:
     records = scores(constant(5, 1.0))
     verdict = gate(ACCURACY, records, records, resamples=1, confidence=0.5)
     assert verdict.resamples == 1 and only_row(verdict).interval == (0.0, 0.0)
+
+
+def test_rows_are_grouped_by_the_layer_their_metric_declares() -> None:
+    suite = make_suite(
+        "\n".join(
+            f"  - {{id: {metric}, kind: deterministic, threshold: 0.5}}"
+            for metric in ("accuracy", "PG121", "context_recall", "check.answer_regex", "PG102")
+        ),
+        budgets="budgets: {p95_latency_s: 10}",
+    )
+    records = [
+        record
+        for metric in ("accuracy", "PG121", "context_recall", "check.answer_regex", "PG102")
+        for record in scores(constant(5, 1.0), metric)
+    ]
+    verdict = gate(suite, records, records)
+    assert [(row.layer, row.metric) for row in verdict.rows] == [
+        ("retrieval", "context_recall"),
+        ("hand-off", "PG121"),
+        ("answer", "check.answer_regex"),
+        ("safety", "PG102"),
+        ("other", "accuracy"),
+        ("other", "p95_latency_s"),
+    ]

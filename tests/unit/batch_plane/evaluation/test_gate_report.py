@@ -19,6 +19,7 @@ def make_verdict() -> Verdict:
             GateRow(
                 check="metric",
                 metric="task_completion",
+                layer="answer",
                 n_items=300,
                 n_paired=298,
                 n_unpaired=2,
@@ -34,6 +35,7 @@ def make_verdict() -> Verdict:
             GateRow(
                 check="metric",
                 metric="task_completion",
+                layer="answer",
                 slice="intent=cancel|refund",
                 n_items=100,
                 n_paired=100,
@@ -64,16 +66,23 @@ def test_terminal_table_is_aligned_and_names_the_seed() -> None:
     column = header.index("candidate")
     assert [row[column : column + 6] for row in rows] == ["0.9100", "0.8500", "-     "]
     assert rows[0].startswith("PASS") and "[-0.0040, +0.0210]" in rows[0]
-    assert "(all)" in rows[0]
+    assert "(all)" in rows[0] and rows[0].split()[1] == "answer"
 
 
-def test_markdown_has_headline_and_failed_rows_first() -> None:
+def test_markdown_has_headline_and_a_table_per_layer_failed_rows_first() -> None:
     text = to_markdown(make_verdict())
     lines = text.splitlines()
     assert lines[0].startswith("## ❌ gate support-agent: FAIL") and "seed 1234" in lines[0]
+    headings = [line for line in lines if line.startswith("### ")]
+    assert headings[:2] == [
+        "### answer: FAIL (1 of 2 rows failed)",
+        "### other: FAIL (1 of 1 rows failed)",
+    ]
     table = [line for line in lines if line.startswith("| ")]
-    assert table[0].startswith("| status | metric | slice |")
-    assert [line.split(" | ")[0] for line in table[1:]] == ["| FAIL", "| FAIL", "| PASS"]
+    assert table[0].startswith("| status | layer | metric | slice |")
+    assert [line.split(" | ")[:2] for line in table if not line.startswith("| status")] == [
+        ["| FAIL", "answer"], ["| PASS", "answer"], ["| FAIL", "other"]
+    ]  # fmt: skip
     assert "intent=cancel\\|refund" in text  # a pipe in a cell does not break the table
 
 
@@ -104,6 +113,8 @@ def test_junit_parses_with_one_case_per_row_and_failure_reasons() -> None:
         "task_completion [intent=cancel|refund]",
         "p95_latency_s [(all)]",
     ]
+    classes = [c.get("classname") for c in cases]
+    assert classes == ["support-agent.answer", "support-agent.answer", "support-agent.other"]
     assert cases[0].find("failure") is None
     failure = cases[1].find("failure")
     assert failure is not None

@@ -87,7 +87,7 @@ def evaluate(target: ClientStore, build: str, runs_per_item: int = 2) -> str:
         target, adapter_for(BUILDS[build], build), golden(), run, runs_per_item,
         trace_timeout_s=10, policy=load_policy(EXAMPLE / "policy.yaml"),
     )  # fmt: skip
-    assert summary.errors == [] and summary.traces == 8 * runs_per_item
+    assert summary.errors == [] and summary.traces == 9 * runs_per_item
     return run.run_id
 
 
@@ -118,15 +118,17 @@ def test_each_seeded_build_fails_the_gate_on_the_metric_that_catches_it(
 def test_scores_link_items_repeats_and_slices(traced_store: ClientStore, baseline: str) -> None:
     records = run_scores(traced_store, baseline)
     refund_metrics = {r.metric for r in records if r.item_id == "refund-1" and r.repeat == 0}
-    detectors = {f"PG{code}" for code in range(100, 119)}
+    detectors = {f"PG{code}" for code in range(100, 123)}
     assert refund_metrics == {
         "tool_correctness", "argument_correctness", "trajectory_match", "reference_match",
-        "check.answer_regex", "check.ordering", "checks", "sound", "goal_completed",
-        "tool_calls", "tokens", "cost_usd", "latency_s", *detectors,
+        "step_efficiency", "check.answer_regex", "check.ordering", "checks", "sound",
+        "goal_completed", "tool_calls", "tokens", "cost_usd", "latency_s", *detectors,
     }  # fmt: skip
-    per_attempt = 4 + 19 + 1 + 4  # trajectory, detectors, sound, efficiency
-    checks = 3 * 3 + 2 * 4 + 2 * 2 + 1 * 3  # order, refund (+ goal), kb, plan (+ goal) items
-    assert len(records) == 16 * per_attempt + 2 * checks
+    per_attempt = 5 + 23 + 1 + 4  # trajectory (step efficiency too), detectors, sound, efficiency
+    checks = (
+        3 * 3 + 2 * 4 + 2 * 2 + 1 * 3 + 1
+    )  # order, refund (+ goal), kb, plan (+ goal), billing (goal)
+    assert len(records) == 18 * per_attempt + 2 * checks
     refund = [r for r in records if r.item_id == "refund-1" and r.metric == "trajectory_match"]
     assert [(r.repeat, r.value, r.slices) for r in refund] == [
         (0, 1.0, {"intent": "refund"}),
@@ -138,11 +140,12 @@ def test_budgets_come_from_root_durations_and_priced_tokens(
     traced_store: ClientStore, baseline: str
 ) -> None:
     budgets = run_budgets(traced_store, baseline, shipped_price_table())
-    assert len(budgets.latencies_s) == 16 and all(0 < s < 5 for s in budgets.latencies_s)
+    assert len(budgets.latencies_s) == 18 and all(0 < s < 5 for s in budgets.latencies_s)
     price = shipped_price_table().price_of("gpt-4o-mini", "openai")
     assert price is not None
     expected = (200 * price.input_usd_per_mtok + 50 * price.output_usd_per_mtok) / 1e6
-    assert budgets.costs_usd == pytest.approx([expected] * 16)
+    # the billing item's two attempts make two model calls each (support, then billing)
+    assert sorted(budgets.costs_usd) == pytest.approx([expected] * 16 + [2 * expected] * 2)
 
 
 def test_an_agent_error_leaves_the_item_unscored_and_the_run_failed(

@@ -12,7 +12,7 @@ from pathgrade.batch_plane.scoring.rubrics import (
 
 EXPECTED = {
     "task_completion", "faithfulness", "plan_quality", "trajectory_accuracy",
-    "response_consistency", "unsupported_claims",
+    "response_consistency", "unsupported_claims", "handoff_context",
 }  # fmt: skip
 
 
@@ -50,6 +50,7 @@ def test_placeholders_must_match_declared_inputs() -> None:
 id: bad
 version: 1
 description: d
+layer: answer
 scale: {min: 0, max: 1, pass_at: 1}
 inputs: [question]
 prompt: "${answer}"
@@ -57,3 +58,19 @@ output_schema: {type: object}
 """
     with pytest.raises(RubricError, match="placeholders \\['answer'\\] differ"):
         parse_rubric(text, "bad.v1.yaml")
+
+
+def test_a_rubric_declares_a_known_layer() -> None:
+    text = """
+id: bad
+version: 1
+description: d
+layer: vibes
+scale: {min: 0, max: 1, pass_at: 1}
+inputs: [question]
+prompt: "${question}"
+output_schema: {type: object}
+"""
+    with pytest.raises(RubricError, match="layer"):
+        parse_rubric(text, "bad.v1.yaml")
+    assert load_rubric("plan_quality@1").layer == "plan"

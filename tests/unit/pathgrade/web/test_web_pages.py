@@ -4,6 +4,7 @@ test client (no browser: tests/integration/test_ui_browser.py drives Chromium)."
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -395,9 +396,10 @@ def test_gate_report_is_one_file_with_the_failing_rows() -> None:
     from pathgrade.web.gate_page import Attempt as Scored
     from pathgrade.web.gate_page import GateView, ItemScores, standalone_html
 
-    row = GateRow(check="metric", metric="reference_match", passed=False,
+    row = GateRow(check="metric", metric="reference_match", layer="answer", passed=False,
                   reason="mean 0.5000 below threshold 0.95", candidate_mean=0.5)  # fmt: skip
-    ok = GateRow(check="metric", metric="tool_correctness", passed=True, reason="ok")
+    ok = GateRow(check="metric", metric="tool_correctness", layer="tool use", passed=True,
+                 reason="ok")  # fmt: skip
     verdict = Verdict(suite="s", seed=3, resamples=100, confidence=0.95, rows=[row, ok])
     evidence = {"reference_match": {"i1": ItemScores("i1", {}, [Scored(0, 0.0, "t" * 32, "a")],
                                                      [Scored(0, 1.0, "u" * 32, "a")])}}  # fmt: skip
@@ -406,6 +408,18 @@ def test_gate_report_is_one_file_with_the_failing_rows() -> None:
     assert 'class="gate-row failed" data-metric="reference_match"' in page
     assert 'class="gate-row passed" data-metric="tool_correctness"' in page
     assert "below threshold" in page and "-1.0000" in page  # the item's delta
+    layers = re.findall(r'<tbody class="layer" data-layer="([^"]+)">', page)
+    assert layers == ["tool use", "answer"]  # report order, not the verdict's
+    answer = page.split('data-layer="answer">')[1]
+    assert "1 of 1 rows failed" in answer.split("</tr>")[0]
+
+
+def test_run_means_by_layer_leave_out_efficiency_and_undecided_scores() -> None:
+    from pathgrade.web.eval_pages import _layer_means
+
+    rows = [("r", "PG121", 4, 3.0, 4), ("r", "context_recall", 2, 0.5, 1),
+            ("r", "tokens", 4, 1000.0, 4), ("r", "PG119", 2, None, 0)]  # fmt: skip
+    assert _layer_means(rows) == [("retrieval", 0.5), ("hand-off", 0.75)]
 
 
 def test_metrics_text_reads_back_into_a_status_snapshot() -> None:

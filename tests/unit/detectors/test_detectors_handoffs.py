@@ -1,0 +1,205 @@
+"""The hand-off detectors (PG119-PG122): each fires on its example and stays quiet on its
+near miss, with content captured and on default privacy (facts only), and a clean
+hand-off raises nothing under the default policy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pathgrade.detectors import default_policy, run_detectors
+from pathgrade.detectors.handoffs import InverseParams
+from pathgrade.schemas import genai
+from pathgrade.schemas.model import Trace
+from pydantic import ValidationError
+
+from tests.support.traces import TraceBuilder, detect
+from tests.unit.detectors.test_detectors_facts import facts_only
+
+CUSTOMER = "cust-1"
+
+
+def workflow(**kwargs: Any) -> TraceBuilder:
+    """A turn whose top is an unnamed workflow span (as the OpenAI Agents SDK's under
+    OpenInference), so the agents run side by side below it."""
+    b = TraceBuilder(agent="workflow", identity=None, **kwargs)
+    b.root.genai.agent_name = ""
+    return b
+
+
+def redo_trace(repeat: bool = True) -> Trace:
+    b = TraceBuilder(agent="triage")
+    b.tool("get_account", {"customer_id": CUSTOMER}, effect="read")
+    with b.inside(b.agent("billing")):
+        b.tool("get_account", {"customer_id": CUSTOMER if repeat else "cust-2"}, effect="read")
+        b.tool("change_plan", {"customer_id": CUSTOMER, "plan": "basic"}, effect="write")
+    return b.build()
+
+
+def undo_trace(same: bool = True) -> Trace:
+    b = TraceBuilder(agent="triage")
+    b.tool("open_ticket", {"customer_id": CUSTOMER, "reason": "bill"}, effect="write")
+    with b.inside(b.agent("billing")):
+        b.tool("close_ticket", {"customer_id": CUSTOMER if same else "cust-2"}, effect="write")
+    return b.build()
+
+
+def identity_trace(receiver_identity: str | None) -> Trace:
+    b = workflow()
+    with b.inside(b.agent("triage", {genai.ENDUSER_ID: CUSTOMER})):
+        b.tool("get_account", {"customer_id": CUSTOMER}, attributes={genai.ENDUSER_ID: CUSTOMER})
+        b.handoff("billing")
+    billing = {genai.ENDUSER_ID: receiver_identity} if receiver_identity else {}
+    with b.inside(b.agent("billing", billing)):
+        b.chat(text="Your plan is Plus.", attributes=billing)
+    return b.build()
+
+
+def reask_trace(question: str) -> Trace:
+    b = workflow()
+    with b.inside(b.agent("triage")):
+        b.tool("get_account", {"customer_id": CUSTOMER}, effect="read")
+        b.handoff("billing")
+    with b.inside(b.agent("billing")):
+        b.chat(text=question)
+    return b.build()
+
+
+def ping_pong_trace(handoffs: int) -> Trace:
+    b = workflow()
+    agents = ["triage", "billing"]
+    for n in range(handoffs + 1):
+        with b.inside(b.agent(agents[n % 2])):
+            b.chat(calls=[(f"h{n}", f"transfer_to_{agents[(n + 1) % 2]}")])
+            if n < handoffs:
+                b.handoff(agents[(n + 1) % 2])
+    return b.build()
+
+
+CASES: dict[str, tuple[Callable[[], Trace], Callable[[], Trace], Any]] = {
+    "PG119": (redo_trace, lambda: redo_trace(repeat=False), None),
+    "PG120": (undo_trace, lambda: undo_trace(same=False), {"close_ticket": "open_ticket"}),
+    "PG121 identity missing": (
+        lambda: identity_trace(None),
+        lambda: identity_trace(CUSTOMER),
+        None,
+    ),
+    "PG121 identity different": (
+        lambda: identity_trace("cust-2"),
+        lambda: identity_trace(CUSTOMER),
+        None,
+    ),
+    "PG121 asked again": (
+        lambda: reask_trace("Could you give me your account number?"),
+        lambda: reask_trace("Which plan would you like?"),
+        None,
+    ),
+    "PG122": (lambda: ping_pong_trace(3), lambda: ping_pong_trace(2), None),
+}
+
+
+@pytest.mark.parametrize("privacy", ["captured", "default"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_fires_on_its_example_and_not_on_the_near_miss(case: str, privacy: str) -> None:
+    fires, quiet, params = CASES[case]
+    code = case.split()[0]
+    view: Callable[[Trace], Trace] = facts_only if privacy == "default" else (lambda t: t)
+    found = detect(code, view(fires()), params)
+    assert [f.kind for f in found] == ["violation"], found
+    assert detect(code, view(quiet()), params) == []
+
+
+def test_each_finding_names_the_agents_and_what_happened_without_values() -> None:
+    (redo,) = detect("PG119", redo_trace())
+    assert (redo.details["sender"], redo.details["receiver"], redo.details["tool"]) == (
+        "triage", "billing", "get_account",
+    )  # fmt: skip
+    (undo,) = detect("PG120", undo_trace(), {"close_ticket": "open_ticket"})
+    assert (undo.details["tool"], undo.details["undone"]) == ("close_ticket", "open_ticket")
+    (missing,) = detect("PG121", identity_trace(None))
+    (different,) = detect("PG121", identity_trace("cust-2"))
+    (asked,) = detect("PG121", reask_trace("What is your customer ID?"))
+    assert [f.details["problem"] for f in (missing, different, asked)] == [
+        "identity_missing", "identity_different", "asked_again",
+    ]  # fmt: skip
+    assert asked.details["slot"] == "account"
+    (pong,) = detect("PG122", ping_pong_trace(4))
+    assert pong.details == {"agents": ["billing", "triage"], "handoffs": 4}
+    for finding in (redo, undo, missing, different, asked, pong):
+        assert CUSTOMER not in finding.reason and "cust-2" not in finding.reason
+
+
+def test_a_delegating_agents_own_span_is_context_not_what_it_carried() -> None:
+    """The identity on the triage agent's span that encloses billing is billing's context:
+    billing's spans need not repeat it (GenAI instrumentations set `user.id` on the top
+    agent span only)."""
+    assert detect("PG121", redo_trace()) == []
+
+
+def test_a_failed_call_may_be_retried_by_the_receiver() -> None:
+    b = TraceBuilder(agent="triage")
+    b.tool("get_account", {"customer_id": CUSTOMER}, error="timeout")
+    with b.inside(b.agent("billing")):
+        b.tool("get_account", {"customer_id": CUSTOMER})
+    assert detect("PG119", b.build()) == []
+
+
+def test_the_receivers_calls_without_arguments_leave_redo_and_undo_undecided() -> None:
+    b = TraceBuilder(agent="triage")
+    b.tool("open_ticket", {"customer_id": CUSTOMER})
+    with b.inside(b.agent("billing")):
+        b.tool("open_ticket", None)
+        b.tool("close_ticket", None)
+    for code, params in (("PG119", None), ("PG120", {"close_ticket": "open_ticket"})):
+        (finding,) = detect(code, b.build(), params)
+        assert finding.kind == "cannot_decide" and finding.details["missing"] == "tool_arguments"
+
+
+def test_an_unknown_receiver_output_leaves_asked_again_undecided() -> None:
+    b = workflow()
+    with b.inside(b.agent("triage")):
+        b.tool("get_account", {"customer_id": CUSTOMER})
+        b.handoff("billing")
+    with b.inside(b.agent("billing")):
+        b.chat(calls=[])  # neither captured nor recorded output
+    (finding,) = detect("PG121", b.build())
+    assert finding.kind == "cannot_decide" and finding.details["missing"] == "output_messages"
+
+
+def test_inverses_are_written_directly_or_under_their_key_and_never_a_tools_own() -> None:
+    pairs = {"close_ticket": "open_ticket"}
+    assert InverseParams.model_validate(pairs).inverses == pairs
+    assert InverseParams.model_validate({"inverses": pairs}).inverses == pairs
+    with pytest.raises(ValidationError, match="cannot be its own inverse: refund"):
+        InverseParams.model_validate({"refund": "refund"})
+
+
+def test_the_limit_of_ping_pong_is_the_policys() -> None:
+    assert detect("PG122", ping_pong_trace(3), {"max_alternations": 3}) == []
+    assert len(detect("PG122", ping_pong_trace(4), {"max_alternations": 3})) == 1
+
+
+def test_a_supervisor_calling_a_sub_agent_twice_is_no_ping_pong() -> None:
+    b = TraceBuilder(agent="supervisor")
+    for _ in range(4):
+        with b.inside(b.agent("researcher")):
+            b.chat(text="notes")
+    assert detect("PG122", b.build()) == []
+
+
+@pytest.mark.parametrize("privacy", ["captured", "default"])
+def test_a_clean_handoff_raises_nothing_under_the_default_policy(privacy: str) -> None:
+    """Through the collector's facts, with content captured (scrubbed) or dropped."""
+    b = workflow()
+    triage = {genai.ENDUSER_ID: CUSTOMER}
+    with b.inside(b.agent("triage", triage)):
+        b.chat(calls=[("h1", "transfer_to_billing")], attributes=triage)
+        b.handoff("billing", "triage")
+    with b.inside(b.agent("billing", triage)):
+        b.chat(calls=[("c1", "get_account")], attributes=triage)
+        b.tool("get_account", {"customer_id": CUSTOMER}, call_id="c1", effect="read")
+        b.chat(text="You are on the Plus plan.", attributes=triage)
+    trace = b.build()
+    trace = facts_only(trace, scrub=privacy == "captured")
+    assert run_detectors(trace, default_policy().resolve()) == []
