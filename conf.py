@@ -15,18 +15,17 @@ copyright = "pathgrade contributors"
 extensions = ["myst_parser"]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build"]
 
 # Every heading up to level 4 gets an anchor, so `page.md#a-heading` links resolve and a
 # broken one fails the strict build.
 myst_heading_anchors = 4
-myst_enable_extensions = ["colon_fence"]
+# Code blocks without a language (commands, output, diagrams) are shown as they are.
+highlight_language = "text"
 
 html_theme = "alabaster"
 html_title = "pathgrade"
 html_theme_options = {"description": "Grade the path an LLM agent took", "fixed_sidebar": True}
 html_sidebars = {"**": ["about.html", "searchbox.html", "navigation.html", "relations.html"]}
-html_static_path: list[str] = []
 
 
 def _not_an_empty_glob(record: logging.LogRecord) -> bool:
