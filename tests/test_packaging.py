@@ -1,5 +1,5 @@
 """pyproject.toml installs every package folder, under the one `pathgrade` namespace; CI
-runs the README's test command."""
+runs the README's test command (tests/test_readme.py checks the rest of the README)."""
 
 from __future__ import annotations
 
@@ -28,12 +28,18 @@ def test_the_package_dir_mapping_is_the_checkers() -> None:
     assert {folder: package for package, folder in mapping.items()} == PACKAGE_DIRS
 
 
+def _test_command(page: str) -> str:
+    """The command in the first code block after "Install and run the tests" in `page`."""
+    section = (REPO_ROOT / page).read_text().split("Install and run the tests", 1)[1]
+    return section.split("```\n", 2)[1].strip()
+
+
 def test_ci_runs_exactly_the_readmes_test_command() -> None:
     """The README's test command (which installs Chromium for the browser tests when it is
-    missing) is the command .ci/run runs, so a fresh machine gets what CI gets."""
-    readme = (REPO_ROOT / "README.md").read_text()
-    section = readme.split("Install and run the tests", 1)[1]
-    command = section.split("```\n", 2)[1].strip()
+    missing) is the command .ci/run runs, so a fresh machine gets what CI gets, and the one
+    docs/getting-started.md gives in full."""
+    command = _test_command("README.md")
     assert "apt-get install -y -q chromium" in command and command.endswith("&& pytest")
     ci = (REPO_ROOT / ".ci" / "run").read_text().strip().splitlines()
     assert ci[-1] == command
+    assert _test_command("docs/getting-started.md") == command

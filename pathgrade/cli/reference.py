@@ -1,6 +1,6 @@
 """Settings documented once, at their pydantic models: the command line's help texts and
-the configuration tables of the README and docs/realtime.md are rendered from the models'
-defaults and field descriptions.
+the configuration tables of docs/collector.md, docs/realtime.md and the other docs pages are
+rendered from the models' defaults and field descriptions.
 
 `python -m pathgrade.cli.reference --write` rewrites the tables between their markers,
 the collector's default allow-list in docs/collector.md (and docs/detectors.md from the
@@ -42,7 +42,7 @@ from pathgrade.web.options import UiOptions
 
 MIB, GIB = 1 << 20, 1 << 30
 TABLES: dict[str, dict[str, tuple[type[BaseModel], tuple[str, ...]]]] = {
-    "README.md": {"collector-config": (CollectorConfig, ())},
+    "docs/collector.md": {"collector-config": (CollectorConfig, ())},
     "docs/realtime.md": {
         "realtime-config": (RealtimeConfig, ("bootstrap_servers",)),
         "alert-lines": (AlertLineSettings, ()),

@@ -436,7 +436,7 @@ def collector_args(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--config", type=Path, metavar="FILE",
-        help="collector settings as YAML (see README); the flags below override it",
+        help="collector settings as YAML (docs/collector.md); the flags below override it",
     )  # fmt: skip
     model_flag(parser, "--grpc-port", Config, "grpc_port", unset=True, type=int)
     model_flag(parser, "--http-port", Config, "http_port", unset=True, type=int)

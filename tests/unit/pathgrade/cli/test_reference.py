@@ -1,5 +1,5 @@
-"""Settings documented once: every config model's fields are described, the README's and
-docs' tables and the detector catalogue are what the models render, and flag help shows
+"""Settings documented once: every config model's fields are described, the docs' tables
+and the detector catalogue are what the models render, and flag help shows
 the model's default."""
 
 from __future__ import annotations
