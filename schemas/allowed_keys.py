@@ -55,7 +55,8 @@ GROUPS: Final = (
             {
                 g.OPERATION_NAME, g.PROVIDER_NAME, g.AGENT_NAME, g.AGENT_ID, g.AGENT_VERSION,
                 g.WORKFLOW_NAME, g.WORKFLOW_NODES, g.WORKFLOW_EDGES, g.TASK_NAME, g.TOOL_NAME,
-                g.TOOL_CALL_ID, g.TOOL_TYPE, g.CONVERSATION_ID, g.DATA_SOURCE_ID,
+                g.TOOL_CALL_ID, g.TOOL_TYPE, g.TOOL_CALL_DECISION_OUTCOME, g.CONVERSATION_ID,
+                g.DATA_SOURCE_ID,
                 g.REQUEST_MODEL, g.RESPONSE_MODEL, g.RESPONSE_ID, g.RESPONSE_FINISH_REASONS,
                 g.SYSTEM_DEPRECATED, "gen_ai.output.type", "gen_ai.evaluation.name",
                 "gen_ai.evaluation.score.value", "gen_ai.evaluation.score.label",
