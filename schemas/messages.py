@@ -47,14 +47,31 @@ def parse_messages(text: str) -> list[dict[str, Any]]:
 
 
 def message_text(message: dict[str, Any]) -> str:
-    """The concatenated text content of one message."""
+    """The concatenated text content of one message (tool responses included)."""
+    return _text_of(message, _READ_PARTS)
+
+
+def typed_text(message: dict[str, Any]) -> str:
+    """The text of one message's own words: its string content and text parts (no tool
+    response, document or file part)."""
+    return _text_of(message, _TYPED_PARTS)
+
+
+_READ_PARTS = frozenset({"text", "tool_call_response"})
+_TYPED_PARTS = frozenset({"text"})
+
+
+def _text_of(message: dict[str, Any], part_types: frozenset[str]) -> str:
+    """A message's string content and the texts of its parts of `part_types`, joined."""
     content = message.get("content")
     texts = [content] if isinstance(content, str) else []
-    for part in _parts(message):
-        if part.get("type") == "text":
-            texts.append(str(part.get("content") or ""))
-        elif part.get("type") == "tool_call_response":
-            texts.append(str(part.get("response") or part.get("content") or ""))
+    texts += [
+        str(part.get("response") or part.get("content") or "")
+        if part.get("type") == "tool_call_response"
+        else str(part.get("content") or "")
+        for part in _parts(message)
+        if part.get("type") in part_types
+    ]
     return "\n".join(texts)
 
 
@@ -80,12 +97,16 @@ def assistant_text(messages: list[dict[str, Any]]) -> str:
 
 
 def request_text(messages: list[dict[str, Any]]) -> str:
-    """The text of the last user message of `messages`: the request the turn answers (a
-    model call's input holds the conversation so far; its last user message is this
-    turn's); "" when there is none."""
+    """The text the user typed in the last user message of `messages` that holds any: the
+    request the turn answers (a model call's input holds the conversation so far; its
+    last user message is this turn's). Tool responses, documents and files in a user
+    message (Gemini sends function responses as the user's) are not the user's words;
+    "" when there is none."""
     for message in reversed(messages):
         if message.get("role") == "user":
-            return message_text(message)
+            text = typed_text(message)
+            if text.strip():
+                return text
     return ""
 
 
