@@ -1890,7 +1890,7 @@ static int put_clean_json(Ctx *c, const char *s, size_t n, Buf *out) {
 
 /* ---- argument facts (`facts_producer._arguments`) */
 
-/* `predicates.call_arguments`: the arguments object, OpenLLMetry's wrapper unwrapped;
+/* `predicates.call_arguments`: the arguments object, OpenLLMetry's wrappers unwrapped;
  * -1 when not an object. */
 static long call_arguments(Json *j, long root) {
     if (root < 0 || NODE(j, root)->type != J_OBJ) return -1;
@@ -1900,6 +1900,9 @@ static long call_arguments(Json *j, long root) {
         if (args >= 0 && kwargs >= 0 && !truthy(j, args))
             return NODE(j, kwargs)->type == J_OBJ ? kwargs : -1;
     }
+    /* OpenLLMetry's LangChain callback wrapper: the arguments are its inputs */
+    long input_str = member(j, root, "input_str"), inputs = member(j, root, "inputs");
+    if (input_str >= 0 && inputs >= 0) return NODE(j, inputs)->type == J_OBJ ? inputs : -1;
     return root;
 }
 

@@ -297,8 +297,11 @@ CONFIRMATION = Rule(
             "An irreversible tool that ran without approval. The standard signal first: "
             "the tool-call decision events of the turn (`gen_ai.tool.call.decision`, "
             "semantic-conventions-genai pull request #535, proposed: outcome `allow`, "
-            "`deny` or `require_approval`, correlated by `gen_ai.tool.call.id`, else by "
-            "tool name for a decision without one): a call that ran after `deny`, or "
+            "`deny` or `require_approval`, correlated by `gen_ai.tool.call.id` where the "
+            "decision and the tool span both carry one, else by tool: the decision's, "
+            "else that of the requested call with its id; events on the turn's spans, "
+            "on spans enclosing it only, and on spans enclosing other turns too while "
+            "its top span ran): a call that ran after `deny`, or "
             "after `require_approval` with no later `allow`, is a violation; after "
             "`allow` it is approved. A call no decision names falls back on "
             '`pathgrade.confirmed_action` (JSON `{"name": ..., "arguments": {...}}`) on '
@@ -333,8 +336,9 @@ CONFIRMATION = Rule(
     ),
     params=ConfirmationParams,
     policy_key="confirmation",
-    reads="the turn's span events: gen_ai.tool.call.decision (outcome, tool call id, tool "
-    "name); execute_tool spans: tool name, tool call id, pathgrade.facts.tool.args (else "
+    reads="span events of the turn and its context: gen_ai.tool.call.decision (outcome, "
+    "tool call id, tool name); chat spans: requested tool calls (ids, names); execute_tool "
+    "spans: tool name, tool call id, pathgrade.facts.tool.args (else "
     "arguments), effect; top spans (or spans enclosing them only) of this and earlier "
     "turns: pathgrade.confirmed_action, else pathgrade.facts.confirmed",
 )
@@ -350,7 +354,7 @@ def unconfirmed_irreversible_action(
     ]
     findings, uncaptured = [], []
     for call in (c for c in view.tool_calls if c.effect == "irreversible"):
-        decision = _last_decision(call, view.tool_call_decisions)
+        decision = _last_decision(call, view)
         if decision is not None:
             if decision.outcome != genai.DECISION_ALLOW:
                 findings.append(_undecided_approval(view, call, decision))
@@ -398,15 +402,17 @@ def unconfirmed_irreversible_action(
     return findings
 
 
-def _last_decision(call: ToolCall, decisions: list[ToolCallDecision]) -> ToolCallDecision | None:
-    """The last decision on `call` before it finished: by tool call id, else (a decision
-    without an id) by tool name; None when no decision names it."""
-    call_id = call.span.genai.tool_call_id
+def _last_decision(call: ToolCall, view: TraceView) -> ToolCallDecision | None:
+    """The last decision on `call` before it finished: by tool call id when both carry
+    one, else by tool (the decision's, else that of the requested call with its id);
+    None when no decision names it."""
+    call_id = call.call_id
+    end = max(s.end_ns for s in call.spans)
     named = [
-        d for d in decisions
-        if d.time_ns <= call.span.end_ns
-        and ((call_id and d.tool_call_id == call_id)
-             or (not d.tool_call_id and d.tool_name == call.name))
+        d for d in view.tool_call_decisions
+        if d.time_ns <= end
+        and (d.tool_call_id == call_id if call_id and d.tool_call_id
+             else view.decision_tool(d) == call.name)
     ]  # fmt: skip
     return named[-1] if named else None
 

@@ -163,8 +163,11 @@ CLAIMS: Final = Lexicon(
 
 def call_arguments(text: str) -> dict[str, Any] | None:
     """A tool call's arguments (JSON text) as one object; None when `text` is empty or not
-    a JSON object. OpenLLMetry writes `{"args": [], "kwargs": {...}}`: its kwargs are the
-    arguments when no positional argument was passed."""
+    a JSON object. OpenLLMetry writes two wrappers: `{"args": [], "kwargs": {...}}`, whose
+    kwargs are the arguments when no positional argument was passed, and, for a LangChain
+    tool, the callback's `{"input_str": <Python repr>, "inputs": {...}, "tags", "metadata",
+    "kwargs"}`, whose inputs are the arguments (`collector/_facts_kernel.c` reads both
+    alike)."""
     if not text:
         return None
     try:
@@ -176,6 +179,9 @@ def call_arguments(text: str) -> dict[str, Any] | None:
     if value.keys() == {"args", "kwargs"} and not value["args"]:
         kwargs = value["kwargs"]
         return kwargs if isinstance(kwargs, dict) else None
+    if "input_str" in value and "inputs" in value:
+        inputs = value["inputs"]
+        return inputs if isinstance(inputs, dict) else None
     return value
 
 

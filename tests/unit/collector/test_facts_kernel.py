@@ -244,6 +244,10 @@ arguments = st.one_of(
     st.dictionaries(st.sampled_from(["customer_id", "amount"]), json_values, max_size=3).map(
         lambda kwargs: _json({"args": [], "kwargs": kwargs})
     ),
+    st.one_of(
+        st.dictionaries(st.sampled_from(["customer_id", "amount"]), json_values, max_size=3),
+        json_values,
+    ).map(lambda inputs: _json({"input_str": str(inputs), "inputs": inputs, "tags": []})),
     json_values.map(_json),
     st.sampled_from(
         [

@@ -6,7 +6,8 @@ import json
 
 import pytest
 from pathgrade.detectors import cost_usd, load_price_table
-from pathgrade.detectors.view import DetectorContext
+from pathgrade.detectors.conventions import Conventions
+from pathgrade.detectors.view import DetectorContext, TraceView
 
 from tests.support.traces import TraceBuilder, clean_refund_trace, detect
 
@@ -56,6 +57,8 @@ def test_pg100_a_handoff_span_answers_the_tool_call_that_requested_it() -> None:
     (finding,) = detect("PG100", b.build())
     assert (finding.details["problem"], finding.details["tool"]) == (
         "missing_tool_span", "transfer_to_refunds")  # fmt: skip
+    assert TraceView(b.build(), Conventions()).tool_calls == []  # a handoff calls no tool
+    assert detect("PG112", b.build()) == []  # so it has no arguments to miss
 
 
 def test_pg101_fires_on_failed_tool_unless_ignored() -> None:

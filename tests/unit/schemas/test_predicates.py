@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
 
@@ -15,6 +16,7 @@ from pathgrade.schemas.predicates import (
     INSTRUCTION_LEXICON,
     INSTRUCTIONS,
     Lexicon,
+    call_arguments,
 )
 
 # Words of the lexicon's expressions (and near misses), joined by separators the
@@ -139,3 +141,14 @@ def test_the_anchored_claims_answer_as_the_expressions_alone() -> None:
         "refund", "ticket",
     ]  # fmt: skip
     assert CLAIMS.hits("Your refund is on its way.") == []
+
+
+def test_openllmetry_wrappers_are_unwrapped_to_the_arguments() -> None:
+    """`{"args": [], "kwargs": ...}` and LangChain's callback wrapper hold the arguments;
+    the Python repr in `input_str` is never read as them."""
+    arguments = {"customer_id": "c-1", "plan": "basic"}
+    wrapped = {"input_str": str(arguments), "inputs": arguments, "tags": [], "metadata": {}}
+    assert call_arguments(json.dumps(wrapped)) == arguments
+    assert call_arguments(json.dumps({"args": [], "kwargs": arguments})) == arguments
+    assert call_arguments(json.dumps({"input_str": "c-1", "inputs": "c-1"})) is None
+    assert call_arguments(json.dumps({"input_str": "c-1"})) == {"input_str": "c-1"}
