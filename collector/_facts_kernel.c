@@ -886,6 +886,7 @@ typedef struct {
     KeyList fact_keys; /* the facts' own keys: a producer that set one leaves its span to Python */
     KeyList operations, message_operations, model_operations, finish_reason_keys;
     KeyList tool_argument_keys, tool_result_keys, untrusted_markers, untrusted_part_types;
+    KeyList final_answer_tools; /* a call of one in a model's output is its answer */
     Anchors instruction_anchors, claim_anchors;
     KeyList operation_key, confirmed_key, input_key, output_key, documents_key, arguments_key,
         result_key; /* one key each */
@@ -1894,12 +1895,10 @@ static int put_clean_json(Ctx *c, const char *s, size_t n, Buf *out) {
  * -1 when not an object. */
 static long call_arguments(Json *j, long root) {
     if (root < 0 || NODE(j, root)->type != J_OBJ) return -1;
-    JNode *o = NODE(j, root);
-    if (o->n == 2) {
-        long args = member(j, root, "args"), kwargs = member(j, root, "kwargs");
-        if (args >= 0 && kwargs >= 0 && !truthy(j, args))
-            return NODE(j, kwargs)->type == J_OBJ ? kwargs : -1;
-    }
+    /* a Python call's bound arguments: its keywords when nothing was passed by position */
+    long args = member(j, root, "args"), kwargs = member(j, root, "kwargs");
+    if (args >= 0 && kwargs >= 0 && !truthy(j, args))
+        return NODE(j, kwargs)->type == J_OBJ ? kwargs : -1;
     /* OpenLLMetry's LangChain callback wrapper: the arguments are its inputs */
     long input_str = member(j, root, "input_str"), inputs = member(j, root, "inputs");
     if (input_str >= 0 && inputs >= 0) return NODE(j, inputs)->type == J_OBJ ? inputs : -1;
@@ -2209,6 +2208,10 @@ static int put_identifier_json(Ctx *c, const char *s, size_t n, Buf *out) {
 }
 
 static int put_tool_call(Ctx *c, Buf *calls, int *n_calls, const Buf *id, const Buf *name) {
+    if (in_list(&c->k->final_answer_tools, name->data ? name->data : "", name->len)) {
+        c->fallback = 1; /* a final answer asked for as a tool call: Python reads its text */
+        return 0;
+    }
     buf_puts(calls, (*n_calls)++ ? ",{\"id\":" : "{\"id\":");
     int status = put_identifier_json(c, id->data, id->len, calls);
     buf_puts(calls, ",\"name\":");
@@ -3448,6 +3451,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_keys(config, "tool_result_fallback_keys", &k->tool_result_keys) < 0 ||
         config_keys(config, "untrusted_markers", &k->untrusted_markers) < 0 ||
         config_keys(config, "untrusted_part_types", &k->untrusted_part_types) < 0 ||
+        config_keys(config, "final_answer_tools", &k->final_answer_tools) < 0 ||
         config_anchors(config, "instruction_anchors", &k->instruction_anchors) < 0 ||
         config_anchors(config, "claim_anchors", &k->claim_anchors) < 0 ||
         config_key(config, "operation_key", &k->operation_key) < 0 ||
@@ -3574,7 +3578,8 @@ static void Kernel_dealloc(Kernel *k) {
                         &k->message_operations, &k->model_operations, &k->finish_reason_keys,
                         &k->tool_argument_keys, &k->tool_result_keys, &k->untrusted_markers,
                         &k->untrusted_part_types, &k->instruction_anchors.list,
-                        &k->claim_anchors.list, &k->fact_keys, &k->obfuscation_words};
+                        &k->claim_anchors.list, &k->fact_keys, &k->obfuscation_words,
+                        &k->final_answer_tools};
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) keylist_free(lists[i]);
     KeyList *keys[] = {&k->operation_key, &k->confirmed_key, &k->input_key, &k->output_key,
                        &k->documents_key, &k->arguments_key, &k->result_key};

@@ -35,10 +35,10 @@ from pathgrade.schemas.json_text import sorted_text
 from pathgrade.schemas.memo import cached_attribute
 from pathgrade.schemas.messages import (
     RequestedToolCall,
-    assistant_text,
-    message_tool_calls,
+    answer_text,
     parse_json,
     parse_messages,
+    requested_calls,
     untrusted_texts,
 )
 from pathgrade.schemas.model import Span, Trace
@@ -300,7 +300,7 @@ class TraceView:
         facts = span.facts.output
         messages = parse_messages(span.genai.output_messages)
         if messages:
-            text = "" if any(message_tool_calls(m) for m in messages) else assistant_text(messages)
+            text = "" if requested_calls(messages) else answer_text(messages)
             return FinalAnswer(span, text, bool(text.strip()), facts)
         assert facts is not None
         return FinalAnswer(span, None, facts.has_text and not facts.tool_call_ids, facts)
@@ -329,7 +329,7 @@ class TraceView:
         for span in self.chat_spans:
             messages = parse_messages(span.genai.output_messages)
             if messages:
-                calls += [(span, c) for m in messages for c in message_tool_calls(m)]
+                calls += [(span, c) for c in requested_calls(messages)]
             elif span.facts.output is not None:
                 output = span.facts.output
                 calls += [

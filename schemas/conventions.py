@@ -26,7 +26,9 @@ tool_name        gen_ai.tool.name; tool.name; traceloop.entity.name on tool span
 tool_call_id     gen_ai.tool.call.id; tool_call.id; tool.id
 tool_type        gen_ai.tool.type
 tool_arguments   gen_ai.tool.call.arguments; on execute_tool spans: input.value,
-                 traceloop.entity.input
+                 traceloop.entity.input (read through `predicates.call_arguments`: a
+                 Python call's {"args": [], "kwargs": {...}} and OpenLLMetry's LangChain
+                 {"input_str", "inputs": {...}} hold the arguments)
 tool_result      gen_ai.tool.call.result; on execute_tool spans: output.value,
                  traceloop.entity.output
 conversation_id  gen_ai.conversation.id; session.id; traceloop.association.properties.session_id
@@ -62,6 +64,10 @@ agent entry      operation (as above) or the span name's first word in invoke_ag
                  `langgraph_node` (LangGraph's graph root)
 handoff          a span named "handoff to <agent>" (OpenInference, OpenAI Agents SDK) answers
                  the tool call `transfer_to_<agent in function style>` that requested it
+                 (it is no tool call itself)
+final answer     a model's call of `final_answer` (smolagents) is its answer, the call's
+                 `answer` argument its text, not a tool call (`messages.answer_text`,
+                 `messages.requested_calls`)
 tool decision    span event `gen_ai.tool.call.decision` (semantic-conventions-genai pull
                  request #535, proposed, not merged): `gen_ai.tool.call.decision.outcome`
                  allow / deny / require_approval, `gen_ai.tool.call.id`, `gen_ai.tool.name`;
@@ -505,7 +511,7 @@ def _genai_message(flat: dict[str, Any], arguments: bool) -> dict[str, Any]:
             parts.append({"type": "text", "content": _json_value(item["text"])})
     for _, call in sorted(flat.get("tool_calls", {}).items()):
         part = {"type": "tool_call", "id": _text(call.get("id")), "name": _text(call.get("name"))}
-        if arguments:
+        if arguments or part["name"] in m.FINAL_ANSWER_TOOLS:  # a final answer: its text
             part["arguments"] = _json_value(json_or_text(call.get("arguments")))
         parts.append(part)
     message: dict[str, Any] = {"role": role, "parts": parts}

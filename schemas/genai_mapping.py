@@ -223,3 +223,18 @@ HANDOFFS = (HandoffRule("handoff to ", "transfer_to_"),)
 """OpenInference's OpenAI Agents SDK instrumentation: the handoff the model requested as
 tool `transfer_to_billing` is the span "handoff to billing" (a TOOL span without the call's
 id)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FinalAnswerRule:
+    """A tool a framework has the model call with its final answer: a call of `tool` in a
+    model's output is the answer (its `argument`, the answer's text), not a tool call."""
+
+    tool: str
+    argument: str
+
+
+FINAL_ANSWERS = (FinalAnswerRule("final_answer", "answer"),)
+"""smolagents asks the model for its final answer as a call of the `final_answer` tool
+(`{"answer": ...}`); it runs it as a tool span `FinalAnswerTool`."""
+FINAL_ANSWER_TOOLS = frozenset(rule.tool for rule in FINAL_ANSWERS)

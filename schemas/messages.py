@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, NamedTuple, TypeVar
 
+from pathgrade.schemas.genai_mapping import FINAL_ANSWER_TOOLS, FINAL_ANSWERS
 from pathgrade.schemas.json_text import loads
 
 T = TypeVar("T")
@@ -87,6 +88,42 @@ def message_tool_calls(message: dict[str, Any]) -> list[RequestedToolCall]:
             function = call.get("function") or {}
             calls.append(RequestedToolCall(str(call.get("id") or ""), str(function.get("name"))))
     return calls
+
+
+def requested_calls(messages: list[dict[str, Any]]) -> list[RequestedToolCall]:
+    """The tool calls a model's output `messages` request, a final answer asked for as a
+    tool call (`genai_mapping.FINAL_ANSWERS`) left out: it is the answer."""
+    calls = (call for message in messages for call in message_tool_calls(message))
+    return [call for call in calls if call.name not in FINAL_ANSWER_TOOLS]
+
+
+def answer_text(messages: list[dict[str, Any]]) -> str:
+    """The answer a model's output `messages` give: the assistant's text, then the text of
+    each final answer asked for as a tool call (`genai_mapping.FINAL_ANSWERS`)."""
+    texts = [assistant_text(messages)]
+    for message in messages:
+        texts += [leaf_text(answer) for answer in _final_answers(message)]
+    return "\n".join(t for t in texts if t)
+
+
+def _final_answers(message: dict[str, Any]) -> list[Any]:
+    """The answers of the final-answer tool calls of one message (parts, then OpenAI's)."""
+    calls = [(p.get("name"), p.get("arguments")) for p in _parts(message)
+             if p.get("type") == "tool_call"]  # fmt: skip
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            calls.append((function.get("name"), function.get("arguments")))
+    answers = []
+    for name, arguments in calls:
+        if name not in FINAL_ANSWER_TOOLS:
+            continue
+        if isinstance(arguments, str):
+            arguments = parse_json(arguments)
+        rule = next(r for r in FINAL_ANSWERS if r.tool == name)
+        if isinstance(arguments, dict) and rule.argument in arguments:
+            answers.append(arguments[rule.argument])
+    return answers
 
 
 def assistant_text(messages: list[dict[str, Any]]) -> str:

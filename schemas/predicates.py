@@ -10,14 +10,16 @@
   the cost: the expressions start with `\b`, which defeats the engine's literal scan).
 - `CLAIM_LEXICON`: first-person claims of a completed action in a final answer (PG116),
   each with the tool-name fragments a successful call must contain to back it.
-- `call_arguments`: a tool call's arguments as one JSON object (OpenLLMetry's
-  `{"args": [], "kwargs": {...}}` wrapper unwrapped), the canonical arguments every
+- `call_arguments`: a tool call's arguments as one JSON object (the instrumentations'
+  wrappers unwrapped: a Python call's `{"args": [], "kwargs": {...}}`, OpenLLMetry's
+  LangChain callback `{"input_str", "inputs": {...}}`), the canonical arguments every
   fingerprint, skeleton and detector reads.
 - `argument_skeleton`: the shape of a JSON value without its values (keys, JSON types,
   lengths), for PG104's structural checks.
 - `RequestPatterns`: what a user's request for each write tool looks like (a policy's
   `requests`: tool -> regular expressions, matched case-insensitively on the turn's
-  request, the last user message of a model call's input), for PG110: the collector
+  request, the text the user typed in the last user message of a model call's input),
+  for PG110: the collector
   records which writes the request asked for (`schemas.facts`, `requests`), the
   detectors match captured messages with the same patterns.
 
@@ -163,11 +165,12 @@ CLAIMS: Final = Lexicon(
 
 def call_arguments(text: str) -> dict[str, Any] | None:
     """A tool call's arguments (JSON text) as one object; None when `text` is empty or not
-    a JSON object. OpenLLMetry writes two wrappers: `{"args": [], "kwargs": {...}}`, whose
-    kwargs are the arguments when no positional argument was passed, and, for a LangChain
-    tool, the callback's `{"input_str": <Python repr>, "inputs": {...}, "tags", "metadata",
-    "kwargs"}`, whose inputs are the arguments (`collector/_facts_kernel.c` reads both
-    alike)."""
+    a JSON object. Instrumentations write two wrappers: a Python call's bound arguments,
+    `{"args": [], "kwargs": {...}}` (OpenLLMetry; OpenInference's smolagents adds the
+    wrapped method's own keywords beside them), whose kwargs are the arguments when no
+    positional argument was passed, and, for a LangChain tool, OpenLLMetry's callback
+    `{"input_str": <Python repr>, "inputs": {...}, "tags", "metadata", "kwargs"}`, whose
+    inputs are the arguments (`collector/_facts_kernel.c` reads both alike)."""
     if not text:
         return None
     try:
@@ -176,7 +179,7 @@ def call_arguments(text: str) -> dict[str, Any] | None:
         return None
     if not isinstance(value, dict):
         return None
-    if value.keys() == {"args", "kwargs"} and not value["args"]:
+    if "args" in value and "kwargs" in value and not value["args"]:
         kwargs = value["kwargs"]
         return kwargs if isinstance(kwargs, dict) else None
     if "input_str" in value and "inputs" in value:

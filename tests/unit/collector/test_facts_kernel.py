@@ -189,6 +189,8 @@ def _json(value: Any) -> str:
     return json.dumps(value)
 
 
+answers = st.fixed_dictionaries({"answer": json_values})
+"""A final answer's arguments (smolagents' `final_answer` tool)."""
 parts = st.fixed_dictionaries(
     {
         "type": st.sampled_from(
@@ -199,8 +201,10 @@ parts = st.fixed_dictionaries(
         "content": json_values,
         "response": json_values,
         "id": st.one_of(texts, st.integers(0, 9), st.none()),
-        "name": st.one_of(st.sampled_from(["lookup", "refund", "reset"]), texts, st.none()),
-        "arguments": json_values,
+        "name": st.one_of(
+            st.sampled_from(["lookup", "refund", "reset", "final_answer"]), texts, st.none()
+        ),
+        "arguments": st.one_of(json_values, answers, answers.map(_json)),
     },
 )
 messages = st.fixed_dictionaries(
@@ -218,7 +222,11 @@ messages = st.fixed_dictionaries(
                     optional={
                         "function": st.one_of(
                             st.fixed_dictionaries(
-                                {}, optional={"name": st.one_of(texts, st.none())}
+                                {},
+                                optional={
+                                    "name": st.one_of(texts, st.none(), st.just("final_answer")),
+                                    "arguments": st.one_of(texts, answers.map(_json)),
+                                },
                             ),
                             st.none(),
                         )
@@ -244,6 +252,10 @@ arguments = st.one_of(
     st.dictionaries(st.sampled_from(["customer_id", "amount"]), json_values, max_size=3).map(
         lambda kwargs: _json({"args": [], "kwargs": kwargs})
     ),
+    st.fixed_dictionaries(
+        {"args": st.sampled_from([[], [1]]), "kwargs": json_values},
+        optional={"sanitize_inputs_outputs": st.booleans()},
+    ).map(_json),
     st.one_of(
         st.dictionaries(st.sampled_from(["customer_id", "amount"]), json_values, max_size=3),
         json_values,
