@@ -1895,13 +1895,13 @@ static int put_clean_json(Ctx *c, const char *s, size_t n, Buf *out) {
  * -1 when not an object. */
 static long call_arguments(Json *j, long root) {
     if (root < 0 || NODE(j, root)->type != J_OBJ) return -1;
-    /* a Python call's bound arguments: its keywords when nothing was passed by position */
-    long args = member(j, root, "args"), kwargs = member(j, root, "kwargs");
-    if (args >= 0 && kwargs >= 0 && !truthy(j, args))
-        return NODE(j, kwargs)->type == J_OBJ ? kwargs : -1;
     /* OpenLLMetry's LangChain callback wrapper: the arguments are its inputs */
     long input_str = member(j, root, "input_str"), inputs = member(j, root, "inputs");
     if (input_str >= 0 && inputs >= 0) return NODE(j, inputs)->type == J_OBJ ? inputs : -1;
+    /* a Python call's bound arguments: its keywords when nothing was passed by position */
+    long args = member(j, root, "args"), kwargs = member(j, root, "kwargs");
+    if (kwargs >= 0 && (args < 0 || !truthy(j, args)))
+        return NODE(j, kwargs)->type == J_OBJ ? kwargs : -1;
     return root;
 }
 

@@ -24,6 +24,7 @@ from pathgrade.schemas.conventions import (
     NOT_REBUILT,
     handoff_tool_names,
     is_agent_entry,
+    is_model_helper,
     session_identity,
 )
 from pathgrade.schemas.events import ToolCallDecision, tool_call_decisions
@@ -135,7 +136,10 @@ class TraceView:
         self.top: Span | None = trace.root
         self.own_spans: list[Span] = trace.own_spans()
         self.chat_spans: list[Span] = [
-            s for s in trace.spans if s.genai.operation in genai.MODEL_OPERATIONS
+            s
+            for s in trace.spans
+            if s.genai.operation in genai.MODEL_OPERATIONS
+            and not is_model_helper(s.name, s.attributes, s.genai)
         ]
         self._by_id = {s.span_id: s for s in trace.spans}
         tool_spans = [

@@ -61,7 +61,11 @@ agent entry      operation (as above) or the span name's first word in invoke_ag
                  "agent run" without an operation (Pydantic AI, instrumentation version 2
                  and before); an OpenInference
                  CHAIN span whose `metadata` says `"ls_integration": "langgraph"` and names no
-                 `langgraph_node` (LangGraph's graph root)
+                 `langgraph_node` (LangGraph's graph root); an OpenInference CHAIN span
+                 named `<...Agent or AgentWorkflow>.run` (LlamaIndex's workflow agents)
+model helper     an OpenInference LLM span named after a private method (`<class>._<name>`,
+                 LlamaIndex's `OpenAI._prepare_chat_with_tools`) that reports no token
+                 usage calls no model: no detector reads it as a model call
 handoff          a span named "handoff to <agent>" (OpenInference, OpenAI Agents SDK) answers
                  the tool call `transfer_to_<agent in function style>` that requested it
                  (it is no tool call itself)
@@ -252,6 +256,9 @@ def is_agent_entry(span_name: str, operation: str, attributes: Mapping[str, Any]
     rule = m.LANGGRAPH_ROOT
     if operation != _GRAPH_ROOT_OPERATION:
         return False
+    kind = attributes.get(g.OI_SPAN_KIND)
+    if any(run.kind == kind and run.names(span_name) for run in m.AGENT_RUNS):
+        return True
     metadata = attributes.get(rule.metadata_key)
     if not metadata:
         return False
@@ -260,6 +267,15 @@ def is_agent_entry(span_name: str, operation: str, attributes: Mapping[str, Any]
             return False  # most chain spans: decided without parsing their metadata
         metadata = json_or_text(metadata)
     return _graph_root(metadata, rule)
+
+
+def is_model_helper(span_name: str, attributes: Mapping[str, Any], fields: GenAIFields) -> bool:
+    """Whether a span of a model operation calls no model (the "model helper" row of the
+    module table): it reports no token usage and the mapping names it a helper."""
+    if fields.input_tokens is not None or fields.output_tokens is not None:
+        return False
+    kind = attributes.get(g.OI_SPAN_KIND)
+    return any(rule.kind == kind and rule.names(span_name) for rule in m.MODEL_HELPERS)
 
 
 def _graph_root(metadata: Any, rule: m.GraphRootRule) -> bool:

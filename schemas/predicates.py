@@ -165,12 +165,13 @@ CLAIMS: Final = Lexicon(
 
 def call_arguments(text: str) -> dict[str, Any] | None:
     """A tool call's arguments (JSON text) as one object; None when `text` is empty or not
-    a JSON object. Instrumentations write two wrappers: a Python call's bound arguments,
-    `{"args": [], "kwargs": {...}}` (OpenLLMetry; OpenInference's smolagents adds the
-    wrapped method's own keywords beside them), whose kwargs are the arguments when no
-    positional argument was passed, and, for a LangChain tool, OpenLLMetry's callback
-    `{"input_str": <Python repr>, "inputs": {...}, "tags", "metadata", "kwargs"}`, whose
-    inputs are the arguments (`collector/_facts_kernel.c` reads both alike)."""
+    a JSON object. Instrumentations write two wrappers: for a LangChain tool, OpenLLMetry's
+    callback `{"input_str": <Python repr>, "inputs": {...}, "tags", "metadata", "kwargs"}`,
+    whose inputs are the arguments, and a Python call's bound arguments, `{"args": [],
+    "kwargs": {...}}` (OpenLLMetry; OpenInference's smolagents adds the wrapped method's
+    own keywords beside them, its LlamaIndex leaves the empty `args` out), whose kwargs are
+    the arguments when no positional argument was passed (`collector/_facts_kernel.c`
+    reads both alike)."""
     if not text:
         return None
     try:
@@ -179,12 +180,12 @@ def call_arguments(text: str) -> dict[str, Any] | None:
         return None
     if not isinstance(value, dict):
         return None
-    if "args" in value and "kwargs" in value and not value["args"]:
-        kwargs = value["kwargs"]
-        return kwargs if isinstance(kwargs, dict) else None
     if "input_str" in value and "inputs" in value:
         inputs = value["inputs"]
         return inputs if isinstance(inputs, dict) else None
+    if "kwargs" in value and not value.get("args"):
+        kwargs = value["kwargs"]
+        return kwargs if isinstance(kwargs, dict) else None
     return value
 
 

@@ -253,8 +253,11 @@ arguments = st.one_of(
         lambda kwargs: _json({"args": [], "kwargs": kwargs})
     ),
     st.fixed_dictionaries(
-        {"args": st.sampled_from([[], [1]]), "kwargs": json_values},
-        optional={"sanitize_inputs_outputs": st.booleans()},
+        {"kwargs": json_values},
+        optional={
+            "args": st.sampled_from([[], [1], None]),
+            "sanitize_inputs_outputs": st.booleans(),
+        },
     ).map(_json),
     st.one_of(
         st.dictionaries(st.sampled_from(["customer_id", "amount"]), json_values, max_size=3),

@@ -121,6 +121,11 @@ def test_the_convention_mapping_s_agent_entries() -> None:
         ("LangGraph.workflow", {"traceloop.span.kind": "workflow"}, True),
         ("POST /chat", {}, False), ("chat gpt-4o", {}, False),
         ("agent run", {"agent_name": "support"}, True),  # Pydantic AI, version 2
+        ("FunctionAgent.run", {"openinference.span.kind": "CHAIN"}, True),  # LlamaIndex
+        ("AgentWorkflow.run", {"openinference.span.kind": "CHAIN"}, True),
+        ("BaseWorkflowAgent.run_agent_step", {"openinference.span.kind": "CHAIN"}, False),
+        ("FunctionAgent.run", {}, False), ("Workflow.run", {"openinference.span.kind": "CHAIN"},
+                                           False),
     ]  # fmt: skip
     found = [is_agent_entry(n, genai_fields(n, attrs).operation, attrs) for n, attrs, _ in cases]
     assert found == [want for _, _, want in cases]

@@ -150,5 +150,10 @@ def test_openllmetry_wrappers_are_unwrapped_to_the_arguments() -> None:
     wrapped = {"input_str": str(arguments), "inputs": arguments, "tags": [], "metadata": {}}
     assert call_arguments(json.dumps(wrapped)) == arguments
     assert call_arguments(json.dumps({"args": [], "kwargs": arguments})) == arguments
+    assert call_arguments(json.dumps({"kwargs": arguments})) == arguments  # LlamaIndex
+    bound = {"args": [], "sanitize_inputs_outputs": True, "kwargs": arguments}  # smolagents
+    assert call_arguments(json.dumps(bound)) == arguments
+    positional = {"args": ["c-1"], "kwargs": {}}
+    assert call_arguments(json.dumps(positional)) == positional
     assert call_arguments(json.dumps({"input_str": "c-1", "inputs": "c-1"})) is None
     assert call_arguments(json.dumps({"input_str": "c-1"})) == {"input_str": "c-1"}
