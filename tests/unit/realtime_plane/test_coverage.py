@@ -53,6 +53,19 @@ def test_a_gap_alerts_once_per_window_and_is_counted_per_trace() -> None:
     assert again.alert_key != alert.alert_key and "6 of 6 traces" in again.reason
 
 
+def test_a_gap_of_a_turn_whose_context_is_pending_is_counted_but_alerts_only_once_settled() -> None:
+    """The span enclosing the turn (a session span holding the turn kind or identity)
+    has not come: the gap counts, and the window's alert waits for a turn graded with
+    everything it will get."""
+    evaluator = TurnEvaluator(default_policy())
+    pending = DueTurn(gap_trace("a" * 32), "quiet", False, context_pending=True)
+    assert [a for a in evaluator.evaluate(pending, 1).new_alerts if a.code == "PG110"] == []
+    (row,) = coverage_rows([evaluator.coverage.figures()])
+    assert (row["traces"], row["undecided"]) == (1, 1)
+    (alert,) = [a for a in evaluate(evaluator, "a" * 32, 2, again=True).new_alerts]
+    assert alert.code == "PG110" and alert.kind == "cannot_decide"
+
+
 def test_decided_traces_raise_the_coverage_figure() -> None:
     evaluator = TurnEvaluator(default_policy())
     evaluate(evaluator, "a" * 32, 1)
