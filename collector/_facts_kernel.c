@@ -887,6 +887,7 @@ typedef struct {
     KeyList operations, message_operations, model_operations, finish_reason_keys;
     KeyList tool_argument_keys, tool_result_keys, untrusted_markers, untrusted_part_types;
     KeyList final_answer_tools; /* a call of one in a model's output is its answer */
+    KeyList message_events; /* span events holding content: their spans are left to Python */
     Anchors instruction_anchors, claim_anchors;
     KeyList operation_key, confirmed_key, input_key, output_key, documents_key, arguments_key,
         result_key; /* one key each */
@@ -1385,6 +1386,7 @@ typedef struct {
     int n_attrs;
     int overflow; /* more relevant attributes than MAX_ATTRS */
     int has_events;
+    int has_message_events; /* an event holding content (schemas/event_content.py) */
 } SpanView;
 
 /* The span's (last) attribute at table place `slot`, or NULL. */
@@ -2580,12 +2582,18 @@ static int read_span(Kernel *k, const uint8_t *p, const uint8_t *end, SpanView *
     v->n_attrs = 0;
     v->overflow = 0;
     v->has_events = 0;
+    v->has_message_events = 0;
     Fields f = fields_of(p, (size_t)(end - p));
     int more;
     while ((more = field_next(&f)) > 0) {
         if (f.wire != 2) continue;
         if (f.field == 11) {
             v->has_events = 1;
+            Fields e = fields_of(f.data, f.len); /* Span.Event: its name is field 2 */
+            while (field_next(&e) > 0)
+                if (e.field == 2 && e.wire == 2 &&
+                    in_list(&k->message_events, (const char *)e.data, e.len))
+                    v->has_message_events = 1;
         } else if (f.field == 1) {
             v->trace_id = f.data;
             v->trace_id_len = f.len;
@@ -2667,7 +2675,7 @@ static int put_dropped_fact(Kernel *k, PyObject *found, Buf *out) {
  * of a span without events is written here too. */
 static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, Pool *pool,
                              const char *tenant, size_t tenant_len, int drops_all) {
-    if (v->overflow) Py_RETURN_FALSE;
+    if (v->overflow || v->has_message_events) Py_RETURN_FALSE;
     int has_content = 0;
     for (int i = 0; i < v->n_attrs; i++) {
         const Attr *a = &v->attrs[i];
@@ -3452,6 +3460,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_keys(config, "untrusted_markers", &k->untrusted_markers) < 0 ||
         config_keys(config, "untrusted_part_types", &k->untrusted_part_types) < 0 ||
         config_keys(config, "final_answer_tools", &k->final_answer_tools) < 0 ||
+        config_keys(config, "message_events", &k->message_events) < 0 ||
         config_anchors(config, "instruction_anchors", &k->instruction_anchors) < 0 ||
         config_anchors(config, "claim_anchors", &k->claim_anchors) < 0 ||
         config_key(config, "operation_key", &k->operation_key) < 0 ||
@@ -3579,7 +3588,7 @@ static void Kernel_dealloc(Kernel *k) {
                         &k->tool_argument_keys, &k->tool_result_keys, &k->untrusted_markers,
                         &k->untrusted_part_types, &k->instruction_anchors.list,
                         &k->claim_anchors.list, &k->fact_keys, &k->obfuscation_words,
-                        &k->final_answer_tools};
+                        &k->final_answer_tools, &k->message_events};
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) keylist_free(lists[i]);
     KeyList *keys[] = {&k->operation_key, &k->confirmed_key, &k->input_key, &k->output_key,
                        &k->documents_key, &k->arguments_key, &k->result_key};

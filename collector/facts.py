@@ -27,6 +27,7 @@ from pathgrade.schemas.conventions import (
     ContentView,
     content_view,
 )
+from pathgrade.schemas.event_content import MESSAGE_EVENTS
 from pathgrade.schemas.facts import (
     CONFIRMED,
     FACT_KEYS,
@@ -215,6 +216,7 @@ def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str
             for s in mapping.OPERATION_SOURCES
         ),
         "operations": genai.OPERATIONS,
+        "message_events": MESSAGE_EVENTS,
         "message_operations": mapping.MESSAGE_OPERATIONS,
         "model_operations": genai.MODEL_OPERATIONS,
         "execute_tool": genai.OP_EXECUTE_TOOL,

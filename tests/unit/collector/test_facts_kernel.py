@@ -422,6 +422,29 @@ def test_what_the_kernel_leaves_to_python_is_answered_false_and_still_computed()
         _assert_same([body], RedactionConfig())
 
 
+def test_a_span_with_message_events_is_left_to_python_which_reads_their_content() -> None:
+    """Strands Agents writes content as span events only: the kernel, which reads
+    attributes, leaves such a span to Python, whose facts read the events
+    (schemas.event_content); the same with one redactor or the other."""
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    span = scope.spans.add(trace_id=TRACE, span_id=b"\x01" * 8, name="execute_tool change_plan")
+    span.attributes.extend(
+        [_kv(genai.OPERATION_NAME, "execute_tool"), _kv(genai.TOOL_NAME, "change_plan")]
+    )
+    span.events.add(name=genai.EVENT_TOOL_MESSAGE).attributes.append(
+        _kv("content", '{"customer_id": "cust-1", "plan": "basic"}')
+    )
+    body = request.SerializeToString()
+    assert _maker(RedactionConfig(), native=True).request_facts(body, "acme", True) == [False]
+    by_kernel, _ = _both([body], RedactionConfig())
+    (facts_span,) = _spans(by_kernel[0])
+    keys = {kv.key for kv in facts_span.attributes}
+    assert f.TOOL_ARGS in keys
+    assert all(kv.key != "content" for kv in facts_span.events[0].attributes)
+    _assert_same([body], RedactionConfig())
+
+
 def test_personal_data_in_dropped_content_is_counted_by_field() -> None:
     asked = [{"role": "user", "content": "card 4111 1111 1111 1111 or a@b.example"}]
     answered = [{"role": "assistant", "content": "Done, I have refunded it."}]
