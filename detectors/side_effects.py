@@ -12,7 +12,7 @@ from itertools import groupby
 from typing import Any
 
 from pathgrade.detectors.finding import Finding
-from pathgrade.detectors.registry import Params, Rule, RuleDoc, regex_list
+from pathgrade.detectors.registry import ENCLOSING_SPAN, Params, Rule, RuleDoc, regex_list
 from pathgrade.detectors.view import DetectorContext, ToolCall, TraceView, UntrustedContent
 from pathgrade.schemas import genai
 from pathgrade.schemas.events import ToolCallDecision
@@ -308,7 +308,10 @@ CONFIRMATION = Rule(
             "the turn's agent span (or a span enclosing it only) or an earlier turn of "
             "the conversation: a violation without one, or with arguments that differ "
             "from the confirmed ones (compared by the collector's fingerprints when both "
-            "sides have them, else by the captured values)."
+            "sides have them, else by the captured values). While the span enclosing the "
+            "turn has not come (its parent local and missing: a request or session span "
+            "that ends later, where the app's gate may record its decision), a call with "
+            "neither cannot be decided; the turn is graded again when that span comes."
         ),
         why=(
             "An irreversible action the user did not agree to (or agreed to with other "
@@ -352,7 +355,7 @@ def unconfirmed_irreversible_action(
     confirmations = view.confirmed_actions + [
         c for turn in context.history for c in turn.confirmed_actions
     ]
-    findings, uncaptured = [], []
+    findings, uncaptured, awaiting = [], [], []
     for call in (c for c in view.tool_calls if c.effect == "irreversible"):
         decision = _last_decision(call, view)
         if decision is not None:
@@ -361,7 +364,9 @@ def unconfirmed_irreversible_action(
             continue
         candidates = [c for c in confirmations if c.name == call.name]
         verdicts = [_same_arguments(call, c, params.ignore_arguments) for c in candidates]
-        if not candidates:
+        if not candidates and view.trace.context_pending:
+            awaiting.append(call)  # the span enclosing the turn may hold its decision
+        elif not candidates:
             findings.append(
                 CONFIRMATION.violation(
                     view,
@@ -397,6 +402,16 @@ def unconfirmed_irreversible_action(
                 uncaptured,
                 "tool_arguments",
                 "Arguments not captured for irreversible call(s)",
+            )
+        )
+    if awaiting:
+        findings.append(
+            CONFIRMATION.calls_undecided(
+                view,
+                awaiting,
+                ENCLOSING_SPAN,
+                "No decision or confirmation yet, and the span enclosing the turn has not "
+                "come, for irreversible call(s)",
             )
         )
     return findings

@@ -82,13 +82,17 @@ class DueTurn:
     reason: DueReason
     re_evaluation: bool  # graded before, and spans of it (or its context) came since
     partition: int = -1  # the partition its trace was read from (the lowest, if several)
-    context_pending: bool = False
-    """Graded quiet while the span enclosing it is local and has not arrived (a session
-    span that ends with the conversation): it is graded again with that span when it comes."""
 
     @property
     def incomplete(self) -> bool:
         return self.reason != "quiet"
+
+    @property
+    def context_pending(self) -> bool:
+        """Graded quiet while the span enclosing it is local and has not arrived (a session
+        span that ends with the conversation, `Trace.context_pending`): it is graded again
+        with that span when it comes."""
+        return self.reason == "quiet" and self.turn.context_pending
 
 
 @dataclass
@@ -318,10 +322,7 @@ class TurnAssembler:
         self.stats.turns_due += 1
         self.stats.early_evaluations += reason != "quiet"
         self.stats.re_evaluations += again
-        boundary = shape.boundary
-        pending = reason == "quiet" and bool(boundary.parent_span_id)
-        pending = pending and boundary.parent_is_remote is False
-        return DueTurn(shape.trace(), reason, again, min(held.offsets, default=-1), pending)
+        return DueTurn(shape.trace(), reason, again, min(held.offsets, default=-1))
 
     def _after_grading(
         self, key: TraceKey, held: _Held, layout: TurnLayout, graded: list[DueTurn]

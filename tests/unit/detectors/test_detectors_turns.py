@@ -123,6 +123,28 @@ def test_pg111_reads_a_decision_on_a_span_around_several_turns_while_the_turn_ra
     assert detect("PG111", second)[0].details["problem"] == "unconfirmed"
 
 
+def test_pg111_waits_for_the_span_enclosing_the_turn_when_it_has_not_come() -> None:
+    """The server span around three runs ends after the last: the first run, graded
+    without it, has no decision yet (the app recorded it on that span); it cannot decide
+    (no alert: the context is pending) until the span comes, then decides."""
+    b = TraceBuilder()
+    b.tool("cancel_order", {"id": "1"}, call_id="c1", effect="irreversible")
+    whole = in_server_span(b.build())
+    server, agent = whole.spans[0], whole.spans[1]
+    alone = Trace(whole.tenant, whole.trace_id, whole.spans[1:], [], agent.span_id)
+    assert alone.context_pending and not only_turn(whole).context_pending
+    (waiting,) = detect("PG111", alone)
+    assert (waiting.kind, waiting.details["missing"]) == ("cannot_decide", "enclosing_span")
+    decision(server, "allow", call_id="c1", tool="cancel_order", at=agent.start_ns + 1)
+    assert detect("PG111", only_turn(whole)) == []
+    b = TraceBuilder()
+    b.tool("cancel_order", {"id": "1"}, call_id="c1", effect="irreversible")
+    decision(b.spans[-1], "deny", call_id="c1")  # a decision on the turn itself decides
+    denied = in_server_span(b.build())
+    alone = Trace(denied.tenant, denied.trace_id, denied.spans[1:], [], denied.spans[1].span_id)
+    assert detect("PG111", alone)[0].details["problem"] == "deny"
+
+
 def test_pg111_a_decision_on_another_call_says_nothing_of_this_one() -> None:
     b = TraceBuilder()
     b.tool("cancel_order", {"id": "1"}, call_id="c1", effect="irreversible")

@@ -9,7 +9,7 @@ from pathgrade.detectors import Finding, default_policy, run_detectors
 from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.coverage import Coverage, coverage_rows
 from pathgrade.realtime_plane.evaluate import Evaluation, TurnEvaluator
-from pathgrade.schemas.model import Trace
+from pathgrade.schemas.model import SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK, Trace
 from starlette.testclient import TestClient
 
 from pathgrade.stack.status import coverage_of, snapshot_of, status_line, status_report
@@ -58,7 +58,13 @@ def test_a_gap_of_a_turn_whose_context_is_pending_is_counted_but_alerts_only_onc
     has not come: the gap counts, and the window's alert waits for a turn graded with
     everything it will get."""
     evaluator = TurnEvaluator(default_policy())
-    pending = DueTurn(gap_trace("a" * 32), "quiet", False, context_pending=True)
+    turn = gap_trace("a" * 32)
+    top = turn.spans[0]
+    top.parent_span_id, top.flags = "5e5510" * 2 + "0000", SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
+    pending = DueTurn(
+        Trace(turn.tenant, turn.trace_id, turn.spans, [], top.span_id), "quiet", False
+    )
+    assert pending.context_pending
     assert [a for a in evaluator.evaluate(pending, 1).new_alerts if a.code == "PG110"] == []
     (row,) = coverage_rows([evaluator.coverage.figures()])
     assert (row["traces"], row["undecided"]) == (1, 1)
