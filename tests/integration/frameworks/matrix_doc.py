@@ -25,7 +25,7 @@ TOOL_SPANS = {"execute_tool", "TOOL"}
 MODEL_SPANS = {"chat", "generate_content", "LLM"}
 SIGNALS: dict[str, tuple[set[str], tuple[str, ...]]] = {
     "tool arguments": (TOOL_SPANS, ("gen_ai.tool.call.arguments", "traceloop.entity.input",
-                                    "input.value")),
+                                    "input.value", "gen_ai.tool.message")),
     "tool call ids": (TOOL_SPANS, ("gen_ai.tool.call.id",)),
     "token usage": (MODEL_SPANS, ("gen_ai.usage.input_tokens", "llm.token_count.prompt")),
     "messages": (MODEL_SPANS, ("gen_ai.input.messages", "llm.input_messages.N.message.role",

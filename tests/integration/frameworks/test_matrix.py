@@ -171,6 +171,16 @@ class Outcome:
                 "requests_in_policy": REQUESTS_IN_POLICY}  # fmt: skip
 
 
+CANNOT_PASS = {
+    ("langgraph-openinference", "no_server_span"): (
+        "approved_reset: OpenInference's LangChain instrumentor makes no span current while "
+        "a tool runs, and this shape has no span of the app's, so the app's approval gate "
+        "has no span to record its `allow` on (the event is lost in the app, before any "
+        "exporter): PG111 rightly finds the reset unconfirmed"
+    ),
+}
+"""Framework x shape cells that cannot pass because the signal never leaves the app; each
+is an expected failure naming why (never counted as passing), and fails once it passes."""
 PARALLEL = int(os.environ.get("PATHGRADE_FRAMEWORKS_PARALLEL", "6"))
 """How many frameworks' adapters run at once against the stack (each is a process that
 mostly waits: on the scripted model, the exporter, its conversation's pauses)."""
@@ -276,4 +286,8 @@ def test_failures_alert_and_clean_turns_do_not(
     ]
     assert own == [], "the app and the framework set no pathgrade.* attribute"
     problems = result.problems(shape)
+    why = CANNOT_PASS.get((slug, shape))
+    if why is not None:
+        assert problems, f"{slug} in {shape} passes now: remove it from CANNOT_PASS"
+        pytest.xfail(f"{why}:\n" + "\n".join(problems))
     assert not problems, f"{slug} in {shape}:\n" + "\n".join(problems)
