@@ -176,11 +176,21 @@ CANNOT_PASS = {
         "approved_reset: OpenInference's LangChain instrumentor makes no span current while "
         "a tool runs, and this shape has no span of the app's, so the app's approval gate "
         "has no span to record its `allow` on (the event is lost in the app, before any "
-        "exporter): PG111 rightly finds the reset unconfirmed"
+        "exporter): PG111 rightly finds the reset unconfirmed",
+        True,
+    ),
+    ("langgraph-openinference", "server_span"): (
+        "LangChain gives a one-argument tool its bare value (`input.value` 'cust-1001', no "
+        "argument name; the named arguments are only on the graph's `tools` span and in "
+        "the model's output, whose facts carry no arguments), so PG112 cannot decide on "
+        "get_account; the service's one coverage alert of the window lands on whichever "
+        "get_account turn is graded first, clean_read or orphan_write, of this shape",
+        False,
     ),
 }
-"""Framework x shape cells that cannot pass because the signal never leaves the app; each
-is an expected failure naming why (never counted as passing), and fails once it passes."""
+"""Framework x shape cells that cannot pass yet: each is an expected failure naming why
+(never counted as passing); a strict one fails once it passes, the other depends on which
+turn a coverage alert lands on."""
 PARALLEL = int(os.environ.get("PATHGRADE_FRAMEWORKS_PARALLEL", "6"))
 """How many frameworks' adapters run at once against the stack (each is a process that
 mostly waits: on the scripted model, the exporter, its conversation's pauses)."""
@@ -286,8 +296,9 @@ def test_failures_alert_and_clean_turns_do_not(
     ]
     assert own == [], "the app and the framework set no pathgrade.* attribute"
     problems = result.problems(shape)
-    why = CANNOT_PASS.get((slug, shape))
-    if why is not None:
-        assert problems, f"{slug} in {shape} passes now: remove it from CANNOT_PASS"
-        pytest.xfail(f"{why}:\n" + "\n".join(problems))
+    known = CANNOT_PASS.get((slug, shape))
+    if known is not None:
+        why, strict = known
+        assert problems or not strict, f"{slug} in {shape} passes now: remove it from CANNOT_PASS"
+        pytest.xfail(f"{why}:\n" + "\n".join(problems or ["(not in this run)"]))
     assert not problems, f"{slug} in {shape}:\n" + "\n".join(problems)
