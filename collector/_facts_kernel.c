@@ -886,6 +886,8 @@ typedef struct {
     KeyList fact_keys; /* the facts' own keys: a producer that set one leaves its span to Python */
     KeyList operations, message_operations, model_operations, finish_reason_keys;
     KeyList tool_argument_keys, tool_result_keys, untrusted_markers, untrusted_part_types;
+    KeyList final_answer_tools; /* a call of one in a model's output is its answer */
+    KeyList message_events; /* span events holding content: their spans are left to Python */
     Anchors instruction_anchors, claim_anchors, ask_anchors;
     KeyList operation_key, confirmed_key, input_key, output_key, documents_key, arguments_key,
         result_key; /* one key each */
@@ -1384,6 +1386,7 @@ typedef struct {
     int n_attrs;
     int overflow; /* more relevant attributes than MAX_ATTRS */
     int has_events;
+    int has_message_events; /* an event holding content (schemas/event_content.py) */
 } SpanView;
 
 /* The span's (last) attribute at table place `slot`, or NULL. */
@@ -1890,23 +1893,17 @@ static int put_clean_json(Ctx *c, const char *s, size_t n, Buf *out) {
 
 /* ---- argument facts (`facts_producer._arguments`) */
 
-/* `predicates.call_arguments`: the arguments object, OpenLLMetry's wrappers unwrapped
- * (`{"args": [], "kwargs": {...}}`, and its LangChain tool input, whose `inputs` are the
- * arguments); -1 when not an object. */
+/* `predicates.call_arguments`: the arguments object, OpenLLMetry's wrappers unwrapped;
+ * -1 when not an object. */
 static long call_arguments(Json *j, long root) {
     if (root < 0 || NODE(j, root)->type != J_OBJ) return -1;
-    JNode *o = NODE(j, root);
-    if (o->n == 2) {
-        long args = member(j, root, "args"), kwargs = member(j, root, "kwargs");
-        if (args >= 0 && kwargs >= 0 && !truthy(j, args))
-            return NODE(j, kwargs)->type == J_OBJ ? kwargs : -1;
-    }
-    if (o->n == 5) {
-        long inputs = member(j, root, "inputs");
-        if (inputs >= 0 && member(j, root, "input_str") >= 0 && member(j, root, "tags") >= 0 &&
-            member(j, root, "metadata") >= 0 && member(j, root, "kwargs") >= 0)
-            return NODE(j, inputs)->type == J_OBJ ? inputs : -1;
-    }
+    /* OpenLLMetry's LangChain callback wrapper: the arguments are its inputs */
+    long input_str = member(j, root, "input_str"), inputs = member(j, root, "inputs");
+    if (input_str >= 0 && inputs >= 0) return NODE(j, inputs)->type == J_OBJ ? inputs : -1;
+    /* a Python call's bound arguments: its keywords when nothing was passed by position */
+    long args = member(j, root, "args"), kwargs = member(j, root, "kwargs");
+    if (kwargs >= 0 && (args < 0 || !truthy(j, args)))
+        return NODE(j, kwargs)->type == J_OBJ ? kwargs : -1;
     return root;
 }
 
@@ -2213,6 +2210,10 @@ static int put_identifier_json(Ctx *c, const char *s, size_t n, Buf *out) {
 }
 
 static int put_tool_call(Ctx *c, Buf *calls, int *n_calls, const Buf *id, const Buf *name) {
+    if (in_list(&c->k->final_answer_tools, name->data ? name->data : "", name->len)) {
+        c->fallback = 1; /* a final answer asked for as a tool call: Python reads its text */
+        return 0;
+    }
     buf_puts(calls, (*n_calls)++ ? ",{\"id\":" : "{\"id\":");
     int status = put_identifier_json(c, id->data, id->len, calls);
     buf_puts(calls, ",\"name\":");
@@ -2583,12 +2584,18 @@ static int read_span(Kernel *k, const uint8_t *p, const uint8_t *end, SpanView *
     v->n_attrs = 0;
     v->overflow = 0;
     v->has_events = 0;
+    v->has_message_events = 0;
     Fields f = fields_of(p, (size_t)(end - p));
     int more;
     while ((more = field_next(&f)) > 0) {
         if (f.wire != 2) continue;
         if (f.field == 11) {
             v->has_events = 1;
+            Fields e = fields_of(f.data, f.len); /* Span.Event: its name is field 2 */
+            while (field_next(&e) > 0)
+                if (e.field == 2 && e.wire == 2 &&
+                    in_list(&k->message_events, (const char *)e.data, e.len))
+                    v->has_message_events = 1;
         } else if (f.field == 1) {
             v->trace_id = f.data;
             v->trace_id_len = f.len;
@@ -2670,7 +2677,7 @@ static int put_dropped_fact(Kernel *k, PyObject *found, Buf *out) {
  * of a span without events is written here too. */
 static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, Pool *pool,
                              const char *tenant, size_t tenant_len, int drops_all) {
-    if (v->overflow) Py_RETURN_FALSE;
+    if (v->overflow || v->has_message_events) Py_RETURN_FALSE;
     int has_content = 0;
     for (int i = 0; i < v->n_attrs; i++) {
         const Attr *a = &v->attrs[i];
@@ -3454,6 +3461,8 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_keys(config, "tool_result_fallback_keys", &k->tool_result_keys) < 0 ||
         config_keys(config, "untrusted_markers", &k->untrusted_markers) < 0 ||
         config_keys(config, "untrusted_part_types", &k->untrusted_part_types) < 0 ||
+        config_keys(config, "final_answer_tools", &k->final_answer_tools) < 0 ||
+        config_keys(config, "message_events", &k->message_events) < 0 ||
         config_anchors(config, "instruction_anchors", &k->instruction_anchors) < 0 ||
         config_anchors(config, "claim_anchors", &k->claim_anchors) < 0 ||
         config_anchors(config, "ask_anchors", &k->ask_anchors) < 0 ||
@@ -3583,7 +3592,7 @@ static void Kernel_dealloc(Kernel *k) {
                         &k->tool_argument_keys, &k->tool_result_keys, &k->untrusted_markers,
                         &k->untrusted_part_types, &k->instruction_anchors.list,
                         &k->claim_anchors.list, &k->ask_anchors.list, &k->fact_keys,
-                        &k->obfuscation_words};
+                        &k->obfuscation_words, &k->final_answer_tools, &k->message_events};
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) keylist_free(lists[i]);
     KeyList *keys[] = {&k->operation_key, &k->confirmed_key, &k->input_key, &k->output_key,
                        &k->documents_key, &k->arguments_key, &k->result_key};

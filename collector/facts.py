@@ -28,6 +28,7 @@ from pathgrade.schemas.conventions import (
     ContentView,
     content_view,
 )
+from pathgrade.schemas.event_content import MESSAGE_EVENTS
 from pathgrade.schemas.events import event_messages, messages_json
 from pathgrade.schemas.facts import (
     CONFIRMED,
@@ -196,9 +197,10 @@ class FactMaker:
 
 def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str, Any]:
     """What the fact kernel reads its definitions from: the convention mapping's keys and
-    tables, the lexicons (their anchors, and their `hits` for a text holding one), the
-    scanner (its pre-checks' characters, card characters, encoded tokens' characters, and
-    `find` / `clean` for a text that may hold personal data), the fact names, the facts'
+    tables (the final-answer tools, whose calls it leaves to Python), the lexicons (their
+    anchors, and their `hits` for a text holding one), the scanner (its pre-checks'
+    characters, card characters, encoded tokens' characters, and `find` / `clean` for a
+    text that may hold personal data), the fact names, the facts'
     keys (a span a producer set one on is redacted in Python), the key of the count of
     removed attributes, the forwarding verdicts the kernel writes whole spans for
     (allowed, context, identifier, withheld), a withheld string's mark around its
@@ -217,6 +219,7 @@ def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str
             for s in mapping.OPERATION_SOURCES
         ),
         "operations": genai.OPERATIONS,
+        "message_events": MESSAGE_EVENTS,
         "message_operations": mapping.MESSAGE_OPERATIONS,
         "model_operations": genai.MODEL_OPERATIONS,
         "execute_tool": genai.OP_EXECUTE_TOOL,
@@ -230,6 +233,7 @@ def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str
         "documents_key": genai.RETRIEVAL_DOCUMENTS,
         "untrusted_markers": UNTRUSTED_MARKERS,
         "untrusted_part_types": UNTRUSTED_PART_TYPES,
+        "final_answer_tools": mapping.FINAL_ANSWER_TOOLS,
         "instruction_names": tuple(INSTRUCTIONS.expressions),
         "instruction_anchors": INSTRUCTIONS.anchors,
         "instruction_hits": INSTRUCTIONS.hits,

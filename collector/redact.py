@@ -64,6 +64,7 @@ from pathgrade.schemas.allowed_keys import (
     AllowList,
     looks_like_key,
 )
+from pathgrade.schemas.event_content import event_content
 from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
 from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret, TenantKey, is_fingerprint
 from pathgrade.schemas.memo import BoundedMemo
@@ -442,8 +443,9 @@ class Redactor:
             attributes, context, found.scrubbed, "", stats, key, read
         )
         facts: dict[str, Any] = {}
-        if read and self.facts is not None:
-            raw = dict(read)
+        from_events = _event_content(span, context) if computes and span.events else {}
+        if (read or from_events) and self.facts is not None:
+            raw = {**from_events, **dict(read or ())}  # the span's own attributes win
             raw.update(context)
             facts = self.facts.facts(span.name, raw, tenant, span.trace_id)
         keep = self._policy(context, attributes, confirmed)
@@ -923,6 +925,14 @@ def _raw_event_name(attributes: Iterable[KeyValue]) -> str:
         if kv.key == EVENT_NAME_ATTRIBUTE:
             return kv.value.string_value
     return ""
+
+
+def _event_content(span: trace_pb2.Span, context: dict[str, Any]) -> dict[str, str]:
+    """The content the span's message events hold, as GenAI attributes
+    (`schemas.event_content`), for its facts."""
+    operation = str(context.get(genai.OPERATION_NAME) or "")
+    events = ((e.name, {a.key: any_value(a.value) for a in e.attributes}) for e in span.events)
+    return event_content(operation, events)
 
 
 def _confirmed_tool(value: AnyValue) -> str:

@@ -126,9 +126,9 @@ def _unexecuted(view: TraceView) -> list[tuple[Span, RequestedToolCall]]:
     """Requested tool calls (with an id) that no span answered: matched by call id, else
     by tool name against tool spans without a call id and against handoff spans (each
     span once)."""
-    executed = {c.span.genai.tool_call_id for c in view.tool_calls}
+    executed = {c.call_id for c in view.tool_calls}
     executed |= {span.genai.tool_call_id for span, _ in view.handoffs}
-    anonymous = [c.name for c in view.tool_calls if not c.span.genai.tool_call_id]
+    anonymous = [c.name for c in view.tool_calls if not c.call_id]
     anonymous += [name for span, names in view.handoffs for name in names]
     missing = []
     for span, call in view.requested_tool_calls:

@@ -169,6 +169,8 @@ REGISTRY: dict[str, Rule] = {}
 
 DETECTOR_ERROR = "detector_error"
 """What a rule that raised is missing: a working detector."""
+ENCLOSING_SPAN = "enclosing_span"
+"""What a turn graded before the span enclosing it came is missing (`Trace.context_pending`)."""
 _CLOSE_GAP = {
     "tool_arguments": "capture the arguments of {tools} (collector `redaction.capture_tools`, "
     "`--capture-tools`)",
@@ -184,6 +186,8 @@ _CLOSE_GAP = {
     "`gen_ai.tool.definitions` on the model spans)",
     "model_price": "add the model to the policy's `price_table`",
     DETECTOR_ERROR: "a detector failed on this trace: see the realtime plane's log",
+    ENCLOSING_SPAN: "record the decision on the tool's span or the turn's agent span (the "
+    "span enclosing the turn ends later: the turn is graded again when it comes)",
 }
 
 

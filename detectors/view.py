@@ -24,6 +24,7 @@ from pathgrade.schemas.conventions import (
     NOT_REBUILT,
     handoff_tool_names,
     is_agent_entry,
+    is_model_helper,
     session_identity,
 )
 from pathgrade.schemas.events import ToolCallDecision, tool_call_decisions
@@ -36,10 +37,10 @@ from pathgrade.schemas.json_text import sorted_text
 from pathgrade.schemas.memo import cached_attribute
 from pathgrade.schemas.messages import (
     RequestedToolCall,
-    assistant_text,
-    message_tool_calls,
+    answer_text,
     parse_json,
     parse_messages,
+    requested_calls,
     untrusted_texts,
 )
 from pathgrade.schemas.model import Span, Trace
@@ -49,11 +50,12 @@ from pathgrade.schemas.turns import ConfirmedAction, TurnDigest
 
 
 class ToolCall(NamedTuple):
-    """One execute_tool span with its arguments parsed once and its effect resolved (a
-    named tuple, as `RequestedToolCall`: one is built per tool call of every trace, at a
-    fraction of a frozen dataclass's cost)."""
+    """One tool call: its execute_tool span (or the spans that describe it, `same_call`),
+    its arguments parsed once and its effect resolved (a named tuple, as
+    `RequestedToolCall`: one is built per tool call of every trace, at a fraction of a
+    frozen dataclass's cost)."""
 
-    span: Span
+    span: Span  # the span its arguments are read from (else the outermost of `spans`)
     name: str
     arguments: dict[str, Any] | None  # None when not captured or not a JSON object
     argument_fps: dict[str, str] | None  # name -> fingerprint (facts); None without facts
@@ -61,6 +63,8 @@ class ToolCall(NamedTuple):
     idempotency_key: str
     agent_name: str
     signature: str | None  # name + canonical arguments (idempotency args excluded)
+    call_id: str  # gen_ai.tool.call.id of any of its spans, "" when none carries one
+    spans: tuple[Span, ...]  # every span describing the call, in start order
 
     @property
     def is_write(self) -> bool:
@@ -68,7 +72,7 @@ class ToolCall(NamedTuple):
 
     @property
     def failed(self) -> bool:
-        return self.span.status_code == "Error" or bool(self.span.genai.error_type)
+        return any(s.status_code == "Error" or s.genai.error_type for s in self.spans)
 
     @property
     def skeleton(self) -> dict[str, Any] | None:
@@ -133,13 +137,19 @@ class TraceView:
         self.top: Span | None = trace.root
         self.own_spans: list[Span] = trace.own_spans()
         self.chat_spans: list[Span] = [
-            s for s in trace.spans if s.genai.operation in genai.MODEL_OPERATIONS
+            s
+            for s in trace.spans
+            if s.genai.operation in genai.MODEL_OPERATIONS
+            and not is_model_helper(s.name, s.attributes, s.genai)
         ]
         self._by_id = {s.span_id: s for s in trace.spans}
-        self.tool_calls: list[ToolCall] = [
-            self._tool_call(s)
+        tool_spans = [
+            s
             for s in trace.spans
             if s.genai.operation == genai.OP_EXECUTE_TOOL and not handoff_tool_names(s.name)
+        ]
+        self.tool_calls: list[ToolCall] = [
+            self._tool_call(spans) for spans in same_call(tool_spans, self._by_id)
         ]
         """The turn's tool calls: its execute_tool spans but the handoff spans, which are
         hand-offs (`handoffs`, `handoff_flow`), not calls of the agent's tools."""
@@ -176,8 +186,24 @@ class TraceView:
     @cached_attribute
     def tool_call_decisions(self) -> list[ToolCallDecision]:
         """The decisions on the turn's proposed tool calls (`gen_ai.tool.call.decision`),
-        recorded on its spans or the spans enclosing it only, in time order."""
-        return tool_call_decisions(self.trace.spans + self.own_spans[1:])
+        in time order: recorded on its spans or the spans enclosing it only, and those
+        recorded while its top span ran on a span enclosing other turns too (an app's
+        span, current where a framework runs the tool outside its tool span)."""
+        top = self.top
+        trace = self.trace
+        found = tool_call_decisions(trace.spans + self.own_spans[1:])
+        shared = tool_call_decisions(trace.context[trace.own_context :])
+        if top is not None:
+            found += [d for d in shared if top.start_ns <= d.time_ns <= top.end_ns]
+        return sorted(found)
+
+    def decision_tool(self, decision: ToolCallDecision) -> str:
+        """The tool a decision is about: the one it names, else the tool of the requested
+        call with its id; "" when neither is known."""
+        if decision.tool_name or not decision.tool_call_id:
+            return decision.tool_name
+        requested = (c for _, c in self.requested_tool_calls if c.call_id)
+        return next((c.name for c in requested if c.call_id == decision.tool_call_id), "")
 
     @cached_attribute
     def requested_writes(self) -> dict[str, bool]:
@@ -312,7 +338,7 @@ class TraceView:
         facts = span.facts.output
         messages = parse_messages(span.genai.output_messages)
         if messages:
-            text = "" if any(message_tool_calls(m) for m in messages) else assistant_text(messages)
+            text = "" if requested_calls(messages) else answer_text(messages)
             return FinalAnswer(span, text, bool(text.strip()), facts)
         assert facts is not None
         return FinalAnswer(span, None, facts.has_text and not facts.tool_call_ids, facts)
@@ -341,7 +367,7 @@ class TraceView:
         for span in self.chat_spans:
             messages = parse_messages(span.genai.output_messages)
             if messages:
-                calls += [(span, c) for m in messages for c in message_tool_calls(m)]
+                calls += [(span, c) for c in requested_calls(messages)]
             elif span.facts.output is not None:
                 output = span.facts.output
                 calls += [
@@ -389,7 +415,10 @@ class TraceView:
             current = self._by_id.get(current.parent_span_id)
         return ""
 
-    def _tool_call(self, span: Span) -> ToolCall:
+    def _tool_call(self, spans: list[Span]) -> ToolCall:
+        """The call `spans` describe (outermost first): its arguments from the first of
+        them that knows them."""
+        span = next((s for s in spans if _knows_arguments(s)), spans[0])
         arguments = call_arguments(span.genai.tool_arguments)
         facts = span.facts.arguments
         fps = facts.fingerprints if facts is not None else None
@@ -408,7 +437,50 @@ class TraceView:
             idempotency_key=str(key),
             agent_name=self.agent_of(span),
             signature=_signature(name, arguments, facts, idempotency.arguments),
+            call_id=next((s.genai.tool_call_id for s in spans if s.genai.tool_call_id), ""),
+            spans=tuple(spans),
         )
+
+
+def same_call(tool_spans: list[Span], by_id: dict[str, Span]) -> list[list[Span]]:
+    """Tool spans (in start order) grouped by the call they describe, in order of each
+    call's first span: spans with the same `gen_ai.tool.call.id`, and a tool span nested
+    in a tool span of the same tool (a framework's own span inside its instrumentor's,
+    AutoGen under OpenInference); every other span is a call of its own."""
+    groups: list[list[Span]] = []
+    of_span: dict[str, int] = {}
+    of_call_id: dict[str, int] = {}
+    for span in tool_spans:
+        call_id = span.genai.tool_call_id
+        group = of_call_id.get(call_id) if call_id else None
+        if group is None:
+            group = _enclosing_call(span, by_id, of_span)
+        if group is None:
+            group = len(groups)
+            groups.append([])
+        groups[group].append(span)
+        of_span[span.span_id] = group
+        if call_id:
+            of_call_id.setdefault(call_id, group)
+    return groups
+
+
+def _enclosing_call(span: Span, by_id: dict[str, Span], of_span: dict[str, int]) -> int | None:
+    """The group of the nearest tool span above `span` when it calls the same tool."""
+    seen = {span.span_id}
+    current = by_id.get(span.parent_span_id)
+    while current is not None and current.span_id not in seen:
+        if current.span_id in of_span:
+            same = (current.genai.tool_name or current.name) == (span.genai.tool_name or span.name)
+            return of_span[current.span_id] if same else None
+        seen.add(current.span_id)
+        current = by_id.get(current.parent_span_id)
+    return None
+
+
+def _knows_arguments(span: Span) -> bool:
+    """Whether a tool span carries its call's arguments (captured, or the collector's facts)."""
+    return bool(span.genai.tool_arguments) or span.facts.arguments is not None
 
 
 def _has_output(span: Span) -> bool:

@@ -101,6 +101,13 @@ class DueTurn:
     def incomplete(self) -> bool:
         return self.reason != "quiet"
 
+    @property
+    def context_pending(self) -> bool:
+        """Graded quiet while the span enclosing it is local and has not arrived (a session
+        span that ends with the conversation, `Trace.context_pending`): it is graded again
+        with that span when it comes."""
+        return self.reason == "quiet" and self.turn.context_pending
+
 
 @dataclass
 class AssemblerStats:

@@ -61,10 +61,17 @@ class Coverage:
         self._services: dict[tuple[str, str], _Service] = {}
 
     def observe(
-        self, tenant: str, service: str, gaps: list[Finding], now_ns: int, first: bool = True
+        self,
+        tenant: str,
+        service: str,
+        gaps: list[Finding],
+        now_ns: int,
+        first: bool = True,
+        alert: bool = True,
     ) -> list[GapAlert]:
         """Count one evaluated trace (when `first`: a re-evaluation counts once) and its
-        gap findings; the gap alerts due now."""
+        gap findings; the gap alerts due now (none when not `alert`: the window's alert
+        waits for a trace that shows the gap with everything it will get)."""
         key = (tenant, service)
         entry = self._services.pop(key, None) or _Service()
         self._services[key] = entry  # most recently seen last
@@ -79,7 +86,7 @@ class Coverage:
             gap.undecided += first
             gap.missing = str(finding.details.get("missing", ""))
             gap.close = str(finding.details.get("close", ""))
-            if gap.alerted_window != window:
+            if alert and gap.alerted_window != window:
                 gap.alerted_window = window
                 due.append(self._alert(tenant, service, finding, gap, entry.traces, window))
         return due

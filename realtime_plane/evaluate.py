@@ -135,7 +135,7 @@ class TurnEvaluator:
         findings = [f for f in found if resolved.should_alert(f)]
         gaps = [f for f in found if f.kind == "cannot_decide" and not resolved.should_alert(f)]
         due_gaps = self.coverage.observe(
-            trace.tenant, service, gaps, now_ns, first=not due.re_evaluation
+            trace.tenant, service, gaps, now_ns, not due.re_evaluation, not due.context_pending
         )
         digest = turn_digest(context.view_of(trace), conversation) if conversation else None
         if digest is not None:

@@ -11,7 +11,10 @@ agent call) is among its spans: a service's other traces (`GET /health`) are no 
 turn holds its top's subtree less the subtrees of turns nested in it (another service's
 agent, called over the network); the spans above its top (an HTTP server span, middleware,
 a session's span) are its context, nearest first. In a trace with agents, a span under no
-agent (a server's middleware beside the agent) belongs to no turn.
+agent (a server's middleware beside the agent) belongs to no turn; spans hanging from a
+missing local span (flags say it is not remote) inside the time of an agent turn's top of
+their service are that turn's (an instrumentor's spans under a framework span that is
+never exported).
 
 `turn_layout` reads whatever has arrived of a trace: the realtime plane's assembler calls
 it as spans come and decides when each turn is due (`realtime_plane.assembler`); offline
@@ -91,8 +94,13 @@ def turn_layout(spans: Sequence[Span]) -> TurnLayout:
     if agents:
         placed = {span.span_id for turn in members.values() for span in turn} | enclosing.keys()
         for span in spans:
-            if span.genai.operation and span.span_id not in placed:
-                boundary = (_ancestors(span, parents) or [span])[-1]
+            if span.span_id in placed:
+                continue
+            boundary = (_ancestors(span, parents) or [span])[-1]
+            adopter = _adopter(boundary, tops)
+            if adopter is not None:
+                members[adopter.span_id].append(span)
+            elif span.genai.operation:
                 hung_from = boundary.parent_span_id or boundary.span_id
                 loose.setdefault(hung_from, (boundary, []))[1].append(span)
     turns = []
@@ -132,6 +140,24 @@ def turn_at(trace: Trace, top_span_id: str) -> Trace:
             if shape.top.span_id == top_span_id:
                 return shape.trace()
     return trace
+
+
+def _adopter(boundary: Span, tops: list[Span]) -> Span | None:
+    """The agent turn whose spans hang from a missing local span (`boundary`: their
+    outermost arrived span) are part of: the innermost top of their service that ran
+    around them (an instrumentor's spans under a framework span never exported, AutoGen
+    under OpenInference); None when they hang from no missing span or no top ran around
+    them."""
+    if not boundary.parent_span_id or boundary.parent_is_remote:
+        return None
+    around = [
+        top
+        for top in tops
+        if top.service_name == boundary.service_name
+        and top.start_ns <= boundary.start_ns
+        and boundary.end_ns <= top.end_ns
+    ]
+    return max(around, key=lambda top: (top.start_ns, top.span_id), default=None)
 
 
 def _joined_orphans(tops: list[Span]) -> dict[str, str]:

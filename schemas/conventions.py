@@ -26,7 +26,9 @@ tool_name        gen_ai.tool.name; tool.name; traceloop.entity.name on tool span
 tool_call_id     gen_ai.tool.call.id; tool_call.id; tool.id
 tool_type        gen_ai.tool.type
 tool_arguments   gen_ai.tool.call.arguments; on execute_tool spans: input.value,
-                 traceloop.entity.input
+                 traceloop.entity.input (read through `predicates.call_arguments`: a
+                 Python call's {"args": [], "kwargs": {...}} and OpenLLMetry's LangChain
+                 {"input_str", "inputs": {...}} hold the arguments)
 tool_result      gen_ai.tool.call.result; on execute_tool spans: output.value,
                  traceloop.entity.output
 conversation_id  gen_ai.conversation.id; session.id; traceloop.association.properties.session_id
@@ -59,9 +61,17 @@ agent entry      operation (as above) or the span name's first word in invoke_ag
                  "agent run" without an operation (Pydantic AI, instrumentation version 2
                  and before); an OpenInference
                  CHAIN span whose `metadata` says `"ls_integration": "langgraph"` and names no
-                 `langgraph_node` (LangGraph's graph root)
+                 `langgraph_node` (LangGraph's graph root); an OpenInference CHAIN span
+                 named `<...Agent or AgentWorkflow>.run` (LlamaIndex's workflow agents)
+model helper     an OpenInference LLM span named after a private method (`<class>._<name>`,
+                 LlamaIndex's `OpenAI._prepare_chat_with_tools`) that reports no token
+                 usage calls no model: no detector reads it as a model call
 handoff          a span named "handoff to <agent>" (OpenInference, OpenAI Agents SDK) answers
                  the tool call `transfer_to_<agent in function style>` that requested it
+                 (it is no tool call itself)
+final answer     a model's call of `final_answer` (smolagents) is its answer, the call's
+                 `answer` argument its text, not a tool call (`messages.answer_text`,
+                 `messages.requested_calls`)
 tool decision    span event `gen_ai.tool.call.decision` (semantic-conventions-genai pull
                  request #535, proposed, not merged): `gen_ai.tool.call.decision.outcome`
                  allow / deny / require_approval, `gen_ai.tool.call.id`, `gen_ai.tool.name`;
@@ -246,6 +256,9 @@ def is_agent_entry(span_name: str, operation: str, attributes: Mapping[str, Any]
     rule = m.LANGGRAPH_ROOT
     if operation != _GRAPH_ROOT_OPERATION:
         return False
+    kind = attributes.get(g.OI_SPAN_KIND)
+    if any(run.kind == kind and run.names(span_name) for run in m.AGENT_RUNS):
+        return True
     metadata = attributes.get(rule.metadata_key)
     if not metadata:
         return False
@@ -254,6 +267,15 @@ def is_agent_entry(span_name: str, operation: str, attributes: Mapping[str, Any]
             return False  # most chain spans: decided without parsing their metadata
         metadata = json_or_text(metadata)
     return _graph_root(metadata, rule)
+
+
+def is_model_helper(span_name: str, attributes: Mapping[str, Any], fields: GenAIFields) -> bool:
+    """Whether a span of a model operation calls no model (the "model helper" row of the
+    module table): it reports no token usage and the mapping names it a helper."""
+    if fields.input_tokens is not None or fields.output_tokens is not None:
+        return False
+    kind = attributes.get(g.OI_SPAN_KIND)
+    return any(rule.kind == kind and rule.names(span_name) for rule in m.MODEL_HELPERS)
 
 
 def _graph_root(metadata: Any, rule: m.GraphRootRule) -> bool:
@@ -505,7 +527,7 @@ def _genai_message(flat: dict[str, Any], arguments: bool) -> dict[str, Any]:
             parts.append({"type": "text", "content": _json_value(item["text"])})
     for _, call in sorted(flat.get("tool_calls", {}).items()):
         part = {"type": "tool_call", "id": _text(call.get("id")), "name": _text(call.get("name"))}
-        if arguments:
+        if arguments or part["name"] in m.FINAL_ANSWER_TOOLS:  # a final answer: its text
             part["arguments"] = _json_value(json_or_text(call.get("arguments")))
         parts.append(part)
     message: dict[str, Any] = {"role": role, "parts": parts}

@@ -24,11 +24,11 @@ from pathgrade.schemas.fingerprints import TenantKey
 from pathgrade.schemas.json_text import sorted_compact
 from pathgrade.schemas.memo import BoundedMemo
 from pathgrade.schemas.messages import (
-    assistant_text,
-    message_tool_calls,
+    answer_text,
     parse_json,
     parse_messages,
     request_text,
+    requested_calls,
     untrusted_texts,
 )
 from pathgrade.schemas.model import GenAIFields
@@ -194,8 +194,8 @@ def _output_fact(
     """The output fact (JSON text) of a model call's output messages. A tool call's id is
     an identifier: as it is, or its fingerprint when scrubbing would change it (so two
     calls stay two, and match their tool spans' ids, which the collector treats alike)."""
-    calls = [call for message in messages for call in message_tool_calls(message)]
-    text = assistant_text(messages)
+    calls = requested_calls(messages)
+    text = answer_text(messages)
     facts: dict[str, Any] = {"text": bool(text.strip())}
     if calls:
         clean = scanner.clean

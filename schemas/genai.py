@@ -158,6 +158,7 @@ TURN_KINDS: Final = ("action", "read")  # values of pathgrade.turn.kind
 OI_SPAN_KIND: Final = "openinference.span.kind"
 OI_SPAN_KIND_TOOL: Final = "TOOL"  # value of openinference.span.kind on tool spans
 OI_SPAN_KIND_CHAIN: Final = "CHAIN"
+OI_SPAN_KIND_LLM: Final = "LLM"
 OI_INPUT_VALUE: Final = "input.value"
 OI_OUTPUT_VALUE: Final = "output.value"
 OI_TOOL_NAME: Final = "tool.name"

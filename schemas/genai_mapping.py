@@ -212,6 +212,36 @@ metadata names the integration and no node (its node spans name theirs)."""
 
 
 @dataclass(frozen=True, slots=True)
+class MethodRule:
+    """A span an instrumentor names after the method it wraps (`<class>.<method>`), known
+    by its `openinference.span.kind` (`kind`) and that name: its class name ends with one
+    of `class_suffixes` (any class: ()) and its method is `method`, or, with `private`,
+    starts with `_`."""
+
+    kind: str
+    class_suffixes: tuple[str, ...] = ()
+    method: str = ""
+    private: bool = False
+
+    def names(self, span_name: str) -> bool:
+        """Whether `span_name` is such a method's."""
+        owner, dot, method = span_name.rpartition(".")
+        if not dot or not owner or not owner.endswith(self.class_suffixes or ("",)):
+            return False
+        return method.startswith("_") if self.private else method == self.method
+
+
+AGENT_RUNS = (MethodRule(g.OI_SPAN_KIND_CHAIN, ("Agent", "AgentWorkflow"), "run"),)
+"""Spans that run an agent without naming an agent operation: LlamaIndex's workflow agents
+under OpenInference, a CHAIN span `FunctionAgent.run` (`ReActAgent.run`,
+`CodeActAgent.run`, `AgentWorkflow.run`, a subclass named `...Agent`)."""
+MODEL_HELPERS = (MethodRule(g.OI_SPAN_KIND_LLM, private=True),)
+"""Spans of a model operation that call no model when they report no token usage: a
+private method of a model class OpenInference's LlamaIndex instrumentation records as an
+LLM span (`OpenAI._prepare_chat_with_tools` builds the request the next span sends)."""
+
+
+@dataclass(frozen=True, slots=True)
 class HandoffRule:
     """A span recording an agent's handoff to another, which answers the tool call that
     requested it: a span named `span_prefix` + the target agent answers the tool named
@@ -226,3 +256,18 @@ HANDOFFS = (HandoffRule("handoff to ", "transfer_to_"),)
 """OpenInference's OpenAI Agents SDK instrumentation: the handoff the model requested as
 tool `transfer_to_billing` is the span "handoff to billing" (a TOOL span without the call's
 id)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FinalAnswerRule:
+    """A tool a framework has the model call with its final answer: a call of `tool` in a
+    model's output is the answer (its `argument`, the answer's text), not a tool call."""
+
+    tool: str
+    argument: str
+
+
+FINAL_ANSWERS = (FinalAnswerRule("final_answer", "answer"),)
+"""smolagents asks the model for its final answer as a call of the `final_answer` tool
+(`{"answer": ...}`); it runs it as a tool span `FinalAnswerTool`."""
+FINAL_ANSWER_TOOLS = frozenset(rule.tool for rule in FINAL_ANSWERS)

@@ -12,6 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, NamedTuple, TypeVar
 
+from pathgrade.schemas.genai_mapping import FINAL_ANSWER_TOOLS, FINAL_ANSWERS
 from pathgrade.schemas.json_text import loads
 
 T = TypeVar("T")
@@ -57,15 +58,31 @@ gen-ai-output-messages.json); any other is a `GenericPart` (its `type` is the pr
 def message_text(message: dict[str, Any]) -> str:
     """The concatenated text content of one message: its text parts, tool responses, and
     the text `content` of a generic part (a type the conventions do not name)."""
+    return _text_of(message, _READ_PARTS, generic=True)
+
+
+def typed_text(message: dict[str, Any]) -> str:
+    """The text of one message's own words: its string content and text parts (no tool
+    response, document or file part)."""
+    return _text_of(message, _TYPED_PARTS)
+
+
+_READ_PARTS = frozenset({"text", "tool_call_response"})
+_TYPED_PARTS = frozenset({"text"})
+
+
+def _text_of(message: dict[str, Any], part_types: frozenset[str], generic: bool = False) -> str:
+    """A message's string content and the texts of its parts of `part_types` (and of its
+    generic parts' text content, with `generic`), joined."""
     content = message.get("content")
     texts = [content] if isinstance(content, str) else []
     for part in _parts(message):
         kind = part.get("type")
-        if kind == "text":
-            texts.append(str(part.get("content") or ""))
-        elif kind == "tool_call_response":
+        if kind == "tool_call_response" and kind in part_types:
             texts.append(str(part.get("response") or part.get("content") or ""))
-        elif kind not in NAMED_PART_TYPES and isinstance(part.get("content"), str):
+        elif kind in part_types:
+            texts.append(str(part.get("content") or ""))
+        elif generic and kind not in NAMED_PART_TYPES and isinstance(part.get("content"), str):
             texts.append(part["content"])
     return "\n".join(texts)
 
@@ -84,6 +101,42 @@ def message_tool_calls(message: dict[str, Any]) -> list[RequestedToolCall]:
     return calls
 
 
+def requested_calls(messages: list[dict[str, Any]]) -> list[RequestedToolCall]:
+    """The tool calls a model's output `messages` request, a final answer asked for as a
+    tool call (`genai_mapping.FINAL_ANSWERS`) left out: it is the answer."""
+    calls = (call for message in messages for call in message_tool_calls(message))
+    return [call for call in calls if call.name not in FINAL_ANSWER_TOOLS]
+
+
+def answer_text(messages: list[dict[str, Any]]) -> str:
+    """The answer a model's output `messages` give: the assistant's text, then the text of
+    each final answer asked for as a tool call (`genai_mapping.FINAL_ANSWERS`)."""
+    texts = [assistant_text(messages)]
+    for message in messages:
+        texts += [leaf_text(answer) for answer in _final_answers(message)]
+    return "\n".join(t for t in texts if t)
+
+
+def _final_answers(message: dict[str, Any]) -> list[Any]:
+    """The answers of the final-answer tool calls of one message (parts, then OpenAI's)."""
+    calls = [(p.get("name"), p.get("arguments")) for p in _parts(message)
+             if p.get("type") == "tool_call"]  # fmt: skip
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            calls.append((function.get("name"), function.get("arguments")))
+    answers = []
+    for name, arguments in calls:
+        if name not in FINAL_ANSWER_TOOLS:
+            continue
+        if isinstance(arguments, str):
+            arguments = parse_json(arguments)
+        rule = next(r for r in FINAL_ANSWERS if r.tool == name)
+        if isinstance(arguments, dict) and rule.argument in arguments:
+            answers.append(arguments[rule.argument])
+    return answers
+
+
 def assistant_text(messages: list[dict[str, Any]]) -> str:
     """The text of the assistant messages in `messages` (a message without a role counts as
     the assistant's), joined by newlines."""
@@ -92,12 +145,16 @@ def assistant_text(messages: list[dict[str, Any]]) -> str:
 
 
 def request_text(messages: list[dict[str, Any]]) -> str:
-    """The text of the last user message of `messages`: the request the turn answers (a
-    model call's input holds the conversation so far; its last user message is this
-    turn's); "" when there is none."""
+    """The text the user typed in the last user message of `messages` that holds any: the
+    request the turn answers (a model call's input holds the conversation so far; its
+    last user message is this turn's). Tool responses, documents and files in a user
+    message (Gemini sends function responses as the user's) are not the user's words;
+    "" when there is none."""
     for message in reversed(messages):
         if message.get("role") == "user":
-            return message_text(message)
+            text = typed_text(message)
+            if text.strip():
+                return text
     return ""
 
 

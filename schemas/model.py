@@ -219,6 +219,22 @@ class Trace:
         top = self.root
         return ([top] if top else []) + self.context + self.spans
 
+    @property
+    def context_pending(self) -> bool:
+        """Whether the outermost span that arrived of a turn (its farthest context span,
+        else its top) hangs from a span the exporter says is local that has not arrived:
+        a session or request span that ends after the turn, where a decision, a
+        confirmation or the identity may yet be recorded. False for a whole trace and
+        without flags (a stored trace keeps none)."""
+        if not self.top_span_id:
+            return False
+        boundary = self.context[-1] if self.context else self.root
+        return (
+            boundary is not None
+            and bool(boundary.parent_span_id)
+            and (boundary.parent_is_remote is False)
+        )
+
     def _find_root(self) -> Span | None:
         if self.top_span_id:
             return next((s for s in self.spans if s.span_id == self.top_span_id), None)

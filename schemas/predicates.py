@@ -13,14 +13,16 @@
 - `ASK_LEXICON`: questions that ask the user for a value (an account number, an order
   number, an e-mail address...) in a model's output (PG121): each slot with the
   argument-name fragments of the calls that already hold such a value.
-- `call_arguments`: a tool call's arguments as one JSON object (OpenLLMetry's
-  `{"args": [], "kwargs": {...}}` wrapper unwrapped), the canonical arguments every
+- `call_arguments`: a tool call's arguments as one JSON object (the instrumentations'
+  wrappers unwrapped: a Python call's `{"args": [], "kwargs": {...}}`, OpenLLMetry's
+  LangChain callback `{"input_str", "inputs": {...}}`), the canonical arguments every
   fingerprint, skeleton and detector reads.
 - `argument_skeleton`: the shape of a JSON value without its values (keys, JSON types,
   lengths), for PG104's structural checks.
 - `RequestPatterns`: what a user's request for each write tool looks like (a policy's
   `requests`: tool -> regular expressions, matched case-insensitively on the turn's
-  request, the last user message of a model call's input), for PG110: the collector
+  request, the text the user typed in the last user message of a model call's input),
+  for PG110: the collector
   records which writes the request asked for (`schemas.facts`, `requests`), the
   detectors match captured messages with the same patterns.
 
@@ -195,16 +197,15 @@ ASKS: Final = Lexicon(
 )
 
 
-LANGCHAIN_TOOL_INPUT: Final = frozenset({"input_str", "tags", "metadata", "inputs", "kwargs"})
-"""The keys of OpenLLMetry's LangChain tool input (its callback's arguments): `inputs`
-holds the call's arguments."""
-
-
 def call_arguments(text: str) -> dict[str, Any] | None:
     """A tool call's arguments (JSON text) as one object; None when `text` is empty or not
-    a JSON object. OpenLLMetry writes `{"args": [], "kwargs": {...}}`: its kwargs are the
-    arguments when no positional argument was passed; for LangChain tools it writes its
-    callback's arguments (`LANGCHAIN_TOOL_INPUT`), whose `inputs` are the arguments."""
+    a JSON object. Instrumentations write two wrappers: for a LangChain tool, OpenLLMetry's
+    callback `{"input_str": <Python repr>, "inputs": {...}, "tags", "metadata", "kwargs"}`,
+    whose inputs are the arguments, and a Python call's bound arguments, `{"args": [],
+    "kwargs": {...}}` (OpenLLMetry; OpenInference's smolagents adds the wrapped method's
+    own keywords beside them, its LlamaIndex leaves the empty `args` out), whose kwargs are
+    the arguments when no positional argument was passed (`collector/_facts_kernel.c`
+    reads both alike)."""
     if not text:
         return None
     try:
@@ -213,12 +214,12 @@ def call_arguments(text: str) -> dict[str, Any] | None:
         return None
     if not isinstance(value, dict):
         return None
-    if value.keys() == {"args", "kwargs"} and not value["args"]:
-        kwargs = value["kwargs"]
-        return kwargs if isinstance(kwargs, dict) else None
-    if value.keys() == LANGCHAIN_TOOL_INPUT:
+    if "input_str" in value and "inputs" in value:
         inputs = value["inputs"]
         return inputs if isinstance(inputs, dict) else None
+    if "kwargs" in value and not value.get("args"):
+        kwargs = value["kwargs"]
+        return kwargs if isinstance(kwargs, dict) else None
     return value
 
 

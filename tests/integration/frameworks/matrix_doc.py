@@ -25,7 +25,7 @@ TOOL_SPANS = {"execute_tool", "TOOL"}
 MODEL_SPANS = {"chat", "generate_content", "LLM"}
 SIGNALS: dict[str, tuple[set[str], tuple[str, ...]]] = {
     "tool arguments": (TOOL_SPANS, ("gen_ai.tool.call.arguments", "traceloop.entity.input",
-                                    "input.value")),
+                                    "input.value", "gen_ai.tool.message")),
     "tool call ids": (TOOL_SPANS, ("gen_ai.tool.call.id",)),
     "token usage": (MODEL_SPANS, ("gen_ai.usage.input_tokens", "llm.token_count.prompt")),
     "messages": (MODEL_SPANS, ("gen_ai.input.messages", "llm.input_messages.N.message.role",
@@ -45,6 +45,12 @@ def load() -> list[dict[str, Any]]:
     """The recorded results, in the matrix's order."""
     found = {p.stem: json.loads(p.read_text()) for p in RESULTS.glob("*.json")}
     return [found[slug] for slug in ENVIRONMENTS if slug in found]
+
+
+def load_run() -> dict[str, Any]:
+    """The recorded run's figures (wall time, adapters at a time, CPUs); {} when none."""
+    path = RESULTS / "run.json"
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def framework_spans(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -160,6 +166,7 @@ def outcomes(results: list[dict[str, Any]]) -> list[str]:
 
 def render(results: list[dict[str, Any]]) -> str:
     """The whole docs/frameworks.md."""
+    run = load_run()
     stories = ["| story | the user says | the scripted model | must raise |", "|---|---|---|---|"]
     for s in STORIES.values():
         calls = ", ".join(c.tool for c in s.calls)
@@ -233,9 +240,12 @@ def render(results: list[dict[str, Any]]) -> str:
             f"In the recorded run the installs took {sum(r['install_s'] for r in results):.0f}"
             " s in all (uv's download cache warm; with it empty the largest, CrewAI, took 24 s"
             f" and Google ADK 9 s) and the agents {sum(r['run_s'] for r in results):.0f} s for"
-            " every shape of every framework. Each framework then waits for its failures'"
-            " alerts (at most `ALERT_WAIT_S` of test_matrix.py; on a branch that grades"
-            " turns a quiet window after they end, about a second).",
+            " every shape of every framework, added up. The adapters run at once"
+            f" ({run.get('parallel', '?')} at a time) against one stack and their alerts are"
+            " awaited together (a failure's alert comes a quiet window after its turn ended,"
+            " about a second; `ALERT_WAIT_S` of test_matrix.py at most): the frameworks took"
+            f" {run.get('wall_s', '?')} s of wall time on {run.get('cpus', '?')} CPUs, the"
+            " stack's start (about 20 s) aside.",
             width=88,
         ),
         "",

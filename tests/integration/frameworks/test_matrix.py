@@ -5,7 +5,12 @@ settings (nothing captured) whose policy names the tools' effects. Every framewo
 the same stories in four shapes (stories.SHAPES); for each shape, each failure story's
 detector alerts and the clean turns raise no alert at all.
 
-`PATHGRADE_RECORD_FRAMEWORKS=1` writes each framework's results to results/, from which
+The frameworks' adapters run at once (`PATHGRADE_FRAMEWORKS_PARALLEL`, default 6, at a
+time) against the one stack, and their alerts are awaited together: the module costs one
+stack start, the slowest adapters and one quiet window, not the sum of them.
+
+`PATHGRADE_RECORD_FRAMEWORKS=1` writes each framework's results to results/ (and the
+run's wall time to results/run.json), from which
 `python -m tests.integration.frameworks.matrix_doc --write` renders docs/frameworks.md.
 """
 
@@ -16,7 +21,9 @@ import json
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +96,13 @@ class Outcome:
     record: dict[str, Any]
     alerts: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def trace_ids(self) -> set[str]:
+        return {t["trace_id"] for shape in self.record["shapes"].values() for t in shape}
+
+    def all_problems(self) -> list[str]:
+        return [p for shape in self.record["shapes"] for p in self.problems(shape)]
+
     def runs(self, shape: str) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         for trace in self.record["shapes"][shape]:
             for run in trace["runs"]:
@@ -157,27 +171,89 @@ class Outcome:
                 "requests_in_policy": REQUESTS_IN_POLICY}  # fmt: skip
 
 
-_outcomes: dict[str, Outcome | str] = {}
-"""Each framework's outcome, or why its adapter failed, once per session."""
+CANNOT_PASS = {
+    ("langgraph-openinference", "no_server_span"): (
+        "approved_reset: OpenInference's LangChain instrumentor makes no span current while "
+        "a tool runs, and this shape has no span of the app's, so the app's approval gate "
+        "has no span to record its `allow` on (the event is lost in the app, before any "
+        "exporter): PG111 rightly finds the reset unconfirmed",
+        True,
+    ),
+    ("langgraph-openinference", "server_span"): (
+        "LangChain gives a one-argument tool its bare value (`input.value` 'cust-1001', no "
+        "argument name; the named arguments are only on the graph's `tools` span and in "
+        "the model's output, whose facts carry no arguments), so PG112 cannot decide on "
+        "get_account; the service's one coverage alert of the window lands on whichever "
+        "get_account turn is graded first, clean_read or orphan_write, of this shape",
+        False,
+    ),
+}
+"""Framework x shape cells that cannot pass yet: each is an expected failure naming why
+(never counted as passing); a strict one fails once it passes, the other depends on which
+turn a coverage alert lands on."""
+PARALLEL = int(os.environ.get("PATHGRADE_FRAMEWORKS_PARALLEL", "6"))
+"""How many frameworks' adapters run at once against the stack (each is a process that
+mostly waits: on the scripted model, the exporter, its conversation's pauses)."""
 
 
-def outcome(stack: Stack, env: Environment, tmp_dir: Path) -> Outcome:
-    """`env`'s framework through every shape, once per session: its traffic, then its
-    alerts once each failure alerted (or ALERT_WAIT_S passed) and a trace sent after all
-    of them alerted too (one consumer evaluates turns in the order they went quiet)."""
-    if env.slug not in _outcomes:
+def selected_slugs(session: pytest.Session) -> list[str]:
+    """The frameworks of this module's selected tests, in their order."""
+    slugs = [
+        item.callspec.params["slug"]
+        for item in session.items
+        if item.module is not None and item.module.__name__ == __name__
+        and hasattr(item, "callspec")
+    ]  # fmt: skip
+    return list(dict.fromkeys(slugs))
+
+
+@pytest.fixture(scope="module")
+def outcomes(
+    stack: Stack, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Outcome | str]:
+    """Every selected framework through every shape, at most PARALLEL adapters at a time,
+    then their alerts once each failure alerted (or ALERT_WAIT_S passed) and a trace sent
+    after all of them alerted too (one consumer evaluates turns in the order they went
+    quiet). A framework whose adapter failed maps to why (each of its shapes fails so)."""
+    slugs = selected_slugs(request.session)
+    tmp_dir = tmp_path_factory.mktemp("adapters")
+    started = time.monotonic()
+
+    def attempt(slug: str) -> Outcome | str:
         try:
-            _outcomes[env.slug] = run_framework(stack, env, tmp_dir)
+            return run_adapter(stack, ENVIRONMENTS[slug], tmp_dir)
         except Exception as error:  # the framework could not run: each shape's test says so
-            _outcomes[env.slug] = f"{env.slug} could not run: {error}"
-    found = _outcomes[env.slug]
-    if isinstance(found, str):
-        pytest.fail(found)
+            return f"{slug} could not run: {error}"
+
+    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+        found = dict(zip(slugs, pool.map(attempt, slugs), strict=True))
+    ran = [o for o in found.values() if isinstance(o, Outcome)]
+    traces = {t["trace_id"] for o in ran for shape in o.record["shapes"].values() for t in shape}
+
+    def all_failures_alerted() -> bool:
+        alerts = stack.alerts(traces)
+        for result in ran:
+            result.alerts = [a for a in alerts if a["trace_id"] in result.trace_ids]
+        return not any("did not alert" in p for o in ran for p in o.all_problems())
+
+    with contextlib.suppress(AssertionError):  # the problems name what did not alert
+        wait_until(all_failures_alerted, timeout_s=ALERT_WAIT_S)
+    sentinel = failed_tool_trace(stack.otlp)
+    wait_until(lambda: stack.alerts({sentinel}), timeout_s=60)
+    all_failures_alerted()
+    if RECORD:
+        RESULTS.mkdir(exist_ok=True)
+        for result in ran:
+            path = RESULTS / f"{result.env.slug}.json"
+            path.write_text(json.dumps(result.summary(), indent=1, sort_keys=True) + "\n")
+        run = {"frameworks": len(slugs), "parallel": PARALLEL, "cpus": os.cpu_count(),
+               "wall_s": round(time.monotonic() - started, 1)}  # fmt: skip
+        (RESULTS / "run.json").write_text(json.dumps(run, indent=1, sort_keys=True) + "\n")
     return found
 
 
-def run_framework(stack: Stack, env: Environment, tmp_dir: Path) -> Outcome:
-    """Install if needed, run the adapter, collect the alerts of its traces."""
+def run_adapter(stack: Stack, env: Environment, tmp_dir: Path) -> Outcome:
+    """Install if needed and run the framework's adapter: its traffic and record."""
     python, install_s = env.python()
     out = tmp_dir / f"{env.slug}.json"
     done = subprocess.run(
@@ -203,35 +279,26 @@ def run_framework(stack: Stack, env: Environment, tmp_dir: Path) -> Outcome:
     if done.returncode != 0:
         raise RuntimeError(f"the adapter exited {done.returncode}:\n{done.stderr[-5000:]}")
     record = {**json.loads(out.read_text()), "install_s": round(install_s, 1)}
-    result = Outcome(env, record)
-    traces = {t["trace_id"] for shape in record["shapes"].values() for t in shape}
-
-    def all_failures_alerted() -> bool:
-        result.alerts = stack.alerts(traces)
-        return not any("did not alert" in p for s in record["shapes"] for p in result.problems(s))
-
-    with contextlib.suppress(AssertionError):  # the problems name what did not alert
-        wait_until(all_failures_alerted, timeout_s=ALERT_WAIT_S)
-    sentinel = failed_tool_trace(stack.otlp)
-    wait_until(lambda: stack.alerts({sentinel}), timeout_s=60)
-    result.alerts = stack.alerts(traces)
-    if RECORD:
-        RESULTS.mkdir(exist_ok=True)
-        path = RESULTS / f"{env.slug}.json"
-        path.write_text(json.dumps(result.summary(), indent=1, sort_keys=True) + "\n")
-    return result
+    return Outcome(env, record)
 
 
 @pytest.mark.timeout(ADAPTER_TIMEOUT_S + 300)
 @pytest.mark.parametrize("shape", list(SHAPES))
 @pytest.mark.parametrize("slug", list(ENVIRONMENTS))
 def test_failures_alert_and_clean_turns_do_not(
-    stack: Stack, slug: str, shape: str, tmp_path_factory: pytest.TempPathFactory
+    outcomes: dict[str, Outcome | str], slug: str, shape: str
 ) -> None:
-    result = outcome(stack, ENVIRONMENTS[slug], tmp_path_factory.mktemp(slug))
+    result = outcomes[slug]
+    if isinstance(result, str):
+        pytest.fail(result)
     own = [
         k for e in result.record["emitted"] for k in e["attributes"] if k.startswith("pathgrade.")
     ]
     assert own == [], "the app and the framework set no pathgrade.* attribute"
     problems = result.problems(shape)
+    known = CANNOT_PASS.get((slug, shape))
+    if known is not None:
+        why, strict = known
+        assert problems or not strict, f"{slug} in {shape} passes now: remove it from CANNOT_PASS"
+        pytest.xfail(f"{why}:\n" + "\n".join(problems or ["(not in this run)"]))
     assert not problems, f"{slug} in {shape}:\n" + "\n".join(problems)

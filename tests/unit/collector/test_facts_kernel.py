@@ -191,6 +191,8 @@ def _json(value: Any) -> str:
     return json.dumps(value)
 
 
+answers = st.fixed_dictionaries({"answer": json_values})
+"""A final answer's arguments (smolagents' `final_answer` tool)."""
 parts = st.fixed_dictionaries(
     {
         "type": st.sampled_from(
@@ -201,8 +203,10 @@ parts = st.fixed_dictionaries(
         "content": json_values,
         "response": json_values,
         "id": st.one_of(texts, st.integers(0, 9), st.none()),
-        "name": st.one_of(st.sampled_from(["lookup", "refund", "reset"]), texts, st.none()),
-        "arguments": json_values,
+        "name": st.one_of(
+            st.sampled_from(["lookup", "refund", "reset", "final_answer"]), texts, st.none()
+        ),
+        "arguments": st.one_of(json_values, answers, answers.map(_json)),
     },
 )
 messages = st.fixed_dictionaries(
@@ -220,7 +224,11 @@ messages = st.fixed_dictionaries(
                     optional={
                         "function": st.one_of(
                             st.fixed_dictionaries(
-                                {}, optional={"name": st.one_of(texts, st.none())}
+                                {},
+                                optional={
+                                    "name": st.one_of(texts, st.none(), st.just("final_answer")),
+                                    "arguments": st.one_of(texts, answers.map(_json)),
+                                },
                             ),
                             st.none(),
                         )
@@ -259,6 +267,17 @@ arguments = st.one_of(
             "kwargs": st.just({"color": "green", "name": None}),
         }
     ).map(_json),
+    st.fixed_dictionaries(
+        {"kwargs": json_values},
+        optional={
+            "args": st.sampled_from([[], [1], None]),
+            "sanitize_inputs_outputs": st.booleans(),
+        },
+    ).map(_json),
+    st.one_of(
+        st.dictionaries(st.sampled_from(["customer_id", "amount"]), json_values, max_size=3),
+        json_values,
+    ).map(lambda inputs: _json({"input_str": str(inputs), "inputs": inputs, "tags": []})),
     json_values.map(_json),
     st.sampled_from(
         [
@@ -416,6 +435,29 @@ def test_what_the_kernel_leaves_to_python_is_answered_false_and_still_computed()
         body = _body(("s", attributes))
         assert maker.request_facts(body, "acme", True) == [False], attributes
         _assert_same([body], RedactionConfig())
+
+
+def test_a_span_with_message_events_is_left_to_python_which_reads_their_content() -> None:
+    """Strands Agents writes content as span events only: the kernel, which reads
+    attributes, leaves such a span to Python, whose facts read the events
+    (schemas.event_content); the same with one redactor or the other."""
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    span = scope.spans.add(trace_id=TRACE, span_id=b"\x01" * 8, name="execute_tool change_plan")
+    span.attributes.extend(
+        [_kv(genai.OPERATION_NAME, "execute_tool"), _kv(genai.TOOL_NAME, "change_plan")]
+    )
+    span.events.add(name=genai.EVENT_TOOL_MESSAGE).attributes.append(
+        _kv("content", '{"customer_id": "cust-1", "plan": "basic"}')
+    )
+    body = request.SerializeToString()
+    assert _maker(RedactionConfig(), native=True).request_facts(body, "acme", True) == [False]
+    by_kernel, _ = _both([body], RedactionConfig())
+    (facts_span,) = _spans(by_kernel[0])
+    keys = {kv.key for kv in facts_span.attributes}
+    assert f.TOOL_ARGS in keys
+    assert all(kv.key != "content" for kv in facts_span.events[0].attributes)
+    _assert_same([body], RedactionConfig())
 
 
 def test_personal_data_in_dropped_content_is_counted_by_field() -> None:

@@ -166,6 +166,21 @@ def test_content_event_kept_when_messages_captured() -> None:
     assert len(span.attributes) == 0
 
 
+def test_a_tool_call_decision_travels_on_default_settings() -> None:
+    """PG111 reads the decision's outcome, call id and tool name: none is withheld."""
+    decision = {
+        genai.TOOL_CALL_DECISION_OUTCOME: "require_approval",
+        genai.TOOL_CALL_ID: "call_1",
+        genai.TOOL_NAME: "reset_equipment",
+    }
+    attributes = [_kv(k, v) for k, v in decision.items()]
+    event = trace_pb2.Span.Event(name=genai.EVENT_TOOL_CALL_DECISION, attributes=attributes)
+    request = _request(_span({}, events=[event]))
+    Redactor(RedactionConfig()).redact(request)
+    span = request.resource_spans[0].scope_spans[0].spans[0]
+    assert _attributes(span.events[0].attributes) == decision
+
+
 def test_span_without_content_gets_no_marker() -> None:
     assert _redact(_span({genai.OPERATION_NAME: "chat", genai.USAGE_OUTPUT_TOKENS: 3})) == {
         genai.OPERATION_NAME: "chat",

@@ -6,7 +6,8 @@ import json
 
 import pytest
 from pathgrade.detectors import cost_usd, load_price_table
-from pathgrade.detectors.view import DetectorContext
+from pathgrade.detectors.conventions import Conventions
+from pathgrade.detectors.view import DetectorContext, TraceView
 
 from tests.support.traces import TraceBuilder, clean_refund_trace, detect
 
@@ -44,6 +45,19 @@ def test_pg100_asks_the_turn_for_an_agent_span_never_its_top_to_be_one() -> None
     assert detect("PG100", b.build()) == []
 
 
+def test_pg100_a_model_class_s_private_helper_is_no_model_call() -> None:
+    """LlamaIndex under OpenInference records `OpenAI._prepare_chat_with_tools`, which
+    builds the request, as an LLM span without tokens: not an inference span. A span of a
+    public method without tokens is one that lost its usage."""
+    b = TraceBuilder()
+    helper = b.chat(tokens=(None, None), attributes={"openinference.span.kind": "LLM"})
+    helper.name = "OpenAI._prepare_chat_with_tools"
+    assert detect("PG100", b.build()) == []
+    assert detect("PG114", b.build(), {"max_steps": 0}) == []  # it is no step either
+    helper.name = "OpenAI.astream_chat"
+    assert problems(detect("PG100", b.build())) == ["missing_token_usage"]
+
+
 def test_pg100_a_handoff_span_answers_the_tool_call_that_requested_it() -> None:
     """OpenInference's OpenAI Agents SDK instrumentation records the handoff the model
     requested as tool `transfer_to_billing_agent` as a TOOL span "handoff to Billing
@@ -56,6 +70,8 @@ def test_pg100_a_handoff_span_answers_the_tool_call_that_requested_it() -> None:
     (finding,) = detect("PG100", b.build())
     assert (finding.details["problem"], finding.details["tool"]) == (
         "missing_tool_span", "transfer_to_refunds")  # fmt: skip
+    assert TraceView(b.build(), Conventions()).tool_calls == []  # a handoff calls no tool
+    assert detect("PG112", b.build()) == []  # so it has no arguments to miss
 
 
 def test_pg101_fires_on_failed_tool_unless_ignored() -> None:

@@ -165,3 +165,22 @@ def test_a_rule_that_raises_is_counted_and_undecided_and_the_others_keep_their_f
     assert undecided.kind == "cannot_decide" and undecided.details["missing"] == DETECTOR_ERROR
     assert "customer 42" not in undecided.reason  # the exception's text may hold content
     assert "PG112" in {f.code for f in findings if f.kind == "violation"}
+
+
+def test_a_final_answer_asked_for_as_a_tool_call_is_the_answer() -> None:
+    """smolagents: the model calls `final_answer` with the answer: the run ended cleanly,
+    a card in it is a card in the answer, and no span need answer that call (captured or
+    on the collector's facts alike)."""
+    b = TraceBuilder(answer=None)
+    b.chat(calls=[("c1", "lookup_order")])
+    b.tool("lookup_order", {"order_id": "1"}, call_id="c1")
+    final = b.chat()
+    answer = {"answer": "I have reset your router; the card on file is 4111 1111 1111 1111."}
+    call = {"type": "tool_call", "id": "c2", "name": "final_answer", "arguments": answer}
+    final.genai.output_messages = json.dumps([{"role": "assistant", "parts": [call]}])
+    for trace in (b.build(), facts_only(b.build())):
+        assert detect("PG113", trace) == [] and detect("PG100", trace) == []
+        (card,) = detect("PG115", trace)
+        assert card.details["kind"] == "card"
+        (claim,) = detect("PG116", trace)  # "I have reset": no reset tool ran
+        assert claim.details["claim"] == "reset"

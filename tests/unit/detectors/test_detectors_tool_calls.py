@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
+from pathgrade.detectors.conventions import Conventions
 from pathgrade.detectors.jsonschema_subset import validate
+from pathgrade.detectors.view import TraceView
 from pathgrade.schemas import genai
 
 from tests.support.traces import (
@@ -161,3 +163,24 @@ def test_pg107_cannot_decide_on_repeated_uncaptured_calls() -> None:
         b.tool("search_kb", None)
     (finding,) = detect("PG107", b.build())
     assert finding.kind == "cannot_decide" and len(finding.details["span_ids"]) == 4
+
+
+def test_spans_describing_one_call_are_one_call() -> None:
+    """AutoGen's own execute_tool span inside OpenInference's TOOL span for the same tool,
+    or two spans with one call id: one call, its arguments from the span that has them,
+    its id from the one that carries it; two sibling calls of one tool stay two."""
+    b = TraceBuilder()
+    b.chat(calls=[("c1", "change_plan"), ("c2", "lookup_order")])
+    outer = b.tool("change_plan", {"account_id": "cust-1"}, effect="write")
+    inner = b.tool("change_plan", None, call_id="c1", effect="write")
+    inner.parent_span_id = outer.span_id
+    twins = [b.tool("lookup_order", {"order_id": "1"}, call_id="c2") for _ in range(2)]
+    siblings = [b.tool("lookup_order", {"order_id": "1"}) for _ in range(2)]
+    trace = b.build()
+    calls = TraceView(trace, Conventions()).tool_calls
+    assert [c.spans for c in calls] == [(outer, inner), tuple(twins), *[(s,) for s in siblings]]
+    assert (calls[0].span, calls[0].call_id, calls[0].arguments) == (
+        outer, "c1", {"account_id": "cust-1"})  # fmt: skip
+    assert detect("PG100", trace) == [] and detect("PG109", trace) == []
+    (loop,) = detect("PG107", trace, {"max_repeats": 2})
+    assert loop.details["count"] == 3  # the twins are one call

@@ -12,7 +12,7 @@ from pathgrade.detectors.conventions import Conventions
 from pathgrade.detectors.view import DetectorContext
 from pathgrade.schemas import facts, genai
 from pathgrade.schemas.agent_turns import turns_of
-from pathgrade.schemas.model import Trace
+from pathgrade.schemas.model import Span, Trace
 
 from tests.support.traces import TraceBuilder, decision, detect, in_server_span
 
@@ -71,6 +71,78 @@ def test_pg111_decides_from_decision_events_before_confirmed_action() -> None:
     assert detect("PG111", turn("require_approval", by_name=True))[0].kind == "violation"
     assert detect("PG111", turn(confirmed=True)) == []  # no decision: the confirmation
     assert detect("PG111", turn())[0].details["problem"] == "unconfirmed"
+
+
+def test_pg111_pairs_a_decision_with_a_tool_span_that_carries_no_call_id() -> None:
+    """OpenInference's tool spans carry no call id: a decision names the call by the tool
+    it names, else by the tool of the requested call with its id."""
+
+    def turn(outcome: str, tool: str) -> Trace:
+        b = TraceBuilder()
+        b.chat(calls=[("c1", "cancel_order")])
+        decision(b.tool("cancel_order", {"id": "1"}, effect="irreversible"), outcome, "c1", tool)
+        return b.build()
+
+    assert detect("PG111", turn("allow", "cancel_order")) == []
+    assert detect("PG111", turn("allow", "")) == []
+    assert detect("PG111", turn("deny", ""))[0].details["problem"] == "deny"
+    assert detect("PG111", turn("allow", "close_account"))[0].details["problem"] == "unconfirmed"
+
+
+def _in_one_server_span(*builders: TraceBuilder) -> Trace:
+    """The builders' turns one after another inside one server span (each builder's span
+    ids prefixed by its number so they stay apart)."""
+    spans: list[Span] = []
+    for number, builder in enumerate(builders, 1):
+        for span in builder.build().spans:
+            span.span_id = f"{number:x}{span.span_id[1:]}"
+            if span.parent_span_id:
+                span.parent_span_id = f"{number:x}{span.parent_span_id[1:]}"
+            span.start_ns += number * 1_000_000
+            span.end_ns += number * 1_000_000
+            spans.append(span)
+    server = in_server_span(Trace("default", "a" * 32, spans[: len(builders[0].spans)]))
+    tops = [s for s in spans if not s.parent_span_id]
+    for top in tops:
+        top.parent_span_id = server.spans[0].span_id
+    server.spans[0].end_ns = max(s.end_ns for s in spans) + 5
+    return Trace("default", "a" * 32, [server.spans[0], *spans])
+
+
+def test_pg111_reads_a_decision_on_a_span_around_several_turns_while_the_turn_ran() -> None:
+    """LangChain runs a tool outside its tool span: the app's span current then (a server
+    span around three turns) holds the decision; it counts for the turn that ran then."""
+    runs = [TraceBuilder(), TraceBuilder()]
+    for run in runs:
+        run.tool("cancel_order", {"id": "1"}, effect="irreversible")
+    trace = _in_one_server_span(*runs)
+    first, second = turns_of(trace)
+    decision(trace.spans[0], "allow", call_id="c1", tool="cancel_order",
+             at=first.root.start_ns + 1)  # type: ignore[union-attr]  # fmt: skip
+    assert detect("PG111", first) == []
+    assert detect("PG111", second)[0].details["problem"] == "unconfirmed"
+
+
+def test_pg111_waits_for_the_span_enclosing_the_turn_when_it_has_not_come() -> None:
+    """The server span around three runs ends after the last: the first run, graded
+    without it, has no decision yet (the app recorded it on that span); it cannot decide
+    (no alert: the context is pending) until the span comes, then decides."""
+    b = TraceBuilder()
+    b.tool("cancel_order", {"id": "1"}, call_id="c1", effect="irreversible")
+    whole = in_server_span(b.build())
+    server, agent = whole.spans[0], whole.spans[1]
+    alone = Trace(whole.tenant, whole.trace_id, whole.spans[1:], [], agent.span_id)
+    assert alone.context_pending and not only_turn(whole).context_pending
+    (waiting,) = detect("PG111", alone)
+    assert (waiting.kind, waiting.details["missing"]) == ("cannot_decide", "enclosing_span")
+    decision(server, "allow", call_id="c1", tool="cancel_order", at=agent.start_ns + 1)
+    assert detect("PG111", only_turn(whole)) == []
+    b = TraceBuilder()
+    b.tool("cancel_order", {"id": "1"}, call_id="c1", effect="irreversible")
+    decision(b.spans[-1], "deny", call_id="c1")  # a decision on the turn itself decides
+    denied = in_server_span(b.build())
+    alone = Trace(denied.tenant, denied.trace_id, denied.spans[1:], [], denied.spans[1].span_id)
+    assert detect("PG111", alone)[0].details["problem"] == "deny"
 
 
 def test_pg111_a_decision_on_another_call_says_nothing_of_this_one() -> None:

@@ -9,7 +9,7 @@ from pathgrade.detectors import Finding, default_policy, run_detectors
 from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.coverage import Coverage, coverage_rows
 from pathgrade.realtime_plane.evaluate import Evaluation, TurnEvaluator
-from pathgrade.schemas.model import Trace
+from pathgrade.schemas.model import SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK, Trace
 from starlette.testclient import TestClient
 
 from pathgrade.stack.status import coverage_of, snapshot_of, status_line, status_report
@@ -51,6 +51,25 @@ def test_a_gap_alerts_once_per_window_and_is_counted_per_trace() -> None:
     next_window = evaluate(evaluator, "c" * 32, 11 * HOUR_NS)
     (again,) = next_window.new_alerts
     assert again.alert_key != alert.alert_key and "6 of 6 traces" in again.reason
+
+
+def test_a_gap_of_a_turn_whose_context_is_pending_is_counted_but_alerts_only_once_settled() -> None:
+    """The span enclosing the turn (a session span holding the turn kind or identity)
+    has not come: the gap counts, and the window's alert waits for a turn graded with
+    everything it will get."""
+    evaluator = TurnEvaluator(default_policy())
+    turn = gap_trace("a" * 32)
+    top = turn.spans[0]
+    top.parent_span_id, top.flags = "5e5510" * 2 + "0000", SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
+    pending = DueTurn(
+        Trace(turn.tenant, turn.trace_id, turn.spans, [], top.span_id), "quiet", False
+    )
+    assert pending.context_pending
+    assert [a for a in evaluator.evaluate(pending, 1).new_alerts if a.code == "PG110"] == []
+    (row,) = coverage_rows([evaluator.coverage.figures()])
+    assert (row["traces"], row["undecided"]) == (1, 1)
+    (alert,) = [a for a in evaluate(evaluator, "a" * 32, 2, again=True).new_alerts]
+    assert alert.code == "PG110" and alert.kind == "cannot_decide"
 
 
 def test_decided_traces_raise_the_coverage_figure() -> None:

@@ -96,6 +96,23 @@ def test_a_trace_without_a_genai_operation_leaves_ungraded() -> None:
     assert a.due(1.0) == [] and a.traces_held == 0
 
 
+def test_a_turn_graded_before_its_local_parent_came_says_its_context_is_pending() -> None:
+    """A session span that ends with the conversation: its turns are graded without it
+    (context pending) and again with it when it comes; a remote parent or none settles
+    the context."""
+    a = TurnAssembler(quiet_window_s=1.0, parent_wait_s=5.0)
+    a.add(0, 0, [span("a", "agent", "session", flags=LOCAL, agent=True)], now=0.0)
+    (first,) = a.due(5.0)
+    assert first.context_pending and not first.re_evaluation
+    a.add(0, 1, [span("a", "session", "gateway", flags=REMOTE)], now=20.0)
+    (again,) = a.due(21.0)
+    assert again.re_evaluation and not again.context_pending
+    b = TurnAssembler(quiet_window_s=1.0)
+    b.add(0, 0, [span("b", "agent", "gateway", flags=REMOTE, agent=True)], now=0.0)
+    b.add(0, 0, [span("c", "agent", agent=True)], now=0.0)
+    assert [d.context_pending for d in b.due(1.0)] == [False, False]
+
+
 def test_spans_without_an_agent_wait_for_their_local_parent_up_to_the_maximum_age() -> None:
     a = TurnAssembler(quiet_window_s=1.0, max_age_s=300)
     a.add(0, 0, [span("a", "c1", "r", flags=LOCAL), span("a", "c2", "r", flags=LOCAL)], now=0.0)
@@ -163,7 +180,7 @@ def test_a_conversation_turn_waits_for_an_earlier_one_only_so_long() -> None:
 
 def test_loose_spans_whose_agent_never_came_are_graded_at_the_maximum_age() -> None:
     a = TurnAssembler(quiet_window_s=1.0, max_age_s=300)
-    loose = span("a", "chat", "lost-agent", flags=LOCAL)
+    loose = span("a", "chat", "lost-agent", flags=LOCAL, start=10)  # after agent1 ran
     loose.genai.operation = "chat"
     a.add(0, 0, [span("a", "agent1", agent=True), loose], now=0.0)
     assert tops(a.due(1.0)) == ["agent1"]

@@ -90,11 +90,34 @@ def test_a_trace_without_a_genai_operation_is_no_turn() -> None:
 
 
 def test_loose_genai_spans_of_a_trace_with_agents_wait_as_pieces_of_a_turn() -> None:
-    chat = span("chat", "lost", "chat m", {"gen_ai.operation.name": "chat"}, flags=LOCAL_PARENT)
-    layout = turn_layout([agent("ag"), chat, span("http", "lost", flags=LOCAL_PARENT)])
+    chat = span("chat", "lost", "chat m", {"gen_ai.operation.name": "chat"}, start=20,
+                flags=LOCAL_PARENT)  # fmt: skip
+    http = span("http", "lost", start=20, flags=LOCAL_PARENT)
+    layout = turn_layout([agent("ag"), chat, http])
     assert [t.top.span_id for t in layout.turns] == ["ag"]
     ((boundary, spans),) = layout.loose.values()
     assert boundary.span_id == "chat" and ids(spans) == ["chat"]  # GenAI spans only
+
+
+def test_spans_hanging_from_a_missing_span_while_an_agent_ran_are_its_turn_s() -> None:
+    """AutoGen under OpenInference: the instrumentor's model and tool spans hang from an
+    agent span that is never exported; the framework's own agent span ran around them."""
+    runs = [agent("run1", "srv", start=0), agent("run2", "srv", start=20)]
+    for run in runs:
+        run.end_ns = run.start_ns + 15
+    chat = span("chat", "lost1", "chat m", {"gen_ai.operation.name": "chat"}, start=21,
+                flags=LOCAL_PARENT)  # fmt: skip
+    tool = span("tool", "chat", "execute_tool x", {"gen_ai.operation.name": "execute_tool"},
+                start=22, flags=LOCAL_PARENT)  # fmt: skip
+    chat.end_ns = 34
+    other = span("other", "lost2", "chat m", {"gen_ai.operation.name": "chat"}, start=21,
+                 service="billing", flags=LOCAL_PARENT)  # fmt: skip
+    remote = span("far", "gw", "chat m", {"gen_ai.operation.name": "chat"}, start=21,
+                  flags=REMOTE_PARENT)  # fmt: skip
+    layout = turn_layout([span("srv", "gw", flags=REMOTE_PARENT), *runs, chat, tool, other,
+                          remote])  # fmt: skip
+    assert [ids(t.spans) for t in layout.turns] == [["run1"], ["chat", "run2", "tool"]]
+    assert sorted(b.span_id for b, _ in layout.loose.values()) == ["far", "other"]
 
 
 def test_the_convention_mapping_s_agent_entries() -> None:
@@ -111,6 +134,11 @@ def test_the_convention_mapping_s_agent_entries() -> None:
         ("LangGraph.workflow", {"traceloop.span.kind": "workflow"}, True),
         ("POST /chat", {}, False), ("chat gpt-4o", {}, False),
         ("agent run", {"agent_name": "support"}, True),  # Pydantic AI, version 2
+        ("FunctionAgent.run", {"openinference.span.kind": "CHAIN"}, True),  # LlamaIndex
+        ("AgentWorkflow.run", {"openinference.span.kind": "CHAIN"}, True),
+        ("BaseWorkflowAgent.run_agent_step", {"openinference.span.kind": "CHAIN"}, False),
+        ("FunctionAgent.run", {}, False), ("Workflow.run", {"openinference.span.kind": "CHAIN"},
+                                           False),
     ]  # fmt: skip
     found = [is_agent_entry(n, genai_fields(n, attrs).operation, attrs) for n, attrs, _ in cases]
     assert found == [want for _, _, want in cases]

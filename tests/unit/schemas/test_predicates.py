@@ -194,14 +194,17 @@ def test_questions_that_ask_for_a_value_name_its_slot(text: str, slots: list[str
     assert ASKS.hits(text) == slots
 
 
-def test_call_arguments_unwrap_openllmetrys_wrappers() -> None:
-    assert call_arguments('{"args": [], "kwargs": {"q": "x"}}') == {"q": "x"}
-    langchain = {
-        "input_str": "{'customer_id': 'c1'}", "tags": ["seq:step:1"],
-        "metadata": {"langgraph_node": "triage"}, "inputs": {"customer_id": "c1"},
-        "kwargs": {"color": "green"},
-    }  # fmt: skip
-    assert call_arguments(json.dumps(langchain)) == {"customer_id": "c1"}
-    assert call_arguments(json.dumps({**langchain, "inputs": "c1"})) is None
-    extra = {**langchain, "other": 1}  # not the callback's input: the object as it is
-    assert call_arguments(json.dumps(extra)) == extra
+def test_openllmetry_wrappers_are_unwrapped_to_the_arguments() -> None:
+    """`{"args": [], "kwargs": ...}` and LangChain's callback wrapper hold the arguments;
+    the Python repr in `input_str` is never read as them."""
+    arguments = {"customer_id": "c-1", "plan": "basic"}
+    wrapped = {"input_str": str(arguments), "inputs": arguments, "tags": [], "metadata": {}}
+    assert call_arguments(json.dumps(wrapped)) == arguments
+    assert call_arguments(json.dumps({"args": [], "kwargs": arguments})) == arguments
+    assert call_arguments(json.dumps({"kwargs": arguments})) == arguments  # LlamaIndex
+    bound = {"args": [], "sanitize_inputs_outputs": True, "kwargs": arguments}  # smolagents
+    assert call_arguments(json.dumps(bound)) == arguments
+    positional = {"args": ["c-1"], "kwargs": {}}
+    assert call_arguments(json.dumps(positional)) == positional
+    assert call_arguments(json.dumps({"input_str": "c-1", "inputs": "c-1"})) is None
+    assert call_arguments(json.dumps({"input_str": "c-1"})) == {"input_str": "c-1"}

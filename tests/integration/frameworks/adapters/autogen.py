@@ -6,7 +6,9 @@ global tracer provider, which carry neither arguments nor answers): an `Assistan
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
+from collections.abc import Awaitable, Callable
 
 from autogen_agentchat.agents import AssistantAgent
 from autogen_ext.models.openai import OpenAIChatCompletionClient
@@ -24,6 +26,19 @@ MODEL_INFO = {
 }
 
 
+def in_task(tool: Callable[..., str]) -> Callable[..., Awaitable[str]]:
+    """`tool` as a coroutine: AutoGen runs a synchronous tool in a worker thread without the
+    caller's OpenTelemetry context (`run_in_executor`), where the app's approval gate would
+    find no span to record its decision on; a coroutine runs in the agent's task, inside
+    the tool's span."""
+
+    @functools.wraps(tool)
+    async def run(*args: object, **kwargs: object) -> str:
+        return tool(*args, **kwargs)
+
+    return run
+
+
 def instrument(provider: TracerProvider) -> None:
     AutogenAgentChatInstrumentor().instrument(tracer_provider=provider)
 
@@ -36,7 +51,7 @@ class Session:
         self.agent = AssistantAgent(
             "support_agent",
             model_client=client,
-            tools=list(TOOLS),
+            tools=[in_task(t) for t in TOOLS],
             system_message=INSTRUCTIONS,
             max_tool_iterations=10,
         )
@@ -58,6 +73,11 @@ FRAMEWORK = Framework(
     "`AutogenAgentChatInstrumentor`",
     instrument=instrument,
     session=Session,
+    notes=(
+        "the app's tools are coroutines: AutoGen runs a synchronous tool in a worker "
+        "thread without the OpenTelemetry context, so an approval gate inside it has no "
+        "span to record its decision on",
+    ),
 )
 
 if __name__ == "__main__":
