@@ -136,9 +136,9 @@ def join_stored_records(store: Store, traces: Sequence[Trace]) -> None:
     are left out)."""
     if not traces:
         return
-    rows = store.query(
-        LOG_SELECT + "WHERE (Tenant, TraceId) IN {keys:Array(Tuple(String, String))}",
-        {"keys": [(t.tenant, t.trace_id) for t in traces]},
+    rows = store.query(  # by trace id alone: tuples do not survive a remote store's JSON
+        LOG_SELECT + "WHERE TraceId IN {ids:Array(String)}",
+        {"ids": sorted({t.trace_id for t in traces})},
         readonly=True,
     ).dicts()
     by_span: dict[tuple[str, str, str], list[LogRecord]] = defaultdict(list)

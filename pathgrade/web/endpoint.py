@@ -47,10 +47,12 @@ TOKEN_HEADER = "X-Pathgrade-Token"
 WRITABLE_TABLES = frozenset({
     "alerts", "webhook_cursors", "scores", "datasets", "dataset_items", "runs", "gates",
     "gate_rows", "judge_cache", "judge_calls", "judge_calibrations", "export_cursors",
+    "monitor_rollups", "monitor_ticks",
 })  # fmt: skip
 """What pathgrade's processes and commands write through the endpoint: alerts and the
 webhook's delivery cursors, scores, dataset, run and gate records, the judge's cache and
-calls, the results exporter's cursors. Spans come only from Kafka."""
+calls, the results exporter's cursors, the monitors' rollups and evaluations. Spans and
+log records come only from Kafka."""
 _SQL_FIELDS = frozenset({"sql", "parameters", "tenant"})
 _INSERT_FIELDS = frozenset({"table", "columns", "rows", "skip_rejected"})
 

@@ -85,7 +85,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tokens = data_dir / "tokens.yaml"
     tokens.write_text(f"{TOKEN}: {TENANT}\n")
     process, grpc_port, http_port = start_stack(
-        data_dir / "store", "--alert-webhook", webhook.url, "--tokens-file", str(tokens)
+        data_dir / "store",
+        "--alert-webhook",
+        webhook.url,
+        "--tokens-file",
+        str(tokens),
+        "--status-every",
+        "1",
     )
     yield Stack(process, grpc_port, http_port, webhook)
     try:
@@ -398,6 +404,7 @@ def test_a_forged_logs_message_on_the_broker_is_refused(stack: Stack) -> None:
              "--data-dir", str(stack.process.data_dir)],
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
+        assert done.returncode == 0, done.stderr
         snapshot = json.loads(done.stdout)["snapshot"]
         counts = (snapshot["store_writer"].get("forged_messages", 0),
                   sum(w.get("forged_messages", 0) for w in snapshot["realtime"] if w))  # fmt: skip
