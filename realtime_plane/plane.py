@@ -29,7 +29,7 @@ from pathgrade.realtime_plane.assembler import DueTurn, TurnAssembler
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS
 from pathgrade.realtime_plane.delays import DelayWindow
-from pathgrade.realtime_plane.delivery import AlertBacklog, latest_numbers
+from pathgrade.realtime_plane.delivery import AlertBacklog, alerted_since, latest_numbers
 from pathgrade.realtime_plane.evaluate import Evaluation, TurnEvaluator
 from pathgrade.realtime_plane.sampler import Sampler
 from pathgrade.realtime_plane.sinks import (
@@ -373,13 +373,27 @@ class RealtimePlane:
         self.counters_.commits += 1
 
     def _assigned(self, partitions: set[int]) -> None:
-        """Partitions arrived: number their alerts on from what the table holds."""
+        """Partitions arrived: remember what their previous reader alerted, and number
+        their alerts on from what the table holds."""
         self.assigned |= partitions
         self.joined.set()
         try:
+            self._recall_alerted(partitions)
             self.claim(partitions)
         except Exception as exc:  # claimed again when their first alerts are handed over
             log.warning("numbering alerts of partitions %s failed: %s", sorted(partitions), exc)
+
+    def _recall_alerted(self, partitions: set[int]) -> None:
+        """Have the evaluator remember the alerts stored for `partitions` in the last two
+        maximum ages (a trace still held when its partition moved was first read within
+        one; the second allows for clocks apart): a turn its previous reader graded and
+        this one re-reads (from the committed offset, below the traces it held) is
+        evaluated again but raises none of them again."""
+        if self.alert_store is None:
+            return
+        since_ns = time.time_ns() - int(2 * self.config.max_age_s * 1e9)
+        for trace, keys in alerted_since(self.alert_store, partitions, since_ns).items():
+            self.evaluator.alerted(trace, keys)
 
     def revoke(self, partitions: set[int]) -> None:
         """Commit up to the held traces of `partitions`, then forget them (their next owner

@@ -1,0 +1,13 @@
+"""The detector catalogue (docs/detectors.md) shows a default as it is up to 60
+characters (LONG_DEFAULT), and a longer one as `(see source)`."""
+
+from __future__ import annotations
+
+from pathgrade.detectors.catalogue import _default
+
+
+def test_a_default_up_to_the_limit_is_shown_and_a_longer_one_is_not() -> None:
+    assert _default("x" * 60) == "x" * 60
+    assert _default("x" * 61) == "(see source)"
+    assert _default(frozenset({"b", "a"})) == "['a', 'b']"
+    assert _default(("a",)) == "['a']"

@@ -1,0 +1,76 @@
+"""A partition's next reader remembers what its previous reader alerted, from the alerts
+table: a turn read again after a rebalance (its trace was still held when the partition
+moved, so its offset was not committed) is evaluated again but raises no alert twice."""
+
+from __future__ import annotations
+
+import time
+
+from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.realtime_plane.assembler import DueTurn
+from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.realtime_plane.delivery import alerted_since
+from pathgrade.realtime_plane.plane import RealtimePlane
+from pathgrade.realtime_plane.sinks import NumberedAlert, StoreAlertSink
+from pathgrade.schemas.model import Trace
+
+from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
+
+MAX_AGE_S = 10.0
+CONFIG = RealtimeConfig(
+    bootstrap_servers="127.0.0.1:1", alerts_topic=None, sampled_topic=None, turns_topic=None,
+    max_age_s=MAX_AGE_S,
+)  # fmt: skip
+
+
+def alert_keys(plane: RealtimePlane, trace: Trace, partition: int) -> set[str]:
+    """The keys of the alerts `plane` raises on `trace`, read from `partition`."""
+    evaluation = plane.evaluator.evaluate(DueTurn(trace, "quiet", False, partition), 0)
+    return {alert.alert_key for alert in evaluation.new_alerts}
+
+
+def stored_by_previous_reader(
+    store: ClientStore, trace: Trace, partition: int, age_s: float
+) -> set[str]:
+    """The previous reader of `partition` evaluates `trace` and stores its alerts as found
+    `age_s` ago; returns their keys."""
+    previous = RealtimePlane(CONFIG, store)
+    evaluation = previous.evaluator.evaluate(
+        DueTurn(trace, "quiet", False, partition), time.time_ns() - int(age_s * 1e9)
+    )
+    sink = StoreAlertSink(store)
+    sink.add([NumberedAlert(partition, n, a) for n, a in enumerate(evaluation.new_alerts, 1)])
+    sink.flush()
+    return {alert.alert_key for alert in evaluation.new_alerts}
+
+
+def test_the_next_reader_raises_no_alert_its_previous_reader_stored(
+    store: ClientStore, demo: list
+) -> None:
+    trace = next(t for s, t in demo if s == "plan_change_retry_storm")
+    stored = stored_by_previous_reader(store, trace, partition=3, age_s=MAX_AGE_S)
+    assert stored
+    assert alerted_since(store, {3, 4}, time.time_ns() - int(2 * MAX_AGE_S * 1e9)) == {
+        (trace.tenant, trace.trace_id): stored
+    }
+    following, elsewhere = RealtimePlane(CONFIG, store), RealtimePlane(CONFIG, store)
+    following._assigned({3})
+    elsewhere._assigned({4})  # no alert stored for it: nothing to remember
+    assert alert_keys(following, trace, 3) == set()
+    assert following.evaluator.duplicates_suppressed == len(stored)
+    assert alert_keys(elsewhere, trace, 4) == stored
+
+
+def test_alerts_older_than_two_maximum_ages_are_not_recalled(
+    store: ClientStore, demo: list
+) -> None:
+    """A trace held when its partition moved was first read less than a maximum age
+    before; alerts found two maximum ages ago and earlier are of traces not re-read."""
+    trace = next(t for s, t in demo if s == "unrequested_billing_ticket")
+    stored = stored_by_previous_reader(store, trace, partition=5, age_s=3 * MAX_AGE_S)
+    assert stored
+    following = RealtimePlane(CONFIG, store)
+    following._assigned({5})
+    assert alert_keys(following, trace, 5) == stored
+    assert alerted_since(store, {5}, time.time_ns() - int(2 * MAX_AGE_S * 1e9)) == {}
+    assert alerted_since(store, {5}, 0) == {(trace.tenant, trace.trace_id): stored}
