@@ -14,6 +14,7 @@ from pathgrade.detectors.conventions import (
     ToolEffects,
 )
 from pathgrade.detectors.finding import Finding
+from pathgrade.detectors.policy import default_policy
 from pydantic import BaseModel, ValidationError
 
 
@@ -29,3 +30,9 @@ def test_a_finding_cannot_be_changed() -> None:
     finding = Finding("PG101", "tool_error", "high", "violation", "failed", "t" * 32, "s" * 16)
     with pytest.raises(dataclasses.FrozenInstanceError):
         finding.reason = "other"  # type: ignore[misc]
+
+
+def test_a_resolved_policy_cannot_be_changed() -> None:
+    resolved = default_policy().resolve("svc", "agent", "high")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        resolved.risk_tier = "low"  # type: ignore[misc]

@@ -74,3 +74,32 @@ def test_alerts_older_than_two_maximum_ages_are_not_recalled(
     assert alert_keys(following, trace, 5) == stored
     assert alerted_since(store, {5}, time.time_ns() - int(2 * MAX_AGE_S * 1e9)) == {}
     assert alerted_since(store, {5}, 0) == {(trace.tenant, trace.trace_id): stored}
+
+
+class RecordingConsumer:
+    """Stands in for the plane's Kafka consumer: records each commit."""
+
+    def __init__(self) -> None:
+        self.commits: list[dict[int, int]] = []
+
+    def partition(self, number: int) -> int:
+        return number
+
+    def commit(self, next_offsets: dict[int, int]) -> None:
+        self.commits.append(dict(next_offsets))
+
+
+def test_a_revoked_partition_is_committed_up_to_its_held_traces_and_forgotten(demo: list) -> None:
+    """Its next owner re-reads the traces still held from the committed offset; the
+    partitions kept are neither committed nor forgotten."""
+    plane = RealtimePlane(CONFIG)
+    consumer = RecordingConsumer()
+    plane.consumer = consumer  # type: ignore[assignment]
+    plane.assigned = {0, 1}
+    (_, moving), (_, staying) = demo[:2]
+    plane.assembler.add(0, 5, moving.spans, now=0.0)  # held: its quiet window has not passed
+    plane.assembler.add(1, 7, staying.spans, now=0.0)
+    plane.revoke({0})
+    assert consumer.commits == [{0: 5}]
+    assert plane.assembler.traces_held == 1 and plane.assembler.committable() == {1: 7}
+    assert plane.assigned == {1}
