@@ -15,6 +15,7 @@ from pathgrade.detectors.conventions import (
 )
 from pathgrade.detectors.finding import Finding
 from pathgrade.detectors.policy import default_policy
+from pathgrade.detectors.registry import REGISTRY
 from pydantic import BaseModel, ValidationError
 
 
@@ -36,3 +37,12 @@ def test_a_resolved_policy_cannot_be_changed() -> None:
     resolved = default_policy().resolve("svc", "agent", "high")
     with pytest.raises(dataclasses.FrozenInstanceError):
         resolved.risk_tier = "low"  # type: ignore[misc]
+
+
+def test_a_detector_s_params_and_documentation_cannot_be_changed() -> None:
+    rule = REGISTRY["PG107"]
+    params = rule.params()
+    with pytest.raises(ValidationError, match="frozen"):
+        params.max_repeats = 9  # type: ignore[attr-defined]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rule.doc.finds = "other"  # type: ignore[misc]
