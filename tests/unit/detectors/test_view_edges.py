@@ -1,6 +1,6 @@
 """The span view at its edges: a custom identity attribute read as configured, a call
-compared with no identity known, a call the collector saw without arguments, the digest
-of an empty turn, and the view built once per trace."""
+compared with no identity known, the digest of an empty turn, and the view built once
+per trace."""
 
 from __future__ import annotations
 
