@@ -11,11 +11,13 @@ def test_pg105_a_value_below_the_minimum_fires_and_one_at_or_above_it_is_quiet()
     rules = {"tools": {"issue_refund": {"amount": {"minimum": 10}}}}
     b = TraceBuilder()
     b.tool("lookup_order", {"order_id": "1"})  # no rule for it; the calls after still count
-    b.tool("issue_refund", {"amount": 5})
+    below = b.tool("issue_refund", {"amount": 5})
     b.tool("issue_refund", {"amount": 10})
     b.tool("issue_refund", {"amount": 20})
     findings = detect("PG105", b.build(), rules)
-    assert [f.details["problem"] for f in findings] == ["is below the minimum 10"]
+    assert [(f.details["problem"], f.span_id) for f in findings] == [
+        ("is below the minimum 10", below.span_id)
+    ]
 
 
 def test_pg106_only_the_named_tool_counts_as_the_one_before() -> None:
