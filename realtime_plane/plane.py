@@ -130,6 +130,7 @@ class RealtimePlane:
         self.assigned: set[int] = set()
         self.joined: Any = threading.Event()  # set at the first partitions; any Event type
         self._committed: dict[int, int] = {}
+        self._revoked: set[int] = set()  # given up, what was held of them forgotten
         self._last_commit = float("-inf")
         self._last_turns_poll = float("-inf")
         self._stop = threading.Event()
@@ -373,10 +374,15 @@ class RealtimePlane:
         self.counters_.commits += 1
 
     def _assigned(self, partitions: set[int]) -> None:
-        """Partitions arrived: remember what their previous reader alerted, and number
-        their alerts on from what the table holds."""
+        """Partitions arrived: read again from the committed offset those this consumer
+        gave up (and so forgot what it held of) before getting them back, remember what
+        their previous reader alerted, and number their alerts on from what the table
+        holds."""
         self.assigned |= partitions
         self.joined.set()
+        returned, self._revoked = partitions & self._revoked, self._revoked - partitions
+        if returned and self.consumer is not None:
+            self.consumer.rewind(returned)
         try:
             self._recall_alerted(partitions)
             self.claim(partitions)
@@ -397,9 +403,10 @@ class RealtimePlane:
 
     def revoke(self, partitions: set[int]) -> None:
         """Commit up to the held traces of `partitions`, then forget them (their next owner
-        re-reads them)."""
+        re-reads them: this consumer too, `_assigned`)."""
         self._flush_and_commit(partitions)
         self.assembler.forget_partitions(partitions)
+        self._revoked |= partitions
         for partition in partitions:
             self._committed.pop(partition, None)
         self.assigned -= partitions
@@ -476,6 +483,7 @@ class RealtimePlane:
             self._next_number.clear()
             self.assigned.clear()
             self._committed.clear()
+            self._revoked.clear()  # a new consumer reads from the committed offsets
         if self.producer is not None:
             self.producer.flush()
             self.producer.close()

@@ -150,6 +150,20 @@ class TopicConsumer:
         """The next offset this member reads on `partition`."""
         return self._consumer.position(partition)
 
+    def rewind(self, partitions: set[int]) -> None:
+        """Read `partitions` again from the group's committed offsets (the beginning where
+        none is committed). kafka-python keeps the read position of a partition that is
+        revoked and assigned to the same member again in one rebalance: an owner that
+        dropped what it held of a revoked partition calls this when it gets it back, or
+        what lay between the committed offset and the position would never be read."""
+        for number in partitions:
+            partition = self.partition(number)
+            committed = self._consumer.committed(partition)
+            if committed is None:
+                self._consumer.seek_to_beginning(partition)
+            else:
+                self._consumer.seek(partition, committed)
+
     def pause(self, *partitions: TopicPartition) -> None:
         self._consumer.pause(*partitions)
 

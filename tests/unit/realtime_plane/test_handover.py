@@ -81,12 +81,16 @@ class RecordingConsumer:
 
     def __init__(self) -> None:
         self.commits: list[dict[int, int]] = []
+        self.rewound: list[set[int]] = []
 
     def partition(self, number: int) -> int:
         return number
 
     def commit(self, next_offsets: dict[int, int]) -> None:
         self.commits.append(dict(next_offsets))
+
+    def rewind(self, partitions: set[int]) -> None:
+        self.rewound.append(set(partitions))
 
 
 def test_a_revoked_partition_is_committed_up_to_its_held_traces_and_forgotten(demo: list) -> None:
@@ -103,3 +107,20 @@ def test_a_revoked_partition_is_committed_up_to_its_held_traces_and_forgotten(de
     assert consumer.commits == [{0: 5}]
     assert plane.assembler.traces_held == 1 and plane.assembler.committable() == {1: 7}
     assert plane.assigned == {1}
+
+
+def test_a_partition_given_up_and_assigned_again_is_read_again_from_the_commit(
+    demo: list,
+) -> None:
+    """kafka-python keeps its read position when a rebalance hands a partition back to the
+    same consumer; what the consumer forgot of it at the revoke lies before that position."""
+    plane = RealtimePlane(CONFIG)
+    consumer = RecordingConsumer()
+    plane.consumer = consumer  # type: ignore[assignment]
+    plane.assigned = {0, 1}
+    plane.assembler.add(0, 5, demo[0][1].spans, now=0.0)
+    plane.revoke({0})
+    plane._assigned({0, 2})  # 0 back, 2 new (read from the commit anyway)
+    assert consumer.rewound == [{0}]
+    plane._assigned({3})
+    assert consumer.rewound == [{0}]  # once
