@@ -130,7 +130,7 @@ class RealtimePlane:
         self.assigned: set[int] = set()
         self.joined: Any = threading.Event()  # set at the first partitions; any Event type
         self._committed: dict[int, int] = {}
-        self._revoked: set[int] = set()  # given up, what was held of them forgotten
+        self._rewind_to: dict[int, int] = {}  # revoked partition -> its committed offset
         self._last_commit = float("-inf")
         self._last_turns_poll = float("-inf")
         self._stop = threading.Event()
@@ -374,15 +374,16 @@ class RealtimePlane:
         self.counters_.commits += 1
 
     def _assigned(self, partitions: set[int]) -> None:
-        """Partitions arrived: read again from the committed offset those this consumer
-        gave up (and so forgot what it held of) before getting them back, remember what
+        """Partitions arrived: read again from its commit each partition this consumer gave
+        up in this rebalance (forgetting what it held of it) and got back, remember what
         their previous reader alerted, and number their alerts on from what the table
         holds."""
         self.assigned |= partitions
         self.joined.set()
-        returned, self._revoked = partitions & self._revoked, self._revoked - partitions
+        returned = {p: o for p, o in self._rewind_to.items() if p in partitions}
+        self._rewind_to.clear()  # one rebalance: a partition assigned later reads afresh
         if returned and self.consumer is not None:
-            self.consumer.rewind(returned)
+            self.consumer.seek(returned)
         try:
             self._recall_alerted(partitions)
             self.claim(partitions)
@@ -406,9 +407,9 @@ class RealtimePlane:
         re-reads them: this consumer too, `_assigned`)."""
         self._flush_and_commit(partitions)
         self.assembler.forget_partitions(partitions)
-        self._revoked |= partitions
         for partition in partitions:
-            self._committed.pop(partition, None)
+            if partition in self._committed:  # where this consumer reads it again, if back
+                self._rewind_to[partition] = self._committed.pop(partition)
         self.assigned -= partitions
         self._release(partitions)
 
@@ -483,7 +484,7 @@ class RealtimePlane:
             self._next_number.clear()
             self.assigned.clear()
             self._committed.clear()
-            self._revoked.clear()  # a new consumer reads from the committed offsets
+            self._rewind_to.clear()  # a new consumer reads from the committed offsets
         if self.producer is not None:
             self.producer.flush()
             self.producer.close()

@@ -150,19 +150,14 @@ class TopicConsumer:
         """The next offset this member reads on `partition`."""
         return self._consumer.position(partition)
 
-    def rewind(self, partitions: set[int]) -> None:
-        """Read `partitions` again from the group's committed offsets (the beginning where
-        none is committed). kafka-python keeps the read position of a partition that is
-        revoked and assigned to the same member again in one rebalance: an owner that
-        dropped what it held of a revoked partition calls this when it gets it back, or
-        what lay between the committed offset and the position would never be read."""
-        for number in partitions:
-            partition = self.partition(number)
-            committed = self._consumer.committed(partition)
-            if committed is None:
-                self._consumer.seek_to_beginning(partition)
-            else:
-                self._consumer.seek(partition, committed)
+    def seek(self, next_offsets: Mapping[int, int]) -> None:
+        """Read on from `next_offsets` (partition number -> offset); only sets the read
+        positions, so a rebalance callback may call it. kafka-python keeps the position of
+        a partition revoked and assigned to the same member again in one rebalance: an
+        owner that dropped what it held of it seeks back to its commit when it gets it
+        back, or what lay between the commit and the position would never be read."""
+        for number, offset in next_offsets.items():
+            self._consumer.seek(self.partition(number), offset)
 
     def pause(self, *partitions: TopicPartition) -> None:
         self._consumer.pause(*partitions)

@@ -81,7 +81,7 @@ class RecordingConsumer:
 
     def __init__(self) -> None:
         self.commits: list[dict[int, int]] = []
-        self.rewound: list[set[int]] = []
+        self.seeks: list[dict[int, int]] = []
 
     def partition(self, number: int) -> int:
         return number
@@ -89,8 +89,8 @@ class RecordingConsumer:
     def commit(self, next_offsets: dict[int, int]) -> None:
         self.commits.append(dict(next_offsets))
 
-    def rewind(self, partitions: set[int]) -> None:
-        self.rewound.append(set(partitions))
+    def seek(self, next_offsets: dict[int, int]) -> None:
+        self.seeks.append(dict(next_offsets))
 
 
 def test_a_revoked_partition_is_committed_up_to_its_held_traces_and_forgotten(demo: list) -> None:
@@ -121,6 +121,6 @@ def test_a_partition_given_up_and_assigned_again_is_read_again_from_the_commit(
     plane.assembler.add(0, 5, demo[0][1].spans, now=0.0)
     plane.revoke({0})
     plane._assigned({0, 2})  # 0 back, 2 new (read from the commit anyway)
-    assert consumer.rewound == [{0}]
+    assert consumer.seeks == [{0: 5}]  # where it committed at the revoke
     plane._assigned({3})
-    assert consumer.rewound == [{0}]  # once
+    assert consumer.seeks == [{0: 5}]  # once
