@@ -5,16 +5,18 @@ takes them back. One store (a `pathgrade store-writer` owns it) holds both consu
 alerts and webhook cursors, and a webhook that answers 503, 429 and hang-ups now and then
 receives them.
 
-Every turn is evaluated (none lost in a hand-over; a turn of a trace its reader still held
-when the partition moved is read again by the next owner, as docs/realtime.md says, and
-evaluated again); no alert is raised twice (the next owner remembers what the previous
-one stored: the alerts topic, read to its end, holds each alert key once, as many alerts
-as the consumers counted); every alert of the table reaches the webhook (its delivery
-cursors are handed over with the partitions); each partition's alerts are numbered 1, 2,
-... with no number used twice or skipped (the numbering is handed over too). A `revoke`
-that neither commits nor forgets raises alerts twice, and a rebalance listener that
-cannot commit on kafka-python's IO thread never lets the second consumer in: both fail
-here.
+Every turn is evaluated (none lost in a hand-over, nor when a rebalance hands a partition
+back to the consumer that gave it up: kafka-python keeps its read position then; a turn of
+a trace its reader still held when the partition moved is read again by the next owner, as
+docs/realtime.md says, and evaluated again); no alert is raised twice (the next owner
+remembers what the previous one stored: the alerts topic, read to its end, holds each
+alert key once, as many alerts as the consumers counted); every alert of the table reaches
+the webhook (its delivery cursors are handed over with the partitions); each partition's
+alerts are numbered 1, 2, ... with no number used twice or skipped (the numbering is
+handed over too). A `revoke` that neither commits nor forgets leaves the consumer that gave
+partitions up evaluating their traces and numbering and delivering their alerts (each
+consumer delivers its own partitions only), and a rebalance listener that cannot commit
+on kafka-python's IO thread never lets the second consumer in: both fail here.
 """
 
 from __future__ import annotations
