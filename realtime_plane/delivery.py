@@ -53,6 +53,23 @@ def latest_numbers(store: Any) -> dict[int, int]:
     return {int(partition): int(number) for partition, number in result.rows}
 
 
+def alerted_since(
+    store: Any, partitions: set[int], since_ns: int
+) -> dict[tuple[str, str], set[str]]:
+    """(tenant, trace id) -> the keys of the alerts stored for `partitions` found at or after
+    `since_ns`: what an earlier reader of the partitions already alerted."""
+    result = store.query(
+        "SELECT Tenant, TraceId, AlertKey FROM alerts "
+        "WHERE SpansPartition IN {partitions:Array(Int32)} AND DetectedAtNs >= {since:Int64}",
+        {"partitions": sorted(partitions), "since": since_ns},
+        readonly=True,
+    )
+    out: dict[tuple[str, str], set[str]] = {}
+    for tenant, trace_id, key in result.rows:
+        out.setdefault((tenant, trace_id), set()).add(key)
+    return out
+
+
 @dataclass
 class PartitionProgress:
     """Delivery of one partition's alerts: `cursor` is the first number not delivered

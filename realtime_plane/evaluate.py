@@ -157,6 +157,11 @@ class TurnEvaluator:
             due, service, agent, conversation, tier, findings, alerts, digest, context
         )
 
+    def alerted(self, trace: tuple[str, str], keys: set[str]) -> None:
+        """Findings of trace `trace` (tenant, trace id) already alerted elsewhere (by the
+        partition's previous reader): evaluated again, they raise no alert."""
+        self._alerted.put(trace, (self._alerted.get(trace) or set()) | keys)
+
     def remember(self, digest: TurnDigest) -> None:
         """Keep a turn's digest for later turns of its conversation (replacing an earlier
         digest of the same turn): turns this evaluator evaluated and, with shared history,

@@ -31,7 +31,12 @@ from pathgrade.realtime_plane.assembler import DueTurn, TurnAssembler
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS
 from pathgrade.realtime_plane.delays import DelayWindow
-from pathgrade.realtime_plane.delivery import MONITOR_STREAM, AlertBacklog, latest_numbers
+from pathgrade.realtime_plane.delivery import (
+    MONITOR_STREAM,
+    AlertBacklog,
+    alerted_since,
+    latest_numbers,
+)
 from pathgrade.realtime_plane.evaluate import Evaluation, TurnEvaluator
 from pathgrade.realtime_plane.monitors import MonitorReads, MonitorRunner
 from pathgrade.realtime_plane.rollups import MONITOR_TURNS, TurnRollups
@@ -142,6 +147,7 @@ class RealtimePlane:
         self.assigned: set[int] = set()
         self.joined: Any = threading.Event()  # set at the first partitions; any Event type
         self._committed: dict[tuple[str, int], int] = {}  # (topic, partition) -> offset
+        self._rewind_to: dict[tuple[str, int], int] = {}  # of a revoked partition: committed
         self._last_commit = float("-inf")
         self._last_turns_poll = float("-inf")
         self._stop = threading.Event()
@@ -442,23 +448,43 @@ class RealtimePlane:
         self.counters_.commits += 1
 
     def _assigned(self, partitions: set[int]) -> None:
-        """Partitions arrived: number their alerts on from what the table holds; with
-        partition 0, evaluate the monitors."""
+        """Partitions arrived: read again from its commit each partition this consumer gave
+        up in this rebalance (forgetting what it held of it) and got back, remember what
+        their previous reader alerted, and number their alerts on from what the table
+        holds; with partition 0, evaluate the monitors."""
         self.assigned |= partitions
         self.joined.set()
+        returned = {k: o for k, o in self._rewind_to.items() if k[1] in partitions}
+        self._rewind_to.clear()  # one rebalance: a partition assigned later reads afresh
+        if returned and self.consumer is not None:
+            self.consumer.seek(returned)
         try:
+            self._recall_alerted(partitions)
             self.claim(partitions)
         except Exception as exc:  # claimed again when their first alerts are handed over
             log.warning("numbering alerts of partitions %s failed: %s", sorted(partitions), exc)
         if self.monitors is not None and 0 in partitions:
             self.monitors.claim()
 
+    def _recall_alerted(self, partitions: set[int]) -> None:
+        """Have the evaluator remember the alerts stored for `partitions` in the last two
+        maximum ages (a trace still held when its partition moved was first read within
+        one; the second allows for clocks apart): a turn its previous reader graded and
+        this one re-reads (from the committed offset, below the traces it held) is
+        evaluated again but raises none of them again."""
+        if self.alert_store is None:
+            return
+        since_ns = time.time_ns() - int(2 * self.config.max_age_s * 1e9)
+        for trace, keys in alerted_since(self.alert_store, partitions, since_ns).items():
+            self.evaluator.alerted(trace, keys)
+
     def revoke(self, partitions: set[int]) -> None:
         """Commit up to the held traces of `partitions`, then forget them (their next owner
-        re-reads them)."""
+        re-reads them: this consumer too, `_assigned`)."""
         self._flush_and_commit(partitions)
         self.assembler.forget_partitions(partitions)
-        self._committed = {k: o for k, o in self._committed.items() if k[1] not in partitions}
+        for key in [k for k in self._committed if k[1] in partitions]:
+            self._rewind_to[key] = self._committed.pop(key)  # read again from it, if back
         self.assigned -= partitions
         self._release(partitions)
 
@@ -539,6 +565,7 @@ class RealtimePlane:
             self._next_number.clear()
             self.assigned.clear()
             self._committed.clear()
+            self._rewind_to.clear()  # a new consumer reads from the committed offsets
         if self.producer is not None:
             self.producer.flush()
             self.producer.close()

@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from kafka import KafkaConsumer, TopicPartition
-from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.future import Future
 from kafka.structs import OffsetAndMetadata
 from pathgrade.schemas.message_auth import MessageKey
 from pathgrade.schemas.model import LogRecord, Span
@@ -111,8 +112,9 @@ def read_message(
 class TopicConsumer:
     """A member of consumer group `group_id` reading `topic`, connected from construction
     until `close()`. `on_revoked` runs before partitions move to another member (store and
-    commit what is pending there), `on_assigned` when partitions arrive. `settings` are
-    further kafka-python consumer settings."""
+    commit what is pending there), `on_assigned` when partitions arrive, each in a thread
+    of its own while the polling thread waits in `poll` or `close` (`_Rebalance`).
+    `settings` are further kafka-python consumer settings."""
 
     def __init__(
         self,
@@ -132,7 +134,12 @@ class TopicConsumer:
         self._consumer = KafkaConsumer(
             **consumer_settings(bootstrap_servers, group_id, session_timeout_ms, **settings)
         )
-        self._consumer.subscribe(list(self.topics), listener=_Rebalance(on_revoked, on_assigned))
+        # kafka-python's event loop (a private attribute, as of 3.0): `_Rebalance` wakes it
+        # from the thread that ran the owner's callback.
+        loop = self._consumer._net
+        self._consumer.subscribe(
+            list(self.topics), listener=_Rebalance(on_revoked, on_assigned, loop)
+        )
 
     def poll(self, timeout_ms: int) -> dict[TopicPartition, list[Any]]:
         """Records by partition (empty after `timeout_ms` without any)."""
@@ -159,6 +166,15 @@ class TopicConsumer:
     def position(self, partition: TopicPartition) -> int:
         """The next offset this member reads on `partition`."""
         return self._consumer.position(partition)
+
+    def seek(self, next_offsets: Mapping[tuple[str, int], int]) -> None:
+        """Read on from `next_offsets` ((topic, partition) -> offset); only sets the read
+        positions, so a rebalance callback may call it. kafka-python keeps the position of
+        a partition revoked and assigned to the same member again in one rebalance: an
+        owner that dropped what it held of it seeks back to its commit when it gets it
+        back, or what lay between the commit and the position would never be read."""
+        for (topic, number), offset in next_offsets.items():
+            self._consumer.seek(TopicPartition(topic, number), offset)
 
     def pause(self, *partitions: TopicPartition) -> None:
         self._consumer.pause(*partitions)
@@ -209,19 +225,53 @@ class TopicConsumer:
                 self.resume(*self.paused())
 
 
-class _Rebalance(ConsumerRebalanceListener):
-    """Hands rebalances to the owner's callbacks as partition numbers."""
+class _Rebalance(AsyncConsumerRebalanceListener):
+    """Hands rebalances to the owner's callbacks as partition numbers, each run in a thread
+    of its own that kafka-python's IO thread awaits.
 
-    def __init__(self, revoked: Partitions | None, assigned: Partitions | None) -> None:
+    kafka-python 3 calls a rebalance listener on its IO thread, where a blocking call of
+    the owner's (`TopicConsumer.commit` waits on that very thread) raises "Cannot block on
+    net.run() from the IO thread itself": a revoke could neither commit nor forget, and the
+    group's rebalance failed over and over while traffic flowed. Awaited instead, the IO
+    thread serves the owner's commit and the group's heartbeats while the owner stores and
+    commits, and the rebalance goes on once it is done. What the owner raises is raised on
+    the IO thread, as a synchronous listener's was (kafka-python logs it and the poll, or
+    the close, raises)."""
+
+    def __init__(self, revoked: Partitions | None, assigned: Partitions | None, loop: Any) -> None:
         self.revoked = revoked
         self.assigned = assigned
+        self.loop = loop  # the consumer's kafka.net.selector.NetworkSelector
 
     # With several topics (`also`), the numbers of all of them (co-partitioned: the same).
 
-    def on_partitions_revoked(self, revoked: Any) -> None:
-        if self.revoked is not None:
-            self.revoked({tp.partition for tp in revoked})
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._owner(self.revoked, revoked)
 
-    def on_partitions_assigned(self, assigned: Any) -> None:
-        if self.assigned is not None:
-            self.assigned({tp.partition for tp in assigned})
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self._owner(self.assigned, assigned)
+
+    async def _owner(self, callback: Partitions | None, partitions: Any) -> None:
+        """`callback(partition numbers)` in a thread; returns (or raises) when it did."""
+        if callback is None:
+            return
+        numbers = {tp.partition for tp in partitions}
+        done = Future()
+
+        def work() -> None:
+            failure: Exception | None = None
+            try:
+                callback(numbers)
+            except Exception as exc:
+                failure = exc
+
+            def settle() -> None:  # on the IO thread, which resumes the awaiting listener
+                if failure is None:
+                    done.success(None)
+                else:
+                    done.failure(failure)
+
+            self.loop.call_soon_threadsafe(settle)
+
+        threading.Thread(target=work, name="rebalance-callback", daemon=True).start()
+        await done

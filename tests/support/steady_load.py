@@ -97,7 +97,8 @@ class SteadyLoad:
     """Sends `requests` to `http://127.0.0.1:port/v1/traces`, request n at `n * interval_s`
     from the start, from `senders` threads on keep-alive connections of their own (as
     several agents export at once: a request that waits for its fsync does not hold up the
-    next one); `acknowledged` holds what the collector acknowledged."""
+    next one), until they are all sent or `stop()`; `acknowledged` holds what the
+    collector acknowledged."""
 
     def __init__(
         self,
@@ -114,6 +115,7 @@ class SteadyLoad:
         self.rejected = 0  # spans the collector refused (none are expected)
         self.started = 0.0
         self._next = 0
+        self._stopped = False
         self._lock = threading.Lock()
         self._threads = [
             threading.Thread(target=self._send, name=f"steady-load-{n}", daemon=True)
@@ -135,9 +137,14 @@ class SteadyLoad:
         if any(thread.is_alive() for thread in self._threads):
             raise AssertionError(f"the load did not finish in {timeout_s} s")
 
+    def stop(self) -> None:
+        """Send no request after those under way; `join` waits for them."""
+        with self._lock:
+            self._stopped = True
+
     def _take(self) -> int | None:
         with self._lock:
-            if self._next == len(self.requests):
+            if self._next == len(self.requests) or self._stopped:
                 return None
             self._next += 1
             return self._next - 1

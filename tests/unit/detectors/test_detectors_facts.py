@@ -5,7 +5,6 @@ rule that raises does not silence the others."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import Counter
 from typing import Any
@@ -14,49 +13,11 @@ import pytest
 from pathgrade.detectors import REGISTRY, default_policy, run_detectors
 from pathgrade.detectors.registry import DETECTOR_ERROR
 from pathgrade.schemas import genai
-from pathgrade.schemas.facts_producer import compute_facts
-from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.model import Trace
-from pathgrade.schemas.pii import PiiScanner
 
+from tests.support.privacy import facts_only
 from tests.support.traces import TraceBuilder, clean_refund_trace, detect
 from tests.unit.detectors.test_detectors_sdk import CLEAN, FAILURES, record
-
-KEY = FactSecret(b"s" * 32).for_tenant("default")
-SCANNER = PiiScanner()
-_NO_CONTENT = {"tool_arguments": "", "tool_result": "", "input_messages": "", "output_messages": ""}
-
-
-def facts_only(trace: Trace, scrub: bool = False) -> Trace:
-    """`trace` as a consumer sees it on default settings: the facts the collector computes
-    from each span's content, and no content (with `scrub`: capture on instead, the
-    content kept but scrubbed, as the collector forwards it)."""
-    spans = []
-    for span in trace.spans:
-        facts = compute_facts(span.genai, span.attributes, KEY, SCANNER)
-        if scrub:
-            content = {k: SCANNER.scrub(v)[0] for k, v in _content(span.genai).items()}
-            attributes = {k: _scrubbed(v) for k, v in span.attributes.items()}
-        else:
-            content = _NO_CONTENT
-            attributes = {k: v for k, v in span.attributes.items() if not genai.is_content_key(k)}
-        attributes.update(facts)
-        spans.append(
-            dataclasses.replace(
-                span,
-                attributes=attributes,
-                genai=dataclasses.replace(span.genai, **content),
-            )
-        )
-    return Trace(trace.tenant, trace.trace_id, spans)
-
-
-def _content(fields: Any) -> dict[str, str]:
-    return {name: getattr(fields, name) for name in _NO_CONTENT}
-
-
-def _scrubbed(value: Any) -> Any:
-    return SCANNER.scrub(value)[0] if isinstance(value, str) else value
 
 
 def verdicts(trace: Trace) -> list[tuple[str, str, str]]:
