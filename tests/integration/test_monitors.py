@@ -325,7 +325,8 @@ def evaluated(stack: Stack) -> dict[str, list[tuple[int, dict]]]:
             stack.webhook.down = False
         stack.tick(now)
         if not stack.webhook.down:
-            wait_until(lambda: len(delivered(stack)) >= stack.monitor_alerts(), timeout_s=60)
+            # a webhook retry backs off: on a loaded machine delivery can take a while
+            wait_until(lambda: len(delivered(stack)) >= stack.monitor_alerts(), timeout_s=240)
     found: dict[str, list[tuple[int, dict]]] = {}
     for alert in sorted(delivered(stack).values(), key=lambda a: a["detected_at_ns"]):
         found.setdefault(alert["name"], []).append((alert["detected_at_ns"] // 10**9, alert))

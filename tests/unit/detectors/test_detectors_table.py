@@ -28,6 +28,13 @@ from pathgrade.schemas.model import Trace
 
 from tests.support.privacy import facts_only
 from tests.support.traces import TraceBuilder, clean_refund_trace, decision, detect
+from tests.unit.detectors.test_detectors_handoffs import (
+    CUSTOMER,
+    identity_trace,
+    ping_pong_trace,
+    redo_trace,
+    undo_trace,
+)
 
 DEFAULT, CAPTURE_ON, NO_COLLECTOR = "default", "capture on", "no collector"
 MODES = (DEFAULT, CAPTURE_ON, NO_COLLECTOR)
@@ -534,6 +541,21 @@ ROWS = [
     Row("PG118", "conversation walk: the earlier turn ended at triage, this one is at answer",
         lambda: walk("answer"), "quiet", {"graph": GRAPH, "walk": "conversation"},
         earlier=(lambda: walk("start", "triage"),)),
+    # PG119-PG122 hand-offs: the turns of test_detectors_handoffs.py.
+    Row("PG119", "the receiving agent repeats the sender's call with the same arguments",
+        redo_trace, "fires"),
+    Row("PG119", "the receiving agent calls it with other arguments",
+        lambda: redo_trace(repeat=False), "quiet"),
+    Row("PG120", "the receiver closes the ticket the sender opened",
+        undo_trace, "fires", {"inverses": {"close_ticket": "open_ticket"}}),
+    Row("PG120", "the receiver closes another customer's ticket",
+        lambda: undo_trace(same=False), "quiet", {"inverses": {"close_ticket": "open_ticket"}}),
+    Row("PG121", "the receiver's spans lack the identity the sender carried",
+        lambda: identity_trace(None), "fires"),
+    Row("PG121", "the receiver carries the sender's identity",
+        lambda: identity_trace(CUSTOMER), "quiet"),
+    Row("PG122", "three hand-offs back and forth", lambda: ping_pong_trace(3), "fires"),
+    Row("PG122", "two hand-offs back and forth", lambda: ping_pong_trace(2), "quiet"),
 ]  # fmt: skip
 
 
