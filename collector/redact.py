@@ -901,10 +901,7 @@ def _scrub_json(value: Any, scanner: PiiScanner, counts: Counts) -> Any:
 def _keep_members(value: AnyValue, members: frozenset[str]) -> bool:
     """Reduce a JSON object text in `value` to its `members` (texts, numbers, booleans and
     lists of them); False, leaving it as it is, when it holds no such object."""
-    try:
-        parsed = json.loads(value.string_value) if value.string_value else None
-    except ValueError:
-        return False
+    parsed = parse_json(value.string_value)
     if not isinstance(parsed, dict):
         return False
     kept = {k: v for k, v in parsed.items() if k in members and _structural(v)}
