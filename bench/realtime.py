@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from ingest import (
+    TRACES_PATH,
+    Request,
     cpu_seconds,
     post_from_threads,
     process_tree,
@@ -269,17 +271,17 @@ def send_planned(
     lock = threading.Lock()
     start_s = start_ns / 1e9
 
-    def next_body() -> bytes | None:
+    def next_request() -> Request | None:
         with lock:
             if not queue:
                 return None
             request = queue.pop()
         time.sleep(max(0.0, start_s + request.due_s - time.time()))
-        return request.body
+        return TRACES_PATH, request.body
 
     time.sleep(max(0.0, start_s - time.time()))
     started = time.monotonic()
-    post_from_threads(port, senders, next_body, timeout_s=60)
+    post_from_threads(port, senders, next_request, timeout_s=60)
     elapsed = max(time.monotonic() - started, planned[-1].due_s if planned else 0.0)
     failing = {trace_id for request in planned for trace_id in request.failing}
     return sum(r.spans for r in planned), elapsed, failing
