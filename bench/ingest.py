@@ -365,19 +365,24 @@ def post_from_threads(
     port: int, senders: int, next_request: Callable[[], Request | None], timeout_s: float = 120
 ) -> None:
     """POST OTLP protobuf requests from `senders` keep-alive connections until
-    `next_request` (called from every sender thread) returns None; exits on any non-200."""
+    `next_request` (called from every sender thread) returns None; exits on any non-200
+    or any error in a sender."""
     failures: list[str] = []
 
     def sender() -> None:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
-        while (request := next_request()) is not None:
-            path, body = request
-            connection.request("POST", path, body, {"Content-Type": "application/x-protobuf"})
-            response = connection.getresponse()
-            response.read()
-            if response.status != 200:
-                failures.append(f"HTTP {response.status}")
-        connection.close()
+        try:
+            while (request := next_request()) is not None:
+                path, body = request
+                connection.request("POST", path, body, {"Content-Type": "application/x-protobuf"})
+                response = connection.getresponse()
+                response.read()
+                if response.status != 200:
+                    failures.append(f"HTTP {response.status}")
+        except Exception as exc:  # a sender that dies fails the bench, not only its thread
+            failures.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            connection.close()
 
     threads = [threading.Thread(target=sender) for _ in range(senders)]
     for thread in threads:
