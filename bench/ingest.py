@@ -569,7 +569,8 @@ def run_once(variant: Variant, requests: list[Request], spans: int, traces: int,
     stack = start_stack(variant, data_dir, http_port, args.store_writer_nice)
     try:
         state = json.loads((data_dir / "stack.json").read_text())
-        store = RemoteStore(state["query_url"], state["token"])
+        # a checkout from before the owner token (an `--against` baseline) writes none
+        store = RemoteStore(state["query_url"], state.get("token", ""))
         warm_spans, warm_traces, warm_alerts, warm_sampled = warm_up(http_port, data_dir, store)
         stored_target, evaluated_target = spans + warm_spans, traces + warm_traces
         pids = process_tree(stack.pid, data_dir)
