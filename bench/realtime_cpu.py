@@ -96,8 +96,8 @@ class _Records:
     def poll(self, timeout_ms: int = 0) -> dict[TopicPartition, list[Message]]:
         return {self.only: self.chunks.pop(0)} if self.chunks else {}
 
-    def partition(self, number: int) -> TopicPartition:
-        return TopicPartition(SPANS_TOPIC, number)
+    def partition(self, number: int, topic: str | None = None) -> TopicPartition:
+        return TopicPartition(topic or SPANS_TOPIC, number)
 
     def commit(self, offsets: Any) -> None:
         pass
