@@ -120,7 +120,7 @@ def run_once(
 ) -> tuple[float, float]:
     """CPU µs per span (all, and the system's part) of one collector of `variant`, on a
     fresh broker."""
-    from ingest import send_all
+    from ingest import send_traces
 
     from pathgrade.stack.broker import LocalBroker, ensure_topics
 
@@ -147,7 +147,7 @@ def run_once(
             try:
                 port = json.loads(answers.readline())["http_port"]
                 before = ask("cpu")
-                send_all(port, bodies, args.senders)
+                send_traces(port, bodies, args.senders)
                 after = ask(f"sent {spans}")
                 ask("stop")
                 child.wait(timeout=120)

@@ -67,7 +67,7 @@ class Run(NamedTuple):
 
 def run_once(python: str, bodies: list[bytes], spans: int, senders: int) -> Run:
     """The CPU of one receiver child of `python` for posting every body once."""
-    from ingest import send_all
+    from ingest import send_traces
 
     child = subprocess.Popen(
         [python, __file__, CHILD_FLAG], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -84,7 +84,7 @@ def run_once(python: str, bodies: list[bytes], spans: int, senders: int) -> Run:
     try:
         port = json.loads(answers.readline())["http_port"]
         before = cpu()
-        send_all(port, bodies, senders)
+        send_traces(port, bodies, senders)
         seconds = cpu() - before
         commands.write("stop\n")
         commands.flush()

@@ -406,6 +406,11 @@ def send_all(port: int, requests: list[Request], senders: int) -> None:
     post_from_threads(port, senders, next_request)
 
 
+def send_traces(port: int, bodies: list[bytes], senders: int) -> None:
+    """`send_all` of OTLP trace request bodies (to /v1/traces)."""
+    send_all(port, [(TRACES_PATH, body) for body in bodies], senders)
+
+
 def process_tree(root: int, data_dir: Path | None = None) -> dict[int, str]:
     """pid -> name of `root` and all its descendants (from /proc): the stack's role names
     from `stack.json` in `data_dir` where known, else a short command line."""
@@ -549,7 +554,7 @@ def warm_up(http_port: int, data_dir: Path, store: RemoteStore) -> tuple[int, in
     the (spans, traces, alerts, sampled) the warm-up added, which the run leaves out."""
     bodies = _split(realistic_request(WARM_UP_TRACES, seed=7), 512)
     spans, traces = span_count(bodies), trace_count(bodies)
-    send_all(http_port, [(TRACES_PATH, body) for body in bodies], 1)
+    send_traces(http_port, bodies, 1)
     deadline = time.perf_counter() + WAIT_LIMIT_S
     while time.perf_counter() < deadline:
         snapshot = stack_snapshot(data_dir)
