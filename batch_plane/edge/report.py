@@ -177,7 +177,7 @@ def graph_svg(
             f'<text x="{x:.1f}" y="{y + AGENT_RADIUS + 14:.1f}" text-anchor="middle">{name}</text>'
         )
     if kinds:
-        parts.append(_HANDOFF_LEGEND)
+        parts.append(_handoff_legend({kind for seen in kinds.values() for kind in seen}))
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -188,14 +188,21 @@ HANDOFF_STYLE = {  # stroke colour and dash of each hand-off kind
     "transfer": ("#c0392b", ""),
     "delegation": ("#8e44ad", ' stroke-dasharray="6 4"'),
 }
-_HANDOFF_LEGEND = (
-    f'<g class="handoff-legend" transform="translate(10,{HEIGHT - 34})">'
-    f'<line x1="0" y1="0" x2="28" y2="0" stroke="{HANDOFF_STYLE["transfer"][0]}" '
-    'stroke-width="2"/><text x="34" y="4">hand-off: transfer of control</text>'
-    f'<line x1="0" y1="18" x2="28" y2="18" stroke="{HANDOFF_STYLE["delegation"][0]}" '
-    'stroke-width="2" stroke-dasharray="6 4"/><text x="34" y="22">hand-off: delegation '
-    "(sub-agent call)</text></g>"
-)
+HANDOFF_LEGEND = {"transfer": "transfer of control", "delegation": "delegation (sub-agent call)"}
+
+
+def _handoff_legend(kinds: set[str]) -> str:
+    """The legend of the hand-off kinds drawn, bottom left."""
+    rows = []
+    for row, kind in enumerate(sorted(kinds, reverse=True)):  # transfer first
+        stroke, dash = HANDOFF_STYLE[kind]
+        rows.append(
+            f'<line x1="0" y1="{18 * row}" x2="28" y2="{18 * row}" stroke="{stroke}" '
+            f'stroke-width="2"{dash}/><text x="34" y="{18 * row + 4}">hand-off: '
+            f"{HANDOFF_LEGEND[kind]}</text>"
+        )
+    top = HEIGHT - 16 - 18 * len(rows)
+    return f'<g class="handoff-legend" transform="translate(10,{top})">{"".join(rows)}</g>'
 
 
 def _handoff_kinds(handoffs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, int]]:

@@ -92,7 +92,10 @@ def test_graph_edges_that_are_handoffs_are_marked_with_their_kind() -> None:
     )
     assert HANDOFF_STYLE["transfer"][0] in transfer and "dasharray" not in transfer
     assert HANDOFF_STYLE["delegation"][0] in delegation and "dasharray" in delegation
-    assert 'class="handoff-legend"' in svg
+    legend = re.search(r'<g class="handoff-legend".*?</g>', svg)[0]
+    assert re.findall(r"hand-off: ([^<]+)<", legend) == [
+        "transfer of control", "delegation (sub-agent call)"
+    ]  # fmt: skip
 
 
 def test_a_sub_agent_call_from_outside_the_graph_adds_that_agent_and_its_edges() -> None:
@@ -109,6 +112,7 @@ def test_a_sub_agent_call_from_outside_the_graph_adds_that_agent_and_its_edges()
     assert drawn["router&lt;&amp;&gt; -&gt; billing"] == ("edge handoff", "delegation")
     assert drawn["triage -&gt; billing"] == ("edge", "")
     assert "router<&>" not in svg
+    assert re.findall(r"hand-off: ([^<]+)<", svg) == ["delegation (sub-agent call)"]
 
 
 def test_without_handoffs_the_picture_is_the_plain_graph() -> None:
