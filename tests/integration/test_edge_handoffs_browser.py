@@ -87,7 +87,7 @@ def test_the_edge_page_draws_the_agents_and_marks_transfer_and_sub_agent_call(
             "p => p.map(e => [e.dataset.edge, e.dataset.handoff || ''])"
         )
         assert sorted(edges) == [
-            ["lookup -> billing", ""],  # a graph edge control never took directly
+            ["lookup -> billing", ""],  # a transition of the walk, no hand-off
             ["triage -> billing", "transfer"],  # control passed: not a graph edge, drawn
             ["triage -> lookup", "delegation"],  # the sub-agent call
         ]
