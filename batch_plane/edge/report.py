@@ -89,14 +89,22 @@ def graph_svg(
     graph: AgentGraph,
     utility: Mapping[str, Any],
     node_href: Callable[[str], str] | None = None,
+    handoffs: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """The graph as an SVG document, node size and edge width proportional to utility; each
     node and edge titled with its counts (queries, visits or traversals, failures) and
-    carrying them as `data-*` attributes. With `node_href`, each node links there."""
+    carrying them as `data-*` attributes. With `node_href`, each node links there.
+
+    `handoffs` (`batch_plane.edge.handoffs.handoff_counts` rows) mark the graph edges that
+    are hand-offs between agents (class `handoff`, `data-handoff` = their kinds) and add
+    those the graph lacks (a sub-agent call from the agent around the graph), with any agent
+    that is no graph node drawn as a hollow `agent` node in the middle."""
     positions = layout(graph)
     node_u, edge_u = utilities(utility)
     node_rows = _counts(utility.get("nodes", []), lambda row: row["node"])
     edge_rows = _counts(utility.get("edges", []), lambda row: (row["from"], row["to"]))
+    kinds = _handoff_kinds(handoffs)
+    agents = _agent_positions(graph, handoffs)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
         f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
@@ -104,24 +112,41 @@ def graph_svg(
         'markerHeight="4" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" '
         'fill="#555"/></marker></defs>',
     ]
-    for source, target in sorted(graph.edge_pairs()):
+    graph_edges = sorted(graph.edge_pairs())
+    for source, target in graph_edges:
         value = edge_u.get((source, target), 0.0)
         row = edge_rows.get((source, target), {})
-        (x1, y1), (x2, y2) = start, end = _edge_ends(
-            positions[source], positions[target], _gap(node_u, source, target)
-        )
-        cx, cy = _bend(start, end)
         counts = (
             f"{row.get('queries', 0)} queries, {row.get('traversals', 0)} traversals, "
             f"{row.get('failures', 0)} failures"
         )
         parts.append(
-            f'<path d="M{x1:.1f},{y1:.1f} Q{cx:.1f},{cy:.1f} {x2:.1f},{y2:.1f}" fill="none" '
-            f'stroke="#555" stroke-opacity="0.6" stroke-width="{edge_width(value):.2f}" '
-            f'marker-end="url(#arrow)" class="edge" data-edge="{html.escape(source)} -&gt; '
-            f'{html.escape(target)}" data-counts="utility {value:.2f}: {counts}">'
-            f"<title>{html.escape(source)} -&gt; {html.escape(target)}: utility {value:.2f} "
-            f"({counts})</title></path>"
+            _edge_path(
+                (positions[source], positions[target]),
+                _gap(node_u, source, target),
+                (source, target),
+                edge_width(value),
+                f"utility {value:.2f}: {counts}",
+                kinds.get((source, target), {}),
+            )
+        )
+    everywhere = {**positions, **agents}
+
+    def radius(name: str) -> float:
+        return AGENT_RADIUS if name in agents else node_radius(node_u.get(name, 0.0))
+
+    for (source, target), seen in kinds.items():
+        if (source, target) in graph_edges or source not in everywhere or target not in everywhere:
+            continue
+        parts.append(
+            _edge_path(
+                (everywhere[source], everywhere[target]),
+                (radius(source), radius(target)),
+                (source, target),
+                HANDOFF_STROKE,
+                "not a graph edge",
+                seen,
+            )
         )
     for node in graph.nodes:
         x, y = positions[node.id]
@@ -142,8 +167,90 @@ def graph_svg(
         if node_href is not None:
             shape = f'<a href="{html.escape(node_href(node.id))}">{shape}</a>'
         parts.append(shape)
+    for agent, (x, y) in agents.items():
+        name = html.escape(agent)
+        parts.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{AGENT_RADIUS:.1f}" fill="#fff" '
+            f'stroke="#1d3d7a" stroke-width="2" class="node agent" data-node="{name}" '
+            f'data-counts="an agent that hands off, not a graph node">'
+            f"<title>{name}: an agent that hands off, not a graph node</title></circle>"
+            f'<text x="{x:.1f}" y="{y + AGENT_RADIUS + 14:.1f}" text-anchor="middle">{name}</text>'
+        )
+    if kinds:
+        parts.append(_handoff_legend({kind for seen in kinds.values() for kind in seen}))
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+AGENT_RADIUS = 14.0
+HANDOFF_STROKE = 2.0
+HANDOFF_STYLE = {  # stroke colour and dash of each hand-off kind
+    "transfer": ("#c0392b", ""),
+    "delegation": ("#8e44ad", ' stroke-dasharray="6 4"'),
+}
+HANDOFF_LEGEND = {"transfer": "transfer of control", "delegation": "delegation (sub-agent call)"}
+
+
+def _handoff_legend(kinds: set[str]) -> str:
+    """The legend of the hand-off kinds drawn, bottom left."""
+    rows = []
+    for row, kind in enumerate(sorted(kinds, reverse=True)):  # transfer first
+        stroke, dash = HANDOFF_STYLE[kind]
+        rows.append(
+            f'<line x1="0" y1="{18 * row}" x2="28" y2="{18 * row}" stroke="{stroke}" '
+            f'stroke-width="2"{dash}/><text x="34" y="{18 * row + 4}">hand-off: '
+            f"{HANDOFF_LEGEND[kind]}</text>"
+        )
+    top = HEIGHT - 16 - 18 * len(rows)
+    return f'<g class="handoff-legend" transform="translate(10,{top})">{"".join(rows)}</g>'
+
+
+def _handoff_kinds(handoffs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, int]]:
+    """Per (from, to): how many hand-offs of each kind."""
+    kinds: dict[tuple[str, str], dict[str, int]] = {}
+    for row in handoffs:
+        seen = kinds.setdefault((row["from"], row["to"]), {})
+        seen[row["kind"]] = seen.get(row["kind"], 0) + row["handoffs"]
+    return kinds
+
+
+def _agent_positions(graph: AgentGraph, handoffs: Sequence[Mapping[str, Any]]) -> dict[str, Point]:
+    """Where the hand-offs' agents that are no graph node go: a column in the middle."""
+    nodes = {node.id for node in graph.nodes}
+    extra = [a for row in handoffs for a in (row["from"], row["to"]) if a not in nodes]
+    agents = list(dict.fromkeys(extra))
+    step = 2 * AGENT_RADIUS + 30
+    return {
+        agent: (WIDTH / 2, HEIGHT / 2 + (index - (len(agents) - 1) / 2) * step)
+        for index, agent in enumerate(agents)
+    }
+
+
+def _edge_path(
+    ends: tuple[Point, Point],
+    gap: tuple[float, float],
+    names: tuple[str, str],
+    width: float,
+    counts: str,
+    handoffs: Mapping[str, int],
+) -> str:
+    """One edge as a curved path with its arrow, title and `data-*` counts; a hand-off edge
+    is drawn in its kind's colour and dash (a transfer's when it is both)."""
+    (x1, y1), (x2, y2) = start, end = _edge_ends(ends[0], ends[1], gap)
+    cx, cy = _bend(start, end)
+    label = f"{html.escape(names[0])} -&gt; {html.escape(names[1])}"
+    stroke, dash, marks = "#555", "", ""
+    if handoffs:
+        stroke, dash = HANDOFF_STYLE[sorted(handoffs)[-1]]
+        shown = ", ".join(f"{n} {kind}" for kind, n in sorted(handoffs.items()))
+        counts = f"{counts}; hand-offs: {shown}"
+        marks = f' data-handoff="{" ".join(sorted(handoffs))}"'
+    return (
+        f'<path d="M{x1:.1f},{y1:.1f} Q{cx:.1f},{cy:.1f} {x2:.1f},{y2:.1f}" fill="none" '
+        f'stroke="{stroke}" stroke-opacity="0.6" stroke-width="{width:.2f}"{dash} '
+        f'marker-end="url(#arrow)" class="edge{" handoff" if handoffs else ""}"{marks} '
+        f'data-edge="{label}" data-counts="{counts}"><title>{label}: {counts}</title></path>'
+    )
 
 
 def write_graph_png(graph: AgentGraph, utility: Mapping[str, Any], path: Path) -> None:

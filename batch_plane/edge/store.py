@@ -10,7 +10,9 @@ What is read (one trace per agent turn, see docs/edge.md "What the EDGE store re
   OpenLLMetry or OpenInference, else the agents a turn transferred control between,
   else GenAI sub-agent spans), in order;
 - actions = every `execute_tool` span's GenAIToolName and GenAIToolArguments (needs
-  `--capture-tools`), in start order.
+  `--capture-tools`), in start order;
+- hand-offs = the agent hand-offs of the turn (`batch_plane.edge.handoffs.turn_handoffs`:
+  sender, receiver, transfer or delegation), counted over the run for the graph views.
 
 The runs are then scored with batch_plane.edge.determinism, the same functions used in memory.
 """
@@ -34,6 +36,7 @@ from pathgrade.batch_plane.edge.determinism import (
     variant_metrics,
 )
 from pathgrade.batch_plane.edge.graph import Scenario
+from pathgrade.batch_plane.edge.handoffs import HandoffEdge, handoff_counts, turn_handoffs
 from pathgrade.batch_plane.edge.simulation import (
     BASE_VARIANT,
     MANIFEST_ATTRIBUTE,
@@ -101,6 +104,7 @@ class TurnRecord:
     response: str = ""
     nodes: list[str] = field(default_factory=list)
     actions: list[dict[str, Any]] = field(default_factory=list)
+    handoffs: list[HandoffEdge] = field(default_factory=list)
 
     @property
     def conversation(self) -> tuple[str, str, int | None]:
@@ -146,6 +150,7 @@ def turn_record(trace: Trace) -> TurnRecord | None:
             {"name": span.genai.tool_name, "args": span.genai.tool_arguments}
             for span in trace.by_operation(genai.OP_EXECUTE_TOOL)
         ],
+        handoffs=turn_handoffs(trace),
     )
 
 
@@ -393,6 +398,7 @@ def edge_metrics(
         "structure": structural_adherence(graph, [as_run(a) for a in attempts.values()]),
         "convergence": convergence(graph, all_runs),
         "utility": node_utility(utility_records(conversations, expected), graph),
+        "handoffs": handoff_counts(turn.handoffs for turn in turns),
     }
 
 

@@ -22,6 +22,7 @@ from itertools import pairwise
 from typing import Any
 
 from pathgrade.batch_plane.edge.determinism import node_utility, structural_adherence
+from pathgrade.batch_plane.edge.handoffs import handoff_counts, turn_handoffs
 from pathgrade.batch_plane.edge.walks import turn_walk
 from pathgrade.detectors.graph_adherence import Walk, walk_problems
 from pathgrade.schemas.agent_graph import LANGGRAPH_START, AgentGraph, GraphError
@@ -123,8 +124,10 @@ def infer_graph(traces: Sequence[Trace], walk: Walk = "turn") -> dict[str, Any]:
     declared node without an in-edge. Terminals: the nodes walks ended at, and declared
     nodes without an out-edge. Tools: those called under each node, in first-seen order.
     Per node `visits`, per edge `traversals`, with `walks` and `first_seen`/`last_seen`;
-    observed transitions the declaration lacks are listed under `undeclared_transitions`.
-    GraphError when there is nothing to infer from.
+    observed transitions the declaration lacks are listed under `undeclared_transitions`;
+    the hand-offs between agents the traces show (transfers and sub-agent calls, counted
+    as `batch_plane.edge.handoffs` does) under `handoffs`. GraphError when there is nothing
+    to infer from.
     """
     walks = graph_walks(traces, walk)
     declared = _declared(traces)
@@ -163,6 +166,7 @@ def infer_graph(traces: Sequence[Trace], walk: Walk = "turn") -> dict[str, Any]:
             "walk": walk,
             "structure": "declared" if declared else "observed",
         },
+        "handoffs": handoff_counts(turn_handoffs(trace) for trace in traces),
     }
     if declared:
         graph["undeclared_transitions"] = [

@@ -1,6 +1,7 @@
 """EDGE pages: the EDGE runs in the store, one run's determinism table with its agent graph
-drawn by node and edge utility (hover a node or edge for its counts, click a node for the
-conversations through it), and the conversations through one node."""
+drawn by node and edge utility and its agents' hand-offs (transfers and sub-agent calls)
+marked on it (hover a node or edge for its counts, click a node for the conversations
+through it), and the conversations through one node."""
 
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ def edge_run(ui: Ui, request: Request) -> Page:
         graph,
         metrics["utility"],
         node_href=lambda node: f"/edge/{quote(run_id)}/node/{quote(node)}",
+        handoffs=metrics["handoffs"],
     )
     return "edge_run.html", {"run_id": run_id, "metrics": metrics, "svg": svg}
 

@@ -427,6 +427,28 @@ def test_edge_graph_shows_counts_on_hover_and_a_node_leads_to_its_conversations(
     assert acme.page.locator("#node-conversations a.turn-link").count() > 0
 
 
+def test_edge_graph_draws_the_orchestrator_calling_each_node_agent_as_a_sub_agent(
+    acme: Viewer, world: World
+) -> None:
+    """The recruitment agent runs each node as a nested `invoke_agent <node>`: the agent
+    around the graph is drawn as a hollow node with a delegation edge to every node it
+    called, and no transfer."""
+    acme.open(f"/edge/{world.edge_run}")
+    graph = acme.page.locator("#edge-graph svg")
+    names = "c => c.map(n => n.dataset.node)"
+    assert graph.locator("circle.node.agent").evaluate_all(names) == ["recruitment-agent"]
+    nodes = set(graph.locator("circle.node:not(.agent)").evaluate_all(names))
+    called = graph.locator("path.handoff").evaluate_all(
+        "p => p.map(e => [e.dataset.edge, e.dataset.handoff])"
+    )
+    assert sorted(called) == sorted([f"recruitment-agent -> {n}", "delegation"] for n in nodes)
+    rows = acme.page.locator("#handoff-table tr.handoff").evaluate_all(
+        "r => r.map(t => t.dataset.kind + ' ' + t.cells[0].textContent)"
+    )
+    assert rows and set(rows) == {"delegation recruitment-agent"}
+    assert acme.errors == []
+
+
 def test_a_conversation_page_advises_the_next_turn_as_edge_recommend_does(
     acme: Viewer, world: World
 ) -> None:

@@ -57,3 +57,18 @@ def test_the_inferred_graph_of_multi_agent_traffic_has_agents_for_nodes_handoffs
         ("triage", "billing"), ("billing", "triage")
     ]  # fmt: skip
     assert graph["start"] == "triage" and graph["inferred_from"]["structure"] == "observed"
+    assert [(h["from"], h["to"], h["kind"], h["handoffs"]) for h in graph["handoffs"]] == [
+        ("triage", "billing", "transfer", 1), ("billing", "triage", "transfer", 1)
+    ]  # fmt: skip
+
+
+def test_the_inferred_graph_lists_a_sub_agent_call_from_the_agent_its_nodes_are_under() -> None:
+    b = TraceBuilder(agent="support-agent")
+    with b.inside(b.agent("billing-agent")):
+        b.tool("refund_duplicate", {"account_id": "AC-1"})
+    graph = infer_graph([b.build()])
+    assert [n["id"] for n in graph["nodes"]] == ["billing-agent"]
+    assert graph["handoffs"] == [
+        {"from": "support-agent", "to": "billing-agent", "kind": "delegation", "handoffs": 1,
+         "turns": 1}
+    ]  # fmt: skip
