@@ -25,6 +25,8 @@ from pathgrade.batch_plane.scoring.retrieval import (
     recall_by_text,
 )
 
+CANNOT_DECIDE = "cannot_decide"
+"""The label of a metric stored without a value because it could not be decided."""
 Measured = dict[str, tuple[float | None, str]]
 """Metric -> (value, explanation); None: could not decide (the explanation says why)."""
 
