@@ -90,5 +90,5 @@ verdicts: {per: contexts, aggregate: context_precision}
 prompt: "${question}"
 output_schema: {type: object}
 """
-    with pytest.raises(RubricError, match="verdicts.per 'contexts' is not one of the inputs"):
+    with pytest.raises(RubricError, match=r"verdicts\.per 'contexts' is not one of the inputs"):
         parse_rubric(text, "x.v1.yaml")
