@@ -5,6 +5,7 @@ reproduces every labelled score, and calibrates as the other rubrics do."""
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
@@ -19,6 +20,9 @@ from pathgrade.batch_plane.scoring.judge import Judge
 from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.store.client import ClientStore
+from ragas.metrics import LLMContextPrecisionWithReference, LLMContextRecall
+from ragas.metrics._context_precision import Verification
+from ragas.metrics._context_recall import ContextRecallClassification
 
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 from tests.support.openai_standin import OpenAIStandIn
@@ -68,3 +72,23 @@ def test_the_shipped_labels_are_reproduced_and_calibrate(metric: str, store: Cli
     assert (result.items, result.agreement, result.kappa) == (len(labels), 1.0, 1.0)
     store_calibration(store, result)
     assert calibration_status(store, f"m-{metric}", rubric.ref)
+
+
+def test_the_rubrics_score_verdicts_as_the_installed_ragas_does() -> None:
+    """RAGAS's LLM metrics' formulas (`_calculate_average_precision`, LLMContextRecall's
+    `_compute_score`) on 300 generated verdict lists, against the rubrics' scores of the
+    same verdicts (RAGAS's precision carries its 1e-10 in the denominator)."""
+    rng = random.Random(4417)
+    precision, recall = load_rubric("context_precision@1"), load_rubric("context_recall@1")
+    ragas_precision, ragas_recall = LLMContextPrecisionWithReference(), LLMContextRecall()
+    for _ in range(300):
+        flags = [int(rng.random() < 0.5) for _ in range(rng.randint(1, 8))]
+        answer = {"verdicts": [{"reason": "", "verdict": f} for f in flags], "explanation": ""}
+        expected = ragas_precision._calculate_average_precision(
+            [Verification(reason="", verdict=f) for f in flags]
+        )
+        assert precision.output_score(answer) == pytest.approx(expected, abs=1e-9), flags
+        classified = [
+            ContextRecallClassification(statement="s", reason="", attributed=f) for f in flags
+        ]
+        assert recall.output_score(answer) == ragas_recall._compute_score(classified), flags
