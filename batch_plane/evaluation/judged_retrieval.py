@@ -9,9 +9,11 @@ When the agent said what it retrieved (`AgentTurn.retrieved_contexts`, with text
 - `context_recall` (rubric `context_recall`, needs the item's reference answer): one
   verdict per statement of the reference answer (RAGAS `LLMContextRecall`).
 
-The verdicts become the score through `scoring.retrieval`. Without a judge, with nothing
-to judge, or when the judge fails (a bad answer after retries, the budget spent), the
-metric is stored without a value and says why (`cannot_decide`, `judge_error`).
+The verdicts become the score through `scoring.retrieval`. When the agent retrieved
+nothing, both are 0.0 without asking (as the libraries score an empty list). Without a
+judge, without chunk text or a reference answer to judge by, or when the judge fails (a
+bad answer after retries, the budget spent), the metric is stored without a value and
+says why (`cannot_decide`, `judge_error`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.scoring.scores import Score
 from pathgrade.schemas.evaluation_records import JUDGE_ERROR_LABEL
 
+NOTHING_RETRIEVED = "nothing was retrieved"
 NO_JUDGE = "judged without a reference context: needs a judge (--judge-url), none configured"
 
 
@@ -47,28 +50,36 @@ def judged_retrieval_scores(
     graded = "the reference answer" if reference else "the agent's answer"
     precision = {"question": question, "answer": answer, "contexts": chunks}
     recall = {"question": question, "contexts": chunks, "statements": statements(reference)}
-    missing = _nothing_to_judge(turn, chunks)
+    no_answer = "" if answer else "neither a reference answer nor an answer to judge by"
+    no_reference = "" if recall["statements"] else "the item has no reference answer"
+    if not turn.retrieved_contexts:  # nothing to find relevant or to attribute to: 0.0
+        return [
+            _unjudged("context_precision", base, NOTHING_RETRIEVED, 0.0),
+            _unjudged("context_recall", base, no_reference or NOTHING_RETRIEVED,
+                      None if no_reference else 0.0),
+        ]  # fmt: skip
+    unreadable = "" if chunks else "the retrieved chunks carry no text for the judge to read"
     return [
         _judged(
-            "context_precision", precision, judge, base,
-            missing or ("" if answer else "neither a reference answer nor an answer to judge by"),
+            "context_precision", precision, judge, base, unreadable or no_answer,
             f"{len(chunks)} chunks against {graded}",
         ),
         _judged(
-            "context_recall", recall, judge, base,
-            missing or ("" if recall["statements"] else "the item has no reference answer"),
+            "context_recall", recall, judge, base, unreadable or no_reference,
             f"{len(recall['statements'])} statements of the reference answer",
         ),
     ]  # fmt: skip
 
 
-def _nothing_to_judge(turn: AgentTurn, chunks: list[str]) -> str:
-    """Why the retrieved chunks cannot be judged ("" when they can)."""
-    if not turn.retrieved_contexts:
-        return "nothing was retrieved to judge"
-    if not chunks:
-        return "the retrieved chunks carry no text for the judge to read"
-    return ""
+def _unjudged(metric: str, base: dict[str, Any], why: str, value: float | None = None) -> Score:
+    """A score the judge was not asked for: `value` (0.0 when nothing was retrieved), or
+    no value (`cannot_decide`), and why."""
+    rubric = load_rubric(metric)
+    label = CANNOT_DECIDE if value is None else "fail"
+    return Score(
+        metric, f"judge:{rubric.id}", rubric.ref, value=value, label=label, explanation=why,
+        rubric_version=rubric.ref, **base,
+    )  # fmt: skip
 
 
 def _judged(
@@ -80,12 +91,11 @@ def _judged(
     graded: str,
 ) -> Score:
     """One metric's score: the judge's verdicts aggregated, or no value and why."""
+    if undecidable or judge is None:
+        return _unjudged(metric, base, undecidable or NO_JUDGE)
     rubric = load_rubric(metric)
     fields = {"scorer": f"judge:{rubric.id}", "scorer_version": rubric.ref, **base}
     fields["rubric_version"] = rubric.ref
-    if undecidable or judge is None:
-        why = undecidable or NO_JUDGE
-        return Score(metric, value=None, label=CANNOT_DECIDE, explanation=why, **fields)
     fields["judge_model"] = judge.endpoint.model
     try:
         result = judge.evaluate(rubric, inputs)

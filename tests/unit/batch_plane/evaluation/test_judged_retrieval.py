@@ -190,7 +190,13 @@ def test_without_a_judge_or_anything_to_judge_the_metrics_say_why() -> None:
         assert scores[metric].explanation == NO_JUDGE
         assert scores[metric].rubric_version == f"{metric}@1"
     nothing = by_metric(judged_retrieval_scores(item(reference_answer=EIFFEL), turn(), None, BASE))
-    assert nothing["context_precision"].explanation == "nothing was retrieved to judge"
+    for metric in ("context_precision", "context_recall"):  # an empty list scores 0.0
+        assert (nothing[metric].value, nothing[metric].label) == (0.0, "fail")
+        assert nothing[metric].explanation == "nothing was retrieved"
+    unreferenced = by_metric(judged_retrieval_scores(item(), turn(), None, BASE))
+    assert unreferenced["context_precision"].value == 0.0
+    assert unreferenced["context_recall"].value is None
+    assert unreferenced["context_recall"].explanation == "the item has no reference answer"
     ids_only = AgentTurn(response="x", retrieved_contexts=[RetrievedContext(id="kb-1")])
     unreadable = by_metric(judged_retrieval_scores(item(), ids_only, None, BASE))
     assert "no text for the judge" in unreadable["context_precision"].explanation
