@@ -4,7 +4,8 @@ what the agent said it did (`AgentTurn.retrieved_contexts`, `AgentTurn.plan`):
 - `context_precision`, `context_recall` when the item names reference contexts: by ids
   when it names reference ids and the agent's chunks have ids, else by text when it names
   reference texts and the chunks have text; without the agent's chunks (or the kind the
-  reference needs), no value (`cannot_decide`);
+  reference needs), no value (`cannot_decide`); an item naming no reference context is
+  judged instead (`judged_retrieval`);
 - `plan_adherence` when the agent stated a plan: the plan against the tool path;
 - `step_efficiency` when the item expects calls: the tool path against them.
 
@@ -25,6 +26,8 @@ from pathgrade.batch_plane.scoring.retrieval import (
     recall_by_text,
 )
 
+CANNOT_DECIDE = "cannot_decide"
+"""The label of a metric stored without a value because it could not be decided."""
 Measured = dict[str, tuple[float | None, str]]
 """Metric -> (value, explanation); None: could not decide (the explanation says why)."""
 

@@ -25,7 +25,9 @@ A run has three steps, each its own function:
    - `goal_completed` from the item's end-state oracle and the sandbox state the adapter
      exposed (`batch_plane.evaluation.end_state`);
    - the retrieval and plan metrics (`context_precision`, `context_recall`,
-     `plan_adherence`, `step_efficiency`: `batch_plane.evaluation.layer_metrics`).
+     `plan_adherence`, `step_efficiency`: `batch_plane.evaluation.layer_metrics`), and
+     for an item without reference contexts, context precision and recall by the run's
+     judge (`batch_plane.evaluation.judged_retrieval`; no value, and why, without one).
    An undecidable metric is stored without a value, labelled `cannot_decide`, with the
    reason. An attempt without a trace gets no scores, so the gate fails closed.
 """
@@ -43,8 +45,14 @@ from typing import Any
 from pathgrade.batch_plane.agents.adapters import AdapterError, AgentAdapter, AgentTurn, TurnContext
 from pathgrade.batch_plane.evaluation.datasets import DatasetItem, called_tools
 from pathgrade.batch_plane.evaluation.end_state import GOAL_COMPLETED, goal_completed
-from pathgrade.batch_plane.evaluation.layer_metrics import plan_metrics, retrieval_metrics
+from pathgrade.batch_plane.evaluation.judged_retrieval import judged_retrieval_scores
+from pathgrade.batch_plane.evaluation.layer_metrics import (
+    CANNOT_DECIDE,
+    plan_metrics,
+    retrieval_metrics,
+)
 from pathgrade.batch_plane.scoring.checks import AttemptEvidence, CheckOutcome, all_of, run_checks
+from pathgrade.batch_plane.scoring.judge import Judge
 from pathgrade.batch_plane.scoring.path_metrics import SOUND, detector_outcomes, efficiency, sound
 from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.scoring.trajectory import match, tool_correctness
@@ -63,7 +71,6 @@ SCORER = "pathgrade.deterministic"
 SCORER_VERSION = "2"
 CHECKS = "checks"
 CHECK_PREFIX = "check."
-CANNOT_DECIDE = "cannot_decide"
 RUN_COLUMNS = [
     "RunId", "Suite", "SuiteVersion", "Agent", "DatasetVersions", "StartedAt", "FinishedAt",
     "Status", "Seed", "Params", "UpdatedAt",
@@ -335,19 +342,24 @@ def score_attempt(
     policy: Policy | None = None,
     history: Sequence[TurnDigest] = (),
     secret: FactSecret | None = None,
+    judge: Judge | None = None,
 ) -> list[Score]:
-    """The deterministic scores of one attempt, linked to its trace, item and run.
-    `policy` is the detectors' policy (default: every detector on); `history` the
-    digests of earlier turns of the attempt's conversation; `secret` the deployment's
-    fact secret (compares uncaptured arguments by fingerprint)."""
+    """The scores of one attempt, linked to its trace, item and run. `policy` is the
+    detectors' policy (default: every detector on); `history` the digests of earlier
+    turns of the attempt's conversation; `secret` the deployment's fact secret (compares
+    uncaptured arguments by fingerprint); `judge` grades the retrieval of an item without
+    reference contexts."""
     resolved = (policy or default_policy()).resolve(*_service_and_agent(trace))
-    return attempt_scores(
-        attempt, trace, run_id, attempt_evidence(attempt, trace, resolved, history, secret)
-    )
+    evidence = attempt_evidence(attempt, trace, resolved, history, secret)
+    return attempt_scores(attempt, trace, run_id, evidence, judge)
 
 
 def attempt_scores(
-    attempt: Attempt, trace: Trace, run_id: str, evidence: AttemptEvidence
+    attempt: Attempt,
+    trace: Trace,
+    run_id: str,
+    evidence: AttemptEvidence,
+    judge: Judge | None = None,
 ) -> list[Score]:
     """`score_attempt` given the attempt's evidence.
 
@@ -381,24 +393,28 @@ def attempt_scores(
         labels[metric] = "" if value is not None else CANNOT_DECIDE
         explanations[metric] = "" if value is not None else "a model has no list price"
     root = trace.root
-    return [
+    base = {
+        "tenant": trace.tenant,
+        "trace_id": trace.trace_id,
+        "span_id": root.span_id if root else "",
+        "dataset_item_id": item.item_id,
+        "run_id": run_id,
+        "repeat": attempt.repeat,
+        "slices": dict(item.slices),
+    }
+    deterministic = [
         Score(
             metric=metric,
             scorer=SCORER,
             scorer_version=SCORER_VERSION,
-            tenant=trace.tenant,
-            trace_id=trace.trace_id,
-            span_id=root.span_id if root else "",
             value=value,
             label=labels.get(metric) or ("pass" if value == 1.0 else "fail"),
             explanation=explanations.get(metric, ""),
-            dataset_item_id=item.item_id,
-            run_id=run_id,
-            repeat=attempt.repeat,
-            slices=dict(item.slices),
+            **base,
         )
         for metric, value in values.items()
     ]
+    return deterministic + judged_retrieval_scores(item, attempt.turn, judge, base)
 
 
 def score_attempts(
@@ -408,10 +424,11 @@ def score_attempts(
     policy: Policy | None = None,
     conversations: bool = False,
     secret: FactSecret | None = None,
+    judge: Judge | None = None,
 ) -> list[Score]:
     """Every traced attempt's scores, in drive order; with `conversations`, each turn's
     detectors see the digests of the earlier turns of its conversation and repeat;
-    `secret` as for `score_attempt`."""
+    `secret` and `judge` as for `score_attempt`."""
     histories: dict[tuple[str, int], list[TurnDigest]] = {}
     policy = policy or default_policy()
     resolved: dict[tuple[str, str], ResolvedPolicy] = {}
@@ -426,7 +443,7 @@ def score_attempts(
         if scope not in resolved:
             resolved[scope] = policy.resolve(*scope)
         evidence = attempt_evidence(attempt, trace, resolved[scope], history, secret)
-        scores += attempt_scores(attempt, trace, run_id, evidence)
+        scores += attempt_scores(attempt, trace, run_id, evidence, judge)
         if conversation:
             history.append(turn_digest(evidence.view, conversation))
     return scores
@@ -456,17 +473,19 @@ def run_eval(
     conversations: bool = False,
     policy: Policy | None = None,
     secret: FactSecret | None = None,
+    judge: Judge | None = None,
 ) -> RunSummary:
     """Record the run, drive the agent, `flush` its span exporter, wait for its traces,
     score them (detectors under `policy`, default every detector on; `secret`: the
-    deployment's fact secret, for arguments known only by fingerprint), finish the run."""
+    deployment's fact secret, for arguments known only by fingerprint; `judge`: grades
+    the retrieval of items without reference contexts), finish the run."""
     record_run(store, run)
     attempts = drive(adapter, items, run, runs_per_item, progress, conversations)
     if flush is not None:
         flush()
     answered = {a.key for a in attempts if a.turn is not None}
     traces = collect_traces(store, run.run_id, answered, trace_timeout_s)
-    scores = score_attempts(attempts, traces, run.run_id, policy, conversations, secret)
+    scores = score_attempts(attempts, traces, run.run_id, policy, conversations, secret, judge)
     write_scores(store, scores)
     errors = [f"{a.item.item_id} repeat {a.repeat}: {a.error}" for a in attempts if a.error]
     errors += [

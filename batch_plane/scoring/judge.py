@@ -27,7 +27,7 @@ from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.rubrics import Rubric
 from pathgrade.detectors.prices import PriceTable, cost_usd, shipped_price_table
 from pathgrade.schemas.store import Store
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
@@ -210,7 +210,7 @@ class Judge:
         self.budget.reserve()
         started = time.monotonic()
         with self._slots:
-            verdict, usage, attempts = self._request(rubric, prompt)
+            verdict, usage, attempts = self._request(rubric, prompt, inputs)
         self.budget.charge(usage)
         if self.cache and self.store is not None:
             self.cache.put(key, self.endpoint.model, rubric.ref, verdict, usage)
@@ -222,13 +222,15 @@ class Judge:
             self.store.insert("judge_calls", [row], list(JUDGE_CALL_COLUMNS))
         return JudgeResult(verdict, usage, key, cached=False, attempts=attempts)
 
-    def _request(self, rubric: Rubric, prompt: str) -> tuple[Verdict, Usage, int]:
+    def _request(
+        self, rubric: Rubric, prompt: str, inputs: dict[str, Any]
+    ) -> tuple[Verdict, Usage, int]:
         """POST until a valid verdict or attempts run out."""
         body = self._body(rubric, prompt)
         reasons = []
         for attempt in range(1, self.endpoint.max_attempts + 1):
             try:
-                verdict, usage = self._attempt(rubric, body)
+                verdict, usage = self._attempt(rubric, body, inputs)
                 return verdict, usage, attempt
             except _Retry as retry:
                 reasons.append(str(retry))
@@ -254,7 +256,9 @@ class Judge:
             "response_format": response_format,
         }
 
-    def _attempt(self, rubric: Rubric, body: dict[str, Any]) -> tuple[Verdict, Usage]:
+    def _attempt(
+        self, rubric: Rubric, body: dict[str, Any], inputs: dict[str, Any]
+    ) -> tuple[Verdict, Usage]:
         try:
             response = self.http.post("/chat/completions", json=body)
         except httpx.TimeoutException as exc:
@@ -271,19 +275,21 @@ class Judge:
             usage = payload.get("usage") or {}
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise _Retry(f"malformed response body: {exc!r}") from exc
-        return self._verdict(rubric, content), self._usage(usage)
+        return self._verdict(rubric, content, inputs), self._usage(usage)
 
-    def _verdict(self, rubric: Rubric, content: Any) -> Verdict:
+    def _verdict(self, rubric: Rubric, content: Any, inputs: dict[str, Any]) -> Verdict:
+        """The answer checked against the rubric (schema, and one verdict per graded item
+        for a verdict-list rubric, whose score is then computed from them)."""
         try:
             output = json.loads(content)
         except (TypeError, ValueError) as exc:
             raise _Retry(f"answer is not JSON: {exc}") from exc
-        problems = rubric.check_output(output)
+        problems = rubric.check_output(output, inputs)
         if problems:
             raise _Retry(f"answer does not match the {rubric.ref} schema: {'; '.join(problems)}")
         try:
-            return Verdict.model_validate(output)
-        except ValidationError as exc:
+            return Verdict.model_validate({**output, "score": rubric.output_score(output)})
+        except ValueError as exc:  # a ValidationError, or no verdict to score
             raise _Retry(f"answer does not validate: {exc}") from exc
 
     def _usage(self, usage: dict[str, Any]) -> Usage:

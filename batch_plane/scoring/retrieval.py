@@ -17,10 +17,11 @@ Where the relevance comes from:
   retrieved and a reference context alike when `1 - normalised Levenshtein distance`
   (rapidfuzz, the measure RAGAS uses) reaches the threshold (0.5; `>=` for precision, `>`
   for recall, as RAGAS has it);
-- a judge, where no reference context exists: one verdict per chunk (is it relevant to
-  the question and reference answer) or per statement of the reference answer (is it
-  supported by the retrieved context), which the two functions above turn into the score.
-  pathgrade ships no rubric for these verdicts yet (docs/trajectory.md).
+- a judge, where no reference context exists: one verdict per chunk (was it useful to
+  arrive at the answer: rubric `context_precision`) or per statement of the reference
+  answer (`statements`; can it be attributed to the retrieved context: rubric
+  `context_recall`), which the two functions above turn into the score
+  (`batch_plane.evaluation.judged_retrieval` asks the judge).
 
 docs/trajectory.md lists where pathgrade differs from either library and the published
 vectors the tests reproduce.
@@ -28,9 +29,12 @@ vectors the tests reproduce.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from rapidfuzz.distance import Levenshtein
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 SIMILARITY_THRESHOLD = 0.5
 """RAGAS's default threshold of its non-LLM context precision and recall."""
@@ -97,6 +101,12 @@ def recall_by_text(
         return None
     best = [max((similarity(chunk, ref) for chunk in retrieved), default=0.0) for ref in reference]
     return context_recall([score > threshold for score in best])
+
+
+def statements(text: str) -> list[str]:
+    """The sentences of `text` (split after `.`, `!` or `?` and a space, and at line
+    breaks), stripped, empty ones left out: the units `context_recall` grades."""
+    return [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
 
 
 def _binary(verdicts: Sequence[bool | int], name: str) -> list[int]:

@@ -91,10 +91,12 @@ def run_agent(
     runs_per_item: int,
     conversations: bool = False,
     policy: Any = None,
+    judge: Any = None,
 ) -> int:
     """Drive the agent over `items` as run `run`, score it (detectors under `policy`,
-    default every detector on) and print the summary; exit 0 when every attempt was
-    answered and traced, else 1."""
+    default every detector on; `judge` grades the retrieval of items without reference
+    contexts) and print the summary; exit 0 when every attempt was answered and traced,
+    else 1."""
     from pathgrade.batch_plane.agents.adapters import AdapterError, load_adapter
     from pathgrade.batch_plane.evaluation.runs import run_eval
     from pathgrade.stack.ownership import read_state
@@ -115,7 +117,7 @@ def run_agent(
             store, adapter, items, run, runs_per_item,
             trace_timeout_s=args.trace_timeout, progress=progress,
             flush=provider.force_flush, conversations=conversations, policy=policy,
-            secret=fact_secret(args),
+            secret=fact_secret(args), judge=judge,
         )  # fmt: skip
     provider.shutdown()
     for error in summary.errors:

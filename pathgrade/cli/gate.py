@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pathgrade.cli.agents import agent_args, run_agent, store_for
-from pathgrade.cli.suite_scoring import score_suite_run, scoring_args
+from pathgrade.cli.suite_scoring import make_judge, score_suite_run, scoring_args
 from pathgrade.cli.support import (
     CliError,
     positive_int,
@@ -148,7 +148,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             params={"runs_per_item": suite.runs_per_item, "suite_file": str(args.suite)},
         )
         policy = suite_policy(suite, args.suite)
-        code = run_agent(args, store, items, run, suite.runs_per_item, policy=policy)
+        judge = retrieval_judge(args, store, suite)
+        try:
+            code = run_agent(
+                args, store, items, run, suite.runs_per_item, policy=policy, judge=judge
+            )
+        finally:
+            if judge:
+                judge.close()
         judged = [m.id for m in suite.metrics if m.is_judge]
         if judged and args.judge_url:
             score_suite_run(args, store, suite, run.run_id)
@@ -159,6 +166,19 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return code
+
+
+def retrieval_judge(args: argparse.Namespace, store: Any, suite: Any) -> Any:
+    """The judge of an eval's judge-based context precision and recall (items without
+    reference contexts): --judge-url with the suite's judge model, within the budget;
+    None without --judge-url (those metrics then say a judge is needed)."""
+    from pathgrade.batch_plane.scoring.judge import JudgeBudget
+
+    if not args.judge_url:
+        return None
+    model = args.judge_model or (suite.judge.model if suite.judge else "")
+    budget = JudgeBudget(args.budget_calls, args.budget_tokens, args.budget_usd)
+    return make_judge(args, store, model, budget)
 
 
 def _gate_inputs(args: argparse.Namespace, suite: Any) -> tuple[Any, Any, Any, Any]:

@@ -201,3 +201,83 @@ def test_eval_with_a_judge_scores_the_judge_metrics_of_the_run(
     assert counts["faithfulness"] == counts["tool_correctness"] == 2 * items  # every attempt
     assert counts["trajectory_accuracy"] == 2 * items  # every golden item has a reference
     assert counts["response_consistency"] == counts["response_consistency_lexical"] == items
+
+
+RETRIEVING_AGENT = f"""
+import importlib.util
+import sys
+
+spec = importlib.util.spec_from_file_location("seeded_agent", {str(EXAMPLE / "agent.py")!r})
+seeded = sys.modules["seeded_agent"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(seeded)
+
+
+def retrieving(state, message, context):
+    \"\"\"The healthy build, saying it retrieved a useful and an unrelated chunk.\"\"\"
+    turn = seeded.healthy.respond(state, message, context)
+    chunks = [{{"text": "Order status: " + message}}, {{"text": "Store hours are 9 to 5."}}]
+    return {{**turn, "retrieved_contexts": chunks}}
+"""
+
+RETRIEVAL_SUITE = """
+suite: support-agent-retrieval
+risk_tier: medium
+datasets:
+  - name: golden/support-retrieval
+runs_per_item: 1
+metrics:
+  - id: tool_correctness
+    threshold: 0.9
+"""
+
+
+def useful_first(request: dict) -> dict:
+    """A judge: the first chunk useful, the second not; every statement attributed."""
+    prompt = request["messages"][0]["content"]
+    arrays = [json.loads(line) for line in prompt.splitlines() if line.startswith("[")]
+    graded = arrays[-1]
+    flags = [1] * len(graded) if len(arrays) == 2 else [int(i == 0) for i in range(len(graded))]
+    return {"verdicts": [{"reason": "", "verdict": f} for f in flags], "explanation": "ok"}
+
+
+def test_eval_judges_retrieval_of_items_without_reference_contexts(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """`pathgrade eval --judge-url`: the agent says what it retrieved and the items name no
+    reference context, so context precision and recall are judged (rubric versions and
+    judge model stored); without --judge-url they are stored without a value, saying so."""
+    from tests.support.openai_standin import OpenAIStandIn
+
+    agent = tmp_path / "retrieving_agent.py"
+    agent.write_text(RETRIEVING_AGENT)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(RETRIEVAL_SUITE)
+    imported = stack.cli("dataset", "import", "golden/support-retrieval",
+                         str(EXAMPLE / "golden.jsonl"), "--publish")  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    judged, unjudged = (f"run-{kind}-{tmp_path.name[-6:]}" for kind in ("rj", "ru"))
+    with OpenAIStandIn(answer=useful_first) as judge:
+        done = stack.cli("eval", str(suite), "--agent", f"{agent}:retrieving", "--run-id", judged,
+                         "--judge-url", judge.url, "--judge-model", "m-retrieval")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    items = sum(1 for line in (EXAMPLE / "golden.jsonl").read_text().splitlines() if line.strip())
+    assert len(judge.requests) == 2 * items  # one per metric and attempt
+    rows = stack.process.sql(
+        "SELECT Metric, Value, Label, RubricVersion, JudgeModel FROM scores FINAL "
+        f"WHERE RunId = '{judged}' AND Metric LIKE 'context_%' ORDER BY Metric"
+    ).rows
+    assert len(rows) == 2 * items
+    precision = {tuple(r) for r in rows if r[0] == "context_precision"}
+    assert precision == {("context_precision", 1.0, "pass", "context_precision@1", "m-retrieval")}
+    recall = {tuple(r) for r in rows if r[0] == "context_recall"}
+    assert recall == {("context_recall", 1.0, "pass", "context_recall@1", "m-retrieval")}
+    done = stack.cli("eval", str(suite), "--agent", f"{agent}:retrieving", "--run-id", unjudged)
+    assert done.returncode == 0, done.stderr
+    rows = stack.process.sql(
+        "SELECT DISTINCT Metric, isNull(Value), Label, Explanation FROM scores FINAL "
+        f"WHERE RunId = '{unjudged}' AND Metric LIKE 'context_%' ORDER BY Metric"
+    ).rows
+    assert [tuple(r[:3]) for r in rows] == [
+        ("context_precision", 1, "cannot_decide"), ("context_recall", 1, "cannot_decide")
+    ]  # fmt: skip
+    assert all("needs a judge (--judge-url), none configured" in r[3] for r in rows)

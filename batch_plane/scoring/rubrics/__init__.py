@@ -3,9 +3,11 @@
 A rubric holds its id, version, the layer of the agent it grades (`schemas.layers`), the
 score scale (`min`, `max`, `pass_at`), the inputs its
 prompt template needs (`${name}` placeholders), the prompt and the JSON Schema of the
-judge's answer. A rubric change is a new file with a new version; `Rubric.ref`
-(`faithfulness@1`) is the rubric version recorded with every score, cache entry and
-calibration.
+judge's answer. A verdict-list rubric (`verdicts`) asks for one 0/1 verdict per item of
+one input instead of a score: the answer must hold exactly one per item, and the score is
+computed from them (`Rubric.output_score`). A rubric change is a new file with a new
+version; `Rubric.ref` (`faithfulness@1`) is the rubric version recorded with every score,
+cache entry and calibration.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import re
 import string
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import yaml
+from pathgrade.batch_plane.scoring.retrieval import context_precision, context_recall
 from pathgrade.detectors.jsonschema_subset import validate
 from pathgrade.schemas.layers import Layer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -49,6 +52,20 @@ class Scale(BaseModel):
         return (score - self.min) / (self.max - self.min)
 
 
+VERDICT_AGGREGATES = {"context_precision": context_precision, "context_recall": context_recall}
+"""How a verdict-list rubric turns its verdicts into a score (`batch_plane.scoring.retrieval`)."""
+
+
+class VerdictList(BaseModel):
+    """A rubric whose answer is `verdicts`, one `{"verdict": 0|1, ...}` per item of the
+    input `per` (a list), in order; `aggregate` turns them into the score."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    per: str
+    aggregate: Literal["context_precision", "context_recall"]
+
+
 class Rubric(BaseModel):
     """One versioned rubric."""
 
@@ -62,6 +79,13 @@ class Rubric(BaseModel):
     inputs: tuple[str, ...] = Field(min_length=1)
     prompt: str
     output_schema: dict[str, Any]
+    verdicts: VerdictList | None = None
+
+    @model_validator(mode="after")
+    def _verdicts_grade_an_input(self) -> Rubric:
+        if self.verdicts is not None and self.verdicts.per not in self.inputs:
+            raise ValueError(f"verdicts.per {self.verdicts.per!r} is not one of the inputs")
+        return self
 
     @model_validator(mode="after")
     def _placeholders_are_inputs(self) -> Rubric:
@@ -89,9 +113,29 @@ class Rubric(BaseModel):
         }
         return string.Template(self.prompt).substitute(values)
 
-    def check_output(self, output: Any) -> list[str]:
-        """Schema violations of a judge answer, each naming the field (empty when valid)."""
-        return validate(output, self.output_schema)
+    def check_output(self, output: Any, inputs: dict[str, Any] | None = None) -> list[str]:
+        """Schema violations of a judge answer, each naming the field (empty when valid);
+        for a verdict-list rubric given its `inputs`, also a count of verdicts other than
+        the number of items graded."""
+        problems = validate(output, self.output_schema)
+        if problems or self.verdicts is None or inputs is None:
+            return problems
+        graded = len(inputs[self.verdicts.per])
+        given = len(output["verdicts"])
+        if given != graded:
+            return [f"verdicts: {given} given for {graded} {self.verdicts.per} (one each)"]
+        return []
+
+    def output_score(self, output: dict[str, Any]) -> float:
+        """The score of a valid answer: its `score`, or for a verdict-list rubric the
+        aggregate of its verdicts (ValueError when there is none to aggregate)."""
+        if self.verdicts is None:
+            return float(output["score"])
+        flags = [entry["verdict"] for entry in output["verdicts"]]
+        score = VERDICT_AGGREGATES[self.verdicts.aggregate](flags)
+        if score is None:
+            raise ValueError(f"rubric {self.ref}: no verdict to score")
+        return score
 
 
 def rubric_files() -> dict[tuple[str, int], str]:

@@ -12,7 +12,8 @@ from pathgrade.batch_plane.scoring.rubrics import (
 
 EXPECTED = {
     "task_completion", "faithfulness", "plan_quality", "trajectory_accuracy",
-    "response_consistency", "unsupported_claims", "handoff_context",
+    "response_consistency", "unsupported_claims", "handoff_context", "context_precision",
+    "context_recall",
 }  # fmt: skip
 
 
@@ -21,7 +22,8 @@ def test_every_shipped_rubric_loads_and_names_its_version() -> None:
     for rubric_id, version in rubric_files():
         rubric = load_rubric(f"{rubric_id}@{version}")
         assert rubric.ref == f"{rubric_id}@{version}"
-        assert rubric.output_schema["required"][0] == "score"
+        first = "verdicts" if rubric.verdicts is not None else "score"
+        assert rubric.output_schema["required"][0] == first
 
 
 def test_response_consistency_uses_the_edge_1_to_4_scale() -> None:
@@ -74,3 +76,19 @@ output_schema: {type: object}
     with pytest.raises(RubricError, match="layer"):
         parse_rubric(text, "bad.v1.yaml")
     assert load_rubric("plan_quality@1").layer == "plan"
+
+
+def test_a_verdict_list_rubric_must_grade_one_of_its_inputs() -> None:
+    text = """
+id: x
+version: 1
+description: d
+layer: retrieval
+scale: {min: 0, max: 1, pass_at: 1}
+inputs: [question]
+verdicts: {per: contexts, aggregate: context_precision}
+prompt: "${question}"
+output_schema: {type: object}
+"""
+    with pytest.raises(RubricError, match=r"verdicts\.per 'contexts' is not one of the inputs"):
+        parse_rubric(text, "x.v1.yaml")
