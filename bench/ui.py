@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pathgrade.batch_plane.store.client import ClientStore, connect, embedded_dsn
+from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
 from pathgrade.schemas.migrations import migrate
 from starlette.testclient import TestClient
 
@@ -126,9 +126,9 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         data_dir = args.data_dir or Path(scratch)
-        client = connect(embedded_dsn(str(data_dir)))
+        store = open_client_store(embedded_dsn(str(data_dir)))
+        client = store.client
         migrate(client)
-        store = ClientStore(client)
         stored = store.query("SELECT count() FROM spans").rows[0][0]
         started = time.perf_counter()
         traces = fill(store, args.spans - stored) if stored < args.spans else stored // 5

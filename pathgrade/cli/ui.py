@@ -29,7 +29,7 @@ def register(commands: Any) -> None:
 
 
 def _cmd_ui(args: argparse.Namespace) -> int:
-    from pathgrade.batch_plane.store.client import ClientStore, StoreUnavailable, connect
+    from pathgrade.batch_plane.store.client import StoreUnavailable, open_client_store
     from pathgrade.web.rendering import UiSettings
     from pathgrade.web.scraped_status import ScrapedStatus
     from pathgrade.web.server import UiServer
@@ -48,10 +48,10 @@ def _cmd_ui(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         raise CliError(f"--tokens-file: {exc}") from exc
     try:
-        client = connect(args.clickhouse)
+        store = open_client_store(args.clickhouse)
     except StoreUnavailable as exc:
         raise CliError(str(exc)) from exc
-    settings = UiSettings(ClientStore(client), viewers, status=ScrapedStatus(args.metrics))
+    settings = UiSettings(store, viewers, status=ScrapedStatus(args.metrics))
     try:
         server = UiServer(settings, host, port)
     except OSError as exc:
