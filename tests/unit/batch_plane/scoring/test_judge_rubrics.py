@@ -47,48 +47,36 @@ def test_render_names_missing_inputs_and_keeps_braces() -> None:
     assert "use {x}" in text and '[{"name": "a"}]' in text
 
 
-def test_placeholders_must_match_declared_inputs() -> None:
-    text = """
+def _rubric_yaml(layer: str = "answer", prompt: str = "${question}", extra: str = "") -> str:
+    """A one-input rubric's YAML, with the parts a test varies."""
+    return f"""
 id: bad
 version: 1
 description: d
-layer: answer
-scale: {min: 0, max: 1, pass_at: 1}
+layer: {layer}
+scale: {{min: 0, max: 1, pass_at: 1}}
 inputs: [question]
-prompt: "${answer}"
-output_schema: {type: object}
+{extra}
+prompt: "{prompt}"
+output_schema: {{type: object}}
 """
+
+
+def test_placeholders_must_match_declared_inputs() -> None:
+    text = _rubric_yaml(prompt="${answer}")
     with pytest.raises(RubricError, match="placeholders \\['answer'\\] differ"):
         parse_rubric(text, "bad.v1.yaml")
 
 
 def test_a_rubric_declares_a_known_layer() -> None:
-    text = """
-id: bad
-version: 1
-description: d
-layer: vibes
-scale: {min: 0, max: 1, pass_at: 1}
-inputs: [question]
-prompt: "${question}"
-output_schema: {type: object}
-"""
+    text = _rubric_yaml(layer="vibes")
     with pytest.raises(RubricError, match="layer"):
         parse_rubric(text, "bad.v1.yaml")
     assert load_rubric("plan_quality@1").layer == "plan"
 
 
 def test_a_verdict_list_rubric_must_grade_one_of_its_inputs() -> None:
-    text = """
-id: x
-version: 1
-description: d
-layer: retrieval
-scale: {min: 0, max: 1, pass_at: 1}
-inputs: [question]
-verdicts: {per: contexts, aggregate: context_precision}
-prompt: "${question}"
-output_schema: {type: object}
-"""
+    verdicts = "verdicts: {per: contexts, aggregate: context_precision}"
+    text = _rubric_yaml("retrieval", extra=verdicts)
     with pytest.raises(RubricError, match=r"verdicts\.per 'contexts' is not one of the inputs"):
-        parse_rubric(text, "x.v1.yaml")
+        parse_rubric(text, "bad.v1.yaml")
