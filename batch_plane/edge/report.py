@@ -377,7 +377,7 @@ def _png_edge(
             connectionstyle=f"arc3,rad={-BEND}",
             mutation_scale=12,
             lw=width * 0.75,
-            linestyle=(0, dash) if dash else "solid",
+            linestyle=_png_dash(dash, width * 0.75),
             color=colour,
             alpha=0.6,
             gid=f"{names[0]} -> {names[1]}",
@@ -391,10 +391,20 @@ def _png_legend(axes: Axes, kinds: Sequence[str]) -> None:
     for row, kind in enumerate(kinds):
         colour, dash = HANDOFF_STYLE[kind]
         y = top + LEGEND_ROW * row
-        axes.plot([10, 10 + LEGEND_LINE], [y, y], color=colour, lw=1.5,
-                  linestyle=(0, dash) if dash else "solid", gid=f"legend {kind}")  # fmt: skip
+        lw = 2 * 0.75  # the SVG legend's stroke-width 2, as the edges are scaled
+        axes.plot([10, 10 + LEGEND_LINE], [y, y], color=colour, lw=lw,
+                  linestyle=_png_dash(dash, lw), gid=f"legend {kind}")  # fmt: skip
         axes.text(16 + LEGEND_LINE, y, f"hand-off: {HANDOFF_LEGEND[kind]}", va="center",
                   fontsize=9)  # fmt: skip
+
+
+PT_PER_PX = 0.72  # matplotlib dash lengths are in points; the figure has 100 px per inch
+
+
+def _png_dash(dash: tuple[float, ...], lw: float) -> str | tuple[float, tuple[float, ...]]:
+    """A matplotlib line style with the SVG's dash lengths in pixels (matplotlib scales
+    dashes by the line width `lw`, the SVG does not)."""
+    return (0, tuple(d * PT_PER_PX / lw for d in dash)) if dash else "solid"
 
 
 def write_graph_png(
