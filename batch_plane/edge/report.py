@@ -3,8 +3,9 @@ graph as standalone SVG and PNG files. A report holds one or several runs (the p
 Table 3 side by side first), or live traffic over one or several declared graphs.
 
 Nodes sit on an ellipse, the start at the left; node radius and edge width grow with
-utility (the share of conversations that visited the node / used the edge). The SVG is
-written by hand; the PNG is drawn by matplotlib from the same layout and the same sizes.
+utility (the share of conversations that visited the node / used the edge); the hand-offs
+between agents are marked on it (`handoff_drawing`). The SVG is written by hand; the PNG is
+drawn by matplotlib from the same layout, sizes, hand-off styles and legend.
 """
 
 from __future__ import annotations
@@ -12,10 +13,15 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pathgrade.schemas.agent_graph import AgentGraph
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 WIDTH, HEIGHT, MARGIN = 760, 440, 70
 MIN_RADIUS, MAX_RADIUS = 8.0, 34.0
@@ -103,8 +109,7 @@ def graph_svg(
     node_u, edge_u = utilities(utility)
     node_rows = _counts(utility.get("nodes", []), lambda row: row["node"])
     edge_rows = _counts(utility.get("edges", []), lambda row: (row["from"], row["to"]))
-    kinds = _handoff_kinds(handoffs)
-    agents = _agent_positions(graph, handoffs)
+    marks = handoff_drawing(graph, positions, node_u, handoffs)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
         f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
@@ -127,25 +132,18 @@ def graph_svg(
                 (source, target),
                 edge_width(value),
                 f"utility {value:.2f}: {counts}",
-                kinds.get((source, target), {}),
+                marks.kinds.get((source, target), {}),
             )
         )
-    everywhere = {**positions, **agents}
-
-    def radius(name: str) -> float:
-        return AGENT_RADIUS if name in agents else node_radius(node_u.get(name, 0.0))
-
-    for (source, target), seen in kinds.items():
-        if (source, target) in graph_edges or source not in everywhere or target not in everywhere:
-            continue
+    for extra in marks.extra:
         parts.append(
             _edge_path(
-                (everywhere[source], everywhere[target]),
-                (radius(source), radius(target)),
-                (source, target),
+                extra.centres,
+                extra.gap,
+                extra.names,
                 HANDOFF_STROKE,
                 "not a graph edge",
-                seen,
+                marks.kinds[extra.names],
             )
         )
     for node in graph.nodes:
@@ -167,7 +165,7 @@ def graph_svg(
         if node_href is not None:
             shape = f'<a href="{html.escape(node_href(node.id))}">{shape}</a>'
         parts.append(shape)
-    for agent, (x, y) in agents.items():
+    for agent, (x, y) in marks.agents.items():
         name = html.escape(agent)
         parts.append(
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{AGENT_RADIUS:.1f}" fill="#fff" '
@@ -176,33 +174,96 @@ def graph_svg(
             f"<title>{name}: an agent that hands off, not a graph node</title></circle>"
             f'<text x="{x:.1f}" y="{y + AGENT_RADIUS + 14:.1f}" text-anchor="middle">{name}</text>'
         )
-    if kinds:
-        parts.append(_handoff_legend({kind for seen in kinds.values() for kind in seen}))
+    if marks.kinds:
+        parts.append(_handoff_legend(marks.legend()))
     parts.append("</svg>")
     return "\n".join(parts)
 
 
 AGENT_RADIUS = 14.0
 HANDOFF_STROKE = 2.0
-HANDOFF_STYLE = {  # stroke colour and dash of each hand-off kind
-    "transfer": ("#c0392b", ""),
-    "delegation": ("#8e44ad", ' stroke-dasharray="6 4"'),
+PLAIN_EDGE = "#555"
+HANDOFF_STYLE: dict[str, tuple[str, tuple[float, ...]]] = {  # stroke colour and dash pattern
+    "transfer": ("#c0392b", ()),
+    "delegation": ("#8e44ad", (6.0, 4.0)),
 }
 HANDOFF_LEGEND = {"transfer": "transfer of control", "delegation": "delegation (sub-agent call)"}
+LEGEND_ROW, LEGEND_LINE = 18, 28
 
 
-def _handoff_legend(kinds: set[str]) -> str:
+@dataclass(frozen=True)
+class ExtraEdge:
+    """A hand-off that is no graph edge: its agents, their centres and radii."""
+
+    names: tuple[str, str]
+    centres: tuple[Point, Point]
+    gap: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class HandoffDrawing:
+    """What both pictures draw of the hand-offs: the kinds (with counts) per (from, to), the
+    agents that are no graph node (hollow, in the middle) and the hand-offs the graph lacks."""
+
+    kinds: dict[tuple[str, str], dict[str, int]]
+    agents: dict[str, Point]
+    extra: list[ExtraEdge]
+
+    def legend(self) -> list[str]:
+        """The kinds drawn, in legend order (transfer first)."""
+        return sorted({kind for seen in self.kinds.values() for kind in seen}, reverse=True)
+
+
+def handoff_drawing(
+    graph: AgentGraph,
+    positions: Mapping[str, Point],
+    node_u: Mapping[str, float],
+    handoffs: Sequence[Mapping[str, Any]],
+) -> HandoffDrawing:
+    """The hand-offs (`handoff_counts` rows) laid out over the graph's `positions`."""
+    kinds = _handoff_kinds(handoffs)
+    agents = _agent_positions(graph, handoffs)
+    everywhere = {**positions, **agents}
+    graph_edges = graph.edge_pairs()
+
+    def radius(name: str) -> float:
+        return AGENT_RADIUS if name in agents else node_radius(node_u.get(name, 0.0))
+
+    extra = [
+        ExtraEdge((s, t), (everywhere[s], everywhere[t]), (radius(s), radius(t)))
+        for s, t in kinds
+        if (s, t) not in graph_edges and s in everywhere and t in everywhere
+    ]
+    return HandoffDrawing(kinds, agents, extra)
+
+
+def edge_style(handoffs: Mapping[str, int]) -> tuple[str, tuple[float, ...]]:
+    """An edge's stroke colour and dash: plain grey, else its hand-off kind's (a transfer's
+    when it is both)."""
+    return HANDOFF_STYLE[sorted(handoffs)[-1]] if handoffs else (PLAIN_EDGE, ())
+
+
+def _svg_dash(dash: tuple[float, ...]) -> str:
+    return f' stroke-dasharray="{" ".join(f"{d:g}" for d in dash)}"' if dash else ""
+
+
+def _handoff_legend(kinds: Sequence[str]) -> str:
     """The legend of the hand-off kinds drawn, bottom left."""
     rows = []
-    for row, kind in enumerate(sorted(kinds, reverse=True)):  # transfer first
+    for row, kind in enumerate(kinds):
         stroke, dash = HANDOFF_STYLE[kind]
         rows.append(
-            f'<line x1="0" y1="{18 * row}" x2="28" y2="{18 * row}" stroke="{stroke}" '
-            f'stroke-width="2"{dash}/><text x="34" y="{18 * row + 4}">hand-off: '
-            f"{HANDOFF_LEGEND[kind]}</text>"
+            f'<line x1="0" y1="{LEGEND_ROW * row}" x2="{LEGEND_LINE}" y2="{LEGEND_ROW * row}" '
+            f'stroke="{stroke}" stroke-width="2"{_svg_dash(dash)}/><text x="{LEGEND_LINE + 6}" '
+            f'y="{LEGEND_ROW * row + 4}">hand-off: {HANDOFF_LEGEND[kind]}</text>'
         )
-    top = HEIGHT - 16 - 18 * len(rows)
+    top = _legend_top(kinds)
     return f'<g class="handoff-legend" transform="translate(10,{top})">{"".join(rows)}</g>'
+
+
+def _legend_top(kinds: Sequence[str]) -> int:
+    """The y of the legend's first row."""
+    return HEIGHT - 16 - LEGEND_ROW * len(kinds)
 
 
 def _handoff_kinds(handoffs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, int]]:
@@ -239,57 +300,121 @@ def _edge_path(
     (x1, y1), (x2, y2) = start, end = _edge_ends(ends[0], ends[1], gap)
     cx, cy = _bend(start, end)
     label = f"{html.escape(names[0])} -&gt; {html.escape(names[1])}"
-    stroke, dash, marks = "#555", "", ""
+    stroke, dash = edge_style(handoffs)
+    marks = ""
     if handoffs:
-        stroke, dash = HANDOFF_STYLE[sorted(handoffs)[-1]]
         shown = ", ".join(f"{n} {kind}" for kind, n in sorted(handoffs.items()))
         counts = f"{counts}; hand-offs: {shown}"
         marks = f' data-handoff="{" ".join(sorted(handoffs))}"'
     return (
         f'<path d="M{x1:.1f},{y1:.1f} Q{cx:.1f},{cy:.1f} {x2:.1f},{y2:.1f}" fill="none" '
-        f'stroke="{stroke}" stroke-opacity="0.6" stroke-width="{width:.2f}"{dash} '
+        f'stroke="{stroke}" stroke-opacity="0.6" stroke-width="{width:.2f}"{_svg_dash(dash)} '
         f'marker-end="url(#arrow)" class="edge{" handoff" if handoffs else ""}"{marks} '
         f'data-edge="{label}" data-counts="{counts}"><title>{label}: {counts}</title></path>'
     )
 
 
-def write_graph_png(graph: AgentGraph, utility: Mapping[str, Any], path: Path) -> None:
-    """The same picture as graph_svg, drawn by matplotlib into a PNG file."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-    from matplotlib.patches import Circle, FancyArrowPatch
+def graph_figure(
+    graph: AgentGraph, utility: Mapping[str, Any], handoffs: Sequence[Mapping[str, Any]] = ()
+) -> Figure:
+    """The same picture as graph_svg (hand-offs, hollow agents and legend included) as a
+    matplotlib figure; every edge patch has the gid "from -> to"."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Circle
 
     positions = layout(graph)
     node_u, edge_u = utilities(utility)
-    figure = pyplot.figure(figsize=(WIDTH / 100, HEIGHT / 100), dpi=100)
+    marks = handoff_drawing(graph, positions, node_u, handoffs)
+    figure = Figure(figsize=(WIDTH / 100, HEIGHT / 100), dpi=100)
     axes = figure.add_axes((0, 0, 1, 1))
     axes.set_xlim(0, WIDTH)
     axes.set_ylim(HEIGHT, 0)
     axes.axis("off")
     for source, target in sorted(graph.edge_pairs()):
-        start, end = _edge_ends(positions[source], positions[target], _gap(node_u, source, target))
         width = edge_width(edge_u.get((source, target), 0.0))
-        axes.add_patch(
-            FancyArrowPatch(
-                start,
-                end,
-                arrowstyle="-|>",
-                connectionstyle=f"arc3,rad={-BEND}",
-                mutation_scale=12,
-                lw=width * 0.75,
-                color="#555",
-                alpha=0.6,
-            )
-        )
+        centres = (positions[source], positions[target])
+        seen = marks.kinds.get((source, target), {})
+        _png_edge(axes, (source, target), centres, _gap(node_u, source, target), width, seen)
+    for extra in marks.extra:
+        seen = marks.kinds[extra.names]
+        _png_edge(axes, extra.names, extra.centres, extra.gap, HANDOFF_STROKE, seen)
     for node in graph.nodes:
         x, y = positions[node.id]
         radius = node_radius(node_u.get(node.id, 0.0))
-        axes.add_patch(Circle((x, y), radius, facecolor="#4a7bd0", edgecolor="#1d3d7a", alpha=0.85))
+        axes.add_patch(
+            Circle(
+                (x, y), radius, facecolor="#4a7bd0", edgecolor="#1d3d7a", alpha=0.85, gid=node.id
+            )
+        )
         axes.text(x, y + radius + 12, node.id, ha="center", va="center", fontsize=9)
-    figure.savefig(path, format="png")
-    pyplot.close(figure)
+    for agent, (x, y) in marks.agents.items():
+        axes.add_patch(
+            Circle((x, y), AGENT_RADIUS, facecolor="#fff", edgecolor="#1d3d7a", lw=1.5, gid=agent)
+        )
+        axes.text(x, y + AGENT_RADIUS + 12, agent, ha="center", va="center", fontsize=9)
+    _png_legend(axes, marks.legend())
+    return figure
+
+
+def _png_edge(
+    axes: Axes,
+    names: tuple[str, str],
+    centres: tuple[Point, Point],
+    gap: tuple[float, float],
+    width: float,
+    handoffs: Mapping[str, int],
+) -> None:
+    """One edge as a curved arrow in its hand-off style, like `_edge_path`."""
+    from matplotlib.patches import FancyArrowPatch
+
+    colour, dash = edge_style(handoffs)
+    start, end = _edge_ends(centres[0], centres[1], gap)
+    axes.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle="-|>",
+            connectionstyle=f"arc3,rad={-BEND}",
+            mutation_scale=12,
+            lw=width * 0.75,
+            linestyle=_png_dash(dash, width * 0.75),
+            color=colour,
+            alpha=0.6,
+            gid=f"{names[0]} -> {names[1]}",
+        )
+    )
+
+
+def _png_legend(axes: Axes, kinds: Sequence[str]) -> None:
+    """The legend of the hand-off kinds drawn, bottom left, like `_handoff_legend`."""
+    top = _legend_top(kinds)
+    for row, kind in enumerate(kinds):
+        colour, dash = HANDOFF_STYLE[kind]
+        y = top + LEGEND_ROW * row
+        lw = 2 * 0.75  # the SVG legend's stroke-width 2, as the edges are scaled
+        axes.plot([10, 10 + LEGEND_LINE], [y, y], color=colour, lw=lw,
+                  linestyle=_png_dash(dash, lw), gid=f"legend {kind}")  # fmt: skip
+        axes.text(16 + LEGEND_LINE, y, f"hand-off: {HANDOFF_LEGEND[kind]}", va="center",
+                  fontsize=9)  # fmt: skip
+
+
+PT_PER_PX = 0.72  # matplotlib dash lengths are in points; the figure has 100 px per inch
+
+
+def _png_dash(dash: tuple[float, ...], lw: float) -> str | tuple[float, tuple[float, ...]]:
+    """A matplotlib line style with the SVG's dash lengths in pixels (matplotlib scales
+    dashes by the line width `lw`, the SVG does not)."""
+    return (0, tuple(d * PT_PER_PX / lw for d in dash)) if dash else "solid"
+
+
+def write_graph_png(
+    graph: AgentGraph,
+    utility: Mapping[str, Any],
+    path: Path,
+    handoffs: Sequence[Mapping[str, Any]] = (),
+) -> None:
+    """The same picture as graph_svg, drawn by matplotlib into a PNG file."""
+    graph_figure(graph, utility, handoffs).savefig(path, format="png")
 
 
 def _cell(value: Any) -> str:
@@ -378,8 +503,24 @@ def _run_summary(metrics: Mapping[str, Any]) -> str:
     )
 
 
-def _utility_sections(utility: Mapping[str, Any], svg: str) -> list[str]:
-    """The graph picture and the node and edge utility tables."""
+def _handoff_table(handoffs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The Hand-offs table (from, to, kind, hand-offs, turns), as on the EDGE run page;
+    nothing when there is no hand-off."""
+    if not handoffs:
+        return []
+    return [
+        "<h3>Hand-offs (between agents: a transfer passes control, a delegation is a "
+        "sub-agent call)</h3>",
+        html_table(
+            ["from", "to", "kind", "hand-offs", "turns"],
+            [[r["from"], r["to"], r["kind"], r["handoffs"], r["turns"]] for r in handoffs],
+        ),
+    ]
+
+
+def _utility_sections(metrics: Mapping[str, Any], svg: str) -> list[str]:
+    """The graph picture, the node and edge utility tables and the hand-offs."""
+    utility = metrics["utility"]
     return [
         "<h3>Graph (node size and edge width: utility)</h3>",
         svg,
@@ -400,6 +541,7 @@ def _utility_sections(utility: Mapping[str, Any], svg: str) -> list[str]:
                 if r["queries"] or r["failures"]
             ],
         ),
+        *_handoff_table(metrics["handoffs"]),
     ]
 
 
@@ -442,7 +584,7 @@ def run_sections(metrics: Mapping[str, Any], svg: str) -> list[str]:
             ],
         ),
         _structure_table(structure),
-        *_utility_sections(metrics["utility"], svg),
+        *_utility_sections(metrics, svg),
         "<h3>Scenarios</h3>",
         html_table(
             [
@@ -529,7 +671,7 @@ def traffic_sections(label: str, metrics: Mapping[str, Any], svg: str) -> list[s
             [[e["from"], e["to"]] for e in coverage["untraversed_edges"]],
         ),
         _structure_table(structure),
-        *_utility_sections(metrics["utility"], svg),
+        *_utility_sections(metrics, svg),
     ]
 
 
@@ -542,13 +684,15 @@ def render_traffic_html(entries: Sequence[tuple[str, Mapping[str, Any], str]], s
 
 
 def _write_graph(
-    graph: AgentGraph, utility: Mapping[str, Any], stem: Path
+    graph: AgentGraph, metrics: Mapping[str, Any], stem: Path
 ) -> tuple[str, list[Path]]:
-    """The graph as SVG text, written with its PNG beside `stem`."""
-    svg = graph_svg(graph, utility)
+    """The graph as SVG text, with `metrics`' utility and hand-offs, written with its PNG
+    beside `stem`."""
+    utility, handoffs = metrics["utility"], metrics["handoffs"]
+    svg = graph_svg(graph, utility, handoffs=handoffs)
     svg_path, png_path = stem.with_suffix(".svg"), stem.with_suffix(".png")
     svg_path.write_text(svg, encoding="utf-8")
-    write_graph_png(graph, utility, png_path)
+    write_graph_png(graph, utility, png_path, handoffs)
     return svg, [svg_path, png_path]
 
 
@@ -566,7 +710,7 @@ def write_report(runs: Sequence[tuple[Mapping[str, Any], AgentGraph]], out: Path
     pictures, written = [], []
     for metrics, graph in runs:
         stem = _stem(out, str(metrics["run_id"]), len(runs) > 1)
-        svg, paths = _write_graph(graph, metrics["utility"], stem)
+        svg, paths = _write_graph(graph, metrics, stem)
         pictures.append((metrics, svg))
         written += paths
     out.write_text(render_html(pictures), encoding="utf-8")
@@ -580,7 +724,7 @@ def write_traffic_report(
     out.parent.mkdir(parents=True, exist_ok=True)
     pictures, written = [], []
     for label, metrics, graph in entries:
-        svg, paths = _write_graph(graph, metrics["utility"], _stem(out, label, len(entries) > 1))
+        svg, paths = _write_graph(graph, metrics, _stem(out, label, len(entries) > 1))
         pictures.append((label, metrics, svg))
         written += paths
     out.write_text(render_traffic_html(pictures, span), encoding="utf-8")

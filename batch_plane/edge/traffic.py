@@ -211,7 +211,8 @@ def traffic_metrics(
     observed transitions that are graph edges. `adherence`: walks checked with PG118's
     `walk_problems`, how many left the graph and how often each problem occurred.
     `coverage`: the share of the graph's nodes visited and edges traversed, with the rest
-    listed.
+    listed. `handoffs`: the hand-offs between agents the traces show, as `infer_graph`
+    counts them.
     """
     walks = graph_walks(traces, walk)
     if not walks:
@@ -242,4 +243,5 @@ def traffic_metrics(
                 if (source, target) not in traversed
             ],
         },
+        "handoffs": handoff_counts(turn_handoffs(trace) for trace in traces),
     }

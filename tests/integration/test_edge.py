@@ -117,8 +117,14 @@ def test_constrained_recruitment_is_more_deterministic(
         html = report.read_text()
         assert "response_consistency_judged" in html and "not judged" not in html
         assert "<svg" in html and "EDGE report" in html and f"Seed {SEED}" in html
-        assert report.with_suffix(".svg").read_text().startswith("<svg")
+        svg = report.with_suffix(".svg").read_text()
+        assert svg.startswith("<svg") and svg in html
         assert report.with_suffix(".png").read_bytes().startswith(PNG_SIGNATURE)
+        # the agent around the graph calls each node agent as a sub-agent, as the run page draws
+        assert re.findall(r'class="node agent" data-node="([^"]*)"', svg) == ["recruitment-agent"]
+        called = re.findall(r'data-handoff="([^"]*)" data-edge="recruitment-agent -&gt; ', svg)
+        assert called and set(called) == {"delegation"} and "transfer" not in svg
+        assert "<h3>Hand-offs" in html and "<td>recruitment-agent</td>" in html
         metrics = run_metrics(process.owner(), run_id)
         assert metrics["counts"] == {
             "scenarios": 6, "conversations": 36,

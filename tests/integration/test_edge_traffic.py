@@ -157,6 +157,10 @@ def test_traffic_report_shows_coverage_per_graph(stack: Stack, tmp_path: Path) -
     html = report.read_text()
     assert all(f"service {service(i)}" in html for i in INSTRUMENTATIONS)
     assert "nodes covered" in html and "missing_edge 1" in html
+    # one LangGraph agent hands off to no other agent: each written graph is the plain one
+    pictures = [report.with_name(f"traffic-service_{service(i)}.svg") for i in INSTRUMENTATIONS]
+    assert all(p.read_text() in html for p in pictures)
+    assert not any("handoff" in p.read_text() for p in pictures) and "Hand-offs" not in html
     graph = stack.policy.parent / "graphs" / "car-dealer.json"
     where = f"ServiceName = '{service('openinference')}'"
     advice = stack.cli("edge", "recommend", "--graph", str(graph), "--path", "greetings",
