@@ -61,5 +61,5 @@ def _cmd_ui(args: argparse.Namespace) -> int:
     try:
         server.serve_forever()
     finally:
-        client.close()
+        store.close()
     return 0
