@@ -54,7 +54,7 @@ from tests.support.monitor_traffic import ScoreJudge, Turn, every, send_turns, w
 from tests.support.openai_standin import OpenAIStandIn
 from tests.support.topics import read_topic_to_end
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the module fixture: 180 ticks
 
 WEEK = 7 * 86_400
 BUCKET = 5
