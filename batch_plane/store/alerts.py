@@ -170,3 +170,14 @@ def follow_statement(code: str | None) -> str:
         f"SELECT AlertKey, DetectedAtNs, {LISTED_COLUMNS} FROM alerts_view WHERE {where} "
         "ORDER BY DetectedAtNs, AlertKey"
     )
+
+
+def of_trace(store: Store, tenant: str, trace_id: str) -> list[list[Any]]:
+    """The trace's alerts, violations before undecided checks, by code and span: Code,
+    Name, Severity, Kind, Reason, SpanId, Details, TurnSpanId."""
+    return store.query(
+        "SELECT Code, Name, Severity, Kind, Reason, SpanId, Details, TurnSpanId "
+        "FROM alerts FINAL WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
+        "ORDER BY Kind DESC, Code, SpanId",
+        {"tenant": tenant, "trace": trace_id},
+    ).rows
