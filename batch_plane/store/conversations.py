@@ -49,27 +49,24 @@ def spans(store: Store, viewer: Viewer, conversation_id: str, limit: int) -> lis
     return [ConversationSpan(*row) for row in rows]
 
 
-def alerts(store: Store, viewer: Viewer, conversation_id: str) -> list[tuple[str, ...]]:
+def _per_trace(
+    store: Store, viewer: Viewer, conversation_id: str, table: str, columns: str, order: str
+) -> list[list[Any]]:
+    """Tenant, TraceId and `columns` of `table`'s rows on the conversation's traces."""
+    chosen, values = _chosen(viewer, conversation_id)
+    return store.query(
+        f"SELECT Tenant, TraceId, {columns} FROM {table} FINAL WHERE {chosen} ORDER BY {order}",
+        values,
+    ).rows
+
+
+def alerts(store: Store, viewer: Viewer, conversation_id: str) -> list[list[Any]]:
     """(tenant, trace id, code, severity, reason) of the alerts on the conversation's
     traces, by code."""
-    chosen, values = _chosen(viewer, conversation_id)
-    rows = store.query(
-        f"SELECT Tenant, TraceId, Code, Severity, Reason FROM alerts FINAL WHERE {chosen} "
-        "ORDER BY Code",
-        values,
-    ).rows
-    return [tuple(row) for row in rows]
+    return _per_trace(store, viewer, conversation_id, "alerts", "Code, Severity, Reason", "Code")
 
 
-def scores(
-    store: Store, viewer: Viewer, conversation_id: str
-) -> list[tuple[str, str, str, float | None, str]]:
+def scores(store: Store, viewer: Viewer, conversation_id: str) -> list[list[Any]]:
     """(tenant, trace id, metric, value, label) of the scores of the conversation's
     traces, by metric."""
-    chosen, values = _chosen(viewer, conversation_id)
-    rows = store.query(
-        f"SELECT Tenant, TraceId, Metric, Value, Label FROM scores FINAL WHERE {chosen} "
-        "ORDER BY Metric",
-        values,
-    ).rows
-    return [(tenant, trace, metric, value, label) for tenant, trace, metric, value, label in rows]
+    return _per_trace(store, viewer, conversation_id, "scores", "Metric, Value, Label", "Metric")
