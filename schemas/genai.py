@@ -150,6 +150,8 @@ PG_REDACTED_KEYS: Final = "pathgrade.redacted.keys"  # set by the collector's re
 PG_FEEDBACK: Final = "pathgrade.feedback"  # the user's feedback on a turn (any span)
 NEGATIVE_FEEDBACK: Final = frozenset({"negative", "thumbs_down", "bad"})
 """Values of pathgrade.feedback that are negative (case-insensitive); so is a number below 0."""
+MANIFEST_SPAN: Final = "pathgrade.edge.run"  # the span an EDGE run records its manifest on
+MANIFEST_ATTRIBUTE: Final = "pathgrade.edge.manifest"  # that span's manifest (JSON)
 PG_FACTS_PREFIX: Final = "pathgrade.facts."  # facts the collector computes (schemas.facts)
 TOOL_EFFECTS: Final = ("read", "write", "irreversible")  # values of pathgrade.tool.effect
 TURN_KINDS: Final = ("action", "read")  # values of pathgrade.turn.kind

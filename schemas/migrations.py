@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any, Protocol
 
 from pathgrade.schemas.cluster_ddl import on_cluster, on_shards
+from pathgrade.schemas.store import Store
 
 MIGRATIONS_TABLE = "pathgrade_migrations"
 
@@ -205,6 +206,12 @@ def applied_versions(
     client.command(migrations_table_ddl(cluster, shards))
     rows = client.query(f"SELECT Version, Checksum FROM {MIGRATIONS_TABLE} FINAL").result_rows
     return {int(version): checksum for version, checksum in rows}
+
+
+def applied_names(store: Store) -> list[tuple[int, str]]:
+    """(version, name) of every migration applied to `store`, oldest first."""
+    rows = store.query(f"SELECT Version, Name FROM {MIGRATIONS_TABLE} FINAL ORDER BY Version")
+    return [(int(version), name) for version, name in rows.rows]
 
 
 def migrate(

@@ -1,10 +1,12 @@
 """Imports point down the layer table, no plane imports another, no circle between rooms
-(tests/support/imports.py holds the rules; pure: the sources are parsed, never imported)."""
+(tests/support/imports.py holds the rules), and SQL text lives only in the store room and the
+migrations (tests/support/sql_text.py). Pure: the sources are parsed, never imported."""
 
 from __future__ import annotations
 
 from tests.support.imports import library_violations, module_imports, source_modules, violations
 from tests.support.paths import REPO_ROOT
+from tests.support.sql_text import STILL_TO_MOVE, sql_holders, sql_literals
 
 
 def test_the_code_base_keeps_the_house_rules() -> None:
@@ -60,3 +62,30 @@ def test_lazy_and_relative_imports_are_read() -> None:
     source = "def f():\n    from pathgrade.stack import status\n\nfrom . import sibling\n"
     found = module_imports(source, "pathgrade.web.ui", is_package=False)
     assert {"pathgrade.stack", "pathgrade.stack.status", "pathgrade.web.sibling"} <= found
+
+
+def test_sql_text_lives_only_in_the_store_room_and_the_migrations() -> None:
+    holders = sql_holders(REPO_ROOT)
+    strays = {path: found[0] for path, found in holders.items() if path not in STILL_TO_MOVE}
+    assert strays == {}, "SQL outside batch_plane/store/: call a typed query of the store room"
+    moved = sorted(STILL_TO_MOVE - holders.keys())
+    assert moved == [], "these hold no SQL any more: take them off STILL_TO_MOVE"
+
+
+def test_a_stray_statement_is_reported_and_prose_is_not() -> None:
+    source = (
+        '"""SELECT in a docstring is prose."""\n'
+        "def rows(store, where):\n"
+        '    """Rows: FROM a docstring too."""\n'
+        '    help_text = "the SQL, e.g. SELECT count() FROM spans"\n'
+        "    return store.query(\n"
+        '        f"SELECT Code, count() FROM alerts FINAL WHERE {where} "\n'
+        '        " GROUP BY Code", {}\n'  # one literal with the line before
+        "    )\n"
+        'DDL = "ALTER TABLE spans ADD COLUMN X String"\n'
+        'EXPRESSION = " AND Tenant = {t:String}"\n'  # a condition alone is no statement
+    )
+    assert sql_literals(source) == [
+        (6, "SELECT Code, count() FROM alerts FINAL WHERE {}  GROUP BY Code"),
+        (9, "ALTER TABLE spans ADD COLUMN X String"),
+    ]

@@ -24,15 +24,13 @@ from pathgrade.batch_plane.edge.determinism import completed, converged
 from pathgrade.batch_plane.edge.graph import Scenario
 from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
 from pathgrade.schemas.agent_graph import AgentGraph
-from pathgrade.schemas.genai import PG_RUN_ID
+from pathgrade.schemas.genai import MANIFEST_ATTRIBUTE, MANIFEST_SPAN, PG_RUN_ID
 from pathgrade.schemas.model import EvalContext
 from pydantic import BaseModel, Field
 
 BASE_VARIANT = "base"
 PG_EDGE_ATTEMPT = "pathgrade.edge.attempt"
 PG_EDGE_TURN = "pathgrade.edge.turn"
-MANIFEST_SPAN = "pathgrade.edge.run"
-MANIFEST_ATTRIBUTE = "pathgrade.edge.manifest"
 PERSONAS = ("plain", "chit-chat", "terse", "rude")
 VARIANT_PERSONAS = PERSONAS[1:]  # variant j uses VARIANT_PERSONAS[j % 3]
 EXTRA_TURNS = 2  # turns allowed beyond the path length before an attempt counts as stuck

@@ -39,7 +39,6 @@ from pathgrade.batch_plane.edge.graph import Scenario
 from pathgrade.batch_plane.edge.handoffs import HandoffEdge, handoff_counts, turn_handoffs
 from pathgrade.batch_plane.edge.simulation import (
     BASE_VARIANT,
-    MANIFEST_ATTRIBUTE,
     MANIFEST_SPAN,
     PG_EDGE_ATTEMPT,
     PG_EDGE_TURN,
@@ -49,6 +48,7 @@ from pathgrade.batch_plane.edge.traffic import infer_graph
 from pathgrade.batch_plane.edge.walks import turn_walk
 from pathgrade.batch_plane.scoring.judge import Judge, JudgeError
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
+from pathgrade.batch_plane.store import edge_runs
 from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces, run_trace_ids
 from pathgrade.schemas import genai
 from pathgrade.schemas.agent_graph import AgentGraph, load_graph
@@ -74,12 +74,6 @@ def rubric_consistency_judge(judge: Judge) -> ResponseConsistencyJudge:
         return float(verdict.verdict.score)
 
     return grade
-
-
-_MANIFEST_SQL = (
-    f"SELECT SpanAttributes['{MANIFEST_ATTRIBUTE}'] FROM spans FINAL "
-    f"WHERE EvalRunId = {{run:String}} AND SpanName = '{MANIFEST_SPAN}' LIMIT 1"
-)
 
 
 TRAFFIC_LIMIT = 10_000
@@ -114,10 +108,10 @@ class TurnRecord:
 
 def load_manifest(store: Store, run_id: str) -> RunManifest:
     """The run's manifest (EdgeRunNotFound when the run is unknown)."""
-    rows = store.query(_MANIFEST_SQL, {"run": run_id}).rows
-    if not rows or not rows[0][0]:
+    text = edge_runs.manifest_text(store, run_id)
+    if not text:
         raise EdgeRunNotFound(f"run {run_id!r}: no {MANIFEST_SPAN} span in the store")
-    return RunManifest.model_validate_json(rows[0][0])
+    return RunManifest.model_validate_json(text)
 
 
 def response_text(output_messages: str) -> str:

@@ -24,9 +24,11 @@ from typing import Any
 from pathgrade.batch_plane.evaluation.cases import Call
 from pathgrade.batch_plane.evaluation.datasets import Datasets
 from pathgrade.batch_plane.evaluation.gate import BudgetObservations, JudgeKey, ScoreRecord
-from pathgrade.batch_plane.evaluation.runs import run_exists
 from pathgrade.batch_plane.evaluation.suite import ConfigurationError, Suite
 from pathgrade.batch_plane.scoring.calibration import calibration_status
+from pathgrade.batch_plane.store import runs as stored_runs
+from pathgrade.batch_plane.store import scores as stored_scores
+from pathgrade.batch_plane.store import traces as stored_traces
 from pathgrade.batch_plane.store.client import QueryError
 from pathgrade.batch_plane.store.trace_rows import load_traces
 from pathgrade.detectors.prices import PriceTable, cost_usd
@@ -41,14 +43,8 @@ class MissingRun(ConfigurationError):
 
 def run_scores(store: Store, run_id: str) -> list[ScoreRecord]:
     """The run's scores as gate records; MissingRun when the store knows no such run."""
-    rows = store.query(
-        "SELECT DatasetItemId, Repeat, Metric, argMax(Value, CreatedAt), "
-        "argMax(Slices, CreatedAt), argMax(Label, CreatedAt), argMax(Explanation, CreatedAt), "
-        "argMax(TraceId, CreatedAt) FROM scores FINAL WHERE RunId = {run:String} "
-        "GROUP BY DatasetItemId, Repeat, Metric ORDER BY DatasetItemId, Repeat, Metric",
-        {"run": run_id},
-    ).rows
-    if not rows and not run_exists(store, run_id):
+    rows = stored_scores.latest_of_run(store, run_id)
+    if not rows and not stored_runs.exists(store, run_id):
         raise MissingRun([f"run {run_id!r}: not in the store (no run record and no scores)"])
     return [
         ScoreRecord(
@@ -75,14 +71,7 @@ class TaskUsage:
 
 def run_usage(store: Store, run_id: str) -> list[TaskUsage]:
     """Per trace of the run: the root span's duration and the tokens of every model."""
-    rows = store.query(
-        "SELECT TraceId, GenAIProvider, if(GenAIResponseModel != '', GenAIResponseModel, "
-        "GenAIRequestModel) AS Model, ParentSpanId = '' AS IsRoot, Duration, "
-        "ifNull(GenAIInputTokens, 0), ifNull(GenAIOutputTokens, 0) FROM spans FINAL "
-        "WHERE TraceId IN (SELECT TraceId FROM spans FINAL WHERE EvalRunId = {run:String}) "
-        "ORDER BY TraceId",
-        {"run": run_id},
-    ).rows
+    rows = stored_traces.run_token_rows(store, run_id)
     durations: dict[str, int] = {}
     tokens: dict[str, dict[tuple[str, str], tuple[int, int]]] = defaultdict(dict)
     for trace_id, provider, model, is_root, duration, input_tokens, output_tokens in rows:
@@ -131,10 +120,8 @@ def judge_calibrations(store: Store, suite: Suite) -> dict[JudgeKey, bool]:
 
 def run_expected_calls(store: Store, run_id: str) -> dict[str, list[dict[str, Any]]]:
     """Item id -> expected tool calls, over the dataset versions the run used."""
-    rows = store.query(
-        "SELECT DatasetVersions FROM runs FINAL WHERE RunId = {run:String}", {"run": run_id}
-    ).rows
-    versions = rows[0][0] if rows else {}
+    recorded = stored_runs.agent_and_datasets(store, run_id)
+    versions = recorded[1] if recorded else {}
     datasets = Datasets(store)
     return {
         item.item_id: item.expected_tool_calls

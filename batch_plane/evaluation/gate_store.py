@@ -15,7 +15,8 @@ from typing import Any
 
 from pathgrade.batch_plane.evaluation.gate import GateRow, Verdict
 from pathgrade.batch_plane.evaluation.suite import ConfigurationError
-from pathgrade.schemas.store import QueryResult, Store
+from pathgrade.batch_plane.store.gates import verdict_json
+from pathgrade.schemas.store import Store
 
 GATE_COLUMNS = [
     "GateId", "DecidedAt", "Suite", "SuiteFile", "CandidateRun", "BaselineRun", "Passed",
@@ -26,10 +27,6 @@ GATE_ROW_COLUMNS = [
     "UnpairedItems", "CandidateMean", "BaselineMean", "Delta", "IntervalLow", "IntervalHigh",
     "Threshold", "MaxRegression", "Reason", "ThresholdFrom", "MaxRegressionFrom", "Undecided",
 ]  # fmt: skip
-LISTED_COLUMNS = (
-    "GateId, DecidedAt, Suite, CandidateRun, BaselineRun, "
-    "if(Passed, 'PASS', 'FAIL') AS Verdict, FailedRows, TotalRows, Seed"
-)
 
 
 class MissingGate(ConfigurationError):
@@ -71,21 +68,9 @@ def _row_values(gate_id: str, index: int, row: GateRow) -> list[Any]:
     ]  # fmt: skip
 
 
-def list_gates(store: Store, suite: str | None = None, limit: int = 20) -> QueryResult:
-    """Recorded gates, newest first; only those of `suite` when given."""
-    where = "WHERE Suite = {suite:String}" if suite else ""
-    return store.query(
-        f"SELECT {LISTED_COLUMNS} FROM gates FINAL {where} "
-        f"ORDER BY DecidedAt DESC, GateId LIMIT {int(limit)}",
-        {"suite": suite} if suite else None,
-    )
-
-
 def load_verdict(store: Store, gate_id: str) -> Verdict:
     """The recorded verdict of `gate_id`; MissingGate when none is recorded."""
-    result = store.query(
-        "SELECT Verdict FROM gates FINAL WHERE GateId = {gate:String}", {"gate": gate_id}
-    )
-    if not result.rows:
+    recorded = verdict_json(store, gate_id)
+    if recorded is None:
         raise MissingGate([f"gate {gate_id!r}: not in the store"])
-    return Verdict.model_validate_json(result.rows[0][0])
+    return Verdict.model_validate_json(recorded)

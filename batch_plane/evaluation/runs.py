@@ -111,12 +111,6 @@ def record_run(store: Store, run: RunRecord) -> None:
     )  # fmt: skip
 
 
-def run_exists(store: Store, run_id: str) -> bool:
-    """Whether the `runs` table knows `run_id`."""
-    rows = store.query("SELECT count() FROM runs FINAL WHERE RunId = {run:String}", {"run": run_id})
-    return bool(rows.rows[0][0])
-
-
 @dataclass
 class Attempt:
     """One call of the agent for one item and repeat, what it answered (or the error) and,

@@ -24,6 +24,7 @@ from typing import Any
 
 from pathgrade.batch_plane.scoring.judge import Judge, now_ms
 from pathgrade.batch_plane.scoring.rubrics import Rubric
+from pathgrade.batch_plane.store.judges import calibrated
 from pathgrade.schemas.store import Store
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -196,9 +197,4 @@ def store_calibration(store: Store, calibration: Calibration) -> None:
 def calibration_status(store: Store, model: str, rubric_version: str) -> bool:
     """Whether (judge model, rubric version) has a stored calibration: without one a judge
     metric is reported as uncalibrated and cannot gate."""
-    rows = store.query(
-        "SELECT count() FROM judge_calibrations FINAL "
-        "WHERE Model = {model:String} AND RubricVersion = {rubric:String}",
-        {"model": model, "rubric": rubric_version},
-    ).rows
-    return bool(rows and rows[0][0])
+    return calibrated(store, model, rubric_version)

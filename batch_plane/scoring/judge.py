@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.rubrics import Rubric
+from pathgrade.batch_plane.store.judges import cached
 from pathgrade.detectors.prices import PriceTable, cost_usd, shipped_price_table
 from pathgrade.schemas.store import Store
 from pydantic import BaseModel, ConfigDict
@@ -130,14 +131,10 @@ class JudgeCache:
         self.store = store
 
     def get(self, key: str) -> tuple[Verdict, Usage] | None:
-        rows = self.store.query(
-            "SELECT Output, InputTokens, OutputTokens, CostUsd FROM judge_cache FINAL "
-            "WHERE CacheKey = {key:String} LIMIT 1",
-            {"key": key},
-        ).rows
-        if not rows:
+        found = cached(self.store, key)
+        if found is None:
             return None
-        output, input_tokens, output_tokens, cost = rows[0]
+        output, input_tokens, output_tokens, cost = found
         return Verdict.model_validate_json(output), Usage(input_tokens, output_tokens, cost)
 
     def put(self, key: str, model: str, rubric_ref: str, verdict: Verdict, usage: Usage) -> None:

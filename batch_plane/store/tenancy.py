@@ -6,6 +6,7 @@ with every query of a tenant's viewer (on top of its own conditions), `pathgrade
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pathgrade.schemas.cluster_ddl import SHARDING_KEYS, local_name
@@ -19,6 +20,26 @@ FILTERED_TABLES = TENANT_TABLES + tuple(local_name(t) for t in TENANT_TABLES if 
 """The tables a tenant's reads are filtered on: on a sharded store also the local tables,
 which a sub-query reads on each shard (`distributed_product_mode = 'local'`)."""
 SETTING = "additional_table_filters"
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who reads: one tenant, or every tenant (`tenant` None). The browser UI's viewer of a
+    page; the store room's typed queries keep to its rows with `where`."""
+
+    tenant: str | None
+
+    def where(self, column: str = "Tenant") -> str:
+        """A SQL condition keeping this viewer's rows of `column` (parameter `viewer`)."""
+        return "1" if self.tenant is None else f"{column} = {{viewer:String}}"
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The query parameters `where` refers to."""
+        return {} if self.tenant is None else {"viewer": self.tenant}
+
+
+EVERY_TENANT = Viewer(None)
 
 
 def _quoted(text: str) -> str:

@@ -11,23 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pathgrade.batch_plane.store.alerts import follow_statement
 from pathgrade.schemas.store import QueryResult
 
 LATE_WINDOW_S = 60.0  # how late an alert may be stored after a later one and still show
-COLUMNS = "DetectedAt, Tenant, Code, Severity, Service, TraceId, SpanId, Reason"
-
-
-def follow_query(code: str | None) -> str:
-    """Alerts detected since `{since:Int64}` (ns), oldest first, with their keys."""
-    where = "DetectedAtNs >= {since:Int64}" + (" AND Code = {code:String}" if code else "")
-    return (
-        f"SELECT AlertKey, DetectedAtNs, {COLUMNS} FROM alerts_view WHERE {where} "
-        "ORDER BY DetectedAtNs, AlertKey"
-    )
 
 
 class AlertFollower:
-    """Which stored alerts are new: `fresh(result)` keeps the rows of `follow_query` not
+    """Which stored alerts are new: `fresh(result)` keeps the rows of `follow_statement` not
     printed before and moves the window on."""
 
     def __init__(self, start_ns: int, window_s: float = LATE_WINDOW_S) -> None:
@@ -67,7 +58,7 @@ def follow(
     """Poll `query` every `interval_s` and `emit` the alerts detected since `start_ns`
     not emitted before, oldest first, until `wait` returns True (stop requested)."""
     follower = AlertFollower(start_ns)
-    sql = follow_query(code)
+    sql = follow_statement(code)
     while True:
         parameters: dict[str, Any] = {"since": follower.since_ns}
         if code:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pathgrade.batch_plane.store.alerts import latest_statement
 from pathgrade.cli.reference import model_flag
 from pathgrade.cli.support import (
     LOG_LINE_FORMAT,
@@ -83,22 +84,9 @@ def register(commands: Any) -> None:
 def alerts_query(since: int | None, code: str | None, limit: int) -> tuple[str, dict[str, Any]]:
     """The SQL (over `alerts_view`) and parameters for `pathgrade alerts`; `since` in Unix
     nanoseconds."""
-    where, parameters = [], {}
-    if since is not None:
-        where.append("DetectedAtNs >= {since:Int64}")
-        parameters["since"] = since
-    if code:
-        if not re.fullmatch(r"PG\d{3}", code):
-            raise CliError(f"--code: expected a detector code like PG110, got {code!r}")
-        where.append("Code = {code:String}")
-        parameters["code"] = code
-    sql = (
-        "SELECT DetectedAt, Tenant, Code, Severity, Service, TraceId, SpanId, Reason "
-        "FROM alerts_view"
-        + (f" WHERE {' AND '.join(where)}" if where else "")
-        + f" ORDER BY DetectedAtNs DESC, AlertKey LIMIT {int(limit)}"
-    )
-    return sql, parameters
+    if code and not re.fullmatch(r"PG\d{3}", code):
+        raise CliError(f"--code: expected a detector code like PG110, got {code!r}")
+    return latest_statement(since, code, limit)
 
 
 def _cmd_alerts(args: argparse.Namespace) -> int:
@@ -117,12 +105,13 @@ def _cmd_alerts(args: argparse.Namespace) -> int:
 
 def _follow_alerts(args: argparse.Namespace, store: Store, since: int) -> None:
     """`pathgrade alerts --follow` from `since` (Unix ns): until SIGINT/SIGTERM."""
-    from pathgrade.cli.alert_follow import COLUMNS, follow
+    from pathgrade.batch_plane.store.alerts import LISTED_COLUMNS
+    from pathgrade.cli.alert_follow import follow
     from pathgrade.cli.output import format_json
 
     stop = stop_on_signal()
     if args.format == "table":
-        print("  ".join(COLUMNS.split(", ")), flush=True)
+        print("  ".join(LISTED_COLUMNS.split(", ")), flush=True)
 
     def emit(result: Any) -> None:
         if args.format == "json":

@@ -337,13 +337,12 @@ def _replayed_items(store: Store, run_id: str) -> tuple[str, list[Any]]:
     """The agent of run `run_id` and the dataset items it played, in conversation order."""
     from pathgrade.batch_plane.edge.store import EdgeRunNotFound, StoredTurn
     from pathgrade.batch_plane.evaluation.datasets import Datasets, conversation_order
+    from pathgrade.batch_plane.store.runs import agent_and_datasets
 
-    rows = store.query(
-        "SELECT Agent, DatasetVersions FROM runs FINAL WHERE RunId = {run:String}", {"run": run_id}
-    ).rows
-    if not rows:
+    recorded = agent_and_datasets(store, run_id)
+    if recorded is None:
         raise EdgeRunNotFound(f"run {run_id!r}: neither an EDGE run nor a run in the store")
-    agent, versions = rows[0]
+    agent, versions = recorded
     datasets = Datasets(store)
     items = [item for name, v in versions.items() for item in datasets.items(f"{name}@{v}")]
     return agent, [

@@ -330,7 +330,7 @@ def _record(args: argparse.Namespace, verdict: Any) -> str:
 
 
 def _cmd_gates_list(args: argparse.Namespace) -> int:
-    from pathgrade.batch_plane.evaluation.gate_store import list_gates
+    from pathgrade.batch_plane.store.gates import list_gates
     from pathgrade.cli.output import format_json, format_table
 
     with store_for(args) as store:

@@ -88,7 +88,7 @@ def _cmd_topics(args: argparse.Namespace) -> int:
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.store.client import ClientStore
-    from pathgrade.schemas.migrations import MIGRATIONS_TABLE, migration_ddl, set_retention
+    from pathgrade.schemas.migrations import applied_names, migration_ddl, set_retention
 
     if args.shards and not args.cluster:
         raise CliError("--shards needs --cluster NAME: the shards are those of a cluster")
@@ -110,8 +110,7 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
                 )
             set_retention(store.client, *retention)
             print(f"retention: content {retention[0]} days, span rows {retention[1]} days")
-        query = f"SELECT Version, Name FROM {MIGRATIONS_TABLE} FINAL ORDER BY Version"
-        rows = store.query(query).rows
+        rows = applied_names(store)
     print("migrations applied: " + ", ".join(f"{v:04d}_{n}" for v, n in rows))
     return 0
 

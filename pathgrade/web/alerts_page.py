@@ -14,6 +14,9 @@ from typing import Any
 
 from starlette.requests import Request
 
+from pathgrade.batch_plane.store import alerts as stored_alerts
+from pathgrade.batch_plane.store import traces as stored_traces
+from pathgrade.batch_plane.store.alerts import AlertFilters
 from pathgrade.batch_plane.store.monitors import MonitorQueries
 from pathgrade.detectors.monitor_policy import MONITOR_CODES
 from pathgrade.schemas.monitors import MonitorTick
@@ -28,6 +31,7 @@ ROWS_SHOWN = 200
 BUCKETS = 40
 KINDS = ("", "violation", "cannot_decide", "monitor")
 TOP = 10
+FACET_VALUES = 15  # values listed per filter
 CHART_POINTS = 240  # evaluations drawn per monitor chart at most (firing ones always)
 
 
@@ -66,20 +70,13 @@ class AlertQuery:
     def link(self, **changes: str | None) -> str:
         return "/alerts" + p.query_string({**self.raw, **changes})
 
-    def where(self, viewer: Viewer) -> tuple[str, dict[str, Any]]:
-        """Conditions on `alerts` (no paging) and their parameters."""
-        conditions = [
-            viewer.where("Tenant"),
-            "DetectedAtNs >= {start:Int64}",
-            "DetectedAtNs < {end:Int64}",
-        ]
-        values: dict[str, Any] = {"start": self.start_ns, "end": self.end_ns, **viewer.parameters}
-        for column, name in (("Code", "code"), ("Severity", "severity"), ("Service", "service"),
-                             ("Agent", "agent"), ("Kind", "kind")):  # fmt: skip
-            if getattr(self, name):
-                conditions.append(f"{column} = {{{name}:String}}")
-                values[name] = getattr(self, name)
-        return " AND ".join(conditions), values
+    @property
+    def filters(self) -> AlertFilters:
+        """The stored alerts this page shows (before paging)."""
+        return AlertFilters(
+            self.start_ns, self.end_ns, self.code, self.severity, self.service, self.agent,
+            self.kind,
+        )  # fmt: skip
 
 
 @dataclass
@@ -179,17 +176,13 @@ def _label(ns: int, step_ns: int) -> str:
     return moment.strftime("%m-%d %H:%M" if step_ns >= 3600 * 10**9 else "%H:%M:%S")
 
 
-def chart(store: ReadStore, where: str, values: dict[str, Any], query: AlertQuery) -> str:
+def chart(store: ReadStore, viewer: Viewer, query: AlertQuery) -> str:
     """Alerts per interval by code, as SVG; each segment links to the interval's alerts."""
     step = bucket_ns(query.start_ns, query.end_ns)
     first = query.start_ns - query.start_ns % step
     count = int((query.end_ns - first) // step) + 1
     series: dict[str, list[int]] = defaultdict(lambda: [0] * count)
-    for bucket, code, n in store.rows(
-        f"SELECT intDiv(DetectedAtNs - {{first:Int64}}, {{step:Int64}}) AS b, Code, count() "
-        f"FROM alerts FINAL WHERE {where} GROUP BY b, Code ORDER BY Code",
-        {**values, "first": first, "step": step},
-    ):
+    for bucket, code, n in stored_alerts.per_interval(store, viewer, query.filters, first, step):
         if 0 <= bucket < count:
             series[code][bucket] += n
     labels = [_label(first + i * step, step) for i in range(count)]
@@ -206,78 +199,30 @@ def _iso(ns: int) -> str:
 
 
 def load_alerts(store: ReadStore, viewer: Viewer, query: AlertQuery) -> AlertsPage:
-    where, values = query.where(viewer)
-    paged = where + (" AND DetectedAtNs < {before:Int64}" if query.before_ns else "")
-    rows = store.dicts(
-        "SELECT DetectedAtNs, Tenant, Code, Name, Severity, Kind, Reason, Service, Agent, "
-        f"TraceId, SpanId, Incomplete, ConversationId FROM alerts FINAL WHERE {paged} "
-        f"ORDER BY DetectedAtNs DESC, AlertKey LIMIT {ROWS_SHOWN + 1}",
-        {**values, "before": query.before_ns or 0},
-    )
+    filters = query.filters
+    rows = stored_alerts.page(store, viewer, filters, query.before_ns, ROWS_SHOWN + 1)
     next_before = rows[ROWS_SHOWN - 1]["DetectedAtNs"] if len(rows) > ROWS_SHOWN else None
     rows = rows[:ROWS_SHOWN]
-    _add_tools(store, viewer, rows)
-    total = store.value(f"SELECT count() FROM alerts FINAL WHERE {where}", values) or 0
-    services = [
-        (s, n) for s, n in store.rows(
-            f"SELECT Service, count() AS n FROM alerts FINAL WHERE {where} "
-            f"GROUP BY Service ORDER BY n DESC, Service LIMIT {TOP}", values)
-    ]  # fmt: skip
-    tools = [
-        (t, n) for t, n in store.rows(
-            "SELECT GenAIToolName, count() AS n FROM spans WHERE "
-            f"{viewer.where('Tenant')} AND GenAIToolName != '' AND (Tenant, TraceId, SpanId) IN "
-            f"(SELECT Tenant, TraceId, SpanId FROM alerts FINAL WHERE {where}) "
-            f"GROUP BY GenAIToolName ORDER BY n DESC, GenAIToolName LIMIT {TOP}", values)
-    ]  # fmt: skip
-    facets = {
-        name: [(v, n) for v, n in store.rows(
-            f"SELECT {column}, count() AS n FROM alerts FINAL WHERE {where} "
-            f"GROUP BY {column} ORDER BY n DESC, {column} LIMIT 15", values)]
-        for name, column in (("code", "Code"), ("severity", "Severity"), ("kind", "Kind"),
-                             ("agent", "Agent"))
-    }  # fmt: skip
-    traces = (
-        store.value(
-            f"SELECT uniqExact(Tenant, TraceId) FROM trace_roots WHERE {viewer.where('Tenant')} "
-            "AND Timestamp >= fromUnixTimestamp64Nano({start:Int64}) "
-            "AND Timestamp < fromUnixTimestamp64Nano({end:Int64})",
-            values,
-        )
-        or 0
-    )
-    return AlertsPage(
-        rows=rows,
-        total=total,
-        next_before=next_before,
-        chart=chart(store, where, values, query),
-        top_services=services,
-        top_tools=tools,
-        coverage=coverage(store, viewer, query, traces),
-        traces_in_range=traces,
-        facets=facets,
-        monitors=monitor_panels(store, query),
-    )
-
-
-def _add_tools(store: ReadStore, viewer: Viewer, rows: list[dict[str, Any]]) -> None:
-    """Each alert row's `Tool`: the tool of the span it is pinned to ("" for other spans)."""
-    if not rows:
-        return
-    tools = {
-        (tenant, trace, span): tool
-        for tenant, trace, span, tool in store.rows(
-            "SELECT Tenant, TraceId, SpanId, GenAIToolName FROM spans WHERE "
-            f"{viewer.where('Tenant')} AND (Tenant, TraceId, SpanId) IN "
-            "{keys:Array(Tuple(String, String, String))}",
-            {
-                "keys": [(r["Tenant"], r["TraceId"], r["SpanId"]) for r in rows],
-                **viewer.parameters,
-            },
-        )
-    }
+    keys = [(row["Tenant"], row["TraceId"], row["SpanId"]) for row in rows]
+    tools = stored_traces.span_tools(store, viewer, keys)
     for row in rows:
         row["Tool"] = tools.get((row["Tenant"], row["TraceId"], row["SpanId"]), "")
+    started = stored_traces.started_in_range(store, viewer, query.start_ns, query.end_ns)
+    return AlertsPage(
+        rows=rows,
+        total=stored_alerts.count(store, viewer, filters),
+        next_before=next_before,
+        chart=chart(store, viewer, query),
+        top_services=stored_alerts.top(store, viewer, filters, "service", TOP),
+        top_tools=stored_alerts.top_tools(store, viewer, filters, TOP),
+        coverage=coverage(store, viewer, query, started),
+        traces_in_range=started,
+        facets={
+            name: stored_alerts.top(store, viewer, filters, name, FACET_VALUES)
+            for name in ("code", "severity", "kind", "agent")
+        },
+        monitors=monitor_panels(store, query),
+    )
 
 
 def coverage(
@@ -285,18 +230,10 @@ def coverage(
 ) -> list[dict[str, Any]]:
     """Per detector code and missing input: the traces of the range it could not decide on
     (the share is of the traces whose root started in the range)."""
-    rows = store.rows(
-        "SELECT Code, any(Name), JSONExtractString(Details, 'missing') AS missing, "
-        "uniqExact(Tenant, TraceId), any(Reason) FROM alerts FINAL WHERE "
-        f"{viewer.where('Tenant')} AND Kind = 'cannot_decide' "
-        "AND DetectedAtNs >= {start:Int64} AND DetectedAtNs < {end:Int64} "
-        "GROUP BY Code, missing ORDER BY Code, missing",
-        {"start": query.start_ns, "end": query.end_ns, **viewer.parameters},
-    )
     return [
-        {"code": code, "name": name, "missing": missing, "traces": n, "example": reason,
-         "share": n / traces if traces else None}
-        for code, name, missing, n, reason in rows
+        {"code": u.code, "name": u.name, "missing": u.missing, "traces": u.traces,
+         "example": u.example, "share": u.traces / traces if traces else None}
+        for u in stored_alerts.undecided(store, viewer, query.start_ns, query.end_ns)
     ]  # fmt: skip
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from pathgrade.batch_plane.store import conversations
 from pathgrade.web.store_reads import ReadStore
 from pathgrade.web.trace_view import messages
 from pathgrade.web.viewers import Viewer
@@ -28,60 +29,30 @@ class Turn:
 
 
 def load_conversation(store: ReadStore, viewer: Viewer, conversation_id: str) -> list[Turn]:
-    """The turns of `conversation_id` the viewer may see, oldest first (GLOBAL IN: on a
-    sharded store a conversation's traces live on several shards)."""
-    chosen = (
-        "(Tenant, TraceId) GLOBAL IN (SELECT Tenant, TraceId FROM spans "
-        f"WHERE {viewer.where('Tenant')} AND GenAIConversationId = {{conversation:String}})"
-    )
-    values = {"conversation": conversation_id, **viewer.parameters}
+    """The turns of `conversation_id` the viewer may see, oldest first."""
     turns: dict[tuple[str, str], Turn] = {}
     steps: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
-    for (
-        tenant,
-        trace_id,
-        start,
-        duration,
-        name,
-        parent,
-        operation,
-        agent,
-        tool,
-        error,
-        text,
-    ) in store.rows(
-        "SELECT Tenant, TraceId, toUnixTimestamp64Nano(Timestamp), Duration, SpanName, "
-        "ParentSpanId, GenAIOperation, GenAIAgentName, GenAIToolName, "
-        "StatusCode = 'Error' OR GenAIErrorType != '', "
-        "if(GenAIOperation = 'chat', GenAIInputMessages, '') "
-        f"FROM spans FINAL WHERE {chosen} ORDER BY Timestamp, SpanId "
-        f"LIMIT {MAX_TURNS * 200}",
-        values,
-    ):
-        key = (tenant, trace_id)
-        if not parent and key not in turns:
-            turns[key] = Turn(tenant, trace_id, start, duration, name, "")
-        if text and key in turns and not turns[key].user_text:
-            turns[key].user_text = _user_text(text)
-        if operation == "invoke_agent" and agent:
-            steps[key].append(("agent", agent))
-        elif operation == "execute_tool" and tool:
-            steps[key].append(("tool", tool))
-        if error and key in turns:
+    for span in conversations.spans(store, viewer, conversation_id, MAX_TURNS * 200):
+        key = (span.tenant, span.trace_id)
+        if not span.parent_span_id and key not in turns:
+            turns[key] = Turn(*key, span.start_ns, span.duration_ns, span.name, "")
+        if span.chat_input and key in turns and not turns[key].user_text:
+            turns[key].user_text = _user_text(span.chat_input)
+        if span.operation == "invoke_agent" and span.agent:
+            steps[key].append(("agent", span.agent))
+        elif span.operation == "execute_tool" and span.tool:
+            steps[key].append(("tool", span.tool))
+        if span.error and key in turns:
             turns[key].errors += 1
     for key, turn in turns.items():
         turn.path = steps[key]
-    for tenant, trace_id, code, severity, reason in store.rows(
-        f"SELECT Tenant, TraceId, Code, Severity, Reason FROM alerts FINAL WHERE {chosen} "
-        "ORDER BY Code",
-        values,
+    for tenant, trace_id, code, severity, reason in conversations.alerts(
+        store, viewer, conversation_id
     ):
         if (tenant, trace_id) in turns:
             turns[(tenant, trace_id)].alerts.append((code, severity, reason))
-    for tenant, trace_id, metric, value, label in store.rows(
-        f"SELECT Tenant, TraceId, Metric, Value, Label FROM scores FINAL WHERE {chosen} "
-        "ORDER BY Metric",
-        values,
+    for tenant, trace_id, metric, value, label in conversations.scores(
+        store, viewer, conversation_id
     ):
         if (tenant, trace_id) in turns:
             turns[(tenant, trace_id)].scores.append((metric, value, label))

@@ -12,38 +12,28 @@ from urllib.parse import quote
 from starlette.requests import Request
 
 from pathgrade.batch_plane.edge.report import graph_svg
-from pathgrade.batch_plane.edge.simulation import MANIFEST_SPAN
 from pathgrade.batch_plane.edge.store import EdgeRunNotFound, load_turns, run_metrics
+from pathgrade.batch_plane.store import edge_runs as edge_runs_store
 from pathgrade.schemas.agent_graph import load_graph
 from pathgrade.web.rendering import NotFound, Ui
 from pathgrade.web.store_reads import viewing
 from pathgrade.web.viewers import Viewer
 
 Page = tuple[str, dict[str, Any]]
+RUNS_SHOWN = 200
 
 
 def edge_runs(ui: Ui, request: Request) -> Page:
     viewer: Viewer = request.state.viewer
-    runs = ui.store.dicts(
-        "SELECT EvalRunId AS RunId, Tenant, min(Timestamp) AS Started, "
-        "any(SpanAttributes['pathgrade.edge.manifest']) AS Manifest FROM spans "
-        f"WHERE {viewer.where('Tenant')} AND SpanName = {{manifest:String}} "
-        "GROUP BY EvalRunId, Tenant ORDER BY Started DESC LIMIT 200",
-        {"manifest": MANIFEST_SPAN, **viewer.parameters},
-    )
-    return "edge_runs.html", {"runs": runs}
+    return "edge_runs.html", {"runs": edge_runs_store.listed(ui.store, viewer, RUNS_SHOWN)}
 
 
 def _tenant_of_run(ui: Ui, viewer: Viewer, run_id: str) -> str:
     """The tenant whose EDGE run `run_id` is (NotFound when the viewer has none)."""
-    tenant = ui.store.value(
-        f"SELECT Tenant FROM spans WHERE {viewer.where('Tenant')} AND EvalRunId = {{run:String}} "
-        "AND SpanName = {manifest:String} LIMIT 1",
-        {"run": run_id, "manifest": MANIFEST_SPAN, **viewer.parameters},
-    )
+    tenant = edge_runs_store.tenant_of(ui.store, viewer, run_id)
     if tenant is None:
         raise NotFound(f"EDGE run {run_id!r}: no manifest span in the store")
-    return str(tenant)
+    return tenant
 
 
 def edge_run(ui: Ui, request: Request) -> Page:

@@ -20,6 +20,8 @@ from pathgrade.batch_plane.evaluation.cases import CaseResult, TrajectoryDiff
 from pathgrade.batch_plane.evaluation.gate import GateRow, Verdict
 from pathgrade.batch_plane.evaluation.gate_report import ALL_ITEMS
 from pathgrade.batch_plane.scoring.layers import by_layer
+from pathgrade.batch_plane.store import gates
+from pathgrade.batch_plane.store import scores as stored_scores
 from pathgrade.web.rendering import HERE, templates
 from pathgrade.web.store_reads import ReadStore
 from pathgrade.web.viewers import Viewer
@@ -72,13 +74,8 @@ def run_evidence(
 ) -> Evidence:
     """Every scored repeat of `metrics` in the two runs, with the trace it came from."""
     evidence: Evidence = defaultdict(dict)
-    for run, item, repeat, metric, value, slices, trace_id, tenant in store.rows(
-        "SELECT RunId, DatasetItemId, Repeat, Metric, argMax(Value, CreatedAt), "
-        "argMax(Slices, CreatedAt), argMax(TraceId, CreatedAt), Tenant FROM scores FINAL "
-        f"WHERE {viewer.where('Tenant')} AND RunId IN ({{candidate:String}}, {{baseline:String}}) "
-        "AND Metric IN {metrics:Array(String)} "
-        "GROUP BY RunId, DatasetItemId, Repeat, Metric, Tenant ORDER BY DatasetItemId, Repeat",
-        {"candidate": candidate, "baseline": baseline, "metrics": metrics, **viewer.parameters},
+    for run, item, repeat, metric, value, slices, trace_id, tenant in stored_scores.of_two_runs(
+        store, viewer, candidate, baseline, metrics
     ):
         scores = evidence[metric].setdefault(item, ItemScores(item, dict(slices)))
         attempt = Attempt(repeat, value, trace_id, tenant)
@@ -144,14 +141,10 @@ class GateView:
 
 def recorded_gate_view(store: ReadStore, viewer: Viewer, gate_id: str) -> GateView | None:
     """The page of recorded gate `gate_id` (None when the viewer has no such gate)."""
-    rows = store.rows(
-        "SELECT Verdict, CandidateRun, BaselineRun, DecidedAt FROM gates FINAL "
-        f"WHERE {viewer.where('Tenant')} AND GateId = {{gate:String}}",
-        {"gate": gate_id, **viewer.parameters},
-    )
-    if not rows:
+    found = gates.recorded(store, viewer, gate_id)
+    if found is None:
         return None
-    verdict_json, candidate, baseline, decided_at = rows[0]
+    verdict_json, candidate, baseline, decided_at = found
     verdict = Verdict.model_validate_json(verdict_json)
     evidence = run_evidence(store, viewer, candidate, baseline, metric_names(verdict))
     return GateView(verdict, gate_id, candidate, baseline, decided_at, evidence)

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pathgrade.batch_plane.edge.recommend import recommend_next
-from pathgrade.batch_plane.edge.simulation import MANIFEST_SPAN
 from pathgrade.batch_plane.edge.store import EdgeRunNotFound, load_manifest, run_metrics
 from pathgrade.batch_plane.edge.traffic import graph_walks
+from pathgrade.batch_plane.store import edge_runs
 from pathgrade.batch_plane.store.trace_rows import load_traces
 from pathgrade.schemas.agent_graph import AgentGraph, load_graph
 from pathgrade.web.store_reads import ReadStore, viewing
@@ -76,19 +76,8 @@ def _steps(graph: AgentGraph, turns: list[list[str]], utility: dict[str, Any]) -
 
 def _edge_runs(store: ReadStore, tenant: str, trace_ids: list[str]) -> list[str]:
     """The conversation's own EDGE run first, then the tenant's latest EDGE runs."""
-    own = store.rows(
-        "SELECT DISTINCT EvalRunId FROM spans WHERE Tenant = {tenant:String} "
-        "AND TraceId IN {ids:Array(String)} AND EvalRunId != ''",
-        {"tenant": tenant, "ids": trace_ids},
-    )
-    latest = store.rows(
-        "SELECT EvalRunId FROM spans WHERE Tenant = {tenant:String} AND SpanName = "
-        "{manifest:String} GROUP BY EvalRunId ORDER BY min(Timestamp) DESC "
-        f"LIMIT {MAX_RUNS_TRIED}",
-        {"tenant": tenant, "manifest": MANIFEST_SPAN},
-    )
-    runs = [str(row[0]) for row in own + latest]
-    return list(dict.fromkeys(runs))
+    own = edge_runs.of_traces(store, tenant, trace_ids)
+    return list(dict.fromkeys(own + edge_runs.latest(store, tenant, MAX_RUNS_TRIED)))
 
 
 def next_turn(

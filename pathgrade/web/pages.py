@@ -8,6 +8,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import Route
 
+from pathgrade.batch_plane.store import traces as stored_traces
 from pathgrade.detectors.registry import REGISTRY
 from pathgrade.web import alerts_page, edge_page, eval_pages, review
 from pathgrade.web.conversation import load_conversation
@@ -16,7 +17,7 @@ from pathgrade.web.next_turn import next_turn
 from pathgrade.web.params import BadParameter
 from pathgrade.web.rendering import NotFound, Ui
 from pathgrade.web.trace_list import FACET_TRACES, TraceQuery, list_traces
-from pathgrade.web.trace_view import TRACE_ID, load_trace_view, trace_tenants
+from pathgrade.web.trace_view import TRACE_ID, load_trace_view
 
 Page = tuple[str, dict[str, Any]]
 
@@ -48,7 +49,7 @@ def trace(ui: Ui, request: Request) -> Page:
     trace_id = request.path_params["trace_id"]
     if not TRACE_ID.fullmatch(trace_id):
         raise BadParameter("trace id", "expected 32 lowercase hex characters")
-    tenants = trace_tenants(ui.store, request.state.viewer, trace_id)
+    tenants = stored_traces.tenants_of(ui.store, request.state.viewer, trace_id)
     asked = request.query_params.get("tenant", "")
     if not tenants or (asked and asked not in tenants):
         raise NotFound(f"no stored span of trace {trace_id}")

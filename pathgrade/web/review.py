@@ -9,6 +9,8 @@ from typing import Any
 from starlette.requests import Request
 
 from pathgrade.batch_plane.scoring.review import HUMAN_SCORER, review_queue
+from pathgrade.batch_plane.store import scores as stored_scores
+from pathgrade.batch_plane.store import traces
 from pathgrade.web.rendering import Ui
 from pathgrade.web.store_reads import ReadStore
 from pathgrade.web.viewers import Viewer
@@ -32,31 +34,12 @@ def queue(store: ReadStore, viewer: Viewer) -> list[dict[str, Any]]:
 
 def labelled(store: ReadStore, viewer: Viewer) -> list[dict[str, Any]]:
     """The latest human scores, newest first."""
-    return store.dicts(
-        "SELECT Tenant, TraceId, Metric, Value, Label, Explanation, Scorer, CreatedAt "
-        f"FROM scores FINAL WHERE {viewer.where('Tenant')} AND Scorer = {{human:String}} "
-        f"ORDER BY CreatedAt DESC LIMIT {QUEUE_SHOWN}",
-        {"human": HUMAN_SCORER, **viewer.parameters},
-    )
+    return stored_scores.labels_by(store, viewer, HUMAN_SCORER, QUEUE_SHOWN)
 
 
 def _add_roots(store: ReadStore, viewer: Viewer, rows: list[dict[str, Any]]) -> None:
     """Each queued trace's root: name, agent, conversation."""
-    if not rows:
-        return
-    roots = {
-        (r["Tenant"], r["TraceId"]): r
-        for r in store.dicts(
-            "SELECT Tenant, TraceId, SpanName, GenAIAgentName, GenAIConversationId "
-            f"FROM trace_roots WHERE {viewer.where('Tenant')} AND Tenant IN "
-            "{tenants:Array(String)} AND TraceId IN {traces:Array(String)}",
-            {
-                "tenants": sorted({r["Tenant"] for r in rows}),
-                "traces": sorted({r["TraceId"] for r in rows}),
-                **viewer.parameters,
-            },
-        )
-    }
+    roots = traces.roots_of(store, viewer, [(r["Tenant"], r["TraceId"]) for r in rows])
     for row in rows:
         row["Root"] = roots.get((row["Tenant"], row["TraceId"]), {})
 

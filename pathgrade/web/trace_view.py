@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pathgrade.batch_plane.store import alerts as stored_alerts
+from pathgrade.batch_plane.store import scores as stored_scores
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.detectors.prices import PriceTable, cost_usd
 from pathgrade.detectors.registry import REGISTRY
@@ -26,7 +28,6 @@ from pathgrade.schemas.genai import PG_REDACTED_KEYS
 from pathgrade.schemas.model import LogRecord, Span, Trace
 from pathgrade.web.agent_lanes import TurnLanes, turn_lanes
 from pathgrade.web.store_reads import ReadStore
-from pathgrade.web.viewers import Viewer
 
 TRACE_ID = re.compile(r"[0-9a-f]{32}")
 PATHGRADE_PREFIX = "pathgrade."
@@ -269,35 +270,19 @@ def span_detail(span: Span, trace_start_ns: int, prices: PriceTable) -> SpanDeta
     )
 
 
-def trace_tenants(store: ReadStore, viewer: Viewer, trace_id: str) -> list[str]:
-    """The tenants (the viewer may see) that hold a span of `trace_id`."""
-    return [
-        tenant
-        for (tenant,) in store.rows(
-            f"SELECT DISTINCT Tenant FROM spans_trace_id_ts WHERE {viewer.where('Tenant')} "
-            "AND TraceId = {trace:String} ORDER BY Tenant",
-            {"trace": trace_id, **viewer.parameters},
-        )
-    ]
-
-
 def load_trace_view(
     store: ReadStore, tenant: str, trace_id: str, prices: PriceTable
 ) -> TraceView | None:
     """The trace page of `tenant`'s trace `trace_id` (None when none of its spans is
-    stored). `tenant` must be one the viewer may see (`trace_tenants`)."""
+    stored). `tenant` must be one the viewer may see (`batch_plane.store.traces.tenants_of`)."""
     trace = load_trace(store, tenant, trace_id)  # type: ignore[arg-type]
     if trace is None:
         return None
     rows, start, duration = waterfall(trace.spans)
-    keys = {"tenant": tenant, "trace": trace_id}
     findings = [
         Finding(code, name, severity, kind, reason, span_id, _json_object(details), turn)
-        for code, name, severity, kind, reason, span_id, details, turn in store.rows(
-            "SELECT Code, Name, Severity, Kind, Reason, SpanId, Details, TurnSpanId "
-            "FROM alerts FINAL WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
-            "ORDER BY Kind DESC, Code, SpanId",
-            keys,
+        for code, name, severity, kind, reason, span_id, details, turn in stored_alerts.of_trace(
+            store, tenant, trace_id
         )
     ]
     agent_turns = turns_of(trace)
@@ -310,16 +295,7 @@ def load_trace_view(
     lanes = [
         shown for turn in agent_turns if (shown := turn_lanes(turn, start, duration)) is not None
     ]
-    scores = [
-        ScoreView(*row)
-        for row in store.rows(
-            "SELECT Metric, Value, Label, Explanation, Scorer, JudgeModel, RunId, "
-            "DatasetItemId, Repeat, SpanId FROM scores FINAL "
-            "WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
-            "ORDER BY Metric, RunId, Repeat",
-            keys,
-        )
-    ]
+    scores = [ScoreView(*row) for row in stored_scores.of_trace(store, tenant, trace_id)]
     details = {row.span.span_id: span_detail(row.span, start, prices) for row in rows}
     root = rows[0].span if rows else None
     for finding in findings:

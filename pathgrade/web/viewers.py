@@ -3,39 +3,19 @@
 With a tokens file (the collector's format: YAML `token: tenant`) every request must carry
 a known token, as `Authorization: Bearer <token>` or the cookie the login page sets, and
 the viewer sees only that token's tenant: every query a page makes is scoped by
-`Viewer.where`. Without a tokens file the UI serves loopback only and the viewer sees
-every tenant, as `pathgrade sql` does on the same machine.
+`Viewer.where` (`batch_plane.store.tenancy`). Without a tokens file the UI serves loopback
+only and the viewer sees every tenant, as `pathgrade sql` does on the same machine.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from pathgrade.batch_plane.store.tenancy import EVERY_TENANT, Viewer
 from pathgrade.collector.auth import TokenAuth, Unauthenticated
 
 TOKEN_COOKIE = "pathgrade_token"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-@dataclass(frozen=True)
-class Viewer:
-    """The reader of a page: one tenant, or every tenant (`tenant` None)."""
-
-    tenant: str | None
-
-    def where(self, column: str = "Tenant") -> str:
-        """A SQL condition keeping this viewer's rows of `column` (parameter `viewer`)."""
-        return "1" if self.tenant is None else f"{column} = {{viewer:String}}"
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        """The query parameters `where` refers to."""
-        return {} if self.tenant is None else {"viewer": self.tenant}
-
-
-EVERY_TENANT = Viewer(None)
 
 
 class Refused(Exception):

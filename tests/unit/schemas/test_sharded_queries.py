@@ -31,6 +31,7 @@ from pathgrade.batch_plane.evaluation.gate_inputs import (
 )
 from pathgrade.batch_plane.scoring.calibration import calibration_status
 from pathgrade.batch_plane.scoring.judge import JudgeCache, Usage, Verdict
+from pathgrade.batch_plane.store.alerts import follow_statement
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, open_client_store
 from pathgrade.batch_plane.store.otlp_insert import insert_sql_messages, pending_message
 from pathgrade.batch_plane.store.results_backlog import Cursor, ResultsBacklog
@@ -53,7 +54,6 @@ from pathgrade.schemas.otlp import decode_resource_spans
 from pathgrade.schemas.store import QueryResult
 from starlette.testclient import TestClient
 
-from pathgrade.cli.alert_follow import follow_query
 from pathgrade.cli.alerts import alerts_query
 from pathgrade.cli.main import main
 from tests.support.paths import REPO_ROOT
@@ -248,7 +248,7 @@ def test_every_query_of_the_ui_gate_delivery_and_cli_answers_the_same_on_shards(
     assert latest_numbers(store) == {3: 3} and backlog.cursors() == {3: 2}
     assert [n for n, _ in backlog.read(3, 1, 3, 10)] == [1, 2, 3]
     store.query(*alerts_query(None, "PG110", 50), readonly=True)
-    assert len(store.query(follow_query("PG110"), {"since": 0, "code": "PG110"}).rows) == 5
+    assert len(store.query(follow_statement("PG110"), {"since": 0, "code": "PG110"}).rows) == 5
     cache = JudgeCache(store)  # the judge's cache, sharded by its own key
     cache.put("key-1", "judge-model", "rubric@1", Verdict(score=1, explanation="ok"), Usage(9))
     assert cache.get("key-1") and cache.get("key-2") is None

@@ -7,11 +7,11 @@ from pathgrade.batch_plane.evaluation.gate import GateRow, Verdict
 from pathgrade.batch_plane.evaluation.gate_report import to_json, to_markdown
 from pathgrade.batch_plane.evaluation.gate_store import (
     MissingGate,
-    list_gates,
     load_verdict,
     record_gate,
 )
 from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.batch_plane.store.gates import list_gates
 
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 from tests.unit.batch_plane.evaluation.test_gate_report import make_verdict

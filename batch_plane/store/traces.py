@@ -1,0 +1,81 @@
+"""Typed reads of the trace tables (`spans`, `trace_roots`) for the pages: one viewer's
+rows only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pathgrade.batch_plane.store.tenancy import Viewer
+from pathgrade.schemas.store import Store
+
+SpanKey = tuple[str, str, str]
+"""(tenant, trace id, span id)."""
+
+
+def span_tools(store: Store, viewer: Viewer, keys: Sequence[SpanKey]) -> dict[SpanKey, str]:
+    """The tool name of each of the spans (spans of no tool: "")."""
+    if not keys:
+        return {}
+    rows = store.query(
+        "SELECT Tenant, TraceId, SpanId, GenAIToolName FROM spans WHERE "
+        f"{viewer.where('Tenant')} AND (Tenant, TraceId, SpanId) IN "
+        "{keys:Array(Tuple(String, String, String))}",
+        {"keys": list(keys), **viewer.parameters},
+    ).rows
+    return {(tenant, trace, span): tool for tenant, trace, span, tool in rows}
+
+
+def started_in_range(store: Store, viewer: Viewer, start_ns: int, end_ns: int) -> int:
+    """How many traces have a root that started in [start_ns, end_ns)."""
+    rows = store.query(
+        f"SELECT uniqExact(Tenant, TraceId) FROM trace_roots WHERE {viewer.where('Tenant')} "
+        "AND Timestamp >= fromUnixTimestamp64Nano({start:Int64}) "
+        "AND Timestamp < fromUnixTimestamp64Nano({end:Int64})",
+        {"start": start_ns, "end": end_ns, **viewer.parameters},
+    ).rows
+    return (rows[0][0] if rows else 0) or 0
+
+
+def tenants_of(store: Store, viewer: Viewer, trace_id: str) -> list[str]:
+    """The tenants (of the viewer's) holding a span of `trace_id`, in order."""
+    rows = store.query(
+        f"SELECT DISTINCT Tenant FROM spans_trace_id_ts WHERE {viewer.where('Tenant')} "
+        "AND TraceId = {trace:String} ORDER BY Tenant",
+        {"trace": trace_id, **viewer.parameters},
+    ).rows
+    return [tenant for (tenant,) in rows]
+
+
+def roots_of(
+    store: Store, viewer: Viewer, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """The root of each (tenant, trace id) found: Tenant, TraceId, SpanName,
+    GenAIAgentName, GenAIConversationId."""
+    if not keys:
+        return {}
+    rows = store.query(
+        "SELECT Tenant, TraceId, SpanName, GenAIAgentName, GenAIConversationId "
+        f"FROM trace_roots WHERE {viewer.where('Tenant')} AND Tenant IN "
+        "{tenants:Array(String)} AND TraceId IN {traces:Array(String)}",
+        {
+            "tenants": sorted({tenant for tenant, _ in keys}),
+            "traces": sorted({trace for _, trace in keys}),
+            **viewer.parameters,
+        },
+    ).dicts()
+    return {(row["Tenant"], row["TraceId"]): row for row in rows}
+
+
+def run_token_rows(store: Store, run_id: str) -> list[list[Any]]:
+    """Every span of the traces of run `run_id`, by trace: TraceId, GenAIProvider, Model
+    (response model, else request model), IsRoot, Duration, input and output tokens (0
+    when unknown)."""
+    return store.query(
+        "SELECT TraceId, GenAIProvider, if(GenAIResponseModel != '', GenAIResponseModel, "
+        "GenAIRequestModel) AS Model, ParentSpanId = '' AS IsRoot, Duration, "
+        "ifNull(GenAIInputTokens, 0), ifNull(GenAIOutputTokens, 0) FROM spans FINAL "
+        "WHERE TraceId IN (SELECT TraceId FROM spans FINAL WHERE EvalRunId = {run:String}) "
+        "ORDER BY TraceId",
+        {"run": run_id},
+    ).rows
