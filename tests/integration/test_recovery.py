@@ -94,14 +94,21 @@ def wait_until_stored(
     except AssertionError:
         lost = missing(stack, acknowledged)
         which = [index for index, (_, keys) in enumerate(requests) if lost.intersection(keys)]
+        traces = {trace for trace, _ in lost}
+        sample = sorted(traces)[:500]  # of the traces with spans missing
+        listed = ",".join(f"'{trace}'" for trace in sample)
+        in_sample = stack.scalar(f"SELECT count() FROM spans FINAL WHERE TraceId IN ({listed})")
         assert stack.data_dir is not None
         status = json.dumps(snapshot(stack.data_dir), indent=1, default=str)
         tail = "\n".join(stack.lines[-150:])
         raise AssertionError(
             f"{len(lost)} of {len(acknowledged)} acknowledged spans not stored after "
-            f"{timeout_s} s ({len({trace for trace, _ in lost})} traces, e.g. "
-            f"{sorted(lost)[:5]}); requests (by index) with spans missing: {which}; "
-            f"spans stored: {stack.scalar('SELECT count() FROM spans FINAL')}\n"
+            f"{timeout_s} s ({len(traces)} traces, e.g. {sorted(lost)[:5]}); requests (by "
+            f"index) with spans missing: {which}; spans stored: "
+            f"{stack.scalar('SELECT count() FROM spans FINAL')}; of {len(sample)} of those "
+            f"traces {in_sample} spans stored and "
+            f"{sum(trace in set(sample) for trace, _ in acknowledged)} acknowledged (as "
+            "many: stored under other ids)\n"
             f"{in_the_broker(stack.data_dir, lost)}\n"
             f"status: {status}\noutput (last 150 lines):\n{tail}"
         ) from None
