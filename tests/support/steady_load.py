@@ -63,8 +63,8 @@ def fresh_requests(
     trace: the SDK exports a trace's root last), taken in turn from `template`, every pass
     over it with new trace ids; each with the spans it carries. Every span is stored under
     the ids it is sent with: an id that holds a card number, which the collector replaces
-    by its fingerprint (`schemas.pii.id_holds_card`: about 1 random span id in 7,000, so
-    about 1 demo template in 13), is drawn anew."""
+    by its fingerprint (`schemas.pii.id_holds_card`: about 1 random span id in 8,000, so
+    about 1 demo template of 560 spans in 14), is drawn anew."""
     rng = random.Random(seed)
     spans = [
         (resource, scope, span)

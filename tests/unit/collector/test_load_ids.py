@@ -1,8 +1,8 @@
 """The fault and recovery tests' load (`tests.support.steady_load`) goes through the
 collector's redaction with the ids it was sent with, so a test that looks its acknowledged
 spans up by those ids finds every one. A span id that holds a card number is replaced by
-its fingerprint (`schemas.pii.id_holds_card`): about 1 random span id in 7,000, so about 1
-demo template in 13 held one, and the durable-log recovery test then waited 300 s for
+its fingerprint (`schemas.pii.id_holds_card`): about 1 random span id in 8,000, so about 1
+demo template in 14 held one, and the durable-log recovery test then waited 300 s for
 spans stored under other ids."""
 
 from __future__ import annotations
