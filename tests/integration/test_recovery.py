@@ -24,21 +24,25 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+from pathgrade.schemas.topics import REALTIME_GROUP, SPANS_TOPIC, STORE_GROUP
 
 from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import free_port
+from pathgrade.stack.carry import committed_offsets
 from pathgrade.stack.ownership import process_started
 from pathgrade.stack.store_access import StatusUnavailable, stack_status
 from tests.integration.conftest import PathgradeProcess, wait_until
 from tests.integration.test_resilience import distinct_and_final
 from tests.support.steady_load import SpanKey, SteadyLoad, demo_template, fresh_requests
+from tests.support.topics import read_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -67,8 +71,80 @@ def stored(stack: PathgradeProcess, acknowledged: set[SpanKey]) -> bool:
     """Whether every acknowledged span is in `spans` FINAL (the stack stores only these)."""
     if stack.scalar("SELECT uniqExact(TraceId, SpanId) FROM spans") < len(acknowledged):
         return False
+    return not missing(stack, acknowledged)
+
+
+def missing(stack: PathgradeProcess, acknowledged: set[SpanKey]) -> set[SpanKey]:
+    """The acknowledged spans not in `spans` FINAL."""
     rows = stack.sql("SELECT TraceId, SpanId FROM spans FINAL").rows
-    return acknowledged <= {(trace, span) for trace, span in rows}
+    return acknowledged - {(trace, span) for trace, span in rows}
+
+
+def wait_until_stored(
+    stack: PathgradeProcess,
+    acknowledged: set[SpanKey],
+    requests: Sequence[tuple[bytes, list[SpanKey]]] = (),
+    timeout_s: float = 300,
+) -> None:
+    """Wait until every acknowledged span is stored; on timeout fail with what is missing
+    (how many, of which traces and, given the `requests` sent, which of them), the stack's
+    status and the end of its output, so a failure in CI tells its cause."""
+    try:
+        wait_until(lambda: stored(stack, acknowledged), timeout_s=timeout_s, interval_s=2)
+    except AssertionError:
+        lost = missing(stack, acknowledged)
+        which = [index for index, (_, keys) in enumerate(requests) if lost.intersection(keys)]
+        traces = {trace for trace, _ in lost}
+        sample = sorted(traces)[:500]  # of the traces with spans missing
+        listed = ",".join(f"'{trace}'" for trace in sample)
+        in_sample = stack.scalar(f"SELECT count() FROM spans FINAL WHERE TraceId IN ({listed})")
+        assert stack.data_dir is not None
+        status = json.dumps(snapshot(stack.data_dir), indent=1, default=str)
+        tail = "\n".join(stack.lines[-150:])
+        raise AssertionError(
+            f"{len(lost)} of {len(acknowledged)} acknowledged spans not stored after "
+            f"{timeout_s} s ({len(traces)} traces, e.g. {sorted(lost)[:5]}); requests (by "
+            f"index) with spans missing: {which}; spans stored: "
+            f"{stack.scalar('SELECT count() FROM spans FINAL')}; of {len(sample)} of those "
+            f"traces {in_sample} spans stored and "
+            f"{sum(trace in set(sample) for trace, _ in acknowledged)} acknowledged (as "
+            "many: stored under other ids)\n"
+            f"{in_the_broker(stack.data_dir, lost)}\n"
+            f"status: {status}\noutput (last 150 lines):\n{tail}"
+        ) from None
+
+
+def in_the_broker(data_dir: Path, lost: set[SpanKey]) -> str:
+    """Where the `lost` spans are in the stack's broker (which messages of which partitions
+    hold them), and what its reader groups committed: whether they never reached Kafka or
+    a reader passed them."""
+    bootstrap = state(data_dir)["kafka"]
+    found: dict[int, list[int]] = {}
+    held: set[SpanKey] = set()
+    for message in read_topic(bootstrap, SPANS_TOPIC, quiet_s=5.0, first_within_s=30.0):
+        keys = spans_of(message.value)
+        if lost & keys:
+            found.setdefault(message.partition, []).append(message.offset)
+            held |= lost & keys
+    groups = {
+        group: committed_offsets(bootstrap, SPANS_TOPIC, group)
+        for group in (STORE_GROUP, REALTIME_GROUP)
+    }
+    return (
+        f"in the broker: {len(held)} of the {len(lost)} missing spans, in messages "
+        f"(partition: offsets) {found}; committed offsets: {groups}"
+    )
+
+
+def spans_of(value: bytes) -> set[SpanKey]:
+    """The (trace id, span id) of every span in a `pathgrade.spans` message."""
+    traces = TracesData.FromString(value)
+    return {
+        (span.trace_id.hex(), span.span_id.hex())
+        for resource in traces.resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+    }
 
 
 def snapshot(data_dir: Path) -> dict[str, Any] | None:
@@ -180,7 +256,7 @@ def test_a_full_data_directory_at_load_stalls_visibly_and_heals_without_a_restar
                 ballast.free()
             load.join(timeout_s=600)
             assert load.rejected == 0 and len(load.acknowledged) > 30_000
-            wait_until(lambda: stored(stack, load.acknowledged), timeout_s=300, interval_s=2)
+            wait_until_stored(stack, load.acknowledged)
             wait_until(lambda: not stalls(data_dir), timeout_s=60)
             assert state(data_dir)["pids"] == pids  # the same processes healed
             assert not (snapshot(data_dir) or {}).get("restarts")
@@ -212,7 +288,7 @@ def test_a_killed_bundled_broker_is_replaced_at_load_and_nothing_is_lost(tmp_pat
         assert new["pids"]["broker"] != old["pids"]["broker"]
         load.join(timeout_s=600)
         assert load.rejected == 0 and len(load.acknowledged) > 20_000
-        wait_until(lambda: stored(stack, load.acknowledged), timeout_s=300, interval_s=2)
+        wait_until_stored(stack, load.acknowledged)
         wait_until(lambda: (snapshot(tmp_path) or {}).get("restarts") == {"broker": 1})
         after = send_demo_traces(OTLPSpanExporter(endpoint=url(tmp_path)), traces=20, seed=83)
         ids = ",".join(f"'{t}'" for t in after.trace_ids)
@@ -295,7 +371,7 @@ def test_the_durable_log_at_its_bound_answers_503_while_the_store_writer_is_stop
         for body, keys in refused:  # sent again, as an exporter does after Retry-After
             wait_until(lambda b=body: post(url(data_dir), b)[0] == 200, timeout_s=120)
             acknowledged.update(keys)
-        wait_until(lambda: stored(stack, acknowledged), timeout_s=300, interval_s=2)
+        wait_until_stored(stack, acknowledged, requests)
     finally:
         code = stack.terminate()
     assert code == 0, stack.output

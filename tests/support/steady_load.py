@@ -30,6 +30,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pathgrade.schemas.pii import id_holds_card
 
 from pathgrade.demo.scenarios import CLEAN_SCENARIOS, plan_turns
 from pathgrade.demo.sender import send_demo_traces
@@ -60,7 +61,10 @@ def fresh_requests(
 ) -> list[tuple[bytes, list[SpanKey]]]:
     """`requests` bodies of at least `spans_per_request` spans each (up to the end of a
     trace: the SDK exports a trace's root last), taken in turn from `template`, every pass
-    over it with new trace ids; each with the spans it carries."""
+    over it with new trace ids; each with the spans it carries. Every span is stored under
+    the ids it is sent with: an id that holds a card number, which the collector replaces
+    by its fingerprint (`schemas.pii.id_holds_card`: about 1 random span id in 8,000, so
+    about 1 demo template of 560 spans in 14), is drawn anew."""
     rng = random.Random(seed)
     spans = [
         (resource, scope, span)
@@ -68,6 +72,11 @@ def fresh_requests(
         for scope in resource.scope_spans
         for span in scope.spans
     ]
+    span_ids = {
+        span.span_id: _stored_as_sent(rng, len(span.span_id))
+        for _, _, span in spans
+        if id_holds_card(span.span_id.hex())
+    }  # the template's span ids the collector would replace -> ids it keeps
     renamed: dict[tuple[int, bytes], bytes] = {}  # (pass, trace id) -> its new id
     out: list[tuple[bytes, list[SpanKey]]] = []
     position = 0
@@ -82,15 +91,28 @@ def fresh_requests(
             span = spans[position % len(spans)][2]
             copy = scope_out.spans.add()
             copy.CopyFrom(span)
-            copy.trace_id = renamed.setdefault(
-                (position // len(spans), span.trace_id), rng.randbytes(16)
-            )
+            trace = (position // len(spans), span.trace_id)
+            if trace not in renamed:
+                renamed[trace] = _stored_as_sent(rng, 16)
+            copy.trace_id = renamed[trace]
+            if span_ids:
+                copy.span_id = span_ids.get(span.span_id, span.span_id)
+                copy.parent_span_id = span_ids.get(span.parent_span_id, span.parent_span_id)
             keys.append((copy.trace_id.hex(), copy.span_id.hex()))
             position += 1
             if len(keys) >= spans_per_request and not span.parent_span_id:
                 break
         out.append((request.SerializeToString(), keys))
     return out
+
+
+def _stored_as_sent(rng: random.Random, size: int) -> bytes:
+    """A random id of `size` bytes that the collector stores as it is (not a card number
+    written into an id)."""
+    drawn = rng.randbytes(size)
+    while id_holds_card(drawn.hex()):
+        drawn = rng.randbytes(size)
+    return drawn
 
 
 class SteadyLoad:
