@@ -488,8 +488,10 @@ def id_holds_card(hex_text: str) -> bool:
     """True when the hex of a trace or span id is a card written into an id: 13-19 of its
     digits in a row start with 2-6 and pass the Luhn check, and every other character is
     one and the same padding (`0000000000000000` + a card, a card + `ffff...`). A random
-    id never is one (one in a billion, where a card-like run somewhere in the hex is one
-    in 300); a card hidden among random hex letters is not recognised."""
+    16-byte trace id practically never is one (none in a million drawn); a random 8-byte
+    span id is about once in 8,000 (its 16 hex digits all decimal and Luhn-valid: no rule
+    tells that from a card written into it), and is then stored under its fingerprint. A
+    card hidden among random hex letters is not recognised."""
     for run in _DIGIT_RUN.finditer(hex_text):
         digits = [ord(c) - 48 for c in run.group()]
         luhn = _LuhnSums(digits)
