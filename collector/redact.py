@@ -69,7 +69,7 @@ from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
 from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret, TenantKey, is_fingerprint
 from pathgrade.schemas.memo import BoundedMemo
 from pathgrade.schemas.messages import GrowingArrays, parse_json
-from pathgrade.schemas.otlp import any_value
+from pathgrade.schemas.otlp import any_value, structured_value
 from pathgrade.schemas.otlp_logs import EVENT_NAME_ATTRIBUTE
 from pathgrade.schemas.pii import (
     CARD,
@@ -605,7 +605,7 @@ class Redactor:
                 if name == genai.PG_CONFIRMED_ACTION:
                     confirmed.append(index)
                 if read is not None:
-                    read.append((name, any_value(kv.value)))
+                    read.append((name, structured_value(kv.value)))
                 continue
             if verdict == _FACT:
                 producer_facts = True
