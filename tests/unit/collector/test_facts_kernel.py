@@ -923,12 +923,13 @@ record_attributes = st.fixed_dictionaries(
 def _logs_requests(draw: st.DrawFn) -> bytes:
     """A logs request of records of the GenAI events (inference details, per-message
     events with a body) and others, structured or JSON content, personal data, values that
-    are not text, producers' facts; two traces, so memories of one do not serve the other."""
+    are not text, producers' facts; two traces (so memories of one do not serve the other)
+    and records of none."""
     request = ExportLogsServiceRequest()
     scope = request.resource_logs.add().scope_logs.add()
     for index in range(draw(st.integers(1, 5))):
         record = scope.log_records.add(
-            trace_id=draw(st.sampled_from([TRACE, bytes(range(1, 17))])),
+            trace_id=draw(st.sampled_from([TRACE, bytes(range(1, 17)), b""])),
             span_id=(index + 1).to_bytes(8, "big"), time_unix_nano=10**18 + index,
             event_name=draw(st.sampled_from([
                 genai.EVENT_INFERENCE_DETAILS, genai.EVENT_CHOICE, genai.EVENT_USER_MESSAGE,
