@@ -5,8 +5,10 @@ The same facts come from two places. The fact kernel (`_facts_kernel`, a C exten
 at install) reads a whole export request's bytes once and answers for every span it can
 decide, from the definitions handed to it here (`kernel_config`); a span it leaves to
 Python (flattened messages, values that are not text, unusual JSON), a request that was
-not read from bytes, and an install without the extension get `FactMaker.facts`. Both
-give the same attributes (tests/unit/collector/test_facts_kernel.py).
+not read from bytes, and an install without the extension get `FactMaker.facts`. A logs
+request's records are read by the kernel as stand-in spans of their raw content
+(`FactMaker.records_facts`). Both give the same attributes
+(tests/unit/collector/test_facts_kernel.py).
 """
 
 from __future__ import annotations
