@@ -5,17 +5,20 @@ The same facts come from two places. The fact kernel (`_facts_kernel`, a C exten
 at install) reads a whole export request's bytes once and answers for every span it can
 decide, from the definitions handed to it here (`kernel_config`); a span it leaves to
 Python (flattened messages, values that are not text, unusual JSON), a request that was
-not read from bytes, and an install without the extension get `FactMaker.facts`. Both
-give the same attributes (tests/unit/collector/test_facts_kernel.py).
+not read from bytes, and an install without the extension get `FactMaker.facts`. A logs
+request's records are read by the kernel as stand-in spans of their raw content
+(`FactMaker.records_facts`). Both give the same attributes
+(tests/unit/collector/test_facts_kernel.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -178,6 +181,32 @@ class FactMaker:
         )
         return None if answered is None else WholeAnswers(*answered)
 
+    def records_facts(
+        self, contents: Sequence[tuple[bytes, Mapping[str, Any]] | None], tenant: str
+    ) -> list[Any] | None:
+        """The kernel's answer for each log record's raw content (`record_content`: its
+        trace id and values; None for a record left to Python), as `request_facts` answers
+        on `drops_all` for a span of those attributes: what `facts("", raw, tenant,
+        trace_id)` gives, and the pii.dropped record of its content. False for a record
+        left to Python or holding a value that is neither text nor a list of texts; None
+        when there is no kernel."""
+        if self.kernel is None:
+            return None
+        request = ExportTraceServiceRequest()
+        spans = request.resource_spans.add().scope_spans.add().spans
+        declined = []
+        for index, content in enumerate(contents):
+            span = spans.add()
+            if content is None or not _span_of_record(span, *content):
+                declined.append(index)
+                del span.attributes[:]
+        answers = self.request_facts(request.SerializeToString(), tenant, True)
+        if answers is None or len(answers) != len(contents):
+            return None
+        for index in declined:
+            answers[index] = False
+        return answers
+
     def facts(
         self, span_name: str, raw: Mapping[str, Any], tenant: str, trace_id: bytes = b""
     ) -> dict[str, Any]:
@@ -313,6 +342,34 @@ def record_content(
     return raw
 
 
+def _span_of_record(span: Span, trace_id: bytes, raw: Mapping[str, Any]) -> bool:
+    """Write a record's raw content as `span`'s trace id and attributes, for the kernel;
+    False when a value is neither text nor a list of texts (the kernel reads no other)."""
+    span.trace_id = trace_id
+    attributes = span.attributes
+    for key, value in raw.items():
+        target = attributes.add(key=key).value
+        if isinstance(value, str):
+            target.string_value = value
+        elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+            array = target.array_value
+            array.SetInParent()
+            for item in value:
+                array.values.add().string_value = item
+        else:
+            return False
+    return True
+
+
+def merge_encoded(holder: Span | LogRecord, encoded: bytes) -> None:
+    """Append the kernel's encoded `Span.attributes` entries to a span's or a record's
+    attributes (a record's attributes are another field of its encoding)."""
+    if isinstance(holder, Span):
+        holder.MergeFromString(encoded)
+    else:
+        holder.attributes.extend(Span.FromString(encoded).attributes)
+
+
 def write_facts(
     span: Span | LogRecord,
     facts: Mapping[str, Any],
@@ -342,7 +399,7 @@ def write_facts(
         for index in reversed(stale):
             del attributes[index]
     if encoded:
-        span.MergeFromString(encoded)
+        merge_encoded(span, encoded)
     for key, value in values.items():
         _set_value(attributes.add(key=key).value, value)
 

@@ -46,7 +46,7 @@ import json
 import re
 import secrets
 from collections.abc import Iterable, Mapping, MutableSequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -69,7 +69,7 @@ from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
 from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret, TenantKey, is_fingerprint
 from pathgrade.schemas.memo import BoundedMemo
 from pathgrade.schemas.messages import GrowingArrays, parse_json
-from pathgrade.schemas.otlp import any_value
+from pathgrade.schemas.otlp import any_value, structured_value
 from pathgrade.schemas.otlp_logs import EVENT_NAME_ATTRIBUTE
 from pathgrade.schemas.pii import (
     CARD,
@@ -195,6 +195,40 @@ class _Findings:
         self.dropped: PiiRecord = {}
 
 
+@dataclass(slots=True)
+class _ReadRecord:
+    """One log record between reading and settling (`Redactor.redact_logs`): its findings,
+    whether it has a body, its content's indexes and (key, raw value) pairs, its context
+    values, whether a producer set facts on it, its confirmed actions' indexes, and the raw
+    values its facts read (`record_content`)."""
+
+    record: logs_pb2.LogRecord
+    found: _Findings
+    has_body: bool
+    content: list[int] = field(default_factory=list)
+    read: list[tuple[str, Any]] | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+    producer_facts: bool = False
+    confirmed: list[int] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def _kernel_reads(item: _ReadRecord) -> bool:
+    """Whether the fact kernel can answer for a record as Python would: no body, no fact a
+    producer set, and its content attributes (each key once) exactly the content of its raw
+    values, as text, so the pii.dropped record the kernel writes of those texts is the one
+    `Redactor._note_dropped` notes of the attributes."""
+    if item.has_body or item.producer_facts or not item.read:
+        return False
+    raw = item.raw
+    keys = {k for k, _ in item.read}
+    return (
+        len(keys) == len(item.read)
+        and all(isinstance(raw.get(k), str) for k in keys)
+        and sum(1 for k in raw if genai.is_content_key(k)) == len(keys)
+    )
+
+
 def _note(record: PiiRecord, field: str, counts: Counts) -> None:
     add_counts(record.setdefault(field, {}), counts)
 
@@ -281,18 +315,36 @@ class Redactor:
         (content attributes by the span rules; the body is content: kept with
         `capture_messages`), every other attribute forwarded by the allow-list, every string
         left scrubbed (the event name, the severity text, a kept body); a record whose
-        trace or span id holds a card gets fingerprint bytes instead. `stats.spans` counts
-        the records."""
+        trace or span id holds a card gets fingerprint bytes instead. When nothing is
+        captured, the fact kernel answers for the records it can (`_kernel_reads`), all in
+        one call. `stats.spans` counts the records."""
         stats = RedactionStats()
         key = self.secret.for_tenant(tenant)
+        read = []
         for resource_logs in request.resource_logs:
             shared = self._redact_resource(resource_logs, stats, key)
             for scope_logs in resource_logs.scope_logs:
                 scoped = self._redact_scope(scope_logs, shared, stats, key)
-                for record in scope_logs.log_records:
-                    self._redact_record(record, tenant, key, _Findings(scoped), stats)
-                    stats.spans += 1
+                read.extend(
+                    self._read_record(record, key, _Findings(scoped), stats)
+                    for record in scope_logs.log_records
+                )
+        answers = self._record_answers(read, tenant)
+        for index, item in enumerate(read):
+            answer = answers[index] if answers is not None else False
+            self._settle_record(item, tenant, key, stats, answer)
+        stats.spans = len(read)
         return stats
+
+    def _record_answers(self, read: list[_ReadRecord], tenant: str) -> list[Any] | None:
+        """The fact kernel's answer per record (`FactMaker.records_facts`; False: Python
+        computes it) when nothing is captured and there is a kernel, else None."""
+        if self.facts is None or self.facts.kernel is None or not self._drops_all:
+            return None
+        return self.facts.records_facts(
+            [(item.record.trace_id, item.raw) if _kernel_reads(item) else None for item in read],
+            tenant,
+        )
 
     def _redact_resource(self, holder: Any, stats: RedactionStats, key: TenantKey) -> PiiRecord:
         """Forward a resource's attributes and scrub its schema URL (of `ResourceSpans` or
@@ -315,37 +367,53 @@ class Redactor:
         holder.schema_url = self._scrub_field(holder.schema_url, scoped, "scope.schema_url", stats)
         return scoped
 
-    def _redact_record(
-        self, record: logs_pb2.LogRecord, tenant: str, key: TenantKey, found: _Findings,
+    def _read_record(
+        self, record: logs_pb2.LogRecord, key: TenantKey, found: _Findings,
         stats: RedactionStats,
-    ) -> None:  # fmt: skip
-        """One log record (see `redact_logs`)."""
+    ) -> _ReadRecord:  # fmt: skip
+        """Forward a record's attributes that are not content and read its raw content (see
+        `redact_logs`): what settling it needs."""
         attributes = record.attributes
-        name = record.event_name or _raw_event_name(attributes)
         has_body = record.HasField("body")
-        body = any_value(record.body) if has_body else None
-        context: dict[str, Any] = {}
+        item = _ReadRecord(record, found, has_body)
         read: list[tuple[str, Any]] | None = [] if self.facts is not None else None
-        content, producer_facts, confirmed = self._scan(
-            attributes, context, found.scrubbed, "", stats, key, read
+        item.content, item.producer_facts, item.confirmed = self._scan(
+            attributes, item.context, found.scrubbed, "", stats, key, read
         )
-        facts: dict[str, Any] = {}
-        if self.facts is not None and read is not None:
-            raw = record_content(name, dict(read), context, body)
-            if raw:
-                facts = self.facts.facts("", raw, tenant, record.trace_id)
+        if read is not None:
+            name = record.event_name or _raw_event_name(attributes)
+            body = any_value(record.body) if has_body else None
+            item.raw = raw = record_content(name, dict(read), item.context, body)
             # the JSON text of structured messages, written once for the facts, is what
             # `_note_dropped` reads of them too
             read[:] = [(k, raw[k] if isinstance(raw.get(k), str) else v) for k, v in read]
-        keep = self._policy(context, attributes, confirmed)
+        item.read = read
+        return item
+
+    def _settle_record(
+        self, item: _ReadRecord, tenant: str, key: TenantKey, stats: RedactionStats,
+        answer: Any = False,
+    ) -> None:  # fmt: skip
+        """Facts (the kernel's `answer`: None or encoded attributes; False: computed here),
+        then the record's content and body removed unless kept, its ids and strings
+        scrubbed (see `redact_logs`)."""
+        record, found, attributes = item.record, item.found, item.record.attributes
+        facts: dict[str, Any] = {}
+        encoded = known_pii = None
+        if answer is False and item.raw and self.facts is not None:
+            facts = self.facts.facts("", item.raw, tenant, record.trace_id)
+        elif answer is not False:  # the kernel's: facts and the content's pii.dropped record
+            encoded, known_pii = answer, _NO_PII
+        keep = self._policy(item.context, attributes, item.confirmed)
         removed = self._settle(
-            attributes, content, keep, found, "", stats, key, record.trace_id, read, None
-        )
-        if has_body and keep.messages:
+            attributes, item.content, keep, found, "", stats, key, record.trace_id, item.read,
+            known_pii,
+        )  # fmt: skip
+        if item.has_body and keep.messages:
             counts = self._scrub_value(record.body)
             if counts:
                 stats.scrubbed(found.scrubbed, BODY_FIELD, counts)
-        elif has_body:
+        elif item.has_body:
             if self.facts is not None:
                 dropped: Counts = {}
                 self._find_in(record.body, dropped)
@@ -363,10 +431,10 @@ class Redactor:
         if removed:
             attributes.add(key=genai.PG_REDACTED_KEYS).value.int_value = removed
         stats.removed_attributes += removed
-        if self.facts is None or not (facts or found.scrubbed or found.dropped):
+        if self.facts is None or not (facts or encoded or found.scrubbed or found.dropped):
             return
         stats.spans_with_facts += 1
-        write_facts(record, facts, found.scrubbed, found.dropped, producer_facts)
+        write_facts(record, facts, found.scrubbed, found.dropped, item.producer_facts, encoded)
 
     def _kernel_answers(
         self, request: ExportTraceServiceRequest, tenant: str, body: bytes | None,
@@ -537,7 +605,7 @@ class Redactor:
                 if name == genai.PG_CONFIRMED_ACTION:
                     confirmed.append(index)
                 if read is not None:
-                    read.append((name, any_value(kv.value)))
+                    read.append((name, structured_value(kv.value)))
                 continue
             if verdict == _FACT:
                 producer_facts = True
@@ -633,14 +701,14 @@ class Redactor:
     ) -> None:  # fmt: skip
         """Replace each of the trace or span ids of `holder` (a span or a link) that is a
         card written into an id (`id_holds_card`) by as many bytes of its fingerprint."""
-        for field in fields:
-            raw = getattr(holder, field)
+        for id_field in fields:
+            raw = getattr(holder, id_field)
             text = raw.hex()
             if not id_holds_card(text):
                 continue
             digest = key.fingerprint(text).partition(":")[2]
-            setattr(holder, field, bytes.fromhex(digest)[: len(raw)])
-            stats.scrubbed(record, prefix + field, {CARD: 1})
+            setattr(holder, id_field, bytes.fromhex(digest)[: len(raw)])
+            stats.scrubbed(record, prefix + id_field, {CARD: 1})
 
     def _settle(
         self,

@@ -22,6 +22,8 @@
  * a string_value_strindex, arrays and key-value lists nested deeper than
  * MAX_VALUE_DEPTH. Unknown fields, and known ones with another wire type, are skipped as
  * upb skips them; a scalar field present twice keeps its last value, as in upb.
+ * `read_value(value)` reads one AnyValue's bytes the same way (the collector reads a log
+ * record's structured content with it).
  * tests/unit/schemas/test_otlp_reader.py holds the answers to the Python path's.
  */
 #define PY_SSIZE_T_CLEAN
@@ -528,10 +530,29 @@ static PyObject *read_traces(PyObject *module, PyObject *value) {
     Py_RETURN_NONE;
 }
 
+/* read_value(value): the Python value of an AnyValue's bytes, as (value,); None when it
+ * is left to upb (what read_traces leaves to it, in a value). */
+static PyObject *read_value(PyObject *module, PyObject *value) {
+    (void)module;
+    if (!PyBytes_Check(value)) Py_RETURN_NONE;
+    const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(value);
+    PyObject *read = read_any_value((Bytes){data, data + PyBytes_GET_SIZE(value)}, 0);
+    if (read) {
+        PyObject *one = PyTuple_Pack(1, read);
+        Py_DECREF(read);
+        return one;
+    }
+    if (PyErr_Occurred()) return NULL; /* out of memory, say: not a reason to fall back */
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"read_traces", read_traces, METH_O,
      "read_traces(value: bytes) -> list | None: the resources, scopes and spans of an OTLP "
      "TracesData's bytes as Python objects; None to leave the value to upb."},
+    {"read_value", read_value, METH_O,
+     "read_value(value: bytes) -> tuple | None: the Python value of an OTLP AnyValue's "
+     "bytes as `otlp.any_value` gives it, as (value,); None to leave the value to upb."},
     {NULL, NULL, 0, NULL},
 };
 

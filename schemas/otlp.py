@@ -41,9 +41,9 @@ from pathgrade.schemas.numbers import parse_int
 from pathgrade.schemas.topics import DEFAULT_TENANT, RECEIVED_AT_HEADER, TENANT_HEADER
 
 try:
-    from pathgrade.schemas._otlp_reader import read_traces
+    from pathgrade.schemas._otlp_reader import read_traces, read_value
 except ImportError:  # installed without a C compiler: every message parsed by upb
-    read_traces = None
+    read_traces = read_value = None
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,22 @@ def any_value(value: AnyValue) -> Any:
     if which == "kvlist_value":
         return attributes_dict(value.kvlist_value.values)
     return None
+
+
+def structured_value(value: AnyValue) -> Any:
+    """`any_value` of a value, an array or a key-value list read by the OTLP reader from its
+    bytes (one pass in C instead of a walk here) where it reads them as upb does."""
+    text = value.string_value  # most values: a non-empty string (no oneof lookup)
+    if text:
+        return text
+    if read_value is not None and value.WhichOneof("value") in _STRUCTURED_FIELDS:
+        read = read_value(value.SerializeToString())
+        if read is not None:
+            return read[0]
+    return any_value(value)
+
+
+_STRUCTURED_FIELDS = frozenset({"array_value", "kvlist_value"})
 
 
 def attributes_dict(key_values: Iterable[KeyValue]) -> dict[str, Any]:

@@ -11,8 +11,10 @@ instruction-like text, in every convention and under every capture setting.
 from __future__ import annotations
 
 import hmac
+import importlib.util
 import json
 import re
+import sys
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -21,8 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
+from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.collector.facts import FactMaker, Kernel
@@ -36,9 +40,11 @@ from pathgrade.schemas.withheld import read_withheld
 
 from pathgrade.demo.sender import send_demo_traces
 from tests.support.otlp_values import any_value
+from tests.support.paths import REPO_ROOT
 
 SECRET = FactSecret(bytes(range(32)))
 TRACE = bytes(range(16))
+INGEST_BENCH = REPO_ROOT / "bench" / "ingest.py"
 CONFIGS = {
     "default": RedactionConfig(),
     "capture": RedactionConfig(capture_tools=["*"], capture_messages=True, capture_identity=True),
@@ -821,3 +827,153 @@ def test_content_known_by_its_prefix_leaves_a_whole_span() -> None:
     assert [(kv.key, kv.value.int_value) for kv in kept] == [(genai.PG_REDACTED_KEYS, 1)]
     expected = _messages(body, RedactionConfig(), native=True, defer=False)
     assert _messages(body, RedactionConfig(), native=True, defer=True) == expected
+
+
+# --------------------------------------------------------------------- log records
+
+
+def _structured(value: Any) -> AnyValue:
+    """A JSON value as an OTLP AnyValue, as records carry messages (maps as key-value
+    lists, lists as arrays; integers past int64 as their text)."""
+    if isinstance(value, dict):
+        pairs = [KeyValue(key=str(k), value=_structured(v)) for k, v in value.items()]
+        return AnyValue(kvlist_value=KeyValueList(values=pairs))
+    if isinstance(value, list):
+        return AnyValue(array_value=ArrayValue(values=[_structured(v) for v in value]))
+    if isinstance(value, bool):
+        return AnyValue(bool_value=value)
+    if isinstance(value, int):
+        fits = -(2**63) <= value < 2**63
+        return AnyValue(int_value=value) if fits else AnyValue(string_value=str(value))
+    if isinstance(value, float):
+        return AnyValue(double_value=value)
+    return AnyValue() if value is None else AnyValue(string_value=str(value))
+
+
+def _records(request: ExportLogsServiceRequest) -> list[logs_pb2.LogRecord]:
+    return [r for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records]
+
+
+def _assert_same_records(bodies: list[bytes], config: RedactionConfig) -> int:
+    """Each logs request redacted through the kernel and in Python gives the same records
+    (every field; attributes order aside); returns how many records the kernel answered."""
+    kernel, python = Redactor(config, _maker(config, True)), Redactor(config, _maker(config, False))
+    answered = 0
+    records_facts = kernel.facts.records_facts
+
+    def counted(contents: list[Any], tenant: str) -> list[Any] | None:
+        nonlocal answered
+        answers = records_facts(contents, tenant)
+        answered += sum(answer is not False for answer in answers or ())
+        return answers
+
+    kernel.facts.records_facts = counted  # type: ignore[method-assign]
+    for body in bodies:
+        by_kernel = ExportLogsServiceRequest.FromString(body)
+        by_python = ExportLogsServiceRequest.FromString(body)
+        kernel.redact_logs(by_kernel, "acme")
+        python.redact_logs(by_python, "acme")
+        for got, expected in zip(_records(by_kernel), _records(by_python), strict=True):
+            assert _attributes(got) == _attributes(expected)  # type: ignore[arg-type]
+            del got.attributes[:], expected.attributes[:]
+            assert got == expected
+        del by_kernel.resource_logs[:], by_python.resource_logs[:]
+    return answered
+
+
+def test_bench_log_records_get_the_facts_python_gives_through_the_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """bench/ingest.py's `realistic-logs` records: every one answered by the kernel, with
+    the attributes Python writes; with capture on, Python answers them all, unchanged."""
+    spec = importlib.util.spec_from_file_location("ingest_bench", INGEST_BENCH)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, bench)  # its dataclasses look it up
+    spec.loader.exec_module(bench)
+    bodies = [bench.messages_as_records(b)[1] for b in bench.realistic_bodies(3000, 512)]
+    records = sum(len(_records(ExportLogsServiceRequest.FromString(b))) for b in bodies)
+    assert records > 100
+    assert _assert_same_records(bodies, CONFIGS["default"]) == records
+    assert _assert_same_records(bodies, CONFIGS["patterns"]) == records
+    assert _assert_same_records(bodies, CONFIGS["capture"]) == 0
+
+
+record_values = st.one_of(
+    st.lists(messages, max_size=3).map(_structured),  # structured, as the conventions want
+    message_texts,  # JSON text, as on spans
+    json_values.map(_structured),  # anything else
+)
+record_attributes = st.fixed_dictionaries(
+    {},
+    optional={
+        genai.OPERATION_NAME: st.sampled_from(["chat", "text_completion", "execute_tool", ""]),
+        genai.INPUT_MESSAGES: record_values,
+        genai.OUTPUT_MESSAGES: record_values,
+        genai.SYSTEM_INSTRUCTIONS: record_values,
+        genai.RESPONSE_FINISH_REASONS: st.lists(texts, max_size=2).map(_structured),
+        "user.id": texts.map(_structured),
+        "app.note": texts.map(_structured),
+        f.OUTPUT: st.just('{"text":true}').map(_structured),
+    },
+)
+
+
+@st.composite
+def _logs_requests(draw: st.DrawFn) -> bytes:
+    """A logs request of records of the GenAI events (inference details, per-message
+    events with a body) and others, structured or JSON content, personal data, values that
+    are not text, producers' facts; two traces (so memories of one do not serve the other)
+    and records of none."""
+    request = ExportLogsServiceRequest()
+    scope = request.resource_logs.add().scope_logs.add()
+    for index in range(draw(st.integers(1, 5))):
+        record = scope.log_records.add(
+            trace_id=draw(st.sampled_from([TRACE, bytes(range(1, 17)), b""])),
+            span_id=(index + 1).to_bytes(8, "big"), time_unix_nano=10**18 + index,
+            event_name=draw(st.sampled_from([
+                genai.EVENT_INFERENCE_DETAILS, genai.EVENT_CHOICE, genai.EVENT_USER_MESSAGE,
+                "app.event", ""])),
+        )  # fmt: skip
+        for key, value in draw(record_attributes).items():
+            record.attributes.add(key=key).value.CopyFrom(
+                value if isinstance(value, AnyValue) else AnyValue(string_value=value)
+            )
+        if draw(st.booleans()):
+            record.body.CopyFrom(_structured(draw(messages)))
+    return request.SerializeToString()
+
+
+@settings(
+    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(bodies=st.lists(_logs_requests(), min_size=1, max_size=3),
+       config_name=st.sampled_from(list(CONFIGS)))  # fmt: skip
+def test_generated_log_records_get_the_same_attributes(
+    bodies: list[bytes], config_name: str
+) -> None:
+    _assert_same_records(bodies, CONFIGS[config_name])
+
+
+def test_what_the_kernel_leaves_of_records_is_answered_false_and_still_computed() -> None:
+    """A record with a body, a fact a producer set, or content that is not text is left
+    to Python; the others of its request are answered by the kernel."""
+    request = ExportLogsServiceRequest()
+    scope = request.resource_logs.add().scope_logs.add()
+    texts_only = [{"role": "user", "parts": [{"type": "text", "content": "mail a@b.io"}]}]
+    for index in range(4):
+        record = scope.log_records.add(trace_id=TRACE, event_name=genai.EVENT_INFERENCE_DETAILS)
+        record.attributes.add(key=genai.INPUT_MESSAGES).value.CopyFrom(_structured(texts_only))
+        if index == 1:
+            record.body.string_value = "a body"
+        elif index == 2:
+            record.attributes.add(key=f.VERSION).value.int_value = 1
+        elif index == 3:
+            record.attributes.add(key="user.id").value.int_value = 7
+    body = request.SerializeToString()
+    assert _assert_same_records([body], CONFIGS["default"]) == 1
+    redacted = ExportLogsServiceRequest.FromString(body)
+    Redactor(CONFIGS["default"], _maker(CONFIGS["default"], True)).redact_logs(redacted, "acme")
+    for record in _records(redacted):
+        pii = {kv.key: kv.value.string_value for kv in record.attributes}[f.PII_DROPPED]
+        assert json.loads(pii)[genai.INPUT_MESSAGES] == {"email": 1}

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -752,3 +753,59 @@ def test_the_reader_knows_every_field_of_the_installed_protos() -> None:
             if field.message_type is not None:
                 pending.append(field.message_type)
     assert seen <= set(READER_FIELDS)
+
+
+# --------------------------------------------------------------------------- one value
+
+
+def _read_value_as_upb(value: bytes) -> None:
+    """`read_value` reads an AnyValue's bytes as `otlp.any_value` reads upb's parse of them,
+    or leaves them to upb (None); `structured_value` gives upb's answer either way."""
+    read = otlp.read_value(value)
+    try:
+        parsed = AnyValue.FromString(value)
+    except DecodeError:
+        assert read is None, "the reader read bytes upb rejects"
+        return
+    if read is not None:
+        assert _exact(read[0]) == _exact(otlp.any_value(parsed))
+    assert _exact(otlp.structured_value(parsed)) == _exact(otlp.any_value(parsed))
+
+
+@settings(
+    max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(value=values)
+def test_one_value_reads_as_the_python_walk(value: AnyValue) -> None:
+    read = otlp.read_value(value.SerializeToString())
+    assert read is not None, "the reader left a generated value to upb"
+    assert _exact(read[0]) == _exact(otlp.any_value(value))
+    _read_value_as_upb(value.SerializeToString())
+
+
+@settings(
+    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    value=values, change=st.sampled_from(["truncate", "replace", "insert"]), at=st.floats(0, 1),
+    new=st.binary(min_size=1, max_size=4),
+)  # fmt: skip
+def test_one_changed_value_reads_as_upb_or_is_left_to_it(
+    value: AnyValue, change: str, at: float, new: bytes
+) -> None:
+    whole = value.SerializeToString()
+    n = int(at * len(whole))
+    _read_value_as_upb(
+        {"truncate": whole[:n], "replace": whole[:n] + new + whole[n + len(new) :],
+         "insert": whole[:n] + new + whole[n:]}[change]
+    )  # fmt: skip
+
+
+def test_one_value_nested_past_the_reader_s_depth_is_left_to_upb() -> None:
+    value = AnyValue(string_value="deep")
+    for _ in range(25):
+        value = _array([value])
+    assert otlp.read_value(value.SerializeToString()) is None
+    assert otlp.structured_value(value) == otlp.any_value(value)
+    assert otlp.read_value(b"\x0a\x01\xff") is None  # invalid UTF-8: upb rejects it
+    assert otlp.read_value(b"") == (None,)  # no value set
