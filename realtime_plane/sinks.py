@@ -307,12 +307,19 @@ class WebhookSink:
 
     def add(self, alerts: list[NumberedAlert]) -> None:
         """Queue alerts; never blocks (past the queue's size they are deferred to the table,
-        or without one dropped and counted)."""
+        or without one dropped and counted). With the table, an alert of a partition this
+        sink does not hold (not claimed, or released meanwhile) is left to the table: the
+        partition's next claim reads it back from the saved cursor, which an alert handed
+        over here must not move past the ones before it."""
         with self._ready:
             for numbered in alerts:
-                progress = self._progress.setdefault(
-                    numbered.partition, PartitionProgress(numbered.number, numbered.number - 1)
-                )
+                progress = self._progress.get(numbered.partition)
+                if progress is None and self.backlog is not None:
+                    self.stats.deferred += 1
+                    continue
+                if progress is None:
+                    progress = PartitionProgress(numbered.number, numbered.number - 1)
+                    self._progress[numbered.partition] = progress
                 if len(self._queue) < self._queue_size:
                     alert = numbered.alert
                     item = _Item(
