@@ -134,15 +134,20 @@ class MonitorRunner:
 
     def release(self, timeout_s: float = 30.0) -> None:
         """Stop evaluating (partition 0 went elsewhere, or the plane stops). Returns once no
-        tick is under way (one running in another thread finishes first), so no alert of
-        the monitors is stored or handed on after it: their stream's next owner delivers
-        from the saved cursor on."""
+        tick is under way (one running in another thread finishes first, for up to
+        `timeout_s`), so no alert of the monitors is handed on after it: their stream's next
+        owner delivers from the saved cursor on (one a tick still hands on after that is
+        left to the table by the webhook, which then holds no monitor stream)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
         self._thread = None
-        with self._lock:
-            self.ready.clear()
+        idle = self._lock.acquire(timeout=timeout_s)
+        self.ready.clear()
+        if idle:
+            self._lock.release()
+        else:
+            log.warning("monitors: a tick still under way after %.0f s; released", timeout_s)
 
     def tick_now(self) -> None:
         """Evaluate every monitor at `clock()` now (once the state is read back; a tick
