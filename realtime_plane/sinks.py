@@ -259,7 +259,10 @@ class WebhookSink:
         self._queue_size = queue_size
         self._progress: dict[int, PartitionProgress] = {}
         self._saved: dict[int, int] = {}  # partition -> the cursor saved last
-        self._ready = threading.Condition()
+        lock = threading.RLock()
+        self._ready = threading.Condition(lock)  # the workers': an alert queued, or stop
+        # the refill thread's, of its own: a wake-up for one worker never goes to it
+        self._refill_due = threading.Condition(lock)
         self._stop = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
@@ -289,7 +292,7 @@ class WebhookSink:
             }
             self._progress.update(claimed)
             self._saved.update({p: c for p, c in saved.items() if p in claimed})
-            self._ready.notify_all()
+            self._refill_due.notify()
         self._save_cursors()  # a crash before the first delivery resumes here too
 
     def release(self, partitions: Iterable[int]) -> None:
@@ -345,7 +348,7 @@ class WebhookSink:
                 progress = self._progress.get(partition)
                 if progress is not None:
                     progress.stored = max(progress.stored, number)
-            self._ready.notify_all()
+            self._refill_due.notify()
 
     def cursors(self) -> dict[int, int]:
         """Partition -> the first alert number not yet delivered."""
@@ -381,7 +384,7 @@ class WebhookSink:
             self.stats.deferred += 1
             if progress is not None:
                 progress.defer(item.number)
-            self._ready.notify_all()
+            self._refill_due.notify()
             return
         if outcome == "failing":
             self.stats.dropped += 1
@@ -419,8 +422,8 @@ class WebhookSink:
         while not self._stop.is_set():
             try:
                 if not self._refill_once():
-                    with self._ready:
-                        self._ready.wait(0.2)
+                    with self._refill_due:
+                        self._refill_due.wait(0.2)
                 if time.monotonic() >= next_save:
                     next_save = time.monotonic() + CURSOR_SAVE_S
                     self._save_cursors()
@@ -476,6 +479,7 @@ class WebhookSink:
         with self._ready:
             self._stop.set()
             self._ready.notify_all()
+            self._refill_due.notify()
         for thread in self._threads:
             thread.join(timeout_s)
         try:

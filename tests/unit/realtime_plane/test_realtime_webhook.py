@@ -250,3 +250,25 @@ def test_an_alert_handed_over_while_its_partition_is_released_skips_nothing(
         assert AlertBacklog(store, url(server)).cursors()[11] == later[0].number + 1
     finally:
         server.shutdown()
+
+
+@pytest.mark.parametrize("receiver", [[]], indirect=True)
+def test_an_alert_handed_over_alone_wakes_a_worker_while_the_table_is_read(
+    store: ClientStore, receiver: Receiver
+) -> None:
+    """Alerts handed over one at a time, each once the one before was delivered: every one
+    is sent at once. The thread that reads the table back waits on its own, so the wake-up
+    meant for a worker (one alert: one) cannot go to it and leave the alert in the queue."""
+    sink = WebhookSink(url(receiver), workers=1, backlog=AlertBacklog(store, url(receiver)))
+    sink.claim({13}, latest_numbers(store))
+    first = latest_numbers(store).get(13, 0) + 1
+    alerts = numbered(
+        [alert().model_copy(update={"alert_key": f"alone-{n}"}) for n in range(40)], 13, first
+    )
+    try:
+        for one in alerts:
+            sink.add([one])
+            wait_until(lambda one=one: sink.cursors()[13] > one.number, 10, interval_s=0.01)
+    finally:
+        sink.close()
+    assert receiver.keys == [a.alert.alert_key for a in alerts]
