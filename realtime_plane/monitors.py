@@ -133,18 +133,30 @@ class MonitorRunner:
         self._thread.start()
 
     def release(self, timeout_s: float = 30.0) -> None:
-        """Stop evaluating (partition 0 went elsewhere, or the plane stops)."""
+        """Stop evaluating (partition 0 went elsewhere, or the plane stops). Returns once no
+        tick is under way (one running in another thread finishes first, for up to
+        `timeout_s`), so no alert of the monitors is handed on after it: their stream's next
+        owner delivers from the saved cursor on (one a tick still hands on after that is
+        left to the table by the webhook, which then holds no monitor stream)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
         self._thread = None
+        idle = self._lock.acquire(timeout=timeout_s)
         self.ready.clear()
+        if idle:
+            self._lock.release()
+        else:
+            log.warning("monitors: a tick still under way after %.0f s; released", timeout_s)
 
     def tick_now(self) -> None:
-        """Evaluate every monitor at `clock()` now (once the state is read back)."""
-        if not self.ready.wait(READY_WAIT_S):
-            raise RuntimeError("the monitors have not read their state from the store")
-        self.tick(self.clock())
+        """Evaluate every monitor at `clock()` now (once the state is read back; a tick
+        cut off by a `release` waits for the next `claim`)."""
+        deadline = time.monotonic() + READY_WAIT_S
+        while self.ready.wait(max(0.0, deadline - time.monotonic())):
+            if self.tick(self.clock()):
+                return
+        raise RuntimeError("the monitors have not read their state from the store")
 
     def _run(self) -> None:
         while not self._stop.is_set() and not self.ready.is_set():
@@ -162,13 +174,17 @@ class MonitorRunner:
             self.tick(self.clock())
             self._stop.wait(self.monitors.every_s)
 
-    def tick(self, now_s: float) -> None:
+    def tick(self, now_s: float) -> bool:
         """Evaluate every monitor at `now_s` (Unix seconds): open and close episodes, write
-        the ticks. A monitor whose reads fail is skipped this time (logged, counted)."""
+        the ticks. A monitor whose reads fail is skipped this time (logged, counted). False
+        when the runner is not claimed (released, or its state not yet read): nothing is
+        evaluated."""
         now_ns = int(now_s * 1e9)
         end_s = window_end(now_s, self.monitors)
         ticks: list[MonitorTick] = []
         with self._lock:
+            if not self.ready.is_set():
+                return False
             for monitor in self.monitors.all():
                 try:
                     found = self._figures(monitor, end_s)
@@ -185,6 +201,7 @@ class MonitorRunner:
         except Exception as exc:  # the store's QueryError or transport errors
             self.stats.monitor_failures += 1
             log.warning("monitors: writing their figures failed: %s", exc)
+        return True
 
     def _figures(self, monitor: Monitor, end_s: int) -> list[Figures]:
         reads = self.reads

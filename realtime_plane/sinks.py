@@ -259,7 +259,10 @@ class WebhookSink:
         self._queue_size = queue_size
         self._progress: dict[int, PartitionProgress] = {}
         self._saved: dict[int, int] = {}  # partition -> the cursor saved last
-        self._ready = threading.Condition()
+        lock = threading.RLock()
+        self._ready = threading.Condition(lock)  # the workers': an alert queued, or stop
+        # the refill thread's, of its own: a wake-up for one worker never goes to it
+        self._refill_due = threading.Condition(lock)
         self._stop = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
@@ -289,7 +292,7 @@ class WebhookSink:
             }
             self._progress.update(claimed)
             self._saved.update({p: c for p, c in saved.items() if p in claimed})
-            self._ready.notify_all()
+            self._refill_due.notify()
         self._save_cursors()  # a crash before the first delivery resumes here too
 
     def release(self, partitions: Iterable[int]) -> None:
@@ -307,12 +310,19 @@ class WebhookSink:
 
     def add(self, alerts: list[NumberedAlert]) -> None:
         """Queue alerts; never blocks (past the queue's size they are deferred to the table,
-        or without one dropped and counted)."""
+        or without one dropped and counted). With the table, an alert of a partition this
+        sink does not hold (not claimed, or released meanwhile) is left to the table: the
+        partition's next claim reads it back from the saved cursor, which an alert handed
+        over here must not move past the ones before it."""
         with self._ready:
             for numbered in alerts:
-                progress = self._progress.setdefault(
-                    numbered.partition, PartitionProgress(numbered.number, numbered.number - 1)
-                )
+                progress = self._progress.get(numbered.partition)
+                if progress is None and self.backlog is not None:
+                    self.stats.deferred += 1
+                    continue
+                if progress is None:
+                    progress = PartitionProgress(numbered.number, numbered.number - 1)
+                    self._progress[numbered.partition] = progress
                 if len(self._queue) < self._queue_size:
                     alert = numbered.alert
                     item = _Item(
@@ -338,7 +348,7 @@ class WebhookSink:
                 progress = self._progress.get(partition)
                 if progress is not None:
                     progress.stored = max(progress.stored, number)
-            self._ready.notify_all()
+            self._refill_due.notify()
 
     def cursors(self) -> dict[int, int]:
         """Partition -> the first alert number not yet delivered."""
@@ -374,7 +384,7 @@ class WebhookSink:
             self.stats.deferred += 1
             if progress is not None:
                 progress.defer(item.number)
-            self._ready.notify_all()
+            self._refill_due.notify()
             return
         if outcome == "failing":
             self.stats.dropped += 1
@@ -412,8 +422,8 @@ class WebhookSink:
         while not self._stop.is_set():
             try:
                 if not self._refill_once():
-                    with self._ready:
-                        self._ready.wait(0.2)
+                    with self._refill_due:
+                        self._refill_due.wait(0.2)
                 if time.monotonic() >= next_save:
                     next_save = time.monotonic() + CURSOR_SAVE_S
                     self._save_cursors()
@@ -469,6 +479,7 @@ class WebhookSink:
         with self._ready:
             self._stop.set()
             self._ready.notify_all()
+            self._refill_due.notify()
         for thread in self._threads:
             thread.join(timeout_s)
         try:

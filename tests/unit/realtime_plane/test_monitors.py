@@ -4,6 +4,7 @@ it is handed on (a failed insert changes nothing and is tried again)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -207,6 +208,57 @@ def test_an_alert_the_store_refused_is_not_handed_on_and_fires_at_the_next_tick(
     finally:
         runner.close()
     assert [a.details["state"] for a in retried] == ["firing"]
+
+
+class GatedStore:
+    """The store, holding each insert into `alerts` until `gate` is set (`entered` says one
+    is waiting): a tick under way."""
+
+    def __init__(self, store: ClientStore) -> None:
+        self.store = store
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def insert(self, table: str, rows: list, columns: list) -> None:
+        if table == "alerts":
+            self.entered.set()
+            assert self.gate.wait(30)
+        self.store.insert(table, rows, columns)
+
+    def query(self, *args: Any, **kwargs: Any) -> Any:
+        return self.store.query(*args, **kwargs)
+
+
+def test_a_release_waits_for_the_tick_under_way_and_no_tick_stores_after_it(
+    store: ClientStore,
+) -> None:
+    """Partition 0 moving away while a tick stores an alert: the alert is stored and
+    handed on before `release` returns (the webhook then saves its cursor with it held),
+    never after, when the sink no longer holds the monitors' stream."""
+    start = 1_900_400_000
+    insert_turns(store, "moved", start, [10] * 12)
+    gated = GatedStore(store)
+    runner = Runner(store, POLICY, start, tenant_store=gated)
+    ticking = threading.Thread(target=runner.at, args=(start + 60,))
+    ticking.start()
+    assert gated.entered.wait(30)  # the tick is storing its firing
+    handed_on_before_release: list[Alert] = []
+
+    def release() -> None:
+        runner.runner.release()
+        handed_on_before_release.extend(a.alert for a in runner.emitted)
+
+    releasing = threading.Thread(target=release)
+    releasing.start()
+    releasing.join(0.5)  # the old runner returned here at once, before the alert was stored
+    gated.gate.set()
+    ticking.join(30)
+    releasing.join(30)
+    assert [(a.tenant, a.details["state"]) for a in handed_on_before_release] == [
+        ("moved", "firing")
+    ]
+    assert runner.runner.tick(start + 70) is False  # released: nothing evaluated, stored
+    assert len(runner.emitted) == 1
 
 
 RATES = {

@@ -220,3 +220,55 @@ def test_a_webhook_never_delivered_starts_after_what_is_stored(store: ClientStor
         assert AlertBacklog(store, url(server) + "?new").cursors() == {9: 3}
     finally:
         server.shutdown()
+
+
+def test_an_alert_handed_over_while_its_partition_is_released_skips_nothing(
+    store: ClientStore,
+) -> None:
+    """The receiver down with an alert stored and undelivered, the partition released (its
+    cursor saved before that alert) and a later alert handed over before the partition is
+    claimed again (a tick that was under way): once the receiver is back, both arrive. The
+    later alert must not start a cursor of its own past the undelivered one."""
+    server = Receiver([503] * 10**6)  # down until its statuses are emptied
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        sink = WebhookSink(
+            url(server), retries=0, backoff_s=0.01, backlog=AlertBacklog(store, url(server))
+        )
+        sink.claim({11}, latest_numbers(store))
+        pending = stored_alerts(store, "pending", 1, 11)
+        sink.stored({11: pending[0].number})
+        sink.add(pending)  # fails: deferred to the table, again and again
+        sink.release({11})  # saves the cursor at the pending alert
+        later = stored_alerts(store, "later", 1, 11)
+        sink.add(later)  # handed over while the sink holds no partition 11
+        sink.claim({11}, latest_numbers(store))
+        server.statuses = []  # the receiver is back
+        wait_until(lambda: sink.cursors() == {11: later[0].number + 1}, timeout_s=60)
+        sink.close()
+        assert {"pending-0", "later-0"} <= set(server.keys)
+        assert AlertBacklog(store, url(server)).cursors()[11] == later[0].number + 1
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize("receiver", [[]], indirect=True)
+def test_an_alert_handed_over_alone_wakes_a_worker_while_the_table_is_read(
+    store: ClientStore, receiver: Receiver
+) -> None:
+    """Alerts handed over one at a time, each once the one before was delivered: every one
+    is sent at once. The thread that reads the table back waits on its own, so the wake-up
+    meant for a worker (one alert: one) cannot go to it and leave the alert in the queue."""
+    sink = WebhookSink(url(receiver), workers=1, backlog=AlertBacklog(store, url(receiver)))
+    sink.claim({13}, latest_numbers(store))
+    first = latest_numbers(store).get(13, 0) + 1
+    alerts = numbered(
+        [alert().model_copy(update={"alert_key": f"alone-{n}"}) for n in range(40)], 13, first
+    )
+    try:
+        for one in alerts:
+            sink.add([one])
+            wait_until(lambda one=one: sink.cursors()[13] > one.number, 10, interval_s=0.01)
+    finally:
+        sink.close()
+    assert receiver.keys == [a.alert.alert_key for a in alerts]
