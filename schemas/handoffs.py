@@ -127,16 +127,15 @@ def handoff_flow(trace: Trace) -> HandoffFlow:
     """The agent runs and hand-offs of one turn (or of a whole trace read as one)."""
     spans = trace.spans
     by_id = {span.span_id: span for span in spans}
-    named = [
-        s
-        for s in spans
-        if s.genai.agent_name and is_agent_entry(s.name, s.genai.operation, s.attributes)
-    ]
-    if (
-        len(named) < 2
-        and len(by_id) == len(spans)
-        and not any(langgraph_node(s) or handoff_tool_names(s.name) for s in spans)
-    ):
+    named = []  # the named agent spans: with no other run or handoff span, one run at most
+    for span in spans:
+        if langgraph_node(span) or handoff_tool_names(span.name):
+            return _flow(spans, by_id)
+        if span.genai.agent_name and is_agent_entry(
+            span.name, span.genai.operation, span.attributes
+        ):
+            named.append(span)
+    if len(named) < 2 and len(by_id) == len(spans):
         return _one_run(named[0], spans, by_id) if named else NO_HANDOFFS
     return _flow(spans, by_id)
 
