@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import handoff_tool_names, is_agent_entry
-from pathgrade.schemas.graph_walk import langgraph_node
+from pathgrade.schemas.conventions import any_handoff_span, handoff_tool_names, is_agent_entry
+from pathgrade.schemas.graph_walk import langgraph_node, langgraph_nodes
 from pathgrade.schemas.model import Span, Trace
 
 HandoffKind = Literal["transfer", "delegation"]
@@ -127,14 +127,13 @@ def handoff_flow(trace: Trace) -> HandoffFlow:
     """The agent runs and hand-offs of one turn (or of a whole trace read as one)."""
     spans = trace.spans
     by_id = {span.span_id: span for span in spans}
-    named = []  # the named agent spans: with no other run or handoff span, one run at most
-    for span in spans:
-        if langgraph_node(span) or handoff_tool_names(span.name):
-            return _flow(spans, by_id)
-        if span.genai.agent_name and is_agent_entry(
-            span.name, span.genai.operation, span.attributes
-        ):
-            named.append(span)
+    if langgraph_nodes(spans) or any_handoff_span(span.name for span in spans):
+        return _flow(spans, by_id)
+    named = [  # with no LangGraph node or handoff span, the only spans that may start a run
+        s
+        for s in spans
+        if s.genai.agent_name and is_agent_entry(s.name, s.genai.operation, s.attributes)
+    ]
     if len(named) < 2 and len(by_id) == len(spans):
         return _one_run(named[0], spans, by_id) if named else NO_HANDOFFS
     return _flow(spans, by_id)
