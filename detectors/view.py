@@ -292,7 +292,8 @@ class TraceView:
 
     @property
     def has_session(self) -> bool:
-        return bool(self.session_identity or self.session_fingerprint)
+        return bool(self.session_fingerprint or self.session_identity)  # the facts first:
+        # on default settings the identity is not captured, and looking for it reads every span
 
     def is_session(self, call: ToolCall, argument: str) -> bool | None:
         """Whether `argument` of `call` equals the session identity; None when the two

@@ -23,7 +23,6 @@ scoring reads whole traces (`turns_of`).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -89,9 +88,13 @@ def turn_layout(spans: Sequence[Span]) -> TurnLayout:
             members[first] += members.pop(joined)
         tops = [top for top in tops if any(s.genai.operation for s in members.get(top.span_id, ()))]
     contexts = {top.span_id: _ancestors(top, parents) for top in tops}
-    enclosing = Counter(span.span_id for context in contexts.values() for span in context)
+    enclosing: dict[str, int] = {}  # span id -> how many turns it encloses
+    for context in contexts.values():
+        for span in context:
+            enclosing[span.span_id] = enclosing.get(span.span_id, 0) + 1
     loose: dict[str, tuple[Span, list[Span]]] = {}
-    if agents:
+    every_span_placed = len(by_id) == len(spans) == sum(map(len, members.values()))
+    if agents and not every_span_placed:  # (most traces place every span in a turn)
         placed = {span.span_id for turn in members.values() for span in turn} | enclosing.keys()
         for span in spans:
             if span.span_id in placed:

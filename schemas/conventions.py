@@ -107,7 +107,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, NamedTuple
 
 from pathgrade.schemas import genai as g
@@ -300,6 +300,11 @@ def handoff_tool_names(span_name: str) -> tuple[str, ...]:
         for rule in m.HANDOFFS
         if span_name.startswith(rule.span_prefix) and len(span_name) > len(rule.span_prefix)
     )
+
+
+def any_handoff_span(span_names: Iterable[str]) -> bool:
+    """Whether any of `span_names` is a handoff span's (`handoff_tool_names`)."""
+    return any(n.startswith(_HANDOFF_PREFIXES) and handoff_tool_names(n) for n in span_names)
 
 
 def _function_style(name: str) -> str:

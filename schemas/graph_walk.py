@@ -26,7 +26,7 @@ lists on the wire and JSON text once stored; both are read.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,14 +90,20 @@ def _genai_node(top: Span | None) -> Callable[[Span], str]:
     return node_of
 
 
+def langgraph_nodes(spans: Iterable[Span]) -> dict[str, str]:
+    """The LangGraph node visits among `spans`: span id -> node (`langgraph_node`)."""
+    keyed = [s for s in spans if not _LANGGRAPH_KEYS.isdisjoint(s.attributes)]  # most: none
+    return {span.span_id: node for span in keyed if (node := langgraph_node(span))}
+
+
 def node_visits(trace: Trace) -> list[NodeVisit]:
     """The turn's walk: its top-level node visits in start order, each with its tools."""
-    conventions = [langgraph_node, _genai_node(trace.root)]
-    for node_of in conventions:
-        nodes = {span.span_id: node for span in trace.spans if (node := node_of(span))}
-        if nodes:
-            return _visits(trace, nodes)
-    return []
+    nodes = langgraph_nodes(trace.spans)
+    if not nodes:
+        node_of = _genai_node(trace.root)
+        agents = (s for s in trace.spans if s.genai.operation == genai.OP_INVOKE_AGENT)
+        nodes = {span.span_id: node for span in agents if (node := node_of(span))}
+    return _visits(trace, nodes) if nodes else []
 
 
 def _visits(trace: Trace, nodes: dict[str, str]) -> list[NodeVisit]:

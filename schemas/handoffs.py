@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import handoff_tool_names, is_agent_entry
-from pathgrade.schemas.graph_walk import langgraph_node
+from pathgrade.schemas.conventions import any_handoff_span, handoff_tool_names, is_agent_entry
+from pathgrade.schemas.graph_walk import langgraph_node, langgraph_nodes
 from pathgrade.schemas.model import Span, Trace
 
 HandoffKind = Literal["transfer", "delegation"]
@@ -127,6 +127,46 @@ def handoff_flow(trace: Trace) -> HandoffFlow:
     """The agent runs and hand-offs of one turn (or of a whole trace read as one)."""
     spans = trace.spans
     by_id = {span.span_id: span for span in spans}
+    if langgraph_nodes(spans) or any_handoff_span(span.name for span in spans):
+        return _flow(spans, by_id)
+    named = [  # with no LangGraph node or handoff span, the only spans that may start a run
+        s
+        for s in spans
+        if s.genai.agent_name and is_agent_entry(s.name, s.genai.operation, s.attributes)
+    ]
+    if len(named) < 2 and len(by_id) == len(spans):
+        return _one_run(named[0], spans, by_id) if named else NO_HANDOFFS
+    return _flow(spans, by_id)
+
+
+def _one_run(agent: Span, spans: list[Span], by_id: dict[str, Span]) -> HandoffFlow:
+    """The flow of a turn whose only possible run is the named agent span `agent` (no
+    other agent span, LangGraph node or handoff span, span ids unique): that run, its
+    span and every span below it, and no hand-off (most turns: one agent); no run when a
+    parent cycle keeps `agent` out of the walk (`_preorder`). `_flow` finds the same."""
+    seen, current = {agent.span_id}, agent
+    while current.parent_span_id in by_id and current.parent_span_id != current.span_id:
+        if current.parent_span_id in seen:
+            return NO_HANDOFFS  # a span in (or below) a parent cycle is in no run
+        current = by_id[current.parent_span_id]
+        seen.add(current.span_id)
+    children: dict[str, list[str]] = {}
+    for span in spans:
+        if span.parent_span_id != span.span_id:
+            children.setdefault(span.parent_span_id, []).append(span.span_id)
+    below, stack = set(), [agent.span_id]
+    while stack:
+        span_id = stack.pop()
+        below.add(span_id)
+        stack += children.get(span_id, ())
+    owned = [s for s in spans if s.span_id in below and s is not agent]  # start order
+    parent = 0 if agent.parent_span_id == agent.span_id else None  # as `_flow` reads it
+    run = AgentRun(agent.genai.agent_name, agent, (agent, *owned), parent)
+    return HandoffFlow((run,), (), dict.fromkeys(below, 0))
+
+
+def _flow(spans: list[Span], by_id: dict[str, Span]) -> HandoffFlow:
+    """`handoff_flow` of any turn (see the module doc)."""
     order = _preorder(spans, by_id)
     below_model = _below_model_calls(order, by_id)
     holders: dict[str, str] = {}  # span id -> its run's span id

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pathgrade.schemas import genai
-from pathgrade.schemas.handoffs import handoff_flow
+from pathgrade.schemas.handoffs import _flow, handoff_flow
 from pathgrade.schemas.model import GenAIFields, Span, Trace
 
 from tests.support.traces import TraceBuilder
@@ -201,3 +203,41 @@ def test_openllmetry_graph_nodes_inside_the_graphs_agent_span_hand_off_to_each_o
     assert flow.handoffs[0].call is spans[4]
     assert flow.agent_of(spans[6]) == "triage"  # the tools node: triage's work
     assert flow.agent_of(spans[1]) == "support"
+
+
+_KINDS = {
+    "agent a": GenAIFields(operation="invoke_agent", agent_name="a"),
+    "agent b": GenAIFields(operation="invoke_agent", agent_name="b"),
+    "chat": GenAIFields(operation="chat"),
+    "execute_tool lookup": GenAIFields(operation="execute_tool", tool_name="lookup"),
+    "handoff to b": GenAIFields(),
+    "GET /": GenAIFields(),
+}
+
+
+@st.composite
+def small_traces(draw: st.DrawFn) -> Trace:
+    """Up to 8 spans of any kind, each hanging from another (cycles too), a missing span
+    or nothing; ids may repeat."""
+    t = "e" * 32
+    size = draw(st.integers(1, 8))
+    spans = []
+    for n in range(size):
+        name = draw(st.sampled_from(sorted(_KINDS)))
+        parent = draw(st.sampled_from(["", "f" * 16, *(f"{m:016x}" for m in range(size))]))
+        span_id = f"{draw(st.integers(0, size - 1)) if draw(st.booleans()) else n:016x}"
+        fields = _KINDS[name]
+        genai_fields = GenAIFields(fields.operation, agent_name=fields.agent_name,
+                                   tool_name=fields.tool_name)  # fmt: skip
+        start = draw(st.integers(0, 5))
+        spans.append(Span("t", t, span_id, parent, name, "Internal", start, start + 1,
+                          genai=genai_fields))  # fmt: skip
+    return Trace("t", t, spans)
+
+
+@settings(max_examples=300, deadline=None)
+@given(small_traces())
+def test_the_one_run_shortcut_finds_what_the_full_reading_finds(trace: Trace) -> None:
+    """A turn with one agent span and nothing else that makes a run or a hand-off is read
+    without the full walk (most turns); whatever the shape, the flow is the same."""
+    assert handoff_flow(trace) == _flow(trace.spans, {s.span_id: s for s in trace.spans})
