@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from pathgrade.batch_plane.store.tenancy import Viewer
-from pathgrade.schemas.store import Store
+from pathgrade.schemas.store import ReadableStore
 
 
-def labels_by(store: Store, viewer: Viewer, scorer: str, limit: int) -> list[dict[str, Any]]:
+def labels_by(
+    store: ReadableStore, viewer: Viewer, scorer: str, limit: int
+) -> list[dict[str, Any]]:
     """The `limit` latest scores of `scorer`, newest first, as column -> value."""
     return store.query(
         "SELECT Tenant, TraceId, Metric, Value, Label, Explanation, Scorer, CreatedAt "
@@ -19,7 +21,7 @@ def labels_by(store: Store, viewer: Viewer, scorer: str, limit: int) -> list[dic
     ).dicts()
 
 
-def of_trace(store: Store, tenant: str, trace_id: str) -> list[list[Any]]:
+def of_trace(store: ReadableStore, tenant: str, trace_id: str) -> list[list[Any]]:
     """The trace's scores by metric, run and repeat: Metric, Value, Label, Explanation,
     Scorer, JudgeModel, RunId, DatasetItemId, Repeat, SpanId."""
     return store.query(
@@ -31,7 +33,7 @@ def of_trace(store: Store, tenant: str, trace_id: str) -> list[list[Any]]:
     ).rows
 
 
-def latest_of_run(store: Store, run_id: str) -> list[list[Any]]:
+def latest_of_run(store: ReadableStore, run_id: str) -> list[list[Any]]:
     """The latest score of each item, repeat and metric of run `run_id`, in that order:
     DatasetItemId, Repeat, Metric, Value, Slices, Label, Explanation, TraceId."""
     return store.query(
@@ -44,7 +46,7 @@ def latest_of_run(store: Store, run_id: str) -> list[list[Any]]:
 
 
 def of_two_runs(
-    store: Store, viewer: Viewer, candidate: str, baseline: str, metrics: list[str]
+    store: ReadableStore, viewer: Viewer, candidate: str, baseline: str, metrics: list[str]
 ) -> list[list[Any]]:
     """The latest score of each item, repeat and metric of `metrics` in the two runs, by
     item and repeat: RunId, DatasetItemId, Repeat, Metric, Value, Slices, TraceId, Tenant."""
@@ -56,3 +58,37 @@ def of_two_runs(
         "GROUP BY RunId, DatasetItemId, Repeat, Metric, Tenant ORDER BY DatasetItemId, Repeat",
         {"candidate": candidate, "baseline": baseline, "metrics": metrics, **viewer.parameters},
     ).rows
+
+
+def per_metric_of_runs(
+    store: ReadableStore, viewer: Viewer, run_ids: list[str]
+) -> list[tuple[str, str, int, float | None, int]]:
+    """Per run and metric of the runs: (run, metric, scores, sum of values, decided scores)."""
+    rows = store.query(
+        "SELECT RunId, Metric, count(), sum(Value), count(Value) FROM scores FINAL "
+        f"WHERE {viewer.where('Tenant')} AND RunId IN {{runs:Array(String)}} "
+        "GROUP BY RunId, Metric",
+        {"runs": run_ids, **viewer.parameters},
+    ).rows
+    return [(run, metric, n, total, decided) for run, metric, n, total, decided in rows]
+
+
+def metrics_of_runs(store: ReadableStore, viewer: Viewer, run_ids: list[str]) -> list[str]:
+    """The metrics scored in any of the runs, in order."""
+    rows = store.query(
+        f"SELECT DISTINCT Metric FROM scores FINAL WHERE {viewer.where('Tenant')} "
+        "AND RunId IN {runs:Array(String)} ORDER BY Metric",
+        {"runs": run_ids, **viewer.parameters},
+    ).rows
+    return [metric for (metric,) in rows]
+
+
+def of_item(store: ReadableStore, viewer: Viewer, item_id: str, limit: int) -> list[dict[str, Any]]:
+    """The `limit` latest scores of dataset item `item_id`, newest first: RunId, Metric,
+    Repeat, Value, Label, Explanation, TraceId, CreatedAt."""
+    return store.query(
+        "SELECT RunId, Metric, Repeat, Value, Label, Explanation, TraceId, CreatedAt "
+        f"FROM scores FINAL WHERE {viewer.where('Tenant')} AND DatasetItemId = {{item:String}} "
+        f"ORDER BY CreatedAt DESC, RunId, Metric, Repeat LIMIT {int(limit)}",
+        {"item": item_id, **viewer.parameters},
+    ).dicts()
