@@ -2,9 +2,8 @@
 owns it (the batch plane's client, the embedded stack's store owner), with its result
 types; `ReadableStore`, the part a read needs (what the store room's typed reads take, and
 what the browser UI's read-only store offers); `TenantScopedStore`, one that can also keep
-a query to one tenant's rows. The
-implementations live in `batch_plane.store` and `pathgrade.web.endpoint`; this module
-imports nothing."""
+a query to one tenant's rows. The implementations live in `batch_plane.store` (`client`,
+and `remote` through the stack's store owner); this module imports nothing."""
 
 from __future__ import annotations
 

@@ -44,6 +44,7 @@ from kafka.errors import KafkaError
 from pathgrade.batch_plane.export.exporter import ResultExporter
 from pathgrade.batch_plane.store.client import redact_dsn
 from pathgrade.batch_plane.store.monitors import MonitorQueries
+from pathgrade.batch_plane.store.remote import RemoteStore
 from pathgrade.collector.config import CollectorConfig
 from pathgrade.collector.pipeline import IngestCounters
 from pathgrade.collector.service import Collector, logs_spill_dir
@@ -110,7 +111,6 @@ from pathgrade.stack.status import (
 )
 from pathgrade.stack.store_access import facts_key_file
 from pathgrade.stack.store_owner import StoreOwner
-from pathgrade.web.endpoint import RemoteStore
 from pathgrade.web.metrics import MetricsServer, prometheus_text
 
 if TYPE_CHECKING:
