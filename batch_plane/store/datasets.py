@@ -111,10 +111,3 @@ def places_of_item(store: ReadableStore, viewer: Viewer, item_id: str) -> list[d
         {"item": item_id, **viewer.parameters},
     ).dicts()
 
-
-def owned_by(store: ReadableStore, owner: str) -> int:
-    """How many dataset versions `owner` owns."""
-    rows = store.query(
-        "SELECT count() FROM datasets WHERE Owner = {owner:String}", {"owner": owner}
-    ).rows
-    return int(rows[0][0]) if rows else 0

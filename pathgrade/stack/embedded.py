@@ -502,6 +502,7 @@ class Stack:
         """The demo's pages (`pathgrade.demo.pages`), seeded from a thread at the lowest
         priority, which the commands it runs inherit: they take the CPU the collector, the
         realtime plane and the store writer leave."""
+        from pathgrade.batch_plane.store.demo_rows import DemoProgress
         from pathgrade.demo.pages import DemoSite, PageSeeder, examples_dir
 
         assert self.store is not None and self.store.store is not None
@@ -513,7 +514,7 @@ class Stack:
                      "it): the runs, gates, datasets and EDGE pages stay empty")  # fmt: skip
             return
         site = DemoSite(self.data_dir, otlp_url, self.store.ui_server.url, examples, tenant, token)
-        PageSeeder(site, self.store.store, self.stop_event, self.out).run()
+        PageSeeder(site, DemoProgress(self.store.store), self.stop_event, self.out).run()
 
     def _print_endpoints(self) -> None:
         assert self.store is not None and self.store.query_server is not None
