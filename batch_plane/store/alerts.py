@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pathgrade.batch_plane.store.tenancy import Viewer
 from pathgrade.schemas.store import ReadableStore
@@ -173,15 +173,28 @@ def follow_statement(code: str | None) -> str:
     )
 
 
-def of_trace(store: ReadableStore, tenant: str, trace_id: str) -> list[list[Any]]:
-    """The trace's alerts, violations before undecided checks, by code and span: Code,
-    Name, Severity, Kind, Reason, SpanId, Details, TurnSpanId."""
-    return store.query(
+class TraceAlert(NamedTuple):
+    """A stored alert of one trace, pinned to a span."""
+
+    code: str
+    name: str
+    severity: str
+    kind: str
+    reason: str
+    span_id: str
+    details: str  # JSON
+    turn_span_id: str  # the top span of the turn it was raised on ("": older rows)
+
+
+def of_trace(store: ReadableStore, tenant: str, trace_id: str) -> list[TraceAlert]:
+    """The trace's alerts, violations before undecided checks, by code and span."""
+    rows = store.query(
         "SELECT Code, Name, Severity, Kind, Reason, SpanId, Details, TurnSpanId "
         "FROM alerts FINAL WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
         "ORDER BY Kind DESC, Code, SpanId",
         {"tenant": tenant, "trace": trace_id},
     ).rows
+    return [TraceAlert(*row) for row in rows]
 
 
 def violations_of(store: ReadableStore, trace_ids: Sequence[str]) -> list[tuple[str, str, str]]:

@@ -110,4 +110,3 @@ def places_of_item(store: ReadableStore, viewer: Viewer, item_id: str) -> list[d
         f"WHERE {viewer.where('Tenant')} AND ItemId = {{item:String}} ORDER BY Dataset, Version",
         {"item": item_id, **viewer.parameters},
     ).dicts()
-

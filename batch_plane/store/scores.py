@@ -3,7 +3,7 @@ labels (every read with `FINAL`: a score written twice is one row)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from pathgrade.batch_plane.store.tenancy import Viewer
 from pathgrade.schemas.store import ReadableStore
@@ -21,28 +21,56 @@ def labels_by(
     ).dicts()
 
 
-def of_trace(store: ReadableStore, tenant: str, trace_id: str) -> list[list[Any]]:
-    """The trace's scores by metric, run and repeat: Metric, Value, Label, Explanation,
-    Scorer, JudgeModel, RunId, DatasetItemId, Repeat, SpanId."""
-    return store.query(
+class TraceScore(NamedTuple):
+    """A score of one trace, as its page shows it."""
+
+    metric: str
+    value: float | None
+    label: str
+    explanation: str
+    scorer: str
+    judge_model: str
+    run_id: str
+    item_id: str
+    repeat: int
+    span_id: str
+
+
+class RunScore(NamedTuple):
+    """The latest score of one item, repeat and metric of a run."""
+
+    item_id: str
+    repeat: int
+    metric: str
+    value: float | None
+    slices: dict[str, str]
+    label: str
+    explanation: str
+    trace_id: str
+
+
+def of_trace(store: ReadableStore, tenant: str, trace_id: str) -> list[TraceScore]:
+    """The trace's scores by metric, run and repeat."""
+    rows = store.query(
         "SELECT Metric, Value, Label, Explanation, Scorer, JudgeModel, RunId, "
         "DatasetItemId, Repeat, SpanId FROM scores FINAL "
         "WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
         "ORDER BY Metric, RunId, Repeat",
         {"tenant": tenant, "trace": trace_id},
     ).rows
+    return [TraceScore(*row) for row in rows]
 
 
-def latest_of_run(store: ReadableStore, run_id: str) -> list[list[Any]]:
-    """The latest score of each item, repeat and metric of run `run_id`, in that order:
-    DatasetItemId, Repeat, Metric, Value, Slices, Label, Explanation, TraceId."""
-    return store.query(
+def latest_of_run(store: ReadableStore, run_id: str) -> list[RunScore]:
+    """The latest score of each item, repeat and metric of run `run_id`, in that order."""
+    rows = store.query(
         "SELECT DatasetItemId, Repeat, Metric, argMax(Value, CreatedAt), "
         "argMax(Slices, CreatedAt), argMax(Label, CreatedAt), argMax(Explanation, CreatedAt), "
         "argMax(TraceId, CreatedAt) FROM scores FINAL WHERE RunId = {run:String} "
         "GROUP BY DatasetItemId, Repeat, Metric ORDER BY DatasetItemId, Repeat, Metric",
         {"run": run_id},
     ).rows
+    return [RunScore(*row) for row in rows]
 
 
 def of_two_runs(

@@ -20,6 +20,7 @@ from typing import Any
 
 from pathgrade.batch_plane.store import alerts as stored_alerts
 from pathgrade.batch_plane.store import scores as stored_scores
+from pathgrade.batch_plane.store.scores import TraceScore
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.detectors.prices import PriceTable, cost_usd
 from pathgrade.detectors.registry import REGISTRY
@@ -61,20 +62,6 @@ class Finding:
 
 
 @dataclass
-class ScoreView:
-    metric: str
-    value: float | None
-    label: str
-    explanation: str
-    scorer: str
-    judge_model: str
-    run_id: str
-    item_id: str
-    repeat: int
-    span_id: str
-
-
-@dataclass
 class WaterfallRow:
     """One span's line of the waterfall: its depth in the tree and its bar."""
 
@@ -101,7 +88,7 @@ class SpanDetail:
     redacted_keys: int
     records: list[RecordView] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    scores: list[ScoreView] = field(default_factory=list)
+    scores: list[TraceScore] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -122,7 +109,7 @@ class TraceView:
     start_ns: int
     duration_ns: int
     findings: list[Finding]
-    scores: list[ScoreView]
+    scores: list[TraceScore]
     conversation: str
     dataset_item: str
     run_id: str
@@ -280,11 +267,10 @@ def load_trace_view(
         return None
     rows, start, duration = waterfall(trace.spans)
     findings = [
-        Finding(code, name, severity, kind, reason, span_id, _json_object(details), turn)
-        for code, name, severity, kind, reason, span_id, details, turn in stored_alerts.of_trace(
-            store, tenant, trace_id
-        )
-    ]
+        Finding(a.code, a.name, a.severity, a.kind, a.reason, a.span_id,
+                _json_object(a.details), a.turn_span_id)
+        for a in stored_alerts.of_trace(store, tenant, trace_id)
+    ]  # fmt: skip
     agent_turns = turns_of(trace)
     turns = [
         TurnRow(turn.root, len(turn.spans),
@@ -295,7 +281,7 @@ def load_trace_view(
     lanes = [
         shown for turn in agent_turns if (shown := turn_lanes(turn, start, duration)) is not None
     ]
-    scores = [ScoreView(*row) for row in stored_scores.of_trace(store, tenant, trace_id)]
+    scores = stored_scores.of_trace(store, tenant, trace_id)
     details = {row.span.span_id: span_detail(row.span, start, prices) for row in rows}
     root = rows[0].span if rows else None
     for finding in findings:
