@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pathgrade.batch_plane.store.tenancy import Viewer
+from pathgrade.schemas.messages import parse_json
 from pathgrade.schemas.store import ReadableStore
 
 FACETS = {
@@ -182,7 +183,7 @@ class TraceAlert(NamedTuple):
     kind: str
     reason: str
     span_id: str
-    details: str  # JSON
+    details: dict[str, Any]  # the stored JSON object ({} when none)
     turn_span_id: str  # the top span of the turn it was raised on ("": older rows)
 
 
@@ -194,7 +195,13 @@ def of_trace(store: ReadableStore, tenant: str, trace_id: str) -> list[TraceAler
         "ORDER BY Kind DESC, Code, SpanId",
         {"tenant": tenant, "trace": trace_id},
     ).rows
-    return [TraceAlert(*row) for row in rows]
+    return [TraceAlert(*row[:6], _object(row[6]), row[7]) for row in rows]
+
+
+def _object(text: str) -> dict[str, Any]:
+    """A stored JSON object ({} for anything else)."""
+    value = parse_json(text)
+    return value if isinstance(value, dict) else {}
 
 
 def violations_of(store: ReadableStore, trace_ids: Sequence[str]) -> list[tuple[str, str, str]]:

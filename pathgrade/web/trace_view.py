@@ -20,6 +20,7 @@ from typing import Any
 
 from pathgrade.batch_plane.store import alerts as stored_alerts
 from pathgrade.batch_plane.store import scores as stored_scores
+from pathgrade.batch_plane.store.alerts import TraceAlert
 from pathgrade.batch_plane.store.scores import TraceScore
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.detectors.prices import PriceTable, cost_usd
@@ -35,18 +36,10 @@ PATHGRADE_PREFIX = "pathgrade."
 AXIS_TICKS = 5
 
 
-@dataclass
-class Finding:
-    """A stored alert of the trace, pinned to a span."""
+class Finding(TraceAlert):
+    """A stored alert of the trace, pinned to a span, with its detector's documentation."""
 
-    code: str
-    name: str
-    severity: str
-    kind: str
-    reason: str
-    span_id: str
-    details: dict[str, Any]
-    turn_span_id: str = ""  # the top span of the turn it was raised on ("": older rows)
+    __slots__ = ()
 
     @property
     def doc(self) -> str:
@@ -266,11 +259,7 @@ def load_trace_view(
     if trace is None:
         return None
     rows, start, duration = waterfall(trace.spans)
-    findings = [
-        Finding(a.code, a.name, a.severity, a.kind, a.reason, a.span_id,
-                _json_object(a.details), a.turn_span_id)
-        for a in stored_alerts.of_trace(store, tenant, trace_id)
-    ]  # fmt: skip
+    findings = [Finding(*alert) for alert in stored_alerts.of_trace(store, tenant, trace_id)]
     agent_turns = turns_of(trace)
     turns = [
         TurnRow(turn.root, len(turn.spans),
@@ -316,8 +305,3 @@ def load_trace_view(
         turns=turns,
         lanes=lanes,
     )
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    value = parsed_json(text)
-    return value if isinstance(value, dict) else {}
