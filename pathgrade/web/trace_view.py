@@ -259,7 +259,12 @@ def load_trace_view(
     if trace is None:
         return None
     rows, start, duration = waterfall(trace.spans)
-    findings = [Finding(*alert) for alert in stored_alerts.of_trace(store, tenant, trace_id)]
+    root = rows[0].span if rows else None
+    trace_level = root.span_id if root else ""  # where a finding of no span is pinned
+    findings = [
+        Finding(*alert._replace(span_id=alert.span_id or trace_level))
+        for alert in stored_alerts.of_trace(store, tenant, trace_id)
+    ]
     agent_turns = turns_of(trace)
     turns = [
         TurnRow(turn.root, len(turn.spans),
@@ -272,11 +277,7 @@ def load_trace_view(
     ]
     scores = stored_scores.of_trace(store, tenant, trace_id)
     details = {row.span.span_id: span_detail(row.span, start, prices) for row in rows}
-    root = rows[0].span if rows else None
     for finding in findings:
-        finding.span_id = finding.span_id or (
-            root.span_id if root else ""
-        )  # trace-level    for finding in findings:
         for span_id in finding.spans:
             if span_id in details:
                 details[span_id].findings.append(finding)
