@@ -35,7 +35,7 @@ from pathgrade.batch_plane.store.review import HUMAN_SCORER
 from pathgrade.batch_plane.store.tenancy import EVERY_TENANT
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.schemas.model import Trace
-from pathgrade.schemas.store import Store
+from pathgrade.schemas.store import ReadableStore, Store
 
 HUMAN_SCORER_VERSION = "review@1"
 REVIEW_METRICS = JUDGE_METRICS
@@ -67,7 +67,7 @@ class ReviewItem:
 
 
 def review_queue(
-    store: Store,
+    store: ReadableStore,
     metric: str | None = None,
     limit: int = 100,
     tenant: str | None = None,

@@ -255,7 +255,7 @@ def load_trace_view(
 ) -> TraceView | None:
     """The trace page of `tenant`'s trace `trace_id` (None when none of its spans is
     stored). `tenant` must be one the viewer may see (`batch_plane.store.traces.tenants_of`)."""
-    trace = load_trace(store, tenant, trace_id)  # type: ignore[arg-type]
+    trace = load_trace(store, tenant, trace_id)
     if trace is None:
         return None
     rows, start, duration = waterfall(trace.spans)
