@@ -13,12 +13,8 @@ def labels_by(
     store: ReadableStore, viewer: Viewer, scorer: str, limit: int
 ) -> list[dict[str, Any]]:
     """The `limit` latest scores of `scorer`, newest first, as column -> value."""
-    return store.query(
-        "SELECT Tenant, TraceId, Metric, Value, Label, Explanation, Scorer, CreatedAt "
-        f"FROM scores FINAL WHERE {viewer.where('Tenant')} AND Scorer = {{scorer:String}} "
-        f"ORDER BY CreatedAt DESC LIMIT {int(limit)}",
-        {"scorer": scorer, **viewer.parameters},
-    ).dicts()
+    columns = "Tenant, TraceId, Metric, Value, Label, Explanation, Scorer, CreatedAt"
+    return _latest(store, viewer, columns, "Scorer", scorer, "", limit)
 
 
 class TraceScore(NamedTuple):
@@ -114,9 +110,25 @@ def metrics_of_runs(store: ReadableStore, viewer: Viewer, run_ids: list[str]) ->
 def of_item(store: ReadableStore, viewer: Viewer, item_id: str, limit: int) -> list[dict[str, Any]]:
     """The `limit` latest scores of dataset item `item_id`, newest first: RunId, Metric,
     Repeat, Value, Label, Explanation, TraceId, CreatedAt."""
+    columns = "RunId, Metric, Repeat, Value, Label, Explanation, TraceId, CreatedAt"
+    return _latest(
+        store, viewer, columns, "DatasetItemId", item_id, ", RunId, Metric, Repeat", limit
+    )
+
+
+def _latest(
+    store: ReadableStore,
+    viewer: Viewer,
+    columns: str,
+    key: str,
+    value: str,
+    then_by: str,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """`columns` of the viewer's `limit` latest scores whose column `key` is `value`, newest
+    first (then by `then_by`), as column -> value."""
     return store.query(
-        "SELECT RunId, Metric, Repeat, Value, Label, Explanation, TraceId, CreatedAt "
-        f"FROM scores FINAL WHERE {viewer.where('Tenant')} AND DatasetItemId = {{item:String}} "
-        f"ORDER BY CreatedAt DESC, RunId, Metric, Repeat LIMIT {int(limit)}",
-        {"item": item_id, **viewer.parameters},
+        f"SELECT {columns} FROM scores FINAL WHERE {viewer.where('Tenant')} "
+        f"AND {key} = {{value:String}} ORDER BY CreatedAt DESC{then_by} LIMIT {int(limit)}",
+        {"value": value, **viewer.parameters},
     ).dicts()
