@@ -76,6 +76,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pathgrade.batch_plane.store.remote import RemoteStore
 from pathgrade.schemas import genai
 from pathgrade.schemas.messages import parse_json
 from pathgrade.schemas.otlp import decode_resource_spans
@@ -86,7 +87,6 @@ from pathgrade.demo.writers import writer_for
 from pathgrade.stack.broker import free_port
 from pathgrade.stack.options import StackOptions
 from pathgrade.stack.store_access import StatusUnavailable, stack_status
-from pathgrade.web.endpoint import RemoteStore
 
 FAILURE_SHARE = 0.05  # realistic mix: turns that are a failure scenario or a tool error
 CONVERSATION_TURNS = (1, 6)

@@ -1,8 +1,9 @@
 """The `Store` protocol: what every layer above may ask of the ClickHouse store, whoever
 owns it (the batch plane's client, the embedded stack's store owner), with its result
-types; `TenantScopedStore`, one that can also keep a query to one tenant's rows. The
-implementations live in `batch_plane.store` and `pathgrade.web.endpoint`; this module
-imports nothing."""
+types; `ReadableStore`, the part a read needs (what the store room's typed reads take, and
+what the browser UI's read-only store offers); `TenantScopedStore`, one that can also keep
+a query to one tenant's rows. The implementations live in `batch_plane.store` (`client`,
+and `remote` through the stack's store owner); this module imports nothing."""
 
 from __future__ import annotations
 
@@ -26,13 +27,18 @@ RejectedRow = tuple[list[Any], str]
 """A row the store could not encode, and the store's reason."""
 
 
-class Store(Protocol):
-    """What the planes and batch jobs need of the store, whoever owns it (see
-    pathgrade.stack.store_access)."""
+class ReadableStore(Protocol):
+    """A store that answers queries: all a typed read needs (every `Store`, and the browser
+    UI's `ReadStore`, which reads only)."""
 
     def query(
         self, sql: str, parameters: dict[str, Any] | None = None, readonly: bool = False
     ) -> QueryResult: ...
+
+
+class Store(ReadableStore, Protocol):
+    """What the planes and batch jobs need of the store, whoever owns it (see
+    pathgrade.stack.store_access)."""
 
     def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None: ...
 

@@ -53,7 +53,7 @@ from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces, 
 from pathgrade.schemas import genai
 from pathgrade.schemas.agent_graph import AgentGraph, load_graph
 from pathgrade.schemas.model import Trace
-from pathgrade.schemas.store import Store
+from pathgrade.schemas.store import ReadableStore, Store
 
 # The judged response-consistency hook: a scenario's intent and the responses of its exact
 # replays in, a 1-4 consistency grade out (None: the judge could not decide). Without
@@ -106,7 +106,7 @@ class TurnRecord:
         return (self.scenario_id, self.variant_id, self.replay_index)
 
 
-def load_manifest(store: Store, run_id: str) -> RunManifest:
+def load_manifest(store: ReadableStore, run_id: str) -> RunManifest:
     """The run's manifest (EdgeRunNotFound when the run is unknown)."""
     text = edge_runs.manifest_text(store, run_id)
     if not text:
@@ -148,7 +148,7 @@ def turn_record(trace: Trace) -> TurnRecord | None:
     )
 
 
-def load_turns(store: Store, run_id: str) -> list[TurnRecord]:
+def load_turns(store: ReadableStore, run_id: str) -> list[TurnRecord]:
     """Every agent turn of the run with its nodes and actions, in conversation order."""
     ids = [trace_id for _, trace_id in run_trace_ids(store, run_id)]
     turns = [
@@ -161,7 +161,7 @@ def load_turns(store: Store, run_id: str) -> list[TurnRecord]:
 
 
 def load_traffic(
-    store: Store, where: str, since_ns: int | None = None, limit: int = TRAFFIC_LIMIT
+    store: ReadableStore, where: str, since_ns: int | None = None, limit: int = TRAFFIC_LIMIT
 ) -> list[Trace]:
     """The stored traces with a span matching `where` (started at or after `since_ns`), at
     most `limit` of them, oldest first."""
@@ -397,7 +397,7 @@ def edge_metrics(
 
 
 def run_metrics(
-    store: Store, run_id: str, judge: ResponseConsistencyJudge | None = None
+    store: ReadableStore, run_id: str, judge: ResponseConsistencyJudge | None = None
 ) -> dict[str, Any]:
     """Read run `run_id` from the store and compute `edge_metrics` (with its manifest)."""
     manifest = load_manifest(store, run_id)

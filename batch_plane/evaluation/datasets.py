@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
@@ -28,6 +29,8 @@ from pathgrade.batch_plane.evaluation.end_state import check_paths
 from pathgrade.batch_plane.evaluation.suite import format_loc
 from pathgrade.batch_plane.scoring.checks import CheckSpec
 from pathgrade.batch_plane.scoring.checks.field_errors import did_you_mean, error_reasons
+from pathgrade.batch_plane.store import alerts as stored_alerts
+from pathgrade.batch_plane.store import datasets as stored_datasets
 from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import Trace
@@ -289,21 +292,10 @@ class Datasets:
 
     def versions(self, name: str | None = None) -> list[DatasetInfo]:
         """Every version (of `name`, or of all datasets), by name then version."""
-        where, params = ("WHERE Name = {name:String}", {"name": name}) if name else ("", {})
-        rows = self.store.query(
-            "SELECT Name, Version, Kind, Owner, Description, Status, "
-            "toUnixTimestamp64Milli(CreatedAt), toUnixTimestamp64Milli(PublishedAt) "
-            f"FROM datasets FINAL {where} ORDER BY Name, Version",
-            params,
-        ).rows
-        counts = {
-            (row[0], row[1]): row[2]
-            for row in self.store.query(
-                "SELECT Dataset, Version, count() FROM dataset_items FINAL "
-                f"{where.replace('Name', 'Dataset')} GROUP BY Dataset, Version",
-                params,
-            ).rows
-        }
+        rows = stored_datasets.versions(self.store, name)
+        counts: Counter[tuple[str, int]] = Counter()
+        for (_, dataset, version), n in stored_datasets.item_counts(self.store, name=name).items():
+            counts[(dataset, version)] += n  # a store of several tenants: every tenant's
         return [
             DatasetInfo(
                 name=r[0],
@@ -398,31 +390,27 @@ class Datasets:
     def items(self, ref: str, *, published: bool = False) -> list[DatasetItem]:
         """The items of the version `ref` names, by item id."""
         info = self.resolve(ref, published=published)
-        result = self.store.query(
-            "SELECT ItemId, Input, ReferenceAnswer, ExpectedToolCalls, AlternativeTrajectories, "
-            "Slices, SourceTraceId, Tags, Checks, EndState, RegressionCheck, ReferenceContexts "
-            "FROM dataset_items FINAL "
-            "WHERE Dataset = {name:String} AND Version = {version:UInt32} ORDER BY ItemId",
-            {"name": info.name, "version": info.version},
+        rows = stored_datasets.items_of_version(
+            self.store, info.name, info.version, stored_datasets.STORED_ITEM_FIELDS
         )
         return [
             DatasetItem.model_validate(
                 {
-                    "item_id": r[0],
-                    "input": json.loads(r[1]),
-                    "reference_answer": r[2],
-                    "expected_tool_calls": json.loads(r[3]),
-                    "alternative_trajectories": json.loads(r[4]),
-                    "slices": r[5],
-                    "source_trace_id": r[6],
-                    "tags": r[7],
-                    "checks": _stored_checks(r[8], r[10]),
-                    "end_state": json.loads(r[9]) if r[9] else {},
-                    **_stored_contexts(r[11]),
+                    "item_id": r["ItemId"],
+                    "input": json.loads(r["Input"]),
+                    "reference_answer": r["ReferenceAnswer"],
+                    "expected_tool_calls": json.loads(r["ExpectedToolCalls"]),
+                    "alternative_trajectories": json.loads(r["AlternativeTrajectories"]),
+                    "slices": r["Slices"],
+                    "source_trace_id": r["SourceTraceId"],
+                    "tags": r["Tags"],
+                    "checks": _stored_checks(r["Checks"], r["RegressionCheck"]),
+                    "end_state": json.loads(r["EndState"]) if r["EndState"] else {},
+                    **_stored_contexts(r["ReferenceContexts"]),
                 },
                 context={STORED: True},
             )
-            for r in result.rows
+            for r in rows
         ]
 
     def _insert_items(self, name: str, version: int, items: Iterable[DatasetItem]) -> None:
@@ -511,14 +499,8 @@ def fired_violations(store: Store, trace_ids: Sequence[str]) -> dict[str, Fired]
     """Per trace, the violation alerts stored for it (table `alerts`), by code."""
     if not trace_ids:
         return {}
-    rows = store.query(
-        "SELECT TraceId, Code, SpanId FROM alerts FINAL WHERE TraceId IN {ids:Array(String)} "
-        "AND Kind = 'violation' ORDER BY Code, SpanId",
-        {"ids": list(trace_ids)},
-        readonly=True,
-    ).rows
     fired: dict[str, Fired] = {}
-    for trace_id, code, span_id in rows:
+    for trace_id, code, span_id in stored_alerts.violations_of(store, trace_ids):
         fired.setdefault(trace_id, []).append((code, span_id))
     return fired
 

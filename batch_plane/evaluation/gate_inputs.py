@@ -46,19 +46,7 @@ def run_scores(store: Store, run_id: str) -> list[ScoreRecord]:
     rows = stored_scores.latest_of_run(store, run_id)
     if not rows and not stored_runs.exists(store, run_id):
         raise MissingRun([f"run {run_id!r}: not in the store (no run record and no scores)"])
-    return [
-        ScoreRecord(
-            item_id=item,
-            repeat=repeat,
-            metric=metric,
-            value=value,
-            slices=slices,
-            label=label,
-            explanation=explanation,
-            trace_id=trace_id,
-        )
-        for item, repeat, metric, value, slices, label, explanation, trace_id in rows
-    ]
+    return [ScoreRecord(**row._asdict()) for row in rows]
 
 
 @dataclass(frozen=True)

@@ -23,19 +23,20 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pathgrade.batch_plane.scoring.calibration import HumanLabel
 from pathgrade.batch_plane.scoring.hallucination import judge_inputs
 from pathgrade.batch_plane.scoring.rubrics import Rubric, load_rubric
 from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.scoring.trace_scorers import JUDGE_METRICS
+from pathgrade.batch_plane.store import review as review_reads
+from pathgrade.batch_plane.store import traces as stored_traces
+from pathgrade.batch_plane.store.review import HUMAN_SCORER
+from pathgrade.batch_plane.store.tenancy import EVERY_TENANT
 from pathgrade.batch_plane.store.trace_rows import load_trace
-from pathgrade.schemas.genai import NEGATIVE_FEEDBACK, PG_FEEDBACK
 from pathgrade.schemas.model import Trace
-from pathgrade.schemas.store import Store
+from pathgrade.schemas.store import ReadableStore, Store
 
-HUMAN_SCORER = "human"
 HUMAN_SCORER_VERSION = "review@1"
 REVIEW_METRICS = JUDGE_METRICS
 """Metrics a reviewer labels: those a judge grades from a trace alone (so the labels
@@ -65,61 +66,14 @@ class ReviewItem:
         return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def queue_query(
-    metric: str | None = None,
-    limit: int = 100,
-    tenant: str | None = None,
-    after: tuple[int, str] | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """The SQL and parameters of the review queue, oldest first: routed traces without a
-    human label (for `metric`, else for any metric), of `tenant` if given, after the
-    keyset `after` = (started at ns, trace id) of the previous page's last row."""
-    negative = ", ".join(f"'{value}'" for value in sorted(NEGATIVE_FEEDBACK))
-    feedback = f"SpanAttributes['{PG_FEEDBACK}']"
-    tenant_only = " AND Tenant = {tenant:String}" if tenant is not None else ""
-    labelled_for = " AND Metric = {metric:String}" if metric is not None else ""
-    page = (
-        " HAVING (StartedAtNs, TraceId) > ({after_ns:Int64}, {after_trace:String})"
-        if after is not None
-        else ""
-    )
-    sql = (
-        "SELECT Tenant, TraceId, min(StartNs) AS StartedAtNs, any(Service) AS Service, "
-        "max(Negative) AS NegativeFeedback, arraySort(groupUniqArrayArray(Codes)) AS Codes "
-        "FROM ("
-        "SELECT Tenant, TraceId, toInt64(toUnixTimestamp64Nano(min(Timestamp))) AS StartNs, "
-        "any(ServiceName) AS Service, 1 AS Negative, CAST([], 'Array(String)') AS Codes "
-        f"FROM spans FINAL WHERE mapContains(SpanAttributes, '{PG_FEEDBACK}') "
-        f"AND (lower({feedback}) IN ({negative}) OR toFloat64OrNull({feedback}) < 0)"
-        f"{tenant_only} GROUP BY Tenant, TraceId "
-        "UNION ALL "
-        "SELECT Tenant, TraceId, min(TraceStartNs) AS StartNs, any(Service) AS Service, "
-        "0 AS Negative, groupUniqArray(Code) AS Codes "
-        f"FROM alerts FINAL WHERE Kind = 'violation'{tenant_only} GROUP BY Tenant, TraceId"
-        ") WHERE (Tenant, TraceId) NOT IN ("
-        "SELECT Tenant, TraceId FROM scores FINAL "
-        f"WHERE Scorer = '{HUMAN_SCORER}'{labelled_for}{tenant_only}) "
-        f"GROUP BY Tenant, TraceId{page} ORDER BY StartedAtNs, TraceId LIMIT {{limit:UInt32}}"
-    )
-    parameters: dict[str, Any] = {"limit": limit}
-    if tenant is not None:
-        parameters["tenant"] = tenant
-    if metric is not None:
-        parameters["metric"] = metric
-    if after is not None:
-        parameters["after_ns"], parameters["after_trace"] = after
-    return sql, parameters
-
-
 def review_queue(
-    store: Store,
+    store: ReadableStore,
     metric: str | None = None,
     limit: int = 100,
     tenant: str | None = None,
     after: tuple[int, str] | None = None,
 ) -> list[ReviewItem]:
-    """One page of the review queue (`queue_query`), oldest first."""
-    sql, parameters = queue_query(metric, limit, tenant, after)
+    """One page of the review queue (`review_reads.queue_query`), oldest first."""
     return [
         ReviewItem(
             tenant=row_tenant,
@@ -128,9 +82,9 @@ def review_queue(
             service=service,
             reasons=((NEGATIVE_FEEDBACK_REASON,) if negative else ()) + tuple(codes),
         )
-        for row_tenant, trace_id, started, service, negative, codes in store.query(
-            sql, parameters, readonly=True
-        ).rows
+        for row_tenant, trace_id, started, service, negative, codes in review_reads.queue(
+            store, metric, limit, tenant, after
+        )
     ]
 
 
@@ -188,12 +142,7 @@ def human_score(
 def trace_tenant(store: Store, trace_id: str, tenant: str | None = None) -> str:
     """The tenant whose stored trace `trace_id` is: `tenant` if it has it, else the only
     one that has it (ReviewError when none has, or when several have and none is named)."""
-    rows = store.query(
-        "SELECT DISTINCT Tenant FROM spans WHERE TraceId = {trace:String} ORDER BY Tenant",
-        {"trace": trace_id},
-        readonly=True,
-    ).rows
-    tenants = [row[0] for row in rows]
+    tenants = stored_traces.tenants_of(store, EVERY_TENANT, trace_id)
     if tenant is not None:
         if tenant not in tenants:
             raise ReviewError(f"TRACE: tenant {tenant!r} has no stored span of {trace_id}")
@@ -234,20 +183,7 @@ def calibration_set(
     each trace) as calibration items for the metric's rubric, in label order; a trace
     whose spans are gone is left out."""
     rubric = review_rubric(metric)
-    where = "Scorer = {scorer:String} AND Metric = {metric:String} AND Value IS NOT NULL"
-    parameters: dict[str, Any] = {"scorer": HUMAN_SCORER, "metric": metric}
-    if since_ns is not None:
-        where += " AND CreatedAt >= fromUnixTimestamp64Nano({since:Int64})"
-        parameters["since"] = since_ns
-    if tenant is not None:
-        where += " AND Tenant = {tenant:String}"
-        parameters["tenant"] = tenant
-    rows = store.query(
-        "SELECT Tenant, TraceId, argMax(Label, CreatedAt) AS Label FROM scores FINAL "
-        f"WHERE {where} GROUP BY Tenant, TraceId ORDER BY max(CreatedAt), TraceId",
-        parameters,
-        readonly=True,
-    ).rows
+    rows = review_reads.labelled(store, metric, since_ns, tenant)
     shared = {t for t, n in Counter(trace for _, trace, _ in rows).items() if n > 1}
     labels = []
     for row_tenant, trace_id, label in rows:

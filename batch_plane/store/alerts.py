@@ -8,11 +8,13 @@ keyset paging runs on detection time (`before_ns`), newest first.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pathgrade.batch_plane.store.tenancy import Viewer
-from pathgrade.schemas.store import Store
+from pathgrade.schemas.messages import parse_json
+from pathgrade.schemas.store import ReadableStore
 
 FACETS = {
     "code": "Code", "severity": "Severity", "service": "Service", "agent": "Agent",
@@ -51,7 +53,7 @@ class AlertFilters:
 
 
 def page(
-    store: Store, viewer: Viewer, filters: AlertFilters, before_ns: int | None, limit: int
+    store: ReadableStore, viewer: Viewer, filters: AlertFilters, before_ns: int | None, limit: int
 ) -> list[dict[str, Any]]:
     """Up to `limit` alerts detected before `before_ns` (None: from the newest), newest
     first, as column -> value."""
@@ -65,7 +67,7 @@ def page(
     ).dicts()
 
 
-def count(store: Store, viewer: Viewer, filters: AlertFilters) -> int:
+def count(store: ReadableStore, viewer: Viewer, filters: AlertFilters) -> int:
     """How many alerts the filters keep."""
     where, values = filters.where(viewer)
     rows = store.query(f"SELECT count() FROM alerts FINAL WHERE {where}", values).rows
@@ -73,7 +75,7 @@ def count(store: Store, viewer: Viewer, filters: AlertFilters) -> int:
 
 
 def top(
-    store: Store, viewer: Viewer, filters: AlertFilters, facet: str, limit: int
+    store: ReadableStore, viewer: Viewer, filters: AlertFilters, facet: str, limit: int
 ) -> list[tuple[str, int]]:
     """The `limit` most frequent values of a facet (a name of `FACETS`) among the alerts the
     filters keep, with their counts, most first."""
@@ -88,7 +90,7 @@ def top(
 
 
 def top_tools(
-    store: Store, viewer: Viewer, filters: AlertFilters, limit: int
+    store: ReadableStore, viewer: Viewer, filters: AlertFilters, limit: int
 ) -> list[tuple[str, int]]:
     """The `limit` tools whose spans the most alerts are pinned to, with their counts."""
     where, values = filters.where(viewer)
@@ -103,7 +105,7 @@ def top_tools(
 
 
 def per_interval(
-    store: Store, viewer: Viewer, filters: AlertFilters, first_ns: int, step_ns: int
+    store: ReadableStore, viewer: Viewer, filters: AlertFilters, first_ns: int, step_ns: int
 ) -> list[tuple[int, str, int]]:
     """(interval, code, alerts) for each code of each interval of `step_ns` from `first_ns`
     (interval 0 starts there), ordered by code."""
@@ -127,7 +129,7 @@ class Undecided:
     example: str  # one of the findings' reasons
 
 
-def undecided(store: Store, viewer: Viewer, start_ns: int, end_ns: int) -> list[Undecided]:
+def undecided(store: ReadableStore, viewer: Viewer, start_ns: int, end_ns: int) -> list[Undecided]:
     """Per code and missing input, the `cannot_decide` findings detected in the range,
     ordered by code and missing input."""
     rows = store.query(
@@ -172,12 +174,42 @@ def follow_statement(code: str | None) -> str:
     )
 
 
-def of_trace(store: Store, tenant: str, trace_id: str) -> list[list[Any]]:
-    """The trace's alerts, violations before undecided checks, by code and span: Code,
-    Name, Severity, Kind, Reason, SpanId, Details, TurnSpanId."""
-    return store.query(
+class TraceAlert(NamedTuple):
+    """A stored alert of one trace, pinned to a span."""
+
+    code: str
+    name: str
+    severity: str
+    kind: str
+    reason: str
+    span_id: str
+    details: dict[str, Any]  # the stored JSON object ({} when none)
+    turn_span_id: str  # the top span of the turn it was raised on ("": older rows)
+
+
+def of_trace(store: ReadableStore, tenant: str, trace_id: str) -> list[TraceAlert]:
+    """The trace's alerts, violations before undecided checks, by code and span."""
+    rows = store.query(
         "SELECT Code, Name, Severity, Kind, Reason, SpanId, Details, TurnSpanId "
         "FROM alerts FINAL WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
         "ORDER BY Kind DESC, Code, SpanId",
         {"tenant": tenant, "trace": trace_id},
     ).rows
+    return [TraceAlert(*row[:6], _object(row[6]), row[7]) for row in rows]
+
+
+def _object(text: str) -> dict[str, Any]:
+    """A stored JSON object ({} for anything else)."""
+    value = parse_json(text)
+    return value if isinstance(value, dict) else {}
+
+
+def violations_of(store: ReadableStore, trace_ids: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(trace id, code, span id) of the violations stored for the traces, by code and span."""
+    rows = store.query(
+        "SELECT TraceId, Code, SpanId FROM alerts FINAL WHERE TraceId IN {ids:Array(String)} "
+        "AND Kind = 'violation' ORDER BY Code, SpanId",
+        {"ids": list(trace_ids)},
+        readonly=True,
+    ).rows
+    return [(trace_id, code, span_id) for trace_id, code, span_id in rows]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from pathgrade.batch_plane.store.tenancy import Viewer
-from pathgrade.schemas.store import Store
+from pathgrade.schemas.store import ReadableStore
 
 
 class ConversationSpan(NamedTuple):
@@ -35,7 +35,9 @@ def _chosen(viewer: Viewer, conversation_id: str) -> tuple[str, dict[str, Any]]:
     return condition, {"conversation": conversation_id, **viewer.parameters}
 
 
-def spans(store: Store, viewer: Viewer, conversation_id: str, limit: int) -> list[ConversationSpan]:
+def spans(
+    store: ReadableStore, viewer: Viewer, conversation_id: str, limit: int
+) -> list[ConversationSpan]:
     """Up to `limit` spans of the conversation's traces, by start time."""
     chosen, values = _chosen(viewer, conversation_id)
     rows = store.query(
@@ -50,7 +52,7 @@ def spans(store: Store, viewer: Viewer, conversation_id: str, limit: int) -> lis
 
 
 def _per_trace(
-    store: Store, viewer: Viewer, conversation_id: str, table: str, columns: str, order: str
+    store: ReadableStore, viewer: Viewer, conversation_id: str, table: str, columns: str, order: str
 ) -> list[list[Any]]:
     """Tenant, TraceId and `columns` of `table`'s rows on the conversation's traces."""
     chosen, values = _chosen(viewer, conversation_id)
@@ -60,13 +62,13 @@ def _per_trace(
     ).rows
 
 
-def alerts(store: Store, viewer: Viewer, conversation_id: str) -> list[list[Any]]:
+def alerts(store: ReadableStore, viewer: Viewer, conversation_id: str) -> list[list[Any]]:
     """(tenant, trace id, code, severity, reason) of the alerts on the conversation's
     traces, by code."""
     return _per_trace(store, viewer, conversation_id, "alerts", "Code, Severity, Reason", "Code")
 
 
-def scores(store: Store, viewer: Viewer, conversation_id: str) -> list[list[Any]]:
+def scores(store: ReadableStore, viewer: Viewer, conversation_id: str) -> list[list[Any]]:
     """(tenant, trace id, metric, value, label) of the scores of the conversation's
     traces, by metric."""
     return _per_trace(store, viewer, conversation_id, "scores", "Metric, Value, Label", "Metric")

@@ -16,6 +16,7 @@ from typing import Any
 
 from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.schemas.demo_marks import DEMO_OWNER, DEMO_RESOURCE_KEY, DEMO_RESOURCE_VALUE
+from pathgrade.schemas.store import ReadableStore
 
 _DEMO_SPAN = f"ResourceAttributes['{DEMO_RESOURCE_KEY}'] = '{DEMO_RESOURCE_VALUE}'"
 DEMO_TRACES = f"SELECT DISTINCT Tenant, TraceId FROM spans WHERE {_DEMO_SPAN}"
@@ -90,3 +91,38 @@ def _delete(
     store: ClientStore, table: str, where: str, parameters: dict[str, Any] | None = None
 ) -> None:
     store.query(f"ALTER TABLE {table} DELETE WHERE {where} SETTINGS mutations_sync = 2", parameters)
+
+
+class DemoProgress:
+    """The counts `pathgrade up --demo`'s seeding waits on (`demo.pages.StoredProgress`),
+    read-only."""
+
+    def __init__(self, store: ReadableStore) -> None:
+        self.store = store
+
+    def _count(self, sql: str, parameters: dict[str, Any] | None = None) -> int:
+        return int(self.store.query(sql, parameters, readonly=True).rows[0][0])
+
+    def demo_datasets(self) -> int:
+        """How many dataset versions the demo owns."""
+        return self._count(
+            "SELECT count() FROM datasets WHERE Owner = {owner:String}", {"owner": DEMO_OWNER}
+        )
+
+    def alerts(self) -> int:
+        """How many alerts are stored."""
+        return self._count("SELECT count() FROM alerts")
+
+    def violations_of(self, trace_id: str) -> int:
+        """How many violations are stored for trace `trace_id`."""
+        return self._count(
+            "SELECT count() FROM alerts WHERE TraceId = {trace:String} AND Kind = 'violation'",
+            {"trace": trace_id},
+        )
+
+    def roots_of_run(self, run_id: str) -> int:
+        """How many root spans of run `run_id` are stored."""
+        return self._count(
+            "SELECT count() FROM spans WHERE EvalRunId = {run:String} AND ParentSpanId = ''",
+            {"run": run_id},
+        )

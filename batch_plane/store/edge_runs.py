@@ -9,10 +9,10 @@ from typing import Any
 
 from pathgrade.batch_plane.store.tenancy import Viewer
 from pathgrade.schemas.genai import MANIFEST_ATTRIBUTE, MANIFEST_SPAN
-from pathgrade.schemas.store import Store
+from pathgrade.schemas.store import ReadableStore
 
 
-def manifest_text(store: Store, run_id: str) -> str:
+def manifest_text(store: ReadableStore, run_id: str) -> str:
     """The JSON manifest of EDGE run `run_id` ("" when the store has none)."""
     rows = store.query(
         f"SELECT SpanAttributes['{MANIFEST_ATTRIBUTE}'] FROM spans FINAL "
@@ -22,7 +22,7 @@ def manifest_text(store: Store, run_id: str) -> str:
     return rows[0][0] if rows else ""
 
 
-def listed(store: Store, viewer: Viewer, limit: int) -> list[dict[str, Any]]:
+def listed(store: ReadableStore, viewer: Viewer, limit: int) -> list[dict[str, Any]]:
     """The viewer's latest EDGE runs, newest first: RunId, Tenant, Started, Manifest."""
     return store.query(
         "SELECT EvalRunId AS RunId, Tenant, min(Timestamp) AS Started, "
@@ -33,7 +33,7 @@ def listed(store: Store, viewer: Viewer, limit: int) -> list[dict[str, Any]]:
     ).dicts()
 
 
-def tenant_of(store: Store, viewer: Viewer, run_id: str) -> str | None:
+def tenant_of(store: ReadableStore, viewer: Viewer, run_id: str) -> str | None:
     """The tenant (of the viewer's) whose EDGE run `run_id` is; None when there is none."""
     rows = store.query(
         f"SELECT Tenant FROM spans WHERE {viewer.where('Tenant')} AND EvalRunId = {{run:String}} "
@@ -43,7 +43,7 @@ def tenant_of(store: Store, viewer: Viewer, run_id: str) -> str | None:
     return str(rows[0][0]) if rows else None
 
 
-def of_traces(store: Store, tenant: str, trace_ids: Sequence[str]) -> list[str]:
+def of_traces(store: ReadableStore, tenant: str, trace_ids: Sequence[str]) -> list[str]:
     """The runs (ids) the tenant's traces belong to."""
     rows = store.query(
         "SELECT DISTINCT EvalRunId FROM spans WHERE Tenant = {tenant:String} "
@@ -53,7 +53,7 @@ def of_traces(store: Store, tenant: str, trace_ids: Sequence[str]) -> list[str]:
     return [str(run) for (run,) in rows]
 
 
-def latest(store: Store, tenant: str, limit: int) -> list[str]:
+def latest(store: ReadableStore, tenant: str, limit: int) -> list[str]:
     """The tenant's latest EDGE runs (ids), newest first."""
     rows = store.query(
         "SELECT EvalRunId FROM spans WHERE Tenant = {tenant:String} AND SpanName = "

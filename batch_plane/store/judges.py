@@ -4,10 +4,10 @@
 
 from __future__ import annotations
 
-from pathgrade.schemas.store import Store
+from pathgrade.schemas.store import ReadableStore
 
 
-def cached(store: Store, key: str) -> tuple[str, int, int, float | None] | None:
+def cached(store: ReadableStore, key: str) -> tuple[str, int, int, float | None] | None:
     """(output JSON, input tokens, output tokens, cost USD) cached under `key`; None when
     nothing is."""
     rows = store.query(
@@ -18,7 +18,7 @@ def cached(store: Store, key: str) -> tuple[str, int, int, float | None] | None:
     return (rows[0][0], rows[0][1], rows[0][2], rows[0][3]) if rows else None
 
 
-def calibrated(store: Store, model: str, rubric_version: str) -> bool:
+def calibrated(store: ReadableStore, model: str, rubric_version: str) -> bool:
     """Whether (judge model, rubric version) has a stored calibration."""
     rows = store.query(
         "SELECT count() FROM judge_calibrations FINAL "

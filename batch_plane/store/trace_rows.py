@@ -25,7 +25,7 @@ from pathgrade.schemas.model import (
     SpanLink,
     Trace,
 )
-from pathgrade.schemas.store import Store
+from pathgrade.schemas.store import ReadableStore
 
 _SPAN_COLUMNS = """
 SELECT Tenant, TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, ServiceName,
@@ -131,7 +131,7 @@ def record_from_row(row: dict[str, Any]) -> LogRecord:
     )  # fmt: skip
 
 
-def join_stored_records(store: Store, traces: Sequence[Trace]) -> None:
+def join_stored_records(store: ReadableStore, traces: Sequence[Trace]) -> None:
     """Tie the stored records of `traces` to their spans (records of a span not stored
     are left out)."""
     if not traces:
@@ -169,7 +169,7 @@ def trace_from_rows(rows: list[dict[str, Any]]) -> Trace:
     return traces[0]
 
 
-def load_trace(store: Store, tenant: str, trace_id: str) -> Trace | None:
+def load_trace(store: ReadableStore, tenant: str, trace_id: str) -> Trace | None:
     """The stored spans of one trace, or None when none is stored (yet). Each span's latest
     row, as FINAL would merge them, but read by the primary key alone (FINAL over a large
     table costs far more than the trace)."""
@@ -199,7 +199,7 @@ def check_filter(where: str) -> str:
 
 
 def find_trace_ids(
-    store: Store, where: str, limit: int | None = None, since_ns: int | None = None
+    store: ReadableStore, where: str, limit: int | None = None, since_ns: int | None = None
 ) -> list[str]:
     """Ids of the stored traces with at least one span matching `where` (run read-only),
     first seen first; with `since_ns`, only spans that started at or after it count."""
@@ -213,7 +213,7 @@ def find_trace_ids(
     return [row[0] for row in store.query(sql, readonly=True).rows]
 
 
-def load_traces(store: Store, trace_ids: Sequence[str]) -> list[Trace]:
+def load_traces(store: ReadableStore, trace_ids: Sequence[str]) -> list[Trace]:
     """The stored traces with these ids (one row per span after FINAL), in the given order."""
     if not trace_ids:
         return []
@@ -228,7 +228,7 @@ def load_traces(store: Store, trace_ids: Sequence[str]) -> list[Trace]:
     return traces
 
 
-def run_trace_ids(store: Store, run_id: str) -> list[tuple[str, str]]:
+def run_trace_ids(store: ReadableStore, run_id: str) -> list[tuple[str, str]]:
     """(tenant, trace id) of every trace with a span of run `run_id`, in time order."""
     rows = store.query(
         "SELECT Tenant, TraceId FROM spans FINAL WHERE EvalRunId = {run:String} "

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from pathgrade.batch_plane.store.tenancy import Viewer
-from pathgrade.schemas.store import Store
+from pathgrade.schemas.store import ReadableStore
 
 SpanKey = tuple[str, str, str]
 """(tenant, trace id, span id)."""
 
 
-def span_tools(store: Store, viewer: Viewer, keys: Sequence[SpanKey]) -> dict[SpanKey, str]:
+def span_tools(store: ReadableStore, viewer: Viewer, keys: Sequence[SpanKey]) -> dict[SpanKey, str]:
     """The tool name of each of the spans (spans of no tool: "")."""
     if not keys:
         return {}
@@ -26,7 +26,7 @@ def span_tools(store: Store, viewer: Viewer, keys: Sequence[SpanKey]) -> dict[Sp
     return {(tenant, trace, span): tool for tenant, trace, span, tool in rows}
 
 
-def started_in_range(store: Store, viewer: Viewer, start_ns: int, end_ns: int) -> int:
+def started_in_range(store: ReadableStore, viewer: Viewer, start_ns: int, end_ns: int) -> int:
     """How many traces have a root that started in [start_ns, end_ns)."""
     rows = store.query(
         f"SELECT uniqExact(Tenant, TraceId) FROM trace_roots WHERE {viewer.where('Tenant')} "
@@ -37,7 +37,7 @@ def started_in_range(store: Store, viewer: Viewer, start_ns: int, end_ns: int) -
     return (rows[0][0] if rows else 0) or 0
 
 
-def tenants_of(store: Store, viewer: Viewer, trace_id: str) -> list[str]:
+def tenants_of(store: ReadableStore, viewer: Viewer, trace_id: str) -> list[str]:
     """The tenants (of the viewer's) holding a span of `trace_id`, in order."""
     rows = store.query(
         f"SELECT DISTINCT Tenant FROM spans_trace_id_ts WHERE {viewer.where('Tenant')} "
@@ -48,7 +48,7 @@ def tenants_of(store: Store, viewer: Viewer, trace_id: str) -> list[str]:
 
 
 def roots_of(
-    store: Store, viewer: Viewer, keys: Sequence[tuple[str, str]]
+    store: ReadableStore, viewer: Viewer, keys: Sequence[tuple[str, str]]
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """The root of each (tenant, trace id) found: Tenant, TraceId, SpanName,
     GenAIAgentName, GenAIConversationId."""
@@ -67,7 +67,7 @@ def roots_of(
     return {(row["Tenant"], row["TraceId"]): row for row in rows}
 
 
-def run_token_rows(store: Store, run_id: str) -> list[list[Any]]:
+def run_token_rows(store: ReadableStore, run_id: str) -> list[list[Any]]:
     """Every span of the traces of run `run_id`, by trace: TraceId, GenAIProvider, Model
     (response model, else request model), IsRoot, Duration, input and output tokens (0
     when unknown)."""

@@ -34,11 +34,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from pathgrade.demo.scenarios import SCENARIO_PROMPT_INJECTION, TurnPlan, iter_turns
 from pathgrade.demo.sender import exporter_for_url, send_demo_traces
 from pathgrade.schemas.demo_marks import DEMO_OWNER, DEMO_RESOURCE_KEY, DEMO_RESOURCE_VALUE
-from pathgrade.schemas.store import Store
 
 DEMO_DIR = "demo"
 """The data directory's folder of the demo's files (its seeding log, the EDGE report)."""
@@ -54,7 +54,6 @@ TRIAGE_SEED = 43
 so its conversation is its own."""
 _GATE_ID = re.compile(r"recorded as (gate-[0-9a-f]+)")
 _AGENT_TURNS = re.compile(r"(\d+) agent turns")
-_DEMO_DATASETS = "SELECT count() FROM datasets WHERE Owner = {owner:String}"
 
 
 def examples_dir() -> Path | None:
@@ -114,14 +113,35 @@ class StepFailed(Exception):
     """A seeding command failed; the message says which and why."""
 
 
+class StoredProgress(Protocol):
+    """What the seeding reads of the stack's store to know where it is (the store room's
+    `demo_rows.DemoProgress` over the stack's own store)."""
+
+    def demo_datasets(self) -> int:
+        """How many dataset versions the demo owns."""
+        ...
+
+    def alerts(self) -> int:
+        """How many alerts are stored."""
+        ...
+
+    def violations_of(self, trace_id: str) -> int:
+        """How many violations are stored for trace `trace_id`."""
+        ...
+
+    def roots_of_run(self, run_id: str) -> int:
+        """How many root spans of run `run_id` are stored."""
+        ...
+
+
 @dataclass
 class PageSeeder:
-    """Runs the demo's commands against the stack at `site` (reading `store`, the stack's
-    own, to wait for alerts), printing one line per page it fills with `out`, until done
-    or `stop` is set."""
+    """Runs the demo's commands against the stack at `site` (reading `stored`, the stack's
+    own store, to wait for alerts), printing one line per page it fills with `out`, until
+    done or `stop` is set."""
 
     site: DemoSite
-    store: Store
+    stored: StoredProgress
     stop: threading.Event
     out: Callable[[str], None]
     started: float = field(default_factory=time.monotonic)
@@ -139,7 +159,7 @@ class PageSeeder:
             return
         self.site.files.mkdir(parents=True, exist_ok=True)
         try:
-            self._wait_for(lambda: self._count("SELECT count() FROM alerts"), FIRST_ALERT_WAIT_S)
+            self._wait_for(self.stored.alerts, FIRST_ALERT_WAIT_S)
         except SeedingStopped:
             return
         chains = (self._datasets_and_gate, self._regression_item, self._edge_run)
@@ -168,7 +188,7 @@ class PageSeeder:
         return self.site.files / "seed.log"
 
     def _seeded_before(self) -> bool:
-        return self._count(_DEMO_DATASETS, {"owner": DEMO_OWNER}) > 0
+        return self.stored.demo_datasets() > 0
 
     def _datasets_and_gate(self) -> None:
         seeded = self.site.examples / "seeded_defects"
@@ -199,10 +219,7 @@ class PageSeeder:
         sent = send_demo_traces(exporter, turns=[turn], destination=self.site.otlp_url)
         traced = sent.trace_ids[0]
         self._wait_for(
-            lambda: self._count(
-                "SELECT count() FROM alerts WHERE TraceId = {trace:String} AND Kind = 'violation'",
-                {"trace": traced},
-            ),
+            lambda: self.stored.violations_of(traced),
             STORED_WAIT_S,
             f"the injected turn {traced} raised no alert in {STORED_WAIT_S:.0f} s",
         )
@@ -221,11 +238,7 @@ class PageSeeder:
         turns = _AGENT_TURNS.search(ran.stdout)
         roots = int(turns[1]) + 1 if turns else 1  # every turn's root, and the manifest
         self._wait_for(
-            lambda: self._count(
-                "SELECT count() >= {roots:UInt32} FROM spans "
-                "WHERE EvalRunId = {run:String} AND ParentSpanId = ''",
-                {"run": run_id, "roots": roots},
-            ),
+            lambda: self.stored.roots_of_run(run_id) >= roots,
             STORED_WAIT_S,
             f"the EDGE run {run_id}'s traces were not stored in {STORED_WAIT_S:.0f} s",
         )
@@ -280,9 +293,6 @@ class PageSeeder:
             last = (stderr.strip().splitlines() or ["no output"])[-1]
             raise StepFailed(f"`pathgrade {' '.join(args[:2])}` failed ({last})")
         return done
-
-    def _count(self, sql: str, parameters: dict[str, str | int] | None = None) -> int:
-        return int(self.store.query(sql, parameters, readonly=True).rows[0][0])
 
     def _wait_for(self, check: Callable[[], int], timeout_s: float, failure: str = "") -> None:
         """Poll `check` until it counts something; past `timeout_s`, StepFailed with

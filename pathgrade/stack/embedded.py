@@ -44,6 +44,7 @@ from kafka.errors import KafkaError
 from pathgrade.batch_plane.export.exporter import ResultExporter
 from pathgrade.batch_plane.store.client import redact_dsn
 from pathgrade.batch_plane.store.monitors import MonitorQueries
+from pathgrade.batch_plane.store.remote import RemoteStore
 from pathgrade.collector.config import CollectorConfig
 from pathgrade.collector.pipeline import IngestCounters
 from pathgrade.collector.service import Collector, logs_spill_dir
@@ -110,7 +111,6 @@ from pathgrade.stack.status import (
 )
 from pathgrade.stack.store_access import facts_key_file
 from pathgrade.stack.store_owner import StoreOwner
-from pathgrade.web.endpoint import RemoteStore
 from pathgrade.web.metrics import MetricsServer, prometheus_text
 
 if TYPE_CHECKING:
@@ -502,6 +502,7 @@ class Stack:
         """The demo's pages (`pathgrade.demo.pages`), seeded from a thread at the lowest
         priority, which the commands it runs inherit: they take the CPU the collector, the
         realtime plane and the store writer leave."""
+        from pathgrade.batch_plane.store.demo_rows import DemoProgress
         from pathgrade.demo.pages import DemoSite, PageSeeder, examples_dir
 
         assert self.store is not None and self.store.store is not None
@@ -513,7 +514,7 @@ class Stack:
                      "it): the runs, gates, datasets and EDGE pages stay empty")  # fmt: skip
             return
         site = DemoSite(self.data_dir, otlp_url, self.store.ui_server.url, examples, tenant, token)
-        PageSeeder(site, self.store.store, self.stop_event, self.out).run()
+        PageSeeder(site, DemoProgress(self.store.store), self.stop_event, self.out).run()
 
     def _print_endpoints(self) -> None:
         assert self.store is not None and self.store.query_server is not None

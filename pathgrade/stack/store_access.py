@@ -16,11 +16,11 @@ from pathgrade.batch_plane.store.client import (
     embedded_dsn,
     open_client_store,
 )
+from pathgrade.batch_plane.store.remote import RemoteStore
 from pathgrade.schemas.fingerprints import KEY_FILE_NAME
 from pathgrade.schemas.migrations import migrate
 from pathgrade.schemas.store import Store
 from pathgrade.stack.ownership import DataDirLock, read_state
-from pathgrade.web.endpoint import RemoteStore
 
 
 def facts_key_file(data_dir: Path) -> Path:

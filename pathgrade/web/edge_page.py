@@ -41,7 +41,7 @@ def edge_run(ui: Ui, request: Request) -> Page:
     tenant = _tenant_of_run(ui, request.state.viewer, run_id)
     try:
         with viewing(tenant):  # the run's tenant only, also for a loopback viewer
-            metrics = run_metrics(ui.store, run_id)  # type: ignore[arg-type]
+            metrics = run_metrics(ui.store, run_id)
     except EdgeRunNotFound as exc:
         raise NotFound(str(exc)) from exc
     graph = load_graph(metrics["graph"])
@@ -58,7 +58,7 @@ def edge_node(ui: Ui, request: Request) -> Page:
     run_id, node = request.path_params["run_id"], request.path_params["node"]
     tenant = _tenant_of_run(ui, request.state.viewer, run_id)
     with viewing(tenant):
-        turns = [t for t in load_turns(ui.store, run_id) if node in t.nodes]  # type: ignore[arg-type]
+        turns = [t for t in load_turns(ui.store, run_id) if node in t.nodes]
     if not turns:
         raise NotFound(f"EDGE run {run_id!r}: no conversation went through node {node!r}")
     conversations: dict[tuple[str, str, int | None], list[Any]] = defaultdict(list)

@@ -1,4 +1,5 @@
-"""The store owner's loopback endpoint, and the client other commands use to reach it.
+"""The store owner's loopback endpoint (the client other commands reach it with is the
+store room's `remote.RemoteStore`).
 
 Every request needs the owner's token in TOKEN_HEADER (or as `Authorization: Bearer`): it
 is made when the owner starts, kept in the owner's `stack.json`, readable by its user only,
@@ -31,19 +32,17 @@ import hmac
 import json
 import secrets
 import threading
-import urllib.error
-import urllib.request
 from http import HTTPStatus
 from http.server import ThreadingHTTPServer
 from typing import Any
 
+from pathgrade.batch_plane.store import catalog
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, RowsRejected
-from pathgrade.schemas.store import QueryResult, RejectedRow
+from pathgrade.batch_plane.store.remote import TOKEN_HEADER
 from pathgrade.web.http_handler import QuietHandler
 from pathgrade.web.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-TOKEN_HEADER = "X-Pathgrade-Token"
 WRITABLE_TABLES = frozenset({
     "alerts", "webhook_cursors", "scores", "datasets", "dataset_items", "runs", "gates",
     "gate_rows", "judge_cache", "judge_calls", "judge_calibrations", "export_cursors",
@@ -79,12 +78,7 @@ class QueryServer(ThreadingHTTPServer):
         """The columns of writable `table` in the store (asked once)."""
         with self._columns_lock:
             if table not in self._columns:
-                rows = self.store.query(
-                    "SELECT name FROM system.columns "
-                    "WHERE database = currentDatabase() AND table = {table:String}",
-                    {"table": table},
-                ).rows
-                self._columns[table] = frozenset(name for (name,) in rows)
+                self._columns[table] = catalog.columns_of(self.store, table)
             return self._columns[table]
 
     @property
@@ -228,73 +222,3 @@ def _check_columns(table: str, columns: Any, known: frozenset[str]) -> None:
     unknown = [c for c in columns if c not in known]
     if unknown:
         raise BadRequest(f"columns: {table} has no column {unknown[0]!r}")
-
-
-class RemoteStore:
-    """A `Store` reached through the running stack's loopback endpoint with the owner's
-    `token` (from its `stack.json`)."""
-
-    def __init__(self, url: str, token: str, timeout_s: float = 120.0) -> None:
-        self.url = url.rstrip("/")
-        self.token = token
-        self.timeout_s = timeout_s
-
-    def query(
-        self,
-        sql: str,
-        parameters: dict[str, Any] | None = None,
-        readonly: bool = True,
-        tenant: str | None = None,
-    ) -> QueryResult:
-        """Every query through the endpoint runs read-only, whatever `readonly` says
-        (writes are `insert`); of `tenant`'s rows only, when given."""
-        body = {"sql": sql, "parameters": parameters}
-        if tenant is not None:
-            body["tenant"] = tenant
-        payload = self._post("/sql", body)
-        return QueryResult(payload["columns"], payload["types"], payload["rows"])
-
-    def get(self, path: str) -> bytes:
-        """The body of `GET path` (`/status`, `/metrics`); QueryError with the endpoint's
-        reason when it refuses."""
-        return self._send(urllib.request.Request(self.url + path))
-
-    def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:
-        if rows:
-            self._post("/insert", {"table": table, "columns": column_names, "rows": rows})
-
-    def insert_encodable(
-        self, table: str, rows: list[list[Any]], column_names: list[str]
-    ) -> list[RejectedRow]:
-        """`ClientStore.insert_encodable` in the store owner's process."""
-        if not rows:
-            return []
-        answer = self._post(
-            "/insert",
-            {"table": table, "columns": column_names, "rows": rows, "skip_rejected": True},
-        )
-        return [(row, reason) for row, reason in answer["rejected"]]
-
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        request = urllib.request.Request(
-            self.url + path,
-            data=json.dumps(body, default=str).encode(),
-            headers={"Content-Type": "application/json"},
-        )
-        return json.loads(self._send(request))
-
-    def _send(self, request: urllib.request.Request) -> bytes:
-        """The answer's body to `request`, sent with the owner's token; the endpoint's
-        refusal as a QueryError (RowsRejected for rows the store cannot encode)."""
-        request.add_header(TOKEN_HEADER, self.token)
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                return response.read()
-        except urllib.error.HTTPError as exc:
-            answer = json.loads(exc.read())
-            error = RowsRejected if answer.get("rows_rejected") else QueryError
-            raise error(answer.get("error", str(exc))) from exc
-        except urllib.error.URLError as exc:
-            raise QueryError(
-                f"the running stack did not answer at {self.url}: {exc.reason}"
-            ) from exc

@@ -11,6 +11,10 @@ from typing import Any
 from starlette.requests import Request
 
 from pathgrade.batch_plane.scoring.layers import by_layer, layer_of
+from pathgrade.batch_plane.store import datasets as stored_datasets
+from pathgrade.batch_plane.store import gates as stored_gates
+from pathgrade.batch_plane.store import runs as stored_runs
+from pathgrade.batch_plane.store import scores as stored_scores
 from pathgrade.schemas.layers import OTHER
 from pathgrade.web import params as p
 from pathgrade.web.gate_page import recorded_gate_view, run_evidence
@@ -24,30 +28,14 @@ LISTED = 200
 def runs(ui: Ui, request: Request) -> Page:
     viewer: Viewer = request.state.viewer
     suite = p.text(dict(request.query_params), "suite")
-    scope = viewer.where("Tenant") + (" AND Suite = {suite:String}" if suite else "")
-    values = {"suite": suite, **viewer.parameters}
-    gates = ui.store.dicts(
-        "SELECT GateId, DecidedAt, Suite, CandidateRun, BaselineRun, Passed, FailedRows, "
-        f"TotalRows, Tenant FROM gates FINAL WHERE {scope} "
-        f"ORDER BY DecidedAt DESC, GateId LIMIT {LISTED}",
-        values,
-    )
-    run_rows = ui.store.dicts(
-        "SELECT RunId, Suite, Agent, StartedAt, FinishedAt, Status, DatasetVersions, Tenant "
-        f"FROM runs FINAL WHERE {scope} ORDER BY StartedAt DESC, RunId LIMIT {LISTED}",
-        values,
-    )
-    per_metric = ui.store.rows(
-        "SELECT RunId, Metric, count(), sum(Value), count(Value) FROM scores FINAL "
-        f"WHERE {viewer.where('Tenant')} AND RunId IN {{runs:Array(String)}} "
-        "GROUP BY RunId, Metric",
-        {"runs": [r["RunId"] for r in run_rows], **viewer.parameters},
-    )
+    gate_rows = stored_gates.listed(ui.store, viewer, suite, LISTED)
+    run_rows = stored_runs.listed(ui.store, viewer, suite, LISTED)
+    per_metric = stored_scores.per_metric_of_runs(ui.store, viewer, [r["RunId"] for r in run_rows])
     for row in run_rows:
         mine = [m for m in per_metric if m[0] == row["RunId"]]
         row["Scores"] = sum(m[2] for m in mine)
         row["Layers"] = _layer_means(mine)
-    return "runs.html", {"gates": gates, "runs": run_rows, "suite": suite}
+    return "runs.html", {"gates": gate_rows, "runs": run_rows, "suite": suite}
 
 
 def _layer_means(per_metric: list[tuple]) -> list[tuple[str, float | None]]:
@@ -79,14 +67,7 @@ def compare(ui: Ui, request: Request) -> Page:
     candidate, baseline = p.text(values, "candidate"), p.text(values, "baseline")
     if not candidate or not baseline:
         raise p.BadParameter("candidate", "give two runs: ?candidate=RUN&baseline=RUN")
-    metrics = [
-        m
-        for (m,) in ui.store.rows(
-            f"SELECT DISTINCT Metric FROM scores FINAL WHERE {viewer.where('Tenant')} "
-            "AND RunId IN ({candidate:String}, {baseline:String}) ORDER BY Metric",
-            {"candidate": candidate, "baseline": baseline, **viewer.parameters},
-        )
-    ]
+    metrics = stored_scores.metrics_of_runs(ui.store, viewer, [candidate, baseline])
     if not metrics:
         raise NotFound(f"no scores of run {candidate!r} or run {baseline!r}")
     evidence = run_evidence(ui.store, viewer, candidate, baseline, metrics)
@@ -104,20 +85,8 @@ def compare(ui: Ui, request: Request) -> Page:
 
 def datasets(ui: Ui, request: Request) -> Page:
     viewer: Viewer = request.state.viewer
-    versions = ui.store.dicts(
-        "SELECT Name, Version, Kind, Owner, Description, Status, CreatedAt, PublishedAt, Tenant "
-        f"FROM datasets FINAL WHERE {viewer.where('Tenant')} ORDER BY Name, Version DESC "
-        f"LIMIT {LISTED * 5}",
-        viewer.parameters,
-    )
-    counts = {
-        (tenant, name, version): n
-        for tenant, name, version, n in ui.store.rows(
-            "SELECT Tenant, Dataset, Version, count() FROM dataset_items FINAL "
-            f"WHERE {viewer.where('Tenant')} GROUP BY Tenant, Dataset, Version",
-            viewer.parameters,
-        )
-    }
+    versions = stored_datasets.listed(ui.store, viewer, LISTED * 5)
+    counts = stored_datasets.item_counts(ui.store, viewer)
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in versions:
         row["Items"] = counts.get((row["Tenant"], row["Name"], row["Version"]), 0)
@@ -132,25 +101,14 @@ def dataset(ui: Ui, request: Request) -> Page:
     version = p.number(values, "version")
     if not name or version is None:
         raise p.BadParameter("name", "give a dataset: ?name=NAME&version=N")
-    keys = {"name": name, "version": int(version), **viewer.parameters}
-    info = ui.store.dicts(
-        "SELECT Name, Version, Kind, Owner, Description, Status, CreatedAt, PublishedAt "
-        f"FROM datasets FINAL WHERE {viewer.where('Tenant')} AND Name = {{name:String}} "
-        "AND Version = {version:UInt32}",
-        keys,
-    )
-    if not info:
+    info = stored_datasets.version_shown(ui.store, viewer, name, int(version))
+    if info is None:
         raise NotFound(f"dataset {name}@{int(version)}: not in the store")
-    items = ui.store.dicts(
-        "SELECT ItemId, Input, ReferenceAnswer, ExpectedToolCalls, Slices, SourceTraceId, Tags "
-        f"FROM dataset_items FINAL WHERE {viewer.where('Tenant')} AND Dataset = {{name:String}} "
-        f"AND Version = {{version:UInt32}} ORDER BY ItemId LIMIT {LISTED * 5}",
-        keys,
-    )
+    items = stored_datasets.items_shown(ui.store, viewer, name, int(version), LISTED * 5)
     for item in items:
         item["user"] = _user_text(item["Input"])
         item["tools"] = [c.get("name", "?") for c in _json_list(item["ExpectedToolCalls"])]
-    return "dataset.html", {"info": info[0], "items": items}
+    return "dataset.html", {"info": info, "items": items}
 
 
 def dataset_item(ui: Ui, request: Request) -> Page:
@@ -158,19 +116,8 @@ def dataset_item(ui: Ui, request: Request) -> Page:
     across runs (each linked to the trace scored)."""
     viewer: Viewer = request.state.viewer
     item_id = request.path_params["item_id"]
-    keys = {"item": item_id, **viewer.parameters}
-    places = ui.store.dicts(
-        "SELECT Dataset, Version, Input, ReferenceAnswer, ExpectedToolCalls, Slices, "
-        f"SourceTraceId, Tags FROM dataset_items FINAL WHERE {viewer.where('Tenant')} "
-        "AND ItemId = {item:String} ORDER BY Dataset, Version",
-        keys,
-    )
-    scores = ui.store.dicts(
-        "SELECT RunId, Metric, Repeat, Value, Label, Explanation, TraceId, CreatedAt "
-        f"FROM scores FINAL WHERE {viewer.where('Tenant')} AND DatasetItemId = {{item:String}} "
-        f"ORDER BY CreatedAt DESC, RunId, Metric, Repeat LIMIT {LISTED * 5}",
-        keys,
-    )
+    places = stored_datasets.places_of_item(ui.store, viewer, item_id)
+    scores = stored_scores.of_item(ui.store, viewer, item_id, LISTED * 5)
     if not places and not scores:
         raise NotFound(f"dataset item {item_id!r}: not in the store")
     by_run: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))

@@ -60,7 +60,7 @@ def turn_paths(store: ReadStore, trace_ids: list[str]) -> list[list[str]]:
     """The graph nodes each turn of the conversation visited (its latest turns, in order;
     turns without a node span are left out), in one query: the caller's `viewing` scope
     keeps it to the conversation's tenant."""
-    traces = load_traces(store, trace_ids[-MAX_TURNS_WALKED:])  # type: ignore[arg-type]
+    traces = load_traces(store, trace_ids[-MAX_TURNS_WALKED:])
     return [walk.nodes for walk in graph_walks(traces, "turn")]
 
 
@@ -92,11 +92,11 @@ def next_turn(
         candidates = [run_id] if run_id else _edge_runs(store, tenant, trace_ids)
         for candidate in candidates:
             try:
-                graph = load_graph(load_manifest(store, candidate).graph)  # type: ignore[arg-type]
+                graph = load_graph(load_manifest(store, candidate).graph)
             except EdgeRunNotFound:
                 continue
             if set(path) <= {node.id for node in graph.nodes}:
-                utility = run_metrics(store, candidate)["utility"]  # type: ignore[arg-type]
+                utility = run_metrics(store, candidate)["utility"]
                 steps = _steps(graph, turns, utility)
                 return NextTurn(path, candidate, steps[-1].advice, steps)
     if run_id:

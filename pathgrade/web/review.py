@@ -21,7 +21,7 @@ LABEL_COMMAND = "pathgrade review label {trace} --metric M --value V [--note ...
 
 def queue(store: ReadStore, viewer: Viewer) -> list[dict[str, Any]]:
     """The oldest routed traces without a human label, with their roots."""
-    items = review_queue(store, limit=QUEUE_SHOWN, tenant=viewer.tenant)  # type: ignore[arg-type]
+    items = review_queue(store, limit=QUEUE_SHOWN, tenant=viewer.tenant)
     rows = [
         {"Tenant": i.tenant, "TraceId": i.trace_id, "FirstSeen": i.started_at_ns,
          "Reasons": list(i.reasons), "Service": i.service,

@@ -20,6 +20,8 @@ from typing import Any
 
 from pathgrade.batch_plane.store import alerts as stored_alerts
 from pathgrade.batch_plane.store import scores as stored_scores
+from pathgrade.batch_plane.store.alerts import TraceAlert
+from pathgrade.batch_plane.store.scores import TraceScore
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.detectors.prices import PriceTable, cost_usd
 from pathgrade.detectors.registry import REGISTRY
@@ -34,18 +36,10 @@ PATHGRADE_PREFIX = "pathgrade."
 AXIS_TICKS = 5
 
 
-@dataclass
-class Finding:
-    """A stored alert of the trace, pinned to a span."""
+class Finding(TraceAlert):
+    """A stored alert of the trace, pinned to a span, with its detector's documentation."""
 
-    code: str
-    name: str
-    severity: str
-    kind: str
-    reason: str
-    span_id: str
-    details: dict[str, Any]
-    turn_span_id: str = ""  # the top span of the turn it was raised on ("": older rows)
+    __slots__ = ()
 
     @property
     def doc(self) -> str:
@@ -58,20 +52,6 @@ class Finding:
         """The spans it is about: its own, and those a cannot-decide finding names."""
         named = self.details.get("span_ids") or []
         return [self.span_id, *[s for s in named if isinstance(s, str) and s != self.span_id]]
-
-
-@dataclass
-class ScoreView:
-    metric: str
-    value: float | None
-    label: str
-    explanation: str
-    scorer: str
-    judge_model: str
-    run_id: str
-    item_id: str
-    repeat: int
-    span_id: str
 
 
 @dataclass
@@ -101,7 +81,7 @@ class SpanDetail:
     redacted_keys: int
     records: list[RecordView] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    scores: list[ScoreView] = field(default_factory=list)
+    scores: list[TraceScore] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -122,7 +102,7 @@ class TraceView:
     start_ns: int
     duration_ns: int
     findings: list[Finding]
-    scores: list[ScoreView]
+    scores: list[TraceScore]
     conversation: str
     dataset_item: str
     run_id: str
@@ -275,15 +255,15 @@ def load_trace_view(
 ) -> TraceView | None:
     """The trace page of `tenant`'s trace `trace_id` (None when none of its spans is
     stored). `tenant` must be one the viewer may see (`batch_plane.store.traces.tenants_of`)."""
-    trace = load_trace(store, tenant, trace_id)  # type: ignore[arg-type]
+    trace = load_trace(store, tenant, trace_id)
     if trace is None:
         return None
     rows, start, duration = waterfall(trace.spans)
+    root = rows[0].span if rows else None
+    trace_level = root.span_id if root else ""  # where a finding of no span is pinned
     findings = [
-        Finding(code, name, severity, kind, reason, span_id, _json_object(details), turn)
-        for code, name, severity, kind, reason, span_id, details, turn in stored_alerts.of_trace(
-            store, tenant, trace_id
-        )
+        Finding(*alert._replace(span_id=alert.span_id or trace_level))
+        for alert in stored_alerts.of_trace(store, tenant, trace_id)
     ]
     agent_turns = turns_of(trace)
     turns = [
@@ -295,13 +275,9 @@ def load_trace_view(
     lanes = [
         shown for turn in agent_turns if (shown := turn_lanes(turn, start, duration)) is not None
     ]
-    scores = [ScoreView(*row) for row in stored_scores.of_trace(store, tenant, trace_id)]
+    scores = stored_scores.of_trace(store, tenant, trace_id)
     details = {row.span.span_id: span_detail(row.span, start, prices) for row in rows}
-    root = rows[0].span if rows else None
     for finding in findings:
-        finding.span_id = finding.span_id or (
-            root.span_id if root else ""
-        )  # trace-level    for finding in findings:
         for span_id in finding.spans:
             if span_id in details:
                 details[span_id].findings.append(finding)
@@ -330,8 +306,3 @@ def load_trace_view(
         turns=turns,
         lanes=lanes,
     )
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    value = parsed_json(text)
-    return value if isinstance(value, dict) else {}

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pathgrade.batch_plane.store.remote import RemoteStore
 from pathgrade.schemas.store import QueryResult
 
 from pathgrade.stack.broker import LocalBroker, ensure_topics, free_port
-from pathgrade.web.endpoint import RemoteStore
 
 pytestmark = pytest.mark.integration
 

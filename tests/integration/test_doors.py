@@ -29,12 +29,12 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode, set_span_in_context
+from pathgrade.batch_plane.store.remote import TOKEN_HEADER
 from pathgrade.schemas.alerts import ALERT_COLUMNS
 from pathgrade.schemas.topics import MAC_HEADER, RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
 
 from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import listening_addresses
-from pathgrade.web.endpoint import TOKEN_HEADER
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.unit.realtime_plane.test_realtime_webhook import alert
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from pathgrade.batch_plane.store.remote import TOKEN_HEADER
 from pathgrade.schemas.alerts import ALERT_COLUMNS
 
 from pathgrade.demo.sender import DemoSummary, send_demo_traces
-from pathgrade.web.endpoint import TOKEN_HEADER
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.unit.realtime_plane.test_realtime_webhook import alert
 

@@ -12,8 +12,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from pathgrade.batch_plane.store.remote import RemoteStore
 
-from pathgrade.web.endpoint import RemoteStore
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.integration.test_realtime import Webhook
 

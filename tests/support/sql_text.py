@@ -29,12 +29,6 @@ SQL_HOMES = ("batch_plane/store/", "schemas/migrations.py", "schemas/cluster_ddl
 """The store room and the migrations (the bundled ones and the cluster layout's DDL)."""
 
 STILL_TO_MOVE = frozenset({
-    "batch_plane/evaluation/datasets.py",
-    "batch_plane/scoring/review.py",
-    "pathgrade/demo/pages.py",  # the demo room may not import the store room
-    "pathgrade/web/endpoint.py",
-    "pathgrade/web/eval_pages.py",
-    "pathgrade/web/trace_list.py",
     "realtime_plane/delivery.py",  # the webhook's delivery reads (another change's file)
 })  # fmt: skip
 """Modules outside the store room that still write SQL (paths from the repository root)."""

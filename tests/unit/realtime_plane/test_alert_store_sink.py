@@ -10,11 +10,12 @@ from collections.abc import Iterator
 
 import pytest
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, RowsRejected
+from pathgrade.batch_plane.store.remote import RemoteStore
 from pathgrade.realtime_plane.delivery import SEQ_COLUMNS
 from pathgrade.realtime_plane.sinks import NumberedAlert, StoreAlertSink
 from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
 
-from pathgrade.web.endpoint import QueryServer, RemoteStore
+from pathgrade.web.endpoint import QueryServer
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 from tests.unit.realtime_plane.test_realtime_webhook import alert
 

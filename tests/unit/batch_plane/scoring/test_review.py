@@ -12,11 +12,11 @@ from pathgrade.batch_plane.scoring.review import (
     dump_labels,
     human_score,
     parse_value,
-    queue_query,
     review_rubric,
 )
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.scoring.scores import score_id
+from pathgrade.batch_plane.store.review import queue_query
 
 from tests.unit.batch_plane.scoring.test_item_scores import as_repeats, demo_traces
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pathgrade.batch_plane.store.demo_rows import DemoProgress
 from pathgrade.schemas.demo_marks import DEMO_OWNER
 from pathgrade.schemas.store import QueryResult
 
@@ -68,7 +69,7 @@ def test_a_directory_seeded_before_is_left_as_it_is(tmp_path: Path) -> None:
     said: list[str] = []
     store = Counting(1)
     site = DemoSite(tmp_path, "http://127.0.0.1:1", "http://ui", REPO_ROOT / "examples")
-    PageSeeder(site, store, threading.Event(), said.append).run()
+    PageSeeder(site, DemoProgress(store), threading.Event(), said.append).run()
     assert store.asked == [(store.asked[0][0], {"owner": DEMO_OWNER})]
     assert said == [
         "demo: this directory holds the demo's pages from an earlier run "
@@ -84,7 +85,7 @@ def test_a_stop_before_the_first_alert_ends_the_seeding_without_a_command(
     stop = threading.Event()
     stop.set()
     site = DemoSite(tmp_path, "http://127.0.0.1:1", "http://ui", REPO_ROOT / "examples")
-    PageSeeder(site, Counting(0), stop, said.append).run()
+    PageSeeder(site, DemoProgress(Counting(0)), stop, said.append).run()
     assert said == []
     assert not (tmp_path / "demo" / "seed.log").exists()  # no command ran
 
