@@ -9,14 +9,16 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 
 def any_value(raw: Any) -> AnyValue:
-    """An AnyValue of every OTLP type from a Python value: bool, int, float, bytes, str,
-    list (an array), dict (a key-value list), an AnyValue as it is; None: no value set."""
+    """An AnyValue of every OTLP type from a Python value: bool, int (past int64: its
+    text, as a JSON number that big travels), float, bytes, str, list (an array), dict (a
+    key-value list), an AnyValue as it is; None: no value set."""
     if isinstance(raw, AnyValue):
         return raw
     if isinstance(raw, bool):
         return AnyValue(bool_value=raw)
     if isinstance(raw, int):
-        return AnyValue(int_value=raw)
+        fits = -(2**63) <= raw < 2**63
+        return AnyValue(int_value=raw) if fits else AnyValue(string_value=str(raw))
     if isinstance(raw, float):
         return AnyValue(double_value=raw)
     if isinstance(raw, bytes):

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
 from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -832,24 +832,6 @@ def test_content_known_by_its_prefix_leaves_a_whole_span() -> None:
 # --------------------------------------------------------------------- log records
 
 
-def _structured(value: Any) -> AnyValue:
-    """A JSON value as an OTLP AnyValue, as records carry messages (maps as key-value
-    lists, lists as arrays; integers past int64 as their text)."""
-    if isinstance(value, dict):
-        pairs = [KeyValue(key=str(k), value=_structured(v)) for k, v in value.items()]
-        return AnyValue(kvlist_value=KeyValueList(values=pairs))
-    if isinstance(value, list):
-        return AnyValue(array_value=ArrayValue(values=[_structured(v) for v in value]))
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        fits = -(2**63) <= value < 2**63
-        return AnyValue(int_value=value) if fits else AnyValue(string_value=str(value))
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    return AnyValue() if value is None else AnyValue(string_value=str(value))
-
-
 def _records(request: ExportLogsServiceRequest) -> list[logs_pb2.LogRecord]:
     return [r for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records]
 
@@ -900,9 +882,9 @@ def test_bench_log_records_get_the_facts_python_gives_through_the_kernel(
 
 
 record_values = st.one_of(
-    st.lists(messages, max_size=3).map(_structured),  # structured, as the conventions want
+    st.lists(messages, max_size=3).map(any_value),  # structured, as the conventions want
     message_texts,  # JSON text, as on spans
-    json_values.map(_structured),  # anything else
+    json_values.map(any_value),  # anything else
 )
 record_attributes = st.fixed_dictionaries(
     {},
@@ -911,10 +893,10 @@ record_attributes = st.fixed_dictionaries(
         genai.INPUT_MESSAGES: record_values,
         genai.OUTPUT_MESSAGES: record_values,
         genai.SYSTEM_INSTRUCTIONS: record_values,
-        genai.RESPONSE_FINISH_REASONS: st.lists(texts, max_size=2).map(_structured),
-        "user.id": texts.map(_structured),
-        "app.note": texts.map(_structured),
-        f.OUTPUT: st.just('{"text":true}').map(_structured),
+        genai.RESPONSE_FINISH_REASONS: st.lists(texts, max_size=2).map(any_value),
+        "user.id": texts.map(any_value),
+        "app.note": texts.map(any_value),
+        f.OUTPUT: st.just('{"text":true}').map(any_value),
     },
 )
 
@@ -940,7 +922,7 @@ def _logs_requests(draw: st.DrawFn) -> bytes:
                 value if isinstance(value, AnyValue) else AnyValue(string_value=value)
             )
         if draw(st.booleans()):
-            record.body.CopyFrom(_structured(draw(messages)))
+            record.body.CopyFrom(any_value(draw(messages)))
     return request.SerializeToString()
 
 
@@ -963,7 +945,7 @@ def test_what_the_kernel_leaves_of_records_is_answered_false_and_still_computed(
     texts_only = [{"role": "user", "parts": [{"type": "text", "content": "mail a@b.io"}]}]
     for index in range(4):
         record = scope.log_records.add(trace_id=TRACE, event_name=genai.EVENT_INFERENCE_DETAILS)
-        record.attributes.add(key=genai.INPUT_MESSAGES).value.CopyFrom(_structured(texts_only))
+        record.attributes.add(key=genai.INPUT_MESSAGES).value.CopyFrom(any_value(texts_only))
         if index == 1:
             record.body.string_value = "a body"
         elif index == 2:
