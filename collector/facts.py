@@ -348,16 +348,10 @@ def _span_of_record(span: Span, trace_id: bytes, raw: Mapping[str, Any]) -> bool
     span.trace_id = trace_id
     attributes = span.attributes
     for key, value in raw.items():
-        target = attributes.add(key=key).value
-        if isinstance(value, str):
-            target.string_value = value
-        elif isinstance(value, list) and all(isinstance(item, str) for item in value):
-            array = target.array_value
-            array.SetInParent()
-            for item in value:
-                array.values.add().string_value = item
-        else:
+        texts = isinstance(value, list) and all(isinstance(item, str) for item in value)
+        if not (isinstance(value, str) or texts):
             return False
+        _set_value(attributes.add(key=key).value, value)
     return True
 
 
