@@ -394,7 +394,7 @@ def agent_tracer_provider(args: argparse.Namespace) -> tuple[Any, Any]:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     from pathgrade.batch_plane.agents.adapters import EvalContextSpanProcessor
-    from pathgrade.demo.sender import RecordingExporter, exporter_for_url
+    from pathgrade.batch_plane.agents.span_export import RecordingExporter, exporter_for_url
 
     headers = {"authorization": f"Bearer {args.token}"} if args.token else None
     try:

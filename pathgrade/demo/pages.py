@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from pathgrade.batch_plane.agents.span_export import exporter_for_url
 from pathgrade.demo.scenarios import SCENARIO_PROMPT_INJECTION, TurnPlan, iter_turns
-from pathgrade.demo.sender import exporter_for_url, send_demo_traces
+from pathgrade.demo.sender import send_demo_traces
 from pathgrade.schemas.demo_marks import DEMO_OWNER, DEMO_RESOURCE_KEY, DEMO_RESOURCE_VALUE
 
 DEMO_DIR = "demo"

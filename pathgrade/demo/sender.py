@@ -8,14 +8,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer, set_span_in_context
 
+from pathgrade.batch_plane.agents.span_export import RecordingExporter, exporter_for_url
 from pathgrade.demo.options import DEMO_DEFAULTS
 from pathgrade.demo.scenarios import (
     NEGATIVE_FEEDBACK_SCENARIOS,
@@ -112,28 +112,6 @@ class DemoExportError(RuntimeError):
     """The OTLP exporter reported that spans could not be delivered."""
 
 
-class RecordingExporter(SpanExporter):
-    """Wraps an exporter and counts the batches and spans it failed to deliver."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-        self.failed_batches = 0
-        self.failed_spans = 0
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        result = self.inner.export(spans)
-        if result is not SpanExportResult.SUCCESS:
-            self.failed_batches += 1
-            self.failed_spans += len(spans)
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self.inner.force_flush(timeout_millis)
-
-
 def _check_run_arguments(traces: int, rate_per_s: float | None, stop: object) -> None:
     if traces < 0:
         raise ValueError(f"traces must be >= 0, got {traces}")
@@ -213,28 +191,6 @@ def send_demo_traces(
             f"batch(es), {recorder.failed_spans} span(s) not accepted (is the collector up?)"
         )
     return summary
-
-
-def exporter_for_url(otlp_url: str, headers: dict[str, str] | None = None) -> SpanExporter:
-    """The official OTLP span exporter for http(s)://host:port or grpc://host:port."""
-    parts = urlsplit(otlp_url)
-    accepted = "http://host:port or https://host:port (optionally ending in /v1/traces) or grpc://host:port"
-    if parts.scheme not in ("http", "https", "grpc") or not parts.netloc:
-        raise ValueError(f"otlp_url {otlp_url!r} is not an OTLP endpoint; use {accepted}")
-    if parts.scheme == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-            OTLPSpanExporter as GrpcSpanExporter,
-        )
-
-        return GrpcSpanExporter(endpoint=parts.netloc, insecure=True, headers=headers)
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-        OTLPSpanExporter as HttpSpanExporter,
-    )
-
-    endpoint = otlp_url.rstrip("/")
-    if not endpoint.endswith("/v1/traces"):
-        endpoint += "/v1/traces"
-    return HttpSpanExporter(endpoint=endpoint, headers=headers)
 
 
 def run_demo(

@@ -22,13 +22,13 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode, set_span_in_context
+from pathgrade.batch_plane.agents.span_export import exporter_for_url
 from pathgrade.schemas.layers import LAYERS, OTHER
 from pathgrade.schemas.message_auth import MESSAGE_KEY_FILE_ENV
 from pathgrade.schemas.topics import SPANS_TOPIC
 
 from examples.seeded_defects.agent import BUILDS, CATCHING_METRICS
 from pathgrade.demo.scenarios import CLEAN_SCENARIOS, TurnPlan, plan_turns
-from pathgrade.demo.sender import exporter_for_url
 from pathgrade.demo.sender import send_demo_traces as send
 from tests.integration.conftest import PathgradeProcess, start_collector, start_stack, wait_until
 from tests.integration.test_harness import HARNESS_BUILDS

@@ -79,8 +79,10 @@ ALLOWED: dict[str, set[str]] = {
     "demo.options": set(),
     "demo.scenarios": BOTTOM,
     "demo.writers": BOTTOM | {"demo.options", "demo.scenarios"},
-    "demo.sender": BOTTOM | {"demo.options", "demo.scenarios", "demo.writers"},
-    "demo.pages": BOTTOM | {"demo.options", "demo.scenarios", "demo.writers", "demo.sender"},
+    "demo.sender": BOTTOM
+    | {"batch_plane.agents", "demo.options", "demo.scenarios", "demo.writers"},
+    "demo.pages": BOTTOM
+    | {"batch_plane.agents", "demo.options", "demo.scenarios", "demo.writers", "demo.sender"},
     "web": BELOW_PATHGRADE,
     "stack": BELOW_PATHGRADE | {"web"} | DEMO,
     **{helper: BELOW_PATHGRADE | {"stack", "web"} | DEMO | CLI_HELPERS for helper in CLI_HELPERS},

@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from pathgrade.batch_plane.agents.span_export import exporter_for_url
 
 from pathgrade.demo.scenarios import (
     FAILURE_SCENARIOS,
@@ -30,7 +31,7 @@ from pathgrade.demo.scenarios import (
     TurnPlan,
     plan_turns,
 )
-from pathgrade.demo.sender import DemoExportError, exporter_for_url, run_demo, send_demo_traces
+from pathgrade.demo.sender import DemoExportError, run_demo, send_demo_traces
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 CARD = re.compile(r"\b(?:\d{4} ){3}\d{4}\b")
