@@ -1,5 +1,5 @@
 """The store reached through the running stack's store owner: its loopback endpoint
-(`pathgrade.web.endpoint`), with the owner's token. Every query runs read-only there;
+(`pathgrade.stack.store_endpoint`), with the owner's token. Every query runs read-only there;
 writes are the owner's typed inserts."""
 
 from __future__ import annotations

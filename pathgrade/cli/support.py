@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pathgrade.schemas.store import Store
-from pathgrade.web.metrics import parse_listen, serve_metrics
+from pathgrade.stack.metrics import parse_listen, serve_metrics
 
 DEFAULT_DATA_DIR = Path("pathgrade-data")
 

@@ -91,6 +91,7 @@ from pathgrade.stack.messages import (
     Suspend,
     Suspended,
 )
+from pathgrade.stack.metrics import MetricsServer, prometheus_text
 from pathgrade.stack.options import StackOptions
 from pathgrade.stack.ownership import broker_lease, process_started
 from pathgrade.stack.priority import lower_thread_priority
@@ -111,7 +112,6 @@ from pathgrade.stack.status import (
 )
 from pathgrade.stack.store_access import facts_key_file
 from pathgrade.stack.store_owner import StoreOwner
-from pathgrade.web.metrics import MetricsServer, prometheus_text
 
 if TYPE_CHECKING:
     from multiprocessing.queues import Queue

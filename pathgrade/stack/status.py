@@ -17,8 +17,8 @@ from typing import Any
 
 from pathgrade.realtime_plane.coverage import DETECTOR_ERRORS, consumers_coverage
 from pathgrade.realtime_plane.delays import P99
+from pathgrade.stack.metrics import Sample, labelled_samples
 from pathgrade.web.health import stalls_in
-from pathgrade.web.metrics import Sample, labelled_samples
 
 Snapshot = dict[str, Any]
 _MB = 1024 * 1024
@@ -261,7 +261,7 @@ def _detector_errors(workers: list[dict[str, Any] | None]) -> dict[str, int]:
 
 
 def snapshot_samples(snapshot: Snapshot) -> list[Sample]:
-    """A snapshot as metric samples (`pathgrade.web.metrics`): realtime processes labelled
+    """A snapshot as metric samples (`pathgrade.stack.metrics`): realtime processes labelled
     `worker`, the bundled broker's memory as `pathgrade_broker_rss_bytes`."""
     samples = labelled_samples("store_writer", {}, snapshot["store_writer"])
     if snapshot.get("collector") is not None:

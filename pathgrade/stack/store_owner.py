@@ -19,7 +19,7 @@ from pathgrade.schemas.stalls import STALLED
 from pathgrade.stack.ownership import DataDirLock, read_state, stop_stale_processes
 from pathgrade.stack.priority import keep_native_threads_lowered, lower_thread_priority
 from pathgrade.stack.status import summed
-from pathgrade.web.endpoint import QueryServer
+from pathgrade.stack.store_endpoint import QueryServer
 from pathgrade.web.rendering import UiSettings
 from pathgrade.web.server import UiServer
 from pathgrade.web.viewers import Viewers

@@ -27,7 +27,7 @@ from pathgrade.realtime_plane.monitor_alerts import bad_turns, duration
 from pathgrade.realtime_plane.rollups import MONITOR_TURNS
 from pathgrade.schemas.monitors import SPLIT_DIMENSIONS
 from pathgrade.schemas.rollups import TURNS
-from pathgrade.web.metrics import metric_name
+from pathgrade.web.metric_names import metric_name
 
 METRIC = metric_name("realtime", MONITOR_TURNS)
 GROUP = "pathgrade-monitors"

@@ -1,5 +1,5 @@
 """The production UI's health: the boxes' own `/metrics` (Prometheus text, as
-`pathgrade.web.metrics` writes it) read back into the status snapshot `pathgrade up`
+`pathgrade.stack.metrics` writes it) read back into the status snapshot `pathgrade up`
 takes, so the health page and the stopped-pipeline banner work the same on both.
 
 Each URL is one box; the box's kind comes from its metric names
@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from pathgrade.web.metrics import GAUGES
+from pathgrade.web.metric_names import GAUGES
 
 PROCESSES = ("collector", "store_writer", "realtime", "scorer", "broker")
 _SAMPLE = re.compile(r"^pathgrade_([a-z0-9_]+?)(\{[^}]*\})? (\S+)$")

@@ -227,7 +227,7 @@ def exported_metrics() -> set[str]:
     from pathgrade.realtime_plane.sinks import WebhookStats
     from pathgrade.schemas.stalls import STALLED, WRITE_FAILURES
 
-    from pathgrade.web.metrics import metric_name
+    from pathgrade.web.metric_names import metric_name
 
     webhook = {f"webhook_{k}" for k in asdict(WebhookStats()) if k != "latest_error"}
     counters = {

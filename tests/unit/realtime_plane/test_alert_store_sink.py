@@ -15,7 +15,7 @@ from pathgrade.realtime_plane.delivery import SEQ_COLUMNS
 from pathgrade.realtime_plane.sinks import NumberedAlert, StoreAlertSink
 from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
 
-from pathgrade.web.endpoint import QueryServer
+from pathgrade.stack.store_endpoint import QueryServer
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 from tests.unit.realtime_plane.test_realtime_webhook import alert
 

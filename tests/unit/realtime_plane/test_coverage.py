@@ -12,9 +12,9 @@ from pathgrade.realtime_plane.evaluate import Evaluation, TurnEvaluator
 from pathgrade.schemas.model import SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK, Trace
 from starlette.testclient import TestClient
 
+from pathgrade.stack.metrics import labelled_samples, prometheus_text
 from pathgrade.stack.status import coverage_of, snapshot_of, status_line, status_report
 from pathgrade.web.app import create_app
-from pathgrade.web.metrics import labelled_samples, prometheus_text
 from pathgrade.web.rendering import UiSettings
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 from tests.support.traces import TraceBuilder

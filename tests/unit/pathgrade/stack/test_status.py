@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pathgrade.realtime_plane.delays import P99
 
+from pathgrade.stack.metrics import prometheus_text
 from pathgrade.stack.status import (
     plus_earlier,
     snapshot_samples,
@@ -18,8 +19,7 @@ from pathgrade.stack.status import (
     summed,
 )
 from pathgrade.stack.store_access import StatusUnavailable, stack_status
-from pathgrade.web.endpoint import QueryServer
-from pathgrade.web.metrics import prometheus_text
+from pathgrade.stack.store_endpoint import QueryServer
 
 
 def snapshot(
@@ -160,8 +160,8 @@ def test_counter_sets_add_key_by_key_and_skip_what_is_not_a_count() -> None:
 
 
 def test_line_report_and_metrics_say_what_is_stalled_and_what_was_restarted() -> None:
+    from pathgrade.stack.metrics import prometheus_text
     from pathgrade.stack.status import snapshot_samples
-    from pathgrade.web.metrics import prometheus_text
 
     before = snapshot(0.0, 10, 10, [5])
     now = snapshot(

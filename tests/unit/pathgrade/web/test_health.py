@@ -39,7 +39,7 @@ def test_a_stall_comes_before_the_stop_it_explains() -> None:
 
 def test_a_scraped_box_says_that_it_is_stalled() -> None:
     """A production box's /metrics read back (`scraped_status`, which keeps no labels)."""
-    from pathgrade.web.metrics import labelled_samples, prometheus_text
+    from pathgrade.stack.metrics import labelled_samples, prometheus_text
     from pathgrade.web.scraped_status import parse_metrics
 
     counters = {"accepted_spans": 1, "stalled": {"the spill": "[Errno 28] No space left"}}

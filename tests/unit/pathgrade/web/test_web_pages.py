@@ -423,7 +423,7 @@ def test_run_means_by_layer_leave_out_efficiency_and_undecided_scores() -> None:
 
 
 def test_metrics_text_reads_back_into_a_status_snapshot() -> None:
-    from pathgrade.web.metrics import prometheus_text
+    from pathgrade.stack.metrics import prometheus_text
     from pathgrade.web.scraped_status import parse_metrics
 
     text = prometheus_text([

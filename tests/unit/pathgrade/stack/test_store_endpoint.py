@@ -16,7 +16,7 @@ from pathgrade.batch_plane.store.client import ClientStore, QueryError
 from pathgrade.batch_plane.store.remote import TOKEN_HEADER, RemoteStore
 from pathgrade.schemas.alerts import ALERT_COLUMNS
 
-from pathgrade.web.endpoint import QueryServer
+from pathgrade.stack.store_endpoint import QueryServer
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 from tests.unit.realtime_plane.test_realtime_webhook import alert
 

@@ -13,14 +13,14 @@ from pathgrade.realtime_plane.delays import P99
 from prometheus_client.parser import text_string_to_metric_families
 
 from pathgrade.cli.support import CliError, served_metrics
-from pathgrade.stack.status import snapshot_samples
-from pathgrade.web.metrics import (
+from pathgrade.stack.metrics import (
     CONTENT_TYPE,
     MetricsServer,
     labelled_samples,
     parse_listen,
     prometheus_text,
 )
+from pathgrade.stack.status import snapshot_samples
 
 
 def parsed(text: str) -> dict[str, tuple[str, list[tuple[dict, float]]]]:

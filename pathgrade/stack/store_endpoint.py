@@ -39,8 +39,8 @@ from typing import Any
 from pathgrade.batch_plane.store import catalog
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, RowsRejected
 from pathgrade.batch_plane.store.remote import TOKEN_HEADER
-from pathgrade.web.http_handler import QuietHandler
-from pathgrade.web.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from pathgrade.stack.http_handler import QuietHandler
+from pathgrade.stack.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 WRITABLE_TABLES = frozenset({

@@ -19,27 +19,12 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 
 from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS, coverage_rows
-from pathgrade.realtime_plane.delays import MAX, P50, P99
 from pathgrade.realtime_plane.rollups import MONITOR_TURNS
 from pathgrade.schemas.stalls import STALLED
-from pathgrade.web.http_handler import QuietHandler
+from pathgrade.stack.http_handler import QuietHandler
+from pathgrade.web.metric_names import CONTENT_TYPE, GAUGES, Sample, metric_name
 
 log = logging.getLogger(__name__)
-
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-GAUGES = frozenset(
-    {"traces_held", "spans_held", "spill_bytes", "log_bytes", "dead_letter_messages"}
-    | {"rss_bytes", "coverage_ratio", "failing", P50, P99, MAX, STALLED}
-)
-"""Counter names that are levels, not cumulative counts."""
-
-Sample = tuple[str, Mapping[str, str], Mapping[str, Any]]
-"""(process, labels, counter name -> number); values that are not numbers are skipped."""
-
-
-def metric_name(process: str, counter: str) -> str:
-    """`pathgrade_<process>_<counter>`, with `_total` unless the counter is a level."""
-    return f"pathgrade_{process}_{counter}" + ("" if counter in GAUGES else "_total")
 
 
 def _metric(process: str, counter: str) -> tuple[str, str]:
