@@ -36,9 +36,9 @@ CHILD_FLAG = "--serve-receiver"
 def serve() -> None:
     """Child: run this python's receiver with a pipeline that accepts every span; answer
     the parent's commands on stdin ("cpu": this process's CPU seconds; "stop")."""
-    from pathgrade.collector.auth import TokenAuth
     from pathgrade.collector.http_receiver import OtlpHttpServer
     from pathgrade.collector.pipeline import IngestResult
+    from pathgrade.transport.bearer_tokens import TokenAuth
 
     class AcceptEverything:
         def ingest(self, request: Any, tenant: str, *args: Any, **kwargs: Any) -> IngestResult:

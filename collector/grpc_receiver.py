@@ -23,10 +23,10 @@ import grpc
 from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import DecodeError, Message
 from google.rpc import code_pb2, error_details_pb2, status_pb2
-from pathgrade.collector.auth import TokenAuth, Unauthenticated
 from pathgrade.collector.otlp_json import LOGS, TRACES, Signal
 from pathgrade.collector.pipeline import IngestPipeline
 from pathgrade.collector.spill import SpillFull
+from pathgrade.transport.bearer_tokens import TokenAuth, Unauthenticated
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"

@@ -34,7 +34,6 @@ from http import HTTPStatus
 from typing import Any
 
 from google.protobuf.message import DecodeError
-from pathgrade.collector.auth import TokenAuth, Unauthenticated
 from pathgrade.collector.http_answers import (
     JSON,
     PROTOBUF,
@@ -64,6 +63,7 @@ from pathgrade.collector.otlp_json import (
 from pathgrade.collector.pipeline import IngestPipeline, IngestResult
 from pathgrade.collector.spill import SpillFull
 from pathgrade.collector.validate import Rejections
+from pathgrade.transport.bearer_tokens import TokenAuth, Unauthenticated
 
 log = logging.getLogger(__name__)
 

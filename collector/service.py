@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from kafka.errors import KafkaError
-from pathgrade.collector.auth import TokenAuth
 from pathgrade.collector.config import CollectorConfig, load_request_patterns
 from pathgrade.collector.dead_letter import DeadLetterFile
 from pathgrade.collector.facts import FactMaker, load_secret
@@ -30,6 +29,7 @@ from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.pii import PiiScanner
 from pathgrade.schemas.stalls import STALLED, WRITE_FAILURES
+from pathgrade.transport.bearer_tokens import TokenAuth
 from pathgrade.transport.signing import signing
 
 log = logging.getLogger(__name__)

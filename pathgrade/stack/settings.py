@@ -10,10 +10,10 @@ import yaml
 from pydantic import ValidationError
 
 from pathgrade.batch_plane.export.config import ExportConfig
-from pathgrade.collector.auth import TokenAuth
 from pathgrade.collector.config import CollectorConfig
 from pathgrade.detectors import PolicyError, load_policy
 from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.transport.bearer_tokens import TokenAuth
 
 
 class StackSettingsError(ValueError):

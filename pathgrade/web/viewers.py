@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pathgrade.batch_plane.store.tenancy import EVERY_TENANT, Viewer
-from pathgrade.collector.auth import TokenAuth, Unauthenticated
+from pathgrade.transport.bearer_tokens import TokenAuth, Unauthenticated
 
 TOKEN_COOKIE = "pathgrade_token"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pathgrade.collector.auth import TokenAuth, Unauthenticated
+from pathgrade.transport.bearer_tokens import TokenAuth, Unauthenticated
 
 
 def test_without_a_token_file_every_request_is_default() -> None:
