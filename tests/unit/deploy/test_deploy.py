@@ -305,3 +305,19 @@ def test_the_monitor_rules_are_the_example_policys_objectives_generated_and_pars
             assert f'service="{monitor.service}"' in rule["expr"]
         by = "by (tenant, service)" if monitor.slice == "service" else "by (tenant)"
         assert rule["expr"].count(by) == 5
+
+
+def test_the_compose_clickhouse_bounds_its_own_log_tables() -> None:
+    """Every ClickHouse log table the embedded store's test lists gets a TTL on the server
+    compose runs, through the config file it mounts (docs/scale.md)."""
+    from xml.etree import ElementTree
+
+    from tests.unit.batch_plane.store.test_system_tables import SYSTEM_LOGS
+
+    config = DEPLOY / "clickhouse" / "system-logs.xml"
+    mount = f"./clickhouse/{config.name}:/etc/clickhouse-server/config.d/{config.name}:ro"
+    assert mount in compose_services()["clickhouse"]["volumes"]
+    ttls = {log.tag: log.findtext("ttl") or "" for log in ElementTree.parse(config).getroot()}
+    assert set(SYSTEM_LOGS) <= set(ttls)
+    for log, ttl in ttls.items():
+        assert re.fullmatch(r"(event|finish)_date \+ INTERVAL [1-7] DAY DELETE", ttl), log
