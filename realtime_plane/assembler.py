@@ -369,14 +369,19 @@ class TurnAssembler:
     def _held_back(self, key: TraceKey, held: _Held, shape: TurnShape) -> bool:
         """Whether another held trace of the turn's conversation has a span not yet
         graded that started before the turn (its earlier turn goes first); the trace then
-        waits to be woken when that trace grades or leaves."""
+        waits to be woken when that trace grades or leaves. Two traces never wait for each
+        other: a trace waits only for one whose earliest open span (an enclosing server
+        span counts) started before its own, ties going by trace key, so two requests of
+        one conversation that overlap in time are graded in the order they started."""
         conversation = held.conversation
         if not conversation:
             return False
         start = shape.top.start_ns
+        mine = (held.open_start, key)
         ckey = (key[0], conversation)
         for other in self._conversations.get(ckey, ()):
-            if other != key and self._held[other].open_start < start:
+            theirs = self._held[other].open_start
+            if other != key and theirs < start and (theirs, other) < mine:
                 self._waiting.setdefault(ckey, set()).add(key)
                 self.stats.held_back += 1
                 return True

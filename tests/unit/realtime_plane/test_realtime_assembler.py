@@ -170,6 +170,21 @@ def test_turns_of_a_conversation_are_graded_in_start_order() -> None:
     assert a.stats.held_back >= 1
 
 
+def test_two_overlapping_requests_of_a_conversation_never_wait_for_each_other() -> None:
+    """Two turns of one conversation, each inside a server span whose parent is remote,
+    started within the server spans' lead of each other: each trace's server span started
+    before the other's agent span, yet neither waits the parent wait for the other; the
+    request that started first goes first."""
+    a = TurnAssembler(quiet_window_s=1.0, parent_wait_s=5.0)
+    for trace, start in (("b", 100), ("a", 100)):
+        a.add(0, 0, [span(trace, f"agent-{trace}", f"srv-{trace}", flags=LOCAL, agent=True,
+                          conversation="c", start=start),
+                     span(trace, f"srv-{trace}", "gateway", flags=REMOTE, conversation="c",
+                          start=start - 5, model=False)], now=0.0)  # fmt: skip
+    assert tops(a.due(1.0)) == ["agent-a", "agent-b"]
+    assert a.traces_held == 0
+
+
 def test_a_conversation_turn_waits_for_an_earlier_one_only_so_long() -> None:
     a = TurnAssembler(quiet_window_s=1.0, parent_wait_s=5.0, max_age_s=300)
     a.add(0, 0, [span("a", "t1", "x", flags=LOCAL, conversation="c", start=100)], now=0.0)
