@@ -14,7 +14,7 @@ import ast
 import re
 from pathlib import Path
 
-from tests.support.imports import PACKAGE_DIRS
+from pathgrade.cli.layout import PACKAGE_DIRS
 
 SQL_START = re.compile(
     r"[\s(]*(?:SELECT|INSERT\s+INTO|ALTER\s+TABLE|CREATE|DROP|TRUNCATE|OPTIMIZE\s+TABLE|"
