@@ -3,5 +3,6 @@
 Installed as one namespace: the layers `schemas`, `transport`, `collector`, `detectors`,
 `realtime_plane` and `batch_plane` keep their top-level folders and install as
 `pathgrade.<layer>` (pyproject's package-dir mapping). Inside this folder, rooms import
-downwards only: `cli` -> `stack` -> `web`; `demo` imports none of them.
+downwards only: `cli` -> `stack` -> `web`; `demo` imports none of them (the rules, as data:
+`pathgrade.cli.layout`).
 """

@@ -17,6 +17,10 @@ Numbers go up in the order the plane's inserts are stored (one insert at a time 
 plane, and a partition has one reader at a time), so a number read from the table is
 never followed by a lower one appearing later; one the store refused or merged away is
 passed over once the store has numbers past it.
+
+The plane reads and writes these tables through `schemas.alert_store.AlertStore` (the
+store room's `batch_plane.store.deliveries.AlertRecords`, handed in where the plane is
+built): no SQL here.
 """
 
 from __future__ import annotations
@@ -24,50 +28,20 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
-from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
+from pathgrade.schemas.alert_store import AlertStore
+from pathgrade.schemas.alerts import Alert
 
-SEQ_COLUMNS = ("SpansPartition", "PartitionSeq")
-"""The columns of table `alerts` that number each alert within its partition."""
 MONITOR_STREAM = -2
 """The `SpansPartition` of the monitors' alerts: numbered in a stream of their own, which
 the owner of partition 0 writes and delivers (`realtime_plane.monitors`); -1 is the rows
 written before alerts were numbered."""
-_CURSOR_COLUMNS = ["Webhook", "SpansPartition", "NextSeq", "SavedAtNs"]
 
 
 def webhook_id(url: str) -> str:
     """The key of a webhook's cursors: a hash of its URL (credentials in it never reach the
     table; another URL starts from the alerts found after it was set)."""
     return hashlib.sha256(url.encode()).hexdigest()[:16]
-
-
-def latest_numbers(store: Any) -> dict[int, int]:
-    """Partition (or MONITOR_STREAM) -> the highest alert number stored for it."""
-    result = store.query(
-        "SELECT SpansPartition, max(PartitionSeq) FROM alerts WHERE SpansPartition != -1 "
-        "GROUP BY SpansPartition",
-        readonly=True,
-    )
-    return {int(partition): int(number) for partition, number in result.rows}
-
-
-def alerted_since(
-    store: Any, partitions: set[int], since_ns: int
-) -> dict[tuple[str, str], set[str]]:
-    """(tenant, trace id) -> the keys of the alerts stored for `partitions` found at or after
-    `since_ns`: what an earlier reader of the partitions already alerted."""
-    result = store.query(
-        "SELECT Tenant, TraceId, AlertKey FROM alerts "
-        "WHERE SpansPartition IN {partitions:Array(Int32)} AND DetectedAtNs >= {since:Int64}",
-        {"partitions": sorted(partitions), "since": since_ns},
-        readonly=True,
-    )
-    out: dict[tuple[str, str], set[str]] = {}
-    for tenant, trace_id, key in result.rows:
-        out.setdefault((tenant, trace_id), set()).add(key)
-    return out
 
 
 @dataclass
@@ -138,38 +112,21 @@ class PartitionProgress:
 
 class AlertBacklog:
     """The alerts table seen by one webhook: its saved cursors and the stored alerts of a
-    range of numbers."""
+    range of numbers (through the store room's `AlertStore`)."""
 
-    def __init__(self, store: Any, url: str) -> None:
-        self.store = store
+    def __init__(self, records: AlertStore, url: str) -> None:
+        self.records = records
         self.webhook = webhook_id(url)
 
     def cursors(self) -> dict[int, int]:
         """Partition -> the saved cursor (first number not delivered)."""
-        result = self.store.query(
-            "SELECT SpansPartition, max(NextSeq) FROM webhook_cursors "
-            "WHERE Webhook = {webhook:String} GROUP BY SpansPartition",
-            {"webhook": self.webhook},
-            readonly=True,
-        )
-        return {int(partition): int(cursor) for partition, cursor in result.rows}
+        return self.records.webhook_cursors(self.webhook)
 
     def save(self, cursors: dict[int, int]) -> None:
         """Save cursors (a partition's highest saved cursor is the one that counts)."""
-        if cursors:
-            now = time.time_ns()
-            rows = [[self.webhook, p, cursor, now] for p, cursor in sorted(cursors.items())]
-            self.store.insert("webhook_cursors", rows, _CURSOR_COLUMNS)
+        self.records.save_webhook_cursors(self.webhook, cursors, time.time_ns())
 
     def read(self, partition: int, first: int, last: int, limit: int) -> list[tuple[int, Alert]]:
         """The stored alerts numbered `first`..`last` of `partition`, in order, at most
         `limit` (a number stored twice, by a retried insert, once)."""
-        result = self.store.query(
-            f"SELECT PartitionSeq, {', '.join(ALERT_COLUMNS)} FROM alerts "
-            "WHERE SpansPartition = {partition:Int32} "
-            "AND PartitionSeq BETWEEN {first:UInt64} AND {last:UInt64} "
-            "ORDER BY PartitionSeq LIMIT 1 BY PartitionSeq LIMIT {limit:UInt32}",
-            {"partition": partition, "first": first, "last": last, "limit": limit},
-            readonly=True,
-        )
-        return [(int(row[0]), Alert.from_row(row[1:])) for row in result.rows]
+        return self.records.numbered_alerts(partition, first, last, limit)

@@ -34,7 +34,7 @@ from pathgrade.detectors.monitor_policy import (
     ObjectiveMonitor,
     monitor_kind,
 )
-from pathgrade.realtime_plane.delivery import MONITOR_STREAM, SEQ_COLUMNS
+from pathgrade.realtime_plane.delivery import MONITOR_STREAM
 from pathgrade.realtime_plane.monitor_alerts import Episodes, monitor_alert, trace_filter
 from pathgrade.realtime_plane.monitor_figures import (
     Figures,
@@ -47,7 +47,7 @@ from pathgrade.realtime_plane.monitor_figures import (
     window_end,
 )
 from pathgrade.realtime_plane.sinks import NumberedAlert
-from pathgrade.schemas.alerts import ALERT_COLUMNS
+from pathgrade.schemas.alert_store import AlertStore
 from pathgrade.schemas.monitors import (
     BucketCount,
     EpisodeRecord,
@@ -56,7 +56,6 @@ from pathgrade.schemas.monitors import (
     RollupSelection,
 )
 from pathgrade.schemas.rollups import TURNS
-from pathgrade.schemas.store import Store
 
 log = logging.getLogger(__name__)
 RETRY_S = 5.0  # how soon a runner that could not read its state from the store tries again
@@ -100,18 +99,19 @@ class MonitorRunner:
         monitors: MonitorsPolicy,
         policy_name: str,
         reads: MonitorReads,
-        store: Store,
+        alerts: AlertStore,
         prepare: Callable[[], int],
         emit: Callable[[NumberedAlert], None],
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """`prepare()` claims the monitors' stream of alert numbers for delivery and returns
-        the next number; `emit` hands a stored alert to the other sinks; `clock` is Unix
+        """`alerts` stores the episodes' alerts (the store room's `AlertStore`); `prepare()`
+        claims the monitors' stream of alert numbers for delivery and returns the next
+        number; `emit` hands a stored alert to the other sinks; `clock` is Unix
         seconds (injectable: tests set the time)."""
         self.monitors = monitors
         self.policy_name = policy_name
         self.reads = reads
-        self.store = store
+        self.alerts = alerts
         self.prepare = prepare
         self.emit = emit
         self.clock = clock
@@ -235,7 +235,7 @@ class MonitorRunner:
             )  # fmt: skip
             numbered = NumberedAlert(MONITOR_STREAM, self._next_number, alert)
             self._next_number += 1  # used even if the insert fails: it may have landed
-            self.store.insert("alerts", [numbered.row()], [*ALERT_COLUMNS, *SEQ_COLUMNS])
+            self.alerts.insert_alerts([numbered.row()])
         except Exception as exc:  # the store's QueryError or transport errors
             self.stats.monitor_failures += 1
             log.warning("monitor %s: storing its alert failed (tried again next tick): %s",

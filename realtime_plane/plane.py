@@ -31,12 +31,7 @@ from pathgrade.realtime_plane.assembler import DueTurn, TurnAssembler
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS
 from pathgrade.realtime_plane.delays import DelayWindow
-from pathgrade.realtime_plane.delivery import (
-    MONITOR_STREAM,
-    AlertBacklog,
-    alerted_since,
-    latest_numbers,
-)
+from pathgrade.realtime_plane.delivery import MONITOR_STREAM, AlertBacklog
 from pathgrade.realtime_plane.evaluate import Evaluation, TurnEvaluator
 from pathgrade.realtime_plane.monitors import MonitorReads, MonitorRunner
 from pathgrade.realtime_plane.rollups import MONITOR_TURNS, TurnRollups
@@ -50,10 +45,10 @@ from pathgrade.realtime_plane.sinks import (
     WebhookSink,
 )
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
+from pathgrade.schemas.alert_store import AlertStore
 from pathgrade.schemas.alerts import Alert
 from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.otlp import reader_built
-from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     kafka_client_settings,
@@ -96,12 +91,14 @@ class RealtimePlane:
     def __init__(
         self,
         config: RealtimeConfig,
-        alert_store: Store | None = None,
+        alert_store: AlertStore | None = None,
         clock: Callable[[], float] = time.monotonic,
         monitor_reads: MonitorReads | None = None,
         monitor_clock: Callable[[], float] = time.time,
     ) -> None:
-        """`monitor_reads` (the store's queries of the monitors' tables) evaluates the
+        """`alert_store` (the store room's `AlertRecords` over the store) stores the
+        alerts, their numbers and the webhook's delivery cursors; without it alerts are not
+        stored. `monitor_reads` (the store's queries of the monitors' tables) evaluates the
         policy's monitors in the consumer that owns partition 0, with `monitor_clock`'s
         Unix seconds as now; without it (or without `alert_store`) they are not evaluated."""
         self.config = config
@@ -183,7 +180,8 @@ class RealtimePlane:
     def _claim_monitor_stream(self) -> int:
         """Have the webhook deliver the monitors' alerts (from its saved cursor); the next
         number of the stream. Raises the store's errors."""
-        stored = latest_numbers(self.alert_store)
+        assert self.alert_store is not None  # the monitors run only with a store
+        stored = self.alert_store.latest_numbers()
         if self.webhook is not None:
             self.webhook.claim({MONITOR_STREAM}, stored)
         return stored.get(MONITOR_STREAM, 0) + 1
@@ -364,7 +362,7 @@ class RealtimePlane:
         """Number the alerts of `partitions` on from the highest number the table holds for
         each, and have the webhook deliver them from its saved cursors. Raises the store's
         errors (the alerts then wait: `_deliver_alerts`)."""
-        stored = latest_numbers(self.alert_store) if self.alert_store is not None else {}
+        stored = self.alert_store.latest_numbers() if self.alert_store is not None else {}
         if self.webhook is not None:
             self.webhook.claim(partitions, stored)
         for partition in partitions:
@@ -475,7 +473,7 @@ class RealtimePlane:
         if self.alert_store is None:
             return
         since_ns = time.time_ns() - int(2 * self.config.max_age_s * 1e9)
-        for trace, keys in alerted_since(self.alert_store, partitions, since_ns).items():
+        for trace, keys in self.alert_store.alerted_since(partitions, since_ns).items():
             self.evaluator.alerted(trace, keys)
 
     def revoke(self, partitions: set[int]) -> None:

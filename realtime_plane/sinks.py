@@ -24,11 +24,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pathgrade.realtime_plane.delivery import SEQ_COLUMNS, AlertBacklog, PartitionProgress
+from pathgrade.realtime_plane.delivery import AlertBacklog, PartitionProgress
 from pathgrade.realtime_plane.webhook_http import WebhookConnection, WebhookProtocolError
+from pathgrade.schemas.alert_store import AlertStore
 from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
-from pathgrade.schemas.rollups import ROLLUP_COLUMNS
-from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import ALERT_LOGGER
 
 log = logging.getLogger(__name__)
@@ -112,7 +111,7 @@ class StoreAlertSink:
     """
 
     def __init__(
-        self, store: Store, on_stored: Callable[[dict[int, int]], None] | None = None
+        self, store: AlertStore, on_stored: Callable[[dict[int, int]], None] | None = None
     ) -> None:
         self.store = store
         self.on_stored = on_stored
@@ -145,7 +144,7 @@ class StoreAlertSink:
             rollups, self.pending_rollups = self.pending_rollups, []
         try:
             if rollups:
-                self.store.insert("monitor_rollups", rollups, list(ROLLUP_COLUMNS))
+                self.store.insert_rollups(rollups)
             rollups = []
             if rows:
                 self._insert(rows)
@@ -157,9 +156,9 @@ class StoreAlertSink:
 
     def _insert(self, rows: list[list[Any]]) -> None:
         """Insert `rows`; those the store cannot encode (it halves the batch to find them:
-        `insert_encodable`) are logged, counted and dropped. Any other failure propagates
+        `insert_encodable_alerts`) are logged, counted and dropped. Any other failure propagates
         and the caller keeps all of `rows` pending."""
-        rejected = self.store.insert_encodable("alerts", rows, [*ALERT_COLUMNS, *SEQ_COLUMNS])
+        rejected = self.store.insert_encodable_alerts(rows)
         for row, reason in rejected:
             self.rejected += 1
             fields = dict(zip(ALERT_COLUMNS, row, strict=False))

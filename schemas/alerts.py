@@ -22,6 +22,9 @@ ALERT_COLUMNS: tuple[str, ...] = (
     "Service", "Agent", "ConversationId", "RiskTier", "Policy", "Details", "Incomplete",
     "TraceStartNs", "TraceEndNs", "DetectedAtNs", "TurnSpanId",
 )  # DetectedAt is derived from DetectedAtNs by the table  # fmt: skip
+SEQ_COLUMNS = ("SpansPartition", "PartitionSeq")
+"""The columns of table `alerts` after ALERT_COLUMNS that number each alert within its
+partition of `pathgrade.spans` (or its stream: the realtime plane's `realtime_plane.delivery`)."""
 
 
 class Alert(BaseModel):

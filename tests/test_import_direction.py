@@ -1,12 +1,16 @@
-"""Imports point down the layer table, no plane imports another, no circle between rooms
-(tests/support/imports.py holds the rules), and SQL text lives only in the store room and the
-migrations (tests/support/sql_text.py). Pure: the sources are parsed, never imported."""
+"""Imports point down the layout table, no plane imports another, no circle between rooms
+(pathgrade/cli/layout.py holds the rules, tests/support/imports.py checks the sources against
+them), and SQL text lives only in the store room and the migrations
+(tests/support/sql_text.py). Pure: the sources are parsed, never imported."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from pathgrade.cli import layout
 from tests.support.imports import library_violations, module_imports, source_modules, violations
 from tests.support.paths import REPO_ROOT
-from tests.support.sql_text import STILL_TO_MOVE, sql_holders, sql_literals
+from tests.support.sql_text import sql_holders, sql_literals
 
 
 def test_the_code_base_keeps_the_house_rules() -> None:
@@ -65,11 +69,8 @@ def test_lazy_and_relative_imports_are_read() -> None:
 
 
 def test_sql_text_lives_only_in_the_store_room_and_the_migrations() -> None:
-    holders = sql_holders(REPO_ROOT)
-    strays = {path: found[0] for path, found in holders.items() if path not in STILL_TO_MOVE}
+    strays = {path: found[0] for path, found in sql_holders(REPO_ROOT).items()}
     assert strays == {}, "SQL outside batch_plane/store/: call a typed query of the store room"
-    moved = sorted(STILL_TO_MOVE - holders.keys())
-    assert moved == [], "these hold no SQL any more: take them off STILL_TO_MOVE"
 
 
 def test_a_stray_statement_is_reported_and_prose_is_not() -> None:
@@ -89,3 +90,54 @@ def test_a_stray_statement_is_reported_and_prose_is_not() -> None:
         (6, "SELECT Code, count() FROM alerts FINAL WHERE {}  GROUP BY Code"),
         (9, "ALTER TABLE spans ADD COLUMN X String"),
     ]
+
+
+def test_sql_in_a_plane_is_found_and_sql_in_the_store_room_is_not(tmp_path: Path) -> None:
+    statement = 'ROWS = "SELECT 1 FROM alerts"\n'
+    for module in ("realtime_plane/delivery.py", "batch_plane/store/alerts.py"):
+        (tmp_path / module).parent.mkdir(parents=True)
+        (tmp_path / module).write_text(statement)
+    assert sql_holders(tmp_path) == {"realtime_plane/delivery.py": [(1, "SELECT 1 FROM alerts")]}
+
+
+def test_every_room_imports_only_its_own_folder_and_the_folders_before_it() -> None:
+    seen: set[str] = set()
+    late: list[str] = []
+    for folder in layout.FOLDERS:
+        own = layout.expanded(room.name for room in folder.rooms)
+        seen |= own
+        rules = layout.allowed()
+        late += [f"{room} may import {sorted(rules[room] - seen)}" for room in sorted(own)
+                 if rules[room] - seen]  # fmt: skip
+    assert late == []
+
+
+def test_every_declared_room_holds_modules_and_every_module_is_in_one() -> None:
+    graph = source_modules(REPO_ROOT)
+    assert set(layout.allowed()) == {layout.room_of(module) for module in graph}
+
+
+def test_a_module_in_no_declared_room_is_reported() -> None:
+    graph = {
+        "pathgrade.cli.newcommand": {"pathgrade.schemas.model"},
+        "pathgrade.schemas.model": set(),
+    }
+    assert violations(graph) == [
+        "pathgrade.cli.newcommand is in no room of pathgrade.cli.layout (cli.newcommand)"
+    ]
+
+
+def test_the_layout_table_names_each_folder_and_what_it_may_import() -> None:
+    rows = layout.layout_table().splitlines()[2:]
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| " + (f.path if f.path.startswith("`") else f"`{f.path}`") for f in layout.FOLDERS
+    ]
+    cells = {row.split(" | ")[0][2:]: row.split(" | ")[2] for row in rows}
+    assert cells["`batch_plane/export/`"] == "`schemas/`, `batch_plane/store/` |"
+    assert cells["`schemas/`"].startswith("nothing of ours; libraries: `pydantic`")
+    assert cells["`pathgrade/web/`"] == "the folders above but `pathgrade/demo/` |"
+    assert (
+        "`main`: the folders above and `cli`, `cli.<helper>`, `cli.<command>`"
+        in (cells["`pathgrade/cli/`"])
+    )
+    assert cells["`tests/`"] == "- |"

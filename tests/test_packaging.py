@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tomllib
 
-from tests.support.imports import PACKAGE_DIRS
+from pathgrade.cli.layout import PACKAGE_DIRS
 from tests.support.paths import REPO_ROOT
 
 

@@ -127,6 +127,7 @@ def _follow_alerts(args: argparse.Namespace, store: Store, since: int) -> None:
 
 def _cmd_realtime(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.store.client import StoreUnavailable
+    from pathgrade.batch_plane.store.deliveries import AlertRecords
     from pathgrade.batch_plane.store.monitors import MonitorQueries
     from pathgrade.cli.support import wait_for_signal
     from pathgrade.detectors import PolicyError
@@ -148,7 +149,7 @@ def _cmd_realtime(args: argparse.Namespace) -> int:
     configure_alert_log(LOG_LINE_FORMAT, settings=lines)
     try:
         with open_store(args.data_dir, args.clickhouse, must_exist=False) as store:
-            plane = RealtimePlane(config, store, monitor_reads=MonitorQueries(store))
+            plane = RealtimePlane(config, AlertRecords(store), monitor_reads=MonitorQueries(store))
             plane.start()
             try:
                 with served_metrics(args.metrics_listen, "realtime", plane.counters):

@@ -3,8 +3,9 @@ the configuration tables of docs/collector.md, docs/realtime.md and the other do
 rendered from the models' defaults and field descriptions.
 
 `python -m pathgrade.cli.reference --write` rewrites the tables between their markers,
-the collector's default allow-list in docs/collector.md (and docs/detectors.md from the
-detector registry); without `--write` it names the files that differ and exits 1.
+the collector's default allow-list in docs/collector.md, docs/layout.md's folder table from
+the layering rules (`cli.layout`) (and docs/detectors.md from the detector registry);
+without `--write` it names the files that differ and exits 1.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
 from pathgrade.batch_plane.export.config import ExportConfig
 from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
+from pathgrade.cli.layout import layout_table
 from pathgrade.collector.config import CollectorConfig
 from pathgrade.detectors.catalogue import render as render_catalogue
 from pathgrade.detectors.monitor_policy import (
@@ -70,6 +72,7 @@ GENERATED = {"docs/detectors.md": render_catalogue}
 """Files rendered whole."""
 SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
     "docs/collector.md": {"allowed-keys": allowed_keys_list, "genai-versions": versions_table},
+    "docs/layout.md": {"layout": layout_table},
 }
 """File -> marker -> the function rendering the text between its markers."""
 

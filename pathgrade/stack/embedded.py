@@ -43,6 +43,7 @@ from kafka.errors import KafkaError
 
 from pathgrade.batch_plane.export.exporter import ResultExporter
 from pathgrade.batch_plane.store.client import redact_dsn
+from pathgrade.batch_plane.store.deliveries import AlertRecords
 from pathgrade.batch_plane.store.monitors import MonitorQueries
 from pathgrade.batch_plane.store.remote import RemoteStore
 from pathgrade.collector.config import CollectorConfig
@@ -182,7 +183,9 @@ def _realtime_main(
     with child_process("realtime", events, alert_lines):
         store = RemoteStore(store_url, token)
         plane = RealtimePlane(
-            RealtimeConfig.model_validate(config), store, monitor_reads=MonitorQueries(store)
+            RealtimeConfig.model_validate(config),
+            AlertRecords(store),
+            monitor_reads=MonitorQueries(store),
         )
         plane.counters_ = counters.counters()
         plane.assembler.stats = assembler_stats.counters()

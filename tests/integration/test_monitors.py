@@ -37,6 +37,7 @@ from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.online import OnlineScorer
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.batch_plane.store.deliveries import AlertRecords
 from pathgrade.batch_plane.store.monitors import MonitorQueries
 from pathgrade.batch_plane.store.writer import StoreWriter
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
@@ -205,12 +206,13 @@ class Stack:
         self.lines = AlertLines()
         self.clock = Clock()
         self.undelivered: str | None = None  # the first tick whose alerts missed the webhook
-        self.backlog = AlertBacklog(store, config.webhook_url or "")  # the webhook's cursors
+        # the webhook's cursors
+        self.backlog = AlertBacklog(AlertRecords(store), config.webhook_url or "")
         self.plane = self.new_plane()
 
     def new_plane(self) -> RealtimePlane:
         return RealtimePlane(
-            self.config, self.store, monitor_reads=MonitorQueries(self.store),
+            self.config, AlertRecords(self.store), monitor_reads=MonitorQueries(self.store),
             monitor_clock=self.clock,
         )  # fmt: skip
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pathgrade.batch_plane.store.deliveries import AlertRecords
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.plane import RealtimePlane
 from pathgrade.schemas.agent_turns import turns_of
@@ -102,7 +103,8 @@ def test_a_consumer_joining_and_leaving_during_traffic_loses_and_repeats_nothing
     load = SteadyLoad(http_port, requests, 1 / REQUESTS_PER_S)
     try:
         with open_store(data_dir) as store:  # the owner's, through its endpoint
-            first, second = RealtimePlane(config, store), RealtimePlane(config, store)
+            records = AlertRecords(store)
+            first, second = RealtimePlane(config, records), RealtimePlane(config, records)
             first.start()
             try:
                 wait_until(lambda: first.assigned == ALL, timeout_s=60)

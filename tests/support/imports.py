@@ -1,11 +1,12 @@
-"""The house's import rules as data, and a checker of a module -> imports graph against them.
+"""A checker of a module -> imports graph against the house's import rules, which are data
+in `pathgrade.cli.layout` (the one source; docs/layout.md's folder table is rendered from
+it).
 
-Every module belongs to a *room*: a layer of DESIGN.md's table (`schemas`, `transport`,
-`collector`, `detectors`, `realtime_plane`) or a sub-package of one (`batch_plane.store`,
-`pathgrade.cli`, ...). `ALLOWED` says which other rooms a room may import; anything else is
-an arrow that points up or sideways. A circle between rooms is reported on its own, so a
-rule table that allowed one by mistake would still be caught. `LIBRARIES` says which
-libraries beyond the standard library a room may import (rooms not named there: any).
+Every module belongs to a *room* (`layout.room_of`); `layout.allowed()` says which other
+rooms a room may import; anything else is an arrow that points up or sideways, and a module
+in no declared room is reported too. A circle between rooms is reported on its own, so a
+rule table that allowed one by mistake would still be caught. `layout.libraries()` says
+which libraries beyond the standard library a room may import (rooms not named there: any).
 """
 
 from __future__ import annotations
@@ -15,128 +16,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-BOTTOM = {"schemas"}
-STATS = {"stats"}
-TRANSPORT = {"transport"}
-LAYERS = {"schemas", "stats", "transport", "collector", "detectors", "realtime_plane"}
-BATCH = {
-    "batch_plane.store",
-    "batch_plane.agents",
-    "batch_plane.scoring",
-    "batch_plane.edge",
-    "batch_plane.evaluation",
-    "batch_plane.export",
-}
-CLI_HELPERS = {
-    "cli.support",
-    "cli.output",
-    "cli.agents",
-    "cli.suite_scoring",
-    "cli.alert_follow",
-    "cli.progress",
-    "cli.parser",
-    "cli.reference",
-}
-CLI_COMMANDS = {
-    "cli.stack",
-    "cli.boxes",
-    "cli.demo",
-    "cli.store",
-    "cli.alerts",
-    "cli.monitors",
-    "cli.datasets",
-    "cli.edge",
-    "cli.gate",
-    "cli.scoring",
-    "cli.review",
-    "cli.ui",
-}
-DEMO = {"demo.options", "demo.scenarios", "demo.writers", "demo.sender", "demo.pages"}
-BELOW_PATHGRADE = LAYERS | BATCH | {"batch_plane"}
-PATHGRADE_ROOMS = {"stack", "web", "pathgrade"}
-
-ALLOWED: dict[str, set[str]] = {
-    "schemas": set(),
-    "stats": set(),
-    "transport": BOTTOM,
-    "collector": BOTTOM | TRANSPORT,
-    "detectors": BOTTOM,
-    "realtime_plane": BOTTOM | STATS | TRANSPORT | {"detectors"},
-    "batch_plane": set(),
-    "batch_plane.store": BOTTOM | TRANSPORT,
-    "batch_plane.agents": BOTTOM,
-    "batch_plane.scoring": BOTTOM | TRANSPORT | {"detectors", "batch_plane.store"},
-    "batch_plane.edge": BOTTOM
-    | TRANSPORT
-    | {"detectors", "batch_plane.store", "batch_plane.agents", "batch_plane.scoring"},
-    "batch_plane.evaluation": BOTTOM
-    | STATS
-    | TRANSPORT
-    | {"detectors", "batch_plane.store", "batch_plane.agents", "batch_plane.scoring"},
-    "batch_plane.export": BOTTOM | {"batch_plane.store"},
-    "pathgrade": set(),
-    "demo": set(),
-    "demo.options": set(),
-    "demo.scenarios": BOTTOM,
-    "demo.writers": BOTTOM | {"demo.options", "demo.scenarios"},
-    "demo.sender": BOTTOM
-    | {"batch_plane.agents", "demo.options", "demo.scenarios", "demo.writers"},
-    "demo.pages": BOTTOM
-    | {"batch_plane.agents", "demo.options", "demo.scenarios", "demo.writers", "demo.sender"},
-    "web": BELOW_PATHGRADE,
-    "stack": BELOW_PATHGRADE | {"web"} | DEMO,
-    **{helper: BELOW_PATHGRADE | {"stack", "web"} | DEMO | CLI_HELPERS for helper in CLI_HELPERS},
-    **{
-        command: BELOW_PATHGRADE | {"stack", "web"} | DEMO | CLI_HELPERS for command in CLI_COMMANDS
-    },
-    "cli.main": BELOW_PATHGRADE | {"stack", "web", "cli"} | DEMO | CLI_HELPERS | CLI_COMMANDS,
-    "cli": set(),
-}
-"""Room -> the rooms it may import (a room may always import itself)."""
-
-LIBRARIES: dict[str, set[str]] = {
-    "schemas": {"pydantic", "opentelemetry", "google"},  # google.protobuf: opentelemetry-proto's
-    "stats": {"numpy"},
-}
-"""Room -> the top-level names of the libraries it may import besides the standard library
-and pathgrade (DESIGN.md: the bottom layer imports stdlib, pydantic, opentelemetry-proto)."""
-
-PACKAGE_DIRS = {
-    "schemas": "pathgrade.schemas",
-    "collector": "pathgrade.collector",
-    "detectors": "pathgrade.detectors",
-    "transport": "pathgrade.transport",
-    "realtime_plane": "pathgrade.realtime_plane",
-    "batch_plane": "pathgrade.batch_plane",
-    "stats": "pathgrade.stats",
-    "pathgrade": "pathgrade",
-}
-"""Source folder -> the package it installs as (pyproject's package-dir)."""
-
-
-def room_of(module: str) -> str | None:
-    """The room of an installed module name (`pathgrade.batch_plane.edge.graph` ->
-    `batch_plane.edge`), None for a module outside pathgrade."""
-    parts = module.split(".")
-    if parts[0] != "pathgrade":
-        return None
-    rest = parts[1:]
-    if not rest:
-        return "pathgrade"
-    head = rest[0]
-    if head in LAYERS:
-        return head
-    if head == "batch_plane":
-        return f"batch_plane.{rest[1]}" if len(rest) > 1 else "batch_plane"
-    if head == "cli":
-        if len(rest) == 1:
-            return "cli"
-        return "cli.main" if rest[1] == "__main__" else f"cli.{rest[1]}"
-    if head == "demo":
-        return f"demo.{rest[1]}" if len(rest) > 1 else "demo"
-    if head in PATHGRADE_ROOMS:
-        return head
-    return None
+from pathgrade.cli.layout import PACKAGE_DIRS, allowed, libraries, room_of
 
 
 def module_imports(source: str, module: str, is_package: bool) -> set[str]:
@@ -171,19 +51,24 @@ def source_modules(root: Path) -> dict[str, set[str]]:
 
 
 def violations(graph: Mapping[str, Iterable[str]]) -> list[str]:
-    """Each import that breaks `ALLOWED`, and each circle between rooms, as a sentence."""
+    """Each module in no declared room, each import the rules do not allow, and each circle
+    between rooms, as a sentence."""
+    rules = allowed()
     problems: list[str] = []
     edges: dict[str, set[str]] = {}
     for module, imported in sorted(graph.items()):
         source = room_of(module)
         if source is None:
             continue
+        if source not in rules:
+            problems.append(f"{module} is in no room of pathgrade.cli.layout ({source})")
+            continue
         for target_module in sorted(imported):
             target = room_of(target_module)
             if target is None or target == source or target_module not in graph:
                 continue
             edges.setdefault(source, set()).add(target)
-            if target not in ALLOWED.get(source, set()):
+            if target not in rules[source]:
                 problems.append(
                     f"{module} imports {target_module}: {source} may not import {target}"
                 )
@@ -192,17 +77,18 @@ def violations(graph: Mapping[str, Iterable[str]]) -> list[str]:
 
 
 def library_violations(graph: Mapping[str, Iterable[str]]) -> list[str]:
-    """Each import of a library its room's `LIBRARIES` entry does not name, as a sentence."""
+    """Each import of a library its room's `libraries()` entry does not name, as a sentence."""
+    rules = libraries()
     problems: list[str] = []
     for module, imported in sorted(graph.items()):
         room = room_of(module)
-        if room not in LIBRARIES:
+        if room not in rules:
             continue
         for name in sorted(imported):
             top = name.split(".")[0]
             if top in {"pathgrade", "__future__"} or top in sys.stdlib_module_names:
                 continue
-            if top not in LIBRARIES[room]:
+            if top not in rules[room]:
                 problems.append(f"{module} imports {name}: {room} may not import {top}")
     return problems
 

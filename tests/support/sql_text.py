@@ -5,8 +5,7 @@ A string literal (or an f-string, its fields read as placeholders) holds SQL whe
 after blanks and opening brackets, with a statement keyword (`SELECT`, `INSERT INTO`,
 `ALTER TABLE`, ...) or with a clause only a statement has (`FROM`, `WHERE`, `GROUP BY`,
 ...), in upper case as the house writes SQL. Docstrings and other bare string statements
-are prose and never count. Modules still holding SQL while the move into the store room is
-under way are listed in `STILL_TO_MOVE`; the list only shrinks.
+are prose and never count.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import ast
 import re
 from pathlib import Path
 
-from tests.support.imports import PACKAGE_DIRS
+from pathgrade.cli.layout import PACKAGE_DIRS
 
 SQL_START = re.compile(
     r"[\s(]*(?:SELECT|INSERT\s+INTO|ALTER\s+TABLE|CREATE|DROP|TRUNCATE|OPTIMIZE\s+TABLE|"
@@ -27,11 +26,6 @@ SQL expressions in `schemas/genai_sql.py` are definitions, not statements)."""
 
 SQL_HOMES = ("batch_plane/store/", "schemas/migrations.py", "schemas/cluster_ddl.py")
 """The store room and the migrations (the bundled ones and the cluster layout's DDL)."""
-
-STILL_TO_MOVE = frozenset({
-    "realtime_plane/delivery.py",  # the webhook's delivery reads (another change's file)
-})  # fmt: skip
-"""Modules outside the store room that still write SQL (paths from the repository root)."""
 
 
 def _skipped(tree: ast.AST) -> set[int]:

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, RowsRejected
+from pathgrade.batch_plane.store.deliveries import AlertRecords
 from pathgrade.batch_plane.store.remote import RemoteStore
-from pathgrade.realtime_plane.delivery import SEQ_COLUMNS
 from pathgrade.realtime_plane.sinks import NumberedAlert, StoreAlertSink
-from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
+from pathgrade.schemas.alerts import ALERT_COLUMNS, SEQ_COLUMNS, Alert
 
 from pathgrade.stack.store_endpoint import QueryServer
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
@@ -47,7 +47,7 @@ def test_a_rejected_row_is_dropped_and_the_others_are_stored(
     store: ClientStore, remote: RemoteStore, via: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     told: list[dict[int, int]] = []
-    sink = StoreAlertSink(store if via == "direct" else remote, told.append)
+    sink = StoreAlertSink(AlertRecords(store if via == "direct" else remote), told.append)
     good = [alert(f"PG1{i:02d}").model_copy(update={"alert_key": f"{via}-{i}"}) for i in range(5)]
     bad = alert("PG199").model_copy(update={"alert_key": f"{via}-bad"})
     numbered = [NumberedAlert(3, n + (n > 2), a) for n, a in enumerate(good, start=1)]
@@ -76,9 +76,10 @@ def test_the_endpoint_tells_a_rejection_from_other_failures(
     with pytest.raises(QueryError) as failure:
         remote.insert("no_such_table", [NumberedAlert(0, 1, alert()).row()], columns)
     assert not isinstance(failure.value, RowsRejected)
-    sink = StoreAlertSink(remote)
+    sink = StoreAlertSink(AlertRecords(remote))
     sink.pending.append(NumberedAlert(0, 1, alert()).row())
-    sink.store = RemoteStore("http://127.0.0.1:9", "token")  # nobody listens: not a rejection
+    # nobody listens: not a rejection
+    sink.store = AlertRecords(RemoteStore("http://127.0.0.1:9", "token"))
     with pytest.raises(QueryError):
         sink.flush()
     assert len(sink.pending) == 1 and sink.rejected == 0  # kept for the next try

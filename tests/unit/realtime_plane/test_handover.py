@@ -7,9 +7,9 @@ from __future__ import annotations
 import time
 
 from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.batch_plane.store.deliveries import AlertRecords
 from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.config import RealtimeConfig
-from pathgrade.realtime_plane.delivery import alerted_since
 from pathgrade.realtime_plane.plane import RealtimePlane
 from pathgrade.realtime_plane.sinks import NumberedAlert, StoreAlertSink
 from pathgrade.schemas.model import Trace
@@ -35,11 +35,11 @@ def stored_by_previous_reader(
 ) -> set[str]:
     """The previous reader of `partition` evaluates `trace` and stores its alerts as found
     `age_s` ago; returns their keys."""
-    previous = RealtimePlane(CONFIG, store)
+    previous = RealtimePlane(CONFIG, AlertRecords(store))
     evaluation = previous.evaluator.evaluate(
         DueTurn(trace, "quiet", False, partition), time.time_ns() - int(age_s * 1e9)
     )
-    sink = StoreAlertSink(store)
+    sink = StoreAlertSink(AlertRecords(store))
     sink.add([NumberedAlert(partition, n, a) for n, a in enumerate(evaluation.new_alerts, 1)])
     sink.flush()
     return {alert.alert_key for alert in evaluation.new_alerts}
@@ -51,10 +51,11 @@ def test_the_next_reader_raises_no_alert_its_previous_reader_stored(
     trace = next(t for s, t in demo if s == "plan_change_retry_storm")
     stored = stored_by_previous_reader(store, trace, partition=3, age_s=MAX_AGE_S)
     assert stored
-    assert alerted_since(store, {3, 4}, time.time_ns() - int(2 * MAX_AGE_S * 1e9)) == {
+    assert AlertRecords(store).alerted_since({3, 4}, time.time_ns() - int(2 * MAX_AGE_S * 1e9)) == {
         (trace.tenant, trace.trace_id): stored
     }
-    following, elsewhere = RealtimePlane(CONFIG, store), RealtimePlane(CONFIG, store)
+    records = AlertRecords(store)
+    following, elsewhere = RealtimePlane(CONFIG, records), RealtimePlane(CONFIG, records)
     following._assigned({3})
     elsewhere._assigned({4})  # no alert stored for it: nothing to remember
     assert alert_keys(following, trace, 3) == set()
@@ -70,11 +71,11 @@ def test_alerts_older_than_two_maximum_ages_are_not_recalled(
     trace = next(t for s, t in demo if s == "unrequested_billing_ticket")
     stored = stored_by_previous_reader(store, trace, partition=5, age_s=3 * MAX_AGE_S)
     assert stored
-    following = RealtimePlane(CONFIG, store)
+    following = RealtimePlane(CONFIG, AlertRecords(store))
     following._assigned({5})
     assert alert_keys(following, trace, 5) == stored
-    assert alerted_since(store, {5}, time.time_ns() - int(2 * MAX_AGE_S * 1e9)) == {}
-    assert alerted_since(store, {5}, 0) == {(trace.tenant, trace.trace_id): stored}
+    assert AlertRecords(store).alerted_since({5}, time.time_ns() - int(2 * MAX_AGE_S * 1e9)) == {}
+    assert AlertRecords(store).alerted_since({5}, 0) == {(trace.tenant, trace.trace_id): stored}
 
 
 class RecordingConsumer:

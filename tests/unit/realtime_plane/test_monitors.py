@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.batch_plane.store.deliveries import AlertRecords
 from pathgrade.batch_plane.store.monitors import MonitorQueries
 from pathgrade.detectors.monitor_policy import MonitorsPolicy
-from pathgrade.realtime_plane.delivery import MONITOR_STREAM, latest_numbers
+from pathgrade.realtime_plane.delivery import MONITOR_STREAM
 from pathgrade.realtime_plane.monitors import MonitorRunner
 from pathgrade.realtime_plane.sinks import NumberedAlert
 from pathgrade.schemas.alerts import Alert
@@ -46,8 +47,9 @@ class Runner:
         self.emitted: list[NumberedAlert] = []
         self.runner = MonitorRunner(
             MonitorsPolicy.model_validate(policy), "policy.yaml", MonitorQueries(store),
-            tenant_store or store,
-            lambda: latest_numbers(store).get(MONITOR_STREAM, 0) + 1, self.emitted.append,
+            AlertRecords(tenant_store or store),
+            lambda: AlertRecords(store).latest_numbers().get(MONITOR_STREAM, 0) + 1,
+            self.emitted.append,
             self.clock,
         )  # fmt: skip
         self.runner.claim()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pathgrade.batch_plane.store.deliveries import AlertRecords
 from pathgrade.detectors import default_policy
 from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.config import RealtimeConfig
@@ -122,7 +123,7 @@ def test_every_configured_alert_sink_gets_the_same_group() -> None:
         bootstrap_servers="127.0.0.1:1", alerts_topic=None, sampled_topic=None, turns_topic=None
     )
     store: Store = ListStore()
-    plane = RealtimePlane(config, alert_store=store)
+    plane = RealtimePlane(config, alert_store=AlertRecords(store))
     webhook = RecordingSink()
     assert plane.sinks[1:] == [plane.store_sink]
     assert [type(sink) for sink in plane.sinks] == [LogAlertSink, StoreAlertSink]

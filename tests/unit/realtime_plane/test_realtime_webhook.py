@@ -12,7 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from pathgrade.batch_plane.store.client import ClientStore
-from pathgrade.realtime_plane.delivery import AlertBacklog, latest_numbers
+from pathgrade.batch_plane.store.deliveries import AlertRecords
+from pathgrade.realtime_plane.delivery import AlertBacklog
 from pathgrade.realtime_plane.sinks import NumberedAlert, StoreAlertSink, WebhookSink
 from pathgrade.schemas.alerts import Alert
 
@@ -138,33 +139,39 @@ def test_malformed_webhook_url_fails_at_construction() -> None:
         WebhookSink("localhost:9/x")
 
 
-def stored_alerts(store: ClientStore, prefix: str, count: int, partition: int) -> list:
+@pytest.fixture(scope="module")
+def records(store: ClientStore) -> AlertRecords:
+    """The realtime plane's alert tables over the module's store."""
+    return AlertRecords(store)
+
+
+def stored_alerts(records: AlertRecords, prefix: str, count: int, partition: int) -> list:
     """`count` alerts keyed `prefix-N`, numbered on from what `partition` holds, stored
     through the table sink (as the plane stores them)."""
-    first = latest_numbers(store).get(partition, 0) + 1
+    first = records.latest_numbers().get(partition, 0) + 1
     alerts = numbered(
         [alert().model_copy(update={"alert_key": f"{prefix}-{n}"}) for n in range(count)],
         partition, first,
     )  # fmt: skip
-    table = StoreAlertSink(store)
+    table = StoreAlertSink(records)
     table.add(alerts)
     table.flush()
     return alerts
 
 
-def test_what_overflows_the_queue_is_read_back_from_the_table(store: ClientStore) -> None:
+def test_what_overflows_the_queue_is_read_back_from_the_table(records: AlertRecords) -> None:
     server = Receiver([503] * 30)  # the receiver fails for a while, then takes everything
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         sink = WebhookSink(
             url(server), queue_size=8, retries=1, backoff_s=0.01,
-            backlog=AlertBacklog(store, url(server)),
+            backlog=AlertBacklog(records, url(server)),
         )  # fmt: skip
-        sink.claim({5}, latest_numbers(store))
+        sink.claim({5}, records.latest_numbers())
         alerts = numbered(
             [alert().model_copy(update={"alert_key": f"over-{n}"}) for n in range(60)], 5
         )
-        table = StoreAlertSink(store, sink.stored)
+        table = StoreAlertSink(records, sink.stored)
         table.add(alerts)
         sink.add(alerts)  # 8 fit, 52 deferred to the table
         assert sink.stats.deferred >= 52
@@ -173,28 +180,28 @@ def test_what_overflows_the_queue_is_read_back_from_the_table(store: ClientStore
         sink.close()
         assert {b["alert_key"] for b in server.bodies} == {f"over-{n}" for n in range(60)}
         assert sink.stats.dropped == 0 and sink.stats.failed == 0
-        assert AlertBacklog(store, url(server)).cursors() == {5: 61}  # saved on close
+        assert AlertBacklog(records, url(server)).cursors() == {5: 61}  # saved on close
     finally:
         server.shutdown()
 
 
 def test_a_restarted_sink_delivers_what_was_stored_past_its_saved_cursor(
-    store: ClientStore,
+    records: AlertRecords,
 ) -> None:
     """A plane that crashed after storing alerts it had not delivered: the next one on
     the partition reads them back from its saved cursor on, and goes on after them."""
     server = Receiver([])
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        first = WebhookSink(url(server), backlog=AlertBacklog(store, url(server)))
-        first.claim({7}, latest_numbers(store))
-        delivered = stored_alerts(store, "before", 3, 7)
+        first = WebhookSink(url(server), backlog=AlertBacklog(records, url(server)))
+        first.claim({7}, records.latest_numbers())
+        delivered = stored_alerts(records, "before", 3, 7)
         first.add(delivered)
         wait_until(lambda: first.cursors() == {7: 4})
         first.close()  # saves cursor 4
-        crashed_with = stored_alerts(store, "lost", 4, 7)  # stored, never handed over
-        second = WebhookSink(url(server), backlog=AlertBacklog(store, url(server)))
-        stored = latest_numbers(store)
+        crashed_with = stored_alerts(records, "lost", 4, 7)  # stored, never handed over
+        second = WebhookSink(url(server), backlog=AlertBacklog(records, url(server)))
+        stored = records.latest_numbers()
         second.claim({7}, stored)
         later = numbered([alert().model_copy(update={"alert_key": "after"})], 7, stored[7] + 1)
         second.add(later)
@@ -208,22 +215,24 @@ def test_a_restarted_sink_delivers_what_was_stored_past_its_saved_cursor(
         server.shutdown()
 
 
-def test_a_webhook_never_delivered_starts_after_what_is_stored(store: ClientStore) -> None:
-    stored_alerts(store, "history", 2, 9)
+def test_a_webhook_never_delivered_starts_after_what_is_stored(records: AlertRecords) -> None:
+    stored_alerts(records, "history", 2, 9)
     server = Receiver([])
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        fresh = WebhookSink(url(server) + "?new", backlog=AlertBacklog(store, url(server) + "?new"))
-        fresh.claim({9}, latest_numbers(store))
+        fresh = WebhookSink(
+            url(server) + "?new", backlog=AlertBacklog(records, url(server) + "?new")
+        )
+        fresh.claim({9}, records.latest_numbers())
         fresh.close()
         assert server.bodies == []  # a new webhook does not get the history
-        assert AlertBacklog(store, url(server) + "?new").cursors() == {9: 3}
+        assert AlertBacklog(records, url(server) + "?new").cursors() == {9: 3}
     finally:
         server.shutdown()
 
 
 def test_an_alert_handed_over_while_its_partition_is_released_skips_nothing(
-    store: ClientStore,
+    records: AlertRecords,
 ) -> None:
     """The receiver down with an alert stored and undelivered, the partition released (its
     cursor saved before that alert) and a later alert handed over before the partition is
@@ -233,35 +242,35 @@ def test_an_alert_handed_over_while_its_partition_is_released_skips_nothing(
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         sink = WebhookSink(
-            url(server), retries=0, backoff_s=0.01, backlog=AlertBacklog(store, url(server))
+            url(server), retries=0, backoff_s=0.01, backlog=AlertBacklog(records, url(server))
         )
-        sink.claim({11}, latest_numbers(store))
-        pending = stored_alerts(store, "pending", 1, 11)
+        sink.claim({11}, records.latest_numbers())
+        pending = stored_alerts(records, "pending", 1, 11)
         sink.stored({11: pending[0].number})
         sink.add(pending)  # fails: deferred to the table, again and again
         sink.release({11})  # saves the cursor at the pending alert
-        later = stored_alerts(store, "later", 1, 11)
+        later = stored_alerts(records, "later", 1, 11)
         sink.add(later)  # handed over while the sink holds no partition 11
-        sink.claim({11}, latest_numbers(store))
+        sink.claim({11}, records.latest_numbers())
         server.statuses = []  # the receiver is back
         wait_until(lambda: sink.cursors() == {11: later[0].number + 1}, timeout_s=60)
         sink.close()
         assert {"pending-0", "later-0"} <= set(server.keys)
-        assert AlertBacklog(store, url(server)).cursors()[11] == later[0].number + 1
+        assert AlertBacklog(records, url(server)).cursors()[11] == later[0].number + 1
     finally:
         server.shutdown()
 
 
 @pytest.mark.parametrize("receiver", [[]], indirect=True)
 def test_an_alert_handed_over_alone_wakes_a_worker_while_the_table_is_read(
-    store: ClientStore, receiver: Receiver
+    records: AlertRecords, receiver: Receiver
 ) -> None:
     """Alerts handed over one at a time, each once the one before was delivered: every one
     is sent at once. The thread that reads the table back waits on its own, so the wake-up
     meant for a worker (one alert: one) cannot go to it and leave the alert in the queue."""
-    sink = WebhookSink(url(receiver), workers=1, backlog=AlertBacklog(store, url(receiver)))
-    sink.claim({13}, latest_numbers(store))
-    first = latest_numbers(store).get(13, 0) + 1
+    sink = WebhookSink(url(receiver), workers=1, backlog=AlertBacklog(records, url(receiver)))
+    sink.claim({13}, records.latest_numbers())
+    first = records.latest_numbers().get(13, 0) + 1
     alerts = numbered(
         [alert().model_copy(update={"alert_key": f"alone-{n}"}) for n in range(40)], 13, first
     )

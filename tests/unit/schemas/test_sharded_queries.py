@@ -33,12 +33,12 @@ from pathgrade.batch_plane.scoring.calibration import calibration_status
 from pathgrade.batch_plane.scoring.judge import JudgeCache, Usage, Verdict
 from pathgrade.batch_plane.store.alerts import follow_statement
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, open_client_store
+from pathgrade.batch_plane.store.deliveries import AlertRecords
 from pathgrade.batch_plane.store.otlp_insert import insert_sql_messages, pending_message
 from pathgrade.batch_plane.store.results_backlog import Cursor, ResultsBacklog
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
-from pathgrade.realtime_plane.delivery import AlertBacklog, latest_numbers
-from pathgrade.realtime_plane.sinks import SEQ_COLUMNS
-from pathgrade.schemas.alerts import ALERT_COLUMNS
+from pathgrade.realtime_plane.delivery import AlertBacklog
+from pathgrade.schemas.alerts import ALERT_COLUMNS, SEQ_COLUMNS
 from pathgrade.schemas.cluster_ddl import EVERYWHERE, SHARDING_KEYS, TRACE_KEY, local_name
 from pathgrade.schemas.migrations import (
     CONTENT_COLUMNS,
@@ -243,9 +243,9 @@ def test_every_query_of_the_ui_gate_delivery_and_cli_answers_the_same_on_shards(
     run_usage(store, "run-a")
     run_expected_calls(store, "run-a")
     assert trace_calls(store, seeded["a"][:5])
-    backlog = AlertBacklog(store, "http://hook.example/")
+    backlog = AlertBacklog(AlertRecords(store), "http://hook.example/")
     backlog.save({3: 2})
-    assert latest_numbers(store) == {3: 3} and backlog.cursors() == {3: 2}
+    assert AlertRecords(store).latest_numbers() == {3: 3} and backlog.cursors() == {3: 2}
     assert [n for n, _ in backlog.read(3, 1, 3, 10)] == [1, 2, 3]
     store.query(*alerts_query(None, "PG110", 50), readonly=True)
     assert len(store.query(follow_statement("PG110"), {"since": 0, "code": "PG110"}).rows) == 5

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.monitors import MonitorQueries
-from pathgrade.realtime_plane.delivery import SEQ_COLUMNS
-from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
+from pathgrade.schemas.alerts import ALERT_COLUMNS, SEQ_COLUMNS, Alert
 from pathgrade.schemas.monitors import BucketCount, MonitorTick, RollupSelection
 from pathgrade.schemas.rollups import ROLLUP_COLUMNS, RollupKey
 

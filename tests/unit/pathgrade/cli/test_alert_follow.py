@@ -4,6 +4,7 @@ first, including one stored after a later one, and only those of the chosen code
 from __future__ import annotations
 
 from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.batch_plane.store.deliveries import AlertRecords
 from pathgrade.realtime_plane.sinks import NumberedAlert, StoreAlertSink
 from pathgrade.schemas.alerts import Alert
 
@@ -22,7 +23,7 @@ def at(key: str, seconds: float, code: str = "PG110") -> Alert:
 
 
 def store_alerts(store: ClientStore, *alerts: Alert) -> None:
-    sink = StoreAlertSink(store)
+    sink = StoreAlertSink(AlertRecords(store))
     sink.add([NumberedAlert(-1, 0, alert) for alert in alerts])  # from no partition
     sink.flush()
 
