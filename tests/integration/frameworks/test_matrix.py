@@ -172,13 +172,6 @@ class Outcome:
 
 
 CANNOT_PASS = {
-    ("langgraph-openinference", "no_server_span"): (
-        "approved_reset: OpenInference's LangChain instrumentor makes no span current while "
-        "a tool runs, and this shape has no span of the app's, so the app's approval gate "
-        "has no span to record its `allow` on (the event is lost in the app, before any "
-        "exporter): PG111 rightly finds the reset unconfirmed",
-        True,
-    ),
     ("langgraph-openinference", "server_span"): (
         "LangChain gives a one-argument tool its bare value (`input.value` 'cust-1001', no "
         "argument name; the named arguments are only on the graph's `tools` span and in "
