@@ -9,7 +9,9 @@ the top, then every enclosing span, then any span of the turn.
 Every index reads captured content when the trace has it and the collector's facts
 (`schemas.facts`, on `Span.facts`) when it does not, so a detector decides on redacted
 traffic: equality through fingerprints, the final answer through its output facts,
-untrusted content through the lexicon hits the collector recorded.
+untrusted content through the lexicon hits the collector recorded. A tool call whose spans
+do not name its arguments has those of the call the model requested that it answers
+(`TraceView.requested_answers`), captured or fingerprinted.
 """
 
 from __future__ import annotations
