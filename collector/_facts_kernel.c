@@ -1496,12 +1496,14 @@ static int read_any_value(const uint8_t *p, const uint8_t *end, Attr *a) {
 /* A request's working memory, reused span after span (each buffer is emptied by the one
  * function that uses it, `fresh`). */
 typedef struct {
-    Json json; /* one text is parsed at a time */
+    Json json;      /* one text is parsed at a time */
+    Json arguments; /* and, inside it, a requested tool call's arguments text */
     Buf scratch, out, fact, op, text, calls, span, added;
 } Pool;
 
 static void pool_free(Pool *pool) {
     json_free(&pool->json);
+    json_free(&pool->arguments);
     Buf *bufs[] = {&pool->scratch, &pool->out,  &pool->fact, &pool->op,
                    &pool->text,    &pool->calls, &pool->span, &pool->added};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) buf_free(bufs[i]);
@@ -2185,7 +2187,6 @@ typedef struct {
     size_t count;
 } Reasons;
 
-/* One requested tool call, `{"id": clean(id), "name": clean(name)}`, into `calls`. */
 /* An identifier (a tool call's id) as a JSON string into `out`: as it is when scrubbing
  * leaves it unchanged, else its fingerprint (`facts_producer._identifier`). */
 static int put_identifier_json(Ctx *c, const char *s, size_t n, Buf *out) {
@@ -2209,13 +2210,45 @@ static int put_identifier_json(Ctx *c, const char *s, size_t n, Buf *out) {
     return 0;
 }
 
-static int put_tool_call(Ctx *c, Buf *calls, int *n_calls, const Buf *id, const Buf *name) {
+/* The `args` and `fp` members, and a comma, of a requested call's arguments (node
+ * `arguments` of `j`, -1 when absent: an object, or JSON text of one;
+ * `predicates.requested_arguments`) into `out`; nothing when they are not an object. Their
+ * text is parsed apart (`j` stays whole); text that is not JSON is left to Python. */
+static int put_call_arguments(Ctx *c, Json *j, long arguments, Buf *out) {
+    if (arguments < 0) return 0;
+    JNode *node = NODE(j, arguments);
+    long args;
+    if (node->type == J_STR) {
+        if (node->n == 0) return 0; /* no text: no arguments */
+        Json *inner = &c->pool->arguments;
+        long root = json_parse(inner, STR(j, node), node->n);
+        if (root < 0) {
+            c->fallback = 1;
+            return 0;
+        }
+        j = inner;
+        args = call_arguments(inner, root);
+    } else {
+        args = call_arguments(j, arguments);
+    }
+    if (args < 0) return 0;
+    if (put_argument_members(c, j, args, out) < 0) return -1;
+    buf_putc(out, ',');
+    return 0;
+}
+
+/* One requested tool call, `{"args", "fp" (of its arguments, when an object; node
+ * `arguments` of `j`), "id": clean(id), "name": clean(name)}`, into `calls`. */
+static int put_tool_call(Ctx *c, Buf *calls, int *n_calls, const Buf *id, const Buf *name,
+                         Json *j, long arguments) {
     if (in_list(&c->k->final_answer_tools, name->data ? name->data : "", name->len)) {
         c->fallback = 1; /* a final answer asked for as a tool call: Python reads its text */
         return 0;
     }
-    buf_puts(calls, (*n_calls)++ ? ",{\"id\":" : "{\"id\":");
-    int status = put_identifier_json(c, id->data, id->len, calls);
+    buf_puts(calls, (*n_calls)++ ? ",{" : "{");
+    int status = put_call_arguments(c, j, arguments, calls);
+    buf_puts(calls, "\"id\":");
+    if (status == 0) status = put_identifier_json(c, id->data, id->len, calls);
     buf_puts(calls, ",\"name\":");
     if (status == 0) status = put_clean_json(c, name->data, name->len, calls);
     buf_putc(calls, '}');
@@ -2262,7 +2295,8 @@ static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, 
             Buf pair[2] = {{0}, {0}};
             for (int q = 0; q < 2; q++)
                 if (truthy(jj, values[q]) && !put_py_str(jj, values[q], &pair[q])) c->fallback = 1;
-            status = put_tool_call(c, calls, &n_calls, &pair[0], &pair[1]);
+            status = put_tool_call(c, calls, &n_calls, &pair[0], &pair[1], jj,
+                                   member(jj, part, "arguments"));
             buf_free(&pair[0]);
             buf_free(&pair[1]);
         }
@@ -2279,11 +2313,12 @@ static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, 
             }
             long id = member(jj, call, "id");
             long name = truthy(jj, function) ? member(jj, function, "name") : -1;
+            long arguments = truthy(jj, function) ? member(jj, function, "arguments") : -1;
             Buf pair[2] = {{0}, {0}};
             if (truthy(jj, id) && !put_py_str(jj, id, &pair[0])) c->fallback = 1;
             if (name < 0) buf_puts(&pair[1], "None"); /* str(None) */
             else if (!put_py_str(jj, name, &pair[1])) c->fallback = 1;
-            status = put_tool_call(c, calls, &n_calls, &pair[0], &pair[1]);
+            status = put_tool_call(c, calls, &n_calls, &pair[0], &pair[1], jj, arguments);
             buf_free(&pair[0]);
             buf_free(&pair[1]);
         }

@@ -123,22 +123,11 @@ def trace_completeness(
 
 
 def _unexecuted(view: TraceView) -> list[tuple[Span, RequestedToolCall]]:
-    """Requested tool calls (with an id) that no span answered: matched by call id, else
-    by tool name against tool spans without a call id and against handoff spans (each
-    span once)."""
-    executed = {c.call_id for c in view.tool_calls}
-    executed |= {span.genai.tool_call_id for span, _ in view.handoffs}
-    anonymous = [c.name for c in view.tool_calls if not c.call_id]
-    anonymous += [name for span, names in view.handoffs for name in names]
-    missing = []
-    for span, call in view.requested_tool_calls:
-        if not call.call_id or call.call_id in executed:
-            continue
-        if call.name in anonymous:
-            anonymous.remove(call.name)
-        else:
-            missing.append((span, call))
-    return missing
+    """Requested tool calls (with an id) that no span answered (`requested_answers`:
+    matched by call id, else by tool name against tool spans without a call id and
+    against handoff spans, each span once)."""
+    answers = zip(view.requested_tool_calls, view.requested_answers, strict=True)
+    return [(span, call) for (span, call), answer in answers if call.call_id and answer is None]
 
 
 class ToolErrorParams(Params):

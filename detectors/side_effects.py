@@ -513,19 +513,24 @@ IDENTITY = Rule(
             "OpenInference's) and OpenLLMetry's `user_id` association property, on the "
             "turn's agent span, else a span enclosing it (an HTTP server span), else any "
             "span of the turn). Compared by the collector's fingerprints when it recorded "
-            "them, else by the captured values."
+            "them, else by the captured values. A tool span that does not name its "
+            "arguments (a bare value, as OpenInference records a one-argument LangChain "
+            "tool) is read by the arguments of the call the model requested that it "
+            "answers (by call id, else by tool name in order)."
         ),
         why="The agent acted on someone else's account.",
         undecided=(
             "Cannot decide when such an argument is present but the session identity is "
-            "not, or when neither values nor fingerprints of the arguments are known."
+            "not, or when neither values nor fingerprints of the arguments are known, "
+            "from the tool span or from the model's request of the call."
         ),
         fires=("The session is `cust-1` and `lookup_order` is called with `customer_id` `cust-2`."),
         quiet=("Every `customer_id` in the turn is `cust-1`, or the tool is in `exempt_tools`."),
         capture_off=(
             "the fingerprint of the session identity (`pathgrade.facts.session.fp`, from "
             "`enduser.id`, `user.id` or OpenLLMetry's `user_id` association property) "
-            "against the fingerprints of `account_id` / `customer_id` arguments."
+            "against the fingerprints of `account_id` / `customer_id` arguments (the tool "
+            "span's, else the requested call's in `pathgrade.facts.output`)."
         ),
         capture_on=(
             "the same (the identity itself travels only with `capture_identity`); "
@@ -536,7 +541,9 @@ IDENTITY = Rule(
     policy_key="identity_scope",
     reads="top span, else spans enclosing the turn, else any span of it: enduser.id / "
     "user.id / user_id association property, else pathgrade.facts.session.fp; "
-    "execute_tool spans: pathgrade.facts.tool.args (else arguments)",
+    "execute_tool spans: pathgrade.facts.tool.args (else arguments); for a tool span that "
+    "does not name its arguments, chat spans: the requested call's arguments (output "
+    "messages, else pathgrade.facts.output `tool_calls`)",
 )
 
 

@@ -9,7 +9,9 @@ the top, then every enclosing span, then any span of the turn.
 Every index reads captured content when the trace has it and the collector's facts
 (`schemas.facts`, on `Span.facts`) when it does not, so a detector decides on redacted
 traffic: equality through fingerprints, the final answer through its output facts,
-untrusted content through the lexicon hits the collector recorded.
+untrusted content through the lexicon hits the collector recorded. A tool call whose spans
+do not name its arguments has those of the call the model requested that it answers
+(`TraceView.requested_answers`), captured or fingerprinted.
 """
 
 from __future__ import annotations
@@ -45,8 +47,11 @@ from pathgrade.schemas.messages import (
 )
 from pathgrade.schemas.model import Span, Trace
 from pathgrade.schemas.pii import Counts
-from pathgrade.schemas.predicates import RequestPatterns, call_arguments
+from pathgrade.schemas.predicates import RequestPatterns, call_arguments, requested_arguments
 from pathgrade.schemas.turns import ConfirmedAction, TurnDigest
+
+HANDOFF = -1
+"""`TraceView.requested_answers`: a handoff span answers the requested call."""
 
 
 class ToolCall(NamedTuple):
@@ -59,6 +64,7 @@ class ToolCall(NamedTuple):
     name: str
     arguments: dict[str, Any] | None  # None when not captured or not a JSON object
     argument_fps: dict[str, str] | None  # name -> fingerprint (facts); None without facts
+    # (both: the span's own, else those of the requested call it answers)
     effect: ToolEffect | None
     idempotency_key: str
     agent_name: str
@@ -81,15 +87,16 @@ class ToolCall(NamedTuple):
         return facts.skeleton if facts is not None else None
 
     @property
+    def names_arguments(self) -> bool:
+        """Whether the call's arguments are known by name (values or fingerprints)."""
+        return self.arguments is not None or self.argument_fps is not None
+
+    @property
     def arguments_known(self) -> bool:
         """True when the call's arguments are known as values or fingerprints, or the
         collector saw the call had none."""
         facts = self.span.facts
-        return (
-            self.arguments is not None
-            or self.argument_fps is not None
-            or (facts.version > 0 and facts.arguments is None)
-        )
+        return self.names_arguments or (facts.version > 0 and facts.arguments is None)
 
     def argument_names(self) -> set[str]:
         """The names of the call's arguments, from its values or its facts."""
@@ -148,11 +155,18 @@ class TraceView:
             for s in trace.spans
             if s.genai.operation == genai.OP_EXECUTE_TOOL and not handoff_tool_names(s.name)
         ]
-        self.tool_calls: list[ToolCall] = [
-            self._tool_call(spans) for spans in same_call(tool_spans, self._by_id)
-        ]
+        groups = same_call(tool_spans, self._by_id)
+        self.tool_calls: list[ToolCall] = [self._tool_call(spans) for spans in groups]
         """The turn's tool calls: its execute_tool spans but the handoff spans, which are
-        hand-offs (`handoffs`, `handoff_flow`), not calls of the agent's tools."""
+        hand-offs (`handoffs`, `handoff_flow`), not calls of the agent's tools. A call
+        whose spans do not name its arguments (a bare value, or none) has those of the
+        requested call it answers (`requested_answers`)."""
+        unnamed = [i for i, c in enumerate(self.tool_calls) if not c.names_arguments]
+        if unnamed and self.chat_spans:
+            requested = self._requested_of_calls()
+            for index in unnamed:
+                if index in requested:
+                    self.tool_calls[index] = self._tool_call(groups[index], requested[index])
 
     @property
     def trace_id(self) -> str:
@@ -372,12 +386,49 @@ class TraceView:
             elif span.facts.output is not None:
                 output = span.facts.output
                 calls += [
-                    (span, RequestedToolCall(call_id, name))
-                    for call_id, name in zip(
-                        output.tool_call_ids, output.tool_call_names, strict=False
+                    (span, RequestedToolCall(call_id, name, None, _fingerprints(arguments)))
+                    for call_id, name, arguments in zip(
+                        output.tool_call_ids,
+                        output.tool_call_names,
+                        output.tool_call_arguments,
+                        strict=False,
                     )
                 ]
         return calls
+
+    @cached_attribute
+    def requested_answers(self) -> list[int | None]:
+        """For each requested tool call (`requested_tool_calls`, in order), what answers
+        it: the index in `tool_calls` of the call with its id, else a handoff span with
+        its id (HANDOFF), else, by name, the first tool call without an id (or handoff
+        span, as the convention mapping pairs them: "handoff to billing" answers
+        `transfer_to_billing`) that no earlier request took; None when nothing does, or the
+        request has no id."""
+        by_id: dict[str, int] = {}
+        for index, call in enumerate(self.tool_calls):
+            if call.call_id:
+                by_id.setdefault(call.call_id, index)
+        handoff_ids = {span.genai.tool_call_id for span, _ in self.handoffs}
+        anonymous = [(c.name, i) for i, c in enumerate(self.tool_calls) if not c.call_id]
+        anonymous += [(name, HANDOFF) for _, names in self.handoffs for name in names]
+        answers: list[int | None] = []
+        for _, call in self.requested_tool_calls:
+            answer = by_id.get(call.call_id) if call.call_id else None
+            if call.call_id and answer is None:
+                if call.call_id in handoff_ids:
+                    answer = HANDOFF
+                else:
+                    taken = next((a for a in anonymous if a[0] == call.name), None)
+                    if taken is not None:
+                        anonymous.remove(taken)
+                        answer = taken[1]
+            answers.append(answer)
+        return answers
+
+    def _requested_of_calls(self) -> dict[int, RequestedToolCall]:
+        """The requested call each tool call answers, by its index in `tool_calls`."""
+        pairs = zip(self.requested_tool_calls, self.requested_answers, strict=True)
+        return {answer: call for (_, call), answer in pairs if answer is not None and answer >= 0}
 
     @cached_attribute
     def untrusted_content(self) -> list[UntrustedContent]:
@@ -416,13 +467,17 @@ class TraceView:
             current = self._by_id.get(current.parent_span_id)
         return ""
 
-    def _tool_call(self, spans: list[Span]) -> ToolCall:
+    def _tool_call(self, spans: list[Span], requested: RequestedToolCall | None = None) -> ToolCall:
         """The call `spans` describe (outermost first): its arguments from the first of
-        them that knows them."""
+        them that knows them, else, when none names them, from the `requested` call it
+        answers."""
         span = next((s for s in spans if _knows_arguments(s)), spans[0])
         arguments = call_arguments(span.genai.tool_arguments)
         facts = span.facts.arguments
         fps = facts.fingerprints if facts is not None else None
+        if arguments is None and fps is None and requested is not None:
+            arguments = requested_arguments(requested.arguments)
+            fps = requested.argument_fps
         idempotency = self.conventions.idempotency
         keys = (_value_key(arguments, fps, a) for a in idempotency.arguments)
         key = span.attributes.get(idempotency.attribute) or next((k for k in keys if k), "")
@@ -437,7 +492,7 @@ class TraceView:
             ),
             idempotency_key=str(key),
             agent_name=self.agent_of(span),
-            signature=_signature(name, arguments, facts, idempotency.arguments),
+            signature=_signature(name, arguments, fps, facts, idempotency.arguments),
             call_id=next((s.genai.tool_call_id for s in spans if s.genai.tool_call_id), ""),
             spans=tuple(spans),
         )
@@ -479,6 +534,10 @@ def _enclosing_call(span: Span, by_id: dict[str, Span], of_span: dict[str, int])
     return None
 
 
+def _fingerprints(arguments: ArgumentFacts | None) -> dict[str, str] | None:
+    return arguments.fingerprints if arguments is not None else None
+
+
 def _knows_arguments(span: Span) -> bool:
     """Whether a tool span carries its call's arguments (captured, or the collector's facts)."""
     return bool(span.genai.tool_arguments) or span.facts.arguments is not None
@@ -500,14 +559,16 @@ def _value_key(arguments: dict[str, Any] | None, fps: dict[str, str] | None, nam
 def _signature(
     name: str,
     arguments: dict[str, Any] | None,
+    fps: dict[str, str] | None,
     facts: ArgumentFacts | None,
     ignored: tuple[str, ...],
 ) -> str | None:
     """Name + canonical arguments without the ignored ones: fingerprints when the
-    collector recorded them (they were taken before scrubbing, so two different e-mail
-    addresses never look alike), else the captured values; None with neither."""
-    if facts is not None and facts.fingerprints is not None:
-        kept = {k: v for k, v in facts.fingerprints.items() if k not in ignored}
+    collector recorded them (`fps`; they were taken before scrubbing, so two different
+    e-mail addresses never look alike), else the fingerprint of arguments that are not an
+    object (`facts`), else the captured values; None with none."""
+    if fps is not None:
+        kept = {k: v for k, v in fps.items() if k not in ignored}
         return name + sorted_text(kept)  # fingerprints: text, default never needed
     if facts is not None:
         return f"{name}:{facts.fingerprint}"  # arguments that are not a JSON object

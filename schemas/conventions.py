@@ -174,7 +174,7 @@ def content_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields
     """The part of the GenAI view that content decides (operation, tool arguments and
     result, input and output messages, finish reasons), the other fields left empty:
     what facts read (`schemas.facts_producer`), at a fraction of `genai_fields`' cost."""
-    fields, rebuilt = content_view(span_name, attributes, arguments=True)
+    fields, rebuilt = content_view(span_name, attributes, input_arguments=True)
     if rebuilt.inputs:
         fields.input_messages = _messages_json(rebuilt.inputs)
     if rebuilt.outputs:
@@ -185,7 +185,8 @@ def content_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields
 class RebuiltMessages(NamedTuple):
     """A model call's input and output messages rebuilt from flattened keys, as GenAI
     message objects whose values JSON holds (what parsing their JSON text gives, tool-call
-    arguments left out unless asked for); [] for messages that were not flattened."""
+    arguments kept in the outputs, in the inputs only when asked for); [] for messages
+    that were not flattened."""
 
     inputs: list[dict[str, Any]]
     outputs: list[dict[str, Any]]
@@ -202,10 +203,11 @@ made per span facts read."""
 
 
 def content_view(
-    span_name: str, attributes: Mapping[str, Any], arguments: bool = False
+    span_name: str, attributes: Mapping[str, Any], input_arguments: bool = False
 ) -> ContentView:
-    """The content part of the GenAI view, with flattened messages left as objects (their
-    tool calls' `arguments` only when asked for: facts read none)."""
+    """The content part of the GenAI view, with flattened messages left as objects: the
+    output messages' tool calls with their `arguments` (facts fingerprint the calls a model
+    requested), the input messages' only when asked for (`input_arguments`)."""
     get = attributes.get
     operation = _operation(attributes)
     name_operation = span_name.partition(" ")[0]
@@ -224,7 +226,7 @@ def content_view(
     rebuilt = NOT_REBUILT
     if operation in m.MESSAGE_OPERATIONS and not (input_messages and output_messages):
         (input_messages, output_messages), rebuilt, flattened_reasons = _messages_without_keys(
-            attributes, (input_messages, output_messages), arguments
+            attributes, (input_messages, output_messages), input_arguments
         )
         finish_reasons = finish_reasons or flattened_reasons
 
@@ -425,12 +427,13 @@ def _flattened_messages(attributes: Mapping[str, Any]) -> _Collected:
 
 
 def _messages_without_keys(
-    attributes: Mapping[str, Any], texts: tuple[str, str], arguments: bool
+    attributes: Mapping[str, Any], texts: tuple[str, str], input_arguments: bool
 ) -> tuple[list[str], RebuiltMessages, list[str]]:
     """The input and output messages of a model call that lacks one of them (`texts`:
     what their keys hold) as `genai_mapping.MESSAGES_RULES` read them: flattened (rebuilt,
-    their text then ""), then the deprecated key, then OpenInference's; and the flattened
-    outputs' finish reasons."""
+    their text then "", tool-call arguments in the outputs and, with `input_arguments`,
+    the inputs), then the deprecated key, then OpenInference's; and the flattened outputs'
+    finish reasons."""
     if MESSAGE_FALLBACK_KEYS.isdisjoint(attributes):  # content dropped: nothing to rebuild
         return list(texts), NOT_REBUILT, []
     get = attributes.get
@@ -438,6 +441,7 @@ def _messages_without_keys(
     collected = _flattened_messages(attributes) if probed else {}
     found, rebuilt, reasons = [], [], []
     for rule, text in zip(m.MESSAGES_RULES, texts, strict=True):
+        arguments = input_arguments or rule is m.OUTPUT_MESSAGES
         flattened = _flattened_of(collected, rule, arguments) if collected else []
         if flattened and rule.finish_reasons:
             reasons = [

@@ -6,8 +6,8 @@ The collector computes them from every span's raw values before it drops or scru
 `pathgrade.facts.*` attributes. Any producer may set them the same way; consumers read
 them through the canonical model (`Span.facts`, parsed by `span_facts` on first use).
 
-Wire contract, version 2 (`pathgrade.facts.version` = 2 on every span that has facts;
-version 1 had no `asks` in the output facts).
+Wire contract, version 3 (`pathgrade.facts.version` = 3 on every span that has facts;
+version 2 had no `fp` / `args` in the output facts' tool calls, version 1 no `asks`).
 Facts that hold several values are one JSON object each (one attribute costs a producer
 far more than its bytes); members without a value are left out.
 
@@ -35,8 +35,12 @@ pathgrade.facts.untrusted.instructions  string[]  span with content the user did
                                                   in it; [] = checked, none found
 pathgrade.facts.output                  string    span with output messages, JSON:
                                         (JSON)    `text`: they hold a non-blank assistant text
-                                                  (bool); `tool_calls`: [{"id", "name"}] they
-                                                  request; `finish_reasons`; `claims`:
+                                                  (bool); `tool_calls`: [{"id", "name", "fp",
+                                                  "args"}] they request (`fp` and `args` as
+                                                  in tool.args, when the call's arguments are
+                                                  an object, version 3: what a tool span that
+                                                  does not name its arguments is read by);
+                                                  `finish_reasons`; `claims`:
                                                   `CLAIM_LEXICON` names claimed in the text;
                                                   `pii`: {kind: count} of personal data in the
                                                   text (`schemas.pii` kinds); `asks`:
@@ -76,7 +80,7 @@ Counts = dict[str, int]
 PiiRecord = dict[str, Counts]
 """Field -> kind of personal data -> count."""
 
-FACTS_VERSION: Final = 2
+FACTS_VERSION: Final = 3
 _P = g.PG_FACTS_PREFIX
 VERSION: Final = _P + "version"
 TOOL_ARGS: Final = _P + "tool.args"
@@ -116,6 +120,7 @@ class OutputFacts(NamedTuple):
     claims: tuple[str, ...]
     pii: Counts
     asks: tuple[str, ...] = ()  # slots the text asks the user for (`ASK_LEXICON`)
+    tool_call_arguments: tuple[ArgumentFacts | None, ...] = ()  # of each call (None: none)
 
 
 class SpanFacts(NamedTuple):
@@ -168,7 +173,7 @@ def merged_facts(own: SpanFacts, carried: list[SpanFacts]) -> SpanFacts:
     messages, a tool message, a choice as records), as one set: what the span says of
     itself first (arguments, session, confirmation), instruction hits and personal-data
     records of all, outputs as one (a record per choice: any text, every tool call, finish
-    reason and claim, the personal data summed), requests asked by any."""
+    reason, claim and ask, the personal data summed), requests asked by any."""
     with_facts = [f for f in carried if f.version]
     if not with_facts:
         return own
@@ -203,9 +208,11 @@ def _merged_outputs(outputs: list[OutputFacts]) -> OutputFacts:
         has_text=any(o.has_text for o in outputs),
         tool_call_ids=tuple(i for o in outputs for i in o.tool_call_ids),
         tool_call_names=tuple(n for o in outputs for n in o.tool_call_names),
+        tool_call_arguments=tuple(a for o in outputs for a in o.tool_call_arguments),
         finish_reasons=tuple(r for o in outputs for r in o.finish_reasons),
         claims=tuple(dict.fromkeys(c for o in outputs for c in o.claims)),
         pii=pii,
+        asks=tuple(dict.fromkeys(a for o in outputs for a in o.asks)),
     )
 
 
@@ -247,6 +254,7 @@ def _output(value: Any) -> OutputFacts | None:
         claims=_strings(output.get("claims")),
         pii=_counts(output.get("pii")),
         asks=_strings(output.get("asks")),
+        tool_call_arguments=tuple(argument_facts(c) for c in calls),
     )
 
 

@@ -40,6 +40,7 @@ from pathgrade.schemas.predicates import (
     RequestPatterns,
     argument_skeleton,
     call_arguments,
+    requested_arguments,
 )
 
 # Raw text that may hold untrusted parts (tool messages, document/file/tool-response parts).
@@ -126,13 +127,18 @@ def _arguments(text: str, key: TenantKey, clean: Any, skeleton: bool = False) ->
     if arguments is None:
         shape = {"skeleton": argument_skeleton(text)} if skeleton else {}
         return {"fp": key.fingerprint(text), **shape}
-    facts: dict[str, Any] = {
-        "fp": key.fingerprint(arguments),
-        "args": {clean(name): key.fingerprint(value) for name, value in arguments.items()},
-    }
+    facts = _object_arguments(arguments, key, clean)
     if skeleton:
         facts["skeleton"] = argument_skeleton(arguments, name=clean)
     return facts
+
+
+def _object_arguments(arguments: dict[str, Any], key: TenantKey, clean: Any) -> dict[str, Any]:
+    """`fp` and `args` of an arguments object; names scrubbed."""
+    return {
+        "fp": key.fingerprint(arguments),
+        "args": {clean(name): key.fingerprint(value) for name, value in arguments.items()},
+    }
 
 
 def _untrusted_instructions(
@@ -193,14 +199,21 @@ def _output_fact(
 ) -> str:
     """The output fact (JSON text) of a model call's output messages. A tool call's id is
     an identifier: as it is, or its fingerprint when scrubbing would change it (so two
-    calls stay two, and match their tool spans' ids, which the collector treats alike)."""
+    calls stay two, and match their tool spans' ids, which the collector treats alike);
+    its arguments, when they are an object, travel as `fp` and `args` (as tool.args), for a
+    tool span that does not name its own."""
     calls = requested_calls(messages)
     text = answer_text(messages)
     facts: dict[str, Any] = {"text": bool(text.strip())}
     if calls:
         clean = scanner.clean
         facts["tool_calls"] = [
-            {"id": _identifier(c.call_id, key, scanner), "name": clean(c.name)} for c in calls
+            {
+                "id": _identifier(c.call_id, key, scanner),
+                "name": clean(c.name),
+                **_requested_arguments(c.arguments, key, clean),
+            }
+            for c in calls
         ]
     if finish_reasons:
         facts["finish_reasons"] = [scanner.clean(r) for r in finish_reasons]
@@ -214,6 +227,12 @@ def _output_fact(
     if pii:
         facts["pii"] = pii
     return sorted_compact(facts)
+
+
+def _requested_arguments(value: Any, key: TenantKey, clean: Any) -> dict[str, Any]:
+    """`fp` and `args` of a requested call's arguments; {} when they are not an object."""
+    arguments = requested_arguments(value)
+    return {} if arguments is None else _object_arguments(arguments, key, clean)
 
 
 def _identifier(text: str, key: TenantKey, scanner: PiiScanner) -> str:

@@ -25,6 +25,12 @@ class RequestedToolCall(NamedTuple):
 
     call_id: str
     name: str
+    arguments: Any = None
+    """As the message holds them (JSON text, an object, or None when absent;
+    `predicates.requested_arguments` reads them)."""
+    argument_fps: dict[str, str] | None = None
+    """Argument name -> fingerprint of its value, as the collector recorded them
+    (`pathgrade.facts.output`) when the arguments were not captured."""
 
 
 def parse_json(text: str) -> Any:
@@ -90,14 +96,18 @@ def _text_of(message: dict[str, Any], part_types: frozenset[str], generic: bool 
 def message_tool_calls(message: dict[str, Any]) -> list[RequestedToolCall]:
     """The tool calls a message requests, in order."""
     calls = [
-        RequestedToolCall(str(p.get("id") or ""), str(p.get("name") or ""))
+        RequestedToolCall(str(p.get("id") or ""), str(p.get("name") or ""), p.get("arguments"))
         for p in _parts(message)
         if p.get("type") == "tool_call"
     ]
     for call in message.get("tool_calls") or []:
         if isinstance(call, dict):
             function = call.get("function") or {}
-            calls.append(RequestedToolCall(str(call.get("id") or ""), str(function.get("name"))))
+            calls.append(
+                RequestedToolCall(
+                    str(call.get("id") or ""), str(function.get("name")), function.get("arguments")
+                )
+            )
     return calls
 
 

@@ -212,6 +212,12 @@ def call_arguments(text: str) -> dict[str, Any] | None:
         value = loads(text)
     except ValueError:
         return None
+    return arguments_object(value)
+
+
+def arguments_object(value: Any) -> dict[str, Any] | None:
+    """A tool call's arguments as one object from their parsed JSON `value`, the wrappers
+    `call_arguments` names unwrapped; None when it is not an object."""
     if not isinstance(value, dict):
         return None
     if "input_str" in value and "inputs" in value:
@@ -221,6 +227,13 @@ def call_arguments(text: str) -> dict[str, Any] | None:
         kwargs = value["kwargs"]
         return kwargs if isinstance(kwargs, dict) else None
     return value
+
+
+def requested_arguments(value: Any) -> dict[str, Any] | None:
+    """The arguments of a tool call a model requested (`messages.RequestedToolCall`: JSON
+    text, as OpenAI writes them, or the value a convention part holds) as one object, as
+    `call_arguments` reads them; None when they are not an object."""
+    return call_arguments(value) if isinstance(value, str) else arguments_object(value)
 
 
 def argument_skeleton(

@@ -58,7 +58,7 @@ class TraceBuilder:
     def chat(
         self,
         *,
-        calls: list[tuple[str, str]] = (),  # type: ignore[assignment]
+        calls: list[tuple[str, str] | tuple[str, str, Any]] = (),  # type: ignore[assignment]
         text: str | None = None,
         tokens: tuple[int | None, int | None] = (100, 20),
         model: str = "gpt-4o-mini",
@@ -66,9 +66,10 @@ class TraceBuilder:
         attributes: dict[str, Any] | None = None,
         input_messages: list[dict[str, Any]] | None = None,
     ) -> Span:
-        """A chat span requesting `calls` ((call id, tool name)) and/or answering `text`."""
+        """A chat span requesting `calls` ((call id, tool name[, arguments], {} when not
+        given)) and/or answering `text`."""
         parts = [
-            {"type": "tool_call", "id": cid, "name": name, "arguments": {}} for cid, name in calls
+            {"type": "tool_call", "id": c[0], "name": c[1], "arguments": (*c, {})[2]} for c in calls
         ]
         if text is not None:
             parts.append(_text(text))

@@ -31,7 +31,7 @@ from opentelemetry.processor.baggage import ALLOW_ALL_BAGGAGE_KEYS, BaggageSpanP
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import Span, SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from tests.integration.frameworks.stories import (
@@ -71,6 +71,15 @@ class Framework:
     session: Callable[[str], Session]
     """Called with the scripted model's base URL (`.../v1`)."""
     notes: tuple[str, ...] = ()
+    current_span: Callable[[], Span | None] = trace.get_current_span
+    """How the app's code reaches the span of the tool it runs in: the OpenTelemetry
+    context's current span, else the instrumentation's own accessor where it makes no span
+    current while a tool runs (None: it knows no run)."""
+
+
+def dotted_name(function: Callable[..., Any]) -> str:
+    """A function's module and name (the matrix's doc names the accessor the app calls)."""
+    return f"{function.__module__}.{function.__qualname__}"
 
 
 @dataclass
@@ -93,9 +102,10 @@ class Recorder(SpanProcessor):
         self.spans.append(span)
 
 
-# The run in progress: its story and how often each tool was called (for the scripted
-# results); the tools read it.
-_current: dict[str, Any] = {"story": None, "calls": Counter()}
+# The run in progress: its story, how often each tool was called (for the scripted
+# results) and how the app reaches the tool's span (the framework's `current_span`); the
+# tools read it.
+_current: dict[str, Any] = {"story": None, "calls": Counter(), "span": trace.get_current_span}
 
 
 def _tool(name: str, arguments: dict[str, Any]) -> str:
@@ -110,14 +120,16 @@ def _tool(name: str, arguments: dict[str, Any]) -> str:
 
 def gate(tool: str, call_id: str, outcome: str) -> None:
     """The app's approval gate: records its decision about the call `call_id` (the id the
-    model gave it) on the span current in the tool (the framework's tool span, where the
-    framework runs the tool in that span's context)."""
+    model gave it) on the tool's span as the framework's `current_span` reaches it (the
+    span current in the tool where the framework runs the tool in its tool span's context),
+    else on the span current in the OpenTelemetry context."""
     attributes = {
         DECISION_OUTCOME: outcome,
         "gen_ai.tool.name": tool,
         "gen_ai.tool.call.id": call_id,
     }
-    trace.get_current_span().add_event(DECISION_EVENT, attributes)
+    span = _current["span"]() or trace.get_current_span()
+    span.add_event(DECISION_EVENT, attributes)
 
 
 def get_account(customer_id: str) -> str:
@@ -201,6 +213,7 @@ class App:
     def __init__(self, framework: Framework, model_url: str, provider: TracerProvider) -> None:
         self.framework = framework
         self.model_url = model_url
+        _current["span"] = framework.current_span
         self.recorder = Recorder()
         provider.add_span_processor(self.recorder)
         self.tracer = provider.get_tracer("support-app")
@@ -335,6 +348,9 @@ def main(framework: Framework, argv: list[str] | None = None) -> int:
         "versions": versions(framework.distributions),
         "instrumentation": framework.instrumentation,
         "notes": list(framework.notes),
+        "current_span": ""
+        if framework.current_span is trace.get_current_span
+        else dotted_name(framework.current_span),
         "python": sys.version.split()[0],
         "run_s": round(time.monotonic() - started, 1),
         "shapes": shapes,

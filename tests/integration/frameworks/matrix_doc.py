@@ -104,10 +104,18 @@ def reads(result: dict[str, Any]) -> str:
 
 
 def blind(result: dict[str, Any]) -> str:
-    """What pathgrade could not decide, with how to close it, and the open problems."""
+    """What pathgrade could not decide, with how to close it, what the app must do for
+    the instrumentation, and the open problems."""
     reasons = result.get("reasons", {})
     parts = [f"{code} cannot decide ({close or reasons.get(f'{code} cannot_decide')})"
              for code, close in sorted(result.get("gaps", {}).items())]  # fmt: skip
+    if result.get("current_span"):
+        parts.append(
+            "no span is current while a tool runs, so the app's code reaches the tool's span "
+            f"through `{result['current_span']}()`: the approval gate records its "
+            "`gen_ai.tool.call.decision` there (with the OpenTelemetry current span it is lost "
+            "when the app has no span of its own)"
+        )
     failing = sorted(shape for shape, problems in result["problems"].items() if problems)
     if failing:
         parts.append(f"shapes not yet passing: {', '.join(failing)}")

@@ -171,26 +171,11 @@ class Outcome:
                 "requests_in_policy": REQUESTS_IN_POLICY}  # fmt: skip
 
 
-CANNOT_PASS = {
-    ("langgraph-openinference", "no_server_span"): (
-        "approved_reset: OpenInference's LangChain instrumentor makes no span current while "
-        "a tool runs, and this shape has no span of the app's, so the app's approval gate "
-        "has no span to record its `allow` on (the event is lost in the app, before any "
-        "exporter): PG111 rightly finds the reset unconfirmed",
-        True,
-    ),
-    ("langgraph-openinference", "server_span"): (
-        "LangChain gives a one-argument tool its bare value (`input.value` 'cust-1001', no "
-        "argument name; the named arguments are only on the graph's `tools` span and in "
-        "the model's output, whose facts carry no arguments), so PG112 cannot decide on "
-        "get_account; the service's one coverage alert of the window lands on whichever "
-        "get_account turn is graded first, clean_read or orphan_write, of this shape",
-        False,
-    ),
-}
-"""Framework x shape cells that cannot pass yet: each is an expected failure naming why
-(never counted as passing); a strict one fails once it passes, the other depends on which
-turn a coverage alert lands on."""
+CANNOT_PASS: dict[tuple[str, str], tuple[str, bool]] = {}
+"""Framework x shape cells that cannot pass yet, each mapped to (why, strict): an expected
+failure naming why (never counted as passing); a strict one fails once it passes, a
+non-strict one may pass in some runs (one whose failure depends on which turn a
+once-per-window coverage alert lands on). None today: every cell of the matrix passes."""
 PARALLEL = int(os.environ.get("PATHGRADE_FRAMEWORKS_PARALLEL", "6"))
 """How many frameworks' adapters run at once against the stack (each is a process that
 mostly waits: on the scripted model, the exporter, its conversation's pauses)."""

@@ -197,60 +197,6 @@ def _json(value: Any) -> str:
     return json.dumps(value)
 
 
-answers = st.fixed_dictionaries({"answer": json_values})
-"""A final answer's arguments (smolagents' `final_answer` tool)."""
-parts = st.fixed_dictionaries(
-    {
-        "type": st.sampled_from(
-            ["text", "tool_call", "tool_call_response", "document", "file", "image"]
-        )
-    },
-    optional={
-        "content": json_values,
-        "response": json_values,
-        "id": st.one_of(texts, st.integers(0, 9), st.none()),
-        "name": st.one_of(
-            st.sampled_from(["lookup", "refund", "reset", "final_answer"]), texts, st.none()
-        ),
-        "arguments": st.one_of(json_values, answers, answers.map(_json)),
-    },
-)
-messages = st.fixed_dictionaries(
-    {},
-    optional={
-        "role": st.one_of(
-            st.sampled_from(["user", "assistant", "tool", "system"]), st.none(), st.just(5)
-        ),
-        "content": st.one_of(texts, st.none(), json_values),
-        "parts": st.one_of(st.lists(parts, max_size=3), texts),
-        "tool_calls": st.one_of(
-            st.lists(
-                st.fixed_dictionaries(
-                    {"id": st.one_of(texts, st.none())},
-                    optional={
-                        "function": st.one_of(
-                            st.fixed_dictionaries(
-                                {},
-                                optional={
-                                    "name": st.one_of(texts, st.none(), st.just("final_answer")),
-                                    "arguments": st.one_of(texts, answers.map(_json)),
-                                },
-                            ),
-                            st.none(),
-                        )
-                    },
-                ),
-                max_size=2,
-            ),
-            st.none(),
-        ),
-    },
-)
-message_texts = st.one_of(
-    st.lists(messages, max_size=4).map(_json),
-    messages.map(_json),
-    st.sampled_from(["not json", '[{"role": "tool", "content": NaN}]', '["\\ud800"]', "", "[]"]),
-)
 arguments = st.one_of(
     st.dictionaries(
         st.sampled_from(["customer_id", "amount", "plan", "note", "a@b.io"]),
@@ -294,6 +240,73 @@ arguments = st.one_of(
             '{"x": 1e400}',
         ]
     ),
+)
+
+
+def _parsed(text: str) -> Any:
+    """Arguments text as the object a convention's tool-call part holds (text that is not
+    JSON stays text)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+answers = st.fixed_dictionaries({"answer": json_values})
+"""A final answer's arguments (smolagents' `final_answer` tool)."""
+parts = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            ["text", "tool_call", "tool_call_response", "document", "file", "image"]
+        )
+    },
+    optional={
+        "content": json_values,
+        "response": json_values,
+        "id": st.one_of(texts, st.integers(0, 9), st.none()),
+        "name": st.one_of(
+            st.sampled_from(["lookup", "refund", "reset", "final_answer"]), texts, st.none()
+        ),
+        "arguments": st.one_of(
+            json_values, answers, answers.map(_json), arguments, arguments.map(_parsed)
+        ),
+    },
+)
+messages = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": st.one_of(
+            st.sampled_from(["user", "assistant", "tool", "system"]), st.none(), st.just(5)
+        ),
+        "content": st.one_of(texts, st.none(), json_values),
+        "parts": st.one_of(st.lists(parts, max_size=3), texts),
+        "tool_calls": st.one_of(
+            st.lists(
+                st.fixed_dictionaries(
+                    {"id": st.one_of(texts, st.none())},
+                    optional={
+                        "function": st.one_of(
+                            st.fixed_dictionaries(
+                                {},
+                                optional={
+                                    "name": st.one_of(texts, st.none(), st.just("final_answer")),
+                                    "arguments": st.one_of(texts, answers.map(_json), arguments),
+                                },
+                            ),
+                            st.none(),
+                        )
+                    },
+                ),
+                max_size=2,
+            ),
+            st.none(),
+        ),
+    },
+)
+message_texts = st.one_of(
+    st.lists(messages, max_size=4).map(_json),
+    messages.map(_json),
+    st.sampled_from(["not json", '[{"role": "tool", "content": NaN}]', '["\\ud800"]', "", "[]"]),
 )
 confirmed_arguments = st.one_of(
     st.dictionaries(st.sampled_from(["customer_id", "amount", "a@b.io"]), json_values, max_size=3),

@@ -445,7 +445,7 @@ def test_content_fields_are_the_content_part_of_the_genai_view(
     ],
 )  # fmt: skip
 def test_rebuilt_messages_are_their_json_text_parsed(attributes: dict) -> None:
-    viewed, rebuilt = content_view("chat", attributes, arguments=True)
+    viewed, rebuilt = content_view("chat", attributes, input_arguments=True)
     fields = content_fields("chat", attributes)
     for messages, text, viewed_text in (
         (rebuilt.inputs, fields.input_messages, viewed.input_messages),
@@ -455,15 +455,25 @@ def test_rebuilt_messages_are_their_json_text_parsed(attributes: dict) -> None:
     assert viewed.finish_reasons == fields.finish_reasons
 
 
-def test_rebuilt_messages_leave_tool_call_arguments_out_unless_asked_for() -> None:
+def test_rebuilt_inputs_leave_tool_call_arguments_out_unless_asked_for() -> None:
+    """The outputs' requested calls keep their arguments (facts fingerprint them); the
+    inputs' (the conversation so far, repeated by every call) only when asked for."""
     attributes = {
         "gen_ai.operation.name": "chat",
+        "gen_ai.prompt.0.role": "assistant",
+        "gen_ai.prompt.0.tool_calls.0.id": "c1",
+        "gen_ai.prompt.0.tool_calls.0.name": "refund",
+        "gen_ai.prompt.0.tool_calls.0.arguments": '{"order": 7}',
         "gen_ai.completion.0.role": "assistant",
-        "gen_ai.completion.0.tool_calls.0.id": "c1",
+        "gen_ai.completion.0.tool_calls.0.id": "c2",
         "gen_ai.completion.0.tool_calls.0.name": "refund",
-        "gen_ai.completion.0.tool_calls.0.arguments": '{"order": 7}',
+        "gen_ai.completion.0.tool_calls.0.arguments": '{"order": 8}',
     }
-    (call,) = content_view("chat", attributes)[1].outputs[0]["parts"]
-    (with_arguments,) = content_view("chat", attributes, arguments=True)[1].outputs[0]["parts"]
+    rebuilt = content_view("chat", attributes)[1]
+    asked = content_view("chat", attributes, input_arguments=True)[1]
+    (call,) = rebuilt.inputs[0]["parts"]
+    (with_arguments,) = asked.inputs[0]["parts"]
     assert call == {"type": "tool_call", "id": "c1", "name": "refund"}
     assert with_arguments == {**call, "arguments": {"order": 7}}
+    requested = {"type": "tool_call", "id": "c2", "name": "refund", "arguments": {"order": 8}}
+    assert rebuilt.outputs[0]["parts"] == asked.outputs[0]["parts"] == [requested]

@@ -15,7 +15,7 @@ from pathgrade.schemas.events import (
     join_records,
     tool_call_decisions,
 )
-from pathgrade.schemas.facts import merged_facts, span_facts
+from pathgrade.schemas.facts import ArgumentFacts, merged_facts, span_facts
 from pathgrade.schemas.messages import parse_messages
 from pathgrade.schemas.model import LogRecord, Span, SpanEvent
 
@@ -76,14 +76,19 @@ def _facts(**members: object) -> dict:
 def test_merged_facts_join_outputs_instructions_records_and_requests() -> None:
     own = span_facts(_facts(output='{"text":false,"tool_calls":[{"id":"c","name":"t"}]}'))
     choice = span_facts(_facts(output='{"text":true,"pii":{"card":1},"claims":["refund"]}'))
-    other = span_facts(_facts(output='{"text":true,"pii":{"card":2,"email":1}}'))
+    other = span_facts(
+        _facts(output='{"text":true,"pii":{"card":2,"email":1},"asks":["order_id"],'
+               '"tool_calls":[{"id":"d","name":"u","fp":"k:1","args":{"a":"k:2"}}]}')
+    )  # fmt: skip
     tool = span_facts({**_facts(untrusted_instructions=["ignore_instructions"]),
                        "pathgrade.facts.pii.dropped": '{"body":{"email":1}}'})  # fmt: skip
     merged = merged_facts(own, [choice, other, tool, span_facts({})])
     assert merged.output is not None
-    assert merged.output.has_text and merged.output.tool_call_names == ("t",)
+    assert merged.output.has_text and merged.output.tool_call_names == ("t", "u")
+    assert merged.output.tool_call_arguments == (None, ArgumentFacts("k:1", {"a": "k:2"}))
     assert merged.output.pii == {"card": 3, "email": 1}
     assert merged.output.claims == ("refund",)
+    assert merged.output.asks == ("order_id",)
     assert merged.instructions == ("ignore_instructions",)
     assert merged.pii_dropped == {"body": {"email": 1}}
     assert merged_facts(own, [span_facts({})]) is own

@@ -1,10 +1,12 @@
-"""LangGraph under OpenInference (`openinference-instrumentation-langchain`)."""
+"""LangGraph under OpenInference (`openinference-instrumentation-langchain`). The
+instrumentor makes no span current while a tool runs: application code reaches the span of
+the current LangChain run through the instrumentation's `get_current_span()`."""
 
 from __future__ import annotations
 
 import sys
 
-from openinference.instrumentation.langchain import LangChainInstrumentor
+from openinference.instrumentation.langchain import LangChainInstrumentor, get_current_span
 from opentelemetry.sdk.trace import TracerProvider
 
 from tests.integration.frameworks.adapters.langgraph_agent import DISTRIBUTIONS, Session
@@ -21,6 +23,7 @@ FRAMEWORK = Framework(
     instrumentation="OpenInference `LangChainInstrumentor`",
     instrument=instrument,
     session=Session,
+    current_span=get_current_span,
 )
 
 if __name__ == "__main__":
