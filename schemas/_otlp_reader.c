@@ -29,6 +29,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
 
 /* Arrays and key-value lists nested deeper than this are left to upb. Its own limit (100
@@ -546,6 +547,242 @@ static PyObject *read_value(PyObject *module, PyObject *value) {
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ JSON text */
+
+/* A growing buffer of JSON text (UTF-8). */
+typedef struct {
+    char *data;
+    Py_ssize_t size, capacity;
+} Text;
+
+/* Makes room for `n` more bytes; -1 (a MemoryError set) when memory runs out. */
+static int reserve(Text *t, Py_ssize_t n) {
+    if (t->size + n <= t->capacity) return 0;
+    Py_ssize_t capacity = t->capacity ? t->capacity : 256;
+    while (capacity < t->size + n) capacity *= 2;
+    char *data = PyMem_Realloc(t->data, capacity);
+    if (!data) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->data = data;
+    t->capacity = capacity;
+    return 0;
+}
+
+static int put(Text *t, const char *s, Py_ssize_t n) {
+    if (reserve(t, n) < 0) return -1;
+    memcpy(t->data + t->size, s, n);
+    t->size += n;
+    return 0;
+}
+
+/* Writes UTF-8 `b` as a JSON string, escaped as json.dumps(..., ensure_ascii=False) escapes
+ * it (", \, \b, \f, \n, \r, \t by name, other characters below 0x20 as \u00xx); -1 when `b`
+ * is not UTF-8 (left to upb) or memory runs out. */
+static int put_string(Text *t, Bytes b) {
+    static const char hex[] = "0123456789abcdef";
+    if (check_text(b) < 0 || reserve(t, 2 + 6 * (b.end - b.p)) < 0) return -1;
+    char *out = t->data + t->size;
+    *out++ = '"';
+    for (const uint8_t *p = b.p; p < b.end; p++) {
+        uint8_t c = *p;
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *out++ = (char)c;
+            continue;
+        }
+        *out++ = '\\';
+        switch (c) {
+            case '"': *out++ = '"'; break;
+            case '\\': *out++ = '\\'; break;
+            case '\b': *out++ = 'b'; break;
+            case '\f': *out++ = 'f'; break;
+            case '\n': *out++ = 'n'; break;
+            case '\r': *out++ = 'r'; break;
+            case '\t': *out++ = 't'; break;
+            default:
+                memcpy(out, "u00", 3);
+                out[3] = hex[c >> 4];
+                out[4] = hex[c & 15];
+                out += 5;
+        }
+    }
+    *out++ = '"';
+    t->size = out - t->data;
+    return 0;
+}
+
+/* Writes a double as json.dumps does: float.__repr__, NaN, Infinity, -Infinity. */
+static int put_double(Text *t, double d) {
+    if (d != d) return put(t, "NaN", 3);
+    if (d == HUGE_VAL) return put(t, "Infinity", 8);
+    if (d == -HUGE_VAL) return put(t, "-Infinity", 9);
+    char *repr = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (!repr) return -1;
+    int r = put(t, repr, (Py_ssize_t)strlen(repr));
+    PyMem_Free(repr);
+    return r;
+}
+
+static int json_any_value(Text *t, Bytes in, int depth);
+
+/* The most keys one key-value list may hold in JSON text written here: past it (and for a
+ * key found twice, which a dict keeps once) the value is left to the Python walk. */
+#define MAX_JSON_KEYS 64
+
+/* Writes an ArrayValue as a JSON array. */
+static int json_array(Text *t, Bytes in, int depth) {
+    if (depth > MAX_VALUE_DEPTH || put(t, "[", 1) < 0) return -1;
+    Field f;
+    int more, first = 1;
+    while ((more = next_field(&in, &f)) > 0) {
+        if (f.tag != TAG(1, LEN)) continue;
+        if ((!first && put(t, ", ", 2) < 0) || json_any_value(t, f.bytes, depth) < 0) return -1;
+        first = 0;
+    }
+    return more < 0 ? -1 : put(t, "]", 1);
+}
+
+/* A KeyValue's key (the last key field, "" for none) and value (an empty AnyValue for
+ * none); -1 on malformed bytes, a key that is not UTF-8, or a value field present twice
+ * (upb merges the two). */
+static int key_value_parts(Bytes in, Bytes *key, Bytes *value) {
+    static const uint8_t none[1] = {0};
+    *key = (Bytes){none, none};
+    *value = (Bytes){NULL, NULL};
+    Field f;
+    int more;
+    while ((more = next_field(&in, &f)) > 0) {
+        if (f.tag == TAG(1, LEN)) {
+            if (check_text(f.bytes) < 0) return -1; /* every occurrence, as upb reads them */
+            *key = f.bytes;
+        } else if (f.tag == TAG(2, LEN)) {
+            if (value->p) return -1;
+            *value = f.bytes;
+        }
+    }
+    if (more < 0) return -1;
+    if (!value->p) *value = (Bytes){none, none}; /* an empty AnyValue: no value, null */
+    return 0;
+}
+
+/* Writes a KeyValueList as a JSON object, keys in their order; -1 for a key found twice.
+ * With `member` (UTF-8 bytes), `*found` gets the Python value of that key's value (a new
+ * reference; None where the list has no such key). */
+static int json_kvlist(Text *t, Bytes in, int depth, const Bytes *member, PyObject **found) {
+    if (depth > MAX_VALUE_DEPTH || put(t, "{", 1) < 0) return -1;
+    Bytes keys[MAX_JSON_KEYS];
+    int count = 0, more;
+    Field f;
+    while ((more = next_field(&in, &f)) > 0) {
+        if (f.tag != TAG(1, LEN)) continue;
+        Bytes key, value;
+        if (count == MAX_JSON_KEYS || key_value_parts(f.bytes, &key, &value) < 0) return -1;
+        Py_ssize_t n = key.end - key.p;
+        for (int i = 0; i < count; i++)
+            if (keys[i].end - keys[i].p == n && memcmp(keys[i].p, key.p, n) == 0) return -1;
+        keys[count++] = key;
+        if ((count > 1 && put(t, ", ", 2) < 0) || put_string(t, key) < 0 || put(t, ": ", 2) < 0 ||
+            json_any_value(t, value, depth) < 0)
+            return -1;
+        if (member && member->end - member->p == n && memcmp(member->p, key.p, n) == 0 &&
+            !(*found = read_any_value(value, depth)))
+            return -1;
+    }
+    if (more < 0) return -1;
+    if (member && !*found) *found = Py_NewRef(Py_None);
+    return put(t, "}", 1);
+}
+
+/* The one value field of an AnyValue (`*chosen`, its tag 0 for none); -1 on malformed
+ * bytes or two value fields (upb keeps the last, and merges messages). Unknown fields, and
+ * value fields of another wire type, are skipped as upb skips them. */
+static int only_value(Bytes in, Field *chosen) {
+    Field f;
+    int more;
+    chosen->tag = 0;
+    while ((more = next_field(&in, &f)) > 0) {
+        switch (f.tag) {
+            case TAG(1, LEN): case TAG(2, VARINT): case TAG(3, VARINT): case TAG(4, I64):
+            case TAG(5, LEN): case TAG(6, LEN): case TAG(7, LEN): case TAG(8, VARINT):
+                if (chosen->tag) return -1;
+                *chosen = f;
+                break;
+            default: break;
+        }
+    }
+    return more;
+}
+
+/* Writes an AnyValue as json.dumps(any_value(value), ensure_ascii=False) writes its Python
+ * value; -1 where read_any_value leaves it to upb, for bytes_value (json.dumps has no
+ * text for bytes), and where json_kvlist leaves a list to Python. */
+static int json_any_value(Text *t, Bytes in, int depth) {
+    Field f;
+    if (only_value(in, &f) < 0) return -1;
+    char number[32];
+    switch (f.tag) {
+        case 0: return put(t, "null", 4);
+        case TAG(1, LEN): return put_string(t, f.bytes);
+        case TAG(2, VARINT): return f.scalar ? put(t, "true", 4) : put(t, "false", 5);
+        case TAG(3, VARINT):
+            return put(t, number, snprintf(number, sizeof number, "%lld", as_int64(f.scalar)));
+        case TAG(4, I64): return put_double(t, as_double(f.scalar));
+        case TAG(5, LEN): return json_array(t, f.bytes, depth + 1);
+        case TAG(6, LEN): return json_kvlist(t, f.bytes, depth + 1, NULL, NULL);
+        default: return -1; /* bytes_value, string_value_strindex */
+    }
+}
+
+/* Writes an AnyValue that is an array holding only key-value lists (at least one) as a
+ * JSON array, appending each list's `member` value (None where it has none) to `members`;
+ * -1 for any other value, and where json_any_value leaves one to Python. */
+static int json_maps(Text *t, Bytes in, const Bytes *member, PyObject *members) {
+    Field f, item;
+    if (only_value(in, &f) < 0 || f.tag != TAG(5, LEN) || put(t, "[", 1) < 0) return -1;
+    Bytes array = f.bytes;
+    int more, count = 0;
+    while ((more = next_field(&array, &f)) > 0) {
+        if (f.tag != TAG(1, LEN)) continue;
+        PyObject *found = NULL;
+        if (only_value(f.bytes, &item) < 0 || item.tag != TAG(6, LEN) ||
+            (count++ && put(t, ", ", 2) < 0) ||
+            json_kvlist(t, item.bytes, 2, member, &found) < 0 || append_new(members, found) < 0) {
+            Py_XDECREF(found);
+            return -1;
+        }
+    }
+    return more < 0 || count == 0 ? -1 : put(t, "]", 1);
+}
+
+/* messages_json(value, member): see the method table. */
+static PyObject *messages_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "messages_json(value: bytes, member: str)");
+        return NULL;
+    }
+    Py_ssize_t size;
+    const char *name = PyUnicode_AsUTF8AndSize(args[1], &size);
+    PyObject *members = name ? PyList_New(0) : NULL;
+    if (!members) return NULL;
+    const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(args[0]);
+    Bytes in = {data, data + PyBytes_GET_SIZE(args[0])};
+    Bytes member = {(const uint8_t *)name, (const uint8_t *)name + size};
+    Text t = {NULL, 0, 0};
+    PyObject *answer = NULL;
+    if (json_maps(&t, in, &member, members) == 0) {
+        PyObject *text = PyUnicode_DecodeUTF8(t.data, t.size, NULL);
+        answer = text ? PyTuple_Pack(2, text, members) : NULL;
+        Py_XDECREF(text);
+    } else if (!PyErr_Occurred()) {
+        answer = Py_NewRef(Py_None);
+    }
+    PyMem_Free(t.data);
+    Py_DECREF(members);
+    return answer;
+}
+
 static PyMethodDef methods[] = {
     {"read_traces", read_traces, METH_O,
      "read_traces(value: bytes) -> list | None: the resources, scopes and spans of an OTLP "
@@ -553,6 +790,12 @@ static PyMethodDef methods[] = {
     {"read_value", read_value, METH_O,
      "read_value(value: bytes) -> tuple | None: the Python value of an OTLP AnyValue's "
      "bytes as `otlp.any_value` gives it, as (value,); None to leave the value to upb."},
+    {"messages_json", (PyCFunction)(void (*)(void))messages_json, METH_FASTCALL,
+     "messages_json(value: bytes, member: str) -> tuple | None: the JSON text "
+     "json.dumps(..., ensure_ascii=False) writes of the Python value of an OTLP AnyValue's "
+     "bytes that is an array of key-value lists, and the value of `member` in each list "
+     "(None where it has none), as (text, [value, ...]); None for another value, and to "
+     "leave one to Python (bytes, a key twice in a list, more than 64 keys in one)."},
     {NULL, NULL, 0, NULL},
 };
 
