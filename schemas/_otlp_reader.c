@@ -22,9 +22,20 @@
  * a string_value_strindex, arrays and key-value lists nested deeper than
  * MAX_VALUE_DEPTH. Unknown fields, and known ones with another wire type, are skipped as
  * upb skips them; a scalar field present twice keeps its last value, as in upb.
+ * `read_logs(value)` reads an OTLP LogsData (or ExportLogsServiceRequest) the same way,
+ * for schemas/otlp_logs.py:
+ *
+ *   [(resource_attributes, [(scope_name, scope_version, [record, ...]), ...]), ...]
+ *   record = (trace_id, span_id, time_ns, observed_ns, event_name, severity_number,
+ *             severity_text, body, attributes, flags)
+ *
+ * (the body's value as `otlp.any_value` gives it, None for none).
  * `read_value(value)` reads one AnyValue's bytes the same way (the collector reads a log
- * record's structured content with it).
- * tests/unit/schemas/test_otlp_reader.py holds the answers to the Python path's.
+ * record's structured content with it), and `messages_json(value, member)` writes one
+ * that is an array of key-value lists as the JSON text json.dumps writes of its value
+ * (the collector's facts read a log record's messages as that text).
+ * tests/unit/schemas/test_otlp_reader.py and test_otlp_logs_reader.py hold the answers
+ * to the Python path's.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -453,8 +464,12 @@ fail:
     return NULL;
 }
 
-/* A ScopeSpans as (scope_name, scope_version, [span, ...]); its schema_url is checked. */
-static PyObject *read_scope_spans(Bytes in) {
+/* Reads one item of a scope: a span, a log record. */
+typedef PyObject *(*ItemReader)(Bytes in);
+
+/* A ScopeSpans (or ScopeLogs: the same fields) as (scope_name, scope_version, [item, ...]),
+ * each item read by `read_item`; its schema_url is checked. */
+static PyObject *read_scope_items(Bytes in, ItemReader read_item) {
     PyObject *items[3] = {NULL, NULL, PyList_New(0)};
     if (!items[2]) return NULL;
     int scopes = 0;
@@ -465,7 +480,7 @@ static PyObject *read_scope_spans(Bytes in) {
         if (f.tag == TAG(1, LEN)) /* twice: upb merges the two scopes */
             failed = scopes++ ? -1 : read_scope(f.bytes, &items[0], &items[1]);
         else if (f.tag == TAG(2, LEN))
-            failed = append_new(items[2], read_span(f.bytes));
+            failed = append_new(items[2], read_item(f.bytes));
         else if (f.tag == TAG(3, LEN))
             failed = check_text(f.bytes);
         if (failed < 0) goto fail;
@@ -489,8 +504,9 @@ static int read_resource(Bytes in, PyObject *attributes) {
     return more;
 }
 
-/* A ResourceSpans as (resource_attributes, [scope, ...]): one dict for all its spans. */
-static PyObject *read_resource_spans(Bytes in) {
+/* A ResourceSpans (or ResourceLogs) as (resource_attributes, [scope, ...]): one dict for
+ * all its items, each read by `read_item`. */
+static PyObject *read_resource_items(Bytes in, ItemReader read_item) {
     PyObject *items[2] = {PyDict_New(), NULL};
     if (!items[0] || !(items[1] = PyList_New(0))) goto fail;
     int resources = 0;
@@ -501,7 +517,7 @@ static PyObject *read_resource_spans(Bytes in) {
         if (f.tag == TAG(1, LEN)) /* twice: upb merges the two resources */
             failed = resources++ ? -1 : read_resource(f.bytes, items[0]);
         else if (f.tag == TAG(2, LEN))
-            failed = append_new(items[1], read_scope_spans(f.bytes));
+            failed = append_new(items[1], read_scope_items(f.bytes, read_item));
         else if (f.tag == TAG(3, LEN))
             failed = check_text(f.bytes);
         if (failed < 0) goto fail;
@@ -513,9 +529,60 @@ fail:
     return NULL;
 }
 
-/* read_traces(value): see the top of this file. */
-static PyObject *read_traces(PyObject *module, PyObject *value) {
-    (void)module;
+/* ------------------------------------------------------------------ logs.proto */
+
+/* A log record's parts, in the order of the tuple read_log_record returns. */
+enum {
+    R_TRACE_ID, R_SPAN_ID, R_TIME, R_OBSERVED, R_EVENT_NAME, R_SEVERITY_NUMBER,
+    R_SEVERITY_TEXT, R_BODY, R_ATTRIBUTES, R_FLAGS, RECORD_PARTS
+};
+
+/* A LogRecord as the tuple of its parts (the enum's order): ids as hex, "" for absent
+ * strings, the body's value (None for none); its dropped count is skipped. */
+static PyObject *read_log_record(Bytes in) {
+    PyObject *parts[RECORD_PARTS] = {NULL};
+    if (!(parts[R_ATTRIBUTES] = PyDict_New())) return NULL;
+    Bytes ids[2] = {{NULL, NULL}, {NULL, NULL}}; /* trace, span */
+    uint64_t time = 0, observed = 0, severity = 0, flags = 0;
+    Field f;
+    int more;
+    while ((more = next_field(&in, &f)) > 0) {
+        int failed = 0;
+        switch (f.tag) {
+            case TAG(1, I64): time = f.scalar; break;
+            case TAG(2, VARINT): severity = f.scalar; break;
+            case TAG(3, LEN): failed = set_text(&parts[R_SEVERITY_TEXT], f.bytes); break;
+            case TAG(5, LEN): /* twice: upb merges the two bodies */
+                failed = parts[R_BODY] || !(parts[R_BODY] = read_any_value(f.bytes, 0)) ? -1 : 0;
+                break;
+            case TAG(6, LEN): failed = read_key_value(f.bytes, parts[R_ATTRIBUTES], 0); break;
+            case TAG(8, I32): flags = f.scalar; break;
+            case TAG(9, LEN): ids[0] = f.bytes; break;
+            case TAG(10, LEN): ids[1] = f.bytes; break;
+            case TAG(11, I64): observed = f.scalar; break;
+            case TAG(12, LEN): failed = set_text(&parts[R_EVENT_NAME], f.bytes); break;
+            default: break;
+        }
+        if (failed < 0) goto fail;
+    }
+    if (more < 0 || !(parts[R_TRACE_ID] = hex_text(ids[0])) ||
+        !(parts[R_SPAN_ID] = hex_text(ids[1])) ||
+        !(parts[R_TIME] = PyLong_FromUnsignedLongLong(time)) ||
+        !(parts[R_OBSERVED] = PyLong_FromUnsignedLongLong(observed)) ||
+        !(parts[R_SEVERITY_NUMBER] = PyLong_FromLongLong(as_int32(severity))) ||
+        !(parts[R_FLAGS] = PyLong_FromUnsignedLongLong(flags)) ||
+        fill_empty(&parts[R_EVENT_NAME]) < 0 || fill_empty(&parts[R_SEVERITY_TEXT]) < 0)
+        goto fail;
+    if (!parts[R_BODY]) parts[R_BODY] = Py_NewRef(Py_None);
+    return tuple_of(RECORD_PARTS, parts);
+fail:
+    clear(RECORD_PARTS, parts);
+    return NULL;
+}
+
+/* The resources of a TracesData's (or LogsData's: resource_spans and resource_logs are
+ * both field 1) bytes, their items read by `read_item`; None to leave them to upb. */
+static PyObject *read_resources(PyObject *value, ItemReader read_item) {
     if (!PyBytes_Check(value)) Py_RETURN_NONE;
     const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(value);
     Bytes in = {data, data + PyBytes_GET_SIZE(value)};
@@ -524,11 +591,25 @@ static PyObject *read_traces(PyObject *module, PyObject *value) {
     Field f;
     int more;
     while ((more = next_field(&in, &f)) > 0)
-        if (f.tag == TAG(1, LEN) && append_new(resources, read_resource_spans(f.bytes)) < 0) break;
+        if (f.tag == TAG(1, LEN) &&
+            append_new(resources, read_resource_items(f.bytes, read_item)) < 0)
+            break;
     if (more == 0) return resources;
     Py_DECREF(resources);
     if (PyErr_Occurred()) return NULL; /* out of memory, say: not a reason to fall back */
     Py_RETURN_NONE;
+}
+
+/* read_traces(value): see the top of this file. */
+static PyObject *read_traces(PyObject *module, PyObject *value) {
+    (void)module;
+    return read_resources(value, read_span);
+}
+
+/* read_logs(value): see the top of this file. */
+static PyObject *read_logs(PyObject *module, PyObject *value) {
+    (void)module;
+    return read_resources(value, read_log_record);
 }
 
 /* read_value(value): the Python value of an AnyValue's bytes, as (value,); None when it
@@ -787,6 +868,9 @@ static PyMethodDef methods[] = {
     {"read_traces", read_traces, METH_O,
      "read_traces(value: bytes) -> list | None: the resources, scopes and spans of an OTLP "
      "TracesData's bytes as Python objects; None to leave the value to upb."},
+    {"read_logs", read_logs, METH_O,
+     "read_logs(value: bytes) -> list | None: the resources, scopes and log records of an "
+     "OTLP LogsData's bytes as Python objects; None to leave the value to upb."},
     {"read_value", read_value, METH_O,
      "read_value(value: bytes) -> tuple | None: the Python value of an OTLP AnyValue's "
      "bytes as `otlp.any_value` gives it, as (value,); None to leave the value to upb."},
@@ -802,7 +886,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_otlp_reader",
-    .m_doc = "OTLP TracesData bytes read into Python objects in one pass.",
+    .m_doc = "OTLP TracesData and LogsData bytes read into Python objects in one pass.",
     .m_size = -1,
     .m_methods = methods,
 };
