@@ -65,6 +65,7 @@ from pathgrade.schemas.allowed_keys import (
     looks_like_key,
 )
 from pathgrade.schemas.event_content import event_content
+from pathgrade.schemas.events import read_messages
 from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
 from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret, TenantKey, is_fingerprint
 from pathgrade.schemas.memo import BoundedMemo
@@ -100,6 +101,8 @@ _MIN_CARD, _MAX_CARD = 10**12, 10**19  # numbers of 13-19 digits
 _MAX_CACHED_KEYS = 4096
 _SPAN_IDS = ("trace_id", "span_id", "parent_span_id")
 _RECORD_IDS = ("trace_id", "span_id")
+_MESSAGES = frozenset({genai.INPUT_MESSAGES, genai.OUTPUT_MESSAGES})
+"""The messages an inference record's facts read as JSON text (`events.read_messages`)."""
 BODY_FIELD: Final = "body"
 """A log record's body as the pii records name it."""
 _REDACTORS = itertools.count(1)
@@ -378,8 +381,9 @@ class Redactor:
         item = _ReadRecord(record, found, has_body)
         read: list[tuple[str, Any]] | None = [] if self.facts is not None else None
         item.content, item.producer_facts, item.confirmed = self._scan(
-            attributes, item.context, found.scrubbed, "", stats, key, read
-        )
+            attributes, item.context, found.scrubbed, "", stats, key, read,
+            record.event_name == genai.EVENT_INFERENCE_DETAILS,
+        )  # fmt: skip
         if read is not None:
             name = record.event_name or _raw_event_name(attributes)
             body = any_value(record.body) if has_body else None
@@ -587,12 +591,14 @@ class Redactor:
         stats: RedactionStats,
         key: TenantKey,
         read: list[tuple[str, Any]] | None = None,
+        messages: bool = False,
     ) -> tuple[list[int], bool, list[int]]:
         """Forward (scrubbed or withheld) the values that are not content; return the
         content indexes, whether a producer set any fact, and the indexes of the
         `pathgrade.confirmed_action` attributes (content too). Fills `context` with the raw
         values of the context keys, and `read` with the content's (key, raw value) pairs in
-        index order, when given."""
+        index order, when given; with `messages` (an inference record's), input and output
+        messages as `MessagesText` where the OTLP reader writes them."""
         content = []
         confirmed = []
         producer_facts = False
@@ -605,7 +611,9 @@ class Redactor:
                 if name == genai.PG_CONFIRMED_ACTION:
                     confirmed.append(index)
                 if read is not None:
-                    read.append((name, structured_value(kv.value)))
+                    value = kv.value
+                    written = read_messages(value) if messages and name in _MESSAGES else None
+                    read.append((name, written or structured_value(value)))
                 continue
             if verdict == _FACT:
                 producer_facts = True

@@ -22,13 +22,25 @@
  * a string_value_strindex, arrays and key-value lists nested deeper than
  * MAX_VALUE_DEPTH. Unknown fields, and known ones with another wire type, are skipped as
  * upb skips them; a scalar field present twice keeps its last value, as in upb.
+ * `read_logs(value)` reads an OTLP LogsData (or ExportLogsServiceRequest) the same way,
+ * for schemas/otlp_logs.py:
+ *
+ *   [(resource_attributes, [(scope_name, scope_version, [record, ...]), ...]), ...]
+ *   record = (trace_id, span_id, time_ns, observed_ns, event_name, severity_number,
+ *             severity_text, body, attributes, flags)
+ *
+ * (the body's value as `otlp.any_value` gives it, None for none).
  * `read_value(value)` reads one AnyValue's bytes the same way (the collector reads a log
- * record's structured content with it).
- * tests/unit/schemas/test_otlp_reader.py holds the answers to the Python path's.
+ * record's structured content with it), and `messages_json(value, member)` writes one
+ * that is an array of key-value lists as the JSON text json.dumps writes of its value
+ * (the collector's facts read a log record's messages as that text).
+ * tests/unit/schemas/test_otlp_reader.py and test_otlp_logs_reader.py hold the answers
+ * to the Python path's.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
 
 /* Arrays and key-value lists nested deeper than this are left to upb. Its own limit (100
@@ -452,8 +464,12 @@ fail:
     return NULL;
 }
 
-/* A ScopeSpans as (scope_name, scope_version, [span, ...]); its schema_url is checked. */
-static PyObject *read_scope_spans(Bytes in) {
+/* Reads one item of a scope: a span, a log record. */
+typedef PyObject *(*ItemReader)(Bytes in);
+
+/* A ScopeSpans (or ScopeLogs: the same fields) as (scope_name, scope_version, [item, ...]),
+ * each item read by `read_item`; its schema_url is checked. */
+static PyObject *read_scope_items(Bytes in, ItemReader read_item) {
     PyObject *items[3] = {NULL, NULL, PyList_New(0)};
     if (!items[2]) return NULL;
     int scopes = 0;
@@ -464,7 +480,7 @@ static PyObject *read_scope_spans(Bytes in) {
         if (f.tag == TAG(1, LEN)) /* twice: upb merges the two scopes */
             failed = scopes++ ? -1 : read_scope(f.bytes, &items[0], &items[1]);
         else if (f.tag == TAG(2, LEN))
-            failed = append_new(items[2], read_span(f.bytes));
+            failed = append_new(items[2], read_item(f.bytes));
         else if (f.tag == TAG(3, LEN))
             failed = check_text(f.bytes);
         if (failed < 0) goto fail;
@@ -488,8 +504,9 @@ static int read_resource(Bytes in, PyObject *attributes) {
     return more;
 }
 
-/* A ResourceSpans as (resource_attributes, [scope, ...]): one dict for all its spans. */
-static PyObject *read_resource_spans(Bytes in) {
+/* A ResourceSpans (or ResourceLogs) as (resource_attributes, [scope, ...]): one dict for
+ * all its items, each read by `read_item`. */
+static PyObject *read_resource_items(Bytes in, ItemReader read_item) {
     PyObject *items[2] = {PyDict_New(), NULL};
     if (!items[0] || !(items[1] = PyList_New(0))) goto fail;
     int resources = 0;
@@ -500,7 +517,7 @@ static PyObject *read_resource_spans(Bytes in) {
         if (f.tag == TAG(1, LEN)) /* twice: upb merges the two resources */
             failed = resources++ ? -1 : read_resource(f.bytes, items[0]);
         else if (f.tag == TAG(2, LEN))
-            failed = append_new(items[1], read_scope_spans(f.bytes));
+            failed = append_new(items[1], read_scope_items(f.bytes, read_item));
         else if (f.tag == TAG(3, LEN))
             failed = check_text(f.bytes);
         if (failed < 0) goto fail;
@@ -512,9 +529,60 @@ fail:
     return NULL;
 }
 
-/* read_traces(value): see the top of this file. */
-static PyObject *read_traces(PyObject *module, PyObject *value) {
-    (void)module;
+/* ------------------------------------------------------------------ logs.proto */
+
+/* A log record's parts, in the order of the tuple read_log_record returns. */
+enum {
+    R_TRACE_ID, R_SPAN_ID, R_TIME, R_OBSERVED, R_EVENT_NAME, R_SEVERITY_NUMBER,
+    R_SEVERITY_TEXT, R_BODY, R_ATTRIBUTES, R_FLAGS, RECORD_PARTS
+};
+
+/* A LogRecord as the tuple of its parts (the enum's order): ids as hex, "" for absent
+ * strings, the body's value (None for none); its dropped count is skipped. */
+static PyObject *read_log_record(Bytes in) {
+    PyObject *parts[RECORD_PARTS] = {NULL};
+    if (!(parts[R_ATTRIBUTES] = PyDict_New())) return NULL;
+    Bytes ids[2] = {{NULL, NULL}, {NULL, NULL}}; /* trace, span */
+    uint64_t time = 0, observed = 0, severity = 0, flags = 0;
+    Field f;
+    int more;
+    while ((more = next_field(&in, &f)) > 0) {
+        int failed = 0;
+        switch (f.tag) {
+            case TAG(1, I64): time = f.scalar; break;
+            case TAG(2, VARINT): severity = f.scalar; break;
+            case TAG(3, LEN): failed = set_text(&parts[R_SEVERITY_TEXT], f.bytes); break;
+            case TAG(5, LEN): /* twice: upb merges the two bodies */
+                failed = parts[R_BODY] || !(parts[R_BODY] = read_any_value(f.bytes, 0)) ? -1 : 0;
+                break;
+            case TAG(6, LEN): failed = read_key_value(f.bytes, parts[R_ATTRIBUTES], 0); break;
+            case TAG(8, I32): flags = f.scalar; break;
+            case TAG(9, LEN): ids[0] = f.bytes; break;
+            case TAG(10, LEN): ids[1] = f.bytes; break;
+            case TAG(11, I64): observed = f.scalar; break;
+            case TAG(12, LEN): failed = set_text(&parts[R_EVENT_NAME], f.bytes); break;
+            default: break;
+        }
+        if (failed < 0) goto fail;
+    }
+    if (more < 0 || !(parts[R_TRACE_ID] = hex_text(ids[0])) ||
+        !(parts[R_SPAN_ID] = hex_text(ids[1])) ||
+        !(parts[R_TIME] = PyLong_FromUnsignedLongLong(time)) ||
+        !(parts[R_OBSERVED] = PyLong_FromUnsignedLongLong(observed)) ||
+        !(parts[R_SEVERITY_NUMBER] = PyLong_FromLongLong(as_int32(severity))) ||
+        !(parts[R_FLAGS] = PyLong_FromUnsignedLongLong(flags)) ||
+        fill_empty(&parts[R_EVENT_NAME]) < 0 || fill_empty(&parts[R_SEVERITY_TEXT]) < 0)
+        goto fail;
+    if (!parts[R_BODY]) parts[R_BODY] = Py_NewRef(Py_None);
+    return tuple_of(RECORD_PARTS, parts);
+fail:
+    clear(RECORD_PARTS, parts);
+    return NULL;
+}
+
+/* The resources of a TracesData's (or LogsData's: resource_spans and resource_logs are
+ * both field 1) bytes, their items read by `read_item`; None to leave them to upb. */
+static PyObject *read_resources(PyObject *value, ItemReader read_item) {
     if (!PyBytes_Check(value)) Py_RETURN_NONE;
     const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(value);
     Bytes in = {data, data + PyBytes_GET_SIZE(value)};
@@ -523,11 +591,25 @@ static PyObject *read_traces(PyObject *module, PyObject *value) {
     Field f;
     int more;
     while ((more = next_field(&in, &f)) > 0)
-        if (f.tag == TAG(1, LEN) && append_new(resources, read_resource_spans(f.bytes)) < 0) break;
+        if (f.tag == TAG(1, LEN) &&
+            append_new(resources, read_resource_items(f.bytes, read_item)) < 0)
+            break;
     if (more == 0) return resources;
     Py_DECREF(resources);
     if (PyErr_Occurred()) return NULL; /* out of memory, say: not a reason to fall back */
     Py_RETURN_NONE;
+}
+
+/* read_traces(value): see the top of this file. */
+static PyObject *read_traces(PyObject *module, PyObject *value) {
+    (void)module;
+    return read_resources(value, read_span);
+}
+
+/* read_logs(value): see the top of this file. */
+static PyObject *read_logs(PyObject *module, PyObject *value) {
+    (void)module;
+    return read_resources(value, read_log_record);
 }
 
 /* read_value(value): the Python value of an AnyValue's bytes, as (value,); None when it
@@ -546,20 +628,265 @@ static PyObject *read_value(PyObject *module, PyObject *value) {
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ JSON text */
+
+/* A growing buffer of JSON text (UTF-8). */
+typedef struct {
+    char *data;
+    Py_ssize_t size, capacity;
+} Text;
+
+/* Makes room for `n` more bytes; -1 (a MemoryError set) when memory runs out. */
+static int reserve(Text *t, Py_ssize_t n) {
+    if (t->size + n <= t->capacity) return 0;
+    Py_ssize_t capacity = t->capacity ? t->capacity : 256;
+    while (capacity < t->size + n) capacity *= 2;
+    char *data = PyMem_Realloc(t->data, capacity);
+    if (!data) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->data = data;
+    t->capacity = capacity;
+    return 0;
+}
+
+static int put(Text *t, const char *s, Py_ssize_t n) {
+    if (reserve(t, n) < 0) return -1;
+    memcpy(t->data + t->size, s, n);
+    t->size += n;
+    return 0;
+}
+
+/* Writes UTF-8 `b` as a JSON string, escaped as json.dumps(..., ensure_ascii=False) escapes
+ * it (", \, \b, \f, \n, \r, \t by name, other characters below 0x20 as \u00xx); -1 when `b`
+ * is not UTF-8 (left to upb) or memory runs out. */
+static int put_string(Text *t, Bytes b) {
+    static const char hex[] = "0123456789abcdef";
+    if (check_text(b) < 0 || reserve(t, 2 + 6 * (b.end - b.p)) < 0) return -1;
+    char *out = t->data + t->size;
+    *out++ = '"';
+    for (const uint8_t *p = b.p; p < b.end; p++) {
+        uint8_t c = *p;
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *out++ = (char)c;
+            continue;
+        }
+        *out++ = '\\';
+        switch (c) {
+            case '"': *out++ = '"'; break;
+            case '\\': *out++ = '\\'; break;
+            case '\b': *out++ = 'b'; break;
+            case '\f': *out++ = 'f'; break;
+            case '\n': *out++ = 'n'; break;
+            case '\r': *out++ = 'r'; break;
+            case '\t': *out++ = 't'; break;
+            default:
+                memcpy(out, "u00", 3);
+                out[3] = hex[c >> 4];
+                out[4] = hex[c & 15];
+                out += 5;
+        }
+    }
+    *out++ = '"';
+    t->size = out - t->data;
+    return 0;
+}
+
+/* Writes a double as json.dumps does: float.__repr__, NaN, Infinity, -Infinity. */
+static int put_double(Text *t, double d) {
+    if (d != d) return put(t, "NaN", 3);
+    if (d == HUGE_VAL) return put(t, "Infinity", 8);
+    if (d == -HUGE_VAL) return put(t, "-Infinity", 9);
+    char *repr = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (!repr) return -1;
+    int r = put(t, repr, (Py_ssize_t)strlen(repr));
+    PyMem_Free(repr);
+    return r;
+}
+
+static int json_any_value(Text *t, Bytes in, int depth);
+
+/* The most keys one key-value list may hold in JSON text written here: past it (and for a
+ * key found twice, which a dict keeps once) the value is left to the Python walk. */
+#define MAX_JSON_KEYS 64
+
+/* Writes an ArrayValue as a JSON array. */
+static int json_array(Text *t, Bytes in, int depth) {
+    if (depth > MAX_VALUE_DEPTH || put(t, "[", 1) < 0) return -1;
+    Field f;
+    int more, first = 1;
+    while ((more = next_field(&in, &f)) > 0) {
+        if (f.tag != TAG(1, LEN)) continue;
+        if ((!first && put(t, ", ", 2) < 0) || json_any_value(t, f.bytes, depth) < 0) return -1;
+        first = 0;
+    }
+    return more < 0 ? -1 : put(t, "]", 1);
+}
+
+/* A KeyValue's key (the last key field, "" for none) and value (an empty AnyValue for
+ * none); -1 on malformed bytes, a key that is not UTF-8, or a value field present twice
+ * (upb merges the two). */
+static int key_value_parts(Bytes in, Bytes *key, Bytes *value) {
+    static const uint8_t none[1] = {0};
+    *key = (Bytes){none, none};
+    *value = (Bytes){NULL, NULL};
+    Field f;
+    int more;
+    while ((more = next_field(&in, &f)) > 0) {
+        if (f.tag == TAG(1, LEN)) {
+            if (check_text(f.bytes) < 0) return -1; /* every occurrence, as upb reads them */
+            *key = f.bytes;
+        } else if (f.tag == TAG(2, LEN)) {
+            if (value->p) return -1;
+            *value = f.bytes;
+        }
+    }
+    if (more < 0) return -1;
+    if (!value->p) *value = (Bytes){none, none}; /* an empty AnyValue: no value, null */
+    return 0;
+}
+
+/* Writes a KeyValueList as a JSON object, keys in their order; -1 for a key found twice.
+ * With `member` (UTF-8 bytes), `*found` gets the Python value of that key's value (a new
+ * reference; None where the list has no such key). */
+static int json_kvlist(Text *t, Bytes in, int depth, const Bytes *member, PyObject **found) {
+    if (depth > MAX_VALUE_DEPTH || put(t, "{", 1) < 0) return -1;
+    Bytes keys[MAX_JSON_KEYS];
+    int count = 0, more;
+    Field f;
+    while ((more = next_field(&in, &f)) > 0) {
+        if (f.tag != TAG(1, LEN)) continue;
+        Bytes key, value;
+        if (count == MAX_JSON_KEYS || key_value_parts(f.bytes, &key, &value) < 0) return -1;
+        Py_ssize_t n = key.end - key.p;
+        for (int i = 0; i < count; i++)
+            if (keys[i].end - keys[i].p == n && memcmp(keys[i].p, key.p, n) == 0) return -1;
+        keys[count++] = key;
+        if ((count > 1 && put(t, ", ", 2) < 0) || put_string(t, key) < 0 || put(t, ": ", 2) < 0 ||
+            json_any_value(t, value, depth) < 0)
+            return -1;
+        if (member && member->end - member->p == n && memcmp(member->p, key.p, n) == 0 &&
+            !(*found = read_any_value(value, depth)))
+            return -1;
+    }
+    if (more < 0) return -1;
+    if (member && !*found) *found = Py_NewRef(Py_None);
+    return put(t, "}", 1);
+}
+
+/* The one value field of an AnyValue (`*chosen`, its tag 0 for none); -1 on malformed
+ * bytes or two value fields (upb keeps the last, and merges messages). Unknown fields, and
+ * value fields of another wire type, are skipped as upb skips them. */
+static int only_value(Bytes in, Field *chosen) {
+    Field f;
+    int more;
+    chosen->tag = 0;
+    while ((more = next_field(&in, &f)) > 0) {
+        switch (f.tag) {
+            case TAG(1, LEN): case TAG(2, VARINT): case TAG(3, VARINT): case TAG(4, I64):
+            case TAG(5, LEN): case TAG(6, LEN): case TAG(7, LEN): case TAG(8, VARINT):
+                if (chosen->tag) return -1;
+                *chosen = f;
+                break;
+            default: break;
+        }
+    }
+    return more;
+}
+
+/* Writes an AnyValue as json.dumps(any_value(value), ensure_ascii=False) writes its Python
+ * value; -1 where read_any_value leaves it to upb, for bytes_value (json.dumps has no
+ * text for bytes), and where json_kvlist leaves a list to Python. */
+static int json_any_value(Text *t, Bytes in, int depth) {
+    Field f;
+    if (only_value(in, &f) < 0) return -1;
+    char number[32];
+    switch (f.tag) {
+        case 0: return put(t, "null", 4);
+        case TAG(1, LEN): return put_string(t, f.bytes);
+        case TAG(2, VARINT): return f.scalar ? put(t, "true", 4) : put(t, "false", 5);
+        case TAG(3, VARINT):
+            return put(t, number, snprintf(number, sizeof number, "%lld", as_int64(f.scalar)));
+        case TAG(4, I64): return put_double(t, as_double(f.scalar));
+        case TAG(5, LEN): return json_array(t, f.bytes, depth + 1);
+        case TAG(6, LEN): return json_kvlist(t, f.bytes, depth + 1, NULL, NULL);
+        default: return -1; /* bytes_value, string_value_strindex */
+    }
+}
+
+/* Writes an AnyValue that is an array holding only key-value lists (at least one) as a
+ * JSON array, appending each list's `member` value (None where it has none) to `members`;
+ * -1 for any other value, and where json_any_value leaves one to Python. */
+static int json_maps(Text *t, Bytes in, const Bytes *member, PyObject *members) {
+    Field f, item;
+    if (only_value(in, &f) < 0 || f.tag != TAG(5, LEN) || put(t, "[", 1) < 0) return -1;
+    Bytes array = f.bytes;
+    int more, count = 0;
+    while ((more = next_field(&array, &f)) > 0) {
+        if (f.tag != TAG(1, LEN)) continue;
+        PyObject *found = NULL;
+        if (only_value(f.bytes, &item) < 0 || item.tag != TAG(6, LEN) ||
+            (count++ && put(t, ", ", 2) < 0) ||
+            json_kvlist(t, item.bytes, 2, member, &found) < 0 || append_new(members, found) < 0) {
+            Py_XDECREF(found);
+            return -1;
+        }
+    }
+    return more < 0 || count == 0 ? -1 : put(t, "]", 1);
+}
+
+/* messages_json(value, member): see the method table. */
+static PyObject *messages_json(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "messages_json(value: bytes, member: str)");
+        return NULL;
+    }
+    Py_ssize_t size;
+    const char *name = PyUnicode_AsUTF8AndSize(args[1], &size);
+    PyObject *members = name ? PyList_New(0) : NULL;
+    if (!members) return NULL;
+    const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(args[0]);
+    Bytes in = {data, data + PyBytes_GET_SIZE(args[0])};
+    Bytes member = {(const uint8_t *)name, (const uint8_t *)name + size};
+    Text t = {NULL, 0, 0};
+    PyObject *answer = NULL;
+    if (json_maps(&t, in, &member, members) == 0) {
+        PyObject *text = PyUnicode_DecodeUTF8(t.data, t.size, NULL);
+        answer = text ? PyTuple_Pack(2, text, members) : NULL;
+        Py_XDECREF(text);
+    } else if (!PyErr_Occurred()) {
+        answer = Py_NewRef(Py_None);
+    }
+    PyMem_Free(t.data);
+    Py_DECREF(members);
+    return answer;
+}
+
 static PyMethodDef methods[] = {
     {"read_traces", read_traces, METH_O,
      "read_traces(value: bytes) -> list | None: the resources, scopes and spans of an OTLP "
      "TracesData's bytes as Python objects; None to leave the value to upb."},
+    {"read_logs", read_logs, METH_O,
+     "read_logs(value: bytes) -> list | None: the resources, scopes and log records of an "
+     "OTLP LogsData's bytes as Python objects; None to leave the value to upb."},
     {"read_value", read_value, METH_O,
      "read_value(value: bytes) -> tuple | None: the Python value of an OTLP AnyValue's "
      "bytes as `otlp.any_value` gives it, as (value,); None to leave the value to upb."},
+    {"messages_json", (PyCFunction)(void (*)(void))messages_json, METH_FASTCALL,
+     "messages_json(value: bytes, member: str) -> tuple | None: the JSON text "
+     "json.dumps(..., ensure_ascii=False) writes of the Python value of an OTLP AnyValue's "
+     "bytes that is an array of key-value lists, and the value of `member` in each list "
+     "(None where it has none), as (text, [value, ...]); None for another value, and to "
+     "leave one to Python (bytes, a key twice in a list, more than 64 keys in one)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_otlp_reader",
-    .m_doc = "OTLP TracesData bytes read into Python objects in one pass.",
+    .m_doc = "OTLP TracesData and LogsData bytes read into Python objects in one pass.",
     .m_size = -1,
     .m_methods = methods,
 };

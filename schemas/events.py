@@ -30,7 +30,8 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from pathgrade.schemas import genai
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from pathgrade.schemas import genai, otlp
 from pathgrade.schemas.messages import parse_json
 from pathgrade.schemas.model import LogRecord, Span
 
@@ -45,13 +46,41 @@ MESSAGE_EVENTS = frozenset({genai.EVENT_INFERENCE_DETAILS, genai.EVENT_CHOICE, *
 """Events `event_messages` reads messages from."""
 
 
+FINISH_REASON = "finish_reason"
+"""An output message's member naming why the model stopped."""
+
+
+class MessagesText(NamedTuple):
+    """Messages a record carries as a structured value (an array of maps), read by the OTLP
+    reader straight from the value's bytes (`read_messages`): the JSON text `messages_json`
+    writes of them, and each one's `finish_reason` (None where it has none). Only the
+    collector reads values so; a consumer's records hold lists."""
+
+    text: str
+    finish_reasons: list[Any]
+
+
+Messages = list[dict[str, Any]] | MessagesText
+"""GenAI message objects, or their JSON text where the OTLP reader wrote it."""
+
+
+def read_messages(value: AnyValue) -> MessagesText | None:
+    """An array of maps as `MessagesText` (JSON text written in C from its bytes, no Python
+    objects made); None for another value, one the reader leaves to Python
+    (`otlp.structured_value` reads it then) or without the reader."""
+    if otlp.messages_json is None or value.WhichOneof("value") != "array_value":
+        return None
+    written = otlp.messages_json(value.SerializeToString(), FINISH_REASON)
+    return None if written is None else MessagesText(*written)
+
+
 class EventMessages(NamedTuple):
     """The messages one event carries: input and output messages as GenAI message objects
-    (`{"role", "parts": [...]}`, an output's `finish_reason`), system instructions as
-    parts, and the finish reasons."""
+    (`{"role", "parts": [...]}`, an output's `finish_reason`; `MessagesText` where the
+    collector read them so), system instructions as parts, and the finish reasons."""
 
-    inputs: list[dict[str, Any]]
-    outputs: list[dict[str, Any]]
+    inputs: Messages
+    outputs: Messages
     system: list[dict[str, Any]]
     finish_reasons: list[str]
 
@@ -67,9 +96,9 @@ def event_messages(name: str, attributes: Mapping[str, Any], body: Any = None) -
     an event of another name, or whose content was dropped)."""
     if name == genai.EVENT_INFERENCE_DETAILS:
         outputs = _objects(attributes.get(genai.OUTPUT_MESSAGES))
-        reasons = _strings(attributes.get(genai.RESPONSE_FINISH_REASONS)) or [
-            str(m["finish_reason"]) for m in outputs if m.get("finish_reason")
-        ]
+        reasons = _strings(attributes.get(genai.RESPONSE_FINISH_REASONS)) or _finish_reasons(
+            outputs
+        )
         return EventMessages(
             _objects(attributes.get(genai.INPUT_MESSAGES)),
             outputs,
@@ -84,16 +113,28 @@ def event_messages(name: str, attributes: Mapping[str, Any], body: Any = None) -
     if name == genai.EVENT_CHOICE:
         choice = body.get("message")
         message = _message("assistant", choice if isinstance(choice, dict) else {})
-        reason = body.get("finish_reason")
+        reason = body.get(FINISH_REASON)
         if reason:
-            message["finish_reason"] = str(reason)
+            message[FINISH_REASON] = str(reason)
         return EventMessages([], [message], [], [str(reason)] if reason else [])
     return NO_MESSAGES
 
 
-def messages_json(messages: list[dict[str, Any]]) -> str:
+def messages_json(messages: Messages) -> str:
     """GenAI message objects as the JSON text of `gen_ai.*.messages` ("" for none)."""
+    if isinstance(messages, MessagesText):
+        return messages.text
     return json.dumps(messages, ensure_ascii=False, default=str) if messages else ""
+
+
+def _finish_reasons(outputs: Messages) -> list[str]:
+    """The finish reasons output messages name, in their order."""
+    named = (
+        outputs.finish_reasons
+        if isinstance(outputs, MessagesText)
+        else [m.get(FINISH_REASON) for m in outputs]
+    )
+    return [str(reason) for reason in named if reason]
 
 
 def _message(role: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -119,9 +160,11 @@ def _message(role: str, body: Mapping[str, Any]) -> dict[str, Any]:
     return {"role": role, "parts": parts}
 
 
-def _objects(value: Any) -> list[dict[str, Any]]:
+def _objects(value: Any) -> Messages:
     """Message or part objects from an attribute value: structured (a list of maps, as
-    records carry them) or its JSON text (as spans do)."""
+    records carry them; `MessagesText` as it is) or its JSON text (as spans do)."""
+    if isinstance(value, MessagesText):
+        return value
     if isinstance(value, str):
         value = parse_json(value)
     if isinstance(value, dict):

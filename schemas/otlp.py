@@ -41,9 +41,9 @@ from pathgrade.schemas.numbers import parse_int
 from pathgrade.schemas.topics import DEFAULT_TENANT, RECEIVED_AT_HEADER, TENANT_HEADER
 
 try:
-    from pathgrade.schemas._otlp_reader import read_traces, read_value
+    from pathgrade.schemas._otlp_reader import messages_json, read_logs, read_traces, read_value
 except ImportError:  # installed without a C compiler: every message parsed by upb
-    read_traces = read_value = None
+    messages_json = read_logs = read_traces = read_value = None
 
 log = logging.getLogger(__name__)
 

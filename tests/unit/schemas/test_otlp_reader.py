@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import math
 import struct
 import sys
@@ -809,3 +810,131 @@ def test_one_value_nested_past_the_reader_s_depth_is_left_to_upb() -> None:
     assert otlp.structured_value(value) == otlp.any_value(value)
     assert otlp.read_value(b"\x0a\x01\xff") is None  # invalid UTF-8: upb rejects it
     assert otlp.read_value(b"") == (None,)  # no value set
+
+
+# --------------------------------------------------------------------------- JSON text
+
+MEMBER = "k"  # a key `keys` draws often: the members read are exercised
+
+
+def _json_by_python(value: AnyValue) -> tuple[str, list[Any]] | None:
+    """What `messages_json` answers, from upb's parse and `json.dumps`: None unless the
+    value is an array of key-value lists (at least one)."""
+    python = otlp.any_value(value)
+    if not (isinstance(python, list) and python and all(isinstance(m, dict) for m in python)):
+        return None
+    return json.dumps(python, ensure_ascii=False, default=str), [m.get(MEMBER) for m in python]
+
+
+def _left_to_python(value: AnyValue) -> bool:
+    """Whether `messages_json` leaves a value to Python: it holds bytes (json.dumps has no
+    text for them), or a key-value list with a key twice or more than 64 keys."""
+    kind = value.WhichOneof("value")
+    if kind == "bytes_value":
+        return True
+    if kind == "array_value":
+        return any(_left_to_python(v) for v in value.array_value.values)
+    if kind == "kvlist_value":
+        pairs = value.kvlist_value.values
+        keys = [kv.key for kv in pairs]
+        return (
+            len(set(keys)) < len(keys)
+            or len(keys) > 64
+            or any(_left_to_python(kv.value) for kv in pairs)
+        )
+    return False
+
+
+def _assert_json_as_python(value: bytes) -> bool:
+    """`messages_json` writes `value` as `json.dumps` writes upb's parse of it, or leaves
+    it to Python (None); whether it wrote it."""
+    written = otlp.messages_json(value, MEMBER)
+    try:
+        parsed = AnyValue.FromString(value)
+    except DecodeError:
+        assert written is None, "the reader wrote bytes upb rejects"
+        return False
+    if written is None:
+        return False
+    expected = _json_by_python(parsed)
+    assert expected is not None, "the reader wrote a value that is not an array of maps"
+    assert written[0] == expected[0]
+    assert _exact(written[1]) == _exact(expected[1])
+    return True
+
+
+maps = st.lists(st.tuples(keys, values | st.none()), max_size=5).map(_kvlist)
+arrays_of_maps = st.lists(maps, min_size=1, max_size=4).map(_array)
+
+
+@settings(
+    max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(value=arrays_of_maps)
+def test_an_array_of_maps_is_written_as_json_dumps_writes_it(value: AnyValue) -> None:
+    """Every generated array of maps is written, except exactly those holding bytes or a
+    key twice in one map (the declines, each for its reason)."""
+    wrote = _assert_json_as_python(value.SerializeToString())
+    assert wrote is not _left_to_python(value)
+
+
+@settings(
+    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(value=values | arrays_of_maps)
+def test_any_other_value_is_left_to_python(value: AnyValue) -> None:
+    wrote = _assert_json_as_python(value.SerializeToString())
+    assert wrote is (_json_by_python(value) is not None and not _left_to_python(value))
+
+
+@settings(
+    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    value=arrays_of_maps, change=st.sampled_from(["truncate", "replace", "insert"]),
+    at=st.floats(0, 1), new=st.binary(min_size=1, max_size=4),
+)  # fmt: skip
+def test_a_changed_array_of_maps_is_written_as_upb_reads_it_or_left(
+    value: AnyValue, change: str, at: float, new: bytes
+) -> None:
+    whole = value.SerializeToString()
+    n = int(at * len(whole))
+    _assert_json_as_python(
+        {"truncate": whole[:n], "replace": whole[:n] + new + whole[n + len(new) :],
+         "insert": whole[:n] + new + whole[n:]}[change]
+    )  # fmt: skip
+
+
+def test_json_text_edge_cases() -> None:
+    """Escapes and numbers as json.dumps writes them; what is left to Python."""
+    escaped = 'q" b\\ \b\f\n\r\t \x00\x1f \x7f é \u2028 😀'
+    numbers = [1.5, -0.0, 1e16, 1e-7, float("nan"), float("inf"), -float("inf"), 0.1 + 0.2]
+    integers = (0, -(2**63), 2**63 - 1)
+    written = _kvlist([
+        (escaped, AnyValue(string_value=escaped)),
+        ("n", _array([AnyValue(double_value=x) for x in numbers])),
+        ("i", _array([AnyValue(int_value=i) for i in integers])),
+        ("e", _array([])), ("m", _kvlist([])), ("z", None), (MEMBER, None),
+    ])  # fmt: skip
+    assert _assert_json_as_python(_array([written, _kvlist([])]).SerializeToString())
+    deep = AnyValue(string_value="deep")
+    for _ in range(25):
+        deep = _array([deep])
+    wide = _kvlist([(str(n), AnyValue(int_value=n)) for n in range(65)])
+    bad_key = (
+        _array([_kvlist([("a", None)])]).SerializeToString().replace(b"\x0a\x01a", b"\x0a\x01\xff")
+    )
+    for left in (
+        _array([_kvlist([("x", deep)])]),
+        _array([wide]),
+        _array([]),
+        _kvlist([("a", None)]),
+        _array([_kvlist([("a", None)]), AnyValue(string_value="not a map")]),
+        _array([_kvlist([("a", AnyValue(bytes_value=b"x"))])]),
+        _array([_kvlist([("a", None), ("a", None)])]),
+    ):
+        assert otlp.messages_json(left.SerializeToString(), MEMBER) is None
+    assert otlp.messages_json(bad_key, MEMBER) is None
+    assert otlp.messages_json(_array([wide]).SerializeToString()[:-3], MEMBER) is None
+    with pytest.raises(TypeError):
+        otlp.messages_json("not bytes", MEMBER)
