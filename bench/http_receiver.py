@@ -18,17 +18,15 @@ the last line is the ratio of the medians this / against.
 from __future__ import annotations
 
 import argparse
-import json
-import resource
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from server_cpu import alternate, answer_commands, child
 
 CHILD_FLAG = "--serve-receiver"
 
@@ -50,12 +48,7 @@ def serve() -> None:
         64 * 1024 * 1024,
     )  # fmt: skip
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    print(json.dumps({"http_port": server.server_address[1]}), flush=True)
-    for line in sys.stdin:
-        if line.strip() == "stop":
-            break
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        print(json.dumps({"cpu_s": usage.ru_utime + usage.ru_stime}), flush=True)
+    answer_commands({"http_port": server.server_address[1]})
     server.shutdown()
     server.server_close()
 
@@ -69,30 +62,10 @@ def run_once(python: str, bodies: list[bytes], spans: int, senders: int) -> Run:
     """The CPU of one receiver child of `python` for posting every body once."""
     from ingest import send_traces
 
-    child = subprocess.Popen(
-        [python, __file__, CHILD_FLAG], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        text=True, cwd=tempfile.gettempdir(),
-    )  # fmt: skip
-    assert child.stdin is not None and child.stdout is not None
-    commands, answers = child.stdin, child.stdout
-
-    def cpu() -> float:
-        commands.write("cpu\n")
-        commands.flush()
-        return json.loads(answers.readline())["cpu_s"]
-
-    try:
-        port = json.loads(answers.readline())["http_port"]
-        before = cpu()
-        send_traces(port, bodies, senders)
-        seconds = cpu() - before
-        commands.write("stop\n")
-        commands.flush()
-        child.wait(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    with child(python, __file__, CHILD_FLAG) as receiver:
+        before = receiver.cpu()
+        send_traces(receiver.announcement["http_port"], bodies, senders)
+        seconds = receiver.cpu() - before
     return Run(seconds / len(bodies) * 1e6, seconds / spans * 1e6)
 
 
@@ -113,14 +86,11 @@ def main() -> None:
     bodies = realistic_bodies(args.spans, args.batch)
     spans = span_count(bodies)
     size = sum(map(len, bodies)) // len(bodies)
-    variants = {"against": args.against, "this": sys.executable}
-    runs: dict[str, list[Run]] = {label: [] for label in variants}
-    for round_ in range(args.rounds):
-        for label, python in variants.items():
-            run = run_once(python, bodies, spans, args.senders)
-            runs[label].append(run)
-            print(f"round {round_ + 1} {label:<8} {run.per_request_us:8.1f} µs CPU per request, "
-                  f"{run.per_span_us:5.2f} per span", flush=True)  # fmt: skip
+    runs = alternate(
+        args.against, args.rounds, lambda python: run_once(python, bodies, spans, args.senders),
+        lambda run: f"{run.per_request_us:8.1f} µs CPU per request, "
+                    f"{run.per_span_us:5.2f} per span",
+    )  # fmt: skip
     print(f"\n{len(bodies)} requests of {args.batch} spans ({size} bytes on average), "
           f"{spans} spans, {args.senders} senders")  # fmt: skip
     medians = {}

@@ -365,6 +365,12 @@ class UvicornServer:
         finally:
             self._stopped.set()
 
+    def start(self, name: str) -> None:
+        """Serve in a daemon thread named `name` until `shutdown()` (which waits for it
+        even when called before the thread runs)."""
+        self._serving.set()
+        threading.Thread(target=self.serve_forever, name=name, daemon=True).start()
+
     def shutdown(self) -> None:
         """Stop serving: close idle and arriving connections, let requests being
         processed finish."""

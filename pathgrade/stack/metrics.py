@@ -13,18 +13,25 @@ shows as `pathgrade_<process>_stalled{what="..."} 1` while it is.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable, Mapping
-from http.server import ThreadingHTTPServer
 from typing import Any
 
+from starlette.responses import Response
+
+from pathgrade.collector.http_server import ConnectionLimits, UvicornServer
 from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS, coverage_rows
 from pathgrade.realtime_plane.rollups import MONITOR_TURNS
 from pathgrade.schemas.stalls import STALLED
-from pathgrade.stack.http_handler import QuietHandler
 from pathgrade.web.metric_names import CONTENT_TYPE, GAUGES, Sample, metric_name
 
 log = logging.getLogger(__name__)
+
+LIMITS = ConnectionLimits(idle_timeout_s=60.0, read_timeout_s=10.0, max_connections=64)
+"""`/metrics` connections: closed after 60 s without a request, a request head whole
+within 10 s, at most 64 open (the longest-idle one closed to admit another)."""
+GRACE_S = 2.0
+"""At stop, scrapes being answered finish within this."""
+_TEXT = "text/plain; charset=utf-8"
 
 
 def _metric(process: str, counter: str) -> tuple[str, str]:
@@ -85,38 +92,47 @@ def prometheus_text(samples: Iterable[Sample]) -> str:
     return "".join(header + "".join(lines) for header, lines in families.values())
 
 
-class MetricsServer(ThreadingHTTPServer):
-    """Serves `GET /metrics` from `collect()` (called per scrape) on `host:port`."""
-
-    daemon_threads = True
+class MetricsServer(UvicornServer):
+    """Serves `GET /metrics` from `collect()` (called per scrape, on the event loop: it must
+    not block) on
+    `host:port`, on uvicorn through the OTLP/HTTP receiver's connections
+    (`collector.http_server`; LIMITS here)."""
 
     def __init__(self, host: str, port: int, collect: Callable[[], str]) -> None:
-        self.collect = collect
-        super().__init__((host, port), _MetricsHandler)
+        super().__init__((host, port), _MetricsApp(collect), LIMITS, GRACE_S)
 
-    def start(self) -> None:
+    def start(self, name: str = "metrics") -> None:
         """Serve in a daemon thread."""
-        threading.Thread(target=self.serve_forever, name="metrics", daemon=True).start()
+        super().start(name)
 
     def stop(self) -> None:
         self.shutdown()
         self.server_close()
 
 
-class _MetricsHandler(QuietHandler):
-    server: MetricsServer
+class _MetricsApp:
+    """The ASGI application: `GET /metrics`, and a refusal for anything else."""
 
-    def do_GET(self) -> None:
-        if self.path.split("?", 1)[0] != "/metrics":
-            self._reply(404, b"only /metrics here\n", "text/plain; charset=utf-8")
+    def __init__(self, collect: Callable[[], str]) -> None:
+        self.collect = collect
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
             return
+        answer = await self._answer(scope["method"], scope["path"])
+        await answer(scope, receive, send)
+
+    async def _answer(self, method: str, path: str) -> Response:
+        if method != "GET":
+            return Response(f"Unsupported method ({method!r})\n", 501, media_type=_TEXT)
+        if path != "/metrics":
+            return Response(b"only /metrics here\n", 404, media_type=_TEXT)
         try:
-            body = self.server.collect().encode()
+            body = self.collect()
         except Exception:
             log.exception("collecting metrics failed")
-            self._reply(500, b"collecting metrics failed; see the log\n", "text/plain")
-            return
-        self._reply(200, body, CONTENT_TYPE)
+            return Response(b"collecting metrics failed; see the log\n", 500, media_type=_TEXT)
+        return Response(body.encode(), 200, media_type=CONTENT_TYPE)
 
 
 def serve_metrics(

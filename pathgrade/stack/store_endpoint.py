@@ -24,23 +24,40 @@ in stack.json).
 A web page the user visits cannot drive it: POSTs must be `application/json` (a
 cross-site form cannot send that without a preflight this server never grants) and every
 request must name a loopback host (a rebound DNS name is refused).
+
+It is served by uvicorn on the OTLP/HTTP receiver's connections (`collector.http_server`:
+idle, head and connection bounds, LIMITS here); a POST's body is read on the event loop
+(whole within BODY_TIMEOUT_S) and only then does a worker thread (of DEFAULT_WORKERS) run
+the store's work, so a connection costs no thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
+import logging
 import secrets
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
-from http.server import ThreadingHTTPServer
 from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
 
 from pathgrade.batch_plane.store import catalog
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, RowsRejected
 from pathgrade.batch_plane.store.remote import TOKEN_HEADER
-from pathgrade.stack.http_handler import QuietHandler
+from pathgrade.collector.http_server import (
+    DEFAULT_WORKERS,
+    EXCHANGE,
+    ConnectionLimits,
+    UvicornServer,
+)
 from pathgrade.stack.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+
+log = logging.getLogger(__name__)
 
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 WRITABLE_TABLES = frozenset({
@@ -54,16 +71,22 @@ calls, the results exporter's cursors, the monitors' rollups and evaluations. Sp
 log records come only from Kafka."""
 _SQL_FIELDS = frozenset({"sql", "parameters", "tenant"})
 _INSERT_FIELDS = frozenset({"table", "columns", "rows", "skip_rejected"})
+LIMITS = ConnectionLimits(idle_timeout_s=60.0, read_timeout_s=10.0, max_connections=1024)
+"""The endpoint's connections: closed after 60 s without a request, a request head whole
+within 10 s, at most 1,024 open (the longest-idle one closed to admit another)."""
+BODY_TIMEOUT_S = 60.0
+"""A POST's body must be whole this long after its head (408 otherwise)."""
+GRACE_S = 10.0
+"""At shutdown, requests being answered finish within this."""
 
 
 class BadRequest(ValueError):
     """A request body the endpoint does not take (400, with the reason)."""
 
 
-class QueryServer(ThreadingHTTPServer):
-    """Serves `/sql` and `/insert` over the owner's store on loopback."""
-
-    daemon_threads = True
+class QueryServer(UvicornServer):
+    """Serves `/sql` and `/insert` over the owner's store on loopback (`serve_forever()`
+    in one thread, `shutdown()` from another, then `server_close()`)."""
 
     def __init__(self, store: ClientStore, port: int = 0) -> None:
         self.store = store
@@ -72,7 +95,8 @@ class QueryServer(ThreadingHTTPServer):
         self.token = secrets.token_urlsafe(32)
         self._columns: dict[str, frozenset[str]] = {}  # of WRITABLE_TABLES, once asked
         self._columns_lock = threading.Lock()
-        super().__init__(("127.0.0.1", port), _StoreHandler)
+        self._pool = ThreadPoolExecutor(DEFAULT_WORKERS, thread_name_prefix="store-endpoint")
+        super().__init__(("127.0.0.1", port), _StoreApp(self, self._pool), LIMITS, GRACE_S)
 
     def table_columns(self, table: str) -> frozenset[str]:
         """The columns of writable `table` in the store (asked once)."""
@@ -85,90 +109,108 @@ class QueryServer(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
 
+    def server_close(self) -> None:
+        super().server_close()
+        self._pool.shutdown(wait=False)
 
-class _StoreHandler(QuietHandler):
-    server: QueryServer
 
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        refusal = self._refusal()
-        if refusal is None and self.headers.get_content_type() != "application/json":
+class _StoreApp:
+    """The ASGI application: checks the host and the token, reads a POST's body on the
+    event loop, runs the store's work in a worker thread, answers in JSON."""
+
+    def __init__(self, server: QueryServer, pool: ThreadPoolExecutor) -> None:
+        self.server = server
+        self.pool = pool
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        try:
+            answer = await self._answer(request)
+        except ClientDisconnect:
+            return
+        except Exception as exc:  # a bug must still get an answer, and the log its trace
+            log.exception("store endpoint: %s %s failed", request.method, request.url.path)
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            answer = _json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": message})
+        await answer(scope, receive, send)
+
+    async def _answer(self, request: Request) -> Response:
+        """The answer to one request (a refusal says why)."""
+        method, path = request.method, request.url.path
+        if method not in ("GET", "POST"):
+            message = f"Unsupported method ({method!r})"
+            return _json(HTTPStatus.NOT_IMPLEMENTED, {"error": message})
+        refusal = self._refusal(request)
+        if refusal is None and method == "POST" and _content_type(request) != "application/json":
             refusal = "Content-Type must be application/json"
         if refusal is not None:
-            self._send(HTTPStatus.FORBIDDEN, {"error": refusal})
-            return
+            return _json(HTTPStatus.FORBIDDEN, {"error": refusal})
+        if method == "GET":
+            return self._get(path)
         try:
-            payload = self._dispatch(json.loads(body))
-            status = HTTPStatus.OK
-        except (ValueError, KeyError, TypeError) as exc:
-            status, payload = HTTPStatus.BAD_REQUEST, {"error": f"bad request: {exc}"}
-        except RowsRejected as exc:
-            status = HTTPStatus.UNPROCESSABLE_ENTITY
-            payload = {"error": str(exc), "rows_rejected": True}
-        except QueryError as exc:
-            status, payload = HTTPStatus.BAD_REQUEST, {"error": str(exc)}
-        self._send(status, payload)
+            async with asyncio.timeout(BODY_TIMEOUT_S):
+                body = await request.body()
+        except TimeoutError:
+            message = f"body not completed within {BODY_TIMEOUT_S:g} s of the request head"
+            return _json(HTTPStatus.REQUEST_TIMEOUT, {"error": message})
+        request.scope["extensions"][EXCHANGE].processing()
+        return await asyncio.get_running_loop().run_in_executor(self.pool, self._post, path, body)
 
-    def do_GET(self) -> None:
-        refusal = self._refusal()
-        if refusal is not None:
-            self._send(HTTPStatus.FORBIDDEN, {"error": refusal})
-            return
-        path = self.path.split("?", 1)[0]
+    def _get(self, path: str) -> Response:
+        """`/status` and `/metrics`: the latest snapshot."""
         if path == "/status":
-            self._send_status()
-            return
+            status = self.server.status
+            if status is None:
+                message = "no status yet: `pathgrade up` takes one every --status-every seconds"
+                return _json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": message})
+            return _json(HTTPStatus.OK, status)
         if path == "/metrics":
-            self._send_metrics()
-            return
-        self._send(
-            HTTPStatus.NOT_FOUND,
-            {
-                "error": f"no endpoint GET {path} (the browser UI "
-                "has its own address: ui_url in stack.json)"
-            },
+            return Response(self.server.metrics_text.encode(), media_type=METRICS_CONTENT_TYPE)
+        message = (
+            f"no endpoint GET {path} (the browser UI has its own address: ui_url in stack.json)"
         )
+        return _json(HTTPStatus.NOT_FOUND, {"error": message})
 
-    def _send_status(self) -> None:
-        status = self.server.status
-        if status is None:
-            message = "no status yet: `pathgrade up` takes one every --status-every seconds"
-            self._send(HTTPStatus.SERVICE_UNAVAILABLE, {"error": message})
-        else:
-            self._send(HTTPStatus.OK, status)
+    def _post(self, path: str, body: bytes) -> Response:
+        """Worker: the answer to a POST read whole."""
+        try:
+            return _json(HTTPStatus.OK, self._dispatch(path, json.loads(body)))
+        except (ValueError, KeyError, TypeError) as exc:
+            return _json(HTTPStatus.BAD_REQUEST, {"error": f"bad request: {exc}"})
+        except RowsRejected as exc:
+            payload = {"error": str(exc), "rows_rejected": True}
+            return _json(HTTPStatus.UNPROCESSABLE_ENTITY, payload)
+        except QueryError as exc:
+            return _json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
 
-    def _send_metrics(self) -> None:
-        """The latest status snapshot in Prometheus's text format (none before the first)."""
-        self._reply(HTTPStatus.OK, self.server.metrics_text.encode(), METRICS_CONTENT_TYPE)
-
-    def _refusal(self) -> str | None:
+    def _refusal(self, request: Request) -> str | None:
         """Why this request is refused: a Host header that is not loopback, or no owner's
         token."""
-        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]")
+        headers = request.headers
+        host = headers.get("host", "").rsplit(":", 1)[0].strip("[]")
         if host not in _LOOPBACK_HOSTS:
             return f"Host {host!r} is not loopback"
-        bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
-        token = self.headers.get(TOKEN_HEADER) or bearer
+        bearer = headers.get("authorization", "").removeprefix("Bearer ").strip()
+        token = headers.get(TOKEN_HEADER) or bearer
         if not hmac.compare_digest(token.encode(), self.server.token.encode()):
             return (
-                f"{self.path.split('?', 1)[0]} needs the owner's token ({TOKEN_HEADER}, "
+                f"{request.url.path} needs the owner's token ({TOKEN_HEADER}, "
                 "in the data directory's stack.json, which only the owner's user can read)"
             )
         return None
 
-    def _send(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
-        self._reply(status, json.dumps(payload).encode(), "application/json")
-
-    def _dispatch(self, body: Any) -> dict[str, Any]:
-        if self.path == "/sql":
+    def _dispatch(self, path: str, body: Any) -> dict[str, Any]:
+        if path == "/sql":
             _check_fields(body, _SQL_FIELDS, {"sql"})
             result = self.server.store.query(
                 body["sql"], body.get("parameters"), readonly=True, tenant=body.get("tenant")
             )
             return result.__dict__
-        if self.path == "/insert":
+        if path == "/insert":
             return self._insert(body)
-        raise KeyError(f"no such endpoint {self.path}")
+        raise KeyError(f"no such endpoint {path}")
 
     def _insert(self, body: Any) -> dict[str, Any]:
         """One typed write: rows of a writable table, in columns it has."""
@@ -193,6 +235,16 @@ class _StoreHandler(QuietHandler):
             return {"inserted": len(rows) - len(rejected), "rejected": rejected}
         store.insert(table, rows, columns)
         return {"inserted": len(rows)}
+
+
+def _json(status: HTTPStatus, payload: dict[str, Any]) -> Response:
+    """`payload` as a JSON answer of `status`."""
+    return Response(json.dumps(payload).encode(), status, media_type="application/json")
+
+
+def _content_type(request: Request) -> str:
+    """The request's media type, lower-case, without parameters."""
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
 
 
 def _check_fields(body: Any, allowed: frozenset[str], required: set[str]) -> None:

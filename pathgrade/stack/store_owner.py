@@ -81,7 +81,7 @@ class StoreOwner:
         # chDB's merges and pools yield like the writer, including pools grown later
         keep_native_threads_lowered(self.writer_niceness, self._closing)
         self.query_server = QueryServer(self.store)
-        threading.Thread(target=self.query_server.serve_forever, name="query", daemon=True).start()
+        self.query_server.start("query")
         query_server = self.query_server
         viewers = Viewers(self.ui_tokens_file)
         self.ui_server = UiServer(
