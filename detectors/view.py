@@ -33,7 +33,7 @@ from pathgrade.schemas.events import ToolCallDecision, tool_call_decisions
 from pathgrade.schemas.facts import ArgumentFacts, OutputFacts
 from pathgrade.schemas.facts_producer import requested_writes
 from pathgrade.schemas.fingerprints import same_value
-from pathgrade.schemas.graph_walk import NodeVisit, node_visits
+from pathgrade.schemas.graph_walk import NodeVisit, langgraph_nodes, node_visits
 from pathgrade.schemas.handoffs import AgentRun, HandoffFlow, handoff_flow
 from pathgrade.schemas.json_text import sorted_text
 from pathgrade.schemas.memo import cached_attribute
@@ -239,14 +239,20 @@ class TraceView:
         return asked
 
     @cached_attribute
+    def langgraph_nodes(self) -> dict[str, str]:
+        """The turn's LangGraph node visits, span id -> node (`schemas.graph_walk`): read
+        once for the walk and the hand-offs."""
+        return langgraph_nodes(self.trace.spans)
+
+    @cached_attribute
     def node_visits(self) -> list[NodeVisit]:
         """The turn's walk through an agent graph, from its node spans (`schemas.graph_walk`)."""
-        return node_visits(self.trace)
+        return node_visits(self.trace, self.langgraph_nodes)
 
     @cached_attribute
     def handoff_flow(self) -> HandoffFlow:
         """The turn's agent runs and the hand-offs between them (`schemas.handoffs`)."""
-        return handoff_flow(self.trace)
+        return handoff_flow(self.trace, self.langgraph_nodes)
 
     def calls_of(self, run: AgentRun) -> list[ToolCall]:
         """The tool calls the agent run `run` made, in start order."""

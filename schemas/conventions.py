@@ -130,11 +130,14 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
         attributes, _text(get(g.TL_ENTITY_NAME)), traceloop_kind, operation, target
     )
 
-    input_tokens = _token_count(_first(attributes, m.INPUT_TOKEN_KEYS))
-    output_tokens = _token_count(_first(attributes, m.OUTPUT_TOKEN_KEYS))
-    total_tokens = _token_count(_first(attributes, m.TOTAL_TOKEN_KEYS))
-    if total_tokens is None and input_tokens is not None and output_tokens is not None:
-        total_tokens = _token_count(input_tokens + output_tokens)
+    if _TOKEN_KEYS.isdisjoint(attributes):  # no usage (every span but model calls)
+        input_tokens = output_tokens = total_tokens = None
+    else:
+        input_tokens = _token_count(_first(attributes, m.INPUT_TOKEN_KEYS))
+        output_tokens = _token_count(_first(attributes, m.OUTPUT_TOKEN_KEYS))
+        total_tokens = _token_count(_first(attributes, m.TOTAL_TOKEN_KEYS))
+        if total_tokens is None and input_tokens is not None and output_tokens is not None:
+            total_tokens = _token_count(input_tokens + output_tokens)
 
     fields.provider_name = _first_text(attributes, m.PROVIDER_KEYS)
     fields.agent_name = agent_name
@@ -150,6 +153,9 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
     fields.total_tokens = total_tokens
     fields.error_type = _text(get(g.ERROR_TYPE))
     return fields
+
+
+_TOKEN_KEYS = frozenset(m.INPUT_TOKEN_KEYS + m.OUTPUT_TOKEN_KEYS + m.TOTAL_TOKEN_KEYS)
 
 
 def _names(
