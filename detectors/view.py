@@ -24,6 +24,7 @@ from pathgrade.detectors.prices import PriceTable, shipped_price_table
 from pathgrade.schemas import genai
 from pathgrade.schemas.conventions import (
     NOT_REBUILT,
+    handoff_spans,
     handoff_tool_names,
     is_agent_entry,
     is_model_helper,
@@ -195,7 +196,7 @@ class TraceView:
     def handoffs(self) -> list[tuple[Span, tuple[str, ...]]]:
         """The turn's handoff spans, each with the tools whose call it answers
         (`schemas.conventions.handoff_tool_names`)."""
-        return [(s, names) for s in self.trace.spans if (names := handoff_tool_names(s.name))]
+        return handoff_spans(self.trace.spans)
 
     @cached_attribute
     def tool_call_decisions(self) -> list[ToolCallDecision]:

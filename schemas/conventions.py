@@ -113,7 +113,7 @@ from typing import Any, Final, NamedTuple
 from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as m
 from pathgrade.schemas.memo import BoundedMemo
-from pathgrade.schemas.model import EvalContext, GenAIFields
+from pathgrade.schemas.model import EvalContext, GenAIFields, Span
 from pathgrade.schemas.numbers import integral, parse_index
 
 
@@ -308,6 +308,16 @@ def handoff_tool_names(span_name: str) -> tuple[str, ...]:
         for rule in m.HANDOFFS
         if span_name.startswith(rule.span_prefix) and len(span_name) > len(rule.span_prefix)
     )
+
+
+def handoff_spans(spans: Iterable[Span]) -> list[tuple[Span, tuple[str, ...]]]:
+    """The handoff spans among `spans`, each with the tools whose call it answers
+    (`handoff_tool_names`); most spans are turned away by one C-level test, uncalled."""
+    return [
+        (span, names)
+        for span in spans
+        if span.name.startswith(_HANDOFF_PREFIXES) and (names := handoff_tool_names(span.name))
+    ]
 
 
 def any_handoff_span(span_names: Iterable[str]) -> bool:
