@@ -74,6 +74,8 @@ RETRY = Rule(
 def retry_storm(view: TraceView, params: RetryParams, context: DetectorContext) -> list[Finding]:
     """One finding per repeated write signature that is not safely idempotent."""
     writes = [c for c in view.tool_calls if c.is_write]
+    if len(writes) < 2:  # most turns: no write repeated
+        return []
     findings = []
     for signature, group in _groups(w for w in writes if w.signature is not None):
         keys = {c.idempotency_key for c in group}
@@ -552,8 +554,10 @@ def identity_scope(
     view: TraceView, params: IdentityParams, context: DetectorContext
 ) -> list[Finding]:
     """Each identity argument that differs from the session identity."""
-    names = set(context.conventions.identity.arguments)
     calls = [c for c in view.tool_calls if c.name not in params.exempt_tools]
+    if not calls:  # a turn with no (checked) tool call: nothing to scope
+        return []
+    names = set(context.conventions.identity.arguments)
     scoped = [c for c in calls if c.argument_names() & names]
     if scoped and not view.has_session:
         missing = context.conventions.identity.attribute

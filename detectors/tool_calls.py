@@ -432,6 +432,8 @@ LOOP = Rule(
 @LOOP.check
 def loop_signature(view: TraceView, params: LoopParams, context: DetectorContext) -> list[Finding]:
     """One finding per repeated signature, on its first call beyond the limit."""
+    if len(view.tool_calls) <= params.max_repeats:  # most turns: nothing can repeat enough
+        return []
     counts = Counter(c.signature for c in view.tool_calls if c.signature is not None)
     findings = []
     for signature, count in counts.items():

@@ -24,6 +24,7 @@ from pathgrade.detectors.prices import PriceTable, shipped_price_table
 from pathgrade.schemas import genai
 from pathgrade.schemas.conventions import (
     NOT_REBUILT,
+    handoff_spans,
     handoff_tool_names,
     is_agent_entry,
     is_model_helper,
@@ -33,7 +34,7 @@ from pathgrade.schemas.events import ToolCallDecision, tool_call_decisions
 from pathgrade.schemas.facts import ArgumentFacts, OutputFacts
 from pathgrade.schemas.facts_producer import requested_writes
 from pathgrade.schemas.fingerprints import same_value
-from pathgrade.schemas.graph_walk import NodeVisit, node_visits
+from pathgrade.schemas.graph_walk import NodeVisit, langgraph_nodes, node_visits
 from pathgrade.schemas.handoffs import AgentRun, HandoffFlow, handoff_flow
 from pathgrade.schemas.json_text import sorted_text
 from pathgrade.schemas.memo import cached_attribute
@@ -195,7 +196,7 @@ class TraceView:
     def handoffs(self) -> list[tuple[Span, tuple[str, ...]]]:
         """The turn's handoff spans, each with the tools whose call it answers
         (`schemas.conventions.handoff_tool_names`)."""
-        return [(s, names) for s in self.trace.spans if (names := handoff_tool_names(s.name))]
+        return handoff_spans(self.trace.spans)
 
     @cached_attribute
     def tool_call_decisions(self) -> list[ToolCallDecision]:
@@ -239,14 +240,20 @@ class TraceView:
         return asked
 
     @cached_attribute
+    def langgraph_nodes(self) -> dict[str, str]:
+        """The turn's LangGraph node visits, span id -> node (`schemas.graph_walk`): read
+        once for the walk and the hand-offs."""
+        return langgraph_nodes(self.trace.spans)
+
+    @cached_attribute
     def node_visits(self) -> list[NodeVisit]:
         """The turn's walk through an agent graph, from its node spans (`schemas.graph_walk`)."""
-        return node_visits(self.trace)
+        return node_visits(self.trace, self.langgraph_nodes)
 
     @cached_attribute
     def handoff_flow(self) -> HandoffFlow:
         """The turn's agent runs and the hand-offs between them (`schemas.handoffs`)."""
-        return handoff_flow(self.trace)
+        return handoff_flow(self.trace, self.langgraph_nodes)
 
     def calls_of(self, run: AgentRun) -> list[ToolCall]:
         """The tool calls the agent run `run` made, in start order."""

@@ -47,7 +47,9 @@ class TurnRollups:
         self.monitors = monitors
         self._latency = sorted(monitors.latency_budgets())
         self._cost = sorted(monitors.cost_budgets())
-        self._counts: dict[RollupKey, list[Any]] = {}  # key -> [count, examples]
+        # RollupKey's fields as a plain tuple (a frozen dataclass per turn and counter cost
+        # more than counting) -> [count, examples]
+        self._counts: dict[tuple[Any, ...], list[Any]] = {}
         self.totals: Counter[tuple[str, str, str, str]] = Counter()
 
     def observe(self, evaluation: Evaluation) -> None:
@@ -61,7 +63,7 @@ class TurnRollups:
         example = turn_example(turn)
         for slice_ in turn_slices(turn, self.monitors.slices):
             for counter in counters:
-                key = RollupKey(
+                key = (
                     turn.tenant, "turns", counter, evaluation.service, evaluation.agent,
                     slice_, bucket,
                 )  # fmt: skip
@@ -94,7 +96,7 @@ class TurnRollups:
     def take(self) -> list[list[Any]]:
         """The rows counted since the last call (ROLLUP_COLUMNS order); empties the counts."""
         counts, self._counts = self._counts, {}
-        return [key.row(count, examples) for key, (count, examples) in counts.items()]
+        return [RollupKey(*key).row(count, examples) for key, (count, examples) in counts.items()]
 
     def figures(self) -> list[dict[str, Any]]:
         """The totals since start, one mapping per (tenant, service, agent, counter)."""

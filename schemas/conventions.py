@@ -113,7 +113,7 @@ from typing import Any, Final, NamedTuple
 from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as m
 from pathgrade.schemas.memo import BoundedMemo
-from pathgrade.schemas.model import EvalContext, GenAIFields
+from pathgrade.schemas.model import EvalContext, GenAIFields, Span
 from pathgrade.schemas.numbers import integral, parse_index
 
 
@@ -130,11 +130,14 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
         attributes, _text(get(g.TL_ENTITY_NAME)), traceloop_kind, operation, target
     )
 
-    input_tokens = _token_count(_first(attributes, m.INPUT_TOKEN_KEYS))
-    output_tokens = _token_count(_first(attributes, m.OUTPUT_TOKEN_KEYS))
-    total_tokens = _token_count(_first(attributes, m.TOTAL_TOKEN_KEYS))
-    if total_tokens is None and input_tokens is not None and output_tokens is not None:
-        total_tokens = _token_count(input_tokens + output_tokens)
+    if _TOKEN_KEYS.isdisjoint(attributes):  # no usage (every span but model calls)
+        input_tokens = output_tokens = total_tokens = None
+    else:
+        input_tokens = _token_count(_first(attributes, m.INPUT_TOKEN_KEYS))
+        output_tokens = _token_count(_first(attributes, m.OUTPUT_TOKEN_KEYS))
+        total_tokens = _token_count(_first(attributes, m.TOTAL_TOKEN_KEYS))
+        if total_tokens is None and input_tokens is not None and output_tokens is not None:
+            total_tokens = _token_count(input_tokens + output_tokens)
 
     fields.provider_name = _first_text(attributes, m.PROVIDER_KEYS)
     fields.agent_name = agent_name
@@ -150,6 +153,9 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
     fields.total_tokens = total_tokens
     fields.error_type = _text(get(g.ERROR_TYPE))
     return fields
+
+
+_TOKEN_KEYS = frozenset(m.INPUT_TOKEN_KEYS + m.OUTPUT_TOKEN_KEYS + m.TOTAL_TOKEN_KEYS)
 
 
 def _names(
@@ -302,6 +308,16 @@ def handoff_tool_names(span_name: str) -> tuple[str, ...]:
         for rule in m.HANDOFFS
         if span_name.startswith(rule.span_prefix) and len(span_name) > len(rule.span_prefix)
     )
+
+
+def handoff_spans(spans: Iterable[Span]) -> list[tuple[Span, tuple[str, ...]]]:
+    """The handoff spans among `spans`, each with the tools whose call it answers
+    (`handoff_tool_names`); most spans are turned away by one C-level test, uncalled."""
+    return [
+        (span, names)
+        for span in spans
+        if span.name.startswith(_HANDOFF_PREFIXES) and (names := handoff_tool_names(span.name))
+    ]
 
 
 def any_handoff_span(span_names: Iterable[str]) -> bool:

@@ -154,17 +154,18 @@ def span_facts(attributes: Mapping[str, Any]) -> SpanFacts:
         get(PII_SCRUBBED), get(PII_DROPPED), get(REQUESTS),
     )  # fmt: skip
     confirmed_object = _object(confirmed) if confirmed is not None else {}
-    return SpanFacts(
-        version=_int(get(VERSION)),
-        arguments=argument_facts(_object(tool_args)) if tool_args is not None else None,
-        session=_text(get(SESSION_FP)),
-        confirmed_name=_text(confirmed_object.get("name")),
-        confirmed=argument_facts(confirmed_object) if confirmed is not None else None,
-        instructions=None if instructions is None else _strings(instructions),
-        output=_output(output) if output is not None else None,
-        pii_scrubbed=_record(scrubbed) if scrubbed is not None else {},
-        pii_dropped=_record(dropped) if dropped is not None else {},
-        requests=_asked(requests) if requests is not None else None,
+    return SpanFacts(  # positional, in field order: version, arguments, session, confirmed
+        # name, confirmed, instructions, output, pii scrubbed, pii dropped, requests
+        _int(get(VERSION)),
+        argument_facts(_object(tool_args)) if tool_args is not None else None,
+        _text(get(SESSION_FP)),
+        _text(confirmed_object.get("name")),
+        argument_facts(confirmed_object) if confirmed is not None else None,
+        None if instructions is None else _strings(instructions),
+        _output(output) if output is not None else None,
+        _record(scrubbed) if scrubbed is not None else {},
+        _record(dropped) if dropped is not None else {},
+        _asked(requests) if requests is not None else None,
     )
 
 
@@ -245,16 +246,17 @@ def _output(value: Any) -> OutputFacts | None:
     output = _object(value)
     if "text" not in output:
         return None
-    calls = [c for c in output.get("tool_calls") or () if isinstance(c, dict)]
-    return OutputFacts(
-        has_text=output["text"] is True,
-        tool_call_ids=tuple(_text(c.get("id")) for c in calls),
-        tool_call_names=tuple(_text(c.get("name")) for c in calls),
-        finish_reasons=_strings(output.get("finish_reasons")),
-        claims=_strings(output.get("claims")),
-        pii=_counts(output.get("pii")),
-        asks=_strings(output.get("asks")),
-        tool_call_arguments=tuple(argument_facts(c) for c in calls),
+    get = output.get
+    calls = [c for c in get("tool_calls") or () if isinstance(c, dict)]
+    return OutputFacts(  # positional, in field order; tuples of lists (not of generators)
+        output["text"] is True,
+        tuple([_text(c.get("id")) for c in calls]),
+        tuple([_text(c.get("name")) for c in calls]),
+        _strings(get("finish_reasons")),
+        _strings(get("claims")),
+        _counts(get("pii")),
+        _strings(get("asks")),
+        tuple([argument_facts(c) for c in calls]),
     )
 
 
@@ -278,7 +280,7 @@ def _strings(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         value = parse_json(value)
     if isinstance(value, list | tuple):
-        return tuple(str(item) for item in value)
+        return tuple(map(str, value))
     return ()
 
 

@@ -96,9 +96,10 @@ def langgraph_nodes(spans: Iterable[Span]) -> dict[str, str]:
     return {span.span_id: node for span in keyed if (node := langgraph_node(span))}
 
 
-def node_visits(trace: Trace) -> list[NodeVisit]:
-    """The turn's walk: its top-level node visits in start order, each with its tools."""
-    nodes = langgraph_nodes(trace.spans)
+def node_visits(trace: Trace, nodes: dict[str, str] | None = None) -> list[NodeVisit]:
+    """The turn's walk: its top-level node visits in start order, each with its tools.
+    `nodes`: the trace's `langgraph_nodes` when the caller has them already."""
+    nodes = langgraph_nodes(trace.spans) if nodes is None else nodes
     if not nodes:
         node_of = _genai_node(trace.root)
         agents = (s for s in trace.spans if s.genai.operation == genai.OP_INVOKE_AGENT)

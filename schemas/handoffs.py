@@ -123,11 +123,14 @@ class HandoffFlow:
 NO_HANDOFFS = HandoffFlow()
 
 
-def handoff_flow(trace: Trace) -> HandoffFlow:
-    """The agent runs and hand-offs of one turn (or of a whole trace read as one)."""
+def handoff_flow(trace: Trace, nodes: dict[str, str] | None = None) -> HandoffFlow:
+    """The agent runs and hand-offs of one turn (or of a whole trace read as one).
+    `nodes`: the trace's `langgraph_nodes` when the caller has them already."""
     spans = trace.spans
     by_id = {span.span_id: span for span in spans}
-    if langgraph_nodes(spans) or any_handoff_span(span.name for span in spans):
+    if nodes is None:
+        nodes = langgraph_nodes(spans)
+    if nodes or any_handoff_span(span.name for span in spans):
         return _flow(spans, by_id)
     named = [  # with no LangGraph node or handoff span, the only spans that may start a run
         s
