@@ -1,9 +1,16 @@
-"""Group the spans of one export request by trace: one OTLP `TracesData` per trace (and the
-log records of a logs request: one `LogsData` per trace, `group_logs_by_trace`).
+"""Group the spans of one export request by trace: one OTLP `TracesData` per trace; and the
+log records of a logs request by partition: one `LogsData` per partition of the logs topic
+the request's traces go to (`group_logs`).
 
-This is the OTel Collector Kafka exporter's `partition_traces_by_id` shape: each message
-holds spans of exactly one trace, keyed by the trace id in lowercase hex. A trace whose
-spans exceed `max_message_bytes` is split into several messages, each still one trace.
+Spans take the OTel Collector Kafka exporter's `partition_traces_by_id` shape: each
+message holds spans of exactly one trace, keyed by the trace id in lowercase hex. Records
+hold the records of every trace of the request whose key hashes to the same partition
+(`partitioner.key_partition`), keyed by the trace id of the first of them, so the message
+lands on the partition each of its traces' spans go to (the topics are co-partitioned)
+and a request of many traces makes a message per partition, not per trace. Without the
+topic's partition count (before the producer learned it), records are grouped by trace as
+spans are. A group (a trace, or a partition's traces) whose items exceed
+`max_message_bytes` is split into several messages, each still of that group.
 
 Every message is at most `max_message_bytes` once encoded, its resource and scope
 included: sizes are summed from each part's encoded size plus the most its field framing
@@ -23,6 +30,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from pathgrade.collector.facts import splice_attributes
+from pathgrade.collector.partitioner import key_partition
 from pathgrade.collector.validate import Rejections, describe_record, describe_span
 
 if TYPE_CHECKING:
@@ -52,8 +60,8 @@ _FIELD_1, _FIELD_2, _FIELD_3 = b"\x0a", b"\x12", b"\x1a"
 
 @dataclass(slots=True)
 class TraceMessage:
-    """One Kafka message: spans (or log records) of one trace, and which (for error
-    messages)."""
+    """One Kafka message: spans of one trace (or log records of the traces of one
+    partition), and which (for error messages)."""
 
     key: bytes
     value: bytes
@@ -91,14 +99,33 @@ def group_by_trace(
     return _group(request.resource_spans, _SPANS, max_message_bytes, encode)
 
 
-def group_logs_by_trace(
-    request: ExportLogsServiceRequest, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+def group_logs(
+    request: ExportLogsServiceRequest,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    partitions: int | None = None,
 ) -> Grouped:
-    """Messages for a logs `request` as `group_by_trace` makes them for spans: the records
-    of one trace per message (LogsData bytes; the OTel Collector Kafka exporter's
-    `partition_logs_by_trace_id` shape), key = its trace id hex ("" for the records that
-    carry none), and the records refused because no message could hold them."""
-    return _group(request.resource_logs, _LOGS, max_message_bytes, _serialized)
+    """Messages for a logs `request` (LogsData bytes, each at most `max_message_bytes`) and
+    the records refused because no message could hold them. With `partitions` (the logs
+    topic's partition count): the records of every trace whose key goes to one partition
+    in one message, keyed by its first record's trace id hex; without: the records of one
+    trace per message (the OTel Collector Kafka exporter's `partition_logs_by_trace_id`
+    shape), keyed by it. Records that carry no trace id are keyed "" as a trace."""
+    group_of = None if partitions is None else _partition_of(partitions)
+    return _group(request.resource_logs, _LOGS, max_message_bytes, _serialized, group_of)
+
+
+def _partition_of(partitions: int) -> Callable[[bytes], Any]:
+    """A trace id's group: the place of the partition its hex key goes to (hashed once per
+    trace of the request: a trace's records usually come several to a request)."""
+    places: dict[bytes, int] = {}
+
+    def place(trace_id: bytes) -> int:
+        found = places.get(trace_id)
+        if found is None:
+            found = places[trace_id] = key_partition(trace_id.hex().encode(), partitions)
+        return found
+
+    return place
 
 
 def _serialized(_: int, item: Message) -> bytes:
@@ -128,15 +155,17 @@ def _group(
     shape: _Shape,
     max_message_bytes: int,
     encode: Callable[[int, Any], bytes],
+    group_of: Callable[[bytes], Any] | None = None,
 ) -> Grouped:
     """The messages of one request's items (spans or log records: `shape`), each encoded
-    by `encode(ordinal in the request, item)`, grouped by trace (see the module's
-    docstring)."""
+    by `encode(ordinal in the request, item)`, grouped by trace, or by `group_of(trace
+    id)` when given; each message keyed by the trace id hex of its first item (see the
+    module's docstring)."""
     grouped = Grouped()
     resources: list[tuple[bytes, bytes]] = []  # per resource: its encoding, its schema URL
     scopes: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # the same per scope
     group_costs: dict[tuple[int, int], tuple[int, int]] = {}  # (resource, scope) costs
-    per_trace: dict[bytes, list[_Entry]] = {}
+    per_group: dict[Any, list[_Entry]] = {}  # trace id or `group_of` it -> its items
     bound = 0  # the most any message of this request can take: everything in it
     ordinal = -1
     resource_path, scope_path, item_path = shape.path
@@ -161,14 +190,15 @@ def _group(
                     problem = _too_large(alone, max_message_bytes)
                     grouped.rejections.add(shape.describe(item, path, problem))
                     continue
-                per_trace.setdefault(item.trace_id, []).append((r_index, s_index, item, encoded))
+                group = item.trace_id if group_of is None else group_of(item.trace_id)
+                per_group.setdefault(group, []).append((r_index, s_index, item, encoded))
                 bound += cost
-    for trace_id, entries in per_trace.items():
-        key = trace_id.hex().encode()
-        fits = bound <= max_message_bytes  # the common case: one message per trace
+    fits = bound <= max_message_bytes  # the common case: one message per group
+    for entries in per_group.values():
         for chunk in [entries] if fits else _chunks(entries, group_costs, max_message_bytes):
             value = _traces_data(resources, scopes, chunk)
-            grouped.messages.append(TraceMessage(key, value, [entry[2] for entry in chunk]))
+            items = [entry[2] for entry in chunk]
+            grouped.messages.append(TraceMessage(items[0].trace_id.hex().encode(), value, items))
     return grouped
 
 
@@ -185,7 +215,7 @@ def _chunks(
     group_costs: dict[tuple[int, int], tuple[int, int]],
     max_message_bytes: int,
 ) -> list[list[_Entry]]:
-    """One trace's spans split into chunks whose messages fit `max_message_bytes`."""
+    """One group's items split into chunks whose messages fit `max_message_bytes`."""
     chunks: list[list[_Entry]] = [[]]
     size = 0
     resources: set[int] = set()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -15,7 +16,7 @@ from pathgrade.collector.grouping import (
     Grouped,
     TraceMessage,
     group_by_trace,
-    group_logs_by_trace,
+    group_logs,
 )
 from pathgrade.collector.publisher import KafkaPublisher
 from pathgrade.collector.redact import Redactor
@@ -23,7 +24,7 @@ from pathgrade.collector.spill import OutgoingMessage
 from pathgrade.collector.validate import Rejections, validate_logs_request, validate_request
 
 MAX_NAMED_SPANS = 5
-"""How many span ids the error line of a message Kafka refused names."""
+"""How many span ids (and trace ids) the error line of a message Kafka refused names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +117,8 @@ class IngestPipeline:
         )
         self.redactor.redact_logs(request, tenant)
         received_at = time.time_ns()
-        grouped = group_logs_by_trace(request, self.max_message_bytes)
+        partitions = self.logs_publisher.partition_count()
+        grouped = group_logs(request, self.max_message_bytes, partitions)
         rejections.extend(grouped.rejections)
         accepted = self._publish(self.logs_publisher, grouped, tenant, received_at, deadline,
                                  rejections, "log records")  # fmt: skip
@@ -145,9 +147,18 @@ class IngestPipeline:
 
 
 def _refused_line(message: TraceMessage, reason: str, items: str = "spans") -> str:
-    """The error line of a message Kafka refused: its trace, (some of) its spans (or log
-    records: `items`), why."""
-    named = ", ".join(item.span_id.hex() for item in message.spans[:MAX_NAMED_SPANS])
-    more = len(message.spans) - MAX_NAMED_SPANS
-    named += f" and {more} more" if more > 0 else ""
-    return f"{items} {named} of trace {message.key.decode()}: {reason}"
+    """The error line of a message Kafka refused: (some of) its spans (or log records:
+    `items`), (some of) their traces, why."""
+    traces = list(dict.fromkeys(item.trace_id.hex() for item in message.spans))
+    of = "trace" if len(traces) == 1 else "traces"
+    return (
+        f"{items} {_some(item.span_id.hex() for item in message.spans)} "
+        f"of {of} {_some(traces)}: {reason}"
+    )
+
+
+def _some(ids: Iterable[str]) -> str:
+    """The first MAX_NAMED_SPANS of `ids`, and how many more."""
+    listed = list(ids)
+    more = len(listed) - MAX_NAMED_SPANS
+    return ", ".join(listed[:MAX_NAMED_SPANS]) + (f" and {more} more" if more > 0 else "")

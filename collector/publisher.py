@@ -37,7 +37,6 @@ directory sends it again.
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -46,7 +45,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka import KafkaProducer
-from kafka.cluster import ClusterMetadata
 from kafka.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -55,10 +53,10 @@ from kafka.errors import (
     MessageSizeTooLargeError,
     RecordListTooLargeError,
 )
-from kafka.partitioner import DefaultPartitioner
 from pathgrade.collector.dead_letter import DeadLetter, DeadLetterFile
 from pathgrade.collector.grouping import PRODUCER_MAX_REQUEST_BYTES
 from pathgrade.collector.log_trim import GroupOffsets, SentBatch, TrimQueue, load_sent, save_sent
+from pathgrade.collector.partitioner import KeyHashPartitioner
 from pathgrade.collector.spill import OutgoingMessage, SpillFile, SpillFull, encode_body
 from pathgrade.schemas.stalls import Backoff, Stalls
 from pathgrade.schemas.topics import (
@@ -117,53 +115,6 @@ def producer_for(bootstrap_servers: str, ack_timeout_s: float, **options: Any) -
     }
     settings.update(options)
     return KafkaProducer(**settings)
-
-
-class KeyHashPartitioner(DefaultPartitioner):
-    """The default partitioner's choice for a keyed record (the murmur2 hash of the key,
-    as the Java client and the OTel Collector's exporter make it, over the sorted
-    partitions), computed in less than half its CPU: the hash reads the key four bytes at
-    a time. Records without a key go to the default partitioner."""
-
-    def partition(
-        self,
-        topic: str,
-        key: Any,
-        serialized_key: bytes | None,
-        value: Any,
-        serialized_value: bytes | None,
-        cluster: ClusterMetadata,
-    ) -> int:
-        partitions = cluster.partitions_for_topic(topic)
-        if serialized_key is None or not partitions:
-            return super().partition(topic, key, serialized_key, value, serialized_value, cluster)
-        ordered = sorted(partitions)
-        return ordered[(murmur2(serialized_key) & 0x7FFFFFFF) % len(ordered)]
-
-
-_MURMUR2_M = 0x5BD1E995
-_WORD = 0xFFFFFFFF
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's murmur2 hash of `data` (`kafka.partitioner.default.murmur2`'s value)."""
-    length = len(data)
-    whole = length & ~3
-    h = 0x9747B28C ^ length
-    for (k,) in struct.iter_unpack("<I", data[:whole]):
-        k = (k * _MURMUR2_M) & _WORD
-        k ^= k >> 24
-        h = ((h * _MURMUR2_M) & _WORD) ^ ((k * _MURMUR2_M) & _WORD)
-    rest = length & 3
-    if rest:
-        if rest == 3:
-            h ^= data[whole + 2] << 16
-        if rest >= 2:
-            h ^= data[whole + 1] << 8
-        h = ((h ^ data[whole]) * _MURMUR2_M) & _WORD
-    h ^= h >> 13
-    h = (h * _MURMUR2_M) & _WORD
-    return h ^ (h >> 15)
 
 
 def refusal_reason(error: KafkaError) -> str | None:
@@ -398,6 +349,14 @@ class KafkaPublisher:
         with self._offsets_lock:
             if offset + 1 > self.next_offsets.get(partition, 0):
                 self.next_offsets[partition] = offset + 1
+
+    def partition_count(self) -> int | None:
+        """How many partitions `topic` has, as the producer's metadata knows it (read, never
+        waited for: None until the producer first learned it, on its first send)."""
+        # kafka-python answers this without waiting only from its metadata (`partitions_for`
+        # may block for it): read that, through the producer's own attribute.
+        partitions = self.producer._metadata.partitions_for_topic(self.topic)
+        return len(partitions) if partitions else None
 
     def produced_offsets(self) -> dict[int, int]:
         """Partition -> next offset after everything this publisher had acknowledged."""

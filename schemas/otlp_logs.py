@@ -1,8 +1,8 @@
 """Decode OTLP protobuf logs into canonical log records (the reader side of `pathgrade.logs`).
 
 A message value is an OTLP `LogsData` or `ExportLogsServiceRequest` (both hold
-`resource_logs` as field 1) holding the records of one trace. Ids become lowercase hex ("" for
-a record without one), attribute values and the body keep their OTLP types (as
+`resource_logs` as field 1) holding the records of one or more traces. Ids become lowercase
+hex ("" for a record without one), attribute values and the body keep their OTLP types (as
 `schemas.otlp` decodes spans), the event name is the record's own field, else its
 `event.name` attribute (how SDKs before the field wrote it). Tenant and receive time come
 from the message's headers, as for `pathgrade.spans`. As spans are, a value is read by the

@@ -13,11 +13,14 @@ from typing import Any
 SPANS_TOPIC = "pathgrade.spans"
 LOGS_TOPIC = "pathgrade.logs"
 """OTLP log records (GenAI events as records: messages, decisions, evaluation results) in
-the OTel Collector Kafka exporter's `otlp_proto` logs encoding (`LogsData`) holding the
-records of ONE trace, keyed by its trace id in lowercase hex (`partition_logs_by_trace_id`),
-with the headers of `pathgrade.spans`. It has as many partitions as `pathgrade.spans`, so a
-trace's records and spans share a partition number (co-partitioned: a consumer of both
-topics is assigned the same numbers of each, as Kafka Streams joins)."""
+the OTel Collector Kafka exporter's `otlp_proto` logs encoding (`LogsData`), with the
+headers of `pathgrade.spans`. A message holds records of the traces (of one request) whose
+trace id in lowercase hex, taken as a key, goes to one partition, keyed by its first
+record's trace id, so it lands where each of its traces' spans do (one trace per message,
+keyed by it, as the exporter's `partition_logs_by_trace_id` writes, is read alike: readers
+split records by trace). It has as many partitions as `pathgrade.spans`, so a trace's
+records and spans share a partition number (co-partitioned: a consumer of both topics is
+assigned the same numbers of each, as Kafka Streams joins)."""
 ALERTS_TOPIC = "pathgrade.alerts"
 ALERT_LOGGER = "pathgrade.alerts"
 """Logger of the structured alert log line `alert {json}` (INFO; shown by default)."""

@@ -26,6 +26,7 @@ from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogs
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogs
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import (
     InMemoryLogRecordExporter,
@@ -279,6 +280,45 @@ def test_a_clean_turn_raises_nothing(stack: Stack) -> None:
     assert [(a["code"], a["kind"], a["reason"]) for a in stack.alerts(clean.trace_id)] == []
 
 
+def test_records_of_many_turns_in_one_request_travel_per_partition(stack: Stack) -> None:
+    """Eight turns' records in one request (once the collector's logs producer knows the
+    topic's partitions: a first turn's records are stored): fewer messages than turns,
+    each on the partition its traces' spans are on, every turn joined to its records
+    (PG115 on each)."""
+    first = card_turn(stack)
+    first.send_spans()
+    assert first.send_records()
+    sql = stack.process.scalar
+    wait_until(lambda: sql(f"SELECT count() FROM logs WHERE TraceId = '{first.trace_id}'"))
+    turns = [card_turn(stack) for _ in range(8)]
+    for turn in turns:
+        turn.send_spans()
+    exporter = HttpLogs(
+        endpoint=f"http://127.0.0.1:{stack.http_port}/v1/logs", headers=BEARER, timeout=5
+    )
+    records = [r for turn in turns for r in turn.records.get_finished_logs()]
+    assert exporter.export(records) == LogRecordExportResult.SUCCESS
+    exporter.shutdown()
+    for turn in turns:
+        wait_until(lambda turn=turn: "PG115" in stack.codes(turn.trace_id), timeout_s=90)
+    kafka = json.loads((Path(stack.process.data_dir or ".") / "stack.json").read_text())["kafka"]
+    ids = {turn.trace_id for turn in turns}
+    spans_on = {
+        m.key.decode(): m.partition for m in read_topic(kafka, SPANS_TOPIC) if m.key.decode() in ids
+    }
+    carrying = []  # (partition, traces) of each logs message holding these turns' records
+    for message in read_topic(kafka, LOGS_TOPIC):
+        traces = {
+            r.trace_id.hex() for rl in LogsData.FromString(message.value).resource_logs
+            for sl in rl.scope_logs for r in sl.log_records
+        }  # fmt: skip
+        if traces & ids:
+            carrying.append((message.partition, traces))
+    assert set().union(*(traces for _, traces in carrying)) == ids
+    assert len(carrying) < len(ids), carrying
+    assert all(spans_on[t] == partition for partition, traces in carrying for t in traces)
+
+
 def test_no_raw_message_email_or_card_in_topics_or_tables(stack: Stack) -> None:
     """After the turns above: the raw topics and every table of the store hold none of
     the messages' text, the e-mail or the card; the records themselves are stored, with
@@ -377,7 +417,6 @@ def test_a_forged_logs_message_on_the_broker_is_refused(stack: Stack) -> None:
     plane refuse and count both, nothing of it is stored, and the collector's own records
     sent after it still are."""
     from kafka import KafkaProducer
-    from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
     from pathgrade.schemas.topics import MAC_HEADER, RECEIVED_AT_HEADER, TENANT_HEADER
 
     state = json.loads((Path(stack.process.data_dir or ".") / "stack.json").read_text())

@@ -1,4 +1,4 @@
-"""The publisher's partitioner picks the partition Kafka's default partitioner picks."""
+"""The collector's partitioner picks the partition Kafka's default partitioner picks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 import pytest
 from kafka.partitioner.default import DefaultPartitioner
 from kafka.partitioner.default import murmur2 as kafka_murmur2
-from pathgrade.collector.publisher import KeyHashPartitioner, murmur2
+from pathgrade.collector.partitioner import KeyHashPartitioner, murmur2
 
 
 class _Cluster:
