@@ -90,8 +90,8 @@ def test_a_repeat_in_a_message_leaves_out_only_itself() -> None:
     assert a.records_held == 2 and a.stats.duplicate_records == 1
     graded = {d.turn.trace_id[0]: sorted(s.span_id for s in d.turn.spans) for d in a.due(1.2)}
     assert graded == {"a": ["c1", "c2", "r"], "b": ["r"]}
-    a.add(0, 3, [span("a", "c2", "r"), span("a", "c3", "r")], now=2.0)  # graded: c2 again
-    a.add_records(0, 2, [record("a", "c2"), record("a", "c3")], now=2.0)
+    a.add_records(0, 2, [record("a", "c2"), record("a", "c3")], now=2.0)  # graded: c2 again
+    a.add(0, 3, [span("a", "c2", "r"), span("a", "c3", "r")], now=2.0)  # and c2's span
     (again,) = a.due(3.0)
     assert sorted(s.span_id for s in again.turn.spans) == ["c1", "c2", "c3", "r"]
     assert sum(len(s.records) for s in again.turn.spans) == 3
