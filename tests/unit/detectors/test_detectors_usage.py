@@ -1,12 +1,17 @@
 """PG114's usage figures at their edges (missing token counts, the top span's latency,
 every budget set at once, the documented bounds of the budgets), PG113 on a root in error
 without an error type and on a cap the collector recorded, PG100's reason naming the top
-span."""
+span, the cost of a call without output tokens or priced by the model that answered, a
+turn without a top span."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
-from pathgrade.detectors.completeness import BudgetParams
+from pathgrade.detectors.completeness import BudgetParams, turn_usage
+from pathgrade.detectors.conventions import Conventions
+from pathgrade.detectors.view import DetectorContext, TraceView
 from pydantic import ValidationError
 
 from tests.support.privacy import facts_only
@@ -85,3 +90,36 @@ def test_pg100_names_the_top_span_of_a_turn_without_an_agent() -> None:
     b.root.genai.operation, b.root.name = "", "POST /chat"
     (finding,) = detect("PG100", b.build())
     assert "'POST /chat', operation none" in finding.reason
+
+
+def test_the_cost_of_a_call_without_output_tokens_is_its_input_alone() -> None:
+    b = TraceBuilder()
+    b.chat(tokens=(1_000_000, None), model="gpt-4o-2024-08-06")
+    cost = used(detect("PG114", b.build(), {"max_cost_usd": 1.0}), "max_cost_usd")
+    assert cost == pytest.approx(2.5, rel=1e-12)  # 2.50 per million input tokens
+
+
+def test_a_call_is_priced_by_the_model_that_answered() -> None:
+    """The request named an alias (not in the price table); the response names the model
+    that answered, and that is what is priced."""
+    b = TraceBuilder()
+    chat = b.chat(tokens=(None, 1_000_000), model="gpt-4o-2024-08-06")
+    chat.genai.request_model = "our-default-model"
+    cost = used(detect("PG114", b.build(), {"max_cost_usd": 1.0}), "max_cost_usd")
+    assert cost == pytest.approx(10.0, rel=1e-12)
+
+
+def test_a_turn_without_a_top_span_took_no_time_and_its_usage_cannot_be_changed() -> None:
+    """A trace whose spans' parents form a cycle (a broken exporter) has no top span: its
+    latency is 0; the usage PG114 and the offline metrics share is frozen."""
+    b = TraceBuilder()
+    b.chat()
+    trace = b.build()
+    first, *rest = trace.spans
+    first.parent_span_id = rest[-1].span_id if rest else first.span_id
+    view = TraceView(trace, Conventions())
+    assert view.top is None
+    usage = turn_usage(view, DetectorContext())
+    assert usage.latency_ms == 0.0 and usage.steps == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        usage.steps = 2  # type: ignore[misc]
