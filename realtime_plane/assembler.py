@@ -400,7 +400,10 @@ class TurnAssembler:
         self.stats.turns_due += 1
         self.stats.early_evaluations += reason != "quiet"
         self.stats.re_evaluations += again
-        return DueTurn(shape.trace(), reason, again, min(held.offsets, default=-1))
+        # a trace re-opened by a late record alone holds no span offset; its records share
+        # the partition of its spans (the topics are co-partitioned)
+        partition = min(held.offsets or held.record_offsets, default=-1)
+        return DueTurn(shape.trace(), reason, again, partition)
 
     def _after_grading(
         self, key: TraceKey, held: _Held, layout: TurnLayout, graded: list[DueTurn]

@@ -58,6 +58,18 @@ def test_a_record_after_its_turn_was_graded_grades_it_again() -> None:
     assert [len(s.records) for s in again.turn.spans if s.span_id == "chat"] == [1]
 
 
+def test_a_turn_graded_again_for_a_late_record_alone_names_the_records_partition() -> None:
+    """The alerts of a turn re-graded for a record are numbered under the partition its
+    trace is read from, which the consumer owns; never under none (-1)."""
+    a = TurnAssembler(quiet_window_s=1.0)
+    a.add(3, 0, turn_spans(), now=0.0)
+    (first,) = a.due(1.0)
+    assert first.partition == 3
+    a.add_records(3, 7, [record("a", "chat")], now=2.0)
+    (again,) = a.due(3.0)
+    assert again.re_evaluation and again.partition == 3
+
+
 def test_a_record_read_twice_is_left_out() -> None:
     a = TurnAssembler(quiet_window_s=1.0)
     a.add(0, 0, turn_spans(), now=0.0)
