@@ -86,7 +86,7 @@ except ImportError:  # installed without a C compiler: every span's facts in Pyt
     Kernel = None
 
     def splice_attributes(span: bytes, attributes: bytes) -> bytes:
-        """Never called without the kernel (nothing is deferred)."""
+        """Never called without the kernel (it leaves no facts to splice)."""
         raise RuntimeError("the fact kernel is not built")
 
 

@@ -30,6 +30,7 @@ from pathgrade.schemas.otlp import decode_spans_message
 from pathgrade.schemas.pii import PiiScanner
 
 from pathgrade.demo.sender import send_demo_traces
+from tests.support.forwarded import as_published
 from tests.support.otlp_values import any_value
 
 pytestmark = pytest.mark.integration
@@ -111,10 +112,10 @@ def _demo_values(flavor: str, redaction: RedactionConfig | None) -> list[bytes]:
     request = ExportTraceServiceRequest.FromString(
         encode_spans(exporter.get_finished_spans()).SerializeToString()
     )
-    if redaction is not None:
-        facts = FactMaker(FactSecret(b"k" * SECRET_BYTES), PiiScanner())
-        Redactor(redaction, facts).redact(request)
-    return [m.value for m in group_by_trace(request).messages]
+    if redaction is None:
+        return [m.value for m in group_by_trace(as_published(request)).messages]
+    facts = FactMaker(FactSecret(b"k" * SECRET_BYTES), PiiScanner())
+    return [m.value for m in group_by_trace(Redactor(redaction, facts).forward(request)).messages]
 
 
 def _has_facts(values: list[bytes]) -> bool:

@@ -40,6 +40,7 @@ from pathgrade.schemas.pii import PiiScanner, luhn_valid
 from pathgrade.schemas.withheld import read_withheld
 
 from pathgrade.demo.sender import send_demo_traces
+from tests.support.forwarded import as_published
 from tests.support.otlp_values import any_value
 from tests.support.paths import REPO_ROOT
 
@@ -598,19 +599,17 @@ def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) ->
         body = encode_spans(spans[i : i + 32]).SerializeToString()
         merged, deferred = (ExportTraceServiceRequest.FromString(body) for _ in range(2))
         Redactor(config, _maker(config, native=True)).redact(merged, "acme", body)
-        stats = Redactor(config, _maker(config, native=True)).redact(
-            deferred, "acme", body, defer=True
-        )
-        assert stats.encoded_facts is not None
-        deferred_some |= any(stats.encoded_facts)
-        whole_some |= any(stats.encoded_spans or ())
-        if stats.encoded_spans is not None:
+        forwarded = Redactor(config, _maker(config, native=True)).forward(deferred, "acme", body)
+        stats = forwarded.stats
+        deferred_some |= stats.spliced_facts > 0
+        whole_some |= stats.whole_spans > 0
+        if stats.whole_spans:
             received = _spans(ExportTraceServiceRequest.FromString(body))  # ids before scrubbing
-            for span, whole in zip(received, stats.encoded_spans, strict=True):
-                assert (whole is None) == (bool(span.status.message) or _long_digit_run(span))
-                with_message += whole is None
-        expected = [(m.key, m.value) for m in group_by_trace(merged).messages]
-        spliced = group_by_trace(deferred, deferred=stats).messages
+            python = [bool(span.status.message) or _long_digit_run(span) for span in received]
+            assert stats.whole_spans == python.count(False)
+            with_message += python.count(True)
+        expected = [(m.key, m.value) for m in group_by_trace(as_published(merged)).messages]
+        spliced = group_by_trace(forwarded).messages
         assert [(m.key, m.value) for m in spliced] == expected
     captures = config_name == "some tools"
     assert whole_some != captures  # whole spans only when nothing is captured
@@ -707,8 +706,12 @@ def _whole_requests(draw: st.DrawFn) -> bytes:
 def _messages(body: bytes, config: RedactionConfig, native: bool, defer: bool) -> list[bytes]:
     request = ExportTraceServiceRequest.FromString(body)
     redactor = Redactor(config, _maker(config, native=native))
-    stats = redactor.redact(request, "acme", body if native else None, defer=defer)
-    return [m.value for m in group_by_trace(request, deferred=stats if defer else None).messages]
+    if defer:
+        forwarded = redactor.forward(request, "acme", body if native else None)
+    else:
+        redactor.redact(request, "acme", body if native else None)
+        forwarded = as_published(request)
+    return [m.value for m in group_by_trace(forwarded).messages]
 
 
 @settings(
