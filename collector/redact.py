@@ -56,6 +56,7 @@ from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 from pathgrade.collector.facts import (
     CONTEXT_KEYS,
+    NOT_READ,
     FactMaker,
     record_content,
     splice_attributes,
@@ -76,6 +77,7 @@ from pathgrade.schemas.allowed_keys import (
     AllowList,
     looks_like_key,
 )
+from pathgrade.schemas.decline import declined
 from pathgrade.schemas.event_content import event_content
 from pathgrade.schemas.events import read_messages
 from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
@@ -357,7 +359,7 @@ class Redactor:
             whole = kernel.encodings[ordinal]
             if whole is not None:
                 return ForwardedSpan(span.trace_id, span.span_id, whole)
-        answer = kernel.answers[ordinal] if kernel is not None else False
+        answer = kernel.answers[ordinal] if kernel is not None else NOT_READ
         left = self._redact_span(span, tenant, key, found, stats, answer, encode)
         if not encode:
             return None
@@ -392,13 +394,13 @@ class Redactor:
                 )
         answers = self._record_answers(read, tenant)
         for index, item in enumerate(read):
-            answer = answers[index] if answers is not None else False
+            answer = answers[index] if answers is not None else NOT_READ
             self._settle_record(item, tenant, key, stats, answer)
         stats.spans = len(read)
         return stats
 
     def _record_answers(self, read: list[_ReadRecord], tenant: str) -> list[Any] | None:
-        """The fact kernel's answer per record (`FactMaker.records_facts`; False: Python
+        """The fact kernel's answer per record (`FactMaker.records_facts`; declined: Python
         computes it) when nothing is captured and there is a kernel, else None."""
         if self.facts is None or self.facts.kernel is None or not self._drops_all:
             return None
@@ -454,17 +456,17 @@ class Redactor:
 
     def _settle_record(
         self, item: _ReadRecord, tenant: str, key: TenantKey, stats: RedactionStats,
-        answer: Any = False,
+        answer: Any = NOT_READ,
     ) -> None:  # fmt: skip
-        """Facts (the kernel's `answer`: None or encoded attributes; False: computed here),
+        """Facts (the kernel's `answer`: None or encoded attributes; declined: computed here),
         then the record's content and body removed unless kept, its ids and strings
         scrubbed (see `redact_logs`)."""
         record, found, attributes = item.record, item.found, item.record.attributes
         facts: dict[str, Any] = {}
         encoded = known_pii = None
-        if answer is False and item.raw and self.facts is not None:
+        if declined(answer) and item.raw and self.facts is not None:
             facts = self.facts.facts("", item.raw, tenant, record.trace_id)
-        elif answer is not False:  # the kernel's: facts and the content's pii.dropped record
+        elif not declined(answer):  # the kernel's: facts and the content's pii.dropped record
             encoded, known_pii = answer, _NO_PII
         keep = self._policy(item.context, attributes, item.confirmed)
         removed = self._settle(
@@ -555,19 +557,21 @@ class Redactor:
 
     def _redact_span(
         self, span: trace_pb2.Span, tenant: str, key: TenantKey, found: _Findings,
-        stats: RedactionStats, answer: Any = False, splice: bool = False,
+        stats: RedactionStats, answer: Any = NOT_READ, splice: bool = False,
     ) -> bytes | None:  # fmt: skip
         """Facts first (from raw values, or the kernel's `answer`: see
-        `FactMaker.request_facts`; False: computed here), then remove the span's unkept
+        `FactMaker.request_facts`; declined: computed here), then remove the span's unkept
         content (span and events), withhold what is not allowed and scrub everything left.
         With `splice`, returns the kernel's encoded facts instead of merging them when they
         are all the span's facts change (for the caller to splice into its encoding)."""
         encoded, known_pii = answer, _NO_PII  # what the kernel wrote, found
         if answer.__class__ is tuple:
             encoded, known_pii = answer
+        elif declined(answer):
+            encoded = None
         attributes = span.attributes
         context: dict[str, Any] = {}
-        computes = answer is False and self.facts is not None
+        computes = declined(answer) and self.facts is not None
         read: list[tuple[str, Any]] | None = [] if computes else None
         content, producer_facts, confirmed = self._scan(
             attributes, context, found.scrubbed, "", stats, key, read
