@@ -332,9 +332,8 @@ class Redactor:
                 spans: list[ForwardedSpan] = []
                 for span in scope_spans.spans:
                     written = self._forward_span(
-                        span, ordinal, kernel, tenant, key, _Findings(scoped), stats,
-                        forwarded is not None,
-                    )  # fmt: skip
+                        span, ordinal, kernel, tenant, key, scoped, stats, forwarded is not None
+                    )
                     if written is not None:
                         spans.append(written)
                     ordinal += 1
@@ -349,7 +348,7 @@ class Redactor:
 
     def _forward_span(
         self, span: trace_pb2.Span, ordinal: int, kernel: _KernelAnswers | None, tenant: str,
-        key: TenantKey, found: _Findings, stats: RedactionStats, encode: bool,
+        key: TenantKey, scoped: PiiRecord, stats: RedactionStats, encode: bool,
     ) -> ForwardedSpan | None:  # fmt: skip
         """The one place a span's implementation is chosen: the kernel's whole encoding
         when it wrote one, else the span redacted here (with the kernel's facts answer when
@@ -360,7 +359,7 @@ class Redactor:
             if whole is not None:
                 return ForwardedSpan(span.trace_id, span.span_id, whole)
         answer = kernel.answers[ordinal] if kernel is not None else NOT_READ
-        left = self._redact_span(span, tenant, key, found, stats, answer, encode)
+        left = self._redact_span(span, tenant, key, _Findings(scoped), stats, answer, encode)
         if not encode:
             return None
         encoding = span.SerializeToString()
