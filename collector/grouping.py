@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from google.protobuf.message import Message
@@ -37,6 +38,8 @@ _FIELD_OVERHEAD = 6
 # to two levels of framing (ResourceSpans in TracesData, Resource in ResourceSpans, ...).
 _GROUP_OVERHEAD = 3 * _FIELD_OVERHEAD
 
+_ENCODING = attrgetter("encoding")
+"""A `ForwardedSpan`'s encoding (a C call, per span)."""
 _Entry = tuple[int, int, Any, bytes]  # resource index, scope index, span or record, encoding
 _Resource = tuple[bytes, str, Iterable[tuple[bytes, str, Iterable[Any]]]]
 """A resource as `_group` reads it: encoded, its schema URL, its scopes (encoded, schema
@@ -73,7 +76,7 @@ def group_by_trace(
     TracesData bytes, each at most `max_message_bytes`), and the spans refused because no
     message could hold them. Each message holds the spans' encodings as forwarded
     (`Redactor.forward`), nothing read from the request itself."""
-    return _group(forwarded.resources, _SPANS, max_message_bytes, _forwarded_encoding)
+    return _group(forwarded.resources, _SPANS, max_message_bytes, _ENCODING)
 
 
 def group_logs_by_trace(
@@ -97,10 +100,6 @@ def _log_resources(request: ExportLogsServiceRequest) -> Iterator[_Resource]:
 
 def _serialized(item: Message) -> bytes:
     return item.SerializeToString()
-
-
-def _forwarded_encoding(span: ForwardedSpan) -> bytes:
-    return span.encoding
 
 
 def _describe_forwarded(span: ForwardedSpan, path: str, problem: str) -> str:
