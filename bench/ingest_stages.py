@@ -63,8 +63,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from pathgrade.batch_plane.store.client import embedded_dsn, open_client_store
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.collector.facts import FactMaker
+from pathgrade.collector.forwarded import ForwardedSpans
 from pathgrade.collector.grouping import group_by_trace
-from pathgrade.collector.redact import RedactionConfig, RedactionStats, Redactor
+from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.collector.validate import validate_request
 from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.migrations import migrate
@@ -109,17 +110,13 @@ def redaction_rounds(
     rounds: int,
     profile: str | None,
     cpu_per_span: dict[str, float],
-) -> tuple[
-    list[tuple[ExportTraceServiceRequest, RedactionStats]],
-    list[tuple[float, float, float]],
-]:
+) -> tuple[list[ForwardedSpans], list[tuple[float, float, float]]]:
     """`redact`, `facts` and `python` in turn, `rounds` times, round n on the parsed
     requests of `make_bodies(n)` (fresh trace ids and conversations each round, so the
     redactors' memories of a trace never see it again; round 0 last), with one redactor of
     each kind for all the rounds, as a live collector has; notes each stage's median in
-    `cpu_per_span` and returns round 0's `facts` requests with the facts the kernel left
-    for grouping (the later stages read them) and every round's (redact, facts, python) CPU
-    per span."""
+    `cpu_per_span` and returns round 0's `facts` requests as forwarded (the later stages
+    read them) and every round's (redact, facts, python) CPU per span."""
     secret = FactSecret(os.urandom(32))
     redactors = {
         "redact": Redactor(RedactionConfig()),
@@ -130,19 +127,19 @@ def redaction_rounds(
         sys.exit("the fact kernel is not built (pip install -e . with a C compiler)")
     samples: dict[str, list[float]] = {name: [] for name in redactors}
     requests: list[ExportTraceServiceRequest] = []
-    facts_requests: list[tuple[ExportTraceServiceRequest, RedactionStats]] = []
+    facts_requests: list[ForwardedSpans] = []
     for number in [*range(1, rounds), 0]:
         bodies = make_bodies(number)
         spans = span_count(bodies)
         for name, redactor in redactors.items():
             requests = [ExportTraceServiceRequest.FromString(b) for b in bodies]
             measured: dict[str, float] = {}
-            deferred = timed(
+            forwarded = timed(
                 name, spans, partial(_redact_all, redactor, requests, bodies),
                 profile if number == 0 else None, measured,
             )  # fmt: skip
             if name == "facts":
-                facts_requests = list(zip(requests, deferred, strict=True))
+                facts_requests = forwarded
             samples[name].append(measured[name])
     for name, values in samples.items():
         cpu_per_span[name] = statistics.median(values)
@@ -152,13 +149,11 @@ def redaction_rounds(
 
 def _redact_all(
     redactor: Redactor, requests: list[ExportTraceServiceRequest], bodies: list[bytes]
-) -> list[RedactionStats]:
-    """Redact each request with the body it was parsed from, as the collector does (the
-    fact kernel reads the body, `collector.facts`, and leaves its facts and the spans it
-    wrote whole for grouping); returns what each request left to grouping."""
+) -> list[ForwardedSpans]:
+    """Each request's spans as the collector forwards them, read with the body it was
+    parsed from (the fact kernel reads the body, `collector.facts`)."""
     return [
-        redactor.redact(request, body=body, defer=True)
-        for request, body in zip(requests, bodies, strict=True)
+        redactor.forward(request, body=body) for request, body in zip(requests, bodies, strict=True)
     ]
 
 
@@ -245,11 +240,7 @@ def main() -> None:
     messages = timed(
         "group",
         spans,
-        lambda: [
-            m.value
-            for r, deferred in requests
-            for m in group_by_trace(r, deferred=deferred).messages
-        ],
+        lambda: [m.value for forwarded in requests for m in group_by_trace(forwarded).messages],
         args.profile,
         cpu,
     )

@@ -2,8 +2,8 @@
 against decoding the same messages (what every consumer of `pathgrade.spans` does anyway).
 
 The messages are the collector's: bench/ingest.py's realistic requests (or its demo deck,
-`--mix demo`), grouped by trace as the collector publishes them (`group_by_trace`, no
-redaction: the MAC covers whatever bytes are sent). In alternating rounds in one run it
+`--mix demo`), redacted on default settings and grouped by trace as the collector
+publishes them (`Redactor.forward`, `group_by_trace`). In alternating rounds in one run it
 times, in this process: the MAC the collector adds when it sends a message
 (`MessageKey.signed`), the check each consumer group makes when it reads one
 (`MessageKey.authentic`; the store writer and the realtime plane each check every span
@@ -30,6 +30,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
 from pathgrade.collector.grouping import group_by_trace
+from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.schemas.message_auth import MessageKey
 from pathgrade.schemas.otlp import decode_spans_message
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
@@ -56,11 +57,9 @@ def main() -> None:
     else:
         bodies = request_bodies(args.spans, args.batch, "genai", seed=3)
     spans = span_count(bodies)
-    messages = [
-        (message.key, message.value)
-        for body in bodies
-        for message in group_by_trace(ExportTraceServiceRequest.FromString(body)).messages
-    ]
+    redactor = Redactor(RedactionConfig())
+    forwarded = [redactor.forward(ExportTraceServiceRequest.FromString(body)) for body in bodies]
+    messages = [(m.key, m.value) for f in forwarded for m in group_by_trace(f).messages]
     key = MessageKey.generate()
     signed = [key.signed(SPANS_TOPIC, k, v, HEADERS) for k, v in messages]
     rounds: dict[str, list[float]] = {"sign": [], "check": [], "decode": []}

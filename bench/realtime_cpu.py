@@ -69,10 +69,10 @@ def published(bodies: list[bytes]) -> list[Message]:
     for body in bodies:
         request = ExportTraceServiceRequest.FromString(body)
         validate_request(request)
-        redactor.redact(request)
+        forwarded = redactor.forward(request)
         headers = [(TENANT_HEADER, b"default"), (RECEIVED_AT_HEADER, str(time.time_ns()).encode())]
         out += [Message(m.value, headers, len(out) + n) for n, m in enumerate(
-            group_by_trace(request).messages)]  # fmt: skip
+            group_by_trace(forwarded).messages)]  # fmt: skip
     return out
 
 

@@ -6,7 +6,9 @@
  * it, without making a Python object of any value it reads:
  *
  *   None                  the span has no facts and no content that holds personal data
- *   False                 this kernel does not decide the span: run the Python fact maker
+ *   a Declined            this kernel does not decide the span: run the Python fact maker
+ *                         (`schemas.decline`; the instance handed over for its reason:
+ *                         `declined_unread`, `declined_repeated`, `declined_fallback`)
  *   bytes                 the facts as encoded `Span.attributes` entries, the version and
  *                         the pii.dropped record of its content included (merged into the
  *                         span as they are): `drops_all` (nothing is captured), a span
@@ -31,7 +33,7 @@
  * (`json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)`), HMAC-SHA256.
  * Anything outside the common case (flattened messages, values that are not text, JSON
  * that is invalid or holds NaN, big integers, lone surrogates or duplicate keys past a
- * bound) is left to Python for that span (False): the answers are the Python fact
+ * bound) is left to Python for that span (declined): the answers are the Python fact
  * maker's, tests/unit/collector/test_facts_kernel.py checks them against it.
  */
 #define PY_SSIZE_T_CLEAN
@@ -909,6 +911,9 @@ typedef struct {
     int encoded_min, encoded_hex_min;
     int card_min, card_max, exact_pii, skeleton_depth, skeleton_items;
     int decline_inputs; /* request patterns are set: spans with input messages go to Python */
+    PyObject *declined_unread;   /* the answers of a span this kernel declines (Declined), */
+    PyObject *declined_repeated; /* by reason: message events or past MAX_ATTRS attributes, */
+    PyObject *declined_fallback; /* a content key twice, content read otherwise than here */
     uint8_t payment_digit[16]; /* digits a card starts with (`pii` major industries) */
     long verdict_allowed, verdict_context, verdict_identifier, verdict_withheld;
     char *withheld_prefix, *withheld_suffix; /* a withheld string's mark around its fingerprint */
@@ -2712,7 +2717,7 @@ static int put_dropped_fact(Kernel *k, PyObject *found, Buf *out) {
  * of a span without events is written here too. */
 static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, Pool *pool,
                              const char *tenant, size_t tenant_len, int drops_all) {
-    if (v->overflow || v->has_message_events) Py_RETURN_FALSE;
+    if (v->overflow || v->has_message_events) return Py_NewRef(k->declined_unread);
     int has_content = 0;
     for (int i = 0; i < v->n_attrs; i++) {
         const Attr *a = &v->attrs[i];
@@ -2721,7 +2726,7 @@ static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, Pool *poo
         for (int j = 0; j < i; j++) /* a repeated content key: each value is dropped */
             if (v->attrs[j].content && v->attrs[j].key_len == a->key_len &&
                 memcmp(v->attrs[j].key, a->key, a->key_len) == 0)
-                Py_RETURN_FALSE;
+                return Py_NewRef(k->declined_repeated);
     }
     if (!has_content) Py_RETURN_NONE; /* facts read content, identity and confirmations only */
     Buf *out = fresh(&pool->out);
@@ -2731,7 +2736,7 @@ static PyObject *span_answer(Kernel *k, const SpanView *v, Hmac *hmac, Pool *poo
         return NULL;
     }
     if (c.fallback) {
-        Py_RETURN_FALSE;
+        return Py_NewRef(k->declined_fallback);
     }
     /* the personal data in each content value: {key: counts}, only keys with any; a value
      * that is not text maps to None (Python reads it when it drops it) */
@@ -3518,6 +3523,9 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_obj(config, "fact_names", &k->fact_names) < 0 ||
         config_keys(config, "fact_keys", &k->fact_keys) < 0 ||
         config_obj(config, "redacted_key", &k->redacted_key) < 0 ||
+        config_obj(config, "declined_unread", &k->declined_unread) < 0 ||
+        config_obj(config, "declined_repeated", &k->declined_repeated) < 0 ||
+        config_obj(config, "declined_fallback", &k->declined_fallback) < 0 ||
         config_int(config, "facts_version", &k->facts_version) < 0 ||
         config_int(config, "card_min", &card_min) < 0 ||
         config_int(config, "exact_pii", &exact) < 0 ||
@@ -3653,6 +3661,9 @@ static void Kernel_dealloc(Kernel *k) {
     Py_XDECREF(k->pii_clean);
     Py_XDECREF(k->fact_names);
     Py_XDECREF(k->redacted_key);
+    Py_XDECREF(k->declined_unread);
+    Py_XDECREF(k->declined_repeated);
+    Py_XDECREF(k->declined_fallback);
     for (int i = 0; i < MEMORY_SLOTS; i++) {
         Memory *tables[2] = {&k->instructions[i], &k->pii[i]};
         for (int t = 0; t < 2; t++) {

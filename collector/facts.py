@@ -31,6 +31,7 @@ from pathgrade.schemas.conventions import (
     ContentView,
     content_view,
 )
+from pathgrade.schemas.decline import Declined
 from pathgrade.schemas.event_content import MESSAGE_EVENTS
 from pathgrade.schemas.events import event_messages, messages_json
 from pathgrade.schemas.facts import (
@@ -86,7 +87,7 @@ except ImportError:  # installed without a C compiler: every span's facts in Pyt
     Kernel = None
 
     def splice_attributes(span: bytes, attributes: bytes) -> bytes:
-        """Never called without the kernel (nothing is deferred)."""
+        """Never called without the kernel (it leaves no facts to splice)."""
         raise RuntimeError("the fact kernel is not built")
 
 
@@ -99,6 +100,15 @@ def load_secret(key_file: Path | None, spill_dir: Path) -> FactSecret:
 
 
 _NO_CONTENT: ContentView = (GenAIFields(), NOT_REBUILT)
+
+NOT_READ = Declined("not read by the kernel (none built, or no body it reads whole)")
+"""The answer for every span (or record) of a request the kernel did not read."""
+DECLINED_UNREAD = Declined("message events, or more attributes than the kernel holds")
+DECLINED_REPEATED = Declined("a content key twice")
+DECLINED_FALLBACK = Declined("content the kernel does not read as Python does")
+DECLINED_RECORD = Declined("a log record with a body, producer facts or non-text content")
+KERNEL_DECLINES = (DECLINED_UNREAD, DECLINED_REPEATED, DECLINED_FALLBACK, DECLINED_RECORD)
+"""Every reason the kernel declines a span or a record for (`NOT_READ` aside: no answer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +162,8 @@ class FactMaker:
     def request_facts(self, body: bytes, tenant: str, drops_all: bool) -> list[Any] | None:
         """The kernel's answer for each span of the export request encoded as `body`, in
         request order; None when there is no kernel or it does not read this body. An
-        answer is None (no facts, no personal data in content), False (left to `facts`),
+        answer is None (no facts, no personal data in content), a `Declined` (left to
+        `facts`: one of `KERNEL_DECLINES`),
         bytes (encoded `Span.attributes`: the facts, the version and, when `drops_all`
         (every content value is dropped) and the span has no events, the pii.dropped
         record), or (bytes or None, {content key: {kind: count}, or None for a value the
@@ -187,9 +198,9 @@ class FactMaker:
         """The kernel's answer for each log record's raw content (`record_content`: its
         trace id and values; None for a record left to Python), as `request_facts` answers
         on `drops_all` for a span of those attributes: what `facts("", raw, tenant,
-        trace_id)` gives, and the pii.dropped record of its content. False for a record
-        left to Python or holding a value that is neither text nor a list of texts; None
-        when there is no kernel."""
+        trace_id)` gives, and the pii.dropped record of its content. A `Declined` for a
+        record left to Python (`DECLINED_RECORD`: one holding a value that is neither text
+        nor a list of texts too); None when there is no kernel."""
         if self.kernel is None:
             return None
         request = ExportTraceServiceRequest()
@@ -204,7 +215,7 @@ class FactMaker:
         if answers is None or len(answers) != len(contents):
             return None
         for index in declined:
-            answers[index] = False
+            answers[index] = DECLINED_RECORD
         return answers
 
     def facts(
@@ -233,8 +244,9 @@ def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str
     keys (a span a producer set one on is redacted in Python), the key of the count of
     removed attributes, the forwarding verdicts the kernel writes whole spans for
     (allowed, context, identifier, withheld), a withheld string's mark around its
-    fingerprint, and whether it declines spans with input messages (`decline_inputs`:
-    request patterns are matched in Python)."""
+    fingerprint, whether it declines spans with input messages (`decline_inputs`:
+    request patterns are matched in Python), and the answers it declines spans with, one
+    per reason (`schemas.decline`)."""
     return {
         "content_keys": genai.CONTENT_KEYS,
         "content_prefixes": genai.MESSAGE_CONTENT_PREFIXES,
@@ -298,6 +310,9 @@ def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str
         "redacted_key": genai.PG_REDACTED_KEYS,
         "facts_version": FACTS_VERSION,
         "decline_inputs": int(decline_inputs),
+        "declined_unread": DECLINED_UNREAD,
+        "declined_repeated": DECLINED_REPEATED,
+        "declined_fallback": DECLINED_FALLBACK,
     }
 
 

@@ -21,20 +21,16 @@ so no message is ever built that Kafka would refuse as too large.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from operator import attrgetter
+from typing import Any
 
 from google.protobuf.message import Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
-from pathgrade.collector.facts import splice_attributes
+from pathgrade.collector.forwarded import ForwardedSpan, ForwardedSpans
 from pathgrade.collector.partitioner import key_partition
-from pathgrade.collector.validate import Rejections, describe_record, describe_span
-
-if TYPE_CHECKING:
-    from pathgrade.collector.redact import RedactionStats
+from pathgrade.collector.validate import Rejections, describe_record, span_line
 
 DEFAULT_MAX_MESSAGE_BYTES = 900 * 1024  # under Kafka's default message.max.bytes (1 MiB)
 PRODUCER_MAX_REQUEST_BYTES = 16 * 1024 * 1024
@@ -50,7 +46,12 @@ _FIELD_OVERHEAD = 6
 # to two levels of framing (ResourceSpans in TracesData, Resource in ResourceSpans, ...).
 _GROUP_OVERHEAD = 3 * _FIELD_OVERHEAD
 
+_ENCODING = attrgetter("encoding")
+"""A `ForwardedSpan`'s encoding (a C call, per span)."""
 _Entry = tuple[int, int, Any, bytes]  # resource index, scope index, span or record, encoding
+_Resource = tuple[bytes, str, Iterable[tuple[bytes, str, Iterable[Any]]]]
+"""A resource as `_group` reads it: encoded, its schema URL, its scopes (encoded, schema
+URL, items)."""
 
 # Tags of the length-delimited fields a TracesData is made of: TracesData.resource_spans,
 # ResourceSpans.resource and ScopeSpans.scope are field 1, ResourceSpans.scope_spans and
@@ -77,26 +78,13 @@ class Grouped:
 
 
 def group_by_trace(
-    request: ExportTraceServiceRequest,
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    deferred: RedactionStats | None = None,
+    forwarded: ForwardedSpans, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 ) -> Grouped:
-    """Messages for `request` (key = trace id hex, value = TracesData bytes, each at most
-    `max_message_bytes`), and the spans refused because no message could hold them.
-    `deferred`: what `Redactor.redact(..., defer=True)` left to this (it must be given
-    then): per span in request order, the fact kernel's attributes to splice into its
-    encoding (`encoded_facts`) or its whole encoding as forwarded (`encoded_spans`)."""
-    encoded_facts = deferred.encoded_facts if deferred is not None else None
-    encoded_spans = deferred.encoded_spans if deferred is not None else None
-
-    def encode(ordinal: int, span: Span) -> bytes:
-        whole = encoded_spans[ordinal] if encoded_spans is not None else None
-        encoded = whole if whole is not None else span.SerializeToString()
-        if encoded_facts is not None and encoded_facts[ordinal]:
-            encoded = splice_attributes(encoded, encoded_facts[ordinal])
-        return encoded
-
-    return _group(request.resource_spans, _SPANS, max_message_bytes, encode)
+    """Messages for the `forwarded` spans of a request (key = trace id hex, value =
+    TracesData bytes, each at most `max_message_bytes`), and the spans refused because no
+    message could hold them. Each message holds the spans' encodings as forwarded
+    (`Redactor.forward`), nothing read from the request itself."""
+    return _group(forwarded.resources, _SPANS, max_message_bytes, _ENCODING)
 
 
 def group_logs(
@@ -111,7 +99,7 @@ def group_logs(
     trace per message (the OTel Collector Kafka exporter's `partition_logs_by_trace_id`
     shape), keyed by it. Records that carry no trace id are keyed "" as a trace."""
     group_of = None if partitions is None else _partition_of(partitions)
-    return _group(request.resource_logs, _LOGS, max_message_bytes, _serialized, group_of)
+    return _group(_log_resources(request), _LOGS, max_message_bytes, _serialized, group_of)
 
 
 def _partition_of(partitions: int) -> Callable[[bytes], Any]:
@@ -128,61 +116,65 @@ def _partition_of(partitions: int) -> Callable[[bytes], Any]:
     return place
 
 
-def _serialized(_: int, item: Message) -> bytes:
+def _log_resources(request: ExportLogsServiceRequest) -> Iterator[_Resource]:
+    """A logs request's resources as `_group` reads them: each encoded, its schema URL, its
+    scopes (encoded, schema URL, records)."""
+    for holder in request.resource_logs:
+        scopes = [(s.scope.SerializeToString(), s.schema_url, s.log_records)
+                  for s in holder.scope_logs]  # fmt: skip
+        yield holder.resource.SerializeToString(), holder.schema_url, scopes
+
+
+def _serialized(item: Message) -> bytes:
     return item.SerializeToString()
+
+
+def _describe_forwarded(span: ForwardedSpan, path: str, problem: str) -> str:
+    return span_line(span.trace_id, span.span_id, path, problem)
 
 
 @dataclass(frozen=True, slots=True)
 class _Shape:
-    """Where a signal's items sit in a request (OTLP traces and logs are built alike:
-    resources, their scopes, the scopes' items), what its index paths call them, and how
-    a refused item's line names it."""
+    """What a signal's index paths call its resources, scopes and items (OTLP traces and
+    logs are built alike), and how a refused item's line names it."""
 
-    scopes: str
-    items: str
     path: tuple[str, str, str]
     describe: Callable[[Any, str, str], str]
 
 
-_SPANS = _Shape("scope_spans", "spans", ("resourceSpans", "scopeSpans", "spans"), describe_span)
-_LOGS = _Shape(
-    "scope_logs", "log_records", ("resourceLogs", "scopeLogs", "logRecords"), describe_record
-)
+_SPANS = _Shape(("resourceSpans", "scopeSpans", "spans"), _describe_forwarded)
+_LOGS = _Shape(("resourceLogs", "scopeLogs", "logRecords"), describe_record)
 
 
 def _group(
-    resource_items: Iterable[Any],
+    resources: Iterable[_Resource],
     shape: _Shape,
     max_message_bytes: int,
-    encode: Callable[[int, Any], bytes],
+    encode: Callable[[Any], bytes],
     group_of: Callable[[bytes], Any] | None = None,
 ) -> Grouped:
     """The messages of one request's items (spans or log records: `shape`), each encoded
-    by `encode(ordinal in the request, item)`, grouped by trace, or by `group_of(trace
-    id)` when given; each message keyed by the trace id hex of its first item (see the
-    module's docstring)."""
+    by `encode(item)`, grouped by trace, or by `group_of(trace id)` when given; each
+    message keyed by the trace id hex of its first item (see the module's docstring)."""
     grouped = Grouped()
-    resources: list[tuple[bytes, bytes]] = []  # per resource: its encoding, its schema URL
+    parts: list[tuple[bytes, bytes]] = []  # per resource: its encoding, its schema URL
     scopes: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # the same per scope
     group_costs: dict[tuple[int, int], tuple[int, int]] = {}  # (resource, scope) costs
     per_group: dict[Any, list[_Entry]] = {}  # trace id or `group_of` it -> its items
     bound = 0  # the most any message of this request can take: everything in it
-    ordinal = -1
     resource_path, scope_path, item_path = shape.path
-    for r_index, holder in enumerate(resource_items):
-        resource = holder.resource.SerializeToString()
-        url = holder.schema_url.encode()
-        resources.append(_parts(resource, url))
+    for r_index, (resource, resource_url, resource_scopes) in enumerate(resources):
+        url = resource_url.encode()
+        parts.append(_parts(resource, url))
         resource_cost = _GROUP_OVERHEAD + len(resource) + len(url)
-        for s_index, scope_holder in enumerate(getattr(holder, shape.scopes)):
-            scope, url = scope_holder.scope.SerializeToString(), scope_holder.schema_url.encode()
+        for s_index, (scope, scope_url, items) in enumerate(resource_scopes):
+            url = scope_url.encode()
             scopes[(r_index, s_index)] = _parts(scope, url)
             scope_cost = _GROUP_OVERHEAD + len(scope) + len(url)
             group_costs[(r_index, s_index)] = (resource_cost, scope_cost)
             bound += resource_cost + scope_cost
-            for i, item in enumerate(getattr(scope_holder, shape.items)):
-                ordinal += 1
-                encoded = encode(ordinal, item)
+            for i, item in enumerate(items):
+                encoded = encode(item)
                 cost = _FIELD_OVERHEAD + len(encoded)
                 alone = cost + scope_cost + resource_cost
                 if alone > max_message_bytes:
@@ -196,7 +188,7 @@ def _group(
     fits = bound <= max_message_bytes  # the common case: one message per group
     for entries in per_group.values():
         for chunk in [entries] if fits else _chunks(entries, group_costs, max_message_bytes):
-            value = _traces_data(resources, scopes, chunk)
+            value = _traces_data(parts, scopes, chunk)
             items = [entry[2] for entry in chunk]
             grouped.messages.append(TraceMessage(items[0].trace_id.hex().encode(), value, items))
     return grouped

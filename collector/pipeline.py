@@ -82,11 +82,11 @@ class IngestPipeline:
         rejections.extend(
             validate_request(request, encoded_bytes=len(body) if body is not None else None)
         )
-        redacted = self.redactor.redact(
-            request, tenant, body if not rejections.rejected_spans else None, defer=True
+        forwarded = self.redactor.forward(
+            request, tenant, body if not rejections.rejected_spans else None
         )
         received_at = time.time_ns()
-        grouped = group_by_trace(request, self.max_message_bytes, redacted)
+        grouped = group_by_trace(forwarded, self.max_message_bytes)
         rejections.extend(grouped.rejections)
         accepted = self._publish(
             self.publisher, grouped, tenant, received_at, deadline, rejections, "spans"

@@ -47,14 +47,27 @@ import re
 import secrets
 from collections.abc import Iterable, Mapping, MutableSequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
-from pathgrade.collector.facts import CONTEXT_KEYS, FactMaker, record_content, write_facts
+from pathgrade.collector.facts import (
+    CONTEXT_KEYS,
+    NOT_READ,
+    FactMaker,
+    record_content,
+    splice_attributes,
+    write_facts,
+)
+from pathgrade.collector.forwarded import (
+    ForwardedResource,
+    ForwardedScope,
+    ForwardedSpan,
+    ForwardedSpans,
+)
 from pathgrade.collector.forwarding import Forwarding
 from pathgrade.schemas import genai
 from pathgrade.schemas.allowed_keys import (
@@ -64,6 +77,7 @@ from pathgrade.schemas.allowed_keys import (
     AllowList,
     looks_like_key,
 )
+from pathgrade.schemas.decline import declined
 from pathgrade.schemas.event_content import event_content
 from pathgrade.schemas.events import read_messages
 from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
@@ -106,6 +120,9 @@ _MESSAGES = frozenset({genai.INPUT_MESSAGES, genai.OUTPUT_MESSAGES})
 BODY_FIELD: Final = "body"
 """A log record's body as the pii records name it."""
 _REDACTORS = itertools.count(1)
+_new_tuple = tuple.__new__
+"""Makes a `ForwardedSpan` per span without the named tuple's Python `__new__` (a third
+of the cost)."""
 _MIN_GROWING_CHARS = 256  # longer message arrays (which the scanner does not remember) are read
 # incrementally when they grow
 
@@ -174,18 +191,24 @@ class RedactionStats:
     scrubbed_values: int = 0
     withheld_values: int = 0
     spans_with_facts: int = 0
-    encoded_facts: list[bytes | None] | None = None
-    """With `defer`: per span in request order, the fact kernel's encoded facts left for
-    the caller to splice into the span's encoding (`grouping.group_by_trace` does)."""
-    encoded_spans: list[bytes | None] | None = None
-    """With `defer`: per span in request order, the span's whole encoding as forwarded,
-    written by the fact kernel (`WholeAnswers.encodings`). The request's span itself is
-    left as it came, content included: only this encoding may leave the collector."""
+    whole_spans: int = 0
+    """Spans the fact kernel wrote whole (`Redactor.forward`, when nothing is captured)."""
+    spliced_facts: int = 0
+    """Spans redacted in Python whose kernel facts were spliced into their encoding."""
 
     def scrubbed(self, record: PiiRecord, field: str, counts: Counts) -> None:
         """Note `counts` found and replaced in `field`."""
         self.scrubbed_values += sum(counts.values())
         add_counts(record.setdefault(field, {}), counts)
+
+
+class _KernelAnswers(NamedTuple):
+    """The fact kernel's reading of one request: each span's facts answer
+    (`FactMaker.request_facts`) and, when it wrote spans whole, each span's encoding (None
+    for a span the redactor redacts)."""
+
+    answers: list[Any]
+    encodings: list[bytes | None] | None
 
 
 class _Findings:
@@ -269,45 +292,87 @@ class Redactor:
         )
 
     def redact(
-        self,
-        request: ExportTraceServiceRequest,
-        tenant: str = DEFAULT_TENANT,
+        self, request: ExportTraceServiceRequest, tenant: str = DEFAULT_TENANT,
         body: bytes | None = None,
-        defer: bool = False,
-    ) -> RedactionStats:
+    ) -> RedactionStats:  # fmt: skip
         """Record facts, remove content that is not opted in, withhold what is not allowed,
-        scrub every string left. `body`: the bytes `request` was parsed from, when it holds
-        exactly their spans (the fact kernel then reads them, `collector.facts`). `defer`: a
-        span whose only change of facts is the kernel's encoded ones keeps them in
-        `stats.encoded_facts` instead (merging them costs more than splicing them into the
-        span's encoding), and a span the kernel wrote whole (`drops_all`) is left as it
-        came, its encoding in `stats.encoded_spans`: with `defer`, publish the request only
-        through those."""
+        scrub every string left, all in place: `request` is then as it may leave (what
+        `forward` encodes, for reading it back). `body`: the bytes `request` was parsed
+        from, when it holds exactly their spans (the fact kernel then reads them,
+        `collector.facts`)."""
+        return self._redact_request(request, tenant, body, None)
+
+    def forward(
+        self, request: ExportTraceServiceRequest, tenant: str = DEFAULT_TENANT,
+        body: bytes | None = None,
+    ) -> ForwardedSpans:  # fmt: skip
+        """The collector's redaction step: `redact`'s spans as they may leave, encoded
+        (`ForwardedSpans`, the only input grouping takes). Each span is written by one of
+        two implementations, chosen per span in `_redact_request`: the fact kernel writes it whole
+        when nothing is captured and it can (the request's span is then left as it came,
+        content included, and never encoded), else the Python redactor redacts it in
+        place and the kernel's facts, when they are all it adds, are spliced into its
+        encoding (cheaper than merging them)."""
+        resources: list[ForwardedResource] = []
+        stats = self._redact_request(request, tenant, body, resources)
+        return ForwardedSpans(resources, stats)
+
+    def _redact_request(
+        self, request: ExportTraceServiceRequest, tenant: str, body: bytes | None,
+        forwarded: list[ForwardedResource] | None,
+    ) -> RedactionStats:  # fmt: skip
+        """`redact`, and with `forwarded` (`forward`) each resource as it leaves appended
+        to it."""
         stats = RedactionStats()
-        answers, encodings = self._kernel_answers(request, tenant, body, defer, stats)
-        if defer and answers is not None:
-            stats.encoded_facts = [None] * len(answers)
-            stats.encoded_spans = encodings
+        kernel = self._kernel_answers(request, tenant, body, forwarded is not None, stats)
+        whole = kernel.encodings if kernel is not None else None
         key = self.secret.for_tenant(tenant)
         ordinal = 0
         for resource_spans in request.resource_spans:
             shared = self._redact_resource(resource_spans, stats, key)
+            scopes: list[ForwardedScope] = []
             for scope_spans in resource_spans.scope_spans:
                 scoped = self._redact_scope(scope_spans, shared, stats, key)
+                spans: list[ForwardedSpan] = []
                 for span in scope_spans.spans:
-                    if encodings is not None and encodings[ordinal] is not None:
-                        ordinal += 1
-                        continue
-                    answer = answers[ordinal] if answers is not None else False
-                    left = self._redact_span(
-                        span, tenant, key, _Findings(scoped), stats, answer,
-                        stats.encoded_facts is not None,
-                    )  # fmt: skip
-                    if left:
-                        stats.encoded_facts[ordinal] = left  # type: ignore[index]
+                    # the one place a span's implementation is chosen: the kernel's whole
+                    # encoding when it wrote one, else the Python redactor
+                    encoding = whole[ordinal] if whole is not None else None
+                    if encoding is not None:
+                        spans.append(_new_tuple(ForwardedSpan, (span.trace_id, span.span_id,
+                                                                encoding)))  # fmt: skip
+                    else:
+                        written = self._python_span(
+                            span, ordinal, kernel, tenant, key, scoped, stats,
+                            forwarded is not None,
+                        )  # fmt: skip
+                        if written is not None:
+                            spans.append(written)
                     ordinal += 1
+                if forwarded is not None:
+                    scope = scope_spans.scope.SerializeToString()
+                    scopes.append(ForwardedScope(scope, scope_spans.schema_url, spans))
+            if forwarded is not None:
+                resource = resource_spans.resource.SerializeToString()
+                forwarded.append(ForwardedResource(resource, resource_spans.schema_url, scopes))
         stats.spans = ordinal
         return stats
+
+    def _python_span(
+        self, span: trace_pb2.Span, ordinal: int, kernel: _KernelAnswers | None, tenant: str,
+        key: TenantKey, scoped: PiiRecord, stats: RedactionStats, encode: bool,
+    ) -> ForwardedSpan | None:  # fmt: skip
+        """A span redacted here, in place (with the kernel's facts answer when it gave
+        one). With `encode`, the span as it leaves; else None (facts merged)."""
+        answer = kernel.answers[ordinal] if kernel is not None else NOT_READ
+        left = self._redact_span(span, tenant, key, _Findings(scoped), stats, answer, encode)
+        if not encode:
+            return None
+        encoding = span.SerializeToString()
+        if left:
+            encoding = splice_attributes(encoding, left)
+            stats.spliced_facts += 1
+        return _new_tuple(ForwardedSpan, (span.trace_id, span.span_id, encoding))
 
     def redact_logs(
         self, request: ExportLogsServiceRequest, tenant: str = DEFAULT_TENANT
@@ -334,13 +399,13 @@ class Redactor:
                 )
         answers = self._record_answers(read, tenant)
         for index, item in enumerate(read):
-            answer = answers[index] if answers is not None else False
+            answer = answers[index] if answers is not None else NOT_READ
             self._settle_record(item, tenant, key, stats, answer)
         stats.spans = len(read)
         return stats
 
     def _record_answers(self, read: list[_ReadRecord], tenant: str) -> list[Any] | None:
-        """The fact kernel's answer per record (`FactMaker.records_facts`; False: Python
+        """The fact kernel's answer per record (`FactMaker.records_facts`; declined: Python
         computes it) when nothing is captured and there is a kernel, else None."""
         if self.facts is None or self.facts.kernel is None or not self._drops_all:
             return None
@@ -396,17 +461,17 @@ class Redactor:
 
     def _settle_record(
         self, item: _ReadRecord, tenant: str, key: TenantKey, stats: RedactionStats,
-        answer: Any = False,
+        answer: Any = NOT_READ,
     ) -> None:  # fmt: skip
-        """Facts (the kernel's `answer`: None or encoded attributes; False: computed here),
+        """Facts (the kernel's `answer`: None or encoded attributes; declined: computed here),
         then the record's content and body removed unless kept, its ids and strings
         scrubbed (see `redact_logs`)."""
         record, found, attributes = item.record, item.found, item.record.attributes
         facts: dict[str, Any] = {}
         encoded = known_pii = None
-        if answer is False and item.raw and self.facts is not None:
+        if declined(answer) and item.raw and self.facts is not None:
             facts = self.facts.facts("", item.raw, tenant, record.trace_id)
-        elif answer is not False:  # the kernel's: facts and the content's pii.dropped record
+        elif not declined(answer):  # the kernel's: facts and the content's pii.dropped record
             encoded, known_pii = answer, _NO_PII
         keep = self._policy(item.context, attributes, item.confirmed)
         removed = self._settle(
@@ -443,13 +508,12 @@ class Redactor:
     def _kernel_answers(
         self, request: ExportTraceServiceRequest, tenant: str, body: bytes | None,
         whole: bool, stats: RedactionStats,
-    ) -> tuple[list[Any] | None, list[bytes | None] | None]:  # fmt: skip
+    ) -> _KernelAnswers | None:  # fmt: skip
         """The fact kernel's answer per span of `body`, and with `whole` on `drops_all` its
         whole encoding per span (counted in `stats`), when there is a kernel and it read
         as many spans as `request` holds; None otherwise (every span in Python)."""
         if body is None or self.facts is None:
-            return None, None
-        encodings = None
+            return None
         if whole and self._drops_all:
             answered = self.facts.request_whole(body, tenant, self.forwarding, self._verdicts_id)
             answers = answered.answers if answered is not None else None
@@ -457,13 +521,14 @@ class Redactor:
             answered, answers = None, self.facts.request_facts(body, tenant, self._drops_all)
         spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
         if answers is None or len(answers) != spans:
-            return None, None
-        if answered is not None:
-            encodings = answered.encodings
-            stats.removed_attributes += answered.removed
-            stats.withheld_values += answered.withheld
-            stats.spans_with_facts += answered.with_facts
-        return answers, encodings
+            return None
+        if answered is None:
+            return _KernelAnswers(answers, None)
+        stats.removed_attributes += answered.removed
+        stats.withheld_values += answered.withheld
+        stats.spans_with_facts += answered.with_facts
+        stats.whole_spans += len(answered.encodings) - answered.encodings.count(None)
+        return _KernelAnswers(answers, answered.encodings)
 
     def scrub_text(self, text: str) -> str:
         """`text` with e-mails, card numbers and extra-pattern matches replaced."""
@@ -497,19 +562,21 @@ class Redactor:
 
     def _redact_span(
         self, span: trace_pb2.Span, tenant: str, key: TenantKey, found: _Findings,
-        stats: RedactionStats, answer: Any = False, defer: bool = False,
+        stats: RedactionStats, answer: Any = NOT_READ, splice: bool = False,
     ) -> bytes | None:  # fmt: skip
         """Facts first (from raw values, or the kernel's `answer`: see
-        `FactMaker.request_facts`; False: computed here), then remove the span's unkept
+        `FactMaker.request_facts`; declined: computed here), then remove the span's unkept
         content (span and events), withhold what is not allowed and scrub everything left.
-        With `defer`, returns the kernel's encoded facts instead of merging them when they
-        are all the span's facts change."""
+        With `splice`, returns the kernel's encoded facts instead of merging them when they
+        are all the span's facts change (for the caller to splice into its encoding)."""
         encoded, known_pii = answer, _NO_PII  # what the kernel wrote, found
         if answer.__class__ is tuple:
             encoded, known_pii = answer
+        elif declined(answer):
+            encoded = None
         attributes = span.attributes
         context: dict[str, Any] = {}
-        computes = answer is False and self.facts is not None
+        computes = declined(answer) and self.facts is not None
         read: list[tuple[str, Any]] | None = [] if computes else None
         content, producer_facts, confirmed = self._scan(
             attributes, context, found.scrubbed, "", stats, key, read
@@ -547,14 +614,14 @@ class Redactor:
                 status.message = self._withheld_text(
                     status.message, key, found.scrubbed, STATUS_MESSAGE_FIELD, stats
                 )
-        if removed:  # before the facts: a span's deferred facts go after its attributes
+        if removed:  # before the facts: a span's spliced facts go after its attributes
             attributes.add(key=genai.PG_REDACTED_KEYS).value.int_value = removed
         stats.removed_attributes += removed
         if self.facts is None or not (facts or encoded or found.scrubbed or found.dropped):
             return None
         stats.spans_with_facts += 1
-        if defer and encoded and not (producer_facts or found.scrubbed or found.dropped):
-            return encoded  # the kernel's facts alone: spliced when grouping
+        if splice and encoded and not (producer_facts or found.scrubbed or found.dropped):
+            return encoded  # the kernel's facts alone: spliced into the span's encoding
         write_facts(span, facts, found.scrubbed, found.dropped, producer_facts, encoded)
         return None
 

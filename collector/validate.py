@@ -392,8 +392,13 @@ def describe_record(record: logs_pb2.LogRecord, path: str, problem: str) -> str:
 def describe_span(span: trace_pb2.Span, path: str, problem: str) -> str:
     """One error line: the span by ids (when printable) and index path, then the problem."""
     if _id_problem(span) is None:
-        return f"span {span.trace_id.hex()}/{span.span_id.hex()} ({path}): {problem}"
+        return span_line(span.trace_id, span.span_id, path, problem)
     return f"span {path}: {problem}"
+
+
+def span_line(trace_id: bytes, span_id: bytes, path: str, problem: str) -> str:
+    """One error line of a span with printable ids: its ids and index path, the problem."""
+    return f"span {trace_id.hex()}/{span_id.hex()} ({path}): {problem}"
 
 
 def _delete_indexes(items: RepeatedCompositeFieldContainer, indexes: list[int]) -> None:

@@ -36,6 +36,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, TracesData
 from pathgrade.schemas import genai
 from pathgrade.schemas.conventions import eval_context, genai_fields
+from pathgrade.schemas.decline import Decision, Declined, declined
 from pathgrade.schemas.model import MAX_TIME_NS, EvalContext, GenAIFields, Span, SpanEvent, SpanLink
 from pathgrade.schemas.numbers import parse_int
 from pathgrade.schemas.topics import DEFAULT_TENANT, RECEIVED_AT_HEADER, TENANT_HEADER
@@ -317,12 +318,30 @@ def decode_spans_message(
     `resource_spans` as field 1, so one parser reads either. Raises ValueError on bytes
     that are not such a message (the only input that costs a message's spans).
     """
-    resources = read_traces(value) if read_traces is not None else None
-    if resources is not None:
-        return _decode_read(resources, tenant, received_at_ns, problems)
+    spans = read_spans_message(value, tenant, received_at_ns, problems)
+    if not declined(spans):
+        return spans  # type: ignore[return-value]
     # no reader, or bytes it leaves to upb: malformed ones raise here
     traces = parse_spans_message(value)
     return decode_resource_spans(traces.resource_spans, tenant, received_at_ns, problems)
+
+
+READER_NOT_BUILT = Declined("the OTLP reader is not built")
+LEFT_TO_UPB = Declined("bytes the reader does not read exactly as upb")
+"""The OTLP reader's declines (`read_spans_message`): upb decides those messages."""
+
+
+def read_spans_message(
+    value: bytes, tenant: str, received_at_ns: int, problems: DecodeProblems | None = None
+) -> Decision[list[Span]]:
+    """`decode_spans_message` by the OTLP reader alone: the spans, or `READER_NOT_BUILT` /
+    `LEFT_TO_UPB` (`schemas.decline`)."""
+    if read_traces is None:
+        return READER_NOT_BUILT
+    resources = read_traces(value)
+    if resources is None:
+        return LEFT_TO_UPB
+    return _decode_read(resources, tenant, received_at_ns, problems)
 
 
 def parse_spans_message(value: bytes) -> TracesData:

@@ -35,6 +35,7 @@ from pathgrade.stack.broker import LocalBroker, ensure_topics
 from pathgrade.stack.store_access import StatusUnavailable, stack_status
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.integration.test_ingest import post
+from tests.support.forwarded import as_published
 
 pytestmark = pytest.mark.integration
 
@@ -279,7 +280,7 @@ def seeded_spill(directory: Path) -> tuple[list[str], int]:
 
     def messages(request: ExportTraceServiceRequest) -> list[OutgoingMessage]:
         return [OutgoingMessage(m.key, m.value, "default", received)
-                for m in group_by_trace(request).messages]  # fmt: skip
+                for m in group_by_trace(as_published(request)).messages]  # fmt: skip
 
     spill = SpillFile(directory)
     spill.append(messages(good_before))

@@ -16,7 +16,7 @@ import json
 import re
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from unittest.mock import patch
 
@@ -30,17 +30,26 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from pathgrade.collector.facts import FactMaker, Kernel
+from pathgrade.collector.facts import (
+    DECLINED_FALLBACK,
+    DECLINED_UNREAD,
+    NOT_READ,
+    FactMaker,
+    Kernel,
+)
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.schemas import facts as f
 from pathgrade.schemas import genai, otlp
+from pathgrade.schemas.decline import declined
 from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.pii import PiiScanner, luhn_valid
 from pathgrade.schemas.withheld import read_withheld
 
 from pathgrade.demo.sender import send_demo_traces
+from tests.support.forwarded import as_published
 from tests.support.otlp_values import any_value
+from tests.support.parity import Parity
 from tests.support.paths import REPO_ROOT
 
 SECRET = FactSecret(bytes(range(32)))
@@ -69,12 +78,15 @@ def _attributes(span: trace_pb2.Span) -> list[tuple[str, bytes]]:
 
 
 def _both(
-    bodies: Iterable[bytes], config: RedactionConfig, tenant: str = "acme"
-) -> tuple[list[ExportTraceServiceRequest], list[ExportTraceServiceRequest]]:
+    bodies: Iterable[bytes], config: RedactionConfig, tenant: str = "acme",
+    parity: Parity | None = None,
+) -> tuple[list[ExportTraceServiceRequest], list[ExportTraceServiceRequest]]:  # fmt: skip
     """The requests of `bodies` redacted through the kernel and in Python (one redactor
-    each for all of them, as a collector has)."""
+    each for all of them, as a collector has); the kernel's answers noted in `parity`."""
     native = Redactor(config, _maker(config, native=True))
     python = Redactor(config, _maker(config, native=False))
+    if parity is not None:
+        native.facts.request_facts = _noting(native.facts.request_facts, parity)  # type: ignore[union-attr,method-assign]
     by_kernel, by_python = [], []
     for body in bodies:
         a, b = (ExportTraceServiceRequest.FromString(body) for _ in range(2))
@@ -85,12 +97,28 @@ def _both(
     return by_kernel, by_python
 
 
-def _assert_same(bodies: list[bytes], config: RedactionConfig) -> None:
-    by_kernel, by_python = _both(bodies, config)
+def _noting(answer: Callable[..., list[Any] | None], parity: Parity) -> Callable[..., Any]:
+    """`answer` (the kernel's per-span answers) with each answer noted in `parity`."""
+
+    def noted(*args: Any) -> list[Any] | None:
+        answers = answer(*args)
+        parity.note(answers if answers is not None else [NOT_READ])
+        return answers
+
+    return noted
+
+
+def _assert_same(bodies: list[bytes], config: RedactionConfig, min_decided: int = 1) -> None:
+    """Each span redacted through the kernel gets the attributes Python gives it, field
+    by field (`tests.support.parity`); at least `min_decided` spans decided by the kernel."""
+    parity: Parity = Parity("fact kernel / Python")
+    by_kernel, by_python = _both(bodies, config, parity=parity)
     for a, b in zip(by_kernel, by_python, strict=True):
         for span_a, span_b in zip(_spans(a), _spans(b), strict=True):
+            parity.compare(span_b.name, _attributes(span_a), _attributes(span_b))
             assert _attributes(span_a) == _attributes(span_b), span_b.name
         assert a.SerializeToString() != b"" and len(_spans(a)) == len(_spans(b))
+    parity.assert_holds(min_decided)
 
 
 def test_the_kernel_is_built_and_used() -> None:
@@ -98,6 +126,25 @@ def test_the_kernel_is_built_and_used() -> None:
     slower: this checkout's must have it (pip install -e . with a C compiler)."""
     assert Kernel is not None, "pathgrade.collector._facts_kernel is not built"
     assert _maker(RedactionConfig(), native=True).kernel is not None
+
+
+def test_removing_either_side_fails_the_parity_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the kernel every span is declined (`NOT_READ`, counted) and the parity
+    check fails; without the Python fact maker the slow side cannot answer."""
+    exporter = InMemorySpanExporter()
+    send_demo_traces(exporter, traces=4, seed=9, flavor="genai")
+    bodies = [encode_spans(exporter.get_finished_spans()).SerializeToString()]
+    with monkeypatch.context() as patched:
+        patched.setattr(FactMaker, "request_facts", lambda *args: None)
+        with pytest.raises(AssertionError, match=r"decided 0 items .*not read by the kernel"):
+            _assert_same(bodies, RedactionConfig())
+
+    def no_python(*args: Any) -> dict[str, Any]:
+        raise NotImplementedError("the Python fact maker removed")
+
+    monkeypatch.setattr(FactMaker, "facts", no_python)
+    with pytest.raises(NotImplementedError):
+        _assert_same(bodies, RedactionConfig())
 
 
 @pytest.mark.parametrize("config_name", list(CONFIGS))
@@ -115,12 +162,12 @@ def test_demo_traffic_gets_the_same_facts_in_every_convention(
         for body in bodies
         for answer in _maker(RedactionConfig(), True).request_facts(body, "acme", True)
     ]
-    decided = sum(answer not in (None, False) for answer in answers)
+    decided = sum(answer is not None and not declined(answer) for answer in answers)
     # the GenAI convention's content is JSON text: the kernel decides all of it; the
     # others' flattened messages go to Python, their tools and roots stay the kernel's
     assert decided > len(answers) // 10
     if flavor == "genai":
-        assert False not in answers
+        assert not any(map(declined, answers))
 
 
 def _kv(key: str, value: Any) -> KeyValue:
@@ -379,7 +426,7 @@ def _generated_spans() -> st.SearchStrategy[list[tuple[str, dict[str, Any]]]]:
 def test_generated_spans_get_the_same_attributes(
     spans: list[tuple[str, dict[str, Any]]], config_name: str, events: bool
 ) -> None:
-    _assert_same([_body(*spans, events=events)], CONFIGS[config_name])
+    _assert_same([_body(*spans, events=events)], CONFIGS[config_name], min_decided=0)
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
@@ -431,7 +478,7 @@ def test_injected_text_in_a_later_tool_message_is_found_in_the_growing_input() -
     _assert_same(bodies, RedactionConfig())
 
 
-def test_what_the_kernel_leaves_to_python_is_answered_false_and_still_computed() -> None:
+def test_what_the_kernel_leaves_to_python_is_declined_and_still_computed() -> None:
     maker = _maker(RedactionConfig(), native=True)
     decided = _body(
         (
@@ -453,8 +500,8 @@ def test_what_the_kernel_leaves_to_python_is_answered_false_and_still_computed()
     assert isinstance(maker.request_facts(decided, "acme", True)[0], bytes)
     for attributes in unusual:
         body = _body(("s", attributes))
-        assert maker.request_facts(body, "acme", True) == [False], attributes
-        _assert_same([body], RedactionConfig())
+        assert maker.request_facts(body, "acme", True) == [DECLINED_FALLBACK], attributes
+        _assert_same([body], RedactionConfig(), min_decided=0)
 
 
 def test_a_span_with_message_events_is_left_to_python_which_reads_their_content() -> None:
@@ -471,13 +518,14 @@ def test_a_span_with_message_events_is_left_to_python_which_reads_their_content(
         _kv("content", '{"customer_id": "cust-1", "plan": "basic"}')
     )
     body = request.SerializeToString()
-    assert _maker(RedactionConfig(), native=True).request_facts(body, "acme", True) == [False]
+    answers = _maker(RedactionConfig(), native=True).request_facts(body, "acme", True)
+    assert answers == [DECLINED_UNREAD]
     by_kernel, _ = _both([body], RedactionConfig())
     (facts_span,) = _spans(by_kernel[0])
     keys = {kv.key for kv in facts_span.attributes}
     assert f.TOOL_ARGS in keys
     assert all(kv.key != "content" for kv in facts_span.events[0].attributes)
-    _assert_same([body], RedactionConfig())
+    _assert_same([body], RedactionConfig(), min_decided=0)
 
 
 def test_personal_data_in_dropped_content_is_counted_by_field() -> None:
@@ -598,19 +646,17 @@ def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) ->
         body = encode_spans(spans[i : i + 32]).SerializeToString()
         merged, deferred = (ExportTraceServiceRequest.FromString(body) for _ in range(2))
         Redactor(config, _maker(config, native=True)).redact(merged, "acme", body)
-        stats = Redactor(config, _maker(config, native=True)).redact(
-            deferred, "acme", body, defer=True
-        )
-        assert stats.encoded_facts is not None
-        deferred_some |= any(stats.encoded_facts)
-        whole_some |= any(stats.encoded_spans or ())
-        if stats.encoded_spans is not None:
+        forwarded = Redactor(config, _maker(config, native=True)).forward(deferred, "acme", body)
+        stats = forwarded.stats
+        deferred_some |= stats.spliced_facts > 0
+        whole_some |= stats.whole_spans > 0
+        if stats.whole_spans:
             received = _spans(ExportTraceServiceRequest.FromString(body))  # ids before scrubbing
-            for span, whole in zip(received, stats.encoded_spans, strict=True):
-                assert (whole is None) == (bool(span.status.message) or _long_digit_run(span))
-                with_message += whole is None
-        expected = [(m.key, m.value) for m in group_by_trace(merged).messages]
-        spliced = group_by_trace(deferred, deferred=stats).messages
+            python = [bool(span.status.message) or _long_digit_run(span) for span in received]
+            assert stats.whole_spans == python.count(False)
+            with_message += python.count(True)
+        expected = [(m.key, m.value) for m in group_by_trace(as_published(merged)).messages]
+        spliced = group_by_trace(forwarded).messages
         assert [(m.key, m.value) for m in spliced] == expected
     captures = config_name == "some tools"
     assert whole_some != captures  # whole spans only when nothing is captured
@@ -707,8 +753,12 @@ def _whole_requests(draw: st.DrawFn) -> bytes:
 def _messages(body: bytes, config: RedactionConfig, native: bool, defer: bool) -> list[bytes]:
     request = ExportTraceServiceRequest.FromString(body)
     redactor = Redactor(config, _maker(config, native=native))
-    stats = redactor.redact(request, "acme", body if native else None, defer=defer)
-    return [m.value for m in group_by_trace(request, deferred=stats if defer else None).messages]
+    if defer:
+        forwarded = redactor.forward(request, "acme", body if native else None)
+    else:
+        redactor.redact(request, "acme", body if native else None)
+        forwarded = as_published(request)
+    return [m.value for m in group_by_trace(forwarded).messages]
 
 
 @settings(
@@ -862,7 +912,7 @@ def _assert_same_records(bodies: list[bytes], config: RedactionConfig) -> int:
     def counted(contents: list[Any], tenant: str) -> list[Any] | None:
         nonlocal answered
         answers = records_facts(contents, tenant)
-        answered += sum(answer is not False for answer in answers or ())
+        answered += sum(not declined(answer) for answer in answers or ())
         return answers
 
     kernel.facts.records_facts = counted  # type: ignore[method-assign]
@@ -965,7 +1015,7 @@ def test_generated_log_records_get_the_same_attributes(
     _assert_same_records(bodies, CONFIGS[config_name])
 
 
-def test_what_the_kernel_leaves_of_records_is_answered_false_and_still_computed() -> None:
+def test_what_the_kernel_leaves_of_records_is_declined_and_still_computed() -> None:
     """A record with a body, a fact a producer set, or content that is not text is left
     to Python; the others of its request are answered by the kernel."""
     request = ExportLogsServiceRequest()

@@ -7,6 +7,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from pathgrade.collector.grouping import group_by_trace
 
+from tests.support.forwarded import as_published
+
 
 def request_with(traces: dict[bytes, int], resources: int = 2) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
@@ -26,7 +28,7 @@ def request_with(traces: dict[bytes, int], resources: int = 2) -> ExportTraceSer
 
 def test_one_message_per_trace_keyed_by_hex_with_resources_kept() -> None:
     a, b = bytes(range(16)), bytes(range(1, 17))
-    grouped = group_by_trace(request_with({a: 3, b: 2}))
+    grouped = group_by_trace(as_published(request_with({a: 3, b: 2})))
     assert grouped.rejections.rejected_spans == 0
     messages = [(m.key, m.value) for m in grouped.messages]
     assert sorted(key for key, _ in messages) == sorted([a.hex().encode(), b.hex().encode()])
@@ -50,7 +52,7 @@ def test_large_trace_split_under_the_bound_still_one_trace_each() -> None:
     trace = bytes(range(16))
     request = request_with({trace: 50}, resources=2)
     request.resource_spans[0].schema_url = "https://opentelemetry.io/schemas/1.26.0"
-    grouped = group_by_trace(request, max_message_bytes=1000)
+    grouped = group_by_trace(as_published(request), max_message_bytes=1000)
     assert len(grouped.messages) > 1
     total = 0
     for message in grouped.messages:
@@ -81,7 +83,7 @@ def test_span_whose_parts_add_up_past_the_bound_is_refused_by_name() -> None:
     big.events.add(time_unix_nano=5, name="e").attributes.add(
         key="parts", value=nested_strings(20, 100)
     )
-    grouped = group_by_trace(request, max_message_bytes=1500)
+    grouped = group_by_trace(as_published(request), max_message_bytes=1500)
 
     assert grouped.rejections.rejected_spans == 1
     message = grouped.rejections.error_message
@@ -97,7 +99,7 @@ def test_a_resource_too_large_for_any_message_refuses_its_spans() -> None:
     request.resource_spans[1].resource.attributes.add(
         key="host.labels", value=nested_strings(30, 100)
     )
-    grouped = group_by_trace(request, max_message_bytes=2000)
+    grouped = group_by_trace(as_published(request), max_message_bytes=2000)
     assert grouped.rejections.rejected_spans == 2
     assert [len(m.spans) for m in grouped.messages] == [2]
     assert all(len(m.value) <= 2000 for m in grouped.messages)
@@ -140,7 +142,7 @@ def test_messages_are_the_bytes_protobuf_encodes() -> None:
     extra_scope = request.resource_spans[2].scope_spans.add()
     extra_scope.spans.add(trace_id=a, span_id=bytes(8 * [9]), name="y" * 20_000)
     request.resource_spans[2].scope_spans[0].spans[0].name = "z" * 200
-    grouped = group_by_trace(request)
+    grouped = group_by_trace(as_published(request))
     assert len(grouped.messages) == 2
     for message in grouped.messages:
         ids = [(span.trace_id, span.span_id) for span in message.spans]

@@ -14,7 +14,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.collector.config import load_request_patterns
-from pathgrade.collector.facts import FactMaker
+from pathgrade.collector.facts import DECLINED_FALLBACK, FactMaker
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.schemas import facts
 from pathgrade.schemas.fingerprints import FactSecret
@@ -80,4 +80,4 @@ def test_spans_with_a_user_message_get_request_facts_the_same_with_or_without_th
     assert not any(kv.key == facts.REQUESTS for s in without for kv in s.attributes)
     maker = FactMaker(FactSecret(bytes(range(32))), PiiScanner(()), True, requests)
     answers = maker.request_facts(body, "acme", True) or []
-    assert False in answers  # spans with input messages are left to Python
+    assert DECLINED_FALLBACK in answers  # spans with input messages are left to Python

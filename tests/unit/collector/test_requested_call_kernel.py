@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+from pathgrade.collector.facts import DECLINED_FALLBACK
 from pathgrade.collector.redact import RedactionConfig
 from pathgrade.schemas import facts as f
 from pathgrade.schemas import genai
@@ -75,7 +76,8 @@ def test_the_kernel_decides_json_arguments_and_leaves_other_text_to_python() -> 
             maker.request_facts(_body(("chat", attributes)), "acme", True)[0], bytes
         ), name
     for name, attributes in TO_PYTHON.items():
-        assert maker.request_facts(_body(("chat", attributes)), "acme", True) == [False], name
+        answers = maker.request_facts(_body(("chat", attributes)), "acme", True)
+        assert answers == [DECLINED_FALLBACK], name
 
 
 def test_the_kernel_writes_fingerprints_of_the_requested_arguments_never_their_values() -> None:

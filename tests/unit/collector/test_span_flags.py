@@ -52,8 +52,8 @@ def test_the_parent_s_remoteness_reaches_the_reader(native: bool, with_event: bo
     body = _request(with_event)
     request = ExportTraceServiceRequest.FromString(body)
     maker = FactMaker(FactSecret(bytes(range(32))), PiiScanner(()), native=native)
-    redacted = Redactor(RedactionConfig(), maker).redact(request, "acme", body, defer=True)
-    (message,) = group_by_trace(request, deferred=redacted).messages
+    forwarded = Redactor(RedactionConfig(), maker).forward(request, "acme", body)
+    (message,) = group_by_trace(forwarded).messages
     spans = {s.name: s for s in decode_spans_message(message.value, "acme", 1)}
     assert spans["POST /chat"].parent_is_remote is True
     assert spans["invoke_agent support"].parent_is_remote is False

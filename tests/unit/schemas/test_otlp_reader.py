@@ -45,6 +45,7 @@ from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import DecodeProblems, read_traces
 
 from pathgrade.demo.sender import send_demo_traces
+from tests.support.parity import Parity
 
 TRACE_ID = bytes.fromhex("5b8efff798038103d269b633813fc60c")
 SPAN_ID = bytes.fromhex("00f067aa0ba902b7")
@@ -112,8 +113,12 @@ def _parts_by_upb(value: bytes) -> list[tuple]:
 
 
 def _assert_same(value: bytes) -> list[Span]:
-    """The reader reads `value` as upb does and decodes it as the Python path does; its
-    spans."""
+    """The reader reads `value` as upb does and decodes it as the Python path does, field
+    by field (`tests.support.parity`); its spans."""
+    parity: Parity[bytes, list[Span]] = Parity("OTLP reader / upb")
+    parity.check([value], lambda v: otlp.read_spans_message(v, "acme", 7),
+                 lambda v: _by_python(v)[0])  # fmt: skip
+    parity.assert_holds()
     by_reader = _by_reader(value)
     assert by_reader is not None, "the reader left a value to upb"
     try:
@@ -131,6 +136,7 @@ def _assert_same(value: bytes) -> list[Span]:
 def _assert_left_to_upb(value: bytes) -> list[Span] | None:
     """The reader leaves `value` to upb; the Python path's spans, or None when it raises."""
     assert read_traces(value) is None
+    assert otlp.read_spans_message(value, "acme", 7) is otlp.LEFT_TO_UPB
     try:
         return _by_python(value)[0]
     except ValueError:
@@ -148,6 +154,23 @@ def test_the_reader_is_built_and_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(otlp, "parse_spans_message", no_upb)
     (span,) = otlp.decode_spans_message(_value(_span_bytes()), "t", 1)
     assert span.name == "chat gpt-4o"
+
+
+def test_removing_either_side_fails_the_parity_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the reader every value is declined (counted by reason) and the parity check
+    fails; without upb's path the slow side cannot answer and it fails too."""
+    value = _demo_values("genai")[0]
+    with monkeypatch.context() as patched:
+        patched.setattr(otlp, "read_traces", None)
+        with pytest.raises(AssertionError, match=r"decided 0 items .*reader is not built.: 1"):
+            _assert_same(value)
+
+    def no_upb(value: bytes) -> TracesData:
+        raise NotImplementedError("upb's path removed")
+
+    monkeypatch.setattr(otlp, "parse_spans_message", no_upb)
+    with pytest.raises(NotImplementedError):
+        _assert_same(value)
 
 
 def test_without_the_extension_messages_decode_through_upb(
