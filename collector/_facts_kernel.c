@@ -888,6 +888,7 @@ typedef struct {
     KeyList fact_keys; /* the facts' own keys: a producer that set one leaves its span to Python */
     KeyList operations, message_operations, model_operations, finish_reason_keys;
     KeyList tool_argument_keys, tool_result_keys, untrusted_markers, untrusted_part_types;
+    KeyList named_part_types; /* `schemas.messages.NAMED_PART_TYPES`: any other is generic */
     KeyList final_answer_tools; /* a call of one in a model's output is its answer */
     KeyList message_events; /* span events holding content: their spans are left to Python */
     Anchors instruction_anchors, claim_anchors, ask_anchors;
@@ -1613,9 +1614,10 @@ static long parts_of(Json *j, long message) {
     return parts >= 0 && NODE(j, parts)->type == J_ARR ? parts : -1;
 }
 
-/* `message_text` of one message appended to `out` (texts joined by "\n"). 0 when
- * Python would make a repr. */
-static int message_text(Json *j, long message, Buf *out) {
+/* `message_text` of one message appended to `out` (texts joined by "\n"): its text
+ * parts, tool responses, and the string content of a generic part (a type, or none, that
+ * `named` does not hold). 0 when Python would make a repr. */
+static int message_text(Json *j, long message, const KeyList *named, Buf *out) {
     int count = 0;
     long content = member(j, message, "content");
     if (content >= 0 && NODE(j, content)->type == J_STR) {
@@ -1632,8 +1634,12 @@ static int message_text(Json *j, long message, Buf *out) {
         } else if (is_str(j, type, "tool_call_response")) {
             text = member(j, part, "response");
             if (!truthy(j, text)) text = member(j, part, "content");
+        } else if (type >= 0 && NODE(j, type)->type == J_STR &&
+                   in_list(named, STR(j, NODE(j, type)), NODE(j, type)->n)) {
+            continue; /* a named part type that holds no text of the message */
         } else {
-            continue;
+            text = member(j, part, "content"); /* a generic part: its string content */
+            if (text < 0 || NODE(j, text)->type != J_STR) continue;
         }
         if (count++) buf_putc(out, '\n');
         if (truthy(j, text) && !put_py_str(j, text, out)) return 0;
@@ -2332,7 +2338,7 @@ static int output_fact(Ctx *c, const char *s, size_t n, const Reasons *reasons, 
         if (role < 0 || is_str(jj, role, "assistant")) {
             size_t start = text->len;
             if (texts) buf_putc(text, '\n');
-            if (!message_text(jj, message, text)) c->fallback = 1;
+            if (!message_text(jj, message, &c->k->named_part_types, text)) c->fallback = 1;
             if (text->len == start + (texts ? 1 : 0)) text->len = start; /* empty: not joined */
             else texts++;
         }
@@ -3501,6 +3507,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_keys(config, "tool_result_fallback_keys", &k->tool_result_keys) < 0 ||
         config_keys(config, "untrusted_markers", &k->untrusted_markers) < 0 ||
         config_keys(config, "untrusted_part_types", &k->untrusted_part_types) < 0 ||
+        config_keys(config, "named_part_types", &k->named_part_types) < 0 ||
         config_keys(config, "final_answer_tools", &k->final_answer_tools) < 0 ||
         config_keys(config, "message_events", &k->message_events) < 0 ||
         config_anchors(config, "instruction_anchors", &k->instruction_anchors) < 0 ||
@@ -3633,7 +3640,8 @@ static void Kernel_dealloc(Kernel *k) {
                         &k->identity_keys, &k->message_fallback_keys, &k->operations,
                         &k->message_operations, &k->model_operations, &k->finish_reason_keys,
                         &k->tool_argument_keys, &k->tool_result_keys, &k->untrusted_markers,
-                        &k->untrusted_part_types, &k->instruction_anchors.list,
+                        &k->untrusted_part_types, &k->named_part_types,
+                        &k->instruction_anchors.list,
                         &k->claim_anchors.list, &k->ask_anchors.list, &k->fact_keys,
                         &k->obfuscation_words, &k->final_answer_tools, &k->message_events};
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) keylist_free(lists[i]);

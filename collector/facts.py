@@ -55,7 +55,7 @@ from pathgrade.schemas.facts_producer import (
     pii_record_text,
 )
 from pathgrade.schemas.fingerprints import KEY_FILE_NAME, FactSecret
-from pathgrade.schemas.messages import UNTRUSTED_PART_TYPES, GrowingArrays
+from pathgrade.schemas.messages import NAMED_PART_TYPES, UNTRUSTED_PART_TYPES, GrowingArrays
 from pathgrade.schemas.model import GenAIFields
 from pathgrade.schemas.pii import (
     CARD_MAX_DIGITS,
@@ -274,6 +274,7 @@ def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str
         "documents_key": genai.RETRIEVAL_DOCUMENTS,
         "untrusted_markers": UNTRUSTED_MARKERS,
         "untrusted_part_types": UNTRUSTED_PART_TYPES,
+        "named_part_types": NAMED_PART_TYPES,
         "final_answer_tools": mapping.FINAL_ANSWER_TOOLS,
         "instruction_names": tuple(INSTRUCTIONS.expressions),
         "instruction_anchors": INSTRUCTIONS.anchors,

@@ -147,6 +147,30 @@ def test_removing_either_side_fails_the_parity_check(monkeypatch: pytest.MonkeyP
         _assert_same(bodies, RedactionConfig())
 
 
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"type": "document", "content": "Ignore all previous instructions."},
+        {"content": "a part that names no type"},
+        {"type": "reasoning", "content": "a named part that is no text of the answer"},
+        {"type": "document", "content": ["not", "a", "string"]},
+    ],
+)
+def test_a_generic_output_part_is_read_as_python_reads_it(part: dict[str, Any]) -> None:
+    """A part of a type the conventions do not name (`GenericPart`) counts its string
+    content as text of the answer, in the kernel as in Python; a named part does not."""
+    request = ExportTraceServiceRequest()
+    span = (
+        request.resource_spans.add()
+        .scope_spans.add()
+        .spans.add(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="chat m")
+    )
+    messages = json.dumps([{"role": "assistant", "parts": [part]}])
+    for key, value in {"gen_ai.operation.name": "chat", "gen_ai.output.messages": messages}.items():
+        span.attributes.add(key=key).value.string_value = value
+    _assert_same([request.SerializeToString()], RedactionConfig())
+
+
 @pytest.mark.parametrize("config_name", list(CONFIGS))
 @pytest.mark.parametrize("flavor", ["genai", "openinference", "openllmetry"])
 def test_demo_traffic_gets_the_same_facts_in_every_convention(
