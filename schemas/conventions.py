@@ -130,7 +130,7 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
         attributes, _text(get(g.TL_ENTITY_NAME)), traceloop_kind, operation, target
     )
 
-    if _TOKEN_KEYS.isdisjoint(attributes):  # no usage (every span but model calls)
+    if TOKEN_KEYS.isdisjoint(attributes):  # no usage (every span but model calls)
         input_tokens = output_tokens = total_tokens = None
     else:
         input_tokens = _token_count(_first(attributes, m.INPUT_TOKEN_KEYS))
@@ -155,7 +155,8 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
     return fields
 
 
-_TOKEN_KEYS = frozenset(m.INPUT_TOKEN_KEYS + m.OUTPUT_TOKEN_KEYS + m.TOTAL_TOKEN_KEYS)
+TOKEN_KEYS = frozenset(m.INPUT_TOKEN_KEYS + m.OUTPUT_TOKEN_KEYS + m.TOTAL_TOKEN_KEYS)
+"""The token-usage keys `genai_fields` reads, behind one test of whether a span has any."""
 
 
 def _names(

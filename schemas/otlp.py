@@ -35,7 +35,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, TracesData
 from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import eval_context, genai_fields
+from pathgrade.schemas.conventions import TOKEN_KEYS, eval_context, genai_fields
 from pathgrade.schemas.decline import Decision, Declined, declined
 from pathgrade.schemas.model import MAX_TIME_NS, EvalContext, GenAIFields, Span, SpanEvent, SpanLink
 from pathgrade.schemas.numbers import parse_int
@@ -276,7 +276,7 @@ def _keys_genai_fields_reads() -> frozenset[str]:
     the empty view, which `_views` then skips computing."""
     keys = _KeysRead()
     genai_fields("", keys)
-    return frozenset(keys.read)
+    return frozenset(keys.read) | TOKEN_KEYS  # read behind a test an empty mapping skips
 
 
 _GENAI_KEYS = _keys_genai_fields_reads()
