@@ -11,10 +11,8 @@ instruction-like text, in every convention and under every capture setting.
 from __future__ import annotations
 
 import hmac
-import importlib.util
 import json
 import re
-import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -48,13 +46,12 @@ from pathgrade.schemas.withheld import read_withheld
 
 from pathgrade.demo.sender import send_demo_traces
 from tests.support.forwarded import as_published
+from tests.support.ingest_bench import load_ingest_bench
 from tests.support.otlp_values import any_value
 from tests.support.parity import Parity
-from tests.support.paths import REPO_ROOT
 
 SECRET = FactSecret(bytes(range(32)))
 TRACE = bytes(range(16))
-INGEST_BENCH = REPO_ROOT / "bench" / "ingest.py"
 CONFIGS = {
     "default": RedactionConfig(),
     "capture": RedactionConfig(capture_tools=["*"], capture_messages=True, capture_identity=True),
@@ -959,11 +956,7 @@ def test_bench_log_records_get_the_facts_python_gives_through_the_kernel(
 ) -> None:
     """bench/ingest.py's `realistic-logs` records: every one answered by the kernel, with
     the attributes Python writes; with capture on, Python answers them all, unchanged."""
-    spec = importlib.util.spec_from_file_location("ingest_bench", INGEST_BENCH)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, bench)  # its dataclasses look it up
-    spec.loader.exec_module(bench)
+    bench = load_ingest_bench(monkeypatch)
     bodies = [bench.messages_as_records(b)[1] for b in bench.realistic_bodies(3000, 512)]
     records = sum(len(_records(ExportLogsServiceRequest.FromString(b))) for b in bodies)
     assert records > 100

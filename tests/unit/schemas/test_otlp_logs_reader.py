@@ -12,8 +12,6 @@ changed, every truncation of a record, and hand-written wire edge cases.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from typing import Any
 from unittest.mock import patch
 
@@ -27,8 +25,8 @@ from pathgrade.schemas import otlp_logs
 from pathgrade.schemas.model import LogRecord as CanonicalRecord
 from pathgrade.schemas.otlp import read_logs
 
+from tests.support.ingest_bench import load_ingest_bench
 from tests.unit.schemas.test_otlp_reader import (
-    INGEST_BENCH,
     SPAN_ID,
     TRACE_ID,
     _exact,
@@ -78,11 +76,7 @@ def test_the_reader_is_built_and_used() -> None:
 def test_the_realistic_logs_mix_of_bench_ingest_decodes_the_same(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    spec = importlib.util.spec_from_file_location("bench_ingest_logs", INGEST_BENCH)
-    assert spec is not None and spec.loader is not None
-    ingest = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, ingest)  # its dataclasses look it up
-    spec.loader.exec_module(ingest)
+    ingest = load_ingest_bench(monkeypatch)
     bodies = [ingest.messages_as_records(b)[1] for b in ingest.realistic_bodies(1500, 256)]
     records = [r for body in bodies for r in _assert_same(body)]
     assert len(records) > 100

@@ -14,12 +14,9 @@ truncation of a value and of a span, and hand-written wire edge cases.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import math
 import struct
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,13 +42,11 @@ from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import DecodeProblems, read_traces
 
 from pathgrade.demo.sender import send_demo_traces
+from tests.support.ingest_bench import load_ingest_bench
 from tests.support.parity import Parity
 
 TRACE_ID = bytes.fromhex("5b8efff798038103d269b633813fc60c")
 SPAN_ID = bytes.fromhex("00f067aa0ba902b7")
-# (not tests.support's REPO_ROOT: importing tests.support loads chdb, which cannot be
-# loaded under the address sanitizer this module's C reader is also checked with)
-INGEST_BENCH = Path(__file__).resolve().parents[3] / "bench" / "ingest.py"
 
 
 # --------------------------------------------------------------------------- comparing
@@ -218,11 +213,7 @@ def test_demo_traffic_decodes_the_same_in_every_convention(flavor: str) -> None:
 def test_the_realistic_mix_of_bench_ingest_decodes_the_same(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    spec = importlib.util.spec_from_file_location("bench_ingest", INGEST_BENCH)
-    assert spec is not None and spec.loader is not None
-    ingest = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, ingest)  # its dataclasses look it up
-    spec.loader.exec_module(ingest)
+    ingest = load_ingest_bench(monkeypatch)
     values = ingest.realistic_bodies(1500, 256)
     assert sum(len(_assert_same(value)) for value in values) > 1000
 
