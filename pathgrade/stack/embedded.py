@@ -43,16 +43,12 @@ from kafka.errors import KafkaError
 
 from pathgrade.batch_plane.export.exporter import ResultExporter
 from pathgrade.batch_plane.store.client import redact_dsn
-from pathgrade.batch_plane.store.deliveries import AlertRecords
-from pathgrade.batch_plane.store.monitors import MonitorQueries
-from pathgrade.batch_plane.store.remote import RemoteStore
-from pathgrade.collector.config import CollectorConfig
 from pathgrade.collector.pipeline import IngestCounters
-from pathgrade.collector.service import Collector, logs_spill_dir
+from pathgrade.collector.service import logs_spill_dir
 from pathgrade.collector.spill import SpillFile
 from pathgrade.realtime_plane.assembler import AssemblerStats
 from pathgrade.realtime_plane.config import RealtimeConfig
-from pathgrade.realtime_plane.plane import RealtimeCounters, RealtimePlane
+from pathgrade.realtime_plane.plane import RealtimeCounters
 from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.message_auth import MESSAGE_KEY_FILE, MessageKey, message_key_from_env
 from pathgrade.schemas.topics import (
@@ -74,16 +70,14 @@ from pathgrade.stack.carry import (
     start_group,
     unread_messages,
 )
-from pathgrade.stack.children import ChildProcess, SharedCounters, child_process
+from pathgrade.stack.children import ChildProcess, SharedCounters
+from pathgrade.stack.collector_child import collector_main
 from pathgrade.stack.messages import (
     CollectorReady,
     CollectorStopped,
-    Command,
     Counted,
-    Event,
     Held,
     Hold,
-    Ready,
     RealtimeStopped,
     Resume,
     Resumed,
@@ -96,6 +90,7 @@ from pathgrade.stack.metrics import MetricsServer, prometheus_text
 from pathgrade.stack.options import StackOptions
 from pathgrade.stack.ownership import broker_lease, process_started
 from pathgrade.stack.priority import lower_thread_priority
+from pathgrade.stack.realtime_child import realtime_main
 from pathgrade.stack.settings import (
     StackSettingsError,
     check_collector,
@@ -115,7 +110,7 @@ from pathgrade.stack.store_access import facts_key_file
 from pathgrade.stack.store_owner import StoreOwner
 
 if TYPE_CHECKING:
-    from multiprocessing.queues import Queue
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -126,85 +121,6 @@ RESTART_WINDOW_S = 300.0
 GROUP_JOIN_TIMEOUT_S = 30.0  # "up" waits this long for the consumers' first group joins
 STATUS_TIMEOUT_S = 5.0  # a child slower than this to report its counters shows as null
 _MB = 1024 * 1024
-
-
-def _collector_main(
-    config: dict[str, Any],
-    counters: SharedCounters[IngestCounters],
-    events: Queue[Event],
-    commands: Queue[Command],
-) -> None:
-    """Child process: run the collector (counting into `counters`, which the parent
-    reads); `Hold`/`Resume` divert it to its spill and back (answering `Held` with the
-    offsets produced so far; resuming on a replaced broker with a new producer); `Stop`
-    reports them last (`CollectorStopped`, with the log offset up to which its spill was
-    sent to Kafka)."""
-    with child_process("collector", events):
-        collector = Collector(CollectorConfig.model_validate(config), counters.counters())
-        collector.start()
-        publisher = collector.publisher
-        assert publisher is not None
-        events.put(CollectorReady(collector.grpc_port, collector.http_port))
-        while not isinstance(command := commands.get(), Stop):
-            if isinstance(command, Stats):
-                events.put(Counted(collector.counters()))
-            elif isinstance(command, Hold):  # the records' sends too: nothing new comes
-                settled = [p.hold() for p in collector.publishers()]
-                events.put(Held(None if None in settled else settled[0]))
-            elif isinstance(command, Resume) and command.broker_replaced:
-                bootstrap = command.bootstrap or collector.config.kafka_bootstrap
-                collector.broker_replaced(bootstrap, command.broker_lost)
-            elif isinstance(command, Resume):
-                for held in collector.publishers():
-                    held.resume()
-        collector.stop()
-        sent = [p.spill.read_position for p in collector.publishers()]
-        events.put(CollectorStopped(collector.counters(), publisher.produced_offsets(), *sent))
-
-
-def _realtime_main(
-    config: dict[str, Any],
-    store_url: str,
-    token: str,
-    alert_lines: AlertLineSettings,
-    joined: Any,
-    counters: SharedCounters[RealtimeCounters],
-    assembler_stats: SharedCounters[AssemblerStats],
-    events: Queue[Event],
-    commands: Queue[Command],
-) -> None:
-    """Child process: the realtime plane (its own interpreter, so detection never waits
-    on the store writer), storing alerts through the store owner's endpoint, printing
-    them as `alert_lines` say, setting the shared Event `joined` once its consumer group
-    hands it partitions and counting into the shared `counters` and `assembler_stats`.
-    `Suspend` and `Stop` carry the offsets to read up to and whether to evaluate every
-    held trace; `Stop` answers with the partitions it read up to and its final counters
-    (`RealtimeStopped`)."""
-    with child_process("realtime", events, alert_lines):
-        store = RemoteStore(store_url, token)
-        plane = RealtimePlane(
-            RealtimeConfig.model_validate(config),
-            AlertRecords(store),
-            monitor_reads=MonitorQueries(store),
-        )
-        plane.counters_ = counters.counters()
-        plane.assembler.stats = assembler_stats.counters()
-        plane.joined = joined
-        plane.start()
-        events.put(Ready())
-        while True:
-            command = commands.get()
-            if isinstance(command, Suspend):
-                events.put(Suspended(plane.suspend(command.targets, command.release_held)))
-            elif isinstance(command, Resume):
-                plane.start()
-                events.put(Resumed())
-            elif isinstance(command, Stats):
-                events.put(Counted(plane.counters()))
-            elif isinstance(command, Stop):
-                reached = plane.stop(command.targets, command.release_held)
-                events.put(RealtimeStopped(plane.counters(), reached))
-                return
 
 
 class Stack:
@@ -398,7 +314,7 @@ class Stack:
     def _start_collector(self) -> None:
         counters = SharedCounters(self._ctx, IngestCounters)
         self._collector = ChildProcess(
-            self._ctx, "collector", _collector_main, self._collector_config(), shared=[counters]
+            self._ctx, "collector", collector_main, self._collector_config(), shared=[counters]
         )
         ready = self._collector.start()
         assert isinstance(ready, CollectorReady)
@@ -436,7 +352,7 @@ class Stack:
                   SharedCounters(self._ctx, AssemblerStats)]  # fmt: skip
         joined = self._ctx.Event()
         child = ChildProcess(
-            self._ctx, name, _realtime_main, self.realtime_config().model_dump(),
+            self._ctx, name, realtime_main, self.realtime_config().model_dump(),
             server.url, server.token, self.alert_lines(), joined, shared=shared,
         )  # fmt: skip
         if index < len(self._realtime):
