@@ -45,6 +45,7 @@ from pathgrade.schemas.pii import PiiScanner, luhn_valid
 from pathgrade.schemas.withheld import read_withheld
 
 from pathgrade.demo.sender import send_demo_traces
+from tests.support.examples import examples
 from tests.support.forwarded import as_published
 from tests.support.ingest_bench import load_ingest_bench
 from tests.support.otlp_values import any_value
@@ -441,7 +442,10 @@ def _generated_spans() -> st.SearchStrategy[list[tuple[str, dict[str, Any]]]]:
 
 
 @settings(
-    max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(200),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(spans=_generated_spans(), config_name=st.sampled_from(list(CONFIGS)), events=st.booleans())
 def test_generated_spans_get_the_same_attributes(
@@ -783,7 +787,10 @@ def _messages(body: bytes, config: RedactionConfig, native: bool, defer: bool) -
 
 
 @settings(
-    max_examples=500, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(200),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(body=_whole_requests(), config_name=st.sampled_from(["default", "patterns"]))
 def test_whole_spans_are_forwarded_byte_for_byte_as_python_redacts_them(
@@ -1022,7 +1029,10 @@ def _logs_requests(draw: st.DrawFn) -> bytes:
 
 
 @settings(
-    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(150),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(bodies=st.lists(_logs_requests(), min_size=1, max_size=3),
        config_name=st.sampled_from(list(CONFIGS)))  # fmt: skip

@@ -25,6 +25,7 @@ from pathgrade.schemas import otlp_logs
 from pathgrade.schemas.model import LogRecord as CanonicalRecord
 from pathgrade.schemas.otlp import read_logs
 
+from tests.support.examples import examples
 from tests.support.ingest_bench import load_ingest_bench
 from tests.unit.schemas.test_otlp_reader import (
     SPAN_ID,
@@ -154,7 +155,10 @@ logs = st.builds(LogsData, resource_logs=st.lists(resource_logs, max_size=3))
 
 
 @settings(
-    max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(100),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(data=logs)
 def test_generated_logs_decode_the_same(data: LogsData) -> None:
@@ -163,7 +167,10 @@ def test_generated_logs_decode_the_same(data: LogsData) -> None:
 
 
 @settings(
-    max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(100),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(
     data=logs, change=st.sampled_from(["truncate", "replace", "insert"]), at=st.floats(0, 1),

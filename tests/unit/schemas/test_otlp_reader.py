@@ -42,6 +42,7 @@ from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import DecodeProblems, read_traces
 
 from pathgrade.demo.sender import send_demo_traces
+from tests.support.examples import examples
 from tests.support.ingest_bench import load_ingest_bench
 from tests.support.parity import Parity
 
@@ -314,7 +315,10 @@ traces = st.builds(TracesData, resource_spans=st.lists(resource_spans, max_size=
 
 
 @settings(
-    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(150),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(data=traces)
 def test_generated_traces_decode_the_same(data: TracesData) -> None:
@@ -322,7 +326,10 @@ def test_generated_traces_decode_the_same(data: TracesData) -> None:
 
 
 @settings(
-    max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(200),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(
     message=st.one_of(spans, traces),

@@ -1,0 +1,18 @@
+"""How many generated examples a property test runs.
+
+The suite runs each generated (hypothesis) test on a fixed, derandomized set of examples
+sized to keep the whole suite within its time; `PATHGRADE_EXAMPLES_SCALE` multiplies every
+count for a deeper run (`PATHGRADE_EXAMPLES_SCALE=10 pytest tests/unit/schemas`).
+"""
+
+import os
+
+SCALE_VARIABLE = "PATHGRADE_EXAMPLES_SCALE"
+
+
+def examples(count: int) -> int:
+    """`count` scaled by PATHGRADE_EXAMPLES_SCALE (1 when unset), at least 1."""
+    scale = float(os.environ.get(SCALE_VARIABLE, "1"))
+    if scale <= 0:
+        raise ValueError(f"{SCALE_VARIABLE}={scale}: must be a positive number")
+    return max(1, round(count * scale))
