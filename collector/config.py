@@ -6,16 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
-from pathgrade.collector.http_server import (
+from pathgrade.collector.limits import (
     DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MIN_BODY_RATE,
     DEFAULT_READ_TIMEOUT_S,
     DEFAULT_WORKERS,
+    MAX_MESSAGE_BYTES_LIMIT,
 )
-from pathgrade.collector.limits import DEFAULT_MAX_BODY_BYTES
-from pathgrade.collector.redact import RedactionConfig
+from pathgrade.collector.redaction_config import RedactionConfig
 from pathgrade.collector.spill import DEFAULT_SPILL_BYTES
 from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pathgrade.schemas.predicates import RequestPatterns

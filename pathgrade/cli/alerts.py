@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pathgrade.batch_plane.store.alerts import latest_statement
-from pathgrade.cli.reference import model_flag
+from pathgrade.cli.model_flags import model_flag
 from pathgrade.cli.support import (
     LOG_LINE_FORMAT,
     CliError,

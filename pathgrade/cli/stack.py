@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pathgrade.cli.reference import model_flag
+from pathgrade.cli.model_flags import model_flag
 from pathgrade.cli.support import (
     DEFAULT_DATA_DIR,
     CliError,
