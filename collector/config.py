@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pathgrade.collector.limits import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_BODY_BYTES,
@@ -144,6 +143,8 @@ class CollectorConfig(BaseModel):
 def load_request_patterns(path: Path | None) -> RequestPatterns:
     """The `requests` of every section of the policy file at `path` (none without a file);
     ValueError names the file and the field of a bad one."""
+    import yaml  # the policy file's reader: not needed to read the settings' definitions
+
     if path is None:
         return RequestPatterns({})
     try:

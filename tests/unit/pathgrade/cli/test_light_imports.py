@@ -27,7 +27,7 @@ DEFINITION_MODULES = {
     "pathgrade.stack.options",
 }
 """Settings modules the command line reaches, named here besides those its flags read."""
-PARSER_ONLY = ("tqdm", "pathgrade.cli.reference")
+PARSER_ONLY = ("tqdm", "yaml", "pathgrade.cli.reference")
 """What only a handler or the docs generator needs, so building the parser must not import."""
 
 
