@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-from pathgrade.collector.grouping import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
-from pathgrade.collector.http_server import (
+from pathgrade.collector.limits import (
     DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MIN_BODY_RATE,
     DEFAULT_READ_TIMEOUT_S,
     DEFAULT_WORKERS,
+    MAX_MESSAGE_BYTES_LIMIT,
 )
-from pathgrade.collector.limits import DEFAULT_MAX_BODY_BYTES
-from pathgrade.collector.redact import RedactionConfig
+from pathgrade.collector.redaction_config import RedactionConfig
 from pathgrade.collector.spill import DEFAULT_SPILL_BYTES
 from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pathgrade.schemas.predicates import RequestPatterns
@@ -143,6 +143,8 @@ class CollectorConfig(BaseModel):
 def load_request_patterns(path: Path | None) -> RequestPatterns:
     """The `requests` of every section of the policy file at `path` (none without a file);
     ValueError names the file and the field of a bad one."""
+    import yaml  # the policy file's reader: not needed to read the settings' definitions
+
     if path is None:
         return RequestPatterns({})
     try:

@@ -29,15 +29,9 @@ from typing import Any
 from google.protobuf.message import Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from pathgrade.collector.forwarded import ForwardedSpan, ForwardedSpans
+from pathgrade.collector.limits import DEFAULT_MAX_MESSAGE_BYTES
 from pathgrade.collector.partitioner import key_partition
 from pathgrade.collector.validate import Rejections, describe_record, span_line
-
-DEFAULT_MAX_MESSAGE_BYTES = 900 * 1024  # under Kafka's default message.max.bytes (1 MiB)
-PRODUCER_MAX_REQUEST_BYTES = 16 * 1024 * 1024
-"""The producer's `max_request_size`: the largest record it sends (collector.publisher)."""
-MAX_MESSAGE_BYTES_LIMIT = PRODUCER_MAX_REQUEST_BYTES - 64 * 1024
-"""Largest `max_message_bytes` allowed: a message and its record framing and headers
-must stay under the producer's request size."""
 
 # A length-delimited field costs its tag (1 byte for the field numbers used here) and a
 # varint length (at most 5 bytes below 4 GiB) besides its content.

@@ -40,18 +40,17 @@ from pathgrade.collector.http_answers import (
     TRANSFER_ENCODING_REFUSED,
     status_body,
 )
-from pathgrade.collector.http_server import (
+from pathgrade.collector.http_server import EXCHANGE, ConnectionLimits, Exchange, UvicornServer
+from pathgrade.collector.limits import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MIN_BODY_RATE,
     DEFAULT_READ_TIMEOUT_S,
     DEFAULT_WORKERS,
-    EXCHANGE,
-    ConnectionLimits,
-    Exchange,
-    UvicornServer,
+    BodyTooLarge,
+    MalformedBody,
+    decompress_bounded,
 )
-from pathgrade.collector.limits import BodyTooLarge, MalformedBody, decompress_bounded
 from pathgrade.collector.otlp_json import (
     LOGS,
     TRACES,

@@ -38,17 +38,15 @@ from typing import Any
 import httptools
 import uvicorn
 from pathgrade.collector.http_answers import TRANSFER_ENCODING_REFUSED, raw_answer
+from pathgrade.collector.limits import (
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_READ_TIMEOUT_S,
+)
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WORKERS = 32
-DEFAULT_IDLE_TIMEOUT_S = 60.0
-DEFAULT_READ_TIMEOUT_S = 10.0
-DEFAULT_MAX_CONNECTIONS = 4096
-DEFAULT_MIN_BODY_RATE = 64 * 1024
-"""Slowest a body may arrive, in bytes per second, counted per `read_timeout_s` (the
-request handler's bound, `collector.http_receiver`)."""
 MAX_HEAD_BYTES = 1024 * 1024
 """Longest request head (request line and headers together): 431 beyond it."""
 MAX_LINE_BYTES = 64 * 1024

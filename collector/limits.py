@@ -1,4 +1,7 @@
-"""Bounded request-body decoding: never inflate a compressed body past the configured limit."""
+"""The collector's limits (request bodies, Kafka messages, OTLP/HTTP connections: the
+defaults `collector.config` documents, with nothing to import but the standard library),
+and bounded request-body decoding: never inflate a compressed body past the configured
+limit."""
 
 from __future__ import annotations
 
@@ -6,6 +9,19 @@ import zlib
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 """Default cap on a request body after decompression (config `max_body_bytes`)."""
+DEFAULT_MAX_MESSAGE_BYTES = 900 * 1024  # under Kafka's default message.max.bytes (1 MiB)
+PRODUCER_MAX_REQUEST_BYTES = 16 * 1024 * 1024
+"""The producer's `max_request_size`: the largest record it sends (collector.publisher)."""
+MAX_MESSAGE_BYTES_LIMIT = PRODUCER_MAX_REQUEST_BYTES - 64 * 1024
+"""Largest `max_message_bytes` allowed: a message and its record framing and headers
+must stay under the producer's request size."""
+DEFAULT_WORKERS = 32
+DEFAULT_IDLE_TIMEOUT_S = 60.0
+DEFAULT_READ_TIMEOUT_S = 10.0
+DEFAULT_MAX_CONNECTIONS = 4096
+DEFAULT_MIN_BODY_RATE = 64 * 1024
+"""Slowest a body may arrive, in bytes per second, counted per `read_timeout_s` (the
+request handler's bound, `collector.http_receiver`)."""
 
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
 _ZLIB_WBITS = zlib.MAX_WBITS

@@ -54,7 +54,7 @@ from kafka.errors import (
     RecordListTooLargeError,
 )
 from pathgrade.collector.dead_letter import DeadLetter, DeadLetterFile
-from pathgrade.collector.grouping import PRODUCER_MAX_REQUEST_BYTES
+from pathgrade.collector.limits import PRODUCER_MAX_REQUEST_BYTES
 from pathgrade.collector.log_trim import GroupOffsets, SentBatch, TrimQueue, load_sent, save_sent
 from pathgrade.collector.partitioner import KeyHashPartitioner
 from pathgrade.collector.spill import OutgoingMessage, SpillFile, SpillFull, encode_body

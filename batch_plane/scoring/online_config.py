@@ -1,15 +1,18 @@
 """`OnlineScorerConfig` and the metrics each risk tier gets (a light module: the command
-line reads the config's defaults and descriptions for `pathgrade scorer`'s flags)."""
+line reads the config's defaults and descriptions for `pathgrade scorer`'s flags, so the
+detectors, which a `Policy` needs, are imported only when a config is validated)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pathgrade.detectors.policy import Policy
 from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+if TYPE_CHECKING:
+    from pathgrade.detectors.policy import Policy
 
 TIER_METRICS: dict[str, tuple[str, ...]] = {
     "low": ("claimed_actions",),
@@ -26,7 +29,7 @@ TIER_METRICS: dict[str, tuple[str, ...]] = {
 class OnlineScorerConfig(BaseModel):
     """Where to read, what each tier gets, and how long to wait for a trace to be stored."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid")
 
     bootstrap_servers: str = Field(description="Kafka bootstrap servers, HOST:PORT[,HOST:PORT]")
     topic: str = Field(SAMPLED_TOPIC, description="topic of sampled traces read")
@@ -34,7 +37,7 @@ class OnlineScorerConfig(BaseModel):
     tier_metrics: Mapping[str, tuple[str, ...]] = Field(
         default_factory=lambda: TIER_METRICS, description="metrics per risk tier"
     )
-    policy: Policy | None = Field(
+    policy: Any = Field(  # a `Policy` or None (`_a_policy`)
         None,
         description="detector policy whose `scorers:` (per tier, service, agent) override "
         "`tier_metrics`",
@@ -47,3 +50,14 @@ class OnlineScorerConfig(BaseModel):
         default_factory=dict, description="further kafka-python consumer settings"
     )
     message_key: MessageKeySetting = Field(None, description=MESSAGE_KEY_HELP)
+
+    @field_validator("policy")
+    @classmethod
+    def _a_policy(cls, value: object) -> Policy | None:
+        """`policy` is a detector `Policy` or None (checked here rather than by its
+        annotation, so the module imports no detectors)."""
+        from pathgrade.detectors.policy import Policy
+
+        if value is None or isinstance(value, Policy):
+            return value
+        raise ValueError(f"policy: expected a detector Policy, got {type(value).__name__}")

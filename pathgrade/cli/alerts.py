@@ -9,10 +9,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pathgrade.batch_plane.store.alerts import latest_statement
-from pathgrade.cli.reference import model_flag
+from pathgrade.cli.model_flags import model_flag
 from pathgrade.cli.support import (
     LOG_LINE_FORMAT,
     CliError,
@@ -29,8 +28,10 @@ from pathgrade.cli.support import (
     store_args,
 )
 from pathgrade.realtime_plane.config import RealtimeConfig
-from pathgrade.schemas.store import Store
 from pathgrade.stack.alert_lines import AlertLineSettings
+
+if TYPE_CHECKING:
+    from pathgrade.schemas.store import Store
 
 STATUS_EVERY_S = 2.0
 
@@ -84,6 +85,8 @@ def register(commands: Any) -> None:
 def alerts_query(since: int | None, code: str | None, limit: int) -> tuple[str, dict[str, Any]]:
     """The SQL (over `alerts_view`) and parameters for `pathgrade alerts`; `since` in Unix
     nanoseconds."""
+    from pathgrade.batch_plane.store.alerts import latest_statement
+
     if code and not re.fullmatch(r"PG\d{3}", code):
         raise CliError(f"--code: expected a detector code like PG110, got {code!r}")
     return latest_statement(since, code, limit)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
-from pathgrade.cli.reference import model_flag
+from pathgrade.cli.model_flags import model_flag
 from pathgrade.cli.support import (
     DEFAULT_DATA_DIR,
     CliError,

@@ -7,7 +7,7 @@ import argparse
 import shutil
 from typing import Any, get_args
 
-from pathgrade.cli.reference import model_flag
+from pathgrade.cli.model_flags import model_flag
 from pathgrade.cli.support import CliError, cli_store, store_args
 from pathgrade.demo.options import DemoOptions, Flavor
 

@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
+from pathgrade.cli.model_flags import model_flag
 from pathgrade.cli.progress import Progress
-from pathgrade.cli.reference import model_flag
 from pathgrade.cli.suite_scoring import judge_args
 from pathgrade.cli.support import (
     CliError,

@@ -68,7 +68,7 @@ BELOW_PATHGRADE = (*LAYERS, "batch_plane", *BATCH)
 DEMO = ("demo", "demo.options", "demo.scenarios", "demo.writers", "demo.sender", "demo.pages")
 """The demo's rooms."""
 CLI_HELPERS = ("support", "output", "agents", "suite_scoring", "alert_follow", "progress",
-               "parser", "reference", "layout")  # fmt: skip
+               "parser", "model_flags", "reference", "layout")  # fmt: skip
 """The command line's shared modules: the rooms of family `cli.<helper>`."""
 CLI_COMMANDS = ("stack", "boxes", "demo", "store", "alerts", "monitors", "datasets", "edge",
                 "gate", "scoring", "review", "ui")  # fmt: skip
@@ -221,8 +221,9 @@ FOLDERS: tuple[Folder, ...] = (
         "pathgrade/cli/",
         "the command line: `main` (the parser of every command), one module per command "
         "group (the commands), shared helpers (`support`, `output`, `agents`, "
-        "`suite_scoring`, ...; `reference` renders the generated docs, `layout` holds these "
-        "rules)",
+        "`suite_scoring`, `model_flags`: flags that set a settings model's field, ...; "
+        "`reference` renders the generated docs, `layout` holds these rules); a command "
+        "module imports at its top only what its parser needs, the rest in the handler",
         (
             Room("cli"),
             Room("cli.<helper>", CLI_USES, members=CLI_HELPERS),

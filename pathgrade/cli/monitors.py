@@ -7,11 +7,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pathgrade.cli.support import CliError, cli_store, since_ns, store_args
-from pathgrade.schemas.monitors import MonitorTick
 from pathgrade.schemas.store import QueryResult
+
+if TYPE_CHECKING:
+    from pathgrade.schemas.monitors import MonitorTick
 
 TICK_COLUMNS = [
     "Tick", "Tenant", "Monitor", "Kind", "Scope", "State", "Figure", "Threshold", "Interval",

@@ -15,9 +15,11 @@ import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from tqdm import tqdm
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
 
 PLAIN_EVERY_S = 10.0
 
@@ -62,6 +64,8 @@ class Progress:
 
     def _draw(self) -> None:
         if self._bar is None:
+            from tqdm import tqdm
+
             self._bar = tqdm(
                 total=self._total, desc=self.label, unit=self.unit, file=self.stream,
                 dynamic_ncols=True, mininterval=0.2,
@@ -111,6 +115,8 @@ class Progress:
 
 def plain_line(label: str, unit: str, done: int, total: int, elapsed_s: float) -> str:
     """`label: done/total units (P%), R units/s, T elapsed, about T left`."""
+    from tqdm import tqdm
+
     percent = f" ({100 * done / total:.0f}%)" if total else ""
     line = (
         f"{label}: {done:,}/{total:,} {unit}s{percent}, {tqdm.format_interval(elapsed_s)} elapsed"

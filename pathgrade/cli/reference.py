@@ -11,12 +11,10 @@ without `--write` it names the files that differ and exits 1.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -26,6 +24,7 @@ from pathgrade.batch_plane.export.config import ExportConfig
 from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.cli.layout import layout_table
+from pathgrade.cli.model_flags import shown
 from pathgrade.collector.config import CollectorConfig
 from pathgrade.detectors.catalogue import render as render_catalogue
 from pathgrade.detectors.monitor_policy import (
@@ -77,53 +76,6 @@ SECTIONS: dict[str, dict[str, Callable[[], str]]] = {
 """File -> marker -> the function rendering the text between its markers."""
 
 
-def field_default(model: type[BaseModel], name: str) -> Any:
-    """The default of `model`'s field `name` (its factory called)."""
-    return model.model_fields[name].get_default(call_default_factory=True)
-
-
-def field_help(
-    model: type[BaseModel], name: str, with_default: bool = True, prefix: str = "", suffix: str = ""
-) -> str:
-    """A flag's help: the field's description (between `prefix` and `suffix`), and its
-    default unless `with_default` is False or the field has none (required, or None)."""
-    info = model.model_fields[name]
-    text = prefix + (info.description or "") + suffix
-    default = None if info.is_required() else info.get_default(call_default_factory=True)
-    if with_default and default is not None:
-        text += f" (default {_shown(default)})"
-    return text.replace("%", "%%")
-
-
-MODEL_FIELD = "model_field"
-"""The attribute `model_flag` sets on a flag's argparse action: (model, field name)."""
-
-
-def model_flag(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
-    flag: str,
-    model: type[BaseModel],
-    name: str,
-    *,
-    unset: bool = False,
-    prefix: str = "",
-    suffix: str = "",
-    **kwargs: Any,
-) -> argparse.Action:
-    """Add `flag` setting `model`'s field `name`: its help is the field's description
-    (between `prefix` and `suffix`) and default, its default the field's; with `unset` the
-    flag's absence is None (a settings file or the model fills the field in) and the help
-    still shows the model's default. A required field, or one whose default is None,
-    shows no default (the flag's absence is None). The action carries MODEL_FIELD, so a
-    test can compare every such flag with its field."""
-    required = model.model_fields[name].is_required()
-    kwargs["help"] = field_help(model, name, prefix=prefix, suffix=suffix)
-    kwargs["default"] = None if unset or required else field_default(model, name)
-    action = parser.add_argument(flag, **kwargs)
-    setattr(action, MODEL_FIELD, (model, name))
-    return action
-
-
 def config_table(model: type[BaseModel], skip: tuple[str, ...] = ()) -> str:
     """A Markdown table of `model`'s fields (nested models as dotted keys)."""
     rows = ["| key | default | meaning |", "|---|---|---|"]
@@ -150,26 +102,10 @@ def _default_cell(info: FieldInfo) -> str:
     if info.is_required():
         return "required"
     value = info.get_default(call_default_factory=True)
-    shown = f"`{_shown(value)}`" if value is not None else "none"
+    cell = f"`{shown(value)}`" if value is not None else "none"
     if isinstance(value, int) and not isinstance(value, bool) and value >= MIB and value % MIB == 0:
-        shown += f" ({value // GIB} GiB)" if value % GIB == 0 else f" ({value // MIB} MiB)"
-    return shown
-
-
-def _shown(value: Any) -> str:
-    """A default as a YAML reader writes it."""
-    if value is None:
-        return "none"
-    if value == "":
-        return '""'
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, (list, tuple, frozenset, set, dict)):
-        return json.dumps(
-            sorted(value) if isinstance(value, (set, frozenset)) else value,
-            default=lambda model: model.model_dump(mode="json"),
-        )
-    return str(value)
+        cell += f" ({value // GIB} GiB)" if value % GIB == 0 else f" ({value // MIB} MiB)"
+    return cell
 
 
 def render_tables(text: str, tables: dict[str, tuple[type[BaseModel], tuple[str, ...]]]) -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
+from pathgrade.cli.model_flags import model_flag
 from pathgrade.cli.progress import Progress
-from pathgrade.cli.reference import model_flag
 from pathgrade.cli.suite_scoring import judge_args, make_judge, score_suite_run, scoring_args
 from pathgrade.cli.support import (
     CliError,

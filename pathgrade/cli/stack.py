@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pathgrade.cli.reference import model_flag
+from pathgrade.cli.model_flags import model_flag
 from pathgrade.cli.support import (
     DEFAULT_DATA_DIR,
     CliError,
@@ -127,13 +127,14 @@ def _cmd_up(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from pathgrade.stack.status import status_report
     from pathgrade.stack.store_access import StatusUnavailable, stack_status
 
     try:
         document = stack_status(args.data_dir.resolve())
     except StatusUnavailable as exc:
         raise CliError(str(exc)) from exc
+    from pathgrade.stack.status import status_report  # the report's readers: only now
+
     if args.format == "json":
         document["age_s"] = round(time.time() - document["snapshot"]["taken_at"], 1)
         print(json.dumps(document, indent=2))

@@ -8,8 +8,8 @@ import argparse
 import sys
 from typing import Any
 
+from pathgrade.cli.model_flags import model_flag
 from pathgrade.cli.progress import Progress
-from pathgrade.cli.reference import model_flag
 from pathgrade.cli.support import CliError
 from pathgrade.schemas.store import Store
 

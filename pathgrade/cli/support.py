@@ -14,12 +14,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from pathgrade.schemas.store import Store
-from pathgrade.stack.metrics import parse_listen, serve_metrics
+if TYPE_CHECKING:
+    from pathgrade.schemas.store import Store
 
 DEFAULT_DATA_DIR = Path("pathgrade-data")
 
@@ -162,6 +162,8 @@ def retention_of(args: argparse.Namespace) -> tuple[int, int] | None:
 
 def listen_address(text: str) -> tuple[str, int]:
     """An argparse type: `HOST:PORT` to listen on."""
+    from pathgrade.stack.metrics import parse_listen
+
     try:
         return parse_listen(text)
     except ValueError as exc:
@@ -185,6 +187,8 @@ def served_metrics(
     if listen is None:
         yield
         return
+    from pathgrade.stack.metrics import serve_metrics
+
     try:
         server = serve_metrics(listen, process, counters)
     except OSError as exc:
@@ -206,7 +210,7 @@ def metrics_arg(parser: argparse.ArgumentParser) -> None:
 
 def log_format_arg(parser: argparse.ArgumentParser) -> None:
     """`--log-format human|json`: how the process prints the alerts it raises."""
-    from pathgrade.cli.reference import model_flag
+    from pathgrade.cli.model_flags import model_flag
     from pathgrade.stack.alert_lines import LOG_FORMATS, AlertLineSettings
 
     model_flag(parser, "--log-format", AlertLineSettings, "log_format", choices=LOG_FORMATS)
@@ -282,7 +286,7 @@ def export_args(parser: argparse.ArgumentParser) -> None:
     """`--export-otlp URL` and its companions: where and how scores and alerts are sent
     as OTLP log records (`ExportConfig`)."""
     from pathgrade.batch_plane.export.config import ExportConfig
-    from pathgrade.cli.reference import model_flag
+    from pathgrade.cli.model_flags import model_flag
 
     model_flag(
         parser, "--export-otlp", ExportConfig, "url", metavar="URL",
@@ -430,9 +434,9 @@ def wait_for_signal(signalled: threading.Event) -> None:
 
 def collector_args(parser: argparse.ArgumentParser) -> None:
     """The collector's flags; their help is `CollectorConfig`'s (defaults written once)."""
-    from pathgrade.cli.reference import model_flag
+    from pathgrade.cli.model_flags import model_flag
     from pathgrade.collector.config import CollectorConfig as Config
-    from pathgrade.collector.redact import RedactionConfig
+    from pathgrade.collector.redaction_config import RedactionConfig
 
     parser.add_argument(
         "--config", type=Path, metavar="FILE",

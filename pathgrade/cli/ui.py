@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pathgrade.cli.reference import model_flag
+from pathgrade.cli.model_flags import model_flag
 from pathgrade.cli.support import CLICKHOUSE_ENV, CliError, listen_address
 from pathgrade.web.options import UiOptions
 

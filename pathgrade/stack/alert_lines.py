@@ -15,12 +15,14 @@ import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pathgrade.schemas.alerts import Alert
 from pathgrade.schemas.topics import DEFAULT_TENANT
+
+if TYPE_CHECKING:
+    from pathgrade.schemas.alerts import Alert
 
 LogFormat = Literal["human", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("human", "json")

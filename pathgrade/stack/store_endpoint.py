@@ -49,12 +49,8 @@ from starlette.responses import Response
 from pathgrade.batch_plane.store import catalog
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, RowsRejected
 from pathgrade.batch_plane.store.remote import TOKEN_HEADER
-from pathgrade.collector.http_server import (
-    DEFAULT_WORKERS,
-    EXCHANGE,
-    ConnectionLimits,
-    UvicornServer,
-)
+from pathgrade.collector.http_server import EXCHANGE, ConnectionLimits, UvicornServer
+from pathgrade.collector.limits import DEFAULT_WORKERS
 from pathgrade.stack.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 
 log = logging.getLogger(__name__)

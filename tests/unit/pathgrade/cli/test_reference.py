@@ -27,13 +27,8 @@ from pathgrade.realtime_plane.config import RealtimeConfig, SamplerRates
 from pydantic import BaseModel, ValidationError
 
 from pathgrade.cli.main import build_parser
-from pathgrade.cli.reference import (
-    MODEL_FIELD,
-    config_table,
-    field_help,
-    render_tables,
-    rendered,
-)
+from pathgrade.cli.model_flags import MODEL_FIELD, field_help
+from pathgrade.cli.reference import config_table, render_tables, rendered
 from pathgrade.cli.support import collector_args, validation_reason
 from pathgrade.demo.options import DemoOptions, Flavor
 from pathgrade.demo.sender import run_demo
