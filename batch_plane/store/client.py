@@ -20,6 +20,12 @@ from typing import Any
 import clickhouse_connect
 from clickhouse_connect.driver._chdbclient import ChdbClient
 from clickhouse_connect.driver.exceptions import DataError
+from pathgrade.batch_plane.store.errors import (
+    QueryError,
+    RowsRejected,
+    StatementRefused,
+    StoreUnavailable,
+)
 from pathgrade.batch_plane.store.read_policy import (
     CATALOGUE_SQL,
     COMBINATORS_SQL,
@@ -45,19 +51,6 @@ which keep a trace on one shard (a query relating alerts to traces says GLOBAL I
 instead); and an insert into a Distributed table returns once every shard holds its rows
 (`distributed_foreground_insert`, named so older servers know it too), so the store
 writer commits its Kafka offsets only for rows the shards have."""
-
-
-class QueryError(RuntimeError):
-    """The query failed; the message is ClickHouse's or the transport's."""
-
-
-class StatementRefused(QueryError):
-    """A statement asked to run read-only is not a read (`reads.refusal`)."""
-
-
-class RowsRejected(QueryError):
-    """An insert's rows could not be encoded for their columns (a value outside its column
-    type's range): inserting the same rows again cannot succeed."""
 
 
 def insert_halving(
@@ -403,10 +396,6 @@ def json_ready(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [json_ready(v) for v in value]
     return value
-
-
-class StoreUnavailable(RuntimeError):
-    """ClickHouse could not be reached or opened."""
 
 
 def embedded_dsn(data_dir: str) -> str:

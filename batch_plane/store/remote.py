@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from pathgrade.batch_plane.store.client import QueryError, RowsRejected
+from pathgrade.batch_plane.store.errors import QueryError, RowsRejected
 from pathgrade.schemas.store import QueryResult, RejectedRow
 
 TOKEN_HEADER = "X-Pathgrade-Token"

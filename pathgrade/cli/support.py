@@ -354,7 +354,7 @@ def cli_store(args: argparse.Namespace, must_exist: bool = True) -> Iterator[Sto
     """The store of `--data-dir`/`--clickhouse` (one tenant's with `--tenant`); store
     errors become CliErrors (exit 2 when the store cannot be opened, 1 when a query
     fails)."""
-    from pathgrade.batch_plane.store.client import QueryError, StoreUnavailable
+    from pathgrade.batch_plane.store.errors import QueryError, StoreUnavailable
     from pathgrade.batch_plane.store.tenancy import TenantStore
     from pathgrade.stack.store_access import NoStore, open_store
 

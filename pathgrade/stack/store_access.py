@@ -7,20 +7,17 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pathgrade.batch_plane.store.client import (
-    ClientStore,
-    QueryError,
-    RowsRejected,
-    embedded_dsn,
-    open_client_store,
-)
+from pathgrade.batch_plane.store.errors import QueryError, RowsRejected
 from pathgrade.batch_plane.store.remote import RemoteStore
 from pathgrade.schemas.fingerprints import KEY_FILE_NAME
 from pathgrade.schemas.migrations import migrate
 from pathgrade.schemas.store import Store
 from pathgrade.stack.ownership import DataDirLock, read_state
+
+if TYPE_CHECKING:
+    from pathgrade.batch_plane.store.client import ClientStore
 
 
 def facts_key_file(data_dir: Path) -> Path:
@@ -50,6 +47,8 @@ def open_store(
                 raise NoStore(
                     f"no store in {data_dir}: start one with `pathgrade up --data-dir {data_dir}`"
                 )
+            from pathgrade.batch_plane.store.client import embedded_dsn
+
             with _migrated(embedded_dsn(str(data_dir))) as store:
                 yield store
         finally:
@@ -93,7 +92,10 @@ class OwnersStore(RemoteStore):
 
 @contextmanager
 def _migrated(dsn: str) -> Iterator[ClientStore]:
-    """The store at `dsn`, migrated, closed on exit."""
+    """The store at `dsn`, migrated, closed on exit (the engine's client loaded here, not
+    for a command that reaches a running stack's endpoint)."""
+    from pathgrade.batch_plane.store.client import open_client_store
+
     store = open_client_store(dsn)
     try:
         migrate(store.client)
