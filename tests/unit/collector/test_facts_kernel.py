@@ -51,6 +51,10 @@ from tests.support.otlp_values import any_value
 from tests.support.parity import Parity
 
 SECRET = FactSecret(bytes(range(32)))
+TOOL_CONTENT = genai.TOOL_CONTENT_KEYS | {
+    genai.OI_INPUT_VALUE, genai.OI_OUTPUT_VALUE, genai.TL_ENTITY_INPUT, genai.TL_ENTITY_OUTPUT,
+    genai.PG_CONFIRMED_ACTION,
+}  # fmt: skip
 TRACE = bytes(range(16))
 CONFIGS = {
     "default": RedactionConfig(),
@@ -653,13 +657,14 @@ def test_concurrent_requests_get_the_answers_of_sequential_ones() -> None:
 @pytest.mark.parametrize("config_name", ["default", "patterns", "some tools"])
 def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) -> None:
     """The collector leaves the kernel's facts out of the span and splices them into its
-    encoding when grouping (cheaper than merging), or, when nothing is captured, takes the
-    span whole as the kernel wrote it: the Kafka messages are byte for byte those of
-    merged facts."""
+    encoding when grouping (cheaper than merging), or, when the span keeps no content
+    (nothing is captured, or it holds no captured tool's content), takes the span whole as
+    the kernel wrote it: the Kafka messages are byte for byte those of merged facts."""
     exporter = InMemorySpanExporter()
     send_demo_traces(exporter, traces=30, seed=13, flavor="genai")
     spans = list(exporter.get_finished_spans())
     config = CONFIGS[config_name]
+    captures = config_name == "some tools"
     deferred_some = whole_some = False
     with_message = 0  # spans the redactor redacts in Python: a status message to withhold, or
     # an id whose hex may hold a card
@@ -674,14 +679,19 @@ def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) ->
         if stats.whole_spans:
             received = _spans(ExportTraceServiceRequest.FromString(body))  # ids before scrubbing
             python = [bool(span.status.message) or _long_digit_run(span) for span in received]
-            assert stats.whole_spans == python.count(False)
+            keeps = [captures and _holds_tool_content(span) for span in received]
+            assert stats.whole_spans == sum(not (p or k) for p, k in zip(python, keeps))
             with_message += python.count(True)
         expected = [(m.key, m.value) for m in group_by_trace(as_published(merged)).messages]
         spliced = group_by_trace(forwarded).messages
         assert [(m.key, m.value) for m in spliced] == expected
-    captures = config_name == "some tools"
-    assert whole_some != captures  # whole spans only when nothing is captured
+    assert whole_some  # captured tools: the spans that hold no tool content are whole too
     assert deferred_some == (captures or with_message > 0)  # otherwise every span is whole
+
+
+def _holds_tool_content(span: trace_pb2.Span) -> bool:
+    """True when the span holds a key a capture of tools may keep: the redactor redacts it."""
+    return any(kv.key in TOOL_CONTENT for kv in span.attributes)
 
 
 def _long_digit_run(span: trace_pb2.Span) -> bool:
@@ -785,15 +795,17 @@ def _messages(body: bytes, config: RedactionConfig, native: bool, defer: bool) -
 @settings(
     max_examples=500, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
-@given(body=_whole_requests(), config_name=st.sampled_from(["default", "patterns"]))
+@given(
+    body=_whole_requests(), config_name=st.sampled_from(["default", "patterns", "some tools"])
+)
 def test_whole_spans_are_forwarded_byte_for_byte_as_python_redacts_them(
     body: bytes, config_name: str
 ) -> None:
-    """On default settings the kernel writes each span it can whole (its content removed,
-    its facts added, nothing else changed) and the redactor leaves it be: the Kafka
-    messages are byte for byte those of redacting the request in place with the kernel's
-    facts, and hold the spans of redacting it in Python (whose facts come in another
-    order)."""
+    """On default settings (and, capturing some tools, for the spans that hold no tool
+    content) the kernel writes each span it can whole (its content removed, its facts
+    added, nothing else changed) and the redactor leaves it be: the Kafka messages are
+    byte for byte those of redacting the request in place with the kernel's facts, and
+    hold the spans of redacting it in Python (whose facts come in another order)."""
     config = CONFIGS[config_name]
     forwarded = _messages(body, config, native=True, defer=True)
     assert forwarded == _messages(body, config, native=True, defer=False)
