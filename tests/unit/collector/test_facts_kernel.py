@@ -679,8 +679,11 @@ def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) ->
         if stats.whole_spans:
             received = _spans(ExportTraceServiceRequest.FromString(body))  # ids before scrubbing
             python = [bool(span.status.message) or _long_digit_run(span) for span in received]
-            keeps = [captures and _holds_tool_content(span) for span in received]
-            assert stats.whole_spans == sum(not (p or k) for p, k in zip(python, keeps))
+            redacted = [
+                by_python or (captures and _holds_tool_content(span))
+                for by_python, span in zip(python, received, strict=True)
+            ]
+            assert stats.whole_spans == redacted.count(False)
             with_message += python.count(True)
         expected = [(m.key, m.value) for m in group_by_trace(as_published(merged)).messages]
         spliced = group_by_trace(forwarded).messages
