@@ -798,9 +798,7 @@ def _messages(body: bytes, config: RedactionConfig, native: bool, defer: bool) -
 @settings(
     max_examples=500, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
-@given(
-    body=_whole_requests(), config_name=st.sampled_from(["default", "patterns", "some tools"])
-)
+@given(body=_whole_requests(), config_name=st.sampled_from(["default", "patterns", "some tools"]))
 def test_whole_spans_are_forwarded_byte_for_byte_as_python_redacts_them(
     body: bytes, config_name: str
 ) -> None:
