@@ -897,6 +897,39 @@ def test_which_spans_the_kernel_writes_whole(case: str, fields: dict[str, Any]) 
         assert (answered.removed, answered.with_facts, answered.withheld) == (1, 1, 1)
 
 
+@pytest.mark.parametrize(
+    ("config", "kept"),
+    [
+        (RedactionConfig(capture_tools=["*"]), {genai.TOOL_CALL_ARGUMENTS: '{"order": "o-1"}'}),
+        (RedactionConfig(capture_tools=["lookup"]), {genai.TOOL_CALL_RESULT: "shipped"}),
+        (RedactionConfig(capture_identity=True), {genai.ENDUSER_ID: "u-1"}),
+    ],
+)
+def test_a_capture_leaves_whole_the_spans_holding_nothing_it_keeps(
+    config: RedactionConfig, kept: dict[str, str]
+) -> None:
+    """Capturing tools or identity: a span holding content the capture keeps is redacted in
+    Python (its content forwarded), one holding none is written whole by the kernel (its
+    messages dropped), in one request."""
+    plain = ExportTraceServiceRequest.FromString(_plain_span())
+    holding = ExportTraceServiceRequest.FromString(
+        _plain_span(span_id=b"\x02" * 8, attributes={genai.TOOL_NAME: "lookup", **kept})
+    )
+    plain.resource_spans[0].scope_spans[0].spans.extend(_spans(holding))
+    body = plain.SerializeToString()
+    redactor = Redactor(config, _maker(config, native=True))
+    forwarded = redactor.forward(ExportTraceServiceRequest.FromString(body), "acme", body)
+    assert (forwarded.stats.spans, forwarded.stats.whole_spans) == (2, 1)
+    by_id = {
+        span.span_id: {kv.key: kv.value.string_value for kv in span.attributes}
+        for value in (m.value for m in group_by_trace(forwarded).messages)
+        for span in _spans(ExportTraceServiceRequest.FromString(value))
+    }
+    (key, value), *_ = kept.items()
+    assert by_id[b"\x02" * 8][key] == value
+    assert genai.OUTPUT_MESSAGES not in by_id[b"\x01" * 8]
+
+
 def _whole(body: bytes) -> Any:
     """The kernel's whole spans of `body` on default settings."""
     maker = _maker(RedactionConfig(), native=True)
