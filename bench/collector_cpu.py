@@ -19,6 +19,7 @@ figures, so read its shares, not its times.
     python bench/collector_cpu.py [--spans 60000] [--mix realistic|demo] [--batch 512]
                                   [--senders 4] [--rounds 3] [--against PYTHON]
                                   [--against-no-facts] [--memory-only] [--profile FILE]
+                                  [--capture-tools NAMES]
 """
 
 from __future__ import annotations
@@ -42,17 +43,21 @@ CHILD_FLAG = "--serve-collector"
 # ------------------------------------------------------------------ the collector child
 
 
-def serve(bootstrap: str, spill_dir: str, durable: bool, facts: bool, profile: str | None) -> None:
+def serve(
+    bootstrap: str, spill_dir: str, durable: bool, facts: bool, profile: str | None,
+    capture_tools: list[str],
+) -> None:  # fmt: skip
     """Child: run a collector, answer the parent's commands on stdin ("cpu": this
     process's CPU seconds; "sent N": wait until N spans are accepted and the log is sent
     on, then the CPU seconds; "stop")."""
     profilers = _profile_threads() if profile else []
     from pathgrade.collector.config import CollectorConfig
+    from pathgrade.collector.redact import RedactionConfig
     from pathgrade.collector.service import Collector
 
     config = CollectorConfig(
         kafka_bootstrap=bootstrap, spill_dir=Path(spill_dir), grpc_port=0, http_port=0,
-        durable_log=durable, facts=facts,
+        durable_log=durable, facts=facts, redaction=RedactionConfig(capture_tools=capture_tools),
     )  # fmt: skip
     collector = Collector(config)
     collector.start()
@@ -131,7 +136,8 @@ def run_once(
         with tempfile.TemporaryDirectory(prefix="pathgrade-collector-cpu-") as spill_dir:
             command = [variant.python, __file__, CHILD_FLAG, broker.bootstrap, spill_dir,
                        "memory" if args.memory_only else "durable",
-                       "facts" if variant.facts else "no-facts", args.profile or ""]  # fmt: skip
+                       "facts" if variant.facts else "no-facts", args.profile or "",
+                       args.capture_tools]  # fmt: skip
             child = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                 cwd=tempfile.gettempdir(),
@@ -174,6 +180,11 @@ def main() -> None:
         "--against-no-facts", action="store_true", help="baseline: this collector, facts off"
     )
     parser.add_argument("--memory-only", action="store_true", help="durable log off")
+    parser.add_argument(
+        "--capture-tools", default="",
+        help="tools whose content the collector keeps, comma-separated (`*`: all, as "
+        "bench/realtime.py's stack runs; default none: the fact kernel writes whole spans)",
+    )  # fmt: skip
     parser.add_argument("--profile", metavar="FILE", help="cProfile this checkout's collector")
     args = parser.parse_args()
 
@@ -210,7 +221,8 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == CHILD_FLAG:
-        bootstrap, spill_dir, mode, facts, profile = sys.argv[2:7]
-        serve(bootstrap, spill_dir, mode == "durable", facts == "facts", profile or None)
+        bootstrap, spill_dir, mode, facts, profile, capture = sys.argv[2:8]
+        serve(bootstrap, spill_dir, mode == "durable", facts == "facts", profile or None,
+              [name for name in capture.split(",") if name])  # fmt: skip
     else:
         main()

@@ -8,7 +8,9 @@ rate from a few threads. `--shape rooted` sends them as they are (the agent span
 trace's root); `--shape remote-parent` puts each agent span inside an HTTP server span
 whose parent is remote (span flags), as a web service behind a gateway exports it: the
 trace's root never arrives; `--shape both` runs each rate in both shapes on one stack,
-rooted first (the baseline), and prints the ratio of their p99s. Each stage's requests are
+rooted first (the baseline), and prints the ratio of their p99s. Each stage starts once the
+store holds every span sent before it (a stage never pays for the store catching up on
+the one before). Each stage's requests are
 encoded before it starts, every trace shifted so its agent span ends at its request's
 scheduled send time, so sending costs the bench almost nothing; the latency of an alert is
 its receive time minus that end (`trace_end_ns` in the alert: the turn's top span's end),
@@ -48,6 +50,7 @@ from ingest import (
     post_from_threads,
     process_tree,
     realistic_request,
+    stack_snapshot,
     template_spans,
 )
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -297,6 +300,21 @@ def wait_for_quiet(receiver: Receiver, quiet_s: float = 5.0, limit_s: float = 12
         time.sleep(0.2)
 
 
+def wait_for_store(data_dir: Path, spans: int, limit_s: float = 180.0) -> None:
+    """Until the store writer has stored `spans` (every span sent so far), so a stage does
+    not start while the store owner still catches up on the one before (at nice 19 it
+    still takes the CPU the stack leaves; the later of two stages would pay for it)."""
+    started = time.monotonic()
+    while time.monotonic() - started < limit_s:
+        snapshot = stack_snapshot(data_dir)
+        if snapshot is not None and snapshot["store_writer"]["spans"] >= spans:
+            break
+        time.sleep(0.5)
+    waited = time.monotonic() - started
+    if waited > 1.0:
+        print(f"  waited {waited:.0f} s for the store to catch up", file=sys.stderr, flush=True)
+
+
 def run_stage(
     port: int, stack_pid: int, data_dir: Path, receiver: Receiver,
     templates: list[TemplateTrace], rate: float, seconds: float, senders: int,
@@ -363,7 +381,8 @@ def start_stack(
     stack = subprocess.Popen(
         [sys.executable, "-m", "pathgrade.cli", "up", "--data-dir", str(data_dir),
          "--grpc-port", "0", "--http-port", str(http_port), "--capture-tools", "*",
-         "--alert-webhook", webhook, "--realtime-workers", str(realtime_workers)],
+         "--alert-webhook", webhook, "--realtime-workers", str(realtime_workers),
+         "--status-every", "1"],
         stdout=log, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     while "pathgrade is up" not in (data_dir / "stack.log").read_text():
@@ -452,21 +471,24 @@ def main() -> None:
     http_port = free_port()
     stack = start_stack(data_dir, http_port, receiver.url, args.realtime_workers)
     stages = []
+    sent = 0  # spans sent so far: each stage starts once the store holds them
     try:
         if args.warmup > 0:
             print(f"warm-up: 100 spans/s for {args.warmup:.0f} s ...", file=sys.stderr, flush=True)
-            run_stage(
+            sent += run_stage(
                 http_port, stack.pid, data_dir, receiver, templates[shapes[0]], 100,
                 args.warmup, args.senders,
-            )  # fmt: skip
+            ).spans  # fmt: skip
         for rate in rates:
             for shape in shapes:
+                wait_for_store(data_dir, sent)
                 print(f"stage: {rate:,.0f} spans/s for {args.seconds:.0f} s, {shape} ...",
                       file=sys.stderr, flush=True)  # fmt: skip
                 stages.append(
                     run_stage(http_port, stack.pid, data_dir, receiver, templates[shape], rate,
                               args.seconds, args.senders, shape, len(stages) + 1)
                 )  # fmt: skip
+                sent += stages[-1].spans
     finally:
         stack.terminate()
         stack.wait(timeout=180)

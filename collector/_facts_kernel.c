@@ -2913,6 +2913,7 @@ typedef struct {
     long forwarding_id;   /* which forwarding it is (its verdicts are remembered under it; 0:
                            * asked every time): one id per redactor, never reused */
     long removed, with_facts, withheld; /* over the whole spans */
+    PyObject *kept; /* a frozenset of content keys the redactor may keep (captured), or None */
 } Walk;
 
 /* The forwarding verdict of attribute `key` (remembered per forwarding callable); -1 with
@@ -3237,16 +3238,38 @@ static PyObject *whole_encoding(Walk *w, const uint8_t *p, size_t len, PyObject 
     return PyBytes_FromStringAndSize(out->data, (Py_ssize_t)out->len);
 }
 
-/* Answer one span into the walk's lists; -1 on error, 1 malformed. */
+/* 1 when the span has a content attribute whose key is in `kept` (the redactor may keep
+ * its value), 0 when not, -1 on error. */
+static int holds_kept(PyObject *kept, const SpanView *v) {
+    for (int i = 0; i < v->n_attrs; i++) {
+        const Attr *a = &v->attrs[i];
+        if (!a->content) continue;
+        PyObject *key = PyUnicode_DecodeUTF8(a->key, (Py_ssize_t)a->key_len, "strict");
+        if (!key) { /* not text: no kept key, but left to the redactor all the same */
+            PyErr_Clear();
+            return 1;
+        }
+        int in = PySet_Contains(kept, key);
+        Py_DECREF(key);
+        if (in) return in;
+    }
+    return 0;
+}
+
+/* Answer one span into the walk's lists; -1 on error, 1 malformed. A span holding a kept
+ * key is answered as when not every content value is dropped, and never written whole. */
 static int answer_span(Walk *w, const uint8_t *p, size_t len, int whole) {
     SpanView view;
     if (read_span(w->k, p, p + len, &view) < 0) return 1;
-    PyObject *answer =
-        span_answer(w->k, &view, w->hmac, w->pool, w->tenant, w->tenant_len, w->drops_all);
+    int kept = w->kept != Py_None ? holds_kept(w->kept, &view) : 0;
+    if (kept < 0) return -1;
+    PyObject *answer = span_answer(w->k, &view, w->hmac, w->pool, w->tenant, w->tenant_len,
+                                   w->drops_all && !kept);
     if (!answer) return -1;
     int failed = PyList_Append(w->answers, answer);
     if (!failed && w->encodings) {
-        PyObject *encoding = whole ? whole_encoding(w, p, len, answer) : Py_NewRef(Py_None);
+        PyObject *encoding =
+            whole && !kept ? whole_encoding(w, p, len, answer) : Py_NewRef(Py_None);
         failed = !encoding || PyList_Append(w->encodings, encoding);
         Py_XDECREF(encoding);
     }
@@ -3279,15 +3302,20 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
     const char *key_id, *tenant;
     Py_ssize_t key_id_len, tenant_len;
     int drops_all, whole = 0;
-    PyObject *forwarding = Py_None;
+    PyObject *forwarding = Py_None, *kept = Py_None;
     long forwarding_id = 0;
-    if (!PyArg_ParseTuple(args, "y*y*s#s#p|pOl", &body, &key, &key_id, &key_id_len, &tenant,
-                          &tenant_len, &drops_all, &whole, &forwarding, &forwarding_id))
+    if (!PyArg_ParseTuple(args, "y*y*s#s#p|pOlO", &body, &key, &key_id, &key_id_len, &tenant,
+                          &tenant_len, &drops_all, &whole, &forwarding, &forwarding_id, &kept))
         return NULL;
-    if (whole && !PyCallable_Check(forwarding)) {
+    const char *wrong = whole && !PyCallable_Check(forwarding)
+                            ? "whole spans need the forwarding verdict of a key"
+                        : kept != Py_None && !PyFrozenSet_Check(kept)
+                            ? "kept: a frozenset of content keys, or None"
+                            : NULL;
+    if (wrong) {
         PyBuffer_Release(&body);
         PyBuffer_Release(&key);
-        PyErr_SetString(PyExc_TypeError, "whole spans need the forwarding verdict of a key");
+        PyErr_SetString(PyExc_TypeError, wrong);
         return NULL;
     }
     Hmac hmac;
@@ -3306,7 +3334,7 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
     memset(&pool, 0, sizeof pool);
     whole = whole && drops_all;
     Walk w = {k, PyList_New(0), whole ? PyList_New(0) : NULL, &hmac, &pool, tenant,
-              (size_t)tenant_len, drops_all, forwarding, forwarding_id, 0, 0, 0};
+              (size_t)tenant_len, drops_all, forwarding, forwarding_id, 0, 0, 0, kept};
     int status = w.answers && (w.encodings || !whole)
                      ? walk(&w, body.buf, (const uint8_t *)body.buf + body.len, 0, whole)
                      : -1;
@@ -3687,11 +3715,13 @@ static void Kernel_dealloc(Kernel *k) {
 static PyMethodDef Kernel_methods[] = {
     {"request", (PyCFunction)Kernel_request, METH_VARARGS,
      "request(body, key, key_id, tenant, drops_all, whole=False, forwarding=None, "
-     "forwarding_id=0) -> list | tuple | None: each span's answer, in request order (see "
-     "the module doc); with `whole` (and `drops_all`), (answers, encodings, removed, "
-     "with_facts, withheld): each span's whole encoding as forwarded (each attribute key "
-     "forwarded by its `forwarding(key)` verdict, remembered under `forwarding_id`), or "
-     "None; None when the body is not read here."},
+     "forwarding_id=0, kept=None) -> list | tuple | None: each span's answer, in request "
+     "order (see the module doc); with `whole` (and `drops_all`), (answers, encodings, "
+     "removed, with_facts, withheld): each span's whole encoding as forwarded (each attribute "
+     "key forwarded by its `forwarding(key)` verdict, remembered under `forwarding_id`), or "
+     "None; None when the body is not read here. `kept`: a frozenset of content keys whose "
+     "values may be kept (captured); a span holding one is answered as without `drops_all` "
+     "and gets no whole encoding."},
     {"fingerprint", (PyCFunction)Kernel_fingerprint, METH_VARARGS,
      "fingerprint(key, key_id, text: bytes) -> str: `<key id>:<digest>` of `text`."},
     {NULL, NULL, 0, NULL}};

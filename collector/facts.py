@@ -159,7 +159,9 @@ class FactMaker:
         )
         """The fact kernel (None: the extension is not built, or `native` is False)."""
 
-    def request_facts(self, body: bytes, tenant: str, drops_all: bool) -> list[Any] | None:
+    def request_facts(
+        self, body: bytes, tenant: str, drops_all: bool, kept: frozenset[str] | None = None
+    ) -> list[Any] | None:
         """The kernel's answer for each span of the export request encoded as `body`, in
         request order; None when there is no kernel or it does not read this body. An
         answer is None (no facts, no personal data in content), a `Declined` (left to
@@ -167,28 +169,33 @@ class FactMaker:
         bytes (encoded `Span.attributes`: the facts, the version and, when `drops_all`
         (every content value is dropped) and the span has no events, the pii.dropped
         record), or (bytes or None, {content key: {kind: count}, or None for a value the
-        scanner must read}) (see collector/_facts_kernel.c)."""
+        scanner must read}) (see collector/_facts_kernel.c). `kept`: content keys whose
+        values may be kept (captured); a span holding one is answered as without
+        `drops_all`."""
         if self.kernel is None:
             return None
         key = self.secret.for_tenant(tenant)
         answers: list[Any] | None = self.kernel.request(
-            body, key.key, key.key_id, tenant, drops_all
+            body, key.key, key.key_id, tenant, drops_all, False, None, 0, kept
         )
         return answers
 
     def request_whole(
-        self, body: bytes, tenant: str, forwarding: Callable[[str], int], forwarding_id: int
-    ) -> WholeAnswers | None:
+        self, body: bytes, tenant: str, forwarding: Callable[[str], int], forwarding_id: int,
+        kept: frozenset[str] | None = None,
+    ) -> WholeAnswers | None:  # fmt: skip
         """`request_facts` on `drops_all` (every content value is dropped), with each span's
         whole encoding as the collector forwards it where the kernel writes it (each
         attribute key forwarded by its `forwarding` verdict, `Redactor.forwarding`; the
         kernel remembers the verdicts under `forwarding_id`, which no other forwarding may
-        have); None when there is no kernel or it does not read this body."""
+        have); None when there is no kernel or it does not read this body. `kept`: content
+        keys whose values may be kept (captured); a span holding one is answered as
+        `request_facts` answers without `drops_all`, and gets no whole encoding."""
         if self.kernel is None:
             return None
         key = self.secret.for_tenant(tenant)
         answered = self.kernel.request(
-            body, key.key, key.key_id, tenant, True, True, forwarding, forwarding_id
+            body, key.key, key.key_id, tenant, True, True, forwarding, forwarding_id, kept
         )
         return None if answered is None else WholeAnswers(*answered)
 

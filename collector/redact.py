@@ -235,6 +235,7 @@ class Redactor:
         self._drops_all = not (
             config.capture_tools or config.capture_messages or config.capture_identity
         )
+        self._kept_keys = _kept_keys(config)
 
     def redact(
         self, request: ExportTraceServiceRequest, tenant: str = DEFAULT_TENANT,
@@ -454,16 +455,21 @@ class Redactor:
         self, request: ExportTraceServiceRequest, tenant: str, body: bytes | None,
         whole: bool, stats: RedactionStats,
     ) -> _KernelAnswers | None:  # fmt: skip
-        """The fact kernel's answer per span of `body`, and with `whole` on `drops_all` its
-        whole encoding per span (counted in `stats`), when there is a kernel and it read
-        as many spans as `request` holds; None otherwise (every span in Python)."""
+        """The fact kernel's answer per span of `body`, and with `whole` its whole encoding
+        per span (counted in `stats`) where no content is kept (nothing captured, or
+        no key `_kept_keys` names in the span), when there is a kernel and it read as many
+        spans as `request` holds; None otherwise (every span in Python)."""
         if body is None or self.facts is None:
             return None
-        if whole and self._drops_all:
-            answered = self.facts.request_whole(body, tenant, self.forwarding, self._verdicts_id)
+        kept = self._kept_keys
+        drops_all = self._drops_all or kept is not None  # but for the spans holding a kept key
+        if whole and drops_all:
+            answered = self.facts.request_whole(
+                body, tenant, self.forwarding, self._verdicts_id, kept
+            )
             answers = answered.answers if answered is not None else None
         else:
-            answered, answers = None, self.facts.request_facts(body, tenant, self._drops_all)
+            answered, answers = None, self.facts.request_facts(body, tenant, drops_all, kept)
         spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
         if answers is None or len(answers) != spans:
             return None
@@ -1028,6 +1034,21 @@ def _confirmed_tool(value: AnyValue) -> str:
         return ""
     name = parsed.get("name") if isinstance(parsed, dict) else None
     return name if isinstance(name, str) else ""
+
+
+def _kept_keys(config: RedactionConfig) -> frozenset[str] | None:
+    """The content keys whose values `config` may keep, when it captures tools or identity
+    but not messages: a span holding none of them loses all its content, as when nothing is
+    captured (so the fact kernel may write it whole). None when nothing is captured or
+    messages are (any content key may then be kept)."""
+    if config.capture_messages:
+        return None
+    kept: frozenset[str] = frozenset()
+    if config.capture_tools:
+        kept |= genai.TOOL_CONTENT_KEYS | _TOOL_OR_MESSAGE_KEYS | {genai.PG_CONFIRMED_ACTION}
+    if config.capture_identity:
+        kept |= genai.IDENTITY_KEY_SET
+    return kept or None
 
 
 def _is_tool_span(context: dict[str, Any]) -> bool:

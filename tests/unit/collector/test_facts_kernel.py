@@ -52,6 +52,10 @@ from tests.support.otlp_values import any_value
 from tests.support.parity import Parity
 
 SECRET = FactSecret(bytes(range(32)))
+TOOL_CONTENT = genai.TOOL_CONTENT_KEYS | {
+    genai.OI_INPUT_VALUE, genai.OI_OUTPUT_VALUE, genai.TL_ENTITY_INPUT, genai.TL_ENTITY_OUTPUT,
+    genai.PG_CONFIRMED_ACTION,
+}  # fmt: skip
 TRACE = bytes(range(16))
 CONFIGS = {
     "default": RedactionConfig(),
@@ -657,13 +661,14 @@ def test_concurrent_requests_get_the_answers_of_sequential_ones() -> None:
 @pytest.mark.parametrize("config_name", ["default", "patterns", "some tools"])
 def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) -> None:
     """The collector leaves the kernel's facts out of the span and splices them into its
-    encoding when grouping (cheaper than merging), or, when nothing is captured, takes the
-    span whole as the kernel wrote it: the Kafka messages are byte for byte those of
-    merged facts."""
+    encoding when grouping (cheaper than merging), or, when the span keeps no content
+    (nothing is captured, or it holds no captured tool's content), takes the span whole as
+    the kernel wrote it: the Kafka messages are byte for byte those of merged facts."""
     exporter = InMemorySpanExporter()
     send_demo_traces(exporter, traces=30, seed=13, flavor="genai")
     spans = list(exporter.get_finished_spans())
     config = CONFIGS[config_name]
+    captures = config_name == "some tools"
     deferred_some = whole_some = False
     with_message = 0  # spans the redactor redacts in Python: a status message to withhold, or
     # an id whose hex may hold a card
@@ -678,14 +683,22 @@ def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) ->
         if stats.whole_spans:
             received = _spans(ExportTraceServiceRequest.FromString(body))  # ids before scrubbing
             python = [bool(span.status.message) or _long_digit_run(span) for span in received]
-            assert stats.whole_spans == python.count(False)
+            redacted = [
+                by_python or (captures and _holds_tool_content(span))
+                for by_python, span in zip(python, received, strict=True)
+            ]
+            assert stats.whole_spans == redacted.count(False)
             with_message += python.count(True)
         expected = [(m.key, m.value) for m in group_by_trace(as_published(merged)).messages]
         spliced = group_by_trace(forwarded).messages
         assert [(m.key, m.value) for m in spliced] == expected
-    captures = config_name == "some tools"
-    assert whole_some != captures  # whole spans only when nothing is captured
+    assert whole_some  # captured tools: the spans that hold no tool content are whole too
     assert deferred_some == (captures or with_message > 0)  # otherwise every span is whole
+
+
+def _holds_tool_content(span: trace_pb2.Span) -> bool:
+    """True when the span holds a key a capture of tools may keep: the redactor redacts it."""
+    return any(kv.key in TOOL_CONTENT for kv in span.attributes)
 
 
 def _long_digit_run(span: trace_pb2.Span) -> bool:
@@ -792,15 +805,15 @@ def _messages(body: bytes, config: RedactionConfig, native: bool, defer: bool) -
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
-@given(body=_whole_requests(), config_name=st.sampled_from(["default", "patterns"]))
+@given(body=_whole_requests(), config_name=st.sampled_from(["default", "patterns", "some tools"]))
 def test_whole_spans_are_forwarded_byte_for_byte_as_python_redacts_them(
     body: bytes, config_name: str
 ) -> None:
-    """On default settings the kernel writes each span it can whole (its content removed,
-    its facts added, nothing else changed) and the redactor leaves it be: the Kafka
-    messages are byte for byte those of redacting the request in place with the kernel's
-    facts, and hold the spans of redacting it in Python (whose facts come in another
-    order)."""
+    """On default settings (and, capturing some tools, for the spans that hold no tool
+    content) the kernel writes each span it can whole (its content removed, its facts
+    added, nothing else changed) and the redactor leaves it be: the Kafka messages are
+    byte for byte those of redacting the request in place with the kernel's facts, and
+    hold the spans of redacting it in Python (whose facts come in another order)."""
     config = CONFIGS[config_name]
     forwarded = _messages(body, config, native=True, defer=True)
     assert forwarded == _messages(body, config, native=True, defer=False)
@@ -889,6 +902,39 @@ def test_which_spans_the_kernel_writes_whole(case: str, fields: dict[str, Any]) 
         assert read_withheld(values["app.note"].string_value).kinds == ()
         assert b"call me back" not in encoding and values["app.flag"].bool_value
         assert (answered.removed, answered.with_facts, answered.withheld) == (1, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("config", "kept"),
+    [
+        (RedactionConfig(capture_tools=["*"]), {genai.TOOL_CALL_ARGUMENTS: '{"order": "o-1"}'}),
+        (RedactionConfig(capture_tools=["lookup"]), {genai.TOOL_CALL_RESULT: "shipped"}),
+        (RedactionConfig(capture_identity=True), {genai.ENDUSER_ID: "u-1"}),
+    ],
+)
+def test_a_capture_leaves_whole_the_spans_holding_nothing_it_keeps(
+    config: RedactionConfig, kept: dict[str, str]
+) -> None:
+    """Capturing tools or identity: a span holding content the capture keeps is redacted in
+    Python (its content forwarded), one holding none is written whole by the kernel (its
+    messages dropped), in one request."""
+    plain = ExportTraceServiceRequest.FromString(_plain_span())
+    holding = ExportTraceServiceRequest.FromString(
+        _plain_span(span_id=b"\x02" * 8, attributes={genai.TOOL_NAME: "lookup", **kept})
+    )
+    plain.resource_spans[0].scope_spans[0].spans.extend(_spans(holding))
+    body = plain.SerializeToString()
+    redactor = Redactor(config, _maker(config, native=True))
+    forwarded = redactor.forward(ExportTraceServiceRequest.FromString(body), "acme", body)
+    assert (forwarded.stats.spans, forwarded.stats.whole_spans) == (2, 1)
+    by_id = {
+        span.span_id: {kv.key: kv.value.string_value for kv in span.attributes}
+        for value in (m.value for m in group_by_trace(forwarded).messages)
+        for span in _spans(ExportTraceServiceRequest.FromString(value))
+    }
+    (key, value), *_ = kept.items()
+    assert by_id[b"\x02" * 8][key] == value
+    assert genai.OUTPUT_MESSAGES not in by_id[b"\x01" * 8]
 
 
 def _whole(body: bytes) -> Any:
