@@ -20,16 +20,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
-from pathgrade.batch_plane.store.otlp_insert import (
-    REFUSED,
-    insert_sql_messages,
-    pending_message,
-)
+from pathgrade.batch_plane.store.otlp_insert import insert_messages, pending_message
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import CAPTURE_ALL_TOOLS, RedactionConfig, Redactor
-from pathgrade.schemas.decline import Declined
+from pathgrade.schemas.decline import declined
 from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret
 from pathgrade.schemas.otlp import decode_spans_message
 from pathgrade.schemas.pii import PiiScanner
@@ -89,28 +85,18 @@ def test_both_paths_write_every_column_of_the_spans_table(store: ClientStore) ->
     assert sorted(SPAN_COLUMNS) == sorted(_columns(store, "spans"))
 
 
-UNREADABLE = Declined("certainly outside what the SQL reads (may_be_sql_readable)")
-REFUSED_BY_SQL = Declined(REFUSED)
-"""The SQL insert's declines of a message, as the parity harness counts them (the insert
-itself answers with the refused messages: docs/collector.md, "Fast paths")."""
-
-
 def _compare(store: ClientStore, values: list[bytes]) -> int:
-    """Store `values` both ways; assert equal rows; returns how many messages the SQL
-    path refused or left to Python."""
+    """Store `values` both ways (the SQL insert's answers counted by the parity harness);
+    assert equal rows; returns how many messages the SQL path declined (left to Python)."""
     number = next(_tenants)
     python, sql = f"py{number}", f"sql{number}"
     received = time.time_ns()
     rows = [span_row(s) for v in values for s in decode_spans_message(v, python, received)]
     store.insert_encodable("spans", rows, list(SPAN_COLUMNS))  # a span out of range: left out
-    pending = [pending_message(v, sql, received) for v in values]
-    refused = insert_sql_messages(store, [p for p in pending if p.sql_readable])
-    left_out = {id(m.value) for m in refused} | {id(p.value) for p in pending if not p.sql_readable}
-    refused_values = {id(m.value) for m in refused}
+    answers = insert_messages(store, [pending_message(v, sql, received) for v in values])
     parity: Parity = Parity("SQL insert / span_rows")
-    parity.note(UNREADABLE if not p.sql_readable else REFUSED_BY_SQL
-                if id(p.value) in refused_values else p for p in pending)  # fmt: skip
-    kept_values = [v for v in values if id(v) not in left_out]
+    parity.note(answers)
+    kept_values = [v for v, answer in zip(values, answers, strict=True) if not declined(answer)]
     kept = {s.trace_id for v in kept_values for s in decode_spans_message(v, python, received)}
     expected = [r for r in _rows(store, "spans", python, "TraceId, SpanId") if r["TraceId"] in kept]
     parity.compare("spans", _rows(store, "spans", sql, "TraceId, SpanId"), expected)
@@ -121,7 +107,7 @@ def _compare(store: ClientStore, values: list[bytes]) -> int:
             parity.compare(table, by_sql, by_python)
             assert by_sql == by_python
     parity.assert_holds(min_decided=0)
-    return len(left_out)
+    return sum(parity.declined.values())
 
 
 def _demo_values(flavor: str, redaction: RedactionConfig | None) -> list[bytes]:
@@ -315,6 +301,6 @@ def test_a_span_twice_in_one_insert_is_read_once_with_final(store: ClientStore) 
     values = [_one_span([("k", f"v{i}")]) for i in range(3)]
     received = time.time_ns()
     messages = [pending_message(v, tenant, received) for v in [*values, values[1]]]
-    assert insert_sql_messages(store, messages) == []
+    assert insert_messages(store, messages) == [1, 1, 1, 1]
     count = "SELECT count() FROM spans FINAL WHERE Tenant = {t:String}"
     assert store.query(count, {"t": tenant}).rows[0][0] == 3
