@@ -3,7 +3,7 @@ them, in one run.
 
 The same `pathgrade.spans` values (bench/store_insert.py's: the realistic mix forwarded as
 the collector does on default settings) are inserted through
-`otlp_insert.insert_sql_messages` into one throwaway embedded store (chDB, in this
+`otlp_insert.insert_messages` into one throwaway embedded store (chDB, in this
 process, so its CPU is counted), alternately with the shipped `INSERT_SETTINGS` and with
 them less `--without` (default `optimize_on_insert`, i.e. ClickHouse's default for it),
 each round under fresh tenants so every insert writes new rows. CPU is this process's
@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pathgrade.batch_plane.store import otlp_insert
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
+from pathgrade.schemas.decline import declined
 from pathgrade.schemas.migrations import migrate
 from store_insert import forwarded_values, parsed
 
@@ -40,12 +41,13 @@ def insert_cpu(store: ClientStore, values: list[bytes], tenant: str, settings: d
     try:
         messages = parsed(values, tenant)
         started = time.process_time()
-        refused = otlp_insert.insert_sql_messages(store, messages)
+        answers = otlp_insert.insert_messages(store, messages)
         used = time.process_time() - started
     finally:
         otlp_insert.INSERT_SETTINGS.clear()
         otlp_insert.INSERT_SETTINGS.update(shipped)
-    assert not refused, f"{len(refused)} messages refused"
+    refused = sum(map(declined, answers))
+    assert not refused, f"{refused} messages declined"
     return used / sum(m.spans for m in messages) * 1e6
 
 
@@ -68,7 +70,7 @@ def main() -> None:
         store = open_client_store(embedded_dsn(data_dir))
         migrate(store.client)
         otlp_insert.create_input_table(store)
-        otlp_insert.insert_sql_messages(store, parsed(values[:10], "warm"))  # first-use costs
+        otlp_insert.insert_messages(store, parsed(values[:10], "warm"))  # first-use costs
         for number in range(args.rounds):
             for index, (name, settings) in enumerate(variants.items()):
                 cpu[name].append(insert_cpu(store, values, f"r{number}v{index}", settings))

@@ -34,16 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingest import MIXES
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
-from pathgrade.batch_plane.store.otlp_insert import (
-    PendingMessage,
-    insert_sql_messages,
-    pending_message,
-)
+from pathgrade.batch_plane.store.otlp_insert import PendingMessage, insert_messages, pending_message
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.batch_plane.store.writer_config import SQL_INSERT_MIN_SPANS
 from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.schemas.decline import declined
 from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret
 from pathgrade.schemas.migrations import migrate
 from pathgrade.schemas.otlp import decode_resource_spans
@@ -81,8 +78,7 @@ def row_path(store: ClientStore, values: list[bytes], tenant: str) -> int:
 
 def sql_path(store: ClientStore, values: list[bytes], tenant: str) -> int:
     messages = parsed(values, tenant)
-    refused = insert_sql_messages(store, [m for m in messages if m.sql_readable])
-    left = len(refused) + sum(not m.sql_readable for m in messages)
+    left = sum(map(declined, insert_messages(store, messages)))
     if left:
         raise SystemExit(f"{left} values left the SQL path")
     return sum(m.spans for m in messages)

@@ -22,7 +22,8 @@
  * where the redactor would scrub nothing in it: content removed, each string of a key the
  * allow-list does not allow as its withheld mark, `pathgrade.redacted.keys` and the facts
  * added; the allow-list's verdict of a key is asked of the redactor (`forwarding(key)`,
- * remembered under `forwarding_id`), never decided here; any other span is None (Python).
+ * remembered under `forwarding_id`), never decided here; any other span is declined
+ * (`declined_whole`: the redactor redacts it in Python).
  *
  * Every definition stays in Python and is handed over at construction: the convention
  * mapping's keys and tables, the lexicons (their anchors pre-check here; a text holding an
@@ -915,6 +916,7 @@ typedef struct {
     PyObject *declined_unread;   /* the answers of a span this kernel declines (Declined), */
     PyObject *declined_repeated; /* by reason: message events or past MAX_ATTRS attributes, */
     PyObject *declined_fallback; /* a content key twice, content read otherwise than here */
+    PyObject *declined_whole;    /* a whole encoding declined: the redactor redacts the span */
     uint8_t payment_digit[16]; /* digits a card starts with (`pii` major industries) */
     long verdict_allowed, verdict_context, verdict_identifier, verdict_withheld;
     char *withheld_prefix, *withheld_suffix; /* a withheld string's mark around its fingerprint */
@@ -2903,7 +2905,8 @@ static int key_value_class(const Kernel *k, const uint8_t *kv, size_t len) {
 typedef struct {
     Kernel *k;
     PyObject *answers;   /* list: each span's answer */
-    PyObject *encodings; /* list (whole spans asked for): each span's whole encoding or None */
+    PyObject *encodings; /* list (whole spans asked for): each span's whole encoding or
+                            `declined_whole` */
     Hmac *hmac;
     Pool *pool;
     const char *tenant;
@@ -3219,9 +3222,10 @@ static long put_whole(Walk *w, const uint8_t *p, size_t len, const char *facts,
 
 
 
-/* The whole encoding of a span whose `answer` (its facts) is decided, as bytes, or None. */
+/* The whole encoding of a span whose `answer` (its facts) is decided, as bytes, or
+ * `declined_whole`. */
 static PyObject *whole_encoding(Walk *w, const uint8_t *p, size_t len, PyObject *answer) {
-    if (answer != Py_None && !PyBytes_Check(answer)) Py_RETURN_NONE;
+    if (answer != Py_None && !PyBytes_Check(answer)) return Py_NewRef(w->k->declined_whole);
     const char *facts = answer != Py_None ? PyBytes_AS_STRING(answer) : "";
     size_t facts_len = answer != Py_None ? (size_t)PyBytes_GET_SIZE(answer) : 0;
     Buf *out = fresh(&w->pool->span);
@@ -3230,7 +3234,7 @@ static PyObject *whole_encoding(Walk *w, const uint8_t *p, size_t len, PyObject 
     if (removed == -2) return NULL;
     if (removed < 0) {
         w->withheld = withheld; /* the marks written before it declined are not forwarded */
-        Py_RETURN_NONE;
+        return Py_NewRef(w->k->declined_whole);
     }
     if (out->failed) return PyErr_NoMemory();
     w->removed += removed;
@@ -3269,7 +3273,8 @@ static int answer_span(Walk *w, const uint8_t *p, size_t len, int whole) {
     int failed = PyList_Append(w->answers, answer);
     if (!failed && w->encodings) {
         PyObject *encoding =
-            whole && !kept ? whole_encoding(w, p, len, answer) : Py_NewRef(Py_None);
+            whole && !kept ? whole_encoding(w, p, len, answer)
+                           : Py_NewRef(w->k->declined_whole);
         failed = !encoding || PyList_Append(w->encodings, encoding);
         Py_XDECREF(encoding);
     }
@@ -3561,6 +3566,7 @@ static int Kernel_init(Kernel *k, PyObject *args, PyObject *kwds) {
         config_obj(config, "declined_unread", &k->declined_unread) < 0 ||
         config_obj(config, "declined_repeated", &k->declined_repeated) < 0 ||
         config_obj(config, "declined_fallback", &k->declined_fallback) < 0 ||
+        config_obj(config, "declined_whole", &k->declined_whole) < 0 ||
         config_int(config, "facts_version", &k->facts_version) < 0 ||
         config_int(config, "card_min", &card_min) < 0 ||
         config_int(config, "exact_pii", &exact) < 0 ||
@@ -3700,6 +3706,7 @@ static void Kernel_dealloc(Kernel *k) {
     Py_XDECREF(k->declined_unread);
     Py_XDECREF(k->declined_repeated);
     Py_XDECREF(k->declined_fallback);
+    Py_XDECREF(k->declined_whole);
     for (int i = 0; i < MEMORY_SLOTS; i++) {
         Memory *tables[2] = {&k->instructions[i], &k->pii[i]};
         for (int t = 0; t < 2; t++) {
@@ -3719,9 +3726,9 @@ static PyMethodDef Kernel_methods[] = {
      "order (see the module doc); with `whole` (and `drops_all`), (answers, encodings, "
      "removed, with_facts, withheld): each span's whole encoding as forwarded (each attribute "
      "key forwarded by its `forwarding(key)` verdict, remembered under `forwarding_id`), or "
-     "None; None when the body is not read here. `kept`: a frozenset of content keys whose "
-     "values may be kept (captured); a span holding one is answered as without `drops_all` "
-     "and gets no whole encoding."},
+     "`declined_whole`; None when the body is not read here. `kept`: a frozenset of content "
+     "keys whose values may be kept (captured); a span holding one is answered as without "
+     "`drops_all` and is declined whole."},
     {"fingerprint", (PyCFunction)Kernel_fingerprint, METH_VARARGS,
      "fingerprint(key, key_id, text: bytes) -> str: `<key id>:<digest>` of `text`."},
     {NULL, NULL, 0, NULL}};

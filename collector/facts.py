@@ -31,7 +31,7 @@ from pathgrade.schemas.conventions import (
     ContentView,
     content_view,
 )
-from pathgrade.schemas.decline import Declined
+from pathgrade.schemas.decline import Decision, Declined
 from pathgrade.schemas.event_content import MESSAGE_EVENTS
 from pathgrade.schemas.events import event_messages, messages_json
 from pathgrade.schemas.facts import (
@@ -107,6 +107,8 @@ DECLINED_UNREAD = Declined("message events, or more attributes than the kernel h
 DECLINED_REPEATED = Declined("a content key twice")
 DECLINED_FALLBACK = Declined("content the kernel does not read as Python does")
 DECLINED_RECORD = Declined("a log record with a body, producer facts or non-text content")
+DECLINED_WHOLE = Declined("a span the redactor redacts (not written whole by the kernel)")
+"""A span's whole encoding the kernel declines (`WholeAnswers.encodings`)."""
 KERNEL_DECLINES = (DECLINED_UNREAD, DECLINED_REPEATED, DECLINED_FALLBACK, DECLINED_RECORD)
 """Every reason the kernel declines a span or a record for (`NOT_READ` aside: no answer)."""
 
@@ -117,11 +119,11 @@ class WholeAnswers:
 
     answers: list[Any]
     """Each span's facts answer, as `FactMaker.request_facts` gives it."""
-    encodings: list[bytes | None]
+    encodings: list[Decision[bytes]]
     """Each span's encoding as the collector forwards it: its content attributes removed,
     the string values of keys that are not allowed replaced by their marks,
     `pathgrade.redacted.keys` and its facts added, everything else as it came, which
-    scrubbing leaves as it is. None for a span the redactor redacts: one with events or
+    scrubbing leaves as it is. `DECLINED_WHOLE` for a span the redactor redacts: one with events or
     links, a status message, a fact a producer set, a key that is withheld, a value to
     withhold that is not a string or holds personal data, an id whose hex may hold a card,
     or a string or number that scrubbing changes (or whose facts the kernel left to
@@ -321,6 +323,7 @@ def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str
         "declined_unread": DECLINED_UNREAD,
         "declined_repeated": DECLINED_REPEATED,
         "declined_fallback": DECLINED_FALLBACK,
+        "declined_whole": DECLINED_WHOLE,
     }
 
 

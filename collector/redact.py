@@ -55,6 +55,7 @@ from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 from pathgrade.collector.facts import (
     CONTEXT_KEYS,
+    DECLINED_WHOLE,
     NOT_READ,
     FactMaker,
     record_content,
@@ -77,7 +78,7 @@ from pathgrade.schemas.allowed_keys import (
     AllowList,
     looks_like_key,
 )
-from pathgrade.schemas.decline import declined
+from pathgrade.schemas.decline import Decision, declined
 from pathgrade.schemas.event_content import event_content
 from pathgrade.schemas.events import read_messages
 from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
@@ -149,11 +150,11 @@ class RedactionStats:
 
 class _KernelAnswers(NamedTuple):
     """The fact kernel's reading of one request: each span's facts answer
-    (`FactMaker.request_facts`) and, when it wrote spans whole, each span's encoding (None
-    for a span the redactor redacts)."""
+    (`FactMaker.request_facts`) and, when it wrote spans whole, each span's encoding
+    (`DECLINED_WHOLE` for a span the redactor redacts)."""
 
     answers: list[Any]
-    encodings: list[bytes | None] | None
+    encodings: list[Decision[bytes]] | None
 
 
 class _Findings:
@@ -283,8 +284,8 @@ class Redactor:
                 for span in scope_spans.spans:
                     # the one place a span's implementation is chosen: the kernel's whole
                     # encoding when it wrote one, else the Python redactor
-                    encoding = whole[ordinal] if whole is not None else None
-                    if encoding is not None:
+                    encoding = whole[ordinal] if whole is not None else NOT_READ
+                    if not declined(encoding):
                         spans.append(_new_tuple(ForwardedSpan, (span.trace_id, span.span_id,
                                                                 encoding)))  # fmt: skip
                     else:
@@ -478,7 +479,7 @@ class Redactor:
         stats.removed_attributes += answered.removed
         stats.withheld_values += answered.withheld
         stats.spans_with_facts += answered.with_facts
-        stats.whole_spans += len(answered.encodings) - answered.encodings.count(None)
+        stats.whole_spans += len(answered.encodings) - answered.encodings.count(DECLINED_WHOLE)
         return _KernelAnswers(answers, answered.encodings)
 
     def scrub_text(self, text: str) -> str:

@@ -6,7 +6,10 @@ One definition, two readers: `schemas.conventions` (the Python decoder every con
 its GenAI columns with when ClickHouse parses OTLP itself) are both derived from these
 tables and rules, so the two cannot drift apart: each reader interprets a rule (which
 sources, in which order, under which condition) in its own language and holds no
-precedence of its own; tests/integration/test_store_sql_parity.py checks their rows agree.
+precedence of its own; tests/unit/schemas/test_genai_sql_parity.py checks that they agree
+on every span the SQL decides (the SQL declines, by reason, what it does not read as
+Python does: `genai_sql.DECLINES`), and tests/integration/test_store_sql_parity.py that
+the store's rows do.
 """
 
 from __future__ import annotations

@@ -7,19 +7,25 @@ attribute of the span: its text (`text(key)`, "" when absent), its OTLP value ki
 (`kind(key)`: "string_value", "int_value", ..., "" when absent or empty) and its integer
 (`integer(key)`).
 
-The SQL covers what the store's insert path sends it (`SQL_TEXT_KEYS` holding strings,
-`SQL_COUNT_KEYS` holding ints or ASCII digit strings, no flattened message keys): a span
-outside that is decoded in Python instead (batch_plane.store.otlp_insert decides), so the
-two readers agree on every span the SQL sees.
+The SQL mapping is a fast path beside the Python one (`schemas.decline`): it decides a
+span whose attributes it reads as Python does and declines the others, by reason
+(`DECLINES`): flattened message keys (`FLATTENED`, found in Python before any SQL runs:
+`has_flattened_keys`), a text key holding no string, a count key holding neither an int
+nor ASCII digits, a span kind that is not ASCII (`declines_sql`, over the attribute arrays
+`ArrayAttributeSql` reads). A declined span is mapped in Python (the store's insert path
+decodes its message there: batch_plane.store.otlp_insert), so the two readers agree on
+every span the SQL decides (tests/unit/schemas/test_genai_sql_parity.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
 from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as m
+from pathgrade.schemas.decline import Declined
 
 MAX_UINT32 = 2**32 - 1
 MAX_UINT64 = 2**64 - 1
@@ -49,6 +55,64 @@ SQL_TEXT_KEYS: frozenset[str] = frozenset(
     )
 )  # fmt: skip
 """Keys read as text: strings only (other kinds take the Python path)."""
+
+FLATTENED = Declined("flattened message keys (only the Python mapping rebuilds them)")
+NOT_TEXT = Declined("a key read as text holds no string")
+NOT_COUNT = Declined("a key read as a count holds neither an int nor ASCII digits")
+KIND_NOT_ASCII = Declined("an OpenInference span kind that is not ASCII")
+DECLINES = (FLATTENED, NOT_TEXT, NOT_COUNT, KIND_NOT_ASCII)
+"""Every reason the SQL mapping declines a span for."""
+
+ATTRIBUTE_ARRAYS = ("pg_keys", "pg_kinds", "pg_strings", "pg_ints")
+"""The names of the span's attribute arrays `ArrayAttributeSql` and `declines_sql` read, which
+their caller defines: keys, OTLP value kinds ("string_value", ..., "" for an empty value),
+string values ("" for other kinds) and int values, in one order."""
+_KEYS, _KINDS, _STRINGS, _INTS = ATTRIBUTE_ARRAYS
+_COUNT_RE = "^[0-9]{0,19}$"
+_NOT_ASCII_RE = r"[^\x00-\x7F]"
+
+
+def has_flattened_keys(keys: Iterable[str]) -> bool:
+    """Whether a span with attribute `keys` holds flattened message keys (`FLATTENED`)."""
+    return any(key.startswith(m.FLATTENED_PREFIXES) for key in keys)
+
+
+class ArrayAttributeSql:
+    """`AttributeSql` over the span's `ATTRIBUTE_ARRAYS`: each attribute read is a named
+    value of its own (`definitions`, for the caller's WITH clause), computed once per span."""
+
+    def __init__(self) -> None:
+        self.definitions: dict[str, str] = {}
+        self._numbers: dict[str, int] = {}
+
+    def _column(self, part: str, key: str, sql: str) -> str:
+        number = self._numbers.setdefault(key, len(self._numbers))
+        name = f"pg_{part}{number}"
+        self.definitions.setdefault(name, sql)
+        return name
+
+    def text(self, key: str) -> str:
+        return self._column("t", key, f"{_STRINGS}[indexOf({_KEYS}, {quote(key)})]")
+
+    def kind(self, key: str) -> str:
+        return self._column("k", key, f"toString({_KINDS}[indexOf({_KEYS}, {quote(key)})])")
+
+    def integer(self, key: str) -> str:
+        return self._column("i", key, f"{_INTS}[indexOf({_KEYS}, {quote(key)})]")
+
+
+def declines_sql() -> list[tuple[Declined, str]]:
+    """Each reason the SQL declines a span for (but `FLATTENED`, found before), with its
+    condition over `ATTRIBUTE_ARRAYS` (true: declined)."""
+    kind = f"{_STRINGS}[indexOf({_KEYS}, {quote(g.OI_SPAN_KIND)})]"
+    return [
+        (NOT_TEXT, f"arrayExists((k, v) -> has({_array(SQL_TEXT_KEYS)}, k) "
+                   f"AND v NOT IN ('string_value', ''), {_KEYS}, {_KINDS})"),
+        (NOT_COUNT, f"arrayExists((k, v, s) -> has({_array(SQL_COUNT_KEYS)}, k) "
+                    "AND NOT (v IN ('int_value', '') OR (v = 'string_value' "
+                    f"AND match(s, {quote(_COUNT_RE)}))), {_KEYS}, {_KINDS}, {_STRINGS})"),
+        (KIND_NOT_ASCII, f"match({kind}, {quote(_NOT_ASCII_RE)})"),
+    ]  # fmt: skip
 
 
 def quote(text: str) -> str:

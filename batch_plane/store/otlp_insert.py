@@ -9,15 +9,17 @@ evaluation columns (`schemas.genai_sql`, compiled from the same mapping as the P
 decoder). The store writer creates the table and its view when it starts (not a
 migration: the view's SQL is compiled from the mapping, and a new one gets a new name).
 
-The SQL reads a subset of what OTLP can carry: a message certainly outside it
-(`may_be_sql_readable`) never reaches the SQL, the insert refuses (`REFUSED`) the rest of
-what it does not read, and the writer sends them through the Python decoder (counted).
-Outside the subset: attribute values nested past arrays/maps of scalars, maps
-and arrays of floats or of strings that need JSON escaping, floats whose text is not
-plain decimal, repeated keys, non-string values of the keys GenAI fields are read from,
-counts that are not ints or ASCII digits, flattened message keys (`gen_ai.prompt.N.*`,
-`llm.input_messages.N.*`), times past the store's range. Every message is parsed in
-Python first (upb), so a malformed one never reaches, and never fails, a batch insert.
+The insert is a fast path beside `span_rows` (`schemas.decline`): `insert_messages`
+answers per message, with its spans inserted or a `Declined`, and the store writer decodes
+the declined ones in Python (counted). The SQL reads a subset of what OTLP can carry: a
+message with flattened message keys (`genai_sql.FLATTENED`: `genai_sql.has_flattened_keys`)
+never reaches the SQL, and the insert refuses (`REFUSED`) the rest of what it does not
+read: attribute values nested past arrays/maps of scalars, maps and arrays of floats or of
+strings that need JSON escaping, floats whose text is not plain decimal, repeated keys,
+what the SQL mapping declines (`genai_sql.declines_sql`: non-string values of the keys
+GenAI fields are read from, counts that are not ints or ASCII digits, a span kind that is
+not ASCII), times past the store's range. Every message is parsed in Python first (upb),
+so a malformed one never reaches, and never fails, a batch insert.
 """
 
 from __future__ import annotations
@@ -32,7 +34,17 @@ from pathgrade.batch_plane.store.client import ClientStore, QueryError
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
 from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as m
-from pathgrade.schemas.genai_sql import SQL_COUNT_KEYS, SQL_TEXT_KEYS, GenAISql, genai_sql, quote
+from pathgrade.schemas.decline import Decision, Declined
+from pathgrade.schemas.genai_sql import (
+    ATTRIBUTE_ARRAYS,
+    FLATTENED,
+    ArrayAttributeSql,
+    GenAISql,
+    declines_sql,
+    genai_sql,
+    has_flattened_keys,
+    quote,
+)
 from pathgrade.schemas.model import MAX_TIME_NS
 from pathgrade.schemas.otlp import parse_spans_message
 from pathgrade.schemas.otlp_proto import (
@@ -112,19 +124,31 @@ def pending_message(value: bytes, tenant: str, received_at_ns: int) -> PendingMe
     )
 
 
-def insert_sql_messages(store: ClientStore, messages: list[PendingMessage]) -> list[PendingMessage]:
-    """Insert `messages` with one statement and return the ones the SQL refused
-    (`REFUSED`: insert those in Python). After a refusal, the store names the refused
-    values in one cheaper statement where it can read values in a SELECT (embedded chDB);
-    elsewhere (a server reads them only in an INSERT) halving finds them, two statements
-    per level. Other errors propagate (parts already inserted are inserted again on a
-    retry, which the ReplacingMergeTree absorbs)."""
+def insert_messages(store: ClientStore, messages: list[PendingMessage]) -> list[Decision[int]]:
+    """Insert `messages` with the store's SQL; answers per message, in order: its spans
+    inserted, or `Declined` (insert those in Python): `FLATTENED` (never sent: `sql_readable`
+    is False) or `REFUSED`. Other errors propagate (parts already inserted are inserted
+    again on a retry, which the ReplacingMergeTree absorbs)."""
+    readable = [message for message in messages if message.sql_readable]
+    refused = {id(message) for message in _insert_readable(store, readable)} if readable else ()
+    return [
+        FLATTENED if not message.sql_readable else REFUSED if id(message) in refused
+        else message.spans
+        for message in messages
+    ]  # fmt: skip
+
+
+def _insert_readable(store: ClientStore, messages: list[PendingMessage]) -> list[PendingMessage]:
+    """Insert `messages` with one statement and return the ones the SQL refused (its
+    `REFUSAL_ERROR`). After a refusal, the store names the refused values in one cheaper
+    statement where it can read values in a SELECT (embedded chDB); elsewhere (a server
+    reads them only in an INSERT) halving finds them, two statements per level."""
     data = b"".join(framed_value(m.value, m.tenant, m.received_at_ns) for m in messages)
     try:
         _insert_framed(store, data)
         return []
     except QueryError as exc:
-        if REFUSED not in str(exc):
+        if REFUSAL_ERROR not in str(exc):
             raise
     if len(messages) == 1:
         return messages
@@ -133,11 +157,9 @@ def insert_sql_messages(store: ClientStore, messages: list[PendingMessage]) -> l
         named = {row[0] for row in numbers}
         refused = [m for number, m in enumerate(messages) if number in named]
         others = [m for number, m in enumerate(messages) if number not in named]
-        return refused + (insert_sql_messages(store, others) if others else [])
+        return refused + (_insert_readable(store, others) if others else [])
     middle = len(messages) // 2
-    return insert_sql_messages(store, messages[:middle]) + insert_sql_messages(
-        store, messages[middle:]
-    )
+    return _insert_readable(store, messages[:middle]) + _insert_readable(store, messages[middle:])
 
 
 def _insert_framed(store: ClientStore, data: bytes) -> None:
@@ -155,23 +177,25 @@ def _insert_framed(store: ClientStore, data: bytes) -> None:
 # --- what the SQL reads --------------------------------------------------------------------
 
 _FLATTENED_PREFIXES = tuple(p.encode() for p in m.FLATTENED_PREFIXES)
-REFUSED = "pathgrade: a span outside the SQL subset"
+REFUSAL_ERROR = "pathgrade: a span outside the SQL subset"
 """The error the insert raises (throwIf) when a message is outside what the SQL reads."""
+REFUSED = Declined("a span outside what the SQL insert reads")
+"""The insert's answer for a message it refused (`REFUSAL_ERROR`)."""
 
 
 def may_be_sql_readable(value: bytes, traces: TracesData) -> bool:
     """False for a message the SQL certainly does not read (a span attribute key of a
-    flattened message, which the Python decoder rebuilds); the SQL itself refuses the rest
-    of what it does not read (`REFUSED`). The bytes are searched first: a prefix found
-    there may be text in a value (a fact naming a dropped key), so the keys decide."""
+    flattened message, which the Python decoder rebuilds: `genai_sql.FLATTENED`); the SQL
+    itself refuses the rest of what it does not read (`REFUSED`). The bytes are searched
+    first: a prefix found there may be text in a value (a fact naming a dropped key), so
+    the keys decide."""
     if not any(prefix in value for prefix in _FLATTENED_PREFIXES):
         return True
     return not any(
-        kv.key.startswith(m.FLATTENED_PREFIXES)
+        has_flattened_keys(kv.key for kv in span.attributes)
         for resource_spans in traces.resource_spans
         for scope_spans in resource_spans.scope_spans
         for span in scope_spans.spans
-        for kv in span.attributes
     )
 
 
@@ -191,8 +215,6 @@ def _plain_value(value: str) -> str:
 
 
 _JSON_PLAIN_RE = r"^[ !#-\[\]-~]*$"  # printable ASCII but the quote and the backslash
-_COUNT_RE = "^[0-9]{0,19}$"
-_NOT_ASCII_RE = r"[^\x00-\x7F]"
 
 
 def _plain_float(number: str) -> str:
@@ -213,16 +235,6 @@ def _plain_attributes(key_values: str) -> str:
 
 def _readable() -> str:
     """SQL: the span is inside what this SQL reads (the module docstring)."""
-    text_keys = "[" + ", ".join(quote(k) for k in sorted(SQL_TEXT_KEYS)) + "]"
-    count_keys = "[" + ", ".join(quote(k) for k in sorted(SQL_COUNT_KEYS)) + "]"
-    typed = (
-        f"arrayAll(kv -> (NOT has({text_keys}, kv.key) OR kv.value.value IN ('string_value', '')) "
-        f"AND (NOT has({count_keys}, kv.key) OR kv.value.value IN ('int_value', '') "
-        "OR (kv.value.value = 'string_value' "
-        f"AND match(kv.value.string_value, {quote(_COUNT_RE)}))), "
-        "sp.attributes)"
-    )
-    oi_kind = f"pg_strings[indexOf(pg_keys, {quote(g.OI_SPAN_KIND)})]"
     return " AND ".join((
         f"sp.start_time_unix_nano <= {MAX_TIME_NS}",
         f"arrayAll(ev -> ev.time_unix_nano <= {MAX_TIME_NS} "
@@ -232,8 +244,7 @@ def _readable() -> str:
         _plain_attributes("rs.resource.attributes"),
         "arrayAll(kv -> kv.key != 'service.name' OR kv.value.value = 'string_value', "
         "rs.resource.attributes)",
-        typed,
-        f"NOT match({oi_kind}, {quote(_NOT_ASCII_RE)})",
+        *(f"NOT {condition}" for _, condition in declines_sql()),
     ))  # fmt: skip
 
 
@@ -285,30 +296,6 @@ def _text_map(key_values: str, condition: str = "") -> str:
         f"CAST(mapFromArrays(arrayMap(kv -> kv.key, {source}), "
         f"arrayMap(kv -> {_value_text('kv.value')}, {source})) AS Map(String, String))"
     )
-
-
-class _SpanAttributeSql:
-    """`genai_sql.AttributeSql` over the span's key, kind, string and int arrays: each
-    attribute read is a named value of its own (`definitions`), computed once per span."""
-
-    def __init__(self) -> None:
-        self.definitions: dict[str, str] = {}
-        self._numbers: dict[str, int] = {}
-
-    def _column(self, part: str, key: str, sql: str) -> str:
-        number = self._numbers.setdefault(key, len(self._numbers))
-        name = f"pg_{part}{number}"
-        self.definitions.setdefault(name, sql)
-        return name
-
-    def text(self, key: str) -> str:
-        return self._column("t", key, f"pg_strings[indexOf(pg_keys, {quote(key)})]")
-
-    def kind(self, key: str) -> str:
-        return self._column("k", key, f"toString(pg_kinds[indexOf(pg_keys, {quote(key)})])")
-
-    def integer(self, key: str) -> str:
-        return self._column("i", key, f"pg_ints[indexOf(pg_keys, {quote(key)})]")
 
 
 def _hex(column: str) -> str:
@@ -377,17 +364,17 @@ def _columns_sql(genai: GenAISql) -> dict[str, str]:
 def span_rows_select(source: str) -> str:
     """`SELECT` of every `spans` column (each named as its column) over the spans ARRAY
     JOINed out of the framed values in `source` (a table or table function of
-    `spans_value_structure()`'s columns), refusing (`REFUSED`) a span outside what it reads
+    `spans_value_structure()`'s columns), refusing (`REFUSAL_ERROR`) a span outside what it reads
     (`_over_spans`: the attributes the GenAI columns read, then the GenAI steps, each
     computed once)."""
-    attributes = _SpanAttributeSql()
+    attributes = ArrayAttributeSql()
     genai = genai_sql(attributes, "sp.name", "pg_status")
     columns = _columns_sql(genai)
     named = {**attributes.definitions, "pg_status": _STATUS}
     for step in genai.steps:
         named.update(step)
     select = "SELECT\n  " + ",\n  ".join(f"{columns[c]} AS `{c}`" for c in SPAN_COLUMNS)
-    refuse = f"throwIf(NOT ({_readable()}), {quote(REFUSED)}) = 0"
+    refuse = f"throwIf(NOT ({_readable()}), {quote(REFUSAL_ERROR)}) = 0"
     return _over_spans(select, named, source, refuse)
 
 
@@ -418,14 +405,15 @@ def create_input_table(store: ClientStore) -> None:
         store.command(statement)
 
 
-_SPAN_ARRAYS = {
-    "pg_keys": "arrayMap(kv -> kv.key, sp.attributes)",
-    "pg_kinds": "arrayMap(kv -> kv.value.value, sp.attributes)",
-    "pg_strings": "arrayMap(kv -> kv.value.string_value, sp.attributes)",
-    "pg_ints": "arrayMap(kv -> kv.value.int_value, sp.attributes)",
+_SPAN_ARRAYS = dict(zip(ATTRIBUTE_ARRAYS, (
+    "arrayMap(kv -> kv.key, sp.attributes)",
+    "arrayMap(kv -> kv.value.value, sp.attributes)",
+    "arrayMap(kv -> kv.value.string_value, sp.attributes)",
+    "arrayMap(kv -> kv.value.int_value, sp.attributes)",
+), strict=True)) | {
     "pg_resource_keys": "arrayMap(kv -> kv.key, rs.resource.attributes)",
     "pg_resource": "arrayMap(kv -> kv.value.string_value, rs.resource.attributes)",
-}
+}  # fmt: skip
 """The arrays of the span's (and its resource's) attributes the other values read."""
 
 
@@ -444,7 +432,7 @@ def _over_spans(select: str, named: dict[str, str], source: str, where: str) -> 
 
 def refused_statement(source: str) -> str:
     """`SELECT` of the numbers of the framed values in `source` (a file: see `source_sql`)
-    that hold a span outside what the insert reads, ascending: the insert's `REFUSED`
+    that hold a span outside what the insert reads, ascending: the insert's refusal
     condition without its columns, so its analysis is a fraction of the insert's."""
     numbered = f"(SELECT *, rowNumberInAllBlocks() AS pg_message FROM {source_sql(source)})"
     select = "SELECT DISTINCT pg_message"

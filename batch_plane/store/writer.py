@@ -36,12 +36,13 @@ from pathgrade.batch_plane.store.log_rows import LOG_COLUMNS, log_row
 from pathgrade.batch_plane.store.otlp_insert import (
     PendingMessage,
     create_input_table,
-    insert_sql_messages,
+    insert_messages,
     missing_settings,
     pending_message,
 )
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
+from pathgrade.schemas.decline import declined
 from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.model import Span
 from pathgrade.schemas.otlp import DecodeProblems, decode_resource_spans, message_tenant_and_time
@@ -273,17 +274,18 @@ class StoreWriter:
 
     def _store_messages(self, batch: _Batch) -> None:
         """Insert the batch's parsed messages with the store's SQL when the batch has at
-        least `sql_insert_min_spans` spans; the messages outside the SQL (certainly, or
-        refused by it: `insert_sql_messages`) and every message of a smaller batch become
-        rows of the batch, decoded here. An insert that fails leaves the batch as it was."""
+        least `sql_insert_min_spans` spans; the messages the SQL declines
+        (`insert_messages`) and every message of a smaller batch become rows of the batch,
+        decoded here: the one place the slow twin is chosen. An insert that fails leaves
+        the batch as it was."""
         python = batch.messages
         if batch.spans >= self.config.sql_insert_min_spans:
-            readable = [m for m in batch.messages if m.sql_readable]
-            refused = insert_sql_messages(self.store, readable) if readable else []
-            self.stats.sql_inserts += bool(readable)
-            self.stats.inserts += bool(readable)
-            self.stats.spans += sum(m.spans for m in readable) - sum(m.spans for m in refused)
-            python = [m for m in batch.messages if not m.sql_readable] + refused
+            answers = insert_messages(self.store, python)
+            inserted = [answer for answer in answers if not declined(answer)]
+            self.stats.sql_inserts += bool(inserted)
+            self.stats.inserts += bool(inserted)
+            self.stats.spans += sum(inserted)
+            python = [m for m, answer in zip(python, answers, strict=True) if declined(answer)]
             self.stats.python_path_messages += len(python)
         batch.rows.extend(span_row(span) for message in python for span in self._decoded(message))
         batch.messages = []

@@ -19,18 +19,17 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pathgrade.batch_plane.store import otlp_insert
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
-from pathgrade.batch_plane.store.otlp_insert import (
-    REFUSED,
-    insert_sql_messages,
-    pending_message,
-)
+from pathgrade.batch_plane.store.otlp_insert import insert_messages, pending_message
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import CAPTURE_ALL_TOOLS, RedactionConfig, Redactor
-from pathgrade.schemas.decline import Declined
+from pathgrade.schemas import otlp
+from pathgrade.schemas.decline import declined
 from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret
+from pathgrade.schemas.model import GenAIFields
 from pathgrade.schemas.otlp import decode_spans_message
 from pathgrade.schemas.pii import PiiScanner
 
@@ -89,39 +88,28 @@ def test_both_paths_write_every_column_of_the_spans_table(store: ClientStore) ->
     assert sorted(SPAN_COLUMNS) == sorted(_columns(store, "spans"))
 
 
-UNREADABLE = Declined("certainly outside what the SQL reads (may_be_sql_readable)")
-REFUSED_BY_SQL = Declined(REFUSED)
-"""The SQL insert's declines of a message, as the parity harness counts them (the insert
-itself answers with the refused messages: docs/collector.md, "Fast paths")."""
-
-
-def _compare(store: ClientStore, values: list[bytes]) -> int:
-    """Store `values` both ways; assert equal rows; returns how many messages the SQL
-    path refused or left to Python."""
+def _compare(store: ClientStore, values: list[bytes], min_decided: int = 0) -> int:
+    """Store `values` both ways (the SQL insert's answers counted by the parity harness);
+    assert equal rows, and at least `min_decided` messages inserted by the SQL; returns
+    how many messages the SQL path declined (left to Python)."""
     number = next(_tenants)
     python, sql = f"py{number}", f"sql{number}"
     received = time.time_ns()
     rows = [span_row(s) for v in values for s in decode_spans_message(v, python, received)]
     store.insert_encodable("spans", rows, list(SPAN_COLUMNS))  # a span out of range: left out
-    pending = [pending_message(v, sql, received) for v in values]
-    refused = insert_sql_messages(store, [p for p in pending if p.sql_readable])
-    left_out = {id(m.value) for m in refused} | {id(p.value) for p in pending if not p.sql_readable}
-    refused_values = {id(m.value) for m in refused}
+    answers = insert_messages(store, [pending_message(v, sql, received) for v in values])
     parity: Parity = Parity("SQL insert / span_rows")
-    parity.note(UNREADABLE if not p.sql_readable else REFUSED_BY_SQL
-                if id(p.value) in refused_values else p for p in pending)  # fmt: skip
-    kept_values = [v for v in values if id(v) not in left_out]
+    parity.note(answers)
+    kept_values = [v for v, answer in zip(values, answers, strict=True) if not declined(answer)]
     kept = {s.trace_id for v in kept_values for s in decode_spans_message(v, python, received)}
     expected = [r for r in _rows(store, "spans", python, "TraceId, SpanId") if r["TraceId"] in kept]
     parity.compare("spans", _rows(store, "spans", sql, "TraceId, SpanId"), expected)
-    assert _rows(store, "spans", sql, "TraceId, SpanId") == expected
     if len(kept_values) == len(values):  # the views' rows of the same spans
         for table, order in _DERIVED.items():
             by_sql, by_python = _rows(store, table, sql, order), _rows(store, table, python, order)
             parity.compare(table, by_sql, by_python)
-            assert by_sql == by_python
-    parity.assert_holds(min_decided=0)
-    return len(left_out)
+    parity.assert_holds(min_decided)
+    return sum(parity.declined.values())
 
 
 def _demo_values(flavor: str, redaction: RedactionConfig | None) -> list[bytes]:
@@ -146,7 +134,8 @@ def _has_facts(values: list[bytes]) -> bool:
 def test_demo_traffic_as_the_collector_forwards_it(store: ClientStore, flavor: str) -> None:
     values = _demo_values(flavor, RedactionConfig())
     assert _has_facts(values)
-    assert _compare(store, values) == 0  # default settings: every message on the SQL path
+    # default settings: every message on the SQL path
+    assert _compare(store, values, min_decided=len(values)) == 0
 
 
 @pytest.mark.parametrize("flavor", ["genai", "openinference", "openllmetry"])
@@ -286,7 +275,7 @@ EDGE_CASES: list[tuple[str, list[tuple[str, Any]], dict[str, Any], bool]] = [
 def test_edge_cases_inside_the_sql_stay_on_its_path(store: ClientStore) -> None:
     """One batch of every case the SQL reads: its rows equal the Python decoder's."""
     values = [_one_span(a, **o) for _, a, o, on_sql_path in EDGE_CASES if on_sql_path]
-    assert _compare(store, values) == 0
+    assert _compare(store, values, min_decided=len(values)) == 0
 
 
 @pytest.mark.parametrize(
@@ -315,6 +304,22 @@ def test_a_span_twice_in_one_insert_is_read_once_with_final(store: ClientStore) 
     values = [_one_span([("k", f"v{i}")]) for i in range(3)]
     received = time.time_ns()
     messages = [pending_message(v, tenant, received) for v in [*values, values[1]]]
-    assert insert_sql_messages(store, messages) == []
+    assert insert_messages(store, messages) == [1, 1, 1, 1]
     count = "SELECT count() FROM spans FINAL WHERE Tenant = {t:String}"
     assert store.query(count, {"t": tenant}).rows[0][0] == 3
+
+
+def test_removing_either_side_fails_the_parity_check(
+    store: ClientStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An insert that declines every message fails the check (each decline counted by its
+    reason); so does a Python decoder that is gone (its rows then lack the GenAI columns)."""
+    values = _demo_values("genai", RedactionConfig())
+    with monkeypatch.context() as patched:
+        patched.setattr(otlp_insert, "_insert_readable", lambda _, messages: messages)
+        expected = rf"decided 0 items .*{otlp_insert.REFUSED.reason}': {len(values)}"
+        with pytest.raises(AssertionError, match=expected):
+            _compare(store, values, min_decided=len(values))
+    monkeypatch.setattr(otlp, "genai_fields", lambda name, attributes: GenAIFields())
+    with pytest.raises(AssertionError, match=r"(?s)fields differ.*GenAIOperation"):
+        _compare(store, values, min_decided=len(values))

@@ -31,9 +31,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pathgrade.collector.facts import (
     DECLINED_FALLBACK,
     DECLINED_UNREAD,
+    DECLINED_WHOLE,
     NOT_READ,
     FactMaker,
     Kernel,
+    WholeAnswers,
 )
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
@@ -676,17 +678,21 @@ def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) ->
         body = encode_spans(spans[i : i + 32]).SerializeToString()
         merged, deferred = (ExportTraceServiceRequest.FromString(body) for _ in range(2))
         Redactor(config, _maker(config, native=True)).redact(merged, "acme", body)
-        forwarded = Redactor(config, _maker(config, native=True)).forward(deferred, "acme", body)
+        maker = _maker(config, native=True)
+        whole = _answers_of(maker)
+        forwarded = Redactor(config, maker).forward(deferred, "acme", body)
         stats = forwarded.stats
         deferred_some |= stats.spliced_facts > 0
         whole_some |= stats.whole_spans > 0
-        if stats.whole_spans:
+        if whole:  # which spans the kernel wrote whole: all but those the redactor must
+            (answered,) = whole
             received = _spans(ExportTraceServiceRequest.FromString(body))  # ids before scrubbing
             python = [bool(span.status.message) or _long_digit_run(span) for span in received]
             redacted = [
                 by_python or (captures and _holds_tool_content(span))
                 for by_python, span in zip(python, received, strict=True)
             ]
+            assert [encoding is DECLINED_WHOLE for encoding in answered.encodings] == redacted
             assert stats.whole_spans == redacted.count(False)
             with_message += python.count(True)
         expected = [(m.key, m.value) for m in group_by_trace(as_published(merged)).messages]
@@ -699,6 +705,21 @@ def test_deferred_facts_make_the_messages_merged_facts_make(config_name: str) ->
 def _holds_tool_content(span: trace_pb2.Span) -> bool:
     """True when the span holds a key a capture of tools may keep: the redactor redacts it."""
     return any(kv.key in TOOL_CONTENT for kv in span.attributes)
+
+
+def _answers_of(maker: FactMaker) -> list[WholeAnswers]:
+    """The kernel's whole answers `maker` gives from now on (each call's, in order)."""
+    answers: list[WholeAnswers] = []
+    request_whole = maker.request_whole
+
+    def recorded(*args: Any) -> WholeAnswers | None:
+        answered = request_whole(*args)
+        if answered is not None:
+            answers.append(answered)
+        return answered
+
+    maker.request_whole = recorded  # type: ignore[method-assign]
+    return answers
 
 
 def _long_digit_run(span: trace_pb2.Span) -> bool:
@@ -891,10 +912,10 @@ def test_which_spans_the_kernel_writes_whole(case: str, fields: dict[str, Any]) 
     answered = _whole(body)
     assert answered is not None
     (encoding,) = answered.encodings
-    assert (encoding is not None) == case.startswith("a plain span"), case
+    assert (encoding is not DECLINED_WHOLE) == case.startswith("a plain span"), case
     expected = _messages(body, RedactionConfig(), native=True, defer=False)
     assert _messages(body, RedactionConfig(), native=True, defer=True) == expected
-    if encoding is not None:
+    if encoding is not DECLINED_WHOLE:
         span = trace_pb2.Span.FromString(encoding)
         values = {kv.key: kv.value for kv in span.attributes}
         assert genai.OUTPUT_MESSAGES not in values and b"refunded it" not in encoding
@@ -960,7 +981,7 @@ def test_content_known_by_its_prefix_leaves_a_whole_span() -> None:
     answered = _whole(body)
     assert answered is not None
     (encoding,) = answered.encodings
-    assert encoding is not None and b"secret doc" not in encoding
+    assert encoding is not DECLINED_WHOLE and b"secret doc" not in encoding
     kept = trace_pb2.Span.FromString(encoding).attributes
     assert [(kv.key, kv.value.int_value) for kv in kept] == [(genai.PG_REDACTED_KEYS, 1)]
     expected = _messages(body, RedactionConfig(), native=True, defer=False)

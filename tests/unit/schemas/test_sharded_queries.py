@@ -34,7 +34,7 @@ from pathgrade.batch_plane.scoring.judge import JudgeCache, Usage, Verdict
 from pathgrade.batch_plane.store.alerts import follow_statement
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, open_client_store
 from pathgrade.batch_plane.store.deliveries import AlertRecords
-from pathgrade.batch_plane.store.otlp_insert import insert_sql_messages, pending_message
+from pathgrade.batch_plane.store.otlp_insert import insert_messages, pending_message
 from pathgrade.batch_plane.store.results_backlog import Cursor, ResultsBacklog
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.realtime_plane.delivery import AlertBacklog
@@ -307,7 +307,7 @@ def test_the_sql_insert_path_writes_through_the_distributed_spans(store: TwinSto
                                start_time_unix_nano=now + n)  # fmt: skip
         span.attributes.add(key="gen_ai.operation.name").value.string_value = "chat"
     message = pending_message(traces.SerializeToString(), "sql-path", now)
-    assert insert_sql_messages(store.sharded, [message]) == []
+    assert insert_messages(store.sharded, [message]) == [message.spans]
     rows = [span_row(s) for s in decode_resource_spans(
         traces.resource_spans, message.tenant, message.received_at_ns)]  # fmt: skip
     assert store.plain.insert_encodable("spans", rows, list(SPAN_COLUMNS)) == []

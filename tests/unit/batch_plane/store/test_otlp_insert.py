@@ -14,15 +14,17 @@ from pathgrade.batch_plane.store.client import ClientStore, QueryError, content_
 from pathgrade.batch_plane.store.otlp_insert import (
     INPUT_TABLE_PREFIX,
     INSERT_SETTINGS,
+    REFUSAL_ERROR,
     REFUSED,
     framed_value,
     input_table,
     input_table_ddl,
-    insert_sql_messages,
+    insert_messages,
     insert_statement,
     pending_message,
 )
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
+from pathgrade.schemas.genai_sql import FLATTENED
 from pathgrade.schemas.otlp_proto import RECEIVED_AT_FIELD, TENANT_FIELD, spans_value_proto
 
 
@@ -106,7 +108,7 @@ class _RecordingServer:
 def test_a_server_gets_the_values_with_the_statement_and_the_schema_inline() -> None:
     server = _RecordingServer()
     value = _traces(("k", "v"))
-    insert_sql_messages(ClientStore(server, server), [pending_message(value, "acme", 7)])
+    assert insert_messages(ClientStore(server, server), [pending_message(value, "acme", 7)]) == [1]
     [(statement, data, settings)] = server.commands
     assert statement == insert_statement("input")
     assert data == framed_value(value, "acme", 7)
@@ -137,13 +139,13 @@ class _FreshServer(_RecordingServer):
 def test_a_store_without_the_input_table_gets_it_and_the_insert_once_more() -> None:
     server = _FreshServer(input_table())
     value = _traces(("k", "v"))
-    insert_sql_messages(ClientStore(server, server), [pending_message(value, "acme", 7)])
+    assert insert_messages(ClientStore(server, server), [pending_message(value, "acme", 7)]) == [1]
     statements = [cmd for cmd, _, _ in server.commands]
     assert statements == [insert_statement("input"), *input_table_ddl(), insert_statement("input")]
     assert server.commands[-1][1] == framed_value(value, "acme", 7)
     other = _FreshServer("spans")  # another table missing: not this path's to create
     with pytest.raises(QueryError, match="spans does not exist"):
-        insert_sql_messages(ClientStore(other, other), [pending_message(value, "acme", 7)])
+        insert_messages(ClientStore(other, other), [pending_message(value, "acme", 7)])
     assert len(other.commands) == 1
 
 
@@ -153,16 +155,25 @@ class _RefusingServer(_RecordingServer):
     def command(self, cmd: str, data: bytes | None = None, settings: dict | None = None) -> None:
         super().command(cmd, data, settings)
         if data is not None and b"refuse-me" in data:
-            raise RuntimeError(f"Code: 395. {REFUSED}: while executing")
+            raise RuntimeError(f"Code: 395. {REFUSAL_ERROR}: while executing")
 
 
 def test_on_a_server_halving_finds_the_refused_values_and_inserts_the_others() -> None:
     server = _RefusingServer()
     values = [_traces(("k", "refuse-me" if i in (2, 5) else f"v{i}")) for i in range(8)]
+    values[6] = _traces(("gen_ai.prompt.0.content", "hi"))  # flattened: never sent
     messages = [pending_message(v, "acme", 1) for v in values]
-    refused = insert_sql_messages(ClientStore(server, server), messages)
-    assert [m.value for m in refused] == [values[2], values[5]]
+    answers = insert_messages(ClientStore(server, server), messages)
+    assert answers == [1, 1, REFUSED, 1, 1, REFUSED, FLATTENED, 1]
+    assert answers[2] is REFUSED and answers[6] is FLATTENED  # the shared instances
     inserted = [data for _, data, _ in server.commands if data and b"refuse-me" not in data]
     assert b"".join(inserted) == b"".join(
-        framed_value(v, "acme", 1) for i, v in enumerate(values) if i not in (2, 5)
+        framed_value(v, "acme", 1) for i, v in enumerate(values) if i not in (2, 5, 6)
     )
+
+
+def test_a_batch_of_declined_messages_alone_sends_nothing() -> None:
+    server = _RecordingServer()
+    flattened = pending_message(_traces(("llm.input_messages.0.message.role", "u")), "acme", 1)
+    assert insert_messages(ClientStore(server, server), [flattened]) == [FLATTENED]
+    assert server.commands == []
