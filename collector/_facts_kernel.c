@@ -24,6 +24,10 @@
  * added; the allow-list's verdict of a key is asked of the redactor (`forwarding(key)`,
  * remembered under `forwarding_id`), never decided here; any other span is None (Python).
  *
+ * `Kernel.records(contents, ...)` answers the same for log records, from each record's raw
+ * content as Python values (`collector.facts.record_content`), read into the view a span's
+ * attributes are read into; the facts come as `LogRecord.attributes` entries.
+ *
  * Every definition stays in Python and is handed over at construction: the convention
  * mapping's keys and tables, the lexicons (their anchors pre-check here; a text holding an
  * anchor goes to the Python lexicon), the personal-data scanner (a text that cannot hold
