@@ -25,6 +25,10 @@
  * remembered under `forwarding_id`), never decided here; any other span is declined
  * (`declined_whole`: the redactor redacts it in Python).
  *
+ * `Kernel.records(contents, ...)` answers the same for log records, from each record's raw
+ * content as Python values (`collector.facts.record_content`), read into the view a span's
+ * attributes are read into; the facts come as `LogRecord.attributes` entries.
+ *
  * Every definition stays in Python and is handed over at construction: the convention
  * mapping's keys and tables, the lexicons (their anchors pre-check here; a text holding an
  * anchor goes to the Python lexicon), the personal-data scanner (a text that cannot hold
@@ -3302,6 +3306,22 @@ static int walk(Walk *w, const uint8_t *p, const uint8_t *end, int depth, int wh
     return more < 0 ? 1 : 0; /* malformed: Python decides the whole request */
 }
 
+/* The tenant key's HMAC for one call, fingerprints prefixed "<key id>:" and remembered
+ * in the kernel's table; -1 with ValueError when the key id is too long. */
+static int request_hmac(Kernel *k, Hmac *hmac, Py_buffer *key, const char *key_id,
+                        Py_ssize_t key_id_len) {
+    hmac_init(hmac, key->buf, (size_t)key->len);
+    if ((size_t)key_id_len + 1 >= sizeof hmac->prefix) {
+        PyErr_SetString(PyExc_ValueError, "key id too long");
+        return -1;
+    }
+    memcpy(hmac->prefix, key_id, (size_t)key_id_len);
+    hmac->prefix[key_id_len] = ':';
+    hmac->prefix_len = (size_t)key_id_len + 1;
+    hmac->remembered = k->fingerprints;
+    return 0;
+}
+
 static PyObject *Kernel_request(Kernel *k, PyObject *args) {
     Py_buffer body, key;
     const char *key_id, *tenant;
@@ -3324,17 +3344,11 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
         return NULL;
     }
     Hmac hmac;
-    hmac_init(&hmac, key.buf, (size_t)key.len);
-    if ((size_t)key_id_len + 1 >= sizeof hmac.prefix) {
+    if (request_hmac(k, &hmac, &key, key_id, key_id_len) < 0) {
         PyBuffer_Release(&body);
         PyBuffer_Release(&key);
-        PyErr_SetString(PyExc_ValueError, "key id too long");
         return NULL;
     }
-    memcpy(hmac.prefix, key_id, (size_t)key_id_len);
-    hmac.prefix[key_id_len] = ':';
-    hmac.prefix_len = (size_t)key_id_len + 1;
-    hmac.remembered = k->fingerprints;
     Pool pool;
     memset(&pool, 0, sizeof pool);
     whole = whole && drops_all;
@@ -3356,6 +3370,185 @@ static PyObject *Kernel_request(Kernel *k, PyObject *args) {
     PyObject *result =
         Py_BuildValue("(NNlll)", w.answers, w.encodings, w.removed, w.with_facts, w.withheld);
     return result;
+}
+
+/* ---- log records: their raw content read straight from Python values */
+
+/* An AnyValue holding an array of the list's strings, as `Span.attributes` carries it
+ * (what the kernel reads of a finish-reasons list); -1 when an item is not UTF-8. */
+static int put_text_array(PyObject *list, Buf *out) {
+    size_t array_len = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) {
+            buf_putc(out, 0x2a); /* AnyValue.array_value */
+            buf_varint(out, array_len);
+        }
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+            Py_ssize_t n;
+            const char *u = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(list, i), &n);
+            if (!u) return -1;
+            size_t item = 1 + varint_len((size_t)n) + (size_t)n; /* AnyValue.string_value */
+            if (!pass) {
+                array_len += 1 + varint_len(item) + item;
+                continue;
+            }
+            buf_putc(out, 0x0a); /* ArrayValue.values */
+            buf_varint(out, item);
+            buf_putc(out, 0x0a);
+            buf_varint(out, (size_t)n);
+            buf_put(out, u, (size_t)n);
+        }
+    }
+    return 0;
+}
+
+/* A record's raw content (`collector.facts.record_content`: {key: value}) and trace id as
+ * the view `read_span` makes of a span of those attributes: 0 read, 1 when a value is
+ * neither text nor a list of texts (or not UTF-8: the record is left to Python), -1 on
+ * error. A list's array is written into `arrays` (which must outlive the view). */
+static int read_record(Kernel *k, PyObject *trace_id, PyObject *raw, Buf *arrays,
+                       SpanView *v) {
+    v->name = "";
+    v->name_len = 0;
+    v->n_attrs = 0;
+    v->overflow = 0;
+    v->has_events = 0;
+    v->has_message_events = 0;
+    char *data;
+    Py_ssize_t len;
+    if (PyBytes_AsStringAndSize(trace_id, &data, &len) < 0) return -1;
+    v->trace_id = (const uint8_t *)data;
+    v->trace_id_len = (size_t)len;
+    size_t array_at[MAX_ATTRS], array_len[MAX_ATTRS];
+    int has_array[MAX_ATTRS];
+    PyObject *name, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(raw, &pos, &name, &value)) {
+        int texts = PyList_CheckExact(value);
+        for (Py_ssize_t i = 0; texts && i < PyList_GET_SIZE(value); i++)
+            texts = PyUnicode_CheckExact(PyList_GET_ITEM(value, i));
+        if (!texts && !PyUnicode_CheckExact(value)) return 1;
+        Py_ssize_t key_len;
+        const char *key = PyUnicode_AsUTF8AndSize(name, &key_len);
+        if (!key) {
+            PyErr_Clear();
+            return 1;
+        }
+        int slot, cls = key_class(k, key, (size_t)key_len, &slot);
+        if (cls != KEY_CONTENT && cls != KEY_CONTEXT) continue;
+        if (v->n_attrs == MAX_ATTRS) {
+            v->overflow = 1;
+            continue;
+        }
+        int index = v->n_attrs++;
+        Attr *a = &v->attrs[index];
+        memset(a, 0, sizeof *a);
+        a->key = key;
+        a->key_len = (size_t)key_len;
+        a->slot = slot;
+        a->content = cls == KEY_CONTENT;
+        has_array[index] = texts;
+        if (texts) {
+            a->type = V_OTHER;
+            array_at[index] = arrays->len;
+            if (put_text_array(value, arrays) < 0) {
+                PyErr_Clear();
+                return 1;
+            }
+            array_len[index] = arrays->len - array_at[index];
+            continue;
+        }
+        Py_ssize_t n;
+        a->s = PyUnicode_AsUTF8AndSize(value, &n);
+        if (!a->s) {
+            PyErr_Clear();
+            return 1;
+        }
+        a->type = V_STR;
+        a->n = (size_t)n;
+    }
+    if (arrays->failed) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < v->n_attrs; i++) /* the arrays' bytes stay where they were written */
+        if (has_array[i]) {
+            v->attrs[i].s = arrays->data + array_at[i];
+            v->attrs[i].n = array_len[i];
+        }
+    return 0;
+}
+
+/* Encoded `Span.attributes` entries as `LogRecord.attributes` entries (the same KeyValues
+ * under the record's field number), in place. */
+static void as_record_attributes(PyObject *blob) {
+    uint8_t *p = (uint8_t *)PyBytes_AS_STRING(blob);
+    const uint8_t *end = p + PyBytes_GET_SIZE(blob);
+    while (p < end && *p == 0x4a) {
+        uint64_t n;
+        const uint8_t *data = read_varint(p + 1, end, &n);
+        if (!data || n > (uint64_t)(end - data)) return;
+        *p = 0x32; /* LogRecord.attributes, length-delimited */
+        p = (uint8_t *)data + n;
+    }
+}
+
+/* A record's answer with its encoded facts as `LogRecord.attributes` entries: bytes, or a
+ * tuple whose first item is bytes (both made by `span_answer` for this call alone). */
+static PyObject *record_answer(PyObject *answer) {
+    if (PyBytes_CheckExact(answer)) {
+        as_record_attributes(answer);
+    } else if (PyTuple_CheckExact(answer) && PyBytes_CheckExact(PyTuple_GET_ITEM(answer, 0))) {
+        as_record_attributes(PyTuple_GET_ITEM(answer, 0));
+    }
+    return answer;
+}
+
+static PyObject *Kernel_records(Kernel *k, PyObject *args) {
+    PyObject *contents, *declined;
+    Py_buffer key;
+    const char *key_id, *tenant;
+    Py_ssize_t key_id_len, tenant_len;
+    if (!PyArg_ParseTuple(args, "O!y*s#s#O", &PyList_Type, &contents, &key, &key_id, &key_id_len,
+                          &tenant, &tenant_len, &declined))
+        return NULL;
+    Hmac hmac;
+    if (request_hmac(k, &hmac, &key, key_id, key_id_len) < 0) {
+        PyBuffer_Release(&key);
+        return NULL;
+    }
+    Pool pool;
+    memset(&pool, 0, sizeof pool);
+    Buf arrays = {0};
+    SpanView view;
+    PyObject *answers = PyList_New(PyList_GET_SIZE(contents));
+    for (Py_ssize_t i = 0; answers && i < PyList_GET_SIZE(contents); i++) {
+        PyObject *content = PyList_GET_ITEM(contents, i), *answer = NULL;
+        arrays.len = 0;
+        int status = 1;
+        if (content != Py_None) {
+            PyObject *trace_id, *raw;
+            status = PyArg_ParseTuple(content, "SO!;a record's content: (trace id, raw)",
+                                      &trace_id, &PyDict_Type, &raw)
+                         ? read_record(k, trace_id, raw, &arrays, &view)
+                         : -1;
+        }
+        if (status == 0) {
+            answer = span_answer(k, &view, &hmac, &pool, tenant, (size_t)tenant_len, 1);
+            if (answer) answer = record_answer(answer);
+        } else if (status > 0) {
+            answer = Py_NewRef(declined);
+        }
+        if (!answer) {
+            Py_CLEAR(answers);
+            break;
+        }
+        PyList_SET_ITEM(answers, i, answer);
+    }
+    buf_free(&arrays);
+    pool_free(&pool);
+    PyBuffer_Release(&key);
+    return answers;
 }
 
 static PyObject *Kernel_fingerprint(Kernel *k, PyObject *args) {
@@ -3729,6 +3922,12 @@ static PyMethodDef Kernel_methods[] = {
      "`declined_whole`; None when the body is not read here. `kept`: a frozenset of content "
      "keys whose values may be kept (captured); a span holding one is answered as without "
      "`drops_all` and is declined whole."},
+    {"records", (PyCFunction)Kernel_records, METH_VARARGS,
+     "records(contents, key, key_id, tenant, declined) -> list: each log record's answer, "
+     "as `request` answers with `drops_all` for a span of its raw content "
+     "(`contents[i]`: (trace id, {key: value}), or None), its facts as encoded "
+     "`LogRecord.attributes` entries; `declined` for a record of None or of a value that "
+     "is neither text nor a list of texts."},
     {"fingerprint", (PyCFunction)Kernel_fingerprint, METH_VARARGS,
      "fingerprint(key, key_id, text: bytes) -> str: `<key id>:<digest>` of `text`."},
     {NULL, NULL, 0, NULL}};

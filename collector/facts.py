@@ -6,8 +6,8 @@ at install) reads a whole export request's bytes once and answers for every span
 decide, from the definitions handed to it here (`kernel_config`); a span it leaves to
 Python (flattened messages, values that are not text, unusual JSON), a request that was
 not read from bytes, and an install without the extension get `FactMaker.facts`. A logs
-request's records are read by the kernel as stand-in spans of their raw content
-(`FactMaker.records_facts`). Both give the same attributes
+request's records are read by the kernel from their raw content's Python values, as a span
+of those attributes would be read (`FactMaker.records_facts`). Both give the same attributes
 (tests/unit/collector/test_facts_kernel.py).
 """
 
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -205,26 +204,19 @@ class FactMaker:
         self, contents: Sequence[tuple[bytes, Mapping[str, Any]] | None], tenant: str
     ) -> list[Any] | None:
         """The kernel's answer for each log record's raw content (`record_content`: its
-        trace id and values; None for a record left to Python), as `request_facts` answers
-        on `drops_all` for a span of those attributes: what `facts("", raw, tenant,
-        trace_id)` gives, and the pii.dropped record of its content. A `Declined` for a
-        record left to Python (`DECLINED_RECORD`: one holding a value that is neither text
-        nor a list of texts too); None when there is no kernel."""
+        trace id and values; None for a record left to Python), read from those values
+        themselves, as `request_facts` answers on `drops_all` for a span of those
+        attributes: what `facts("", raw, tenant, trace_id)` gives, and the pii.dropped
+        record of its content, the facts encoded as `LogRecord.attributes` entries
+        (`merge_encoded`). A `Declined` for a record left to Python (`DECLINED_RECORD`:
+        one holding a value that is neither text nor a list of texts too); None when there
+        is no kernel."""
         if self.kernel is None:
             return None
-        request = ExportTraceServiceRequest()
-        spans = request.resource_spans.add().scope_spans.add().spans
-        declined = []
-        for index, content in enumerate(contents):
-            span = spans.add()
-            if content is None or not _span_of_record(span, *content):
-                declined.append(index)
-                del span.attributes[:]
-        answers = self.request_facts(request.SerializeToString(), tenant, True)
-        if answers is None or len(answers) != len(contents):
-            return None
-        for index in declined:
-            answers[index] = DECLINED_RECORD
+        key = self.secret.for_tenant(tenant)
+        answers: list[Any] = self.kernel.records(
+            list(contents), key.key, key.key_id, tenant, DECLINED_RECORD
+        )
         return answers
 
     def facts(
@@ -368,28 +360,6 @@ def record_content(
     return raw
 
 
-def _span_of_record(span: Span, trace_id: bytes, raw: Mapping[str, Any]) -> bool:
-    """Write a record's raw content as `span`'s trace id and attributes, for the kernel;
-    False when a value is neither text nor a list of texts (the kernel reads no other)."""
-    span.trace_id = trace_id
-    attributes = span.attributes
-    for key, value in raw.items():
-        texts = isinstance(value, list) and all(isinstance(item, str) for item in value)
-        if not (isinstance(value, str) or texts):
-            return False
-        _set_value(attributes.add(key=key).value, value)
-    return True
-
-
-def merge_encoded(holder: Span | LogRecord, encoded: bytes) -> None:
-    """Append the kernel's encoded `Span.attributes` entries to a span's or a record's
-    attributes (a record's attributes are another field of its encoding)."""
-    if isinstance(holder, Span):
-        holder.MergeFromString(encoded)
-    else:
-        holder.attributes.extend(Span.FromString(encoded).attributes)
-
-
 def write_facts(
     span: Span | LogRecord,
     facts: Mapping[str, Any],
@@ -399,7 +369,7 @@ def write_facts(
     encoded: bytes | None = None,
 ) -> None:
     """Write the span's (or log record's) computed `facts`, or the kernel's `encoded` ones
-    (`Span.attributes` entries, the version included), replacing every `pathgrade.facts.*`
+    (attribute entries of the holder, the version included), replacing every `pathgrade.facts.*`
     attribute a producer set (the collector's are one consistent set), and the pii records
     (replacing only those), when there is anything to write at all. `producer_facts` False: the
     caller saw no fact attribute on the span, so none is looked for."""
@@ -418,8 +388,8 @@ def write_facts(
         stale = [i for i, kv in enumerate(attributes) if kv.key in replaced]
         for index in reversed(stale):
             del attributes[index]
-    if encoded:
-        merge_encoded(span, encoded)
+    if encoded:  # encoded under the holder's own attributes field (`records_facts`)
+        span.MergeFromString(encoded)
     for key, value in values.items():
         _set_value(attributes.add(key=key).value, value)
 

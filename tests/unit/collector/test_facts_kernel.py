@@ -30,6 +30,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.collector.facts import (
     DECLINED_FALLBACK,
+    DECLINED_RECORD,
     DECLINED_UNREAD,
     DECLINED_WHOLE,
     NOT_READ,
@@ -1131,3 +1132,29 @@ def test_what_the_kernel_leaves_of_records_is_declined_and_still_computed() -> N
     for record in _records(redacted):
         pii = {kv.key: kv.value.string_value for kv in record.attributes}[f.PII_DROPPED]
         assert json.loads(pii)[genai.INPUT_MESSAGES] == {"email": 1}
+
+
+def test_the_kernel_reads_a_records_values_as_they_are() -> None:
+    """A record's raw values reach the kernel as Python values: a finish-reasons list of
+    texts is read as a span's array would be, the facts come as the record's own attribute
+    entries; a context value that is neither text nor a list of texts (an operation name
+    that is a number) is declined, and Python computes that record alike."""
+    card = "card 4111 1111 1111 1111"
+    outputs = [{"role": "assistant", "parts": [{"type": "text", "content": card}]}]
+    request = ExportLogsServiceRequest()
+    scope = request.resource_logs.add().scope_logs.add()
+    for operation in (any_value("chat"), any_value(5)):
+        record = scope.log_records.add(trace_id=TRACE, event_name=genai.EVENT_INFERENCE_DETAILS)
+        record.attributes.add(key=genai.OPERATION_NAME).value.CopyFrom(operation)
+        record.attributes.add(key=genai.OUTPUT_MESSAGES).value.CopyFrom(any_value(outputs))
+        reasons = record.attributes.add(key=genai.RESPONSE_FINISH_REASONS).value
+        reasons.CopyFrom(any_value(["stop"]))
+    assert _assert_same_records([request.SerializeToString()], CONFIGS["default"]) == 1
+    texts = {genai.OPERATION_NAME: "chat", genai.OUTPUT_MESSAGES: json.dumps(outputs),
+             genai.RESPONSE_FINISH_REASONS: ["stop"]}  # fmt: skip
+    contents = [(TRACE, texts), (TRACE, {**texts, genai.OPERATION_NAME: 5})]
+    answers = _maker(CONFIGS["default"], True).records_facts(contents, "acme")
+    assert answers is not None and answers[1] is DECLINED_RECORD
+    assert isinstance(answers[0], bytes)
+    written = {kv.key for kv in logs_pb2.LogRecord.FromString(answers[0]).attributes}
+    assert {f.OUTPUT, f.VERSION, f.PII_DROPPED} <= written
