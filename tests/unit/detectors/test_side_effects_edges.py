@@ -1,6 +1,7 @@
 """PG108, PG109 and PG111 at their edges: uncaptured writes of different tools are not
-repeats, the writes budget is zero or more, and a call of unknown effect is no
-irreversible one."""
+repeats, repeated writes are reported in the order of their first attempt, the writes
+budget is zero or more, a call of unknown effect is no irreversible one, and a call that
+ran against a decision says which decision."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import pytest
 from pathgrade.detectors.side_effects import WritesPerTurnParams
 from pydantic import ValidationError
 
-from tests.support.traces import TraceBuilder, detect
+from tests.support.privacy import facts_only
+from tests.support.traces import TraceBuilder, decision, detect
+
+PLAN, TICKET = {"account_id": "cust-1", "plan": "unlimited"}, {"topic": "bill"}
 
 
 def test_uncaptured_writes_are_undecided_only_when_one_tool_repeats() -> None:
@@ -23,6 +27,20 @@ def test_uncaptured_writes_are_undecided_only_when_one_tool_repeats() -> None:
     assert undecided.kind == "cannot_decide"
 
 
+def test_pg108_reports_repeated_writes_in_the_order_of_their_first_attempt() -> None:
+    b = TraceBuilder()
+    plan = b.tool("change_plan", PLAN, effect="write", error="timeout")
+    ticket = b.tool("open_ticket", TICKET, effect="write", error="timeout")
+    ticket_retry = b.tool("open_ticket", TICKET, effect="write")
+    plan_retry = b.tool("change_plan", PLAN, effect="write")
+    assert plan.start_ns < ticket.start_ns and ticket_retry.start_ns < plan_retry.start_ns
+    findings = detect("PG108", facts_only(b.build()))
+    assert [(f.details["tool"], f.span_id) for f in findings] == [
+        ("change_plan", plan_retry.span_id),
+        ("open_ticket", ticket_retry.span_id),
+    ]
+
+
 def test_the_writes_budget_is_zero_or_more() -> None:
     assert WritesPerTurnParams(max_writes=0).max_writes == 0
     with pytest.raises(ValidationError, match="max_writes"):
@@ -33,3 +51,17 @@ def test_a_call_of_unknown_effect_needs_no_confirmation() -> None:
     b = TraceBuilder()
     b.tool("mystery_tool", {"x": "1"})  # no effect declared, none in the policy
     assert detect("PG111", b.build()) == []
+
+
+@pytest.mark.parametrize(
+    ("outcome", "wording"),
+    [("deny", "after it was denied"), ("require_approval", "while it awaited approval")],
+)
+def test_a_call_run_against_a_decision_says_which(outcome: str, wording: str) -> None:
+    b = TraceBuilder()
+    b.tool("cancel_order", {"order_id": "A"}, call_id="c1", effect="irreversible")
+    decision(b.root, outcome, call_id="c1")
+    (finding,) = detect("PG111", facts_only(b.build()))
+    assert finding.reason == (
+        f"Irreversible action cancel_order ran {wording} (gen_ai.tool.call.decision)."
+    )

@@ -1,14 +1,19 @@
-"""The span view at its edges: a custom identity attribute read as configured, a call
-compared with no identity known, the digest of an empty turn, and the view built once
-per trace."""
+"""The span view at its edges: a custom identity attribute read as configured (also on one
+span), a call
+compared with no identity known, a call the collector saw without arguments, the
+decisions a shared span records while the turn runs, the digest of an empty turn, and
+the view built once per trace."""
 
 from __future__ import annotations
 
+import pytest
 from pathgrade.detectors.conventions import Conventions, IdentityConfig
 from pathgrade.detectors.view import DetectorContext, TraceView, turn_digest
-from pathgrade.schemas.model import Trace
+from pathgrade.schemas import facts
+from pathgrade.schemas.model import Span, Trace
 
-from tests.support.traces import TraceBuilder
+from tests.support.privacy import facts_only
+from tests.support.traces import TraceBuilder, decision
 
 
 def test_a_custom_identity_attribute_is_read_as_configured() -> None:
@@ -18,12 +23,64 @@ def test_a_custom_identity_attribute_is_read_as_configured() -> None:
     assert TraceView(b.build(), conventions).session_identity == "cust-1"
 
 
+@pytest.mark.parametrize("attribute", ["account.id", "x.customer"])  # before, after enduser.id
+def test_a_span_s_identity_is_read_from_the_configured_attribute(attribute: str) -> None:
+    b = TraceBuilder(identity=None)
+    b.root.attributes.update({attribute: "cust-1", "user.id": "cust-9"})
+    span = facts_only(b.build(), scrub=True).spans[0]
+    assert span.facts.session  # the collector's fingerprint of user.id
+    conventions = Conventions(identity=IdentityConfig(attribute=attribute))
+    assert TraceView(Trace("t", "9" * 32, [span]), conventions).identity_of(span) == "cust-1"
+
+
+def test_a_span_s_identity_is_by_default_its_fingerprint_else_any_identity_key() -> None:
+    b = TraceBuilder(identity=None)
+    b.root.attributes["user.id"] = "cust-1"
+    view = TraceView(b.build(), Conventions())
+    assert view.identity_of(b.root) == "cust-1"  # no facts: user.id read as enduser.id
+    seen = facts_only(b.build(), scrub=True).spans[0]
+    assert view.identity_of(seen) == seen.facts.session != ""
+
+
 def test_without_a_session_identity_a_call_cannot_be_compared() -> None:
     b = TraceBuilder(identity=None)
     call = b.tool("change_plan", {"account_id": "cust-1"}, effect="write")
     view = TraceView(b.build(), Conventions())
     (tool_call,) = [c for c in view.tool_calls if c.span is call]
     assert view.is_session(tool_call, "account_id") is None
+
+
+@pytest.mark.parametrize("version", [1, 3])
+def test_a_call_the_collector_saw_without_arguments_has_its_arguments_known(version: int) -> None:
+    """On default settings a tool span with facts (of any contract version) and no
+    argument facts is a call without arguments, not one whose arguments were dropped."""
+    b = TraceBuilder()
+    b.tool("ping", None, result="pong")  # no arguments; its result gives it facts
+    trace = facts_only(b.build())
+    trace.spans[-1].attributes[facts.VERSION] = version
+    (call,) = TraceView(trace, Conventions()).tool_calls
+    assert call.arguments_known and not call.names_arguments
+    unseen = TraceBuilder()
+    unseen.tool("ping", None)  # no facts at all: nothing says what its arguments were
+    (call,) = TraceView(unseen.build(), Conventions()).tool_calls
+    assert not call.arguments_known
+
+
+def test_decisions_on_a_shared_span_count_while_the_top_span_runs_ends_included() -> None:
+    b = TraceBuilder()
+    b.tool("cancel_order", {"order_id": "A"}, call_id="c1", effect="irreversible")
+    turn = b.build()
+    top = b.root
+    shared = Span(
+        tenant="default", trace_id=turn.trace_id, span_id="5e" * 8, parent_span_id="",
+        name="session", kind="Server", start_ns=top.start_ns - 50, end_ns=top.end_ns + 50,
+    )  # fmt: skip
+    times = (top.start_ns - 1, top.start_ns, top.end_ns, top.end_ns + 1)
+    for time_ns in times:
+        decision(shared, "allow", call_id="c1", at=time_ns)
+    trace = Trace(turn.tenant, turn.trace_id, turn.spans, [shared], top.span_id, own_context=0)
+    decided = TraceView(trace, Conventions()).tool_call_decisions
+    assert [d.time_ns for d in decided] == [top.start_ns, top.end_ns]
 
 
 def test_the_digest_of_a_turn_without_spans_starts_at_zero() -> None:
