@@ -235,6 +235,14 @@ def allowed_once() -> Trace:
     return b.build()
 
 
+def decided_other_tool(outcome: str) -> Trace:
+    """delete_account runs; the only decision names cancel_order, a name sorting before."""
+    b = TraceBuilder()
+    b.tool("delete_account", {"account_id": "cust-1"}, effect="irreversible")
+    decision(b.root, outcome, tool="cancel_order")
+    return b.build()
+
+
 def denied_as_it_ends() -> Trace:
     """The deny decision is recorded at the very time the call ends."""
     b = TraceBuilder()
@@ -393,7 +401,7 @@ ROWS = [
     Row("PG107", "four calls with four different queries",
         lambda: turn(*[call("search", {"q": f"router {n}"}) for n in range(4)]), "quiet"),
     Row("PG107", "three calls whose arguments were neither captured nor recorded, the limit",
-        lambda: turn(*[uncaptured("search")] * 3), "quiet"),
+        lambda: turn(*[uncaptured("search")] * 3, call("lookup_order")), "quiet"),
     Row("PG107", "four calls whose arguments were neither captured nor recorded",
         lambda: turn(*[uncaptured("search")] * 4), "undecided:tool_arguments"),
     # PG108 retry storm: fingerprints, status, idempotency keys of writes.
@@ -511,6 +519,8 @@ ROWS = [
                                name="refund_order"), "fires:unconfirmed"),
     Row("PG111", "cancel_order runs as c1 and c2; a decision allows c1 only",
         allowed_once, "fires:unconfirmed"),
+    Row("PG111", "a decision denies cancel_order (by name); delete_account runs unconfirmed",
+        lambda: decided_other_tool("deny"), "fires:unconfirmed"),
     Row("PG111", "the call is denied at the very time it ends", denied_as_it_ends, "fires:deny"),
     Row("PG111", "the confirmed cancel_order of order A, then an unconfirmed one of order B",
         lambda: confirmed_turn({"order_id": "A"},
@@ -533,6 +543,8 @@ ROWS = [
     # PG112 identity scope: the session's fingerprint against the arguments'.
     Row("PG112", "customer_id cust-2 on a session of cust-1",
         lambda: turn(call("lookup_order", {"customer_id": "cust-2"})), "fires"),
+    Row("PG112", "customer_id cust-0 (sorting before the session's cust-1)",
+        lambda: turn(call("lookup_order", {"customer_id": "cust-0"})), "fires"),
     Row("PG112", "customer_id is the session's own",
         lambda: turn(call("lookup_order", {"customer_id": "cust-1"})), "quiet"),
     Row("PG112", "another account, with a tool the policy exempts",

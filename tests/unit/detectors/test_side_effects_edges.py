@@ -1,15 +1,21 @@
 """PG108, PG109 and PG111 at their edges: uncaptured writes of different tools are not
 repeats, repeated writes are reported in the order of their first attempt, the writes
-budget is zero or more, a call of unknown effect is no irreversible one, and a call that
-ran against a decision says which decision."""
+budget is zero or more, a call of unknown effect is no irreversible one, a call that
+ran against a decision says which decision, and a confirmation fingerprinted under
+another key is not compared."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from pathgrade.detectors.conventions import Conventions
 from pathgrade.detectors.side_effects import WritesPerTurnParams
+from pathgrade.detectors.view import DetectorContext, TraceView, turn_digest
+from pathgrade.schemas import facts, genai
 from pydantic import ValidationError
 
-from tests.support.privacy import facts_only
+from tests.support.privacy import KEY, facts_only
 from tests.support.traces import TraceBuilder, decision, detect
 
 PLAN, TICKET = {"account_id": "cust-1", "plan": "unlimited"}, {"topic": "bill"}
@@ -65,3 +71,19 @@ def test_a_call_run_against_a_decision_says_which(outcome: str, wording: str) ->
     assert finding.reason == (
         f"Irreversible action cancel_order ran {wording} (gen_ai.tool.call.decision)."
     )
+
+
+def test_a_confirmation_fingerprinted_under_another_key_cannot_be_compared() -> None:
+    """An earlier turn's confirmation recorded before the fact key changed: its
+    fingerprints cannot be compared with the call's, so PG111 cannot decide."""
+    earlier = TraceBuilder("b" * 32)
+    confirmed = {"name": "cancel_order", "arguments": {"order_id": "A"}}
+    earlier.root.attributes[genai.PG_CONFIRMED_ACTION] = json.dumps(confirmed)
+    seen = facts_only(earlier.build())
+    top = seen.spans[0]
+    top.attributes[facts.CONFIRMED] = top.attributes[facts.CONFIRMED].replace(KEY.key_id, "0" * 8)
+    now = TraceBuilder()
+    now.tool("cancel_order", {"order_id": "A"}, effect="irreversible")
+    context = DetectorContext(history=[turn_digest(TraceView(seen, Conventions()), "c")])
+    (finding,) = detect("PG111", facts_only(now.build()), context=context)
+    assert (finding.kind, finding.details["missing"]) == ("cannot_decide", "tool_arguments")

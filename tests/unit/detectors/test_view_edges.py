@@ -16,10 +16,11 @@ from tests.support.privacy import facts_only
 from tests.support.traces import TraceBuilder, decision
 
 
-def test_a_custom_identity_attribute_is_read_as_configured() -> None:
+@pytest.mark.parametrize("attribute", ["account.id", "x.customer"])  # before, after enduser.id
+def test_a_custom_identity_attribute_is_read_as_configured(attribute: str) -> None:
     b = TraceBuilder(identity=None)
-    b.root.attributes.update({"x.customer": "cust-1", "enduser.id": "cust-9"})
-    conventions = Conventions(identity=IdentityConfig(attribute="x.customer"))
+    b.root.attributes.update({attribute: "cust-1", "enduser.id": "cust-9"})
+    conventions = Conventions(identity=IdentityConfig(attribute=attribute))
     assert TraceView(b.build(), conventions).session_identity == "cust-1"
 
 
@@ -31,6 +32,26 @@ def test_a_span_s_identity_is_read_from_the_configured_attribute(attribute: str)
     assert span.facts.session  # the collector's fingerprint of user.id
     conventions = Conventions(identity=IdentityConfig(attribute=attribute))
     assert TraceView(Trace("t", "9" * 32, [span]), conventions).identity_of(span) == "cust-1"
+
+
+@pytest.mark.parametrize("attribute", ["account.id", "x.customer"])
+def test_a_custom_identity_attribute_has_no_fingerprint(attribute: str) -> None:
+    b = TraceBuilder()  # enduser.id cust-1: the collector fingerprints it
+    trace = facts_only(b.build())
+    custom = Conventions(identity=IdentityConfig(attribute=attribute))
+    assert TraceView(trace, Conventions()).session_fingerprint != ""
+    assert TraceView(trace, custom).session_fingerprint == ""
+
+
+def test_a_captured_argument_is_compared_when_only_the_session_has_a_fingerprint() -> None:
+    b = TraceBuilder()  # enduser.id cust-1, captured
+    b.tool("lookup_order", {"customer_id": "cust-2"})  # captured, no facts
+    fingerprinted = facts_only(b.build(), scrub=True).spans[0]
+    b.root.attributes[facts.SESSION_FP] = fingerprinted.facts.session
+    view = TraceView(b.build(), Conventions())
+    (call,) = view.tool_calls
+    assert view.session_fingerprint and call.argument_fps is None
+    assert view.is_session(call, "customer_id") is False
 
 
 def test_a_span_s_identity_is_by_default_its_fingerprint_else_any_identity_key() -> None:
