@@ -1,8 +1,8 @@
 """PG108, PG109 and PG111 at their edges: uncaptured writes of different tools are not
 repeats, repeated writes are reported in the order of their first attempt, the writes
 budget is zero or more, a call of unknown effect is no irreversible one, a call that
-ran against a decision says which decision, and a confirmation fingerprinted under
-another key is not compared."""
+ran against a decision says which decision, the arguments that differ from a
+confirmation named, and a confirmation fingerprinted under another key not compared."""
 
 from __future__ import annotations
 
@@ -87,3 +87,14 @@ def test_a_confirmation_fingerprinted_under_another_key_cannot_be_compared() -> 
     context = DetectorContext(history=[turn_digest(TraceView(seen, Conventions()), "c")])
     (finding,) = detect("PG111", facts_only(now.build()), context=context)
     assert (finding.kind, finding.details["missing"]) == ("cannot_decide", "tool_arguments")
+
+
+def test_pg111_names_the_arguments_that_differ_from_the_confirmed_ones() -> None:
+    b = TraceBuilder()
+    confirmed = {"name": "cancel_order", "arguments": {"order_id": "B", "amount": 5, "note": "x"}}
+    b.root.attributes[genai.PG_CONFIRMED_ACTION] = json.dumps(confirmed)
+    b.tool("cancel_order", {"order_id": "A", "amount": 5, "reason": "late"}, effect="irreversible")
+    for seen in (b.build(), facts_only(b.build())):  # captured values, then fingerprints
+        (finding,) = detect("PG111", seen)
+        assert finding.details["problem"] == "arguments_differ"
+        assert finding.details["arguments"] == ["note", "order_id", "reason"]
