@@ -1,8 +1,7 @@
 """The span view at its edges: a custom identity attribute read as configured (also on one
-span), a call
-compared with no identity known, a call the collector saw without arguments, the
-decisions a shared span records while the turn runs, the digest of an empty turn, and
-the view built once per trace."""
+span), a call compared with no identity known, a call the collector saw without
+arguments, the decisions a shared span records while the turn runs, a call read from its
+first span, the digest of an empty turn, and the view built once per trace."""
 
 from __future__ import annotations
 
@@ -102,6 +101,15 @@ def test_decisions_on_a_shared_span_count_while_the_top_span_runs_ends_included(
     trace = Trace(turn.tenant, turn.trace_id, turn.spans, [shared], top.span_id, own_context=0)
     decided = TraceView(trace, Conventions()).tool_call_decisions
     assert [d.time_ns for d in decided] == [top.start_ns, top.end_ns]
+
+
+def test_a_call_none_of_whose_spans_knows_its_arguments_is_read_from_its_first_span() -> None:
+    b = TraceBuilder()
+    outer = b.tool("lookup_order", None, call_id="c1", effect="write")
+    b.tool("lookup_order", None, call_id="c1")  # the same call, described again
+    (call,) = TraceView(facts_only(b.build()), Conventions()).tool_calls
+    assert call.span is not outer and call.span.span_id == outer.span_id
+    assert call.is_write and len(call.spans) == 2
 
 
 def test_the_digest_of_a_turn_without_spans_starts_at_zero() -> None:
