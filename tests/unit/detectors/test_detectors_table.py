@@ -534,10 +534,12 @@ ROWS = [
         lambda: decided_by_requested_id("deny"), "fires:deny"),
     Row("PG111", "two irreversible calls: the first allowed, the second neither decided nor "
         "confirmed", two_irreversible_first_allowed, "fires:unconfirmed"),
-    Row("PG111", "the confirmation names another tool (refund_order) with the same arguments",
-        lambda: confirmed_turn({"order_id": "A"},
-                               call("cancel_order", {"order_id": "A"}, **IRREVERSIBLE),
-                               name="refund_order"), "fires:unconfirmed"),
+    *[Row("PG111", f"the confirmation names another tool ({name}) with the same arguments",
+          lambda name=name: confirmed_turn({"order_id": "A"},
+                                           call("cancel_order", {"order_id": "A"},
+                                                **IRREVERSIBLE), name=name),
+          "fires:unconfirmed")
+      for name in ("archive_order", "refund_order")],  # sorting before and after the call's
     Row("PG111", "cancel_order runs as c1 and c2; a decision allows c1 only",
         allowed_once, "fires:unconfirmed"),
     Row("PG111", "a decision denies cancel_order (by name); delete_account runs unconfirmed",

@@ -1,17 +1,20 @@
 """The span view at its edges: a custom identity attribute read as configured (also on one
 span), a call compared with no identity known, a call the collector saw without
-arguments, the decisions a shared span records while the turn runs, a call read from its
-first span, the digest of an empty turn, and the view built once per trace."""
+arguments, the decisions a shared span records while the turn runs, a call read from the
+span that knows its arguments (else its first), a tool span inside another tool's, the
+digest of an empty turn, and the view built once per trace."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from pathgrade.detectors.conventions import Conventions, IdentityConfig
 from pathgrade.detectors.view import DetectorContext, TraceView, turn_digest
-from pathgrade.schemas import facts
+from pathgrade.schemas import facts, genai
 from pathgrade.schemas.model import Span, Trace
 
-from tests.support.privacy import facts_only
+from tests.support.privacy import KEY, facts_only
 from tests.support.traces import TraceBuilder, decision
 
 
@@ -112,6 +115,58 @@ def test_a_call_none_of_whose_spans_knows_its_arguments_is_read_from_its_first_s
     assert call.is_write and len(call.spans) == 2
 
 
+def test_a_call_is_read_from_the_span_that_knows_its_arguments() -> None:
+    b = TraceBuilder()
+    b.tool("lookup_order", None, call_id="c1")  # the framework's span: no arguments
+    b.tool("lookup_order", {"order_id": "1"}, call_id="c1")  # the instrumentor's
+    (call,) = TraceView(facts_only(b.build()), Conventions()).tool_calls
+    assert call.argument_fps == {"order_id": KEY.fingerprint("1")}
+
+
+@pytest.mark.parametrize(("outer", "inner"), [("lookup_order", "search_kb"), ("zulu", "alpha")])
+def test_a_tool_span_inside_a_span_of_another_tool_is_a_call_of_its_own(
+    outer: str, inner: str
+) -> None:
+    b = TraceBuilder()
+    with b.inside(b.tool(outer, {"q": "1"})):
+        b.tool(inner, {"q": "2"})
+    view = TraceView(facts_only(b.build()), Conventions())
+    assert [c.name for c in view.tool_calls] == [outer, inner]
+
+
+def test_untrusted_content_is_tool_results_documents_and_model_input_tool_messages() -> None:
+    b = TraceBuilder()
+    b.root.genai.tool_result = "agent"  # invoke_agent: a tool result here is no tool's
+    tool_message = [{"role": "tool", "content": "from a tool"}]
+    chat = b.chat(text="Hi.", input_messages=tool_message)
+    chat.genai.tool_result = "chat"  # likewise on a model span
+    b.tool("search", {"q": "x"}, result="a result")
+    b.chat(attributes={genai.RETRIEVAL_DOCUMENTS: "one document"})
+    b.chat(attributes={genai.RETRIEVAL_DOCUMENTS: ["a", "list"]})
+    agent = b.agent("helper")
+    agent.genai.input_messages = json.dumps(tool_message)  # not a model's input
+    view = TraceView(b.build(), Conventions())
+    assert [u.text for u in view.untrusted_content] == [
+        "from a tool",
+        "a result",
+        "one document",
+        str(["a", "list"]),
+    ]
+
+
+def test_the_digest_of_a_turn_without_a_top_span_starts_at_its_first_span() -> None:
+    def span(span_id: str, parent: str, start_ns: int) -> Span:
+        return Span(
+            tenant="default", trace_id="9" * 32, span_id=span_id, parent_span_id=parent,
+            name="step", kind="Internal", start_ns=start_ns, end_ns=start_ns + 5,
+        )  # fmt: skip
+
+    cycle = Trace("default", "9" * 32, [span("b" * 16, "a" * 16, 30), span("a" * 16, "b" * 16, 10)])
+    view = TraceView(cycle, Conventions())
+    assert view.top is None
+    assert turn_digest(view, "conv").start_ns == 10
+
+
 def test_the_digest_of_a_turn_without_spans_starts_at_zero() -> None:
     empty = Trace("t", "9" * 32, [])
     assert turn_digest(TraceView(empty, Conventions()), "conv").start_ns == 0
@@ -123,3 +178,5 @@ def test_a_context_builds_the_view_of_a_trace_once() -> None:
     view = context.view_of(first)
     assert context.view_of(first) is view
     assert context.view_of(second).trace is second
+    again = TraceBuilder("b" * 32).build()  # equal to `second`, another object
+    assert again == second and context.view_of(again).trace is again
