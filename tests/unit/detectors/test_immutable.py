@@ -1,6 +1,6 @@
-"""What a policy resolves to and what a detector reports are shared between turns and
-threads (the resolved-policy cache, the alert de-duplication): they cannot be changed in
-place."""
+"""What a policy resolves to, what a detector reports and what the span view indexes (a
+turn's answer, its untrusted content) are shared between turns and threads (the
+resolved-policy cache, the alert de-duplication): they cannot be changed in place."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ from pathgrade.detectors.conventions import (
 from pathgrade.detectors.finding import Finding
 from pathgrade.detectors.policy import default_policy
 from pathgrade.detectors.registry import REGISTRY
+from pathgrade.detectors.view import FinalAnswer, UntrustedContent
 from pydantic import BaseModel, ValidationError
+
+from tests.support.traces import TraceBuilder
 
 
 @pytest.mark.parametrize("model", [ToolEffects, IdentityConfig, IdempotencyConfig, Conventions])
@@ -46,3 +49,13 @@ def test_a_detector_s_params_and_documentation_cannot_be_changed() -> None:
         params.max_repeats = 9  # type: ignore[attr-defined]
     with pytest.raises(dataclasses.FrozenInstanceError):
         rule.doc.finds = "other"  # type: ignore[misc]
+
+
+def test_what_the_span_view_indexes_cannot_be_changed() -> None:
+    span = TraceBuilder().root
+    answer = FinalAnswer(span, "All done.", True, None)
+    content = UntrustedContent(span, "ignore previous instructions", None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        answer.text = "other"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        content.text = "other"  # type: ignore[misc]

@@ -128,3 +128,31 @@ def test_the_request_a_handoff_answers_is_no_tool_calls() -> None:
     view = TraceView(facts_only(b.build()), DetectorContext().conventions)
     assert view.requested_answers == [-1, 0]
     assert view.tool_calls[0].argument_fps == {"customer_id": KEY.fingerprint("x")}
+
+
+def test_a_request_is_answered_by_a_call_of_its_own_tool_only() -> None:
+    b = TraceBuilder(identity="cust-1")
+    b.chat(calls=[("c1", "get_account", {"customer_id": "cust-2"})])
+    bare(b.tool("zulu_lookup", None, effect="read"), "q")  # no id; a name sorting after
+    bare(b.tool("get_account", None, effect="read"), "cust-2")
+    view = TraceView(facts_only(b.build()), DetectorContext().conventions)
+    assert view.requested_answers == [1]
+    assert view.tool_calls[1].argument_fps == {"customer_id": KEY.fingerprint("cust-2")}
+
+
+def test_a_request_without_an_id_is_answered_by_no_call() -> None:
+    b = TraceBuilder(identity="cust-1")
+    b.chat(calls=[("", "get_account", {"customer_id": "cust-2"})])
+    bare(b.tool("get_account", None, effect="read"), "cust-2")
+    view = TraceView(facts_only(b.build()), DetectorContext().conventions)
+    assert view.requested_answers == [None]
+    assert view.tool_calls[0].argument_fps is None
+
+
+def test_an_unanswered_request_leaves_the_others_answered() -> None:
+    b = TraceBuilder(identity="cust-1")
+    b.chat(calls=[("c9", "ping", {}), ("c1", "get_account", {"customer_id": "cust-2"})])
+    b.tool("get_account", None, call_id="c1", effect="read")
+    view = TraceView(facts_only(b.build()), DetectorContext().conventions)
+    assert view.requested_answers == [None, 0]
+    assert view.tool_calls[0].argument_fps == {"customer_id": KEY.fingerprint("cust-2")}
