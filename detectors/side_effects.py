@@ -355,9 +355,11 @@ def unconfirmed_irreversible_action(
     view: TraceView, params: ConfirmationParams, context: DetectorContext
 ) -> list[Finding]:
     """Each irreversible call a decision did not allow, or with no matching confirmation."""
-    confirmations = view.confirmed_actions + [
+    # oldest first (earlier turns', then this turn's): the last of a call's candidates is
+    # its most recent confirmation, the one a difference in arguments is named against
+    confirmations = [
         c for turn in context.history for c in turn.confirmed_actions
-    ]
+    ] + view.confirmed_actions
     findings, uncaptured, awaiting = [], [], []
     for call in (c for c in view.tool_calls if c.effect == "irreversible"):
         decision = _last_decision(call, view)
