@@ -2420,6 +2420,21 @@ static void put_int_fact(Buf *out, PyObject *name, long v) {
     buf_varint(out, (uint64_t)v);
 }
 
+/* The bytes one text takes as an `ArrayValue.values` entry (an AnyValue.string_value). */
+static size_t text_item_len(size_t len) {
+    size_t item = 1 + varint_len(len) + len;
+    return 1 + varint_len(item) + item;
+}
+
+/* One text as an `ArrayValue.values` entry: an AnyValue holding it as string_value. */
+static void put_text_item(Buf *out, const char *u, size_t len) {
+    buf_putc(out, 0x0a); /* ArrayValue.values */
+    buf_varint(out, 1 + varint_len(len) + len);
+    buf_putc(out, 0x0a); /* AnyValue.string_value */
+    buf_varint(out, len);
+    buf_put(out, u, len);
+}
+
 static void put_names_fact(Buf *out, PyObject *name, PyObject *names, long mask) {
     size_t array_len = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -2433,16 +2448,8 @@ static void put_names_fact(Buf *out, PyObject *name, PyObject *names, long mask)
             Py_ssize_t n;
             const char *u = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(names, i), &n);
             size_t len = u ? (size_t)n : 0;
-            size_t item = 1 + varint_len(len) + len; /* AnyValue.string_value */
-            if (!pass) {
-                array_len += 1 + varint_len(item) + item;
-                continue;
-            }
-            buf_putc(out, 0x0a); /* ArrayValue.values */
-            buf_varint(out, item);
-            buf_putc(out, 0x0a);
-            buf_varint(out, len);
-            buf_put(out, u, len);
+            if (pass) put_text_item(out, u, len);
+            else array_len += text_item_len(len);
         }
     }
 }
@@ -3387,16 +3394,8 @@ static int put_text_array(PyObject *list, Buf *out) {
             Py_ssize_t n;
             const char *u = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(list, i), &n);
             if (!u) return -1;
-            size_t item = 1 + varint_len((size_t)n) + (size_t)n; /* AnyValue.string_value */
-            if (!pass) {
-                array_len += 1 + varint_len(item) + item;
-                continue;
-            }
-            buf_putc(out, 0x0a); /* ArrayValue.values */
-            buf_varint(out, item);
-            buf_putc(out, 0x0a);
-            buf_varint(out, (size_t)n);
-            buf_put(out, u, (size_t)n);
+            if (pass) put_text_item(out, u, (size_t)n);
+            else array_len += text_item_len((size_t)n);
         }
     }
     return 0;
