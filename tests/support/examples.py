@@ -12,7 +12,11 @@ SCALE_VARIABLE = "PATHGRADE_EXAMPLES_SCALE"
 
 def examples(count: int) -> int:
     """`count` scaled by PATHGRADE_EXAMPLES_SCALE (1 when unset), at least 1."""
-    scale = float(os.environ.get(SCALE_VARIABLE, "1"))
-    if scale <= 0:
-        raise ValueError(f"{SCALE_VARIABLE}={scale}: must be a positive number")
+    text = os.environ.get(SCALE_VARIABLE, "1")
+    try:
+        scale = float(text)
+    except ValueError:
+        scale = 0.0
+    if not scale > 0:
+        raise ValueError(f"{SCALE_VARIABLE}={text!r}: must be a positive number")
     return max(1, round(count * scale))
