@@ -152,6 +152,15 @@ class Run:
         outcome.key_mismatches = self.receiver.key_mismatches
         return bool(outcome.table_alerts) and outcome.table_alerts <= outcome.webhook_alerts
 
+    def output_tails(self, lines: int = 40) -> str:
+        """The last `lines` lines each process of the run printed (its status lines every
+        5 s among them), to tell a failed run's cause."""
+        return "\n".join(
+            f"--- pathgrade {' '.join(process.args[:1])} (pid {process.process.pid}):\n"
+            + "\n".join(process.lines[-lines:])
+            for process in self.processes
+        )
+
     def close(self) -> None:
         for process in self.processes:
             if process.process.poll() is None:
@@ -268,8 +277,10 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Out
         try:
             return SCENARIOS[name](runs[name])
         except Exception as exc:  # reported by the scenario's own test
-            outcome = Outcome(error=f"{type(exc).__name__}: {exc}")
-            outcome.acknowledged = set(runs[name].load.acknowledged)
+            run = runs[name]
+            outcome = Outcome(error=f"{type(exc).__name__}: {exc}\n{run.output_tails()}")
+            outcome.acknowledged = set(run.load.acknowledged)
+            outcome.load_retries, outcome.rejected = run.load.retries, run.load.rejected
             return outcome
         finally:
             runs[name].close()
