@@ -8,7 +8,12 @@ timestamp to the poll that returned it, and its own process CPU. Prints p50/p99/
 CPU per setting, and the ratios of each setting to the first (the baseline: kafka-python's
 default 500 ms), all measured in the same run under the same traffic.
 
-    python bench/fetch_wait.py [--waits 500,100] [--rate 1000] [--seconds 15]
+With `--idle`, each setting gets a broker of its own and no traffic: the CPU of the idle
+consumer and of its broker per second (what an idle stack's realtime plane costs), then the
+lag of single messages sent a second apart (whether a held fetch is answered when a record
+arrives, or only when its wait ends), with ratios to the first setting.
+
+    python bench/fetch_wait.py [--waits 500,100] [--rate 1000] [--seconds 15] [--idle]
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import statistics
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer
 from pathgrade.schemas.topics import SPANS_TOPIC, consumer_settings, kafka_client_settings
@@ -78,6 +85,64 @@ def produce(bootstrap: str, rate: float, until: float) -> int:
     return sent
 
 
+def idle(wait_ms: int, seconds: float, probes: int = 8) -> tuple[float, float, list[float]]:
+    """One setting on a broker of its own with no traffic: CPU per second of the consumer
+    (this process) and of the broker over `seconds`, then the lags (ms) of `probes`
+    single messages sent a second apart."""
+    broker = LocalBroker()
+    broker.start()
+    try:
+        ensure_topics(broker.bootstrap)
+        consumer = KafkaConsumer(
+            SPANS_TOPIC,
+            **consumer_settings(bootstrap := broker.bootstrap, f"bench-idle-{wait_ms}",
+                                fetch_max_wait_ms=wait_ms),
+        )  # fmt: skip
+        consumer.poll(timeout_ms=3000)  # joined
+        assert broker.pid is not None
+        consumer_cpu, broker_cpu = time.process_time(), _process_cpu_s(broker.pid)
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            consumer.poll(timeout_ms=500)
+        consumer_cpu = (time.process_time() - consumer_cpu) / seconds
+        broker_cpu = (_process_cpu_s(broker.pid) - broker_cpu) / seconds
+        producer = KafkaProducer(**kafka_client_settings(bootstrap))
+        lags = []
+        for _ in range(probes):
+            time.sleep(1.0)
+            sent = time.monotonic()
+            producer.send(SPANS_TOPIC, b"probe")
+            producer.flush()
+            while not consumer.poll(timeout_ms=100):
+                pass
+            lags.append((time.monotonic() - sent) * 1000)
+        producer.close()
+        consumer.close()
+        return consumer_cpu, broker_cpu, lags
+    finally:
+        broker.stop()
+
+
+def _process_cpu_s(pid: int) -> float:
+    """User and system CPU seconds of process `pid` (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def print_idle(waits: list[int], seconds: float) -> None:
+    """`--idle`: every setting in turn, with ratios to the first."""
+    print(f"idle consumer and its broker over {seconds:.0f} s, then single messages 1 s apart")
+    print("fetch_max_wait_ms  consumer CPU/s  broker CPU/s  probe lag p50 ms  max ms")
+    rows = [(wait_ms, *idle(wait_ms, seconds)) for wait_ms in waits]
+    for wait_ms, consumer, broker, lags in rows:
+        print(f"{wait_ms:>17}  {consumer:>14.4f}  {broker:>12.4f}  "
+              f"{statistics.median(lags):>16.0f}  {max(lags):>6.0f}")  # fmt: skip
+    _, base_consumer, base_broker, _ = rows[0]
+    for wait_ms, consumer, broker, _ in rows[1:]:
+        print(f"ratio {wait_ms} / {rows[0][0]} ms: consumer and broker CPU "
+              f"{(consumer + broker) / (base_consumer + base_broker):.2f}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -86,8 +151,12 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0, help="messages per second")
     parser.add_argument("--seconds", type=float, default=15.0, help="measured time")
     parser.add_argument("--warmup", type=float, default=5.0, help="unmeasured time first")
+    parser.add_argument("--idle", action="store_true", help="no traffic: idle CPU, wake-up lag")
     args = parser.parse_args()
     waits = [int(w) for w in args.waits.split(",")]
+    if args.idle:
+        print_idle(waits, args.seconds)
+        return
 
     broker = LocalBroker()
     broker.start()

@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +29,13 @@ from kafka import KafkaProducer, TopicPartition
 from pathgrade.detectors import load_policy
 from pathgrade.realtime_plane.assembler import DueTurn, TurnAssembler
 from pathgrade.realtime_plane.config import RealtimeConfig
+from pathgrade.realtime_plane.counters import MONITOR_TURNS, RealtimeCounters
 from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS
 from pathgrade.realtime_plane.delays import DelayWindow
 from pathgrade.realtime_plane.delivery import MONITOR_STREAM, AlertBacklog
 from pathgrade.realtime_plane.evaluate import Evaluation, TurnEvaluator
 from pathgrade.realtime_plane.monitors import MonitorReads, MonitorRunner
-from pathgrade.realtime_plane.rollups import MONITOR_TURNS, TurnRollups
+from pathgrade.realtime_plane.rollups import TurnRollups
 from pathgrade.realtime_plane.sampler import Sampler
 from pathgrade.realtime_plane.sinks import (
     AlertSink,
@@ -64,25 +65,6 @@ COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts a
 ALERTS_PER_DELIVERY = 32
 IDLE_POLL_MS = 500  # a poll's longest wait while nothing is held (see `_poll_timeout_ms`)
 TURNS_POLL_INTERVAL_S = 0.2  # publish own turns and read the others' at most this often
-
-
-@dataclass
-class RealtimeCounters:
-    messages: int = 0
-    spans: int = 0
-    undecodable_messages: int = 0
-    partly_decoded_spans: int = 0  # evaluated without their GenAI fields (schemas.otlp)
-    unreadable_headers: int = 0  # messages read with a default tenant or receive time
-    traces_evaluated: int = 0  # turns evaluated (a trace holds one or more; the metric's name)
-    alerts: int = 0
-    sampled: int = 0
-    commits: int = 0
-    store_failures: int = 0
-    evaluation_failures: int = 0  # turns whose evaluation raised (logged, then skipped)
-    turns_shared: int = 0  # conversation turns published for the group's other consumers
-    turns_received: int = 0  # turns other consumers published
-    forged_messages: int = 0  # refused (spans, turns): no or a wrong MAC under the stack's key
-    log_records: int = 0  # read from the logs topic (joined to their spans' turns)
 
 
 class RealtimePlane:
@@ -205,6 +187,7 @@ class RealtimePlane:
             config.session_timeout_ms, on_revoked=self.revoke,
             on_assigned=self._assigned, also=(config.logs_topic,) if config.logs_topic else (),
             max_poll_records=2000, fetch_max_wait_ms=config.fetch_max_wait_ms,
+            idle_fetch_wait_ms=config.idle_fetch_wait_ms,
         )  # fmt: skip
         if config.alerts_topic or config.sampled_topic or config.turns_topic:
             # Alerts, samples and turns are not on the webhook's path: lingering 100 ms fills

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
@@ -109,12 +110,21 @@ def read_message(
     return result
 
 
+QUIET_BEFORE_IDLE_S = 5.0
+"""With `idle_fetch_wait_ms`, a consumer that read nothing for this long fetches at that
+pace (`TopicConsumer.poll`)."""
+
+
 class TopicConsumer:
     """A member of consumer group `group_id` reading `topic`, connected from construction
     until `close()`. `on_revoked` runs before partitions move to another member (store and
     commit what is pending there), `on_assigned` when partitions arrive, each in a thread
     of its own while the polling thread waits in `poll` or `close` (`_Rebalance`).
-    `settings` are further kafka-python consumer settings."""
+    `settings` are further kafka-python consumer settings. With `idle_fetch_wait_ms`, the
+    broker may hold a fetch that long once nothing came for QUIET_BEFORE_IDLE_S (instead of
+    the settings' `fetch_max_wait_ms`, kept while records flow; `quiet_before_idle_s`): an
+    idle consumer asks a few times a second, not ten, and a broker answers a held fetch as
+    soon as a record arrives."""
 
     def __init__(
         self,
@@ -125,9 +135,15 @@ class TopicConsumer:
         on_revoked: Partitions | None = None,
         on_assigned: Partitions | None = None,
         also: tuple[str, ...] = (),
+        idle_fetch_wait_ms: int | None = None,
+        quiet_before_idle_s: float = QUIET_BEFORE_IDLE_S,
         **settings: Any,
     ) -> None:
         self.topic = topic
+        self._busy_fetch_wait_ms: int = settings.get("fetch_max_wait_ms", 500)
+        self._idle_fetch_wait_ms = idle_fetch_wait_ms
+        self._quiet_before_idle_s = quiet_before_idle_s
+        self._last_read = time.monotonic()
         self.topics = (topic, *also)
         if also:  # co-partitioned: the same numbers of every topic go to the same member
             settings.setdefault("partition_assignment_strategy", (RangePartitionAssignor,))
@@ -143,7 +159,25 @@ class TopicConsumer:
 
     def poll(self, timeout_ms: int) -> dict[TopicPartition, list[Any]]:
         """Records by partition (empty after `timeout_ms` without any)."""
-        return self._consumer.poll(timeout_ms=timeout_ms)
+        records = self._consumer.poll(timeout_ms=timeout_ms)
+        if self._idle_fetch_wait_ms is not None:
+            self._pace_fetches(read=bool(records))
+        return records
+
+    def fetch_wait_ms(self) -> int:
+        """How long the broker may hold this consumer's next fetch."""
+        return self._consumer._fetcher.config["fetch_max_wait_ms"]
+
+    def _pace_fetches(self, read: bool) -> None:
+        """The idle fetch wait once nothing was read for `quiet_before_idle_s`, the busy one
+        as soon as something is. kafka-python reads the wait of each fetch it builds from
+        its fetcher's settings (a private attribute, as of 3.0)."""
+        now = time.monotonic()
+        if read:
+            self._last_read = now
+        idle = now - self._last_read >= self._quiet_before_idle_s
+        wait = self._idle_fetch_wait_ms if idle else self._busy_fetch_wait_ms
+        self._consumer._fetcher.config["fetch_max_wait_ms"] = wait
 
     def commit(
         self, next_offsets: Mapping[TopicPartition, int], timeout_ms: int | None = None
