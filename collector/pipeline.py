@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from pathgrade.collector.counters import IngestCounters
 from pathgrade.collector.grouping import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Grouped,
@@ -34,16 +35,6 @@ class IngestResult:
     accepted_spans: int
     rejected_spans: int
     error_message: str
-
-
-@dataclass
-class IngestCounters:
-    requests: int = 0
-    accepted_spans: int = 0
-    rejected_spans: int = 0
-    log_requests: int = 0
-    accepted_log_records: int = 0
-    rejected_log_records: int = 0
 
 
 class IngestPipeline:

@@ -11,20 +11,20 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from kafka.errors import KafkaError
 from pathgrade.collector.config import CollectorConfig, load_request_patterns
+from pathgrade.collector.counters import IngestCounters
 from pathgrade.collector.dead_letter import DeadLetterFile
 from pathgrade.collector.facts import FactMaker, load_secret
 from pathgrade.collector.grpc_receiver import TraceServiceHandler, start_grpc_server
 from pathgrade.collector.http_receiver import OtlpHttpServer
 from pathgrade.collector.log_trim import GroupOffsets
-from pathgrade.collector.pipeline import IngestCounters, IngestPipeline
+from pathgrade.collector.pipeline import IngestPipeline
 from pathgrade.collector.publisher import KafkaPublisher, producer_for
 from pathgrade.collector.redact import Redactor
-from pathgrade.collector.spill import SpillFile, SpillInUse
+from pathgrade.collector.spill import SpillFile, SpillInUse, logs_spill_dir
 from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.pii import PiiScanner
@@ -33,11 +33,6 @@ from pathgrade.transport.bearer_tokens import TokenAuth
 from pathgrade.transport.signing import signing
 
 log = logging.getLogger(__name__)
-
-
-def logs_spill_dir(spill_dir: Path) -> Path:
-    """Where the log records' spill (their durable log) lives: beside the spans'."""
-    return spill_dir / "logs"
 
 
 class KafkaUnavailable(RuntimeError):

@@ -108,6 +108,11 @@ def decode_message(body: bytes) -> OutgoingMessage:
     return OutgoingMessage(key, body[start + key_len + tenant_len :], tenant, received_at)
 
 
+def logs_spill_dir(spill_dir: Path) -> Path:
+    """Where the log records' spill (their durable log) lives: beside the spans'."""
+    return spill_dir / "logs"
+
+
 def lock_directory(directory: Path) -> int:
     """Take the exclusive lock of a spill directory; returns the lock's descriptor.
     Raises SpillInUse when another process holds it."""

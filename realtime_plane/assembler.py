@@ -51,6 +51,7 @@ from itertools import groupby
 from operator import attrgetter
 from typing import Literal
 
+from pathgrade.realtime_plane.counters import AssemblerStats
 from pathgrade.schemas.agent_turns import TurnLayout, TurnShape, loose_turn, turn_layout
 from pathgrade.schemas.events import join_records
 from pathgrade.schemas.model import LogRecord, Span, Trace
@@ -107,18 +108,6 @@ class DueTurn:
         span that ends with the conversation, `Trace.context_pending`): it is graded again
         with that span when it comes."""
         return self.reason == "quiet" and self.turn.context_pending
-
-
-@dataclass
-class AssemblerStats:
-    spans_added: int = 0
-    turns_due: int = 0
-    early_evaluations: int = 0  # max age, memory bound or drain
-    re_evaluations: int = 0
-    duplicate_spans: int = 0  # read again (same trace and span id): left out
-    records_added: int = 0  # log records tied to a span
-    duplicate_records: int = 0  # read again: left out
-    held_back: int = 0  # times a due turn waited for an earlier turn of its conversation
 
 
 @dataclass

@@ -36,9 +36,6 @@ from pathgrade.schemas.rollups import (
     turn_slices,
 )
 
-MONITOR_TURNS = "monitor_turns"
-"""The counters' entry holding the totals: (tenant, service, agent, counter) -> turns."""
-
 
 class TurnRollups:
     """Counts of evaluated turns per rollup key, until the store takes them."""

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pathgrade.collector.config import CollectorConfig
-from pathgrade.collector.pipeline import IngestCounters
-from pathgrade.collector.service import Collector
+from pathgrade.collector.counters import IngestCounters
 from pathgrade.stack.children import SharedCounters, child_process
 from pathgrade.stack.messages import (
     CollectorReady,
@@ -37,6 +36,9 @@ def collector_main(
     offsets produced so far; resuming on a replaced broker with a new producer); `Stop`
     reports them last (`CollectorStopped`, with the log offset up to which its spill was
     sent to Kafka)."""
+    # imported here: the stack's own process imports this module only to name the entry point
+    from pathgrade.collector.service import Collector
+
     with child_process("collector", events):
         collector = Collector(CollectorConfig.model_validate(config), counters.counters())
         collector.start()

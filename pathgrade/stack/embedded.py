@@ -41,14 +41,11 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.errors import KafkaError
 
-from pathgrade.batch_plane.export.exporter import ResultExporter
 from pathgrade.batch_plane.store.client import redact_dsn
-from pathgrade.collector.pipeline import IngestCounters
-from pathgrade.collector.service import logs_spill_dir
-from pathgrade.collector.spill import SpillFile
-from pathgrade.realtime_plane.assembler import AssemblerStats
+from pathgrade.collector.counters import IngestCounters
+from pathgrade.collector.spill import SpillFile, logs_spill_dir
 from pathgrade.realtime_plane.config import RealtimeConfig
-from pathgrade.realtime_plane.plane import RealtimeCounters
+from pathgrade.realtime_plane.counters import AssemblerStats, RealtimeCounters
 from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.message_auth import MESSAGE_KEY_FILE, MessageKey, message_key_from_env
 from pathgrade.schemas.topics import (
@@ -110,7 +107,7 @@ from pathgrade.stack.store_access import facts_key_file
 from pathgrade.stack.store_owner import StoreOwner
 
 if TYPE_CHECKING:
-    pass
+    from pathgrade.batch_plane.export.exporter import ResultExporter
 
 log = logging.getLogger(__name__)
 
@@ -190,6 +187,8 @@ class Stack:
                 self._start_realtime(index)
             if export is not None:
                 assert self.store.store is not None
+                from pathgrade.batch_plane.export.exporter import ResultExporter  # only with it
+
                 self.exporter = ResultExporter(export, self.store.store)
                 self.exporter.start()
             self._start_collector()

@@ -19,8 +19,8 @@ from typing import Any
 from starlette.responses import Response
 
 from pathgrade.collector.http_server import ConnectionLimits, UvicornServer
+from pathgrade.realtime_plane.counters import MONITOR_TURNS
 from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS, coverage_rows
-from pathgrade.realtime_plane.rollups import MONITOR_TURNS
 from pathgrade.schemas.stalls import STALLED
 from pathgrade.web.metric_names import CONTENT_TYPE, GAUGES, Sample, metric_name
 

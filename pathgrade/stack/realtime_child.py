@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Any
 from pathgrade.batch_plane.store.deliveries import AlertRecords
 from pathgrade.batch_plane.store.monitors import MonitorQueries
 from pathgrade.batch_plane.store.remote import RemoteStore
-from pathgrade.realtime_plane.assembler import AssemblerStats
 from pathgrade.realtime_plane.config import RealtimeConfig
-from pathgrade.realtime_plane.plane import RealtimeCounters, RealtimePlane
+from pathgrade.realtime_plane.counters import AssemblerStats, RealtimeCounters
 from pathgrade.stack.alert_lines import AlertLineSettings
 from pathgrade.stack.children import SharedCounters, child_process
 from pathgrade.stack.messages import (
@@ -49,6 +48,9 @@ def realtime_main(
     `Suspend` and `Stop` carry the offsets to read up to and whether to evaluate every
     held trace; `Stop` answers with the partitions it read up to and its final counters
     (`RealtimeStopped`)."""
+    # imported here: the stack's own process imports this module only to name the entry point
+    from pathgrade.realtime_plane.plane import RealtimePlane
+
     with child_process("realtime", events, alert_lines):
         store = RemoteStore(store_url, token)
         plane = RealtimePlane(

@@ -23,8 +23,8 @@ import re
 import yaml
 
 from pathgrade.detectors.monitor_policy import BurnWindow, MonitorsPolicy, ObjectiveMonitor
+from pathgrade.realtime_plane.counters import MONITOR_TURNS
 from pathgrade.realtime_plane.monitor_alerts import bad_turns, duration
-from pathgrade.realtime_plane.rollups import MONITOR_TURNS
 from pathgrade.schemas.monitors import SPLIT_DIMENSIONS
 from pathgrade.schemas.rollups import TURNS
 from pathgrade.web.metric_names import metric_name

@@ -1,5 +1,7 @@
 """Serving the browser UI with uvicorn: in a thread of the store owner (`pathgrade up`) or
-in the foreground (`pathgrade ui`, the production box)."""
+in the foreground (`pathgrade ui`, the production box). The app (its pages, templates and
+queries: about a CPU-second of imports) is built on the first request, so a stack nobody
+browses never loads it."""
 
 from __future__ import annotations
 
@@ -7,13 +9,29 @@ import logging
 import socket
 import threading
 import time
+from typing import Any
 
 import uvicorn
 
-from pathgrade.web.app import create_app
 from pathgrade.web.rendering import UiSettings
 
 START_TIMEOUT_S = 30.0
+
+
+class AppOnFirstRequest:
+    """An ASGI app that builds the UI's app (`pathgrade.web.app.create_app`) on its first
+    request and hands every request to it."""
+
+    def __init__(self, settings: UiSettings) -> None:
+        self.settings = settings
+        self._app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._app is None:  # built without an await: requests on the loop cannot overlap
+            from pathgrade.web.app import create_app
+
+            self._app = create_app(self.settings)
+        await self._app(scope, receive, send)
 
 
 class UiServer:
@@ -24,7 +42,7 @@ class UiServer:
         self.socket = socket.create_server((host, port))  # bound now: the port is known
         self.port = self.socket.getsockname()[1]
         config = uvicorn.Config(
-            create_app(settings), log_level="warning", access_log=False, lifespan="off"
+            AppOnFirstRequest(settings), log_level="warning", access_log=False, lifespan="off"
         )
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None

@@ -219,11 +219,9 @@ def exported_metrics() -> set[str]:
     from pathgrade.batch_plane.export.exporter import ExportStats
     from pathgrade.batch_plane.scoring.online import OnlineScorerStats
     from pathgrade.batch_plane.store.writer import StoreWriterStats
-    from pathgrade.collector.pipeline import IngestCounters
-    from pathgrade.realtime_plane.assembler import AssemblerStats
+    from pathgrade.collector.counters import IngestCounters
+    from pathgrade.realtime_plane.counters import MONITOR_TURNS, AssemblerStats, RealtimeCounters
     from pathgrade.realtime_plane.delays import MAX, P50, P99
-    from pathgrade.realtime_plane.plane import RealtimeCounters
-    from pathgrade.realtime_plane.rollups import MONITOR_TURNS
     from pathgrade.realtime_plane.sinks import WebhookStats
     from pathgrade.schemas.stalls import STALLED, WRITE_FAILURES
 
