@@ -32,6 +32,7 @@ from google.protobuf.internal.encoder import _VarintBytes
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from pathgrade.batch_plane.store.client import ClientStore, QueryError
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
+from pathgrade.content.otlp import parse_spans_message
 from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as m
 from pathgrade.schemas.decline import Decision, Declined
@@ -46,7 +47,6 @@ from pathgrade.schemas.genai_sql import (
     quote,
 )
 from pathgrade.schemas.model import MAX_TIME_NS
-from pathgrade.schemas.otlp import parse_spans_message
 from pathgrade.schemas.otlp_proto import (
     RECEIVED_AT_FIELD,
     ROOT_MESSAGE,

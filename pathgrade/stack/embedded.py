@@ -46,10 +46,10 @@ from pathgrade.batch_plane.store.client import redact_dsn
 from pathgrade.collector.pipeline import IngestCounters
 from pathgrade.collector.service import logs_spill_dir
 from pathgrade.collector.spill import SpillFile
+from pathgrade.content.fingerprints import FactSecret
 from pathgrade.realtime_plane.assembler import AssemblerStats
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.plane import RealtimeCounters
-from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.message_auth import MESSAGE_KEY_FILE, MessageKey, message_key_from_env
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
