@@ -22,12 +22,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from pathgrade.collector.forwarding import Forwarding
-from pathgrade.content.conventions import (
-    MESSAGE_FALLBACK_KEYS,
-    NOT_REBUILT,
-    ContentView,
-    content_view,
-)
+from pathgrade.content.conventions import NOT_REBUILT, ContentView, content_view
 from pathgrade.content.event_content import MESSAGE_EVENTS
 from pathgrade.content.events import event_messages, messages_json
 from pathgrade.content.facts_producer import (
@@ -248,7 +243,7 @@ def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str
         "context_keys": CONTEXT_KEYS,
         "identity_keys": genai.IDENTITY_KEYS,
         "confirmed_key": genai.PG_CONFIRMED_ACTION,
-        "message_fallback_keys": MESSAGE_FALLBACK_KEYS,
+        "message_fallback_keys": mapping.MESSAGE_FALLBACK_KEYS,
         "operation_key": mapping.OPERATION_KEY,
         "operation_sources": tuple(
             (s.key, s.table, s.unknown == "lowercase", s.upper, s.unknown_value)

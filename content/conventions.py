@@ -114,6 +114,7 @@ from pathgrade.content.memo import BoundedMemo
 from pathgrade.content.numbers import integral, parse_index
 from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as m
+from pathgrade.schemas.genai_mapping import MESSAGE_FALLBACK_KEYS, TOKEN_KEYS
 from pathgrade.schemas.model import EvalContext, GenAIFields, Span
 
 
@@ -153,10 +154,6 @@ def genai_fields(span_name: str, attributes: Mapping[str, Any]) -> GenAIFields:
     fields.total_tokens = total_tokens
     fields.error_type = _text(get(g.ERROR_TYPE))
     return fields
-
-
-TOKEN_KEYS = frozenset(m.INPUT_TOKEN_KEYS + m.OUTPUT_TOKEN_KEYS + m.TOTAL_TOKEN_KEYS)
-"""The token-usage keys `genai_fields` reads, behind one test of whether a span has any."""
 
 
 def _names(
@@ -472,16 +469,6 @@ def _messages_without_keys(
         found.append(text)
         rebuilt.append(used)
     return found, RebuiltMessages(*rebuilt), reasons
-
-
-MESSAGE_FALLBACK_KEYS = frozenset(
-    m.FLATTENED_PROBE_KEYS
-    + tuple(k for rule in m.MESSAGES_RULES for k in (rule.deprecated_key, rule.openinference_key))
-)
-"""Every key `_messages_without_keys` can take messages from (flattened messages are
-collected only when a probe key is present; the OpenInference kind only selects a key
-of these): a model call holding none of them (its messages dropped by the collector,
-say) has none to rebuild."""
 
 
 def _flattened_of(

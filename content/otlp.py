@@ -34,10 +34,11 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, TracesData
-from pathgrade.content.conventions import TOKEN_KEYS, eval_context, genai_fields
+from pathgrade.content.conventions import eval_context, genai_fields
 from pathgrade.content.numbers import parse_int
 from pathgrade.schemas import genai
 from pathgrade.schemas.decline import Decision, Declined, declined
+from pathgrade.schemas.genai_mapping import TOKEN_KEYS
 from pathgrade.schemas.model import MAX_TIME_NS, EvalContext, GenAIFields, Span, SpanEvent, SpanLink
 from pathgrade.schemas.topics import DEFAULT_TENANT, RECEIVED_AT_HEADER, TENANT_HEADER
 

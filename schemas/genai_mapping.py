@@ -79,6 +79,9 @@ OUTPUT_TOKEN_KEYS = (
     g.TL_LLM_USAGE_COMPLETION_TOKENS,
 )
 TOTAL_TOKEN_KEYS = (g.OI_TOKEN_COUNT_TOTAL, g.TL_LLM_USAGE_TOTAL_TOKENS)
+TOKEN_KEYS = frozenset(INPUT_TOKEN_KEYS + OUTPUT_TOKEN_KEYS + TOTAL_TOKEN_KEYS)
+"""The token-usage keys `content.conventions.genai_fields` reads, behind one test of whether
+a span has any."""
 FINISH_REASON_KEYS = (g.RESPONSE_FINISH_REASONS, g.OI_LLM_FINISH_REASON)
 
 INPUT_MESSAGE_PREFIXES = (g.OI_INPUT_MESSAGES_PREFIX, g.TL_PROMPT_PREFIX)
@@ -181,6 +184,14 @@ OUTPUT_MESSAGES = MessagesRule(
 )
 MESSAGES_RULES = (INPUT_MESSAGES, OUTPUT_MESSAGES)
 """Input, then output: the order `content.conventions` reads them in."""
+MESSAGE_FALLBACK_KEYS = frozenset(
+    FLATTENED_PROBE_KEYS
+    + tuple(k for rule in MESSAGES_RULES for k in (rule.deprecated_key, rule.openinference_key))
+)
+"""Every key `content.conventions` can rebuild messages from when a span has no GenAI
+messages (flattened messages are collected only when a probe key is present; the
+OpenInference kind only selects a key of these): a model call holding none of them (its
+messages dropped by the collector, say) has none to rebuild."""
 
 
 TURN_OPERATIONS = frozenset(
