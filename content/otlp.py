@@ -39,7 +39,16 @@ from pathgrade.content.numbers import parse_int
 from pathgrade.schemas import genai
 from pathgrade.schemas.decline import Decision, Declined, declined
 from pathgrade.schemas.genai_mapping import TOKEN_KEYS
-from pathgrade.schemas.model import MAX_TIME_NS, EvalContext, GenAIFields, Span, SpanEvent, SpanLink
+from pathgrade.schemas.model import (
+    MAX_TIME_NS,
+    SPAN_KINDS,
+    STATUS_CODES,
+    EvalContext,
+    GenAIFields,
+    Span,
+    SpanEvent,
+    SpanLink,
+)
 from pathgrade.schemas.topics import DEFAULT_TENANT, RECEIVED_AT_HEADER, TENANT_HEADER
 
 try:
@@ -57,13 +66,9 @@ def reader_built() -> bool:
 
 # OTLP enum numbers (Span.SpanKind, Status.StatusCode) -> otel_traces strings. Numbers
 # outside the enum (proto3 enums are open) read as Unspecified / Unset.
-_SPAN_KINDS = dict(
-    enumerate(("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer"))
-)
-_STATUS_CODES = dict(enumerate(("Unset", "Ok", "Error")))
-_UNSPECIFIED = "Unspecified"
-_UNSET = "Unset"
-_ERROR = "Error"
+_SPAN_KINDS = dict(enumerate(SPAN_KINDS))
+_STATUS_CODES = dict(enumerate(STATUS_CODES))
+_UNSPECIFIED, _UNSET, _ERROR = SPAN_KINDS[0], STATUS_CODES[0], STATUS_CODES[2]
 
 
 @dataclass

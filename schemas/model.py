@@ -21,6 +21,11 @@ SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK = 0x200
 MAX_TIME_NS = 2**63 - 1
 """The latest time the store holds, in ns since the epoch: its DateTime64(9) and Int64 time
 columns are signed 64-bit (2262-04-11T23:47:16Z)."""
+SPAN_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
+"""`Span.kind`'s values (as the OTel Collector's `otel_traces` table writes them), in the
+order of OTLP's `Span.SpanKind`: a kind's number is its index."""
+STATUS_CODES = ("Unset", "Ok", "Error")
+"""`Span.status_code`'s values, in the order of OTLP's `Status.StatusCode`."""
 
 
 @dataclass(slots=True)
