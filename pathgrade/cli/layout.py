@@ -80,8 +80,9 @@ CLI_USES = (*BELOW_PATHGRADE, "pathgrade", "stack", "web", *DEMO, "cli.<helper>"
 FOLDERS: tuple[Folder, ...] = (
     Folder(
         "schemas/",
-        "definitions, no algorithm over content: the canonical model, GenAI names and the "
-        "convention mappings as tables, the facts contract (names, types, its reader), "
+        "definitions, no algorithm over content: the canonical model, GenAI names, the "
+        "convention mappings, the lexicons and the kinds of personal data as tables, the "
+        "facts contract (names, types, its reader), "
         "ClickHouse DDL migrations, Kafka topic and header names, the `Store` protocol and "
         "the protocols the realtime plane reads the store through "
         "(`alert_store.AlertStore`), the fast paths' decline contract",
