@@ -34,7 +34,7 @@ from pathgrade.batch_plane.evaluation.runs import (
 )
 from pathgrade.batch_plane.scoring.checks.fixtures import FixtureAttempt
 from pathgrade.batch_plane.scoring.trajectory import tool_correctness
-from pathgrade.schemas.fingerprints import FactSecret
+from pathgrade.content.fingerprints import FactSecret
 from pathgrade.schemas.model import Trace
 
 ANSWER = "Refund issued for order A2001. Reference ORD-102001."

@@ -77,9 +77,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.batch_plane.store.remote import RemoteStore
+from pathgrade.content.otlp import decode_resource_spans
 from pathgrade.schemas import genai
-from pathgrade.schemas.messages import parse_json
-from pathgrade.schemas.otlp import decode_resource_spans
+from pathgrade.schemas.json_text import parse_json
 
 from pathgrade.demo import scenarios
 from pathgrade.demo.sender import SERVICE_NAMES, emit_turn, send_demo_traces

@@ -67,10 +67,10 @@ from pathgrade.collector.forwarded import ForwardedSpans
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.collector.validate import validate_request
-from pathgrade.schemas.fingerprints import FactSecret
+from pathgrade.content.fingerprints import FactSecret
+from pathgrade.content.otlp import decode_spans_message
+from pathgrade.content.pii import PiiScanner
 from pathgrade.schemas.migrations import migrate
-from pathgrade.schemas.otlp import decode_spans_message
-from pathgrade.schemas.pii import PiiScanner
 
 from pathgrade.stack.gc_schedule import schedule_full_collections
 

@@ -56,9 +56,9 @@ from ingest import (
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
+from pathgrade.content.otlp import decode_resource_spans
 from pathgrade.detectors import load_policy, run_detectors
 from pathgrade.schemas.model import Trace
-from pathgrade.schemas.otlp import decode_resource_spans
 
 from pathgrade.demo.scenarios import FAILURE_SCENARIOS
 from pathgrade.stack.broker import free_port

@@ -13,7 +13,7 @@ process collects garbage on pathgrade's timer, as the realtime process does
 (`pathgrade/stack/gc_schedule.py`; Python's default thresholds cost 10-25% more here).
 
 `--compare-decode` runs the plane a second time in each round with the OTLP reader
-(`schemas/_otlp_reader.c`) off, so messages are decoded by upb's parse and the Python walk
+(`content/_otlp_reader.c`) off, so messages are decoded by upb's parse and the Python walk
 as without the extension, the two alternating which goes first; it prints both and their
 ratio.
 
@@ -42,11 +42,11 @@ from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.collector.validate import validate_request
+from pathgrade.content import otlp
+from pathgrade.content.fingerprints import FactSecret
+from pathgrade.content.pii import PiiScanner
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.plane import RealtimePlane
-from pathgrade.schemas import otlp
-from pathgrade.schemas.fingerprints import FactSecret
-from pathgrade.schemas.pii import PiiScanner
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
 
 from pathgrade.stack.broker import LocalBroker, ensure_topics
@@ -150,7 +150,7 @@ def main() -> None:
     parser.add_argument("--profile", metavar="FILE", help="cProfile the last round to FILE")
     args = parser.parse_args()
     if otlp.read_traces is None:
-        print("the OTLP reader (pathgrade.schemas._otlp_reader) is not built: upb decodes")
+        print("the OTLP reader (pathgrade.content._otlp_reader) is not built: upb decodes")
         if args.compare_decode:
             parser.error("--compare-decode needs the OTLP reader")
     # how each variant decodes: the OTLP reader as installed, or none (upb and Python)

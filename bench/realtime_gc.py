@@ -23,12 +23,12 @@ from ingest import request_bodies
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.content.otlp import decode_spans_message
 from pathgrade.detectors import load_policy
 from pathgrade.realtime_plane.assembler import TurnAssembler
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.evaluate import TurnEvaluator
 from pathgrade.realtime_plane.sampler import Sampler
-from pathgrade.schemas.otlp import decode_spans_message
 
 from pathgrade.stack.gc_schedule import schedule_full_collections
 

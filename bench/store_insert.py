@@ -40,11 +40,11 @@ from pathgrade.batch_plane.store.writer_config import SQL_INSERT_MIN_SPANS
 from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.content.fingerprints import SECRET_BYTES, FactSecret
+from pathgrade.content.otlp import decode_resource_spans
+from pathgrade.content.pii import PiiScanner
 from pathgrade.schemas.decline import declined
-from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret
 from pathgrade.schemas.migrations import migrate
-from pathgrade.schemas.otlp import decode_resource_spans
-from pathgrade.schemas.pii import PiiScanner
 
 from pathgrade.stack.gc_schedule import schedule_full_collections
 

@@ -22,13 +22,13 @@ from collections import defaultdict
 from kafka import KafkaProducer
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pathgrade.content.otlp import decode_spans_message
 from pathgrade.detectors import default_policy
 from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.counters import RealtimeCounters
 from pathgrade.realtime_plane.evaluate import TurnEvaluator
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.model import Trace
-from pathgrade.schemas.otlp import decode_spans_message
 from pathgrade.schemas.topics import TURNS_TOPIC, kafka_client_settings
 
 from pathgrade.demo.sender import send_demo_traces

@@ -1,4 +1,4 @@
 """OTLP receivers (gRPC, HTTP), validation, redaction and publishing to Kafka.
 
-May import `schemas` (and `transport`); never a detector, a plane or `pathgrade`.
+May import `schemas` and `content` (and `transport`); never a detector, a plane or `pathgrade`.
 """

@@ -2,7 +2,7 @@
  *
  * `Kernel.request(body, key, key_id, tenant)` walks the protobuf wire format of an
  * ExportTraceServiceRequest once and, for every span in request order, answers what
- * `schemas.facts_producer.compute_facts` (through `collector.facts.FactMaker`) answers for
+ * `content.facts_producer.compute_facts` (through `collector.facts.FactMaker`) answers for
  * it, without making a Python object of any value it reads:
  *
  *   None                  the span has no facts and no content that holds personal data
@@ -205,7 +205,7 @@ static void sha256_final(Sha256 *s, uint8_t out[32]) {
 }
 
 /* Fingerprints of short texts, remembered: identities, ids and argument values repeat
- * (`schemas.fingerprints.TenantKey` remembers them too). Direct-mapped. */
+ * (`content.fingerprints.TenantKey` remembers them too). Direct-mapped. */
 #define FP_SLOTS 1024
 #define FP_TEXT 48
 
@@ -242,7 +242,7 @@ static void hmac_init(Hmac *m, const uint8_t *key, size_t key_len) {
     sha256_update(&m->outer, pad, 64);
 }
 
-#define DIGEST_BYTES 16 /* schemas.fingerprints.DIGEST_BYTES */
+#define DIGEST_BYTES 16 /* content.fingerprints.DIGEST_BYTES */
 
 /* Append `<key id>:<first 128 bits of HMAC in hex>` of `text` to `out`. */
 static void fingerprint(const Hmac *m, const char *text, size_t n, Buf *out) {
@@ -754,7 +754,7 @@ static int member_cmp(const void *a, const void *b) {
     return x->order < y->order ? -1 : (x->order > y->order);
 }
 
-/* Canonical JSON text (`schemas.fingerprints.canonical_text` of a non-string: sorted
+/* Canonical JSON text (`content.fingerprints.canonical_text` of a non-string: sorted
  * keys, no spaces, floats holding an integer below 2**63 as integers). */
 static int put_canonical(Json *j, long i, Buf *out) {
     JNode *node = NODE(j, i);
@@ -893,7 +893,7 @@ typedef struct {
     KeyList fact_keys; /* the facts' own keys: a producer that set one leaves its span to Python */
     KeyList operations, message_operations, model_operations, finish_reason_keys;
     KeyList tool_argument_keys, tool_result_keys, untrusted_markers, untrusted_part_types;
-    KeyList named_part_types; /* `schemas.messages.NAMED_PART_TYPES`: any other is generic */
+    KeyList named_part_types; /* `content.messages.NAMED_PART_TYPES`: any other is generic */
     KeyList final_answer_tools; /* a call of one in a model's output is its answer */
     KeyList message_events; /* span events holding content: their spans are left to Python */
     Anchors instruction_anchors, claim_anchors, ask_anchors;
@@ -1398,7 +1398,7 @@ typedef struct {
     int n_attrs;
     int overflow; /* more relevant attributes than MAX_ATTRS */
     int has_events;
-    int has_message_events; /* an event holding content (schemas/event_content.py) */
+    int has_message_events; /* an event holding content (content/event_content.py) */
 } SpanView;
 
 /* The span's (last) attribute at table place `slot`, or NULL. */
@@ -1613,7 +1613,7 @@ static int operation_of(Ctx *c, const SpanView *v, Buf *op) {
     return 0;
 }
 
-/* ---- messages (`schemas.messages`) */
+/* ---- messages (`content.messages`) */
 
 static long parts_of(Json *j, long message) {
     long parts = member(j, message, "parts");

@@ -1,5 +1,5 @@
 """The collector's facts: the deployment's fact secret, computing one span's facts from its
-raw values (`schemas.facts_producer`), and writing facts onto an OTLP span.
+raw values (`content.facts_producer`), and writing facts onto an OTLP span.
 
 The same facts come from two places. The fact kernel (`_facts_kernel`, a C extension built
 at install) reads a whole export request's bytes once and answers for every span it can
@@ -22,41 +22,19 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from pathgrade.collector.forwarding import Forwarding
-from pathgrade.schemas import genai
-from pathgrade.schemas import genai_mapping as mapping
-from pathgrade.schemas.conventions import (
-    MESSAGE_FALLBACK_KEYS,
-    NOT_REBUILT,
-    ContentView,
-    content_view,
-)
-from pathgrade.schemas.decline import Decision, Declined
-from pathgrade.schemas.event_content import MESSAGE_EVENTS
-from pathgrade.schemas.events import event_messages, messages_json
-from pathgrade.schemas.facts import (
-    CONFIRMED,
-    FACT_KEYS,
-    FACTS_VERSION,
-    OUTPUT,
-    PII_DROPPED,
-    PII_SCRUBBED,
-    SESSION_FP,
-    TOOL_ARGS,
-    UNTRUSTED_INSTRUCTIONS,
-    VERSION,
-    PiiRecord,
-)
-from pathgrade.schemas.facts_producer import (
+from pathgrade.content.conventions import NOT_REBUILT, ContentView, content_view
+from pathgrade.content.event_content import MESSAGE_EVENTS
+from pathgrade.content.events import event_messages, messages_json
+from pathgrade.content.facts_producer import (
     UNTRUSTED_MARKERS,
     compute_facts,
     instructions_in_messages,
     joined_hits,
     pii_record_text,
 )
-from pathgrade.schemas.fingerprints import KEY_FILE_NAME, FactSecret
-from pathgrade.schemas.messages import NAMED_PART_TYPES, UNTRUSTED_PART_TYPES, GrowingArrays
-from pathgrade.schemas.model import GenAIFields
-from pathgrade.schemas.pii import (
+from pathgrade.content.fingerprints import KEY_FILE_NAME, FactSecret
+from pathgrade.content.messages import NAMED_PART_TYPES, UNTRUSTED_PART_TYPES, GrowingArrays
+from pathgrade.content.pii import (
     CARD_MAX_DIGITS,
     CARD_MIN_DIGITS,
     CARD_RUN_MAP,
@@ -70,15 +48,26 @@ from pathgrade.schemas.pii import (
     TRIGGERS,
     PiiScanner,
 )
-from pathgrade.schemas.predicates import (
-    ASKS,
-    CLAIMS,
-    INSTRUCTIONS,
-    SKELETON_MAX_DEPTH,
-    SKELETON_MAX_ITEMS,
-    RequestPatterns,
+from pathgrade.content.predicates import ASKS, CLAIMS, INSTRUCTIONS, RequestPatterns
+from pathgrade.content.withheld import WITHHELD_PREFIX, WITHHELD_SUFFIX
+from pathgrade.schemas import genai
+from pathgrade.schemas import genai_mapping as mapping
+from pathgrade.schemas.decline import Decision, Declined
+from pathgrade.schemas.facts import (
+    CONFIRMED,
+    FACT_KEYS,
+    FACTS_VERSION,
+    OUTPUT,
+    PII_DROPPED,
+    PII_SCRUBBED,
+    SESSION_FP,
+    TOOL_ARGS,
+    UNTRUSTED_INSTRUCTIONS,
+    VERSION,
+    PiiRecord,
 )
-from pathgrade.schemas.withheld import WITHHELD_PREFIX, WITHHELD_SUFFIX
+from pathgrade.schemas.lexicons import SKELETON_MAX_DEPTH, SKELETON_MAX_ITEMS
+from pathgrade.schemas.model import GenAIFields
 
 try:
     from pathgrade.collector._facts_kernel import Kernel, splice_attributes
@@ -254,7 +243,7 @@ def kernel_config(scanner: PiiScanner, decline_inputs: bool = False) -> dict[str
         "context_keys": CONTEXT_KEYS,
         "identity_keys": genai.IDENTITY_KEYS,
         "confirmed_key": genai.PG_CONFIRMED_ACTION,
-        "message_fallback_keys": MESSAGE_FALLBACK_KEYS,
+        "message_fallback_keys": mapping.MESSAGE_FALLBACK_KEYS,
         "operation_key": mapping.OPERATION_KEY,
         "operation_sources": tuple(
             (s.key, s.table, s.unknown == "lowercase", s.upper, s.unknown_value)
@@ -340,7 +329,7 @@ def record_content(
 ) -> dict[str, Any]:
     """The raw values `FactMaker.facts` reads of a log record named `name`: its content
     attributes (`content`) and context keys, with the messages its event carries
-    (`schemas.events.event_messages`, from those attributes or the `body`) written as a
+    (`content.events.event_messages`, from those attributes or the `body`) written as a
     model call's `gen_ai.input.messages` / `gen_ai.output.messages` (operation `chat`
     unless the record names one), so a card in a choice record is an output fact of it
     as of a span; {} when it holds no content."""

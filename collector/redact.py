@@ -15,14 +15,14 @@ Per span, in place:
 3. Forward by allow-list (`schemas.allowed_keys`): every other attribute (of the span, its
    events and links, its resource and scope) is forwarded as text only when its key is
    allowed (the default list plus `allowed_keys`); any other value is withheld: it
-   becomes its mark (`schemas.withheld`: its type, its keyed fingerprint under the
+   becomes its mark (`content.withheld`: its type, its keyed fingerprint under the
    tenant's fact key, the kinds of personal data found in it), whatever it holds; a
    boolean and an empty string travel as they are. A JSON object under a key of
    `allowed_keys.ALLOWED_MEMBERS` (OpenInference's `metadata`) travels as its structural
    members only (LangGraph's node, step, triggers...). An attribute key that does not look
    like one, or holds personal data, is withheld the same way (and so is its value). The
    span's status message is withheld unless `allowed_keys` names `status.message`.
-4. Everything forwarded as text is scrubbed (`schemas.pii`, after a normalisation that
+4. Everything forwarded as text is scrubbed (`content.pii`, after a normalisation that
    undoes encodings): allowed values (nested arrays and key-value lists included; bytes as
    UTF-8 text; integers and floats that hold a card number), kept content, span and event
    names, `trace_state` of the span and its links, scope name and version, the schema
@@ -70,6 +70,15 @@ from pathgrade.collector.forwarded import (
 )
 from pathgrade.collector.forwarding import Forwarding
 from pathgrade.collector.redaction_config import RedactionConfig
+from pathgrade.content.event_content import event_content
+from pathgrade.content.events import read_messages
+from pathgrade.content.fingerprints import SECRET_BYTES, FactSecret, TenantKey, is_fingerprint
+from pathgrade.content.memo import BoundedMemo
+from pathgrade.content.messages import GrowingArrays
+from pathgrade.content.otlp import any_value, structured_value
+from pathgrade.content.otlp_logs import EVENT_NAME_ATTRIBUTE
+from pathgrade.content.pii import PiiScanner, add_counts, card_number, id_holds_card
+from pathgrade.content.withheld import KEY_TYPE, withheld_mark
 from pathgrade.schemas import genai
 from pathgrade.schemas.allowed_keys import (
     ALLOWED_MEMBERS,
@@ -79,25 +88,10 @@ from pathgrade.schemas.allowed_keys import (
     looks_like_key,
 )
 from pathgrade.schemas.decline import Decision, declined
-from pathgrade.schemas.event_content import event_content
-from pathgrade.schemas.events import read_messages
 from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
-from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret, TenantKey, is_fingerprint
-from pathgrade.schemas.memo import BoundedMemo
-from pathgrade.schemas.messages import GrowingArrays, parse_json
-from pathgrade.schemas.otlp import any_value, structured_value
-from pathgrade.schemas.otlp_logs import EVENT_NAME_ATTRIBUTE
-from pathgrade.schemas.pii import (
-    CARD,
-    CARD_MARK,
-    Counts,
-    PiiScanner,
-    add_counts,
-    card_number,
-    id_holds_card,
-)
+from pathgrade.schemas.json_text import parse_json
+from pathgrade.schemas.personal_data import CARD, CARD_MARK, Counts
 from pathgrade.schemas.topics import DEFAULT_TENANT
-from pathgrade.schemas.withheld import KEY_TYPE, withheld_mark
 
 CAPTURE_ALL_TOOLS: Final = "*"
 
@@ -325,7 +319,7 @@ class Redactor:
         self, request: ExportLogsServiceRequest, tenant: str = DEFAULT_TENANT
     ) -> RedactionStats:
         """A logs request's records as `redact` treats spans, in place: facts first (from
-        the raw content: the messages the record carries, `schemas.events.event_messages`,
+        the raw content: the messages the record carries, `content.events.event_messages`,
         and its content attributes), then the record's content removed unless captured
         (content attributes by the span rules; the body is content: kept with
         `capture_messages`), every other attribute forwarded by the allow-list, every string
@@ -1021,7 +1015,7 @@ def _raw_event_name(attributes: Iterable[KeyValue]) -> str:
 
 def _event_content(span: trace_pb2.Span, context: dict[str, Any]) -> dict[str, str]:
     """The content the span's message events hold, as GenAI attributes
-    (`schemas.event_content`), for its facts."""
+    (`content.event_content`), for its facts."""
     operation = str(context.get(genai.OPERATION_NAME) or "")
     events = ((e.name, {a.key: any_value(a.value) for a in e.attributes}) for e in span.events)
     return event_content(operation, events)

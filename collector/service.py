@@ -25,9 +25,9 @@ from pathgrade.collector.pipeline import IngestPipeline
 from pathgrade.collector.publisher import KafkaPublisher, producer_for
 from pathgrade.collector.redact import Redactor
 from pathgrade.collector.spill import SpillFile, SpillInUse, logs_spill_dir
-from pathgrade.schemas.fingerprints import FactSecret
+from pathgrade.content.fingerprints import FactSecret
+from pathgrade.content.pii import PiiScanner
 from pathgrade.schemas.message_auth import message_key
-from pathgrade.schemas.pii import PiiScanner
 from pathgrade.schemas.stalls import STALLED, WRITE_FAILURES
 from pathgrade.transport.bearer_tokens import TokenAuth
 from pathgrade.transport.signing import signing

@@ -1,7 +1,7 @@
 """Deterministic detectors: pure functions (trace, params) -> findings, with stable codes.
 
 Importing the package registers every detector family (the modules below) in `REGISTRY`.
-May import `schemas` only; never a plane, `transport` or `pathgrade`.
+May import `schemas` and `content` only; never a plane, `transport` or `pathgrade`.
 """
 
 from pathgrade.detectors import (  # noqa: F401  (register)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pathgrade.content.messages import RequestedToolCall
 from pathgrade.detectors.finding import Finding
 from pathgrade.detectors.prices import cost_usd
 from pathgrade.detectors.registry import Params, Rule, RuleDoc
 from pathgrade.detectors.view import DetectorContext, TraceView
-from pathgrade.schemas.messages import RequestedToolCall
 from pathgrade.schemas.model import Span
 from pydantic import AliasChoices, Field
 

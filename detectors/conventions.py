@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pathgrade.content.predicates import RequestPatterns
 from pathgrade.schemas import genai
-from pathgrade.schemas.predicates import RequestPatterns
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ToolEffect = Literal["read", "write", "irreversible"]

@@ -1,7 +1,7 @@
 """Structural adherence to a declared agent graph: PG118 off-graph-path.
 
 The policy names the graph per service (or agent) under `agent_graph`; the turn's walk is
-read from its node spans (`schemas.graph_walk`, every supported instrumentation).
+read from its node spans (`content.graph_walk`, every supported instrumentation).
 `walk_problems` is the pure check, shared with the batch plane's EDGE traffic report.
 """
 
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pathgrade.content.graph_walk import NodeVisit
 from pathgrade.detectors.finding import Finding
 from pathgrade.detectors.policy import POLICY_DIR_CONTEXT
 from pathgrade.detectors.registry import Params, Rule, RuleDoc
 from pathgrade.detectors.view import DetectorContext, TraceView
 from pathgrade.schemas.agent_graph import AgentGraph, GraphError, parse_graph_document
-from pathgrade.schemas.graph_walk import NodeVisit
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 Walk = Literal["turn", "conversation"]
@@ -137,7 +137,7 @@ _NODE_SPAN_TABLE = "\n".join([
     "`gen_ai.agent.name` differs from the top's | the agent name |",
 ])  # fmt: skip
 NODE_SPANS = f"""\
-How the walk is read (`schemas/graph_walk.py`; the first convention that finds a node in
+How the walk is read (`content/graph_walk.py`; the first convention that finds a node in
 the trace wins):
 
 {_NODE_SPAN_TABLE}

@@ -1,4 +1,4 @@
-"""Hand-offs between agents (`schemas.handoffs`): PG119 a receiving agent redoes the sending
+"""Hand-offs between agents (`content.handoffs`): PG119 a receiving agent redoes the sending
 agent's call, PG120 it undoes it, PG121 it lost the context it was handed, PG122 the turn
 is handed back and forth."""
 
@@ -6,20 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from pathgrade.content.fingerprints import same_value
+from pathgrade.content.handoffs import AgentRun, Handoff, HandoffFlow
+from pathgrade.content.messages import assistant_text, parse_messages
+from pathgrade.content.predicates import ASKS
 from pathgrade.detectors.finding import Finding
 from pathgrade.detectors.registry import Params, Rule, RuleDoc
 from pathgrade.detectors.view import DetectorContext, ToolCall, TraceView
 from pathgrade.schemas import genai
-from pathgrade.schemas.fingerprints import same_value
-from pathgrade.schemas.handoffs import AgentRun, Handoff, HandoffFlow
 from pathgrade.schemas.json_text import sorted_text
-from pathgrade.schemas.messages import assistant_text, parse_messages
+from pathgrade.schemas.lexicons import ASK_LEXICON
 from pathgrade.schemas.model import Span
-from pathgrade.schemas.predicates import ASK_LEXICON, ASKS
 from pydantic import Field, field_validator, model_validator
 
 _READS = (
-    "the turn's agent runs and hand-offs (`schemas.handoffs`: named agent spans, LangGraph "
+    "the turn's agent runs and hand-offs (`content.handoffs`: named agent spans, LangGraph "
     "nodes that call a model, OpenInference handoff spans)"
 )
 
@@ -227,7 +228,7 @@ class ContextParams(Params):
 
     slots: dict[str, tuple[str, ...]] = Field(
         DEFAULT_SLOTS,
-        description="Slot of the shared question lexicon (`schemas.predicates.ASK_LEXICON`) "
+        description="Slot of the shared question lexicon (`schemas.lexicons.ASK_LEXICON`) "
         "-> argument-name fragments of a call that holds a value for it.",
     )
 

@@ -120,7 +120,7 @@ def validate_skeleton(
     skeleton: dict[str, Any], schema: dict[str, Any], path: str = "$"
 ) -> tuple[list[str], list[str]]:
     """What `schema` says of arguments known only by their skeleton
-    (`schemas.predicates.argument_skeleton`): the violations the skeleton shows (types,
+    (`content.predicates.argument_skeleton`): the violations the skeleton shows (types,
     required, properties, additionalProperties, items, string lengths), and the paths of
     the value keywords (VALUE_KEYWORDS) it cannot check."""
     kind = skeleton.get("type", "")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 
+from pathgrade.content.pii import PiiScanner, add_counts
 from pathgrade.detectors.finding import Finding
 from pathgrade.detectors.registry import Params, Rule, RuleDoc, regex_list
 from pathgrade.detectors.view import DetectorContext, TraceView
-from pathgrade.schemas.pii import CARD, EMAIL, PiiScanner, add_counts
-from pathgrade.schemas.predicates import CLAIM_LEXICON, CLAIM_PREFIX
+from pathgrade.schemas.lexicons import CLAIM_LEXICON, CLAIM_PREFIX
+from pathgrade.schemas.personal_data import CARD, EMAIL
 from pydantic import Field, field_validator
 
 
@@ -38,7 +39,7 @@ OUTPUT_PATTERNS = Rule(
     doc=RuleDoc(
         finds=(
             "A final answer that leaks PII (an e-mail address, or a 13-19 digit number "
-            "that passes the Luhn check, i.e. a plausible payment card: `schemas.pii`), "
+            "that passes the Luhn check, i.e. a plausible payment card: `content.pii`), "
             "matches a forbidden pattern, or lacks a required pattern (for example an "
             "order reference `ORD-\\d{6}`). PII is judged from the kinds the collector "
             "found in the answer before scrubbing or dropping it (`pii` of "
@@ -127,7 +128,7 @@ def output_patterns(
 
 
 # Verb lexicon: a first-person completed-action claim -> words one of the matching tool
-# names must contain (`schemas.predicates.CLAIM_LEXICON`). Extend it per policy with `claims`.
+# names must contain (`schemas.lexicons.CLAIM_LEXICON`). Extend it per policy with `claims`.
 DEFAULT_CLAIMS: dict[str, tuple[str, ...]] = dict(CLAIM_LEXICON.values())
 _CLAIM_NAMES = {verb: name for name, (verb, _) in CLAIM_LEXICON.items()}
 

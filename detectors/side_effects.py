@@ -11,14 +11,14 @@ import re
 from itertools import groupby
 from typing import Any
 
+from pathgrade.content.events import ToolCallDecision
+from pathgrade.content.fingerprints import same_value
 from pathgrade.detectors.finding import Finding
 from pathgrade.detectors.registry import ENCLOSING_SPAN, Params, Rule, RuleDoc, regex_list
 from pathgrade.detectors.view import DetectorContext, ToolCall, TraceView, UntrustedContent
 from pathgrade.schemas import genai
-from pathgrade.schemas.events import ToolCallDecision
-from pathgrade.schemas.fingerprints import same_value
+from pathgrade.schemas.lexicons import INSTRUCTION_LEXICON
 from pathgrade.schemas.model import Span
-from pathgrade.schemas.predicates import INSTRUCTION_LEXICON
 from pathgrade.schemas.turns import ConfirmedAction
 from pydantic import Field, field_validator
 
@@ -625,7 +625,7 @@ INJECTION = Rule(
             "the agent did not get from the user — a tool result, retrieved documents, a "
             "tool message, a "
             "document/file part — carrying instruction-like text (a documented regex "
-            "lexicon, `schemas.predicates.INSTRUCTION_LEXICON`: 'ignore previous "
+            "lexicon, `schemas.lexicons.INSTRUCTION_LEXICON`: 'ignore previous "
             "instructions', 'you must', 'reset the ...', role spoofing). Uncaptured "
             "content is judged by the lexicon hits the collector recorded before "
             "dropping it (policy patterns other than the lexicon need the content)."

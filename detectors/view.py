@@ -1,6 +1,6 @@
 """`TraceView`: per-turn indexes built once and shared by every detector, and the context.
 
-A view indexes one agent turn (`schemas.agent_turns`): its top span, its own spans and the
+A view indexes one agent turn (`content.agent_turns`): its top span, its own spans and the
 spans enclosing it. What the turn says of itself (turn kind, confirmation, final answer)
 is read from its top span, else from the nearest enclosing span that encloses this turn
 only (a "handle turn" or HTTP server span); who the session is and its conversation from
@@ -19,10 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from pathgrade.detectors.conventions import WRITE_EFFECTS, Conventions, ToolEffect
-from pathgrade.detectors.prices import PriceTable, shipped_price_table
-from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import (
+from pathgrade.content.conventions import (
     NOT_REBUILT,
     handoff_spans,
     handoff_tool_names,
@@ -30,25 +27,27 @@ from pathgrade.schemas.conventions import (
     is_model_helper,
     session_identity,
 )
-from pathgrade.schemas.events import ToolCallDecision, tool_call_decisions
-from pathgrade.schemas.facts import ArgumentFacts, OutputFacts
-from pathgrade.schemas.facts_producer import requested_writes
-from pathgrade.schemas.fingerprints import same_value
-from pathgrade.schemas.graph_walk import NodeVisit, langgraph_nodes, node_visits
-from pathgrade.schemas.handoffs import AgentRun, HandoffFlow, handoff_flow
-from pathgrade.schemas.json_text import sorted_text
-from pathgrade.schemas.memo import cached_attribute
-from pathgrade.schemas.messages import (
+from pathgrade.content.events import ToolCallDecision, tool_call_decisions
+from pathgrade.content.facts_producer import requested_writes
+from pathgrade.content.fingerprints import same_value
+from pathgrade.content.graph_walk import NodeVisit, langgraph_nodes, node_visits
+from pathgrade.content.handoffs import AgentRun, HandoffFlow, handoff_flow
+from pathgrade.content.memo import cached_attribute
+from pathgrade.content.messages import (
     RequestedToolCall,
     answer_text,
-    parse_json,
     parse_messages,
     requested_calls,
     untrusted_texts,
 )
+from pathgrade.content.predicates import RequestPatterns, call_arguments, requested_arguments
+from pathgrade.detectors.conventions import WRITE_EFFECTS, Conventions, ToolEffect
+from pathgrade.detectors.prices import PriceTable, shipped_price_table
+from pathgrade.schemas import genai
+from pathgrade.schemas.facts import ArgumentFacts, OutputFacts
+from pathgrade.schemas.json_text import parse_json, sorted_text
 from pathgrade.schemas.model import Span, Trace
-from pathgrade.schemas.pii import Counts
-from pathgrade.schemas.predicates import RequestPatterns, call_arguments, requested_arguments
+from pathgrade.schemas.personal_data import Counts
 from pathgrade.schemas.turns import ConfirmedAction, TurnDigest
 
 HANDOFF = -1
@@ -188,14 +187,14 @@ class TraceView:
 
     @cached_attribute
     def has_agent_span(self) -> bool:
-        """Whether an agent span runs the turn (`schemas.conventions.is_agent_entry`)."""
+        """Whether an agent span runs the turn (`content.conventions.is_agent_entry`)."""
         spans = self.trace.spans
         return any(is_agent_entry(s.name, s.genai.operation, s.attributes) for s in spans)
 
     @cached_attribute
     def handoffs(self) -> list[tuple[Span, tuple[str, ...]]]:
         """The turn's handoff spans, each with the tools whose call it answers
-        (`schemas.conventions.handoff_tool_names`)."""
+        (`content.conventions.handoff_tool_names`)."""
         return handoff_spans(self.trace.spans)
 
     @cached_attribute
@@ -225,7 +224,7 @@ class TraceView:
         """For each write tool whose requests are known, whether the turn's request (its
         last user message) asked for it: the collector's record (`pathgrade.facts.requests`)
         on the turn's spans and the policy's `requests` matched on captured input messages
-        (`schemas.facts_producer.requested_writes`, one definition for both); a tool asked
+        (`content.facts_producer.requested_writes`, one definition for both); a tool asked
         for by either counts as asked. {} when neither says anything."""
         asked: dict[str, bool] = {}
         spans = self.own_spans + self.trace.spans
@@ -241,18 +240,18 @@ class TraceView:
 
     @cached_attribute
     def langgraph_nodes(self) -> dict[str, str]:
-        """The turn's LangGraph node visits, span id -> node (`schemas.graph_walk`): read
+        """The turn's LangGraph node visits, span id -> node (`content.graph_walk`): read
         once for the walk and the hand-offs."""
         return langgraph_nodes(self.trace.spans)
 
     @cached_attribute
     def node_visits(self) -> list[NodeVisit]:
-        """The turn's walk through an agent graph, from its node spans (`schemas.graph_walk`)."""
+        """The turn's walk through an agent graph, from its node spans (`content.graph_walk`)."""
         return node_visits(self.trace, self.langgraph_nodes)
 
     @cached_attribute
     def handoff_flow(self) -> HandoffFlow:
-        """The turn's agent runs and the hand-offs between them (`schemas.handoffs`)."""
+        """The turn's agent runs and the hand-offs between them (`content.handoffs`)."""
         return handoff_flow(self.trace, self.langgraph_nodes)
 
     def calls_of(self, run: AgentRun) -> list[ToolCall]:

@@ -2,7 +2,7 @@
 fall due.
 
 Pure and clock-injected (`now` is monotonic seconds), so it is tested without Kafka. The
-turns of a trace are found as its spans arrive (`schemas.agent_turns`). A turn is due when
+turns of a trace are found as its spans arrive (`content.agent_turns`). A turn is due when
 its top span has arrived, no span of it (or of its context) came for the quiet window, and
 its boundary (the outermost span arrived at or above its top) is settled, whether or not
 the trace's root ever arrives:
@@ -27,7 +27,7 @@ is counted and left out; a span arriving after its turn was graded re-opens the 
 its earlier spans, and the turns it changed are graded again.
 
 Log records (GenAI events as records, `pathgrade.logs`) are held with their trace and
-joined to their spans when a turn is handed out (`schemas.events.join_records`), whichever
+joined to their spans when a turn is handed out (`content.events.join_records`), whichever
 came first: a record counts as activity of its span (a turn waits for the records of its
 spans within its quiet window), a trace whose records came before their spans waits for
 them (up to the maximum age), and a record arriving after its turn was graded re-opens
@@ -51,9 +51,9 @@ from itertools import groupby
 from operator import attrgetter
 from typing import Literal
 
+from pathgrade.content.agent_turns import TurnLayout, TurnShape, loose_turn, turn_layout
+from pathgrade.content.events import join_records
 from pathgrade.realtime_plane.counters import AssemblerStats
-from pathgrade.schemas.agent_turns import TurnLayout, TurnShape, loose_turn, turn_layout
-from pathgrade.schemas.events import join_records
 from pathgrade.schemas.model import LogRecord, Span, Trace
 
 DueReason = Literal["quiet", "max_age", "memory", "drain"]
@@ -82,7 +82,7 @@ class _Held:
     record_offsets: dict[int, int] = field(default_factory=dict)  # as `offsets`, of records
 
     def turns(self) -> TurnLayout:
-        """The trace's layout (`schemas.agent_turns`), found again only when spans came."""
+        """The trace's layout (`content.agent_turns`), found again only when spans came."""
         layout = self.layout
         if layout is None or layout.spans != len(self.spans):
             layout = self.layout = turn_layout(self.spans)

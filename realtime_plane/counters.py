@@ -19,7 +19,7 @@ class RealtimeCounters:
     messages: int = 0
     spans: int = 0
     undecodable_messages: int = 0
-    partly_decoded_spans: int = 0  # evaluated without their GenAI fields (schemas.otlp)
+    partly_decoded_spans: int = 0  # evaluated without their GenAI fields (content.otlp)
     unreadable_headers: int = 0  # messages read with a default tenant or receive time
     traces_evaluated: int = 0  # turns evaluated (a trace holds one or more; the metric's name)
     alerts: int = 0

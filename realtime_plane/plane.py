@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka import KafkaProducer, TopicPartition
+from pathgrade.content.otlp import reader_built
 from pathgrade.detectors import load_policy
 from pathgrade.realtime_plane.assembler import DueTurn, TurnAssembler
 from pathgrade.realtime_plane.config import RealtimeConfig
@@ -49,7 +50,6 @@ from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.alert_store import AlertStore
 from pathgrade.schemas.alerts import Alert
 from pathgrade.schemas.message_auth import message_key
-from pathgrade.schemas.otlp import reader_built
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     kafka_client_settings,
@@ -88,7 +88,7 @@ class RealtimePlane:
         self.message_key = message_key(config.message_key)
         if not reader_built():
             log.warning(
-                "the OTLP reader (pathgrade.schemas._otlp_reader) is not built: every span "
+                "the OTLP reader (pathgrade.content._otlp_reader) is not built: every span "
                 "message is parsed by upb and read in Python, ~1.2x the realtime plane's CPU; "
                 "reinstall pathgrade with a C compiler and the Python headers (python3-dev)"
             )

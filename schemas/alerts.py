@@ -1,5 +1,5 @@
 """Alert: one JSON document on topic `pathgrade.alerts`, one row of table `alerts`, one
-webhook body. An alert is found on one agent turn (`schemas.agent_turns`): it names the
+webhook body. An alert is found on one agent turn (`content.agent_turns`): it names the
 trace and the turn's top span; or it is a monitor's (kind `monitor`: a trend over a window
 of turns, docs/monitors.md), which names an example turn of its window, if any, and says
 in its details whether its episode is firing or resolved (`schemas.monitors`)."""

@@ -1,8 +1,8 @@
 """Which attribute values the collector forwards as text: the allow-list (as the OpenTelemetry
 Collector's redaction processor does with `allowed_keys`).
 
-An attribute whose key is allowed is forwarded with its value scrubbed (`schemas.pii`); any
-other value is withheld: it travels as its mark (`schemas.withheld`: type, keyed
+An attribute whose key is allowed is forwarded with its value scrubbed (`content.pii`); any
+other value is withheld: it travels as its mark (`content.withheld`: type, keyed
 fingerprint, kinds of personal data found), never as its text, whatever it holds. A
 boolean travels as it is (one bit holds no text), and so does an empty string.
 

@@ -2,7 +2,7 @@
 and free of it (DESIGN.md, "Facts, not content").
 
 The collector computes them from every span's raw values before it drops or scrubs any
-(`schemas.facts_producer.compute_facts`), and writes them on the span as
+(`content.facts_producer.compute_facts`), and writes them on the span as
 `pathgrade.facts.*` attributes. Any producer may set them the same way; consumers read
 them through the canonical model (`Span.facts`, parsed by `span_facts` on first use).
 
@@ -43,7 +43,7 @@ pathgrade.facts.output                  string    span with output messages, JSO
                                                   `finish_reasons`; `claims`:
                                                   `CLAIM_LEXICON` names claimed in the text;
                                                   `pii`: {kind: count} of personal data in the
-                                                  text (`schemas.pii` kinds); `asks`:
+                                                  text (`schemas.personal_data` kinds); `asks`:
                                                   `ASK_LEXICON` slots the text asks the user
                                                   for (version 2)
 pathgrade.facts.pii.scrubbed            string    JSON {field: {kind: count}}: personal data the
@@ -58,7 +58,7 @@ pathgrade.facts.requests                string    span whose input messages hold
                                                   asks for it}, for every tool it has
                                                   patterns for
 
-Fingerprints are `schemas.fingerprints` fingerprints (`<key id>:<digest>`) of the tenant's
+Fingerprints are `content.fingerprints` fingerprints (`<key id>:<digest>`) of the tenant's
 key. Names and ids in facts are scrubbed like every forwarded string. Fields of the pii
 records are attribute keys (`resource:`, `scope:`, `link:` prefixed for those, and
 `event:<event name>:<key>` for event attributes), and `name`, `status.message`,
@@ -73,10 +73,9 @@ from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 from pathgrade.schemas import genai as g
-from pathgrade.schemas.messages import parse_json
+from pathgrade.schemas.json_text import parse_json
+from pathgrade.schemas.personal_data import Counts
 
-Counts = dict[str, int]
-"""Kind of personal data -> how many were found (as `schemas.pii.Counts`)."""
 PiiRecord = dict[str, Counts]
 """Field -> kind of personal data -> count."""
 

@@ -1,7 +1,7 @@
 """The convention mapping as data: which attribute keys feed which GenAI field, in which
 order, and how each convention's span kinds name an operation.
 
-One definition, two readers: `schemas.conventions` (the Python decoder every consumer of
+One definition, two readers: `content.conventions` (the Python decoder every consumer of
 `pathgrade.spans` runs) and `schemas.genai_sql` (the SQL expressions the store computes
 its GenAI columns with when ClickHouse parses OTLP itself) are both derived from these
 tables and rules, so the two cannot drift apart: each reader interprets a rule (which
@@ -79,6 +79,9 @@ OUTPUT_TOKEN_KEYS = (
     g.TL_LLM_USAGE_COMPLETION_TOKENS,
 )
 TOTAL_TOKEN_KEYS = (g.OI_TOKEN_COUNT_TOTAL, g.TL_LLM_USAGE_TOTAL_TOKENS)
+TOKEN_KEYS = frozenset(INPUT_TOKEN_KEYS + OUTPUT_TOKEN_KEYS + TOTAL_TOKEN_KEYS)
+"""The token-usage keys `content.conventions.genai_fields` reads, behind one test of whether
+a span has any."""
 FINISH_REASON_KEYS = (g.RESPONSE_FINISH_REASONS, g.OI_LLM_FINISH_REASON)
 
 INPUT_MESSAGE_PREFIXES = (g.OI_INPUT_MESSAGES_PREFIX, g.TL_PROMPT_PREFIX)
@@ -139,7 +142,7 @@ AGENT_NAME = NameRule(AGENT_NAME_KEYS, TRACELOOP_AGENT_KINDS, AGENT_OPERATIONS)
 TOOL_NAME = NameRule(TOOL_NAME_KEYS, frozenset({"tool"}), frozenset({g.OP_EXECUTE_TOOL}))
 REQUEST_MODEL = NameRule(REQUEST_MODEL_KEYS, frozenset(), frozenset(g.MODEL_OPERATIONS))
 NAME_RULES = (AGENT_NAME, TOOL_NAME, REQUEST_MODEL)
-"""The name-like fields, in the order `schemas.conventions` reads them."""
+"""The name-like fields, in the order `content.conventions` reads them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,14 +183,22 @@ OUTPUT_MESSAGES = MessagesRule(
     g.OUTPUT_MESSAGES, OUTPUT_MESSAGE_PREFIXES, g.COMPLETION_DEPRECATED, g.OI_OUTPUT_VALUE, True
 )
 MESSAGES_RULES = (INPUT_MESSAGES, OUTPUT_MESSAGES)
-"""Input, then output: the order `schemas.conventions` reads them in."""
+"""Input, then output: the order `content.conventions` reads them in."""
+MESSAGE_FALLBACK_KEYS = frozenset(
+    FLATTENED_PROBE_KEYS
+    + tuple(k for rule in MESSAGES_RULES for k in (rule.deprecated_key, rule.openinference_key))
+)
+"""Every key `content.conventions` can rebuild messages from when a span has no GenAI
+messages (flattened messages are collected only when a probe key is present; the
+OpenInference kind only selects a key of these): a model call holding none of them (its
+messages dropped by the collector, say) has none to rebuild."""
 
 
 TURN_OPERATIONS = frozenset(
     {g.OP_INVOKE_AGENT, g.OP_INVOKE_WORKFLOW, g.OP_HANDLE_CONVERSATION_TURN}
 )
 """Operations (the mapped operation, or a span name's first word) of a span that runs an
-agent: the outermost such span of a service is the top of a turn (`schemas.agent_turns`).
+agent: the outermost such span of a service is the top of a turn (`content.agent_turns`).
 OpenInference AGENT and OpenLLMetry workflow / agent spans map to invoke_agent."""
 AGENT_SPAN_NAMES = frozenset({"agent run"})
 """Names of spans without an operation that run an agent: Pydantic AI's agent span at its

@@ -1,7 +1,7 @@
 """The GenAI view of a span as ClickHouse SQL, compiled from `schemas.genai_mapping`.
 
 `genai_sql(attr, ...)` gives one SQL expression per GenAI and evaluation column of the
-`spans` table, the same fields `schemas.conventions.genai_fields` / `eval_context` compute
+`spans` table, the same fields `content.conventions.genai_fields` / `eval_context` compute
 in Python, from the same key chains and operation tables. `attr` spells the SQL of one
 attribute of the span: its text (`text(key)`, "" when absent), its OTLP value kind
 (`kind(key)`: "string_value", "int_value", ..., "" when absent or empty) and its integer

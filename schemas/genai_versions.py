@@ -5,7 +5,7 @@ pathgrade first read v1.26.0 of open-telemetry/semantic-conventions (2024-07) an
 every version since, up to the one pinned in `genai.GENAI_CONVENTIONS`, at once: an older
 attribute name is read where its newer one is missing (`older_names`: the GenAI mapping's
 chains and the collector's allow-list take them from here), older events are read as the
-newer ones (`schemas.events`), so a turn written to any of these versions maps onto the
+newer ones (`content.events`), so a turn written to any of these versions maps onto the
 same GenAI view. Each version has a fixture, a turn written to it
 (tests/fixtures/genai_versions/), and the tests map every fixture onto that one view.
 docs/collector.md ("GenAI convention versions") is generated from `VERSIONS`.

@@ -21,6 +21,11 @@ SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK = 0x200
 MAX_TIME_NS = 2**63 - 1
 """The latest time the store holds, in ns since the epoch: its DateTime64(9) and Int64 time
 columns are signed 64-bit (2262-04-11T23:47:16Z)."""
+SPAN_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
+"""`Span.kind`'s values (as the OTel Collector's `otel_traces` table writes them), in the
+order of OTLP's `Span.SpanKind`: a kind's number is its index."""
+STATUS_CODES = ("Unset", "Ok", "Error")
+"""`Span.status_code`'s values, in the order of OTLP's `Status.StatusCode`."""
 
 
 @dataclass(slots=True)
@@ -141,7 +146,7 @@ class Span:
     flags: int = 0  # OTLP Span.flags: W3C trace flags, and whether the parent is remote
     records: list[LogRecord] = field(default_factory=list, init=False)
     """The log records tied to this span (its GenAI events as records), in time order:
-    joined by the consumer (`schemas.events.join_records`), never decoded with the span."""
+    joined by the consumer (`content.events.join_records`), never decoded with the span."""
     _facts: SpanFacts | None = field(default=None, init=False, repr=False, compare=False)
     _content_from_records: bool = field(default=False, init=False, repr=False, compare=False)
 
@@ -182,7 +187,7 @@ _NOT_FOUND_YET: Any = object()
 @dataclass(slots=True)
 class Trace:
     """The spans of one trace of one tenant, in start-time order, or of one agent turn of
-    it (`schemas.agent_turns`): then `top_span_id` names the turn's top span, `spans` are
+    it (`content.agent_turns`): then `top_span_id` names the turn's top span, `spans` are
     the turn's own and `context` the spans enclosing it (server spans, middleware, a
     session's span), nearest first; the first `own_context` of those enclose this turn
     only. Treat `spans` as read-only once the trace is built: its root is found once, on

@@ -1,5 +1,5 @@
 """SampledTrace: one JSON document on topic `pathgrade.sampled`, read by the batch plane:
-one agent turn of a trace (`schemas.agent_turns`) picked for online scoring."""
+one agent turn of a trace (`content.agent_turns`) picked for online scoring."""
 
 from __future__ import annotations
 

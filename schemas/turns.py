@@ -29,7 +29,7 @@ class ConfirmedAction(BaseModel):
 
 
 class TurnDigest(BaseModel):
-    """One evaluated turn of a conversation (`schemas.agent_turns`: a trace may hold
+    """One evaluated turn of a conversation (`content.agent_turns`: a trace may hold
     several, each its own digest), reduced to what later turns' detectors read:
     the tools it called successfully (PG106 ordering across turns), the action the user
     confirmed on it (PG111 confirmation from an earlier turn) and its walk through an agent

@@ -62,6 +62,24 @@ def test_an_upward_import_a_plane_importing_a_plane_and_a_circle_are_each_report
     ]
 
 
+def test_the_definitions_import_no_algorithm_over_content() -> None:
+    graph = {
+        "pathgrade.schemas.facts": {"pathgrade.content.messages"},  # a definition reaching up
+        "pathgrade.content.messages": {"pathgrade.schemas.json_text"},
+        "pathgrade.schemas.json_text": set(),
+        "pathgrade.content.otlp": {"pathgrade.transport.consumer"},  # content above transport
+        "pathgrade.transport.consumer": {"pathgrade.content.otlp"},
+    }
+    assert violations(graph) == [
+        "pathgrade.content.otlp imports pathgrade.transport.consumer: "
+        "content may not import transport",
+        "pathgrade.schemas.facts imports pathgrade.content.messages: "
+        "schemas may not import content",
+        "circle between rooms: content -> schemas -> content",
+        "circle between rooms: content -> transport -> content",
+    ]
+
+
 def test_lazy_and_relative_imports_are_read() -> None:
     source = "def f():\n    from pathgrade.stack import status\n\nfrom . import sibling\n"
     found = module_imports(source, "pathgrade.web.ui", is_package=False)
@@ -133,7 +151,8 @@ def test_the_layout_table_names_each_folder_and_what_it_may_import() -> None:
         "| " + (f.path if f.path.startswith("`") else f"`{f.path}`") for f in layout.FOLDERS
     ]
     cells = {row.split(" | ")[0][2:]: row.split(" | ")[2] for row in rows}
-    assert cells["`batch_plane/export/`"] == "`schemas/`, `batch_plane/store/` |"
+    assert cells["`batch_plane/export/`"] == "`schemas/`, `content/`, `batch_plane/store/` |"
+    assert cells["`content/`"] == "`schemas/`; libraries: `opentelemetry`, `google` |"
     assert cells["`schemas/`"].startswith("nothing of ours; libraries: `pydantic`")
     assert cells["`pathgrade/web/`"] == "the folders above but `pathgrade/demo/` |"
     assert (

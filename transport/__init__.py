@@ -4,6 +4,6 @@ commit after work), the signing of messages between boxes (`signing`), and the b
 tokens that name a sender's tenant (`bearer_tokens`: the collector's receivers and the UI's
 viewers both check them).
 
-May import `schemas` and kafka-python; the collector, the planes and `pathgrade` may
-import it, `schemas` and `detectors` never.
+May import `schemas`, `content` and kafka-python; the collector, the planes and `pathgrade` may
+import it, `schemas`, `content` and `detectors` never.
 """

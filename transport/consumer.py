@@ -23,10 +23,10 @@ from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.future import Future
 from kafka.structs import OffsetAndMetadata
+from pathgrade.content.otlp import DecodeProblems, decode_kafka_message
+from pathgrade.content.otlp_logs import decode_logs_kafka_message
 from pathgrade.schemas.message_auth import MessageKey
 from pathgrade.schemas.model import LogRecord, Span
-from pathgrade.schemas.otlp import DecodeProblems, decode_kafka_message
-from pathgrade.schemas.otlp_logs import decode_logs_kafka_message
 from pathgrade.schemas.stalls import Backoff
 from pathgrade.schemas.topics import consumer_settings
 
@@ -45,7 +45,7 @@ class ForgedCount(Protocol):
 
 class DecodeCounts(ForgedCount, Protocol):
     """What decoding span messages met (an owner's stats): messages skipped, spans partly
-    decoded (stored without their GenAI fields: `schemas.otlp`), messages whose headers
+    decoded (stored without their GenAI fields: `content.otlp`), messages whose headers
     could not be read (a default tenant or receive time), forged messages refused."""
 
     undecodable_messages: int

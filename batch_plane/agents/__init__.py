@@ -1,5 +1,5 @@
 """Agent adapters: how the batch plane calls the agent under test (a Python callable or an
 HTTP endpoint) and tags the spans it emits with pathgrade's evaluation context.
 
-Imports `schemas` only; used by `edge` (simulation) and `evaluation` (runs, replay).
+Imports `schemas` and `content` only; used by `edge` (simulation) and `evaluation` (runs, replay).
 """

@@ -33,9 +33,9 @@ import httpx
 from opentelemetry import baggage, context, propagate
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from pathgrade.content.numbers import parse_index
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import EvalContext
-from pathgrade.schemas.numbers import parse_index
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 PATHGRADE_PREFIX = "pathgrade."

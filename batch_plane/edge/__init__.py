@@ -1,5 +1,5 @@
 """EDGE: agent graphs (DSL, paths), simulated conversations, determinism metrics, the EDGE
 store and report.
 
-May import `scoring`, `agents` and `store` (and `schemas`); never `evaluation`.
+May import `scoring`, `agents` and `store` (and `schemas`, `content`); never `evaluation`.
 """

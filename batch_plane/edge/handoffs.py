@@ -2,7 +2,7 @@
 for the graph views: who handed to whom, how (`transfer`: control passed; `delegation`: a
 sub-agent call, the receiver's run nested in the sender's), and in how many turns.
 
-Read with `schemas.handoffs.handoff_flow`, the same reading as the trace page's agent lanes
+Read with `content.handoffs.handoff_flow`, the same reading as the trace page's agent lanes
 and the hand-off detectors. Agent names and counts only: no content.
 """
 
@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pathgrade.schemas.handoffs import HandoffKind, handoff_flow
+from pathgrade.content.handoffs import HandoffKind, handoff_flow
 from pathgrade.schemas.model import Trace
 
 HandoffEdge = tuple[str, str, HandoffKind]

@@ -2,7 +2,7 @@
 the utility, adherence and coverage of a declared graph over a time range, without replay.
 
 Pure functions over canonical traces (`schemas.model.Trace`); the walk of one trace comes
-from `schemas.graph_walk.node_visits`, the same reading PG118 does in the realtime plane,
+from `content.graph_walk.node_visits`, the same reading PG118 does in the realtime plane,
 and adherence is PG118's own check (`detectors.graph_adherence.walk_problems`).
 
 The walk of one turn is `batch_plane.edge.walks.turn_walk`: LangGraph nodes, else the
@@ -24,9 +24,9 @@ from typing import Any
 from pathgrade.batch_plane.edge.determinism import node_utility, structural_adherence
 from pathgrade.batch_plane.edge.handoffs import handoff_counts, turn_handoffs
 from pathgrade.batch_plane.edge.walks import turn_walk
+from pathgrade.content.graph_walk import DeclaredGraph, NodeVisit, declared_graph
 from pathgrade.detectors.graph_adherence import Walk, walk_problems
 from pathgrade.schemas.agent_graph import LANGGRAPH_START, AgentGraph, GraphError
-from pathgrade.schemas.graph_walk import DeclaredGraph, NodeVisit, declared_graph
 from pathgrade.schemas.model import Trace
 
 

@@ -1,10 +1,10 @@
 """The walk of one turn through an agent graph, as EDGE reads it (runs, replays and live
 traffic alike).
 
-- A turn with LangGraph node spans walks its nodes (`schemas.graph_walk.node_visits`, the
+- A turn with LangGraph node spans walks its nodes (`content.graph_walk.node_visits`, the
   reading PG118 does).
 - Else a turn where control passes from agent to agent (a `transfer` hand-off:
-  `schemas.handoffs`; the OpenAI Agents SDK's handoffs, sequential agents) walks the agents
+  `content.handoffs`; the OpenAI Agents SDK's handoffs, sequential agents) walks the agents
   control passed through (`HandoffFlow.agent_path`): a visit per run of the first agent and
   of each hand-off's receiver, with the tools that run called (hand-off calls and spans
   left out: they are the edges). So the graph EDGE infers and draws has the agents for
@@ -15,10 +15,10 @@ traffic alike).
 
 from __future__ import annotations
 
+from pathgrade.content.conventions import handoff_tool_names
+from pathgrade.content.graph_walk import NodeVisit, langgraph_node, node_visits
+from pathgrade.content.handoffs import AgentRun, handoff_flow
 from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import handoff_tool_names
-from pathgrade.schemas.graph_walk import NodeVisit, langgraph_node, node_visits
-from pathgrade.schemas.handoffs import AgentRun, handoff_flow
 from pathgrade.schemas.model import Trace
 
 

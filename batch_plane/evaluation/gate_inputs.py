@@ -33,7 +33,7 @@ from pathgrade.batch_plane.store.client import QueryError
 from pathgrade.batch_plane.store.trace_rows import load_traces
 from pathgrade.detectors.prices import PriceTable, cost_usd
 from pathgrade.schemas import genai
-from pathgrade.schemas.messages import parse_json
+from pathgrade.schemas.json_text import parse_json
 from pathgrade.schemas.store import Store
 
 

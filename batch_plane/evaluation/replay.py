@@ -35,14 +35,12 @@ from opentelemetry.proto.trace.v1.trace_pb2 import (
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 from pathgrade.batch_plane.store.trace_rows import load_traces
 from pathgrade.schemas import genai
-from pathgrade.schemas.model import Span, Trace
+from pathgrade.schemas.model import SPAN_KINDS, STATUS_CODES, Span, Trace
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
 
 Progress = Callable[[int, int], None]
 
-_KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
-_STATUSES = ("Unset", "Ok", "Error")
 INTEGER_ATTRIBUTES = frozenset(
     {
         genai.USAGE_INPUT_TOKENS,
@@ -87,7 +85,7 @@ def otlp_span(span: Span) -> OtlpSpan:
         parent_span_id=bytes.fromhex(span.parent_span_id),
         trace_state=span.trace_state,
         name=span.name,
-        kind=_index(_KINDS, span.kind),  # type: ignore[arg-type]
+        kind=_index(SPAN_KINDS, span.kind),  # type: ignore[arg-type]
         start_time_unix_nano=span.start_ns,
         end_time_unix_nano=span.end_ns,
         attributes=key_values(span.attributes),
@@ -106,7 +104,7 @@ def otlp_span(span: Span) -> OtlpSpan:
             )
             for link in span.links
         ],
-        status=Status(code=_index(_STATUSES, span.status_code), message=span.status_message),  # type: ignore[arg-type]
+        status=Status(code=_index(STATUS_CODES, span.status_code), message=span.status_message),  # type: ignore[arg-type]
     )
 
 

@@ -57,12 +57,12 @@ from pathgrade.batch_plane.scoring.path_metrics import SOUND, detector_outcomes,
 from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.scoring.trajectory import match, tool_correctness
 from pathgrade.batch_plane.store.trace_rows import load_traces, run_trace_ids
+from pathgrade.content.agent_turns import only_turn
+from pathgrade.content.fingerprints import FactSecret, TenantKey
+from pathgrade.content.predicates import call_arguments
 from pathgrade.detectors import Policy, ResolvedPolicy, default_policy, run_detectors, turn_digest
 from pathgrade.schemas import genai
-from pathgrade.schemas.agent_turns import only_turn
-from pathgrade.schemas.fingerprints import FactSecret, TenantKey
 from pathgrade.schemas.model import EvalContext, Trace
-from pathgrade.schemas.predicates import call_arguments
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.turns import TurnDigest
 
@@ -294,7 +294,7 @@ def attempt_evidence(
     secret: FactSecret | None = None,
 ) -> AttemptEvidence:
     """The attempt as checks and detector metrics see it: the trace's agent turn
-    (`schemas.agent_turns.only_turn`: the realtime plane grades the same) under the
+    (`content.agent_turns.only_turn`: the realtime plane grades the same) under the
     policy resolved for its service and agent (with earlier turns of its conversation),
     the agent's answer, the findings of the policy's detectors and, given the deployment's
     fact `secret`, the trace tenant's key to compare values with the collector's

@@ -41,8 +41,8 @@ from pathgrade.batch_plane.store.results_backlog import (
     Source,
     StoredRow,
 )
+from pathgrade.content.pii import PiiScanner
 from pathgrade.schemas.evaluation_records import alert_record, logs_request, score_record
-from pathgrade.schemas.pii import PiiScanner
 from pathgrade.schemas.store import Store
 
 log = logging.getLogger(__name__)

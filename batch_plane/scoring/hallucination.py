@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from pathgrade.batch_plane.scoring.handoff_inputs import handoff_inputs
+from pathgrade.content.messages import message_text, parse_messages
 from pathgrade.detectors import REGISTRY, Finding, default_policy
 from pathgrade.detectors.view import TraceView
 from pathgrade.schemas import genai
-from pathgrade.schemas.messages import message_text, parse_messages
 from pathgrade.schemas.model import Trace
 
 CLAIMED_ACTIONS_CODE = "PG116"

@@ -1,5 +1,5 @@
 """What the `handoff_context` rubric reads from a trace: each hand-off between two agents
-(`schemas.handoffs`), with what the sending agent had learned (its calls before the
+(`content.handoffs`), with what the sending agent had learned (its calls before the
 hand-off), what the hand-off carried (the arguments of the call that carried it, where the
 trace shows one) and what the receiving agent then did and said."""
 
@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pathgrade.content.messages import assistant_text, parse_messages
 from pathgrade.detectors.view import ToolCall, TraceView
 from pathgrade.schemas import genai
-from pathgrade.schemas.messages import assistant_text, parse_json, parse_messages
+from pathgrade.schemas.json_text import parse_json
 
 
 def handoff_inputs(view: TraceView) -> list[dict[str, Any]]:

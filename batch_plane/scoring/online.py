@@ -2,7 +2,7 @@
 
 Each message is a `SampledTrace`: one agent turn of a trace. The scorer loads the trace's
 spans from the store (waiting a little for the store writer), cuts out the turn
-(`schemas.agent_turns.turn_at`: the whole trace for a message naming none), scores it with
+(`content.agent_turns.turn_at`: the whole trace for a message naming none), scores it with
 the metrics its risk tier is assigned (each score on the turn's top span), writes the
 scores and their counts for the score monitors (`score_rollups`), and only then commits
 the offset. Each score is also handed
@@ -25,9 +25,9 @@ from pathgrade.batch_plane.scoring.score_rollups import write_score_rollups
 from pathgrade.batch_plane.scoring.scores import evaluation_event, write_scores
 from pathgrade.batch_plane.scoring.trace_scorers import JUDGE_METRICS, TraceScorer, UnknownMetric
 from pathgrade.batch_plane.store.trace_rows import load_trace
+from pathgrade.content.agent_turns import turn_at
 from pathgrade.detectors.monitor_policy import MonitorsPolicy
 from pathgrade.detectors.policy import RISK_TIERS, Policy
-from pathgrade.schemas.agent_turns import turn_at
 from pathgrade.schemas.evaluation_records import JUDGE_ERROR_LABEL
 from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.model import Trace

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pathgrade.batch_plane.store.tenancy import Viewer
-from pathgrade.schemas.messages import parse_json
+from pathgrade.schemas.json_text import parse_json
 from pathgrade.schemas.store import ReadableStore
 
 FACETS = {

@@ -32,6 +32,7 @@ from google.protobuf.internal.encoder import _VarintBytes
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from pathgrade.batch_plane.store.client import ClientStore, QueryError
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
+from pathgrade.content.otlp import parse_spans_message
 from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as m
 from pathgrade.schemas.decline import Decision, Declined
@@ -45,8 +46,7 @@ from pathgrade.schemas.genai_sql import (
     has_flattened_keys,
     quote,
 )
-from pathgrade.schemas.model import MAX_TIME_NS
-from pathgrade.schemas.otlp import parse_spans_message
+from pathgrade.schemas.model import MAX_TIME_NS, SPAN_KINDS, STATUS_CODES
 from pathgrade.schemas.otlp_proto import (
     RECEIVED_AT_FIELD,
     ROOT_MESSAGE,
@@ -302,16 +302,19 @@ def _hex(column: str) -> str:
     return f"lower(hex({column}))"
 
 
-_STATUS = "multiIf(sp.status.code = 1, 'Ok', sp.status.code = 2, 'Error', 'Unset')"
+def _enum_sql(field: str, names: tuple[str, ...]) -> str:
+    """An OTLP enum's number in `field` as its name (`names` in enum order; a number
+    outside the enum reads as the first, as the Python decoder reads it)."""
+    cases = ", ".join(f"{field} = {n}, '{name}'" for n, name in enumerate(names) if n)
+    return f"multiIf({cases}, '{names[0]}')"
+
+
+_STATUS = _enum_sql("sp.status.code", STATUS_CODES)
 
 
 def _columns_sql(genai: GenAISql) -> dict[str, str]:
     """SQL of every column of SPAN_COLUMNS over one ARRAY JOINed span `sp` (and the
     named steps of `genai`)."""
-    kinds = ", ".join(
-        f"sp.kind = {n}, '{name}'"
-        for n, name in enumerate(("Internal", "Server", "Client", "Producer", "Consumer"), 1)
-    )
     content_event = "has([" + ", ".join(quote(e) for e in sorted(g.CONTENT_EVENTS)) + "], ev.name)"
     columns = {
         "Timestamp": "fromUnixTimestamp64Nano(toInt64(sp.start_time_unix_nano))",
@@ -320,7 +323,7 @@ def _columns_sql(genai: GenAISql) -> dict[str, str]:
         "ParentSpanId": _hex("sp.parent_span_id"),
         "TraceState": "sp.trace_state",
         "SpanName": "sp.name",
-        "SpanKind": f"multiIf({kinds}, 'Unspecified')",
+        "SpanKind": _enum_sql("sp.kind", SPAN_KINDS),
         "ServiceName": "pg_resource[indexOf(pg_resource_keys, 'service.name')]",
         "ResourceAttributes": _text_map("rs.resource.attributes"),
         "ScopeName": "ss.scope.name",

@@ -87,7 +87,7 @@ def split_content(attributes: dict[str, Any]) -> tuple[dict[str, str], dict[str,
 
 class _LastResource:
     """`attributes_text` of the last resource seen: the spans of one resource share one
-    read-only dict (see schemas.otlp), so consecutive spans reuse its text."""
+    read-only dict (see content.otlp), so consecutive spans reuse its text."""
 
     __slots__ = ("_last",)
 

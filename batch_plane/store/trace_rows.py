@@ -1,5 +1,5 @@
 """Rows of the `spans` table back into canonical `Trace`s (the reverse of span_rows), with
-the log records of the `logs` table joined to their spans (`schemas.events.join_records`:
+the log records of the `logs` table joined to their spans (`content.events.join_records`:
 the detectors and the trace page read a span's events from either carrier), and the stored
 traces found by a `--where` filter.
 
@@ -14,8 +14,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from pathgrade.schemas.events import join_records
-from pathgrade.schemas.messages import parse_json
+from pathgrade.content.events import join_records
+from pathgrade.schemas.json_text import parse_json
 from pathgrade.schemas.model import (
     EvalContext,
     GenAIFields,

@@ -42,10 +42,10 @@ from pathgrade.batch_plane.store.otlp_insert import (
 )
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
+from pathgrade.content.otlp import DecodeProblems, decode_resource_spans, message_tenant_and_time
 from pathgrade.schemas.decline import declined
 from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.model import Span
-from pathgrade.schemas.otlp import DecodeProblems, decode_resource_spans, message_tenant_and_time
 from pathgrade.schemas.stalls import Backoff, Stalls
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import read_until_drained
@@ -74,7 +74,7 @@ class StoreWriterStats:
     rejected_spans: int = 0  # spans the store could not encode (logged, then skipped)
     log_records: int = 0  # log records stored (pathgrade.logs)
     rejected_log_records: int = 0  # records the store could not encode (logged, skipped)
-    partly_decoded_spans: int = 0  # stored without their GenAI fields (schemas.otlp)
+    partly_decoded_spans: int = 0  # stored without their GenAI fields (content.otlp)
     unreadable_headers: int = 0  # messages stored with a default tenant or receive time
     forged_messages: int = 0  # refused: no or a wrong MAC under the stack's message key
     sql_inserts: int = 0  # batches inserted by the store's SQL (`sql_insert_min_spans`)

@@ -19,7 +19,7 @@ from pathgrade.cli.support import (
     cli_store,
     fact_secret,
 )
-from pathgrade.schemas.fingerprints import KEY_FILE_NAME
+from pathgrade.content.fingerprints import KEY_FILE_NAME
 from pathgrade.schemas.store import Store
 
 

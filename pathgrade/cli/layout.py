@@ -40,7 +40,7 @@ class Folder:
     rooms: tuple[Room, ...] = ()
 
 
-LAYERS = ("schemas", "stats", "transport", "collector", "detectors", "realtime_plane")
+LAYERS = ("schemas", "content", "stats", "transport", "collector", "detectors", "realtime_plane")
 """Top-level folders that are one room each (with `stack` and `web` under `pathgrade/`)."""
 SPLIT = ("batch_plane", "cli", "demo")
 """Packages each of whose sub-packages and modules is a room of its own."""
@@ -48,6 +48,7 @@ ALIASES = {"cli.__main__": "cli.main"}
 """Modules that belong to another module's room."""
 PACKAGE_DIRS = {
     "schemas": "pathgrade.schemas",
+    "content": "pathgrade.content",
     "collector": "pathgrade.collector",
     "detectors": "pathgrade.detectors",
     "transport": "pathgrade.transport",
@@ -61,7 +62,7 @@ PACKAGE_DIRS = {
 BATCH = ("batch_plane.store", "batch_plane.agents", "batch_plane.scoring", "batch_plane.edge",
          "batch_plane.evaluation", "batch_plane.export")  # fmt: skip
 """The rooms of the batch plane (below its package's `__init__`)."""
-SCORING_USES = ("schemas", "transport", "detectors", "batch_plane.store")
+SCORING_USES = ("schemas", "content", "transport", "detectors", "batch_plane.store")
 """What `batch_plane.scoring` may import, and `edge` and `evaluation` besides theirs."""
 BELOW_PATHGRADE = (*LAYERS, "batch_plane", *BATCH)
 """Every room outside `pathgrade/`."""
@@ -79,10 +80,24 @@ CLI_USES = (*BELOW_PATHGRADE, "pathgrade", "stack", "web", *DEMO, "cli.<helper>"
 FOLDERS: tuple[Folder, ...] = (
     Folder(
         "schemas/",
-        "canonical model, GenAI names and the convention mappings, ClickHouse DDL migrations, "
-        "Kafka topic and header names, the `Store` protocol and the protocols the realtime "
-        "plane reads the store through (`alert_store.AlertStore`)",
+        "definitions, no algorithm over content: the canonical model, GenAI names, the "
+        "convention mappings, the lexicons and the kinds of personal data as tables, the "
+        "facts contract (names, types, its reader), "
+        "ClickHouse DDL migrations, Kafka topic and header names, the `Store` protocol and "
+        "the protocols the realtime plane reads the store through "
+        "(`alert_store.AlertStore`), the fast paths' decline contract",
         (Room("schemas", libraries=("pydantic", "opentelemetry", "google")),),
+    ),
+    Folder(
+        "content/",
+        "algorithms over span content, above the definitions: the OTLP decoders (`otlp`, "
+        "`otlp_logs`, the C reader `_otlp_reader`), the convention mapping's reader "
+        "(`conventions`), messages and events (`messages`, `events`, `event_content`), "
+        "personal data (`pii`), content predicates (`predicates`), keyed fingerprints and "
+        "withheld marks (`fingerprints`, `withheld`), the facts producer (`facts_producer`), "
+        "a trace's agent turns, graph walks and hand-offs (`agent_turns`, `graph_walk`, "
+        "`handoffs`), number parsing (`numbers`), the hot path's memo (`memo`)",
+        (Room("content", ("schemas",), libraries=("opentelemetry", "google")),),
     ),
     Folder(
         "stats/",
@@ -96,26 +111,26 @@ FOLDERS: tuple[Folder, ...] = (
         "decode-and-skip, commit after work, the poll loop), message signing (`signing.py`), "
         "and the bearer tokens that name a sender's tenant (`bearer_tokens.py`, checked by "
         "the collector's receivers and the UI's viewers)",
-        (Room("transport", ("schemas",)),),
+        (Room("transport", ("schemas", "content")),),
     ),
     Folder(
         "collector/",
         "OTLP receivers, validation, redaction, Kafka publishing, the spill",
-        (Room("collector", ("schemas", "transport")),),
+        (Room("collector", ("schemas", "content", "transport")),),
     ),
     Folder(
         "detectors/",
         "the detector rules PG100-PG118, their registry (code, name, severity, stability, doc "
         "in fixed sections, described params) and policy; `catalogue` renders "
         "[detectors.md](detectors.md)",
-        (Room("detectors", ("schemas",)),),
+        (Room("detectors", ("schemas", "content")),),
     ),
     Folder(
         "realtime_plane/",
         "Kafka consumers: trace assembly, detector runs, the alert sinks behind one "
         "`AlertSink` protocol (log line, alerts topic, `alerts` table, webhook), the sampler, "
         "the monitors",
-        (Room("realtime_plane", ("schemas", "stats", "transport", "detectors")),),
+        (Room("realtime_plane", ("schemas", "content", "stats", "transport", "detectors")),),
     ),
     Folder(
         "batch_plane/",
@@ -133,13 +148,13 @@ FOLDERS: tuple[Folder, ...] = (
         "`demo_rows`, `catalog`) that pages, commands, scorers and the realtime plane call "
         "instead of writing SQL; typed reads take a `schemas.store.ReadableStore` (any "
         "`Store`, or the UI's read-only `ReadStore`)",
-        (Room("batch_plane.store", ("schemas", "transport")),),
+        (Room("batch_plane.store", ("schemas", "content", "transport")),),
     ),
     Folder(
         "batch_plane/agents/",
         "agent adapters: calling the agent under test (`adapters`), and the OTLP span "
         "exporter it (or the demo agent) writes to (`span_export`)",
-        (Room("batch_plane.agents", ("schemas",)),),
+        (Room("batch_plane.agents", ("schemas", "content")),),
     ),
     Folder(
         "batch_plane/scoring/",
@@ -167,7 +182,7 @@ FOLDERS: tuple[Folder, ...] = (
         "batch_plane/export/",
         "evaluation results out: scores and alerts read from their tables after a durable "
         "cursor, sent as OTLP log records ([stack.md](stack.md#evaluation-results-out))",
-        (Room("batch_plane.export", ("schemas", "batch_plane.store")),),
+        (Room("batch_plane.export", ("schemas", "content", "batch_plane.store")),),
     ),
     Folder(
         "pathgrade/",

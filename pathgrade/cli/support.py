@@ -81,11 +81,11 @@ FACTS_KEY_ENV = "PATHGRADE_FACTS_KEY_FILE"
 
 
 def fact_secret(args: argparse.Namespace) -> Any:
-    """The deployment's fact secret for offline scoring (`schemas.fingerprints.FactSecret`):
+    """The deployment's fact secret for offline scoring (`content.fingerprints.FactSecret`):
     `--facts-key-file`, else the data directory's key file, else $PATHGRADE_FACTS_KEY_FILE;
     None when there is none (uncaptured arguments then get no score). A file that is
     given but unreadable is a CliError."""
-    from pathgrade.schemas.fingerprints import FactSecret
+    from pathgrade.content.fingerprints import FactSecret
     from pathgrade.stack.store_access import facts_key_file
 
     path = args.facts_key_file

@@ -44,9 +44,9 @@ from kafka.errors import KafkaError
 from pathgrade.batch_plane.store.client import redact_dsn
 from pathgrade.collector.counters import IngestCounters
 from pathgrade.collector.spill import SpillFile, logs_spill_dir
+from pathgrade.content.fingerprints import FactSecret
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.counters import AssemblerStats, RealtimeCounters
-from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.message_auth import MESSAGE_KEY_FILE, MessageKey, message_key_from_env
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,

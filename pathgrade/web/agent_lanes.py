@@ -1,12 +1,12 @@
 """The agents of one turn as lanes on the trace page: one lane per agent, a bar per run of
-it on the trace's time axis, and each hand-off between them (`schemas.handoffs`) as a
+it on the trace's time axis, and each hand-off between them (`content.handoffs`) as a
 connector from the sender's lane to the receiver's at the moment the receiver starts."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pathgrade.schemas.handoffs import HandoffFlow, HandoffKind, handoff_flow
+from pathgrade.content.handoffs import HandoffFlow, HandoffKind, handoff_flow
 from pathgrade.schemas.model import Trace
 
 

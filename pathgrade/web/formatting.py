@@ -6,7 +6,7 @@ import datetime
 import json
 from typing import Any
 
-from pathgrade.schemas.withheld import read_withheld
+from pathgrade.content.withheld import read_withheld
 
 
 def duration(ns: int | float | None) -> str:
@@ -72,7 +72,7 @@ def short_id(value: str, length: int = 12) -> str:
 
 def attribute(value: Any) -> Any:
     """An attribute key or value as the trace page shows it: a withheld one
-    (`schemas.withheld`) says so, with its type, the start of its fingerprint and the kinds
+    (`content.withheld`) says so, with its type, the start of its fingerprint and the kinds
     of personal data the collector found in it; anything else as it is."""
     mark = read_withheld(value)
     if mark is None:

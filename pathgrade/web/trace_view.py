@@ -1,4 +1,4 @@
-"""One trace as the trace page shows it: its agent turns (`schemas.agent_turns`: each
+"""One trace as the trace page shows it: its agent turns (`content.agent_turns`: each
 turn's top span, and the findings raised on it), the agents of each multi-agent turn as
 lanes with the hand-offs between them (`web.agent_lanes`), a waterfall of its spans on one
 time axis and, per span, everything stored about it (attributes, events and log records,
@@ -23,9 +23,9 @@ from pathgrade.batch_plane.store import scores as stored_scores
 from pathgrade.batch_plane.store.alerts import TraceAlert
 from pathgrade.batch_plane.store.scores import TraceScore
 from pathgrade.batch_plane.store.trace_rows import load_trace
+from pathgrade.content.agent_turns import turns_of
 from pathgrade.detectors.prices import PriceTable, cost_usd
 from pathgrade.detectors.registry import REGISTRY
-from pathgrade.schemas.agent_turns import turns_of
 from pathgrade.schemas.genai import PG_REDACTED_KEYS
 from pathgrade.schemas.model import LogRecord, Span, Trace
 from pathgrade.web.agent_lanes import TurnLanes, turn_lanes

@@ -9,7 +9,7 @@ state, schema URLs, query strings, content that facts read), through raw OTLP pr
 raw OTLP/JSON. Then everything the stack keeps or shows is read as an attacker would: the
 raw `pathgrade.spans` topic, every column of every table of the store, and the browser
 UI's trace list, trace pages and conversation pages, each decoded (the same decodings,
-written independently of `schemas.pii`) and searched for each planted value's canonical
+written independently of `content.pii`) and searched for each planted value's canonical
 form (the address, the card's digits). The test prints survivors / planted and expects 0.
 
 Each planted value is first found in the request that carries it with the same search,
@@ -41,7 +41,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, TracesData
-from pathgrade.schemas.pii import luhn_valid
+from pathgrade.content.pii import luhn_valid
 from pathgrade.schemas.topics import SPANS_TOPIC
 
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
@@ -159,7 +159,7 @@ class Planted:
 
 def decoded(text: str) -> str:
     """`text` with every spelling undone, lower-case, written independently of
-    `schemas.pii`: percent, HTML and backslash escapes (repeatedly), NFKC, format and
+    `content.pii`: percent, HTML and backslash escapes (repeatedly), NFKC, format and
     combining characters removed, decimal digits as ASCII, other full stops and middle
     dots as ".", bracketed or spelt-out at/dot as "@" / "."."""
     for _ in range(10):

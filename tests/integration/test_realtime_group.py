@@ -15,12 +15,12 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from pathgrade.content.otlp import decode_resource_spans
 from pathgrade.detectors import load_policy
 from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.evaluate import TurnEvaluator
 from pathgrade.schemas.alerts import Alert
 from pathgrade.schemas.model import Trace
-from pathgrade.schemas.otlp import decode_resource_spans
 from pathgrade.schemas.topics import ALERTS_TOPIC, DEFAULT_TENANT
 
 from pathgrade.demo.scenarios import FAILURE_SCENARIOS, plan_turns

@@ -27,12 +27,12 @@ from typing import Any
 
 import pytest
 from pathgrade.batch_plane.store.deliveries import AlertRecords
+from pathgrade.content.agent_turns import turns_of
+from pathgrade.content.otlp import decode_kafka_message
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.plane import RealtimePlane
-from pathgrade.schemas.agent_turns import turns_of
 from pathgrade.schemas.alerts import Alert
 from pathgrade.schemas.model import Span, Trace
-from pathgrade.schemas.otlp import decode_kafka_message
 from pathgrade.schemas.topics import ALERTS_TOPIC, DEFAULT_TENANT, SPANS_TOPIC
 
 from pathgrade.stack.broker import DEFAULT_PARTITIONS, LocalBroker, free_port

@@ -26,12 +26,12 @@ from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import CAPTURE_ALL_TOOLS, RedactionConfig, Redactor
-from pathgrade.schemas import otlp
+from pathgrade.content import otlp
+from pathgrade.content.fingerprints import SECRET_BYTES, FactSecret
+from pathgrade.content.otlp import decode_spans_message
+from pathgrade.content.pii import PiiScanner
 from pathgrade.schemas.decline import declined
-from pathgrade.schemas.fingerprints import SECRET_BYTES, FactSecret
 from pathgrade.schemas.model import GenAIFields
-from pathgrade.schemas.otlp import decode_spans_message
-from pathgrade.schemas.pii import PiiScanner
 
 from pathgrade.demo.sender import send_demo_traces
 from tests.support.forwarded import as_published

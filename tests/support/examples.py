@@ -2,7 +2,7 @@
 
 The suite runs each generated (hypothesis) test on a fixed, derandomized set of examples
 sized to keep the whole suite within its time; `PATHGRADE_EXAMPLES_SCALE` multiplies every
-count for a deeper run (`PATHGRADE_EXAMPLES_SCALE=10 pytest tests/unit/schemas`).
+count for a deeper run (`PATHGRADE_EXAMPLES_SCALE=10 pytest tests/unit/content`).
 """
 
 import os

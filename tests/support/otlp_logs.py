@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
     ExportLogsServiceResponse,
 )
-from pathgrade.schemas.otlp import any_value, attributes_dict
+from pathgrade.content.otlp import any_value, attributes_dict
 
 
 @dataclass(frozen=True)

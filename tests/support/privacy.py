@@ -7,12 +7,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from pathgrade.content.facts_producer import compute_facts
+from pathgrade.content.fingerprints import FactSecret
+from pathgrade.content.pii import PiiScanner
+from pathgrade.content.predicates import RequestPatterns
 from pathgrade.schemas import genai
-from pathgrade.schemas.facts_producer import compute_facts
-from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.model import Trace
-from pathgrade.schemas.pii import PiiScanner
-from pathgrade.schemas.predicates import RequestPatterns
 
 KEY = FactSecret(b"s" * 32).for_tenant("default")
 SCANNER = PiiScanner()

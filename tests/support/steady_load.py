@@ -30,7 +30,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from pathgrade.schemas.pii import id_holds_card
+from pathgrade.content.pii import id_holds_card
 
 from pathgrade.demo.scenarios import CLEAN_SCENARIOS, plan_turns
 from pathgrade.demo.sender import send_demo_traces
@@ -63,7 +63,7 @@ def fresh_requests(
     trace: the SDK exports a trace's root last), taken in turn from `template`, every pass
     over it with new trace ids; each with the spans it carries. Every span is stored under
     the ids it is sent with: an id that holds a card number, which the collector replaces
-    by its fingerprint (`schemas.pii.id_holds_card`: about 1 random span id in 8,000, so
+    by its fingerprint (`content.pii.id_holds_card`: about 1 random span id in 8,000, so
     about 1 demo template of 560 spans in 14), is drawn anew."""
     rng = random.Random(seed)
     spans = [

@@ -21,6 +21,8 @@ from pathgrade.batch_plane.scoring.checks.registry import (
     from_findings,
 )
 from pathgrade.batch_plane.scoring.trajectory import frozen_json
+from pathgrade.content.fingerprints import TenantKey
+from pathgrade.content.fingerprints import same_value as fingerprint_equal
 from pathgrade.detectors.tool_calls import (
     FORBIDDEN,
     LOOP,
@@ -32,8 +34,6 @@ from pathgrade.detectors.tool_calls import (
     ToolNamesParams,
 )
 from pathgrade.detectors.view import ToolCall
-from pathgrade.schemas.fingerprints import TenantKey
-from pathgrade.schemas.fingerprints import same_value as fingerprint_equal
 from pydantic import Field
 
 _LOOKUP = ("lookup_order", {"order_id": "A1001"})

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pathgrade.batch_plane.scoring.checks.registry import AttemptEvidence
+from pathgrade.content.facts_producer import compute_facts
+from pathgrade.content.fingerprints import TenantKey
+from pathgrade.content.pii import PiiScanner
 from pathgrade.detectors import default_policy, run_detectors
 from pathgrade.schemas import genai
-from pathgrade.schemas.facts_producer import compute_facts
-from pathgrade.schemas.fingerprints import TenantKey
 from pathgrade.schemas.model import GenAIFields, Span, Trace
-from pathgrade.schemas.pii import PiiScanner
 
 FixtureCall = tuple[str, dict[str, Any] | None]
 """(tool name, arguments); None arguments: not captured."""

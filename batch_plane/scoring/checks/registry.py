@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pathgrade.content.fingerprints import TenantKey
 from pathgrade.detectors import DetectorContext, Finding, TraceView
 from pathgrade.detectors.registry import Params, Rule
-from pathgrade.schemas.fingerprints import TenantKey
 from pathgrade.schemas.layers import Layer
 from pydantic import BaseModel, ConfigDict
 

@@ -40,12 +40,13 @@ from pathgrade.collector.facts import (
 )
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.content import otlp
+from pathgrade.content.fingerprints import FactSecret
+from pathgrade.content.pii import PiiScanner, luhn_valid
+from pathgrade.content.withheld import read_withheld
 from pathgrade.schemas import facts as f
-from pathgrade.schemas import genai, otlp
+from pathgrade.schemas import genai
 from pathgrade.schemas.decline import declined
-from pathgrade.schemas.fingerprints import FactSecret
-from pathgrade.schemas.pii import PiiScanner, luhn_valid
-from pathgrade.schemas.withheld import read_withheld
 
 from pathgrade.demo.sender import send_demo_traces
 from tests.support.examples import examples
@@ -539,7 +540,7 @@ def test_what_the_kernel_leaves_to_python_is_declined_and_still_computed() -> No
 def test_a_span_with_message_events_is_left_to_python_which_reads_their_content() -> None:
     """Strands Agents writes content as span events only: the kernel, which reads
     attributes, leaves such a span to Python, whose facts read the events
-    (schemas.event_content); the same with one redactor or the other."""
+    (content.event_content); the same with one redactor or the other."""
     request = ExportTraceServiceRequest()
     scope = request.resource_spans.add().scope_spans.add()
     span = scope.spans.add(trace_id=TRACE, span_id=b"\x01" * 8, name="execute_tool change_plan")

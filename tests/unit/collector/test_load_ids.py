@@ -1,7 +1,7 @@
 """The fault and recovery tests' load (`tests.support.steady_load`) goes through the
 collector's redaction with the ids it was sent with, so a test that looks its acknowledged
 spans up by those ids finds every one. A span id that holds a card number is replaced by
-its fingerprint (`schemas.pii.id_holds_card`): about 1 random span id in 8,000, so about 1
+its fingerprint (`content.pii.id_holds_card`): about 1 random span id in 8,000, so about 1
 demo template in 14 held one, and the durable-log recovery test then waited 300 s for
 spans stored under other ids."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from pathgrade.collector.redact import RedactionConfig, Redactor
-from pathgrade.schemas.pii import id_holds_card
+from pathgrade.content.pii import id_holds_card
 
 from tests.support.steady_load import SpanKey, demo_template, fresh_requests
 

@@ -19,9 +19,9 @@ from pathgrade.collector.pipeline import IngestPipeline
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.collector.spill import OutgoingMessage
 from pathgrade.collector.validate import SpanLimits, validate_logs_request
-from pathgrade.schemas.fingerprints import FactSecret
-from pathgrade.schemas.otlp import attributes_dict
-from pathgrade.schemas.pii import PiiScanner
+from pathgrade.content.fingerprints import FactSecret
+from pathgrade.content.otlp import attributes_dict
+from pathgrade.content.pii import PiiScanner
 
 TRACE, OTHER, SPAN = os.urandom(16), os.urandom(16), os.urandom(8)
 CARD = "4111 1111 1111 1111"

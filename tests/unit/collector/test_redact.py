@@ -12,9 +12,10 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.trace.v1 import trace_pb2
 from pathgrade.collector.facts import CONTEXT_KEYS as CONTEXT_KEYS_OF_FACTS
 from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.content.pii import luhn_valid
+from pathgrade.content.withheld import read_withheld
 from pathgrade.schemas import genai
-from pathgrade.schemas.pii import CARD_MARK, EMAIL_MARK, PATTERN_MARK, luhn_valid
-from pathgrade.schemas.withheld import read_withheld
+from pathgrade.schemas.personal_data import CARD_MARK, EMAIL_MARK, PATTERN_MARK
 from pydantic import ValidationError
 
 VISA_TEST_CARD = "4111111111111111"  # a Luhn-valid test number, no real account

@@ -16,10 +16,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pathgrade.collector.config import load_request_patterns
 from pathgrade.collector.facts import DECLINED_FALLBACK, FactMaker
 from pathgrade.collector.redact import RedactionConfig, Redactor
+from pathgrade.content.fingerprints import FactSecret
+from pathgrade.content.pii import PiiScanner
+from pathgrade.content.predicates import RequestPatterns
 from pathgrade.schemas import facts
-from pathgrade.schemas.fingerprints import FactSecret
-from pathgrade.schemas.pii import PiiScanner
-from pathgrade.schemas.predicates import RequestPatterns
 
 from pathgrade.demo.sender import send_demo_traces
 

@@ -15,9 +15,9 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
-from pathgrade.schemas.fingerprints import FactSecret
-from pathgrade.schemas.otlp import decode_spans_message
-from pathgrade.schemas.pii import PiiScanner
+from pathgrade.content.fingerprints import FactSecret
+from pathgrade.content.otlp import decode_spans_message
+from pathgrade.content.pii import PiiScanner
 
 UPSTREAM = SpanContext(
     trace_id=0x5B8EFFF798038103D269B633813FC60C, span_id=0x00F067AA0BA902B7, is_remote=True,

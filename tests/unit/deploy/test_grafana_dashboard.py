@@ -16,11 +16,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pathgrade.batch_plane.scoring.scores import Score, write_scores
 from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
+from pathgrade.content.otlp import decode_resource_spans
 from pathgrade.detectors import load_policy
 from pathgrade.realtime_plane.assembler import TurnAssembler
 from pathgrade.realtime_plane.evaluate import TurnEvaluator
 from pathgrade.schemas.alerts import ALERT_COLUMNS
-from pathgrade.schemas.otlp import decode_resource_spans
 
 from pathgrade.demo.sender import send_demo_traces
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pathgrade.schemas.pii import CARD_MARK, PiiScanner, luhn_valid
+from pathgrade.content.pii import PiiScanner, luhn_valid
+from pathgrade.schemas.personal_data import CARD_MARK
 
 from tests.support.traces import TraceBuilder, clean_refund_trace, detect
 

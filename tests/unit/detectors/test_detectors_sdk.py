@@ -2,7 +2,7 @@
 
 Each turn of a telecom support agent is recorded with a real TracerProvider, exported to
 an InMemorySpanExporter, encoded as OTLP protobuf (what the Collector writes to Kafka),
-decoded by `schemas.otlp.decode_spans_message` and graded under the default policy.
+decoded by `content.otlp.decode_spans_message` and graded under the default policy.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
+from pathgrade.content.otlp import decode_spans_message
 from pathgrade.detectors import default_policy, run_detectors
 from pathgrade.schemas import genai
 from pathgrade.schemas.model import Trace
-from pathgrade.schemas.otlp import decode_spans_message
 
 CUSTOMER = "cust-1001"
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 
+from pathgrade.content.agent_turns import turns_of
 from pathgrade.detectors.conventions import Conventions
 from pathgrade.detectors.view import DetectorContext
 from pathgrade.schemas import facts, genai
-from pathgrade.schemas.agent_turns import turns_of
 from pathgrade.schemas.model import Span, Trace
 
 from tests.support.traces import TraceBuilder, decision, detect, in_server_span

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from pathgrade.content.predicates import argument_skeleton
 from pathgrade.detectors.jsonschema_subset import validate, validate_skeleton
-from pathgrade.schemas.predicates import argument_skeleton
 
 VALUE_SCHEMAS: list[dict[str, Any]] = [
     {"minimum": 3}, {"maximum": 3}, {"exclusiveMinimum": 3}, {"exclusiveMaximum": 3},

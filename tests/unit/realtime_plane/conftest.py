@@ -7,8 +7,8 @@ from collections import defaultdict
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pathgrade.content.otlp import decode_spans_message
 from pathgrade.schemas.model import Trace
-from pathgrade.schemas.otlp import decode_spans_message
 
 from pathgrade.demo.scenarios import plan_turns
 from pathgrade.demo.sender import send_demo_traces

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import random
 
+from pathgrade.content.conventions import genai_fields
 from pathgrade.detectors import load_policy
 from pathgrade.realtime_plane.assembler import TurnAssembler
 from pathgrade.realtime_plane.evaluate import TurnEvaluator
 from pathgrade.schemas import genai
-from pathgrade.schemas.conventions import genai_fields
 from pathgrade.schemas.model import Span
 
 CONVERSATIONS = 24

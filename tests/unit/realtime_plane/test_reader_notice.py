@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 
 import pytest
+from pathgrade.content import otlp
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.plane import RealtimePlane
-from pathgrade.schemas import otlp
 
 CONFIG = RealtimeConfig(
     bootstrap_servers="127.0.0.1:1", alerts_topic=None, sampled_topic=None, turns_topic=None
@@ -29,7 +29,7 @@ def test_a_plane_without_the_reader_warns_once(
 
 
 def test_a_plane_with_the_reader_says_nothing(caplog: pytest.LogCaptureFixture) -> None:
-    assert otlp.reader_built(), "pathgrade.schemas._otlp_reader is not built"
+    assert otlp.reader_built(), "pathgrade.content._otlp_reader is not built"
     with caplog.at_level(logging.WARNING):
         RealtimePlane(CONFIG)
     assert _notices(caplog) == []

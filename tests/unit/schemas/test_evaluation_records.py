@@ -12,13 +12,13 @@ from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import TraceFlags
+from pathgrade.content.otlp import any_value, attributes_dict
 from pathgrade.schemas.evaluation_records import (
     SCHEMA_URL,
     alert_record,
     logs_request,
     score_record,
 )
-from pathgrade.schemas.otlp import any_value, attributes_dict
 
 TRACE, SPAN = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
 SCORE = {

@@ -1,5 +1,5 @@
 """The SQL mapping (`schemas.genai_sql`, run on chDB) beside the Python one
-(`schemas.conventions` over `schemas.genai_mapping`, as the decoder applies it): the same
+(`content.conventions` over `schemas.genai_mapping`, as the decoder applies it): the same
 OTLP spans through both, every GenAI and evaluation column compared field by field, every
 decline counted by reason (`tests.support.parity`). Inputs: the demo agent's raw traffic in
 every convention, a table of the mapping's edge cases (each with the answer it must get:
@@ -7,7 +7,7 @@ decided, or declined for a named reason) and generated spans over the mapping's 
 
 The SQL side reads a span as the store's insert reads it (`genai_sql.ArrayAttributeSql`
 over the attribute arrays, `genai_sql.declines_sql`), from a table of those arrays, in
-one statement per batch; the Python side decodes the span (`schemas.otlp`) and reads its
+one statement per batch; the Python side decodes the span (`content.otlp`) and reads its
 row's columns (`span_rows.span_row`)."""
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
+from pathgrade.content import otlp
 from pathgrade.schemas import genai as g
 from pathgrade.schemas import genai_mapping as m
 from pathgrade.schemas import genai_sql as sql
-from pathgrade.schemas import otlp
 from pathgrade.schemas.decline import Decision, Declined
 from pathgrade.schemas.genai_sql import (
     ATTRIBUTE_ARRAYS,

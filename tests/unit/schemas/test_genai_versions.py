@@ -8,10 +8,11 @@ import json
 from typing import Any
 
 import pytest
+from pathgrade.content.conventions import genai_fields
+from pathgrade.content.events import join_records
+from pathgrade.content.messages import assistant_text, parse_messages, request_text
 from pathgrade.schemas import genai
 from pathgrade.schemas.allowed_keys import AllowList
-from pathgrade.schemas.conventions import genai_fields
-from pathgrade.schemas.events import join_records
 from pathgrade.schemas.genai_versions import (
     ATTRIBUTE_RENAMES,
     GENAI_VERSION,
@@ -19,7 +20,6 @@ from pathgrade.schemas.genai_versions import (
     older_names,
     versions_table,
 )
-from pathgrade.schemas.messages import assistant_text, parse_messages, request_text
 from pathgrade.schemas.model import LogRecord, Span, SpanEvent
 
 from tests.support.paths import REPO_ROOT

@@ -10,12 +10,12 @@ import pytest
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
 from pathgrade.batch_plane.store.trace_rows import load_trace
+from pathgrade.content.facts_producer import compute_facts
+from pathgrade.content.fingerprints import FactSecret
+from pathgrade.content.pii import PiiScanner
 from pathgrade.schemas import genai
-from pathgrade.schemas.facts_producer import compute_facts
-from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.migrations import bundled_migrations, migrate, retention_ddl, set_retention
 from pathgrade.schemas.model import GenAIFields, Span, SpanEvent
-from pathgrade.schemas.pii import PiiScanner
 
 DAY_NS = 86_400 * 10**9
 ARGUMENTS = '{"order_id": "ord-4242", "customer_id": "cust-7"}'

@@ -37,6 +37,7 @@ from pathgrade.batch_plane.store.deliveries import AlertRecords
 from pathgrade.batch_plane.store.otlp_insert import insert_messages, pending_message
 from pathgrade.batch_plane.store.results_backlog import Cursor, ResultsBacklog
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
+from pathgrade.content.otlp import decode_resource_spans
 from pathgrade.realtime_plane.delivery import AlertBacklog
 from pathgrade.schemas.alerts import ALERT_COLUMNS, SEQ_COLUMNS
 from pathgrade.schemas.cluster_ddl import EVERYWHERE, SHARDING_KEYS, TRACE_KEY, local_name
@@ -50,7 +51,6 @@ from pathgrade.schemas.migrations import (
     recorded_layout,
     set_retention,
 )
-from pathgrade.schemas.otlp import decode_resource_spans
 from pathgrade.schemas.store import QueryResult
 from starlette.testclient import TestClient
 

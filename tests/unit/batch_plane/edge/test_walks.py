@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathgrade.batch_plane.edge.traffic import infer_graph
 from pathgrade.batch_plane.edge.walks import turn_walk
-from pathgrade.schemas.graph_walk import node_visits
+from pathgrade.content.graph_walk import node_visits
 
 from tests.support.traces import TraceBuilder
 

@@ -20,9 +20,9 @@ from pathgrade.batch_plane.evaluation.datasets import DatasetError, DatasetItem,
 from pathgrade.batch_plane.evaluation.runs import Attempt, attempt_evidence
 from pathgrade.batch_plane.scoring.checks import CheckSpec, run_checks
 from pathgrade.batch_plane.scoring.checks.harness import HARNESS_TYPES
+from pathgrade.content.otlp import decode_spans_message
 from pathgrade.detectors import load_policy
 from pathgrade.schemas.model import EvalContext, Trace
-from pathgrade.schemas.otlp import decode_spans_message
 
 from examples.seeded_defects.agent import BUILDS
 from tests.support.paths import REPO_ROOT

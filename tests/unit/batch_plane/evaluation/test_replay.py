@@ -18,7 +18,7 @@ from pathgrade.batch_plane.store.trace_rows import (
     find_trace_ids,
     load_traces,
 )
-from pathgrade.schemas.otlp import decode_spans_message
+from pathgrade.content.otlp import decode_spans_message
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
 
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)

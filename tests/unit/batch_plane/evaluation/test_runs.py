@@ -40,10 +40,10 @@ from pathgrade.batch_plane.evaluation.runs import (
 from pathgrade.batch_plane.evaluation.suite import load_suite, parse_suite
 from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
+from pathgrade.content.fingerprints import FactSecret
+from pathgrade.content.otlp import decode_spans_message
 from pathgrade.detectors import load_policy
 from pathgrade.detectors.prices import shipped_price_table
-from pathgrade.schemas.fingerprints import FactSecret
-from pathgrade.schemas.otlp import decode_spans_message
 
 from examples.seeded_defects.agent import BUILDS, CATCHING_METRICS
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)

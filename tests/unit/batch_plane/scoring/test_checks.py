@@ -13,8 +13,8 @@ from pathgrade.batch_plane.scoring.checks import (
     run_checks,
 )
 from pathgrade.batch_plane.scoring.checks.fixtures import FixtureAttempt
+from pathgrade.content.fingerprints import FactSecret
 from pathgrade.detectors import default_policy, run_detectors
-from pathgrade.schemas.fingerprints import FactSecret
 from pydantic import ValidationError
 
 from tests.support.paths import REPO_ROOT

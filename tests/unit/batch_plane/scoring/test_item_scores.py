@@ -14,8 +14,8 @@ from pathgrade.batch_plane.scoring.judge import Judge, JudgeError
 from pathgrade.batch_plane.scoring.judge_endpoint import JudgeEndpoint
 from pathgrade.batch_plane.scoring.scores import evaluation_event
 from pathgrade.batch_plane.scoring.trace_scorers import TraceScorer, UnknownMetric
+from pathgrade.content.otlp import decode_spans_message
 from pathgrade.schemas.model import Trace
-from pathgrade.schemas.otlp import decode_spans_message
 
 from pathgrade.demo.sender import send_demo_traces
 from tests.support.openai_standin import OpenAIStandIn, Reply

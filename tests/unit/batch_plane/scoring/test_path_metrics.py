@@ -13,8 +13,8 @@ from pathgrade.batch_plane.scoring.path_metrics import (
     efficiency,
     sound,
 )
+from pathgrade.content.fingerprints import FactSecret
 from pathgrade.detectors import REGISTRY, default_policy, run_detectors
-from pathgrade.schemas.fingerprints import FactSecret
 
 from tests.support.traces import TraceBuilder
 

@@ -7,8 +7,8 @@ import time
 
 from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
+from pathgrade.content.conventions import genai_fields
 from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
-from pathgrade.schemas.conventions import genai_fields
 from pathgrade.schemas.model import Span
 from starlette.testclient import TestClient
 

@@ -20,10 +20,10 @@ from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.monitors import MonitorQueries
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
 from pathgrade.batch_plane.store.tenancy import TenantStore
+from pathgrade.content.otlp import decode_spans_message
 from pathgrade.detectors.prices import shipped_price_table
 from pathgrade.schemas.alerts import ALERT_COLUMNS, Alert
 from pathgrade.schemas.monitors import MonitorTick
-from pathgrade.schemas.otlp import decode_spans_message
 from starlette.testclient import TestClient
 
 from pathgrade.demo.sender import send_demo_traces
