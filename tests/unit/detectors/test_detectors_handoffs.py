@@ -11,6 +11,7 @@ import pytest
 from pathgrade.detectors import default_policy, run_detectors
 from pathgrade.detectors.handoffs import ContextParams, InverseParams, PingPongParams
 from pathgrade.schemas import genai
+from pathgrade.schemas.fingerprints import FactSecret
 from pathgrade.schemas.model import Trace
 from pydantic import ValidationError
 
@@ -18,6 +19,7 @@ from tests.support.traces import TraceBuilder, detect
 from tests.unit.detectors.test_detectors_facts import facts_only
 
 CUSTOMER = "cust-1"
+OTHER_KEY = FactSecret(b"r" * 32).for_tenant("default")  # a collector's key after a rotation
 
 
 def workflow(**kwargs: Any) -> TraceBuilder:
@@ -102,6 +104,24 @@ def relay_trace(*agents: str) -> Trace:
     for agent in agents:
         with b.inside(b.agent(agent)):
             b.chat(text="noted")
+    return b.build()
+
+
+def handed_back_by_a_sub_agent(caller: str, other: str, sub_agent: str) -> Trace:
+    """`caller` delegates to `sub_agent`, which hands the turn back to it, then hands off to
+    `other`; the caller takes the turn back after `other` and hands it to `sub_agent`:
+    the hand-off back comes from another agent than the one `caller` handed to."""
+    b = workflow()
+    with b.inside(b.agent(caller)):
+        with b.inside(b.agent(sub_agent)):
+            b.handoff(caller)
+        b.handoff(other)
+    with b.inside(b.agent(other)):
+        b.chat(text="noted")
+    with b.inside(b.agent(caller)):
+        b.handoff(sub_agent)
+    with b.inside(b.agent(sub_agent)):
+        b.chat(text="noted")
     return b.build()
 
 
@@ -200,6 +220,16 @@ CASES: dict[str, tuple[Callable[[], Trace], Callable[[], Trace], Any]] = {
     "PG122 relayed in reverse name order": (
         lambda: ping_pong_trace(3),
         lambda: relay_trace("d_agent", "c_agent", "b_agent", "a_agent"),
+        None,
+    ),
+    "PG122 handed back by another agent sorting after": (
+        lambda: ping_pong_trace(3),
+        lambda: handed_back_by_a_sub_agent("desk", "billing", "triage"),
+        None,
+    ),
+    "PG122 handed back by another agent sorting before": (
+        lambda: ping_pong_trace(3),
+        lambda: handed_back_by_a_sub_agent("desk", "triage", "billing"),
         None,
     ),
     "PG122 a limit of one": (
@@ -359,14 +389,32 @@ def test_a_ping_pong_limit_below_one_is_refused() -> None:
         PingPongParams.model_validate({"max_alternations": 0})
 
 
+def spliced(base: Trace, other: Trace, tool: str) -> Trace:
+    """`base` with the spans of `tool` taken from `other` (the same turn seen otherwise)."""
+    spans = [o if b.genai.tool_name == tool else b
+             for b, o in zip(base.spans, other.spans, strict=True)]  # fmt: skip
+    return Trace(base.tenant, base.trace_id, spans)
+
+
 def test_an_undo_across_a_collector_and_no_collector_is_read_by_the_captured_values() -> None:
     """triage's spans went through the collector (fingerprints, content captured), billing's
     did not (captured arguments only): the two calls are compared by their values."""
     for same, expected in ((True, ["violation"]), (False, [])):
         raw = undo_trace(same=same)
-        collected = facts_only(raw, scrub=True)
-        spans = [r if r.genai.tool_name == "close_ticket" else c
-                 for r, c in zip(raw.spans, collected.spans, strict=True)]  # fmt: skip
-        mixed = Trace(raw.tenant, raw.trace_id, spans)
+        mixed = spliced(facts_only(raw, scrub=True), raw, "close_ticket")
         found = detect("PG120", mixed, {"close_ticket": "open_ticket"})
         assert [f.kind for f in found] == expected
+
+
+@pytest.mark.parametrize(("capture", "expected"), [(False, "cannot_decide"), (True, "violation")])
+def test_an_undo_fingerprinted_under_a_rotated_key_is_read_by_values_or_left_undecided(
+    capture: bool, expected: str
+) -> None:
+    """billing's spans went through a collector with another key (after a rotation): the
+    fingerprints cannot be compared, so the captured values decide, or nothing does
+    (it was quiet: fingerprints of two keys counted as different arguments)."""
+    raw = undo_trace()
+    rotated = facts_only(raw, scrub=capture, key=OTHER_KEY)
+    mixed = spliced(facts_only(raw, scrub=capture), rotated, "close_ticket")
+    (found,) = detect("PG120", mixed, {"close_ticket": "open_ticket"})
+    assert found.kind == expected
