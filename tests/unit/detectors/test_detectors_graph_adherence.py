@@ -153,6 +153,9 @@ def test_a_conversation_walk_checks_the_step_from_the_earlier_turns_last_node(
         "missing_edge", "test_drive", "faq",
     )  # fmt: skip
     assert step.span_id == walk(convention, "faq").spans[-1].span_id  # the turn's own node span
+    later = walk(convention, "test_drive", "faq")  # off the graph at the turn's second node
+    (second,) = detect("PG118", later, conversation, after_first)
+    assert second.span_id == later.spans[-1].span_id
     nodeless = DetectorContext(history=[_digest_of(first), _digest_of(Trace("t", "9" * 32, []))])
     assert detect("PG118", walk(convention, "faq"), conversation, nodeless)  # skips the gap
     turn_walk = {"graph": graph}  # each turn walks the whole graph: no step across turns
