@@ -305,15 +305,28 @@ def run_mutant(
             output=NOT_COVERED,
         )  # fmt: skip
     operator = cosmic_ray.plugins.get_operator(spec.operator_name)(**spec.operator_args)
-    with use_mutation(spec.module_path, operator, spec.occurrence) as (_, mutated):
-        if mutated is None:
-            return WorkResult(worker_outcome=WorkerOutcome.NO_TEST)
-        code, timed_out, output = runner.run([*PYTEST_ARGS, "-x", *ids], timeout_s)
+    try:
+        with use_mutation(spec.module_path, operator, spec.occurrence) as (_, mutated):
+            if mutated is None:
+                return WorkResult(worker_outcome=WorkerOutcome.NO_TEST)
+            drop_bytecode(Path(spec.module_path))
+            code, timed_out, output = runner.run([*PYTEST_ARGS, "-x", *ids], timeout_s)
+    finally:
+        drop_bytecode(Path(spec.module_path))
     return WorkResult(
         worker_outcome=WorkerOutcome.NORMAL,
         test_outcome=TestOutcome.KILLED if code or timed_out else TestOutcome.SURVIVED,
         output=TIMED_OUT if timed_out else output,
     )
+
+
+def drop_bytecode(module: Path) -> None:
+    """Remove the bytecode caches of `module` in the copy. The suite writes them whatever
+    PYTHONDONTWRITEBYTECODE says (tests/conftest.py), and Python takes a cache as current
+    when the source's size and whole second of modification match: a mutant written in the
+    second of the one before, and as long, ran as that one (its verdict and output)."""
+    for cached in (module.parent / "__pycache__").glob(f"{module.stem}.*.pyc"):
+        cached.unlink(missing_ok=True)
 
 
 def source_order(spec: MutationSpec) -> tuple:

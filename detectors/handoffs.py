@@ -4,6 +4,7 @@ is handed back and forth."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pathgrade.content.fingerprints import same_value
@@ -157,8 +158,8 @@ HANDOFF_UNDO = Rule(
             "both, and the end state is neither."
         ),
         undecided=(
-            "Cannot decide when one of the two calls has arguments neither captured nor "
-            "fingerprinted. With no `inverses` configured it reports nothing."
+            "Cannot decide when a call's arguments are neither captured nor fingerprinted "
+            "(or only with another key than the other's). No `inverses`: it reports nothing."
         ),
         fires=(
             "triage calls `open_ticket(customer_id=c1)`, hands off to billing, which calls "
@@ -500,19 +501,34 @@ def _back(flow: HandoffFlow, previous: Handoff, handoff: Handoff) -> bool:
 
 def _same_arguments(done: ToolCall, call: ToolCall) -> bool | None:
     """Whether every argument the two calls share by name holds the same value (and they
-    share one): by fingerprints where both have them, else by captured values; None when
-    either call's arguments are unknown."""
-    if done.argument_fps is not None and call.argument_fps is not None:
-        first, second = done.argument_fps, call.argument_fps
-        shared = set(first) & set(second)
-        return bool(shared) and all(same_value(first[n], second[n]) is True for n in shared)
-    if done.arguments is not None and call.arguments is not None:
-        values, others = done.arguments, call.arguments
-        shared = set(values) & set(others)
-        return bool(shared) and all(
-            sorted_text(values[n]) == sorted_text(others[n]) for n in shared
-        )
-    return None
+    share one): by fingerprints where both have them made with the same key, else by
+    captured values; None when neither tells."""
+    by_fingerprints = _same_by(done.argument_fps, call.argument_fps, same_value)
+    if by_fingerprints is not None:
+        return by_fingerprints
+    return _same_by(done.arguments, call.arguments, _same_text)
+
+
+def _same_by(
+    first: dict[str, Any] | None,
+    second: dict[str, Any] | None,
+    same: Callable[[Any, Any], bool | None],
+) -> bool | None:
+    """Whether every argument `first` and `second` share by name holds the same value by
+    `same` (True, False, or None: cannot tell), and they share one; None when either is
+    unknown or `same` cannot tell for an argument and no other differs."""
+    if first is None or second is None:
+        return None
+    shared = set(first) & set(second)
+    verdicts = [same(first[n], second[n]) for n in shared]
+    if not shared or False in verdicts:
+        return False
+    return None if None in verdicts else True
+
+
+def _same_text(left: Any, right: Any) -> bool:
+    """Whether two captured values are the same JSON value."""
+    return sorted_text(left) == sorted_text(right)
 
 
 def _before(calls: list[ToolCall], receiver: AgentRun) -> list[ToolCall]:

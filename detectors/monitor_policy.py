@@ -88,7 +88,8 @@ class Baseline(MonitorBase):
             raise ValueError(
                 "baseline_from and baseline_to: set both to pin a baseline, or neither"
             )
-        if self.baseline_from and self.baseline_to and self.baseline_to <= self.baseline_from:
+        start, end = self.baseline_from, self.baseline_to
+        if start is not None and end is not None and _utc(end) <= _utc(start):
             raise ValueError("baseline_to must be after baseline_from")
         return self
 
@@ -290,11 +291,14 @@ def _windows(monitor: Monitor) -> list[int]:
     return [monitor.window_s]
 
 
+def _utc(moment: dt.datetime) -> dt.datetime:
+    """`moment` with its zone: a time without zone is UTC (so it compares with any other)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
+
+
 def _unix_s(moment: dt.datetime) -> int:
     """Unix seconds of `moment` (a time without zone is UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    return int(moment.timestamp())
+    return int(_utc(moment).timestamp())
 
 
 def bad_counter(good: Good, detector: str | None, budget: float | None) -> str:

@@ -19,10 +19,6 @@ def test_every_longest_module_exists_once() -> None:
 
 
 def test_the_longest_modules_are_collected_first(request: pytest.FixtureRequest) -> None:
-    collected = [item.nodeid.split("::", 1)[0] for item in request.session.items]
-    first = list(dict.fromkeys(collected))[: len(LONGEST_MODULES)]
-    if len(first) < len(LONGEST_MODULES):  # a run of a few modules: their relative order
-        first = [path for path in LONGEST_MODULES if path in collected]
-        assert [path for path in dict.fromkeys(collected) if path in LONGEST_MODULES] == first
-        return
-    assert first == list(LONGEST_MODULES)
+    collected = list(dict.fromkeys(item.nodeid.split("::", 1)[0] for item in request.session.items))
+    longest = [path for path in LONGEST_MODULES if path in collected]  # all, in the whole suite
+    assert collected[: len(longest)] == longest

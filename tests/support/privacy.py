@@ -8,7 +8,7 @@ import dataclasses
 from typing import Any
 
 from pathgrade.content.facts_producer import compute_facts
-from pathgrade.content.fingerprints import FactSecret
+from pathgrade.content.fingerprints import FactSecret, TenantKey
 from pathgrade.content.pii import PiiScanner
 from pathgrade.content.predicates import RequestPatterns
 from pathgrade.schemas import genai
@@ -20,16 +20,20 @@ CONTENT_FIELDS = ("tool_arguments", "tool_result", "input_messages", "output_mes
 
 
 def facts_only(
-    trace: Trace, scrub: bool = False, requests: dict[str, tuple[str, ...]] | None = None
+    trace: Trace,
+    scrub: bool = False,
+    requests: dict[str, tuple[str, ...]] | None = None,
+    key: TenantKey = KEY,
 ) -> Trace:
     """`trace` as a consumer sees it on default settings: the facts the collector computes
     from each span's content, and no content (with `scrub`: capture on instead, the
     content kept but scrubbed, as the collector forwards it). `requests`: the policy's
-    request patterns the collector matches on each turn's request (`pathgrade.facts.requests`)."""
+    request patterns the collector matches on each turn's request (`pathgrade.facts.requests`);
+    `key`: the tenant's fingerprint key (another one: as a collector after a rotation)."""
     patterns = RequestPatterns(requests) if requests else None
     spans = []
     for span in trace.spans:
-        facts = compute_facts(span.genai, span.attributes, KEY, SCANNER, requests=patterns)
+        facts = compute_facts(span.genai, span.attributes, key, SCANNER, requests=patterns)
         if scrub:
             content = {k: SCANNER.scrub(getattr(span.genai, k))[0] for k in CONTENT_FIELDS}
             attributes = {k: _scrubbed(v) for k, v in span.attributes.items()}

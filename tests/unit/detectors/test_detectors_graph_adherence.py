@@ -3,6 +3,7 @@ read from the node spans each instrumentation writes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
@@ -152,6 +153,9 @@ def test_a_conversation_walk_checks_the_step_from_the_earlier_turns_last_node(
         "missing_edge", "test_drive", "faq",
     )  # fmt: skip
     assert step.span_id == walk(convention, "faq").spans[-1].span_id  # the turn's own node span
+    later = walk(convention, "test_drive", "faq")  # off the graph at the turn's second node
+    (second,) = detect("PG118", later, conversation, after_first)
+    assert second.span_id == later.spans[-1].span_id
     nodeless = DetectorContext(history=[_digest_of(first), _digest_of(Trace("t", "9" * 32, []))])
     assert detect("PG118", walk(convention, "faq"), conversation, nodeless)  # skips the gap
     turn_walk = {"graph": graph}  # each turn walks the whole graph: no step across turns
@@ -257,3 +261,21 @@ def test_bad_graph_in_a_policy_names_the_line_and_the_file(tmp_path: Path) -> No
     )
     with pytest.raises(PolicyError, match="terminal 'b': unknown node"):
         load_policy(inline)
+
+
+@pytest.mark.parametrize("first", ["faq", "test_drive"])  # sorting before and after the start
+def test_a_turn_starting_off_the_start_names_its_first_node(first: str) -> None:
+    """Whichever side of the start's name the first node sorts; the finding names that
+    node (not a later one) and no edge's `from`."""
+    found = detect("PG118", walk("genai", first, "greetings"), {"graph": GRAPH})
+    wrong = [f for f in found if f.details["problem"] == "wrong_start"]
+    assert [f.details for f in wrong] == [
+        {"problem": "wrong_start", "node": first, "path": [first, "greetings"]}
+    ]
+    assert wrong[0].reason == f"The turn starts at {first!r}; the graph starts at 'greetings'."
+
+
+def test_a_walk_problem_cannot_change() -> None:
+    (problem,) = walk_problems(load_graph(GRAPH), ["faq"])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        problem.index = 1  # type: ignore[misc]

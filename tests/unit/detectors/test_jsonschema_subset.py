@@ -93,3 +93,13 @@ def test_the_grid_reaches_every_outcome() -> None:
     for schema in VALUE_SCHEMAS + SHAPE_SCHEMAS:
         outcomes = {reference_valid(i, schema) for i in itertools.chain(VALUES, SHAPES)}
         assert outcomes == {True, False}, schema
+
+
+def test_a_type_the_subset_does_not_know_never_causes_an_error() -> None:
+    """Like the keywords it ignores: a schema naming a type outside JSON Schema's seven
+    (a draft-04 `any`, a vendor's `decimal`) holds no instance against it."""
+    assert validate(1.5, {"type": "decimal"}) == []
+    assert validate(1.5, {"type": ["string", "decimal"]}) == []
+    assert validate(1.5, {"type": ["string", "boolean"]}) == [
+        "$: expected string or boolean, got float"
+    ]

@@ -1,15 +1,17 @@
 """The policy at its edges: which findings alert per tier, a tier's settings over the
-defaults, request patterns checked and kept, the version a file may omit, and every
-error naming the line of the value it concerns (a list item, a key the file has, a
-document that is not a mapping)."""
+defaults, request patterns checked and kept, the version a file may omit, its monitors
+section, a loaded policy unchangeable, and every error naming the line of the value it
+concerns (a list item, a key the file has, a document that is not a mapping)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 from pathgrade.detectors import PolicyError, default_policy, load_policy
 from pathgrade.detectors.finding import Finding
+from pathgrade.detectors.monitor_policy import MonitorsPolicy
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -82,3 +84,13 @@ def test_an_error_names_the_line_of_what_it_concerns(tmp_path: Path, text: str, 
     with pytest.raises(PolicyError) as error:
         load_policy(write(tmp_path, text))
     assert str(error.value).startswith(f"policy.yaml:{where}: ")
+
+
+def test_a_policy_s_monitors_are_its_section_or_an_empty_one_and_it_cannot_change(
+    tmp_path: Path,
+) -> None:
+    declared = load_policy(write(tmp_path, "version: 1\nmonitors:\n  every_s: 30\n"))
+    assert (declared.monitors.every_s, declared.monitors.all()) == (30, [])
+    assert load_policy(write(tmp_path, "version: 1\n")).monitors == MonitorsPolicy()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        declared.prices = default_policy().prices  # type: ignore[misc]
