@@ -22,11 +22,15 @@ import argparse
 import multiprocessing
 import os
 import statistics
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ingest import process_cpu_s
 from kafka import KafkaConsumer, KafkaProducer
 from pathgrade.schemas.topics import SPANS_TOPIC, consumer_settings, kafka_client_settings
 
@@ -100,12 +104,12 @@ def idle(wait_ms: int, seconds: float, probes: int = 8) -> tuple[float, float, l
         )  # fmt: skip
         consumer.poll(timeout_ms=3000)  # joined
         assert broker.pid is not None
-        consumer_cpu, broker_cpu = time.process_time(), _process_cpu_s(broker.pid)
+        consumer_cpu, broker_cpu = time.process_time(), process_cpu_s(broker.pid)
         until = time.monotonic() + seconds
         while time.monotonic() < until:
             consumer.poll(timeout_ms=500)
         consumer_cpu = (time.process_time() - consumer_cpu) / seconds
-        broker_cpu = (_process_cpu_s(broker.pid) - broker_cpu) / seconds
+        broker_cpu = (process_cpu_s(broker.pid) - broker_cpu) / seconds
         producer = KafkaProducer(**kafka_client_settings(bootstrap))
         lags = []
         for _ in range(probes):
@@ -121,12 +125,6 @@ def idle(wait_ms: int, seconds: float, probes: int = 8) -> tuple[float, float, l
         return consumer_cpu, broker_cpu, lags
     finally:
         broker.stop()
-
-
-def _process_cpu_s(pid: int) -> float:
-    """User and system CPU seconds of process `pid` (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def print_idle(waits: list[int], seconds: float) -> None:

@@ -63,6 +63,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -444,16 +445,18 @@ def _command(pid: int) -> str:
     return " ".join(words[:3])[:40]
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far (Linux); OSError once it is gone."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(pids: dict[int, str]) -> dict[str, float]:
     """User + system CPU seconds so far, per process (this bench included)."""
-    tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for pid, name in pids.items():
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[f"{name} [{pid}]"] = (int(fields[11]) + int(fields[12])) / tick
+        with suppress(OSError):  # the process is gone
+            out[f"{name} [{pid}]"] = process_cpu_s(pid)
     times = os.times()
     out["bench senders + webhook"] = times.user + times.system
     return out

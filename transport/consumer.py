@@ -140,7 +140,6 @@ class TopicConsumer:
         **settings: Any,
     ) -> None:
         self.topic = topic
-        self._busy_fetch_wait_ms: int = settings.get("fetch_max_wait_ms", 500)
         self._idle_fetch_wait_ms = idle_fetch_wait_ms
         self._quiet_before_idle_s = quiet_before_idle_s
         self._last_read = time.monotonic()
@@ -150,6 +149,7 @@ class TopicConsumer:
         self._consumer = KafkaConsumer(
             **consumer_settings(bootstrap_servers, group_id, session_timeout_ms, **settings)
         )
+        self._busy_fetch_wait_ms = self.fetch_wait_ms()  # the settings', or kafka-python's
         # kafka-python's event loop (a private attribute, as of 3.0): `_Rebalance` wakes it
         # from the thread that ran the owner's callback.
         loop = self._consumer._net
