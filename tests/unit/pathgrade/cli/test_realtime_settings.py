@@ -41,6 +41,14 @@ def test_the_file_sets_bounds_and_rates_and_the_flags_win(tmp_path: Path) -> Non
         ("max_spans: -1\n", "max_spans: Input should be greater than 0"),
         ("sampler: {finding: 2}\n", "sampler.finding: Input should be less than or equal to 1"),
         ("fetch_max_wait_ms: 0\n", "fetch_max_wait_ms: Input should be greater than 0"),
+        (
+            "idle_fetch_wait_ms: 0\n",
+            "idle_fetch_wait_ms: Input should be greater than or equal to 1",
+        ),
+        (
+            "idle_fetch_wait_ms: 10001\n",
+            "idle_fetch_wait_ms: Input should be less than or equal to 10000",
+        ),
         ("bootstrap_servers: k:1\n", "bootstrap_servers: set the broker with --kafka"),
         ("- a list\n", "expected a mapping of realtime settings"),
         ("max_traces: [\n", "while parsing"),
