@@ -32,8 +32,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from pathgrade.collector.grouping import group_by_trace
 from pathgrade.collector.redact import RedactionConfig, Redactor
 from pathgrade.content.otlp import decode_spans_message
-from pathgrade.schemas.message_auth import MessageKey
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
+from pathgrade.transport.message_auth import MessageKey
 
 HEADERS = [(TENANT_HEADER, b"acme"), (RECEIVED_AT_HEADER, b"1765000000000000000")]
 

@@ -18,8 +18,8 @@ from pathgrade.collector.limits import (
 from pathgrade.collector.redaction_config import RedactionConfig
 from pathgrade.collector.spill import DEFAULT_SPILL_BYTES
 from pathgrade.content.predicates import RequestPatterns
-from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pathgrade.schemas.topics import LOGS_TOPIC, REALTIME_GROUP, SPANS_TOPIC, STORE_GROUP
+from pathgrade.transport.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pydantic import BaseModel, ConfigDict, Field
 
 

@@ -21,7 +21,7 @@ the old one is lost).
 
 No failure stops the drainer or the trimmer: a file the disk refuses (the spill or
 durable log itself, the dead-letter file, the notes `spill.pos` and `spill.sent`) is
-written again after a growing wait (`schemas.stalls.Backoff`, up to 10 s), and reported
+written again after a growing wait (`transport.stalls.Backoff`, up to 10 s), and reported
 meanwhile as a stall (`stalls`: what, why; `write_failures`), cleared by the next write
 that succeeds. The log's bound and a disk refusing an append answer the request 503 with
 `Retry-After`, never dropping what was accepted.
@@ -58,13 +58,13 @@ from pathgrade.collector.limits import PRODUCER_MAX_REQUEST_BYTES
 from pathgrade.collector.log_trim import GroupOffsets, SentBatch, TrimQueue, load_sent, save_sent
 from pathgrade.collector.partitioner import KeyHashPartitioner
 from pathgrade.collector.spill import OutgoingMessage, SpillFile, SpillFull, encode_body
-from pathgrade.schemas.stalls import Backoff, Stalls
 from pathgrade.schemas.topics import (
     RECEIVED_AT_HEADER,
     SPANS_TOPIC,
     TENANT_HEADER,
     kafka_client_settings,
 )
+from pathgrade.transport.stalls import Backoff, Stalls
 
 log = logging.getLogger(__name__)
 

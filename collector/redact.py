@@ -12,12 +12,12 @@ Per span, in place:
    property) unless `capture_identity`; a `pathgrade.confirmed_action` unless its tool is
    captured. A span that lost attributes gets `pathgrade.redacted.keys` (int): how many
    were removed from it and its events, so readers can tell "redacted" from "absent".
-3. Forward by allow-list (`schemas.allowed_keys`): every other attribute (of the span, its
-   events and links, its resource and scope) is forwarded as text only when its key is
-   allowed (the default list plus `allowed_keys`); any other value is withheld: it
-   becomes its mark (`content.withheld`: its type, its keyed fingerprint under the
-   tenant's fact key, the kinds of personal data found in it), whatever it holds; a
-   boolean and an empty string travel as they are. A JSON object under a key of
+3. Forward by allow-list (`schemas.allowed_keys`, matched by `collector.allow_list`): every
+   other attribute (of the span, its events and links, its resource and scope) is
+   forwarded as text only when its key is allowed (the default list plus `allowed_keys`);
+   any other value is withheld: it becomes its mark (`content.withheld`: its type, its
+   keyed fingerprint under the tenant's fact key, the kinds of personal data found in it),
+   whatever it holds; a boolean and an empty string travel as they are. A JSON object under a key of
    `allowed_keys.ALLOWED_MEMBERS` (OpenInference's `metadata`) travels as its structural
    members only (LangGraph's node, step, triggers...). An attribute key that does not look
    like one, or holds personal data, is withheld the same way (and so is its value). The
@@ -53,6 +53,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1 import logs_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
+from pathgrade.collector.allow_list import AllowList, looks_like_key
 from pathgrade.collector.facts import (
     CONTEXT_KEYS,
     DECLINED_WHOLE,
@@ -80,13 +81,7 @@ from pathgrade.content.otlp_logs import EVENT_NAME_ATTRIBUTE
 from pathgrade.content.pii import PiiScanner, add_counts, card_number, id_holds_card
 from pathgrade.content.withheld import KEY_TYPE, withheld_mark
 from pathgrade.schemas import genai
-from pathgrade.schemas.allowed_keys import (
-    ALLOWED_MEMBERS,
-    IDENTIFIER_KEYS,
-    STATUS_MESSAGE_FIELD,
-    AllowList,
-    looks_like_key,
-)
+from pathgrade.schemas.allowed_keys import ALLOWED_MEMBERS, IDENTIFIER_KEYS, STATUS_MESSAGE_FIELD
 from pathgrade.schemas.decline import Decision, declined
 from pathgrade.schemas.facts import FACT_KEYS, PiiRecord
 from pathgrade.schemas.json_text import parse_json

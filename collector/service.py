@@ -27,9 +27,9 @@ from pathgrade.collector.redact import Redactor
 from pathgrade.collector.spill import SpillFile, SpillInUse, logs_spill_dir
 from pathgrade.content.fingerprints import FactSecret
 from pathgrade.content.pii import PiiScanner
-from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.stalls import STALLED, WRITE_FAILURES
 from pathgrade.transport.bearer_tokens import TokenAuth
+from pathgrade.transport.message_auth import message_key
 from pathgrade.transport.signing import signing
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ class Collector:
 
     def new_producer(self) -> Any:
         """A producer to Kafka (`producer_for`) whose messages carry the stack's MAC when
-        the config has a message key (`schemas.message_auth`)."""
+        the config has a message key (`transport.message_auth`)."""
         config = self.config
         producer = producer_for(config.kafka_bootstrap, config.ack_timeout_s)
         return signing(producer, message_key(config.message_key))

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pathgrade.content.graph_documents import parse_graph_document
 from pathgrade.content.graph_walk import NodeVisit
 from pathgrade.detectors.finding import Finding
 from pathgrade.detectors.policy import POLICY_DIR_CONTEXT
 from pathgrade.detectors.registry import Params, Rule, RuleDoc
 from pathgrade.detectors.view import DetectorContext, TraceView
-from pathgrade.schemas.agent_graph import AgentGraph, GraphError, parse_graph_document
+from pathgrade.schemas.agent_graph import AgentGraph, GraphError
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 Walk = Literal["turn", "conversation"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pathgrade.schemas.topics import (
     ALERTS_TOPIC,
     LOGS_TOPIC,
@@ -13,6 +12,7 @@ from pathgrade.schemas.topics import (
     SPANS_TOPIC,
     TURNS_TOPIC,
 )
+from pathgrade.transport.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 

@@ -1,5 +1,6 @@
 """Which attribute values the collector forwards as text: the allow-list (as the OpenTelemetry
-Collector's redaction processor does with `allowed_keys`).
+Collector's redaction processor does with `allowed_keys`), as data; the collector matches
+keys against it (`collector.allow_list`).
 
 An attribute whose key is allowed is forwarded with its value scrubbed (`content.pii`); any
 other value is withheld: it travels as its mark (`content.withheld`: type, keyed
@@ -20,16 +21,13 @@ Identifiers among the allowed keys (`IDENTIFIER_KEYS`: conversation, session, to
 response and run ids...) are forwarded as they are when scrubbing leaves them unchanged,
 else as their keyed fingerprint (never a shared mark: two users' ids stay two).
 
-An attribute key is forwarded as it is when it looks like a key (`looks_like_key`: ASCII
-letters, digits and `_ . - / : [ ] # $ +`, at most 256 characters) and scrubbing leaves it
-unchanged; any other key is withheld like a value (type `key`).
+An attribute key is forwarded as it is when it looks like a key (`KEY_SHAPE`: ASCII letters,
+digits and `_ . - / : [ ] # $ +`, at most 256 characters) and scrubbing leaves it unchanged;
+any other key is withheld like a value (type `key`).
 """
 
 from __future__ import annotations
 
-import fnmatch
-import re
-from collections.abc import Iterable
 from typing import Final, NamedTuple
 
 from pathgrade.schemas import genai as g
@@ -37,10 +35,11 @@ from pathgrade.schemas import genai_mapping as mapping
 from pathgrade.schemas.genai_versions import ATTRIBUTE_RENAMES
 
 STATUS_MESSAGE_FIELD: Final = "status.message"
+"""The name `allowed_keys` gives a span's status message (withheld unless allowed)."""
 EVENT_NAME: Final = "event.name"
 """Where a log record names its event when the SDK predates the record's own field."""
-"""The name `allowed_keys` gives a span's status message (withheld unless allowed)."""
-_KEY_SHAPE = re.compile(r"[A-Za-z0-9_.\-/:\[\]#$+]{1,256}")
+KEY_SHAPE: Final = r"[A-Za-z0-9_.\-/:\[\]#$+]{1,256}"
+"""The shape of an attribute key forwarded as it is (a regular expression, matched whole)."""
 
 
 class AllowedGroup(NamedTuple):
@@ -135,33 +134,6 @@ IDENTIFIER_KEYS: Final = frozenset(
 )  # fmt: skip
 """Allowed keys whose values are identifiers: forwarded as their fingerprint when scrubbing
 would change them."""
-
-
-class AllowList:
-    """The default allow-list plus a deployment's own entries (exact keys, or `fnmatch`
-    patterns when they hold `*`, `?` or `[`)."""
-
-    def __init__(self, extra: Iterable[str] = ()) -> None:
-        entries = list(extra)
-        self.keys = DEFAULT_KEYS | {e for e in entries if not _is_pattern(e)}
-        self.prefixes = DEFAULT_PREFIXES
-        patterns = [fnmatch.translate(e) for e in entries if _is_pattern(e)]
-        self._patterns = re.compile("|".join(patterns)) if patterns else None
-
-    def allows(self, key: str) -> bool:
-        """True when `key`'s value may be forwarded as (scrubbed) text."""
-        if key in self.keys or key.startswith(self.prefixes):
-            return True
-        return self._patterns is not None and self._patterns.match(key) is not None
-
-
-def _is_pattern(entry: str) -> bool:
-    return any(c in entry for c in "*?[")
-
-
-def looks_like_key(key: str) -> bool:
-    """True when `key` has an attribute key's shape (see the module doc)."""
-    return _KEY_SHAPE.fullmatch(key) is not None
 
 
 def allowed_keys_list() -> str:

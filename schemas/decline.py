@@ -4,7 +4,7 @@ Four fast paths sit beside slow twins that give the same answers: the fact kerne
 (`collector/_facts_kernel.c`) beside the Python redactor and fact maker, the OTLP reader
 (`content/_otlp_reader.c`) beside upb, the store's SQL insert
 (`batch_plane/store/otlp_insert.py`) beside `span_rows`, and the SQL mapping
-(`schemas/genai_sql.py`) beside the Python one (`schemas/genai_mapping.py`). Each answers
+(`batch_plane/store/genai_sql.py`) beside the Python one (`schemas/genai_mapping.py`). Each answers
 per item with its result, or with a `Declined` naming why it does not decide that item;
 the slow twin then decides it. A declined item costs time, never an answer: both twins'
 answers are compared field by field on the same inputs, every decline counted by reason

@@ -2,11 +2,11 @@
 order, and how each convention's span kinds name an operation.
 
 One definition, two readers: `content.conventions` (the Python decoder every consumer of
-`pathgrade.spans` runs) and `schemas.genai_sql` (the SQL expressions the store computes
+`pathgrade.spans` runs) and `batch_plane.store.genai_sql` (the SQL expressions the store computes
 its GenAI columns with when ClickHouse parses OTLP itself) are both derived from these
 tables and rules, so the two cannot drift apart: each reader interprets a rule (which
 sources, in which order, under which condition) in its own language and holds no
-precedence of its own; tests/unit/schemas/test_genai_sql_parity.py checks that they agree
+precedence of its own; tests/unit/batch_plane/store/test_genai_sql_parity.py checks that they agree
 on every span the SQL decides (the SQL declines, by reason, what it does not read as
 Python does: `genai_sql.DECLINES`), and tests/integration/test_store_sql_parity.py that
 the store's rows do.

@@ -42,7 +42,7 @@ RECEIVED_AT_HEADER = "pathgrade.received_at_ns"  # decimal nanoseconds since the
 WORKER_HEADER = "pathgrade.worker"  # on pathgrade.turns: the consumer that published it
 MAC_HEADER = "pathgrade.mac"
 """On every message the stack's processes write, with a message key: its HMAC-SHA256
-(`schemas.message_auth`)."""
+(`transport.message_auth`)."""
 
 DEFAULT_TENANT = "default"
 

@@ -151,7 +151,9 @@ def test_the_layout_table_names_each_folder_and_what_it_may_import() -> None:
         "| " + (f.path if f.path.startswith("`") else f"`{f.path}`") for f in layout.FOLDERS
     ]
     cells = {row.split(" | ")[0][2:]: row.split(" | ")[2] for row in rows}
-    assert cells["`batch_plane/export/`"] == "`schemas/`, `content/`, `batch_plane/store/` |"
+    assert cells["`batch_plane/export/`"] == (
+        "`schemas/`, `content/`, `transport/`, `batch_plane/store/` |"
+    )
     assert cells["`content/`"] == "`schemas/`; libraries: `opentelemetry`, `google` |"
     assert cells["`schemas/`"].startswith("nothing of ours; libraries: `pydantic`")
     assert cells["`pathgrade/web/`"] == "the folders above but `pathgrade/demo/` |"

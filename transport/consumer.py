@@ -25,10 +25,10 @@ from kafka.future import Future
 from kafka.structs import OffsetAndMetadata
 from pathgrade.content.otlp import DecodeProblems, decode_kafka_message
 from pathgrade.content.otlp_logs import decode_logs_kafka_message
-from pathgrade.schemas.message_auth import MessageKey
 from pathgrade.schemas.model import LogRecord, Span
-from pathgrade.schemas.stalls import Backoff
 from pathgrade.schemas.topics import consumer_settings
+from pathgrade.transport.message_auth import MessageKey
+from pathgrade.transport.stalls import Backoff
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -56,7 +56,7 @@ class DecodeCounts(ForgedCount, Protocol):
 def authentic(
     partition: TopicPartition, message: Any, key: MessageKey | None, counts: ForgedCount
 ) -> bool:
-    """Whether `message` carries the stack's MAC (`schemas.message_auth`; any message
+    """Whether `message` carries the stack's MAC (`transport.message_auth`; any message
     without a key); one that does not is logged and counted in `counts.forged_messages`,
     and its owner skips it (and commits past it: nothing the stack wrote is lost)."""
     if key is None or key.authentic(

@@ -1,11 +1,11 @@
 """`SigningProducer`: a Kafka producer whose every message carries the stack's MAC
-(`schemas.message_auth`), so the stack's consumers can tell its messages from forged ones."""
+(`transport.message_auth`), so the stack's consumers can tell its messages from forged ones."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pathgrade.schemas.message_auth import Headers, MessageKey
+from pathgrade.transport.message_auth import Headers, MessageKey
 
 
 class SigningProducer:

@@ -1,5 +1,5 @@
-"""EDGE path enumeration and test scenarios over an agent graph (the DSL itself, its
-validation and the LangGraph import live in `schemas.agent_graph`).
+"""EDGE path enumeration and test scenarios over an agent graph (the DSL itself is
+`schemas.agent_graph`, its validation and the LangGraph import `content.graph_documents`).
 
 Everything here is a pure function of its arguments except `write_scenarios`, which writes
 a JSONL file. See docs/edge.md for the decisions taken.
@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pathgrade.schemas.agent_graph import AgentGraph, GraphError, validate_graph
+from pathgrade.content.graph_documents import validate_graph
+from pathgrade.schemas.agent_graph import AgentGraph, GraphError
 from pydantic import BaseModel
 
 

@@ -50,8 +50,9 @@ from pathgrade.batch_plane.scoring.judge import Judge, JudgeError
 from pathgrade.batch_plane.scoring.rubrics import load_rubric
 from pathgrade.batch_plane.store import edge_runs
 from pathgrade.batch_plane.store.trace_rows import find_trace_ids, load_traces, run_trace_ids
+from pathgrade.content.graph_documents import load_graph
 from pathgrade.schemas import genai
-from pathgrade.schemas.agent_graph import AgentGraph, load_graph
+from pathgrade.schemas.agent_graph import AgentGraph
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.store import ReadableStore, Store
 

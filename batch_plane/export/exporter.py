@@ -42,8 +42,8 @@ from pathgrade.batch_plane.store.results_backlog import (
     StoredRow,
 )
 from pathgrade.content.pii import PiiScanner
-from pathgrade.schemas.evaluation_records import alert_record, logs_request, score_record
 from pathgrade.schemas.store import Store
+from pathgrade.transport.evaluation_records import alert_record, logs_request, score_record
 
 log = logging.getLogger(__name__)
 

@@ -29,11 +29,11 @@ from pathgrade.content.agent_turns import turn_at
 from pathgrade.detectors.monitor_policy import MonitorsPolicy
 from pathgrade.detectors.policy import RISK_TIERS, Policy
 from pathgrade.schemas.evaluation_records import JUDGE_ERROR_LABEL
-from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.model import Trace
 from pathgrade.schemas.sampled import SampledTrace
 from pathgrade.schemas.store import Store
 from pathgrade.transport.consumer import TopicConsumer, authentic
+from pathgrade.transport.message_auth import message_key
 from pydantic import ValidationError
 
 log = logging.getLogger(__name__)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pathgrade.schemas.topics import SAMPLED_TOPIC, SCORER_GROUP
+from pathgrade.transport.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 if TYPE_CHECKING:

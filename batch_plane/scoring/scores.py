@@ -1,6 +1,6 @@
 """Score records, their deterministic ids, the `scores` table writer and the GenAI
 `gen_ai.evaluation.result` event shape of a score (`pathgrade scorer --events-out`; the OTLP
-export sends the same attributes as log records: schemas.evaluation_records)."""
+export sends the same attributes as log records: transport.evaluation_records)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pathgrade.batch_plane.scoring.judge import canonical_json
-from pathgrade.schemas.evaluation_records import evaluation_attributes
 from pathgrade.schemas.genai import EVENT_EVALUATION_RESULT
 from pathgrade.schemas.store import Store
+from pathgrade.transport.evaluation_records import evaluation_attributes
 
 SCORE_COLUMNS = (
     "ScoreId", "Tenant", "Metric", "Value", "Label", "Explanation", "Scorer", "ScorerVersion",

@@ -2,10 +2,10 @@
 
 The store writer hands a batch of `pathgrade.spans` values to ClickHouse as they came,
 length-delimited, each with the tenant and receive time appended as two extra protobuf
-fields (`schemas.otlp_proto`), in one insert into a Null table (`input_table`) whose
+fields (`batch_plane.store.otlp_proto`), in one insert into a Null table (`input_table`) whose
 materialized view writes `spans`: its SELECT computes every column `span_rows.span_row`
 computes in Python: ids as hex, attribute maps as text, content split out, GenAI and
-evaluation columns (`schemas.genai_sql`, compiled from the same mapping as the Python
+evaluation columns (`batch_plane.store.genai_sql`, compiled from the same mapping as the Python
 decoder). The store writer creates the table and its view when it starts (not a
 migration: the view's SQL is compiled from the mapping, and a new one gets a new name).
 
@@ -31,12 +31,7 @@ from functools import cache
 from google.protobuf.internal.encoder import _VarintBytes
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from pathgrade.batch_plane.store.client import ClientStore, QueryError
-from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
-from pathgrade.content.otlp import parse_spans_message
-from pathgrade.schemas import genai as g
-from pathgrade.schemas import genai_mapping as m
-from pathgrade.schemas.decline import Decision, Declined
-from pathgrade.schemas.genai_sql import (
+from pathgrade.batch_plane.store.genai_sql import (
     ATTRIBUTE_ARRAYS,
     FLATTENED,
     ArrayAttributeSql,
@@ -46,14 +41,19 @@ from pathgrade.schemas.genai_sql import (
     has_flattened_keys,
     quote,
 )
-from pathgrade.schemas.model import MAX_TIME_NS, SPAN_KINDS, STATUS_CODES
-from pathgrade.schemas.otlp_proto import (
+from pathgrade.batch_plane.store.otlp_proto import (
     RECEIVED_AT_FIELD,
     ROOT_MESSAGE,
     TENANT_FIELD,
     spans_value_proto,
     spans_value_structure,
 )
+from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
+from pathgrade.content.otlp import parse_spans_message
+from pathgrade.schemas import genai as g
+from pathgrade.schemas import genai_mapping as m
+from pathgrade.schemas.decline import Decision, Declined
+from pathgrade.schemas.model import MAX_TIME_NS, SPAN_KINDS, STATUS_CODES
 
 PROTOBUF_SETTINGS: dict[str, str | int] = {
     "format_schema_message_name": ROOT_MESSAGE,

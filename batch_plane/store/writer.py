@@ -14,7 +14,7 @@ Offsets are committed only after the insert returned, so a crash between the two
 re-delivers a batch whose duplicates the ReplacingMergeTree `spans` table absorbs.
 
 Nothing stops the writer: an insert the store refuses (a full disk, a server away) or a
-commit Kafka does not take is retried after a growing wait (`schemas.stalls.Backoff`, up
+commit Kafka does not take is retried after a growing wait (`transport.stalls.Backoff`, up
 to 10 s) with consumption paused, the batch kept as far as it got (rows inserted are not
 inserted again when only the commit failed), and reported as a stall (`stalls`) until it
 succeeds.
@@ -44,12 +44,12 @@ from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
 from pathgrade.content.otlp import DecodeProblems, decode_resource_spans, message_tenant_and_time
 from pathgrade.schemas.decline import declined
-from pathgrade.schemas.message_auth import message_key
 from pathgrade.schemas.model import Span
-from pathgrade.schemas.stalls import Backoff, Stalls
 from pathgrade.schemas.store import Store
 from pathgrade.schemas.topics import read_until_drained
 from pathgrade.transport.consumer import TopicConsumer, decode_records, decode_spans, read_message
+from pathgrade.transport.message_auth import message_key
+from pathgrade.transport.stalls import Backoff, Stalls
 
 log = logging.getLogger(__name__)
 _TENANT, _TRACE_ID, _SPAN_ID = (SPAN_COLUMNS.index(c) for c in ("Tenant", "TraceId", "SpanId"))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pathgrade.schemas.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pathgrade.schemas.topics import LOGS_TOPIC, SPANS_TOPIC, STORE_GROUP
+from pathgrade.transport.message_auth import MESSAGE_KEY_HELP, MessageKeySetting
 from pydantic import BaseModel, ConfigDict, Field
 
 SQL_INSERT_MIN_SPANS = 20_000

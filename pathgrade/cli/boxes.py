@@ -119,9 +119,9 @@ def _cmd_collector(args: argparse.Namespace) -> int:
 
 def _cmd_store_writer(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.store.client import StoreUnavailable
-    from pathgrade.schemas.message_auth import MessageKey
     from pathgrade.stack.ownership import DataDirBusy
     from pathgrade.stack.store_owner import StoreOwner
+    from pathgrade.transport.message_auth import MessageKey
 
     key = message_key_setting(args, args.kafka)
     owner = StoreOwner(

@@ -286,8 +286,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.evaluation.replay import ACK_TIMEOUT_S, replay_traces
     from pathgrade.batch_plane.store.trace_rows import find_trace_ids
     from pathgrade.collector.publisher import producer_for
-    from pathgrade.schemas.message_auth import MessageKey
     from pathgrade.stack.ownership import broker_lease
+    from pathgrade.transport.message_auth import MessageKey
     from pathgrade.transport.signing import signing
 
     if not args.where:

@@ -170,7 +170,8 @@ def _max_visits(parser: argparse.ArgumentParser) -> None:
 
 def read_graph(path: Path) -> Any:
     """The validated AgentGraph in `path` (EDGE DSL, or LangGraph JSON with source/target)."""
-    from pathgrade.schemas.agent_graph import GraphError, parse_graph_document
+    from pathgrade.content.graph_documents import parse_graph_document
+    from pathgrade.schemas.agent_graph import GraphError
 
     try:
         return parse_graph_document(json.loads(path.read_text(encoding="utf-8")))
@@ -291,7 +292,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.edge.report import table3_text, write_report
     from pathgrade.batch_plane.edge.store import EdgeRunNotFound, rubric_consistency_judge
     from pathgrade.cli.suite_scoring import make_judge
-    from pathgrade.schemas.agent_graph import load_graph
+    from pathgrade.content.graph_documents import load_graph
 
     graph = read_graph(args.graph) if args.graph else None
     try:
@@ -364,7 +365,8 @@ def _traffic(args: argparse.Namespace, store: Store, where: str) -> list[Any]:
 
 def _cmd_infer(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.edge.traffic import infer_graph
-    from pathgrade.schemas.agent_graph import AgentGraph, GraphError, graph_problems
+    from pathgrade.content.graph_documents import graph_problems
+    from pathgrade.schemas.agent_graph import AgentGraph, GraphError
 
     with _traffic_store(args) as store:
         traces = _traffic(args, store, args.where)

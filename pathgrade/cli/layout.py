@@ -96,7 +96,8 @@ FOLDERS: tuple[Folder, ...] = (
         "personal data (`pii`), content predicates (`predicates`), keyed fingerprints and "
         "withheld marks (`fingerprints`, `withheld`), the facts producer (`facts_producer`), "
         "a trace's agent turns, graph walks and hand-offs (`agent_turns`, `graph_walk`, "
-        "`handoffs`), number parsing (`numbers`), the hot path's memo (`memo`)",
+        "`handoffs`), agent graph documents read, imported from LangGraph and checked "
+        "(`graph_documents`), number parsing (`numbers`), the hot path's memo (`memo`)",
         (Room("content", ("schemas",), libraries=("opentelemetry", "google")),),
     ),
     Folder(
@@ -108,14 +109,18 @@ FOLDERS: tuple[Folder, ...] = (
         "transport/",
         "what travels between boxes and who may send it: the consumer-group member every "
         "plane's Kafka loop is (`consumer.py`: subscribe, rebalance callbacks, "
-        "decode-and-skip, commit after work, the poll loop), message signing (`signing.py`), "
-        "and the bearer tokens that name a sender's tenant (`bearer_tokens.py`, checked by "
-        "the collector's receivers and the UI's viewers)",
+        "decode-and-skip, commit after work, the poll loop), the stack's message key and its "
+        "MAC (`message_auth.py`) and message signing (`signing.py`), the bearer tokens that "
+        "name a sender's tenant (`bearer_tokens.py`, checked by the collector's receivers and "
+        "the UI's viewers), a writer's stalls and the waits between its retries "
+        "(`stalls.py`), and pathgrade's verdicts as OTLP log records "
+        "(`evaluation_records.py`: what the export sends, the shape `--events-out` writes)",
         (Room("transport", ("schemas", "content")),),
     ),
     Folder(
         "collector/",
-        "OTLP receivers, validation, redaction, Kafka publishing, the spill",
+        "OTLP receivers, validation, redaction (the allow-list at work: `allow_list`), Kafka "
+        "publishing, the spill",
         (Room("collector", ("schemas", "content", "transport")),),
     ),
     Folder(
@@ -146,8 +151,11 @@ FOLDERS: tuple[Folder, ...] = (
         "`traces`, `trace_list`, `conversations`, `scores`, `runs`, `gates`, `datasets`, "
         "`review`, `judges`, `edge_runs`, `monitors`, `deliveries`, `results_backlog`, "
         "`demo_rows`, `catalog`) that pages, commands, scorers and the realtime plane call "
-        "instead of writing SQL; typed reads take a `schemas.store.ReadableStore` (any "
-        "`Store`, or the UI's read-only `ReadStore`)",
+        "instead of writing SQL; the SQL insert of OTLP (`otlp_insert`) with the SQL "
+        "compiled from the convention mapping (`genai_sql`) and the `.proto` and structure "
+        "of a `pathgrade.spans` value generated from OTLP's descriptors (`otlp_proto`); "
+        "typed reads take a `schemas.store.ReadableStore` (any `Store`, or the UI's "
+        "read-only `ReadStore`)",
         (Room("batch_plane.store", ("schemas", "content", "transport")),),
     ),
     Folder(
@@ -182,7 +190,7 @@ FOLDERS: tuple[Folder, ...] = (
         "batch_plane/export/",
         "evaluation results out: scores and alerts read from their tables after a durable "
         "cursor, sent as OTLP log records ([stack.md](stack.md#evaluation-results-out))",
-        (Room("batch_plane.export", ("schemas", "content", "batch_plane.store")),),
+        (Room("batch_plane.export", ("schemas", "content", "transport", "batch_plane.store")),),
     ),
     Folder(
         "pathgrade/",

@@ -370,12 +370,12 @@ def cli_store(args: argparse.Namespace, must_exist: bool = True) -> Iterator[Sto
 
 def message_key_setting(args: argparse.Namespace, bootstrap: str) -> str | None:
     """The message key (hex) a box or command signs and checks its Kafka messages with
-    (`schemas.message_auth`): the file $PATHGRADE_KAFKA_MESSAGE_KEY_FILE names, else, when
+    (`transport.message_auth`): the file $PATHGRADE_KAFKA_MESSAGE_KEY_FILE names, else, when
     `bootstrap` is the bundled broker of the `pathgrade up` running on `--data-dir`, that
     stack's (the file its owner-only stack.json names); None otherwise. A bad key file is a
     CliError."""
-    from pathgrade.schemas.message_auth import MessageKey, message_key_from_env
     from pathgrade.stack.ownership import read_state
+    from pathgrade.transport.message_auth import MessageKey, message_key_from_env
 
     data_dir = getattr(args, "data_dir", None)
     try:

@@ -16,7 +16,7 @@ long-running stack stays bounded. A broker that dies is replaced within seconds 
 one on a new port, into which the collector's durable log replays what the readers had
 not committed (`Stack.replace_dead_broker`). It has no authentication and listens on
 loopback, where any local account can reach it: the stack's processes sign what they write
-with a key made for this stack (`schemas.message_auth`) and refuse what is not signed with it.
+with a key made for this stack (`transport.message_auth`) and refuse what is not signed with it.
 
 Supervision restarts a child process or the broker that died, at most MAX_RESTARTS times
 within RESTART_WINDOW_S; past that, or when a restart fails, the stack stops within
@@ -47,7 +47,6 @@ from pathgrade.collector.spill import SpillFile, logs_spill_dir
 from pathgrade.content.fingerprints import FactSecret
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.counters import AssemblerStats, RealtimeCounters
-from pathgrade.schemas.message_auth import MESSAGE_KEY_FILE, MessageKey, message_key_from_env
 from pathgrade.schemas.topics import (
     DRAIN_IDLE_S,
     KAFKA_SETTINGS_PREFIX,
@@ -105,6 +104,7 @@ from pathgrade.stack.status import (
 )
 from pathgrade.stack.store_access import facts_key_file
 from pathgrade.stack.store_owner import StoreOwner
+from pathgrade.transport.message_auth import MESSAGE_KEY_FILE, MessageKey, message_key_from_env
 
 if TYPE_CHECKING:
     from pathgrade.batch_plane.export.exporter import ResultExporter

@@ -13,13 +13,13 @@ from typing import Any
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
 from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterStats
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
-from pathgrade.schemas.message_auth import MessageKey
 from pathgrade.schemas.migrations import Migration, migrate, set_retention
 from pathgrade.schemas.stalls import STALLED
 from pathgrade.stack.ownership import DataDirLock, read_state, stop_stale_processes
 from pathgrade.stack.priority import keep_native_threads_lowered, lower_thread_priority
 from pathgrade.stack.status import summed
 from pathgrade.stack.store_endpoint import QueryServer
+from pathgrade.transport.message_auth import MessageKey
 from pathgrade.web.rendering import UiSettings
 from pathgrade.web.server import UiServer
 from pathgrade.web.viewers import Viewers

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from pathgrade.batch_plane.edge.report import graph_svg
 from pathgrade.batch_plane.edge.store import EdgeRunNotFound, load_turns, run_metrics
 from pathgrade.batch_plane.store import edge_runs as edge_runs_store
-from pathgrade.schemas.agent_graph import load_graph
+from pathgrade.content.graph_documents import load_graph
 from pathgrade.web.rendering import NotFound, Ui
 from pathgrade.web.store_reads import viewing
 from pathgrade.web.viewers import Viewer

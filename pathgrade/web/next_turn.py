@@ -19,7 +19,8 @@ from pathgrade.batch_plane.edge.store import EdgeRunNotFound, load_manifest, run
 from pathgrade.batch_plane.edge.traffic import graph_walks
 from pathgrade.batch_plane.store import edge_runs
 from pathgrade.batch_plane.store.trace_rows import load_traces
-from pathgrade.schemas.agent_graph import AgentGraph, load_graph
+from pathgrade.content.graph_documents import load_graph
+from pathgrade.schemas.agent_graph import AgentGraph
 from pathgrade.web.store_reads import ReadStore, viewing
 
 MAX_TURNS_WALKED = 100  # the path so far: the conversation's latest turns

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pathgrade.schemas.agent_graph import from_langgraph_json
+from pathgrade.content.graph_documents import from_langgraph_json
 
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.support.graphs import structure

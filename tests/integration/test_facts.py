@@ -24,8 +24,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode, set_span_in_context
 from pathgrade.batch_plane.agents.span_export import exporter_for_url
 from pathgrade.schemas.layers import LAYERS, OTHER
-from pathgrade.schemas.message_auth import MESSAGE_KEY_FILE_ENV
 from pathgrade.schemas.topics import SPANS_TOPIC
+from pathgrade.transport.message_auth import MESSAGE_KEY_FILE_ENV
 
 from examples.seeded_defects.agent import BUILDS, CATCHING_METRICS
 from pathgrade.demo.scenarios import CLEAN_SCENARIOS, TurnPlan, plan_turns

@@ -12,9 +12,9 @@ from kafka import KafkaProducer
 from pathgrade.batch_plane.scoring.online import OnlineScorer
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.batch_plane.store.client import ClientStore
-from pathgrade.schemas.message_auth import MessageKey
 from pathgrade.schemas.sampled import SampledTrace
 from pathgrade.schemas.topics import SAMPLED_TOPIC
+from pathgrade.transport.message_auth import MessageKey
 
 from pathgrade.stack.broker import LocalBroker
 from pathgrade.stack.carry import committed_offsets

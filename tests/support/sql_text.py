@@ -21,8 +21,8 @@ SQL_START = re.compile(
     r"DELETE\s+FROM|RENAME\s+TABLE|EXCHANGE|SYSTEM|WITH|FROM|WHERE|PREWHERE|GROUP\s+BY|"
     r"ORDER\s+BY|HAVING|UNION|(?:LEFT\s+|INNER\s+)?JOIN)\s"
 )
-"""A literal's start that makes it SQL (`AND`/`OR` alone do not: the convention mapping's
-SQL expressions in `schemas/genai_sql.py` are definitions, not statements)."""
+"""A literal's start that makes it SQL (`AND`/`OR` alone do not: a condition alone is no
+statement)."""
 
 SQL_HOMES = ("batch_plane/store/", "schemas/migrations.py", "schemas/cluster_ddl.py")
 """The store room and the migrations (the bundled ones and the cluster layout's DDL)."""

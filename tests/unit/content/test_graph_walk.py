@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from pathgrade.content.graph_documents import parse_graph_document
 from pathgrade.content.graph_walk import DeclaredGraph, declared_graph
 from pathgrade.schemas import genai
-from pathgrade.schemas.agent_graph import GraphError, parse_graph_document
+from pathgrade.schemas.agent_graph import GraphError
 from pathgrade.schemas.model import Span, Trace
 
 

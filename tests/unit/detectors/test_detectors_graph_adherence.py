@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pathgrade.content.graph_documents import load_graph
 from pathgrade.content.graph_walk import node_visits
 from pathgrade.detectors import PolicyError, load_policy, run_detectors
 from pathgrade.detectors.graph_adherence import walk_problems
 from pathgrade.detectors.view import DetectorContext, TraceView, turn_digest
 from pathgrade.schemas import genai
-from pathgrade.schemas.agent_graph import load_graph
 from pathgrade.schemas.model import GenAIFields, Span, Trace
 from pathgrade.schemas.turns import TurnDigest
 

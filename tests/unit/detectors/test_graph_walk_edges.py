@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pathgrade.content.graph_documents import load_graph
 from pathgrade.detectors.graph_adherence import (
     GraphAdherenceParams,
     WalkProblem,
@@ -15,7 +16,6 @@ from pathgrade.detectors.graph_adherence import (
     walk_problems,
 )
 from pathgrade.detectors.view import DetectorContext
-from pathgrade.schemas.agent_graph import load_graph
 from pathgrade.schemas.turns import TurnDigest
 from pydantic import ValidationError
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from kafka import TopicPartition
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
-from pathgrade.schemas.message_auth import MessageKey
 from pathgrade.schemas.topics import TURNS_TOPIC
 from pathgrade.schemas.turns import ConfirmedAction, TurnDigest
+from pathgrade.transport.message_auth import MessageKey
 
 PARTITION = TopicPartition(TURNS_TOPIC, 0)
 

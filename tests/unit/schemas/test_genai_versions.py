@@ -1,6 +1,7 @@
 """Convention versions as data (`schemas.genai_versions`): a fixture per version, one chat
 call written to it (tests/fixtures/genai_versions/), maps onto the same GenAI view; the
-renames drive the mapping's chains and the allow-list; the table is generated into docs."""
+renames drive the mapping's chains (and the allow-list: tests/unit/collector/test_allow_list.py);
+the table is generated into docs."""
 
 from __future__ import annotations
 
@@ -12,9 +13,7 @@ from pathgrade.content.conventions import genai_fields
 from pathgrade.content.events import join_records
 from pathgrade.content.messages import assistant_text, parse_messages, request_text
 from pathgrade.schemas import genai
-from pathgrade.schemas.allowed_keys import AllowList
 from pathgrade.schemas.genai_versions import (
-    ATTRIBUTE_RENAMES,
     GENAI_VERSION,
     VERSIONS,
     older_names,
@@ -87,12 +86,6 @@ def test_renames_chain_to_the_newest_name_and_the_mapping_reads_them() -> None:
     # the newest name wins over an older one on the same span
     both = genai_fields("chat", {"gen_ai.provider.name": "anthropic", "gen_ai.system": "openai"})
     assert both.provider_name == "anthropic"
-
-
-@pytest.mark.parametrize("old", sorted(ATTRIBUTE_RENAMES))
-def test_every_renamed_attribute_and_its_new_name_are_forwarded(old: str) -> None:
-    allowed = AllowList()
-    assert allowed.allows(old) and allowed.allows(ATTRIBUTE_RENAMES[old])
 
 
 def test_the_table_in_the_docs_is_generated_from_the_versions() -> None:

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 from kafka import TopicPartition
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
-from pathgrade.schemas.message_auth import MessageKey
 from pathgrade.schemas.topics import MAC_HEADER, RECEIVED_AT_HEADER, TENANT_HEADER
 from pathgrade.transport.consumer import decode_spans
+from pathgrade.transport.message_auth import MessageKey
 
 PARTITION = TopicPartition("pathgrade.spans", 3)
 

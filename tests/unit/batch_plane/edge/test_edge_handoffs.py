@@ -7,7 +7,7 @@ import re
 from pathgrade.batch_plane.edge.handoffs import handoff_counts, turn_handoffs
 from pathgrade.batch_plane.edge.report import AGENT_RADIUS, HANDOFF_STYLE, graph_svg
 from pathgrade.batch_plane.edge.store import turn_record
-from pathgrade.schemas.agent_graph import load_graph
+from pathgrade.content.graph_documents import load_graph
 from pathgrade.schemas.model import Trace
 
 from tests.support.traces import TraceBuilder

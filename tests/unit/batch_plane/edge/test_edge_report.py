@@ -23,7 +23,7 @@ from pathgrade.batch_plane.edge.store import (
     response_text,
     utility_records,
 )
-from pathgrade.schemas.agent_graph import load_graph
+from pathgrade.content.graph_documents import load_graph
 
 GRAPH = load_graph(
     {

@@ -1,4 +1,6 @@
-"""Tests of the EDGE graph DSL, validation, LangGraph import and path enumeration."""
+"""Tests of EDGE path enumeration and scenarios (the DSL model is tested in
+tests/unit/schemas/test_agent_graph.py, its validation and the LangGraph import in
+tests/unit/content/test_graph_documents.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,6 @@ import json
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -18,30 +19,10 @@ from pathgrade.batch_plane.edge.graph import (
     scenarios,
     write_scenarios,
 )
-from pathgrade.schemas.agent_graph import (
-    AgentGraph,
-    GraphError,
-    from_langgraph_json,
-    graph_problems,
-    load_graph,
-    validate_graph,
-)
-from pydantic import ValidationError
+from pathgrade.content.graph_documents import from_langgraph_json
+from pathgrade.schemas.agent_graph import AgentGraph, GraphError
 
-
-def make_graph(
-    edges: list[tuple[str, str]], start: str, terminals: list[str], extra_nodes: tuple = ()
-) -> AgentGraph:
-    """A graph whose nodes are the edge ends (plus `extra_nodes`), tools named after nodes."""
-    ids = list(dict.fromkeys([start, *[n for e in edges for n in e], *terminals, *extra_nodes]))
-    return AgentGraph.model_validate(
-        {
-            "start": start,
-            "terminals": terminals,
-            "nodes": [{"id": i, "tools": [f"{i}_tool"], "intent": f"do {i}"} for i in ids],
-            "edges": [{"from": a, "to": b} for a, b in edges],
-        }
-    )
+from tests.support.graphs import REACT_AGENT_JSON, make_graph
 
 
 def diamond_chain(diamonds: int) -> AgentGraph:
@@ -66,138 +47,7 @@ def layered_graph(layers: int, width: int) -> AgentGraph:
     return make_graph(edges, "start", ["end"])
 
 
-# --- the DSL --------------------------------------------------------------------------
-
-
-def test_brief_example_loads_and_keeps_extra_fields() -> None:
-    data = {
-        "start": "a",
-        "terminals": ["z"],
-        "owner": "team-x",
-        "nodes": [{"id": "a", "tools": ["kb"], "intent": "look it up", "model": "m1"}],
-        "edges": [{"from": "a", "to": "b", "when": "state.found", "weight": 2}],
-    }
-    graph = AgentGraph.model_validate(data)
-    assert graph.nodes[0].tools == ["kb"]
-    assert graph.edges[0].source == "a" and graph.edges[0].target == "b"
-    assert graph.edges[0].when == "state.found"
-    assert graph.to_dsl() == data
-
-
-def test_missing_required_field_is_named() -> None:
-    with pytest.raises(ValidationError, match="start"):
-        AgentGraph.model_validate({"terminals": ["z"], "nodes": []})
-
-
-def test_brief_example_fails_validation_with_every_problem() -> None:
-    graph = AgentGraph.model_validate(
-        {
-            "start": "a",
-            "terminals": ["z"],
-            "nodes": [{"id": "a", "tools": ["kb"], "intent": "..."}],
-            "edges": [{"from": "a", "to": "b", "when": "..."}],
-        }
-    )
-    with pytest.raises(GraphError) as caught:
-        validate_graph(graph)
-    assert caught.value.problems == [
-        "edge 0 ('a' -> 'b'): unknown node 'b' in 'to'",
-        "terminal 'z': unknown node",
-    ]
-
-
-def test_structural_problems_are_all_listed() -> None:
-    graph = AgentGraph.model_validate(
-        {
-            "start": "nowhere",
-            "terminals": ["t", "ghost"],
-            "nodes": [{"id": "a"}, {"id": "a"}, {"id": "t"}],
-            "edges": [{"from": "x", "to": "t"}],
-        }
-    )
-    problems = graph_problems(graph)
-    assert "node 'a': duplicate node id" in problems
-    assert "edge 0 ('x' -> 't'): unknown node 'x' in 'from'" in problems
-    assert "start 'nowhere': unknown node" in problems
-    assert "terminal 'ghost': unknown node" in problems
-    assert len(problems) == 4
-
-
-def test_unreachable_and_dead_end_nodes_are_named() -> None:
-    graph = make_graph(
-        [("s", "a"), ("a", "t"), ("s", "trap"), ("island", "t")], "s", ["t"], ("alone",)
-    )
-    assert sorted(graph_problems(graph)) == [
-        "node 'alone': unreachable from start 's'",
-        "node 'island': unreachable from start 's'",
-        "node 'trap': no terminal is reachable from it",
-    ]
-
-
-def test_no_terminal_reachable_at_all() -> None:
-    graph = make_graph([("s", "a"), ("b", "t")], "s", ["t"])
-    problems = graph_problems(graph)
-    assert problems[0] == "start 's': no terminal is reachable from the start"
-    assert "node 'a': no terminal is reachable from it" in problems
-    assert "node 'b': unreachable from start 's'" in problems
-
-
-def test_empty_terminals_is_a_problem() -> None:
-    graph = make_graph([("s", "a")], "s", [])
-    assert "terminals: at least one terminal node is required" in graph_problems(graph)
-
-
-def test_load_graph_validates() -> None:
-    good = {"start": "a", "terminals": ["b"], "nodes": [{"id": "a"}, {"id": "b"}]}
-    with pytest.raises(GraphError, match="unreachable"):
-        load_graph(good)
-    good["edges"] = [{"from": "a", "to": "b"}]
-    assert load_graph(good).start == "a"
-
-
-# --- LangGraph import -------------------------------------------------------------------
-
-# The shape of `compiled.get_graph().to_json()`: langchain-ai/langchain,
-# libs/core/langchain_core/runnables/graph.py, `Graph.to_json` (nodes: id/type/data and
-# optional metadata; edges: source/target, optional data and `conditional: true`).
-REACT_AGENT_JSON: dict[str, Any] = {
-    "nodes": [
-        {"id": "__start__", "type": "schema", "data": "__start__"},
-        {
-            "id": "agent",
-            "type": "runnable",
-            "data": {"id": ["langgraph", "utils", "RunnableCallable"], "name": "agent"},
-            "metadata": {"tools": ["llm"], "intent": "answer the user"},
-        },
-        {
-            "id": "tools",
-            "type": "runnable",
-            "data": {"id": ["langgraph", "prebuilt", "ToolNode"], "name": "tools"},
-            "metadata": {"tools": ["search"]},
-        },
-        {"id": "__end__", "type": "schema", "data": "__end__"},
-    ],
-    "edges": [
-        {"source": "__start__", "target": "agent"},
-        {"source": "agent", "target": "tools", "data": "continue", "conditional": True},
-        {"source": "agent", "target": "__end__", "data": "end", "conditional": True},
-        {"source": "tools", "target": "agent"},
-    ],
-}
-
-
-def test_langgraph_react_agent_imports() -> None:
-    graph = from_langgraph_json(REACT_AGENT_JSON)
-    validate_graph(graph)
-    assert graph.start == "agent"
-    assert graph.terminals == ["agent"]
-    assert [n.id for n in graph.nodes] == ["agent", "tools"]
-    assert graph.nodes[0].tools == ["llm"] and graph.nodes[0].intent == "answer the user"
-    assert graph.nodes[1].model_extra["type"] == "runnable"
-    assert [(e.source, e.target, e.when) for e in graph.edges] == [
-        ("agent", "tools", "continue"),
-        ("tools", "agent", None),
-    ]
+# --- LangGraph graphs enumerated -------------------------------------------------------
 
 
 def test_terminal_with_out_edges_ends_a_path_and_also_continues() -> None:
@@ -228,20 +78,6 @@ def test_langgraph_uuid_nodes_exported_as_integers_become_strings() -> None:
         "edges": [{"source": "__start__", "target": 1}, {"source": 1, "target": "__end__"}],
     }
     assert enumerate_paths(from_langgraph_json(data)) == [["1"]]
-
-
-@pytest.mark.parametrize(
-    ("data", "message"),
-    [
-        ({"nodes": [], "edges": []}, "no edge leaves '__start__'"),
-        ({"nodes": {}, "edges": []}, "nodes: expected a list"),
-        ({"nodes": [], "edges": [{"source": "__start__"}]}, r"edges\[0\]"),
-        ({"nodes": [{"name": "x"}], "edges": [{"source": "__start__", "target": "x"}]}, "nodes"),
-    ],
-)
-def test_langgraph_malformed_input_names_the_field(data: dict, message: str) -> None:
-    with pytest.raises(GraphError, match=message):
-        from_langgraph_json(data)
 
 
 # --- path enumeration -------------------------------------------------------------------

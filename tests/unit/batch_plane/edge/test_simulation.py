@@ -27,7 +27,7 @@ from pathgrade.batch_plane.edge.simulation import (
     plan_variants,
 )
 from pathgrade.batch_plane.edge.simulation_config import SimulationConfig
-from pathgrade.schemas.agent_graph import load_graph
+from pathgrade.content.graph_documents import load_graph
 
 from tests.support.openai_standin import OpenAIStandIn, Reply
 from tests.support.paths import REPO_ROOT
@@ -218,7 +218,7 @@ def test_recruitment_example_is_reproducible_and_constrained_is_more_determinist
 
 def test_car_dealer_langgraph_agent_scripted_converges_and_stochastic_is_reproducible() -> None:
     dealer = EXAMPLES.parent / "car_dealer"
-    from pathgrade.schemas.agent_graph import from_langgraph_json
+    from pathgrade.content.graph_documents import from_langgraph_json
 
     graph = from_langgraph_json(json.loads((dealer / "graph.json").read_text()))
     items = scenarios(graph, enumerate_paths(graph))

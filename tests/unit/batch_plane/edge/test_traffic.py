@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from pathgrade.batch_plane.edge.recommend import recommend_next
 from pathgrade.batch_plane.edge.traffic import graph_walks, infer_graph, traffic_metrics
+from pathgrade.content.graph_documents import from_langgraph_json, load_graph
 from pathgrade.schemas import genai
-from pathgrade.schemas.agent_graph import GraphError, from_langgraph_json, load_graph
+from pathgrade.schemas.agent_graph import GraphError
 from pathgrade.schemas.model import Trace
 
 from tests.support.graphs import structure

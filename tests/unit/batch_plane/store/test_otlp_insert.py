@@ -11,6 +11,7 @@ from google.protobuf.internal.decoder import _DecodeVarint
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, content_named_file
+from pathgrade.batch_plane.store.genai_sql import FLATTENED
 from pathgrade.batch_plane.store.otlp_insert import (
     INPUT_TABLE_PREFIX,
     INSERT_SETTINGS,
@@ -23,9 +24,12 @@ from pathgrade.batch_plane.store.otlp_insert import (
     insert_statement,
     pending_message,
 )
+from pathgrade.batch_plane.store.otlp_proto import (
+    RECEIVED_AT_FIELD,
+    TENANT_FIELD,
+    spans_value_proto,
+)
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
-from pathgrade.schemas.genai_sql import FLATTENED
-from pathgrade.schemas.otlp_proto import RECEIVED_AT_FIELD, TENANT_FIELD, spans_value_proto
 
 
 def _traces(*attributes: tuple[str, str], spans_per_resource: tuple[int, ...] = (1,)) -> bytes:

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pathgrade.schemas.message_auth import (
+from pathgrade.schemas.topics import MAC_HEADER
+from pathgrade.transport.message_auth import (
     MESSAGE_KEY_FILE_ENV,
     MessageKey,
     message_key_from_env,
 )
-from pathgrade.schemas.topics import MAC_HEADER
 
 KEY = MessageKey(bytes(range(32)))
 MESSAGE = ("pathgrade.spans", b"ab" * 16, b"value", [("pathgrade.tenant", b"acme")])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from pathgrade.schemas.stalls import Backoff, Stalls
+from pathgrade.transport.stalls import Backoff, Stalls
 
 
 def test_a_stall_is_new_once_per_reason_counted_every_time_and_cleared_by_a_success() -> None:

@@ -13,12 +13,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import TraceFlags
 from pathgrade.content.otlp import any_value, attributes_dict
-from pathgrade.schemas.evaluation_records import (
-    SCHEMA_URL,
-    alert_record,
-    logs_request,
-    score_record,
-)
+from pathgrade.schemas.evaluation_records import SCHEMA_URL
+from pathgrade.transport.evaluation_records import alert_record, logs_request, score_record
 
 TRACE, SPAN = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
 SCORE = {

@@ -1,4 +1,4 @@
-"""The SQL mapping (`schemas.genai_sql`, run on chDB) beside the Python one
+"""The SQL mapping (`batch_plane.store.genai_sql`, run on chDB) beside the Python one
 (`content.conventions` over `schemas.genai_mapping`, as the decoder applies it): the same
 OTLP spans through both, every GenAI and evaluation column compared field by field, every
 decline counted by reason (`tests.support.parity`). Inputs: the demo agent's raw traffic in
@@ -23,14 +23,9 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pathgrade.batch_plane.store import genai_sql as sql
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
-from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
-from pathgrade.content import otlp
-from pathgrade.schemas import genai as g
-from pathgrade.schemas import genai_mapping as m
-from pathgrade.schemas import genai_sql as sql
-from pathgrade.schemas.decline import Decision, Declined
-from pathgrade.schemas.genai_sql import (
+from pathgrade.batch_plane.store.genai_sql import (
     ATTRIBUTE_ARRAYS,
     DECLINES,
     FLATTENED,
@@ -42,6 +37,11 @@ from pathgrade.schemas.genai_sql import (
     ArrayAttributeSql,
     quote,
 )
+from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
+from pathgrade.content import otlp
+from pathgrade.schemas import genai as g
+from pathgrade.schemas import genai_mapping as m
+from pathgrade.schemas.decline import Decision, Declined
 from pathgrade.schemas.model import GenAIFields
 
 from pathgrade.demo.sender import send_demo_traces

@@ -14,7 +14,7 @@ span whose attributes it reads as Python does and declines the others, by reason
 nor ASCII digits, a span kind that is not ASCII (`declines_sql`, over the attribute arrays
 `ArrayAttributeSql` reads). A declined span is mapped in Python (the store's insert path
 decodes its message there: batch_plane.store.otlp_insert), so the two readers agree on
-every span the SQL decides (tests/unit/schemas/test_genai_sql_parity.py).
+every span the SQL decides (tests/unit/batch_plane/store/test_genai_sql_parity.py).
 """
 
 from __future__ import annotations
