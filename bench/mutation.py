@@ -9,7 +9,9 @@ it starts, import the copy), the given tests run once under coverage with one co
 test, then each mutant that cosmic-ray generates is applied to the copy and only the tests
 covering its lines run (in a fork of bench/mutation_runner.py, which imported the tests'
 libraries once), stopping at the first failure (a line run only at import, such as
-a decorator or a module constant, runs them all). It prints, per module, mutants
+a decorator or a module constant, runs them all, as does a line behind `functools.cache`,
+`lru_cache` or `cached_property`, which coverage gives to the first test that ran it). The
+rules that need no cosmic-ray are in bench/mutation_rules.py. It prints, per module, mutants
 generated / killed / survived / timed out and the killed share ((killed + timed out) /
 (generated - equivalent)), then every survivor with its line, operator and change.
 
@@ -28,7 +30,6 @@ matches its entry and shows as a survivor again. Each module's cosmic-ray sessio
 from __future__ import annotations
 
 import argparse
-import ast
 import difflib
 import json
 import os
@@ -49,6 +50,16 @@ from cosmic_ray.mutating import mutate_code, use_mutation
 from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import MutationSpec, TestOutcome, WorkerOutcome, WorkItem, WorkResult
 from coverage import CoverageData
+from mutation_rules import (
+    annotation_spans,
+    cached_lines,
+    drop_bytecode,
+    in_annotation,
+    kept_operator,
+    keyword_only_marker,
+    selected_tests,
+    statement_starts,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 EQUIVALENTS = REPO / "bench" / "mutation_equivalents.toml"
@@ -58,58 +69,8 @@ COPY_IGNORED = shutil.ignore_patterns(
 )  # fmt: skip
 # Plugins are not autoloaded (xdist's `-n 2` and langsmith's import cost nothing here).
 PYTEST_ARGS = ["-q", "-o", "addopts=", "-p", "no:cacheprovider"]
-MIRRORED = {
-    ("Add", "Sub"), ("Sub", "Add"), ("Mul", "Div"), ("Div", "Mul"), ("FloorDiv", "Div"),
-    ("Div", "FloorDiv"), ("Mod", "FloorDiv"), ("Pow", "Mul"), ("LShift", "RShift"),
-    ("RShift", "LShift"), ("BitOr", "BitAnd"), ("BitAnd", "BitOr"), ("BitXor", "BitAnd"),
-}  # fmt: skip
-UNARY_KEPT = {"Delete_Not", "Delete_USub", "USub_UAdd", "UAdd_USub"}
 TIMED_OUT = "timeout"  # the output recorded for a test run stopped at its timeout (as cosmic-ray)
 NOT_COVERED = "no test covers it"
-
-
-def kept_operator(name: str) -> bool:
-    """Whether mutants of cosmic-ray operator `name` are run (see the module doc)."""
-    kind, _, pair = name.removeprefix("core/").partition("_")
-    if kind == "ReplaceBinaryOperator":
-        return tuple(pair.split("_")) in MIRRORED
-    if kind == "ReplaceComparisonOperator":
-        source, target = pair.split("_")
-        return target not in ("Is", "IsNot") or source in ("Is", "IsNot")
-    if kind == "ReplaceUnaryOperator":
-        return pair in UNARY_KEPT
-    return True
-
-
-Span = tuple[tuple[int, int], tuple[int, int]]
-
-
-def annotation_spans(source: str) -> list[Span]:
-    """(start, end) positions, (line, column), of every annotation in `source`."""
-    spans = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.arg | ast.AnnAssign):
-            annotation = node.annotation
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            annotation = node.returns
-        else:
-            continue
-        if annotation is not None and annotation.end_lineno is not None:
-            start = (annotation.lineno, annotation.col_offset)
-            spans.append((start, (annotation.end_lineno, annotation.end_col_offset or 0)))
-    return spans
-
-
-def in_annotation(mutation: MutationSpec, spans: list[Span]) -> bool:
-    return any(start <= mutation.start_pos and mutation.end_pos <= end for start, end in spans)
-
-
-def keyword_only_marker(mutation: MutationSpec, lines: list[str]) -> bool:
-    """Whether the mutant turns a signature's bare `*` (cosmic-ray takes it for a product)
-    into `/`: keyword-only parameters become positional-or-keyword, which no call notices."""
-    row, column = mutation.start_pos
-    text = lines[row - 1][column:]
-    return text.startswith("*") and text[1:].lstrip().startswith((",", ")"))
 
 
 @dataclass(frozen=True)
@@ -208,29 +169,6 @@ def covering_tests(root: Path, module: str, tests: list[str]) -> tuple[dict[int,
     return covering, elapsed
 
 
-def statement_starts(source: str) -> dict[int, int]:
-    """Each line of `source` -> the first line of the innermost statement holding it (the
-    line coverage records for a statement spread over several lines, such as a signature)."""
-    starts: dict[int, int] = {}
-    for node in ast.walk(ast.parse(source)):  # outer statements first, inner ones overwrite
-        if isinstance(node, ast.stmt) and node.end_lineno is not None:
-            for line in range(node.lineno, node.end_lineno + 1):
-                starts[line] = node.lineno
-    return starts
-
-
-def selected_tests(
-    spec: MutationSpec, covering: dict[int, set[str]], starts: dict[int, int], tests: list[str]
-) -> list[str]:
-    """The tests to run on a mutant of lines start..end: those covering them (or their
-    statement's first line), or all of `tests` when a line runs at import (its mutant
-    changes what every test imports)."""
-    ids: set[str] = set()
-    for line in range(spec.start_pos[0], spec.end_pos[0] + 1):
-        ids |= covering.get(line) or covering.get(starts.get(line, line), set())
-    return list(tests) if "" in ids else sorted(ids)
-
-
 def changed_line(source: str, spec: MutationSpec) -> tuple[str, str]:
     """The mutated line of `source` before and after the mutation (stripped)."""
     operator = cosmic_ray.plugins.get_operator(spec.operator_name)(**spec.operator_args)
@@ -320,15 +258,6 @@ def run_mutant(
     )
 
 
-def drop_bytecode(module: Path) -> None:
-    """Remove the bytecode caches of `module` in the copy. The suite writes them whatever
-    PYTHONDONTWRITEBYTECODE says (tests/conftest.py), and Python takes a cache as current
-    when the source's size and whole second of modification match: a mutant written in the
-    second of the one before, and as long, ran as that one (its verdict and output)."""
-    for cached in (module.parent / "__pycache__").glob(f"{module.stem}.*.pyc"):
-        cached.unlink(missing_ok=True)
-
-
 def source_order(spec: MutationSpec) -> tuple:
     """Mutants in the order of their place in the source, then operator."""
     return (tuple(spec.start_pos), tuple(spec.end_pos), spec.operator_name, spec.occurrence)
@@ -346,10 +275,11 @@ def planned_mutants(
     kept, left_out = [], []
     for item in db.pending_work_items:
         (spec,) = item.mutations
+        start, end = tuple(spec.start_pos), tuple(spec.end_pos)
         wanted = (
             kept_operator(spec.operator_name)
-            and not in_annotation(spec, spans)
-            and not keyword_only_marker(spec, lines)
+            and not in_annotation(start, end, spans)
+            and not keyword_only_marker(start, lines)
         )
         (kept if wanted else left_out).append(item)
     kept.sort(key=lambda item: source_order(item.mutations[0]))
@@ -402,7 +332,7 @@ def run_module(
     covering, baseline_s = covering_tests(root, module, tests)
     timeout_s = max(30.0, 3 * baseline_s)
     source = (root / module).read_text()
-    starts = statement_starts(source)
+    starts, cached = statement_starts(source), cached_lines(source)
     figures = ModuleFigures(module)
     out.mkdir(parents=True, exist_ok=True)
     session = session_path(out, module)
@@ -414,8 +344,9 @@ def run_module(
         figures.generated = len(items)
         for done, item in enumerate(items, 1):
             (spec,) = item.mutations
+            lines = range(spec.start_pos[0], spec.end_pos[0] + 1)
             result = earlier.get(mutant_key(spec)) or run_mutant(
-                spec, selected_tests(spec, covering, starts, tests), runner, timeout_s
+                spec, selected_tests(lines, covering, starts, cached, tests), runner, timeout_s
             )
             db.set_result(item.job_id, result)
             _count(figures, spec, result, source, equivalents)

@@ -49,9 +49,9 @@ from pathgrade.schemas import genai
 from pathgrade.schemas.decline import declined
 
 from pathgrade.demo.sender import send_demo_traces
+from tests.support.benches import load_bench
 from tests.support.examples import examples
 from tests.support.forwarded import as_published
-from tests.support.ingest_bench import load_ingest_bench
 from tests.support.otlp_values import any_value
 from tests.support.parity import Parity
 
@@ -1032,7 +1032,7 @@ def test_bench_log_records_get_the_facts_python_gives_through_the_kernel(
 ) -> None:
     """bench/ingest.py's `realistic-logs` records: every one answered by the kernel, with
     the attributes Python writes; with capture on, Python answers them all, unchanged."""
-    bench = load_ingest_bench(monkeypatch)
+    bench = load_bench("ingest", monkeypatch)
     bodies = [bench.messages_as_records(b)[1] for b in bench.realistic_bodies(3000, 512)]
     records = sum(len(_records(ExportLogsServiceRequest.FromString(b))) for b in bodies)
     assert records > 100

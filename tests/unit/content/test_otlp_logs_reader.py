@@ -25,8 +25,8 @@ from pathgrade.content import otlp_logs
 from pathgrade.content.otlp import read_logs
 from pathgrade.schemas.model import LogRecord as CanonicalRecord
 
+from tests.support.benches import load_bench
 from tests.support.examples import examples
-from tests.support.ingest_bench import load_ingest_bench
 from tests.unit.content.test_otlp_reader import (
     SPAN_ID,
     TRACE_ID,
@@ -77,7 +77,7 @@ def test_the_reader_is_built_and_used() -> None:
 def test_the_realistic_logs_mix_of_bench_ingest_decodes_the_same(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ingest = load_ingest_bench(monkeypatch)
+    ingest = load_bench("ingest", monkeypatch)
     bodies = [ingest.messages_as_records(b)[1] for b in ingest.realistic_bodies(1500, 256)]
     records = [r for body in bodies for r in _assert_same(body)]
     assert len(records) > 100

@@ -43,8 +43,8 @@ from pathgrade.schemas import genai
 from pathgrade.schemas.model import Span
 
 from pathgrade.demo.sender import send_demo_traces
+from tests.support.benches import load_bench
 from tests.support.examples import examples
-from tests.support.ingest_bench import load_ingest_bench
 from tests.support.parity import Parity
 
 TRACE_ID = bytes.fromhex("5b8efff798038103d269b633813fc60c")
@@ -215,7 +215,7 @@ def test_demo_traffic_decodes_the_same_in_every_convention(flavor: str) -> None:
 def test_the_realistic_mix_of_bench_ingest_decodes_the_same(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ingest = load_ingest_bench(monkeypatch)
+    ingest = load_bench("ingest", monkeypatch)
     values = ingest.realistic_bodies(1500, 256)
     assert sum(len(_assert_same(value)) for value in values) > 1000
 

@@ -2,8 +2,9 @@
 stops waiting for an earlier one, a conversation's earlier turn in a trace whose key sorts
 after the waiting one's, every counter of the statistics, repeats within a message, a
 trace with no turn yet held through its quiet window, a re-opened trace in its
-conversation, the memory bound at its value, and a handed-out turn that cannot be changed
-by its reader."""
+conversation, turns that start at the same nanosecond or before a re-opened turn's late
+span (neither waits), the memory bound at its value, and a handed-out turn that cannot be
+changed by its reader."""
 
 from __future__ import annotations
 
@@ -139,6 +140,31 @@ def test_turns_of_a_conversation_that_start_together_do_not_wait_for_each_other(
     a.add(0, 0, [span("a", "t1", conversation="c", agent=True, start=100)], now=0.0)
     a.add(1, 0, [span("b", "t2", conversation="c", agent=True, start=100)], now=0.0)
     assert tops(a.due(1.0)) == ["t1", "t2"] and a.stats.held_back == 0
+
+
+def test_a_turn_quiet_first_does_not_wait_for_one_that_started_at_the_same_time() -> None:
+    """Trace b's turn is quiet first; trace a's (its key sorts first) started at the same
+    nanosecond: only a span that started before the turn holds it back, so b's goes."""
+    a = TurnAssembler(quiet_window_s=1.0)
+    a.add(1, 0, [span("b", "t2", conversation="c", agent=True, start=100)], now=0.0)
+    a.add(0, 0, [span("a", "t1", conversation="c", agent=True, start=100)], now=0.5)
+    assert tops(a.due(1.0)) == ["t2"] and a.stats.held_back == 0
+    assert tops(a.due(1.5)) == ["t1"]
+
+
+def test_a_reopened_turn_does_not_wait_for_a_turn_that_started_after_it() -> None:
+    """Trace b's turn 1 (start 100), graded, gets a late span (start 160); trace a's turn 2
+    started between the two (130): turn 1, graded again, waits for nothing, though its
+    late span started after turn 2."""
+    a = TurnAssembler(quiet_window_s=1.0)
+    a.add(1, 0, [span("b", "t1", conversation="c", agent=True, start=100)], now=0.0)
+    assert tops(a.due(1.0)) == ["t1"]
+    a.add(1, 1, [span("b", "late", "t1", flags=LOCAL, start=160)], now=2.0)
+    a.add(0, 0, [span("a", "t2", conversation="c", agent=True, start=130)], now=2.5)
+    (again,) = a.due(3.0)
+    assert (again.turn.top_span_id, again.re_evaluation) == ("t1", True)
+    assert a.stats.held_back == 0
+    assert tops(a.due(3.5)) == ["t2"]
 
 
 def test_a_graded_turn_no_longer_holds_back_a_later_turn_of_another_trace() -> None:
