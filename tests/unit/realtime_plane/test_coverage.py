@@ -196,6 +196,10 @@ def test_status_metrics_and_the_overview_show_the_gap_and_how_to_close_it(
     )
     assert 'pathgrade_realtime_detector_errors_total{code="PG105",worker="1"} 2' in text
     assert "# TYPE pathgrade_realtime_coverage_ratio gauge" in text
+    assert (  # a level: a re-grade that decides withdraws a gap
+        'pathgrade_realtime_coverage_undecided_traces{code="PG110",service="billing",'
+        'tenant="default",worker="1"} 1' in text
+    )
     assert [g["code"] for g in coverage_of(snapshot)] == ["PG110"]
     document: dict = {"snapshot": snapshot, "line": "status: ..."}
     client = TestClient(create_app(UiSettings(store, status=lambda: document)), base_url=LOOPBACK)
