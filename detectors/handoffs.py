@@ -54,7 +54,8 @@ HANDOFF_REDO = Rule(
         ),
         undecided=(
             "Cannot decide when a receiver's call of a tool the sender also called has "
-            "arguments neither captured nor fingerprinted (either call)."
+            "arguments neither captured nor fingerprinted (either call), or fingerprinted "
+            "only with another key than the other's (a key rotation) and not captured."
         ),
         fires=(
             "triage calls `get_account(customer_id=c1)`, hands off to billing, which calls "
@@ -89,8 +90,11 @@ def handoff_redo(view: TraceView, params: RedoParams, context: DetectorContext) 
             if call.signature is None or any(c.signature is None for c in same_tool):
                 undecided += [call, *same_tool]
                 continue
-            repeated = next((c for c in same_tool if c.signature == call.signature), None)
-            if repeated is not None:
+            verdicts = [(c, _repeats(c, call)) for c in same_tool]
+            repeated = next((c for c, verdict in verdicts if verdict), None)
+            if repeated is None and any(verdict is None for _, verdict in verdicts):
+                undecided += [call, *(c for c, verdict in verdicts if verdict is None)]
+            elif repeated is not None:
                 findings.append(
                     HANDOFF_REDO.violation(
                         view,
@@ -497,6 +501,21 @@ def _back(flow: HandoffFlow, previous: Handoff, handoff: Handoff) -> bool:
         flow.sender(handoff).agent == flow.receiver(previous).agent
         and flow.receiver(handoff).agent == flow.sender(previous).agent
     )
+
+
+def _repeats(done: ToolCall, call: ToolCall) -> bool | None:
+    """Whether `call` repeats `done`: the same signature (tool and arguments). Signatures
+    of argument fingerprints made with different keys (a key rotation between the two
+    calls) tell nothing: the calls are then compared as PG120 compares them
+    (`_same_arguments`: by their captured values, else None: cannot tell)."""
+    if done.signature == call.signature:
+        return True
+    fingerprints, others = done.argument_fps, call.argument_fps
+    keys_apart = (
+        fingerprints and others and fingerprints.keys() == others.keys()
+        and _same_by(fingerprints, others, same_value) is None
+    )  # fmt: skip
+    return _same_arguments(done, call) if keys_apart else False
 
 
 def _same_arguments(done: ToolCall, call: ToolCall) -> bool | None:

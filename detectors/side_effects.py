@@ -526,7 +526,11 @@ IDENTITY = Rule(
         undecided=(
             "Cannot decide when such an argument is present but the session identity is "
             "not, or when neither values nor fingerprints of the arguments are known, "
-            "from the tool span or from the model's request of the call."
+            "from the tool span or from the model's request of the call, and the tool span "
+            "recorded no result either: a span that records neither arguments nor result "
+            "(an SDK that captures no content; the GenAI conventions make both opt-in) may "
+            "be a call with arguments, whatever other facts it carries. One that records "
+            "its result and no arguments is a call without arguments."
         ),
         fires=("The session is `cust-1` and `lookup_order` is called with `customer_id` `cust-2`."),
         quiet=("Every `customer_id` in the turn is `cust-1`, or the tool is in `exempt_tools`."),

@@ -93,10 +93,15 @@ class ToolCall(NamedTuple):
 
     @property
     def arguments_known(self) -> bool:
-        """True when the call's arguments are known as values or fingerprints, or the
-        collector saw the call had none."""
-        facts = self.span.facts
-        return self.names_arguments or (facts.version > 0 and facts.arguments is None)
+        """True when the call's arguments are known as values or fingerprints, or a span
+        of it recorded what the call returned (captured, or the collector's check of it)
+        and none recorded arguments: a call without arguments. A span that records
+        neither tells nothing (the GenAI conventions make both opt-in: an SDK that does
+        not capture content records neither), nor do its facts of other things (the
+        session identity some instrumentations put on every span)."""
+        return self.names_arguments or any(
+            s.genai.tool_result or s.facts.instructions is not None for s in self.spans
+        )
 
     def argument_names(self) -> set[str]:
         """The names of the call's arguments, from its values or its facts."""

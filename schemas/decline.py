@@ -31,6 +31,10 @@ class Declined:
         return f"Declined({self.reason!r})"
 
 
+DECLINES = "declines"
+"""A process's counters' entry holding a fast path's declines by reason (reason -> items):
+the store writer's SQL insert's (`StoreWriterStats.declines`)."""
+
 Decision = T | Declined
 """What a fast path answers for one item: its result, or `Declined`."""
 

@@ -13,18 +13,22 @@ The insert is a fast path beside `span_rows` (`schemas.decline`): `insert_messag
 answers per message, with its spans inserted or a `Declined`, and the store writer decodes
 the declined ones in Python (counted). The SQL reads a subset of what OTLP can carry: a
 message with flattened message keys (`genai_sql.FLATTENED`: `genai_sql.has_flattened_keys`)
-never reaches the SQL, and the insert refuses (`REFUSED`) the rest of what it does not
-read: attribute values nested past arrays/maps of scalars, maps and arrays of floats or of
-strings that need JSON escaping, floats whose text is not plain decimal, repeated keys,
+never reaches the SQL, and the insert refuses the rest of what it does not read, on nine
+conditions (`refusals`, each its own `Declined`): a span start or an event time past the
+store's range; span, resource, event or link attributes with a value nested past arrays
+of scalars, a map, arrays of floats or of strings that need JSON escaping, a float whose
+text is not plain decimal or a repeated key; a `service.name` that is not a string; and
 what the SQL mapping declines (`genai_sql.declines_sql`: non-string values of the keys
 GenAI fields are read from, counts that are not ints or ASCII digits, a span kind that is
-not ASCII), times past the store's range. Every message is parsed in Python first (upb),
-so a malformed one never reaches, and never fails, a batch insert.
+not ASCII). A refused message is declined naming the first of them its spans fail. Every
+message is parsed in Python first (upb), so a malformed one never reaches, and never
+fails, a batch insert.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -127,66 +131,126 @@ def pending_message(value: bytes, tenant: str, received_at_ns: int) -> PendingMe
 def insert_messages(store: ClientStore, messages: list[PendingMessage]) -> list[Decision[int]]:
     """Insert `messages` with the store's SQL; answers per message, in order: its spans
     inserted, or `Declined` (insert those in Python): `FLATTENED` (never sent: `sql_readable`
-    is False) or `REFUSED`. Other errors propagate (parts already inserted are inserted
-    again on a retry, which the ReplacingMergeTree absorbs)."""
+    is False) or the refusal its spans met first (`refusals`). Other errors propagate (parts
+    already inserted are inserted again on a retry, which the ReplacingMergeTree absorbs)."""
     readable = [message for message in messages if message.sql_readable]
-    refused = {id(message) for message in _insert_readable(store, readable)} if readable else ()
+    refused = _insert_readable(store, readable) if readable else {}
     return [
-        FLATTENED if not message.sql_readable else REFUSED if id(message) in refused
-        else message.spans
+        FLATTENED if not message.sql_readable else refused.get(id(message), message.spans)
         for message in messages
-    ]  # fmt: skip
+    ]
 
 
-def _insert_readable(store: ClientStore, messages: list[PendingMessage]) -> list[PendingMessage]:
-    """Insert `messages` with one statement and return the ones the SQL refused (its
-    `REFUSAL_ERROR`). After a refusal, the store names the refused values in one cheaper
-    statement where it can read values in a SELECT (embedded chDB); elsewhere (a server
-    reads them only in an INSERT) halving finds them, two statements per level."""
+def _insert_readable(store: ClientStore, messages: list[PendingMessage]) -> dict[int, Declined]:
+    """Insert `messages` with one statement; the ones the SQL refused (by `id`), each with
+    its refusal. After a refusal, the store names the refused values and their refusals in
+    one cheaper statement where it can read values in a SELECT (embedded chDB); elsewhere
+    (a server reads them only in an INSERT) halving finds them, two statements per level,
+    and one more names a lone refused value's refusal (`_refusal_of`)."""
     data = b"".join(framed_value(m.value, m.tenant, m.received_at_ns) for m in messages)
     try:
         _insert_framed(store, data)
-        return []
+        return {}
     except QueryError as exc:
         if REFUSAL_ERROR not in str(exc):
             raise
     if len(messages) == 1:
-        return messages
-    numbers = store.select_over(refused_statement, data, PROTOBUF_SETTINGS, spans_value_proto())
-    if numbers:  # named: insert the others (what is refused among them is found the same way)
-        named = {row[0] for row in numbers}
-        refused = [m for number, m in enumerate(messages) if number in named]
+        return {id(messages[0]): _refusal_of(store, data)}
+    rows = store.select_over(refused_statement, data, PROTOBUF_SETTINGS, spans_value_proto())
+    if rows:  # named: insert the others (what is refused among them is found the same way)
+        named = {number: refusals()[index][0] for number, index in rows}
         others = [m for number, m in enumerate(messages) if number not in named]
-        return refused + (_insert_readable(store, others) if others else [])
+        refused = {id(messages[number]): reason for number, reason in named.items()}
+        return refused | (_insert_readable(store, others) if others else {})
     middle = len(messages) // 2
-    return _insert_readable(store, messages[:middle]) + _insert_readable(store, messages[middle:])
+    return _insert_readable(store, messages[:middle]) | _insert_readable(store, messages[middle:])
+
+
+def _refusal_of(store: ClientStore, data: bytes) -> Declined:
+    """The refusal of the framed value `data` the insert refused: the error of
+    `naming_statement`, which checks each condition with a `throwIf` of its own (the
+    insert checks them with one, `_refuse`)."""
+    try:
+        _with_table(store, REFUSALS_TABLE, create_refusals_table, naming_statement, data,
+                    PROTOBUF_SETTINGS)  # fmt: skip
+    except QueryError as exc:
+        refusal = refusal_named(str(exc))
+        if refusal is None:
+            raise
+        return refusal
+    return UNNAMED
+
+
+def _with_table(
+    store: ClientStore, table: str, create: Callable[[ClientStore], None],
+    statement: Callable[[str], str], data: bytes, settings: dict[str, str | int],
+) -> None:  # fmt: skip
+    """Run the insert `statement` of `data` into `table`, which `create` creates first
+    where it is missing (a store the writer did not prepare: another server of the
+    cluster, a test's)."""
+    try:
+        store.insert_select(statement, data, settings, spans_value_proto())
+    except QueryError as exc:
+        if "UNKNOWN_TABLE" not in str(exc) or table not in str(exc):
+            raise
+        create(store)
+        store.insert_select(statement, data, settings, spans_value_proto())
 
 
 def _insert_framed(store: ClientStore, data: bytes) -> None:
-    """Insert framed values through `input_table()`, created first where it is missing
-    (a store the writer did not prepare: another server of the cluster, a test's)."""
-    try:
-        store.insert_select(insert_statement, data, INSERT_SETTINGS, spans_value_proto())
-    except QueryError as exc:
-        if "UNKNOWN_TABLE" not in str(exc) or input_table() not in str(exc):
-            raise
-        create_input_table(store)
-        store.insert_select(insert_statement, data, INSERT_SETTINGS, spans_value_proto())
+    """Insert framed values through `input_table()`, created first where it is missing."""
+    _with_table(store, input_table(), create_input_table, insert_statement, data, INSERT_SETTINGS)
 
 
 # --- what the SQL reads --------------------------------------------------------------------
 
 _FLATTENED_PREFIXES = tuple(p.encode() for p in m.FLATTENED_PREFIXES)
 REFUSAL_ERROR = "pathgrade: a span outside the SQL subset"
-"""The error the insert raises (throwIf) when a message is outside what the SQL reads."""
-REFUSED = Declined("a span outside what the SQL insert reads")
-"""The insert's answer for a message it refused (`REFUSAL_ERROR`)."""
+"""What the error the insert raises (throwIf) when a message is outside what the SQL reads
+starts with; the refusal's reason follows (`refusal_named`)."""
+START_PAST_RANGE = Declined("a span start past the store's time range")
+EVENT_OUTSIDE = Declined("an event past the store's time range or with attributes it does not read")
+LINK_OUTSIDE = Declined("a link with attributes the SQL insert does not read")
+SPAN_ATTRIBUTES = Declined("span attributes the SQL insert does not read")
+RESOURCE_ATTRIBUTES = Declined("resource attributes the SQL insert does not read")
+SERVICE_NOT_TEXT = Declined("a service.name that is not a string")
+UNNAMED = Declined("refused by the SQL insert, no condition named when checked again")
+"""A refusal the naming statement did not repeat (the conditions are the same: never
+seen; declined rather than failing the batch)."""
+REFUSALS_TABLE = "spans_refusals"
+"""The Null table `naming_statement` inserts into: it stores nothing."""
+
+
+@cache
+def refusals() -> tuple[tuple[Declined, str], ...]:
+    """The nine conditions the insert refuses a message for, in the order it checks them
+    (a message is declined for the first its spans fail): each `Declined` with its SQL
+    (true: the span is read)."""
+    return (
+        (START_PAST_RANGE, f"sp.start_time_unix_nano <= {MAX_TIME_NS}"),
+        (EVENT_OUTSIDE, f"arrayAll(ev -> ev.time_unix_nano <= {MAX_TIME_NS} "
+                        f"AND {_plain_attributes('ev.attributes')}, sp.events)"),
+        (LINK_OUTSIDE, f"arrayAll(ln -> {_plain_attributes('ln.attributes')}, sp.links)"),
+        (SPAN_ATTRIBUTES, _plain_attributes("sp.attributes")),
+        (RESOURCE_ATTRIBUTES, _plain_attributes("rs.resource.attributes")),
+        (SERVICE_NOT_TEXT, "arrayAll(kv -> kv.key != 'service.name' OR "
+                           "kv.value.value = 'string_value', rs.resource.attributes)"),
+        *((declined, f"NOT {condition}") for declined, condition in declines_sql()),
+    )  # fmt: skip
+
+
+def refusal_named(error: str) -> Declined | None:
+    """The refusal the insert's `error` names (the first `REFUSAL_ERROR` in it); None for
+    an error that is no refusal."""
+    start = error.find(f"{REFUSAL_ERROR}: ")
+    named = error[start + len(REFUSAL_ERROR) + 2 :] if start >= 0 else ""
+    return next((d for d, _ in refusals() if named and named.startswith(d.reason)), None)
 
 
 def may_be_sql_readable(value: bytes, traces: TracesData) -> bool:
     """False for a message the SQL certainly does not read (a span attribute key of a
     flattened message, which the Python decoder rebuilds: `genai_sql.FLATTENED`); the SQL
-    itself refuses the rest of what it does not read (`REFUSED`). The bytes are searched
+    itself refuses the rest of what it does not read (`refusals`). The bytes are searched
     first: a prefix found there may be text in a value (a fact naming a dropped key), so
     the keys decide."""
     if not any(prefix in value for prefix in _FLATTENED_PREFIXES):
@@ -234,18 +298,23 @@ def _plain_attributes(key_values: str) -> str:
 
 
 def _readable() -> str:
-    """SQL: the span is inside what this SQL reads (the module docstring)."""
-    return " AND ".join((
-        f"sp.start_time_unix_nano <= {MAX_TIME_NS}",
-        f"arrayAll(ev -> ev.time_unix_nano <= {MAX_TIME_NS} "
-        f"AND {_plain_attributes('ev.attributes')}, sp.events)",
-        f"arrayAll(ln -> {_plain_attributes('ln.attributes')}, sp.links)",
-        _plain_attributes("sp.attributes"),
-        _plain_attributes("rs.resource.attributes"),
-        "arrayAll(kv -> kv.key != 'service.name' OR kv.value.value = 'string_value', "
-        "rs.resource.attributes)",
-        *(f"NOT {condition}" for _, condition in declines_sql()),
-    ))  # fmt: skip
+    """SQL: the span is inside what this SQL reads (every one of `refusals`)."""
+    return " AND ".join(condition for _, condition in refusals())
+
+
+def _refuse() -> str:
+    """SQL: 0, or the insert's error (`REFUSAL_ERROR`) for a span outside what it reads:
+    one `throwIf` over every condition (one per condition, `_named_refusals`, costs each
+    insert ~20% more analysis: bench/refusal_check.py)."""
+    return f"throwIf(NOT ({_readable()}), {quote(REFUSAL_ERROR)}) = 0"
+
+
+def _named_refusals() -> str:
+    """SQL: 0, or the error naming the first of `refusals` the span fails."""
+    return " AND ".join(
+        f"throwIf(NOT ({condition}), {quote(f'{REFUSAL_ERROR}: {declined.reason}')}) = 0"
+        for declined, condition in refusals()
+    )
 
 
 # --- the SQL ------------------------------------------------------------------------------
@@ -377,8 +446,7 @@ def span_rows_select(source: str) -> str:
     for step in genai.steps:
         named.update(step)
     select = "SELECT\n  " + ",\n  ".join(f"{columns[c]} AS `{c}`" for c in SPAN_COLUMNS)
-    refuse = f"throwIf(NOT ({_readable()}), {quote(REFUSAL_ERROR)}) = 0"
-    return _over_spans(select, named, source, refuse)
+    return _over_spans(select, named, source, _refuse())
 
 
 @cache
@@ -408,6 +476,11 @@ def create_input_table(store: ClientStore) -> None:
         store.command(statement)
 
 
+def create_refusals_table(store: ClientStore) -> None:
+    """Create `REFUSALS_TABLE` where it does not exist yet."""
+    store.command(f"CREATE TABLE IF NOT EXISTS {REFUSALS_TABLE} (pg_span UInt8) ENGINE = Null")
+
+
 _SPAN_ARRAYS = dict(zip(ATTRIBUTE_ARRAYS, (
     "arrayMap(kv -> kv.key, sp.attributes)",
     "arrayMap(kv -> kv.value.value, sp.attributes)",
@@ -435,11 +508,29 @@ def _over_spans(select: str, named: dict[str, str], source: str, where: str) -> 
 
 def refused_statement(source: str) -> str:
     """`SELECT` of the numbers of the framed values in `source` (a file: see `source_sql`)
-    that hold a span outside what the insert reads, ascending: the insert's refusal
-    condition without its columns, so its analysis is a fraction of the insert's."""
+    that hold a span outside what the insert reads, ascending, each with the index in
+    `refusals` of the first its spans fail: the insert's refusal conditions without its
+    columns, so its analysis is a fraction of the insert's."""
     numbered = f"(SELECT *, rowNumberInAllBlocks() AS pg_message FROM {source_sql(source)})"
-    select = "SELECT DISTINCT pg_message"
-    return _over_spans(select, {}, numbered, f"NOT ({_readable()})") + "\nORDER BY pg_message"
+    first = ", ".join(f"NOT ({sql}), {n}" for n, (_, sql) in enumerate(refusals()))
+    select = f"SELECT pg_message, min(multiIf({first}, {len(refusals())}))"
+    return (
+        _over_spans(select, {}, numbered, f"NOT ({_readable()})")
+        + "\nGROUP BY pg_message ORDER BY pg_message"
+    )
+
+
+def naming_statement(source: str) -> str:
+    """The insert into `REFUSALS_TABLE` (it stores nothing) of a row per span of the framed
+    values read from `source` ("input" or "file:PATH", as `insert_statement`), failing
+    with the error naming the first of `refusals` a span fails (`refusal_named`)."""
+    if source == "input":
+        select = _over_spans(
+            "SELECT 0", {}, f"input({quote(spans_value_structure())})", _named_refusals()
+        )
+        return f"INSERT INTO {REFUSALS_TABLE} {select}\nFORMAT Protobuf"
+    select = _over_spans("SELECT 0", {}, source_sql(source), _named_refusals())
+    return f"INSERT INTO {REFUSALS_TABLE} {select}"
 
 
 def source_sql(source: str) -> str:

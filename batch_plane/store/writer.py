@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka import TopicPartition
@@ -79,6 +79,7 @@ class StoreWriterStats:
     forged_messages: int = 0  # refused: no or a wrong MAC under the stack's message key
     sql_inserts: int = 0  # batches inserted by the store's SQL (`sql_insert_min_spans`)
     python_path_messages: int = 0  # of those batches, outside the SQL: decoded in Python
+    declines: dict[str, int] = field(default_factory=dict)  # those by the SQL's reason
     write_failures: int = 0  # inserts and commits that failed (and were tried again)
 
 
@@ -285,8 +286,12 @@ class StoreWriter:
             self.stats.sql_inserts += bool(inserted)
             self.stats.inserts += bool(inserted)
             self.stats.spans += sum(inserted)
-            python = [m for m, answer in zip(python, answers, strict=True) if declined(answer)]
+            refused = [(m, a) for m, a in zip(python, answers, strict=True) if declined(a)]
+            python = [message for message, _ in refused]
             self.stats.python_path_messages += len(python)
+            declines = self.stats.declines
+            for _, answer in refused:
+                declines[answer.reason] = declines.get(answer.reason, 0) + 1
         batch.rows.extend(span_row(span) for message in python for span in self._decoded(message))
         batch.messages = []
 

@@ -21,6 +21,7 @@ from starlette.responses import Response
 from pathgrade.collector.http_server import ConnectionLimits, UvicornServer
 from pathgrade.realtime_plane.counters import MONITOR_TURNS
 from pathgrade.realtime_plane.coverage import COVERAGE, DETECTOR_ERRORS, coverage_rows
+from pathgrade.schemas.decline import DECLINES
 from pathgrade.schemas.stalls import STALLED
 from pathgrade.web.metric_names import CONTENT_TYPE, GAUGES, Sample, metric_name
 
@@ -60,9 +61,10 @@ def labelled_samples(
     """One process's counters as samples: its numbers, and its structured entries as
     labelled series: the realtime plane's coverage rows (`coverage_ratio`,
     `coverage_undecided_traces` by tenant, service and code), its detector errors by
-    code, its turns by monitor counter (`monitor_turns` by tenant, service, agent and
-    counter: what the generated objective rules read) and what it is stalled on
-    (`stalled` 1 by `what`)."""
+    code, the store writer's SQL insert's declines by reason (`declined_messages`), its
+    turns by monitor counter (`monitor_turns` by tenant, service, agent and counter:
+    what the generated objective rules read) and what it is stalled on (`stalled` 1 by
+    `what`)."""
     samples: list[Sample] = [(process, labels, counters)]
     for what in counters.get(STALLED) or {}:
         samples.append((process, {**labels, "what": what}, {STALLED: 1}))
@@ -72,6 +74,8 @@ def labelled_samples(
         samples.append((process, where, figures))
     for code, count in counters.get(DETECTOR_ERRORS, {}).items():
         samples.append((process, {**labels, "code": code}, {"detector_errors": count}))
+    for reason, count in (counters.get(DECLINES) or {}).items():
+        samples.append((process, {**labels, "reason": reason}, {"declined_messages": count}))
     for row in counters.get(MONITOR_TURNS) or ():
         where = {**labels, **{k: row[k] for k in ("tenant", "service", "agent", "counter")}}
         samples.append((process, where, {MONITOR_TURNS: row["turns"]}))

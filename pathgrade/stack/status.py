@@ -17,6 +17,7 @@ from typing import Any
 
 from pathgrade.realtime_plane.coverage import DETECTOR_ERRORS, consumers_coverage
 from pathgrade.realtime_plane.delays import P99
+from pathgrade.schemas.decline import DECLINES
 from pathgrade.stack.metrics import Sample, labelled_samples
 from pathgrade.web.health import stalls_in
 
@@ -59,13 +60,19 @@ def _rate(current: dict[str, Any] | None, previous: dict[str, Any] | None, key: 
     return f" ({delta / seconds:,.0f}/s)" if delta >= 0 else ""
 
 
-def summed(counters: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """Counter sets added key by key (values that are not ints are left out)."""
-    totals: dict[str, int] = {}
+def summed(counters: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Counter sets added key by key, and their entries of ints by reason (`DECLINES`)
+    added reason by reason (other values that are not ints are left out)."""
+    totals: dict[str, Any] = {}
     for counts in counters:
         for key, value in counts.items():
             if isinstance(value, int):
                 totals[key] = totals.get(key, 0) + value
+        by_reason = counts.get(DECLINES)
+        if by_reason:
+            total = totals.setdefault(DECLINES, {})
+            for reason, count in by_reason.items():
+                total[reason] = total.get(reason, 0) + count
     return totals
 
 

@@ -16,6 +16,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pathgrade.batch_plane.store.client import ClientStore
+from pathgrade.batch_plane.store.otlp_insert import SPAN_ATTRIBUTES
 from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterStats
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
 from pathgrade.schemas.topics import SPANS_TOPIC, TENANT_HEADER
@@ -88,6 +89,7 @@ def test_a_large_batch_takes_the_sql_path_and_a_message_outside_it_python(
     assert _stored(store, "sqlpath") == [summary.spans, summary.traces, 1]
     assert stats.sql_inserts >= 1
     assert stats.python_path_messages == 1
+    assert stats.declines == {SPAN_ATTRIBUTES.reason: 1}  # its nested value
     assert stats.undecodable_messages == 1
     assert (stats.messages, stats.spans) == (summary.spans + 1, summary.spans)
 

@@ -389,9 +389,12 @@ def test_a_ping_pong_limit_below_one_is_refused() -> None:
         PingPongParams.model_validate({"max_alternations": 0})
 
 
-def spliced(base: Trace, other: Trace, tool: str) -> Trace:
-    """`base` with the spans of `tool` taken from `other` (the same turn seen otherwise)."""
-    spans = [o if b.genai.tool_name == tool else b
+def spliced(base: Trace, other: Trace, tool: str, last: bool = False) -> Trace:
+    """`base` with the spans of `tool` (its last span only, with `last`) taken from `other`
+    (the same turn seen otherwise)."""
+    ids = [b.span_id for b in base.spans if b.genai.tool_name == tool]
+    taken = set(ids[-1:] if last else ids)
+    spans = [o if b.span_id in taken else b
              for b, o in zip(base.spans, other.spans, strict=True)]  # fmt: skip
     return Trace(base.tenant, base.trace_id, spans)
 
@@ -418,3 +421,25 @@ def test_an_undo_fingerprinted_under_a_rotated_key_is_read_by_values_or_left_und
     mixed = spliced(facts_only(raw, scrub=capture), rotated, "close_ticket")
     (found,) = detect("PG120", mixed, {"close_ticket": "open_ticket"})
     assert found.kind == expected
+
+
+@pytest.mark.parametrize(("capture", "expected"), [(False, "cannot_decide"), (True, "violation")])
+def test_a_redo_fingerprinted_under_a_rotated_key_is_read_by_values_or_left_undecided(
+    capture: bool, expected: str
+) -> None:
+    """billing's repeat of get_account went through a collector with another key (after a
+    rotation): the signatures of the two calls' fingerprints cannot be compared, so the
+    captured values decide, or nothing does (it was quiet: signatures of two keys
+    counted as different arguments)."""
+    raw = redo_trace()
+    rotated = facts_only(raw, scrub=capture, key=OTHER_KEY)
+    mixed = spliced(facts_only(raw, scrub=capture), rotated, "get_account", last=True)
+    (found,) = detect("PG119", mixed)
+    assert found.kind == expected
+
+
+def test_a_call_under_a_rotated_key_with_other_arguments_is_no_redo() -> None:
+    """The values decide: billing looked up another customer, under either key."""
+    raw = redo_trace(repeat=False)
+    rotated = facts_only(raw, scrub=True, key=OTHER_KEY)
+    assert detect("PG119", spliced(facts_only(raw, scrub=True), rotated, "get_account", True)) == []

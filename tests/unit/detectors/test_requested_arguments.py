@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from pathgrade.detectors.view import DetectorContext, TraceView
+from pathgrade.schemas import genai
 from pathgrade.schemas.model import Span, Trace
 
 from tests.support.privacy import KEY, facts_only
@@ -156,3 +157,46 @@ def test_an_unanswered_request_leaves_the_others_answered() -> None:
     view = TraceView(facts_only(b.build()), DetectorContext().conventions)
     assert view.requested_answers == [None, 0]
     assert view.tool_calls[0].argument_fps == {"customer_id": KEY.fingerprint("cust-2")}
+
+
+def bare_call_turn(customer: str | None) -> Trace:
+    """The session `cust-1` calls get_account, whose span records neither arguments nor
+    result (an SDK that captures no content) and carries the session identity (as some
+    instrumentations put it on every span); with `customer`, the model requested the call
+    with that customer_id."""
+    b = TraceBuilder(identity="cust-1")
+    if customer is not None:
+        b.chat(calls=[("c1", "get_account", {"customer_id": customer})])
+    b.tool("get_account", None, call_id="c1", effect="read",
+           attributes={genai.ENDUSER_ID: "cust-1"})  # fmt: skip
+    b.chat(text="You are on the Plus plan.")
+    return b.build()
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_a_span_recording_neither_arguments_nor_result_is_read_by_the_requested_call(
+    shape: str,
+) -> None:
+    (finding,) = detect("PG112", SHAPES[shape](bare_call_turn("cust-2")))
+    assert finding.kind == "violation"
+    assert detect("PG112", SHAPES[shape](bare_call_turn("cust-1"))) == []
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_a_span_recording_neither_with_no_request_cannot_decide_whatever_facts_it_has(
+    shape: str,
+) -> None:
+    """Nothing says what its arguments were: the facts of its session identity do not
+    make it a call without arguments (it was quiet on default privacy)."""
+    trace = SHAPES[shape](bare_call_turn(None))
+    (finding,) = detect("PG112", trace)
+    assert finding.kind == "cannot_decide" and finding.details["missing"] == "tool_arguments"
+
+
+def test_a_span_recording_its_result_and_no_arguments_is_a_call_without_arguments() -> None:
+    """The SDK captured content (the result) and no arguments: on default privacy the
+    collector's check of the result says so, and PG112 has nothing to compare."""
+    b = TraceBuilder(identity="cust-1")
+    b.tool("get_account", None, result="Plus plan", effect="read")
+    for shape in SHAPES.values():
+        assert detect("PG112", shape(b.build())) == []

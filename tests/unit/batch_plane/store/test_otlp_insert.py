@@ -15,14 +15,21 @@ from pathgrade.batch_plane.store.genai_sql import FLATTENED
 from pathgrade.batch_plane.store.otlp_insert import (
     INPUT_TABLE_PREFIX,
     INSERT_SETTINGS,
+    LINK_OUTSIDE,
     REFUSAL_ERROR,
-    REFUSED,
+    REFUSALS_TABLE,
+    SPAN_ATTRIBUTES,
+    UNNAMED,
     framed_value,
     input_table,
     input_table_ddl,
     insert_messages,
     insert_statement,
+    naming_statement,
     pending_message,
+    refusal_named,
+    refusals,
+    span_rows_select,
 )
 from pathgrade.batch_plane.store.otlp_proto import (
     RECEIVED_AT_FIELD,
@@ -30,6 +37,7 @@ from pathgrade.batch_plane.store.otlp_proto import (
     spans_value_proto,
 )
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS
+from pathgrade.schemas.decline import Declined
 
 
 def _traces(*attributes: tuple[str, str], spans_per_resource: tuple[int, ...] = (1,)) -> bytes:
@@ -154,26 +162,50 @@ def test_a_store_without_the_input_table_gets_it_and_the_insert_once_more() -> N
 
 
 class _RefusingServer(_RecordingServer):
-    """Refuses, as the insert's throwIf does, every batch holding a marked value."""
+    """Refuses, as the insert's throwIf does, every batch holding a marked value, naming
+    the refusal of the first marked value it holds (`MARKS`)."""
 
     def command(self, cmd: str, data: bytes | None = None, settings: dict | None = None) -> None:
         super().command(cmd, data, settings)
-        if data is not None and b"refuse-me" in data:
-            raise RuntimeError(f"Code: 395. {REFUSAL_ERROR}: while executing")
+        for mark, refusal in MARKS.items():
+            if data is not None and mark in data:
+                named = f"{REFUSAL_ERROR}: {refusal.reason}"
+                raise RuntimeError(f"Code: 395. DB::Exception: {named}: while executing")
 
 
-def test_on_a_server_halving_finds_the_refused_values_and_inserts_the_others() -> None:
+MARKS = {b"refuse-me": SPAN_ATTRIBUTES, b"refuse-link": LINK_OUTSIDE, b"unknown": Declined("?")}
+
+
+def test_on_a_server_halving_finds_the_refused_values_and_their_refusals() -> None:
     server = _RefusingServer()
-    values = [_traces(("k", "refuse-me" if i in (2, 5) else f"v{i}")) for i in range(8)]
+    marks = {2: "refuse-me", 5: "refuse-link"}
+    values = [_traces(("k", marks.get(i, f"v{i}"))) for i in range(8)]
     values[6] = _traces(("gen_ai.prompt.0.content", "hi"))  # flattened: never sent
     messages = [pending_message(v, "acme", 1) for v in values]
     answers = insert_messages(ClientStore(server, server), messages)
-    assert answers == [1, 1, REFUSED, 1, 1, REFUSED, FLATTENED, 1]
-    assert answers[2] is REFUSED and answers[6] is FLATTENED  # the shared instances
-    inserted = [data for _, data, _ in server.commands if data and b"refuse-me" not in data]
+    assert answers == [1, 1, SPAN_ATTRIBUTES, 1, 1, LINK_OUTSIDE, FLATTENED, 1]
+    assert answers[2] is SPAN_ATTRIBUTES and answers[6] is FLATTENED  # the shared instances
+    inserted = [data for _, data, _ in server.commands if data and b"refuse-" not in data]
     assert b"".join(inserted) == b"".join(
         framed_value(v, "acme", 1) for i, v in enumerate(values) if i not in (2, 5, 6)
     )
+
+
+def test_an_error_naming_no_refusal_of_the_insert_propagates() -> None:
+    server = _RefusingServer()
+    with pytest.raises(QueryError, match=REFUSAL_ERROR):
+        insert_messages(
+            ClientStore(server, server), [pending_message(_traces(("k", "unknown")), "acme", 1)]
+        )
+
+
+def test_the_insert_refuses_on_nine_conditions_each_naming_its_own() -> None:
+    reasons = [declined.reason for declined, _ in refusals()]
+    assert len(reasons) == len(set(reasons)) == 9
+    assert [refusal_named(f"x {REFUSAL_ERROR}: {r}: while") for r in reasons] == [
+        d for d, _ in refusals()
+    ]
+    assert refusal_named(f"{REFUSAL_ERROR}: while executing") is None
 
 
 def test_a_batch_of_declined_messages_alone_sends_nothing() -> None:
@@ -181,3 +213,27 @@ def test_a_batch_of_declined_messages_alone_sends_nothing() -> None:
     flattened = pending_message(_traces(("llm.input_messages.0.message.role", "u")), "acme", 1)
     assert insert_messages(ClientStore(server, server), [flattened]) == [FLATTENED]
     assert server.commands == []
+
+
+class _InsertOnlyRefusingServer(_RefusingServer):
+    """Refuses the insert (as `_RefusingServer`) but not the statement naming the refusal."""
+
+    def command(self, cmd: str, data: bytes | None = None, settings: dict | None = None) -> None:
+        if cmd.startswith(f"INSERT INTO {REFUSALS_TABLE}"):
+            self.commands.append((cmd, data, settings))
+            return
+        super().command(cmd, data, settings)
+
+
+def test_a_lone_refused_value_is_named_by_a_statement_of_its_own() -> None:
+    """The insert checks its conditions with one throwIf (its analysis is every insert's
+    cost); a refused value is named by a second statement, one throwIf per condition."""
+    server = _RefusingServer()
+    message = pending_message(_traces(("k", "refuse-link")), "acme", 1)
+    assert insert_messages(ClientStore(server, server), [message]) == [LINK_OUTSIDE]
+    insert, naming = (cmd for cmd, _, _ in server.commands)
+    assert insert == insert_statement("input") and naming == naming_statement("input")
+    assert naming.count("throwIf(") == len(refusals()) == 9
+    assert span_rows_select(input_table()).count("throwIf(") == 1
+    quiet = _InsertOnlyRefusingServer()
+    assert insert_messages(ClientStore(quiet, quiet), [message]) == [UNNAMED]

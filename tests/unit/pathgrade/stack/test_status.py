@@ -217,3 +217,16 @@ def test_the_results_exporter_shows_in_the_line_the_report_and_the_metrics() -> 
     assert "pathgrade_exporter_exported_scores_total 1200" in metrics
     assert "# TYPE pathgrade_exporter_failing gauge\npathgrade_exporter_failing 1" in metrics
     assert "exporter" not in (status_line(snapshot(10.0, 20, 15, [9])) or "")
+
+
+def test_the_store_writers_declines_add_up_by_reason_and_are_a_labelled_series() -> None:
+    """The SQL insert's declines by reason (`StoreWriterStats.declines`) add up across the
+    writers a stack ran (broker swaps) and are exported by reason."""
+    earlier = {"python_path_messages": 3, "declines": {"span attributes": 2, "flattened": 1}}
+    now = {"python_path_messages": 1, "declines": {"span attributes": 1}}
+    total = summed([earlier, now])
+    assert total == {"python_path_messages": 4,
+                     "declines": {"span attributes": 3, "flattened": 1}}  # fmt: skip
+    assert earlier["declines"] == {"span attributes": 2, "flattened": 1}  # left as it was
+    text = prometheus_text(snapshot_samples({**snapshot(1, 1, 1, [1]), "store_writer": total}))
+    assert 'pathgrade_store_writer_declined_messages_total{reason="span attributes"} 3' in text
