@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ingest import process_cpu_s
 from kafka import KafkaConsumer, KafkaProducer
-from pathgrade.schemas.topics import SPANS_TOPIC, consumer_settings, kafka_client_settings
+from pathgrade.schemas.topics import SPANS_TOPIC
+from pathgrade.transport.kafka_settings import consumer_settings, kafka_client_settings
 
 from pathgrade.stack.broker import LocalBroker, ensure_topics
 

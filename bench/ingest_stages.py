@@ -61,6 +61,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
 from pathgrade.batch_plane.store.client import embedded_dsn, open_client_store
+from pathgrade.batch_plane.store.migration_runner import migrate
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.collector.facts import FactMaker
 from pathgrade.collector.forwarded import ForwardedSpans
@@ -70,7 +71,6 @@ from pathgrade.collector.validate import validate_request
 from pathgrade.content.fingerprints import FactSecret
 from pathgrade.content.otlp import decode_spans_message
 from pathgrade.content.pii import PiiScanner
-from pathgrade.schemas.migrations import migrate
 
 from pathgrade.stack.gc_schedule import schedule_full_collections
 

@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
-from pathgrade.schemas.migrations import migrate
+from pathgrade.batch_plane.store.migration_runner import migrate
 
 QUERY = "SELECT count() FROM spans FINAL WHERE TraceId = {trace:String}"
 _NUMBERS = itertools.count()

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingest import MIXES
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
+from pathgrade.batch_plane.store.migration_runner import migrate
 from pathgrade.batch_plane.store.otlp_insert import PendingMessage, insert_messages, pending_message
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
 from pathgrade.batch_plane.store.writer_config import SQL_INSERT_MIN_SPANS
@@ -44,7 +45,6 @@ from pathgrade.content.fingerprints import SECRET_BYTES, FactSecret
 from pathgrade.content.otlp import decode_resource_spans
 from pathgrade.content.pii import PiiScanner
 from pathgrade.schemas.decline import declined
-from pathgrade.schemas.migrations import migrate
 
 from pathgrade.stack.gc_schedule import schedule_full_collections
 

@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from pathgrade.batch_plane.store.client import embedded_dsn, open_client_store
+from pathgrade.batch_plane.store.migration_runner import migrate
 from pathgrade.batch_plane.store.otlp_insert import pending_message
 from pathgrade.batch_plane.store.writer import StoreWriter
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
-from pathgrade.schemas.migrations import migrate
 from pathgrade.schemas.topics import RECEIVED_AT_HEADER, TENANT_HEADER
 from store_insert import forwarded_values
 

@@ -29,7 +29,8 @@ from pathgrade.realtime_plane.counters import RealtimeCounters
 from pathgrade.realtime_plane.evaluate import TurnEvaluator
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.model import Trace
-from pathgrade.schemas.topics import TURNS_TOPIC, kafka_client_settings
+from pathgrade.schemas.topics import TURNS_TOPIC
+from pathgrade.transport.kafka_settings import kafka_client_settings
 
 from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import LocalBroker, ensure_topics

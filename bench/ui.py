@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
-from pathgrade.schemas.migrations import migrate
+from pathgrade.batch_plane.store.migration_runner import migrate
 from starlette.testclient import TestClient
 
 from pathgrade.web.app import create_app

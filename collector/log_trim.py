@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka import KafkaAdminClient
-from pathgrade.schemas.topics import kafka_client_settings
+from pathgrade.transport.kafka_settings import kafka_client_settings
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,12 +58,8 @@ from pathgrade.collector.limits import PRODUCER_MAX_REQUEST_BYTES
 from pathgrade.collector.log_trim import GroupOffsets, SentBatch, TrimQueue, load_sent, save_sent
 from pathgrade.collector.partitioner import KeyHashPartitioner
 from pathgrade.collector.spill import OutgoingMessage, SpillFile, SpillFull, encode_body
-from pathgrade.schemas.topics import (
-    RECEIVED_AT_HEADER,
-    SPANS_TOPIC,
-    TENANT_HEADER,
-    kafka_client_settings,
-)
+from pathgrade.schemas.topics import RECEIVED_AT_HEADER, SPANS_TOPIC, TENANT_HEADER
+from pathgrade.transport.kafka_settings import kafka_client_settings
 from pathgrade.transport.stalls import Backoff, Stalls
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,8 @@ convention onto the GenAI view (`conventions`), reading messages and events (`me
 `events`, `event_content`), finding personal data (`pii`), content predicates
 (`predicates`), keyed fingerprints and withheld marks (`fingerprints`, `withheld`),
 computing facts (`facts_producer`), the agent turns, graph walks and hand-offs of a trace
-(`agent_turns`, `graph_walk`, `handoffs`), total number parsing (`numbers`), and the
+(`agent_turns`, `graph_walk`, `handoffs`), what a turn brings to a monitor rollup
+(`turn_rollups`), total number parsing (`numbers`), and the
 hot path's bounded memory (`memo`).
 
 Imports `schemas` and nothing else of pathgrade's own; of other libraries only

@@ -49,12 +49,9 @@ from pathgrade.realtime_plane.sinks import (
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.alert_store import AlertStore
 from pathgrade.schemas.alerts import Alert
-from pathgrade.schemas.topics import (
-    DRAIN_IDLE_S,
-    kafka_client_settings,
-    read_until_drained,
-)
 from pathgrade.transport.consumer import TopicConsumer, decode_records, decode_spans
+from pathgrade.transport.drain import DRAIN_IDLE_S, read_until_drained
+from pathgrade.transport.kafka_settings import kafka_client_settings
 from pathgrade.transport.message_auth import message_key
 from pathgrade.transport.signing import signing
 

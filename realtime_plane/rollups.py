@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from pathgrade.content.turn_rollups import turn_end_ns, turn_example, turn_slices
 from pathgrade.detectors.completeness import COMPLETENESS, turn_usage
 from pathgrade.detectors.monitor_policy import MonitorsPolicy
 from pathgrade.realtime_plane.evaluate import Evaluation
@@ -31,9 +32,6 @@ from pathgrade.schemas.rollups import (
     cost_counter,
     finding_counter,
     latency_counter,
-    turn_end_ns,
-    turn_example,
-    turn_slices,
 )
 
 

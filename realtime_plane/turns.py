@@ -18,9 +18,10 @@ import time
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
-from pathgrade.schemas.topics import WORKER_HEADER, kafka_client_settings
+from pathgrade.schemas.topics import WORKER_HEADER
 from pathgrade.schemas.turns import TurnBatch, TurnDigest
 from pathgrade.transport.consumer import ForgedCount, authentic
+from pathgrade.transport.kafka_settings import kafka_client_settings
 from pathgrade.transport.message_auth import MessageKey
 from pydantic import ValidationError
 

@@ -134,19 +134,3 @@ IDENTIFIER_KEYS: Final = frozenset(
 )  # fmt: skip
 """Allowed keys whose values are identifiers: forwarded as their fingerprint when scrubbing
 would change them."""
-
-
-def allowed_keys_list() -> str:
-    """The default allow-list as Markdown (docs/collector.md)."""
-    lines = []
-    for group in GROUPS:
-        entries = sorted(group.keys) + [f"{prefix}*" for prefix in group.prefixes]
-        lines.append(f"- {group.source}: " + ", ".join(f"`{e}`" for e in entries))
-    for key, members in sorted(ALLOWED_MEMBERS.items()):
-        named = ", ".join(f"`{m}`" for m in sorted(members))
-        lines.append(f"- `{key}` (a JSON object): only its members {named}")
-    identifiers = ", ".join(f"`{k}`" for k in sorted(IDENTIFIER_KEYS))
-    lines.append(
-        f"- identifiers among them (a fingerprint when scrubbing would change them): {identifiers}"
-    )
-    return "\n".join(lines)

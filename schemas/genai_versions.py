@@ -199,16 +199,3 @@ def older_names(name: str) -> tuple[str, ...]:
         current = [old for old, new in ATTRIBUTE_RENAMES.items() if new in current]
         found.extend(current)
     return tuple(found)
-
-
-def versions_table() -> str:
-    """`VERSIONS` as the markdown table of docs/collector.md."""
-    rows = ["| version | kind | old name | new name | how pathgrade reads it |",
-            "|---|---|---|---|---|"]  # fmt: skip
-    for version in VERSIONS:
-        for change in version.changes:
-            old = f"`{change.old}`" if change.old else "(added)"
-            new = f"`{change.new}`" if change.new else "(removed)"
-            rows.append(f"| {version.version} | {change.kind} | {old} | {new} | {change.reading} |")
-    sources = [f"- {v.version}: {v.source}" for v in VERSIONS]
-    return "\n".join([*rows, "", *sources])

@@ -16,8 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pathgrade.schemas.model import Trace
-
 ROLLUP_COLUMNS: tuple[str, ...] = (
     "Tenant", "Source", "Name", "Service", "Agent", "Slice", "BucketStart", "Value", "Count",
     "Examples",
@@ -78,31 +76,3 @@ def bucket_start(end_ns: int, bucket_s: int) -> int:
     """Unix seconds of the start of the bucket holding `end_ns`."""
     seconds = end_ns // 1_000_000_000
     return seconds - seconds % bucket_s
-
-
-def turn_slices(turn: Trace, names: list[str]) -> list[str]:
-    """`""` (all turns) and one `name=value` per slice of `names` the turn holds: on its top
-    span, else the nearest span enclosing that turn only (where a turn says what it is)."""
-    values: dict[str, Any] = {}
-    for span in turn.own_spans():
-        for name in names:
-            if name not in values and _plain(span.attributes.get(name)):
-                values[name] = span.attributes[name]
-    return ["", *(slice_key(name, values[name]) for name in names if name in values)]
-
-
-def turn_end_ns(turn: Trace) -> int:
-    """When the turn ended: its top span's end (its start when the end is unknown)."""
-    head = turn.root or turn.spans[0]
-    return head.end_ns or head.start_ns
-
-
-def turn_example(turn: Trace) -> str:
-    """The turn as an example of a count: `trace id/top span id`."""
-    return f"{turn.trace_id}/{(turn.root or turn.spans[0]).span_id}"
-
-
-def _plain(value: object) -> bool:
-    """A value a slice can hold: text or a number (a withheld value's mark is text: its
-    turns group by its fingerprint)."""
-    return isinstance(value, str | int | float) and not isinstance(value, bool) and value != ""

@@ -6,8 +6,8 @@ owner of rebalances, decode span messages skipping the undecodable ones and refu
 forged ones (no or a wrong MAC under the stack's message key: `authentic`), commit only
 the offsets of work the owner has stored, and run a poll loop until stopped.
 
-The planes share it without importing each other; the consumer settings and the topics'
-wire names it reads are the bottom layer's (`schemas.topics`).
+The planes share it without importing each other; it reads the consumer settings of
+`kafka_settings` and the topics' wire names of the bottom layer (`schemas.topics`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from kafka.structs import OffsetAndMetadata
 from pathgrade.content.otlp import DecodeProblems, decode_kafka_message
 from pathgrade.content.otlp_logs import decode_logs_kafka_message
 from pathgrade.schemas.model import LogRecord, Span
-from pathgrade.schemas.topics import consumer_settings
+from pathgrade.transport.kafka_settings import consumer_settings
 from pathgrade.transport.message_auth import MessageKey
 from pathgrade.transport.stalls import Backoff
 

@@ -29,7 +29,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated
 
-from pathgrade.schemas.topics import KAFKA_SETTINGS_PREFIX, MAC_HEADER
+from pathgrade.schemas.topics import MAC_HEADER
+from pathgrade.transport.kafka_settings import KAFKA_SETTINGS_PREFIX
 from pydantic import AfterValidator, SecretStr
 
 KEY_BYTES = 32

@@ -9,17 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from pathgrade.batch_plane.scoring.scores import Score
+from pathgrade.content.turn_rollups import turn_end_ns, turn_example, turn_slices
 from pathgrade.detectors.monitor_policy import MonitorsPolicy
 from pathgrade.schemas.model import Trace
-from pathgrade.schemas.rollups import (
-    ROLLUP_COLUMNS,
-    SCORE_DIGITS,
-    RollupKey,
-    bucket_start,
-    turn_end_ns,
-    turn_example,
-    turn_slices,
-)
+from pathgrade.schemas.rollups import ROLLUP_COLUMNS, SCORE_DIGITS, RollupKey, bucket_start
 from pathgrade.schemas.sampled import SampledTrace
 from pathgrade.schemas.store import Store
 

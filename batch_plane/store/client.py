@@ -45,7 +45,7 @@ READER_SETTINGS = {"readonly": 1}
 """The reader session's settings, set when it opens: no statement run there can lift them."""
 SESSION_SETTINGS = {"distributed_product_mode": "local", "insert_distributed_sync": 1}
 """Every session's settings, set first; no effect on one server. On a sharded store
-(`pathgrade migrate --shards`, schemas/cluster_ddl.py): a sub-query on a Distributed table
+(`pathgrade migrate --shards`, `cluster_ddl`): a sub-query on a Distributed table
 inside a query on one reads each shard's local table, right for the trace-keyed tables,
 which keep a trace on one shard (a query relating alerts to traces says GLOBAL IN
 instead); and an insert into a Distributed table returns once every shard holds its rows

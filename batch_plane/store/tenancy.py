@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pathgrade.schemas.cluster_ddl import SHARDING_KEYS, local_name
+from pathgrade.batch_plane.store.cluster_ddl import SHARDING_KEYS, local_name
 
 TENANT_TABLES = (
     "spans", "spans_trace_id_ts", "trace_roots", "span_counts", "alerts", "scores", "datasets",

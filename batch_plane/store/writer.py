@@ -46,8 +46,8 @@ from pathgrade.content.otlp import DecodeProblems, decode_resource_spans, messag
 from pathgrade.schemas.decline import declined
 from pathgrade.schemas.model import Span
 from pathgrade.schemas.store import Store
-from pathgrade.schemas.topics import read_until_drained
 from pathgrade.transport.consumer import TopicConsumer, decode_records, decode_spans, read_message
+from pathgrade.transport.drain import read_until_drained
 from pathgrade.transport.message_auth import message_key
 from pathgrade.transport.stalls import Backoff, Stalls
 

@@ -83,7 +83,8 @@ FOLDERS: tuple[Folder, ...] = (
         "definitions, no algorithm over content: the canonical model, GenAI names, the "
         "convention mappings, the lexicons and the kinds of personal data as tables, the "
         "facts contract (names, types, its reader), "
-        "ClickHouse DDL migrations, Kafka topic and header names, the `Store` protocol and "
+        "ClickHouse DDL migrations (the files, `Migration`, the columns retention clears), "
+        "Kafka topic and header names, the `Store` protocol and "
         "the protocols the realtime plane reads the store through "
         "(`alert_store.AlertStore`), the fast paths' decline contract",
         (Room("schemas", libraries=("pydantic", "opentelemetry", "google")),),
@@ -97,7 +98,8 @@ FOLDERS: tuple[Folder, ...] = (
         "withheld marks (`fingerprints`, `withheld`), the facts producer (`facts_producer`), "
         "a trace's agent turns, graph walks and hand-offs (`agent_turns`, `graph_walk`, "
         "`handoffs`), agent graph documents read, imported from LangGraph and checked "
-        "(`graph_documents`), number parsing (`numbers`), the hot path's memo (`memo`)",
+        "(`graph_documents`), what a turn brings to a monitor rollup (`turn_rollups`: its "
+        "slices, end and example), number parsing (`numbers`), the hot path's memo (`memo`)",
         (Room("content", ("schemas",), libraries=("opentelemetry", "google")),),
     ),
     Folder(
@@ -109,7 +111,10 @@ FOLDERS: tuple[Folder, ...] = (
         "transport/",
         "what travels between boxes and who may send it: the consumer-group member every "
         "plane's Kafka loop is (`consumer.py`: subscribe, rebalance callbacks, "
-        "decode-and-skip, commit after work, the poll loop), the stack's message key and its "
+        "decode-and-skip, commit after work, the poll loop), the settings every Kafka client "
+        "shares (`kafka_settings.py`: the address, TLS and SASL from `PATHGRADE_KAFKA_*`, a "
+        "consumer group's settings), reading a topic until it is drained (`drain.py`), the "
+        "stack's message key and its "
         "MAC (`message_auth.py`) and message signing (`signing.py`), the bearer tokens that "
         "name a sender's tenant (`bearer_tokens.py`, checked by the collector's receivers and "
         "the UI's viewers), a writer's stalls and the waits between its retries "
@@ -151,8 +156,11 @@ FOLDERS: tuple[Folder, ...] = (
         "`traces`, `trace_list`, `conversations`, `scores`, `runs`, `gates`, `datasets`, "
         "`review`, `judges`, `edge_runs`, `monitors`, `deliveries`, `results_backlog`, "
         "`demo_rows`, `catalog`) that pages, commands, scorers and the realtime plane call "
-        "instead of writing SQL; the SQL insert of OTLP (`otlp_insert`) with the SQL "
-        "compiled from the convention mapping (`genai_sql`) and the `.proto` and structure "
+        "instead of writing SQL; the migrations' runner (`migration_runner`: apply, record "
+        "and check them, retention, the printed DDL) and their layout on a cluster "
+        "(`cluster_ddl`: replicated or sharded); the SQL insert of OTLP (`otlp_insert`) "
+        "with the SQL compiled from the convention mapping (`genai_sql`) and the `.proto` "
+        "and structure "
         "of a `pathgrade.spans` value generated from OTLP's descriptors (`otlp_proto`); "
         "typed reads take a `schemas.store.ReadableStore` (any `Store`, or the UI's "
         "read-only `ReadStore`)",
@@ -245,7 +253,8 @@ FOLDERS: tuple[Folder, ...] = (
         "the command line: `main` (the parser of every command), one module per command "
         "group (the commands), shared helpers (`support`, `output`, `agents`, "
         "`suite_scoring`, `model_flags`: flags that set a settings model's field, ...; "
-        "`reference` renders the generated docs, `layout` holds these rules); a command "
+        "`reference` renders the generated docs, the default allow-list's and the GenAI "
+        "convention versions' sections among them, `layout` holds these rules); a command "
         "module imports at its top only what its parser needs, the rest in the handler",
         (
             Room("cli"),

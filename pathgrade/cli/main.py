@@ -22,9 +22,9 @@ from pathgrade.cli import (
 )
 from pathgrade.cli.parser import CommandParser
 from pathgrade.cli.support import LOG_LINE_FORMAT, CliError, quiet_stdout
-from pathgrade.schemas.topics import KafkaSettingsError, kafka_client_settings
 from pathgrade.stack.alert_log import configure_alert_log
 from pathgrade.stack.gc_schedule import schedule_full_collections
+from pathgrade.transport.kafka_settings import KafkaSettingsError, kafka_client_settings
 
 LONG_RUNNING_COMMANDS = frozenset(
     {"up", "collector", "store-writer", "realtime", "scorer", "ui", "exporter"}

@@ -35,11 +35,40 @@ from pathgrade.detectors.monitor_policy import (
     ScoreMonitor,
 )
 from pathgrade.realtime_plane.config import RealtimeConfig
-from pathgrade.schemas.allowed_keys import allowed_keys_list
-from pathgrade.schemas.genai_versions import versions_table
+from pathgrade.schemas import allowed_keys, genai_versions
 from pathgrade.stack.alert_lines import AlertLineSettings
 from pathgrade.stack.options import StackOptions
 from pathgrade.web.options import UiOptions
+
+
+def allowed_keys_list() -> str:
+    """The default allow-list as Markdown (docs/collector.md)."""
+    lines = []
+    for group in allowed_keys.GROUPS:
+        entries = sorted(group.keys) + [f"{prefix}*" for prefix in group.prefixes]
+        lines.append(f"- {group.source}: " + ", ".join(f"`{e}`" for e in entries))
+    for key, members in sorted(allowed_keys.ALLOWED_MEMBERS.items()):
+        named = ", ".join(f"`{m}`" for m in sorted(members))
+        lines.append(f"- `{key}` (a JSON object): only its members {named}")
+    identifiers = ", ".join(f"`{k}`" for k in sorted(allowed_keys.IDENTIFIER_KEYS))
+    lines.append(
+        f"- identifiers among them (a fingerprint when scrubbing would change them): {identifiers}"
+    )
+    return "\n".join(lines)
+
+
+def versions_table() -> str:
+    """`genai_versions.VERSIONS` as the markdown table of docs/collector.md."""
+    rows = ["| version | kind | old name | new name | how pathgrade reads it |",
+            "|---|---|---|---|---|"]  # fmt: skip
+    for version in genai_versions.VERSIONS:
+        for change in version.changes:
+            old = f"`{change.old}`" if change.old else "(added)"
+            new = f"`{change.new}`" if change.new else "(removed)"
+            rows.append(f"| {version.version} | {change.kind} | {old} | {new} | {change.reading} |")
+    sources = [f"- {v.version}: {v.source}" for v in genai_versions.VERSIONS]
+    return "\n".join([*rows, "", *sources])
+
 
 MIB, GIB = 1 << 20, 1 << 30
 TABLES: dict[str, dict[str, tuple[type[BaseModel], tuple[str, ...]]]] = {

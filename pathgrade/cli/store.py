@@ -88,7 +88,11 @@ def _cmd_topics(args: argparse.Namespace) -> int:
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.store.client import ClientStore
-    from pathgrade.schemas.migrations import applied_names, migration_ddl, set_retention
+    from pathgrade.batch_plane.store.migration_runner import (
+        applied_names,
+        migration_ddl,
+        set_retention,
+    )
 
     if args.shards and not args.cluster:
         raise CliError("--shards needs --cluster NAME: the shards are those of a cluster")
@@ -123,7 +127,7 @@ def _migrate_cluster(
     from clickhouse_connect.driver.exceptions import ClickHouseError
 
     from pathgrade.batch_plane.store.client import StoreUnavailable, connect
-    from pathgrade.schemas.migrations import ClusterMismatch, migrate, set_retention
+    from pathgrade.batch_plane.store.migration_runner import ClusterMismatch, migrate, set_retention
 
     if not clickhouse:
         raise CliError("--cluster needs --clickhouse URL: the embedded store is one server")

@@ -141,11 +141,8 @@ def retention_args(parser: argparse.ArgumentParser) -> None:
 def retention_of(args: argparse.Namespace) -> tuple[int, int] | None:
     """(content days, row days) when either flag was given, the other at its default;
     None when neither was. A CliError when content would outlive the rows."""
-    from pathgrade.schemas.migrations import (
-        DEFAULT_CONTENT_RETENTION_DAYS,
-        DEFAULT_RETENTION_DAYS,
-        retention_ddl,
-    )
+    from pathgrade.batch_plane.store.migration_runner import retention_ddl
+    from pathgrade.schemas.migrations import DEFAULT_CONTENT_RETENTION_DAYS, DEFAULT_RETENTION_DAYS
 
     if args.content_retention_days is None and args.retention_days is None:
         return None

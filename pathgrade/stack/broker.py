@@ -21,7 +21,8 @@ from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
-from pathgrade.schemas.topics import ALL_TOPICS, LOGS_TOPIC, SPANS_TOPIC, kafka_client_settings
+from pathgrade.schemas.topics import ALL_TOPICS, LOGS_TOPIC, SPANS_TOPIC
+from pathgrade.transport.kafka_settings import kafka_client_settings
 
 DEFAULT_PARTITIONS = 4
 _ATTEMPT_S = 2.0  # one metadata request's bound while waiting for Kafka

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from pathgrade.schemas.topics import DRAIN_IDLE_S, kafka_client_settings, read_until_drained
+from pathgrade.transport.drain import DRAIN_IDLE_S, read_until_drained
+from pathgrade.transport.kafka_settings import kafka_client_settings
 
 
 @dataclass(frozen=True, slots=True)

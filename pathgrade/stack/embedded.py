@@ -48,8 +48,6 @@ from pathgrade.content.fingerprints import FactSecret
 from pathgrade.realtime_plane.config import RealtimeConfig
 from pathgrade.realtime_plane.counters import AssemblerStats, RealtimeCounters
 from pathgrade.schemas.topics import (
-    DRAIN_IDLE_S,
-    KAFKA_SETTINGS_PREFIX,
     REALTIME_GROUP,
     SAMPLED_TOPIC,
     SCORER_GROUP,
@@ -104,6 +102,8 @@ from pathgrade.stack.status import (
 )
 from pathgrade.stack.store_access import facts_key_file
 from pathgrade.stack.store_owner import StoreOwner
+from pathgrade.transport.drain import DRAIN_IDLE_S
+from pathgrade.transport.kafka_settings import KAFKA_SETTINGS_PREFIX
 from pathgrade.transport.message_auth import MESSAGE_KEY_FILE, MessageKey, message_key_from_env
 
 if TYPE_CHECKING:

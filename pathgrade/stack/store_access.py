@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathgrade.batch_plane.store.errors import QueryError, RowsRejected
+from pathgrade.batch_plane.store.migration_runner import migrate
 from pathgrade.batch_plane.store.remote import RemoteStore
 from pathgrade.content.fingerprints import KEY_FILE_NAME
-from pathgrade.schemas.migrations import migrate
 from pathgrade.schemas.store import Store
 from pathgrade.stack.ownership import DataDirLock, read_state
 

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
+from pathgrade.batch_plane.store.migration_runner import migrate, set_retention
 from pathgrade.batch_plane.store.writer import StoreWriter, StoreWriterStats
 from pathgrade.batch_plane.store.writer_config import StoreWriterConfig
-from pathgrade.schemas.migrations import Migration, migrate, set_retention
+from pathgrade.schemas.migrations import Migration
 from pathgrade.schemas.stalls import STALLED
 from pathgrade.stack.ownership import DataDirLock, read_state, stop_stale_processes
 from pathgrade.stack.priority import keep_native_threads_lowered, lower_thread_priority

@@ -5,8 +5,9 @@ one again with the next record, which the held idle fetch delivers."""
 from __future__ import annotations
 
 from kafka import KafkaProducer
-from pathgrade.schemas.topics import SPANS_TOPIC, kafka_client_settings
+from pathgrade.schemas.topics import SPANS_TOPIC
 from pathgrade.transport.consumer import TopicConsumer
+from pathgrade.transport.kafka_settings import kafka_client_settings
 
 from pathgrade.stack.broker import LocalBroker, ensure_topics
 from tests.integration.conftest import wait_until

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from pathgrade.schemas.topics import SPANS_TOPIC, kafka_client_settings
+from pathgrade.schemas.topics import SPANS_TOPIC
+from pathgrade.transport.kafka_settings import kafka_client_settings
 
 from pathgrade.demo.sender import send_demo_traces
 from pathgrade.stack.broker import free_port, tansu_binary, wait_for_kafka

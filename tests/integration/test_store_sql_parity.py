@@ -56,7 +56,7 @@ _tenants = itertools.count()
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClientStore]:
-    from pathgrade.schemas.migrations import migrate
+    from pathgrade.batch_plane.store.migration_runner import migrate
 
     opened = open_client_store(embedded_dsn(str(tmp_path_factory.mktemp("parity"))))
     migrate(opened.client)

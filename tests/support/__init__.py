@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
-from pathgrade.schemas.migrations import CONTENT_COLUMNS, migrate
+from pathgrade.batch_plane.store.migration_runner import migrate
+from pathgrade.schemas.migrations import CONTENT_COLUMNS
 
 
 def keep_forever(client: Any) -> None:
     """Remove the spans' retention: test fixtures stamp spans with fixed times long past,
     which the store would otherwise drop at its next merge (retention is tested by
-    tests/unit/schemas/test_retention.py)."""
+    tests/unit/batch_plane/store/test_retention.py)."""
     for column in CONTENT_COLUMNS:
         client.command(f"ALTER TABLE spans MODIFY COLUMN {column} REMOVE TTL")
     client.command("ALTER TABLE spans REMOVE TTL")

@@ -1,7 +1,8 @@
 """Convention versions as data (`schemas.genai_versions`): a fixture per version, one chat
 call written to it (tests/fixtures/genai_versions/), maps onto the same GenAI view; the
 renames drive the mapping's chains (and the allow-list: tests/unit/collector/test_allow_list.py);
-the table is generated into docs."""
+the table generated into docs is tested with its renderer
+(tests/unit/pathgrade/cli/test_reference.py)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,7 @@ from pathgrade.content.conventions import genai_fields
 from pathgrade.content.events import join_records
 from pathgrade.content.messages import assistant_text, parse_messages, request_text
 from pathgrade.schemas import genai
-from pathgrade.schemas.genai_versions import (
-    GENAI_VERSION,
-    VERSIONS,
-    older_names,
-    versions_table,
-)
+from pathgrade.schemas.genai_versions import GENAI_VERSION, VERSIONS, older_names
 from pathgrade.schemas.model import LogRecord, Span, SpanEvent
 
 from tests.support.paths import REPO_ROOT
@@ -86,16 +82,6 @@ def test_renames_chain_to_the_newest_name_and_the_mapping_reads_them() -> None:
     # the newest name wins over an older one on the same span
     both = genai_fields("chat", {"gen_ai.provider.name": "anthropic", "gen_ai.system": "openai"})
     assert both.provider_name == "anthropic"
-
-
-def test_the_table_in_the_docs_is_generated_from_the_versions() -> None:
-    table = versions_table()
-    docs = (REPO_ROOT / "docs" / "collector.md").read_text()
-    assert table in docs
-    for version in VERSIONS:
-        for change in version.changes:
-            assert f"| {version.version} | {change.kind} |" in table
-            assert (change.old or change.new) in table
 
 
 def test_a_generic_part_is_message_text_and_reasoning_is_not() -> None:

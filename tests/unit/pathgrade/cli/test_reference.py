@@ -24,11 +24,12 @@ from pathgrade.detectors.conventions import (
 )
 from pathgrade.detectors.policy import SectionBase
 from pathgrade.realtime_plane.config import RealtimeConfig, SamplerRates
+from pathgrade.schemas.genai_versions import VERSIONS
 from pydantic import BaseModel, ValidationError
 
 from pathgrade.cli.main import build_parser
 from pathgrade.cli.model_flags import MODEL_FIELD, field_help
-from pathgrade.cli.reference import config_table, render_tables, rendered
+from pathgrade.cli.reference import config_table, render_tables, rendered, versions_table
 from pathgrade.cli.support import collector_args, validation_reason
 from pathgrade.demo.options import DemoOptions, Flavor
 from pathgrade.demo.sender import run_demo
@@ -206,3 +207,13 @@ def test_the_demos_flavors_and_defaults_are_its_writers_and_run_demos() -> None:
     defaults = inspect.signature(run_demo).parameters
     from_function = {name: defaults[name].default for name in DemoOptions.model_fields}
     assert from_function == DemoOptions().model_dump()
+
+
+def test_the_table_in_the_docs_is_generated_from_the_versions() -> None:
+    table = versions_table()
+    docs = (REPO_ROOT / "docs" / "collector.md").read_text()
+    assert table in docs
+    for version in VERSIONS:
+        for change in version.changes:
+            assert f"| {version.version} | {change.kind} |" in table
+            assert (change.old or change.new) in table

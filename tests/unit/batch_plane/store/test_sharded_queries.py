@@ -33,24 +33,23 @@ from pathgrade.batch_plane.scoring.calibration import calibration_status
 from pathgrade.batch_plane.scoring.judge import JudgeCache, Usage, Verdict
 from pathgrade.batch_plane.store.alerts import follow_statement
 from pathgrade.batch_plane.store.client import ClientStore, QueryError, open_client_store
+from pathgrade.batch_plane.store.cluster_ddl import EVERYWHERE, SHARDING_KEYS, TRACE_KEY, local_name
 from pathgrade.batch_plane.store.deliveries import AlertRecords
-from pathgrade.batch_plane.store.otlp_insert import insert_messages, pending_message
-from pathgrade.batch_plane.store.results_backlog import Cursor, ResultsBacklog
-from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
-from pathgrade.content.otlp import decode_resource_spans
-from pathgrade.realtime_plane.delivery import AlertBacklog
-from pathgrade.schemas.alerts import ALERT_COLUMNS, SEQ_COLUMNS
-from pathgrade.schemas.cluster_ddl import EVERYWHERE, SHARDING_KEYS, TRACE_KEY, local_name
-from pathgrade.schemas.migrations import (
-    CONTENT_COLUMNS,
+from pathgrade.batch_plane.store.migration_runner import (
     MIGRATIONS_TABLE,
-    bundled_migrations,
     migrate,
     migration_ddl,
     migrations_table_comment,
     recorded_layout,
     set_retention,
 )
+from pathgrade.batch_plane.store.otlp_insert import insert_messages, pending_message
+from pathgrade.batch_plane.store.results_backlog import Cursor, ResultsBacklog
+from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_row
+from pathgrade.content.otlp import decode_resource_spans
+from pathgrade.realtime_plane.delivery import AlertBacklog
+from pathgrade.schemas.alerts import ALERT_COLUMNS, SEQ_COLUMNS
+from pathgrade.schemas.migrations import CONTENT_COLUMNS, bundled_migrations
 from pathgrade.schemas.store import QueryResult
 from starlette.testclient import TestClient
 

@@ -8,13 +8,14 @@ from collections.abc import Iterator
 
 import pytest
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
+from pathgrade.batch_plane.store.migration_runner import migrate, retention_ddl, set_retention
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from pathgrade.content.facts_producer import compute_facts
 from pathgrade.content.fingerprints import FactSecret
 from pathgrade.content.pii import PiiScanner
 from pathgrade.schemas import genai
-from pathgrade.schemas.migrations import bundled_migrations, migrate, retention_ddl, set_retention
+from pathgrade.schemas.migrations import bundled_migrations
 from pathgrade.schemas.model import GenAIFields, Span, SpanEvent
 
 DAY_NS = 86_400 * 10**9

@@ -6,7 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pathgrade.schemas.topics import KafkaSettingsError, consumer_settings, kafka_client_settings
+from pathgrade.transport.kafka_settings import (
+    KafkaSettingsError,
+    consumer_settings,
+    kafka_client_settings,
+)
 
 P = "PATHGRADE_KAFKA_"
 
