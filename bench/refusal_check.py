@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pathgrade.batch_plane.store import otlp_insert
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
+from pathgrade.batch_plane.store.migration_runner import migrate
 from pathgrade.schemas.decline import declined
-from pathgrade.schemas.migrations import migrate
 from store_insert import forwarded_values, parsed
 
 from pathgrade.stack.gc_schedule import schedule_full_collections
