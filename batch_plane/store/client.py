@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import clickhouse_connect
+from clickhouse_connect.driver import options as driver_options
 from clickhouse_connect.driver._chdbclient import ChdbClient
 from clickhouse_connect.driver.exceptions import DataError
 from pathgrade.batch_plane.store.errors import (
@@ -38,6 +39,11 @@ from pathgrade.batch_plane.store.reads import PARSE_SQL, clickhouse_reason, pars
 from pathgrade.batch_plane.store.statement_tree import PARSE_TREE, references
 from pathgrade.batch_plane.store.tenancy import tenant_settings
 from pathgrade.schemas.store import QueryResult, RejectedRow
+
+driver_options.pd = driver_options.pd_time_test = None
+"""The store passes rows as lists and reads them as rows, never as DataFrames: without this,
+clickhouse-connect imports pandas on the first insert only to ask whether the rows are a
+DataFrame, 87 MB resident in the store owner (bench/memory.py, docs/scale.md's Memory)."""
 
 CHECKED_READS = 1024
 """Statements whose check a store remembers (`ClientStore._checked_read`)."""

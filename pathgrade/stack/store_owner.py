@@ -18,6 +18,7 @@ from pathgrade.schemas.migrations import Migration, migrate, set_retention
 from pathgrade.schemas.stalls import STALLED
 from pathgrade.stack.ownership import DataDirLock, read_state, stop_stale_processes
 from pathgrade.stack.priority import keep_native_threads_lowered, lower_thread_priority
+from pathgrade.stack.startup_pages import page_out_library
 from pathgrade.stack.status import summed
 from pathgrade.stack.store_endpoint import QueryServer
 from pathgrade.web.rendering import UiSettings
@@ -25,6 +26,9 @@ from pathgrade.web.server import UiServer
 from pathgrade.web.viewers import Viewers
 
 log = logging.getLogger(__name__)
+
+EMBEDDED_ENGINE_LIBRARY = "_chdb"
+"""The file name (in part) of chDB's library, whose start-up pages the owner gives back."""
 
 
 class StoreOwner:
@@ -88,6 +92,8 @@ class StoreOwner:
             UiSettings(self.store, viewers, status=lambda: query_server.status)
         )
         self.ui_server.start()
+        if self.dsn.startswith("chdb:"):  # its start-up pages, read once (startup_pages)
+            page_out_library(EMBEDDED_ENGINE_LIBRARY)
 
     def resume_writer(self) -> None:
         """Start a store writer (a fresh consumer) on the broker at `bootstrap`."""
