@@ -46,6 +46,7 @@ class StoreOwner:
         ui_tokens_file: Path | None = None,
         retention: tuple[int, int] | None = None,
         message_key: MessageKey | None = None,
+        engine: dict[str, int] | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.message_key = message_key  # the stack's, when its messages are signed
@@ -54,6 +55,7 @@ class StoreOwner:
         self.ui_tokens_file = ui_tokens_file  # the browser UI's viewers (the collector's file)
         self.data_dir = data_dir.resolve()
         self.dsn = clickhouse or embedded_dsn(str(self.data_dir))
+        self.engine = engine  # the embedded engine's options (`client.engine_bounds`)
         self.lock = DataDirLock(self.data_dir)
         self._claimed = False
         self.store: ClientStore | None = None
@@ -77,7 +79,7 @@ class StoreOwner:
         serving."""
         if not self._claimed:
             self.claim()
-        self.store = open_client_store(self.dsn)
+        self.store = open_client_store(self.dsn, self.engine)
         self.applied = migrate(self.store.client)
         if self.retention is not None:
             set_retention(self.store.client, *self.retention)

@@ -177,3 +177,36 @@ def test_a_batch_of_declined_messages_alone_sends_nothing() -> None:
     flattened = pending_message(_traces(("llm.input_messages.0.message.role", "u")), "acme", 1)
     assert insert_messages(ClientStore(server, server), [flattened]) == [FLATTENED]
     assert server.commands == []
+
+
+class _MemoryCappedServer(_RecordingServer):
+    """Refuses, as ClickHouse past its memory limit does, every insert of more than
+    `cap` bytes of values."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__()
+        self.cap = cap
+
+    def command(self, cmd: str, data: bytes | None = None, settings: dict | None = None) -> None:
+        super().command(cmd, data, settings)
+        if data is not None and len(data) > self.cap:
+            raise RuntimeError("Code: 241. DB::Exception: (total) memory limit exceeded: would "
+                               "use 300.00 MiB, maximum: 256.00 MiB. (MEMORY_LIMIT_EXCEEDED)")  # fmt: skip
+
+
+def test_an_insert_over_the_memory_limit_is_halved_until_the_halves_fit() -> None:
+    values = [_traces(("k", f"v{i}")) for i in range(8)]
+    framed = [framed_value(v, "acme", 1) for v in values]
+    server = _MemoryCappedServer(cap=len(b"".join(framed[:2])))
+    messages = [pending_message(v, "acme", 1) for v in values]
+    assert insert_messages(ClientStore(server, server), messages) == [1] * 8
+    inserted = [data for _, data, _ in server.commands if data and len(data) <= server.cap]
+    assert b"".join(inserted) == b"".join(framed)  # every value once, in order
+    assert len(inserted) == 4
+
+
+def test_one_value_over_the_memory_limit_fails_the_insert_as_any_error_does() -> None:
+    value = _traces(("k", "v" * 100))
+    server = _MemoryCappedServer(cap=10)
+    with pytest.raises(QueryError, match="MEMORY_LIMIT_EXCEEDED"):
+        insert_messages(ClientStore(server, server), [pending_message(value, "acme", 1)] * 2)
