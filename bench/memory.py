@@ -56,8 +56,8 @@ from ingest import (
     stored_all,
     trace_count,
 )
-
 from pathgrade.batch_plane.store.remote import RemoteStore
+
 from pathgrade.stack.broker import free_port
 
 SAMPLE_EVERY_S = 0.2
@@ -89,7 +89,8 @@ def read_memory(pid: int) -> Memory | None:
     pss = None
     with suppress(OSError, ValueError, IndexError):
         rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-        pss = next(int(line.split()[1]) * _KB for line in rollup.splitlines() if line.startswith("Pss:"))
+        lines = rollup.splitlines()
+        pss = next(int(line.split()[1]) * _KB for line in lines if line.startswith("Pss:"))
     return Memory(fields.get("VmRSS", 0), fields.get("RssAnon", 0), pss)
 
 
@@ -130,9 +131,7 @@ class Sampler:
                 if memory.pss is not None:
                     self.peak_pss[name] = max(self.peak_pss.get(name, 0), memory.pss)
             self.peak_total_rss = max(self.peak_total_rss, sum(m.rss for m in now.values()))
-            self.peak_total_pss = max(
-                self.peak_total_pss, sum(m.pss or 0 for m in now.values())
-            )
+            self.peak_total_pss = max(self.peak_total_pss, sum(m.pss or 0 for m in now.values()))
             self.samples += 1
             self._stop.wait(SAMPLE_EVERY_S)
 
@@ -175,11 +174,7 @@ def run_once(
                 raise SystemExit(f"{variant.label}: the stack did not catch up in time")
             snapshot = stack_snapshot(data_dir)
             counted = realtime_evaluated(snapshot)
-            if (
-                counted is not None
-                and counted[0] >= traces
-                and stored_all(store, spans, snapshot)
-            ):
+            if counted is not None and counted[0] >= traces and stored_all(store, spans, snapshot):
                 break
             time.sleep(0.1)
         caught_up = time.perf_counter() - started

@@ -10,10 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pathgrade.stack.alert_lines import DEFAULT_LOG_FORMAT, LogFormat
 
-
 STORE_MEMORY_MB = (256, 1_048_576)
-"""`store_memory_mb`'s bounds: below 256 MB an insert of the store writer's largest batch
-(50,000 spans) would not fit; above, 1 TB."""
+"""`store_memory_mb`'s bounds: 256 MB at least (the store writer splits an insert over the
+limit in halves, so any limit stores everything, but below this the engine's own start,
+merges and halved inserts leave reads little room: bench/memory.py stored a 50,000-span
+burst at 256 in 13 s); 1 TB at most."""
 STORE_CACHE_MB = (0, 65_536)
 """`store_cache_mb`'s bounds (0: no cache)."""
 
@@ -58,8 +59,8 @@ class StackOptions(BaseModel):
         description="the embedded store's memory (chDB's `max_server_memory_usage`: inserts, "
         "merges, queries and caches together; ClickHouse's default is 90% of the machine's "
         "memory): a query that would go over fails with MEMORY_LIMIT_EXCEEDED and the store "
-        "goes on, an insert that would is retried (the store writer's stall) and nothing "
-        "accepted is lost; not used with `--clickhouse`",
+        "goes on, an insert that would is split in halves until they fit, so nothing accepted "
+        "is lost; not used with `--clickhouse`",
     )
     store_cache_mb: int = Field(
         128,

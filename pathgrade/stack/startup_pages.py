@@ -52,7 +52,8 @@ def page_out_library(library: str) -> int:
     advised = 0
     for start, end in ranges:
         if libc.madvise(start, end - start, MADV_PAGEOUT) != 0:
-            log.info("MADV_PAGEOUT refused (errno %d): %s stays resident", ctypes.get_errno(), library)
+            errno = ctypes.get_errno()
+            log.info("MADV_PAGEOUT refused (errno %d): %s stays resident", errno, library)
             return advised
         advised += end - start
     return advised

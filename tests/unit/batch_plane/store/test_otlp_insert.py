@@ -179,6 +179,12 @@ def test_a_batch_of_declined_messages_alone_sends_nothing() -> None:
     assert server.commands == []
 
 
+OVER_LIMIT = (
+    "Code: 241. DB::Exception: (total) memory limit exceeded: would use 300.00 MiB, "
+    "maximum: 256.00 MiB. (MEMORY_LIMIT_EXCEEDED)"
+)
+
+
 class _MemoryCappedServer(_RecordingServer):
     """Refuses, as ClickHouse past its memory limit does, every insert of more than
     `cap` bytes of values."""
@@ -190,8 +196,7 @@ class _MemoryCappedServer(_RecordingServer):
     def command(self, cmd: str, data: bytes | None = None, settings: dict | None = None) -> None:
         super().command(cmd, data, settings)
         if data is not None and len(data) > self.cap:
-            raise RuntimeError("Code: 241. DB::Exception: (total) memory limit exceeded: would "
-                               "use 300.00 MiB, maximum: 256.00 MiB. (MEMORY_LIMIT_EXCEEDED)")  # fmt: skip
+            raise RuntimeError(OVER_LIMIT)
 
 
 def test_an_insert_over_the_memory_limit_is_halved_until_the_halves_fit() -> None:
