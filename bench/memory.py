@@ -15,13 +15,14 @@ processes counted once over them; "-" where it may not). The table prints per pr
 idle RSS / PSS / anonymous, peak RSS and PSS through the burst, RSS after it, and the
 whole stack's sums (the peak of the sum, sampled together, not the sum of the peaks).
 
-Against another checkout (`--against PYTHON`, the python of its venv, as bench/ingest.py
-takes it, e.g. of a `git worktree` of main with its own venv): the same burst through
+Against another checkout (`--against PYTHON|COMMIT`, as bench/ingest.py takes it: the
+python of that checkout's venv, or a commit checked out as a `git worktree` with a venv of
+its own): the same burst through
 that checkout's stack and this one's, alternately for `--rounds` rounds, and the ratios
 this / against of the whole stack's idle and peak.
 
     python bench/memory.py [--spans 20000] [--settle 10] [--senders 4]
-                           [--against PYTHON] [--rounds 1] [--up-arg ARG ...]
+                           [--against PYTHON|COMMIT] [--rounds 1] [--up-arg ARG ...]
 
 Figures: docs/scale.md ("Memory").
 """
@@ -45,6 +46,7 @@ from ingest import (
     TRACES_PATH,
     WAIT_LIMIT_S,
     Variant,
+    baseline_python,
     process_tree,
     realistic_bodies,
     realtime_evaluated,
@@ -233,7 +235,7 @@ def main() -> None:
         help="seconds after `pathgrade is up` (and after the burst) before reading idle",
     )  # fmt: skip
     parser.add_argument(
-        "--against", metavar="PYTHON",
+        "--against", metavar="PYTHON|COMMIT",
         help="also run the stack of the checkout this python belongs to, alternately",
     )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=1, help="runs of each variant")
@@ -242,11 +244,11 @@ def main() -> None:
         help="an extra `pathgrade up` argument for this checkout's stack (repeatable)",
     )  # fmt: skip
     args = parser.parse_args()
-    bodies = realistic_bodies(args.spans, args.batch)
-    spans, traces = span_count(bodies), trace_count(bodies)
     variants = [Variant("this", sys.executable, tuple(args.up_arg))]
     if args.against:
-        variants.insert(0, Variant("against", args.against))
+        variants.insert(0, Variant("against", baseline_python(args.against)))
+    bodies = realistic_bodies(args.spans, args.batch)
+    spans, traces = span_count(bodies), trace_count(bodies)
     runs = []
     for round_ in range(args.rounds):
         for variant in variants:
