@@ -3,9 +3,9 @@
 Starts the stack (bundled broker, embedded store, no traffic), lets it settle, then reads
 each process's CPU time from /proc over `--seconds` and prints it as % of one core per
 role (collector, store owner, realtime, broker), alternating this checkout with the one
-whose python `--against` names, `--rounds` times; the last line is this / against in
-total. The stack prints its status line at its default pace (every 30 s), as a user's
-would.
+`--against` names (its python, or a commit: bench/ingest.py's `baseline_python`),
+`--rounds` times; the last line is this / against in total. The stack prints its status
+line at its default pace (every 30 s), as a user's would.
 
     python bench/idle_cpu.py --against ../main-worktree/.venv/bin/python
                              [--seconds 30] [--settle 20] [--rounds 2]
@@ -22,7 +22,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ingest import ROLES, Variant, cpu_seconds, process_tree, role_of, start_stack
+from ingest import (
+    ROLES,
+    Variant,
+    baseline_python,
+    cpu_seconds,
+    process_tree,
+    role_of,
+    start_stack,
+)
 
 from pathgrade.stack.broker import free_port
 
@@ -54,13 +62,13 @@ def idle_share(variant: Variant, settle_s: float, seconds: float) -> dict[str, f
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--against", metavar="PYTHON", required=True)
+    parser.add_argument("--against", metavar="PYTHON|COMMIT", required=True)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--settle", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     variants = [
-        Variant("against", args.against, DEFAULT_STATUS_EVERY),
+        Variant("against", baseline_python(args.against), DEFAULT_STATUS_EVERY),
         Variant("this", sys.executable, DEFAULT_STATUS_EVERY),
     ]
     runs = [

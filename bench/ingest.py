@@ -30,13 +30,14 @@ Mixes (`--mix`):
   is stored too.
 
 Against another checkout (`--against PYTHON`, the python of that checkout's venv, e.g. of
-a `git worktree` of main): the same bodies go through that checkout's `pathgrade up` and
-this one's, alternately for `--rounds` rounds, and the table shows both and the ratios.
-Each variant is a label, a python and extra `pathgrade up` arguments (`--up-arg`, for the
-variant under test), so other comparisons plug in the same way.
+a `git worktree` of main; or `--against COMMIT`, which `baseline_python` checks out as a
+`git worktree` with a venv of its own, once): the same bodies go through that checkout's
+`pathgrade up` and this one's, alternately for `--rounds` rounds, and the table shows both
+and the ratios. Each variant is a label, a python and extra `pathgrade up` arguments
+(`--up-arg`, for the variant under test), so other comparisons plug in the same way.
 
     python bench/ingest.py [--spans 200000] [--mix realistic|realistic-logs|demo] [--batch 512]
-                           [--senders 4] [--against PYTHON] [--rounds 1]
+                           [--senders 4] [--against PYTHON|COMMIT] [--rounds 1]
                            [--store-writer-nice N] [--up-arg ARG ...] [--durable-cost]
 
 `--durable-cost` runs this checkout twice on the same bodies instead: memory only (the
@@ -96,6 +97,8 @@ WAIT_LIMIT_S = 900.0  # give up waiting for the stack to catch up after this lon
 WARM_UP_TRACES = 3  # stored and evaluated before the clock starts (`warm_up`)
 ROLES = ("collector", "store owner", "realtime", "broker")  # the table's rows, in order
 TRACES_PATH, LOGS_PATH = "/v1/traces", "/v1/logs"
+BASELINES_DIR = Path(tempfile.gettempdir()) / "pathgrade-baselines"
+"""Where `baseline_python` keeps the checkouts of `--against COMMIT`."""
 Request = tuple[str, bytes]  # an OTLP/HTTP path and the protobuf body posted to it
 MESSAGE_KEYS = frozenset({genai.INPUT_MESSAGES, genai.OUTPUT_MESSAGES, genai.SYSTEM_INSTRUCTIONS})
 
@@ -473,6 +476,34 @@ def role_of(process: str) -> str:
     return "other"
 
 
+def baseline_python(against: str) -> str:
+    """The python of the checkout `--against` names: `against` itself when it is a file (a
+    checkout's venv python), else a commit of this repository, checked out (detached) as a
+    `git worktree` under BASELINES_DIR with a venv of its own (`pip install -e`), built
+    once and kept for later runs."""
+    if Path(against).is_file():
+        return against
+    repo = Path(__file__).resolve().parent.parent
+    found = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{against}^{{commit}}"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if found.returncode != 0:
+        raise SystemExit(f"--against {against}: neither a python nor a commit of {repo}")
+    commit = found.stdout.strip()
+    home = BASELINES_DIR / commit[:12]
+    python = home / ".venv" / "bin" / "python"
+    if python.is_file():
+        return str(python)
+    print(f"building a checkout of {commit[:12]} with its own venv in {home} ...", flush=True)
+    if not home.exists():
+        git = ["git", "-C", str(repo), "worktree", "add", "--detach", str(home), commit]
+        subprocess.run(git, check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(home / ".venv")], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "-e", str(home)], check=True)
+    return str(python)
+
+
 @dataclass(frozen=True)
 class Variant:
     """One stack to measure: a label, the python of its checkout and extra `up` arguments."""
@@ -660,7 +691,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=512, help="spans per request")
     parser.add_argument("--senders", type=int, default=4)
     parser.add_argument(
-        "--against", metavar="PYTHON",
+        "--against", metavar="PYTHON|COMMIT",
         help="also run the stack of the checkout this python belongs to (e.g. "
         "/work/wt-main-base/.venv/bin/python), alternately with this one",
     )  # fmt: skip
@@ -699,7 +730,7 @@ def main() -> None:
         }
         print(f"{log_record_count(mixes['log records'])} inference-details records")
     elif args.against:
-        variants.insert(0, Variant("against", args.against))
+        variants.insert(0, Variant("against", baseline_python(args.against)))
     elif args.durable_cost:
         memory_only = Path(tempfile.mkdtemp(prefix="pathgrade-bench-")) / "memory-only.yaml"
         memory_only.write_text("durable_log: false\n")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import clickhouse_connect
+from clickhouse_connect.driver import options as driver_options
 from clickhouse_connect.driver._chdbclient import ChdbClient
 from clickhouse_connect.driver.exceptions import DataError
 from pathgrade.batch_plane.store.errors import (
@@ -25,6 +26,7 @@ from pathgrade.batch_plane.store.errors import (
     RowsRejected,
     StatementRefused,
     StoreUnavailable,
+    over_memory_limit,
 )
 from pathgrade.batch_plane.store.read_policy import (
     CATALOGUE_SQL,
@@ -39,6 +41,12 @@ from pathgrade.batch_plane.store.statement_tree import PARSE_TREE, references
 from pathgrade.batch_plane.store.tenancy import tenant_settings
 from pathgrade.schemas.store import QueryResult, RejectedRow
 
+driver_options.pd = driver_options.pd_time_test = None
+"""The store passes rows as lists and reads them as rows, never as DataFrames: without this,
+clickhouse-connect imports pandas on the first insert only to ask whether the rows are a
+DataFrame, 87 MB resident in the store owner (bench/memory.py, docs/scale.md's Memory)."""
+
+MB = 1024 * 1024
 CHECKED_READS = 1024
 """Statements whose check a store remembers (`ClientStore._checked_read`)."""
 READER_SETTINGS = {"readonly": 1}
@@ -58,16 +66,22 @@ def insert_halving(
 ) -> list[RejectedRow]:
     """Insert `rows` with `insert`, halving a batch the store rejects (RowsRejected) until
     the rows it cannot encode are found; returns those with the store's reason, so one bad
-    row never holds up the others. Other errors propagate (halves already inserted are
-    inserted again on a retry, which the idempotent tables absorb)."""
+    row never holds up the others. A batch the store's memory limit refuses
+    (`over_memory_limit`) is halved too, until the halves fit. Other errors propagate
+    (halves already inserted are inserted again on a retry, which the idempotent tables
+    absorb)."""
     try:
         insert(rows)
     except RowsRejected as exc:
         if len(rows) == 1:
             return [(rows[0], str(exc))]
-        middle = len(rows) // 2
-        return insert_halving(insert, rows[:middle]) + insert_halving(insert, rows[middle:])
-    return []
+    except QueryError as exc:
+        if len(rows) == 1 or not over_memory_limit(exc):
+            raise
+    else:
+        return []
+    middle = len(rows) // 2
+    return insert_halving(insert, rows[:middle]) + insert_halving(insert, rows[middle:])
 
 
 class ClientStore:
@@ -403,26 +417,47 @@ def embedded_dsn(data_dir: str) -> str:
     return f"chdb://{data_dir}/clickhouse"
 
 
-def open_client_store(dsn: str) -> ClientStore:
+ENGINE_CACHES = ("mark_cache_size", "index_mark_cache_size", "primary_index_cache_size")
+"""chDB's caches that grow with the store (5 GB each by default): the marks of the parts read,
+of their skip indexes, and their primary keys."""
+
+
+def engine_bounds(memory_mb: int, cache_mb: int) -> dict[str, int]:
+    """The embedded engine's options bounding its memory: `memory_mb` for everything it
+    tracks (inserts, merges, queries and caches; a statement that would go over fails with
+    ClickHouse's MEMORY_LIMIT_EXCEEDED, the engine and its process go on) and `cache_mb`
+    for each of ENGINE_CACHES."""
+    return {"max_server_memory_usage": memory_mb * MB} | {
+        cache: cache_mb * MB for cache in ENGINE_CACHES
+    }
+
+
+def open_client_store(dsn: str, engine: dict[str, int] | None = None) -> ClientStore:
     """A `ClientStore` on `dsn`: a writer session and a read-only reader session (and
-    one per tenant that asks)."""
-    client = connect(dsn)
+    one per tenant that asks); `engine` (`engine_bounds`) the embedded engine's options,
+    which its first session starts it with (ignored for a ClickHouse server)."""
+    client = connect(dsn, engine=engine)
     try:
         return ClientStore(
-            client, connect(dsn, READER_SETTINGS), open_reader=lambda s: connect(dsn, s)
+            client,
+            connect(dsn, READER_SETTINGS, engine),
+            open_reader=lambda s: connect(dsn, s, engine),
         )
     except BaseException:
         client.close()
         raise
 
 
-def connect(dsn: str, settings: dict[str, Any] | None = None) -> Any:
+def connect(
+    dsn: str, settings: dict[str, Any] | None = None, engine: dict[str, int] | None = None
+) -> Any:
     """A clickhouse-connect client for `dsn` (`chdb:///path`, `http(s)://...` or
     `clickhouse://user:password@host:port/database`), its session opened with
-    SESSION_SETTINGS and `settings`."""
+    SESSION_SETTINGS and `settings`; on chDB, the engine with the options `engine`."""
+    embedded = {"chdb_options": engine} if engine and dsn.startswith("chdb:") else {}
     try:
         client = clickhouse_connect.get_client(
-            dsn=dsn, settings={**SESSION_SETTINGS, **(settings or {})}
+            dsn=dsn, settings={**SESSION_SETTINGS, **(settings or {})}, **embedded
         )
         client.query("SELECT 1")
     except Exception as exc:  # the driver raises several unrelated types

@@ -15,5 +15,16 @@ class RowsRejected(QueryError):
     type's range): inserting the same rows again cannot succeed."""
 
 
+MEMORY_LIMIT_ERROR = "MEMORY_LIMIT_EXCEEDED"
+"""ClickHouse's name for a statement that would take it past a memory limit (the server's,
+`max_server_memory_usage`, or the query's own)."""
+
+
+def over_memory_limit(exc: Exception) -> bool:
+    """Whether `exc` is ClickHouse refusing a statement for its memory limit: the same
+    work in smaller statements may pass."""
+    return MEMORY_LIMIT_ERROR in str(exc)
+
+
 class StoreUnavailable(RuntimeError):
     """ClickHouse could not be reached or opened."""

@@ -35,6 +35,7 @@ from functools import cache
 from google.protobuf.internal.encoder import _VarintBytes
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from pathgrade.batch_plane.store.client import ClientStore, QueryError
+from pathgrade.batch_plane.store.errors import over_memory_limit
 from pathgrade.batch_plane.store.genai_sql import (
     ATTRIBUTE_ARRAYS,
     FLATTENED,
@@ -146,12 +147,19 @@ def _insert_readable(store: ClientStore, messages: list[PendingMessage]) -> dict
     its refusal. After a refusal, the store names the refused values and their refusals in
     one cheaper statement where it can read values in a SELECT (embedded chDB); elsewhere
     (a server reads them only in an INSERT) halving finds them, two statements per level,
-    and one more names a lone refused value's refusal (`_refusal_of`)."""
+    and one more names a lone refused value's refusal (`_refusal_of`). An insert the store's
+    memory limit refuses (`over_memory_limit`: the embedded store's `store_memory_mb`) is
+    halved too, until the halves fit."""
     data = b"".join(framed_value(m.value, m.tenant, m.received_at_ns) for m in messages)
     try:
         _insert_framed(store, data)
         return {}
     except QueryError as exc:
+        if over_memory_limit(exc) and len(messages) > 1:
+            middle = len(messages) // 2
+            return _insert_readable(store, messages[:middle]) | _insert_readable(
+                store, messages[middle:]
+            )
         if REFUSAL_ERROR not in str(exc):
             raise
     if len(messages) == 1:

@@ -25,7 +25,7 @@ from pathgrade.cli.support import (
     retention_of,
     store_args,
 )
-from pathgrade.stack.options import StackOptions
+from pathgrade.stack.options import STORE_CACHE_MB, STORE_MEMORY_MB, StackOptions
 
 
 def register(commands: Any) -> None:
@@ -43,6 +43,14 @@ def register(commands: Any) -> None:
     model_flag(up, "--alert-webhook", StackOptions, "alert_webhook", metavar="URL")
     export_args(up)
     model_flag(up, "--broker-max-mb", StackOptions, "broker_max_mb", type=int, metavar="MB")
+    model_flag(
+        up, "--store-memory-mb", StackOptions, "store_memory_mb",
+        type=int_between(*STORE_MEMORY_MB, "megabytes"), metavar="MB",
+    )  # fmt: skip
+    model_flag(
+        up, "--store-cache-mb", StackOptions, "store_cache_mb",
+        type=int_between(*STORE_CACHE_MB, "megabytes"), metavar="MB",
+    )  # fmt: skip
     model_flag(
         up, "--store-writer-nice", StackOptions, "store_writer_niceness",
         type=int_between(0, 19, "a nice increment"), metavar="N",
@@ -100,6 +108,8 @@ def _cmd_up(args: argparse.Namespace) -> int:
             realtime=realtime,
             collector=collector,
             broker_max_mb=args.broker_max_mb,
+            store_memory_mb=args.store_memory_mb,
+            store_cache_mb=args.store_cache_mb,
             store_writer_niceness=args.store_writer_nice,
             realtime_workers=args.realtime_workers,
             status_every_s=args.status_every,

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.errors import KafkaError
 
-from pathgrade.batch_plane.store.client import redact_dsn
+from pathgrade.batch_plane.store.client import engine_bounds, redact_dsn
 from pathgrade.collector.counters import IngestCounters
 from pathgrade.collector.spill import SpillFile, logs_spill_dir
 from pathgrade.content.fingerprints import FactSecret
@@ -169,6 +169,7 @@ class Stack:
             self.bootstrap, self.data_dir, self.options.clickhouse,
             self.options.store_writer_niceness, self._tokens_file, self.options.retention,
             self.message_key,
+            engine_bounds(self.options.store_memory_mb, self.options.store_cache_mb),
         )  # fmt: skip
         try:
             for stale in self.store.claim():

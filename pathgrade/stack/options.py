@@ -10,6 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pathgrade.stack.alert_lines import DEFAULT_LOG_FORMAT, LogFormat
 
+STORE_MEMORY_MB = (256, 1_048_576)
+"""`store_memory_mb`'s bounds: 256 MB at least (the store writer splits an insert over the
+limit in halves, so any limit stores everything, but below this the engine's own start,
+merges and halved inserts leave reads little room: bench/memory.py stored a 50,000-span
+burst at 256 in 13 s); 1 TB at most."""
+STORE_CACHE_MB = (0, 65_536)
+"""`store_cache_mb`'s bounds (0: no cache)."""
+
 
 class StackOptions(BaseModel):
     """Options of `pathgrade up`."""
@@ -43,6 +51,24 @@ class StackOptions(BaseModel):
         1024,
         description="swap the bundled memory-only broker for a fresh one (nothing is lost) "
         "once it holds this much resident memory; 0 never swaps",
+    )
+    store_memory_mb: int = Field(
+        1024,
+        ge=STORE_MEMORY_MB[0],
+        le=STORE_MEMORY_MB[1],
+        description="the embedded store's memory (chDB's `max_server_memory_usage`: inserts, "
+        "merges, queries and caches together; ClickHouse's default is 90% of the machine's "
+        "memory): a query that would go over fails with MEMORY_LIMIT_EXCEEDED and the store "
+        "goes on, an insert that would is split in halves until they fit, so nothing accepted "
+        "is lost; not used with `--clickhouse`",
+    )
+    store_cache_mb: int = Field(
+        128,
+        ge=STORE_CACHE_MB[0],
+        le=STORE_CACHE_MB[1],
+        description="each of the embedded store's caches of marks, skip-index marks and "
+        "primary keys holds at most this much (chDB's defaults: 5 GB each), within "
+        "`store_memory_mb`; not used with `--clickhouse`",
     )
     store_writer_niceness: int = Field(
         19,

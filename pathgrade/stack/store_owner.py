@@ -18,6 +18,7 @@ from pathgrade.schemas.migrations import Migration
 from pathgrade.schemas.stalls import STALLED
 from pathgrade.stack.ownership import DataDirLock, read_state, stop_stale_processes
 from pathgrade.stack.priority import keep_native_threads_lowered, lower_thread_priority
+from pathgrade.stack.startup_pages import page_out_library
 from pathgrade.stack.status import summed
 from pathgrade.stack.store_endpoint import QueryServer
 from pathgrade.transport.message_auth import MessageKey
@@ -26,6 +27,9 @@ from pathgrade.web.server import UiServer
 from pathgrade.web.viewers import Viewers
 
 log = logging.getLogger(__name__)
+
+EMBEDDED_ENGINE_LIBRARY = "_chdb"
+"""The file name (in part) of chDB's library, whose start-up pages the owner gives back."""
 
 
 class StoreOwner:
@@ -43,6 +47,7 @@ class StoreOwner:
         ui_tokens_file: Path | None = None,
         retention: tuple[int, int] | None = None,
         message_key: MessageKey | None = None,
+        engine: dict[str, int] | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.message_key = message_key  # the stack's, when its messages are signed
@@ -51,6 +56,7 @@ class StoreOwner:
         self.ui_tokens_file = ui_tokens_file  # the browser UI's viewers (the collector's file)
         self.data_dir = data_dir.resolve()
         self.dsn = clickhouse or embedded_dsn(str(self.data_dir))
+        self.engine = engine  # the embedded engine's options (`client.engine_bounds`)
         self.lock = DataDirLock(self.data_dir)
         self._claimed = False
         self.store: ClientStore | None = None
@@ -74,7 +80,7 @@ class StoreOwner:
         serving."""
         if not self._claimed:
             self.claim()
-        self.store = open_client_store(self.dsn)
+        self.store = open_client_store(self.dsn, self.engine)
         self.applied = migrate(self.store.client)
         if self.retention is not None:
             set_retention(self.store.client, *self.retention)
@@ -89,6 +95,8 @@ class StoreOwner:
             UiSettings(self.store, viewers, status=lambda: query_server.status)
         )
         self.ui_server.start()
+        if self.dsn.startswith("chdb:"):  # its start-up pages, read once (startup_pages)
+            page_out_library(EMBEDDED_ENGINE_LIBRARY)
 
     def resume_writer(self) -> None:
         """Start a store writer (a fresh consumer) on the broker at `bootstrap`."""

@@ -45,3 +45,17 @@ def test_the_ingest_bench_stores_both_variants_of_the_logs_mix() -> None:
     assert re.search(r"CPU per span log records / span attributes: \d+\.\d\d", out), out
     stored = re.search(r"^stored, spans/s\s+([\d,]+)\s+([\d,]+)$", out, re.MULTILINE)
     assert stored and all(int(v.replace(",", "")) > 0 for v in stored.groups()), out
+
+
+MEMORY_ROW = re.compile(r"^  (store owner|collector|realtime|broker): .*?((?:\s+[\d-]+){6})$", re.M)
+
+
+def test_the_memory_bench_reads_every_process_of_the_stack_idle_and_through_the_burst() -> None:
+    out = run_bench("memory.py", "--spans", "600", "--settle", "1")
+    rows: dict[str, list[int]] = {}
+    for match in MEMORY_ROW.finditer(out):
+        values = match.group(2).split()  # PSS is "-" where /proc does not show it
+        rows[match.group(1)] = [int(values[0]), int(values[2]), int(values[3])]
+    assert set(rows) == {"store owner", "collector", "realtime", "broker"}, out
+    for role, (idle_rss, idle_anon, peak_rss) in rows.items():
+        assert 0 < idle_anon <= idle_rss and peak_rss > 0, f"{role}: {out}"

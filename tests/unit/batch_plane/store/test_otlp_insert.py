@@ -237,3 +237,41 @@ def test_a_lone_refused_value_is_named_by_a_statement_of_its_own() -> None:
     assert span_rows_select(input_table()).count("throwIf(") == 1
     quiet = _InsertOnlyRefusingServer()
     assert insert_messages(ClientStore(quiet, quiet), [message]) == [UNNAMED]
+
+
+OVER_LIMIT = (
+    "Code: 241. DB::Exception: (total) memory limit exceeded: would use 300.00 MiB, "
+    "maximum: 256.00 MiB. (MEMORY_LIMIT_EXCEEDED)"
+)
+
+
+class _MemoryCappedServer(_RecordingServer):
+    """Refuses, as ClickHouse past its memory limit does, every insert of more than
+    `cap` bytes of values."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__()
+        self.cap = cap
+
+    def command(self, cmd: str, data: bytes | None = None, settings: dict | None = None) -> None:
+        super().command(cmd, data, settings)
+        if data is not None and len(data) > self.cap:
+            raise RuntimeError(OVER_LIMIT)
+
+
+def test_an_insert_over_the_memory_limit_is_halved_until_the_halves_fit() -> None:
+    values = [_traces(("k", f"v{i}")) for i in range(8)]
+    framed = [framed_value(v, "acme", 1) for v in values]
+    server = _MemoryCappedServer(cap=len(b"".join(framed[:2])))
+    messages = [pending_message(v, "acme", 1) for v in values]
+    assert insert_messages(ClientStore(server, server), messages) == [1] * 8
+    inserted = [data for _, data, _ in server.commands if data and len(data) <= server.cap]
+    assert b"".join(inserted) == b"".join(framed)  # every value once, in order
+    assert len(inserted) == 4
+
+
+def test_one_value_over_the_memory_limit_fails_the_insert_as_any_error_does() -> None:
+    value = _traces(("k", "v" * 100))
+    server = _MemoryCappedServer(cap=10)
+    with pytest.raises(QueryError, match="MEMORY_LIMIT_EXCEEDED"):
+        insert_messages(ClientStore(server, server), [pending_message(value, "acme", 1)] * 2)

@@ -113,6 +113,8 @@ TIED_FLAGS = {
     ("up", "--demo"): (StackOptions, "demo"),
     ("up", "--broker-max-mb"): (StackOptions, "broker_max_mb"),
     ("up", "--store-writer-nice"): (StackOptions, "store_writer_niceness"),
+    ("up", "--store-memory-mb"): (StackOptions, "store_memory_mb"),
+    ("up", "--store-cache-mb"): (StackOptions, "store_cache_mb"),
     ("up", "--realtime-workers"): (StackOptions, "realtime_workers"),
     ("up", "--status-every"): (StackOptions, "status_every_s"),
     ("up", "--log-format"): (AlertLineSettings, "log_format"),
