@@ -33,7 +33,9 @@ class StoreWriterConfig(BaseModel):
         2.0, description="a batch is written at the latest this long after its first span"
     )
     idle_flush_s: float = Field(
-        0.25, description="a batch is written when no message came for this long"
+        0.25,
+        description="a batch is written when no message came for this long and the "
+        "previous insert is at least `max_batch_age_s` old",
     )
     sql_batch_age_s: float = Field(
         5.0,
