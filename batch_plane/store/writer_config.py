@@ -53,7 +53,7 @@ class StoreWriterConfig(BaseModel):
         SQL_INSERT_MIN_SPANS,
         ge=0,
         description="a batch of at least this many spans is inserted by ClickHouse's own "
-        "Protobuf parsing (one INSERT ... SELECT, whose analysis costs ~0.6-0.7 s of CPU), "
+        "Protobuf parsing (one INSERT through a view, whose analysis costs ~0.2-0.3 s of CPU), "
         "a smaller one decoded in Python; the default is where bench/store_insert.py "
         "measured the SQL path's CPU per span, analysis included, below the Python path's",
     )
