@@ -394,9 +394,7 @@ def post_from_threads(
         raise SystemExit(f"{len(failures)} requests failed, first: {failures[0]}")
 
 
-def send_all(
-    port: int, requests: list[Request], senders: int, rate: float | None = None
-) -> None:
+def send_all(port: int, requests: list[Request], senders: int, rate: float | None = None) -> None:
     """Send every request once, in order from `senders` threads, as fast as the collector
     answers, or paced at `rate` spans/s (a request leaves once the spans before it are
     due: a steady stream, as an application's exporter sends)."""

@@ -240,9 +240,7 @@ class StoreWriter:
             return read
         now = time.monotonic()
         age_s, quiet_s = now - batch.started, now - batch.last_added
-        if flush_due(
-            self.config, batch.spans, age_s, quiet_s, self.sql, now - self._last_insert
-        ):
+        if flush_due(self.config, batch.spans, age_s, quiet_s, self.sql, now - self._last_insert):
             self.flush()
         return read
 
