@@ -37,7 +37,8 @@ and the ratios. Each variant is a label, a python and extra `pathgrade up` argum
 (`--up-arg`, for the variant under test), so other comparisons plug in the same way.
 
     python bench/ingest.py [--spans 200000] [--mix realistic|realistic-logs|demo] [--batch 512]
-                           [--senders 4] [--against PYTHON|COMMIT] [--rounds 1]
+                           [--senders 4] [--rate SPANS_PER_S] [--against PYTHON|COMMIT]
+                           [--rounds 1]
                            [--store-writer-nice N] [--up-arg ARG ...] [--durable-cost]
 
 `--durable-cost` runs this checkout twice on the same bodies instead: memory only (the
@@ -397,15 +398,26 @@ def post_from_threads(
         raise SystemExit(f"{len(failures)} requests failed, first: {failures[0]}")
 
 
-def send_all(port: int, requests: list[Request], senders: int) -> None:
+def send_all(port: int, requests: list[Request], senders: int, rate: float | None = None) -> None:
     """Send every request once, in order from `senders` threads, as fast as the collector
-    answers."""
+    answers, or paced at `rate` spans/s (a request leaves once the spans before it are
+    due: a steady stream, as an application's exporter sends)."""
     queue = list(reversed(requests))
+    spans = [span_count([body]) if path == TRACES_PATH else 0 for path, body in queue]
     lock = threading.Lock()
+    started = time.perf_counter()
+    due_spans = 0  # spans sent or on their way
 
     def next_request() -> Request | None:
+        nonlocal due_spans
         with lock:
-            return queue.pop() if queue else None
+            if not queue:
+                return None
+            due_s = due_spans / rate if rate else 0.0
+            due_spans += spans.pop()
+            request = queue.pop()
+        time.sleep(max(0.0, started + due_s - time.perf_counter()))
+        return request
 
     post_from_threads(port, senders, next_request)
 
@@ -615,7 +627,7 @@ def run_once(variant: Variant, requests: list[Request], spans: int, traces: int,
         pids = process_tree(stack.pid, data_dir)
         cpu_before = cpu_seconds(pids)
         started = time.perf_counter()
-        send_all(http_port, requests, args.senders)
+        send_all(http_port, requests, args.senders, args.rate)
         acked = time.perf_counter() - started
         stored_at = evaluated_at = None
         counted = None
@@ -690,6 +702,11 @@ def main() -> None:
     parser.add_argument("--mix", choices=sorted([*MIXES, LOGS_MIX]), default="realistic")
     parser.add_argument("--batch", type=int, default=512, help="spans per request")
     parser.add_argument("--senders", type=int, default=4)
+    parser.add_argument(
+        "--rate", type=float, metavar="SPANS_PER_S",
+        help="send at this steady rate instead of as fast as the collector answers (the "
+        "CPU per span then counts what the stack spends idling between requests)",
+    )  # fmt: skip
     parser.add_argument(
         "--against", metavar="PYTHON|COMMIT",
         help="also run the stack of the checkout this python belongs to (e.g. "

@@ -5,7 +5,9 @@ with the batch they came in).
 Batches are bounded by span count and age: a busy stream is inserted every `max_batch_age_s`
 (each chDB insert has a fixed cost of tens of ms, so few large inserts keep up with far more
 spans than many small ones), a stream that went quiet after `idle_flush_s` so its last spans
-become queryable quickly, and a stream busy enough for the SQL path every `sql_batch_age_s`
+become queryable quickly (unless the previous insert is younger than `max_batch_age_s`: a
+light stream of requests with pauses between them is inserted every `max_batch_age_s`, not
+once per request), and a stream busy enough for the SQL path every `sql_batch_age_s`
 (`flush_due`). A batch of at least `sql_insert_min_spans` spans goes to
 ClickHouse as the values came, parsed and computed there (`otlp_insert`): that statement's
 analysis costs a fixed share of a second of CPU, which only a large batch earns back, so
@@ -109,14 +111,23 @@ def _parsed(message: Any, problems: DecodeProblems) -> PendingMessage:
 
 
 def flush_due(
-    config: StoreWriterConfig, spans: int, age_s: float, quiet_s: float, sql: bool
+    config: StoreWriterConfig,
+    spans: int,
+    age_s: float,
+    quiet_s: float,
+    sql: bool,
+    since_insert_s: float,
 ) -> bool:
     """Whether a batch of `spans` spans, its first `age_s` ago and its last `quiet_s` ago,
-    is written now: when full, when no message came for `idle_flush_s`, at
-    `max_batch_age_s`, except (with the SQL path) for a batch that has, or at its rate will
-    have by `sql_batch_age_s`, `sql_insert_min_spans` spans: that one grows until
-    `sql_batch_age_s`."""
-    if spans >= config.max_batch_spans or quiet_s >= config.idle_flush_s:
+    the writer's previous insert `since_insert_s` ago, is written now: when full, when no
+    message came for `idle_flush_s` and the previous insert is `max_batch_age_s` old (a
+    stream of small requests with pauses between them is inserted every `max_batch_age_s`,
+    not once per request: each insert has a fixed cost), at `max_batch_age_s`, except (with
+    the SQL path) for a batch that has, or at its rate will have by `sql_batch_age_s`,
+    `sql_insert_min_spans` spans: that one grows until `sql_batch_age_s`."""
+    if spans >= config.max_batch_spans:
+        return True
+    if quiet_s >= config.idle_flush_s and since_insert_s >= config.max_batch_age_s:
         return True
     if age_s < config.max_batch_age_s:
         return False
@@ -165,6 +176,7 @@ class StoreWriter:
         self.abandoned = False  # its broker died: store and commit nothing more
         self.message_key = message_key(config.message_key)
         self._batch = _Batch()
+        self._last_insert = float("-inf")  # time.monotonic() of the last flush (`flush_due`)
         self._lock = threading.Lock()
         self.joined = threading.Event()  # set when the group first hands it partitions
         self.consumer = TopicConsumer(
@@ -228,9 +240,8 @@ class StoreWriter:
         if not batch.next_offsets:
             return read
         now = time.monotonic()
-        if flush_due(
-            self.config, batch.spans, now - batch.started, now - batch.last_added, self.sql
-        ):
+        age_s, quiet_s = now - batch.started, now - batch.last_added
+        if flush_due(self.config, batch.spans, age_s, quiet_s, self.sql, now - self._last_insert):
             self.flush()
         return read
 
@@ -272,6 +283,7 @@ class StoreWriter:
             with self._writing(COMMITS):
                 self.consumer.commit(batch.next_offsets, COMMIT_TIMEOUT_MS)
             self._batch = _Batch()
+            self._last_insert = time.monotonic()
 
     def _store_messages(self, batch: _Batch) -> None:
         """Insert the batch's parsed messages with the store's SQL when the batch has at

@@ -33,7 +33,9 @@ class StoreWriterConfig(BaseModel):
         2.0, description="a batch is written at the latest this long after its first span"
     )
     idle_flush_s: float = Field(
-        0.25, description="a batch is written when no message came for this long"
+        0.25,
+        description="a batch is written when no message came for this long and the "
+        "previous insert is at least `max_batch_age_s` old",
     )
     sql_batch_age_s: float = Field(
         5.0,
@@ -51,7 +53,7 @@ class StoreWriterConfig(BaseModel):
         SQL_INSERT_MIN_SPANS,
         ge=0,
         description="a batch of at least this many spans is inserted by ClickHouse's own "
-        "Protobuf parsing (one INSERT ... SELECT, whose analysis costs ~0.6-0.7 s of CPU), "
+        "Protobuf parsing (one INSERT through a view, whose analysis costs ~0.2-0.3 s of CPU), "
         "a smaller one decoded in Python; the default is where bench/store_insert.py "
         "measured the SQL path's CPU per span, analysis included, below the Python path's",
     )
