@@ -176,7 +176,9 @@ def samples(store: ClientStore, now_ns: int) -> Samples:
     """Sample values of the store's last 24 hours (tools, models, codes: every value)."""
 
     def column(sql: str, parameters: dict[str, Any] | None = None) -> list[Any]:
-        return [row[0] if len(row) == 1 else tuple(row) for row in store.query(sql, parameters).rows]
+        return [
+            row[0] if len(row) == 1 else tuple(row) for row in store.query(sql, parameters).rows
+        ]
 
     day = {"start": now_ns - 86_400 * 10**9}
     recent = "Timestamp >= fromUnixTimestamp64Nano({start:Int64})"
@@ -189,7 +191,8 @@ def samples(store: ClientStore, now_ns: int) -> Samples:
         for value, trace, tenant in column(
             "SELECT toUnixTimestamp64Nano(Timestamp), TraceId, Tenant FROM trace_roots "
             f"WHERE {recent} ORDER BY Timestamp DESC, TraceId DESC, Tenant DESC "
-            "LIMIT 1 BY intDiv(rowNumberInAllBlocks(), 50) LIMIT 20 OFFSET 1", day,
+            "LIMIT 1 BY intDiv(rowNumberInAllBlocks(), 50) LIMIT 20 OFFSET 1",
+            day,
         )  # fmt: skip
     ]
     return Samples(
@@ -324,7 +327,9 @@ class Bench:
         path = request.page(s, index)
         answer = (self.tenant if request.tenant else self.operator).get(path)
         if answer.status_code != 200:
-            raise SystemExit(f"{request.name}: GET {path} -> {answer.status_code}\n{answer.text[:400]}")
+            raise SystemExit(
+                f"{request.name}: GET {path} -> {answer.status_code}\n{answer.text[:400]}"
+            )
 
     def make_cold(self) -> None:
         for cache in CACHES:
@@ -375,22 +380,23 @@ def settle(store: ClientStore, limit_s: float = 600) -> float:
     return time.perf_counter() - started
 
 
-def report(sizes: list[int], results: dict[int, dict[str, Figures]]) -> None:
-    """Per size a table of each request's figures and its ratios to the first size's."""
-    base = results[sizes[0]]
-    for size in sizes:
-        print(f"\n== {size:,} spans (ratios: to {sizes[0]:,})")
-        print(f"{'request':<36} {'p50':>7} {'p95':>7} {'max':>7} {'cold50':>7} {'coldmx':>7} "
-              f"{'rows':>11} {'MB':>7} {'x p95':>6} {'x cold':>6} {'x rows':>7}")  # fmt: skip
-        for name, f in results[size].items():
-            b = base[name]
-            rows, megabytes = statistics.median(f.rows), statistics.median(f.bytes) / 1e6
-            print(
-                f"{name:<36} {f.p(0.5):7.1f} {f.p(0.95):7.1f} {max(f.warm_ms):7.1f} "
-                f"{f.p(0.5, True):7.1f} {f.p(1.0, True):7.1f} {rows:11,.0f} {megabytes:7.1f} "
-                f"{f.p(0.95) / b.p(0.95):6.2f} {f.p(1.0, True) / b.p(1.0, True):6.2f} "
-                f"{rows / max(1, statistics.median(b.rows)):7.2f}"
-            )
+def report(
+    size: int, figures: dict[str, Figures], base_size: int, base: dict[str, Figures]
+) -> None:
+    """One size's table: each request's figures and its ratios to the first size's."""
+    print(f"\n== {size:,} spans (ratios: to {base_size:,})")
+    print(f"{'request':<36} {'p50':>7} {'p95':>7} {'max':>7} {'cold50':>7} {'coldmx':>7} "
+          f"{'rows':>11} {'MB':>7} {'x p95':>6} {'x cold':>6} {'x rows':>7}")  # fmt: skip
+    for name, f in figures.items():
+        b = base[name]
+        rows, megabytes = statistics.median(f.rows), statistics.median(f.bytes) / 1e6
+        print(
+            f"{name:<36} {f.p(0.5):7.1f} {f.p(0.95):7.1f} {max(f.warm_ms):7.1f} "
+            f"{f.p(0.5, True):7.1f} {f.p(1.0, True):7.1f} {rows:11,.0f} {megabytes:7.1f} "
+            f"{f.p(0.95) / b.p(0.95):6.2f} {f.p(1.0, True) / b.p(1.0, True):6.2f} "
+            f"{rows / max(1, statistics.median(b.rows)):7.2f}",
+            flush=True,
+        )
 
 
 def scale_mode(args: argparse.Namespace) -> None:
@@ -433,14 +439,16 @@ def scale_mode(args: argparse.Namespace) -> None:
                 results[size][request.name] = bench.measure(request, s, args.repeats, args.cold)
             print(f"{size:,}: peak RSS while read {scale_store.pid_rss_mb('VmHWM'):,.0f} MB, "
                   f"now {scale_store.pid_rss_mb():,.0f} MB")  # fmt: skip
-        report(sizes, results)
+            report(size, results[size], sizes[0], results[sizes[0]])
         tenant_share(results, sizes, store)
         store.close()
     print(f"\nmax RSS of this process over the run: "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB")  # fmt: skip
 
 
-def tenant_share(results: dict[int, dict[str, Figures]], sizes: list[int], store: ClientStore) -> None:
+def tenant_share(
+    results: dict[int, dict[str, Figures]], sizes: list[int], store: ClientStore
+) -> None:
     """TENANT's viewer's rows read against the operator's, per paired request, beside
     TENANT's share of the spans."""
     share = store.query(

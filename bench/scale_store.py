@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from store_insert import forwarded_values
 from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.otlp_insert import insert_messages, pending_message
 from pathgrade.detectors.registry import REGISTRY
+from store_insert import forwarded_values
 
 TENANTS = (("acme", 6), ("globex", 3), ("initech", 1))
 """Tenants and their weights (out of 10)."""
@@ -43,7 +43,9 @@ ALERT_CODES = tuple(sorted(REGISTRY))[:8]
 
 _WEIGHTED = "multiIf({h} % 10 < 6, 'acme', {h} % 10 < 9, 'globex', 'initech')"
 _NEW_TRACE = "if(n = 0, {c}, lower(hex(MD5(concat({c}, '#', toString(n))))))"
-_NEW_SPAN = "if(n = 0 OR {c} = '', {c}, substring(lower(hex(MD5(concat({c}, '#', toString(n))))), 1, 16))"  # noqa: E501
+_NEW_SPAN = (
+    "if(n = 0 OR {c} = '', {c}, substring(lower(hex(MD5(concat({c}, '#', toString(n))))), 1, 16))"  # noqa: E501
+)
 _NEW_CONVERSATION = "if(n = 0 OR {c} = '', {c}, concat({c}, '-', toString(n)))"
 _NEW_TENANT = "if(n = 0, Tenant, " + _WEIGHTED.format(h="cityHash64(n, Tenant)") + ")"
 _MOVED = "fromUnixTimestamp64Nano(toUnixTimestamp64Nano({c}) + shift)"
@@ -161,10 +163,10 @@ def _copy_records(store: ClientStore, first: int, count: int) -> None:
             SpanId, Service, Agent, ConversationId, Details, Incomplete, TraceStartNs,
             TraceEndNs, DetectedAtNs, TurnSpanId)
         SELECT lower(hex(MD5(concat({trace}, Code)))), {tenant}, Code, Name, Severity,
-            'violation', concat(Name, ' on this turn'), {trace}, {_NEW_SPAN.format(c='root')},
-            service, agent, {_NEW_CONVERSATION.format(c='conversation')}, '{{}}', 0,
+            'violation', concat(Name, ' on this turn'), {trace}, {_NEW_SPAN.format(c="root")},
+            service, agent, {_NEW_CONVERSATION.format(c="conversation")}, '{{}}', 0,
             start_ns + shift, end_ns + shift, end_ns + shift + 1500000000,
-            {_NEW_SPAN.format(c='root')}
+            {_NEW_SPAN.format(c="root")}
         FROM bench_seed_alerts CROSS JOIN {_shift(first, count)} AS copies
     """)
     command(f"""
@@ -174,7 +176,7 @@ def _copy_records(store: ClientStore, first: int, count: int) -> None:
             (cityHash64({trace}, Metric) % 1000) / 1000, '', '', Metric, '1',
             if(n % 20 = 0, concat('item-', substring(TraceId, 1, 8)), ''),
             if(n % 20 = 0, concat('run-', toString(n)), ''), 0, {trace},
-            {_NEW_SPAN.format(c='root')},
+            {_NEW_SPAN.format(c="root")},
             fromUnixTimestamp64Nano(start_ns + shift + 60000000000)
         FROM bench_seed_scores CROSS JOIN {_shift(first, count)} AS copies
     """)

@@ -37,6 +37,32 @@ def started_in_range(store: ReadableStore, viewer: Viewer, start_ns: int, end_ns
     return (rows[0][0] if rows else 0) or 0
 
 
+def span_times(store: ReadableStore, keys: Sequence[tuple[str, str]]) -> tuple[str, dict[str, Any]]:
+    """A condition on `spans.Timestamp` keeping every span of the traces (tenant, trace id)
+    (the first and last span start `spans_trace_id_ts` holds of them), so a read by trace
+    id opens only the days those spans are in (`spans` is partitioned by day): ("1", {})
+    when that table holds none of them (a read of every day, as before)."""
+    if not keys:
+        return "1", {}
+    rows = store.query(
+        "SELECT toUnixTimestamp64Nano(minOrNull(Start)), toUnixTimestamp64Nano(maxOrNull(End)) "
+        "FROM spans_trace_id_ts WHERE Tenant IN {tenants:Array(String)} "
+        "AND TraceId IN {traces:Array(String)}",
+        {
+            "tenants": sorted({tenant for tenant, _ in keys}),
+            "traces": sorted({trace for _, trace in keys}),
+        },
+    ).rows
+    first, last = rows[0] if rows else (None, None)
+    if first is None or last is None:
+        return "1", {}
+    return (
+        "Timestamp >= fromUnixTimestamp64Nano({first_span:Int64}) "
+        "AND Timestamp <= fromUnixTimestamp64Nano({last_span:Int64})",
+        {"first_span": first, "last_span": last},
+    )
+
+
 def tenants_of(store: ReadableStore, viewer: Viewer, trace_id: str) -> list[str]:
     """The tenants (of the viewer's) holding a span of `trace_id`, in order."""
     rows = store.query(
