@@ -14,8 +14,10 @@ marks, uncompressed blocks, index marks, the query-condition cache, mmap) and th
 files are dropped from the OS page cache (`posix_fadvise` DONTNEED on each file: this
 store's pages only). Server time is the request's wall time in this process. Rows and
 bytes read are ClickHouse's own counts of every query the request ran (the
-`read_rows`/`read_bytes` chDB returns with each result, clickhouse-connect's `summary`:
-chDB keeps no `system.query_log`), medians over the warm calls. A tenant's viewer
+`SelectedRows`/`SelectedBytes` of `system.events`, before and after the request: chDB keeps
+no `system.query_log`, and the `read_rows` it returns with a result counts the result's
+rows), medians over the warm calls, and the compressed bytes read from files by the cold
+calls (`ReadCompressedBytes`, median). A tenant's viewer
 (`globex`, 30% of the traffic) requests some pages too; its rows read against the
 operator's show that its reads stay within its own rows. The store is in this process, as
 in the stack's store owner: the peak RSS printed is this process's while the size was
@@ -58,9 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale_store
 from pathgrade.batch_plane.store import scores as stored_scores
 from pathgrade.batch_plane.store.client import (
-    READER_SETTINGS,
     ClientStore,
-    connect,
     embedded_dsn,
     open_client_store,
 )
@@ -114,44 +114,19 @@ def cpu_mode(args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------------------- scale mode
 
 
-@dataclass
-class Meter:
-    """ClickHouse's read counts of the queries run since `reset`."""
-
-    rows: int = 0
-    bytes: int = 0
-    queries: int = 0
-
-    def reset(self) -> None:
-        self.rows = self.bytes = self.queries = 0
-
-    def add(self, summary: dict[str, Any]) -> None:
-        self.rows += int(summary.get("read_rows", 0) or 0)
-        self.bytes += int(summary.get("read_bytes", 0) or 0)
-        self.queries += 1
+EVENTS = ("SelectedRows", "SelectedBytes", "ReadCompressedBytes")
+"""ClickHouse's counters of rows and bytes read from tables (uncompressed) and of compressed
+bytes read from files, summed over the process (`system.events`): chDB keeps no
+`system.query_log`, and the `read_rows` it returns with a result counts the result's rows."""
 
 
-def metered(client: Any, meter: Meter) -> Any:
-    """`client` (a clickhouse-connect client, its type kept) with its queries' read counts
-    going to `meter`."""
-    query = client.query
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        result = query(*args, **kwargs)
-        meter.add(result.summary or {})
-        return result
-
-    client.query = counted
-    return client
-
-
-def metered_store(dsn: str, meter: Meter) -> ClientStore:
-    """A `ClientStore` on `dsn` whose every session's reads are counted by `meter`."""
-    return ClientStore(
-        metered(connect(dsn), meter),
-        metered(connect(dsn, READER_SETTINGS), meter),
-        open_reader=lambda settings: metered(connect(dsn, settings), meter),
-    )
+def read_counts(store: ClientStore) -> dict[str, int]:
+    """The `EVENTS` counters now."""
+    rows = store.query(
+        "SELECT event, value FROM system.events WHERE event IN {names:Array(String)}",
+        {"names": list(EVENTS)},
+    ).rows
+    return {name: 0 for name in EVENTS} | {name: int(value) for name, value in rows}
 
 
 @dataclass
@@ -193,7 +168,7 @@ def samples(store: ClientStore, now_ns: int) -> Samples:
             f"WHERE {recent} ORDER BY Timestamp DESC, TraceId DESC, Tenant DESC "
             "LIMIT 1 BY intDiv(rowNumberInAllBlocks(), 50) LIMIT 20 OFFSET 1",
             day,
-        )  # fmt: skip
+        )
     ]
     return Samples(
         traces=roots,
@@ -259,7 +234,7 @@ REQUESTS: tuple[Request, ...] = (
         "trace page (tenant)", lambda s, i: f"/trace/{s.pick('tenant_traces', i)}", tenant=True
     ),
     Request("conversation", lambda s, i: f"/conversation/{s.pick('conversations', i)}"),
-    Request("alerts: 24h with chart", lambda s, i: "/alerts"),
+    Request("alerts: 24h", lambda s, i: "/alerts"),
     Request("alerts: 24h (tenant)", lambda s, i: "/alerts", tenant=True),
     Request("alerts: 30 days", lambda s, i: "/alerts?from=30d"),
     Request("alerts: code, 7 days", lambda s, i: f"/alerts?from=7d&code={s.pick('codes', i)}"),
@@ -301,6 +276,7 @@ class Figures:
     cold_ms: list[float] = field(default_factory=list)
     rows: list[int] = field(default_factory=list)
     bytes: list[int] = field(default_factory=list)
+    disk_bytes: list[int] = field(default_factory=list)  # compressed, cold calls
 
     def p(self, q: float, cold: bool = False) -> float:
         """The `q` quantile (nearest rank) of the warm (or cold) times, ms."""
@@ -310,10 +286,9 @@ class Figures:
 
 @dataclass
 class Bench:
-    """The store, the UI's clients on it and the meter of its reads."""
+    """The store and the UI's clients on it."""
 
     store: ClientStore
-    meter: Meter
     data_dir: Path
     operator: TestClient
     tenant: TestClient
@@ -340,22 +315,26 @@ class Bench:
         figures = Figures()
         for index in range(cold):
             self.make_cold()
+            before = read_counts(self.store)
             started = time.perf_counter()
             self.call(request, s, index)
             figures.cold_ms.append((time.perf_counter() - started) * 1000)
+            after = read_counts(self.store)
+            figures.disk_bytes.append(after["ReadCompressedBytes"] - before["ReadCompressedBytes"])
         self.call(request, s, repeats)  # warm-up, untimed
         for index in range(repeats):
-            self.meter.reset()
+            before = read_counts(self.store)
             started = time.perf_counter()
             self.call(request, s, index)
             figures.warm_ms.append((time.perf_counter() - started) * 1000)
-            figures.rows.append(self.meter.rows)
-            figures.bytes.append(self.meter.bytes)
+            after = read_counts(self.store)
+            figures.rows.append(after["SelectedRows"] - before["SelectedRows"])
+            figures.bytes.append(after["SelectedBytes"] - before["SelectedBytes"])
         return figures
 
 
-def open_bench(data_dir: Path, meter: Meter) -> Bench:
-    store = metered_store(embedded_dsn(str(data_dir)), meter)
+def open_bench(data_dir: Path) -> Bench:
+    store = open_client_store(embedded_dsn(str(data_dir)))
     migrate(store.client)
     tokens = data_dir / "viewer-tokens.yaml"
     tokens.write_text(f"bench-token: {TENANT}\n")
@@ -367,7 +346,7 @@ def open_bench(data_dir: Path, meter: Meter) -> Bench:
         create_app(UiSettings(store, Viewers(tokens), clock_ns=lambda: now_ns)),
         base_url="http://ui.example", headers={"Authorization": "Bearer bench-token"},
     )  # fmt: skip
-    return Bench(store, meter, data_dir, operator, tenant, now_ns)
+    return Bench(store, data_dir, operator, tenant, now_ns)
 
 
 def settle(store: ClientStore, limit_s: float = 600) -> float:
@@ -385,14 +364,18 @@ def report(
 ) -> None:
     """One size's table: each request's figures and its ratios to the first size's."""
     print(f"\n== {size:,} spans (ratios: to {base_size:,})")
-    print(f"{'request':<36} {'p50':>7} {'p95':>7} {'max':>7} {'cold50':>7} {'coldmx':>7} "
-          f"{'rows':>11} {'MB':>7} {'x p95':>6} {'x cold':>6} {'x rows':>7}")  # fmt: skip
+    heads = ("p50", "p95", "max", "cold50", "coldmx", "rows", "MB", "coldMB", "x p95", "x cold")
+    widths = (7, 7, 7, 7, 7, 11, 7, 7, 6, 6)
+    print(f"{'request':<36} " + " ".join(f"{h:>{w}}" for h, w in zip(heads, widths, strict=True))
+          + f" {'x rows':>7}")  # fmt: skip
     for name, f in figures.items():
         b = base[name]
         rows, megabytes = statistics.median(f.rows), statistics.median(f.bytes) / 1e6
+        disk = statistics.median(f.disk_bytes) / 1e6 if f.disk_bytes else math.nan
         print(
             f"{name:<36} {f.p(0.5):7.1f} {f.p(0.95):7.1f} {max(f.warm_ms):7.1f} "
             f"{f.p(0.5, True):7.1f} {f.p(1.0, True):7.1f} {rows:11,.0f} {megabytes:7.1f} "
+            f"{disk:7.1f} "
             f"{f.p(0.95) / b.p(0.95):6.2f} {f.p(1.0, True) / b.p(1.0, True):6.2f} "
             f"{rows / max(1, statistics.median(b.rows)):7.2f}",
             flush=True,
@@ -405,8 +388,7 @@ def scale_mode(args: argparse.Namespace) -> None:
     requests = [r for r in REQUESTS if not args.only or args.only in r.name]
     with tempfile.TemporaryDirectory(prefix="pathgrade-reads-scale-") as scratch:
         data_dir = args.data_dir or Path(scratch)
-        meter = Meter()
-        bench = open_bench(data_dir, meter)
+        bench = open_bench(data_dir)
         store = bench.store
         if not store.query("EXISTS TABLE bench_seed").rows[0][0]:
             started = time.perf_counter()
@@ -429,9 +411,10 @@ def scale_mode(args: argparse.Namespace) -> None:
                 "SELECT sum(bytes_on_disk) FROM system.parts WHERE active "
                 "AND database = currentDatabase()"
             ).rows[0][0]
+            tables = ", ".join(f"{table} {n:,}" for table, n in counts.items())
             print(f"\n{size:,}: grown to {stored:,} spans in {built:.0f} s, merges settled in "
-                  f"{waited:.0f} s; {', '.join(f'{t} {n:,}' for t, n in counts.items())}; "
-                  f"{disk / 1e9:.2f} GB on disk; peak RSS while built {build_peak:,.0f} MB")  # fmt: skip
+                  f"{waited:.0f} s; {tables}; {disk / 1e9:.2f} GB on disk; "
+                  f"peak RSS while built {build_peak:,.0f} MB")  # fmt: skip
             s = samples(store, bench.now_ns)
             scale_store.reset_peak_rss()
             results[size] = {}

@@ -44,7 +44,7 @@ ALERT_CODES = tuple(sorted(REGISTRY))[:8]
 _WEIGHTED = "multiIf({h} % 10 < 6, 'acme', {h} % 10 < 9, 'globex', 'initech')"
 _NEW_TRACE = "if(n = 0, {c}, lower(hex(MD5(concat({c}, '#', toString(n))))))"
 _NEW_SPAN = (
-    "if(n = 0 OR {c} = '', {c}, substring(lower(hex(MD5(concat({c}, '#', toString(n))))), 1, 16))"  # noqa: E501
+    "if(n = 0 OR {c} = '', {c}, substring(lower(hex(MD5(concat({c}, '#', toString(n))))), 1, 16))"
 )
 _NEW_CONVERSATION = "if(n = 0 OR {c} = '', {c}, concat({c}, '-', toString(n)))"
 _NEW_TENANT = "if(n = 0, Tenant, " + _WEIGHTED.format(h="cityHash64(n, Tenant)") + ")"
