@@ -25,7 +25,7 @@ built and while it was read (VmHWM, reset between). Each size's figures are prin
 ratio to the first size's.
 
     python bench/reads.py scale [--sizes 1000000,10000000] [--seed-spans 20000]
-                                [--repeats 20] [--cold 3] [--data-dir DIR] [--only TEXT]
+                                [--repeats 20] [--cold 3] [--data-dir DIR] [--only TEXT,...]
     python bench/reads.py cpu [--queries 300] [--rounds 3]
 
 `cpu`: anyone's SQL on the reader session against pathgrade's own query on the writer
@@ -385,7 +385,8 @@ def report(
 def scale_mode(args: argparse.Namespace) -> None:
     """Build the store to each size and time every request at each."""
     sizes = sorted(int(size) for size in args.sizes.split(","))
-    requests = [r for r in REQUESTS if not args.only or args.only in r.name]
+    only = [text for text in args.only.split(",") if text]
+    requests = [r for r in REQUESTS if not only or any(text in r.name for text in only)]
     with tempfile.TemporaryDirectory(prefix="pathgrade-reads-scale-") as scratch:
         data_dir = args.data_dir or Path(scratch)
         bench = open_bench(data_dir)
@@ -462,7 +463,9 @@ def main() -> None:
     scale.add_argument("--repeats", type=int, default=20)
     scale.add_argument("--cold", type=int, default=3)
     scale.add_argument("--data-dir", type=Path, help="keep (and reuse) the store here")
-    scale.add_argument("--only", default="", help="only the requests whose name has this")
+    scale.add_argument(
+        "--only", default="", help="only the requests whose name has one of these (a,b,...)"
+    )
     args = parser.parse_args()
     (cpu_mode if args.mode == "cpu" else scale_mode)(args)
 

@@ -250,7 +250,7 @@ def _span_keys(
 ) -> tuple[str, dict[str, Any]]:
     """As `_keys`, on `spans`: only the days the traces' spans are in (`span_times`)."""
     condition, values = _keys(viewer, keys)
-    days, bounds = span_times(store, keys)
+    days, bounds = span_times(store, [trace for _, trace in keys], [t for t, _ in keys])
     return f"{condition} AND {days}", {**values, **bounds}
 
 

@@ -174,7 +174,7 @@ def load_trace(store: ReadableStore, tenant: str, trace_id: str) -> Trace | None
     """The stored spans of one trace, or None when none is stored (yet). Each span's latest
     row, as FINAL would merge them, but read by the primary key alone (FINAL over a large
     table costs far more than the trace), on the days its spans are in (`traces.span_times`)."""
-    days, bounds = span_times(store, [(tenant, trace_id)])
+    days, bounds = span_times(store, [trace_id], [tenant])
     rows = store.query(
         _SPAN_COLUMNS + "FROM spans WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
         f"AND {days} ORDER BY SpanId, ReceivedAt DESC LIMIT 1 BY SpanId",
@@ -216,12 +216,14 @@ def find_trace_ids(
 
 
 def load_traces(store: ReadableStore, trace_ids: Sequence[str]) -> list[Trace]:
-    """The stored traces with these ids (one row per span after FINAL), in the given order."""
+    """The stored traces with these ids (one row per span after FINAL), in the given order,
+    read on the days their spans are in (`traces.span_times`)."""
     if not trace_ids:
         return []
+    days, bounds = span_times(store, trace_ids)
     rows = store.query(
-        SPAN_SELECT + "WHERE TraceId IN {ids:Array(String)}",
-        {"ids": list(trace_ids)},
+        SPAN_SELECT + f"WHERE TraceId IN {{ids:Array(String)}} AND {days}",
+        {"ids": list(trace_ids), **bounds},
         readonly=True,
     ).dicts()
     order = {trace_id: index for index, trace_id in enumerate(trace_ids)}
