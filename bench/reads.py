@@ -311,25 +311,28 @@ class Bench:
             self.store.command(f"SYSTEM DROP {cache} CACHE")
         scale_store.evict_files(self.data_dir)
 
+    def timed(self, request: Request, s: Samples, index: int) -> tuple[float, dict[str, int]]:
+        """One call's wall ms and what it read (`EVENTS`, the counters' growth)."""
+        before = read_counts(self.store)
+        started = time.perf_counter()
+        self.call(request, s, index)
+        elapsed = (time.perf_counter() - started) * 1000
+        after = read_counts(self.store)
+        return elapsed, {name: after[name] - before[name] for name in EVENTS}
+
     def measure(self, request: Request, s: Samples, repeats: int, cold: int) -> Figures:
         figures = Figures()
         for index in range(cold):
             self.make_cold()
-            before = read_counts(self.store)
-            started = time.perf_counter()
-            self.call(request, s, index)
-            figures.cold_ms.append((time.perf_counter() - started) * 1000)
-            after = read_counts(self.store)
-            figures.disk_bytes.append(after["ReadCompressedBytes"] - before["ReadCompressedBytes"])
+            elapsed, read = self.timed(request, s, index)
+            figures.cold_ms.append(elapsed)
+            figures.disk_bytes.append(read["ReadCompressedBytes"])
         self.call(request, s, repeats)  # warm-up, untimed
         for index in range(repeats):
-            before = read_counts(self.store)
-            started = time.perf_counter()
-            self.call(request, s, index)
-            figures.warm_ms.append((time.perf_counter() - started) * 1000)
-            after = read_counts(self.store)
-            figures.rows.append(after["SelectedRows"] - before["SelectedRows"])
-            figures.bytes.append(after["SelectedBytes"] - before["SelectedBytes"])
+            elapsed, read = self.timed(request, s, index)
+            figures.warm_ms.append(elapsed)
+            figures.rows.append(read["SelectedRows"])
+            figures.bytes.append(read["SelectedBytes"])
         return figures
 
 
