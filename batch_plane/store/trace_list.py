@@ -333,7 +333,7 @@ def newest(
 def span_facets(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) -> list[list[Any]]:
     """The traces' spans per ServiceName, GenAIAgentName, GenAIToolName and model: those
     four, spans, root spans."""
-    condition, values = _keys(viewer, keys)
+    condition, values = _span_keys(store, viewer, keys)
     return store.query(
         f"SELECT ServiceName, GenAIAgentName, GenAIToolName, {MODEL} AS m, count(), "
         f"countIf(ParentSpanId = '') FROM spans WHERE {condition} "
