@@ -92,12 +92,19 @@ def top(
 def top_tools(
     store: ReadableStore, viewer: Viewer, filters: AlertFilters, limit: int
 ) -> list[tuple[str, int]]:
-    """The `limit` tools whose spans the most alerts are pinned to, with their counts."""
+    """The `limit` tools whose spans the most alerts are pinned to, with their counts. The
+    spans are read from the first start of the alerts' turns to the last end or detection
+    (a turn's spans start within its top span, `TraceStartNs`-`TraceEndNs`, and before
+    they are detected), so only the days of those alerts are opened."""
     where, values = filters.where(viewer)
+    pinned = f"FROM alerts FINAL WHERE {where} AND SpanId != ''"
     rows = store.query(
         "SELECT GenAIToolName, count() AS n FROM spans WHERE "
-        f"{viewer.where('Tenant')} AND GenAIToolName != '' AND (Tenant, TraceId, SpanId) IN "
-        f"(SELECT Tenant, TraceId, SpanId FROM alerts FINAL WHERE {where}) "
+        f"{viewer.where('Tenant')} AND GenAIToolName != '' "
+        f"AND Timestamp >= fromUnixTimestamp64Nano((SELECT min(TraceStartNs) {pinned})) "
+        "AND Timestamp <= fromUnixTimestamp64Nano("
+        f"(SELECT max(greatest(TraceEndNs, DetectedAtNs)) {pinned})) "
+        f"AND (Tenant, TraceId, SpanId) IN (SELECT Tenant, TraceId, SpanId {pinned}) "
         f"GROUP BY GenAIToolName ORDER BY n DESC, GenAIToolName LIMIT {int(limit)}",
         values,
     ).rows

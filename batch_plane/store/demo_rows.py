@@ -36,6 +36,7 @@ WHERE: tuple[tuple[str, str], ...] = (
     ("dataset_items", f"(Tenant, Dataset, Version) IN ({DEMO_DATASETS})"),
     ("datasets", f"Owner = '{DEMO_OWNER}'"),
     ("trace_roots", _OF_DEMO_TRACES),
+    ("trace_facets", _OF_DEMO_TRACES),
     ("spans_trace_id_ts", _OF_DEMO_TRACES),
     ("spans", _OF_DEMO_TRACES),
 )

@@ -21,7 +21,9 @@ def queue_query(
 ) -> tuple[str, dict[str, Any]]:
     """The SQL and parameters of the review queue, oldest first: routed traces without a
     human label (for `metric`, else for any metric), of `tenant` if given, after the
-    keyset `after` = (started at ns, trace id) of the previous page's last row."""
+    keyset `after` = (started at ns, trace id) of the previous page's last row. The spans
+    are read without FINAL: a span stored twice (a replay) gives the same minimum start,
+    service and feedback, so the grouped rows are exact without merging its copies."""
     negative = ", ".join(f"'{value}'" for value in sorted(NEGATIVE_FEEDBACK))
     feedback = f"SpanAttributes['{PG_FEEDBACK}']"
     tenant_only = " AND Tenant = {tenant:String}" if tenant is not None else ""
@@ -37,7 +39,7 @@ def queue_query(
         "FROM ("
         "SELECT Tenant, TraceId, toInt64(toUnixTimestamp64Nano(min(Timestamp))) AS StartNs, "
         "any(ServiceName) AS Service, 1 AS Negative, CAST([], 'Array(String)') AS Codes "
-        f"FROM spans FINAL WHERE mapContains(SpanAttributes, '{PG_FEEDBACK}') "
+        f"FROM spans WHERE mapContains(SpanAttributes, '{PG_FEEDBACK}') "
         f"AND (lower({feedback}) IN ({negative}) OR toFloat64OrNull({feedback}) < 0)"
         f"{tenant_only} GROUP BY Tenant, TraceId "
         "UNION ALL "

@@ -4,9 +4,10 @@ of each listed trace (its spans, alerts and scores) and the counts per filter va
 
 Filters on what a trace's other spans did (agent, tool, model, conversation, error, span
 name, cost) and on its alerts and scores select `(Tenant, TraceId)` pairs with a sub-query
-each. Spans of a trace are looked for from the range's start to a day past its end
-(`SPAN_SLACK_NS`): a trace's spans start after its root. Every read keeps to the viewer's
-rows.
+each: agent, tool, model and error on `trace_facets` (migration 0018: the traces per value,
+sorted by value and time), the others on `spans`. Spans of a trace are looked for from the
+range's start to a day past its end (`SPAN_SLACK_NS`): a trace's spans start after its
+root. Every read keeps to the viewer's rows.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from pathgrade.batch_plane.store.tenancy import Viewer
+from pathgrade.batch_plane.store.traces import span_times
 from pathgrade.schemas.store import ReadableStore
 
 SPAN_SLACK_NS = 86_400 * 10**9
@@ -114,15 +116,17 @@ def cost_expression(prices: Prices) -> str:
     )
 
 
+def _facets(query: TraceSelection) -> list[tuple[str, str]]:
+    """(facet, value) of `trace_facets` for each filter on an agent, tool or model of a
+    trace's spans, each selecting the traces with such a span (read from that table:
+    only the rows of the value in the range, not every span of it)."""
+    chosen = (("agent", query.agent), ("tool", query.tool), ("model", query.model))
+    return [(facet, value) for facet, value in chosen if value]
+
+
 def _span_conditions(query: TraceSelection) -> list[tuple[str, dict[str, Any]]]:
     """Conditions on single spans, each selecting the traces with such a span."""
     found: list[tuple[str, dict[str, Any]]] = []
-    if query.agent:
-        found.append(("GenAIAgentName = {agent:String}", {"agent": query.agent}))
-    if query.tool:
-        found.append(("GenAIToolName = {tool:String}", {"tool": query.tool}))
-    if query.model:
-        found.append((f"{MODEL} = {{model:String}}", {"model": query.model}))
     if query.conversation:
         found.append(("GenAIConversationId = {conv:String}", {"conv": query.conversation}))
     if query.text:
@@ -153,11 +157,17 @@ def _root_filters(query: TraceSelection, viewer: Viewer, prices: Prices) -> _Sql
             f"WHERE {spans_in_range} AND {condition})",
             **values,
         )
+    for facet, value in _facets(query):
+        sql.add(
+            f"(Tenant, TraceId) IN (SELECT Tenant, TraceId FROM trace_facets WHERE "
+            f"{spans_in_range} AND Facet = '{facet}' AND Value = {{{facet}:String}})",
+            **{facet: value},
+        )
     if query.error is not None:
         negate = "" if query.error else "NOT "
         sql.add(
-            f"(Tenant, TraceId) {negate}IN (SELECT Tenant, TraceId FROM spans WHERE "
-            f"{spans_in_range} AND (StatusCode = 'Error' OR GenAIErrorType != ''))"
+            f"(Tenant, TraceId) {negate}IN (SELECT Tenant, TraceId FROM trace_facets WHERE "
+            f"{spans_in_range} AND Facet = 'error' AND Value = 'yes')"
         )
     if query.min_ms is not None:
         sql.add("Duration >= {min_ns:UInt64}", min_ns=int(query.min_ms * 1e6))
@@ -235,6 +245,15 @@ def roots(
     ).rows
 
 
+def _span_keys(
+    store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]
+) -> tuple[str, dict[str, Any]]:
+    """As `_keys`, on `spans`: only the days the traces' spans are in (`span_times`)."""
+    condition, values = _keys(viewer, keys)
+    days, bounds = span_times(store, [trace for _, trace in keys], [t for t, _ in keys])
+    return f"{condition} AND {days}", {**values, **bounds}
+
+
 def _keys(viewer: Viewer, keys: Sequence[TraceKey]) -> tuple[str, dict[str, Any]]:
     """The viewer's rows of the traces by the primary key's prefix (tenants, trace ids: a
     superset when several tenants are listed; callers keep their own pairs)."""
@@ -264,9 +283,9 @@ class ListedSpan(NamedTuple):
 
 
 def spans_of(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) -> list[ListedSpan]:
-    """Every span of the traces, once (read by the primary key's prefix without FINAL: one
-    row per span by LIMIT BY)."""
-    condition, values = _keys(viewer, keys)
+    """Every span of the traces, once (read by the primary key's prefix on the days they
+    are in, without FINAL: one row per span by LIMIT BY)."""
+    condition, values = _span_keys(store, viewer, keys)
     rows = store.query(
         "SELECT Tenant, TraceId, StatusCode = 'Error' OR GenAIErrorType != '', "
         f"GenAIToolName, GenAIProvider, {MODEL}, GenAIInputTokens, GenAIOutputTokens, "
@@ -314,7 +333,7 @@ def newest(
 def span_facets(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) -> list[list[Any]]:
     """The traces' spans per ServiceName, GenAIAgentName, GenAIToolName and model: those
     four, spans, root spans."""
-    condition, values = _keys(viewer, keys)
+    condition, values = _span_keys(store, viewer, keys)
     return store.query(
         f"SELECT ServiceName, GenAIAgentName, GenAIToolName, {MODEL} AS m, count(), "
         f"countIf(ParentSpanId = '') FROM spans WHERE {condition} "

@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from pathgrade.batch_plane.store.traces import span_times
 from pathgrade.content.events import join_records
 from pathgrade.schemas.json_text import parse_json
 from pathgrade.schemas.model import (
@@ -172,11 +173,12 @@ def trace_from_rows(rows: list[dict[str, Any]]) -> Trace:
 def load_trace(store: ReadableStore, tenant: str, trace_id: str) -> Trace | None:
     """The stored spans of one trace, or None when none is stored (yet). Each span's latest
     row, as FINAL would merge them, but read by the primary key alone (FINAL over a large
-    table costs far more than the trace)."""
+    table costs far more than the trace), on the days its spans are in (`traces.span_times`)."""
+    days, bounds = span_times(store, [trace_id], [tenant])
     rows = store.query(
         _SPAN_COLUMNS + "FROM spans WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
-        "ORDER BY SpanId, ReceivedAt DESC LIMIT 1 BY SpanId",
-        {"tenant": tenant, "trace": trace_id},
+        f"AND {days} ORDER BY SpanId, ReceivedAt DESC LIMIT 1 BY SpanId",
+        {"tenant": tenant, "trace": trace_id, **bounds},
     ).dicts()
     if not rows:
         return None

@@ -37,6 +37,31 @@ def started_in_range(store: ReadableStore, viewer: Viewer, start_ns: int, end_ns
     return (rows[0][0] if rows else 0) or 0
 
 
+def span_times(
+    store: ReadableStore, trace_ids: Sequence[str], tenants: Sequence[str] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """A condition on `spans.Timestamp` keeping every span of the traces (of `tenants`, or
+    of any tenant) (the first and last span start `spans_trace_id_ts` holds of them), so a
+    read by trace id opens only the days those spans are in (`spans` is partitioned by
+    day): ("1", {}) when that table holds none of them (a read of every day, as before)."""
+    if not trace_ids:
+        return "1", {}
+    of_tenants = "" if tenants is None else "Tenant IN {tenants:Array(String)} AND "
+    rows = store.query(
+        "SELECT toUnixTimestamp64Nano(minOrNull(Start)), toUnixTimestamp64Nano(maxOrNull(End)) "
+        f"FROM spans_trace_id_ts WHERE {of_tenants}TraceId IN {{traces:Array(String)}}",
+        {"tenants": sorted(set(tenants or ())), "traces": sorted(set(trace_ids))},
+    ).rows
+    first, last = rows[0] if rows else (None, None)
+    if first is None or last is None:
+        return "1", {}
+    return (
+        "Timestamp >= fromUnixTimestamp64Nano({first_span:Int64}) "
+        "AND Timestamp <= fromUnixTimestamp64Nano({last_span:Int64})",
+        {"first_span": first, "last_span": last},
+    )
+
+
 def tenants_of(store: ReadableStore, viewer: Viewer, trace_id: str) -> list[str]:
     """The tenants (of the viewer's) holding a span of `trace_id`, in order."""
     rows = store.query(

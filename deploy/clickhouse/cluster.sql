@@ -530,3 +530,36 @@ TTL toDateTime(fromUnixTimestamp64Nano(TickNs)) + INTERVAL 90 DAY;
 
 ALTER TABLE dataset_items ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS ReferenceContexts String DEFAULT '';
 
+CREATE TABLE IF NOT EXISTS trace_facets ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    Facet LowCardinality(String),
+    Value LowCardinality(String),
+    Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
+    TraceId String CODEC(ZSTD(1)),
+    ReceivedAt DateTime64(9) CODEC(Delta, ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ReceivedAt)
+PARTITION BY toDate(Timestamp)
+ORDER BY (Tenant, Facet, Value, Timestamp, TraceId);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS trace_facets_mv ON CLUSTER 'pathgrade' TO trace_facets AS
+SELECT Tenant, facet.1 AS Facet, facet.2 AS Value, min(Timestamp) AS Timestamp, TraceId,
+       max(ReceivedAt) AS ReceivedAt
+FROM spans
+ARRAY JOIN arrayFilter(f -> f.2 != '', [
+    ('agent', toString(GenAIAgentName)), ('tool', toString(GenAIToolName)),
+    ('model', toString(if(GenAIResponseModel != '', GenAIResponseModel, GenAIRequestModel))),
+    ('error', if(StatusCode = 'Error' OR GenAIErrorType != '', 'yes', ''))]) AS facet
+GROUP BY Tenant, Facet, Value, TraceId;
+
+INSERT INTO trace_facets
+SELECT Tenant, facet.1 AS Facet, facet.2 AS Value, min(Timestamp) AS Timestamp, TraceId,
+       max(ReceivedAt) AS ReceivedAt
+FROM spans
+ARRAY JOIN arrayFilter(f -> f.2 != '', [
+    ('agent', toString(GenAIAgentName)), ('tool', toString(GenAIToolName)),
+    ('model', toString(if(GenAIResponseModel != '', GenAIResponseModel, GenAIRequestModel))),
+    ('error', if(StatusCode = 'Error' OR GenAIErrorType != '', 'yes', ''))]) AS facet
+GROUP BY Tenant, Facet, Value, TraceId;
+
