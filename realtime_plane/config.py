@@ -102,12 +102,6 @@ class RealtimeConfig(BaseModel):
         description="at most one coverage-gap alert per (tenant, service, detector) per "
         "window of this many seconds (Coverage, below)",
     )
-    coverage_hold_s: PositiveFloat = Field(
-        10.0,
-        description="a coverage-gap alert is held this long after the turn that raised it "
-        "was graded: a span or log record of that turn coming late grades it again, and "
-        "when the detector then decides, the alert is withdrawn (Coverage, below)",
-    )
     webhook_url: str | None = Field(None, description="POST each alert here as JSON")
     webhook_queue_size: PositiveInt = Field(
         10_000,

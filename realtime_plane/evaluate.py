@@ -8,8 +8,7 @@ those other consumers evaluated; chosen by the turns' own start times, never by 
 they were evaluated in), and remembers which finding keys each trace already alerted on
 (bounded), so a re-evaluated turn, or a turn nested in one evaluated before, never alerts
 twice. Cannot-decide findings that do not alert per turn are coverage gaps
-(`realtime_plane.coverage`): counted per service and detector, alerted once per window
-once the alert's hold is over (`gap_alerts`), unless a re-grade of its turn decided.
+(`realtime_plane.coverage`): counted per service and detector, alerted once per window.
 """
 
 from __future__ import annotations
@@ -46,7 +45,8 @@ class Evaluation:
     conversation_id: str
     risk_tier: RiskTier
     findings: list[Finding]  # every finding the policy alerts on
-    new_alerts: list[Alert]  # those whose key the trace has not alerted on before
+    new_alerts: list[Alert]  # those whose key the trace has not alerted on before, and
+    # the coverage-gap alerts due
     digest: TurnDigest | None  # what later turns may know of this one (None: no conversation)
     context: DetectorContext  # the detectors' context (its view of the turn, the prices)
 
@@ -93,7 +93,6 @@ class TurnEvaluator:
         turns_per_conversation: int = 8,
         traces_remembered: int = 10_000,
         coverage_window_s: float = 3600.0,
-        coverage_hold_s: float = 10.0,
     ) -> None:
         self.policy = policy
         self.policy_name = policy_name
@@ -103,7 +102,7 @@ class TurnEvaluator:
         self._conversations = _Lru(conversations)
         self._alerted = _Lru(traces_remembered)  # (tenant, trace id) -> set of finding keys
         self.duplicates_suppressed = 0
-        self.coverage = Coverage(coverage_window_s, coverage_hold_s, traces_remembered)
+        self.coverage = Coverage(coverage_window_s)
         self.detector_errors: Counter[str] = Counter()  # code -> exceptions raised
 
     def risk_tier(self, turn: Trace, service: str, agent: str) -> RiskTier:
@@ -135,6 +134,9 @@ class TurnEvaluator:
         found = run_detectors(trace, resolved, context, self.detector_errors)
         findings = [f for f in found if resolved.should_alert(f)]
         gaps = [f for f in found if f.kind == "cannot_decide" and not resolved.should_alert(f)]
+        due_gaps = self.coverage.observe(
+            trace.tenant, service, gaps, now_ns, not due.re_evaluation, not due.context_pending
+        )
         digest = turn_digest(context.view_of(trace), conversation) if conversation else None
         if digest is not None:
             self.remember(digest)
@@ -149,23 +151,11 @@ class TurnEvaluator:
             "trace_end_ns": head.end_ns, "detected_at_ns": now_ns, "trace_id": trace.trace_id,
             "turn_span_id": head.span_id,
         }  # fmt: skip
-        turn = (trace.tenant, trace.trace_id, head.span_id)
-        self.coverage.observe(
-            trace.tenant, service, turn, gaps, now_ns, not due.re_evaluation,
-            not due.context_pending, (due.partition, common),
-        )  # fmt: skip
         alerts = [_alert(key, f, common) for key, f in fresh]
+        alerts += [_gap_alert(gap, common) for gap in due_gaps]
         return Evaluation(
             due, service, agent, conversation, tier, findings, alerts, digest, context
         )
-
-    def gap_alerts(self, now_ns: int | None) -> list[tuple[int, Alert]]:
-        """The coverage-gap alerts whose hold is over at `now_ns` (None: all held), each
-        with the partition of the turn raising it (`Coverage.due`)."""
-        return [
-            (partition, _gap_alert(gap, common))
-            for (partition, common), gap in self.coverage.due(now_ns)
-        ]
 
     def alerted(self, trace: tuple[str, str], keys: set[str]) -> None:
         """Findings of trace `trace` (tenant, trace id) already alerted elsewhere (by the

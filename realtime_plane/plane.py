@@ -97,7 +97,7 @@ class RealtimePlane:
         )  # fmt: skip
         self.evaluator = TurnEvaluator(
             policy, name, config.conversation_cache_size, config.conversation_turns,
-            config.recent_traces, config.coverage_window_s, config.coverage_hold_s,
+            config.recent_traces, config.coverage_window_s,
         )  # fmt: skip
         self.sampler = Sampler(config.sampler)
         self.rollups = TurnRollups(policy.monitors)
@@ -236,7 +236,6 @@ class RealtimePlane:
             self._read_turns()
         for due in self.assembler.due(now):
             self._evaluate(due)
-        self._take_gap_alerts(time.time_ns())
         self._deliver_alerts()
         if share_turns:
             self._publish_turns()
@@ -318,12 +317,6 @@ class RealtimePlane:
             self.producer.send(
                 self.config.sampled_topic, sample.to_json(), sample.trace_id.encode()
             )
-
-    def _take_gap_alerts(self, now_ns: int | None) -> None:
-        """Queue the coverage-gap alerts whose hold is over (None: every one held)."""
-        alerts = self.evaluator.gap_alerts(now_ns)
-        self.counters_.alerts += len(alerts)
-        self._outgoing += alerts
 
     def _deliver_alerts(self) -> None:
         """Number the alerts of the turns evaluated since the last call and hand them to
@@ -465,9 +458,7 @@ class RealtimePlane:
 
     def revoke(self, partitions: set[int]) -> None:
         """Commit up to the held traces of `partitions`, then forget them (their next owner
-        re-reads them: this consumer too, `_assigned`). The coverage-gap alerts held go
-        out now, with the partitions they were found on."""
-        self._take_gap_alerts(None)
+        re-reads them: this consumer too, `_assigned`)."""
         self._flush_and_commit(partitions)
         self.assembler.forget_partitions(partitions)
         for key in [k for k in self._committed if k[1] in partitions]:
@@ -541,7 +532,6 @@ class RealtimePlane:
             reached = self.reached(targets)
             for due in self.assembler.release_all() if release_held else ():
                 self._evaluate(due)
-            self._take_gap_alerts(None)
             if self.turn_feed is not None:
                 self._publish_turns()
             self._flush_and_commit()

@@ -13,11 +13,9 @@ from pathgrade.schemas.stalls import STALLED
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 GAUGES = frozenset(
     {"traces_held", "spans_held", "spill_bytes", "log_bytes", "dead_letter_messages"}
-    | {"rss_bytes", "coverage_ratio", "coverage_undecided_traces", "failing", P50, P99, MAX}
-    | {STALLED}
+    | {"rss_bytes", "coverage_ratio", "failing", P50, P99, MAX, STALLED}
 )
-"""Counter names that are levels, not cumulative counts (a coverage gap's undecided
-traces go down when a re-grade of a turn decides)."""
+"""Counter names that are levels, not cumulative counts."""
 
 Sample = tuple[str, Mapping[str, str], Mapping[str, Any]]
 """(process, labels, counter name -> number); values that are not numbers are skipped."""

@@ -9,7 +9,6 @@ from pathgrade.detectors import Finding, default_policy, run_detectors
 from pathgrade.realtime_plane.assembler import DueTurn
 from pathgrade.realtime_plane.coverage import Coverage, coverage_rows
 from pathgrade.realtime_plane.evaluate import Evaluation, TurnEvaluator
-from pathgrade.schemas.alerts import Alert
 from pathgrade.schemas.model import SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK, Trace
 from starlette.testclient import TestClient
 
@@ -31,81 +30,27 @@ def gap_trace(trace_id: str, turn_kind: str | None = None) -> Trace:
     return b.build()
 
 
-HOLD_NS = 10 * 10**9  # the evaluator's default hold of a gap alert
-
-
 def evaluate(
     evaluator: TurnEvaluator, trace_id: str, now_ns: int, again: bool = False
 ) -> Evaluation:
     return evaluator.evaluate(DueTurn(gap_trace(trace_id), "quiet", again), now_ns)
 
 
-def gap_alerts(evaluator: TurnEvaluator, now_ns: int | None) -> list[Alert]:
-    return [alert for _, alert in evaluator.gap_alerts(now_ns)]
-
-
 def test_a_gap_alerts_once_per_window_and_is_counted_per_trace() -> None:
     evaluator = TurnEvaluator(default_policy(), coverage_window_s=3600)
     first = evaluate(evaluator, "a" * 32, 10 * HOUR_NS)
-    assert [a for a in first.new_alerts if a.kind == "cannot_decide"] == []  # held
-    assert gap_alerts(evaluator, 10 * HOUR_NS + HOLD_NS - 1) == []
-    (alert,) = [a for a in gap_alerts(evaluator, 10 * HOUR_NS + HOLD_NS) if a.code == "PG110"]
+    (alert,) = [a for a in first.new_alerts if a.code == "PG110"]
     assert alert.kind == "cannot_decide" and alert.severity == "low"
     assert alert.details["coverage_gap"] and "pathgrade.turn.kind" in alert.details["close"]
-    assert "1 of 1 traces" in alert.reason and alert.trace_id == "a" * 32
+    assert "1 of 1 traces" in alert.reason
     later = [evaluate(evaluator, f"{n:032x}", 10 * HOUR_NS + n) for n in range(1, 5)]
     assert all(not e.new_alerts for e in later)  # the same window: figures only
-    assert gap_alerts(evaluator, None) == []
     evaluate(evaluator, "a" * 32, 10 * HOUR_NS + 5, again=True)  # re-evaluated: counted once
     (row,) = coverage_rows([evaluator.coverage.figures()])
     assert (row["code"], row["traces"], row["undecided"], row["coverage"]) == ("PG110", 5, 5, 0.0)
-    evaluate(evaluator, "c" * 32, 11 * HOUR_NS)
-    (again,) = gap_alerts(evaluator, 11 * HOUR_NS + HOLD_NS)
+    next_window = evaluate(evaluator, "c" * 32, 11 * HOUR_NS)
+    (again,) = next_window.new_alerts
     assert again.alert_key != alert.alert_key and "6 of 6 traces" in again.reason
-
-
-def decided_trace(trace_id: str) -> Trace:
-    """`gap_trace` graded again with what came late: its turn kind (PG110 decides)."""
-    b = TraceBuilder(trace_id, turn_kind="action")
-    b.tool("change_plan", {"account_id": "cust-1"}, effect="write")
-    return b.build()
-
-
-def test_a_regrade_that_decides_withdraws_the_gap_and_its_held_alert() -> None:
-    """A turn graded before a span or record of it came counts a gap; graded again with
-    it, the detector decides: the gap no longer counts and the window's alert, held,
-    is never raised."""
-    evaluator = TurnEvaluator(default_policy())
-    evaluate(evaluator, "a" * 32, 1)
-    evaluator.evaluate(DueTurn(decided_trace("a" * 32), "quiet", True), 2)
-    (row,) = coverage_rows([evaluator.coverage.figures()])
-    assert (row["traces"], row["undecided"], row["coverage"]) == (1, 0, 1.0)
-    assert gap_alerts(evaluator, None) == [] and evaluator.coverage.held == 0
-    evaluate(evaluator, "b" * 32, 3)  # the window's next undecided turn opens it again
-    (alert,) = gap_alerts(evaluator, 3 + HOLD_NS)
-    assert alert.trace_id == "b" * 32 and "1 of 2 traces" in alert.reason
-
-
-def test_a_held_alert_whose_turn_decides_goes_to_the_next_undecided_turn() -> None:
-    evaluator = TurnEvaluator(default_policy())
-    evaluate(evaluator, "a" * 32, 1)
-    evaluate(evaluator, "b" * 32, 2)
-    evaluator.evaluate(DueTurn(decided_trace("a" * 32), "quiet", True), 3)
-    assert gap_alerts(evaluator, 1 + HOLD_NS) == []  # b's hold ends a nanosecond later
-    (alert,) = gap_alerts(evaluator, 2 + HOLD_NS)
-    assert alert.trace_id == "b" * 32 and "1 of 2 traces" in alert.reason
-
-
-def test_a_regrade_that_finds_a_gap_counts_it_and_one_of_a_forgotten_turn_does_not() -> None:
-    evaluator = TurnEvaluator(default_policy(), traces_remembered=1)
-    evaluator.evaluate(DueTurn(decided_trace("a" * 32), "quiet", False), 1)
-    evaluate(evaluator, "a" * 32, 2, again=True)  # what came late leaves PG110 undecided
-    (row,) = coverage_rows([evaluator.coverage.figures()])
-    assert (row["traces"], row["undecided"]) == (1, 1)
-    evaluate(evaluator, "b" * 32, 3)  # a's gaps are forgotten (one turn remembered)
-    evaluator.evaluate(DueTurn(decided_trace("a" * 32), "quiet", True), 4)
-    (row,) = coverage_rows([evaluator.coverage.figures()])
-    assert (row["traces"], row["undecided"]) == (2, 2)
 
 
 def test_a_gap_of_a_turn_whose_context_is_pending_is_counted_but_alerts_only_once_settled() -> None:
@@ -120,22 +65,20 @@ def test_a_gap_of_a_turn_whose_context_is_pending_is_counted_but_alerts_only_onc
         Trace(turn.tenant, turn.trace_id, turn.spans, [], top.span_id), "quiet", False
     )
     assert pending.context_pending
-    evaluator.evaluate(pending, 1)
-    assert gap_alerts(evaluator, None) == []
+    assert [a for a in evaluator.evaluate(pending, 1).new_alerts if a.code == "PG110"] == []
     (row,) = coverage_rows([evaluator.coverage.figures()])
     assert (row["traces"], row["undecided"]) == (1, 1)
-    evaluate(evaluator, "a" * 32, 2, again=True)
-    (alert,) = gap_alerts(evaluator, None)
+    (alert,) = [a for a in evaluate(evaluator, "a" * 32, 2, again=True).new_alerts]
     assert alert.code == "PG110" and alert.kind == "cannot_decide"
-    (row,) = coverage_rows([evaluator.coverage.figures()])
-    assert (row["traces"], row["undecided"]) == (1, 1)
 
 
 def test_decided_traces_raise_the_coverage_figure() -> None:
     evaluator = TurnEvaluator(default_policy())
     evaluate(evaluator, "a" * 32, 1)
     for n in range(3):
-        evaluator.evaluate(DueTurn(decided_trace(f"{n + 1:032x}"), "quiet", False), 2)
+        b = TraceBuilder(f"{n + 1:032x}", turn_kind="action")
+        b.tool("change_plan", {"account_id": "cust-1"}, effect="write")
+        evaluator.evaluate(DueTurn(b.build(), "quiet", False), 2)
     (row,) = coverage_rows([evaluator.coverage.figures()])
     assert (row["traces"], row["undecided"], row["coverage"]) == (4, 1, 0.75)
 
@@ -153,9 +96,9 @@ def test_a_high_tier_that_requires_the_check_alerts_per_trace() -> None:
 def test_figures_add_up_across_consumers() -> None:
     one, two = Coverage(), Coverage()
     gap = _finding(gap_trace("a" * 32))
-    one.observe("t", "svc", ("t", "a" * 32, "1"), [gap], 1)
-    two.observe("t", "svc", ("t", "b" * 32, "1"), [], 1)  # the other consumer decided its trace
-    two.observe("t", "svc", ("t", "c" * 32, "1"), [], 1)
+    one.observe("t", "svc", [gap], 1)
+    two.observe("t", "svc", [], 1)  # the other consumer decided its trace
+    two.observe("t", "svc", [], 1)
     (row,) = coverage_rows([one.figures(), two.figures(), None])
     assert (row["traces"], row["undecided"]) == (3, 1) and round(row["coverage"], 2) == 0.67
 
@@ -167,10 +110,8 @@ def _finding(trace: Trace) -> Finding:
 
 def snapshot_with_gap() -> dict:
     coverage = Coverage()
-    coverage.observe(
-        "default", "billing", ("default", "a" * 32, "1"), [_finding(gap_trace("a" * 32))], 1
-    )
-    coverage.observe("default", "billing", ("default", "b" * 32, "1"), [], 1)
+    coverage.observe("default", "billing", [_finding(gap_trace("a" * 32))], 1)
+    coverage.observe("default", "billing", [], 1)
     realtime = {"traces_evaluated": 2, "alerts": 1, "traces_held": 0,
                 "coverage": coverage.figures(), "detector_errors": {"PG105": 2}}  # fmt: skip
     collector = {"accepted_spans": 9, "rejected_spans": 0, "spill_bytes": 0}
@@ -196,10 +137,6 @@ def test_status_metrics_and_the_overview_show_the_gap_and_how_to_close_it(
     )
     assert 'pathgrade_realtime_detector_errors_total{code="PG105",worker="1"} 2' in text
     assert "# TYPE pathgrade_realtime_coverage_ratio gauge" in text
-    assert (  # a level: a re-grade that decides withdraws a gap
-        'pathgrade_realtime_coverage_undecided_traces{code="PG110",service="billing",'
-        'tenant="default",worker="1"} 1' in text
-    )
     assert [g["code"] for g in coverage_of(snapshot)] == ["PG110"]
     document: dict = {"snapshot": snapshot, "line": "status: ..."}
     client = TestClient(create_app(UiSettings(store, status=lambda: document)), base_url=LOOPBACK)

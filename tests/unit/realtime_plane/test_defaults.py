@@ -25,7 +25,7 @@ def test_the_evaluators_defaults_are_the_planes() -> None:
     setting = {  # TurnEvaluator's parameter -> the plane's setting it is given
         "conversations": "conversation_cache_size",
         "turns_per_conversation": "conversation_turns", "traces_remembered": "recent_traces",
-        "coverage_window_s": "coverage_window_s", "coverage_hold_s": "coverage_hold_s",
+        "coverage_window_s": "coverage_window_s",
     }  # fmt: skip
     parameters = inspect.signature(TurnEvaluator).parameters
     assert set(parameters) == {"policy", "policy_name", *setting}
