@@ -59,3 +59,28 @@ def test_the_memory_bench_reads_every_process_of_the_stack_idle_and_through_the_
     assert set(rows) == {"store owner", "collector", "realtime", "broker"}, out
     for role, (idle_rss, idle_anon, peak_rss) in rows.items():
         assert 0 < idle_anon <= idle_rss and peak_rss > 0, f"{role}: {out}"
+
+
+SOAK_WINDOW = re.compile(
+    r"^\s*[\d.]+ min  sent\s+([\d,]+)  stored\s+([\d,]+)  alerts\s+(\d+)  detection p50/p99/max"
+    r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+) s .*RSS MB: (.*)  swap (yes|no)$",
+    re.MULTILINE,
+)
+
+
+def test_the_soak_bench_prints_every_window_and_stores_and_alerts_on_everything_it_sent() -> None:
+    out = run_bench("soak.py", "--rate", "200", "--minutes", "0.5", "--window-s", "10",
+                    "--warmup-minutes", "0.1", "--senders", "2")  # fmt: skip
+    windows = SOAK_WINDOW.findall(out)
+    assert len(windows) == 3, out
+    for sent, _, _, p50, p99, worst, rss, _ in windows:
+        assert int(sent.replace(",", "")) > 0 and 0 < float(p50) <= float(p99) <= float(worst)
+        roles = dict(re.findall(r"([a-z]+(?: [a-z]+)?) (\d+)", rss))
+        assert {"store owner", "collector", "realtime", "broker"} <= set(roles), rss
+        assert all(int(mb) > 0 for mb in roles.values()), rss
+    totals = re.search(r"sent ([\d,]+), stored ([\d,]+); failure traces (\d+), alerted (\d+)", out)
+    assert totals, out
+    sent, stored, failing, alerted = (int(v.replace(",", "")) for v in totals.groups())
+    assert sent == sum(int(w[0].replace(",", "")) for w in windows) and stored == sent, out
+    assert failing > 0 and alerted == failing, out
+    assert re.search(r"^  store owner under 1536 MB: (holds|does not hold)$", out, re.M), out
