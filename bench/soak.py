@@ -49,20 +49,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import realtime
 from ingest import Variant, baseline_python, stack_snapshot, start_stack, warm_up
 from memory import Sampler
 from pathgrade.batch_plane.store.remote import RemoteStore
-from realtime import (
-    PlannedRequest,
-    Receiver,
-    TemplateTrace,
-    percentile,
-    plan,
-    send_planned,
-    template_traces,
-    wait_for_quiet,
-    wait_for_store,
-)
+from realtime import Receiver, TemplateTrace, percentile
 
 from pathgrade.stack.broker import free_port
 from pathgrade.stack.options import StackOptions
@@ -103,13 +94,18 @@ class Soak:
 
 
 def planner(
-    templates: list[TemplateTrace], args: argparse.Namespace, start_ns: int, out: queue.Queue
+    templates: list[TemplateTrace],
+    args: argparse.Namespace,
+    start_ns: int,
+    out: queue.Queue,
 ) -> None:
     """Plan every window's requests (fresh trace ids per window) into `out`, one ahead."""
     windows = round(args.minutes * 60 / args.window_s)
     for index in range(windows):
         window_start = start_ns + int(index * args.window_s * 1e9)
-        out.put(plan(templates, args.rate, args.window_s, window_start, seed=7_000_003 + index))
+        out.put(
+            realtime.plan(templates, args.rate, args.window_s, window_start, seed=7_000_003 + index)
+        )
     out.put(None)
 
 
@@ -171,10 +167,10 @@ def soak_once(variant: Variant, templates: list[TemplateTrace], args: argparse.N
         state = json.loads((data_dir / "stack.json").read_text())
         store = RemoteStore(state["query_url"], state.get("token", ""))
         warm_spans = warm_up(http_port, data_dir, store)[0]
-        wait_for_quiet(receiver, quiet_s=2.0)
+        realtime.wait_for_quiet(receiver, quiet_s=2.0)
         seen, stored_before, swaps_before = len(receiver.received), stored_spans(data_dir), 0
         start_ns = time.time_ns() + int(5e9)  # time to plan the first window
-        planned_windows: queue.Queue[list[PlannedRequest] | None] = queue.Queue(maxsize=1)
+        planned_windows: queue.Queue[list[realtime.PlannedRequest] | None] = queue.Queue(maxsize=1)
         threading.Thread(
             target=planner, args=(templates, args, start_ns, planned_windows), daemon=True
         ).start()
@@ -183,7 +179,9 @@ def soak_once(variant: Variant, templates: list[TemplateTrace], args: argparse.N
             window_start_ns = start_ns + int(index * args.window_s * 1e9)
             sampler = Sampler(stack.pid, data_dir, every_s=1.0)
             sampler.start()
-            sent, _, failing = send_planned(http_port, planned, window_start_ns, args.senders)
+            sent, _, failing = realtime.send_planned(
+                http_port, planned, window_start_ns, args.senders
+            )
             time.sleep(max(0.0, window_start_ns / 1e9 + args.window_s - time.time()))
             sampler.stop()
             alerts = receiver.alerts(seen)
@@ -200,8 +198,8 @@ def soak_once(variant: Variant, templates: list[TemplateTrace], args: argparse.N
             soak.sent += sent
             print_window(window)
             index += 1
-        wait_for_store(data_dir, soak.sent + warm_spans, limit_s=600)
-        wait_for_quiet(receiver)
+        realtime.wait_for_store(data_dir, soak.sent + warm_spans, limit_s=600)
+        realtime.wait_for_quiet(receiver)
         first_alerts(soak, receiver.alerts(seen))
         soak.stored = stored_spans(data_dir) - warm_spans
     finally:
@@ -292,7 +290,7 @@ def main() -> None:
     if args.against:
         variants.insert(0, Variant("against", baseline_python(args.against)))
     print("preparing realistic traces ...", file=sys.stderr, flush=True)
-    templates = template_traces("realistic")
+    templates = realtime.template_traces("realistic")
     soaks = []
     for variant in variants:
         print(f"{variant.label}: {args.rate:,.0f} spans/s for {args.minutes:g} min ...",
