@@ -108,11 +108,12 @@ def stack_memory(root: int, data_dir: Path) -> dict[str, Memory]:
 
 @dataclass
 class Sampler:
-    """Samples the stack's processes every SAMPLE_EVERY_S in a thread until `stop()`,
+    """Samples the stack's processes every `every_s` in a thread until `stop()`,
     keeping each process's peak RSS and PSS and the peak of the whole stack's sums."""
 
     root: int
     data_dir: Path
+    every_s: float = SAMPLE_EVERY_S
     peak_rss: dict[str, int] = field(default_factory=dict)
     peak_pss: dict[str, int] = field(default_factory=dict)
     peak_total_rss: int = 0
@@ -135,7 +136,7 @@ class Sampler:
             self.peak_total_rss = max(self.peak_total_rss, sum(m.rss for m in now.values()))
             self.peak_total_pss = max(self.peak_total_pss, sum(m.pss or 0 for m in now.values()))
             self.samples += 1
-            self._stop.wait(SAMPLE_EVERY_S)
+            self._stop.wait(self.every_s)
 
     def stop(self) -> None:
         self._stop.set()

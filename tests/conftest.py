@@ -18,6 +18,7 @@ LONGEST_MODULES = (
     "tests/integration/test_recovery.py",
     "tests/integration/test_resilience.py",
     "tests/integration/test_bench_smoke.py",
+    "tests/integration/test_bench_smoke_store.py",
     "tests/integration/frameworks/test_matrix.py",
     "tests/unit/content/test_otlp_reader.py",
     "tests/integration/test_monitors.py",

@@ -47,38 +47,26 @@ def test_the_ingest_bench_stores_both_variants_of_the_logs_mix() -> None:
     assert stored and all(int(v.replace(",", "")) > 0 for v in stored.groups()), out
 
 
-MEMORY_ROW = re.compile(r"^  (store owner|collector|realtime|broker): .*?((?:\s+[\d-]+){6})$", re.M)
+SOAK_WINDOW = re.compile(
+    r"^\s*[\d.]+ min  sent\s+([\d,]+)  stored\s+([\d,]+)  alerts\s+(\d+)  detection p50/p99/max"
+    r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+) s .*RSS MB: (.*)  swap (yes|no)$",
+    re.MULTILINE,
+)
 
 
-def test_the_memory_bench_reads_every_process_of_the_stack_idle_and_through_the_burst() -> None:
-    out = run_bench("memory.py", "--spans", "600", "--settle", "1")
-    rows: dict[str, list[int]] = {}
-    for match in MEMORY_ROW.finditer(out):
-        values = match.group(2).split()  # PSS is "-" where /proc does not show it
-        rows[match.group(1)] = [int(values[0]), int(values[2]), int(values[3])]
-    assert set(rows) == {"store owner", "collector", "realtime", "broker"}, out
-    for role, (idle_rss, idle_anon, peak_rss) in rows.items():
-        assert 0 < idle_anon <= idle_rss and peak_rss > 0, f"{role}: {out}"
-
-
-def test_the_reads_bench_times_every_request_at_each_size_and_keeps_a_tenant_to_its_rows() -> None:
-    out = run_bench("reads.py", "scale", "--sizes", "3000,6000", "--seed-spans", "1500",
-                    "--repeats", "2", "--cold", "1")  # fmt: skip
-    sys.path.insert(0, str(BENCH))
-    from reads import REQUESTS  # the bench's own list of requests
-
-    for size in ("3,000", "6,000"):
-        table = out.split(f"== {size} spans")[1].split("\n\n")[0]
-        for request in REQUESTS:
-            row = re.search(rf"^{re.escape(request.name)}\s+([\d.]+)\s+([\d.]+)", table, re.M)
-            assert row and 0 < float(row[1]) <= float(row[2]), f"{request.name} at {size}: {out}"
-    grown = re.search(r"^6,000: grown to ([\d,]+) spans", out, re.MULTILINE)
-    assert grown and int(grown[1].replace(",", "")) >= 6000, out
-    shares = re.findall(r"(traces: first page, 24h|traces: tool): ([\d.]+)", out)
-    assert len(shares) == 4 and all(float(ratio) <= 1 for _, ratio in shares), out
-
-
-def test_the_reads_bench_keeps_its_cpu_mode() -> None:
-    out = run_bench("reads.py", "cpu", "--queries", "5", "--rounds", "1")
-    ratios = re.findall(r"CPU per query, ([\d.]+)x the writer's", out)
-    assert len(ratios) == 2 and all(float(r) > 0 for r in ratios), out
+def test_the_soak_bench_prints_every_window_and_stores_and_alerts_on_everything_it_sent() -> None:
+    out = run_bench("soak.py", "--rate", "200", "--minutes", "0.5", "--window-s", "10",
+                    "--warmup-minutes", "0.1", "--senders", "2")  # fmt: skip
+    windows = SOAK_WINDOW.findall(out)
+    assert len(windows) == 3, out
+    for sent, _, _, p50, p99, worst, rss, _ in windows:
+        assert int(sent.replace(",", "")) > 0 and 0 < float(p50) <= float(p99) <= float(worst)
+        roles = dict(re.findall(r"([a-z]+(?: [a-z]+)?) (\d+)", rss))
+        assert {"store owner", "collector", "realtime", "broker"} <= set(roles), rss
+        assert all(int(mb) > 0 for mb in roles.values()), rss
+    totals = re.search(r"sent ([\d,]+), stored ([\d,]+); failure traces (\d+), alerted (\d+)", out)
+    assert totals, out
+    sent, stored, failing, alerted = (int(v.replace(",", "")) for v in totals.groups())
+    assert sent == sum(int(w[0].replace(",", "")) for w in windows) and stored == sent, out
+    assert failing > 0 and alerted == failing, out
+    assert re.search(r"^  store owner under 1536 MB: (holds|does not hold)$", out, re.M), out
