@@ -22,6 +22,23 @@ from pathgrade.stack.broker import LocalBroker, ensure_topics, free_port
 
 pytestmark = pytest.mark.integration
 
+OUTPUT_TAIL_LINES = 200  # of each pathgrade process a failed test started, in its report
+_started: list[PathgradeProcess] = []  # the test's processes and running ones, for its report
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test's report ends with the last lines of every pathgrade process it started
+    (the stack's own account of what it was doing), so a failure in CI can be read there."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        for process in _started:
+            tail = "\n".join(process.lines[-OUTPUT_TAIL_LINES:])
+            report.sections.append((f"pathgrade {' '.join(process.args[:1])} output", tail))
+    if report.when == "teardown":  # a module's stack, still running, stays for its next tests
+        _started[:] = [process for process in _started if process.process.poll() is None]
+
 
 def wait_until(check: Callable[[], Any], timeout_s: float = 60, interval_s: float = 0.25) -> Any:
     """Poll `check` until it returns a truthy value; fail with its last value."""
@@ -47,6 +64,7 @@ class PathgradeProcess:
         self.args = args
         self.data_dir = data_dir
         self.lines: list[str] = []
+        _started.append(self)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "pathgrade.cli", *args],
             stdout=subprocess.PIPE,
