@@ -5,6 +5,7 @@ down or failing delays and loses nothing; refusals, batches, restarts and late c
 from __future__ import annotations
 
 import datetime
+import threading
 import time
 import uuid
 from collections import Counter
@@ -173,6 +174,43 @@ def test_requests_are_bounded_in_records_and_bytes(store: ClientStore) -> None:
     assert max(receiver.bodies) <= 64 << 10 and len(receiver.bodies) >= 3
     explanations = {r.attributes["gen_ai.evaluation.explanation"] for r in receiver.records}
     assert explanations == {"x" * 20_000}  # cut at text_chars
+
+
+class ThreadGatedStore:
+    """`store`, but a call from any thread other than the one that made it waits for
+    `opened`: the exporter's own thread is held back as a loaded machine would."""
+
+    def __init__(self, store: ClientStore) -> None:
+        self._store = store
+        self._owner = threading.get_ident()
+        self.opened = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._store, name)
+
+        def gated(*args: Any, **kwargs: Any) -> Any:
+            if threading.get_ident() != self._owner:
+                self.opened.wait()
+            return method(*args, **kwargs)
+
+        return gated
+
+
+def test_every_row_stored_after_start_returns_is_exported_however_late_its_thread_runs(
+    store: ClientStore,
+) -> None:
+    receiver = LogsReceiver()
+    gated = ThreadGatedStore(store)
+    config = ExportConfig(url=receiver.url, settle_s=0, poll_s=0.05, recheck_window_s=0)
+    exporter = ResultExporter(config, gated)  # type: ignore[arg-type]
+    exporter.start()
+    early = scores(2)
+    write_scores(store, early)  # before the exporter's thread read anything
+    store_alerts(store, [alert()])
+    gated.opened.set()
+    wait_until(lambda: len(receiver.records) == 3)
+    exporter.stop()
+    assert sorted(receiver.ids(SCORE_ID)) == sorted(s.score_id for s in early)
 
 
 def test_a_restarted_exporter_resumes_at_its_saved_cursor(store: ClientStore) -> None:
