@@ -14,9 +14,10 @@ connections hold no worker. Here, per connection:
 - a head the parser refuses gets a 400 saying why (a Content-Length that is not one
   decimal integer, two of them, a method that is no HTTP method...), or 411 for a
   Content-Length beside a Transfer-Encoding;
-- past `max_connections` open connections, the longest-idle one is closed to admit a new
-  one, else the one whose request has been arriving for longest (a request being
-  processed is never closed); when every one is being processed, the new one is closed.
+- past `max_connections` open connections, the longest-idle one (between requests) is
+  closed to admit a new one, else the one whose request has been arriving for longest (a
+  new connection's from its accept; a request being processed is never closed); when
+  every one is being processed, the new one is closed.
 
 Every refusal here is answered in JSON (no content type is known yet) and closes the
 connection. The body's bounds are the handler's, which reads it (`Exchange` tells it when
@@ -104,7 +105,9 @@ class _ConnectionTable:
     def admit(self, connection: OtlpConnection) -> bool:
         """Count a new connection in, closing the longest-idle one (else the one whose
         request has been arriving longest) when the limit is reached; False when every
-        connection is processing a request (the new one is to be closed)."""
+        connection is processing a request (the new one is to be closed). A new connection
+        awaits its first request: it counts as arriving from its accept, never as idle (on
+        a loaded loop its first bytes may not have been read yet)."""
         if len(self._phase_of) >= self.limit:
             victim = next(iter(self._phases[_IDLE]), None) or next(
                 iter(self._phases[_RECEIVING]), None
@@ -114,14 +117,15 @@ class _ConnectionTable:
                 return False
             self.drop(victim)
             victim.transport.close()
-        self._phases[_IDLE][connection] = None
-        self._phase_of[connection] = _IDLE
+        self._phases[_RECEIVING][connection] = None
+        self._phase_of[connection] = _RECEIVING
         return True
 
     def move(self, connection: OtlpConnection, phase: str) -> None:
-        """Record that `connection` is now `phase` (no-op once dropped)."""
+        """Record that `connection` is now `phase`, the newest of it (no-op once dropped,
+        or when already there: it keeps its place)."""
         current = self._phase_of.get(connection)
-        if current is None:
+        if current is None or current == phase:
             return
         del self._phases[current][connection]
         self._phases[phase][connection] = None

@@ -49,9 +49,42 @@ def test_a_new_connection_closes_the_longest_idle_one_first() -> None:
 
 def test_without_idle_ones_the_request_arriving_longest_is_closed() -> None:
     table, (first, second, third) = _table("processing", "receiving", "receiving")
+    table.move(second, "processing")  # type: ignore[arg-type]
     table.move(second, "receiving")  # type: ignore[arg-type]  # its next request began: newest
     assert table.admit(_Connection("new"))  # type: ignore[arg-type]
     assert [c.transport.closed for c in (first, second, third)] == [False, False, True]
+
+
+def test_a_new_connection_that_sent_nothing_yet_is_not_taken_for_an_idle_one() -> None:
+    table = _ConnectionTable(2)
+    first, fresh = _Connection("first"), _Connection("fresh")
+    for connection in (first, fresh):
+        assert table.admit(connection)  # type: ignore[arg-type]
+    table.move(first, "receiving")  # type: ignore[arg-type]  # its first bytes were read
+    assert table.admit(_Connection("new"))  # type: ignore[arg-type]
+    assert [first.transport.closed, fresh.transport.closed] == [True, False]
+
+
+def test_a_new_connection_arrives_from_its_accept_not_from_its_first_bytes() -> None:
+    table = _ConnectionTable(3)
+    connections = [_Connection(f"c{i}") for i in range(3)]
+    for connection in connections:
+        assert table.admit(connection)  # type: ignore[arg-type]
+    for connection in reversed(connections):  # a loaded loop reads their bytes out of order
+        table.move(connection, "receiving")  # type: ignore[arg-type]
+    assert table.admit(_Connection("new"))  # type: ignore[arg-type]
+    assert [c.transport.closed for c in connections] == [True, False, False]
+
+
+def test_an_idle_connection_between_requests_goes_before_a_new_one() -> None:
+    table = _ConnectionTable(2)
+    kept_alive, fresh = _Connection("kept_alive"), _Connection("fresh")
+    for connection in (kept_alive, fresh):
+        assert table.admit(connection)  # type: ignore[arg-type]
+    table.move(kept_alive, "processing")  # type: ignore[arg-type]
+    table.move(kept_alive, "idle")  # type: ignore[arg-type]  # answered, waiting for more
+    assert table.admit(_Connection("new"))  # type: ignore[arg-type]
+    assert [kept_alive.transport.closed, fresh.transport.closed] == [True, False]
 
 
 def test_requests_being_processed_are_never_closed_to_make_room() -> None:
