@@ -110,7 +110,7 @@ def run_agent(
         if not state.get("http_port"):
             raise CliError(f"--otlp: no running stack at {args.data_dir} to send spans to")
         args.otlp = f"http://127.0.0.1:{state['http_port']}"
-    provider, _ = agent_tracer_provider(args)
+    provider, recorder = agent_tracer_provider(args)
     print(f"run {run.run_id}: {len(items)} items x {runs_per_item}", file=sys.stderr)
     with Progress("eval", "attempt") as progress:
         summary = run_eval(
@@ -122,6 +122,9 @@ def run_agent(
     provider.shutdown()
     for error in summary.errors:
         print(f"  {error}", file=sys.stderr)
+    if recorder.failed_batches:  # the cause of traces never stored
+        print(f"  sending spans to {args.otlp} failed: {recorder.failed_spans} span(s) in "
+              f"{recorder.failed_batches} batch(es) not accepted", file=sys.stderr)  # fmt: skip
     print(
         f"run {run.run_id} {run.status}: {summary.attempts} attempts, {summary.traces} traces, "
         f"{summary.scores} scores"

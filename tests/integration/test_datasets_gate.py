@@ -14,6 +14,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from pathgrade.schemas.topics import SPANS_TOPIC
 
 from pathgrade.demo.sender import send_demo_traces
+from pathgrade.stack.broker import free_port
 from tests.integration.conftest import PathgradeProcess, start_stack, wait_until
 from tests.support.topics import read_topic_to_end
 
@@ -150,6 +151,23 @@ def test_stored_conversations_replay_against_an_agent_as_a_new_run(stack: Stack)
         == 6
     )
     assert stack.process.scalar("SELECT count() FROM scores FINAL WHERE RunId = 'run-conv'") > 0
+
+
+def test_a_replay_whose_spans_the_collector_never_accepted_says_so(stack: Stack) -> None:
+    trace_ids = stack.demo_traces(traces=2, seed=34)
+    ids = ",".join(f"'{t}'" for t in trace_ids)
+    made = stack.cli("dataset", "from-traces", "benchmark/unsent", "--where",
+                     f"TraceId IN ({ids})", "--kind", "benchmark")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    nobody = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    replayed = stack.cli("replay", "conversations", "--dataset", "benchmark/unsent", "--agent",
+                         f"{EXAMPLE / 'agent.py'}:healthy", "--run-id", "run-unsent",
+                         "--otlp", nobody, "--trace-timeout", "1")  # fmt: skip
+    assert replayed.returncode == 1
+    assert "run run-unsent failed: 2 attempts, 0 traces" in replayed.stdout, replayed.stderr
+    assert "no trace stored" in replayed.stderr
+    assert f"sending spans to {nobody} failed: " in replayed.stderr
+    assert "span(s) in 1 batch(es) not accepted" in replayed.stderr
 
 
 JUDGED_SUITE = """
