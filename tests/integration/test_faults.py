@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -53,6 +54,7 @@ STALL_S = 20.0
 WEBHOOK_DOWN_S = (30.0, 42.0)  # into the load: the receiver refuses connections
 SETTLE_S = 420.0  # after the load, for the store and the webhook to catch up
 REALTIME_SETTINGS = "webhook_queue_size: 50\nwebhook_retries: 2\n"
+ALERT_LINE = re.compile(r"^\d\d:\d\d:\d\d \w+ +PG\d+ |^\+\d+ alerts in the last ")  # `up`'s
 
 
 @dataclass
@@ -129,8 +131,11 @@ class Run:
         wait_until(lambda: self._stored(store, outcome) >= outcome.acknowledged,
                    timeout_s=max(1.0, deadline - time.monotonic()), interval_s=2)  # fmt: skip
         outcome.stored_rows = store.scalar("SELECT count() FROM spans")
-        wait_until(lambda: self._delivered(store, outcome),
-                   timeout_s=max(1.0, deadline - time.monotonic()), interval_s=2)  # fmt: skip
+        try:
+            wait_until(lambda: self._delivered(store, outcome),
+                       timeout_s=max(1.0, deadline - time.monotonic()), interval_s=2)  # fmt: skip
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; {self._undelivered(store, outcome)}") from None
         outcome.settled_s = time.monotonic() - ended
         return outcome
 
@@ -152,12 +157,26 @@ class Run:
         outcome.key_mismatches = self.receiver.key_mismatches
         return bool(outcome.table_alerts) and outcome.table_alerts <= outcome.webhook_alerts
 
-    def output_tails(self, lines: int = 40) -> str:
-        """The last `lines` lines each process of the run printed (its status lines every
-        5 s among them), to tell a failed run's cause."""
+    def _undelivered(self, store: PathgradeProcess, outcome: Outcome) -> str:
+        """The alerts of the table the webhook never got: their numbering and detection
+        (partition, number, code, detected at), to tell which path lost them."""
+        missing = sorted(key for _, key in outcome.table_alerts - outcome.webhook_alerts)
+        if not missing:
+            return f"{len(outcome.table_alerts)} alerts in the table"
+        rows = store.sql(
+            "SELECT SpansPartition, PartitionSeq, Code, DetectedAt FROM alerts "
+            f"WHERE AlertKey IN ({', '.join(repr(key) for key in missing[:50])}) "
+            "ORDER BY SpansPartition, PartitionSeq"
+        ).rows
+        return f"{len(missing)} of {len(outcome.table_alerts)} never reached the webhook: {rows}"
+
+    def output_tails(self, lines: int = 60) -> str:
+        """The last `lines` lines each process of the run printed, its alert lines left
+        out (its status lines every 5 s and its warnings stay), to tell a failed run's
+        cause."""
         return "\n".join(
             f"--- pathgrade {' '.join(process.args[:1])} (pid {process.process.pid}):\n"
-            + "\n".join(process.lines[-lines:])
+            + "\n".join([line for line in process.lines if not ALERT_LINE.match(line)][-lines:])
             for process in self.processes
         )
 
