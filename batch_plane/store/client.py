@@ -234,15 +234,22 @@ class ClientStore:
             raise QueryError(clickhouse_reason(str(exc))) from exc
 
     def insert(self, table: str, rows: list[list[Any]], column_names: list[str]) -> None:
+        """Insert `rows` on the writer's session. clickhouse-connect's insert context refers
+        to itself (a bound method of its own), so only a full garbage collection frees it,
+        and with it the rows it holds: it gets a list of its own, emptied once the insert is
+        done, so the rows go when the caller drops them (docs/scale.md, Long run)."""
         if not rows:
             return
+        held = list(rows)
         try:
             with self.lock:
-                self.client.insert(table, rows, column_names=column_names)
+                self.client.insert(table, held, column_names=column_names)
         except DataError as exc:
             raise RowsRejected(f"insert into {table} failed: {str(exc).strip()}") from exc
         except Exception as exc:
             raise QueryError(f"insert into {table} failed: {str(exc).strip()}") from exc
+        finally:
+            held.clear()
 
     def insert_encodable(
         self, table: str, rows: list[list[Any]], column_names: list[str]
