@@ -70,10 +70,11 @@ def test_429_honours_retry_after_then_succeeds(standin: OpenAIStandIn) -> None:
 
 
 def test_timeouts_are_retried(standin: OpenAIStandIn) -> None:
-    standin.enqueue(Reply(delay_s=1.0))
-    judge, sleeps = make_judge(standin, timeout_s=0.2)
-    assert judge.evaluate(RUBRIC, INPUTS).attempts == 2
-    assert len(sleeps) == 1
+    standin.enqueue(Reply(delay_s=4.0))  # answers long after the first attempt gave up
+    judge, sleeps = make_judge(standin, timeout_s=1.0)
+    result = judge.evaluate(RUBRIC, INPUTS)
+    assert result.attempts >= 2  # more when a loaded machine makes a prompt answer late too
+    assert len(sleeps) == result.attempts - 1 and len(standin.requests) == result.attempts
 
 
 def test_malformed_and_off_schema_answers_are_retried_then_fail(standin: OpenAIStandIn) -> None:
