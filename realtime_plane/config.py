@@ -82,6 +82,14 @@ class RealtimeConfig(BaseModel):
     recent_traces: PositiveInt = Field(
         10_000, description="evaluated traces kept for late spans (and their alert keys)"
     )
+    # bench/memory.py: a remembered span costs its message's share (~360 B of encoded OTLP
+    # in the realistic mix) and ~100 B of bookkeeping; as decoded objects it cost ~2.5 KB.
+    recent_spans: PositiveInt = Field(
+        200_000,
+        description="spans and log records of those traces kept at most; beyond, the oldest "
+        "traces are forgotten first (a late span of a forgotten trace is graded without "
+        "its earlier spans)",
+    )
     conversation_cache_size: PositiveInt = Field(
         10_000, description="conversations whose turn digests are kept"
     )
