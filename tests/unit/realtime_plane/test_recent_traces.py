@@ -39,14 +39,21 @@ def test_a_trace_with_many_spans_forgets_the_oldest_traces() -> None:
     assert a.stats.duplicate_spans == 1 and a.traces_held == 1
 
 
-def test_the_bound_is_reached_not_passed_and_records_count() -> None:
-    """recent_spans 4: a trace of 2 spans and a trace of 1 span and 1 record are both
-    remembered (4 at the bound); a trace larger than the bound alone is not remembered."""
-    a = TurnAssembler(quiet_window_s=1.0, recent_spans=4)
+def _two_graded(recent_spans: int) -> TurnAssembler:
+    """Trace a (2 spans), then trace b (1 span and 1 log record), graded."""
+    a = TurnAssembler(quiet_window_s=1.0, recent_spans=recent_spans)
     a.add(0, 0, [span("a", "r", agent=True), span("a", "x", "r")], now=0.0)
     a.add(0, 1, [span("b", "r", agent=True)], now=0.0)
     a.add_records(0, 0, [record("b", "r")], now=0.0)
     assert tops(a.due(1.0)) == ["r", "r"]
+    return a
+
+
+def test_the_bound_counts_records_and_is_reached_not_passed() -> None:
+    """At recent_spans 4, a and b (4 spans and records) are both remembered; at 3, a is
+    forgotten (its span read again is new); a trace larger than the bound alone is not
+    remembered."""
+    a = _two_graded(recent_spans=4)
     a.add(0, 2, [span("a", "x", "r"), span("b", "r", agent=True)], now=2.0)
     assert a.stats.duplicate_spans == 2 and a.traces_held == 0
     big = [span("c", "r", agent=True), *(span("c", f"x{n}", "r") for n in range(4))]
@@ -54,6 +61,11 @@ def test_the_bound_is_reached_not_passed_and_records_count() -> None:
     assert tops(a.due(4.0)) == ["r"]
     a.add(0, 4, [span("c", "x0", "r")], now=5.0)
     assert a.stats.duplicate_spans == 2 and a.traces_held == 1
+    a = _two_graded(recent_spans=3)
+    a.add(0, 2, [span("b", "r", agent=True)], now=2.0)
+    assert a.stats.duplicate_spans == 1 and a.traces_held == 0
+    a.add(0, 3, [span("a", "x", "r")], now=2.0)
+    assert a.stats.duplicate_spans == 1 and a.traces_held == 1
 
 
 @dataclass(frozen=True)
