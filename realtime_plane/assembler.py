@@ -24,7 +24,11 @@ verdicts that read earlier turns (a confirmation) do not depend on arrival order
 `parent_wait_s` at most. Offsets that may be committed stop at the
 lowest offset still held for each partition. A span read again (at-least-once delivery)
 is counted and left out; a span arriving after its turn was graded re-opens the trace with
-its earlier spans, and the turns it changed are graded again.
+its earlier spans, and the turns it changed are graded again. A graded trace is remembered
+for that (the last `recent_traces`, at most `recent_spans` spans and records over them,
+the oldest forgotten first) by what it was read from, not by its spans: the messages its
+spans came in (`add`'s `source`), which `expand` reads again when a late span re-opens it
+(a span read from a message costs about 7 times its encoded size as objects).
 
 Log records (GenAI events as records, `pathgrade.logs`) are held with their trace and
 joined to their spans when a turn is handed out (`content.events.join_records`), whichever
@@ -49,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import attrgetter
-from typing import Literal
+from typing import Literal, cast
 
 from pathgrade.content.agent_turns import TurnLayout, TurnShape, loose_turn, turn_layout
 from pathgrade.content.events import join_records
@@ -80,6 +84,12 @@ class _Held:
     record_keys: set[tuple[object, ...]] = field(default_factory=set)  # to leave re-reads out
     record_arrived: dict[str, float] = field(default_factory=dict)  # span id -> latest
     record_offsets: dict[int, int] = field(default_factory=dict)  # as `offsets`, of records
+    sources: list[object] = field(default_factory=list)  # what `spans` were read from
+
+    @property
+    def size(self) -> int:
+        """Spans and records held (or remembered) of the trace."""
+        return len(self.arrived) + len(self.record_keys)
 
     def turns(self) -> TurnLayout:
         """The trace's layout (`content.agent_turns`), found again only when spans came."""
@@ -120,11 +130,15 @@ class TurnAssembler:
     max_spans: int = 1_000_000
     recent_traces: int = 10_000
     parent_wait_s: float = 5.0
+    recent_spans: int = 200_000
+    expand: Callable[[object], list[Span]] = field(default=lambda source: cast(list[Span], source))
+    """The spans of one `source` given to `add` (by default the list of spans itself)."""
     stats: AssemblerStats = field(default_factory=AssemblerStats)
 
     def __post_init__(self) -> None:
         self._held: OrderedDict[TraceKey, _Held] = OrderedDict()  # oldest first
-        self._recent: OrderedDict[TraceKey, _Held] = OrderedDict()
+        self._recent: OrderedDict[TraceKey, _Held] = OrderedDict()  # spans left out
+        self._recent_size = 0  # spans and records of `_recent`
         self._span_count = 0
         self._record_count = 0
         self._wakes: list[tuple[float, TraceKey]] = []  # may hold stale entries
@@ -145,9 +159,13 @@ class TurnAssembler:
     def records_held(self) -> int:
         return self._record_count
 
-    def add(self, partition: int, offset: int, spans: list[Span], now: float) -> None:
-        """Buffer the spans of one message (read at `partition`, `offset`)."""
+    def add(
+        self, partition: int, offset: int, spans: list[Span], now: float, source: object = None
+    ) -> None:
+        """Buffer the spans of one message (read at `partition`, `offset`); `source` is
+        what they were read from (`expand(source)` reads them again; default: `spans`)."""
         self._spans.read(partition, offset)
+        source = spans if source is None else source
         self.stats.spans_added += len(spans)
         touched: dict[TraceKey, _Held] = {}
         # A message holds the spans of one trace (the collector groups them): its buffer is
@@ -172,6 +190,7 @@ class TurnAssembler:
             assert held is not None
             touched[key] = held
             held.spans += added
+            held.sources.append(source)
             self._span_count += len(added)
             held.open_start = min(held.open_start, min(s.start_ns for s in added))
             if not held.conversation:
@@ -232,16 +251,30 @@ class TurnAssembler:
         if earlier is None:
             held = _Held([], {}, now, now, {}, {})
         else:
-            held = _Held(earlier.spans, earlier.arrived, now, now, {}, earlier.graded,
-                         earlier.conversation, records=earlier.records,
+            self._recent_size -= earlier.size
+            held = _Held(self._read_again(key, earlier), earlier.arrived, now, now, {},
+                         earlier.graded, earlier.conversation, records=earlier.records,
                          record_keys=earlier.record_keys,
-                         record_arrived=earlier.record_arrived)  # fmt: skip
+                         record_arrived=earlier.record_arrived,
+                         sources=earlier.sources)  # fmt: skip
             self._span_count += len(held.spans)
             self._record_count += sum(map(len, held.records.values()))
             if held.conversation:
                 self._conversations.setdefault((key[0], held.conversation), set()).add(key)
         self._held[key] = held
         return held
+
+    def _read_again(self, key: TraceKey, earlier: _Held) -> list[Span]:
+        """The spans of remembered trace `key`, read again from their sources: those it
+        held, each once, in the order they were added."""
+        arrived, spans, seen = earlier.arrived, [], set()
+        for source in earlier.sources:
+            for span in self.expand(source):
+                span_id = span.span_id
+                if span_id in arrived and span_id not in seen and _TRACE_KEY(span) == key:
+                    seen.add(span_id)
+                    spans.append(span)
+        return spans
 
     def due(self, now: float) -> list[DueTurn]:
         """Turns to evaluate now: quiet ones, those of too old traces, and those of the
@@ -420,18 +453,19 @@ class TurnAssembler:
                 heapq.heappush(self._wakes, (-math.inf, waiting))
 
     def _close(self, key: TraceKey) -> None:
-        """The trace leaves the buffer for the recently graded ones (kept for late spans)."""
+        """The trace leaves the buffer for the recently graded ones, kept for late spans
+        by their sources (the oldest forgotten beyond `recent_traces` or `recent_spans`)."""
         held = self._held.pop(key)
         self._span_count -= len(held.spans)
         self._record_count -= sum(map(len, held.records.values()))
-        held.open_start, held.layout = math.inf, None
+        held.spans, held.open_start, held.layout = [], math.inf, None
         if held.conversation:
             self._leave_conversation(key, held.conversation)
             self._wake_waiting(key, held)
         self._recent[key] = held
-        self._recent.move_to_end(key)
-        while len(self._recent) > self.recent_traces:
-            self._recent.popitem(last=False)
+        self._recent_size += held.size
+        while len(self._recent) > self.recent_traces or self._recent_size > self.recent_spans:
+            self._recent_size -= self._recent.popitem(last=False)[1].size
 
     def _leave_conversation(self, key: TraceKey, conversation: str) -> None:
         """Trace `key` is no longer held: its conversation no longer waits for it."""

@@ -82,6 +82,15 @@ class RealtimeConfig(BaseModel):
     recent_traces: PositiveInt = Field(
         10_000, description="evaluated traces kept for late spans (and their alert keys)"
     )
+    # bench/realtime_memory.py: a remembered span costs ~530 B in the realistic mix (its
+    # message's ~360 B of encoded OTLP, and which span ids arrived when), ~107 MB at the
+    # bound; kept as decoded spans it cost ~2.5 KB (docs/scale.md).
+    recent_spans: PositiveInt = Field(
+        200_000,
+        description="spans and log records of those traces kept at most; beyond, the oldest "
+        "traces are forgotten first (a late span of a forgotten trace is graded without "
+        "its earlier spans)",
+    )
     conversation_cache_size: PositiveInt = Field(
         10_000, description="conversations whose turn digests are kept"
     )

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka import KafkaProducer, TopicPartition
-from pathgrade.content.otlp import reader_built
+from pathgrade.content.otlp import decode_kafka_message, reader_built
 from pathgrade.detectors import load_policy
 from pathgrade.realtime_plane.assembler import DueTurn, TurnAssembler
 from pathgrade.realtime_plane.config import RealtimeConfig
@@ -93,7 +93,8 @@ class RealtimePlane:
         name = Path(config.policy_path).name if config.policy_path else "default"
         self.assembler = TurnAssembler(
             config.quiet_window_s, config.max_age_s, config.max_traces, config.max_spans,
-            config.recent_traces, config.parent_wait_s,
+            config.recent_traces, config.parent_wait_s, config.recent_spans,
+            decode_kafka_message,
         )  # fmt: skip
         self.evaluator = TurnEvaluator(
             policy, name, config.conversation_cache_size, config.conversation_turns,
@@ -280,7 +281,7 @@ class RealtimePlane:
             return
         spans = decode_spans(partition, message, self.counters_, self.message_key)
         self.counters_.spans += len(spans)
-        self.assembler.add(partition.partition, message.offset, spans, now)
+        self.assembler.add(partition.partition, message.offset, spans, now, message)
 
     def _evaluate(self, due: DueTurn) -> None:
         """Evaluate one released turn and emit what it found. A turn whose evaluation

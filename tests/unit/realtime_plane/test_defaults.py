@@ -15,7 +15,7 @@ DEFAULTS = RealtimeConfig(bootstrap_servers="k:9092")
 
 def test_the_assemblers_defaults_are_the_planes() -> None:
     names = ("quiet_window_s", "max_age_s", "max_traces", "max_spans", "recent_traces",
-             "parent_wait_s")  # fmt: skip
+             "parent_wait_s", "recent_spans")  # fmt: skip
     assembler = TurnAssembler()
     assert {n: getattr(assembler, n) for n in names} == {n: getattr(DEFAULTS, n) for n in names}
     assert assembler.stats == AssemblerStats(0, 0, 0, 0, 0, 0, 0, 0)
