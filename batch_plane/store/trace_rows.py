@@ -216,12 +216,14 @@ def find_trace_ids(
 
 
 def load_traces(store: ReadableStore, trace_ids: Sequence[str]) -> list[Trace]:
-    """The stored traces with these ids (one row per span after FINAL), in the given order."""
+    """The stored traces with these ids (one row per span after FINAL), in the given order,
+    read on the days their spans are in (`span_times`)."""
     if not trace_ids:
         return []
+    days, bounds = span_times(store, trace_ids)
     rows = store.query(
-        SPAN_SELECT + "WHERE TraceId IN {ids:Array(String)}",
-        {"ids": list(trace_ids)},
+        SPAN_SELECT + f"WHERE TraceId IN {{ids:Array(String)}} AND {days}",
+        {"ids": list(trace_ids), **bounds},
         readonly=True,
     ).dicts()
     order = {trace_id: index for index, trace_id in enumerate(trace_ids)}
