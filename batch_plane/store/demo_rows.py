@@ -39,6 +39,7 @@ WHERE: tuple[tuple[str, str], ...] = (
     ("trace_facets", _OF_DEMO_TRACES),
     ("conversation_traces", _OF_DEMO_TRACES),
     ("feedback_spans", _OF_DEMO_TRACES),
+    ("tool_spans", _OF_DEMO_TRACES),
     ("spans_trace_id_ts", _OF_DEMO_TRACES),
     ("spans", _OF_DEMO_TRACES),
 )

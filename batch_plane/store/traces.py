@@ -14,13 +14,13 @@ SpanKey = tuple[str, str, str]
 
 
 def span_tools(store: ReadableStore, viewer: Viewer, keys: Sequence[SpanKey]) -> dict[SpanKey, str]:
-    """The tool name of each of the spans (spans of no tool: ""), read on the days their
-    traces' spans are in (`span_times`)."""
+    """The tool name of each of the spans that has one (the others are left out), read from
+    `tool_spans` (migration 0022) on the days their traces' spans are in (`span_times`)."""
     if not keys:
         return {}
     days, bounds = span_times(store, [trace for _, trace, _ in keys], [t for t, _, _ in keys])
     rows = store.query(
-        "SELECT Tenant, TraceId, SpanId, GenAIToolName FROM spans WHERE "
+        "SELECT Tenant, TraceId, SpanId, GenAIToolName FROM tool_spans WHERE "
         f"{viewer.where('Tenant')} AND (Tenant, TraceId, SpanId) IN "
         f"{{keys:Array(Tuple(String, String, String))}} AND {days}",
         {"keys": list(keys), **bounds, **viewer.parameters},

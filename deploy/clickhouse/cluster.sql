@@ -616,3 +616,27 @@ ALTER TABLE trace_roots ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(ReceivedAt)
 
 ALTER TABLE trace_facets ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY;
 
+CREATE TABLE IF NOT EXISTS tool_spans ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    TraceId String CODEC(ZSTD(1)),
+    SpanId String CODEC(ZSTD(1)),
+    Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
+    GenAIToolName LowCardinality(String),
+    ReceivedAt DateTime64(9) CODEC(Delta, ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ReceivedAt)
+PARTITION BY toDate(Timestamp)
+ORDER BY (Tenant, TraceId, SpanId)
+TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS tool_spans_mv ON CLUSTER 'pathgrade' TO tool_spans AS
+SELECT Tenant, TraceId, SpanId, Timestamp, GenAIToolName, ReceivedAt
+FROM spans
+WHERE GenAIToolName != '';
+
+INSERT INTO tool_spans
+SELECT Tenant, TraceId, SpanId, Timestamp, GenAIToolName, ReceivedAt
+FROM spans
+WHERE GenAIToolName != '';
+

@@ -676,3 +676,30 @@ ALTER TABLE trace_roots_local ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(Recei
 
 ALTER TABLE trace_facets_local ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY;
 
+CREATE TABLE IF NOT EXISTS tool_spans_local ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    TraceId String CODEC(ZSTD(1)),
+    SpanId String CODEC(ZSTD(1)),
+    Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
+    GenAIToolName LowCardinality(String),
+    ReceivedAt DateTime64(9) CODEC(Delta, ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ReceivedAt)
+PARTITION BY toDate(Timestamp)
+ORDER BY (Tenant, TraceId, SpanId)
+TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY;
+
+CREATE TABLE IF NOT EXISTS tool_spans ON CLUSTER 'pathgrade' AS tool_spans_local
+ENGINE = Distributed('pathgrade', currentDatabase(), tool_spans_local, cityHash64(TraceId));
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS tool_spans_mv ON CLUSTER 'pathgrade' TO tool_spans_local AS
+SELECT Tenant, TraceId, SpanId, Timestamp, GenAIToolName, ReceivedAt
+FROM spans_local
+WHERE GenAIToolName != '';
+
+INSERT INTO tool_spans
+SELECT Tenant, TraceId, SpanId, Timestamp, GenAIToolName, ReceivedAt
+FROM spans
+WHERE GenAIToolName != '';
+

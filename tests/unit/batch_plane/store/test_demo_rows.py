@@ -84,6 +84,7 @@ def test_demo_clean_deletes_every_demo_row_and_keeps_the_rest(store: ClientStore
     assert column("SELECT TraceId FROM spans_trace_id_ts") == [kept_live, kept_eval]
     assert column("SELECT TraceId FROM conversation_traces") == [kept_live, kept_eval]
     assert column("SELECT TraceId FROM feedback_spans") == [kept_live, kept_eval]
+    assert column("SELECT TraceId FROM tool_spans") == [kept_live, kept_eval]
     assert column("SELECT TraceId FROM alerts") == [kept_live, kept_eval]
     assert column("SELECT TraceId FROM scores") == [kept_live, kept_eval]
     assert column("SELECT RunId FROM runs") == ["own-run"]

@@ -128,7 +128,7 @@ def test_retention_is_configurable_and_the_migration_holds_the_defaults(
     assert derived.statements() == [
         s for s in defaults if s.split()[2] in ("trace_roots", "trace_facets")
     ]
-    for table in ("conversation_traces", "feedback_spans"):  # the TTL in their CREATE
+    for table in ("conversation_traces", "feedback_spans", "tool_spans"):  # TTL in CREATE
         (created,) = [m for m in bundled_migrations() if m.name == table]
         ttl = "TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY"
         assert f"ALTER TABLE {table} MODIFY {ttl}" in defaults
