@@ -53,19 +53,24 @@ def _keys(store: ReadableStore, viewer: Viewer, conversation_id: str) -> list[tu
 def spans(
     store: ReadableStore, viewer: Viewer, conversation_id: str, limit: int
 ) -> list[ConversationSpan]:
-    """Up to `limit` spans of the conversation's traces, by start time."""
+    """Up to `limit` spans of the conversation's traces, by start time: each span's latest
+    row, as FINAL would merge them, but read by the primary key on the days the traces'
+    spans are in (FINAL reads every day's partition)."""
     keys = _keys(store, viewer, conversation_id)
     if not keys:
         return []
     days, bounds = span_times(store, [trace for _, trace in keys], [tenant for tenant, _ in keys])
     rows = store.query(
-        "SELECT Tenant, TraceId, toUnixTimestamp64Nano(Timestamp), Duration, SpanName, "
-        "ParentSpanId, GenAIOperation, GenAIAgentName, GenAIToolName, "
-        "StatusCode = 'Error' OR GenAIErrorType != '', "
-        "if(GenAIOperation = 'chat', GenAIInputMessages, '') FROM spans FINAL "
+        "SELECT Tenant, TraceId, StartNs, Duration, SpanName, ParentSpanId, GenAIOperation, "
+        "GenAIAgentName, GenAIToolName, Failed, ChatInput FROM ("
+        "SELECT Tenant, TraceId, SpanId, toUnixTimestamp64Nano(Timestamp) AS StartNs, Duration, "
+        "SpanName, ParentSpanId, GenAIOperation, GenAIAgentName, GenAIToolName, "
+        "StatusCode = 'Error' OR GenAIErrorType != '' AS Failed, "
+        "if(GenAIOperation = 'chat', GenAIInputMessages, '') AS ChatInput FROM spans "
         f"WHERE {viewer.where('Tenant')} AND (Tenant, TraceId) IN "
-        "{keys:Array(Tuple(String, String))} "
-        f"AND {days} ORDER BY Timestamp, SpanId LIMIT {int(limit)}",
+        f"{{keys:Array(Tuple(String, String))}} AND {days} "
+        "ORDER BY Tenant, TraceId, SpanId, ReceivedAt DESC LIMIT 1 BY Tenant, TraceId, SpanId"
+        f") ORDER BY StartNs, SpanId LIMIT {int(limit)}",
         {"keys": keys, **bounds, **viewer.parameters},
     ).rows
     return [ConversationSpan(*row) for row in rows]

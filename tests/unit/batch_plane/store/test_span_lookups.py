@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from pathgrade.batch_plane.store import alerts, conversations, review, traces
@@ -77,7 +78,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClientStore]:
     migrate(store.client)
     store_spans(store, tool_spans("a", "2" * 32) + tool_spans("b", "3" * 32))
     store_spans(store, conversation_spans(B, "a", 2))
-    store_spans(store, conversation_spans(B, "a", 2))  # a replay
+    replayed = [replace(s, name=f"{s.name} again", received_at_ns=s.received_at_ns + 1)
+                for s in conversation_spans(B, "a", 2)]  # fmt: skip
+    store_spans(store, replayed)  # a replay, received later: its rows are the latest
     store_spans(store, conversation_spans(D, "b", 3))  # another tenant's
     store_spans(store, [span("a", E, 0, 1, conversation="c2", root=True)])
     store_spans(store, [span("b", F, 0, 1, feedback="-1", root=True),
@@ -110,12 +113,12 @@ def test_a_conversation_holds_every_span_of_each_trace_with_a_span_of_it(
     ]
     assert every == [
         ("a", A, "step 0"), ("a", A, "step 1"), ("a", A, "step 2"), ("b", D, "step 0"),
-        ("b", D, "step 1"), ("a", B, "step 0"), ("a", B, "step 1"), ("b", D, "step 2"),
-        ("a", B, "step 2"),
+        ("b", D, "step 1"), ("a", B, "step 0 again"), ("a", B, "step 1 again"),
+        ("b", D, "step 2"), ("a", B, "step 2 again"),
     ]  # fmt: skip
     own = conversations.spans(store, Viewer("a"), "c1", 4)
     assert [(s.trace_id, s.name) for s in own] == [
-        (A, "step 0"), (A, "step 1"), (A, "step 2"), (B, "step 0"),
+        (A, "step 0"), (A, "step 1"), (A, "step 2"), (B, "step 0 again"),
     ]  # fmt: skip
     assert conversations.spans(store, Viewer("a"), "c3", 100) == []
     alerts = conversations.alerts(store, Viewer(None), "c1")
