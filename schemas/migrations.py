@@ -22,6 +22,15 @@ CONTENT_COLUMNS = (
 """The `spans` columns holding captured content, cleared after the content retention."""
 LOG_CONTENT_COLUMNS = ("Body", "ContentAttributes")
 """The `logs` columns holding captured content (migration 0015), cleared likewise."""
+SPAN_DERIVED_TTL = {
+    "trace_roots": "toDateTime(ReceivedAt)", "trace_facets": "toDateTime(ReceivedAt)",
+    "conversation_traces": "toDateTime(ReceivedAt)", "feedback_spans": "toDateTime(ReceivedAt)",
+    "tool_spans": "toDateTime(ReceivedAt)",
+}  # fmt: skip
+"""The tables a view fills with rows of `spans` (migrations 0009, 0018-0020, 0022) and what their
+retention counts from (the spans' receipt): kept as long as span rows (migration 0021 and
+the CREATEs). Not `span_counts`: per-minute sums with no receipt time (a minute's count
+would go before spans received late for it)."""
 DEFAULT_CONTENT_RETENTION_DAYS = 7
 DEFAULT_RETENTION_DAYS = 90
 """Migration 0010's retention: captured content, and span rows with their facts."""

@@ -93,14 +93,15 @@ def top_tools(
     store: ReadableStore, viewer: Viewer, filters: AlertFilters, limit: int
 ) -> list[tuple[str, int]]:
     """The `limit` tools whose spans the most alerts are pinned to, with their counts. The
-    spans are read from the first start of the alerts' turns to the last end or detection
-    (a turn's spans start within its top span, `TraceStartNs`-`TraceEndNs`, and before
-    they are detected), so only the days of those alerts are opened."""
+    spans are read from `tool_spans` (migration 0022: the spans of a tool), from the first
+    start of the alerts' turns to the last end or detection (a turn's spans start within
+    its top span, `TraceStartNs`-`TraceEndNs`, and before they are detected), so only the
+    days of those alerts are opened."""
     where, values = filters.where(viewer)
     pinned = f"FROM alerts FINAL WHERE {where} AND SpanId != ''"
     rows = store.query(
-        "SELECT GenAIToolName, count() AS n FROM spans WHERE "
-        f"{viewer.where('Tenant')} AND GenAIToolName != '' "
+        "SELECT GenAIToolName, count() AS n FROM tool_spans WHERE "
+        f"{viewer.where('Tenant')} "
         f"AND Timestamp >= fromUnixTimestamp64Nano((SELECT min(TraceStartNs) {pinned})) "
         "AND Timestamp <= fromUnixTimestamp64Nano("
         f"(SELECT max(greatest(TraceEndNs, DetectedAtNs)) {pinned})) "

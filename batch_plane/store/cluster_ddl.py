@@ -36,6 +36,9 @@ SHARDING_KEYS = {
     "spans_trace_id_ts": TRACE_KEY,  # (Tenant, TraceId); filled from the shard's spans
     "trace_roots": TRACE_KEY,  # (Tenant, Timestamp, TraceId, SpanId); from the shard's spans
     "trace_facets": TRACE_KEY,  # (Tenant, Facet, Value, Timestamp, TraceId); the same
+    "conversation_traces": TRACE_KEY,  # (Tenant, ConversationId, TraceId); the same
+    "feedback_spans": TRACE_KEY,  # (Tenant, TraceId, SpanId); the same
+    "tool_spans": TRACE_KEY,  # (Tenant, TraceId, SpanId); the same
     "logs": TRACE_KEY,  # dedup key (Tenant, TraceId, SpanId, Timestamp, RecordHash)
     "scores": TRACE_KEY,  # ScoreId hashes the trace id with the score's other identity
     # AlertKey hashes the finding's trace id, except a coverage gap's: one per (tenant,

@@ -1,12 +1,15 @@
 """Typed reads of one conversation's traces (the spans, alerts and scores of every trace
-with a span of the conversation), one viewer's rows only. The traces are chosen with
-GLOBAL IN: on a sharded store a conversation's traces live on several shards."""
+with a span of the conversation), one viewer's rows only. The traces are looked up by key in
+`conversation_traces` (migration 0019), not among the spans; alerts and scores choose them
+with GLOBAL IN (on a sharded store a conversation's traces live on several shards), the
+spans by their keys on the days their spans are in (`traces.span_times`)."""
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
 from pathgrade.batch_plane.store.tenancy import Viewer
+from pathgrade.batch_plane.store.traces import span_times
 from pathgrade.schemas.store import ReadableStore
 
 
@@ -26,27 +29,49 @@ class ConversationSpan(NamedTuple):
     chat_input: str  # a chat span's input messages ("" for other spans)
 
 
+_TRACES = (
+    "SELECT DISTINCT Tenant, TraceId FROM conversation_traces "
+    "WHERE {of_viewer} AND ConversationId = {{conversation:String}}"
+)
+
+
 def _chosen(viewer: Viewer, conversation_id: str) -> tuple[str, dict[str, Any]]:
     """The condition keeping the conversation's traces, and its parameters."""
-    condition = (
-        "(Tenant, TraceId) GLOBAL IN (SELECT Tenant, TraceId FROM spans "
-        f"WHERE {viewer.where('Tenant')} AND GenAIConversationId = {{conversation:String}})"
-    )
+    condition = f"(Tenant, TraceId) GLOBAL IN ({_TRACES.format(of_viewer=viewer.where('Tenant'))})"
     return condition, {"conversation": conversation_id, **viewer.parameters}
+
+
+def _keys(store: ReadableStore, viewer: Viewer, conversation_id: str) -> list[tuple[str, str]]:
+    """(tenant, trace id) of each trace with a span of the conversation."""
+    rows = store.query(
+        _TRACES.format(of_viewer=viewer.where("Tenant")) + " ORDER BY Tenant, TraceId",
+        {"conversation": conversation_id, **viewer.parameters},
+    ).rows
+    return [(tenant, trace) for tenant, trace in rows]
 
 
 def spans(
     store: ReadableStore, viewer: Viewer, conversation_id: str, limit: int
 ) -> list[ConversationSpan]:
-    """Up to `limit` spans of the conversation's traces, by start time."""
-    chosen, values = _chosen(viewer, conversation_id)
+    """Up to `limit` spans of the conversation's traces, by start time: each span's latest
+    row, as FINAL would merge them, but read by the primary key on the days the traces'
+    spans are in (FINAL reads every day's partition)."""
+    keys = _keys(store, viewer, conversation_id)
+    if not keys:
+        return []
+    days, bounds = span_times(store, [trace for _, trace in keys], [tenant for tenant, _ in keys])
     rows = store.query(
-        "SELECT Tenant, TraceId, toUnixTimestamp64Nano(Timestamp), Duration, SpanName, "
-        "ParentSpanId, GenAIOperation, GenAIAgentName, GenAIToolName, "
-        "StatusCode = 'Error' OR GenAIErrorType != '', "
-        "if(GenAIOperation = 'chat', GenAIInputMessages, '') "
-        f"FROM spans FINAL WHERE {chosen} ORDER BY Timestamp, SpanId LIMIT {int(limit)}",
-        values,
+        "SELECT Tenant, TraceId, StartNs, Duration, SpanName, ParentSpanId, GenAIOperation, "
+        "GenAIAgentName, GenAIToolName, Failed, ChatInput FROM ("
+        "SELECT Tenant, TraceId, SpanId, toUnixTimestamp64Nano(Timestamp) AS StartNs, Duration, "
+        "SpanName, ParentSpanId, GenAIOperation, GenAIAgentName, GenAIToolName, "
+        "StatusCode = 'Error' OR GenAIErrorType != '' AS Failed, "
+        "if(GenAIOperation = 'chat', GenAIInputMessages, '') AS ChatInput FROM spans "
+        f"WHERE {viewer.where('Tenant')} AND (Tenant, TraceId) IN "
+        f"{{keys:Array(Tuple(String, String))}} AND {days} "
+        "ORDER BY Tenant, TraceId, SpanId, ReceivedAt DESC LIMIT 1 BY Tenant, TraceId, SpanId"
+        f") ORDER BY StartNs, SpanId LIMIT {int(limit)}",
+        {"keys": keys, **bounds, **viewer.parameters},
     ).rows
     return [ConversationSpan(*row) for row in rows]
 

@@ -37,6 +37,9 @@ WHERE: tuple[tuple[str, str], ...] = (
     ("datasets", f"Owner = '{DEMO_OWNER}'"),
     ("trace_roots", _OF_DEMO_TRACES),
     ("trace_facets", _OF_DEMO_TRACES),
+    ("conversation_traces", _OF_DEMO_TRACES),
+    ("feedback_spans", _OF_DEMO_TRACES),
+    ("tool_spans", _OF_DEMO_TRACES),
     ("spans_trace_id_ts", _OF_DEMO_TRACES),
     ("spans", _OF_DEMO_TRACES),
 )

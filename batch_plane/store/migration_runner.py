@@ -17,6 +17,7 @@ from pathgrade.schemas.migrations import (
     DEFAULT_CONTENT_RETENTION_DAYS,
     DEFAULT_RETENTION_DAYS,
     LOG_CONTENT_COLUMNS,
+    SPAN_DERIVED_TTL,
     Migration,
     bundled_migrations,
 )
@@ -110,9 +111,10 @@ def retention_ddl(
     shards: bool = False,
 ) -> list[str]:
     """The statements that keep captured content `content_days` and span rows (with
-    their facts) `retention_days`, counted from when the collector received each span
-    (`ReceivedAt`); ValueError unless 1 <= content_days <= retention_days. On a sharded
-    cluster they apply to the local tables."""
+    their facts, and the rows the views derive from them: `SPAN_DERIVED_TTL`)
+    `retention_days`, counted from when the collector received each span (`ReceivedAt`);
+    ValueError unless 1 <= content_days <= retention_days. On a sharded cluster they apply
+    to the local tables."""
     if not 1 <= content_days <= retention_days:
         raise ValueError(
             f"retention: content must be kept 1 day or more and no longer than the rows "
@@ -132,6 +134,10 @@ def retention_ddl(
         f"ALTER TABLE spans MODIFY TTL toDateTime(ReceivedAt) + INTERVAL {retention_days} DAY",
         f"ALTER TABLE spans_trace_id_ts MODIFY TTL toDateTime(End) + INTERVAL {retention_days} DAY",
         f"ALTER TABLE logs MODIFY TTL toDateTime(ReceivedAt) + INTERVAL {retention_days} DAY",
+    ]
+    statements += [
+        f"ALTER TABLE {table} MODIFY TTL {counted_from} + INTERVAL {retention_days} DAY"
+        for table, counted_from in SPAN_DERIVED_TTL.items()
     ]
     layout = Layout(cluster, shards)
     return [laid for s in statements for laid in layout.statements(s)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pathgrade.schemas.genai import NEGATIVE_FEEDBACK, PG_FEEDBACK
+from pathgrade.schemas.genai import NEGATIVE_FEEDBACK
 from pathgrade.schemas.store import ReadableStore
 
 HUMAN_SCORER = "human"
@@ -22,10 +22,10 @@ def queue_query(
     """The SQL and parameters of the review queue, oldest first: routed traces without a
     human label (for `metric`, else for any metric), of `tenant` if given, after the
     keyset `after` = (started at ns, trace id) of the previous page's last row. The spans
-    are read without FINAL: a span stored twice (a replay) gives the same minimum start,
+    with feedback are read from `feedback_spans` (migration 0020: each span's `PG_FEEDBACK`
+    attribute), without FINAL: a span stored twice (a replay) gives the same minimum start,
     service and feedback, so the grouped rows are exact without merging its copies."""
     negative = ", ".join(f"'{value}'" for value in sorted(NEGATIVE_FEEDBACK))
-    feedback = f"SpanAttributes['{PG_FEEDBACK}']"
     tenant_only = " AND Tenant = {tenant:String}" if tenant is not None else ""
     labelled_for = " AND Metric = {metric:String}" if metric is not None else ""
     page = (
@@ -39,8 +39,8 @@ def queue_query(
         "FROM ("
         "SELECT Tenant, TraceId, toInt64(toUnixTimestamp64Nano(min(Timestamp))) AS StartNs, "
         "any(ServiceName) AS Service, 1 AS Negative, CAST([], 'Array(String)') AS Codes "
-        f"FROM spans WHERE mapContains(SpanAttributes, '{PG_FEEDBACK}') "
-        f"AND (lower({feedback}) IN ({negative}) OR toFloat64OrNull({feedback}) < 0)"
+        f"FROM feedback_spans WHERE (lower(Feedback) IN ({negative}) "
+        "OR toFloat64OrNull(Feedback) < 0)"
         f"{tenant_only} GROUP BY Tenant, TraceId "
         "UNION ALL "
         "SELECT Tenant, TraceId, min(TraceStartNs) AS StartNs, any(Service) AS Service, "

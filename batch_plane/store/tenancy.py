@@ -14,9 +14,10 @@ from pathgrade.batch_plane.store.cluster_ddl import SHARDING_KEYS, local_name
 TENANT_TABLES = (
     "spans", "spans_trace_id_ts", "trace_roots", "span_counts", "alerts", "scores", "datasets",
     "dataset_items", "runs", "gates", "gate_rows", "monitor_rollups", "monitor_ticks", "logs",
-    "trace_facets",
+    "trace_facets", "conversation_traces", "feedback_spans", "tool_spans",
 )  # fmt: skip
-"""Every table with a Tenant column (migrations 0001-0009, 0015's `logs`, 0016, 0018)."""
+"""Every table with a Tenant column (migrations 0001-0009, 0015's `logs`, 0016, 0018-0020,
+0022)."""
 FILTERED_TABLES = TENANT_TABLES + tuple(local_name(t) for t in TENANT_TABLES if t in SHARDING_KEYS)
 """The tables a tenant's reads are filtered on: on a sharded store also the local tables,
 which a sub-query reads on each shard (`distributed_product_mode = 'local'`)."""

@@ -44,7 +44,7 @@ SELECT Tenant, TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, Se
        GenAIOutputMessages, EvalDatasetItemId, EvalRunId, EvalReplayIndex, EvalVariantId,
        EvalSuiteVersion, toUnixTimestamp64Nano(ReceivedAt) AS ReceivedNs
 """
-SPAN_SELECT = _SPAN_COLUMNS + "FROM spans FINAL\n"
+SPAN_SELECT = _SPAN_COLUMNS + "FROM spans\n"
 
 
 def span_from_row(row: dict[str, Any]) -> Span:
@@ -176,7 +176,7 @@ def load_trace(store: ReadableStore, tenant: str, trace_id: str) -> Trace | None
     table costs far more than the trace), on the days its spans are in (`traces.span_times`)."""
     days, bounds = span_times(store, [trace_id], [tenant])
     rows = store.query(
-        _SPAN_COLUMNS + "FROM spans WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
+        SPAN_SELECT + "WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
         f"AND {days} ORDER BY SpanId, ReceivedAt DESC LIMIT 1 BY SpanId",
         {"tenant": tenant, "trace": trace_id, **bounds},
     ).dicts()
@@ -216,12 +216,16 @@ def find_trace_ids(
 
 
 def load_traces(store: ReadableStore, trace_ids: Sequence[str]) -> list[Trace]:
-    """The stored traces with these ids (one row per span after FINAL), in the given order."""
+    """The stored traces with these ids, in the given order: each span's latest row, as FINAL
+    would merge them, but read by the primary key on the days their spans are in
+    (`span_times`: FINAL reads every day's partition)."""
     if not trace_ids:
         return []
+    days, bounds = span_times(store, trace_ids)
     rows = store.query(
-        SPAN_SELECT + "WHERE TraceId IN {ids:Array(String)}",
-        {"ids": list(trace_ids)},
+        SPAN_SELECT + f"WHERE TraceId IN {{ids:Array(String)}} AND {days} "
+        "ORDER BY Tenant, TraceId, SpanId, ReceivedAt DESC LIMIT 1 BY Tenant, TraceId, SpanId",
+        {"ids": list(trace_ids), **bounds},
         readonly=True,
     ).dicts()
     order = {trace_id: index for index, trace_id in enumerate(trace_ids)}

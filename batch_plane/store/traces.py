@@ -14,14 +14,16 @@ SpanKey = tuple[str, str, str]
 
 
 def span_tools(store: ReadableStore, viewer: Viewer, keys: Sequence[SpanKey]) -> dict[SpanKey, str]:
-    """The tool name of each of the spans (spans of no tool: "")."""
+    """The tool name of each of the spans that has one (the others are left out), read from
+    `tool_spans` (migration 0022) on the days their traces' spans are in (`span_times`)."""
     if not keys:
         return {}
+    days, bounds = span_times(store, [trace for _, trace, _ in keys], [t for t, _, _ in keys])
     rows = store.query(
-        "SELECT Tenant, TraceId, SpanId, GenAIToolName FROM spans WHERE "
+        "SELECT Tenant, TraceId, SpanId, GenAIToolName FROM tool_spans WHERE "
         f"{viewer.where('Tenant')} AND (Tenant, TraceId, SpanId) IN "
-        "{keys:Array(Tuple(String, String, String))}",
-        {"keys": list(keys), **viewer.parameters},
+        f"{{keys:Array(Tuple(String, String, String))}} AND {days}",
+        {"keys": list(keys), **bounds, **viewer.parameters},
     ).rows
     return {(tenant, trace, span): tool for tenant, trace, span, tool in rows}
 
@@ -51,6 +53,7 @@ def span_times(
         "SELECT toUnixTimestamp64Nano(minOrNull(Start)), toUnixTimestamp64Nano(maxOrNull(End)) "
         f"FROM spans_trace_id_ts WHERE {of_tenants}TraceId IN {{traces:Array(String)}}",
         {"tenants": sorted(set(tenants or ())), "traces": sorted(set(trace_ids))},
+        readonly=True,
     ).rows
     first, last = rows[0] if rows else (None, None)
     if first is None or last is None:

@@ -563,3 +563,80 @@ ARRAY JOIN arrayFilter(f -> f.2 != '', [
     ('error', if(StatusCode = 'Error' OR GenAIErrorType != '', 'yes', ''))]) AS facet
 GROUP BY Tenant, Facet, Value, TraceId;
 
+CREATE TABLE IF NOT EXISTS conversation_traces ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    ConversationId String CODEC(ZSTD(1)),
+    TraceId String CODEC(ZSTD(1)),
+    ReceivedAt DateTime64(9) CODEC(Delta, ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ReceivedAt)
+ORDER BY (Tenant, ConversationId, TraceId)
+TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS conversation_traces_mv ON CLUSTER 'pathgrade' TO conversation_traces AS
+SELECT Tenant, GenAIConversationId AS ConversationId, TraceId, max(ReceivedAt) AS ReceivedAt
+FROM spans
+WHERE GenAIConversationId != ''
+GROUP BY Tenant, ConversationId, TraceId;
+
+INSERT INTO conversation_traces
+SELECT Tenant, GenAIConversationId AS ConversationId, TraceId, max(ReceivedAt) AS ReceivedAt
+FROM spans
+WHERE GenAIConversationId != ''
+GROUP BY Tenant, ConversationId, TraceId;
+
+CREATE TABLE IF NOT EXISTS feedback_spans ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    TraceId String CODEC(ZSTD(1)),
+    SpanId String CODEC(ZSTD(1)),
+    Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
+    ServiceName LowCardinality(String),
+    Feedback String CODEC(ZSTD(1)),
+    ReceivedAt DateTime64(9) CODEC(Delta, ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ReceivedAt)
+ORDER BY (Tenant, TraceId, SpanId)
+TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS feedback_spans_mv ON CLUSTER 'pathgrade' TO feedback_spans AS
+SELECT Tenant, TraceId, SpanId, Timestamp, ServiceName,
+       SpanAttributes['pathgrade.feedback'] AS Feedback, ReceivedAt
+FROM spans
+WHERE mapContains(SpanAttributes, 'pathgrade.feedback');
+
+INSERT INTO feedback_spans
+SELECT Tenant, TraceId, SpanId, Timestamp, ServiceName,
+       SpanAttributes['pathgrade.feedback'] AS Feedback, ReceivedAt
+FROM spans
+WHERE mapContains(SpanAttributes, 'pathgrade.feedback');
+
+ALTER TABLE trace_roots ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY;
+
+ALTER TABLE trace_facets ON CLUSTER 'pathgrade' MODIFY TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY;
+
+CREATE TABLE IF NOT EXISTS tool_spans ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    TraceId String CODEC(ZSTD(1)),
+    SpanId String CODEC(ZSTD(1)),
+    Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
+    GenAIToolName LowCardinality(String),
+    ReceivedAt DateTime64(9) CODEC(Delta, ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ReceivedAt)
+PARTITION BY toDate(Timestamp)
+ORDER BY (Tenant, TraceId, SpanId)
+TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS tool_spans_mv ON CLUSTER 'pathgrade' TO tool_spans AS
+SELECT Tenant, TraceId, SpanId, Timestamp, GenAIToolName, ReceivedAt
+FROM spans
+WHERE GenAIToolName != '';
+
+INSERT INTO tool_spans
+SELECT Tenant, TraceId, SpanId, Timestamp, GenAIToolName, ReceivedAt
+FROM spans
+WHERE GenAIToolName != '';
+

@@ -16,17 +16,18 @@ from typing import Any
 import pytest
 from pathgrade.batch_plane.store.client import ClientStore, embedded_dsn, open_client_store
 from pathgrade.batch_plane.store.migration_runner import migrate
-from pathgrade.schemas.migrations import CONTENT_COLUMNS
+from pathgrade.schemas.migrations import CONTENT_COLUMNS, SPAN_DERIVED_TTL
 
 
 def keep_forever(client: Any) -> None:
-    """Remove the spans' retention: test fixtures stamp spans with fixed times long past,
-    which the store would otherwise drop at its next merge (retention is tested by
-    tests/unit/batch_plane/store/test_retention.py)."""
+    """Remove the spans' retention and that of the rows derived from them: test fixtures
+    stamp spans with fixed times long past, which the store would otherwise drop at its
+    next merge (retention is tested by tests/unit/batch_plane/store/test_retention.py)."""
     for column in CONTENT_COLUMNS:
         client.command(f"ALTER TABLE spans MODIFY COLUMN {column} REMOVE TTL")
     client.command("ALTER TABLE spans REMOVE TTL")
-    client.command("ALTER TABLE spans_trace_id_ts REMOVE TTL")
+    for table in ("spans_trace_id_ts", *SPAN_DERIVED_TTL):
+        client.command(f"ALTER TABLE {table} REMOVE TTL")
 
 
 @pytest.fixture(scope="module", name="store")

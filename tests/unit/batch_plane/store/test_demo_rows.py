@@ -13,6 +13,7 @@ from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.demo_rows import WHERE, delete_demo_rows, demo_row_counts
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
 from pathgrade.schemas.demo_marks import DEMO_OWNER, DEMO_RESOURCE_ATTRIBUTES
+from pathgrade.schemas.genai import PG_FEEDBACK
 from pathgrade.schemas.model import EvalContext, GenAIFields, Span
 
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
@@ -22,12 +23,15 @@ TABLES_WITH_DEMO_ROWS = {table for table, _ in WHERE}
 
 
 def turn(trace_id: str, demo: bool, run_id: str = "", tool: str = "lookup_order") -> list[Span]:
-    """A root and one tool span of service `support-agent` (marked demo data or not)."""
+    """A root (of a conversation, with the user's negative feedback) and one tool span of
+    service `support-agent` (marked demo data or not)."""
     resource = {"service.name": "support-agent", **(DEMO_RESOURCE_ATTRIBUTES if demo else {})}
     root = Span("default", trace_id, "a" * 16, "", "invoke_agent support-agent", "Internal",
                 MINUTE_NS, MINUTE_NS + 10, service_name="support-agent",
                 resource_attributes=resource, eval=EvalContext(run_id=run_id),
-                genai=GenAIFields(operation="invoke_agent", agent_name="support-agent"),
+                attributes={PG_FEEDBACK: "thumbs_down"},
+                genai=GenAIFields(operation="invoke_agent", agent_name="support-agent",
+                                  conversation_id=f"conversation-{trace_id}"),
                 )  # fmt: skip
     call = Span("default", trace_id, "b" * 16, "a" * 16, f"execute_tool {tool}", "Internal",
                 MINUTE_NS + 1, MINUTE_NS + 2, service_name="support-agent",
@@ -78,6 +82,9 @@ def test_demo_clean_deletes_every_demo_row_and_keeps_the_rest(store: ClientStore
     assert column("SELECT DISTINCT TraceId FROM spans") == [kept_live, kept_eval]
     assert column("SELECT TraceId FROM trace_roots") == [kept_live, kept_eval]
     assert column("SELECT TraceId FROM spans_trace_id_ts") == [kept_live, kept_eval]
+    assert column("SELECT TraceId FROM conversation_traces") == [kept_live, kept_eval]
+    assert column("SELECT TraceId FROM feedback_spans") == [kept_live, kept_eval]
+    assert column("SELECT TraceId FROM tool_spans") == [kept_live, kept_eval]
     assert column("SELECT TraceId FROM alerts") == [kept_live, kept_eval]
     assert column("SELECT TraceId FROM scores") == [kept_live, kept_eval]
     assert column("SELECT RunId FROM runs") == ["own-run"]

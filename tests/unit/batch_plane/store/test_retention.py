@@ -1,5 +1,6 @@
-"""Retention on chDB (migration 0010): captured content is cleared after its TTL while the
-span row and its facts stay; rows go after theirs; both are configurable."""
+"""Retention on chDB (migrations 0010, 0021): captured content is cleared after its TTL while
+the span row and its facts stay; rows go after theirs, and the rows the views derived from
+them with them; both are configurable."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathgrade.content.facts_producer import compute_facts
 from pathgrade.content.fingerprints import FactSecret
 from pathgrade.content.pii import PiiScanner
 from pathgrade.schemas import genai
-from pathgrade.schemas.migrations import bundled_migrations
+from pathgrade.schemas.migrations import SPAN_DERIVED_TTL, bundled_migrations
 from pathgrade.schemas.model import GenAIFields, Span, SpanEvent
 
 DAY_NS = 86_400 * 10**9
@@ -82,6 +83,22 @@ def test_content_is_cleared_after_its_ttl_while_the_span_and_its_facts_remain(
     assert old.facts.arguments is not None and old.facts.session
 
     assert load_trace(store, "t", spans[100].trace_id) is None  # beyond the rows' 90 days
+    for table in SPAN_DERIVED_TTL:  # the rows the views derived from the spans go with them
+        store.client.command(f"OPTIMIZE TABLE {table} FINAL")
+    derived = {
+        "trace_roots": "TraceId = {trace:String}",
+        "trace_facets": "TraceId = {trace:String}",
+    }
+
+    def rows_of(span: Span) -> dict[str, int]:
+        values = {"trace": span.trace_id}
+        return {
+            table: store.query(f"SELECT count() FROM {table} WHERE {where}", values).rows[0][0]
+            for table, where in derived.items()
+        }
+
+    assert rows_of(spans[100]) == {"trace_roots": 0, "trace_facets": 0}
+    assert rows_of(spans[10]) == {"trace_roots": 1, "trace_facets": 1}
 
 
 def test_content_is_stored_apart_from_the_other_attributes(store: ClientStore) -> None:
@@ -104,8 +121,18 @@ def test_retention_is_configurable_and_the_migration_holds_the_defaults(
 ) -> None:
     (shipped,) = [m for m in bundled_migrations() if m.name == "retention"]
     (logs,) = [m for m in bundled_migrations() if m.name == "logs"]
+    (derived,) = [m for m in bundled_migrations() if m.name == "derived_retention"]
     defaults = retention_ddl()
-    assert shipped.statements()[2:] == [s for s in defaults if "TABLE logs" not in s]
+    of_spans = [s for s in defaults if s.split()[2] in ("spans", "spans_trace_id_ts")]
+    assert shipped.statements()[2:] == of_spans
+    assert derived.statements() == [
+        s for s in defaults if s.split()[2] in ("trace_roots", "trace_facets")
+    ]
+    for table in ("conversation_traces", "feedback_spans", "tool_spans"):  # TTL in CREATE
+        (created,) = [m for m in bundled_migrations() if m.name == table]
+        ttl = "TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY"
+        assert f"ALTER TABLE {table} MODIFY {ttl}" in defaults
+        assert ttl in created.statements()[0]
     columns = [s for s in defaults if s.startswith("ALTER TABLE logs MODIFY COLUMN")]
     assert logs.statements()[1:] == columns  # and the table's TTL in its CREATE:
     assert "TTL toDateTime(ReceivedAt) + INTERVAL 90 DAY" in logs.statements()[0]
@@ -114,9 +141,12 @@ def test_retention_is_configurable_and_the_migration_holds_the_defaults(
         ddl = store.query(f"SHOW CREATE TABLE {table}").rows[0][0]
         assert ddl.count("toIntervalDay(3)") == content_columns, table
         assert "TTL toDateTime(ReceivedAt) + toIntervalDay(30)" in ddl, table
+    for table, counted_from in SPAN_DERIVED_TTL.items():
+        ddl = store.query(f"SHOW CREATE TABLE {table}").rows[0][0]
+        assert f"TTL {counted_from} + toIntervalDay(30)" in ddl, table
     set_retention(store.client)  # back to the defaults
     assert store.query("SHOW CREATE TABLE spans").rows[0][0].count("toIntervalDay(7)") == 6
     assert store.query("SHOW CREATE TABLE logs").rows[0][0].count("toIntervalDay(7)") == 2
     with pytest.raises(ValueError, match="no longer than the rows"):
         retention_ddl(30, 7)
-    assert len(retention_ddl(1, 1)) == 11  # one day of each is allowed
+    assert len(retention_ddl(1, 1)) == 11 + len(SPAN_DERIVED_TTL)  # one day of each is allowed

@@ -224,7 +224,12 @@ def test_every_query_of_the_ui_gate_delivery_and_cli_answers_the_same_on_shards(
     )
     spans = store.plain.query(f"SELECT {', '.join(SPAN_COLUMNS)} FROM spans LIMIT 3").rows
     assert store.insert_encodable("spans", spans, list(SPAN_COLUMNS)) == []  # a replay
+    conversation = store.plain.query(
+        "SELECT any(GenAIConversationId) FROM spans WHERE GenAIConversationId != ''"
+    ).rows[0][0]
+    assert conversation
     pages = [
+        f"/conversation/{conversation}", "/alerts?from=30d",
         "/traces?from=1d", "/traces?from=1d&code=PG110", "/traces?from=1d&tool=issue_refund",
         "/traces?from=1d&min_cost=0.001", "/traces?from=1d&q=refund", "/alerts?from=1d",
         "/runs", "/datasets", "/edge", "/review", "/health", "/detectors",
