@@ -21,7 +21,7 @@ from pathgrade.collector.spill import OutgoingMessage, SpillFile
 from pathgrade.schemas.topics import SPANS_TOPIC
 
 from pathgrade.stack.broker import LocalBroker
-from tests.integration.conftest import wait_until
+from tests.integration.conftest import local_broker, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -76,8 +76,6 @@ def test_the_log_keeps_what_went_to_the_old_broker_until_its_readers_read_it(
     one (`resume(keep_old=True)`): the durable log lets go of what went to the old broker
     only at `old_broker_read()`, so a crash meanwhile replays it; what goes to the fresh
     broker is kept as before, until its readers commit it."""
-    fresh = LocalBroker(log_path=tmp_path / "fresh.log")
-    fresh.start()
     spill = SpillFile(tmp_path / "spill")
     committed = GroupOffsets(broker.bootstrap, ["a-group-that-never-reads"], SPANS_TOPIC)
     publisher = KafkaPublisher(
@@ -85,22 +83,22 @@ def test_the_log_keeps_what_went_to_the_old_broker_until_its_readers_read_it(
     )
     publisher.start()
     try:
-        publisher.publish(messages("a", 3))
-        wait_until(lambda: not spill.pending())  # in the old broker
-        old = spill.held_bytes()
-        publisher.hold()
-        committed.move_to(fresh.bootstrap)
-        publisher.resume(producer_for(fresh.bootstrap, 5.0), keep_old=True)
-        publisher.publish(messages("b", 2))
-        assert topic_values(fresh.bootstrap, 2) == [b"b0", b"b1"]
-        wait_until(lambda: not spill.pending())
-        both = spill.held_bytes()
-        assert both > old  # the old broker's part is kept with the new one's
-        publisher.old_broker_read()
-        assert spill.held_bytes() == both - old  # the new one's stays until committed
+        with local_broker(tmp_path / "fresh.log") as fresh:
+            publisher.publish(messages("a", 3))
+            wait_until(lambda: not spill.pending())  # in the old broker
+            old = spill.held_bytes()
+            publisher.hold()
+            committed.move_to(fresh.bootstrap)
+            publisher.resume(producer_for(fresh.bootstrap, 5.0), keep_old=True)
+            publisher.publish(messages("b", 2))
+            assert topic_values(fresh.bootstrap, 2) == [b"b0", b"b1"]
+            wait_until(lambda: not spill.pending())
+            both = spill.held_bytes()
+            assert both > old  # the old broker's part is kept with the new one's
+            publisher.old_broker_read()
+            assert spill.held_bytes() == both - old  # the new one's stays until committed
     finally:
         publisher.close()
-        fresh.stop()
 
 
 def test_a_message_kafka_refuses_is_reported_live_and_dead_lettered_from_the_spill(

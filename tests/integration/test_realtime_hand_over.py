@@ -16,8 +16,13 @@ from pathgrade.realtime_plane.plane import RealtimePlane
 from pathgrade.schemas.topics import SPANS_TOPIC
 
 from pathgrade.demo.sender import send_demo_traces
-from pathgrade.stack.broker import DEFAULT_PARTITIONS, LocalBroker, ensure_topics
-from tests.integration.conftest import PathgradeProcess, start_collector, wait_until
+from pathgrade.stack.broker import DEFAULT_PARTITIONS, LocalBroker
+from tests.integration.conftest import (
+    PathgradeProcess,
+    local_broker,
+    start_collector,
+    wait_until,
+)
 from tests.support.topics import read_topic_to_end
 
 pytestmark = pytest.mark.integration
@@ -28,11 +33,8 @@ ALL = set(range(DEFAULT_PARTITIONS))
 @pytest.fixture
 def fresh(tmp_path: Path) -> Iterator[LocalBroker]:
     """A second Tansu broker, with pathgrade's topics: the one handed over to."""
-    local = LocalBroker(log_path=tmp_path / "fresh.log")
-    local.start()
-    ensure_topics(local.bootstrap)
-    yield local
-    local.stop()
+    with local_broker(tmp_path / "fresh.log") as local:
+        yield local
 
 
 def traces_url(bootstrap: str, spill_dir: Path) -> tuple[PathgradeProcess, str]:
