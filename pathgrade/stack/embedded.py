@@ -11,10 +11,12 @@ spill), reports the offsets it produced, and the realtime plane and the store wr
 consume up to them before exiting, so what was acknowledged is in the store after exit.
 
 The bundled broker keeps everything in memory with no retention; past `broker_max_mb`
-resident it is swapped for a fresh one the same way (`Stack.swap_broker`), so a
-long-running stack stays bounded. A broker that dies is replaced within seconds by a fresh
-one on a new port, into which the collector's durable log replays what the readers had
-not committed (`Stack.replace_dead_broker`). It has no authentication and listens on
+resident it is swapped for a fresh one on a new port, its readers joined there before the
+collector moves to it and reading the old one to what it produced there
+(`Stack.swap_broker`), so a long-running stack stays bounded and detection goes on. A
+broker that dies is replaced within seconds by a fresh one on a new port, into which the
+collector's durable log replays what the readers had not committed
+(`Stack.replace_dead_broker`). It has no authentication and listens on
 loopback, where any local account can reach it: the stack's processes sign what they write
 with a key made for this stack (`transport.message_auth`) and refuse what is not signed with it.
 
@@ -782,7 +784,7 @@ class Stack:
 
     def swap_broker(self) -> bool:
         """Replace the bundled memory-only broker with a fresh one, losing nothing and
-        keeping detection on time (`_hand_over`). A replay publishing into the broker (it
+        keeping detection on time (`_swap_broker`). A replay publishing into the broker (it
         holds the broker lease) defers the swap. Returns whether the broker was swapped."""
         self._last_swap = time.monotonic()
         with broker_lease(self.data_dir, exclusive=True, wait=False) as leased:
@@ -808,7 +810,7 @@ class Stack:
         old = self.broker
         before = old.rss_bytes()
         fresh = LocalBroker(log_path=old.log_path)
-        failed = _started(lambda: _fresh_broker(fresh, started=False))
+        failed = _started(lambda: _serving(fresh))
         if failed:
             fresh.stop()
             log.warning("broker swap abandoned: a fresh broker did not start: %s", failed)
@@ -876,13 +878,15 @@ def _started(start: Callable[[], Any]) -> str | None:
     return None
 
 
-def _fresh_broker(broker: LocalBroker, started: bool = True) -> None:
-    """A fresh broker on a new port in place of `broker` (`started`: it ran), with
-    pathgrade's topics."""
-    if started:
-        broker.replace()
-    else:
-        broker.start()
+def _fresh_broker(broker: LocalBroker) -> None:
+    """A fresh broker on a new port in place of `broker`, with pathgrade's topics."""
+    broker.replace()
+    ensure_topics(broker.bootstrap)
+
+
+def _serving(broker: LocalBroker) -> None:
+    """Start `broker` (not started yet) with pathgrade's topics."""
+    broker.start()
     ensure_topics(broker.bootstrap)
 
 
