@@ -14,7 +14,10 @@ each process role in the window (bench/memory.py's sampler, every second: the st
 is `pathgrade up`'s main process, which holds chDB; realtime is its largest process),
 and whether the stack swapped its bundled broker in the window (its "broker swapped for
 a fresh one" status line; it swaps once the broker's RSS passes `broker_max_mb`, 1024 by
-default, checked at most every 30 s).
+default, checked at most every 30 s; `--broker-max-mb` sets it lower, so that swaps come
+every minute or two). After the soak it counts the spans in the store once each
+(`uniqExact` of trace and span id) beside its rows (a span written twice around a swap
+counts twice until merged).
 
 At the end: per role, the window peaks after `--warmup-minutes` (min, max and the
 least-squares slope in MB per 10 minutes), the worst window's p99, the store owner's
@@ -28,7 +31,7 @@ first, then this one's, and prints the ratios of the store owner's maximum and t
 p99.
 
     python bench/soak.py [--rate 3000] [--minutes 60] [--window-s 30] [--warmup-minutes 5]
-                         [--senders 4] [--against PYTHON|COMMIT]
+                         [--senders 4] [--broker-max-mb MB] [--against PYTHON|COMMIT]
 
 Figures: docs/scale.md ("Long run").
 """
@@ -64,6 +67,7 @@ STORE_OWNER_LIMIT_MB = 1536.0
 P99_LIMIT_S = 2.0
 FLAT_SHARE = 0.02  # "flat": |slope| per 10 minutes at most this share of the median
 _MB = 1024 * 1024
+SPANS_STORED = "SELECT uniqExact(TraceId, SpanId), count() FROM spans"
 WRITER_NICE = StackOptions.model_fields["store_writer_niceness"].default
 
 
@@ -91,6 +95,8 @@ class Soak:
     alerted: set[str] = field(default_factory=set)
     sent: int = 0
     stored: int = 0
+    distinct: int = 0  # spans in the store by (trace id, span id): uniqExact
+    rows: int = 0  # the spans table's rows: a span written twice counts twice until merged
 
 
 def planner(
@@ -160,7 +166,8 @@ def soak_once(variant: Variant, templates: list[TemplateTrace], args: argparse.N
     data_dir = Path(tempfile.mkdtemp(prefix="pathgrade-soak-"))
     http_port = free_port()
     hook = ("--alert-webhook", receiver.url, "--capture-tools", "*")
-    hooked = Variant(variant.label, variant.python, (*variant.up_args, *hook))
+    broker = ("--broker-max-mb", str(args.broker_max_mb)) if args.broker_max_mb else ()
+    hooked = Variant(variant.label, variant.python, (*variant.up_args, *hook, *broker))
     stack = start_stack(hooked, data_dir, http_port, nice=WRITER_NICE)
     soak = Soak(variant)
     try:
@@ -202,6 +209,9 @@ def soak_once(variant: Variant, templates: list[TemplateTrace], args: argparse.N
         realtime.wait_for_quiet(receiver)
         first_alerts(soak, receiver.alerts(seen))
         soak.stored = stored_spans(data_dir) - warm_spans
+        soak.distinct, soak.rows = (
+            value - warm_spans for value in store.query(SPANS_STORED).rows[0]
+        )
     finally:
         stack.terminate()
         stack.wait(timeout=180)
@@ -224,8 +234,8 @@ def report(soak: Soak, args: argparse.Namespace) -> tuple[float, float]:
     after = [w for w in windows if w.end_s > args.warmup_minutes * 60]
     print(f"\n{soak.variant.label} ({soak.variant.python}): {len(windows)} windows of "
           f"{args.window_s:.0f} s at {args.rate:,.0f} spans/s; sent {soak.sent:,}, stored "
-          f"{soak.stored:,}; failure traces {len(soak.failing)}, alerted "
-          f"{len(soak.failing & soak.alerted)}")  # fmt: skip
+          f"{soak.stored:,} (distinct spans {soak.distinct:,}, rows {soak.rows:,}); failure "
+          f"traces {len(soak.failing)}, alerted {len(soak.failing & soak.alerted)}")  # fmt: skip
     print(f"RSS MB per window after the first {args.warmup_minutes:g} min "
           f"({len(after)} windows): min / max / slope per 10 min")  # fmt: skip
     flat = True
@@ -277,6 +287,10 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--senders", type=int, default=4)
     parser.add_argument(
+        "--broker-max-mb", type=int, metavar="MB",
+        help="the stack's broker_max_mb (default: its own, 1024): smaller swaps more often",
+    )  # fmt: skip
+    parser.add_argument(
         "--against", metavar="PYTHON|COMMIT",
         help="soak the stack of that checkout first (a python of its venv, or a commit)",
     )  # fmt: skip
@@ -284,6 +298,8 @@ def main() -> None:
     for name in ("rate", "minutes", "window_s"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
+    if args.broker_max_mb is not None and args.broker_max_mb <= 0:
+        parser.error("--broker-max-mb must be positive")
     if args.window_s > args.minutes * 60:
         parser.error("--window-s must not exceed --minutes")
     variants = [Variant("this", sys.executable)]

@@ -14,10 +14,11 @@ unacknowledged, instead of spilling it, and the drainer moves such a spilled mes
 spill frames it cannot read) to the dead-letter file (`collector.dead_letter`) and goes on
 with the rest, so it is never retried ahead of good data.
 
-`hold()` diverts everything to the spill on purpose (the embedded stack does so while it
-swaps its memory-only broker for a fresh one, or replaces one that died) and `resume()`
-lets the drainer send it on (to a replaced broker: from where its readers committed, when
-the old one is lost).
+`hold()` diverts everything to the spill on purpose (the embedded stack does so for the
+moment it takes to switch to a fresh broker when it swaps its memory-only one, and while
+it replaces one that died) and `resume()` lets the drainer send it on (to a replaced
+broker: from where its readers committed, when the old one is lost; with the old one
+still being read, the log keeps what went there until `old_broker_read()`).
 
 No failure stops the drainer or the trimmer: a file the disk refuses (the spill or
 durable log itself, the dead-letter file, the notes `spill.pos` and `spill.sent`) is
@@ -165,6 +166,8 @@ class KafkaPublisher:
         self.next_offsets: dict[int, int] = {}  # partition -> offset after the last acked
         self._offsets_lock = threading.Lock()
         self._held = False
+        self._old_broker_unread = False  # resumed with `keep_old`: trims wait for it
+        self._old_broker_end: int | None = None  # the log offset after what went there
         self._sending = 0  # publish/drain calls talking to Kafka right now
         self._sending_done = threading.Condition()
         self._wake = threading.Event()
@@ -274,12 +277,16 @@ class KafkaPublisher:
             settled = self._sending_done.wait_for(lambda: self._sending == 0, timeout=timeout_s)
         return self.produced_offsets() if settled else None
 
-    def resume(self, producer: KafkaProducer | None = None, lost: bool = False) -> None:
+    def resume(
+        self, producer: KafkaProducer | None = None, lost: bool = False, keep_old: bool = False
+    ) -> None:
         """Undo `hold()`: the drainer sends what was spilled meanwhile, in order. Pass a
         new `producer` when the broker was replaced (an idempotent producer's id means
         nothing to a new broker). Swapped (`lost` False): its readers read everything the
-        old one took, so the durable log lets that go. `lost` (it died): the log is sent
-        again from where every reader committed, and nothing is let go for the old one."""
+        old one took, so the durable log lets that go; with `keep_old` they are still
+        reading it, and the log keeps it (trimming nothing) until `old_broker_read()`.
+        `lost` (it died): the log is sent again from where every reader committed, and
+        nothing is let go for the old one."""
         with self._sending_done:
             if producer is not None:
                 _close_quietly(self.producer)
@@ -288,13 +295,24 @@ class KafkaPublisher:
                     self.next_offsets = {}  # the new broker numbers its log from 0
                 read = self.trim.everything()
                 self._unsaved_note = None  # about the old broker
+                self._old_broker_unread = keep_old and not lost
+                self._old_broker_end = read if self._old_broker_unread else None
                 if lost:
                     self.spill.rewind()
-                elif read is not None:
+                elif read is not None and not keep_old:
                     self._let_go(read)
                 self._cluster_id = None  # asked again of the new broker
             self._held = False
         self._wake.set()
+
+    def old_broker_read(self) -> None:
+        """The readers of the broker this sent to before `resume(keep_old=True)` read it
+        to its end: let go of what went there, and trim as before."""
+        with self._sending_done:
+            end, self._old_broker_end = self._old_broker_end, None
+            if end is not None:
+                self._let_go(end)
+            self._old_broker_unread = False
 
     def _let_go(self, position: int) -> None:
         """`spill.mark_drained(position)`; a note the disk refuses is a stall, written
@@ -494,6 +512,8 @@ class KafkaPublisher:
         """One round of `_trim_loop`: let go of what every reader committed (with offsets
         read of the broker the batches went to), or write a position note still owed."""
         assert self.committed is not None
+        if self._old_broker_unread:  # what went to it is let go first (`old_broker_read`)
+            return
         if self.trim.waiting():
             epoch = self.trim.epoch
             try:

@@ -178,16 +178,17 @@ class Collector:
         for publisher in self.publishers():
             publisher.close()
 
-    def broker_replaced(self, bootstrap: str, lost: bool) -> None:
+    def broker_replaced(self, bootstrap: str, lost: bool, keep_old: bool = False) -> None:
         """After `publisher.hold()`: send on to the broker at `bootstrap`, which replaced the
         one this collector sent to; `lost` (that one died with what it held): from where
-        its readers committed (`KafkaPublisher.resume`)."""
+        its readers committed; `keep_old` (its readers still read it): the log keeps what
+        went there until `old_broker_read` (`KafkaPublisher.resume`)."""
         self.config = self.config.model_copy(update={"kafka_bootstrap": bootstrap})
         for offsets in (self._group_offsets, self._logs_group_offsets):
             if offsets is not None:
                 offsets.move_to(bootstrap)
         for publisher in self.publishers():
-            publisher.resume(self.new_producer(), lost=lost)
+            publisher.resume(self.new_producer(), lost=lost, keep_old=keep_old)
 
     def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting, finish in-flight requests, flush to Kafka (or keep in spill)."""

@@ -49,11 +49,12 @@ from pathgrade.realtime_plane.sinks import (
 from pathgrade.realtime_plane.turns import TurnBatcher, TurnFeed
 from pathgrade.schemas.alert_store import AlertStore
 from pathgrade.schemas.alerts import Alert
-from pathgrade.transport.consumer import TopicConsumer, decode_records, decode_spans
+from pathgrade.transport.consumer import Partitions, TopicConsumer, decode_records, decode_spans
 from pathgrade.transport.drain import DRAIN_IDLE_S, read_until_drained
 from pathgrade.transport.kafka_settings import kafka_client_settings
 from pathgrade.transport.message_auth import message_key
 from pathgrade.transport.signing import signing
+from pathgrade.transport.standby import StandbyMember
 
 log = logging.getLogger(__name__)
 COMMIT_INTERVAL_S = 1.0  # store alerts and commit at most this often: inserts are costly
@@ -130,6 +131,7 @@ class RealtimePlane:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.consumer: TopicConsumer | None = None
+        self._standby: StandbyMember | None = None  # joined on the next broker (`prepare`)
         self.worker = uuid.uuid4().hex[:16]  # tells this consumer's turns from the others'
         self.turn_batcher = TurnBatcher(self.worker)
         self.turn_feed = (
@@ -174,19 +176,19 @@ class RealtimePlane:
             if sink is not self.store_sink:
                 sink.add([numbered])
 
-    def start(self) -> None:
-        """Connect to Kafka and run the plane in a daemon thread (again after `suspend`)."""
+    def start(self, standby: StandbyMember | None = None) -> None:
+        """Connect to Kafka and run the plane in a daemon thread (again after `suspend`;
+        with `standby`'s consumer, joined already: `hand_over`)."""
         config = self.config
         self._stop.clear()
         if self.turn_feed is not None:
             self.turn_feed.start()
-        self.consumer = TopicConsumer(
-            config.bootstrap_servers, config.group_id, config.spans_topic,
-            config.session_timeout_ms, on_revoked=self.revoke,
-            on_assigned=self._assigned, also=(config.logs_topic,) if config.logs_topic else (),
-            max_poll_records=2000, fetch_max_wait_ms=config.fetch_max_wait_ms,
-            idle_fetch_wait_ms=config.idle_fetch_wait_ms,
-        )  # fmt: skip
+        if standby is None:
+            self.consumer = self._consumer(self.revoke, self._assigned)
+        else:
+            self.consumer, assigned = standby.take()
+            if assigned:
+                self._assigned(assigned)
         if config.alerts_topic or config.sampled_topic or config.turns_topic:
             # Alerts, samples and turns are not on the webhook's path: lingering 100 ms fills
             # batches instead of waking the sender for nearly every message (at 3,000
@@ -210,6 +212,38 @@ class RealtimePlane:
             self.sinks.append(self.webhook)
         self._thread = threading.Thread(target=self._run, name="realtime-plane", daemon=True)
         self._thread.start()
+
+    def _consumer(self, revoked: Partitions, assigned: Partitions) -> TopicConsumer:
+        """A member of the plane's group on its broker, with these rebalance callbacks."""
+        config = self.config
+        return TopicConsumer(
+            config.bootstrap_servers, config.group_id, config.spans_topic,
+            config.session_timeout_ms, on_revoked=revoked,
+            on_assigned=assigned, also=(config.logs_topic,) if config.logs_topic else (),
+            max_poll_records=2000, fetch_max_wait_ms=config.fetch_max_wait_ms,
+            idle_fetch_wait_ms=config.idle_fetch_wait_ms,
+        )  # fmt: skip
+
+    def prepare(self, bootstrap: str, timeout_s: float = 30.0) -> bool:
+        """Join the group on the broker at `bootstrap` (a fresh one about to replace this
+        plane's) beside the current consumer, reading nothing yet (`StandbyMember`), so
+        that `hand_over` waits on no group join; True once the group handed it partitions
+        within `timeout_s` (with several consumers, one may get none)."""
+        self.config = self.config.model_copy(update={"bootstrap_servers": bootstrap})
+        if self.turn_feed is not None:
+            self.turn_feed.bootstrap_servers = bootstrap
+        self._standby = StandbyMember(self._consumer, self.revoke, self._assigned)
+        return self._standby.joined.wait(timeout_s)
+
+    def hand_over(self, targets: dict[int, int] | None = None) -> set[int]:
+        """`suspend` on the current broker (read up to `targets`, evaluate every trace held:
+        that broker's data is about to end), then poll on with the consumer `prepare`
+        joined on the next one. Returns the partitions of `targets` it reached."""
+        assert self._standby is not None, "hand_over without prepare"
+        reached = self.suspend(targets, release_held=True)
+        standby, self._standby = self._standby, None
+        self.start(standby)
+        return reached
 
     def _run(self) -> None:
         assert self.consumer is not None

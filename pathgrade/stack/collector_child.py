@@ -16,6 +16,7 @@ from pathgrade.stack.messages import (
     Event,
     Held,
     Hold,
+    OldBrokerRead,
     Resume,
     Stats,
     Stop,
@@ -33,7 +34,8 @@ def collector_main(
 ) -> None:
     """Child process: run the collector (counting into `counters`, which the parent
     reads); `Hold`/`Resume` divert it to its spill and back (answering `Held` with the
-    offsets produced so far; resuming on a replaced broker with a new producer); `Stop`
+    offsets produced so far; resuming on a replaced broker with a new producer, keeping
+    what went to the old one in the log until `OldBrokerRead`); `Stop`
     reports them last (`CollectorStopped`, with the log offset up to which its spill was
     sent to Kafka)."""
     # imported here: the stack's own process imports this module only to name the entry point
@@ -53,7 +55,10 @@ def collector_main(
                 events.put(Held(None if None in settled else settled[0]))
             elif isinstance(command, Resume) and command.broker_replaced:
                 bootstrap = command.bootstrap or collector.config.kafka_bootstrap
-                collector.broker_replaced(bootstrap, command.broker_lost)
+                collector.broker_replaced(bootstrap, command.broker_lost, command.old_read_later)
+            elif isinstance(command, OldBrokerRead):
+                for each in collector.publishers():
+                    each.old_broker_read()
             elif isinstance(command, Resume):
                 for held in collector.publishers():
                     held.resume()

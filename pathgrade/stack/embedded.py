@@ -11,10 +11,12 @@ spill), reports the offsets it produced, and the realtime plane and the store wr
 consume up to them before exiting, so what was acknowledged is in the store after exit.
 
 The bundled broker keeps everything in memory with no retention; past `broker_max_mb`
-resident it is swapped for a fresh one the same way (`Stack.swap_broker`), so a
-long-running stack stays bounded. A broker that dies is replaced within seconds by a fresh
-one on a new port, into which the collector's durable log replays what the readers had
-not committed (`Stack.replace_dead_broker`). It has no authentication and listens on
+resident it is swapped for a fresh one on a new port, its readers joined there before the
+collector moves to it and reading the old one to what it produced there
+(`Stack.swap_broker`), so a long-running stack stays bounded and detection goes on. A
+broker that dies is replaced within seconds by a fresh one on a new port, into which the
+collector's durable log replays what the readers had not committed
+(`Stack.replace_dead_broker`). It has no authentication and listens on
 loopback, where any local account can reach it: the stack's processes sign what they write
 with a key made for this stack (`transport.message_auth`) and refuse what is not signed with it.
 
@@ -70,14 +72,16 @@ from pathgrade.stack.messages import (
     CollectorReady,
     CollectorStopped,
     Counted,
+    HandOver,
     Held,
     Hold,
+    OldBrokerRead,
+    Prepare,
+    Prepared,
     RealtimeStopped,
     Resume,
-    Resumed,
     Stats,
     Stop,
-    Suspend,
     Suspended,
 )
 from pathgrade.stack.metrics import MetricsServer, prometheus_text
@@ -779,16 +783,9 @@ class Stack:
         )
 
     def swap_broker(self) -> bool:
-        """Replace the bundled memory-only broker with a fresh one, losing nothing.
-
-        The collector holds new spans in its fsynced spill and reports what it produced;
-        the realtime plane and the store writer read up to exactly that (the realtime
-        plane evaluates every trace it still holds), store and commit; then the broker
-        restarts empty on the same port with the samples the online scorer has not read
-        yet (`pathgrade.stack.carry`), the readers resume on it and the collector drains its
-        spill into it. If a reader does not reach the offsets, the old broker
-        is kept. A replay publishing into the broker (it holds the broker lease) defers
-        the swap. Returns whether the broker was swapped."""
+        """Replace the bundled memory-only broker with a fresh one, losing nothing and
+        keeping detection on time (`_swap_broker`). A replay publishing into the broker (it
+        holds the broker lease) defers the swap. Returns whether the broker was swapped."""
         self._last_swap = time.monotonic()
         with broker_lease(self.data_dir, exclusive=True, wait=False) as leased:
             if not leased:
@@ -797,61 +794,79 @@ class Stack:
             return self._swap_broker()
 
     def _swap_broker(self) -> bool:
+        """A fresh broker starts on a new port with pathgrade's topics while everything
+        runs on the old one; the store writer and the realtime processes join their groups
+        on it beside their consumers of the old one (`hand_over_writer`, `Prepare`); then
+        the collector switches to it at once (a hold only as long as its sends under way
+        take) and the readers read the old broker up to what the collector produced there
+        (the realtime plane evaluates every trace it still holds) and go on with the
+        consumers already joined: nothing waits on a group join. Then the samples the
+        online scorer has not read are carried over (`pathgrade.stack.carry`), the
+        collector's log lets go of what the old broker held and the old broker stops. A
+        reader that did not reach the offsets there has the collector send its log into the
+        fresh broker again from where the readers committed (as when a broker dies)."""
         assert self.broker is not None and self._collector is not None
         assert self.store is not None
-        before = self.broker.rss_bytes()
-        held = self._collector.request(Hold(), Held)
-        produced = held.offsets if held is not None else None
-        if produced is None:  # sends still under way, or no answer: offsets unknown
-            log.warning("broker swap abandoned: the collector did not settle its sends")
-            self._collector.send(Resume(broker_replaced=False))
+        old = self.broker
+        before = old.rss_bytes()
+        fresh = LocalBroker(log_path=old.log_path)
+        failed = _started(lambda: _serving(fresh))
+        if failed:
+            fresh.stop()
+            log.warning("broker swap abandoned: a fresh broker did not start: %s", failed)
             return False
         store = self.store
-        store_reached, *realtime_reached = _in_parallel([
-            lambda: store.suspend_writer(produced, DRAIN_IDLE_S),
-            *(lambda child=child: child.request(Suspend(produced, True), Suspended)
+        _in_parallel([
+            lambda: store.hand_over_writer(fresh.bootstrap, GROUP_JOIN_TIMEOUT_S),
+            *(lambda child=child: child.request(Prepare(fresh.bootstrap), Prepared)
               for child in self._realtime),
         ])  # fmt: skip
-        swapped = store_reached and _all_reached(realtime_reached, produced)
-        after = before
-        unread: list[CarriedMessage] = []
-        scorer_partitions: list[int] = []
-        if not swapped:
-            log.warning("broker swap abandoned: the readers did not reach %s", produced)
-        else:
-            try:
-                offsets = committed_offsets(self.bootstrap, SAMPLED_TOPIC, SCORER_GROUP)
-                scorer_partitions = [p for p, offset in offsets.items() if offset is not None]
-                unread = unread_messages(
-                    self.bootstrap, SAMPLED_TOPIC, SCORER_GROUP, offsets=offsets
-                )
-            except KafkaError as exc:
-                log.warning("broker swap abandoned: reading the unscored samples failed: %s", exc)
-                swapped = False
-        if swapped:
-            self.broker.restart()
-            ensure_topics(self.bootstrap)
-            try:
-                republish(self.bootstrap, SAMPLED_TOPIC, unread)
-                start_group(self.bootstrap, SAMPLED_TOPIC, SCORER_GROUP, scorer_partitions)
-            except KafkaError as exc:
-                log.error("%d unscored samples were lost in the broker swap: %s", len(unread), exc)
-            after = self.broker.rss_bytes()
-            self.swaps += 1
-            self._publish_state()
-        self.store.resume_writer()
-        _in_parallel([
-            lambda child=child: child.request(Resume(), Resumed)
-            for child in self._realtime
+        held = self._collector.request(Hold(), Held)
+        produced = held.offsets if held is not None else None
+        self._collector.send(Resume(True, fresh.bootstrap, old_read_later=True))
+        self.broker, self.bootstrap = fresh, fresh.bootstrap
+        targets = produced or {}
+        store_reached, *realtime_reached = _in_parallel([
+            lambda: store.finish_old_writer(targets, DRAIN_IDLE_S),
+            *(lambda child=child: child.request(HandOver(targets), Suspended)
+              for child in self._realtime),
         ])  # fmt: skip
-        self._collector.send(Resume(broker_replaced=swapped))
-        if swapped:
-            self.out(
-                f"broker swapped for a fresh one ({before / _MB:.1f} MB -> "
-                f"{after / _MB:.1f} MB resident); nothing was dropped ({len(unread)} samples "
-                "the scorer had not read were carried over)"
-            )
-        return swapped
+        read = produced is not None and store_reached and _all_reached(realtime_reached, targets)
+        unread = self._carry_unscored(old.bootstrap, fresh.bootstrap)
+        if read:
+            self._collector.send(OldBrokerRead())
+        else:
+            log.warning(
+                "the readers did not reach %s on the old broker: the collector sends its log "
+                "into the fresh one from where they committed", produced,
+            )  # fmt: skip
+            self._collector.request(Hold(), Held)
+            self._collector.send(Resume(True, fresh.bootstrap, broker_lost=True))
+        old.stop()
+        self.swaps += 1
+        self._publish_state()
+        self.out(
+            f"broker swapped for a fresh one ({before / _MB:.1f} MB -> "
+            f"{fresh.rss_bytes() / _MB:.1f} MB resident) on {fresh.bootstrap}; nothing was "
+            f"dropped ({unread} samples the scorer had not read were carried over)"
+        )
+        return True
+
+    def _carry_unscored(self, old: str, fresh: str) -> int:
+        """Carry the samples the online scorer's group has not committed on the broker at
+        `old` into the one at `fresh`, on their partitions (`pathgrade.stack.carry`);
+        returns how many. Those Kafka does not give or take are logged as lost."""
+        unread: list[CarriedMessage] = []
+        try:
+            offsets = committed_offsets(old, SAMPLED_TOPIC, SCORER_GROUP)
+            unread = unread_messages(old, SAMPLED_TOPIC, SCORER_GROUP, offsets=offsets)
+            republish(fresh, SAMPLED_TOPIC, unread)
+            partitions = [p for p, offset in offsets.items() if offset is not None]
+            start_group(fresh, SAMPLED_TOPIC, SCORER_GROUP, partitions)
+        except KafkaError as exc:
+            log.error("unscored samples were lost in the broker swap (%d read): %s",
+                      len(unread), exc)  # fmt: skip
+        return len(unread)
 
 
 def _started(start: Callable[[], Any]) -> str | None:
@@ -866,6 +881,12 @@ def _started(start: Callable[[], Any]) -> str | None:
 def _fresh_broker(broker: LocalBroker) -> None:
     """A fresh broker on a new port in place of `broker`, with pathgrade's topics."""
     broker.replace()
+    ensure_topics(broker.bootstrap)
+
+
+def _serving(broker: LocalBroker) -> None:
+    """Start `broker` (not started yet) with pathgrade's topics."""
+    broker.start()
     ensure_topics(broker.bootstrap)
 
 

@@ -1,10 +1,10 @@
 """What the embedded stack's parent and children say to each other over their queues: one
 small dataclass per command (parent -> child) and per event (child -> parent).
 
-Every child understands `Stop` and `Stats`; the collector also `Hold` and `Resume`, a
-realtime process `Suspend` and `Resume`. A child reports `Ready` once it serves (the
-collector `CollectorReady` with its ports) and `Failed` when it fails; each command that
-wants an answer has its own reply type.
+Every child understands `Stop` and `Stats`; the collector also `Hold`, `Resume` and
+`OldBrokerRead`, a realtime process `Prepare` and `HandOver`. A child
+reports `Ready` once it serves (the collector `CollectorReady` with its ports) and
+`Failed` when it fails; each command that wants an answer has its own reply type.
 """
 
 from __future__ import annotations
@@ -51,18 +51,39 @@ class Hold(Command):
 class Resume(Command):
     """Collector: send to Kafka again, through a new producer when `broker_replaced` (to
     `bootstrap` when it moved; `broker_lost`: the old broker died, so the log is sent again
-    from where its readers committed: `Collector.broker_replaced`). Realtime: start polling
-    again (answered by `Resumed`)."""
+    from where its readers committed; `old_read_later`: the old broker's readers are still
+    reading it, so the log keeps what went there until `OldBrokerRead`:
+    `Collector.broker_replaced`)."""
 
     broker_replaced: bool = False
     bootstrap: str | None = None
     broker_lost: bool = False
+    old_read_later: bool = False
 
 
 @dataclass(frozen=True)
-class Suspend(ReadUpTo):
-    """Realtime: read up to the targets, store, commit and close the Kafka clients
-    (`RealtimePlane.suspend`; answered by `Suspended`)."""
+class OldBrokerRead(Command):
+    """Collector: the readers of the broker it sent to before `Resume(old_read_later)` read
+    it to its end, so the durable log lets go of what went there."""
+
+
+@dataclass(frozen=True)
+class Prepare(Command):
+    """Realtime: join the consumer group on the fresh broker at `bootstrap` beside the
+    current consumer, reading nothing yet (`RealtimePlane.prepare`; answered by
+    `Prepared`)."""
+
+    bootstrap: str
+
+
+@dataclass(frozen=True)
+class HandOver(Command):
+    """Realtime: read the current broker up to `targets` (partition -> next offset),
+    evaluate every trace held (its data is about to end), store, commit and close its
+    Kafka clients, then poll on with the consumer `Prepare` joined
+    (`RealtimePlane.hand_over`; answered by `Suspended`)."""
+
+    targets: dict[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -104,14 +125,18 @@ class Held(Event):
 
 @dataclass(frozen=True)
 class Suspended(Event):
-    """A realtime process suspended; the partitions of the targets it reached."""
+    """A realtime process left the broker it read (`HandOver`); the partitions of the
+    targets it reached there."""
 
     reached: set[int]
 
 
 @dataclass(frozen=True)
-class Resumed(Event):
-    """A realtime process polls again."""
+class Prepared(Event):
+    """A realtime process's consumer on the fresh broker has partitions (`joined`), or
+    did not get them in time (it is handed over all the same)."""
+
+    joined: bool
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,9 @@ class StackOptions(BaseModel):
     )
     broker_max_mb: int = Field(
         1024,
-        description="swap the bundled memory-only broker for a fresh one (nothing is lost) "
-        "once it holds this much resident memory; 0 never swaps",
+        description="swap the bundled memory-only broker for a fresh one on a new port "
+        '(nothing is lost, detection goes on: "Signals and supervision") once it holds this '
+        "much resident memory; 0 never swaps",
     )
     store_memory_mb: int = Field(
         1024,

@@ -16,13 +16,13 @@ from pathgrade.stack.messages import (
     Command,
     Counted,
     Event,
+    HandOver,
+    Prepare,
+    Prepared,
     Ready,
     RealtimeStopped,
-    Resume,
-    Resumed,
     Stats,
     Stop,
-    Suspend,
     Suspended,
 )
 
@@ -45,9 +45,11 @@ def realtime_main(
     on the store writer), storing alerts through the store owner's endpoint, printing
     them as `alert_lines` say, setting the shared Event `joined` once its consumer group
     hands it partitions and counting into the shared `counters` and `assembler_stats`.
-    `Suspend` and `Stop` carry the offsets to read up to and whether to evaluate every
-    held trace; `Stop` answers with the partitions it read up to and its final counters
-    (`RealtimeStopped`)."""
+    `Stop` carries the offsets to read up to and whether to evaluate every held trace,
+    and answers with the partitions it read up to and its final counters
+    (`RealtimeStopped`). `Prepare` joins the group on a fresh broker beside the current
+    one; `HandOver` reads the current one up to its offsets, evaluates every trace held
+    and moves to the fresh one."""
     # imported here: the stack's own process imports this module only to name the entry point
     from pathgrade.realtime_plane.plane import RealtimePlane
 
@@ -65,11 +67,10 @@ def realtime_main(
         events.put(Ready())
         while True:
             command = commands.get()
-            if isinstance(command, Suspend):
-                events.put(Suspended(plane.suspend(command.targets, command.release_held)))
-            elif isinstance(command, Resume):
-                plane.start()
-                events.put(Resumed())
+            if isinstance(command, Prepare):
+                events.put(Prepared(plane.prepare(command.bootstrap)))
+            elif isinstance(command, HandOver):
+                events.put(Suspended(plane.hand_over(command.targets)))
             elif isinstance(command, Stats):
                 events.put(Counted(plane.counters()))
             elif isinstance(command, Stop):

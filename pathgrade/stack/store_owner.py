@@ -35,8 +35,8 @@ EMBEDDED_ENGINE_LIBRARY = "_chdb"
 class StoreOwner:
     """`claim()` takes the data directory; `start()` (claiming it if not yet) opens and
     migrates the store and starts the writer on `bootstrap`; `stop(targets)` consumes up
-    to `targets` (partition -> next offset) before closing; `suspend_writer(targets)` /
-    `resume_writer()` do the same around a broker swap."""
+    to `targets` (partition -> next offset) before closing; `hand_over_writer(bootstrap)`
+    and `finish_old_writer(targets)` move the writer to a fresh broker."""
 
     def __init__(
         self,
@@ -64,6 +64,7 @@ class StoreOwner:
         self.ui_server: UiServer | None = None
         self.applied: list[Migration] = []
         self._writer_run: _WriterRun | None = None
+        self._old_run: _WriterRun | None = None  # on the broker handed over from
         self._finished_runs: dict[str, int] = {}  # counts of the writers before a swap
         self._closing = threading.Event()
 
@@ -113,6 +114,30 @@ class StoreOwner:
         the broker's data is about to end), insert, commit and close the writer's
         consumer; True when the targets were reached."""
         run, self._writer_run = self._writer_run, None
+        return self._finish(run, targets, idle_s, timeout_s)
+
+    def hand_over_writer(self, bootstrap: str, timeout_s: float) -> bool:
+        """Start a store writer on the broker at `bootstrap` (a fresh one replacing this
+        writer's) beside the current one, which reads on until `finish_old_writer`; True
+        once the new one joined its group within `timeout_s`. Both store and commit, each
+        on its own broker: nothing waits on the new one's group join."""
+        self._old_run = self._writer_run
+        self.bootstrap = bootstrap
+        self.resume_writer()
+        return self.writer_joined(timeout_s)
+
+    def finish_old_writer(
+        self, targets: dict[int, int], idle_s: float = 0.0, timeout_s: float = 180
+    ) -> bool:
+        """`suspend_writer` for the writer on the broker handed over from."""
+        run, self._old_run = self._old_run, None
+        return self._finish(run, targets, idle_s, timeout_s)
+
+    def _finish(
+        self, run: _WriterRun | None, targets: dict[int, int], idle_s: float, timeout_s: float
+    ) -> bool:
+        """Finish `run` (`_WriterRun.finish`), keeping its counts; True when it reached the
+        targets (or there was none)."""
         if run is None:
             return True
         reached = run.finish(targets, idle_s, timeout_s)
@@ -136,12 +161,13 @@ class StoreOwner:
         return run is not None and run.writer.joined.wait(timeout_s)
 
     def writer_stats(self) -> dict[str, Any]:
-        """The store writer's counters since `start()`, across broker swaps, and what it is
-        stalled on now (`schemas.stalls`)."""
-        run = self._writer_run
-        current = asdict(run.writer.stats if run is not None else StoreWriterStats())
-        stalled = run.writer.stalls.current() if run is not None else {}
-        return {**summed([self._finished_runs, current]), STALLED: stalled}
+        """The store writer's counters since `start()`, across broker swaps (with the one
+        still reading the broker handed over from), and what it is stalled on now
+        (`schemas.stalls`)."""
+        runs = [run for run in (self._writer_run, self._old_run) if run is not None]
+        current = [asdict(run.writer.stats) for run in runs] or [asdict(StoreWriterStats())]
+        stalled = {what: why for run in runs for what, why in run.writer.stalls.current().items()}
+        return {**summed([self._finished_runs, *current]), STALLED: stalled}
 
     def publish_state(self, state: dict[str, Any]) -> None:
         """Tell other commands where to send queries (and whatever else is useful)."""

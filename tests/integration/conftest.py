@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -148,11 +149,20 @@ def start_collector(
     return collector, grpc_port, http_port
 
 
+@contextmanager
+def local_broker(log_path: Path) -> Iterator[LocalBroker]:
+    """A Tansu broker of the test's own, with pathgrade's topics; stopped after."""
+    local = LocalBroker(log_path=log_path)
+    local.start()
+    ensure_topics(local.bootstrap)
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[LocalBroker]:
     """A Tansu broker of the test's own, with pathgrade's topics."""
-    local = LocalBroker(log_path=tmp_path / "broker.log")
-    local.start()
-    ensure_topics(local.bootstrap)
-    yield local
-    local.stop()
+    with local_broker(tmp_path / "broker.log") as local:
+        yield local

@@ -64,9 +64,16 @@ def test_the_soak_bench_prints_every_window_and_stores_and_alerts_on_everything_
         roles = dict(re.findall(r"([a-z]+(?: [a-z]+)?) (\d+)", rss))
         assert {"store owner", "collector", "realtime", "broker"} <= set(roles), rss
         assert all(int(mb) > 0 for mb in roles.values()), rss
-    totals = re.search(r"sent ([\d,]+), stored ([\d,]+); failure traces (\d+), alerted (\d+)", out)
+    totals = re.search(
+        r"sent ([\d,]+), stored ([\d,]+) \(distinct spans ([\d,]+), rows ([\d,]+)\); "
+        r"failure traces (\d+), alerted (\d+)",
+        out,
+    )
     assert totals, out
-    sent, stored, failing, alerted = (int(v.replace(",", "")) for v in totals.groups())
+    sent, stored, distinct, rows, failing, alerted = (
+        int(v.replace(",", "")) for v in totals.groups()
+    )
     assert sent == sum(int(w[0].replace(",", "")) for w in windows) and stored == sent, out
+    assert distinct == sent and rows >= distinct, out  # each span in the store once
     assert failing > 0 and alerted == failing, out
     assert re.search(r"^  store owner under 1536 MB: (holds|does not hold)$", out, re.M), out

@@ -21,7 +21,7 @@ from pathgrade.collector.spill import OutgoingMessage, SpillFile
 from pathgrade.schemas.topics import SPANS_TOPIC
 
 from pathgrade.stack.broker import LocalBroker
-from tests.integration.conftest import wait_until
+from tests.integration.conftest import local_broker, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -65,6 +65,38 @@ def test_hold_spills_and_resume_sends_on_in_order(broker: LocalBroker, tmp_path:
         publisher.hold()
         publisher.resume(producer_for(broker.bootstrap, 5.0))  # as after a broker swap
         assert publisher.produced_offsets() == {}  # a new broker numbers its log from 0
+    finally:
+        publisher.close()
+
+
+def test_the_log_keeps_what_went_to_the_old_broker_until_its_readers_read_it(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    """A swap moves the collector to the fresh broker before the readers finished the old
+    one (`resume(keep_old=True)`): the durable log lets go of what went to the old broker
+    only at `old_broker_read()`, so a crash meanwhile replays it; what goes to the fresh
+    broker is kept as before, until its readers commit it."""
+    spill = SpillFile(tmp_path / "spill")
+    committed = GroupOffsets(broker.bootstrap, ["a-group-that-never-reads"], SPANS_TOPIC)
+    publisher = KafkaPublisher(
+        producer_for(broker.bootstrap, 5.0), spill, drain_backoff_s=0.2, committed=committed
+    )
+    publisher.start()
+    try:
+        with local_broker(tmp_path / "fresh.log") as fresh:
+            publisher.publish(messages("a", 3))
+            wait_until(lambda: not spill.pending())  # in the old broker
+            old = spill.held_bytes()
+            publisher.hold()
+            committed.move_to(fresh.bootstrap)
+            publisher.resume(producer_for(fresh.bootstrap, 5.0), keep_old=True)
+            publisher.publish(messages("b", 2))
+            assert topic_values(fresh.bootstrap, 2) == [b"b0", b"b1"]
+            wait_until(lambda: not spill.pending())
+            both = spill.held_bytes()
+            assert both > old  # the old broker's part is kept with the new one's
+            publisher.old_broker_read()
+            assert spill.held_bytes() == both - old  # the new one's stays until committed
     finally:
         publisher.close()
 
