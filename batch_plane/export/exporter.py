@@ -95,11 +95,12 @@ class ResultExporter:
         self._failing_since: float | None = None
 
     def start(self) -> None:
-        """Take the cursors (`resume`) here, so every row stored after `start()` returns is
-        exported, then export on a thread of its own until `stop()`; a store that cannot
-        answer yet is asked again by that thread."""
+        """Take the cursors (`resume`) here unless an earlier round took them, so every row
+        stored after `start()` returns is exported, then export on a thread of its own until
+        `stop()`; a store that cannot answer yet is asked again by that thread."""
         try:
-            self.resume()
+            if not self._cursors:
+                self.resume()
         except Exception as exc:  # the store's QueryError or transport errors
             log.warning("results export: reading the cursors failed: %s; retrying", exc)
         self._thread = threading.Thread(target=self._run, name="results-export", daemon=True)
