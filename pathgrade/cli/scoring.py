@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,9 @@ def register(commands: Any) -> None:
     store_args(scorer)
     judge_args(scorer, required=False)
     model_flag(
-        scorer, "--kafka", OnlineScorerConfig, "bootstrap_servers", required=True,
-        metavar="HOST:PORT",
+        scorer, "--kafka", OnlineScorerConfig, "bootstrap_servers", metavar="HOST:PORT",
+        suffix=" (default: the broker of the pathgrade up running on --data-dir, followed to "
+        "the fresh one of each swap of its bundled broker)",
     )  # fmt: skip
     metrics_arg(scorer)
     model_flag(
@@ -112,15 +114,18 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 
 def _cmd_scorer(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
-
-    from pathgrade.batch_plane.scoring.online import OnlineScorer
+    from pathgrade.batch_plane.scoring.online import OnlineScorer, OnlineScorerStats
     from pathgrade.detectors import PolicyError, load_policy
+    from pathgrade.stack.broker_follow import BrokerWatch, moved_away, stack_broker
 
     try:
         policy = load_policy(args.policy) if args.policy else None
     except (PolicyError, OSError) as exc:
         raise CliError(f"--policy: {exc}") from exc
+    bundled = stack_broker(args.data_dir)
+    bootstrap = args.kafka or bundled
+    if bootstrap is None:
+        raise CliError(f"--kafka: no Kafka given and no pathgrade up running on {args.data_dir}")
     with cli_store(args) as store:
         judge = make_judge(args, store, args.judge_model) if args.judge_url else None
         events = args.events_out.open("a", encoding="utf-8") if args.events_out else None
@@ -130,28 +135,60 @@ def _cmd_scorer(args: argparse.Namespace) -> int:
             events.write(json.dumps(event) + "\n")
             events.flush()
 
-        scorer = OnlineScorer(
-            OnlineScorerConfig(
-                bootstrap_servers=args.kafka, policy=policy,
-                message_key=message_key_setting(args, args.kafka),
-            ),
-            store, judge,
-            on_event if events else None,
-        )  # fmt: skip
-        stop = stop_on_signal()
+        done = OnlineScorerStats()  # of the scorers on brokers the stack swapped away
+        running: list[OnlineScorer] = []
+        signalled = stop_on_signal()
         try:
-            with served_metrics(args.metrics_listen, "scorer", lambda: asdict(scorer.stats)):
-                print(f"scorer: {args.kafka} pathgrade.sampled -> scores", flush=True)
-                scorer.run(stop)
+
+            def counters() -> dict[str, Any]:
+                return asdict(sum_stats(done, *[running_one.stats for running_one in running]))
+
+            with served_metrics(args.metrics_listen, "scorer", counters):
+                while not signalled.is_set():
+                    scorer = OnlineScorer(
+                        OnlineScorerConfig(
+                            bootstrap_servers=bootstrap, policy=policy,
+                            message_key=message_key_setting(args, bootstrap),
+                        ),
+                        store, judge,
+                        on_event if events else None,
+                    )  # fmt: skip
+                    running[:] = [scorer]
+                    # the stack's own broker is followed to the fresh one of each swap
+                    watch = BrokerWatch(args.data_dir, bootstrap, signalled) if (
+                        bootstrap == bundled) else None  # fmt: skip
+                    print(f"scorer: {bootstrap} pathgrade.sampled -> scores", flush=True)
+                    moved = False
+                    try:
+                        scorer.run(watch.stop if watch is not None else signalled)
+                    except Exception:  # kafka-python's, once the swapped broker is gone
+                        moved = moved_away(watch)
+                        if not moved:
+                            raise
+                    finally:
+                        try:
+                            scorer.close()
+                        except Exception:
+                            if not (moved or moved_away(watch)):
+                                raise
+                    running.clear()
+                    done = sum_stats(done, scorer.stats)
+                    moved = watch.moved_to if watch is not None else None
+                    bootstrap = bundled = moved or bootstrap
         finally:
-            scorer.close()
             if judge:
                 judge.close()
             if events:
                 events.close()
         print(
-            f"scored {scorer.stats.scored} of {scorer.stats.messages} sampled traces "
-            f"({scorer.stats.scores} scores, {scorer.stats.skipped} skipped, "
-            f"{scorer.stats.judge_failures} judge failures)"
+            f"scored {done.scored} of {done.messages} sampled traces "
+            f"({done.scores} scores, {done.skipped} skipped, "
+            f"{done.judge_failures} judge failures)"
         )
     return 0
+
+
+def sum_stats(first: Any, *others: Any) -> Any:
+    """`OnlineScorerStats` summed field by field (the scorers of one `pathgrade scorer`)."""
+    return type(first)(**{name: value + sum(getattr(o, name) for o in others)
+                          for name, value in asdict(first).items()})  # fmt: skip
