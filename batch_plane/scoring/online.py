@@ -61,6 +61,11 @@ class OnlineScorerStats:
     judge_failures: int = 0  # judge scores written as `judge_error` (no value)
     forged_messages: int = 0  # refused: no or a wrong MAC under the stack's message key
 
+    def plus(self, other: OnlineScorerStats) -> OnlineScorerStats:
+        """These counts and `other`'s, summed (the scorers of one `pathgrade scorer`)."""
+        return OnlineScorerStats(**{name: getattr(self, name) + getattr(other, name)
+                                    for name in self.__dataclass_fields__})  # fmt: skip
+
 
 class OnlineScorer:
     """Consume, load, score, write, then commit. `run` until `stop` is set."""

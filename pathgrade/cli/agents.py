@@ -73,14 +73,12 @@ def store_for(args: argparse.Namespace) -> Iterator[Store]:
 
 def kafka_bootstrap(args: argparse.Namespace) -> str:
     """`--kafka`, else the running stack's broker."""
-    from pathgrade.stack.ownership import read_state
+    from pathgrade.stack.broker_follow import stack_broker
 
-    if args.kafka:
-        return args.kafka
-    state = read_state(args.data_dir.resolve()) or {}
-    if not state.get("kafka"):
+    bootstrap = args.kafka or stack_broker(args.data_dir)
+    if bootstrap is None:
         raise CliError(f"no running stack at {args.data_dir}: start one or pass --kafka")
-    return str(state["kafka"])
+    return str(bootstrap)
 
 
 def run_agent(

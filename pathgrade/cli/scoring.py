@@ -6,7 +6,7 @@ import argparse
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pathgrade.batch_plane.scoring.online_config import OnlineScorerConfig
 from pathgrade.cli.model_flags import model_flag
@@ -21,6 +21,12 @@ from pathgrade.cli.support import (
     stop_on_signal,
     store_args,
 )
+
+if TYPE_CHECKING:
+    import threading
+
+    from pathgrade.batch_plane.scoring.online import OnlineScorer
+    from pathgrade.stack.broker_follow import BrokerWatch
 
 
 def register(commands: Any) -> None:
@@ -115,17 +121,16 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 def _cmd_scorer(args: argparse.Namespace) -> int:
     from pathgrade.batch_plane.scoring.online import OnlineScorer, OnlineScorerStats
+    from pathgrade.cli.agents import kafka_bootstrap
     from pathgrade.detectors import PolicyError, load_policy
-    from pathgrade.stack.broker_follow import BrokerWatch, moved_away, stack_broker
+    from pathgrade.stack.broker_follow import BrokerWatch, stack_broker
 
     try:
         policy = load_policy(args.policy) if args.policy else None
     except (PolicyError, OSError) as exc:
         raise CliError(f"--policy: {exc}") from exc
     bundled = stack_broker(args.data_dir)
-    bootstrap = args.kafka or bundled
-    if bootstrap is None:
-        raise CliError(f"--kafka: no Kafka given and no pathgrade up running on {args.data_dir}")
+    bootstrap = kafka_bootstrap(args)
     with cli_store(args) as store:
         judge = make_judge(args, store, args.judge_model) if args.judge_url else None
         events = args.events_out.open("a", encoding="utf-8") if args.events_out else None
@@ -141,7 +146,7 @@ def _cmd_scorer(args: argparse.Namespace) -> int:
         try:
 
             def counters() -> dict[str, Any]:
-                return asdict(sum_stats(done, *[running_one.stats for running_one in running]))
+                return asdict(done.plus(running[0].stats) if running else done)
 
             with served_metrics(args.metrics_listen, "scorer", counters):
                 while not signalled.is_set():
@@ -158,23 +163,11 @@ def _cmd_scorer(args: argparse.Namespace) -> int:
                     watch = BrokerWatch(args.data_dir, bootstrap, signalled) if (
                         bootstrap == bundled) else None  # fmt: skip
                     print(f"scorer: {bootstrap} pathgrade.sampled -> scores", flush=True)
-                    moved = False
-                    try:
-                        scorer.run(watch.stop if watch is not None else signalled)
-                    except Exception:  # kafka-python's, once the swapped broker is gone
-                        moved = moved_away(watch)
-                        if not moved:
-                            raise
-                    finally:
-                        try:
-                            scorer.close()
-                        except Exception:
-                            if not (moved or moved_away(watch)):
-                                raise
+                    _score_until_moved(scorer, watch, signalled)
                     running.clear()
-                    done = sum_stats(done, scorer.stats)
-                    moved = watch.moved_to if watch is not None else None
-                    bootstrap = bundled = moved or bootstrap
+                    done = done.plus(scorer.stats)
+                    fresh = watch.moved_to if watch is not None else None
+                    bootstrap = bundled = fresh or bootstrap
         finally:
             if judge:
                 judge.close()
@@ -188,7 +181,23 @@ def _cmd_scorer(args: argparse.Namespace) -> int:
     return 0
 
 
-def sum_stats(first: Any, *others: Any) -> Any:
-    """`OnlineScorerStats` summed field by field (the scorers of one `pathgrade scorer`)."""
-    return type(first)(**{name: value + sum(getattr(o, name) for o in others)
-                          for name, value in asdict(first).items()})  # fmt: skip
+def _score_until_moved(
+    scorer: OnlineScorer, watch: BrokerWatch | None, signalled: threading.Event
+) -> None:
+    """Run `scorer` until `signalled`, or (with a `BrokerWatch`) until its broker moved,
+    then close it: the old broker's client errors after a move are the swap's."""
+    from pathgrade.stack.broker_follow import moved_away
+
+    moved = False
+    try:
+        scorer.run(watch.stop if watch is not None else signalled)
+    except Exception:  # kafka-python's, once the swapped broker is gone
+        moved = moved_away(watch)
+        if not moved:
+            raise
+    finally:
+        try:
+            scorer.close()
+        except Exception:
+            if not (moved or moved_away(watch)):
+                raise

@@ -51,7 +51,7 @@ def test_the_scorer_without_kafka_and_without_a_stack_says_what_is_missing(
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode != 0
-    assert f"--kafka: no Kafka given and no pathgrade up running on {tmp_path}" in done.stderr
+    assert f"no running stack at {tmp_path}: start one or pass --kafka" in done.stderr
 
 
 def test_a_readers_error_counts_as_the_swap_only_when_the_broker_moved(tmp_path: Path) -> None:
