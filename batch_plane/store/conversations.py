@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from pathgrade.batch_plane.store.tenancy import Viewer
-from pathgrade.batch_plane.store.traces import span_times
+from pathgrade.batch_plane.store.traces import LATEST_ROW_OF_EACH_SPAN, span_times
 from pathgrade.schemas.store import ReadableStore
 
 
@@ -69,8 +69,7 @@ def spans(
         "if(GenAIOperation = 'chat', GenAIInputMessages, '') AS ChatInput FROM spans "
         f"WHERE {viewer.where('Tenant')} AND (Tenant, TraceId) IN "
         f"{{keys:Array(Tuple(String, String))}} AND {days} "
-        "ORDER BY Tenant, TraceId, SpanId, ReceivedAt DESC LIMIT 1 BY Tenant, TraceId, SpanId"
-        f") ORDER BY StartNs, SpanId LIMIT {int(limit)}",
+        f"{LATEST_ROW_OF_EACH_SPAN}) ORDER BY StartNs, SpanId LIMIT {int(limit)}",
         {"keys": keys, **bounds, **viewer.parameters},
     ).rows
     return [ConversationSpan(*row) for row in rows]

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from pathgrade.batch_plane.store.traces import span_times
+from pathgrade.batch_plane.store.traces import LATEST_ROW_OF_EACH_SPAN, span_times
 from pathgrade.content.events import join_records
 from pathgrade.schemas.json_text import parse_json
 from pathgrade.schemas.model import (
@@ -177,7 +177,7 @@ def load_trace(store: ReadableStore, tenant: str, trace_id: str) -> Trace | None
     days, bounds = span_times(store, [trace_id], [tenant])
     rows = store.query(
         SPAN_SELECT + "WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
-        f"AND {days} ORDER BY SpanId, ReceivedAt DESC LIMIT 1 BY SpanId",
+        f"AND {days} {LATEST_ROW_OF_EACH_SPAN}",
         {"tenant": tenant, "trace": trace_id, **bounds},
     ).dicts()
     if not rows:
@@ -223,8 +223,9 @@ def load_traces(store: ReadableStore, trace_ids: Sequence[str]) -> list[Trace]:
         return []
     days, bounds = span_times(store, trace_ids)
     rows = store.query(
-        SPAN_SELECT + f"WHERE TraceId IN {{ids:Array(String)}} AND {days} "
-        "ORDER BY Tenant, TraceId, SpanId, ReceivedAt DESC LIMIT 1 BY Tenant, TraceId, SpanId",
+        SPAN_SELECT
+        + f"WHERE TraceId IN {{ids:Array(String)}} AND {days} "
+        + LATEST_ROW_OF_EACH_SPAN,
         {"ids": list(trace_ids), **bounds},
         readonly=True,
     ).dicts()
