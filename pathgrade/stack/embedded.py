@@ -750,7 +750,7 @@ class Stack:
         for child in self._realtime:
             self._end(child)
         # in this thread: the broker ends with the thread that started it (PDEATHSIG)
-        failed = _started(lambda: _fresh_broker(broker))
+        failed = _started(lambda: _serving(broker, broker.replace))
         if failed:
             return f"{exited} and a fresh one could not be started: {failed}"
         self.bootstrap = store.bootstrap = broker.bootstrap
@@ -810,7 +810,7 @@ class Stack:
         old = self.broker
         before = old.rss_bytes()
         fresh = LocalBroker(log_path=old.log_path)
-        failed = _started(lambda: _serving(fresh))
+        failed = _started(lambda: _serving(fresh, fresh.start))
         if failed:
             fresh.stop()
             log.warning("broker swap abandoned: a fresh broker did not start: %s", failed)
@@ -878,15 +878,10 @@ def _started(start: Callable[[], Any]) -> str | None:
     return None
 
 
-def _fresh_broker(broker: LocalBroker) -> None:
-    """A fresh broker on a new port in place of `broker`, with pathgrade's topics."""
-    broker.replace()
-    ensure_topics(broker.bootstrap)
-
-
-def _serving(broker: LocalBroker) -> None:
-    """Start `broker` (not started yet) with pathgrade's topics."""
-    broker.start()
+def _serving(broker: LocalBroker, start: Callable[[], None]) -> None:
+    """`start` `broker` (`start` for a new one, `replace` for one that died: a fresh one
+    on a new port), then create pathgrade's topics on it."""
+    start()
     ensure_topics(broker.bootstrap)
 
 
