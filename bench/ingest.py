@@ -98,6 +98,9 @@ WAIT_LIMIT_S = 900.0  # give up waiting for the stack to catch up after this lon
 WARM_UP_TRACES = 3  # stored and evaluated before the clock starts (`warm_up`)
 ROLES = ("collector", "store owner", "realtime", "broker")  # the table's rows, in order
 TRACES_PATH, LOGS_PATH = "/v1/traces", "/v1/logs"
+RETRYABLE = frozenset({429, 502, 503, 504})  # OTLP/HTTP: "the client SHOULD retry"
+RETRY_AFTER_S = 1.0
+RETRY_LIMIT = 300  # sends of one request before the bench gives up
 BASELINES_DIR = Path(tempfile.gettempdir()) / "pathgrade-baselines"
 """Where `baseline_python` keeps the checkouts of `--against COMMIT`."""
 Request = tuple[str, bytes]  # an OTLP/HTTP path and the protobuf body posted to it
@@ -367,21 +370,45 @@ def parse_costs_us(bodies: list[bytes], spans: int) -> tuple[float, float]:
 
 
 def post_from_threads(
-    port: int, senders: int, next_request: Callable[[], Request | None], timeout_s: float = 120
-) -> None:
+    port: int,
+    senders: int,
+    next_request: Callable[[], Request | None],
+    timeout_s: float = 120,
+    retry: bool = False,
+) -> int:
     """POST OTLP protobuf requests from `senders` keep-alive connections until
     `next_request` (called from every sender thread) returns None; exits on any non-200
-    or any error in a sender."""
+    or any error in a sender. With `retry`, as an OTel exporter does, a request answered
+    with a status OTLP/HTTP calls retryable (RETRYABLE: a server at capacity) is sent
+    again RETRY_AFTER_S later, and one whose keep-alive connection the server had closed
+    is sent again on a new one, up to RETRY_LIMIT sends. Returns the number of requests
+    sent again."""
     failures: list[str] = []
+    retried: list[int] = []
 
     def sender() -> None:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
         try:
             while (request := next_request()) is not None:
                 path, body = request
-                connection.request("POST", path, body, {"Content-Type": "application/x-protobuf"})
-                response = connection.getresponse()
-                response.read()
+                for _ in range(RETRY_LIMIT):
+                    headers = {"Content-Type": "application/x-protobuf"}
+                    try:
+                        connection.request("POST", path, body, headers)
+                        response = connection.getresponse()
+                        response.read()
+                    except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
+                        if not retry:  # a keep-alive connection the server closed while idle
+                            raise
+                        connection.close()  # the next request connects again
+                        retried.append(0)
+                        continue
+                    if not (retry and response.status in RETRYABLE):
+                        break
+                    retried.append(response.status)
+                    time.sleep(RETRY_AFTER_S)
+                else:
+                    raise RuntimeError(f"{path}: sent {RETRY_LIMIT} times, never taken")
                 if response.status != 200:
                     failures.append(f"HTTP {response.status}")
         except Exception as exc:  # a sender that dies fails the bench, not only its thread
@@ -396,12 +423,20 @@ def post_from_threads(
         thread.join()
     if failures:
         raise SystemExit(f"{len(failures)} requests failed, first: {failures[0]}")
+    return len(retried)
 
 
-def send_all(port: int, requests: list[Request], senders: int, rate: float | None = None) -> None:
+def send_all(
+    port: int,
+    requests: list[Request],
+    senders: int,
+    rate: float | None = None,
+    retry: bool = False,
+) -> int:
     """Send every request once, in order from `senders` threads, as fast as the collector
     answers, or paced at `rate` spans/s (a request leaves once the spans before it are
-    due: a steady stream, as an application's exporter sends)."""
+    due: a steady stream, as an application's exporter sends); `retry` as
+    `post_from_threads` takes it, which returns what send_all returns."""
     queue = list(reversed(requests))
     spans = [span_count([body]) if path == TRACES_PATH else 0 for path, body in queue]
     lock = threading.Lock()
@@ -419,7 +454,7 @@ def send_all(port: int, requests: list[Request], senders: int, rate: float | Non
         time.sleep(max(0.0, started + due_s - time.perf_counter()))
         return request
 
-    post_from_threads(port, senders, next_request)
+    return post_from_threads(port, senders, next_request, retry=retry)
 
 
 def send_traces(port: int, bodies: list[bytes], senders: int) -> None:

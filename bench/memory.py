@@ -36,8 +36,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -108,11 +110,11 @@ def stack_memory(root: int, data_dir: Path) -> dict[str, Memory]:
 
 @dataclass
 class Sampler:
-    """Samples the stack's processes every `every_s` in a thread until `stop()`,
-    keeping each process's peak RSS and PSS and the peak of the whole stack's sums."""
+    """Samples the processes `read` returns (row name -> memory: `stack_memory` of a
+    stack) every `every_s` in a thread until `stop()`, keeping each process's peak RSS and
+    PSS and the peak of the whole stack's sums."""
 
-    root: int
-    data_dir: Path
+    read: Callable[[], dict[str, Memory]]
     every_s: float = SAMPLE_EVERY_S
     peak_rss: dict[str, int] = field(default_factory=dict)
     peak_pss: dict[str, int] = field(default_factory=dict)
@@ -128,7 +130,7 @@ class Sampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            now = stack_memory(self.root, self.data_dir)
+            now = self.read()
             for name, memory in now.items():
                 self.peak_rss[name] = max(self.peak_rss.get(name, 0), memory.rss)
                 if memory.pss is not None:
@@ -168,7 +170,7 @@ def run_once(
         store = RemoteStore(state["query_url"], state.get("token", ""))
         time.sleep(args.settle)
         idle = stack_memory(stack.pid, data_dir)
-        sampler = Sampler(stack.pid, data_dir)
+        sampler = Sampler(partial(stack_memory, stack.pid, data_dir))
         sampler.start()
         started = time.perf_counter()
         send_all(http_port, [(TRACES_PATH, body) for body in bodies], args.senders)

@@ -21,12 +21,25 @@ calls (`ReadCompressedBytes`, median). A tenant's viewer
 (`globex`, 30% of the traffic) requests some pages too; its rows read against the
 operator's show that its reads stay within its own rows. The store is in this process, as
 in the stack's store owner: the peak RSS printed is this process's while the size was
-built and while it was read (VmHWM, reset between). Each size's figures are printed as a
-ratio to the first size's.
+built and while it was read (VmHWM, reset between); unbounded unless `--store-memory-mb`
+bounds the engine as the stack's `--store-memory-mb` does. Each size's figures are printed
+as ratios to the first size's and to the previous size's, then the requests over issue
+46's bounds (300 ms p95 warm, 2 s cold), slowest first. A request that fails (an error
+page, a query error such as MEMORY_LIMIT_EXCEEDED) is printed as FAILED with the error and
+the bench goes on; one whose calls took `--budget-s` makes no more warm calls (the column
+`warm` says how many it made). Before reading, each size waits for the merges (at most
+`--settle-s`).
 
     python bench/reads.py scale [--sizes 1000000,10000000] [--seed-spans 20000]
                                 [--repeats 20] [--cold 3] [--data-dir DIR] [--only TEXT,...]
+                                [--budget-s 600] [--settle-s 1800] [--store-memory-mb MB]
+    python bench/reads.py explain --data-dir DIR --only TEXT,... [--top 2]
     python bench/reads.py cpu [--queries 300] [--rounds 3]
+
+`explain`: on a store `scale` kept (`--data-dir`), each query one call of the requests
+named runs, the slowest first, with its time and rows read run alone, and ClickHouse's
+`EXPLAIN indexes = 1` of the `--top` slowest (which partitions, parts and granules each
+index keeps).
 
 `cpu`: anyone's SQL on the reader session against pathgrade's own query on the writer
 session, one embedded chDB store. A read (`ClientStore.query(..., readonly=True)`: what
@@ -45,6 +58,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import re
 import resource
 import statistics
 import sys
@@ -62,8 +76,10 @@ from pathgrade.batch_plane.store import scores as stored_scores
 from pathgrade.batch_plane.store.client import (
     ClientStore,
     embedded_dsn,
+    engine_bounds,
     open_client_store,
 )
+from pathgrade.batch_plane.store.errors import QueryError
 from pathgrade.batch_plane.store.migration_runner import migrate
 from pathgrade.batch_plane.store.trace_rows import load_trace
 from starlette.testclient import TestClient
@@ -141,6 +157,7 @@ class Samples:
     models: list[str]
     codes: list[str]
     runs: list[str]
+    now_ns: int  # the bench's clock: the UI's, and `now()` in the getting-started sample
 
     def pick(self, name: str, index: int) -> Any:
         values = getattr(self, name)
@@ -185,6 +202,7 @@ def samples(store: ClientStore, now_ns: int) -> Samples:
         ),
         codes=column("SELECT DISTINCT Code FROM bench_seed_alerts"),
         runs=column("SELECT DISTINCT RunId FROM scores WHERE RunId != '' LIMIT 20"),
+        now_ns=now_ns,
     )
 
 
@@ -197,6 +215,17 @@ class Request:
     page: Callable[[Samples, int], str] | None = None
     read: Callable[[ClientStore, Samples, int], object] | None = None
     tenant: bool = False
+
+
+def getting_started_sql() -> str:
+    """The `pathgrade sql` sample of docs/getting-started.md (the README's first hour)."""
+    doc = Path(__file__).resolve().parents[1] / "docs" / "getting-started.md"
+    match = re.search(r'^pathgrade sql "(.+)"$', doc.read_text(), re.MULTILINE)
+    assert match, f"{doc}: no pathgrade sql sample"
+    return match[1]
+
+
+GETTING_STARTED_SQL = getting_started_sql()
 
 
 def _traces(query: str = "") -> Callable[[Samples, int], str]:
@@ -262,7 +291,8 @@ REQUESTS: tuple[Request, ...] = (
     Request(
         "sql: the README's sample",
         read=lambda store, s, i: store.query(
-            "SELECT GenAIOperation, count() FROM spans FINAL GROUP BY 1", readonly=True
+            GETTING_STARTED_SQL.replace("now()", f"fromUnixTimestamp64Nano(toInt64({s.now_ns}))"),
+            readonly=True,
         ),
     ),
 )
@@ -277,11 +307,16 @@ class Figures:
     rows: list[int] = field(default_factory=list)
     bytes: list[int] = field(default_factory=list)
     disk_bytes: list[int] = field(default_factory=list)  # compressed, cold calls
+    error: str = ""  # the first failure (the request's figures stop there)
 
     def p(self, q: float, cold: bool = False) -> float:
         """The `q` quantile (nearest rank) of the warm (or cold) times, ms."""
         times = sorted(self.cold_ms if cold else self.warm_ms)
         return times[max(0, math.ceil(q * len(times)) - 1)] if times else math.nan
+
+
+class RequestFailed(Exception):
+    """A page answered with another status than 200."""
 
 
 @dataclass
@@ -302,9 +337,7 @@ class Bench:
         path = request.page(s, index)
         answer = (self.tenant if request.tenant else self.operator).get(path)
         if answer.status_code != 200:
-            raise SystemExit(
-                f"{request.name}: GET {path} -> {answer.status_code}\n{answer.text[:400]}"
-            )
+            raise RequestFailed(f"GET {path} -> {answer.status_code}: {answer.text[:400]}")
 
     def make_cold(self) -> None:
         for cache in CACHES:
@@ -320,28 +353,49 @@ class Bench:
         after = read_counts(self.store)
         return elapsed, {name: after[name] - before[name] for name in EVENTS}
 
-    def measure(self, request: Request, s: Samples, repeats: int, cold: int) -> Figures:
+    def measure(
+        self, request: Request, s: Samples, repeats: int, cold: int, budget_s: float
+    ) -> Figures:
+        """The request's figures: `cold` cold calls, one untimed, then `repeats` warm calls,
+        fewer once its calls took `budget_s` (at least one). A failure (an error page, a
+        query error such as MEMORY_LIMIT_EXCEEDED) is recorded in `error` and ends its
+        calls."""
         figures = Figures()
-        for index in range(cold):
-            self.make_cold()
-            elapsed, read = self.timed(request, s, index)
-            figures.cold_ms.append(elapsed)
-            figures.disk_bytes.append(read["ReadCompressedBytes"])
-        self.call(request, s, repeats)  # warm-up, untimed
-        for index in range(repeats):
-            elapsed, read = self.timed(request, s, index)
-            figures.warm_ms.append(elapsed)
-            figures.rows.append(read["SelectedRows"])
-            figures.bytes.append(read["SelectedBytes"])
+        started = time.perf_counter()
+        try:
+            for index in range(cold):
+                self.make_cold()
+                elapsed, read = self.timed(request, s, index)
+                figures.cold_ms.append(elapsed)
+                figures.disk_bytes.append(read["ReadCompressedBytes"])
+            self.call(request, s, repeats)  # warm-up, untimed
+            for index in range(repeats):
+                if figures.warm_ms and time.perf_counter() - started > budget_s:
+                    break
+                elapsed, read = self.timed(request, s, index)
+                figures.warm_ms.append(elapsed)
+                figures.rows.append(read["SelectedRows"])
+                figures.bytes.append(read["SelectedBytes"])
+        except (RequestFailed, QueryError) as exc:
+            figures.error = str(exc).splitlines()[0][:300]
         return figures
 
 
-def open_bench(data_dir: Path) -> Bench:
-    store = open_client_store(embedded_dsn(str(data_dir)))
+def latest_span_ns(store: ClientStore) -> int:
+    """When the latest stored span started (0 on an empty store): the bench's clock, so a
+    store kept from an earlier run is read as of when it was grown."""
+    rows = store.query("SELECT toUnixTimestamp64Nano(max(Timestamp)) FROM spans").rows
+    return int(rows[0][0])
+
+
+def open_bench(data_dir: Path, engine: dict[str, int] | None) -> Bench:
+    """The store in `data_dir` (its engine's options `engine`, `engine_bounds`) and the UI's
+    clients on it."""
+    store = open_client_store(embedded_dsn(str(data_dir)), engine)
     migrate(store.client)
     tokens = data_dir / "viewer-tokens.yaml"
     tokens.write_text(f"bench-token: {TENANT}\n")
-    now_ns = time.time_ns()
+    now_ns = latest_span_ns(store) or time.time_ns()
     operator = TestClient(
         create_app(UiSettings(store, clock_ns=lambda: now_ns)), base_url="http://127.0.0.1"
     )
@@ -352,7 +406,7 @@ def open_bench(data_dir: Path) -> Bench:
     return Bench(store, data_dir, operator, tenant, now_ns)
 
 
-def settle(store: ClientStore, limit_s: float = 600) -> float:
+def settle(store: ClientStore, limit_s: float) -> float:
     """Wait until no merge runs (at most `limit_s`); returns the seconds waited."""
     started = time.perf_counter()
     while time.perf_counter() - started < limit_s:
@@ -362,27 +416,54 @@ def settle(store: ClientStore, limit_s: float = 600) -> float:
     return time.perf_counter() - started
 
 
+WARM_BOUND_MS, COLD_BOUND_MS = 300, 2000
+"""Issue 46's bounds on every page and read: p95 server time warm, and cold."""
+
+
+def _short(size: int) -> str:
+    """`size` spans, shortly: 1M, 10M, 30,000."""
+    return f"{size // 10**6}M" if size % 10**6 == 0 else f"{size:,}"
+
+
 def report(
-    size: int, figures: dict[str, Figures], base_size: int, base: dict[str, Figures]
+    size: int, figures: dict[str, Figures], bases: list[tuple[int, dict[str, Figures]]]
 ) -> None:
-    """One size's table: each request's figures and its ratios to the first size's."""
-    print(f"\n== {size:,} spans (ratios: to {base_size:,})")
-    heads = ("p50", "p95", "max", "cold50", "coldmx", "rows", "MB", "coldMB", "x p95", "x cold")
-    widths = (7, 7, 7, 7, 7, 11, 7, 7, 6, 6)
+    """One size's table: each request's figures and their ratios to each of `bases` (the
+    first size's and the previous size's figures)."""
+    print(f"\n== {size:,} spans (x: ratios to " + ", ".join(f"{b:,}" for b, _ in bases) + ")")
+    heads = ("p50", "p95", "max", "cold50", "coldmx", "rows", "MB", "coldMB", "warm")
+    widths = (7, 7, 7, 7, 7, 11, 7, 7, 4)
+    ratios = [f"x{_short(b)} {h}" for b, _ in bases for h in ("p95", "cold", "rows")]
     print(f"{'request':<36} " + " ".join(f"{h:>{w}}" for h, w in zip(heads, widths, strict=True))
-          + f" {'x rows':>7}")  # fmt: skip
+          + "".join(f" {r:>10}" for r in ratios))  # fmt: skip
     for name, f in figures.items():
-        b = base[name]
+        if f.error:
+            print(f"{name:<36} FAILED: {f.error}", flush=True)
+            continue
         rows, megabytes = statistics.median(f.rows), statistics.median(f.bytes) / 1e6
         disk = statistics.median(f.disk_bytes) / 1e6 if f.disk_bytes else math.nan
+        shown = ""
+        for _, base in bases:
+            b = base[name]
+            if b.error:
+                shown += f" {'-':>10}" * 3
+                continue
+            shown += (f" {f.p(0.95) / b.p(0.95):10.2f} {f.p(1.0, True) / b.p(1.0, True):10.2f}"
+                      f" {rows / max(1, statistics.median(b.rows)):10.2f}")  # fmt: skip
         print(
             f"{name:<36} {f.p(0.5):7.1f} {f.p(0.95):7.1f} {max(f.warm_ms):7.1f} "
             f"{f.p(0.5, True):7.1f} {f.p(1.0, True):7.1f} {rows:11,.0f} {megabytes:7.1f} "
-            f"{disk:7.1f} "
-            f"{f.p(0.95) / b.p(0.95):6.2f} {f.p(1.0, True) / b.p(1.0, True):6.2f} "
-            f"{rows / max(1, statistics.median(b.rows)):7.2f}",
+            f"{disk:7.1f} {len(f.warm_ms):4}{shown}",
             flush=True,
         )
+    over = sorted(
+        ((f.p(0.95), f.p(1.0, True), name) for name, f in figures.items()
+         if not f.error and (f.p(0.95) > WARM_BOUND_MS or f.p(1.0, True) > COLD_BOUND_MS)),
+        reverse=True,
+    )  # fmt: skip
+    print(f"{size:,}: {len(over)} requests over {WARM_BOUND_MS} ms p95 warm or "
+          f"{COLD_BOUND_MS:,} ms cold, slowest first: "
+          + "; ".join(f"{name} {p95:,.0f}/{cold:,.0f}" for p95, cold, name in over))  # fmt: skip
 
 
 def scale_mode(args: argparse.Namespace) -> None:
@@ -392,7 +473,12 @@ def scale_mode(args: argparse.Namespace) -> None:
     requests = [r for r in REQUESTS if not only or any(text in r.name for text in only)]
     with tempfile.TemporaryDirectory(prefix="pathgrade-reads-scale-") as scratch:
         data_dir = args.data_dir or Path(scratch)
-        bench = open_bench(data_dir)
+        engine = (
+            engine_bounds(args.store_memory_mb, args.store_cache_mb)
+            if args.store_memory_mb
+            else None
+        )
+        bench = open_bench(data_dir, engine)
         store = bench.store
         if not store.query("EXISTS TABLE bench_seed").rows[0][0]:
             started = time.perf_counter()
@@ -402,10 +488,11 @@ def scale_mode(args: argparse.Namespace) -> None:
         results: dict[int, dict[str, Figures]] = {}
         for size in sizes:
             scale_store.reset_peak_rss()
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             stored = scale_store.grow(store, size)
             built = time.perf_counter() - started
-            waited = settle(store)
+            waited = settle(store, args.settle_s)
+            cpu = time.process_time() - cpu
             build_peak = scale_store.pid_rss_mb("VmHWM")
             counts = {
                 table: store.query(f"SELECT count() FROM {table}").rows[0][0]
@@ -417,20 +504,76 @@ def scale_mode(args: argparse.Namespace) -> None:
             ).rows[0][0]
             tables = ", ".join(f"{table} {n:,}" for table, n in counts.items())
             print(f"\n{size:,}: grown to {stored:,} spans in {built:.0f} s, merges settled in "
-                  f"{waited:.0f} s; {tables}; {disk / 1e9:.2f} GB on disk; "
-                  f"peak RSS while built {build_peak:,.0f} MB")  # fmt: skip
+                  f"{waited:.0f} s ({cpu:.0f} s of CPU, every thread); {tables}; "
+                  f"{disk / 1e9:.2f} GB on disk; peak RSS while built "
+                  f"{build_peak:,.0f} MB")  # fmt: skip
             s = samples(store, bench.now_ns)
             scale_store.reset_peak_rss()
             results[size] = {}
             for request in requests:
-                results[size][request.name] = bench.measure(request, s, args.repeats, args.cold)
+                results[size][request.name] = bench.measure(
+                    request, s, args.repeats, args.cold, args.budget_s
+                )
             print(f"{size:,}: peak RSS while read {scale_store.pid_rss_mb('VmHWM'):,.0f} MB, "
                   f"now {scale_store.pid_rss_mb():,.0f} MB")  # fmt: skip
-            report(size, results[size], sizes[0], results[sizes[0]])
+            earlier = sorted({sizes[0], sizes[max(0, sizes.index(size) - 1)]})
+            report(size, results[size], [(b, results[b]) for b in earlier])
         tenant_share(results, sizes, store)
         store.close()
     print(f"\nmax RSS of this process over the run: "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB")  # fmt: skip
+
+
+def queries_of(
+    bench: Bench, request: Request, s: Samples
+) -> list[tuple[str, dict[str, Any] | None]]:
+    """The queries (text and parameters) one call of `request` runs on the store."""
+    recorded: list[tuple[str, dict[str, Any] | None]] = []
+    run = bench.store.query
+
+    def recording(
+        sql: str, parameters: dict[str, Any] | None = None, *more: Any, **named: Any
+    ) -> Any:
+        recorded.append((sql, parameters))
+        return run(sql, parameters, *more, **named)
+
+    bench.store.query = recording  # type: ignore[method-assign]
+    try:
+        bench.call(request, s, 0)
+    finally:
+        bench.store.query = run  # type: ignore[method-assign]
+    return recorded
+
+
+def explain_mode(args: argparse.Namespace) -> None:
+    """Each query the requests of `--only` run on the store in `--data-dir`, the slowest
+    first: its ms and rows read run alone (warm, after one untimed run), its text, and for
+    the `--top` slowest of each request ClickHouse's `EXPLAIN indexes = 1` (the plan, its
+    columns left out, and the parts and granules each index keeps). Queries of a tenant's viewer run
+    here without its session's filter."""
+    only = [text for text in args.only.split(",") if text]
+    bench = open_bench(args.data_dir, None)
+    store = bench.store
+    s = samples(store, bench.now_ns)
+    for request in [r for r in REQUESTS if any(text in r.name for text in only)]:
+        recorded = queries_of(bench, request, s)
+        timed = []
+        for sql, parameters in recorded:
+            store.query(sql, parameters)
+            before = read_counts(store)
+            started = time.perf_counter()
+            store.query(sql, parameters)
+            elapsed = (time.perf_counter() - started) * 1000
+            rows = read_counts(store)["SelectedRows"] - before["SelectedRows"]
+            timed.append((elapsed, rows, sql, parameters))
+        timed.sort(key=lambda item: item[0], reverse=True)
+        print(f"\n== {request.name}: {len(timed)} queries")
+        for rank, (elapsed, rows, sql, parameters) in enumerate(timed):
+            print(f"-- {elapsed:,.0f} ms, {rows:,} rows read: {' '.join(sql.split())[:600]}")
+            if rank < args.top:
+                plan = store.query("EXPLAIN indexes = 1 " + sql, parameters).rows
+                print("\n".join(f"     {line}" for (line,) in plan if "Output: " not in line))
+    store.close()
 
 
 def tenant_share(
@@ -443,13 +586,14 @@ def tenant_share(
     ).rows[0][0]
     print(f"\n{TENANT}'s share of the spans: {share:.2f}; its viewer's rows read / the operator's:")
     for size in sizes:
+        measured = {name: f for name, f in results[size].items() if not f.error}
         pairs = [
             (name, name.replace(" (tenant)", ""))
-            for name in results[size] if name.endswith(" (tenant)")
+            for name in measured if name.endswith(" (tenant)")
         ]  # fmt: skip
         shown = ", ".join(
-            f"{own}: {statistics.median(results[size][name].rows) / max(1, statistics.median(results[size][own].rows)):.2f}"  # noqa: E501
-            for name, own in pairs if own in results[size]
+            f"{own}: {statistics.median(measured[name].rows) / max(1, statistics.median(measured[own].rows)):.2f}"  # noqa: E501
+            for name, own in pairs if own in measured
         )  # fmt: skip
         print(f"  {size:,}: {shown}")
 
@@ -466,11 +610,24 @@ def main() -> None:
     scale.add_argument("--repeats", type=int, default=20)
     scale.add_argument("--cold", type=int, default=3)
     scale.add_argument("--data-dir", type=Path, help="keep (and reuse) the store here")
+    for flag, kind, default, text in (
+        ("--budget-s", float, 600, "no more warm calls of a request once its calls took this"
+         " long (one at least)"),
+        ("--settle-s", float, 1800, "wait at most this long for merges per size"),
+        ("--store-memory-mb", int, 0, "bound the engine as the stack's store owner (its"
+         " --store-memory-mb); 0: unbounded"),
+        ("--store-cache-mb", int, 128, "with --store-memory-mb: each cache's bound"),
+    ):  # fmt: skip
+        scale.add_argument(flag, type=kind, default=default, help=text)
     scale.add_argument(
         "--only", default="", help="only the requests whose name has one of these (a,b,...)"
     )
+    explain = modes.add_parser("explain", help="each query of some requests, and its plan")
+    explain.add_argument("--data-dir", type=Path, required=True, help="a store `scale` kept")
+    explain.add_argument("--only", required=True, help="the requests whose name has one of these")
+    explain.add_argument("--top", type=int, default=2, help="EXPLAIN the slowest this many")
     args = parser.parse_args()
-    (cpu_mode if args.mode == "cpu" else scale_mode)(args)
+    {"cpu": cpu_mode, "scale": scale_mode, "explain": explain_mode}[args.mode](args)
 
 
 if __name__ == "__main__":

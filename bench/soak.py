@@ -48,13 +48,14 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import realtime
 from ingest import Variant, baseline_python, stack_snapshot, start_stack, warm_up
-from memory import Sampler
+from memory import Sampler, stack_memory
 from pathgrade.batch_plane.store.remote import RemoteStore
 from realtime import Receiver, TemplateTrace, percentile
 
@@ -184,7 +185,7 @@ def soak_once(variant: Variant, templates: list[TemplateTrace], args: argparse.N
         index = 0
         while (planned := planned_windows.get()) is not None:
             window_start_ns = start_ns + int(index * args.window_s * 1e9)
-            sampler = Sampler(stack.pid, data_dir, every_s=1.0)
+            sampler = Sampler(partial(stack_memory, stack.pid, data_dir), every_s=1.0)
             sampler.start()
             sent, _, failing = realtime.send_planned(
                 http_port, planned, window_start_ns, args.senders

@@ -44,6 +44,7 @@ from pathgrade.collector.limits import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_READ_TIMEOUT_S,
 )
+from pathgrade.transport.quiet_server import QuietServer
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 log = logging.getLogger(__name__)
@@ -355,7 +356,7 @@ class UvicornServer:
             access_log=False, proxy_headers=False, server_header=False, date_header=False,
             timeout_keep_alive=limits.idle_timeout_s, timeout_graceful_shutdown=grace_s,
         )  # fmt: skip
-        self._server = uvicorn.Server(config)
+        self._server = QuietServer(config)
         self._serving = threading.Event()
         self._stopped = threading.Event()
 
@@ -376,7 +377,7 @@ class UvicornServer:
     def shutdown(self) -> None:
         """Stop serving: close idle and arriving connections, let requests being
         processed finish."""
-        self._server.should_exit = True
+        self._server.stop()
         if self._serving.is_set():
             self._stopped.wait()
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka import KafkaAdminClient
+from kafka.errors import UnsupportedVersionError
+from kafka.structs import OffsetAndMetadata, TopicPartition
 from pathgrade.transport.kafka_settings import kafka_client_settings
 
 
@@ -110,6 +112,7 @@ class GroupOffsets:
         self.groups = groups
         self.topic = topic
         self._admin: KafkaAdminClient | None = None
+        self._one_request = len(groups) > 1  # until the broker refuses it (`_committed`)
 
     def move_to(self, bootstrap_servers: str) -> None:
         """Ask the broker at `bootstrap_servers` from now on (a replaced one)."""
@@ -135,12 +138,12 @@ class GroupOffsets:
         """Raises KafkaError when the broker does not answer (the client is made anew on
         the next call)."""
         try:
-            admin = self._client()
+            committed = self._committed()
             lowest: dict[int, int] | None = None
             for group in self.groups:
                 offsets = {
                     tp.partition: meta.offset
-                    for tp, meta in admin.list_group_offsets(group)[group].items()
+                    for tp, meta in committed[group].items()
                     if tp.topic == self.topic and meta.offset >= 0
                 }
                 lowest = offsets if lowest is None else {
@@ -150,6 +153,17 @@ class GroupOffsets:
         except Exception:
             self.close()
             raise
+
+    def _committed(self) -> dict[str, dict[TopicPartition, OffsetAndMetadata]]:
+        """Every group's commits in one OffsetFetch (Kafka 3.0+, Tansu), or one per group
+        where the broker is older: the trimmer asks every second while batches wait."""
+        admin = self._client()
+        if self._one_request:
+            try:
+                return admin.list_group_offsets(self.groups)
+            except UnsupportedVersionError:
+                self._one_request = False
+        return {group: admin.list_group_offsets(group)[group] for group in self.groups}
 
     def close(self) -> None:
         if self._admin is not None:

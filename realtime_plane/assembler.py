@@ -276,6 +276,15 @@ class TurnAssembler:
                     spans.append(span)
         return spans
 
+    def next_due(self) -> float:
+        """The clock time at which `due` may next release a turn if no span arrives before:
+        the earliest wake-up (perhaps of a trace already gone: early, never late) or the
+        oldest trace's maximum age; infinity with nothing held."""
+        if not self._held:
+            return math.inf
+        wake = self._wakes[0][0] if self._wakes else math.inf
+        return min(wake, self._oldest()[1].first_seen + self.max_age_s)
+
     def due(self, now: float) -> list[DueTurn]:
         """Turns to evaluate now: quiet ones, those of too old traces, and those of the
         oldest traces beyond the memory bound."""

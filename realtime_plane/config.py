@@ -127,8 +127,9 @@ class RealtimeConfig(BaseModel):
     session_timeout_ms: PositiveInt = Field(6000, description="consumer group session timeout")
     poll_timeout_ms: PositiveInt = Field(
         50,
-        description="longest wait of one poll while traces or alerts are held or turns are "
-        "shared (with nothing held, up to 500 ms: a poll returns as soon as a span arrives)",
+        description="wait of one poll while alerts are held or turns are shared; while traces "
+        "are held, until the first falls due, at least this and at most 500 ms; with nothing "
+        "held, up to 500 ms (a poll returns as soon as a span arrives)",
     )
     # bench/fetch_wait.py: p99 lag 0.27-1.2 s at kafka-python's 500 ms default, ~0.07 s at
     # 100 ms, for 1.5-3% of a core more per consumer at 1,000 messages/s.

@@ -6,12 +6,13 @@ the order it found them and stores the number with the row (`SpansPartition`,
 `PartitionSeq`); the monitors' alerts are numbered likewise in a stream of their own
 (MONITOR_STREAM). Per partition the webhook keeps a cursor, the first number not yet
 delivered (`PartitionProgress`), and saves it now and then in `webhook_cursors`
-(`AlertBacklog.save`). Numbers it was handed but holds no body for (the in-memory queue
-was full, or a POST kept failing, or a restarted plane found stored alerts past its saved
-cursor) are `missing`: they are read back from the table (`AlertBacklog.read`) once the
-store has them, and delivered then. So what reached the table reaches the webhook at
-least once, across restarts and overflows; a delivery repeated after a crash (up to the
-last saved cursor) carries the same alert key.
+(`AlertBacklog.save`), never past the highest number stored: a number not stored is given
+out again by the partition's next reader if this one dies. Numbers it was handed but
+holds no body for (the in-memory queue was full, or a POST kept failing, or a restarted
+plane found stored alerts past its saved cursor) are `missing`: they are read back from
+the table (`AlertBacklog.read`) once the store has them, and delivered then. So what
+reached the table reaches the webhook at least once, across restarts and overflows; a
+delivery repeated after a crash (up to the last saved cursor) carries the same alert key.
 
 Numbers go up in the order the plane's inserts are stored (one insert at a time per
 plane, and a partition has one reader at a time), so a number read from the table is
@@ -65,6 +66,13 @@ class PartitionProgress:
         if start <= stored:
             progress.missing.append([start, stored])
         return progress
+
+    def cursor_to_save(self) -> int:
+        """The cursor to save: `cursor`, but never past the highest number stored. A plane
+        that dies before storing numbers it delivered leaves them to the partition's next
+        reader, which numbers its own alerts on from what the table holds (the same numbers,
+        other alerts): a saved cursor past them would count those as delivered."""
+        return min(self.cursor, self.stored + 1)
 
     def delivered(self, number: int) -> None:
         """`number` reached the webhook (or was refused for good)."""

@@ -151,8 +151,13 @@ class TurnEvaluator:
             "trace_end_ns": head.end_ns, "detected_at_ns": now_ns, "trace_id": trace.trace_id,
             "turn_span_id": head.span_id,
         }  # fmt: skip
-        alerts = [_alert(key, f, common) for key, f in fresh]
-        alerts += [_gap_alert(gap, common) for gap in due_gaps]
+        tools = (
+            {s.span_id: s.genai.tool_name for s in (*trace.spans, *trace.context)}
+            if fresh or due_gaps
+            else {}
+        )  # the tool of each span an alert may be pinned to; most turns raise none
+        alerts = [_alert(key, f, common, tools.get(f.span_id, "")) for key, f in fresh]
+        alerts += [_gap_alert(gap, common, tools.get(gap.finding.span_id, "")) for gap in due_gaps]
         return Evaluation(
             due, service, agent, conversation, tier, findings, alerts, digest, context
         )
@@ -186,20 +191,21 @@ class TurnEvaluator:
         return earlier
 
 
-def _alert(key: str, finding: Finding, common: dict) -> Alert:
-    """The alert of a finding of the evaluated turn."""
+def _alert(key: str, finding: Finding, common: dict, tool: str) -> Alert:
+    """The alert of a finding of the evaluated turn, pinned to a span calling `tool`."""
     return Alert(
         alert_key=key, code=finding.code, name=finding.name, severity=finding.severity,
         kind=finding.kind, reason=finding.reason, span_id=finding.span_id,
-        details=finding.details, **common,
+        details=finding.details, tool=tool, **common,
     )  # fmt: skip
 
 
-def _gap_alert(gap: GapAlert, common: dict) -> Alert:
-    """The window's alert of a coverage gap, on the top span of the turn that opened it."""
+def _gap_alert(gap: GapAlert, common: dict, tool: str) -> Alert:
+    """The window's alert of a coverage gap, on the top span of the turn that opened it
+    (calling `tool`)."""
     finding = gap.finding
     return Alert(
         alert_key=gap.alert_key, code=finding.code, name=finding.name,
         severity=COVERAGE_SEVERITY, kind="cannot_decide", reason=gap.reason,
-        span_id=finding.span_id, details=gap.details, **common,
+        span_id=finding.span_id, details=gap.details, tool=tool, **common,
     )  # fmt: skip

@@ -17,6 +17,7 @@ topic, conversation turns are shared with the group's other consumers
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 import uuid
@@ -280,14 +281,18 @@ class RealtimePlane:
         return sum(map(len, records.values()))
 
     def _poll_timeout_ms(self) -> int:
-        """The configured wait while traces or alerts are held (they fall due by the
-        clock) or turns are shared; with nothing held, up to IDLE_POLL_MS: nothing falls
-        due before a span arrives, and a poll returns as soon as one does (an idle plane
-        at 50 ms: 3.5% of a core, at 500 ms: 1.8%; bench/idle_cpu.py)."""
+        """The configured wait while alerts are held or turns are shared; while traces are
+        held, until the first of them falls due (`TurnAssembler.next_due`), never shorter
+        than the configured wait nor longer than IDLE_POLL_MS; with nothing held, up to
+        IDLE_POLL_MS. Nothing falls due before a span arrives or its time comes, and a poll
+        returns as soon as a span arrives (an idle plane at 50 ms: 3.5% of a core, at 500
+        ms: 1.8%, bench/idle_cpu.py; a trace held 1 s after its last span no longer costs
+        20 polls)."""
         configured = self.config.poll_timeout_ms
-        if self.turn_feed is not None or self.assembler.traces_held or self._outgoing:
+        if self.turn_feed is not None or self._outgoing:
             return configured
-        return max(configured, IDLE_POLL_MS)
+        until_due_ms = (self.assembler.next_due() - self.clock()) * 1000  # inf: none held
+        return max(configured, math.ceil(min(until_due_ms, IDLE_POLL_MS)))
 
     def _publish_turns(self) -> None:
         """Publish the digests of the turns evaluated since the last publish, batched (a

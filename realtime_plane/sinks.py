@@ -229,11 +229,12 @@ class WebhookSink:
 
     With `backlog` (the alerts table) delivery is at least once (`realtime_plane.delivery`):
     per partition the sink knows the first alert number not yet delivered and saves it every
-    CURSOR_SAVE_S; an alert that finds the queue full, or whose POST failed `retries` times
-    in a row, is read back from the table once stored and tried again, for as long as it
-    takes; a plane that starts resumes each partition it is assigned (`claim`) at its saved
-    cursor. Only an alert the receiver refuses with a 4xx (not 408 or 429) is given up,
-    counted as failed. Without a backlog, such alerts are dropped and counted."""
+    CURSOR_SAVE_S (never past the highest number stored); an alert that finds the queue
+    full, or whose POST failed `retries` times in a row, is read back from the table once
+    stored and tried again, for as long as it takes; a plane that starts resumes each
+    partition it is assigned (`claim`) at its saved cursor. Only an alert the receiver
+    refuses with a 4xx (not 408 or 429) is given up, counted as failed. Without a backlog,
+    such alerts are dropped and counted."""
 
     def __init__(
         self,
@@ -460,12 +461,15 @@ class WebhookSink:
         return True
 
     def _save_cursors(self) -> None:
-        """Save the cursors that moved since they were saved last (with a backlog)."""
+        """Save the cursors that moved since they were saved last (with a backlog), each
+        cut at the highest number stored (`PartitionProgress.cursor_to_save`)."""
         if self.backlog is None:
             return
         with self._ready:
             moved = {
-                p: c.cursor for p, c in self._progress.items() if self._saved.get(p) != c.cursor
+                p: cursor
+                for p, progress in self._progress.items()
+                if self._saved.get(p) != (cursor := progress.cursor_to_save())
             }
         self.backlog.save(moved)
         with self._ready:

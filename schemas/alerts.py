@@ -16,11 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 AlertSeverity = Literal["low", "medium", "high", "critical"]
 AlertKind = Literal["violation", "cannot_decide", "monitor"]
 
-# Column order of table `alerts` (schemas/migrations/0003_alerts.sql, 0014_alert_turns.sql).
+# The columns of table `alerts` a row carries, in its order (schemas/migrations/0003_alerts.sql,
+# 0014_alert_turns.sql, 0026_alert_tools.sql).
 ALERT_COLUMNS: tuple[str, ...] = (
     "AlertKey", "Tenant", "Code", "Name", "Severity", "Kind", "Reason", "TraceId", "SpanId",
     "Service", "Agent", "ConversationId", "RiskTier", "Policy", "Details", "Incomplete",
-    "TraceStartNs", "TraceEndNs", "DetectedAtNs", "TurnSpanId",
+    "TraceStartNs", "TraceEndNs", "DetectedAtNs", "TurnSpanId", "Tool",
 )  # DetectedAt is derived from DetectedAtNs by the table  # fmt: skip
 SEQ_COLUMNS = ("SpansPartition", "PartitionSeq")
 """The columns of table `alerts` after ALERT_COLUMNS that number each alert within its
@@ -58,6 +59,7 @@ class Alert(BaseModel):
     trace_end_ns: int = Field(ge=0, le=MAX_TIME_NS)  # the turn's top span's end
     detected_at_ns: int = Field(ge=0, le=MAX_TIME_NS)
     turn_span_id: str = ""  # the top span of the turn it was found on ("": written before)
+    tool: str = ""  # the tool its span calls (GenAIToolName; "": none, or written before)
 
     @model_validator(mode="after")
     def _found_on_a_trace(self) -> Alert:
@@ -94,7 +96,7 @@ class Alert(BaseModel):
             policy=fields["Policy"], details=json.loads(fields["Details"] or "{}"),
             incomplete=bool(fields["Incomplete"]), trace_start_ns=int(fields["TraceStartNs"]),
             trace_end_ns=int(fields["TraceEndNs"]), detected_at_ns=int(fields["DetectedAtNs"]),
-            turn_span_id=fields["TurnSpanId"],
+            turn_span_id=fields["TurnSpanId"], tool=fields["Tool"],
         )  # fmt: skip
 
     def row(self) -> list[Any]:
@@ -105,4 +107,5 @@ class Alert(BaseModel):
             self.conversation_id, self.risk_tier, self.policy,
             json.dumps(self.details, sort_keys=True, default=str), int(self.incomplete),
             self.trace_start_ns, self.trace_end_ns, self.detected_at_ns, self.turn_span_id,
+            self.tool,
         ]  # fmt: skip

@@ -21,6 +21,9 @@ FACETS = {
     "kind": "Kind",
 }  # fmt: skip
 """A filter's name -> the column it keeps to (and the facets the page counts by)."""
+TOOL = "tool"
+"""The count of `tallies` per tool of the span an alert is pinned to (column `Tool`,
+migration 0026; alerts on a span that calls none are not counted)."""
 LISTED_COLUMNS = "DetectedAt, Tenant, Code, Severity, Service, TraceId, SpanId, Reason"
 """The columns `pathgrade alerts` prints (from `alerts_view`), in order."""
 
@@ -61,69 +64,47 @@ def page(
     paged = where + (" AND DetectedAtNs < {before:Int64}" if before_ns else "")
     return store.query(
         "SELECT DetectedAtNs, Tenant, Code, Name, Severity, Kind, Reason, Service, Agent, "
-        f"TraceId, SpanId, Incomplete, ConversationId FROM alerts FINAL WHERE {paged} "
+        f"TraceId, SpanId, Tool, Incomplete, ConversationId FROM alerts FINAL WHERE {paged} "
         f"ORDER BY DetectedAtNs DESC, AlertKey LIMIT {int(limit)}",
         {**values, "before": before_ns or 0},
     ).dicts()
 
 
-def count(store: ReadableStore, viewer: Viewer, filters: AlertFilters) -> int:
-    """How many alerts the filters keep."""
-    where, values = filters.where(viewer)
-    rows = store.query(f"SELECT count() FROM alerts FINAL WHERE {where}", values).rows
-    return rows[0][0] if rows else 0
+@dataclass(frozen=True)
+class AlertTallies:
+    """The alerts the filters keep, counted in one read: in all, per value of each facet
+    (a name of `FACETS`) and of `TOOL`, and per interval and code."""
+
+    total: int
+    per_value: dict[str, dict[str, int]]  # facet or TOOL -> value -> alerts
+    per_interval: list[tuple[int, str, int]]  # (interval, code, alerts)
+
+    def top(self, facet: str, limit: int) -> list[tuple[str, int]]:
+        """The `limit` most frequent values of a facet with their counts, most first (then
+        by value)."""
+        return sorted(self.per_value[facet].items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
 
-def top(
-    store: ReadableStore, viewer: Viewer, filters: AlertFilters, facet: str, limit: int
-) -> list[tuple[str, int]]:
-    """The `limit` most frequent values of a facet (a name of `FACETS`) among the alerts the
-    filters keep, with their counts, most first."""
-    column = FACETS[facet]
-    where, values = filters.where(viewer)
-    rows = store.query(
-        f"SELECT {column}, count() AS n FROM alerts FINAL WHERE {where} "
-        f"GROUP BY {column} ORDER BY n DESC, {column} LIMIT {int(limit)}",
-        values,
-    ).rows
-    return [(value, n) for value, n in rows]
-
-
-def top_tools(
-    store: ReadableStore, viewer: Viewer, filters: AlertFilters, limit: int
-) -> list[tuple[str, int]]:
-    """The `limit` tools whose spans the most alerts are pinned to, with their counts. The
-    spans are read from `tool_spans` (migration 0022: the spans of a tool), from the first
-    start of the alerts' turns to the last end or detection (a turn's spans start within
-    its top span, `TraceStartNs`-`TraceEndNs`, and before they are detected), so only the
-    days of those alerts are opened."""
-    where, values = filters.where(viewer)
-    pinned = f"FROM alerts FINAL WHERE {where} AND SpanId != ''"
-    rows = store.query(
-        "SELECT GenAIToolName, count() AS n FROM tool_spans WHERE "
-        f"{viewer.where('Tenant')} "
-        f"AND Timestamp >= fromUnixTimestamp64Nano((SELECT min(TraceStartNs) {pinned})) "
-        "AND Timestamp <= fromUnixTimestamp64Nano("
-        f"(SELECT max(greatest(TraceEndNs, DetectedAtNs)) {pinned})) "
-        f"AND (Tenant, TraceId, SpanId) IN (SELECT Tenant, TraceId, SpanId {pinned}) "
-        f"GROUP BY GenAIToolName ORDER BY n DESC, GenAIToolName LIMIT {int(limit)}",
-        values,
-    ).rows
-    return [(tool, n) for tool, n in rows]
-
-
-def per_interval(
+def tallies(
     store: ReadableStore, viewer: Viewer, filters: AlertFilters, first_ns: int, step_ns: int
-) -> list[tuple[int, str, int]]:
-    """(interval, code, alerts) for each code of each interval of `step_ns` from `first_ns`
-    (interval 0 starts there), ordered by code."""
+) -> AlertTallies:
+    """The alerts the filters keep counted in all, per facet value, per tool and per
+    interval of `step_ns` from `first_ns` (interval 0 starts there) and code: one read of
+    `alerts` (`sumMap` per facet), not one per count."""
     where, values = filters.where(viewer)
-    rows = store.query(
-        "SELECT intDiv(DetectedAtNs - {first:Int64}, {step:Int64}) AS b, Code, count() "
-        f"FROM alerts FINAL WHERE {where} GROUP BY b, Code ORDER BY Code",
+    per_facet = ", ".join(f"sumMap([{column}], [toUInt64(1)])" for column in FACETS.values())
+    interval = "intDiv(DetectedAtNs - {first:Int64}, {step:Int64})"
+    total, *facets, (intervals, counts) = store.query(
+        f"SELECT count(), {per_facet}, sumMap([Tool], [toUInt64(Tool != '')]), "
+        f"sumMap([({interval}, Code)], [toUInt64(1)]) FROM alerts FINAL WHERE {where}",
         {**values, "first": first_ns, "step": step_ns},
-    ).rows
-    return [(bucket, code, n) for bucket, code, n in rows]
+    ).rows[0]
+    per_value = {
+        facet: dict(zip(*pairs, strict=True))
+        for facet, pairs in zip([*FACETS, TOOL], facets, strict=True)
+    }
+    counted = [(bucket, code, n) for (bucket, code), n in zip(intervals, counts, strict=True)]
+    return AlertTallies(total, per_value, counted)
 
 
 @dataclass(frozen=True)
@@ -204,6 +185,16 @@ def of_trace(store: ReadableStore, tenant: str, trace_id: str) -> list[TraceAler
         {"tenant": tenant, "trace": trace_id},
     ).rows
     return [TraceAlert(*row[:6], _object(row[6]), row[7]) for row in rows]
+
+
+def alerted(store: ReadableStore, viewer: Viewer, trace_id: str) -> bool:
+    """Whether an alert (of the viewer's) names `trace_id`."""
+    rows = store.query(
+        f"SELECT count() > 0 FROM alerts WHERE {viewer.where('Tenant')} "
+        "AND TraceId = {trace:String}",
+        {"trace": trace_id, **viewer.parameters},
+    ).rows
+    return bool(rows[0][0])
 
 
 def _object(text: str) -> dict[str, Any]:

@@ -51,8 +51,23 @@ CHECKED_READS = 1024
 """Statements whose check a store remembers (`ClientStore._checked_read`)."""
 READER_SETTINGS = {"readonly": 1}
 """The reader session's settings, set when it opens: no statement run there can lift them."""
-SESSION_SETTINGS = {"distributed_product_mode": "local", "insert_distributed_sync": 1}
-"""Every session's settings, set first; no effect on one server. On a sharded store
+SESSION_SETTINGS = {
+    "distributed_product_mode": "local",
+    "insert_distributed_sync": 1,
+    "do_not_merge_across_partitions_select_final": 1,
+}
+"""Every session's settings, set first.
+
+`do_not_merge_across_partitions_select_final`: `FINAL` keeps the latest row of a key
+within each partition, and lets a condition on time skip partitions. Without it ClickHouse
+(26.9) applies no condition on a column outside the sorting key before `FINAL`, so
+`spans FINAL WHERE Timestamp > ...` opened every day's partition (docs/scale.md, "FINAL
+and partitions"). Every partitioned table here keeps a key's rows in one partition (the
+partition key is a time the row's key fixes: a span's start, a minute, a bucket) except
+`logs` (partitioned by arrival): its one read dedupes across partitions itself
+(`trace_rows.LOG_SELECT`).
+
+The other two have no effect on one server. On a sharded store
 (`pathgrade migrate --shards`, `cluster_ddl`): a sub-query on a Distributed table
 inside a query on one reads each shard's local table, right for the trace-keyed tables,
 which keep a trace on one shard (a query relating alerts to traces says GLOBAL IN

@@ -34,6 +34,7 @@ TRACE_KEY = "cityHash64(TraceId)"
 SHARDING_KEYS = {
     "spans": TRACE_KEY,  # dedup key (Tenant, TraceId, SpanId)
     "spans_trace_id_ts": TRACE_KEY,  # (Tenant, TraceId); filled from the shard's spans
+    "trace_times": TRACE_KEY,  # (Tenant, TraceId); the same (replaces spans_trace_id_ts)
     "trace_roots": TRACE_KEY,  # (Tenant, Timestamp, TraceId, SpanId); from the shard's spans
     "trace_facets": TRACE_KEY,  # (Tenant, Facet, Value, Timestamp, TraceId); the same
     "conversation_traces": TRACE_KEY,  # (Tenant, ConversationId, TraceId); the same
@@ -41,12 +42,14 @@ SHARDING_KEYS = {
     "tool_spans": TRACE_KEY,  # (Tenant, TraceId, SpanId); the same
     "logs": TRACE_KEY,  # dedup key (Tenant, TraceId, SpanId, Timestamp, RecordHash)
     "scores": TRACE_KEY,  # ScoreId hashes the trace id with the score's other identity
+    "trace_scores": TRACE_KEY,  # (Tenant, TraceId, Metric, ScoreId); from the shard's scores
     # AlertKey hashes the finding's trace id, except a coverage gap's: one per (tenant,
     # service, code, window), anchored to whichever trace opened the window, so it is
     # sharded by its own key (any consumer's copy lands on the same shard)
     "alerts": "cityHash64(if(JSONExtractBool(Details, 'coverage_gap'), AlertKey, TraceId))",
     "span_counts": "rand()",  # SummingMergeTree read with sum(): a row may be on any shard
     "monitor_rollups": "rand()",  # the same
+    "trace_counts": "rand()",  # AggregatingMergeTree of sets read merged: the same
     "monitor_ticks": "cityHash64(Monitor, Scope)",  # dedup key (Tenant, Monitor, Scope, TickNs)
     "judge_cache": "cityHash64(CacheKey)",  # one verdict per CacheKey
     "judge_calls": "cityHash64(CallId)",  # one row per call
@@ -62,12 +65,13 @@ EVERYWHERE = (
 _CLUSTER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _CREATED = re.compile(
     r"^(\s*(?:CREATE\s+(?:TABLE|(?:MATERIALIZED\s+)?VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
-    r"|ALTER\s+TABLE\s+)[\w.`]+)",
+    r"|ALTER\s+TABLE\s+|DROP\s+(?:TABLE|VIEW)\s+(?:IF\s+EXISTS\s+)?)[\w.`]+)",
     re.I,
 )
 _ENGINE = re.compile(r"\bENGINE\s*=\s*(?!Replicated)(\w*MergeTree)\b(?:\(([^()]*)\))?", re.I)
 _CREATE_TABLE = re.compile(r"^\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.I)
 _ALTER_TABLE = re.compile(r"^\s*ALTER\s+TABLE\s+(\w+)\s+", re.I)
+_DROP_TABLE = re.compile(r"^\s*DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?(\w+)\s*$", re.I)
 _MATERIALIZED_VIEW = re.compile(r"^\s*CREATE\s+MATERIALIZED\s+VIEW\b", re.I)
 _TABLE_REFERENCE = re.compile(r"\b(TO|FROM)\s+(\w+)\b", re.I)
 _COLUMN_CHANGE = re.compile(
@@ -96,7 +100,7 @@ def _replicated(statement: str, cluster: str, path: str, replica: str) -> str:
 
 def on_cluster(statement: str, cluster: str) -> str:
     """`statement` for a replicated cluster: `ON CLUSTER` after the name of the table or
-    view it creates or alters, and each MergeTree engine as its Replicated twin at
+    view it creates, alters or drops, and each MergeTree engine as its Replicated twin at
     REPLICA_PATH. Raises ValueError for a cluster name that is not an identifier."""
     _checked(cluster)
     return _replicated(statement, cluster, REPLICA_PATH, "{replica}")
@@ -155,8 +159,8 @@ def _sharded_alter(table: str, commands: str, cluster: str) -> list[str]:
 def on_shards(statement: str, cluster: str) -> list[str]:
     """The statements that lay `statement` out on a sharded `cluster` (module docstring):
     a sharded table's CREATE as its local table and its Distributed table, its ALTER on
-    both, a materialized view on the local tables, a table of EVERYWHERE replicated on
-    every server, anything else ON CLUSTER; inserts and selects unchanged."""
+    both, its DROP of both, a materialized view on the local tables, a table of EVERYWHERE
+    replicated on every server, anything else ON CLUSTER; inserts and selects unchanged."""
     _checked(cluster)
     if created := _CREATE_TABLE.match(statement):
         table = created[1]
@@ -169,6 +173,10 @@ def on_shards(statement: str, cluster: str) -> list[str]:
     altered = _ALTER_TABLE.match(statement)
     if altered and altered[1] in SHARDING_KEYS:
         return _sharded_alter(altered[1], statement[altered.end() :], cluster)
+    dropped = _DROP_TABLE.match(statement)
+    if dropped and dropped[1] in SHARDING_KEYS:
+        local = statement[: dropped.start(1)] + local_name(dropped[1]) + statement[dropped.end(1) :]
+        return [on_cluster(statement, cluster), on_cluster(local, cluster)]
     if _MATERIALIZED_VIEW.match(statement):
         return [on_cluster(_localised(statement), cluster)]
     return [on_cluster(statement, cluster)]

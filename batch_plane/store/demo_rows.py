@@ -6,7 +6,8 @@ alerts go, and every score of them. Demo runs are the runs those traces belong t
 scores, run records and the gates that compare them go. Demo datasets are the ones the
 demo owns, with their items. The per-minute span counts of the minutes and services demo
 spans fell in are counted again from the spans that stay, so the trace list's counts hold
-no demo spans either. Every delete is a mutation the statement waits for
+no demo spans either; so are the traces of the hours demo roots fell in (`trace_counts`,
+the alerts page's). Every delete is a mutation the statement waits for
 (`mutations_sync = 2`), on one server or the embedded store.
 """
 
@@ -31,6 +32,7 @@ WHERE: tuple[tuple[str, str], ...] = (
     ("gate_rows", f"GateId IN ({DEMO_GATES})"),
     ("gates", f"GateId IN ({DEMO_GATES})"),
     ("scores", f"{_OF_DEMO_TRACES} OR (Tenant, RunId) IN ({DEMO_RUNS})"),
+    ("trace_scores", f"{_OF_DEMO_TRACES} OR (Tenant, RunId) IN ({DEMO_RUNS})"),
     ("runs", f"(Tenant, RunId) IN ({DEMO_RUNS})"),
     ("alerts", _OF_DEMO_TRACES),
     ("dataset_items", f"(Tenant, Dataset, Version) IN ({DEMO_DATASETS})"),
@@ -40,7 +42,7 @@ WHERE: tuple[tuple[str, str], ...] = (
     ("conversation_traces", _OF_DEMO_TRACES),
     ("feedback_spans", _OF_DEMO_TRACES),
     ("tool_spans", _OF_DEMO_TRACES),
-    ("spans_trace_id_ts", _OF_DEMO_TRACES),
+    ("trace_times", _OF_DEMO_TRACES),
     ("spans", _OF_DEMO_TRACES),
 )
 """Each table with demo rows and the condition that finds them, in the order they are
@@ -53,6 +55,9 @@ _COUNTED = (
     "WHERE {where} GROUP BY Tenant, Minute, ServiceName, GenAIAgentName, GenAIToolName, Model"
 )
 """`span_counts_mv`'s query (migration 0009) over the spans `where` selects."""
+_HOUR = "toStartOfHour(toDateTime(Timestamp, 'UTC'))"
+_HOURS = "{hours:Array(Tuple(String, UInt32))}"
+"""The (tenant, hour in Unix seconds) keys of the trace counts to count again."""
 
 
 def demo_row_counts(store: ClientStore) -> dict[str, int]:
@@ -66,7 +71,8 @@ def demo_row_counts(store: ClientStore) -> dict[str, int]:
 
 def delete_demo_rows(store: ClientStore) -> dict[str, int]:
     """Delete every demo row (`WHERE`, in order) and count the span counts of the minutes
-    and services they touched again; returns the rows deleted per table."""
+    and services, and the traces of the hours, they touched again; returns the rows deleted
+    per table."""
     counts = demo_row_counts(store)
     touched = {
         "keys": [
@@ -77,9 +83,27 @@ def delete_demo_rows(store: ClientStore) -> dict[str, int]:
             ).rows
         ]
     }
+    hours = {
+        "hours": [
+            tuple(key)
+            for key in store.query(
+                f"SELECT DISTINCT Tenant, toUnixTimestamp({_HOUR}) FROM trace_roots "
+                f"WHERE {_OF_DEMO_TRACES}"
+            ).rows
+        ]
+    }
     for table, where in WHERE:
         if counts.get(table):
             _delete(store, table, where)
+    if hours["hours"]:
+        _delete(store, "trace_counts", f"(Tenant, toUnixTimestamp(Hour)) IN {_HOURS}", hours)
+        store.query(
+            "INSERT INTO trace_counts SELECT Tenant, "
+            f"{_HOUR} AS Hour, uniqExactState(cityHash64(TraceId)) "
+            f"FROM trace_roots WHERE (Tenant, toUnixTimestamp({_HOUR})) IN {_HOURS} "
+            "GROUP BY Tenant, Hour",
+            hours,
+        )  # migration 0025's view over the roots that stay
     if touched["keys"]:
         _delete(store, "span_counts", f"(Tenant, Minute, ServiceName) IN {_KEYS}", touched)
         recount = _COUNTED.format(where=f"{_MINUTE_KEY} IN {_KEYS}")

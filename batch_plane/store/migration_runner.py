@@ -132,7 +132,7 @@ def retention_ddl(
     ]
     statements += [
         f"ALTER TABLE spans MODIFY TTL toDateTime(ReceivedAt) + INTERVAL {retention_days} DAY",
-        f"ALTER TABLE spans_trace_id_ts MODIFY TTL toDateTime(End) + INTERVAL {retention_days} DAY",
+        f"ALTER TABLE trace_times MODIFY TTL toDateTime(End) + INTERVAL {retention_days} DAY",
         f"ALTER TABLE logs MODIFY TTL toDateTime(ReceivedAt) + INTERVAL {retention_days} DAY",
     ]
     statements += [

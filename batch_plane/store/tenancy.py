@@ -12,12 +12,13 @@ from typing import Any
 from pathgrade.batch_plane.store.cluster_ddl import SHARDING_KEYS, local_name
 
 TENANT_TABLES = (
-    "spans", "spans_trace_id_ts", "trace_roots", "span_counts", "alerts", "scores", "datasets",
+    "spans", "trace_times", "trace_roots", "span_counts", "alerts", "scores", "datasets",
     "dataset_items", "runs", "gates", "gate_rows", "monitor_rollups", "monitor_ticks", "logs",
-    "trace_facets", "conversation_traces", "feedback_spans", "tool_spans",
+    "trace_facets", "conversation_traces", "feedback_spans", "tool_spans", "trace_scores",
+    "trace_counts",
 )  # fmt: skip
 """Every table with a Tenant column (migrations 0001-0009, 0015's `logs`, 0016, 0018-0020,
-0022)."""
+0022, 0023's `trace_times`, which replaced 0001's `spans_trace_id_ts`, 0024, 0025)."""
 FILTERED_TABLES = TENANT_TABLES + tuple(local_name(t) for t in TENANT_TABLES if t in SHARDING_KEYS)
 """The tables a tenant's reads are filtered on: on a sharded store also the local tables,
 which a sub-query reads on each shard (`distributed_product_mode = 'local'`)."""

@@ -308,10 +308,11 @@ def alerts_of(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) ->
 
 
 def scores_of(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) -> list[list[Any]]:
-    """Per trace with scores: Tenant, TraceId, scores."""
+    """Per trace with scores: Tenant, TraceId, scores (by key in `trace_scores`, migration
+    0024: the scores' keys per trace)."""
     condition, values = _keys(viewer, keys)
     return store.query(
-        f"SELECT Tenant, TraceId, count() FROM scores FINAL WHERE {condition} "
+        f"SELECT Tenant, TraceId, count() FROM trace_scores FINAL WHERE {condition} "
         "GROUP BY Tenant, TraceId",
         values,
     ).rows

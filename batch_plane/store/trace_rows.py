@@ -100,9 +100,16 @@ LOG_SELECT = """
 SELECT Tenant, TraceId, SpanId, toUnixTimestamp64Nano(Timestamp) AS TimeNs, TraceFlags,
        SeverityText, SeverityNumber, ServiceName, Body, ResourceAttributes, ScopeName,
        ScopeVersion, LogAttributes, EventName, ContentAttributes,
-       toUnixTimestamp64Nano(ReceivedAt) AS ReceivedNs
+       toUnixTimestamp64Nano(ReceivedAt) AS ReceivedNs, RecordHash
 FROM logs FINAL
 """
+
+
+LATEST_LOG_OF_EACH_KEY = (
+    "ORDER BY ReceivedNs DESC LIMIT 1 BY Tenant, TraceId, SpanId, TimeNs, RecordHash"
+)
+"""A record resent a day later lands in another `logs` partition, which `FINAL` does not
+merge across (client.SESSION_SETTINGS): keep its latest arrival, as `FINAL` would."""
 
 
 def stored_body(text: str) -> Any:
@@ -138,7 +145,7 @@ def join_stored_records(store: ReadableStore, traces: Sequence[Trace]) -> None:
     if not traces:
         return
     rows = store.query(  # by trace id alone: tuples do not survive a remote store's JSON
-        LOG_SELECT + "WHERE TraceId IN {ids:Array(String)}",
+        LOG_SELECT + "WHERE TraceId IN {ids:Array(String)} " + LATEST_LOG_OF_EACH_KEY,
         {"ids": sorted({t.trace_id for t in traces})},
         readonly=True,
     ).dicts()

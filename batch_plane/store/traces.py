@@ -9,33 +9,35 @@ from typing import Any
 from pathgrade.batch_plane.store.tenancy import Viewer
 from pathgrade.schemas.store import ReadableStore
 
-SpanKey = tuple[str, str, str]
-"""(tenant, trace id, span id)."""
-
-
-def span_tools(store: ReadableStore, viewer: Viewer, keys: Sequence[SpanKey]) -> dict[SpanKey, str]:
-    """The tool name of each of the spans that has one (the others are left out), read from
-    `tool_spans` (migration 0022) on the days their traces' spans are in (`span_times`)."""
-    if not keys:
-        return {}
-    days, bounds = span_times(store, [trace for _, trace, _ in keys], [t for t, _, _ in keys])
-    rows = store.query(
-        "SELECT Tenant, TraceId, SpanId, GenAIToolName FROM tool_spans WHERE "
-        f"{viewer.where('Tenant')} AND (Tenant, TraceId, SpanId) IN "
-        f"{{keys:Array(Tuple(String, String, String))}} AND {days}",
-        {"keys": list(keys), **bounds, **viewer.parameters},
-    ).rows
-    return {(tenant, trace, span): tool for tenant, trace, span, tool in rows}
+HOUR_NS = 3_600_000_000_000
+"""The span of one row of `trace_counts` (migration 0025), in ns."""
 
 
 def started_in_range(store: ReadableStore, viewer: Viewer, start_ns: int, end_ns: int) -> int:
-    """How many traces have a root that started in [start_ns, end_ns)."""
+    """How many traces have a root that started in [start_ns, end_ns): the union of the
+    sets `trace_counts` (migration 0025) holds of the range's whole hours with the traces of
+    the roots `trace_roots` holds of its partial hours at either edge, per tenant (a trace
+    with roots in several hours, or a root stored twice, is counted once; sets of the ids'
+    64-bit hashes: two ids of a tenant sharing one would count once)."""
+    first_hour = -(-start_ns // HOUR_NS) * HOUR_NS
+    last_hour = max(end_ns // HOUR_NS * HOUR_NS, first_hour)
     rows = store.query(
-        f"SELECT uniqExact(Tenant, TraceId) FROM trace_roots WHERE {viewer.where('Tenant')} "
-        "AND Timestamp >= fromUnixTimestamp64Nano({start:Int64}) "
-        "AND Timestamp < fromUnixTimestamp64Nano({end:Int64})",
-        {"start": start_ns, "end": end_ns, **viewer.parameters},
-    ).rows
+        "SELECT sum(traces) FROM (SELECT uniqExactMerge(Traces) AS traces FROM ("
+        f"SELECT Tenant, Traces FROM trace_counts WHERE {viewer.where('Tenant')} "
+        "AND Hour >= toDateTime(intDiv({first_hour:Int64}, 1000000000), 'UTC') "
+        "AND Hour < toDateTime(intDiv({last_hour:Int64}, 1000000000), 'UTC') "
+        "UNION ALL SELECT Tenant, uniqExactState(cityHash64(TraceId)) AS Traces FROM "
+        f"trace_roots WHERE {viewer.where('Tenant')} AND "
+        "(Timestamp >= fromUnixTimestamp64Nano({start:Int64}) "
+        "AND Timestamp < fromUnixTimestamp64Nano(least({first_hour:Int64}, {end:Int64})) "
+        "OR Timestamp >= fromUnixTimestamp64Nano(greatest({last_hour:Int64}, {start:Int64})) "
+        "AND Timestamp < fromUnixTimestamp64Nano({end:Int64})) GROUP BY Tenant"
+        ") GROUP BY Tenant)",
+        {
+            "start": start_ns, "end": end_ns, "first_hour": first_hour, "last_hour": last_hour,
+            **viewer.parameters,
+        },
+    ).rows  # fmt: skip
     return (rows[0][0] if rows else 0) or 0
 
 
@@ -50,15 +52,16 @@ def span_times(
     store: ReadableStore, trace_ids: Sequence[str], tenants: Sequence[str] | None = None
 ) -> tuple[str, dict[str, Any]]:
     """A condition on `spans.Timestamp` keeping every span of the traces (of `tenants`, or
-    of any tenant) (the first and last span start `spans_trace_id_ts` holds of them), so a
-    read by trace id opens only the days those spans are in (`spans` is partitioned by
-    day): ("1", {}) when that table holds none of them (a read of every day, as before)."""
+    of any tenant) (the first and last span start `trace_times` holds of them: migration
+    0023, looked up by key in granules of 256 rows), so a read by trace id opens only the
+    days those spans are in (`spans` is partitioned by day): ("1", {}) when that table
+    holds none of them (a read of every day, as before)."""
     if not trace_ids:
         return "1", {}
     of_tenants = "" if tenants is None else "Tenant IN {tenants:Array(String)} AND "
     rows = store.query(
         "SELECT toUnixTimestamp64Nano(minOrNull(Start)), toUnixTimestamp64Nano(maxOrNull(End)) "
-        f"FROM spans_trace_id_ts WHERE {of_tenants}TraceId IN {{traces:Array(String)}}",
+        f"FROM trace_times WHERE {of_tenants}TraceId IN {{traces:Array(String)}}",
         {"tenants": sorted(set(tenants or ())), "traces": sorted(set(trace_ids))},
         readonly=True,
     ).rows
@@ -75,7 +78,7 @@ def span_times(
 def tenants_of(store: ReadableStore, viewer: Viewer, trace_id: str) -> list[str]:
     """The tenants (of the viewer's) holding a span of `trace_id`, in order."""
     rows = store.query(
-        f"SELECT DISTINCT Tenant FROM spans_trace_id_ts WHERE {viewer.where('Tenant')} "
+        f"SELECT DISTINCT Tenant FROM trace_times WHERE {viewer.where('Tenant')} "
         "AND TraceId = {trace:String} ORDER BY Tenant",
         {"trace": trace_id, **viewer.parameters},
     ).rows

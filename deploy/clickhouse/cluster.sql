@@ -640,3 +640,87 @@ SELECT Tenant, TraceId, SpanId, Timestamp, GenAIToolName, ReceivedAt
 FROM spans
 WHERE GenAIToolName != '';
 
+CREATE TABLE IF NOT EXISTS trace_times ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    TraceId String CODEC(ZSTD(1)),
+    Start SimpleAggregateFunction(min, DateTime64(9)),
+    End SimpleAggregateFunction(max, DateTime64(9))
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+ORDER BY (Tenant, TraceId)
+TTL toDateTime(End) + INTERVAL 90 DAY
+SETTINGS index_granularity = 256;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS trace_times_mv ON CLUSTER 'pathgrade' TO trace_times AS
+SELECT Tenant, TraceId, min(Timestamp) AS Start, max(Timestamp) AS End
+FROM spans
+GROUP BY Tenant, TraceId;
+
+INSERT INTO trace_times
+SELECT Tenant, TraceId, min(Start) AS Start, max(End) AS End
+FROM spans_trace_id_ts
+GROUP BY Tenant, TraceId;
+
+DROP VIEW IF EXISTS spans_trace_id_ts_mv ON CLUSTER 'pathgrade';
+
+DROP TABLE IF EXISTS spans_trace_id_ts ON CLUSTER 'pathgrade';
+
+CREATE TABLE IF NOT EXISTS trace_scores ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    TraceId String CODEC(ZSTD(1)),
+    Metric LowCardinality(String),
+    ScoreId String CODEC(ZSTD(1)),
+    RunId LowCardinality(String),
+    CreatedAt DateTime64(3) CODEC(Delta, ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', CreatedAt)
+ORDER BY (Tenant, TraceId, Metric, ScoreId)
+SETTINGS index_granularity = 256;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS trace_scores_mv ON CLUSTER 'pathgrade' TO trace_scores AS
+SELECT Tenant, TraceId, Metric, ScoreId, RunId, CreatedAt
+FROM scores;
+
+INSERT INTO trace_scores
+SELECT Tenant, TraceId, Metric, ScoreId, RunId, CreatedAt
+FROM scores;
+
+CREATE TABLE IF NOT EXISTS trace_counts ON CLUSTER 'pathgrade'
+(
+    Tenant LowCardinality(String),
+    Hour DateTime('UTC'),
+    Traces AggregateFunction(uniqExact, UInt64)
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+PARTITION BY toYYYYMM(Hour)
+ORDER BY (Tenant, Hour)
+TTL Hour + INTERVAL 90 DAY;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS trace_counts_mv ON CLUSTER 'pathgrade' TO trace_counts AS
+SELECT Tenant, toStartOfHour(toDateTime(Timestamp, 'UTC')) AS Hour,
+       uniqExactState(cityHash64(TraceId)) AS Traces
+FROM spans
+WHERE ParentSpanId = ''
+GROUP BY Tenant, Hour;
+
+INSERT INTO trace_counts
+SELECT Tenant, toStartOfHour(toDateTime(Timestamp, 'UTC')) AS Hour,
+       uniqExactState(cityHash64(TraceId)) AS Traces
+FROM trace_roots
+GROUP BY Tenant, Hour;
+
+ALTER TABLE alerts ON CLUSTER 'pathgrade' ADD COLUMN IF NOT EXISTS Tool LowCardinality(String) DEFAULT '';
+
+INSERT INTO alerts
+SELECT stored.* REPLACE (tools.GenAIToolName AS Tool)
+FROM (SELECT * FROM alerts FINAL WHERE SpanId != '' AND Tool = '') AS stored
+INNER JOIN (
+    SELECT Tenant, TraceId, SpanId, argMax(GenAIToolName, ReceivedAt) AS GenAIToolName
+    FROM tool_spans
+    WHERE (Tenant, TraceId, SpanId) IN (SELECT Tenant, TraceId, SpanId FROM alerts WHERE SpanId != '')
+    GROUP BY Tenant, TraceId, SpanId
+) AS tools
+ON stored.Tenant = tools.Tenant AND stored.TraceId = tools.TraceId AND stored.SpanId = tools.SpanId;
+

@@ -118,8 +118,10 @@ FOLDERS: tuple[Folder, ...] = (
         "MAC (`message_auth.py`) and message signing (`signing.py`), the bearer tokens that "
         "name a sender's tenant (`bearer_tokens.py`, checked by the collector's receivers and "
         "the UI's viewers), a writer's stalls and the waits between its retries "
-        "(`stalls.py`), and pathgrade's verdicts as OTLP log records "
-        "(`evaluation_records.py`: what the export sends, the shape `--events-out` writes)",
+        "(`stalls.py`), pathgrade's verdicts as OTLP log records "
+        "(`evaluation_records.py`: what the export sends, the shape `--events-out` writes), "
+        "and the uvicorn server every HTTP box runs on, its housekeeping loop asleep while "
+        "idle (`quiet_server.py`)",
         (Room("transport", ("schemas", "content")),),
     ),
     Folder(

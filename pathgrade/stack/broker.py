@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ipaddress
-import os
 import random
 import signal
 import socket
@@ -22,12 +21,12 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from pathgrade.schemas.topics import ALL_TOPICS, LOGS_TOPIC, SPANS_TOPIC
+from pathgrade.stack.process_memory import resident_bytes
 from pathgrade.transport.kafka_settings import kafka_client_settings
 
 DEFAULT_PARTITIONS = 4
 _ATTEMPT_S = 2.0  # one metadata request's bound while waiting for Kafka
 _PR_SET_PDEATHSIG = 1
-_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _LOWEST_DRAWN_PORT = 10_000
 _PORT_DRAWS = 50
@@ -139,17 +138,7 @@ class LocalBroker:
         Tansu keeps every message in memory with no retention, so this only grows."""
         if self.process is None or self.process.poll() is not None:
             return 0
-        try:
-            resident_pages = int(Path(f"/proc/{self.process.pid}/statm").read_text().split()[1])
-        except (OSError, IndexError, ValueError):
-            return 0
-        return resident_pages * _PAGE_BYTES
-
-    def restart(self, timeout_s: float = 15.0) -> None:
-        """Replace the broker with a fresh, empty one on the same port (its clients
-        reconnect to the same address); the topics must be created again."""
-        self.stop()
-        self.start(timeout_s)
+        return resident_bytes(self.process.pid)
 
     def replace(self, timeout_s: float = 15.0) -> None:
         """Start a fresh, empty broker on a new port in place of one that died: a client of

@@ -17,14 +17,18 @@ that never ran, and that swap would carry nothing. A group that never committed 
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
 from pathgrade.transport.drain import DRAIN_IDLE_S, read_until_drained
 from pathgrade.transport.kafka_settings import kafka_client_settings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,3 +124,20 @@ def start_group(bootstrap: str, topic: str, group: str, partitions: list[int]) -
         )
     finally:
         consumer.close(autocommit=False)
+
+
+def carry_unread(old: str, fresh: str, topic: str, group: str) -> int:
+    """Carry what `group` has not committed on `topic` at the broker `old` into the broker
+    at `fresh`, on the same partitions and in order, and start the group there
+    (`start_group`); returns how many messages were carried. What Kafka does not give or
+    take is logged as lost, not raised: a swap goes on without it."""
+    unread: list[CarriedMessage] = []
+    try:
+        offsets = committed_offsets(old, topic, group)
+        unread = unread_messages(old, topic, group, offsets=offsets)
+        republish(fresh, topic, unread)
+        start_group(fresh, topic, group, [p for p, at in offsets.items() if at is not None])
+    except KafkaError as exc:
+        log.error("unread messages of %s on %s were lost in the broker swap (%d read): %s",
+                  group, topic, len(unread), exc)  # fmt: skip
+    return len(unread)

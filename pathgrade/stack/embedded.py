@@ -59,13 +59,7 @@ from pathgrade.schemas.topics import (
 )
 from pathgrade.stack.alert_lines import AlertLineSettings, LogFormat
 from pathgrade.stack.broker import LocalBroker, ensure_topics, topic_partitions, wait_for_kafka
-from pathgrade.stack.carry import (
-    CarriedMessage,
-    committed_offsets,
-    republish,
-    start_group,
-    unread_messages,
-)
+from pathgrade.stack.carry import carry_unread
 from pathgrade.stack.children import ChildProcess, SharedCounters
 from pathgrade.stack.collector_child import collector_main
 from pathgrade.stack.messages import (
@@ -832,7 +826,7 @@ class Stack:
               for child in self._realtime),
         ])  # fmt: skip
         read = produced is not None and store_reached and _all_reached(realtime_reached, targets)
-        unread = self._carry_unscored(old.bootstrap, fresh.bootstrap)
+        unread = carry_unread(old.bootstrap, fresh.bootstrap, SAMPLED_TOPIC, SCORER_GROUP)
         if read:
             self._collector.send(OldBrokerRead())
         else:
@@ -851,22 +845,6 @@ class Stack:
             f"dropped ({unread} samples the scorer had not read were carried over)"
         )
         return True
-
-    def _carry_unscored(self, old: str, fresh: str) -> int:
-        """Carry the samples the online scorer's group has not committed on the broker at
-        `old` into the one at `fresh`, on their partitions (`pathgrade.stack.carry`);
-        returns how many. Those Kafka does not give or take are logged as lost."""
-        unread: list[CarriedMessage] = []
-        try:
-            offsets = committed_offsets(old, SAMPLED_TOPIC, SCORER_GROUP)
-            unread = unread_messages(old, SAMPLED_TOPIC, SCORER_GROUP, offsets=offsets)
-            republish(fresh, SAMPLED_TOPIC, unread)
-            partitions = [p for p, offset in offsets.items() if offset is not None]
-            start_group(fresh, SAMPLED_TOPIC, SCORER_GROUP, partitions)
-        except KafkaError as exc:
-            log.error("unscored samples were lost in the broker swap (%d read): %s",
-                      len(unread), exc)  # fmt: skip
-        return len(unread)
 
 
 def _started(start: Callable[[], Any]) -> str | None:

@@ -31,6 +31,19 @@ log = logging.getLogger(__name__)
 EMBEDDED_ENGINE_LIBRARY = "_chdb"
 """The file name (in part) of chDB's library, whose start-up pages the owner gives back."""
 
+QUIET_ENGINE = {"memory_worker_period_ms": 500}
+"""The embedded engine's options for an idle owner: its memory worker (which reads the
+process's resident memory for the global limit and purges the allocator's dirty pages)
+wakes twice a second, not 20 times (0.15% of a core idle, 2026-12-07); the engine's own
+accounting of each allocation against `--store-memory-mb` is unchanged."""
+
+WRITER_IDLE_FETCH_WAIT_MS = 2000
+"""How long the broker may hold the store writer's fetch once the topic was quiet for
+`transport.consumer.QUIET_BEFORE_IDLE_S` (kafka-python's 500 ms while messages flow): an
+idle writer fetches every 2 s, not twice a second, and a held fetch is answered when a
+message arrives (`bench/fetch_wait.py --idle`: p50 4 ms, at most 0.5 s for the
+first message after a quiet spell; the insert waits `idle_flush_s` after it anyway)."""
+
 
 class StoreOwner:
     """`claim()` takes the data directory; `start()` (claiming it if not yet) opens and
@@ -81,7 +94,7 @@ class StoreOwner:
         serving."""
         if not self._claimed:
             self.claim()
-        self.store = open_client_store(self.dsn, self.engine)
+        self.store = open_client_store(self.dsn, {**(self.engine or {}), **QUIET_ENGINE})
         self.applied = migrate(self.store.client)
         if self.retention is not None:
             set_retention(self.store.client, *self.retention)
@@ -103,7 +116,10 @@ class StoreOwner:
         """Start a store writer (a fresh consumer) on the broker at `bootstrap`."""
         assert self.store is not None
         key = self.message_key and self.message_key.hex
-        config = StoreWriterConfig(bootstrap_servers=self.bootstrap, message_key=key)
+        config = StoreWriterConfig(
+            bootstrap_servers=self.bootstrap, message_key=key,
+            consumer_options={"idle_fetch_wait_ms": WRITER_IDLE_FETCH_WAIT_MS},
+        )  # fmt: skip
         writer = StoreWriter(config, self.store)
         self._writer_run = _WriterRun(writer, self.writer_niceness)
 

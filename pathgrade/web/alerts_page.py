@@ -176,13 +176,14 @@ def _label(ns: int, step_ns: int) -> str:
     return moment.strftime("%m-%d %H:%M" if step_ns >= 3600 * 10**9 else "%H:%M:%S")
 
 
-def chart(store: ReadStore, viewer: Viewer, query: AlertQuery) -> str:
-    """Alerts per interval by code, as SVG; each segment links to the interval's alerts."""
-    step = bucket_ns(query.start_ns, query.end_ns)
-    first = query.start_ns - query.start_ns % step
+def chart(
+    query: AlertQuery, per_interval: list[tuple[int, str, int]], first: int, step: int
+) -> str:
+    """Alerts per interval (of `step` ns from `first`) by code, as SVG; each segment links
+    to the interval's alerts."""
     count = int((query.end_ns - first) // step) + 1
     series: dict[str, list[int]] = defaultdict(lambda: [0] * count)
-    for bucket, code, n in stored_alerts.per_interval(store, viewer, query.filters, first, step):
+    for bucket, code, n in per_interval:
         if 0 <= bucket < count:
             series[code][bucket] += n
     labels = [_label(first + i * step, step) for i in range(count)]
@@ -203,23 +204,21 @@ def load_alerts(store: ReadStore, viewer: Viewer, query: AlertQuery) -> AlertsPa
     rows = stored_alerts.page(store, viewer, filters, query.before_ns, ROWS_SHOWN + 1)
     next_before = rows[ROWS_SHOWN - 1]["DetectedAtNs"] if len(rows) > ROWS_SHOWN else None
     rows = rows[:ROWS_SHOWN]
-    keys = [(row["Tenant"], row["TraceId"], row["SpanId"]) for row in rows]
-    tools = stored_traces.span_tools(store, viewer, keys)
-    for row in rows:
-        row["Tool"] = tools.get((row["Tenant"], row["TraceId"], row["SpanId"]), "")
     started = stored_traces.started_in_range(store, viewer, query.start_ns, query.end_ns)
+    step = bucket_ns(query.start_ns, query.end_ns)
+    first = query.start_ns - query.start_ns % step
+    tally = stored_alerts.tallies(store, viewer, filters, first, step)
     return AlertsPage(
         rows=rows,
-        total=stored_alerts.count(store, viewer, filters),
+        total=tally.total,
         next_before=next_before,
-        chart=chart(store, viewer, query),
-        top_services=stored_alerts.top(store, viewer, filters, "service", TOP),
-        top_tools=stored_alerts.top_tools(store, viewer, filters, TOP),
+        chart=chart(query, tally.per_interval, first, step),
+        top_services=tally.top("service", TOP),
+        top_tools=tally.top(stored_alerts.TOOL, TOP),
         coverage=coverage(store, viewer, query, started),
         traces_in_range=started,
         facets={
-            name: stored_alerts.top(store, viewer, filters, name, FACET_VALUES)
-            for name in ("code", "severity", "kind", "agent")
+            name: tally.top(name, FACET_VALUES) for name in ("code", "severity", "kind", "agent")
         },
         monitors=monitor_panels(store, query),
     )

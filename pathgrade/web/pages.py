@@ -8,6 +8,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.routing import Route
 
+from pathgrade.batch_plane.store import alerts as stored_alerts
 from pathgrade.batch_plane.store import traces as stored_traces
 from pathgrade.detectors.registry import REGISTRY
 from pathgrade.web import alerts_page, edge_page, eval_pages, review
@@ -15,7 +16,7 @@ from pathgrade.web.conversation import load_conversation
 from pathgrade.web.health import dead_letters, delays, headline, processes, tenant_coverage
 from pathgrade.web.next_turn import next_turn
 from pathgrade.web.params import BadParameter
-from pathgrade.web.rendering import NotFound, Ui
+from pathgrade.web.rendering import NotFound, NotStoredYet, Ui
 from pathgrade.web.trace_list import FACET_TRACES, TraceQuery, list_traces
 from pathgrade.web.trace_view import TRACE_ID, load_trace_view
 
@@ -51,6 +52,11 @@ def trace(ui: Ui, request: Request) -> Page:
         raise BadParameter("trace id", "expected 32 lowercase hex characters")
     tenants = stored_traces.tenants_of(ui.store, request.state.viewer, trace_id)
     asked = request.query_params.get("tenant", "")
+    if not tenants and stored_alerts.alerted(ui.store, request.state.viewer, trace_id):
+        raise NotStoredYet(
+            f"trace {trace_id} has an alert, and its spans are not stored yet: the store "
+            "writes what arrived every few seconds, and this page reloads until they are"
+        )
     if not tenants or (asked and asked not in tenants):
         raise NotFound(f"no stored span of trace {trace_id}")
     if len(tenants) > 1 and not asked:

@@ -69,6 +69,13 @@ class NotFound(LookupError):
     """The page's subject is not in the store (or not the viewer's)."""
 
 
+class NotStoredYet(NotFound):
+    """The page's subject is on its way to the store (an alert names a trace whose spans
+    the store writer has not written yet): the page says so and reloads itself."""
+
+    RELOAD_S = 2
+
+
 def templates() -> Environment:
     """The Jinja2 environment of the UI's templates (HTML autoescaped)."""
     environment = Environment(
@@ -120,6 +127,9 @@ class Ui:
             except BadParameter as exc:
                 return self.render(request, "message.html", 400, title="Bad request",
                                    message=str(exc))  # fmt: skip
+            except NotStoredYet as exc:
+                return self.render(request, "message.html", 404, title="Not stored yet",
+                                   message=str(exc), reload_s=exc.RELOAD_S)  # fmt: skip
             except NotFound as exc:
                 return self.render(request, "message.html", 404, title="Not found",
                                    message=str(exc))  # fmt: skip

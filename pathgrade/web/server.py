@@ -13,6 +13,7 @@ from typing import Any
 
 import uvicorn
 
+from pathgrade.transport.quiet_server import QuietServer
 from pathgrade.web.rendering import UiSettings
 
 START_TIMEOUT_S = 30.0
@@ -44,7 +45,7 @@ class UiServer:
         config = uvicorn.Config(
             AppOnFirstRequest(settings), log_level="warning", access_log=False, lifespan="off"
         )
-        self.server = uvicorn.Server(config)
+        self.server = QuietServer(config)
         self._thread: threading.Thread | None = None
 
     @property
@@ -69,7 +70,7 @@ class UiServer:
         self.server.run(sockets=[self.socket])
 
     def stop(self) -> None:
-        self.server.should_exit = True
+        self.server.stop()
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.socket.close()

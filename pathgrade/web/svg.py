@@ -73,7 +73,7 @@ def stacked_bars(
     positions = _label_positions(len(buckets))
     for index in positions:
         x = chart.left + index * step + step / 2
-        anchor = "end" if index == positions[-1] and len(positions) > 1 else "middle"
+        anchor = "end" if index == len(buckets) - 1 and len(positions) > 1 else "middle"
         parts.append(
             f'<text x="{x:.1f}" y="{chart.height - 8}" class="axis" text-anchor="{anchor}">'
             f"{_e(buckets[index])}</text>"
@@ -158,7 +158,7 @@ def line_chart(
         parts.append(f'<a href="{_e(point.link)}">{dot}</a>' if point.link else dot)
     positions = _label_positions(len(points))
     for index in positions:
-        anchor = "end" if index == positions[-1] and len(positions) > 1 else "middle"
+        anchor = "end" if index == len(points) - 1 and len(positions) > 1 else "middle"
         parts.append(
             f'<text x="{x(index):.1f}" y="{chart.height - 8}" class="axis" '
             f'text-anchor="{anchor}">{_e(points[index].label)}</text>'
@@ -184,10 +184,11 @@ def _legend_rows(names: Sequence[str]) -> int:
 
 
 def _label_positions(count: int, labels: int = 6) -> list[int]:
-    """Indices of the buckets whose labels are written (evenly spread, at most `labels`)."""
-    if count <= labels:
-        return list(range(count))
-    return sorted({round(i * (count - 1) / (labels - 1)) for i in range(labels)})
+    """Indices of the buckets whose labels are written: at most `labels`, from the first,
+    one every the same number of buckets (so the labels of round intervals stay round:
+    19:05, 19:20, 19:35, not 19:05, 19:15, 19:30)."""
+    stride = max(1, -(-(count - 1) // (labels - 1)))
+    return list(range(0, count, stride))
 
 
 def _e(text: object) -> str:

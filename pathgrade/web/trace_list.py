@@ -141,8 +141,17 @@ def list_traces(
     store: ReadStore, viewer: Viewer, query: TraceQuery, prices: PriceTable,
     page_size: int = PAGE_SIZE,
 ) -> TracePage:  # fmt: skip
-    """One page of the list (with the cursor of the next) and the facet counts."""
-    rows = stored.roots(store, viewer, query, prices.models, int(page_size) + 1)
+    """One page of the list (with the cursor of the next) and the facet counts. A filtered
+    list's first page newest first is the head of the newest FACET_TRACES matching traces
+    its counts are over: the filters are read once for both."""
+    limit = int(page_size) + 1
+    newest: list[stored.TraceKey] | None = None
+    if query.filtered and query.after is None and query.sort == "start" and query.descending:
+        rows = stored.roots(store, viewer, query, prices.models, max(FACET_TRACES, limit))
+        newest = [(row[0], row[1]) for row in rows[:FACET_TRACES]]
+        rows = rows[:limit]
+    else:
+        rows = stored.roots(store, viewer, query, prices.models, limit)
     unique = {(row[0], row[1]): row for row in rows}  # a root stored twice, not merged yet
     traces = [TraceRow(*row) for row in list(unique.values())[:page_size]]
     next_cursor = None
@@ -151,7 +160,7 @@ def list_traces(
         value = last.start_ns if query.sort == "start" else last.duration_ns
         next_cursor = Cursor(value, last.trace_id, last.tenant)
     _add_details(store, viewer, traces, prices)
-    return TracePage(traces, next_cursor, facets(store, viewer, query, prices))
+    return TracePage(traces, next_cursor, facets(store, viewer, query, prices, newest))
 
 
 def _add_details(
@@ -205,16 +214,18 @@ def _add_details(
 
 
 def facets(
-    store: ReadStore, viewer: Viewer, query: TraceQuery, prices: PriceTable
-) -> dict[str, list[tuple[str, int]]]:
+    store: ReadStore, viewer: Viewer, query: TraceQuery, prices: PriceTable,
+    newest: list[stored.TraceKey] | None = None,
+) -> dict[str, list[tuple[str, int]]]:  # fmt: skip
     """The most frequent values of each filter among the traces the filters select: traces
     per service, spans per agent, tool and model, alerts per detector code and severity.
 
     Without filters the counts come from `span_counts` (per minute: the range is rounded
     out to whole minutes); with filters, over the newest FACET_TRACES matching traces
-    (found once, then read by primary key)."""
+    (`newest` when the caller found them, else found here; then read by primary key)."""
     if query.filtered:
-        newest = stored.newest(store, viewer, query, prices.models, FACET_TRACES)
+        if newest is None:
+            newest = stored.newest(store, viewer, query, prices.models, FACET_TRACES)
         if not newest:
             return {}
         per_span = stored.span_facets(store, viewer, newest)

@@ -27,6 +27,7 @@ import json
 import re
 import time
 import unicodedata
+import urllib.error
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -533,28 +534,47 @@ def _strings(message) -> list[str]:
 
 
 def store_texts(process: PathgradeProcess) -> list[str]:
-    """Every row of every table of the store, every column as text."""
-    tables = process.sql(
-        "SELECT name FROM system.tables WHERE database = currentDatabase() "
-        "AND engine NOT LIKE '%View%'"
+    """Every row of every table of the store, every column as text (an aggregate state,
+    which a client cannot read and which holds hashes, not text, as its final value)."""
+    columns = process.sql(
+        "SELECT table, groupArray(if(type LIKE 'AggregateFunction(%', "
+        "concat('finalizeAggregation(`', name, '`)'), concat('`', name, '`'))) "
+        "FROM system.columns WHERE database = currentDatabase() AND table IN (SELECT name "
+        "FROM system.tables WHERE database = currentDatabase() AND engine NOT LIKE '%View%') "
+        "GROUP BY table"
     ).rows
     texts = []
-    for (table,) in tables:
-        result = process.sql(f"SELECT * FROM `{table}`")
+    for table, selected in columns:
+        result = process.sql(f"SELECT {', '.join(selected)} FROM `{table}`")
         texts += [" | ".join(map(str, row)) for row in result.rows]
     return texts
+
+
+def fetch_once_found(url: str) -> str:
+    """The page at `url` once it is no longer 404: a span is readable a moment before the
+    rows its insert's views write into the lookup tables the page reads."""
+
+    def page() -> str | None:
+        try:
+            return fetch(url)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                raise
+            return None
+
+    return wait_until(page, timeout_s=60)
 
 
 def ui_texts(ui: str, process: PathgradeProcess) -> list[str]:
     """The trace list, every trace page, and every conversation page."""
     pages = [fetch(ui + "/traces")]
     for (trace_id,) in process.sql("SELECT DISTINCT TraceId FROM spans").rows:
-        pages.append(fetch(f"{ui}/trace/{trace_id}"))
+        pages.append(fetch_once_found(f"{ui}/trace/{trace_id}"))
     conversations = process.sql(
         "SELECT DISTINCT GenAIConversationId FROM spans WHERE GenAIConversationId != ''"
     ).rows
     for (conversation,) in conversations:
-        pages.append(fetch(f"{ui}/conversation/{q(conversation)}"))
+        pages.append(fetch_once_found(f"{ui}/conversation/{q(conversation)}"))
     return pages
 
 
@@ -646,6 +666,6 @@ def test_two_users_whose_conversation_ids_hold_cards_keep_two_conversations(
     ui = json.loads((data_dir / "stack.json").read_text())["ui_url"]
     for trace_id, conversation in conversation_of.items():
         assert "1111" not in conversation and "4444" not in conversation
-        page = fetch(f"{ui}/conversation/{q(conversation)}")
+        page = fetch_once_found(f"{ui}/conversation/{q(conversation)}")
         other = next(t for t in traces if t != trace_id)
         assert trace_id in page and other not in page

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer
+from kafka.structs import OffsetAndMetadata, TopicPartition
 from pathgrade.collector.dead_letter import read_entries
 from pathgrade.collector.log_trim import GroupOffsets, load_sent
 from pathgrade.collector.publisher import (
@@ -194,3 +195,23 @@ def test_the_spills_position_note_is_written_once_the_disk_has_room(
         assert int((spill.directory / "spill.pos").read_text()) == spill.read_position > 0
     finally:
         publisher.close()
+
+
+def test_group_offsets_are_the_lowest_commit_over_the_groups_read_in_one_request(
+    broker: LocalBroker,
+) -> None:
+    """A partition's offset is the lowest any group committed on it; a partition some group
+    has not committed on is left out (its batches are not let go)."""
+    commits = {"reader-a": {0: 7, 1: 3, 2: 5}, "reader-b": {0: 4, 1: 9}}
+    for group, offsets in commits.items():
+        consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group)
+        partitions = {TopicPartition(SPANS_TOPIC, p): o for p, o in offsets.items()}
+        consumer.assign(list(partitions))
+        consumer.commit({tp: OffsetAndMetadata(o, "", -1) for tp, o in partitions.items()})
+        consumer.close()
+    committed = GroupOffsets(broker.bootstrap, list(commits), SPANS_TOPIC)
+    try:
+        assert committed() == {0: 4, 1: 3}
+        assert committed._one_request  # the bundled broker answers for both groups at once
+    finally:
+        committed.close()

@@ -42,6 +42,13 @@ def stored_alerts(stack: PathgradeProcess) -> dict[str, tuple[str, str]]:
     return {key: (trace, span) for key, trace, span in rows}
 
 
+def distinct_spans(alerts: dict[str, tuple[str, str]], count: int) -> list[tuple[str, str]]:
+    """The first `count` different (trace id, span id) of `alerts`, none while fewer: a span
+    may hold several alerts, and one scorer's scores of one span share a ScoreId."""
+    spans = list(dict.fromkeys(alerts.values()))
+    return spans[:count] if len(spans) >= count else []
+
+
 def stored_scores(stack: PathgradeProcess) -> dict[str, tuple[str, str]]:
     """Score id -> (trace id, span id) of every stored score."""
     rows = stack.sql("SELECT ScoreId, TraceId, SpanId FROM scores FINAL").rows
@@ -89,11 +96,14 @@ def test_scores_and_alerts_reach_an_otlp_logs_receiver_across_its_outage_and_a_r
         assert stack.output_has(f"results out every score and alert as an OTLP log record to "
                                 f"{receiver.url}")  # fmt: skip
         send_traffic(http_port, traces=30, seed=1)
-        alerts = wait_until(lambda: stored_alerts(stack), 90)
-        first_trace = next(iter(alerts.values()))[0]
-        label(tmp_path, first_trace, "reviewed: fine")
-        judge_scores(tmp_path, list(alerts.values())[:3])
-        wait_until(lambda: len(receiver.ids(SCORE_ID)) >= 4 and receiver.ids(ALERT_KEY), 60)
+        spans = wait_until(lambda: distinct_spans(stored_alerts(stack), 3), 90)
+        label(tmp_path, spans[0][0], "reviewed: fine")
+        judged = judge_scores(tmp_path, spans)
+        scored = stored_scores(stack)
+        assert {score.score_id for score in judged} < scored.keys()  # and the label's
+        wait_until(
+            lambda: set(receiver.ids(SCORE_ID)) >= scored.keys() and receiver.ids(ALERT_KEY), 60
+        )
 
         receiver.down()  # connections refused
         before = set(stored_alerts(stack))

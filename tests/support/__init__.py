@@ -26,7 +26,7 @@ def keep_forever(client: Any) -> None:
     for column in CONTENT_COLUMNS:
         client.command(f"ALTER TABLE spans MODIFY COLUMN {column} REMOVE TTL")
     client.command("ALTER TABLE spans REMOVE TTL")
-    for table in ("spans_trace_id_ts", *SPAN_DERIVED_TTL):
+    for table in ("trace_times", "trace_counts", *SPAN_DERIVED_TTL):
         client.command(f"ALTER TABLE {table} REMOVE TTL")
 
 

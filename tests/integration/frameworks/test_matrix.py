@@ -109,15 +109,26 @@ class Outcome:
                 yield trace, run
 
     def alerts_of(self, trace: dict[str, Any], run: dict[str, Any]) -> list[dict[str, Any]]:
-        """The alerts of `run`: on one of its spans, or on its trace when the trace holds
-        no other run or the alert's span is none of the runs' (counted against each)."""
+        """The alerts of `run`: on one of its spans, else in its turn (the alert's turn
+        span is one of its spans), or on its trace when the trace holds no other run or
+        neither span is any run's (counted against each).
+
+        The turn decides only when the alert's own span is no run's: a recorder can miss a
+        span the framework exported (one CI run recorded the write span of LangGraph under
+        OpenInference with an id that was never exported, and the stored write span with
+        an id that was never recorded)."""
         mine = set(run["span_ids"])
         anyone = {s for r in trace["runs"] for s in r["span_ids"]}
+
+        def located(alert: dict[str, Any]) -> str:
+            span = str(alert["span_id"])
+            return span if span in anyone else str(alert.get("turn_span_id") or "")
+
         return [
             a
             for a in self.alerts
             if a["trace_id"] == trace["trace_id"]
-            and (a["span_id"] in mine or len(trace["runs"]) == 1 or a["span_id"] not in anyone)
+            and (located(a) in mine or len(trace["runs"]) == 1 or located(a) not in anyone)
         ]
 
     def problems(self, shape: str) -> list[str]:

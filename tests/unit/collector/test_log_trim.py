@@ -1,9 +1,13 @@
 """TrimQueue: the durable log lets a sent batch go only once every reader committed past
-each of its partitions, oldest batch first."""
+each of its partitions, oldest batch first; GroupOffsets reads the readers' commits."""
 
 from __future__ import annotations
 
-from pathgrade.collector.log_trim import TrimQueue
+from typing import Any
+
+from kafka.errors import UnsupportedVersionError
+from kafka.structs import OffsetAndMetadata, TopicPartition
+from pathgrade.collector.log_trim import GroupOffsets, TrimQueue
 
 
 def test_a_batch_goes_once_committed_on_every_partition_it_touched() -> None:
@@ -48,3 +52,35 @@ def test_offsets_read_before_the_broker_was_replaced_let_nothing_go() -> None:
     assert trim.trimmable({0: 900}, epoch) is None
     assert trim.waiting()
     assert trim.trimmable({0: 3}, trim.epoch) == 70
+
+
+class OldBrokerAdmin:
+    """Stands in for the admin client of a broker older than Kafka 3.0, which reads one
+    group's commits per OffsetFetch; records what it was asked."""
+
+    def __init__(self, commits: dict[str, dict[int, int]]) -> None:
+        self.commits = commits
+        self.asked: list[Any] = []
+
+    def list_group_offsets(self, groups: str | list[str]) -> dict[str, Any]:
+        self.asked.append(groups)
+        if isinstance(groups, list):
+            raise UnsupportedVersionError("OffsetFetch v8 needed for several groups")
+        return {
+            groups: {
+                TopicPartition("t", p): OffsetAndMetadata(o, "", -1)
+                for p, o in self.commits[groups].items()
+            }
+        }
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_older_broker_is_asked_one_group_at_a_time_from_its_first_refusal_on() -> None:
+    admin = OldBrokerAdmin({"a": {0: 5, 1: 2}, "b": {0: 2}})
+    committed = GroupOffsets("127.0.0.1:1", ["a", "b"], "t")
+    committed._admin = admin  # type: ignore[assignment]
+    assert committed() == {0: 2}
+    assert committed() == {0: 2}
+    assert admin.asked == [["a", "b"], "a", "b", "a", "b"]

@@ -296,3 +296,19 @@ def test_committable_offsets_survive_the_heaps_compaction() -> None:
     a.add(0, 1200, [span("y", "r")], now=2.0)
     a.due(3.0)
     assert a.committable() == {0: 7}
+
+
+def test_next_due_is_the_first_wake_up_or_the_oldest_traces_maximum_age() -> None:
+    """Nothing held: never. A held trace: its quiet window's end, pushed on by a later span;
+    the maximum age when that comes first; nothing held again once it went."""
+    a = TurnAssembler(quiet_window_s=1.0, max_age_s=300.0)
+    assert a.next_due() == float("inf")
+    a.add(0, 0, [span("a", "t1", agent=True, start=100)], now=10.0)
+    assert a.next_due() == 11.0
+    a.add(0, 1, [span("a", "c1", "t1", flags=LOCAL, start=101)], now=10.5)
+    assert a.next_due() == 11.0  # the stale wake-up first: early, never late
+    assert a.due(11.0) == [] and a.next_due() == 11.5
+    assert tops(a.due(11.5)) == ["t1"] and a.next_due() == float("inf")
+    aging = TurnAssembler(quiet_window_s=1.0, max_age_s=0.5)
+    aging.add(0, 0, [span("a", "t2", agent=True, start=100)], now=10.0)
+    assert aging.next_due() == 10.5

@@ -47,3 +47,16 @@ def test_webhook_ids_hide_the_url_and_tell_urls_apart() -> None:
     secret = webhook_id("https://user:secret@hooks.example/alerts")
     assert "secret" not in secret and len(secret) == 16
     assert secret != webhook_id("https://hooks.example/alerts")
+
+
+def test_the_cursor_saved_never_passes_what_is_stored() -> None:
+    """Numbers delivered before they were stored are not counted in the saved cursor: a
+    plane killed before storing them leaves them to be given out again."""
+    progress = PartitionProgress.resumed(5, stored=4)
+    for number in (5, 6, 7):
+        progress.delivered(number)
+    assert (progress.cursor, progress.cursor_to_save()) == (8, 5)
+    progress.stored = 6
+    assert progress.cursor_to_save() == 7
+    progress.stored = 9
+    assert progress.cursor_to_save() == 8

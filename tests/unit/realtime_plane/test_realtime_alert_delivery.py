@@ -4,6 +4,8 @@ never commits past alerts it has not handed over."""
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 from pathgrade.batch_plane.store.deliveries import AlertRecords
@@ -42,11 +44,13 @@ class RecordingSink:
         pass
 
 
-def plane_with_sink() -> tuple[RealtimePlane, RecordingSink]:
+def plane_with_sink(
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[RealtimePlane, RecordingSink]:
     config = RealtimeConfig(
         bootstrap_servers="127.0.0.1:1", alerts_topic=None, sampled_topic=None, turns_topic=None
     )
-    plane = RealtimePlane(config)
+    plane = RealtimePlane(config, clock=clock)
     sink = RecordingSink()
     plane.webhook = sink  # type: ignore[assignment]
     plane.sinks.append(sink)
@@ -213,13 +217,23 @@ class QuietConsumer:
         return number
 
 
-def test_an_idle_plane_waits_longer_per_poll_and_a_held_trace_brings_the_short_wait_back() -> None:
-    plane, _ = plane_with_sink()
+def test_a_poll_waits_until_the_first_held_trace_falls_due_within_its_bounds() -> None:
+    now = [100.0]
+    plane, _ = plane_with_sink(clock=lambda: now[0])
     consumer = QuietConsumer()
     plane.consumer = consumer  # type: ignore[assignment]
-    plane.poll_once()
+    plane.poll_once()  # nothing held
     span = Span("t", "ab" * 16, "00000000000000aa", "", "invoke_agent", "Internal", 1, 2)
-    plane.assembler.add(0, 0, [span], plane.clock())
+    plane.assembler.add(0, 0, [span], now[0])  # falls due after the quiet window, 1 s
     plane.poll_once()
-    assert consumer.waits == [IDLE_POLL_MS, plane.config.poll_timeout_ms]
-    assert plane.config.poll_timeout_ms < IDLE_POLL_MS
+    now[0] += 0.7
+    plane.poll_once()
+    now[0] += 0.29  # 10 ms before it falls due
+    plane.poll_once()
+    configured = plane.config.poll_timeout_ms
+    assert consumer.waits == [IDLE_POLL_MS, IDLE_POLL_MS, 300, configured]
+    assert plane.assembler.traces_held == 1
+    now[0] += 0.05
+    plane.poll_once()
+    assert plane.assembler.traces_held == 0  # evaluated once due
+    assert consumer.waits[-1] == configured

@@ -30,9 +30,16 @@ CLEAN = set(CLEAN_SCENARIOS)
 
 
 def test_production_failures_alert_and_clean_turns_do_not(demo: list) -> None:
+    """Each alert carries the tool its span calls (what the alerts page counts)."""
     evaluator = TurnEvaluator(default_policy())
+    tools = set()
     for scenario, trace in demo:
         evaluation = evaluator.evaluate(DueTurn(trace, "quiet", False), now_ns=7)
+        calls = {span.span_id: span.genai.tool_name for span in trace.spans}
+        tools |= {a.tool for a in evaluation.new_alerts}
+        assert [a.tool for a in evaluation.new_alerts] == [
+            calls[a.span_id] for a in evaluation.new_alerts
+        ]
         codes = {a.code for a in evaluation.new_alerts}
         if scenario in FAILURES:
             assert FAILURES[scenario] in codes, scenario
@@ -43,6 +50,7 @@ def test_production_failures_alert_and_clean_turns_do_not(demo: list) -> None:
             assert alert.tenant == "acme" and alert.service == "support-agent"
             assert alert.trace_end_ns == trace.root.end_ns and alert.detected_at_ns == 7
             assert alert.trace_start_ns == min(s.start_ns for s in trace.spans)
+    assert "" in tools and len(tools) > 1  # alerts on a tool's span and on others
 
 
 def test_re_evaluation_never_alerts_twice(demo: list) -> None:

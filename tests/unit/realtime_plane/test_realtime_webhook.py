@@ -196,6 +196,7 @@ def test_a_restarted_sink_delivers_what_was_stored_past_its_saved_cursor(
         first = WebhookSink(url(server), backlog=AlertBacklog(records, url(server)))
         first.claim({7}, records.latest_numbers())
         delivered = stored_alerts(records, "before", 3, 7)
+        first.stored({7: delivered[-1].number})  # as the plane's table sink tells it
         first.add(delivered)
         wait_until(lambda: first.cursors() == {7: 4})
         first.close()  # saves cursor 4
@@ -211,6 +212,51 @@ def test_a_restarted_sink_delivers_what_was_stored_past_its_saved_cursor(
         assert sorted(keys) == sorted([a.alert.alert_key for a in delivered + crashed_with]
                                       + ["after"])  # fmt: skip
         assert len(keys) == len(set(keys))  # the saved cursor held: nothing twice
+    finally:
+        server.shutdown()
+
+
+def test_alerts_a_killed_plane_delivered_unstored_do_not_hide_the_next_planes(
+    records: AlertRecords,
+) -> None:
+    """A plane delivers alerts, saves its cursors (every CURSOR_SAVE_S, or here on close)
+    before the alerts are stored, and is killed: their numbers were never stored, so the
+    next plane on the partition numbers its own alerts (other traces first) on from what
+    the table holds, the same numbers again. Those of its alerts that overflow the queue
+    are read back from the table and delivered: the saved cursor did not count the dead
+    plane's unstored numbers as delivered (CI: one PG115 after a SIGKILL never arrived)."""
+    server = Receiver([])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        dead = WebhookSink(url(server), backlog=AlertBacklog(records, url(server)))
+        held = records.latest_numbers()
+        dead.claim({15}, held)
+        unstored = numbered(
+            [alert().model_copy(update={"alert_key": f"dead-{n}"}) for n in range(3)],
+            15, held.get(15, 0) + 1,
+        )  # fmt: skip
+        dead.add(unstored)
+        wait_until(lambda: dead.cursors()[15] == unstored[-1].number + 1)
+        dead.close()  # saves the cursors as the periodic save does; then the kill
+        stored = records.latest_numbers()
+        assert stored.get(15, 0) == held.get(15, 0)  # the dead plane stored none of them
+        restarted = WebhookSink(
+            url(server), queue_size=2, backlog=AlertBacklog(records, url(server))
+        )
+        restarted.claim({15}, stored)
+        again = numbered(
+            [alert().model_copy(update={"alert_key": f"again-{n}"}) for n in range(4)],
+            15, stored.get(15, 0) + 1,
+        )  # fmt: skip
+        table = StoreAlertSink(records, restarted.stored)
+        table.add(again)
+        restarted.add(again)  # two fit in the queue, two are deferred to the table
+        assert restarted.stats.deferred == 2
+        table.flush()
+        wait_until(lambda: restarted.cursors() == {15: again[-1].number + 1}, timeout_s=30)
+        restarted.close()
+        assert {a.alert.alert_key for a in again} <= set(server.keys)
+        assert AlertBacklog(records, url(server)).cursors()[15] == again[-1].number + 1
     finally:
         server.shutdown()
 

@@ -81,7 +81,7 @@ def test_demo_clean_deletes_every_demo_row_and_keeps_the_rest(store: ClientStore
 
     assert column("SELECT DISTINCT TraceId FROM spans") == [kept_live, kept_eval]
     assert column("SELECT TraceId FROM trace_roots") == [kept_live, kept_eval]
-    assert column("SELECT TraceId FROM spans_trace_id_ts") == [kept_live, kept_eval]
+    assert column("SELECT TraceId FROM trace_times") == [kept_live, kept_eval]
     assert column("SELECT TraceId FROM conversation_traces") == [kept_live, kept_eval]
     assert column("SELECT TraceId FROM feedback_spans") == [kept_live, kept_eval]
     assert column("SELECT TraceId FROM tool_spans") == [kept_live, kept_eval]
@@ -97,4 +97,6 @@ def test_demo_clean_deletes_every_demo_row_and_keeps_the_rest(store: ClientStore
         "GROUP BY GenAIToolName ORDER BY GenAIToolName"
     ).rows
     assert counts == [["", 2, 2], ["lookup_order", 2, 0]]  # the kept spans only
+    traces = store.query("SELECT uniqExactMerge(Traces), count() FROM trace_counts").rows
+    assert traces == [[2, 1]]  # the kept roots' hour only: the demo roots' is counted again
     assert delete_demo_rows(store) == {}  # nothing left to delete

@@ -45,6 +45,9 @@ def test_on_cluster_adds_on_cluster_and_replicated_engines_only_to_ddl() -> None
     )
     done = "CREATE TABLE r (a UInt8) ENGINE = ReplicatedMergeTree('/p', 'r') ORDER BY a"
     assert on_cluster(done, "c").endswith("ENGINE = ReplicatedMergeTree('/p', 'r') ORDER BY a")
+    drop = "DROP TABLE IF EXISTS t"
+    assert on_cluster(drop, "c") == "DROP TABLE IF EXISTS t ON CLUSTER 'c'"
+    assert on_cluster("DROP VIEW v", "c") == "DROP VIEW v ON CLUSTER 'c'"
     insert = "INSERT INTO t VALUES (1)"
     assert on_cluster(insert, "c") == insert
     with pytest.raises(ValueError, match="cluster name"):

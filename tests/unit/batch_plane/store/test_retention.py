@@ -123,8 +123,13 @@ def test_retention_is_configurable_and_the_migration_holds_the_defaults(
     (logs,) = [m for m in bundled_migrations() if m.name == "logs"]
     (derived,) = [m for m in bundled_migrations() if m.name == "derived_retention"]
     defaults = retention_ddl()
-    of_spans = [s for s in defaults if s.split()[2] in ("spans", "spans_trace_id_ts")]
-    assert shipped.statements()[2:] == of_spans
+    (times,) = [m for m in bundled_migrations() if m.name == "trace_times"]
+    of_spans = [s for s in defaults if s.split()[2] in ("spans", "trace_times")]
+    renamed = [  # 0023's trace_times replaced spans_trace_id_ts, with the same TTL
+        s.replace("spans_trace_id_ts", "trace_times") for s in shipped.statements()[2:]
+    ]
+    assert renamed == of_spans
+    assert "TTL toDateTime(End) + INTERVAL 90 DAY" in times.statements()[0]
     assert derived.statements() == [
         s for s in defaults if s.split()[2] in ("trace_roots", "trace_facets")
     ]
@@ -144,6 +149,8 @@ def test_retention_is_configurable_and_the_migration_holds_the_defaults(
     for table, counted_from in SPAN_DERIVED_TTL.items():
         ddl = store.query(f"SHOW CREATE TABLE {table}").rows[0][0]
         assert f"TTL {counted_from} + toIntervalDay(30)" in ddl, table
+    times_ddl = store.query("SHOW CREATE TABLE trace_times").rows[0][0]
+    assert "TTL toDateTime(End) + toIntervalDay(30)" in times_ddl
     set_retention(store.client)  # back to the defaults
     assert store.query("SHOW CREATE TABLE spans").rows[0][0].count("toIntervalDay(7)") == 6
     assert store.query("SHOW CREATE TABLE logs").rows[0][0].count("toIntervalDay(7)") == 2

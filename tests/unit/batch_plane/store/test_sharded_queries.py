@@ -176,9 +176,15 @@ def test_sharded_ddl_parses_decides_every_table_and_matches_the_deploy_file(
     for view in re.findall(r"CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)", plain):
         statement = re.search(rf"CREATE MATERIALIZED VIEW IF NOT EXISTS {view} .*?;", sharded,
                               re.S)[0]  # fmt: skip
-        assert "\nFROM spans_local\n" in statement and re.search(r" TO \w+_local AS", statement)
+        assert re.search(r"\nFROM (spans|scores)_local\b", statement)  # the shard's own rows
+        assert re.search(r" TO \w+_local AS", statement)
     assert "ALTER TABLE spans ON CLUSTER 'pathgrade' MODIFY TTL" not in sharded
     assert "ALTER TABLE spans_local ON CLUSTER 'pathgrade' MODIFY TTL" in sharded
+    for dropped in re.findall(r"DROP TABLE IF EXISTS (\w+)", plain):  # both, Distributed first
+        assert (
+            f"DROP TABLE IF EXISTS {dropped} ON CLUSTER 'pathgrade';\n\n"
+            f"DROP TABLE IF EXISTS {local_name(dropped)} ON CLUSTER 'pathgrade';"
+        ) in sharded
 
 
 def test_the_cli_prints_the_sharded_ddl_and_refuses_shards_without_a_cluster(
@@ -194,7 +200,7 @@ def test_sharding_keys_keep_a_traces_rows_and_a_rows_duplicates_together() -> No
     """A trace's rows share one key; each key reads only columns of the table's dedup key,
     or columns those determine (ScoreId and a finding's AlertKey hash the trace id; whether
     an AlertKey is a coverage gap's, read from Details, is fixed by the key)."""
-    trace_tables = ("spans", "spans_trace_id_ts", "trace_roots", "scores")
+    trace_tables = ("spans", "trace_times", "trace_roots", "scores")
     assert all(SHARDING_KEYS[t] == TRACE_KEY for t in trace_tables)
     assert "TraceId" in SHARDING_KEYS["alerts"] and "AlertKey" in SHARDING_KEYS["alerts"]
     plain = migration_ddl()
@@ -215,7 +221,7 @@ def test_every_query_of_the_ui_gate_delivery_and_cli_answers_the_same_on_shards(
     gap = '{"coverage_gap": true}'  # the third: a coverage gap's, sharded by its AlertKey
     numbered = [[f"seq-{n}", "a", "PG110", "orphan-write", "high", "violation", "r",
                  seeded["a"][n], "", "svc", "agent", "", "medium", "default",
-                 gap if n == 2 else "{}", 0, now, now, now + n, "", 3, n + 1]
+                 gap if n == 2 else "{}", 0, now, now, now + n, "", "", 3, n + 1]
                 for n in range(3)]  # fmt: skip
     seeded_alerts = store.sharded.query("SELECT count() FROM alerts_local FINAL").rows[0][0]
     store.insert_encodable("alerts", numbered, [*ALERT_COLUMNS, *SEQ_COLUMNS])
@@ -260,7 +266,7 @@ def test_every_query_of_the_ui_gate_delivery_and_cli_answers_the_same_on_shards(
     store.query(f"SELECT Version FROM {MIGRATIONS_TABLE} FINAL ORDER BY Version")
     assert len(set(store.queries)) >= 40, len(set(store.queries))
     assert store.differences == []
-    for table in ("spans", "trace_roots", "span_counts", "scores", "spans_trace_id_ts"):
+    for table in ("spans", "trace_roots", "span_counts", "scores", "trace_times"):
         count = "SELECT count() FROM {} WHERE Tenant = 'a'"
         held = store.sharded.query(count.format(local_name(table))).rows[0][0]
         assert held == store.plain.query(count.format(table)).rows[0][0] > 0, table

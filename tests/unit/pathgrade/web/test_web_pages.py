@@ -16,6 +16,9 @@ from pathgrade.batch_plane.evaluation.datasets import Datasets, parse_items
 from pathgrade.batch_plane.evaluation.gate import GateRow, Verdict
 from pathgrade.batch_plane.evaluation.gate_store import record_gate
 from pathgrade.batch_plane.scoring.scores import Score, write_scores
+from pathgrade.batch_plane.store import alerts as stored_alerts
+from pathgrade.batch_plane.store import trace_list as stored_list
+from pathgrade.batch_plane.store.alerts import AlertFilters
 from pathgrade.batch_plane.store.client import ClientStore
 from pathgrade.batch_plane.store.monitors import MonitorQueries
 from pathgrade.batch_plane.store.span_rows import SPAN_COLUMNS, span_rows
@@ -30,7 +33,7 @@ from pathgrade.demo.sender import send_demo_traces
 from pathgrade.web.app import create_app
 from pathgrade.web.rendering import UiSettings
 from pathgrade.web.store_reads import ReadStore, viewing
-from pathgrade.web.trace_list import TraceQuery, list_traces
+from pathgrade.web.trace_list import TraceQuery, facets, list_traces
 from pathgrade.web.viewers import EVERY_TENANT, Viewer, Viewers
 from tests.support import store_fixture  # noqa: F401  (the module's chDB store, `store`)
 
@@ -190,6 +193,52 @@ def test_trace_list_filters_and_counts_per_value(
     named = list_traces(reads, Viewer("a"), TraceQuery.from_params(
         {"from": "1d", "q": "ISSUE_REFUND"}, now), prices, page_size=100)  # fmt: skip
     assert named.rows and all("issue_refund" in row.tools for row in named.rows)
+
+
+def test_a_filtered_first_page_and_its_counts_are_those_read_apart(
+    store: ClientStore, seeded: dict[str, list[str]]
+) -> None:
+    """The first page of a filtered list, newest first, is read with the newest matching
+    traces its counts are over: the same rows and counts as each read on its own."""
+    reads, prices, now = ReadStore(store), shipped_price_table(), time.time_ns()
+    everything = list_traces(reads, Viewer("a"), TraceQuery.from_params({"from": "1d"}, now),
+                             prices)  # fmt: skip
+    service = everything.facets["service"][0][0]
+    for filters in ({"service": service}, {"error": "no"}, {"q": "issue_refund"}):
+        query = TraceQuery.from_params({"from": "1d", **filters}, now)
+        page = list_traces(reads, Viewer("a"), query, prices, page_size=2)
+        roots = stored_list.roots(reads, Viewer("a"), query, prices.models, 3)
+        assert [row.trace_id for row in page.rows] == [trace for _, trace, *_ in roots[:2]]
+        assert page.rows and (page.next_cursor is not None) == (len(roots) > 2), filters
+        assert page.facets == facets(reads, Viewer("a"), query, prices), filters
+        assert page.facets["service"], filters
+
+
+def test_the_alerts_pages_counts_in_one_read_are_the_counts_grouped_apart(
+    store: ClientStore, seeded: dict[str, list[str]]
+) -> None:
+    """`tallies` (one read of `alerts`) counts as a GROUP BY per facet and per interval."""
+    now = time.time_ns()
+    for viewer in (Viewer(None), Viewer("a"), Viewer("b")):
+        filters = AlertFilters(now - 86_400 * 10**9, now + 1)
+        tally = stored_alerts.tallies(ReadStore(store), viewer, filters, now - 7200 * 10**9,
+                                      600 * 10**9)  # fmt: skip
+        where, values = filters.where(viewer)
+        counted = store.query(f"SELECT count() FROM alerts FINAL WHERE {where}", values)
+        assert tally.total == counted.rows[0][0] > 0
+        for facet, column in stored_alerts.FACETS.items():
+            grouped = store.query(
+                f"SELECT {column}, count() AS n FROM alerts FINAL WHERE {where} "
+                f"GROUP BY {column} ORDER BY n DESC, {column}",
+                values,
+            ).rows
+            assert tally.top(facet, 100) == [(value, n) for value, n in grouped], facet
+        intervals = store.query(
+            "SELECT intDiv(DetectedAtNs - {first:Int64}, 600000000000) AS b, Code, count() "
+            f"FROM alerts FINAL WHERE {where} GROUP BY b, Code",
+            {**values, "first": now - 7200 * 10**9},
+        ).rows
+        assert sorted(tally.per_interval) == sorted(tuple(row) for row in intervals)
 
 
 def test_pages_render_and_name_a_bad_parameter(client: TestClient) -> None:
