@@ -6,6 +6,7 @@ sent again after the restart."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import uuid
@@ -189,7 +190,11 @@ def test_the_exporter_box_sends_what_a_running_stack_stores(
         wait_until(lambda: set(receiver.ids(ALERT_KEY)) >= alerts.keys(), 60)
         wait_until(lambda: {s.score_id for s in written} <= set(receiver.ids(SCORE_ID)), 60)
         assert exporter.terminate() == 0, exporter.output
-        assert exporter.output_has(f"exported {len(set(receiver.ids(SCORE_ID)))} scores")
+        summary = [line for line in exporter.lines if line.startswith("exported ")]
+        counts = re.fullmatch(r"exported (\d+) scores and (\d+) alerts", summary[-1])
+        assert counts is not None, summary
+        assert int(counts[1]) == len(set(receiver.ids(SCORE_ID)))
+        assert int(counts[2]) >= len(alerts)
         saved = stack.sql("SELECT count() FROM export_cursors").rows[0][0]
         assert saved >= 2  # a cursor per source, kept in the stack's store
     finally:
