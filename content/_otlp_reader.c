@@ -161,11 +161,19 @@ static PyObject *text_cache[TEXT_CACHE_SLOTS];
 static PyObject *cached_text(Bytes b) {
     Py_ssize_t n = b.end - b.p;
     if (n > TEXT_CACHE_LENGTH) return text(b);
-    uint64_t h = 14695981039346656037ULL; /* FNV-1a */
-    for (const uint8_t *p = b.p; p < b.end; p++) {
-        if (*p >= 0x80) return text(b);
-        h = (h ^ *p) * 1099511628211ULL;
+    uint64_t h = (uint64_t)n, seen = 0, word; /* hashed and checked 8 bytes at a time */
+    const uint8_t *p = b.p;
+    for (; b.end - p >= 8; p += 8) {
+        memcpy(&word, p, 8);
+        seen |= word;
+        h = (h ^ word) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 29;
     }
+    word = 0;
+    memcpy(&word, p, b.end - p);
+    seen |= word;
+    if (seen & 0x8080808080808080ULL) return text(b); /* not ASCII */
+    h = (h ^ word) * 0x9E3779B97F4A7C15ULL;
     PyObject **slot = &text_cache[(h ^ h >> 32) & (TEXT_CACHE_SLOTS - 1)];
     PyObject *s = *slot;
     if (s && PyUnicode_GET_LENGTH(s) == n && memcmp(PyUnicode_1BYTE_DATA(s), b.p, n) == 0)
