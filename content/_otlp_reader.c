@@ -13,7 +13,9 @@
  * Ids are lowercase hex (bytes.hex()), kind and status code the wire's int32 numbers,
  * flags the span's fixed32 `flags` (0 when absent; bits 8-9 say whether its parent is remote),
  * attribute values what `otlp.any_value` gives, events and links None when a span has
- * none; the spans of one resource share one attributes dict. The values are exactly the
+ * none; the spans of one resource share one attributes dict; a short ASCII string or an id
+ * read before (from this value or an earlier one) may be the same str object
+ * (`cached_text`, `cached_hex_text`). The values are exactly the
  * ones upb and the Python walk give, or the answer is None and the caller runs that path
  * (which raises on malformed bytes). None for: a value that is not bytes, malformed or
  * truncated wire data, a group, a varint longer than 64 bits, invalid UTF-8 in any string

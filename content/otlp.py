@@ -14,8 +14,10 @@ A message value is read by the OTLP reader (`_otlp_reader`, a C extension built 
 install) in one pass over its bytes, which gives each span's parts as Python objects;
 bytes it does not read exactly as upb would (malformed ones, invalid UTF-8, a message
 field present twice, values nested deep, ...) and an install without the extension are
-parsed by upb and walked here (`decode_resource_spans`). Both build spans with `_span`
-and give the same spans (tests/unit/content/test_otlp_reader.py).
+parsed by upb and walked here (`decode_resource_spans`) into the reader's shape. Both
+build spans with `_decode_read` and give the same spans
+(tests/unit/content/test_otlp_reader.py). The reader gives a short ASCII string or an id
+it read before (a key, a name, a method, a trace's id) as the same str object.
 
 Decoding is total past the protobuf parse: a span whose GenAI view or evaluation context
 cannot be read keeps its ids, times and attributes (the typed GenAI columns stay empty),
