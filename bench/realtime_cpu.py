@@ -19,9 +19,11 @@ ratio.
 
 `--against PYTHON|COMMIT` (bench/ingest.py's `baseline_python`: a checkout's venv python,
 or a commit checked out as a `git worktree` with a venv of its own) measures that
-checkout's plane on the same mix as well: each round runs this bench once in a subprocess
-of that checkout and once here (one plane run each, alternating which goes first: A B B A
-...), then prints the µs per span of both, best of `--rounds`, and their ratio.
+checkout's plane on the same mix as well: each round runs that checkout's copy of this
+bench and this one, each for one plane run in a fresh subprocess (alternating which goes
+first: A B B A ...; in one process, later rounds run on the heap and the tables the
+earlier ones left), then prints the µs per span of both, best of `--rounds`, and their
+ratio. It takes neither `--compare-decode` nor `--profile`.
 
     python bench/realtime_cpu.py [--spans 50000] [--mix realistic|demo] [--rounds 3]
                                  [--compare-decode] [--profile FILE.prof]
@@ -145,16 +147,16 @@ def run_plane(bootstrap: str, messages: list[Message], profile: cProfile.Profile
     return cpu
 
 
-def against_round(python: str, spans: int, mix: str) -> float:
-    """µs of CPU per span of one plane run of the checkout whose venv python is `python`:
-    its own copy of this bench, one round, in a subprocess (its output shown indented)."""
-    bench = Path(python).parent.parent.parent / "bench" / Path(__file__).name  # venv/bin/python
+def fresh_round(python: str, bench: Path, spans: int, mix: str) -> float:
+    """µs of CPU per span of one plane run in a fresh process: `bench` (a checkout's copy
+    of this bench) run by `python`, one round (its output shown indented)."""
     command = [python, str(bench), "--spans", str(spans), "--mix", mix, "--rounds", "1"]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     print("".join(f"    {line}" for line in out.splitlines(keepends=True)), end="", flush=True)
     return float(out.split(f"{PLANE_LINE} ", 1)[1].split()[0])
 
 
+NAME = Path(__file__).name
 PLANE_LINE = "realtime plane   "
 """What starts the line with the plane's µs per span (parsed from an `--against` run)."""
 
@@ -176,7 +178,17 @@ def main() -> None:
         help="also run that checkout's copy of this bench each round (a subprocess)",
     )
     args = parser.parse_args()
+    if args.against and (args.compare_decode or args.profile):
+        parser.error("--against runs both planes in subprocesses: no --compare-decode, --profile")
     against = baseline_python(args.against) if args.against else None
+    fresh = (  # with --against: each variant's python and bench, for `fresh_round`
+        {
+            "against": (against, Path(against).parent.parent.parent / "bench" / NAME),
+            "reader": (sys.executable, Path(__file__)),
+        }  # (venv/bin/python: its checkout is three levels up)
+        if against
+        else {}
+    )
     if otlp.read_traces is None:
         print("the OTLP reader (pathgrade.content._otlp_reader) is not built: upb decodes")
         if args.compare_decode:
@@ -207,9 +219,10 @@ def main() -> None:
         costs: dict[str, list[float]] = {name: [] for name in names}
         for round_ in range(args.rounds):
             for name in names[:: 1 if round_ % 2 == 0 else -1]:
-                if name == "against":
-                    print(f"  round {round_ + 1}, against ({against}):", flush=True)
-                    costs[name].append(against_round(str(against), args.spans, args.mix))
+                if against:
+                    python, bench = fresh[name]
+                    print(f"  round {round_ + 1}, {name} ({python}):", flush=True)
+                    costs[name].append(fresh_round(python, bench, args.spans, args.mix))
                     continue
                 last = round_ == args.rounds - 1 and name == "reader"
                 profile = cProfile.Profile() if args.profile and last else None
