@@ -14,8 +14,8 @@
  * flags the span's fixed32 `flags` (0 when absent; bits 8-9 say whether its parent is remote),
  * attribute values what `otlp.any_value` gives, events and links None when a span has
  * none; the spans of one resource share one attributes dict; a short ASCII string or an id
- * read before (from this value or an earlier one) may be the same str object
- * (`cached_text`, `cached_hex_text`). The values are exactly the
+ * read_traces or read_logs read before (in this value or an earlier one) may be the same
+ * str object (`cached_text`, `cached_hex_text`). The values are exactly the
  * ones upb and the Python walk give, or the answer is None and the caller runs that path
  * (which raises on malformed bytes). None for: a value that is not bytes, malformed or
  * truncated wire data, a group, a varint longer than 64 bits, invalid UTF-8 in any string
@@ -159,10 +159,16 @@ static PyObject *text(Bytes b) {
 #define TEXT_CACHE_LENGTH 64
 static PyObject *text_cache[TEXT_CACHE_SLOTS];
 
+/* Whether strings go through the table: only while read_traces or read_logs reads a
+ * value (what the consumers of `pathgrade.spans` and `pathgrade.logs` read, content the
+ * collector redacted); read_value and messages_json read the collector's raw content,
+ * which no table keeps past the call. */
+static int use_text_cache = 0;
+
 /* `text(b)`, from the table when `b` is short ASCII (put there when not yet). */
 static PyObject *cached_text(Bytes b) {
     Py_ssize_t n = b.end - b.p;
-    if (n > TEXT_CACHE_LENGTH) return text(b);
+    if (!use_text_cache || n > TEXT_CACHE_LENGTH) return text(b);
     uint64_t h = (uint64_t)n, seen = 0, word; /* hashed and checked 8 bytes at a time */
     const uint8_t *p = b.p;
     for (; b.end - p >= 8; p += 8) {
@@ -652,7 +658,7 @@ fail:
 
 /* The resources of a TracesData's (or LogsData's: resource_spans and resource_logs are
  * both field 1) bytes, their items read by `read_item`; None to leave them to upb. */
-static PyObject *read_resources(PyObject *value, ItemReader read_item) {
+static PyObject *read_resource_list(PyObject *value, ItemReader read_item) {
     if (!PyBytes_Check(value)) Py_RETURN_NONE;
     const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(value);
     Bytes in = {data, data + PyBytes_GET_SIZE(value)};
@@ -668,6 +674,14 @@ static PyObject *read_resources(PyObject *value, ItemReader read_item) {
     Py_DECREF(resources);
     if (PyErr_Occurred()) return NULL; /* out of memory, say: not a reason to fall back */
     Py_RETURN_NONE;
+}
+
+/* `read_resource_list` with the table of short strings in use. */
+static PyObject *read_resources(PyObject *value, ItemReader read_item) {
+    use_text_cache = 1;
+    PyObject *resources = read_resource_list(value, read_item);
+    use_text_cache = 0;
+    return resources;
 }
 
 /* read_traces(value): see the top of this file. */
