@@ -17,8 +17,17 @@ process collects garbage on pathgrade's timer, as the realtime process does
 as without the extension, the two alternating which goes first; it prints both and their
 ratio.
 
+`--against PYTHON|COMMIT` (bench/ingest.py's `baseline_python`: a checkout's venv python,
+or a commit checked out as a `git worktree` with a venv of its own) measures that
+checkout's plane on the same mix as well: each round runs that checkout's copy of this
+bench and this one, each for one plane run in a fresh subprocess (alternating which goes
+first: A B B A ...; in one process, later rounds run on the heap and the tables the
+earlier ones left), then prints the µs per span of both, best of `--rounds`, and their
+ratio. It takes neither `--compare-decode` nor `--profile`.
+
     python bench/realtime_cpu.py [--spans 50000] [--mix realistic|demo] [--rounds 3]
                                  [--compare-decode] [--profile FILE.prof]
+                                 [--against PYTHON|COMMIT]
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -34,7 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ingest import MIXES
+from ingest import MIXES, baseline_python
 from kafka import TopicPartition
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
@@ -137,6 +147,20 @@ def run_plane(bootstrap: str, messages: list[Message], profile: cProfile.Profile
     return cpu
 
 
+def fresh_round(python: str, bench: Path, spans: int, mix: str) -> float:
+    """µs of CPU per span of one plane run in a fresh process: `bench` (a checkout's copy
+    of this bench) run by `python`, one round (its output shown indented)."""
+    command = [python, str(bench), "--spans", str(spans), "--mix", mix, "--rounds", "1"]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    print("".join(f"    {line}" for line in out.splitlines(keepends=True)), end="", flush=True)
+    return float(out.split(f"{PLANE_LINE} ", 1)[1].split()[0])
+
+
+NAME = Path(__file__).name
+PLANE_LINE = "realtime plane   "
+"""What starts the line with the plane's µs per span (parsed from an `--against` run)."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--spans", type=int, default=50_000)
@@ -148,7 +172,23 @@ def main() -> None:
         help="also run each round with the OTLP reader off (upb and the Python walk decode)",
     )
     parser.add_argument("--profile", metavar="FILE", help="cProfile the last round to FILE")
+    parser.add_argument(
+        "--against",
+        metavar="PYTHON|COMMIT",
+        help="also run that checkout's copy of this bench each round (a subprocess)",
+    )
     args = parser.parse_args()
+    if args.against and (args.compare_decode or args.profile):
+        parser.error("--against runs both planes in subprocesses: no --compare-decode, --profile")
+    against = baseline_python(args.against) if args.against else None
+    fresh = (  # with --against: each variant's python and bench, for `fresh_round`
+        {
+            "against": (against, Path(against).parent.parent.parent / "bench" / NAME),
+            "reader": (sys.executable, Path(__file__)),
+        }  # (venv/bin/python: its checkout is three levels up)
+        if against
+        else {}
+    )
     if otlp.read_traces is None:
         print("the OTLP reader (pathgrade.content._otlp_reader) is not built: upb decodes")
         if args.compare_decode:
@@ -175,9 +215,15 @@ def main() -> None:
     broker.start()
     try:
         ensure_topics(broker.bootstrap)
-        costs: dict[str, list[float]] = {name: [] for name in variants}
+        names = (["against"] if against else []) + list(variants)
+        costs: dict[str, list[float]] = {name: [] for name in names}
         for round_ in range(args.rounds):
-            for name in list(variants)[:: 1 if round_ % 2 == 0 else -1]:
+            for name in names[:: 1 if round_ % 2 == 0 else -1]:
+                if against:
+                    python, bench = fresh[name]
+                    print(f"  round {round_ + 1}, {name} ({python}):", flush=True)
+                    costs[name].append(fresh_round(python, bench, args.spans, args.mix))
+                    continue
                 last = round_ == args.rounds - 1 and name == "reader"
                 profile = cProfile.Profile() if args.profile and last else None
                 print(f"  round {round_ + 1}, {name}:", flush=True)
@@ -193,13 +239,20 @@ def main() -> None:
     best = {name: min(c) for name, c in costs.items()}
     print(f"{spans} spans in {len(messages)} messages ({args.mix} mix)")
     print(f"parse only        {parse_us:7.2f} µs CPU per span")
-    for name, label in (("reader", "realtime plane   "), ("python", "  Python decode  ")):
+    labels = (
+        ("reader", PLANE_LINE),
+        ("python", "  Python decode  "),
+        ("against", "against          "),
+    )
+    for name, label in labels:
         if name in costs:
             print(f"{label} {best[name]:7.2f} µs CPU per span (best of "
                   f"{', '.join(f'{c:.1f}' for c in costs[name])})")  # fmt: skip
     print(f"ratio to parse    {best['reader'] / parse_us:7.1f}")
     if "python" in best:
         print(f"reader / Python   {best['reader'] / best['python']:7.2f}")
+    if "against" in best:
+        print(f"this / against    {best['reader'] / best['against']:7.2f}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@
  * Ids are lowercase hex (bytes.hex()), kind and status code the wire's int32 numbers,
  * flags the span's fixed32 `flags` (0 when absent; bits 8-9 say whether its parent is remote),
  * attribute values what `otlp.any_value` gives, events and links None when a span has
- * none; the spans of one resource share one attributes dict. The values are exactly the
+ * none; the spans of one resource share one attributes dict; a short ASCII string or an id
+ * read_traces or read_logs read before (in this value or an earlier one) may be the same
+ * str object (`cached_text`, `cached_hex_text`). The values are exactly the
  * ones upb and the Python walk give, or the answer is None and the caller runs that path
  * (which raises on malformed bytes). None for: a value that is not bytes, malformed or
  * truncated wire data, a group, a varint longer than 64 bits, invalid UTF-8 in any string
@@ -147,6 +149,49 @@ static PyObject *text(Bytes b) {
     return s;
 }
 
+/* Short ASCII strings read before, one per slot of a direct-mapped table by hash: most
+ * attribute keys, span names and short values (a method, a host, a model, a database)
+ * repeat from span to span, and a repeated one is then one str for every span that holds
+ * it, its hash computed once (dict inserts and lookups reuse it), instead of a str made,
+ * hashed and freed per span. A slot keeps its last string (strs are immutable: sharing
+ * one is invisible but for `is`). */
+#define TEXT_CACHE_SLOTS 4096
+#define TEXT_CACHE_LENGTH 64
+static PyObject *text_cache[TEXT_CACHE_SLOTS];
+
+/* Whether strings go through the table: only while read_traces or read_logs reads a
+ * value (what the consumers of `pathgrade.spans` and `pathgrade.logs` read, content the
+ * collector redacted); read_value and messages_json read the collector's raw content,
+ * which no table keeps past the call. */
+static int use_text_cache = 0;
+
+/* `text(b)`, from the table when `b` is short ASCII (put there when not yet). */
+static PyObject *cached_text(Bytes b) {
+    Py_ssize_t n = b.end - b.p;
+    if (!use_text_cache || n > TEXT_CACHE_LENGTH) return text(b);
+    uint64_t h = (uint64_t)n, seen = 0, word; /* hashed and checked 8 bytes at a time */
+    const uint8_t *p = b.p;
+    for (; b.end - p >= 8; p += 8) {
+        memcpy(&word, p, 8);
+        seen |= word;
+        h = (h ^ word) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 29;
+    }
+    word = 0;
+    memcpy(&word, p, b.end - p);
+    seen |= word;
+    if (seen & 0x8080808080808080ULL) return text(b); /* not ASCII */
+    h = (h ^ word) * 0x9E3779B97F4A7C15ULL;
+    PyObject **slot = &text_cache[(h ^ h >> 32) & (TEXT_CACHE_SLOTS - 1)];
+    PyObject *s = *slot;
+    if (s && PyUnicode_GET_LENGTH(s) == n && memcmp(PyUnicode_1BYTE_DATA(s), b.p, n) == 0)
+        return Py_NewRef(s);
+    if (!(s = PyUnicode_New(n, 127))) return NULL;
+    memcpy(PyUnicode_1BYTE_DATA(s), b.p, n);
+    Py_XSETREF(*slot, Py_NewRef(s));
+    return s;
+}
+
 /* 0 when `b` is UTF-8, as upb requires of every string field, those not returned too. */
 static int check_text(Bytes b) {
     const uint8_t *p = b.p;
@@ -159,7 +204,7 @@ static int check_text(Bytes b) {
 
 /* Reads a string field into `*slot`, replacing an earlier occurrence's (the last wins). */
 static int set_text(PyObject **slot, Bytes b) {
-    PyObject *s = text(b), *old = *slot;
+    PyObject *s = cached_text(b), *old = *slot;
     if (!s) return -1;
     *slot = s;
     Py_XDECREF(old);
@@ -183,6 +228,36 @@ static PyObject *hex_text(Bytes b) {
         out[2 * i] = (Py_UCS1)digits[b.p[i] >> 4];
         out[2 * i + 1] = (Py_UCS1)digits[b.p[i] & 15];
     }
+    return s;
+}
+
+/* Ids read before, as the table of short strings keeps those: a trace's id is on each of
+ * its spans, a span's id on each of its children (as their parent's), so most ids are
+ * read more than once in a message, and a slot (by the id's last 8 bytes, random in a
+ * W3C id) keeps its last id's bytes and hex. */
+#define ID_CACHE_SLOTS 1024
+#define ID_CACHE_LENGTH 16
+typedef struct {
+    uint8_t raw[ID_CACHE_LENGTH];
+    Py_ssize_t n;
+    PyObject *hex;
+} CachedId;
+static CachedId id_cache[ID_CACHE_SLOTS];
+
+/* `hex_text(b)`, from the table (put there when not yet) for ids of 1 to 16 bytes. */
+static PyObject *cached_hex_text(Bytes b) {
+    Py_ssize_t n = b.end - b.p;
+    if (n == 0 || n > ID_CACHE_LENGTH) return hex_text(b);
+    uint64_t h = 0;
+    Py_ssize_t tail = n < 8 ? n : 8;
+    memcpy(&h, b.end - tail, tail);
+    CachedId *slot = &id_cache[(h ^ h >> 29) & (ID_CACHE_SLOTS - 1)];
+    if (slot->hex && slot->n == n && memcmp(slot->raw, b.p, n) == 0) return Py_NewRef(slot->hex);
+    PyObject *s = hex_text(b);
+    if (!s) return NULL;
+    memcpy(slot->raw, b.p, n);
+    slot->n = n;
+    Py_XSETREF(slot->hex, Py_NewRef(s));
     return s;
 }
 
@@ -281,7 +356,7 @@ static PyObject *read_kvlist(Bytes in, int depth) {
 static PyObject *value_field(const Field *f, int depth, int *is_value) {
     *is_value = 1;
     switch (f->tag) {
-        case TAG(1, LEN): return text(f->bytes);
+        case TAG(1, LEN): return cached_text(f->bytes);
         case TAG(2, VARINT): return PyBool_FromLong(f->scalar != 0);
         case TAG(3, VARINT): return PyLong_FromLongLong(as_int64(f->scalar));
         case TAG(4, I64): return PyFloat_FromDouble(as_double(f->scalar));
@@ -397,7 +472,8 @@ static PyObject *read_link(Bytes in) {
             (f.tag == TAG(4, LEN) && read_key_value(f.bytes, items[3], 0) < 0))
             goto fail;
     }
-    if (more < 0 || !(items[0] = hex_text(trace_id)) || !(items[1] = hex_text(span_id)) ||
+    if (more < 0 || !(items[0] = cached_hex_text(trace_id)) ||
+        !(items[1] = cached_hex_text(span_id)) ||
         fill_empty(&items[2]) < 0)
         goto fail;
     return tuple_of(4, items);
@@ -411,7 +487,7 @@ fail:
 static int finish_span(PyObject **parts, const Bytes *ids, uint64_t kind, uint64_t start,
                        uint64_t end, uint64_t status_code, uint64_t flags) {
     for (int i = 0; i < 3; i++)
-        if (!(parts[TRACE_ID + i] = hex_text(ids[i]))) return -1;
+        if (!(parts[TRACE_ID + i] = cached_hex_text(ids[i]))) return -1;
     if (!(parts[KIND] = PyLong_FromLongLong(as_int32(kind))) ||
         !(parts[START] = PyLong_FromUnsignedLongLong(start)) ||
         !(parts[END] = PyLong_FromUnsignedLongLong(end)) ||
@@ -565,8 +641,8 @@ static PyObject *read_log_record(Bytes in) {
         }
         if (failed < 0) goto fail;
     }
-    if (more < 0 || !(parts[R_TRACE_ID] = hex_text(ids[0])) ||
-        !(parts[R_SPAN_ID] = hex_text(ids[1])) ||
+    if (more < 0 || !(parts[R_TRACE_ID] = cached_hex_text(ids[0])) ||
+        !(parts[R_SPAN_ID] = cached_hex_text(ids[1])) ||
         !(parts[R_TIME] = PyLong_FromUnsignedLongLong(time)) ||
         !(parts[R_OBSERVED] = PyLong_FromUnsignedLongLong(observed)) ||
         !(parts[R_SEVERITY_NUMBER] = PyLong_FromLongLong(as_int32(severity))) ||
@@ -582,7 +658,7 @@ fail:
 
 /* The resources of a TracesData's (or LogsData's: resource_spans and resource_logs are
  * both field 1) bytes, their items read by `read_item`; None to leave them to upb. */
-static PyObject *read_resources(PyObject *value, ItemReader read_item) {
+static PyObject *read_resource_list(PyObject *value, ItemReader read_item) {
     if (!PyBytes_Check(value)) Py_RETURN_NONE;
     const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(value);
     Bytes in = {data, data + PyBytes_GET_SIZE(value)};
@@ -598,6 +674,14 @@ static PyObject *read_resources(PyObject *value, ItemReader read_item) {
     Py_DECREF(resources);
     if (PyErr_Occurred()) return NULL; /* out of memory, say: not a reason to fall back */
     Py_RETURN_NONE;
+}
+
+/* `read_resource_list` with the table of short strings in use. */
+static PyObject *read_resources(PyObject *value, ItemReader read_item) {
+    use_text_cache = 1;
+    PyObject *resources = read_resource_list(value, read_item);
+    use_text_cache = 0;
+    return resources;
 }
 
 /* read_traces(value): see the top of this file. */

@@ -330,7 +330,7 @@ def _function_style(name: str) -> str:
 
 def eval_context(attributes: Mapping[str, Any]) -> EvalContext:
     """pathgrade's evaluation context from the `pathgrade.*` attributes of a span."""
-    if _EVAL_KEYS.isdisjoint(attributes):  # most spans: no context, skip five conversions
+    if EVAL_KEYS.isdisjoint(attributes):  # most spans: no context, skip five conversions
         return EvalContext()
     get = attributes.get
     return EvalContext(
@@ -342,7 +342,7 @@ def eval_context(attributes: Mapping[str, Any]) -> EvalContext:
     )
 
 
-_EVAL_KEYS = frozenset(
+EVAL_KEYS = frozenset(
     {g.PG_DATASET_ITEM_ID, g.PG_RUN_ID, g.PG_REPLAY_INDEX, g.PG_VARIANT_ID, g.PG_SUITE_VERSION}
 )
 

@@ -186,6 +186,48 @@ def test_without_the_extension_messages_decode_through_upb(
         otlp.decode_spans_message(b"\x0a\x05ab", "t", 1)
 
 
+def test_strings_and_ids_read_again_or_evicted_read_as_upb_reads_them() -> None:
+    """The reader keeps the short strings (4,096 slots) and ids (1,024) it read for the
+    spans that repeat them: a key, value, name or id read again, and thousands that evict
+    each other from their slots, read as upb reads them, in one value and the next."""
+    spans = [
+        ProtoSpan(
+            trace_id=TRACE_ID, span_id=n.to_bytes(8, "big"),
+            parent_span_id=(n // 2).to_bytes(8, "big"), name=f"op {n % 7}",
+            attributes=[
+                KeyValue(key=f"key.{n}", value=AnyValue(string_value=f"v{n % 5000}")),
+                KeyValue(key="http.request.method", value=AnyValue(string_value="GET")),
+                KeyValue(key="k", value=AnyValue(string_value="é" * (n % 3))),
+            ],
+        )
+        for n in range(1, 12_000)
+    ]  # fmt: skip
+    value = TracesData(
+        resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])]
+    ).SerializeToString()
+    first = _assert_same(value)
+    again = _assert_same(value)
+    assert [s.attributes for s in again] == [s.attributes for s in first]
+    assert {s.span_id for s in again} == {n.to_bytes(8, "big").hex() for n in range(1, 12_000)}
+
+
+def test_raw_content_read_by_read_value_is_kept_by_no_table() -> None:
+    """The collector reads raw content with `read_value`: its strings are made afresh,
+    never the ones a table keeps for read_traces (nor kept for the next call)."""
+    text = "call me at 555-0100"
+    span = ProtoSpan(trace_id=TRACE_ID, span_id=SPAN_ID, name="n", attributes=[
+        KeyValue(key="k", value=AnyValue(string_value=text))])  # fmt: skip
+    traces = TracesData(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[span])])])
+    value = traces.SerializeToString()
+    from_traces = [_by_reader(value)[0][0].attributes["k"] for _ in range(2)]  # type: ignore[index]
+    assert from_traces[0] is from_traces[1]  # the table's
+    raw = AnyValue(array_value=ArrayValue(values=[AnyValue(string_value=text)]))
+    read = [otlp.read_value(raw.SerializeToString())[0][0] for _ in range(2)]  # type: ignore[index]
+    assert read == [text, text]
+    assert read[0] is not read[1]
+    assert all(r is not from_traces[0] for r in read)
+
+
 def test_a_value_left_to_upb_is_decoded_by_it() -> None:
     twice = _value(_span_bytes() + _len(15, _vint(3, 2)))  # a second status: merged
     (span,) = otlp.decode_spans_message(twice, "t", 1)
