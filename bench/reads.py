@@ -567,7 +567,8 @@ def serve_mode(args: argparse.Namespace) -> None:
         s = Samples(**drawn)
         s.traces = [tuple(pair) for pair in s.traces]  # type: ignore[misc]
     spans = bench.store.query("SELECT count() FROM spans").rows[0][0]
-    print(json.dumps({"samples": dataclasses.asdict(s), "spans": spans}), flush=True)
+    code = str(Path(create_app.__code__.co_filename).parents[2])  # the checkout read through
+    print(json.dumps({"samples": dataclasses.asdict(s), "spans": spans, "code": code}), flush=True)
     by_name = {request.name: request for request in REQUESTS}
     for line in sys.stdin:
         call = json.loads(line)
@@ -648,7 +649,8 @@ def against_mode(args: argparse.Namespace) -> None:
         try:
             first = sides[0].ask(None)
             second = sides[1].ask(first["samples"])
-            print(f"store: {first['spans']:,} spans (this), {second['spans']:,} (against)")
+            print(f"this: {first['code']}, {first['spans']:,} spans; "
+                  f"against: {second['code']}, {second['spans']:,} spans")  # fmt: skip
             print(AGAINST_HEAD)
             figures = {r.name: (Figures(), Figures()) for r in requests}
             for request in requests:

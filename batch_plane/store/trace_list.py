@@ -13,7 +13,7 @@ root. Every read keeps to the viewer's rows.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol
 
 from pathgrade.batch_plane.store.tenancy import Viewer
@@ -320,34 +320,38 @@ def scores_of(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) ->
 
 def newest(
     store: ReadableStore, viewer: Viewer, query: TraceSelection, prices: Prices, limit: int
-) -> list[TraceKey]:
-    """The `limit` newest selected traces (paging aside)."""
-    sql = _root_filters(query, viewer, prices)
+) -> list[list[Any]]:
+    """The roots (as `roots` reads them) of the `limit` newest selected traces, paging and
+    sort order aside."""
+    return roots(store, viewer, replace(query, sort="start", descending=True, after=None),
+                 prices, limit)  # fmt: skip
+
+
+def trace_facet_counts(
+    store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey], since_ns: int, until_ns: int
+) -> list[tuple[str, str, int]]:
+    """(facet, value, traces) per agent, tool and model: how many of the traces `keys`
+    (whose roots started at or after `since_ns`) have a span of it, from `trace_facets`
+    over [since_ns, until_ns) (a trace's spans start after its root): only the rows of
+    that window, not the traces' spans. Exact: a trace counted once per value, though
+    stored in several rows (spans inserted in several blocks, not merged yet)."""
     rows = store.query(
-        f"SELECT Tenant, TraceId FROM trace_roots WHERE {sql.where} "
-        f"ORDER BY Timestamp DESC LIMIT {int(limit)}",
-        sql.parameters,
+        "SELECT Facet, Value, uniqExact(Tenant, TraceId) FROM trace_facets "
+        f"WHERE {viewer.where('Tenant')} AND Facet IN ('agent', 'tool', 'model') "
+        "AND Timestamp >= fromUnixTimestamp64Nano({since:Int64}) "
+        "AND Timestamp < fromUnixTimestamp64Nano({until:Int64}) "
+        "AND (Tenant, TraceId) IN {keys:Array(Tuple(String, String))} GROUP BY Facet, Value",
+        {"since": since_ns, "until": until_ns, "keys": list(keys), **viewer.parameters},
     ).rows
-    return [(tenant, trace) for tenant, trace in rows]
-
-
-def span_facets(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) -> list[list[Any]]:
-    """The traces' spans per ServiceName, GenAIAgentName, GenAIToolName and model: those
-    four, spans, root spans."""
-    condition, values = _span_keys(store, viewer, keys)
-    return store.query(
-        f"SELECT ServiceName, GenAIAgentName, GenAIToolName, {MODEL} AS m, count(), "
-        f"countIf(ParentSpanId = '') FROM spans WHERE {condition} "
-        "GROUP BY ServiceName, GenAIAgentName, GenAIToolName, m",
-        values,
-    ).rows
+    return [(facet, value, n) for facet, value, n in rows]
 
 
 def minute_facets(
     store: ReadableStore, viewer: Viewer, start_ns: int, end_ns: int
 ) -> list[list[Any]]:
-    """As `span_facets`, over the spans counted per minute (`span_counts`) from the minute
-    of `start_ns` to `end_ns`."""
+    """The spans per ServiceName, GenAIAgentName, GenAIToolName and model (those four,
+    spans, root spans) counted per minute (`span_counts`) from the minute of `start_ns` to
+    `end_ns`."""
     return store.query(
         "SELECT ServiceName, GenAIAgentName, GenAIToolName, Model, sum(Spans), sum(Roots) "
         f"FROM span_counts WHERE {viewer.where('Tenant')} "

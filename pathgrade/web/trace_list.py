@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pathgrade.batch_plane.store import trace_list as stored
 from pathgrade.batch_plane.store.trace_list import RowKey, TraceSelection
@@ -145,10 +146,10 @@ def list_traces(
     list's first page newest first is the head of the newest FACET_TRACES matching traces
     its counts are over: the filters are read once for both."""
     limit = int(page_size) + 1
-    newest: list[stored.TraceKey] | None = None
+    newest: list[list[Any]] | None = None
     if query.filtered and query.after is None and query.sort == "start" and query.descending:
         rows = stored.roots(store, viewer, query, prices.models, max(FACET_TRACES, limit))
-        newest = [(row[0], row[1]) for row in rows[:FACET_TRACES]]
+        newest = rows[:FACET_TRACES]
         rows = rows[:limit]
     else:
         rows = stored.roots(store, viewer, query, prices.models, limit)
@@ -215,31 +216,43 @@ def _add_details(
 
 def facets(
     store: ReadStore, viewer: Viewer, query: TraceQuery, prices: PriceTable,
-    newest: list[stored.TraceKey] | None = None,
+    newest: list[list[Any]] | None = None,
 ) -> dict[str, list[tuple[str, int]]]:  # fmt: skip
-    """The most frequent values of each filter among the traces the filters select: traces
-    per service, spans per agent, tool and model, alerts per detector code and severity.
+    """The most frequent values of each filter among the traces the filters select, with
+    counts: alerts per detector code and severity; without filters traces per service and
+    spans per agent, tool and model; with filters traces per service, agent, tool and model.
 
     Without filters the counts come from `span_counts` (per minute: the range is rounded
     out to whole minutes); with filters, over the newest FACET_TRACES matching traces
-    (`newest` when the caller found them, else found here; then read by primary key)."""
+    (their roots `newest` when the caller read them, else read here): services from the
+    roots, agents, tools and models from `trace_facets` over the time from the oldest of
+    those roots (`stored.trace_facet_counts`), alerts by key."""
+    counted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     if query.filtered:
         if newest is None:
             newest = stored.newest(store, viewer, query, prices.models, FACET_TRACES)
-        if not newest:
+        roots = {(row[0], row[1]): row for row in newest}  # a root stored twice
+        if not roots:
             return {}
-        per_span = stored.span_facets(store, viewer, newest)
-        per_alert = stored.alert_facets(store, viewer, newest, query.start_ns, query.end_ns)
+        for row in roots.values():
+            counted["service"][row[5]] += 1
+        since = min(row[2] for row in roots.values())
+        until = query.end_ns + stored.SPAN_SLACK_NS
+        for facet, value, traces in stored.trace_facet_counts(
+            store, viewer, list(roots), since, until
+        ):
+            counted[facet][value] += traces
+        per_alert = stored.alert_facets(store, viewer, list(roots), query.start_ns, query.end_ns)
     else:
-        per_span = stored.minute_facets(store, viewer, query.start_ns, query.end_ns)
+        for service, agent, tool, model, spans, root_spans in stored.minute_facets(
+            store, viewer, query.start_ns, query.end_ns
+        ):
+            if root_spans:
+                counted["service"][service] += root_spans
+            for facet, value in (("agent", agent), ("tool", tool), ("model", model)):
+                if value:
+                    counted[facet][value] += spans
         per_alert = stored.alert_facets(store, viewer, None, query.start_ns, query.end_ns)
-    counted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for service, agent, tool, model, spans, roots in per_span:
-        if roots:
-            counted["service"][service] += roots
-        for facet, value in (("agent", agent), ("tool", tool), ("model", model)):
-            if value:
-                counted[facet][value] += spans
     for code, severity, n in per_alert:
         counted["code"][code] += n
         counted["severity"][severity] += n
