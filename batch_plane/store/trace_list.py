@@ -295,16 +295,27 @@ def spans_of(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) -> 
     return [ListedSpan(*row) for row in rows]
 
 
-def alerts_of(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) -> list[list[Any]]:
-    """Per trace with alerts: Tenant, TraceId, violations, every code alerted, the
-    violations' severities."""
+class TraceAlerts(NamedTuple):
+    """A trace's alerts of one code, severity and kind."""
+
+    tenant: str
+    trace_id: str
+    code: str
+    severity: str
+    kind: str
+    alerts: int
+
+
+def alerts_of(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) -> list[TraceAlerts]:
+    """The alerts of the traces per trace, code, severity and kind (one read of `alerts`
+    for the rows' details and the list's counts of its traces' alerts)."""
     condition, values = _keys(viewer, keys)
-    return store.query(
-        "SELECT Tenant, TraceId, countIf(Kind = 'violation'), groupUniqArray(Code), "
-        f"groupUniqArrayIf(Severity, Kind = 'violation') FROM alerts FINAL WHERE {condition} "
-        "GROUP BY Tenant, TraceId",
+    rows = store.query(
+        "SELECT Tenant, TraceId, Code, Severity, Kind, count() FROM alerts FINAL "
+        f"WHERE {condition} GROUP BY Tenant, TraceId, Code, Severity, Kind",
         values,
     ).rows
+    return [TraceAlerts(*row) for row in rows]
 
 
 def scores_of(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) -> list[list[Any]]:
@@ -363,25 +374,14 @@ def minute_facets(
 
 
 def alert_facets(
-    store: ReadableStore,
-    viewer: Viewer,
-    keys: Sequence[TraceKey] | None,
-    start_ns: int,
-    end_ns: int,
+    store: ReadableStore, viewer: Viewer, start_ns: int, end_ns: int
 ) -> list[tuple[str, str, int]]:
-    """(code, severity, alerts) of the alerts on the traces `keys` (None: on the traces
-    that started in [start_ns, end_ns))."""
-    if keys is None:
-        condition = (
-            f"{viewer.where('Tenant')} AND TraceStartNs >= {{start:Int64}} "
-            "AND TraceStartNs < {end:Int64}"
-        )
-        values = {"start": start_ns, "end": end_ns, **viewer.parameters}
-    else:
-        condition, values = _keys(viewer, keys)
+    """(code, severity, alerts) of the alerts on the traces that started in
+    [start_ns, end_ns)."""
     rows = store.query(
-        f"SELECT Code, Severity, count() FROM alerts FINAL WHERE {condition} "
+        f"SELECT Code, Severity, count() FROM alerts FINAL WHERE {viewer.where('Tenant')} "
+        "AND TraceStartNs >= {start:Int64} AND TraceStartNs < {end:Int64} "
         "GROUP BY Code, Severity",
-        values,
+        {"start": start_ns, "end": end_ns, **viewer.parameters},
     ).rows
     return [(code, severity, n) for code, severity, n in rows]

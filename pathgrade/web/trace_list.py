@@ -160,14 +160,23 @@ def list_traces(
         last = traces[-1]
         value = last.start_ns if query.sort == "start" else last.duration_ns
         next_cursor = Cursor(value, last.trace_id, last.tenant)
-    _add_details(store, viewer, traces, prices)
-    return TracePage(traces, next_cursor, facets(store, viewer, query, prices, newest))
+    # the newest traces' alerts hold the page's: one read of `alerts` for both
+    alerts = None if newest is None else stored.alerts_of(store, viewer, _keys(newest))
+    _add_details(store, viewer, traces, prices, alerts)
+    return TracePage(traces, next_cursor, facets(store, viewer, query, prices, newest, alerts))
+
+
+def _keys(rows: list[list[Any]]) -> list[stored.TraceKey]:
+    """The (tenant, trace id) of each root row, once (a root stored twice, not merged)."""
+    return list(dict.fromkeys((row[0], row[1]) for row in rows))
 
 
 def _add_details(
-    store: ReadStore, viewer: Viewer, traces: list[TraceRow], prices: PriceTable
-) -> None:
-    """Span counts, errors, tools, models, tokens, cost, alerts and scores of each row.
+    store: ReadStore, viewer: Viewer, traces: list[TraceRow], prices: PriceTable,
+    alerts: list[stored.TraceAlerts] | None = None,
+) -> None:  # fmt: skip
+    """Span counts, errors, tools, models, tokens, cost, alerts (of `alerts` when the
+    caller read them, else read here) and scores of each row.
 
     The page's spans are read by the primary key's prefix without FINAL (one row per span
     by LIMIT BY) and summed here, cost with `detectors.prices.cost_usd` as on the trace
@@ -203,12 +212,18 @@ def _add_details(
         if key in unpriced:
             row.cost_usd = None
     rank = {s: i for i, s in enumerate(SEVERITIES)}
-    for tenant, trace_id, alerts, codes, severities in stored.alerts_of(store, viewer, keys):
-        if (tenant, trace_id) not in by_key:
-            continue
-        row = by_key[(tenant, trace_id)]
-        row.alerts, row.codes = alerts, sorted(codes)
-        row.severity = max(severities, key=lambda s: rank.get(s, -1), default="")
+    codes: dict[tuple[str, str], set[str]] = defaultdict(set)
+    severities: dict[tuple[str, str], set[str]] = defaultdict(set)  # of violations
+    for alert in stored.alerts_of(store, viewer, keys) if alerts is None else alerts:
+        key = (alert.tenant, alert.trace_id)
+        if key in by_key:
+            codes[key].add(alert.code)
+            if alert.kind == "violation":
+                by_key[key].alerts += alert.alerts
+                severities[key].add(alert.severity)
+    for key, row in by_key.items():
+        row.codes = sorted(codes[key])
+        row.severity = max(sorted(severities[key]), key=lambda s: rank.get(s, -1), default="")
     for tenant, trace_id, scores in stored.scores_of(store, viewer, keys):
         if (tenant, trace_id) in by_key:
             by_key[(tenant, trace_id)].scores = scores
@@ -216,7 +231,7 @@ def _add_details(
 
 def facets(
     store: ReadStore, viewer: Viewer, query: TraceQuery, prices: PriceTable,
-    newest: list[list[Any]] | None = None,
+    newest: list[list[Any]] | None = None, alerts: list[stored.TraceAlerts] | None = None,
 ) -> dict[str, list[tuple[str, int]]]:  # fmt: skip
     """The most frequent values of each filter among the traces the filters select, with
     counts: alerts per detector code and severity; without filters traces per service and
@@ -224,9 +239,9 @@ def facets(
 
     Without filters the counts come from `span_counts` (per minute: the range is rounded
     out to whole minutes); with filters, over the newest FACET_TRACES matching traces
-    (their roots `newest` when the caller read them, else read here): services from the
-    roots, agents, tools and models from `trace_facets` over the time from the oldest of
-    those roots (`stored.trace_facet_counts`), alerts by key."""
+    (their roots `newest` and their `alerts` when the caller read them, else read here):
+    services from the roots, agents, tools and models from `trace_facets` over the time
+    from the oldest of those roots (`stored.trace_facet_counts`), alerts by key."""
     counted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     if query.filtered:
         if newest is None:
@@ -242,7 +257,11 @@ def facets(
             store, viewer, list(roots), since, until
         ):
             counted[facet][value] += traces
-        per_alert = stored.alert_facets(store, viewer, list(roots), query.start_ns, query.end_ns)
+        if alerts is None:
+            alerts = stored.alerts_of(store, viewer, list(roots))
+        per_alert = [
+            (a.code, a.severity, a.alerts) for a in alerts if (a.tenant, a.trace_id) in roots
+        ]
     else:
         for service, agent, tool, model, spans, root_spans in stored.minute_facets(
             store, viewer, query.start_ns, query.end_ns
@@ -252,7 +271,7 @@ def facets(
             for facet, value in (("agent", agent), ("tool", tool), ("model", model)):
                 if value:
                     counted[facet][value] += spans
-        per_alert = stored.alert_facets(store, viewer, None, query.start_ns, query.end_ns)
+        per_alert = stored.alert_facets(store, viewer, query.start_ns, query.end_ns)
     for code, severity, n in per_alert:
         counted["code"][code] += n
         counted["severity"][severity] += n

@@ -183,6 +183,8 @@ def test_trace_list_filters_and_counts_per_value(
         {"from": "1d", "code": "PG110"}, now), prices)  # fmt: skip
     assert [row.trace_id for row in alerted.rows] == [seeded["a"][1]]
     assert alerted.rows[0].codes == ["PG110"] and alerted.rows[0].scores == 1
+    assert (alerted.rows[0].alerts, alerted.rows[0].severity) == (1, "high")
+    assert (alerted.facets["code"], alerted.facets["severity"]) == ([("PG110", 1)], [("high", 1)])
     slow = max(row.duration_ns for row in everything.rows)
     longest = list_traces(reads, Viewer("a"), TraceQuery.from_params(
         {"from": "1d", "min_ms": str(slow / 1e6)}, now), prices)  # fmt: skip
