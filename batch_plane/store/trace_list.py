@@ -320,11 +320,12 @@ def alerts_of(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) ->
 
 def scores_of(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) -> list[list[Any]]:
     """Per trace with scores: Tenant, TraceId, scores (by key in `trace_scores`, migration
-    0024: the scores' keys per trace)."""
+    0024: the scores' keys per trace). Each key counted once, as `FINAL` would leave it,
+    without `FINAL`: with it ClickHouse read ~30x the granules of the traces' keys."""
     condition, values = _keys(viewer, keys)
     return store.query(
-        f"SELECT Tenant, TraceId, count() FROM trace_scores FINAL WHERE {condition} "
-        "GROUP BY Tenant, TraceId",
+        "SELECT Tenant, TraceId, uniqExact(Metric, ScoreId) FROM trace_scores "
+        f"WHERE {condition} GROUP BY Tenant, TraceId",
         values,
     ).rows
 
