@@ -296,7 +296,8 @@ def spans_of(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) -> 
 
 
 class TraceAlerts(NamedTuple):
-    """A trace's alerts of one code, severity and kind."""
+    """Alerts of one code, severity and kind: of a trace (its tenant and id), or of the
+    other traces that started in the range ("", "")."""
 
     tenant: str
     trace_id: str
@@ -304,18 +305,30 @@ class TraceAlerts(NamedTuple):
     severity: str
     kind: str
     alerts: int
+    in_range: bool  # on traces that started in the range asked for
 
 
-def alerts_of(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) -> list[TraceAlerts]:
-    """The alerts of the traces per trace, code, severity and kind (one read of `alerts`
-    for the rows' details and the list's counts of its traces' alerts)."""
+def alerts_of(
+    store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey],
+    start_ns: int | None = None, end_ns: int | None = None,
+) -> list[TraceAlerts]:  # fmt: skip
+    """The alerts of the traces `keys` per trace, code, severity and kind and, with a
+    range, those of the other traces that started in [start_ns, end_ns) per code, severity
+    and kind: one read of `alerts` for the rows' details and the list's counts."""
     condition, values = _keys(viewer, keys)
+    in_range = "0"
+    if start_ns is not None and end_ns is not None:
+        in_range = "TraceStartNs >= {start:Int64} AND TraceStartNs < {end:Int64}"
+        values |= {"start": start_ns, "end": end_ns}
+    listed = "(Tenant, TraceId) IN {keys:Array(Tuple(String, String))}"
     rows = store.query(
-        "SELECT Tenant, TraceId, Code, Severity, Kind, count() FROM alerts FINAL "
-        f"WHERE {condition} GROUP BY Tenant, TraceId, Code, Severity, Kind",
-        values,
+        f"SELECT if({listed}, Tenant, '') AS tenant, if({listed}, TraceId, '') AS trace, "
+        f"Code, Severity, Kind, count(), {in_range} AS in_range FROM alerts FINAL "
+        f"WHERE {viewer.where('Tenant')} AND ({condition} OR {in_range}) "
+        "GROUP BY tenant, trace, Code, Severity, Kind, in_range",
+        {**values, "keys": list(keys)},
     ).rows
-    return [TraceAlerts(*row) for row in rows]
+    return [TraceAlerts(*row[:6], bool(row[6])) for row in rows]
 
 
 def scores_of(store: ReadableStore, viewer: Viewer, keys: Sequence[TraceKey]) -> list[list[Any]]:
@@ -372,17 +385,3 @@ def minute_facets(
         "GROUP BY ServiceName, GenAIAgentName, GenAIToolName, Model",
         {"start": start_ns, "end": end_ns, **viewer.parameters},
     ).rows
-
-
-def alert_facets(
-    store: ReadableStore, viewer: Viewer, start_ns: int, end_ns: int
-) -> list[tuple[str, str, int]]:
-    """(code, severity, alerts) of the alerts on the traces that started in
-    [start_ns, end_ns)."""
-    rows = store.query(
-        f"SELECT Code, Severity, count() FROM alerts FINAL WHERE {viewer.where('Tenant')} "
-        "AND TraceStartNs >= {start:Int64} AND TraceStartNs < {end:Int64} "
-        "GROUP BY Code, Severity",
-        {"start": start_ns, "end": end_ns, **viewer.parameters},
-    ).rows
-    return [(code, severity, n) for code, severity, n in rows]

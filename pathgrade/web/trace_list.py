@@ -160,8 +160,13 @@ def list_traces(
         last = traces[-1]
         value = last.start_ns if query.sort == "start" else last.duration_ns
         next_cursor = Cursor(value, last.trace_id, last.tenant)
-    # the newest traces' alerts hold the page's: one read of `alerts` for both
-    alerts = None if newest is None else stored.alerts_of(store, viewer, _keys(newest))
+    # one read of `alerts` for the rows and the counts: the newest traces' hold the page's
+    alerts = None
+    if newest is not None:
+        alerts = stored.alerts_of(store, viewer, _keys(newest))
+    elif not query.filtered:  # the page's traces', and the range's per code and severity
+        keys = [(row.tenant, row.trace_id) for row in traces]
+        alerts = stored.alerts_of(store, viewer, keys, query.start_ns, query.end_ns)
     _add_details(store, viewer, traces, prices, alerts)
     return TracePage(traces, next_cursor, facets(store, viewer, query, prices, newest, alerts))
 
@@ -241,7 +246,8 @@ def facets(
     out to whole minutes); with filters, over the newest FACET_TRACES matching traces
     (their roots `newest` and their `alerts` when the caller read them, else read here):
     services from the roots, agents, tools and models from `trace_facets` over the time
-    from the oldest of those roots (`stored.trace_facet_counts`), alerts by key."""
+    from the oldest of those roots (`stored.trace_facet_counts`), alerts by key. `alerts`
+    without filters: the alerts of the range's traces (`stored.alerts_of` with a range)."""
     counted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     if query.filtered:
         if newest is None:
@@ -259,9 +265,7 @@ def facets(
             counted[facet][value] += traces
         if alerts is None:
             alerts = stored.alerts_of(store, viewer, list(roots))
-        per_alert = [
-            (a.code, a.severity, a.alerts) for a in alerts if (a.tenant, a.trace_id) in roots
-        ]
+        chosen = [a for a in alerts if (a.tenant, a.trace_id) in roots]
     else:
         for service, agent, tool, model, spans, root_spans in stored.minute_facets(
             store, viewer, query.start_ns, query.end_ns
@@ -271,10 +275,12 @@ def facets(
             for facet, value in (("agent", agent), ("tool", tool), ("model", model)):
                 if value:
                     counted[facet][value] += spans
-        per_alert = stored.alert_facets(store, viewer, query.start_ns, query.end_ns)
-    for code, severity, n in per_alert:
-        counted["code"][code] += n
-        counted["severity"][severity] += n
+        if alerts is None:
+            alerts = stored.alerts_of(store, viewer, [], query.start_ns, query.end_ns)
+        chosen = [a for a in alerts if a.in_range]
+    for alert in chosen:
+        counted["code"][alert.code] += alert.alerts
+        counted["severity"][alert.severity] += alert.alerts
     return {
         facet: sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))[:FACET_VALUES]
         for facet, values in counted.items()
