@@ -33,8 +33,20 @@ the bench goes on; one whose calls took `--budget-s` makes no more warm calls (t
     python bench/reads.py scale [--sizes 1000000,10000000] [--seed-spans 20000]
                                 [--repeats 20] [--cold 3] [--data-dir DIR] [--only TEXT,...]
                                 [--budget-s 600] [--settle-s 1800] [--store-memory-mb MB]
+    python bench/reads.py scale --data-dir DIR --against REV [--repeats 5] [--cold 1] [--only ...]
     python bench/reads.py explain --data-dir DIR --only TEXT,... [--top 2]
     python bench/reads.py cpu [--queries 300] [--rounds 3]
+
+`scale --against REV` (a commit of this repository, or the python of another checkout's
+venv; bench/ingest.py's `baseline_python` checks a commit out as a `git worktree` with a venv
+of its own, once): the same requests on the store `--data-dir` holds (as kept by an earlier
+`scale`, not grown) through this checkout's reads and through REV's. Each side runs in a
+process of its own (one process per chDB directory), this bench file on its side's python
+(so its `pathgrade` is that checkout's), on its own copy of the store, which it migrates
+with its own migrations when it opens it (the bench says when the two checkouts' migrations
+differ); the parameters are drawn once, by this side. The calls alternate this, REV, this,
+REV: each cold call, the untimed call, each warm call. Prints each side's p50/p95 warm,
+cold maximum and rows read (median of the warm calls), and this / REV of the p95 and rows.
 
 `explain`: on a store `scale` kept (`--data-dir`), each query one call of the requests
 named runs, the slowest first, with its time and rows read run alone, and ClickHouse's
@@ -56,11 +68,15 @@ every query (checked once), and the ratios.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
+import json
 import math
 import re
 import resource
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -524,6 +540,154 @@ def scale_mode(args: argparse.Namespace) -> None:
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB")  # fmt: skip
 
 
+AGAINST_HEAD = (
+    f"{'request':<36} {'p50':>7} {'p95':>7} {'cold':>7} {'rows':>11} | {'REV p50':>7} "
+    f"{'p95':>7} {'cold':>7} {'rows':>11} | {'p95 x':>6} {'rows x':>6}"
+)
+"""The columns of `scale --against`: this checkout's, REV's, this / REV."""
+MODES = ("cold", "untimed", "warm")
+"""What a worker (`serve`) does with one call: cold (caches dropped first) and timed, warm
+and not timed (the warm-up), warm and timed."""
+
+
+def serve_mode(args: argparse.Namespace) -> None:
+    """One side of `scale --against`: the store in `--data-dir` (migrated by this process's
+    `pathgrade`), then one JSON line in per call, one out. The first line in is the samples
+    (null: draw them here; the answer is the samples drawn), each next one a call
+    (`{"name", "index", "mode"}`, a mode of MODES), answered with its ms, rows, bytes and
+    compressed bytes read, or its error."""
+    engine = (
+        engine_bounds(args.store_memory_mb, args.store_cache_mb) if args.store_memory_mb else None
+    )
+    bench = open_bench(args.data_dir, engine)
+    drawn = json.loads(sys.stdin.readline())
+    if drawn is None:
+        s = samples(bench.store, bench.now_ns)
+    else:
+        s = Samples(**drawn)
+        s.traces = [tuple(pair) for pair in s.traces]  # type: ignore[misc]
+    spans = bench.store.query("SELECT count() FROM spans").rows[0][0]
+    code = str(Path(create_app.__code__.co_filename).parents[2])  # the checkout read through
+    print(json.dumps({"samples": dataclasses.asdict(s), "spans": spans, "code": code}), flush=True)
+    by_name = {request.name: request for request in REQUESTS}
+    for line in sys.stdin:
+        call = json.loads(line)
+        request, answer = by_name[call["name"]], {}
+        try:
+            if call["mode"] == "untimed":
+                bench.call(request, s, call["index"])
+            else:
+                if call["mode"] == "cold":
+                    bench.make_cold()
+                elapsed, read = bench.timed(request, s, call["index"])
+                answer = {"ms": elapsed, **read}
+        except (RequestFailed, QueryError) as exc:
+            answer = {"error": str(exc).splitlines()[0][:300]}
+        print(json.dumps(answer), flush=True)
+    bench.store.close()
+
+
+class Side:
+    """A `serve` process of one checkout on its own copy of the store."""
+
+    def __init__(self, label: str, python: str, data_dir: Path, args: argparse.Namespace) -> None:
+        self.label = label
+        command = [python, str(Path(__file__).resolve()), "serve", "--data-dir", str(data_dir)]
+        if args.store_memory_mb:
+            command += ["--store-memory-mb", str(args.store_memory_mb),
+                        "--store-cache-mb", str(args.store_cache_mb)]  # fmt: skip
+        self.process = subprocess.Popen(
+            ["nice", "-n", "19", *command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True, bufsize=1,
+        )  # fmt: skip
+
+    def ask(self, message: object) -> dict[str, Any]:
+        """Send one line, read the answer (the process's exit is an error)."""
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(json.dumps(message) + "\n")
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"{self.label}: the serving process ended ({self.process.wait()})")
+        return json.loads(line)
+
+    def close(self) -> None:
+        assert self.process.stdin
+        self.process.stdin.close()
+        self.process.wait(timeout=120)
+
+
+def migrations_differ(rev: str) -> list[str]:
+    """The migration files only one of this checkout and the commit `rev` has (or whose
+    text differs): empty when both migrate alike, or when `rev` is not a commit."""
+    repo = Path(__file__).resolve().parents[1]
+    listed = subprocess.run(
+        ["git", "-C", str(repo), "diff", "--name-only", rev, "--", "schemas/migrations"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    return listed.stdout.split() if listed.returncode == 0 else []
+
+
+def against_mode(args: argparse.Namespace) -> None:
+    """This checkout's reads against REV's on copies of the kept store, calls alternating."""
+    from ingest import baseline_python  # its heavy imports only for this mode
+
+    if args.data_dir is None or not args.data_dir.is_dir():
+        raise SystemExit("--against: --data-dir must name a store `scale` kept")
+    only = [text for text in args.only.split(",") if text]
+    requests = [r for r in REQUESTS if not only or any(text in r.name for text in only)]
+    other_python = baseline_python(args.against)
+    differ = migrations_differ(args.against)
+    if differ:
+        print(f"migrations differ from {args.against}'s: {', '.join(differ)}; each side "
+              "migrates its own copy with its own")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="reads-against-", dir=args.data_dir.parent) as tmp:
+        sides: list[Side] = []
+        for label, python in (("this", sys.executable), ("against", other_python)):
+            copy = Path(tmp, label)
+            shutil.copytree(args.data_dir, copy, symlinks=True)
+            sides.append(Side(label, python, copy, args))
+        try:
+            first = sides[0].ask(None)
+            second = sides[1].ask(first["samples"])
+            print(f"this: {first['code']}, {first['spans']:,} spans; "
+                  f"against: {second['code']}, {second['spans']:,} spans")  # fmt: skip
+            print(AGAINST_HEAD)
+            figures = {r.name: (Figures(), Figures()) for r in requests}
+            for request in requests:
+                calls = [("cold", i) for i in range(args.cold)] + [("untimed", args.repeats)]
+                calls += [("warm", i) for i in range(args.repeats)]
+                for mode, index in calls:
+                    for side, f in zip(sides, figures[request.name], strict=True):
+                        if f.error:
+                            continue
+                        answer = side.ask({"name": request.name, "index": index, "mode": mode})
+                        if "error" in answer:
+                            f.error = answer["error"]
+                        elif mode == "cold":
+                            f.cold_ms.append(answer["ms"])
+                        elif mode == "warm":
+                            f.warm_ms.append(answer["ms"])
+                            f.rows.append(answer["SelectedRows"])
+                print_against(request.name, *figures[request.name])
+        finally:
+            for side in sides:
+                side.close()
+
+
+def print_against(name: str, this: Figures, other: Figures) -> None:
+    """One request's line of `scale --against` (under AGAINST_HEAD)."""
+    if this.error or other.error:
+        print(f"{name:<36} FAILED: this {this.error or '-'}; against {other.error or '-'}")
+        return
+    shown = [
+        f"{f.p(0.5):7.0f} {f.p(0.95):7.0f} {f.p(1.0, True):7.0f} {statistics.median(f.rows):11,.0f}"
+        for f in (this, other)
+    ]
+    rows = statistics.median(this.rows) / max(1, statistics.median(other.rows))
+    print(f"{name:<36} {shown[0]} | {shown[1]} | {this.p(0.95) / other.p(0.95):6.2f} {rows:6.2f}",
+          flush=True)  # fmt: skip
+
+
 def queries_of(
     bench: Bench, request: Request, s: Samples
 ) -> list[tuple[str, dict[str, Any] | None]]:
@@ -622,12 +786,24 @@ def main() -> None:
     scale.add_argument(
         "--only", default="", help="only the requests whose name has one of these (a,b,...)"
     )
+    scale.add_argument(
+        "--against", metavar="REV|PYTHON",
+        help="this checkout's reads against REV's on copies of --data-dir's store",
+    )  # fmt: skip
+    serve = modes.add_parser("serve", help="one side of scale --against (JSON lines)")
+    serve.add_argument("--data-dir", type=Path, required=True)
+    serve.add_argument("--store-memory-mb", type=int, default=0)
+    serve.add_argument("--store-cache-mb", type=int, default=128)
     explain = modes.add_parser("explain", help="each query of some requests, and its plan")
     explain.add_argument("--data-dir", type=Path, required=True, help="a store `scale` kept")
     explain.add_argument("--only", required=True, help="the requests whose name has one of these")
     explain.add_argument("--top", type=int, default=2, help="EXPLAIN the slowest this many")
     args = parser.parse_args()
-    {"cpu": cpu_mode, "scale": scale_mode, "explain": explain_mode}[args.mode](args)
+    if args.mode == "scale" and args.against:
+        args.mode = "against"
+    modes_run = {"cpu": cpu_mode, "scale": scale_mode, "explain": explain_mode}
+    modes_run |= {"serve": serve_mode, "against": against_mode}
+    modes_run[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pathgrade.batch_plane.store import trace_list as stored
 from pathgrade.batch_plane.store.trace_list import RowKey, TraceSelection
@@ -145,10 +146,10 @@ def list_traces(
     list's first page newest first is the head of the newest FACET_TRACES matching traces
     its counts are over: the filters are read once for both."""
     limit = int(page_size) + 1
-    newest: list[stored.TraceKey] | None = None
+    newest: list[list[Any]] | None = None
     if query.filtered and query.after is None and query.sort == "start" and query.descending:
         rows = stored.roots(store, viewer, query, prices.models, max(FACET_TRACES, limit))
-        newest = [(row[0], row[1]) for row in rows[:FACET_TRACES]]
+        newest = rows[:FACET_TRACES]
         rows = rows[:limit]
     else:
         rows = stored.roots(store, viewer, query, prices.models, limit)
@@ -159,14 +160,28 @@ def list_traces(
         last = traces[-1]
         value = last.start_ns if query.sort == "start" else last.duration_ns
         next_cursor = Cursor(value, last.trace_id, last.tenant)
-    _add_details(store, viewer, traces, prices)
-    return TracePage(traces, next_cursor, facets(store, viewer, query, prices, newest))
+    # one read of `alerts` for the rows and the counts: the newest traces' hold the page's
+    alerts = None
+    if newest is not None:
+        alerts = stored.alerts_of(store, viewer, _keys(newest))
+    elif not query.filtered:  # the page's traces', and the range's per code and severity
+        keys = [(row.tenant, row.trace_id) for row in traces]
+        alerts = stored.alerts_of(store, viewer, keys, query.start_ns, query.end_ns)
+    _add_details(store, viewer, traces, prices, alerts)
+    return TracePage(traces, next_cursor, facets(store, viewer, query, prices, newest, alerts))
+
+
+def _keys(rows: list[list[Any]]) -> list[stored.TraceKey]:
+    """The (tenant, trace id) of each root row, once (a root stored twice, not merged)."""
+    return list(dict.fromkeys((row[0], row[1]) for row in rows))
 
 
 def _add_details(
-    store: ReadStore, viewer: Viewer, traces: list[TraceRow], prices: PriceTable
-) -> None:
-    """Span counts, errors, tools, models, tokens, cost, alerts and scores of each row.
+    store: ReadStore, viewer: Viewer, traces: list[TraceRow], prices: PriceTable,
+    alerts: list[stored.TraceAlerts] | None = None,
+) -> None:  # fmt: skip
+    """Span counts, errors, tools, models, tokens, cost, alerts (of `alerts` when the
+    caller read them, else read here) and scores of each row.
 
     The page's spans are read by the primary key's prefix without FINAL (one row per span
     by LIMIT BY) and summed here, cost with `detectors.prices.cost_usd` as on the trace
@@ -202,12 +217,18 @@ def _add_details(
         if key in unpriced:
             row.cost_usd = None
     rank = {s: i for i, s in enumerate(SEVERITIES)}
-    for tenant, trace_id, alerts, codes, severities in stored.alerts_of(store, viewer, keys):
-        if (tenant, trace_id) not in by_key:
-            continue
-        row = by_key[(tenant, trace_id)]
-        row.alerts, row.codes = alerts, sorted(codes)
-        row.severity = max(severities, key=lambda s: rank.get(s, -1), default="")
+    codes: dict[tuple[str, str], set[str]] = defaultdict(set)
+    severities: dict[tuple[str, str], set[str]] = defaultdict(set)  # of violations
+    for alert in stored.alerts_of(store, viewer, keys) if alerts is None else alerts:
+        key = (alert.tenant, alert.trace_id)
+        if key in by_key:
+            codes[key].add(alert.code)
+            if alert.kind == "violation":
+                by_key[key].alerts += alert.alerts
+                severities[key].add(alert.severity)
+    for key, row in by_key.items():
+        row.codes = sorted(codes[key])
+        row.severity = max(sorted(severities[key]), key=lambda s: rank.get(s, -1), default="")
     for tenant, trace_id, scores in stored.scores_of(store, viewer, keys):
         if (tenant, trace_id) in by_key:
             by_key[(tenant, trace_id)].scores = scores
@@ -215,34 +236,51 @@ def _add_details(
 
 def facets(
     store: ReadStore, viewer: Viewer, query: TraceQuery, prices: PriceTable,
-    newest: list[stored.TraceKey] | None = None,
+    newest: list[list[Any]] | None = None, alerts: list[stored.TraceAlerts] | None = None,
 ) -> dict[str, list[tuple[str, int]]]:  # fmt: skip
-    """The most frequent values of each filter among the traces the filters select: traces
-    per service, spans per agent, tool and model, alerts per detector code and severity.
+    """The most frequent values of each filter among the traces the filters select, with
+    counts: alerts per detector code and severity; without filters traces per service and
+    spans per agent, tool and model; with filters traces per service, agent, tool and model.
 
     Without filters the counts come from `span_counts` (per minute: the range is rounded
     out to whole minutes); with filters, over the newest FACET_TRACES matching traces
-    (`newest` when the caller found them, else found here; then read by primary key)."""
+    (their roots `newest` and their `alerts` when the caller read them, else read here):
+    services from the roots, agents, tools and models from `trace_facets` over the time
+    from the oldest of those roots (`stored.trace_facet_counts`), alerts by key. `alerts`
+    without filters: the alerts of the range's traces (`stored.alerts_of` with a range)."""
+    counted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     if query.filtered:
         if newest is None:
             newest = stored.newest(store, viewer, query, prices.models, FACET_TRACES)
-        if not newest:
+        roots = {(row[0], row[1]): row for row in newest}  # a root stored twice
+        if not roots:
             return {}
-        per_span = stored.span_facets(store, viewer, newest)
-        per_alert = stored.alert_facets(store, viewer, newest, query.start_ns, query.end_ns)
+        for row in roots.values():
+            counted["service"][row[5]] += 1
+        since = min(row[2] for row in roots.values())
+        until = query.end_ns + stored.SPAN_SLACK_NS
+        for facet, value, traces in stored.trace_facet_counts(
+            store, viewer, list(roots), since, until
+        ):
+            counted[facet][value] += traces
+        if alerts is None:
+            alerts = stored.alerts_of(store, viewer, list(roots))
+        chosen = [a for a in alerts if (a.tenant, a.trace_id) in roots]
     else:
-        per_span = stored.minute_facets(store, viewer, query.start_ns, query.end_ns)
-        per_alert = stored.alert_facets(store, viewer, None, query.start_ns, query.end_ns)
-    counted: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for service, agent, tool, model, spans, roots in per_span:
-        if roots:
-            counted["service"][service] += roots
-        for facet, value in (("agent", agent), ("tool", tool), ("model", model)):
-            if value:
-                counted[facet][value] += spans
-    for code, severity, n in per_alert:
-        counted["code"][code] += n
-        counted["severity"][severity] += n
+        for service, agent, tool, model, spans, root_spans in stored.minute_facets(
+            store, viewer, query.start_ns, query.end_ns
+        ):
+            if root_spans:
+                counted["service"][service] += root_spans
+            for facet, value in (("agent", agent), ("tool", tool), ("model", model)):
+                if value:
+                    counted[facet][value] += spans
+        if alerts is None:
+            alerts = stored.alerts_of(store, viewer, [], query.start_ns, query.end_ns)
+        chosen = [a for a in alerts if a.in_range]
+    for alert in chosen:
+        counted["code"][alert.code] += alert.alerts
+        counted["severity"][alert.severity] += alert.alerts
     return {
         facet: sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))[:FACET_VALUES]
         for facet, values in counted.items()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -50,3 +51,20 @@ def test_the_reads_bench_keeps_its_cpu_mode() -> None:
     out = run_bench("reads.py", "cpu", "--queries", "5", "--rounds", "1")
     ratios = re.findall(r"CPU per query, ([\d.]+)x the writer's", out)
     assert len(ratios) == 2 and all(float(r) > 0 for r in ratios), out
+
+
+def test_the_reads_bench_against_another_checkout_reads_the_same_store_on_both_sides(
+    tmp_path: Path,
+) -> None:
+    """`scale --against PYTHON` (here this checkout's own python: the same reads on both
+    sides) serves each side its own copy of a kept store and prints both sides' figures."""
+    store = tmp_path / "store"
+    run_bench("reads.py", "scale", "--sizes", "3000", "--seed-spans", "1500", "--repeats", "1",
+              "--cold", "0", "--only", "traces: tool", "--data-dir", str(store))  # fmt: skip
+    out = run_bench("reads.py", "scale", "--data-dir", str(store), "--against", sys.executable,
+                    "--repeats", "2", "--cold", "1", "--only", "traces: tool")  # fmt: skip
+    sides = re.search(r"^this: .*?, ([\d,]+) spans; against: .*?, ([\d,]+) spans$", out, re.M)
+    assert sides and sides[1] == sides[2] and int(sides[1].replace(",", "")) >= 3000, out
+    rows = re.findall(r"^(traces: tool(?: \(tenant\))?)\s.*\|\s+[\d.]+\s+([\d.]+)$", out, re.M)
+    assert rows == [("traces: tool", "1.00"), ("traces: tool (tenant)", "1.00")], out  # rows x
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["store"], out  # copies removed

@@ -283,3 +283,30 @@ def test_the_alerts_pages_traces_and_tools_are_the_counts_of_the_stored_rows(
         assert (page.traces_in_range, page.top_tools) == (traces, tools), (start, end)
         counted.add(traces)
     assert len(counted) > 3 and max(counted) > 0  # the ranges hold different traces
+
+
+@pytest.mark.parametrize("viewer", [Viewer(None), Viewer("a"), Viewer("b")])
+def test_a_filtered_lists_counts_per_tool_are_its_traces_with_a_span_of_each(
+    store: ClientStore, viewer: Viewer
+) -> None:
+    """The counts per agent, tool and model of a filtered list (`trace_facet_counts` over
+    the time from its oldest root) are its traces with a span of each, counted from the
+    spans themselves: a trace stored twice once, a trace backfilled by migration 0018's
+    insert as one filled by its view, another tenant's not at all."""
+    query = trace_list.TraceSelection(start_ns=NOW_NS - 7 * DAY_NS, end_ns=NOW_NS, text="step")
+    roots = trace_list.newest(store, viewer, query, [], 1_000)
+    keys = sorted({(row[0], row[1]) for row in roots})
+    since = min(row[2] for row in roots)
+    counted = trace_list.trace_facet_counts(
+        store, viewer, keys, since, NOW_NS + trace_list.SPAN_SLACK_NS
+    )
+    direct = store.query(
+        "SELECT 'tool', GenAIToolName, uniqExact(Tenant, TraceId) FROM spans "
+        "WHERE (Tenant, TraceId) IN {keys:Array(Tuple(String, String))} "
+        "AND GenAIToolName != '' GROUP BY GenAIToolName",
+        {"keys": keys},
+    ).rows
+    assert sorted(counted) == sorted(tuple(row) for row in direct)
+    expected = {None: {"issue_refund": 2, "lookup_order": 1}, "a": {"issue_refund": 1,
+                "lookup_order": 1}, "b": {"issue_refund": 1}}[viewer.tenant]  # fmt: skip
+    assert {value: n for facet, value, n in counted if facet == "tool"} == expected

@@ -174,6 +174,12 @@ def test_trace_list_filters_and_counts_per_value(
                              prices, page_size=100)  # fmt: skip
     tools = dict(everything.facets["tool"])
     tool, calls = next(iter(tools.items()))
+    assert (everything.facets["code"], everything.facets["severity"]) == (
+        [("PG110", 1), ("PG200", 1)],
+        [("high", 2)],
+    )  # a's: on a trace and of a monitor
+    flagged = [(row.trace_id, row.alerts, row.codes) for row in everything.rows if row.codes]
+    assert flagged == [(seeded["a"][1], 1, ["PG110"])]
     chosen = list_traces(reads, Viewer("a"), TraceQuery.from_params(
         {"from": "1d", "tool": tool}, now), prices, page_size=100)  # fmt: skip
     assert chosen.rows and all(tool in row.tools for row in chosen.rows)
@@ -183,6 +189,8 @@ def test_trace_list_filters_and_counts_per_value(
         {"from": "1d", "code": "PG110"}, now), prices)  # fmt: skip
     assert [row.trace_id for row in alerted.rows] == [seeded["a"][1]]
     assert alerted.rows[0].codes == ["PG110"] and alerted.rows[0].scores == 1
+    assert (alerted.rows[0].alerts, alerted.rows[0].severity) == (1, "high")
+    assert (alerted.facets["code"], alerted.facets["severity"]) == ([("PG110", 1)], [("high", 1)])
     slow = max(row.duration_ns for row in everything.rows)
     longest = list_traces(reads, Viewer("a"), TraceQuery.from_params(
         {"from": "1d", "min_ms": str(slow / 1e6)}, now), prices)  # fmt: skip
