@@ -249,6 +249,19 @@ def test_the_alerts_pages_counts_in_one_read_are_the_counts_grouped_apart(
         assert sorted(tally.per_interval) == sorted(tuple(row) for row in intervals)
 
 
+def test_the_counts_name_their_unit_spans_over_the_range_traces_when_filtered(
+    client: TestClient,
+) -> None:
+    """Unfiltered, the counts per agent, tool and model are spans over the range; filtered,
+    traces among the newest matching ones: each heading says which."""
+    over_range = client.get("/traces?from=1d").text
+    filtered = client.get("/traces?from=1d&error=no").text
+    for heading in ("Agent (spans)", "Tool (calls)", "Model (calls)"):
+        assert f"<h4>{heading}</h4>" in over_range and heading not in filtered
+    for heading in ("Agent (traces)", "Tool (traces)", "Model (traces)"):
+        assert f"<h4>{heading}</h4>" in filtered and heading not in over_range
+
+
 def test_pages_render_and_name_a_bad_parameter(client: TestClient) -> None:
     for path in (
         "/traces?from=1d",
