@@ -2,9 +2,9 @@
 queue, the alerts page's tools and traces, every read of a trace's spans by key and the
 trace list's scores (migrations 0019 `conversation_traces`, 0020 `feedback_spans`, 0022
 `tool_spans`, 0023 `trace_times`, 0024 `trace_scores`, 0025 `trace_counts`; 0026's tool of
-each alert; 0027 `trace_alerts` from `alerts`): the pages answer from them what they answered from the spans (and scores),
-for rows stored before the migrations (their backfill) and after (their views), replays,
-rows stored twice and other tenants included."""
+each alert; 0027 `trace_alerts` from `alerts`): the pages answer from them what they
+answered from the spans (and scores, alerts), for rows stored before the migrations (their
+backfill) and after (their views), replays, rows stored twice and other tenants included."""
 
 from __future__ import annotations
 
