@@ -177,13 +177,10 @@ class TraceAlert(NamedTuple):
 
 
 def of_trace(store: ReadableStore, tenant: str, trace_id: str) -> list[TraceAlert]:
-    """The trace's alerts, violations before undecided checks, by code and span: `alerts`
-    read by its key, the trace's alert keys looked up in `trace_alerts` (migration 0027)."""
-    of_the_trace = "Tenant = {tenant:String} AND TraceId = {trace:String}"
+    """The trace's alerts, violations before undecided checks, by code and span."""
     rows = store.query(
         "SELECT Code, Name, Severity, Kind, Reason, SpanId, Details, TurnSpanId "
-        f"FROM alerts FINAL WHERE {of_the_trace} AND AlertKey GLOBAL IN "
-        f"(SELECT AlertKey FROM trace_alerts WHERE {of_the_trace}) "
+        "FROM alerts FINAL WHERE Tenant = {tenant:String} AND TraceId = {trace:String} "
         "ORDER BY Kind DESC, Code, SpanId",
         {"tenant": tenant, "trace": trace_id},
     ).rows
@@ -207,11 +204,9 @@ def _object(text: str) -> dict[str, Any]:
 
 
 def violations_of(store: ReadableStore, trace_ids: Sequence[str]) -> list[tuple[str, str, str]]:
-    """(trace id, code, span id) of the violations stored for the traces, by code and span
-    (by key in `trace_alerts`, migration 0027, not every row of `alerts`)."""
+    """(trace id, code, span id) of the violations stored for the traces, by code and span."""
     rows = store.query(
-        "SELECT TraceId, Code, SpanId FROM trace_alerts FINAL "
-        "WHERE TraceId IN {ids:Array(String)} "
+        "SELECT TraceId, Code, SpanId FROM alerts FINAL WHERE TraceId IN {ids:Array(String)} "
         "AND Kind = 'violation' ORDER BY Code, SpanId",
         {"ids": list(trace_ids)},
         readonly=True,

@@ -47,9 +47,6 @@ SHARDING_KEYS = {
     # service, code, window), anchored to whichever trace opened the window, so it is
     # sharded by its own key (any consumer's copy lands on the same shard)
     "alerts": "cityHash64(if(JSONExtractBool(Details, 'coverage_gap'), AlertKey, TraceId))",
-    # (Tenant, TraceId, AlertKey); its view writes the shard's alerts (a coverage gap's on
-    # its alert's shard, by AlertKey), the backfill routes them by trace
-    "trace_alerts": TRACE_KEY,
     "span_counts": "rand()",  # SummingMergeTree read with sum(): a row may be on any shard
     "monitor_rollups": "rand()",  # the same
     "trace_counts": "rand()",  # AggregatingMergeTree of sets read merged: the same

@@ -88,15 +88,8 @@ def _per_trace(
 
 def alerts(store: ReadableStore, viewer: Viewer, conversation_id: str) -> list[list[Any]]:
     """(tenant, trace id, code, severity, reason) of the alerts on the conversation's
-    traces, by code: `alerts` read by its key, the traces' alert keys looked up in
-    `trace_alerts` (migration 0027)."""
-    chosen, values = _chosen(viewer, conversation_id)
-    return store.query(
-        "SELECT Tenant, TraceId, Code, Severity, Reason FROM alerts FINAL WHERE (Tenant, "
-        f"AlertKey) GLOBAL IN (SELECT Tenant, AlertKey FROM trace_alerts WHERE {chosen}) "
-        f"AND {chosen} ORDER BY Code",
-        values,
-    ).rows
+    traces, by code."""
+    return _per_trace(store, viewer, conversation_id, "alerts", "Code, Severity, Reason", "Code")
 
 
 def scores(store: ReadableStore, viewer: Viewer, conversation_id: str) -> list[list[Any]]:

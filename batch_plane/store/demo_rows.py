@@ -35,7 +35,6 @@ WHERE: tuple[tuple[str, str], ...] = (
     ("trace_scores", f"{_OF_DEMO_TRACES} OR (Tenant, RunId) IN ({DEMO_RUNS})"),
     ("runs", f"(Tenant, RunId) IN ({DEMO_RUNS})"),
     ("alerts", _OF_DEMO_TRACES),
-    ("trace_alerts", _OF_DEMO_TRACES),
     ("dataset_items", f"(Tenant, Dataset, Version) IN ({DEMO_DATASETS})"),
     ("datasets", f"Owner = '{DEMO_OWNER}'"),
     ("trace_roots", _OF_DEMO_TRACES),

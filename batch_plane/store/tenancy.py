@@ -15,10 +15,10 @@ TENANT_TABLES = (
     "spans", "trace_times", "trace_roots", "span_counts", "alerts", "scores", "datasets",
     "dataset_items", "runs", "gates", "gate_rows", "monitor_rollups", "monitor_ticks", "logs",
     "trace_facets", "conversation_traces", "feedback_spans", "tool_spans", "trace_scores",
-    "trace_counts", "trace_alerts",
+    "trace_counts",
 )  # fmt: skip
 """Every table with a Tenant column (migrations 0001-0009, 0015's `logs`, 0016, 0018-0020,
-0022, 0023's `trace_times`, which replaced 0001's `spans_trace_id_ts`, 0024, 0025, 0027)."""
+0022, 0023's `trace_times`, which replaced 0001's `spans_trace_id_ts`, 0024, 0025)."""
 FILTERED_TABLES = TENANT_TABLES + tuple(local_name(t) for t in TENANT_TABLES if t in SHARDING_KEYS)
 """The tables a tenant's reads are filtered on: on a sharded store also the local tables,
 which a sub-query reads on each shard (`distributed_product_mode = 'local'`)."""

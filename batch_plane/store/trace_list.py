@@ -314,19 +314,16 @@ def alerts_of(
 ) -> list[TraceAlerts]:  # fmt: skip
     """The alerts of the traces `keys` per trace, code, severity and kind and, with a
     range, those of the other traces that started in [start_ns, end_ns) per code, severity
-    and kind: one read of `alerts` for the rows' details and the list's counts. Without a
-    range, by key in `trace_alerts` (migration 0027: what FINAL leaves of it is what it
-    leaves of `alerts`) instead of every row of `alerts`."""
+    and kind: one read of `alerts` for the rows' details and the list's counts."""
     condition, values = _keys(viewer, keys)
-    in_range, table = "0", "trace_alerts"
+    in_range = "0"
     if start_ns is not None and end_ns is not None:
-        table = "alerts"
         in_range = "TraceStartNs >= {start:Int64} AND TraceStartNs < {end:Int64}"
         values |= {"start": start_ns, "end": end_ns}
     listed = "(Tenant, TraceId) IN {keys:Array(Tuple(String, String))}"
     rows = store.query(
         f"SELECT if({listed}, Tenant, '') AS tenant, if({listed}, TraceId, '') AS trace, "
-        f"Code, Severity, Kind, count(), {in_range} AS in_range FROM {table} FINAL "
+        f"Code, Severity, Kind, count(), {in_range} AS in_range FROM alerts FINAL "
         f"WHERE {viewer.where('Tenant')} AND ({condition} OR {in_range}) "
         "GROUP BY tenant, trace, Code, Severity, Kind, in_range",
         {**values, "keys": list(keys)},

@@ -800,30 +800,3 @@ INNER JOIN (
 ) AS tools
 ON stored.Tenant = tools.Tenant AND stored.TraceId = tools.TraceId AND stored.SpanId = tools.SpanId;
 
-CREATE TABLE IF NOT EXISTS trace_alerts_local ON CLUSTER 'pathgrade'
-(
-    Tenant LowCardinality(String),
-    TraceId String CODEC(ZSTD(1)),
-    AlertKey String CODEC(ZSTD(1)),
-    SpanId String CODEC(ZSTD(1)),
-    Code LowCardinality(String),
-    Severity LowCardinality(String),
-    Kind LowCardinality(String),
-    Tool LowCardinality(String),
-    DetectedAtNs Int64 CODEC(Delta, ZSTD(1))
-)
-ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', DetectedAtNs)
-ORDER BY (Tenant, TraceId, AlertKey)
-SETTINGS index_granularity = 256;
-
-CREATE TABLE IF NOT EXISTS trace_alerts ON CLUSTER 'pathgrade' AS trace_alerts_local
-ENGINE = Distributed('pathgrade', currentDatabase(), trace_alerts_local, cityHash64(TraceId));
-
-CREATE MATERIALIZED VIEW IF NOT EXISTS trace_alerts_mv ON CLUSTER 'pathgrade' TO trace_alerts_local AS
-SELECT Tenant, TraceId, AlertKey, SpanId, Code, Severity, Kind, Tool, DetectedAtNs
-FROM alerts_local;
-
-INSERT INTO trace_alerts
-SELECT Tenant, TraceId, AlertKey, SpanId, Code, Severity, Kind, Tool, DetectedAtNs
-FROM alerts FINAL;
-

@@ -2,9 +2,9 @@
 queue, the alerts page's tools and traces, every read of a trace's spans by key and the
 trace list's scores (migrations 0019 `conversation_traces`, 0020 `feedback_spans`, 0022
 `tool_spans`, 0023 `trace_times`, 0024 `trace_scores`, 0025 `trace_counts`; 0026's tool of
-each alert; 0027 `trace_alerts` from `alerts`): the pages answer from them what they
-answered from the spans (and scores, alerts), for rows stored before the migrations (their
-backfill) and after (their views), replays, rows stored twice and other tenants included."""
+each alert): the pages answer from them what they answered from the spans (and scores),
+for rows stored before the migrations (their backfill) and after (their views), replays,
+rows stored twice and other tenants included."""
 
 from __future__ import annotations
 
@@ -134,10 +134,6 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClientStore]:
     for (tenant, trace), tool in list(TOOLED.items())[1:]:
         for _ in range(2):  # each stored twice (a second consumer's): one alert
             store.insert("alerts", pinned_alerts(tenant, trace, tool), list(ALERT_COLUMNS))
-    for version, severity in ((1, "high"), (1, "high"), (2, "low")):  # stored twice, replayed
-        store.insert("alerts", [["r-g", "c", "PG120", severity, G, "cannot_decide", version]],
-                     ["AlertKey", "Tenant", "Code", "Severity", "TraceId", "Kind",
-                      "DetectedAtNs"])  # fmt: skip
     yield store
     store.close()
 
@@ -241,32 +237,6 @@ def test_the_trace_lists_scores_of_each_trace_come_from_trace_scores_as_from_sco
     }
     own = trace_list.scores_of(store, Viewer("a"), keys)
     assert sorted((tenant, trace, n) for tenant, trace, n in own) == [("a", A, 2), ("a", B, 1)]
-
-
-def test_the_alerts_of_listed_traces_come_from_trace_alerts_as_from_alerts(
-    store: ClientStore,
-) -> None:
-    """Migration 0027's `trace_alerts` (backfilled, then filled by its view) holds of each
-    alert what `alerts FINAL` holds: an alert stored twice once, a replayed one as its
-    latest version; the list, the trace page and the datasets read the traces' alerts by it."""
-    columns = "Tenant, TraceId, AlertKey, SpanId, Code, Severity, Kind, Tool, DetectedAtNs"
-    lookup = store.query(f"SELECT {columns} FROM trace_alerts FINAL ORDER BY ALL").rows
-    assert lookup == store.query(f"SELECT {columns} FROM alerts FINAL ORDER BY ALL").rows
-    assert ["lookup_order"] in [row[7:8] for row in lookup]  # backfilled with 0026's tool
-    one, two, three = ("1" * 32, "2" * 32, "3" * 32)
-    keys = [("a", one), ("a", two), ("b", three), ("b", A), ("a", A), ("c", G)]
-    pc105 = ("PG105", "low", "cannot_decide", 2, False)
-    assert sorted(trace_list.alerts_of(store, Viewer(None), keys)) == [
-        ("a", one, *pc105), ("a", two, *pc105), ("a", A, "PG110", "high", "violation", 1, False),
-        ("b", three, *pc105), ("c", G, "PG120", "low", "cannot_decide", 1, False),
-    ]  # fmt: skip
-    assert trace_list.alerts_of(store, Viewer("b"), keys) == [("b", three, *pc105)]
-    assert [(a.code, a.span_id) for a in alerts.of_trace(store, "a", two)] == [
-        ("PG105", f"{0:016x}"), ("PG105", f"{1:016x}"),
-    ]  # fmt: skip
-    assert alerts.of_trace(store, "b", two) == []
-    assert [a.severity for a in alerts.of_trace(store, "c", G)] == ["low"]
-    assert alerts.violations_of(store, [A, E, two]) == [(A, "PG110", ""), (E, "PG110", "")]
 
 
 def direct_counts(store: ClientStore, viewer: Viewer, start_ns: int, end_ns: int) -> tuple:
